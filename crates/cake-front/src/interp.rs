@@ -1,0 +1,729 @@
+//! The interpreter: walks the Ruff AST of one file and builds one `Kernel` per schedule.
+//! Statements are interpreted in order; a statement that fails reports a finding and the walk
+//! continues with the next, so one run reports every independent mistake.
+
+use crate::args::CallArgs;
+use crate::codes;
+use crate::value::{Builtin, Namespace, Value};
+use cake_diag::{Finding, Findings, SourceFile, Span};
+use cake_ir::*;
+use ruff_python_ast as ast;
+use ruff_text_size::{Ranged, TextRange};
+use std::collections::HashMap;
+
+/// Marker: a finding has been pushed for this failure.
+#[derive(Debug)]
+pub struct Reported;
+pub type R<T> = Result<T, Reported>;
+
+/// How many helper calls may be active at once before we call it runaway recursion.
+const MAX_INLINE_DEPTH: usize = 32;
+
+pub fn span(r: TextRange) -> Span {
+    Span::new(r.start().to_u32(), r.end().to_u32())
+}
+
+pub(crate) enum Flow {
+    Normal,
+    Return(Value, Span),
+}
+
+pub(crate) struct Frame {
+    pub vars: HashMap<String, Value>,
+    /// Helper frames may `return`; the kernel frame may not.
+    pub is_helper: bool,
+}
+
+pub struct Interp<'a> {
+    #[allow(dead_code)]
+    pub file: &'a SourceFile,
+    pub findings: &'a mut Findings,
+    pub k: Kernel,
+    pub globals: &'a HashMap<String, Value>,
+    pub funcs: &'a HashMap<String, &'a ast::StmtFunctionDef>,
+    pub(crate) frames: Vec<Frame>,
+    blocks: Vec<Block>,
+    pub role: Option<(RoleId, Span)>,
+    /// Loops that exist at run time (IR loops), innermost last.
+    pub loops: Vec<LoopId>,
+    /// Nesting of run-time `if`s; a helper may not `return` from inside one.
+    pub runtime_ifs: u32,
+    pub tiles_loop: Option<LoopId>,
+    /// Name given to the resource the current assignment declares.
+    pub pending_name: Option<String>,
+    counters: HashMap<&'static str, u32>,
+}
+
+impl<'a> Interp<'a> {
+    pub fn new(
+        file: &'a SourceFile,
+        findings: &'a mut Findings,
+        globals: &'a HashMap<String, Value>,
+        funcs: &'a HashMap<String, &'a ast::StmtFunctionDef>,
+    ) -> Self {
+        Interp {
+            file,
+            findings,
+            k: Kernel::default(),
+            globals,
+            funcs,
+            frames: vec![Frame { vars: HashMap::new(), is_helper: false }],
+            blocks: vec![Vec::new()],
+            role: None,
+            loops: Vec::new(),
+            runtime_ifs: 0,
+            tiles_loop: None,
+            pending_name: None,
+            counters: HashMap::new(),
+        }
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Findings
+
+    pub fn report(&mut self, f: Finding) -> Reported {
+        self.findings.push(f);
+        Reported
+    }
+
+    pub fn err<T>(&mut self, code: &'static cake_diag::CodeInfo, span: Span, msg: impl Into<String>) -> R<T> {
+        Err(self.report(Finding::new(code, span, msg)))
+    }
+
+    /// A resource name: the assignment target if there is one, else `<kind><n>`.
+    pub fn take_name(&mut self, kind: &'static str) -> String {
+        if let Some(n) = self.pending_name.take() {
+            return n;
+        }
+        let n = self.counters.entry(kind).or_insert(0);
+        *n += 1;
+        format!("{kind}{n}")
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Scopes
+
+    pub fn lookup(&self, name: &str) -> Option<Value> {
+        if let Some(v) = self.frames.last().and_then(|f| f.vars.get(name)) {
+            return Some(v.clone());
+        }
+        // Helpers see module globals only; the kernel frame sees its own names and globals.
+        self.globals.get(name).cloned().or_else(|| self.funcs.get(name).map(|_| Value::Func(name.to_string())))
+    }
+
+    pub fn bind(&mut self, name: &str, v: Value) {
+        self.frames.last_mut().expect("a frame").vars.insert(name.to_string(), v);
+    }
+
+    pub fn visible_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.frames.last().map(|f| f.vars.keys().cloned().collect()).unwrap_or_default();
+        names.extend(self.globals.keys().cloned());
+        names.extend(self.funcs.keys().cloned());
+        names.sort();
+        names
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Emitting IR
+
+    pub fn emit(&mut self, stmt: Stmt, span: Span) -> StmtId {
+        let id = self.k.stmts.push(stmt, span);
+        self.blocks.last_mut().expect("a block").push(id);
+        id
+    }
+
+    pub fn emit_op(&mut self, op: Op, span: Span) -> R<()> {
+        if self.role.is_none() {
+            return self.err(
+                &codes::MISPLACED_OPERATION,
+                span,
+                "operations must be issued inside a role region",
+            )
+            .map_err(|r| {
+                if let Some(last) = self.findings_last_mut() {
+                    last.help = Some("wrap it in `with <role>:` so the compiler knows which warps run it".into());
+                }
+                r
+            });
+        }
+        self.emit(Stmt::Op(op), span);
+        Ok(())
+    }
+
+    /// Move the statements interpreted so far into the kernel body.
+    pub fn finish_body(&mut self) {
+        self.k.body = std::mem::take(&mut self.blocks[0]);
+    }
+
+    fn findings_last_mut(&mut self) -> Option<&mut Finding> {
+        self.findings.last_mut()
+    }
+
+    pub fn mk(&mut self, kind: ExprKind, ty: Ty, span: Span) -> ExprId {
+        self.k.exprs.push(Expr { kind, ty }, span)
+    }
+
+    fn with_block(&mut self, f: impl FnOnce(&mut Self) -> R<Flow>) -> (Block, R<Flow>) {
+        self.blocks.push(Vec::new());
+        let r = f(self);
+        (self.blocks.pop().expect("pushed above"), r)
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Statements
+
+    pub fn exec_block(&mut self, body: &[ast::Stmt]) -> R<Flow> {
+        let mut failed = false;
+        for (i, s) in body.iter().enumerate() {
+            // A docstring is the first statement and a bare string: skip it.
+            if i == 0 {
+                if let ast::Stmt::Expr(e) = s {
+                    if e.value.is_string_literal_expr() {
+                        continue;
+                    }
+                }
+            }
+            match self.exec(s) {
+                Ok(Flow::Normal) => {}
+                Ok(ret @ Flow::Return(..)) => return Ok(ret),
+                Err(Reported) => failed = true,
+            }
+        }
+        if failed { Err(Reported) } else { Ok(Flow::Normal) }
+    }
+
+    fn exec(&mut self, s: &ast::Stmt) -> R<Flow> {
+        use ast::Stmt as S;
+        let sp = span(s.range());
+        match s {
+            S::Assign(a) => self.exec_assign(a).map(|_| Flow::Normal),
+            S::AugAssign(a) => self.exec_aug_assign(a).map(|_| Flow::Normal),
+            S::Expr(e) => {
+                let v = self.eval(&e.value)?;
+                match v {
+                    Value::None | Value::Poison => {}
+                    other => {
+                        let f = Finding::new(
+                            &codes::UNUSED_VALUE,
+                            sp,
+                            format!("this expression computes {} that is never used", other.kind_name()),
+                        )
+                        .help("assign it to a name, or remove the line");
+                        self.report(f);
+                    }
+                }
+                Ok(Flow::Normal)
+            }
+            S::For(f) => self.exec_for(f),
+            S::If(i) => self.exec_if(i),
+            S::With(w) => self.exec_with(w),
+            S::Return(r) => self.exec_return(r, sp),
+            S::Pass(_) => Ok(Flow::Normal),
+            S::Assert(a) => self.exec_assert(a).map(|_| Flow::Normal),
+            other => {
+                let (what, instead) = unsupported_stmt(other);
+                let f = Finding::new(&codes::UNSUPPORTED_PYTHON, sp, format!("{what} is not part of Cake IR")).help(instead);
+                Err(self.report(f))
+            }
+        }
+    }
+
+    fn exec_assign(&mut self, a: &ast::StmtAssign) -> R<()> {
+        if a.targets.len() != 1 {
+            return self.err(&codes::UNSUPPORTED_PYTHON, span(a.range), "chained assignment (`a = b = ...`) is not supported")
+                .map_err(|r| self.with_help(r, "assign each name on its own line"));
+        }
+        let target = &a.targets[0];
+        // `frag[:] = value` overwrites a fragment in place.
+        if let ast::Expr::Subscript(sub) = target {
+            return self.assign_fragment(sub, &a.value, span(a.range));
+        }
+        self.pending_name = match target {
+            ast::Expr::Name(n) => Some(n.id.as_str().to_string()),
+            _ => None,
+        };
+        let v = self.eval(&a.value);
+        self.pending_name = None;
+        let v = v.unwrap_or(Value::Poison);
+        let failed = matches!(v, Value::Poison);
+        self.bind_target(target, v, span(a.value.range()))?;
+        if failed { Err(Reported) } else { Ok(()) }
+    }
+
+    fn with_help(&mut self, r: Reported, help: &str) -> Reported {
+        if let Some(last) = self.findings_last_mut() {
+            last.help = Some(help.to_string());
+        }
+        r
+    }
+
+    fn assign_fragment(&mut self, sub: &ast::ExprSubscript, value: &ast::Expr, sp: Span) -> R<()> {
+        let base = self.eval(&sub.value)?;
+        let Value::Frag(frag) = base else {
+            return self.err(
+                &codes::TYPE_MISMATCH,
+                span(sub.value.range()),
+                format!("only fragments can be assigned in place; this is {}", base.kind_name()),
+            );
+        };
+        if !is_full_slice(&sub.slice) {
+            return self.err(&codes::UNSUPPORTED_PYTHON, span(sub.slice.range()), "fragments are assigned whole")
+                .map_err(|r| self.with_help(r, "write `frag[:] = value`; use lm.select to update part of it"));
+        }
+        let vspan = span(value.range());
+        let v = self.eval(value)?;
+        let value = self.fragment_value(frag, v, vspan)?;
+        self.emit_op(Op::Assign { dst: frag, value }, sp)
+    }
+
+    /// Check that `v` can be stored into `frag` (same dtype, broadcastable shape, same role).
+    fn fragment_value(&mut self, frag: FragId, v: Value, vspan: Span) -> R<ExprId> {
+        let decl = self.k.fragments[frag].clone();
+        let e = self.to_expr(v, vspan, Some(decl.dtype))?;
+        match self.k.exprs[e].ty.clone() {
+            Ty::Frag { dtype, shape, .. } => {
+                if dtype != decl.dtype {
+                    let f = Finding::new(
+                        &codes::DTYPE_MISMATCH,
+                        vspan,
+                        format!("fragment `{}` holds {}, but the value is {}", decl.name, decl.dtype, dtype),
+                    )
+                    .expected(decl.dtype)
+                    .actual(dtype)
+                    .help(format!("convert with lm.cast(value, lm.{})", decl.dtype));
+                    return Err(self.report(f));
+                }
+                if crate::expr::broadcast(&shape, &decl.shape).as_deref() != Some(&decl.shape[..]) {
+                    let f = Finding::new(
+                        &codes::SHAPE_MISMATCH,
+                        vspan,
+                        format!("fragment `{}` has shape {:?}, but the value has shape {:?}", decl.name, decl.shape, shape),
+                    )
+                    .expected(format!("{:?}", decl.shape))
+                    .actual(format!("{shape:?}"));
+                    return Err(self.report(f));
+                }
+                Ok(e)
+            }
+            Ty::Index | Ty::Scalar(_) => Ok(e),
+            Ty::Bool => self.err(&codes::TYPE_MISMATCH, vspan, "a bool cannot be stored in a numeric fragment"),
+        }
+    }
+
+    fn bind_target(&mut self, target: &ast::Expr, v: Value, vspan: Span) -> R<()> {
+        match target {
+            ast::Expr::Name(n) => {
+                self.bind(n.id.as_str(), v);
+                Ok(())
+            }
+            ast::Expr::Tuple(t) => {
+                let items = match v {
+                    Value::Tuple(items) => items,
+                    Value::Poison => vec![Value::Poison; t.elts.len()],
+                    other => {
+                        for e in &t.elts {
+                            let _ = self.bind_target(e, Value::Poison, vspan);
+                        }
+                        return self.err(
+                            &codes::TYPE_MISMATCH,
+                            vspan,
+                            format!("cannot unpack {} into {} names", other.kind_name(), t.elts.len()),
+                        );
+                    }
+                };
+                if items.len() != t.elts.len() {
+                    for e in &t.elts {
+                        let _ = self.bind_target(e, Value::Poison, vspan);
+                    }
+                    return self.err(
+                        &codes::SHAPE_MISMATCH,
+                        span(t.range),
+                        format!("{} names but {} values to unpack", t.elts.len(), items.len()),
+                    );
+                }
+                let mut ok = true;
+                for (e, item) in t.elts.iter().zip(items) {
+                    ok &= self.bind_target(e, item, vspan).is_ok();
+                }
+                if ok { Ok(()) } else { Err(Reported) }
+            }
+            other => self.err(
+                &codes::UNSUPPORTED_PYTHON,
+                span(other.range()),
+                "only names, tuples of names and `fragment[:]` can be assigned",
+            ),
+        }
+    }
+
+    fn exec_aug_assign(&mut self, a: &ast::StmtAugAssign) -> R<()> {
+        let sp = span(a.range);
+        match &*a.target {
+            ast::Expr::Name(n) => {
+                let name = n.id.as_str();
+                let Some(cur) = self.lookup(name) else {
+                    return self.err(&codes::UNKNOWN_NAME, span(n.range), format!("`{name}` is not defined"));
+                };
+                let rhs = self.eval(&a.value)?;
+                let v = self.binary(a.op, (cur, span(n.range)), (rhs, span(a.value.range())), sp)?;
+                self.bind(name, v);
+                Ok(())
+            }
+            ast::Expr::Subscript(sub) => {
+                let base = self.eval(&sub.value)?;
+                let Value::Frag(frag) = base else {
+                    return self.err(&codes::TYPE_MISMATCH, span(sub.value.range()), "only fragments can be updated in place");
+                };
+                let rhs = self.eval(&a.value)?;
+                let v = self.binary(a.op, (Value::Frag(frag), span(sub.range)), (rhs, span(a.value.range())), sp)?;
+                let value = self.fragment_value(frag, v, sp)?;
+                self.emit_op(Op::Assign { dst: frag, value }, sp)
+            }
+            other => self.err(&codes::UNSUPPORTED_PYTHON, span(other.range()), "only names and `fragment[:]` can be updated"),
+        }
+    }
+
+    fn exec_assert(&mut self, a: &ast::StmtAssert) -> R<()> {
+        let tspan = span(a.test.range());
+        let v = self.eval(&a.test)?;
+        let ok = match v {
+            Value::Bool(b) => b,
+            Value::Int(i) => i != 0,
+            Value::Poison => return Err(Reported),
+            _ => {
+                return self.err(&codes::NOT_CONSTANT, tspan, "`assert` checks compile-time conditions only")
+                    .map_err(|r| self.with_help(r, "assert on constants such as tile sizes; run-time values are checked by the verifier"));
+            }
+        };
+        if !ok {
+            let msg = match a.msg.as_deref() {
+                Some(ast::Expr::StringLiteral(s)) => s.value.to_str().to_string(),
+                _ => "compile-time assertion failed".to_string(),
+            };
+            return self.err(&codes::INVALID_VALUE, tspan, msg);
+        }
+        Ok(())
+    }
+
+    fn exec_return(&mut self, r: &ast::StmtReturn, sp: Span) -> R<Flow> {
+        let is_helper = self.frames.last().is_some_and(|f| f.is_helper);
+        if !is_helper {
+            return self.err(&codes::MISPLACED_OPERATION, sp, "a schedule does not return a value")
+                .map_err(|r| self.with_help(r, "write results with lm.store or a TMA store"));
+        }
+        if self.runtime_ifs > 0 {
+            return self.err(&codes::MISPLACED_OPERATION, sp, "a helper cannot return from inside a run-time `if`")
+                .map_err(|r| self.with_help(r, "compute both values and pick one with lm.select"));
+        }
+        let v = match &r.value {
+            Some(e) => self.eval(e)?,
+            None => Value::None,
+        };
+        Ok(Flow::Return(v, sp))
+    }
+
+    fn exec_for(&mut self, f: &ast::StmtFor) -> R<Flow> {
+        let sp = span(f.range);
+        if f.is_async || !f.orelse.is_empty() {
+            return self.err(&codes::UNSUPPORTED_PYTHON, sp, "`async for` and `for ... else` are not part of Cake IR");
+        }
+        let iter_span = span(f.iter.range());
+        let it = self.eval(&f.iter)?;
+        match it {
+            Value::PyRange(values) => {
+                // Compile-time loop: unrolled.
+                let mut failed = false;
+                for v in values {
+                    self.bind_target(&f.target, Value::Int(v), iter_span)?;
+                    match self.exec_block(&f.body) {
+                        Ok(Flow::Normal) => {}
+                        Ok(ret) => return Ok(ret),
+                        Err(Reported) => failed = true,
+                    }
+                }
+                if failed { Err(Reported) } else { Ok(Flow::Normal) }
+            }
+            Value::RangeIter { start, stop, pipeline } => {
+                let var = match &*f.target {
+                    ast::Expr::Name(n) => n.id.as_str().to_string(),
+                    other => return self.err(&codes::UNSUPPORTED_PYTHON, span(other.range()), "an `lm.range` loop binds one name"),
+                };
+                let start = self.to_index(*start, iter_span)?;
+                let stop = self.to_index(*stop, iter_span)?;
+                let id = self.k.loops.push(Loop { var_name: var.clone(), kind: LoopKind::Range { start, stop, pipeline } }, sp);
+                let var_expr = self.mk(ExprKind::LoopVar(id), Ty::Index, span(f.target.range()));
+                self.bind(&var, Value::Expr(var_expr));
+                self.loops.push(id);
+                let (body, r) = self.with_block(|me| me.exec_block(&f.body));
+                self.loops.pop();
+                self.emit(Stmt::Loop { id, body }, sp);
+                self.no_return_inside(r, "an `lm.range` loop")
+            }
+            Value::TilesIter(counts) => self.exec_tiles(f, counts, sp, iter_span),
+            Value::Poison => Err(Reported),
+            other => {
+                let msg = format!("cannot loop over {}", other.kind_name());
+                self.err(&codes::TYPE_MISMATCH, iter_span, msg).map_err(|r| {
+                    self.with_help(r, "loop over `range(n)` (unrolled at compile time), `lm.range(...)` or `lm.tiles(...)`")
+                })
+            }
+        }
+    }
+
+    fn no_return_inside(&mut self, r: R<Flow>, what: &str) -> R<Flow> {
+        match r {
+            Ok(Flow::Return(_, sp)) => self.err(&codes::MISPLACED_OPERATION, sp, format!("cannot return from inside {what}")),
+            other => other.map(|_| Flow::Normal),
+        }
+    }
+
+    fn exec_tiles(&mut self, f: &ast::StmtFor, counts: Vec<Value>, sp: Span, iter_span: Span) -> R<Flow> {
+        if let Some(prev) = self.tiles_loop {
+            let prev_span = self.k.loops.span(prev);
+            let f = Finding::new(&codes::MISPLACED_OPERATION, iter_span, "a schedule has exactly one tile loop")
+                .label(prev_span, "the tile loop is declared here");
+            return Err(self.report(f));
+        }
+        if self.role.is_some() || !self.loops.is_empty() {
+            return self.err(
+                &codes::MISPLACED_OPERATION,
+                iter_span,
+                "the tile loop must be at the top level of the schedule, enclosing the role regions",
+            );
+        }
+        let names: Vec<(String, Span)> = match &*f.target {
+            ast::Expr::Name(n) => vec![(n.id.as_str().to_string(), span(n.range))],
+            ast::Expr::Tuple(t) => {
+                let mut names = Vec::new();
+                for e in &t.elts {
+                    match e {
+                        ast::Expr::Name(n) => names.push((n.id.as_str().to_string(), span(n.range))),
+                        other => return self.err(&codes::UNSUPPORTED_PYTHON, span(other.range()), "tile coordinates bind plain names"),
+                    }
+                }
+                names
+            }
+            other => return self.err(&codes::UNSUPPORTED_PYTHON, span(other.range()), "tile coordinates bind plain names"),
+        };
+        if names.len() != 1 && names.len() != counts.len() {
+            return self.err(
+                &codes::SHAPE_MISMATCH,
+                span(f.target.range()),
+                format!("`lm.tiles` has {} axes but the loop binds {} names", counts.len(), names.len()),
+            );
+        }
+        let mut count_exprs = Vec::new();
+        for c in counts {
+            count_exprs.push(self.to_index(c, iter_span)?);
+        }
+        let axis_names: Vec<String> = if names.len() == counts_len(&count_exprs) {
+            names.iter().map(|(n, _)| n.clone()).collect()
+        } else {
+            (0..count_exprs.len()).map(|i| format!("{}[{}]", names[0].0, i)).collect()
+        };
+        let id = self.k.loops.push(
+            Loop { var_name: names[0].0.clone(), kind: LoopKind::Tiles { counts: count_exprs.clone(), names: axis_names } },
+            sp,
+        );
+        let coords: Vec<Value> = (0..count_exprs.len())
+            .map(|axis| {
+                let s = names.get(axis).map_or(names[0].1, |n| n.1);
+                Value::Expr(self.mk(ExprKind::TileCoord { tiles: id, axis }, Ty::Index, s))
+            })
+            .collect();
+        if names.len() == coords.len() {
+            for ((n, _), c) in names.iter().zip(coords) {
+                self.bind(n, c);
+            }
+        } else {
+            self.bind(&names[0].0, Value::Tuple(coords));
+        }
+        self.tiles_loop = Some(id);
+        self.loops.push(id);
+        let (body, r) = self.with_block(|me| me.exec_block(&f.body));
+        self.loops.pop();
+        self.emit(Stmt::Loop { id, body }, sp);
+        self.no_return_inside(r, "the tile loop")
+    }
+
+    fn exec_if(&mut self, i: &ast::StmtIf) -> R<Flow> {
+        let cond_span = span(i.test.range());
+        let cond = self.eval(&i.test)?;
+        let folded = match cond {
+            Value::Bool(b) => Some(b),
+            Value::Int(v) => Some(v != 0),
+            Value::None => Some(false),
+            _ => None,
+        };
+        if let Some(taken) = folded {
+            // Compile-time `if`: only the taken branch is interpreted.
+            if taken {
+                return self.exec_block(&i.body);
+            }
+            return match i.elif_else_clauses.split_first() {
+                None => Ok(Flow::Normal),
+                Some((first, rest)) => self.exec_clause(first, rest),
+            };
+        }
+        let c = self.to_bool_expr(cond, cond_span)?;
+        self.runtime_ifs += 1;
+        let (then_body, r1) = self.with_block(|me| me.exec_block(&i.body));
+        let (else_body, r2) = self.with_block(|me| match i.elif_else_clauses.split_first() {
+            None => Ok(Flow::Normal),
+            Some((first, rest)) => me.exec_clause(first, rest),
+        });
+        self.runtime_ifs -= 1;
+        self.emit(Stmt::If { cond: c, then_body, else_body }, span(i.range));
+        r1.and(r2).map(|_| Flow::Normal)
+    }
+
+    fn exec_clause(&mut self, clause: &ast::ElifElseClause, rest: &[ast::ElifElseClause]) -> R<Flow> {
+        match &clause.test {
+            None => self.exec_block(&clause.body),
+            Some(test) => {
+                let synthetic = ast::StmtIf {
+                    node_index: Default::default(),
+                    range: clause.range,
+                    test: Box::new(test.clone()),
+                    body: clause.body.clone(),
+                    elif_else_clauses: rest.to_vec(),
+                };
+                self.exec_if(&synthetic)
+            }
+        }
+    }
+
+    fn exec_with(&mut self, w: &ast::StmtWith) -> R<Flow> {
+        let sp = span(w.range);
+        if w.is_async || w.items.len() != 1 || w.items[0].optional_vars.is_some() {
+            return self.err(&codes::UNSUPPORTED_PYTHON, sp, "`with` takes exactly one role: `with <role>:`");
+        }
+        let item = &w.items[0];
+        let ispan = span(item.context_expr.range());
+        let v = self.eval(&item.context_expr)?;
+        let Value::Role(role) = v else {
+            let msg = format!("`with` expects a role, found {}", v.kind_name());
+            return self.err(&codes::TYPE_MISMATCH, ispan, msg);
+        };
+        if let Some((outer, outer_span)) = self.role {
+            let f = Finding::new(
+                &codes::MISPLACED_OPERATION,
+                ispan,
+                format!("role region `{}` is nested inside role region `{}`", self.k.roles[role].name, self.k.roles[outer].name),
+            )
+            .label(outer_span, "the enclosing role region starts here")
+            .help("role regions partition the warps; place them side by side");
+            return Err(self.report(f));
+        }
+        self.role = Some((role, ispan));
+        let (body, r) = self.with_block(|me| me.exec_block(&w.body));
+        self.role = None;
+        self.emit(Stmt::Role { role, body }, sp);
+        self.no_return_inside(r, "a role region")
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Helper inlining
+
+    pub fn call_helper(&mut self, name: &str, args: CallArgs) -> R<Value> {
+        let def = *self.funcs.get(name).expect("Value::Func names a helper");
+        if self.frames.len() > MAX_INLINE_DEPTH {
+            return self.err(
+                &codes::INLINE_DEPTH,
+                args.span,
+                format!("helper `{name}` is inlined more than {MAX_INLINE_DEPTH} levels deep (recursion?)"),
+            );
+        }
+        let params: Vec<&ast::ParameterWithDefault> = def.parameters.args.iter().collect();
+        let names: Vec<String> = params.iter().map(|p| p.name().as_str().to_string()).collect();
+        let sig: Vec<String> = params
+            .iter()
+            .map(|p| if p.default.is_some() { format!("{}?", p.name().as_str()) } else { p.name().as_str().to_string() })
+            .collect();
+        let sig_refs: Vec<&str> = sig.iter().map(|s| s.as_str()).collect();
+        let call_span = args.span;
+        let slots = crate::args::bind(name, &sig_refs, args).map_err(|e| {
+            let mut f = Finding::new(&codes::BAD_ARGUMENTS, e.span, e.message).label(span(def.name.range), "helper defined here");
+            if let Some(h) = e.help {
+                f = f.help(h);
+            }
+            self.report(f)
+        })?;
+        let mut vars = HashMap::new();
+        for ((n, slot), p) in names.iter().zip(slots).zip(&params) {
+            let v = match slot {
+                Some((v, _)) => v,
+                None => {
+                    // Defaults are evaluated in the module scope, at each call.
+                    let d = p.default.as_deref().expect("slot filled or default present");
+                    self.frames.push(Frame { vars: HashMap::new(), is_helper: true });
+                    let v = self.eval(d);
+                    self.frames.pop();
+                    v?
+                }
+            };
+            vars.insert(n.clone(), v);
+        }
+        self.frames.push(Frame { vars, is_helper: true });
+        let saved_ifs = std::mem::take(&mut self.runtime_ifs);
+        let r = self.exec_block(&def.body);
+        self.runtime_ifs = saved_ifs;
+        self.frames.pop();
+        match r {
+            Ok(Flow::Return(v, _)) => Ok(v),
+            Ok(Flow::Normal) => Ok(Value::None),
+            Err(Reported) => {
+                let _ = call_span;
+                Err(Reported)
+            }
+        }
+    }
+}
+
+fn counts_len(v: &[ExprId]) -> usize {
+    v.len()
+}
+
+pub fn is_full_slice(e: &ast::Expr) -> bool {
+    matches!(e, ast::Expr::Slice(s) if s.lower.is_none() && s.upper.is_none() && s.step.is_none())
+}
+
+/// What an unsupported statement is and what to write instead.
+fn unsupported_stmt(s: &ast::Stmt) -> (&'static str, &'static str) {
+    use ast::Stmt as S;
+    match s {
+        S::While(_) => ("`while`", "use `lm.range(...)` for a run-time loop or `range(n)` for an unrolled one"),
+        S::FunctionDef(_) => ("a nested function", "define helpers at module level; they are inlined at each call"),
+        S::ClassDef(_) => ("`class`", "declare resources with lm.smem, lm.role, lm.barrier, ..."),
+        S::Import(_) | S::ImportFrom(_) => ("an import inside a function", "import `cake` at the top of the file"),
+        S::Try(_) | S::Raise(_) => ("exceptions", "use `assert` for compile-time checks"),
+        S::Break(_) | S::Continue(_) => ("`break`/`continue`", "loops run to completion; guard the body with `if`"),
+        S::Delete(_) => ("`del`", "names go out of use on their own"),
+        S::Global(_) | S::Nonlocal(_) => ("`global`/`nonlocal`", "pass values to helpers as arguments"),
+        S::AnnAssign(_) => ("an annotated assignment", "drop the annotation: types are inferred"),
+        S::Match(_) => ("`match`", "use `if`/`elif`"),
+        S::TypeAlias(_) => ("`type` aliases", "use a module-level constant"),
+        _ => ("this statement", "see docs/language.md for the supported subset"),
+    }
+}
+
+impl Interp<'_> {
+    pub fn namespace_attr(&mut self, ns: Namespace, attr: &str, sp: Span) -> R<Value> {
+        match ns {
+            Namespace::Cake => match attr {
+                "schedule" => Ok(Value::Builtin(Builtin::Schedule)),
+                "lm" => Ok(Value::Namespace(Namespace::Lm)),
+                _ => self.err(&codes::UNKNOWN_NAME, sp, format!("`cake.{attr}` does not exist")),
+            },
+            Namespace::Lm => match crate::value::lm_attr(attr) {
+                Some(v) => Ok(v),
+                None => {
+                    let mut f = Finding::new(&codes::UNKNOWN_NAME, sp, format!("`lm.{attr}` does not exist"));
+                    if let Some(c) = crate::suggest::closest(attr, crate::value::LM_NAMES.iter().copied()) {
+                        f = f.help(format!("did you mean `lm.{c}`?"));
+                    }
+                    Err(self.report(f))
+                }
+            },
+        }
+    }
+}

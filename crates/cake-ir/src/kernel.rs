@@ -1,0 +1,466 @@
+//! The schedule data model. One `Kernel` per `@cake.schedule` function. Resources are declared
+//! once in arenas; statements and expressions refer to them by handle.
+
+use crate::arena::{Arena, Handle};
+use cake_diag::Span;
+use cake_target::DType;
+
+pub type ParamId = Handle<Param>;
+pub type DimId = Handle<Dim>;
+pub type PoolId = Handle<Pool>;
+pub type ViewId = Handle<View>;
+pub type TmemId = Handle<Tmem>;
+pub type RoleId = Handle<Role>;
+pub type FragId = Handle<Fragment>;
+pub type PipelineId = Handle<Pipeline>;
+pub type BarrierId = Handle<Barrier>;
+pub type NamedBarrierId = Handle<NamedBarrier>;
+pub type ExprId = Handle<Expr>;
+pub type StmtId = Handle<Stmt>;
+pub type LoopId = Handle<Loop>;
+
+/// A whole schedule.
+#[derive(Clone, Debug, Default)]
+pub struct Kernel {
+    pub name: String,
+    pub span: Span,
+    /// Targets the schedule declares it supports, exactly as written (validated against the
+    /// target database by the front-end).
+    pub targets: Vec<String>,
+    /// One CTA per tile (`false`) or a persistent grid of at most one CTA per SM (`true`).
+    pub persistent: bool,
+    pub cluster: [u32; 3],
+    pub params: Arena<Param>,
+    pub dims: Arena<Dim>,
+    pub pools: Arena<Pool>,
+    pub views: Arena<View>,
+    pub tmems: Arena<Tmem>,
+    pub roles: Arena<Role>,
+    pub fragments: Arena<Fragment>,
+    pub pipelines: Arena<Pipeline>,
+    pub barriers: Arena<Barrier>,
+    pub named_barriers: Arena<NamedBarrier>,
+    pub loops: Arena<Loop>,
+    pub exprs: Arena<Expr>,
+    pub stmts: Arena<Stmt>,
+    pub body: Block,
+}
+
+pub type Block = Vec<StmtId>;
+
+// ---------------------------------------------------------------------------------------------
+// Parameters
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Param {
+    pub name: String,
+    pub kind: ParamKind,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ParamKind {
+    /// A global-memory tensor, row-major, with one extent per dimension.
+    Tensor { dtype: DType, dims: Vec<Extent> },
+    /// A scalar passed by value.
+    Scalar { dtype: DType },
+}
+
+/// One tensor dimension: a fixed number or a symbolic dimension bound at launch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Extent {
+    Fixed(u32),
+    Sym(DimId),
+}
+
+/// A symbolic dimension ("M"), bound at launch from the first tensor that names it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Dim {
+    pub name: String,
+    pub first_use: (ParamId, usize),
+}
+
+// ---------------------------------------------------------------------------------------------
+// Resources
+
+/// A shared-memory pool. Views are placed in it in declaration order unless they give an offset.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Pool {
+    pub name: String,
+    /// Declared capacity in bytes; `None` means "exactly what the views need".
+    pub size: Option<u32>,
+}
+
+/// A shared-memory buffer: a row-major tile of `shape` (the last dimension is contiguous),
+/// optionally swizzled and replicated `stages` times for a pipeline.
+#[derive(Clone, Debug, PartialEq)]
+pub struct View {
+    pub name: String,
+    pub pool: PoolId,
+    /// Byte offset in the pool; `None` packs the view after the previous one.
+    pub offset: Option<u32>,
+    pub shape: Vec<u32>,
+    pub dtype: DType,
+    pub stages: u32,
+    /// Swizzle span in bytes: 0 (none), 32, 64 or 128.
+    pub swizzle: u32,
+}
+
+impl View {
+    pub fn elements(&self) -> u64 {
+        self.shape.iter().map(|&d| d as u64).product()
+    }
+    /// Bytes of one stage.
+    pub fn stage_bytes(&self) -> u64 {
+        self.elements() * self.dtype.bytes() as u64
+    }
+    pub fn total_bytes(&self) -> u64 {
+        self.stage_bytes() * self.stages as u64
+    }
+    /// Bytes of one row (the contiguous dimension).
+    pub fn row_bytes(&self) -> u64 {
+        self.shape.last().copied().unwrap_or(1) as u64 * self.dtype.bytes() as u64
+    }
+    /// A swizzled row wider than the swizzle span is stored as panels of span width, panel by
+    /// panel (the layout TMA writes when one box covers one panel).
+    pub fn panel_cols(&self) -> u32 {
+        let cols = self.shape.last().copied().unwrap_or(1);
+        if self.swizzle == 0 {
+            cols
+        } else {
+            (self.swizzle / self.dtype.bytes()).min(cols).max(1)
+        }
+    }
+    pub fn panels(&self) -> u32 {
+        let cols = self.shape.last().copied().unwrap_or(1);
+        cols.div_ceil(self.panel_cols())
+    }
+}
+
+/// A tensor-memory region (sm_100a family): `cols` 32-bit columns over `lanes` lanes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tmem {
+    pub name: String,
+    pub cols: u32,
+    pub lanes: u32,
+    pub dtype: DType,
+    pub shape: Vec<u32>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RoleUnit {
+    Warp,
+    Warpgroup,
+}
+
+/// A named set of warps that runs one branch of the kernel.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Role {
+    pub name: String,
+    pub unit: RoleUnit,
+    /// Warp or warpgroup indices, as declared.
+    pub units: Vec<u32>,
+    /// Register budget per thread (`setmaxnreg`), if any.
+    pub regs: Option<u32>,
+}
+
+impl Role {
+    /// The warps of this role, in order.
+    pub fn warps(&self) -> Vec<u32> {
+        match self.unit {
+            RoleUnit::Warp => self.units.clone(),
+            RoleUnit::Warpgroup => self.units.iter().flat_map(|&g| 4 * g..4 * g + 4).collect(),
+        }
+    }
+    pub fn threads(&self) -> u32 {
+        self.warps().len() as u32 * 32
+    }
+    /// Independent copies of per-unit state (fragments, `role.index`): one per warpgroup for
+    /// warpgroup roles, one per warp for warp roles.
+    pub fn replicas(&self) -> u32 {
+        self.units.len() as u32
+    }
+}
+
+/// Registers owned by one role: each replica of the role (warpgroup or warp) holds its own copy.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Fragment {
+    pub name: String,
+    pub role: RoleId,
+    pub shape: Vec<u32>,
+    pub dtype: DType,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Pipeline {
+    pub name: String,
+    pub stages: u32,
+}
+
+/// An mbarrier (one per stage when bound to a pipeline).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Barrier {
+    pub name: String,
+    pub pipeline: Option<PipelineId>,
+    pub producers: Vec<RoleId>,
+    pub consumers: Vec<RoleId>,
+    /// Arrival count stated by the author; the verifier compares it with the derived count.
+    pub count: Option<u32>,
+}
+
+/// A hardware named barrier (`bar.sync id, threads`); id and thread count are derived.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NamedBarrier {
+    pub name: String,
+    pub roles: Vec<RoleId>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Expressions
+
+/// The static type of an expression.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Ty {
+    /// Integer index arithmetic (32-bit signed at run time).
+    Index,
+    Bool,
+    /// A run-time scalar of a numeric dtype (e.g. an `f32` parameter or float literal).
+    Scalar(DType),
+    /// A register tile owned by a role.
+    Frag { dtype: DType, shape: Vec<u32>, role: RoleId },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Expr {
+    pub kind: ExprKind,
+    pub ty: Ty,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    FloorDiv,
+    Mod,
+    CeilDiv,
+    Min,
+    Max,
+    And,
+    Or,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CmpOp {
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Eq,
+    Ne,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UnOp {
+    Neg,
+    Not,
+    Exp2,
+    Log2,
+    Sqrt,
+    Rsqrt,
+    Abs,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReduceOp {
+    Sum,
+    Max,
+    Min,
+    ArgMin,
+    ArgMax,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ExprKind {
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+    /// A symbolic tensor dimension.
+    Dim(DimId),
+    /// A scalar parameter.
+    Scalar(ParamId),
+    /// The induction variable of an IR loop.
+    LoopVar(LoopId),
+    /// Coordinate `axis` of the current tile of a tile loop.
+    TileCoord { tiles: LoopId, axis: usize },
+    /// Which replica (warpgroup or warp) of the role is executing.
+    RoleIndex(RoleId),
+    /// The current value of a fragment.
+    Frag(FragId),
+    Binary(BinOp, ExprId, ExprId),
+    Unary(UnOp, ExprId),
+    Cmp(CmpOp, ExprId, ExprId),
+    Select(ExprId, ExprId, ExprId),
+    Cast(DType, ExprId),
+    /// Reduce a fragment along `axis`; the axis disappears from the shape.
+    Reduce { op: ReduceOp, axis: usize, arg: ExprId },
+    /// Insert a unit axis (NumPy `v[:, None]`) so the value broadcasts along it.
+    Expand { arg: ExprId, axis: usize },
+    /// A register tile loaded from a global tensor at `coords` (out-of-range elements read
+    /// `fill`).
+    Load { tensor: ParamId, coords: Vec<ExprId>, shape: Vec<u32>, fill: f64 },
+}
+
+// ---------------------------------------------------------------------------------------------
+// Statements
+
+/// A use of a view as an operand: optionally a row range, optionally transposed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ViewRef {
+    pub view: ViewId,
+    /// `(first row, row count)`; the count is a compile-time constant.
+    pub rows: Option<(ExprId, u32)>,
+    pub transposed: bool,
+    /// Explicit stage (`view.stage(i)`); `None` means "the stage of the enclosing pipeline loop".
+    pub stage: Option<ExprId>,
+}
+
+/// Where an MMA operand lives; the instruction form follows from this and the target.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Operand {
+    Smem(ViewRef),
+    Frag(FragId),
+    Tmem(TmemId),
+}
+
+/// An IR loop: `lm.range(start, stop)` or `lm.tiles(...)`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Loop {
+    pub var_name: String,
+    pub kind: LoopKind,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum LoopKind {
+    /// `for k in lm.range(start, stop, pipeline=p)`.
+    Range { start: ExprId, stop: ExprId, pipeline: Option<PipelineId> },
+    /// The tile loop shared by all roles: tile counts per axis.
+    Tiles { counts: Vec<ExprId>, names: Vec<String> },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Stmt {
+    /// `with role:` — only the role's warps execute the body.
+    Role { role: RoleId, body: Block },
+    Loop { id: LoopId, body: Block },
+    If { cond: ExprId, then_body: Block, else_body: Block },
+    Op(Op),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Op {
+    /// Bulk tensor copy global → shared completing on `barrier` (tx bytes derived).
+    TmaLoad { dst: ViewRef, src: ParamId, coords: Vec<ExprId>, barrier: BarrierId, multicast: u32 },
+    /// Bulk tensor copy shared → global.
+    TmaStore { dst: ParamId, src: ViewRef, coords: Vec<ExprId> },
+    /// Per-thread asynchronous copy global → shared (sm_80+), completing on `barrier`.
+    CpAsync { dst: ViewRef, src: ParamId, coords: Vec<ExprId>, barrier: BarrierId },
+    /// Load a shared-memory tile into a register fragment with ldmatrix.
+    Ldmatrix { dst: FragId, src: ViewRef },
+    /// `acc (+)= a · b` on the tensor cores.
+    Mma { acc: Operand, a: Operand, b: Operand, accumulate: ExprId, release: Option<BarrierId> },
+    /// Copy a TMEM region into a register fragment (tcgen05.ld).
+    TmemLoad { dst: FragId, src: TmemId },
+    /// Copy a register fragment into TMEM (tcgen05.st).
+    TmemStore { dst: TmemId, src: ExprId },
+    /// Copy shared memory into TMEM (tcgen05.cp).
+    TmemCopy { dst: TmemId, src: ViewRef },
+    /// Store a register value to a global tensor at `coords` (rows/cols past the tensor's
+    /// extent are skipped).
+    Store { dst: ParamId, value: ExprId, coords: Vec<ExprId> },
+    /// Write a register value into a shared-memory view (generic proxy).
+    SmemStore { dst: ViewRef, value: ExprId },
+    /// Overwrite a fragment (`frag[:] = value`).
+    Assign { dst: FragId, value: ExprId },
+    /// Block until the barrier's current phase (of the current stage) completes.
+    Wait { barrier: BarrierId },
+    /// Arrive on the barrier (the arrival count per phase is derived from the roles).
+    Arrive { barrier: BarrierId },
+    /// Arrive on the barrier once all previously issued async tensor-core work of this thread
+    /// completes (tcgen05.commit).
+    Commit { barrier: BarrierId },
+    /// Order generic-proxy shared-memory writes before later async-proxy reads.
+    FenceProxyAsync,
+    /// Synchronise the roles of a named barrier.
+    Sync { barrier: NamedBarrierId },
+}
+
+impl Kernel {
+    pub fn expr(&self, e: ExprId) -> &Expr {
+        &self.exprs[e]
+    }
+    /// Constant value of an index expression, if it is a literal.
+    pub fn const_int(&self, e: ExprId) -> Option<i64> {
+        match self.exprs[e].kind {
+            ExprKind::Int(v) => Some(v),
+            _ => None,
+        }
+    }
+    /// The role that owns the statement's enclosing region, for every statement.
+    pub fn walk<'a>(&'a self, mut f: impl FnMut(StmtId, &'a Stmt, &WalkCtx)) {
+        fn go<'a>(
+            k: &'a Kernel,
+            block: &'a Block,
+            ctx: &mut WalkCtx,
+            f: &mut impl FnMut(StmtId, &'a Stmt, &WalkCtx),
+        ) {
+            for &s in block {
+                let stmt = &k.stmts[s];
+                f(s, stmt, ctx);
+                match stmt {
+                    Stmt::Role { role, body } => {
+                        let prev = ctx.role.replace(*role);
+                        go(k, body, ctx, f);
+                        ctx.role = prev;
+                    }
+                    Stmt::Loop { id, body } => {
+                        ctx.loops.push(*id);
+                        go(k, body, ctx, f);
+                        ctx.loops.pop();
+                    }
+                    Stmt::If { then_body, else_body, .. } => {
+                        ctx.if_depth += 1;
+                        go(k, then_body, ctx, f);
+                        go(k, else_body, ctx, f);
+                        ctx.if_depth -= 1;
+                    }
+                    Stmt::Op(_) => {}
+                }
+            }
+        }
+        let mut ctx = WalkCtx::default();
+        go(self, &self.body, &mut ctx, &mut f);
+    }
+
+    /// The innermost enclosing pipeline bound by a loop in `loops`.
+    pub fn enclosing_pipeline(&self, loops: &[LoopId]) -> Option<(LoopId, PipelineId)> {
+        loops.iter().rev().find_map(|&l| match self.loops[l].kind {
+            LoopKind::Range { pipeline: Some(p), .. } => Some((l, p)),
+            _ => None,
+        })
+    }
+
+    /// Threads per CTA: every warp of every role (roles may leave gaps; the block covers up to
+    /// the highest warp).
+    pub fn block_threads(&self) -> u32 {
+        self.roles.iter().flat_map(|(_, r)| r.warps()).max().map_or(32, |w| (w + 1) * 32)
+    }
+}
+
+/// Context passed to `Kernel::walk` callbacks.
+#[derive(Clone, Debug, Default)]
+pub struct WalkCtx {
+    pub role: Option<RoleId>,
+    pub loops: Vec<LoopId>,
+    pub if_depth: u32,
+}

@@ -1,0 +1,99 @@
+//! Shared-memory placement, computed once from the declarations so that the verifier (which
+//! checks it against the target's limit) and the lowering (which emits the offsets) agree.
+
+use crate::kernel::{BarrierId, Kernel, ViewId};
+
+/// Bytes reserved per mbarrier (`.b64`).
+pub const MBARRIER_BYTES: u64 = 8;
+
+/// Alignment a view's base must have: the swizzle pattern repeats every 8 rows of the span
+/// (1024 B for 128B swizzle), and TMA destinations need 128 B in any case.
+pub fn view_alignment(swizzle: u32) -> u64 {
+    match swizzle {
+        0 => 128,
+        s => 8 * s as u64,
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ViewPlacement {
+    pub view: ViewId,
+    /// Byte offset from the start of dynamic shared memory.
+    pub offset: u64,
+    /// Distance between consecutive stages (one stage rounded up to the alignment).
+    pub stage_stride: u64,
+    pub bytes: u64,
+    pub align: u64,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct BarrierPlacement {
+    pub barrier: BarrierId,
+    pub offset: u64,
+    /// One mbarrier per pipeline stage.
+    pub slots: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct SmemLayout {
+    pub views: Vec<ViewPlacement>,
+    pub barriers: Vec<BarrierPlacement>,
+    /// Where `tcgen05.alloc` writes the TMEM base address, when the kernel uses TMEM.
+    pub tmem_slot: Option<u64>,
+    /// Total dynamic shared memory, alignment padding included. The runtime aligns the base to
+    /// 1024 B, so no slack is needed for that.
+    pub total: u64,
+}
+
+impl SmemLayout {
+    pub fn view(&self, v: ViewId) -> &ViewPlacement {
+        self.views.iter().find(|p| p.view == v).expect("every view is placed")
+    }
+    pub fn barrier(&self, b: BarrierId) -> &BarrierPlacement {
+        self.barriers.iter().find(|p| p.barrier == b).expect("every barrier is placed")
+    }
+}
+
+fn align_up(x: u64, a: u64) -> u64 {
+    x.div_ceil(a) * a
+}
+
+/// Place every view (pool by pool, in declaration order, at its explicit offset or packed after
+/// the previous one), then the barriers, then the TMEM address slot.
+pub fn smem_layout(k: &Kernel) -> SmemLayout {
+    let mut layout = SmemLayout::default();
+    let mut cursor = 0u64;
+    for (pool_id, pool) in k.pools.iter() {
+        let pool_base = align_up(cursor, 1024);
+        let mut end = pool_base;
+        let mut packed = pool_base;
+        for (vid, view) in k.views.iter().filter(|(_, v)| v.pool == pool_id) {
+            let align = view_alignment(view.swizzle);
+            let stage_stride = align_up(view.stage_bytes().max(1), align);
+            let offset = match view.offset {
+                Some(o) => pool_base + o as u64,
+                None => align_up(packed, align),
+            };
+            let bytes = stage_stride * view.stages.max(1) as u64;
+            packed = packed.max(offset + bytes);
+            end = end.max(offset + bytes);
+            layout.views.push(ViewPlacement { view: vid, offset, stage_stride, bytes, align });
+        }
+        if let Some(size) = pool.size {
+            end = end.max(pool_base + size as u64);
+        }
+        cursor = end;
+    }
+    cursor = align_up(cursor, MBARRIER_BYTES);
+    for (bid, b) in k.barriers.iter() {
+        let slots = b.pipeline.map_or(1, |p| k.pipelines[p].stages.max(1));
+        layout.barriers.push(BarrierPlacement { barrier: bid, offset: cursor, slots });
+        cursor += MBARRIER_BYTES * slots as u64;
+    }
+    if !k.tmems.is_empty() {
+        layout.tmem_slot = Some(cursor);
+        cursor += 8;
+    }
+    layout.total = align_up(cursor, 16);
+    layout
+}

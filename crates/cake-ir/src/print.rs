@@ -1,0 +1,361 @@
+//! Canonical text form of a kernel (`cake ir`). Deterministic: the same IR always prints the
+//! same bytes, so golden files can pin the front-end's output.
+
+use crate::kernel::*;
+use std::fmt::Write;
+
+pub fn print(k: &Kernel) -> String {
+    let mut p = Printer { k, out: String::new() };
+    p.kernel();
+    p.out
+}
+
+struct Printer<'a> {
+    k: &'a Kernel,
+    out: String,
+}
+
+fn list<T>(items: &[T], f: impl Fn(&T) -> String) -> String {
+    items.iter().map(f).collect::<Vec<_>>().join(", ")
+}
+
+impl Printer<'_> {
+    fn line(&mut self, depth: usize, text: &str) {
+        for _ in 0..depth {
+            self.out.push_str("  ");
+        }
+        self.out.push_str(text);
+        self.out.push('\n');
+    }
+
+    fn kernel(&mut self) {
+        let k = self.k;
+        let head = format!(
+            "kernel {} targets=[{}] grid={} cluster=({}, {}, {}) threads={}",
+            k.name,
+            k.targets.join(", "),
+            if k.persistent { "persistent" } else { "tiles" },
+            k.cluster[0],
+            k.cluster[1],
+            k.cluster[2],
+            k.block_threads()
+        );
+        self.line(0, &head);
+        for (_, p) in k.params.iter() {
+            let text = match &p.kind {
+                ParamKind::Tensor { dtype, dims } => format!(
+                    "param {}: tensor<{}>[{}]",
+                    p.name,
+                    dtype,
+                    list(dims, |d| match d {
+                        Extent::Fixed(n) => n.to_string(),
+                        Extent::Sym(s) => k.dims[*s].name.clone(),
+                    })
+                ),
+                ParamKind::Scalar { dtype } => format!("param {}: {}", p.name, dtype),
+            };
+            self.line(1, &text);
+        }
+        for (_, pool) in k.pools.iter() {
+            let size = pool.size.map_or("auto".to_string(), |s| s.to_string());
+            self.line(1, &format!("pool {} size={}", pool.name, size));
+        }
+        for (_, v) in k.views.iter() {
+            let offset = v.offset.map_or("packed".to_string(), |o| o.to_string());
+            let text = format!(
+                "view {}: pool={} offset={} shape=[{}] dtype={} stages={} swizzle={}",
+                v.name,
+                k.pools[v.pool].name,
+                offset,
+                list(&v.shape, |d| d.to_string()),
+                v.dtype,
+                v.stages,
+                v.swizzle
+            );
+            self.line(1, &text);
+        }
+        for (_, t) in k.tmems.iter() {
+            let text = format!(
+                "tmem {}: cols={} lanes={} shape=[{}] dtype={}",
+                t.name,
+                t.cols,
+                t.lanes,
+                list(&t.shape, |d| d.to_string()),
+                t.dtype
+            );
+            self.line(1, &text);
+        }
+        for (_, r) in k.roles.iter() {
+            let unit = match r.unit {
+                RoleUnit::Warp => "warps",
+                RoleUnit::Warpgroup => "warpgroups",
+            };
+            let regs = r.regs.map_or(String::new(), |n| format!(" regs={n}"));
+            let text = format!("role {}: {}=[{}]{}", r.name, unit, list(&r.units, |u| u.to_string()), regs);
+            self.line(1, &text);
+        }
+        for (_, f) in k.fragments.iter() {
+            let text = format!(
+                "fragment {}: role={} shape=[{}] dtype={}",
+                f.name,
+                k.roles[f.role].name,
+                list(&f.shape, |d| d.to_string()),
+                f.dtype
+            );
+            self.line(1, &text);
+        }
+        for (_, p) in k.pipelines.iter() {
+            self.line(1, &format!("pipeline {}: stages={}", p.name, p.stages));
+        }
+        for (_, b) in k.barriers.iter() {
+            let pipe = b.pipeline.map_or("none".to_string(), |p| k.pipelines[p].name.clone());
+            let count = b.count.map_or(String::new(), |c| format!(" count={c}"));
+            let text = format!(
+                "barrier {}: pipeline={} producers=[{}] consumers=[{}]{}",
+                b.name,
+                pipe,
+                list(&b.producers, |r| k.roles[*r].name.clone()),
+                list(&b.consumers, |r| k.roles[*r].name.clone()),
+                count
+            );
+            self.line(1, &text);
+        }
+        for (_, n) in k.named_barriers.iter() {
+            let roles = list(&n.roles, |r| k.roles[*r].name.clone());
+            self.line(1, &format!("named_barrier {}: roles=[{}]", n.name, roles));
+        }
+        self.line(0, "body:");
+        let body = k.body.clone();
+        self.block(1, &body);
+    }
+
+    fn block(&mut self, depth: usize, block: &Block) {
+        for &s in block {
+            self.stmt(depth, s);
+        }
+    }
+
+    fn stmt(&mut self, depth: usize, s: StmtId) {
+        let k = self.k;
+        match &k.stmts[s] {
+            Stmt::Role { role, body } => {
+                self.line(depth, &format!("role {}:", k.roles[*role].name));
+                self.block(depth + 1, body);
+            }
+            Stmt::Loop { id, body } => {
+                let l = &k.loops[*id];
+                let head = match &l.kind {
+                    LoopKind::Range { start, stop, pipeline } => {
+                        let pipe = pipeline
+                            .map_or(String::new(), |p| format!(" pipeline={}", k.pipelines[p].name));
+                        format!(
+                            "range %{} {} in [{}, {}){}:",
+                            id.index(),
+                            l.var_name,
+                            self.expr(*start),
+                            self.expr(*stop),
+                            pipe
+                        )
+                    }
+                    LoopKind::Tiles { counts, names } => format!(
+                        "tiles %{} ({}) in [{}]:",
+                        id.index(),
+                        names.join(", "),
+                        list(counts, |e| self.expr(*e))
+                    ),
+                };
+                self.line(depth, &head);
+                self.block(depth + 1, body);
+            }
+            Stmt::If { cond, then_body, else_body } => {
+                self.line(depth, &format!("if {}:", self.expr(*cond)));
+                self.block(depth + 1, then_body);
+                if !else_body.is_empty() {
+                    self.line(depth, "else:");
+                    self.block(depth + 1, else_body);
+                }
+            }
+            Stmt::Op(op) => {
+                let text = self.op(op);
+                self.line(depth, &text);
+            }
+        }
+    }
+
+    fn coords(&self, coords: &[ExprId]) -> String {
+        list(coords, |e| self.expr(*e))
+    }
+
+    fn view_ref(&self, v: &ViewRef) -> String {
+        let mut s = self.k.views[v.view].name.clone();
+        if let Some(st) = v.stage {
+            let _ = write!(s, ".stage({})", self.expr(st));
+        }
+        if let Some((start, n)) = v.rows {
+            let _ = write!(s, ".rows({}, {})", self.expr(start), n);
+        }
+        if v.transposed {
+            s.push_str(".T");
+        }
+        s
+    }
+
+    fn operand(&self, o: &Operand) -> String {
+        match o {
+            Operand::Smem(v) => format!("smem {}", self.view_ref(v)),
+            Operand::Frag(f) => format!("reg {}", self.k.fragments[*f].name),
+            Operand::Tmem(t) => format!("tmem {}", self.k.tmems[*t].name),
+        }
+    }
+
+    fn op(&self, op: &Op) -> String {
+        let k = self.k;
+        let bar = |b: &BarrierId| k.barriers[*b].name.clone();
+        let param = |p: &ParamId| k.params[*p].name.clone();
+        match op {
+            Op::TmaLoad { dst, src, coords, barrier, multicast } => {
+                let mc = if *multicast > 1 { format!(" multicast={multicast}") } else { String::new() };
+                format!(
+                    "tma_load {} <- {}[{}] barrier={}{}",
+                    self.view_ref(dst),
+                    param(src),
+                    self.coords(coords),
+                    bar(barrier),
+                    mc
+                )
+            }
+            Op::TmaStore { dst, src, coords } => {
+                format!("tma_store {}[{}] <- {}", param(dst), self.coords(coords), self.view_ref(src))
+            }
+            Op::CpAsync { dst, src, coords, barrier } => format!(
+                "cp_async {} <- {}[{}] barrier={}",
+                self.view_ref(dst),
+                param(src),
+                self.coords(coords),
+                bar(barrier)
+            ),
+            Op::Ldmatrix { dst, src } => {
+                format!("ldmatrix {} <- {}", k.fragments[*dst].name, self.view_ref(src))
+            }
+            Op::Mma { acc, a, b, accumulate, release } => {
+                let rel = release.as_ref().map_or(String::new(), |b| format!(" release={}", bar(b)));
+                format!(
+                    "mma {} += {} * {} accumulate={}{}",
+                    self.operand(acc),
+                    self.operand(a),
+                    self.operand(b),
+                    self.expr(*accumulate),
+                    rel
+                )
+            }
+            Op::TmemLoad { dst, src } => {
+                format!("tmem_load {} <- {}", k.fragments[*dst].name, k.tmems[*src].name)
+            }
+            Op::TmemStore { dst, src } => {
+                format!("tmem_store {} <- {}", k.tmems[*dst].name, self.expr(*src))
+            }
+            Op::TmemCopy { dst, src } => {
+                format!("tmem_copy {} <- {}", k.tmems[*dst].name, self.view_ref(src))
+            }
+            Op::Store { dst, value, coords } => {
+                format!("store {}[{}] <- {}", param(dst), self.coords(coords), self.expr(*value))
+            }
+            Op::SmemStore { dst, value } => {
+                format!("smem_store {} <- {}", self.view_ref(dst), self.expr(*value))
+            }
+            Op::Assign { dst, value } => {
+                format!("assign {} <- {}", k.fragments[*dst].name, self.expr(*value))
+            }
+            Op::Wait { barrier } => format!("wait {}", bar(barrier)),
+            Op::Arrive { barrier } => format!("arrive {}", bar(barrier)),
+            Op::Commit { barrier } => format!("commit {}", bar(barrier)),
+            Op::FenceProxyAsync => "fence_proxy_async".to_string(),
+            Op::Sync { barrier } => format!("sync {}", k.named_barriers[*barrier].name),
+        }
+    }
+
+    fn expr(&self, e: ExprId) -> String {
+        let k = self.k;
+        match &k.exprs[e].kind {
+            ExprKind::Int(v) => v.to_string(),
+            ExprKind::Float(v) => {
+                if v.is_infinite() {
+                    if *v > 0.0 { "inf".into() } else { "-inf".into() }
+                } else {
+                    format!("{v:?}")
+                }
+            }
+            ExprKind::Bool(b) => b.to_string(),
+            ExprKind::Dim(d) => k.dims[*d].name.clone(),
+            ExprKind::Scalar(p) => k.params[*p].name.clone(),
+            ExprKind::LoopVar(l) => k.loops[*l].var_name.clone(),
+            ExprKind::TileCoord { tiles, axis } => match &k.loops[*tiles].kind {
+                LoopKind::Tiles { names, .. } => names[*axis].clone(),
+                LoopKind::Range { .. } => format!("%{}.{}", tiles.index(), axis),
+            },
+            ExprKind::RoleIndex(r) => format!("{}.index", k.roles[*r].name),
+            ExprKind::Frag(f) => k.fragments[*f].name.clone(),
+            ExprKind::Binary(op, a, b) => {
+                let (a, b) = (self.expr(*a), self.expr(*b));
+                match op {
+                    BinOp::Add => format!("({a} + {b})"),
+                    BinOp::Sub => format!("({a} - {b})"),
+                    BinOp::Mul => format!("({a} * {b})"),
+                    BinOp::Div => format!("({a} / {b})"),
+                    BinOp::FloorDiv => format!("({a} // {b})"),
+                    BinOp::Mod => format!("({a} % {b})"),
+                    BinOp::And => format!("({a} and {b})"),
+                    BinOp::Or => format!("({a} or {b})"),
+                    BinOp::CeilDiv => format!("cdiv({a}, {b})"),
+                    BinOp::Min => format!("min({a}, {b})"),
+                    BinOp::Max => format!("max({a}, {b})"),
+                }
+            }
+            ExprKind::Unary(op, a) => {
+                let a = self.expr(*a);
+                match op {
+                    UnOp::Neg => format!("(-{a})"),
+                    UnOp::Not => format!("(not {a})"),
+                    UnOp::Exp2 => format!("exp2({a})"),
+                    UnOp::Log2 => format!("log2({a})"),
+                    UnOp::Sqrt => format!("sqrt({a})"),
+                    UnOp::Rsqrt => format!("rsqrt({a})"),
+                    UnOp::Abs => format!("abs({a})"),
+                }
+            }
+            ExprKind::Cmp(op, a, b) => {
+                let sym = match op {
+                    CmpOp::Lt => "<",
+                    CmpOp::Le => "<=",
+                    CmpOp::Gt => ">",
+                    CmpOp::Ge => ">=",
+                    CmpOp::Eq => "==",
+                    CmpOp::Ne => "!=",
+                };
+                format!("({} {} {})", self.expr(*a), sym, self.expr(*b))
+            }
+            ExprKind::Select(c, a, b) => {
+                format!("select({}, {}, {})", self.expr(*c), self.expr(*a), self.expr(*b))
+            }
+            ExprKind::Cast(d, a) => format!("cast({}, {})", self.expr(*a), d),
+            ExprKind::Reduce { op, axis, arg } => {
+                let name = match op {
+                    ReduceOp::Sum => "sum",
+                    ReduceOp::Max => "max",
+                    ReduceOp::Min => "min",
+                    ReduceOp::ArgMin => "argmin",
+                    ReduceOp::ArgMax => "argmax",
+                };
+                format!("{}({}, axis={})", name, self.expr(*arg), axis)
+            }
+            ExprKind::Expand { arg, axis } => format!("expand({}, axis={})", self.expr(*arg), axis),
+            ExprKind::Load { tensor, coords, shape, fill } => format!(
+                "load({}[{}], shape=[{}], fill={:?})",
+                k.params[*tensor].name,
+                self.coords(coords),
+                list(shape, |d| d.to_string()),
+                fill
+            ),
+        }
+    }
+}
