@@ -7,7 +7,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "cake", version, about = "Cake: a verified GPU kernel compiler for schedules written in Cake IR")]
+#[command(
+    name = "cake",
+    version,
+    about = "Cake: a verified GPU kernel compiler for schedules written in Cake IR"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -44,6 +48,24 @@ enum Command {
         #[arg(long, value_enum, default_value = "human")]
         format: Format,
     },
+    /// Print the CUDA C++ (inline PTX) a schedule lowers to for one target.
+    Lower {
+        file: PathBuf,
+        #[arg(long)]
+        target: String,
+        /// Print the launch metadata (JSON) instead of the source.
+        #[arg(long)]
+        launch: bool,
+    },
+    /// Lower and compile a schedule: writes <kernel>.cu, <kernel>.cubin, <kernel>.launch.json
+    /// and <kernel>.resources.json into the output directory.
+    Build {
+        file: PathBuf,
+        #[arg(long)]
+        target: String,
+        #[arg(short, long)]
+        out: PathBuf,
+    },
     /// Explain a finding code (e.g. CAKE-L003), or list every code.
     Explain {
         code: Option<String>,
@@ -56,16 +78,43 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Check { file, target, format, strict, color } => cmd_check(&file, target.as_deref(), format, strict, color),
+        Command::Check {
+            file,
+            target,
+            format,
+            strict,
+            color,
+        } => cmd_check(&file, target.as_deref(), format, strict, color),
         Command::Ir { file } => cmd_ir(&file),
         Command::Targets { format } => {
             match format {
                 Format::Human => print!("{}", cake_target::render_table()),
-                _ => println!("{}", serde_json::to_string_pretty(&cake_target::to_json()).expect("JSON")),
+                _ => println!(
+                    "{}",
+                    serde_json::to_string_pretty(&cake_target::to_json()).expect("JSON")
+                ),
             }
             ExitCode::SUCCESS
         }
         Command::Explain { code, markdown } => cmd_explain(code.as_deref(), markdown),
+        Command::Lower {
+            file,
+            target,
+            launch,
+        } => match lower_file(&file, &target) {
+            Ok((_, lowered)) => {
+                for l in lowered {
+                    if launch {
+                        println!("{}", serde_json::to_string_pretty(&l.launch).expect("JSON"));
+                    } else {
+                        print!("{}", l.cuda);
+                    }
+                }
+                ExitCode::SUCCESS
+            }
+            Err(code) => code,
+        },
+        Command::Build { file, target, out } => cmd_build(&file, &target, &out),
     }
 }
 
@@ -95,15 +144,28 @@ fn front(file: &Path, target: Option<&str>) -> Result<(SourceFile, cake_front::C
 fn emit(source: &SourceFile, findings: &[Finding], format: Format, color: bool) {
     match format {
         Format::Human => print!("{}", render::human(source, findings, color)),
-        Format::Json => println!("{}", serde_json::to_string_pretty(&render::json(source, findings)).expect("JSON")),
+        Format::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&render::json(source, findings)).expect("JSON")
+        ),
         Format::Sarif => {
-            let sarif = render::sarif(&[(source, findings)], cake_diag::catalog::all(), env!("CARGO_PKG_VERSION"));
+            let sarif = render::sarif(
+                &[(source, findings)],
+                cake_diag::catalog::all(),
+                env!("CARGO_PKG_VERSION"),
+            );
             println!("{}", serde_json::to_string_pretty(&sarif).expect("JSON"));
         }
     }
 }
 
-fn cmd_check(file: &Path, target: Option<&str>, format: Format, strict: bool, color: Option<bool>) -> ExitCode {
+fn cmd_check(
+    file: &Path,
+    target: Option<&str>,
+    format: Format,
+    strict: bool,
+    color: Option<bool>,
+) -> ExitCode {
     let (source, checked) = match front(file, target) {
         Ok(x) => x,
         Err(code) => return code,
@@ -118,7 +180,11 @@ fn cmd_check(file: &Path, target: Option<&str>, format: Format, strict: bool, co
     }
     let color = color.unwrap_or_else(|| std::io::IsTerminal::is_terminal(&std::io::stdout()));
     emit(&source, &findings, format, color);
-    if findings.iter().any(|f| f.is_error()) { ExitCode::from(1) } else { ExitCode::SUCCESS }
+    if findings.iter().any(|f| f.is_error()) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
 }
 
 fn cmd_ir(file: &Path) -> ExitCode {
@@ -145,7 +211,13 @@ fn cmd_explain(code: Option<&str>, markdown: bool) -> ExitCode {
     match code {
         None => {
             for info in cake_diag::catalog::all() {
-                println!("{}  {:<12} {:<24} {}", info.code, info.category.as_str(), info.name, info.summary);
+                println!(
+                    "{}  {:<12} {:<24} {}",
+                    info.code,
+                    info.category.as_str(),
+                    info.name,
+                    info.summary
+                );
             }
             ExitCode::SUCCESS
         }
@@ -160,4 +232,93 @@ fn cmd_explain(code: Option<&str>, markdown: bool) -> ExitCode {
             }
         },
     }
+}
+
+/// Front-end, verification and lowering for one target; findings are printed and end the run.
+fn lower_file(
+    file: &Path,
+    target: &str,
+) -> Result<(SourceFile, Vec<cake_lower::Lowered>), ExitCode> {
+    let (source, checked) = front(file, Some(target))?;
+    let t = cake_target::lookup(target).map_err(|_| ExitCode::from(2))?;
+    let mut findings = checked.findings.into_sorted();
+    if findings.iter().any(|f| f.is_error()) {
+        emit(&source, &findings, Format::Human, false);
+        return Err(ExitCode::from(1));
+    }
+    let mut out = Vec::new();
+    for k in &checked.kernels {
+        if !k.targets.iter().any(|n| n == target) {
+            eprintln!("error: schedule `{}` supports {}, not {target}; Cake compiles for declared targets only", k.name, k.targets.join(", "));
+            return Err(ExitCode::from(1));
+        }
+        match cake_lower::lower(k, &source, t) {
+            Ok(l) => out.push(l),
+            Err(errors) => {
+                for e in errors {
+                    findings.push(Finding::new(
+                        &cake_diag::catalog::language::MISPLACED_OPERATION,
+                        e.span,
+                        e.message,
+                    ));
+                }
+            }
+        }
+    }
+    if findings.iter().any(|f| f.is_error()) {
+        emit(&source, &findings, Format::Human, false);
+        return Err(ExitCode::from(1));
+    }
+    Ok((source, out))
+}
+
+fn cmd_build(file: &Path, target: &str, out: &Path) -> ExitCode {
+    let (_, lowered) = match lower_file(file, target) {
+        Ok(x) => x,
+        Err(code) => return code,
+    };
+    let t = cake_target::lookup(target).expect("checked");
+    let tc = match cake_toolchain::Toolchain::discover() {
+        Ok(tc) => tc,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    for l in lowered {
+        let stem = l.launch.kernel.clone();
+        let build = match tc.compile(&l.cuda, t, out, &stem) {
+            Ok(b) => b,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(1);
+            }
+        };
+        let launch = serde_json::to_string_pretty(&l.launch).expect("JSON");
+        let resources = serde_json::to_string_pretty(&build.resources).expect("JSON");
+        for (name, text) in [
+            (format!("{stem}.launch.json"), launch),
+            (format!("{stem}.resources.json"), resources),
+        ] {
+            if let Err(e) = std::fs::write(out.join(&name), text + "\n") {
+                eprintln!("error: cannot write {}: {e}", out.join(&name).display());
+                return ExitCode::from(2);
+            }
+        }
+        for r in &build.resources {
+            println!(
+                "{}: {} registers, {} B stack, {} B spill stores, {} B spill loads -> {}",
+                r.kernel,
+                r.registers,
+                r.stack_frame,
+                r.spill_stores,
+                r.spill_loads,
+                build.cubin.display()
+            );
+            for w in &r.warnings {
+                println!("  {w}");
+            }
+        }
+    }
+    ExitCode::SUCCESS
 }

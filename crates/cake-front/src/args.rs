@@ -68,7 +68,10 @@ pub fn bind(
             return Err(ArgError {
                 span: args.span,
                 message: format!("`{func}` is missing its argument `{}`", names[i]),
-                help: Some(format!("`{func}` takes: {}", params.join(", ").replace('?', " (optional)"))),
+                help: Some(format!(
+                    "`{func}` takes: {}",
+                    params.join(", ").replace('?', " (optional)")
+                )),
             });
         }
     }

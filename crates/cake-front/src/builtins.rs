@@ -33,19 +33,28 @@ impl Interp<'_> {
         let span = slot.as_ref().map_or(Span::default(), |s| s.1);
         match v.or(default) {
             Some(n) if n >= 1 && n <= u32::MAX as i64 => Ok(n as u32),
-            Some(n) => self.err(&codes::INVALID_VALUE, span, format!("{what} must be a positive integer, got {n}")),
+            Some(n) => self.err(
+                &codes::INVALID_VALUE,
+                span,
+                format!("{what} must be a positive integer, got {n}"),
+            ),
             None => self.err(&codes::BAD_ARGUMENTS, span, format!("{what} is required")),
         }
     }
 
     fn shape(&mut self, slot: &Slot, what: &str) -> R<Vec<u32>> {
-        let Some((v, s)) = slot else { unreachable!("required argument") };
+        let Some((v, s)) = slot else {
+            unreachable!("required argument")
+        };
         let items = match v {
             Value::Tuple(items) => items.clone(),
             Value::Int(_) => vec![v.clone()],
             Value::Poison => return Err(Reported),
             other => {
-                let msg = format!("{what} must be a tuple of integers, found {}", other.kind_name());
+                let msg = format!(
+                    "{what} must be a tuple of integers, found {}",
+                    other.kind_name()
+                );
                 return self.err(&codes::TYPE_MISMATCH, *s, msg);
             }
         };
@@ -53,12 +62,20 @@ impl Interp<'_> {
         for item in items {
             let n = self.const_int(&item, *s, what)?;
             if n < 1 || n > 1 << 20 {
-                return self.err(&codes::INVALID_VALUE, *s, format!("every extent of {what} must be in 1..=1048576, got {n}"));
+                return self.err(
+                    &codes::INVALID_VALUE,
+                    *s,
+                    format!("every extent of {what} must be in 1..=1048576, got {n}"),
+                );
             }
             out.push(n as u32);
         }
         if out.is_empty() {
-            return self.err(&codes::INVALID_VALUE, *s, format!("{what} must have at least one extent"));
+            return self.err(
+                &codes::INVALID_VALUE,
+                *s,
+                format!("{what} must have at least one extent"),
+            );
         }
         Ok(out)
     }
@@ -68,7 +85,10 @@ impl Interp<'_> {
             Some((Value::DType(d), _)) => Ok(*d),
             Some((Value::Poison, _)) => Err(Reported),
             Some((other, s)) => {
-                let msg = format!("{what} must be a dtype such as lm.bf16, found {}", other.kind_name());
+                let msg = format!(
+                    "{what} must be a dtype such as lm.bf16, found {}",
+                    other.kind_name()
+                );
                 self.err(&codes::TYPE_MISMATCH, *s, msg)
             }
             None => unreachable!("required argument"),
@@ -76,13 +96,18 @@ impl Interp<'_> {
     }
 
     fn roles(&mut self, slot: &Slot, what: &str) -> R<Vec<RoleId>> {
-        let Some((v, s)) = slot else { return Ok(Vec::new()) };
+        let Some((v, s)) = slot else {
+            return Ok(Vec::new());
+        };
         let items = match v {
             Value::Tuple(items) => items.clone(),
             Value::Role(_) => vec![v.clone()],
             Value::Poison => return Err(Reported),
             other => {
-                let msg = format!("{what} must be a list of roles, found {}", other.kind_name());
+                let msg = format!(
+                    "{what} must be a list of roles, found {}",
+                    other.kind_name()
+                );
                 return self.err(&codes::TYPE_MISMATCH, *s, msg);
             }
         };
@@ -116,7 +141,10 @@ impl Interp<'_> {
             Some((Value::Tensor(p), _)) => Ok(*p),
             Some((Value::Poison, _)) => Err(Reported),
             Some((other, s)) => {
-                let msg = format!("{what} must be a tensor parameter, found {}", other.kind_name());
+                let msg = format!(
+                    "{what} must be a tensor parameter, found {}",
+                    other.kind_name()
+                );
                 self.err(&codes::TYPE_MISMATCH, *s, msg)
             }
             None => unreachable!("required argument"),
@@ -128,7 +156,10 @@ impl Interp<'_> {
             Some((Value::View(v), _)) => Ok(v.clone()),
             Some((Value::Poison, _)) => Err(Reported),
             Some((other, s)) => {
-                let msg = format!("{what} must be a shared-memory view, found {}", other.kind_name());
+                let msg = format!(
+                    "{what} must be a shared-memory view, found {}",
+                    other.kind_name()
+                );
                 self.err(&codes::TYPE_MISMATCH, *s, msg)
             }
             None => unreachable!("required argument"),
@@ -161,7 +192,9 @@ impl Interp<'_> {
 
     /// Coordinates into `tensor`: one integer index per dimension.
     fn coords(&mut self, slot: &Slot, tensor: ParamId, what: &str) -> R<Vec<ExprId>> {
-        let Some((v, s)) = slot else { unreachable!("required argument") };
+        let Some((v, s)) = slot else {
+            unreachable!("required argument")
+        };
         let items = match v {
             Value::Tuple(items) => items.clone(),
             other => vec![other.clone()],
@@ -172,7 +205,10 @@ impl Interp<'_> {
             let f = Finding::new(
                 &codes::SHAPE_MISMATCH,
                 *s,
-                format!("{what} has {} coordinates but `{name}` has {rank} dimensions", items.len()),
+                format!(
+                    "{what} has {} coordinates but `{name}` has {rank} dimensions",
+                    items.len()
+                ),
             )
             .expected(rank)
             .actual(items.len());
@@ -201,7 +237,12 @@ impl Interp<'_> {
     fn current_role(&mut self, sp: Span, what: &str) -> R<RoleId> {
         match self.role {
             Some((r, _)) => Ok(r),
-            None => self.err(&codes::MISPLACED_OPERATION, sp, format!("{what} must be inside a role region"))
+            None => self
+                .err(
+                    &codes::MISPLACED_OPERATION,
+                    sp,
+                    format!("{what} must be inside a role region"),
+                )
                 .map_err(|r| self.help_last(r, "wrap it in `with <role>:`")),
         }
     }
@@ -213,17 +254,31 @@ impl Interp<'_> {
         let sp = args.span;
         match b {
             Range | Len | PyMin | PyMax => self.builtin_value_call(b, args),
-            Schedule => self.err(&codes::MISPLACED_OPERATION, sp, "`cake.schedule` is a decorator"),
+            Schedule => self.err(
+                &codes::MISPLACED_OPERATION,
+                sp,
+                "`cake.schedule` is a decorator",
+            ),
             Smem => {
                 let a = self.bind_args("lm.smem", &["size?"], args)?;
                 let size = self.opt_int(&a[0], "pool size")?;
                 if let Some(s) = size {
                     if !(1..=1 << 24).contains(&s) {
-                        return self.err(&codes::INVALID_VALUE, a[0].as_ref().map_or(sp, |x| x.1), format!("pool size {s} is out of range"));
+                        return self.err(
+                            &codes::INVALID_VALUE,
+                            a[0].as_ref().map_or(sp, |x| x.1),
+                            format!("pool size {s} is out of range"),
+                        );
                     }
                 }
                 let name = self.take_name("pool");
-                let id = self.k.pools.push(Pool { name, size: size.map(|s| s as u32) }, sp);
+                let id = self.k.pools.push(
+                    Pool {
+                        name,
+                        size: size.map(|s| s as u32),
+                    },
+                    sp,
+                );
                 Ok(Value::Pool(id))
             }
             Tmem => {
@@ -233,23 +288,41 @@ impl Interp<'_> {
                 let dtype = self.dtype(&a[2], "dtype")?;
                 let lanes = self.positive(&a[3], "lanes", Some(128))?;
                 let name = self.take_name("tmem");
-                Ok(Value::Tmem(self.k.tmems.push(cake_ir::Tmem { name, cols, lanes, dtype, shape }, sp)))
+                Ok(Value::Tmem(self.k.tmems.push(
+                    cake_ir::Tmem {
+                        name,
+                        cols,
+                        lanes,
+                        dtype,
+                        shape,
+                    },
+                    sp,
+                )))
             }
             RoleDecl => self.role_decl(args),
             PipelineDecl => {
                 let a = self.bind_args("lm.pipeline", &["stages"], args)?;
                 let stages = self.positive(&a[0], "stages", None)?;
                 let name = self.take_name("pipeline");
-                Ok(Value::Pipeline(self.k.pipelines.push(Pipeline { name, stages }, sp)))
+                Ok(Value::Pipeline(
+                    self.k.pipelines.push(Pipeline { name, stages }, sp),
+                ))
             }
             BarrierDecl => {
-                let a = self.bind_args("lm.barrier", &["pipeline?", "producers", "consumers", "count?"], args)?;
+                let a = self.bind_args(
+                    "lm.barrier",
+                    &["pipeline?", "producers", "consumers", "count?"],
+                    args,
+                )?;
                 let pipeline = match &a[0] {
                     None | Some((Value::None, _)) => None,
                     Some((Value::Pipeline(p), _)) => Some(*p),
                     Some((Value::Poison, _)) => return Err(Reported),
                     Some((other, s)) => {
-                        let msg = format!("the first argument of lm.barrier is a pipeline, found {}", other.kind_name());
+                        let msg = format!(
+                            "the first argument of lm.barrier is a pipeline, found {}",
+                            other.kind_name()
+                        );
                         return self.err(&codes::TYPE_MISMATCH, *s, msg);
                     }
                 };
@@ -260,27 +333,52 @@ impl Interp<'_> {
                     Some(c) if c >= 1 && c < 1 << 20 => Some(c as u32),
                     Some(c) => {
                         let s = a[3].as_ref().map_or(sp, |x| x.1);
-                        return self.err(&codes::INVALID_VALUE, s, format!("an mbarrier count must be in 1..=1048575, got {c}"));
+                        return self.err(
+                            &codes::INVALID_VALUE,
+                            s,
+                            format!("an mbarrier count must be in 1..=1048575, got {c}"),
+                        );
                     }
                 };
                 let name = self.take_name("barrier");
-                let id = self.k.barriers.push(Barrier { name, pipeline, producers, consumers, count }, sp);
+                let id = self.k.barriers.push(
+                    Barrier {
+                        name,
+                        pipeline,
+                        producers,
+                        consumers,
+                        count,
+                    },
+                    sp,
+                );
                 Ok(Value::Barrier(id))
             }
             NamedBarrierDecl => {
                 let a = self.bind_args("lm.named_barrier", &["roles"], args)?;
                 let roles = self.roles(&a[0], "roles")?;
                 let name = self.take_name("named_barrier");
-                Ok(Value::NamedBarrier(self.k.named_barriers.push(NamedBarrier { name, roles }, sp)))
+                Ok(Value::NamedBarrier(
+                    self.k.named_barriers.push(NamedBarrier { name, roles }, sp),
+                ))
             }
             Tiles => {
-                if !args.keywords.is_empty() || args.positional.is_empty() || args.positional.len() > 3 {
-                    return self.err(&codes::BAD_ARGUMENTS, sp, "`lm.tiles` takes 1 to 3 tile counts");
+                if !args.keywords.is_empty()
+                    || args.positional.is_empty()
+                    || args.positional.len() > 3
+                {
+                    return self.err(
+                        &codes::BAD_ARGUMENTS,
+                        sp,
+                        "`lm.tiles` takes 1 to 3 tile counts",
+                    );
                 }
-                Ok(Value::TilesIter(args.positional.into_iter().map(|(v, _)| v).collect()))
+                Ok(Value::TilesIter(
+                    args.positional.into_iter().map(|(v, _)| v).collect(),
+                ))
             }
             LmRange => {
-                let a = self.bind_args("lm.range", &["start_or_stop", "stop?", "pipeline?"], args)?;
+                let a =
+                    self.bind_args("lm.range", &["start_or_stop", "stop?", "pipeline?"], args)?;
                 let first = a[0].clone().expect("required");
                 let (start, stop) = match &a[1] {
                     Some((v, _)) => (first.0, v.clone()),
@@ -290,15 +388,23 @@ impl Interp<'_> {
                     None | Some((Value::None, _)) => None,
                     Some((Value::Pipeline(p), _)) => Some(*p),
                     Some((other, s)) => {
-                        let msg = format!("`pipeline=` takes a pipeline, found {}", other.kind_name());
+                        let msg =
+                            format!("`pipeline=` takes a pipeline, found {}", other.kind_name());
                         return self.err(&codes::TYPE_MISMATCH, *s, msg);
                     }
                 };
-                Ok(Value::RangeIter { start: Box::new(start), stop: Box::new(stop), pipeline })
+                Ok(Value::RangeIter {
+                    start: Box::new(start),
+                    stop: Box::new(stop),
+                    pipeline,
+                })
             }
             Cdiv => {
                 let a = self.bind_args("lm.cdiv", &["a", "b"], args)?;
-                let (x, y) = (a[0].clone().expect("required"), a[1].clone().expect("required"));
+                let (x, y) = (
+                    a[0].clone().expect("required"),
+                    a[1].clone().expect("required"),
+                );
                 self.arith(BinOp::CeilDiv, x, y, sp)
             }
             Wait | Arrive | Commit => {
@@ -330,7 +436,8 @@ impl Interp<'_> {
                         Ok(Value::None)
                     }
                     Some((other, s)) => {
-                        let msg = format!("lm.sync takes a named barrier, found {}", other.kind_name());
+                        let msg =
+                            format!("lm.sync takes a named barrier, found {}", other.kind_name());
                         self.err(&codes::TYPE_MISMATCH, *s, msg)
                     }
                     None => unreachable!(),
@@ -348,17 +455,31 @@ impl Interp<'_> {
                     Ty::Frag { dtype, shape, .. } => {
                         if dtype != want {
                             let name = self.k.params[dst].name.clone();
-                            let f = Finding::new(&codes::DTYPE_MISMATCH, vsp, format!("`{name}` holds {want}, but the value is {dtype}"))
-                                .expected(want)
-                                .actual(dtype)
-                                .help(format!("convert explicitly: lm.cast(value, lm.{want})"));
+                            let f = Finding::new(
+                                &codes::DTYPE_MISMATCH,
+                                vsp,
+                                format!("`{name}` holds {want}, but the value is {dtype}"),
+                            )
+                            .expected(want)
+                            .actual(dtype)
+                            .help(format!("convert explicitly: lm.cast(value, lm.{want})"));
                             return Err(self.report(f));
                         }
                         if shape.len() > coords.len() {
-                            return self.err(&codes::SHAPE_MISMATCH, vsp, "the value has more axes than the tensor");
+                            return self.err(
+                                &codes::SHAPE_MISMATCH,
+                                vsp,
+                                "the value has more axes than the tensor",
+                            );
                         }
                     }
-                    _ => return self.err(&codes::TYPE_MISMATCH, vsp, "lm.store writes a register value (fragment)"),
+                    _ => {
+                        return self.err(
+                            &codes::TYPE_MISMATCH,
+                            vsp,
+                            "lm.store writes a register value (fragment)",
+                        )
+                    }
                 }
                 self.emit_op(Op::Store { dst, value, coords }, sp)?;
                 Ok(Value::None)
@@ -378,11 +499,24 @@ impl Interp<'_> {
                     }
                 };
                 if shape.len() > coords.len() {
-                    return self.err(&codes::SHAPE_MISMATCH, sp, "the loaded tile has more axes than the tensor");
+                    return self.err(
+                        &codes::SHAPE_MISMATCH,
+                        sp,
+                        "the loaded tile has more axes than the tensor",
+                    );
                 }
                 let role = self.current_role(sp, "lm.load")?;
                 let dtype = self.tensor_dtype(src);
-                let e = self.mk(ExprKind::Load { tensor: src, coords, shape: shape.clone(), fill }, Ty::Frag { dtype, shape, role }, sp);
+                let e = self.mk(
+                    ExprKind::Load {
+                        tensor: src,
+                        coords,
+                        shape: shape.clone(),
+                        fill,
+                    },
+                    Ty::Frag { dtype, shape, role },
+                    sp,
+                );
                 Ok(Value::Expr(e))
             }
             Ldmatrix => {
@@ -421,9 +555,19 @@ impl Interp<'_> {
                 let d = self.dtype(&a[1], "dtype")?;
                 let e = self.to_expr(v, vsp, None)?;
                 let ty = match self.k.exprs[e].ty.clone() {
-                    Ty::Frag { shape, role, .. } => Ty::Frag { dtype: d, shape, role },
+                    Ty::Frag { shape, role, .. } => Ty::Frag {
+                        dtype: d,
+                        shape,
+                        role,
+                    },
                     Ty::Scalar(_) | Ty::Index => Ty::Scalar(d),
-                    Ty::Bool => return self.err(&codes::TYPE_MISMATCH, vsp, "cast a number, not a condition"),
+                    Ty::Bool => {
+                        return self.err(
+                            &codes::TYPE_MISMATCH,
+                            vsp,
+                            "cast a number, not a condition",
+                        )
+                    }
                 };
                 Ok(Value::Expr(self.mk(ExprKind::Cast(d, e), ty, sp)))
             }
@@ -435,9 +579,22 @@ impl Interp<'_> {
                 self.select(c, csp, (x, xsp), (y, ysp), sp)
             }
             Maximum | Minimum => {
-                let a = self.bind_args(if b == Maximum { "lm.maximum" } else { "lm.minimum" }, &["a", "b"], args)?;
+                let a = self.bind_args(
+                    if b == Maximum {
+                        "lm.maximum"
+                    } else {
+                        "lm.minimum"
+                    },
+                    &["a", "b"],
+                    args,
+                )?;
                 let op = if b == Maximum { BinOp::Max } else { BinOp::Min };
-                self.arith(op, a[0].clone().expect("required"), a[1].clone().expect("required"), sp)
+                self.arith(
+                    op,
+                    a[0].clone().expect("required"),
+                    a[1].clone().expect("required"),
+                    sp,
+                )
             }
             Exp2 | Log2 | Sqrt | Rsqrt | Abs => {
                 let op = match b {
@@ -465,51 +622,101 @@ impl Interp<'_> {
                 let axis = self.const_int(&axv, axsp, "axis")?;
                 let e = self.to_expr(v, vsp, None)?;
                 let Ty::Frag { dtype, shape, role } = self.k.exprs[e].ty.clone() else {
-                    return self.err(&codes::TYPE_MISMATCH, vsp, "reductions take a register value (fragment)");
+                    return self.err(
+                        &codes::TYPE_MISMATCH,
+                        vsp,
+                        "reductions take a register value (fragment)",
+                    );
                 };
                 let rank = shape.len() as i64;
                 let ax = if axis < 0 { axis + rank } else { axis };
                 if ax < 0 || ax >= rank {
-                    return self.err(&codes::INVALID_VALUE, axsp, format!("axis {axis} is out of range for a value of rank {rank}"));
+                    return self.err(
+                        &codes::INVALID_VALUE,
+                        axsp,
+                        format!("axis {axis} is out of range for a value of rank {rank}"),
+                    );
                 }
                 let mut out_shape = shape.clone();
                 out_shape.remove(ax as usize);
                 if out_shape.is_empty() {
                     out_shape.push(1);
                 }
-                let out_dtype = if matches!(op, ReduceOp::ArgMin | ReduceOp::ArgMax) { DType::I32 } else { dtype };
-                let ty = Ty::Frag { dtype: out_dtype, shape: out_shape, role };
-                Ok(Value::Expr(self.mk(ExprKind::Reduce { op, axis: ax as usize, arg: e }, ty, sp)))
+                let out_dtype = if matches!(op, ReduceOp::ArgMin | ReduceOp::ArgMax) {
+                    DType::I32
+                } else {
+                    dtype
+                };
+                let ty = Ty::Frag {
+                    dtype: out_dtype,
+                    shape: out_shape,
+                    role,
+                };
+                Ok(Value::Expr(self.mk(
+                    ExprKind::Reduce {
+                        op,
+                        axis: ax as usize,
+                        arg: e,
+                    },
+                    ty,
+                    sp,
+                )))
             }
         }
     }
 
-    fn select(&mut self, c: Value, csp: Span, (x, xsp): (Value, Span), (y, ysp): (Value, Span), sp: Span) -> R<Value> {
+    fn select(
+        &mut self,
+        c: Value,
+        csp: Span,
+        (x, xsp): (Value, Span),
+        (y, ysp): (Value, Span),
+        sp: Span,
+    ) -> R<Value> {
         let cond = match c {
             Value::Bool(b) => return Ok(if b { x } else { y }),
             other => self.to_expr(other, csp, None)?,
         };
         match self.k.exprs[cond].ty.clone() {
             Ty::Bool => {}
-            Ty::Frag { dtype: DType::Bool, .. } => {}
+            Ty::Frag {
+                dtype: DType::Bool, ..
+            } => {}
             other => {
-                let msg = format!("the condition of lm.select must be a comparison, found {}", crate::expr::describe_ty(&self.k, &other));
+                let msg = format!(
+                    "the condition of lm.select must be a comparison, found {}",
+                    crate::expr::describe_ty(&self.k, &other)
+                );
                 return self.err(&codes::TYPE_MISMATCH, csp, msg);
             }
         }
         // Type the two branches like an arithmetic pair, then the condition against the result.
         let probe = self.arith(BinOp::Max, (x.clone(), xsp), (y.clone(), ysp), sp)?;
-        let Value::Expr(probe) = probe else { return Ok(probe) };
+        let Value::Expr(probe) = probe else {
+            return Ok(probe);
+        };
         let ty = self.k.exprs[probe].ty.clone();
         let (xe, ye) = match &self.k.exprs[probe].kind {
             ExprKind::Binary(_, a, b) => (*a, *b),
             _ => unreachable!("arith builds a binary expression"),
         };
         let ty = match (ty, self.k.exprs[cond].ty.clone()) {
-            (Ty::Frag { dtype, shape, role }, Ty::Frag { shape: cs, .. }) => match crate::expr::broadcast(&shape, &cs) {
-                Some(s) => Ty::Frag { dtype, shape: s, role },
-                None => return self.err(&codes::SHAPE_MISMATCH, csp, format!("condition shape {cs:?} does not broadcast with {shape:?}")),
-            },
+            (Ty::Frag { dtype, shape, role }, Ty::Frag { shape: cs, .. }) => {
+                match crate::expr::broadcast(&shape, &cs) {
+                    Some(s) => Ty::Frag {
+                        dtype,
+                        shape: s,
+                        role,
+                    },
+                    None => {
+                        return self.err(
+                            &codes::SHAPE_MISMATCH,
+                            csp,
+                            format!("condition shape {cs:?} does not broadcast with {shape:?}"),
+                        )
+                    }
+                }
+            }
             (Ty::Index | Ty::Scalar(_), Ty::Frag { .. }) => {
                 return self.err(&codes::TYPE_MISMATCH, sp, "selecting between scalars with a per-element condition: make one branch a fragment");
             }
@@ -522,9 +729,13 @@ impl Interp<'_> {
         let fshape = self.k.fragments[dst].shape.clone();
         let vshape = self.view_ref_shape(src);
         if fshape != vshape {
-            let f = Finding::new(&codes::SHAPE_MISMATCH, sp, format!("fragment shape {fshape:?} differs from view shape {vshape:?}"))
-                .expected(format!("{vshape:?}"))
-                .actual(format!("{fshape:?}"));
+            let f = Finding::new(
+                &codes::SHAPE_MISMATCH,
+                sp,
+                format!("fragment shape {fshape:?} differs from view shape {vshape:?}"),
+            )
+            .expected(format!("{vshape:?}"))
+            .actual(format!("{fshape:?}"));
             return Err(self.report(f));
         }
         let (fd, vd) = (self.k.fragments[dst].dtype, self.k.views[src.view].dtype);
@@ -535,20 +746,44 @@ impl Interp<'_> {
     }
 
     fn dtype_err<T>(&mut self, expected: DType, actual: DType, sp: Span) -> R<T> {
-        let f = Finding::new(&codes::DTYPE_MISMATCH, sp, format!("expected {expected}, found {actual}")).expected(expected).actual(actual);
+        let f = Finding::new(
+            &codes::DTYPE_MISMATCH,
+            sp,
+            format!("expected {expected}, found {actual}"),
+        )
+        .expected(expected)
+        .actual(actual);
         Err(self.report(f))
     }
 
     fn role_decl(&mut self, args: CallArgs) -> R<Value> {
         let sp = args.span;
-        let a = self.bind_args("lm.role", &["warp?", "warps?", "warpgroup?", "warpgroups?", "regs?"], args)?;
+        let a = self.bind_args(
+            "lm.role",
+            &["warp?", "warps?", "warpgroup?", "warpgroups?", "regs?"],
+            args,
+        )?;
         let given: Vec<usize> = (0..4).filter(|i| a[*i].is_some()).collect();
         if given.len() != 1 {
-            return self.err(&codes::BAD_ARGUMENTS, sp, "a role is declared with exactly one of warp=, warps=, warpgroup=, warpgroups=")
-                .map_err(|r| self.help_last(r, "e.g. lm.role(warpgroup=0, regs=40) or lm.role(warps=[0, 1, 2, 3])"));
+            return self
+                .err(
+                    &codes::BAD_ARGUMENTS,
+                    sp,
+                    "a role is declared with exactly one of warp=, warps=, warpgroup=, warpgroups=",
+                )
+                .map_err(|r| {
+                    self.help_last(
+                        r,
+                        "e.g. lm.role(warpgroup=0, regs=40) or lm.role(warps=[0, 1, 2, 3])",
+                    )
+                });
         }
         let i = given[0];
-        let unit = if i < 2 { RoleUnit::Warp } else { RoleUnit::Warpgroup };
+        let unit = if i < 2 {
+            RoleUnit::Warp
+        } else {
+            RoleUnit::Warpgroup
+        };
         let (v, s) = a[i].clone().expect("given");
         let items = match v {
             Value::Tuple(items) => items,
@@ -558,7 +793,11 @@ impl Interp<'_> {
         for item in items {
             let n = self.const_int(&item, s, "a warp index")?;
             if !(0..32).contains(&n) {
-                return self.err(&codes::INVALID_VALUE, s, format!("warp and warpgroup indices must be in 0..32, got {n}"));
+                return self.err(
+                    &codes::INVALID_VALUE,
+                    s,
+                    format!("warp and warpgroup indices must be in 0..32, got {n}"),
+                );
             }
             units.push(n as u32);
         }
@@ -570,16 +809,32 @@ impl Interp<'_> {
             Some(r) if (1..=255).contains(&r) => Some(r as u32),
             Some(r) => {
                 let s = a[4].as_ref().map_or(sp, |x| x.1);
-                return self.err(&codes::INVALID_VALUE, s, format!("a register budget must be in 1..=255 per thread, got {r}"));
+                return self.err(
+                    &codes::INVALID_VALUE,
+                    s,
+                    format!("a register budget must be in 1..=255 per thread, got {r}"),
+                );
             }
         };
         let name = self.take_name("role");
-        Ok(Value::Role(self.k.roles.push(Role { name, unit, units, regs }, sp)))
+        Ok(Value::Role(self.k.roles.push(
+            Role {
+                name,
+                unit,
+                units,
+                regs,
+            },
+            sp,
+        )))
     }
 
     fn mma(&mut self, args: CallArgs) -> R<Value> {
         let sp = args.span;
-        let a = self.bind_args("lm.mma", &["acc", "a", "b", "accumulate?", "release?"], args)?;
+        let a = self.bind_args(
+            "lm.mma",
+            &["acc", "a", "b", "accumulate?", "release?"],
+            args,
+        )?;
         let acc = self.operand(&a[0], "the accumulator")?;
         let lhs = self.operand(&a[1], "operand `a`")?;
         let rhs = self.operand(&a[2], "operand `b`")?;
@@ -597,38 +852,74 @@ impl Interp<'_> {
         let (b_shape, b_dtype) = self.operand_shape(&rhs);
         let span_of = |i: usize| a[i].as_ref().map_or(sp, |x| x.1);
         if matches!(acc, Operand::Smem(_)) {
-            return self.err(&codes::TYPE_MISMATCH, span_of(0), "the accumulator lives in registers (a fragment) or TMEM");
+            return self.err(
+                &codes::TYPE_MISMATCH,
+                span_of(0),
+                "the accumulator lives in registers (a fragment) or TMEM",
+            );
         }
         if matches!(rhs, Operand::Frag(_)) {
-            return self.err(&codes::TYPE_MISMATCH, span_of(2), "operand `b` is read from shared memory or TMEM, not registers");
+            return self.err(
+                &codes::TYPE_MISMATCH,
+                span_of(2),
+                "operand `b` is read from shared memory or TMEM, not registers",
+            );
         }
         if acc_shape.len() != 2 || a_shape.len() != 2 || b_shape.len() != 2 {
-            return self.err(&codes::SHAPE_MISMATCH, sp, "mma operands are two-dimensional tiles");
+            return self.err(
+                &codes::SHAPE_MISMATCH,
+                sp,
+                "mma operands are two-dimensional tiles",
+            );
         }
         let (m, n) = (acc_shape[0], acc_shape[1]);
         let mut problems = Vec::new();
         if a_shape[0] != m {
-            problems.push((span_of(1), format!("`a` has {} rows but the accumulator has {m}", a_shape[0]), m, a_shape[0]));
+            problems.push((
+                span_of(1),
+                format!("`a` has {} rows but the accumulator has {m}", a_shape[0]),
+                m,
+                a_shape[0],
+            ));
         }
         if b_shape[1] != n {
-            problems.push((span_of(2), format!("`b` has {} columns but the accumulator has {n}", b_shape[1]), n, b_shape[1]));
+            problems.push((
+                span_of(2),
+                format!("`b` has {} columns but the accumulator has {n}", b_shape[1]),
+                n,
+                b_shape[1],
+            ));
         }
         if a_shape[1] != b_shape[0] {
-            problems.push((span_of(2), format!("`a` is {}-deep in K but `b` is {}-deep", a_shape[1], b_shape[0]), a_shape[1], b_shape[0]));
+            problems.push((
+                span_of(2),
+                format!(
+                    "`a` is {}-deep in K but `b` is {}-deep",
+                    a_shape[1], b_shape[0]
+                ),
+                a_shape[1],
+                b_shape[0],
+            ));
         }
         let failed = !problems.is_empty();
         for (s, msg, e, act) in problems {
             let f = Finding::new(&codes::SHAPE_MISMATCH, s, msg)
                 .expected(e)
                 .actual(act)
-                .note(format!("acc {acc_shape:?} += a {a_shape:?} · b {b_shape:?}"))
+                .note(format!(
+                    "acc {acc_shape:?} += a {a_shape:?} · b {b_shape:?}"
+                ))
                 .help("`b` is (K, N): for a B stored as (N, K), pass its transpose `view.T`");
             self.report(f);
         }
         if a_dtype != b_dtype && !(is_fp8(a_dtype) && is_fp8(b_dtype)) {
-            let f = Finding::new(&codes::DTYPE_MISMATCH, span_of(2), format!("mma inputs differ: `a` is {a_dtype}, `b` is {b_dtype}"))
-                .expected(a_dtype)
-                .actual(b_dtype);
+            let f = Finding::new(
+                &codes::DTYPE_MISMATCH,
+                span_of(2),
+                format!("mma inputs differ: `a` is {a_dtype}, `b` is {b_dtype}"),
+            )
+            .expected(a_dtype)
+            .actual(b_dtype);
             self.report(f);
             return Err(Reported);
         }
@@ -636,7 +927,16 @@ impl Interp<'_> {
         if failed {
             return Err(Reported);
         }
-        self.emit_op(Op::Mma { acc, a: lhs, b: rhs, accumulate, release }, sp)?;
+        self.emit_op(
+            Op::Mma {
+                acc,
+                a: lhs,
+                b: rhs,
+                accumulate,
+                release,
+            },
+            sp,
+        )?;
         Ok(Value::None)
     }
 
@@ -647,7 +947,10 @@ impl Interp<'_> {
             Some((Value::Tmem(t), _)) => Ok(Operand::Tmem(*t)),
             Some((Value::Poison, _)) => Err(Reported),
             Some((other, s)) => {
-                let msg = format!("{what} must be a view, a fragment or a TMEM region, found {}", other.kind_name());
+                let msg = format!(
+                    "{what} must be a view, a fragment or a TMEM region, found {}",
+                    other.kind_name()
+                );
                 self.err(&codes::TYPE_MISMATCH, *s, msg)
             }
             None => unreachable!("required"),
@@ -657,7 +960,10 @@ impl Interp<'_> {
     fn operand_shape(&self, o: &Operand) -> (Vec<u32>, DType) {
         match o {
             Operand::Smem(v) => (self.view_ref_shape(v), self.k.views[v.view].dtype),
-            Operand::Frag(f) => (self.k.fragments[*f].shape.clone(), self.k.fragments[*f].dtype),
+            Operand::Frag(f) => (
+                self.k.fragments[*f].shape.clone(),
+                self.k.fragments[*f].dtype,
+            ),
             Operand::Tmem(t) => (self.k.tmems[*t].shape.clone(), self.k.tmems[*t].dtype),
         }
     }
@@ -669,27 +975,52 @@ impl Interp<'_> {
         let sp = args.span;
         match (recv, name) {
             (Value::Pool(pool), "view") => {
-                let a = self.bind_args("view", &["shape", "dtype", "stages?", "swizzle?", "offset?"], args)?;
+                let a = self.bind_args(
+                    "view",
+                    &["shape", "dtype", "stages?", "swizzle?", "offset?"],
+                    args,
+                )?;
                 let shape = self.shape(&a[0], "shape")?;
                 let dtype = self.dtype(&a[1], "dtype")?;
                 let stages = self.positive(&a[2], "stages", Some(1))?;
                 let swizzle = self.opt_int(&a[3], "swizzle")?.unwrap_or(0);
                 if ![0, 32, 64, 128].contains(&swizzle) {
                     let s = a[3].as_ref().map_or(sp, |x| x.1);
-                    return self.err(&codes::INVALID_VALUE, s, format!("swizzle must be 0, 32, 64 or 128 (bytes), got {swizzle}"));
+                    return self.err(
+                        &codes::INVALID_VALUE,
+                        s,
+                        format!("swizzle must be 0, 32, 64 or 128 (bytes), got {swizzle}"),
+                    );
                 }
                 let offset = match self.opt_int(&a[4], "offset")? {
                     None => None,
                     Some(o) if (0..1 << 24).contains(&o) => Some(o as u32),
                     Some(o) => {
                         let s = a[4].as_ref().map_or(sp, |x| x.1);
-                        return self.err(&codes::INVALID_VALUE, s, format!("offset {o} is out of range"));
+                        return self.err(
+                            &codes::INVALID_VALUE,
+                            s,
+                            format!("offset {o} is out of range"),
+                        );
                     }
                 };
                 let vname = self.take_name("view");
-                let view = View { name: vname, pool, offset, shape, dtype, stages, swizzle: swizzle as u32 };
+                let view = View {
+                    name: vname,
+                    pool,
+                    offset,
+                    shape,
+                    dtype,
+                    stages,
+                    swizzle: swizzle as u32,
+                };
                 let id = self.k.views.push(view, sp);
-                Ok(Value::View(ViewRef { view: id, rows: None, transposed: false, stage: None }))
+                Ok(Value::View(ViewRef {
+                    view: id,
+                    rows: None,
+                    transposed: false,
+                    stage: None,
+                }))
             }
             (Value::View(v), "rows") => {
                 let a = self.bind_args("rows", &["start", "count"], args)?;
@@ -697,37 +1028,72 @@ impl Interp<'_> {
                 let start = self.to_index(start, ssp)?;
                 let (cnt, csp) = a[1].clone().expect("required");
                 let count = self.const_int(&cnt, csp, "the row count")?;
-                let rows = self.view_ref_shape(&ViewRef { rows: None, transposed: false, ..v.clone() })[0] as i64;
+                let rows = self.view_ref_shape(&ViewRef {
+                    rows: None,
+                    transposed: false,
+                    ..v.clone()
+                })[0] as i64;
                 if v.rows.is_some() || v.transposed {
-                    return self.err(&codes::UNSUPPORTED_PYTHON, sp, "take `.rows(...)` of the view itself, before `.T`");
+                    return self.err(
+                        &codes::UNSUPPORTED_PYTHON,
+                        sp,
+                        "take `.rows(...)` of the view itself, before `.T`",
+                    );
                 }
                 if count < 1 || count > rows {
-                    return self.err(&codes::INVALID_VALUE, csp, format!("row count must be in 1..={rows}, got {count}"));
+                    return self.err(
+                        &codes::INVALID_VALUE,
+                        csp,
+                        format!("row count must be in 1..={rows}, got {count}"),
+                    );
                 }
                 if let Some(s) = self.k.const_int(start) {
                     if s < 0 || s + count > rows {
-                        let f = Finding::new(&codes::SHAPE_MISMATCH, ssp, format!("rows {s}..{} are outside the view's {rows} rows", s + count))
-                            .expected(format!("start in 0..={}", rows - count))
-                            .actual(s);
+                        let f = Finding::new(
+                            &codes::SHAPE_MISMATCH,
+                            ssp,
+                            format!("rows {s}..{} are outside the view's {rows} rows", s + count),
+                        )
+                        .expected(format!("start in 0..={}", rows - count))
+                        .actual(s);
                         return Err(self.report(f));
                     }
                 }
-                Ok(Value::View(ViewRef { rows: Some((start, count as u32)), ..v }))
+                Ok(Value::View(ViewRef {
+                    rows: Some((start, count as u32)),
+                    ..v
+                }))
             }
             (Value::View(v), "stage") => {
                 let a = self.bind_args("stage", &["index"], args)?;
                 let (i, isp) = a[0].clone().expect("required");
                 let i = self.to_index(i, isp)?;
-                Ok(Value::View(ViewRef { stage: Some(i), ..v }))
+                Ok(Value::View(ViewRef {
+                    stage: Some(i),
+                    ..v
+                }))
             }
             (Value::View(v), "tma_load") => {
-                let a = self.bind_args("tma_load", &["src", "coords", "barrier", "multicast?"], args)?;
+                let a = self.bind_args(
+                    "tma_load",
+                    &["src", "coords", "barrier", "multicast?"],
+                    args,
+                )?;
                 let src = self.tensor_arg(&a[0], "the source")?;
                 let coords = self.coords(&a[1], src, "`coords`")?;
                 let barrier = self.barrier_arg(&a[2], "`barrier`")?;
                 let multicast = self.positive(&a[3], "multicast", Some(1))?;
                 self.check_view_tensor(&v, src, sp)?;
-                self.emit_op(Op::TmaLoad { dst: v, src, coords, barrier, multicast }, sp)?;
+                self.emit_op(
+                    Op::TmaLoad {
+                        dst: v,
+                        src,
+                        coords,
+                        barrier,
+                        multicast,
+                    },
+                    sp,
+                )?;
                 Ok(Value::None)
             }
             (Value::View(v), "tma_store") => {
@@ -735,7 +1101,14 @@ impl Interp<'_> {
                 let dst = self.tensor_arg(&a[0], "the destination")?;
                 let coords = self.coords(&a[1], dst, "`coords`")?;
                 self.check_view_tensor(&v, dst, sp)?;
-                self.emit_op(Op::TmaStore { dst, src: v, coords }, sp)?;
+                self.emit_op(
+                    Op::TmaStore {
+                        dst,
+                        src: v,
+                        coords,
+                    },
+                    sp,
+                )?;
                 Ok(Value::None)
             }
             (Value::View(v), "cp_async") => {
@@ -744,7 +1117,15 @@ impl Interp<'_> {
                 let coords = self.coords(&a[1], src, "`coords`")?;
                 let barrier = self.barrier_arg(&a[2], "`barrier`")?;
                 self.check_view_tensor(&v, src, sp)?;
-                self.emit_op(Op::CpAsync { dst: v, src, coords, barrier }, sp)?;
+                self.emit_op(
+                    Op::CpAsync {
+                        dst: v,
+                        src,
+                        coords,
+                        barrier,
+                    },
+                    sp,
+                )?;
                 Ok(Value::None)
             }
             (Value::View(v), "store") => {
@@ -765,7 +1146,15 @@ impl Interp<'_> {
                 let shape = self.shape(&a[0], "shape")?;
                 let dtype = self.dtype(&a[1], "dtype")?;
                 let name = self.take_name("fragment");
-                Ok(Value::Frag(self.k.fragments.push(Fragment { name, role: r, shape, dtype }, sp)))
+                Ok(Value::Frag(self.k.fragments.push(
+                    Fragment {
+                        name,
+                        role: r,
+                        shape,
+                        dtype,
+                    },
+                    sp,
+                )))
             }
             (recv, m) => {
                 let msg = format!("{} has no method `{m}`", recv.kind_name());
@@ -778,17 +1167,31 @@ impl Interp<'_> {
     fn check_view_tensor(&mut self, v: &ViewRef, t: ParamId, sp: Span) -> R<()> {
         let (vd, td) = (self.k.views[v.view].dtype, self.tensor_dtype(t));
         if vd != td {
-            let (vn, tn) = (self.k.views[v.view].name.clone(), self.k.params[t].name.clone());
-            let f = Finding::new(&codes::DTYPE_MISMATCH, sp, format!("view `{vn}` holds {vd} but tensor `{tn}` holds {td}"))
-                .expected(td)
-                .actual(vd)
-                .label(self.k.views.span(v.view), format!("`{vn}` declared as {vd} here"));
+            let (vn, tn) = (
+                self.k.views[v.view].name.clone(),
+                self.k.params[t].name.clone(),
+            );
+            let f = Finding::new(
+                &codes::DTYPE_MISMATCH,
+                sp,
+                format!("view `{vn}` holds {vd} but tensor `{tn}` holds {td}"),
+            )
+            .expected(td)
+            .actual(vd)
+            .label(
+                self.k.views.span(v.view),
+                format!("`{vn}` declared as {vd} here"),
+            );
             return Err(self.report(f));
         }
         let rank = self.tensor_rank(t);
         let vrank = self.k.views[v.view].shape.len();
         if vrank > rank {
-            return self.err(&codes::SHAPE_MISMATCH, sp, format!("a {vrank}-D view cannot be copied to or from a {rank}-D tensor"));
+            return self.err(
+                &codes::SHAPE_MISMATCH,
+                sp,
+                format!("a {vrank}-D view cannot be copied to or from a {rank}-D tensor"),
+            );
         }
         Ok(())
     }

@@ -15,8 +15,16 @@ pub fn broadcast(a: &[u32], b: &[u32]) -> Option<Vec<u32>> {
     let n = a.len().max(b.len());
     let mut out = vec![0; n];
     for i in 0..n {
-        let da = if i < n - a.len() { 1 } else { a[i - (n - a.len())] };
-        let db = if i < n - b.len() { 1 } else { b[i - (n - b.len())] };
+        let da = if i < n - a.len() {
+            1
+        } else {
+            a[i - (n - a.len())]
+        };
+        let db = if i < n - b.len() {
+            1
+        } else {
+            b[i - (n - b.len())]
+        };
         out[i] = match (da, db) {
             (x, y) if x == y => x,
             (1, y) => y,
@@ -102,8 +110,14 @@ impl Interp<'_> {
                     Some(v) => Ok(v),
                     None => {
                         let names = self.visible_names();
-                        let mut f = Finding::new(&codes::UNKNOWN_NAME, sp, format!("`{name}` is not defined"));
-                        if let Some(c) = crate::suggest::closest(name, names.iter().map(|s| s.as_str())) {
+                        let mut f = Finding::new(
+                            &codes::UNKNOWN_NAME,
+                            sp,
+                            format!("`{name}` is not defined"),
+                        );
+                        if let Some(c) =
+                            crate::suggest::closest(name, names.iter().map(|s| s.as_str()))
+                        {
                             f = f.help(format!("did you mean `{c}`?"));
                         }
                         Err(self.report(f))
@@ -113,10 +127,18 @@ impl Interp<'_> {
             E::NumberLiteral(n) => match &n.value {
                 ast::Number::Int(i) => match i.as_i64() {
                     Some(v) => Ok(Value::Int(v)),
-                    None => self.err(&codes::INVALID_VALUE, sp, "integer literal does not fit in 64 bits"),
+                    None => self.err(
+                        &codes::INVALID_VALUE,
+                        sp,
+                        "integer literal does not fit in 64 bits",
+                    ),
                 },
                 ast::Number::Float(f) => Ok(Value::Float(*f)),
-                ast::Number::Complex { .. } => self.err(&codes::UNSUPPORTED_PYTHON, sp, "complex numbers are not part of Cake IR"),
+                ast::Number::Complex { .. } => self.err(
+                    &codes::UNSUPPORTED_PYTHON,
+                    sp,
+                    "complex numbers are not part of Cake IR",
+                ),
             },
             E::BooleanLiteral(b) => Ok(Value::Bool(b.value)),
             E::NoneLiteral(_) => Ok(Value::None),
@@ -133,7 +155,12 @@ impl Interp<'_> {
                 let l = self.eval(&b.left);
                 let r = self.eval(&b.right);
                 let (l, r) = (l?, r?);
-                self.binary(b.op, (l, span(b.left.range())), (r, span(b.right.range())), sp)
+                self.binary(
+                    b.op,
+                    (l, span(b.left.range())),
+                    (r, span(b.right.range())),
+                    sp,
+                )
             }
             E::UnaryOp(u) => {
                 let v = self.eval(&u.operand)?;
@@ -141,7 +168,12 @@ impl Interp<'_> {
             }
             E::Compare(c) => {
                 if c.ops.len() != 1 {
-                    return self.err(&codes::UNSUPPORTED_PYTHON, sp, "chained comparisons are not supported")
+                    return self
+                        .err(
+                            &codes::UNSUPPORTED_PYTHON,
+                            sp,
+                            "chained comparisons are not supported",
+                        )
                         .map_err(|r| self.help_last(r, "split it: `a < b and b < c`"));
                 }
                 let l = self.eval(&c.left)?;
@@ -153,9 +185,20 @@ impl Interp<'_> {
                     ast::CmpOp::GtE => CmpOp::Ge,
                     ast::CmpOp::Eq => CmpOp::Eq,
                     ast::CmpOp::NotEq => CmpOp::Ne,
-                    _ => return self.err(&codes::UNSUPPORTED_PYTHON, sp, "`in`, `not in`, `is` and `is not` are not supported"),
+                    _ => {
+                        return self.err(
+                            &codes::UNSUPPORTED_PYTHON,
+                            sp,
+                            "`in`, `not in`, `is` and `is not` are not supported",
+                        )
+                    }
                 };
-                self.compare(op, (l, span(c.left.range())), (r, span(c.comparators[0].range())), sp)
+                self.compare(
+                    op,
+                    (l, span(c.left.range())),
+                    (r, span(c.comparators[0].range())),
+                    sp,
+                )
             }
             E::BoolOp(b) => {
                 let op = match b.op {
@@ -177,13 +220,25 @@ impl Interp<'_> {
                     Value::Bool(true) => self.eval(&i.body),
                     Value::Bool(false) => self.eval(&i.orelse),
                     Value::Poison => Err(Reported),
-                    _ => self.err(&codes::NOT_CONSTANT, span(i.test.range()), "a conditional expression needs a compile-time condition")
-                        .map_err(|r| self.help_last(r, "use lm.select(cond, a, b) for a run-time choice")),
+                    _ => self
+                        .err(
+                            &codes::NOT_CONSTANT,
+                            span(i.test.range()),
+                            "a conditional expression needs a compile-time condition",
+                        )
+                        .map_err(|r| {
+                            self.help_last(r, "use lm.select(cond, a, b) for a run-time choice")
+                        }),
                 }
             }
             other => {
                 let (what, instead) = unsupported_expr(other);
-                let f = Finding::new(&codes::UNSUPPORTED_PYTHON, sp, format!("{what} is not part of Cake IR")).help(instead);
+                let f = Finding::new(
+                    &codes::UNSUPPORTED_PYTHON,
+                    sp,
+                    format!("{what} is not part of Cake IR"),
+                )
+                .help(instead);
                 Err(self.report(f))
             }
         }
@@ -208,7 +263,11 @@ impl Interp<'_> {
                 }
             }
         }
-        if failed { Err(Reported) } else { Ok(out) }
+        if failed {
+            Err(Reported)
+        } else {
+            Ok(out)
+        }
     }
 
     fn eval_call(&mut self, c: &ast::ExprCall, sp: Span) -> R<Value> {
@@ -220,7 +279,11 @@ impl Interp<'_> {
         let mut failed = callee.is_err();
         for a in c.arguments.args.iter() {
             if let ast::Expr::Starred(s) = a {
-                self.report(Finding::new(&codes::UNSUPPORTED_PYTHON, span(s.range), "`*args` unpacking is not supported"));
+                self.report(Finding::new(
+                    &codes::UNSUPPORTED_PYTHON,
+                    span(s.range),
+                    "`*args` unpacking is not supported",
+                ));
                 failed = true;
                 continue;
             }
@@ -231,7 +294,11 @@ impl Interp<'_> {
         }
         for k in c.arguments.keywords.iter() {
             let Some(name) = &k.arg else {
-                self.report(Finding::new(&codes::UNSUPPORTED_PYTHON, span(k.range), "`**kwargs` unpacking is not supported"));
+                self.report(Finding::new(
+                    &codes::UNSUPPORTED_PYTHON,
+                    span(k.range),
+                    "`**kwargs` unpacking is not supported",
+                ));
                 failed = true;
                 continue;
             };
@@ -243,11 +310,17 @@ impl Interp<'_> {
         if failed {
             return Err(Reported);
         }
-        if positional.iter().any(|(v, _)| matches!(v, Value::Poison)) || keywords.iter().any(|(_, v, _)| matches!(v, Value::Poison)) {
+        if positional.iter().any(|(v, _)| matches!(v, Value::Poison))
+            || keywords.iter().any(|(_, v, _)| matches!(v, Value::Poison))
+        {
             return Err(Reported);
         }
         self.pending_name = pending;
-        let args = CallArgs { span: sp, positional, keywords };
+        let args = CallArgs {
+            span: sp,
+            positional,
+            keywords,
+        };
         let r = match callee? {
             Value::Builtin(b) => self.call_builtin(b, args),
             Value::Method(recv, name) => self.call_method(*recv, name, args),
@@ -268,16 +341,26 @@ impl Interp<'_> {
             Value::Tuple(items) => {
                 let idx = self.eval(&s.slice)?;
                 let Value::Int(i) = idx else {
-                    return self.err(&codes::NOT_CONSTANT, span(s.slice.range()), "tuples are indexed with compile-time integers");
+                    return self.err(
+                        &codes::NOT_CONSTANT,
+                        span(s.slice.range()),
+                        "tuples are indexed with compile-time integers",
+                    );
                 };
                 let n = items.len() as i64;
                 let j = if i < 0 { i + n } else { i };
                 if j < 0 || j >= n {
-                    return self.err(&codes::INVALID_VALUE, span(s.slice.range()), format!("index {i} out of range for a tuple of {n}"));
+                    return self.err(
+                        &codes::INVALID_VALUE,
+                        span(s.slice.range()),
+                        format!("index {i} out of range for a tuple of {n}"),
+                    );
                 }
                 Ok(items[j as usize].clone())
             }
-            Value::Expr(e) if matches!(self.k.exprs[e].ty, Ty::Frag { .. }) => self.expand(e, &s.slice, sp),
+            Value::Expr(e) if matches!(self.k.exprs[e].ty, Ty::Frag { .. }) => {
+                self.expand(e, &s.slice, sp)
+            }
             Value::Frag(f) => {
                 let e = self.frag_expr(f, span(s.value.range()));
                 self.expand(e, &s.slice, sp)
@@ -292,24 +375,46 @@ impl Interp<'_> {
 
     /// `v[:, None]`: insert unit axes where `None` stands.
     fn expand(&mut self, e: ExprId, slice: &ast::Expr, sp: Span) -> R<Value> {
-        let Ty::Frag { dtype, shape, role } = self.k.exprs[e].ty.clone() else { unreachable!("checked by caller") };
+        let Ty::Frag { dtype, shape, role } = self.k.exprs[e].ty.clone() else {
+            unreachable!("checked by caller")
+        };
         let parts: Vec<&ast::Expr> = match slice {
             ast::Expr::Tuple(t) => t.elts.iter().collect(),
             other => vec![other],
         };
-        let full = parts.iter().filter(|p| crate::interp::is_full_slice(p)).count();
+        let full = parts
+            .iter()
+            .filter(|p| crate::interp::is_full_slice(p))
+            .count();
         let nones = parts.iter().filter(|p| p.is_none_literal_expr()).count();
         if full + nones != parts.len() || full != shape.len() || nones == 0 {
             return self
-                .err(&codes::UNSUPPORTED_PYTHON, span(slice.range()), "fragments are indexed only to add broadcast axes")
-                .map_err(|r| self.help_last(r, "write `v[:, None]` to broadcast a per-row vector along columns"));
+                .err(
+                    &codes::UNSUPPORTED_PYTHON,
+                    span(slice.range()),
+                    "fragments are indexed only to add broadcast axes",
+                )
+                .map_err(|r| {
+                    self.help_last(
+                        r,
+                        "write `v[:, None]` to broadcast a per-row vector along columns",
+                    )
+                });
         }
         let mut cur = e;
         let mut cur_shape = shape;
         for (axis, p) in parts.iter().enumerate() {
             if p.is_none_literal_expr() {
                 cur_shape.insert(axis, 1);
-                cur = self.mk(ExprKind::Expand { arg: cur, axis }, Ty::Frag { dtype, shape: cur_shape.clone(), role }, sp);
+                cur = self.mk(
+                    ExprKind::Expand { arg: cur, axis },
+                    Ty::Frag {
+                        dtype,
+                        shape: cur_shape.clone(),
+                        role,
+                    },
+                    sp,
+                );
             }
         }
         Ok(Value::Expr(cur))
@@ -327,10 +432,19 @@ impl Interp<'_> {
                 }
                 "shape" => {
                     let shape = self.view_ref_shape(v);
-                    return Ok(Value::Tuple(shape.into_iter().map(|d| Value::Int(d as i64)).collect()));
+                    return Ok(Value::Tuple(
+                        shape.into_iter().map(|d| Value::Int(d as i64)).collect(),
+                    ));
                 }
                 "dtype" => return Ok(Value::DType(self.k.views[v.view].dtype)),
-                _ => &["tma_load", "tma_store", "cp_async", "rows", "stage", "store"],
+                _ => &[
+                    "tma_load",
+                    "tma_store",
+                    "cp_async",
+                    "rows",
+                    "stage",
+                    "store",
+                ],
             },
             Value::Role(r) => match attr {
                 "index" => {
@@ -343,14 +457,18 @@ impl Interp<'_> {
             Value::Frag(f) => match attr {
                 "shape" => {
                     let shape = self.k.fragments[*f].shape.clone();
-                    return Ok(Value::Tuple(shape.into_iter().map(|d| Value::Int(d as i64)).collect()));
+                    return Ok(Value::Tuple(
+                        shape.into_iter().map(|d| Value::Int(d as i64)).collect(),
+                    ));
                 }
                 "dtype" => return Ok(Value::DType(self.k.fragments[*f].dtype)),
                 _ => &[],
             },
             Value::Tensor(p) => match attr {
                 "shape" => {
-                    let ParamKind::Tensor { dims, .. } = self.k.params[*p].kind.clone() else { unreachable!() };
+                    let ParamKind::Tensor { dims, .. } = self.k.params[*p].kind.clone() else {
+                        unreachable!()
+                    };
                     let mut out = Vec::new();
                     for d in dims {
                         out.push(match d {
@@ -361,7 +479,9 @@ impl Interp<'_> {
                     return Ok(Value::Tuple(out));
                 }
                 "dtype" => {
-                    let ParamKind::Tensor { dtype, .. } = self.k.params[*p].kind else { unreachable!() };
+                    let ParamKind::Tensor { dtype, .. } = self.k.params[*p].kind else {
+                        unreachable!()
+                    };
                     return Ok(Value::DType(dtype));
                 }
                 _ => &[],
@@ -372,7 +492,11 @@ impl Interp<'_> {
         if let Some(m) = methods.iter().find(|m| **m == attr) {
             return Ok(Value::Method(Box::new(base), m));
         }
-        let mut f = Finding::new(&codes::UNKNOWN_NAME, sp, format!("{} has no attribute `{attr}`", base.kind_name()));
+        let mut f = Finding::new(
+            &codes::UNKNOWN_NAME,
+            sp,
+            format!("{} has no attribute `{attr}`", base.kind_name()),
+        );
         if let Some(c) = crate::suggest::closest(attr, methods.iter().copied()) {
             f = f.help(format!("did you mean `{c}`?"));
         } else if !methods.is_empty() {
@@ -396,7 +520,11 @@ impl Interp<'_> {
 
     pub fn frag_expr(&mut self, f: FragId, sp: Span) -> ExprId {
         let d = &self.k.fragments[f];
-        let ty = Ty::Frag { dtype: d.dtype, shape: d.shape.clone(), role: d.role };
+        let ty = Ty::Frag {
+            dtype: d.dtype,
+            shape: d.shape.clone(),
+            role: d.role,
+        };
         self.mk(ExprKind::Frag(f), ty, sp)
     }
 
@@ -415,7 +543,11 @@ impl Interp<'_> {
                     Value::Expr(e) => describe_ty(&self.k, &self.k.exprs[*e].ty),
                     o => o.kind_name().to_string(),
                 };
-                self.err(&codes::TYPE_MISMATCH, sp, format!("expected an integer index, found {what}"))
+                self.err(
+                    &codes::TYPE_MISMATCH,
+                    sp,
+                    format!("expected an integer index, found {what}"),
+                )
             }
         }
     }
@@ -434,8 +566,14 @@ impl Interp<'_> {
                     Value::Expr(e) => describe_ty(&self.k, &self.k.exprs[*e].ty),
                     o => o.kind_name().to_string(),
                 };
-                self.err(&codes::TYPE_MISMATCH, sp, format!("expected a condition, found {what}"))
-                    .map_err(|r| self.help_last(r, "a per-element condition selects values with lm.select"))
+                self.err(
+                    &codes::TYPE_MISMATCH,
+                    sp,
+                    format!("expected a condition, found {what}"),
+                )
+                .map_err(|r| {
+                    self.help_last(r, "a per-element condition selects values with lm.select")
+                })
             }
         }
     }
@@ -445,7 +583,11 @@ impl Interp<'_> {
             Value::Int(i) => Ok(*i),
             Value::Bool(b) => Ok(*b as i64),
             Value::Poison => Err(Reported),
-            Value::Expr(_) => self.err(&codes::NOT_CONSTANT, sp, format!("{what} must be known at compile time")),
+            Value::Expr(_) => self.err(
+                &codes::NOT_CONSTANT,
+                sp,
+                format!("{what} must be known at compile time"),
+            ),
             other => {
                 let msg = format!("{what} must be an integer, found {}", other.kind_name());
                 self.err(&codes::TYPE_MISMATCH, sp, msg)
@@ -469,7 +611,10 @@ impl Interp<'_> {
             Value::Frag(f) => Ok(self.frag_expr(f, sp)),
             Value::Poison => Err(Reported),
             other => {
-                let msg = format!("expected a number or register value, found {}", other.kind_name());
+                let msg = format!(
+                    "expected a number or register value, found {}",
+                    other.kind_name()
+                );
                 self.err(&codes::TYPE_MISMATCH, sp, msg)
             }
         }
@@ -489,16 +634,33 @@ impl Interp<'_> {
     // -----------------------------------------------------------------------------------------
     // Operators
 
-    pub fn binary(&mut self, op: ast::Operator, a: (Value, Span), b: (Value, Span), sp: Span) -> R<Value> {
+    pub fn binary(
+        &mut self,
+        op: ast::Operator,
+        a: (Value, Span),
+        b: (Value, Span),
+        sp: Span,
+    ) -> R<Value> {
         let Some(op) = py_binop(op) else {
-            return self.err(&codes::UNSUPPORTED_PYTHON, sp, "this operator is not supported")
+            return self
+                .err(
+                    &codes::UNSUPPORTED_PYTHON,
+                    sp,
+                    "this operator is not supported",
+                )
                 .map_err(|r| self.help_last(r, "supported: + - * / // %"));
         };
         self.arith(op, a, b, sp)
     }
 
     /// Element-wise or index arithmetic with constant folding.
-    pub fn arith(&mut self, op: BinOp, (a, asp): (Value, Span), (b, bsp): (Value, Span), sp: Span) -> R<Value> {
+    pub fn arith(
+        &mut self,
+        op: BinOp,
+        (a, asp): (Value, Span),
+        (b, bsp): (Value, Span),
+        sp: Span,
+    ) -> R<Value> {
         match (&a, &b) {
             (Value::Poison, _) | (_, Value::Poison) => return Err(Reported),
             (Value::Int(x), Value::Int(y)) => {
@@ -507,7 +669,11 @@ impl Interp<'_> {
                 }
                 return match fold_int(op, *x, *y) {
                     Some(v) => Ok(Value::Int(v)),
-                    None if *y == 0 => self.err(&codes::INVALID_VALUE, bsp, "division by zero in a compile-time expression"),
+                    None if *y == 0 => self.err(
+                        &codes::INVALID_VALUE,
+                        bsp,
+                        "division by zero in a compile-time expression",
+                    ),
                     None => self.err(&codes::INVALID_VALUE, sp, "compile-time integer overflow"),
                 };
             }
@@ -540,7 +706,12 @@ impl Interp<'_> {
         match (a, b) {
             (Index, Index) => {
                 if op == BinOp::Div {
-                    return self.err(&codes::TYPE_MISMATCH, sp, "`/` on integer indices is ambiguous")
+                    return self
+                        .err(
+                            &codes::TYPE_MISMATCH,
+                            sp,
+                            "`/` on integer indices is ambiguous",
+                        )
                         .map_err(|r| self.help_last(r, "use `//` (floor) or lm.cdiv (ceiling)"));
                 }
                 Ok(Index)
@@ -548,15 +719,31 @@ impl Interp<'_> {
             (Bool, Bool) if matches!(op, BinOp::And | BinOp::Or) => Ok(Bool),
             (Scalar(x), Scalar(y)) if x == y => Ok(Scalar(*x)),
             (Scalar(x), Index) | (Index, Scalar(x)) => Ok(Scalar(*x)),
-            (Frag { dtype, shape, role }, Index | Scalar(_)) | (Index | Scalar(_), Frag { dtype, shape, role }) => {
+            (Frag { dtype, shape, role }, Index | Scalar(_))
+            | (Index | Scalar(_), Frag { dtype, shape, role }) => {
                 if let (Scalar(s), _) | (_, Scalar(s)) = (a, b) {
                     if s != dtype && !(s.is_float() && dtype.is_float()) {
                         return self.dtype_mismatch(*dtype, *s, asp, bsp);
                     }
                 }
-                Ok(Frag { dtype: *dtype, shape: shape.clone(), role: *role })
+                Ok(Frag {
+                    dtype: *dtype,
+                    shape: shape.clone(),
+                    role: *role,
+                })
             }
-            (Frag { dtype: da, shape: sa, role: ra }, Frag { dtype: db, shape: sb, role: rb }) => {
+            (
+                Frag {
+                    dtype: da,
+                    shape: sa,
+                    role: ra,
+                },
+                Frag {
+                    dtype: db,
+                    shape: sb,
+                    role: rb,
+                },
+            ) => {
                 if da != db {
                     return self.dtype_mismatch(*da, *db, asp, bsp);
                 }
@@ -573,12 +760,20 @@ impl Interp<'_> {
                     return Err(self.report(f));
                 }
                 match broadcast(sa, sb) {
-                    Some(shape) => Ok(Frag { dtype: *da, shape, role: *ra }),
+                    Some(shape) => Ok(Frag {
+                        dtype: *da,
+                        shape,
+                        role: *ra,
+                    }),
                     None => {
-                        let f = Finding::new(&codes::SHAPE_MISMATCH, sp, format!("shapes {sa:?} and {sb:?} do not broadcast"))
-                            .label(asp, format!("shape {sa:?}"))
-                            .label(bsp, format!("shape {sb:?}"))
-                            .help("broadcasting aligns trailing axes; add an axis with `v[:, None]`");
+                        let f = Finding::new(
+                            &codes::SHAPE_MISMATCH,
+                            sp,
+                            format!("shapes {sa:?} and {sb:?} do not broadcast"),
+                        )
+                        .label(asp, format!("shape {sa:?}"))
+                        .label(bsp, format!("shape {sb:?}"))
+                        .help("broadcasting aligns trailing axes; add an axis with `v[:, None]`");
                         Err(self.report(f))
                     }
                 }
@@ -595,19 +790,32 @@ impl Interp<'_> {
     }
 
     fn dtype_mismatch<T>(&mut self, a: DType, b: DType, asp: Span, bsp: Span) -> R<T> {
-        let f = Finding::new(&codes::DTYPE_MISMATCH, asp.to(bsp), format!("operands have different dtypes: {a} and {b}"))
-            .label(asp, a.to_string())
-            .label(bsp, b.to_string())
-            .expected(a)
-            .actual(b)
-            .help(format!("convert one side with lm.cast(x, lm.{a})"));
+        let f = Finding::new(
+            &codes::DTYPE_MISMATCH,
+            asp.to(bsp),
+            format!("operands have different dtypes: {a} and {b}"),
+        )
+        .label(asp, a.to_string())
+        .label(bsp, b.to_string())
+        .expected(a)
+        .actual(b)
+        .help(format!("convert one side with lm.cast(x, lm.{a})"));
         Err(self.report(f))
     }
 
-    pub fn compare(&mut self, op: CmpOp, (a, asp): (Value, Span), (b, bsp): (Value, Span), sp: Span) -> R<Value> {
+    pub fn compare(
+        &mut self,
+        op: CmpOp,
+        (a, asp): (Value, Span),
+        (b, bsp): (Value, Span),
+        sp: Span,
+    ) -> R<Value> {
         match (&a, &b) {
             (Value::Poison, _) | (_, Value::Poison) => return Err(Reported),
-            (Value::Int(_) | Value::Float(_) | Value::Bool(_), Value::Int(_) | Value::Float(_) | Value::Bool(_)) => {
+            (
+                Value::Int(_) | Value::Float(_) | Value::Bool(_),
+                Value::Int(_) | Value::Float(_) | Value::Bool(_),
+            ) => {
                 let (x, y) = (num(&a), num(&b));
                 return Ok(Value::Bool(match op {
                     CmpOp::Lt => x < y,
@@ -629,19 +837,37 @@ impl Interp<'_> {
         let (tx, ty_y) = (self.k.exprs[x].ty.clone(), self.k.exprs[y].ty.clone());
         let operand = self.result_type(BinOp::Sub, &tx, &ty_y, asp, bsp, sp)?;
         let ty = match operand {
-            Ty::Frag { shape, role, .. } => Ty::Frag { dtype: DType::Bool, shape, role },
+            Ty::Frag { shape, role, .. } => Ty::Frag {
+                dtype: DType::Bool,
+                shape,
+                role,
+            },
             _ => Ty::Bool,
         };
         Ok(Value::Expr(self.mk(ExprKind::Cmp(op, x, y), ty, sp)))
     }
 
-    fn logical(&mut self, op: BinOp, (a, asp): (Value, Span), (b, bsp): (Value, Span), sp: Span) -> R<Value> {
+    fn logical(
+        &mut self,
+        op: BinOp,
+        (a, asp): (Value, Span),
+        (b, bsp): (Value, Span),
+        sp: Span,
+    ) -> R<Value> {
         if let (Value::Bool(x), Value::Bool(y)) = (&a, &b) {
-            return Ok(Value::Bool(if op == BinOp::And { *x && *y } else { *x || *y }));
+            return Ok(Value::Bool(if op == BinOp::And {
+                *x && *y
+            } else {
+                *x || *y
+            }));
         }
         let x = self.to_bool_expr(a, asp)?;
         let y = self.to_bool_expr(b, bsp)?;
-        Ok(Value::Expr(self.mk(ExprKind::Binary(op, x, y), Ty::Bool, sp)))
+        Ok(Value::Expr(self.mk(
+            ExprKind::Binary(op, x, y),
+            Ty::Bool,
+            sp,
+        )))
     }
 
     fn unary(&mut self, op: ast::UnaryOp, v: Value, vsp: Span, sp: Span) -> R<Value> {
@@ -661,9 +887,17 @@ impl Interp<'_> {
             }
             (ast::UnaryOp::Not, _) => {
                 let e = self.to_bool_expr(v, vsp)?;
-                Ok(Value::Expr(self.mk(ExprKind::Unary(UnOp::Not, e), Ty::Bool, sp)))
+                Ok(Value::Expr(self.mk(
+                    ExprKind::Unary(UnOp::Not, e),
+                    Ty::Bool,
+                    sp,
+                )))
             }
-            _ => self.err(&codes::UNSUPPORTED_PYTHON, sp, "this unary operator is not supported"),
+            _ => self.err(
+                &codes::UNSUPPORTED_PYTHON,
+                sp,
+                "this unary operator is not supported",
+            ),
         }
     }
 
@@ -687,11 +921,16 @@ impl Interp<'_> {
         let e = self.to_expr(v, vsp, None)?;
         let ty = self.k.exprs[e].ty.clone();
         let ok = match &ty {
-            Ty::Frag { dtype, .. } | Ty::Scalar(dtype) => dtype.is_float() || (op == UnOp::Abs && dtype.is_int()),
+            Ty::Frag { dtype, .. } | Ty::Scalar(dtype) => {
+                dtype.is_float() || (op == UnOp::Abs && dtype.is_int())
+            }
             _ => false,
         };
         if !ok {
-            let msg = format!("this function needs a float value, found {}", describe_ty(&self.k, &ty));
+            let msg = format!(
+                "this function needs a float value, found {}",
+                describe_ty(&self.k, &ty)
+            );
             return self.err(&codes::TYPE_MISMATCH, vsp, msg);
         }
         Ok(Value::Expr(self.mk(ExprKind::Unary(op, e), ty, sp)))
@@ -712,7 +951,10 @@ pub fn describe_ty(k: &Kernel, t: &Ty) -> String {
         Ty::Index => "an integer index".into(),
         Ty::Bool => "a condition".into(),
         Ty::Scalar(d) => format!("a scalar {d}"),
-        Ty::Frag { dtype, shape, role } => format!("a {dtype} register value of shape {shape:?} owned by role `{}`", k.roles[*role].name),
+        Ty::Frag { dtype, shape, role } => format!(
+            "a {dtype} register value of shape {shape:?} owned by role `{}`",
+            k.roles[*role].name
+        ),
     }
 }
 
@@ -720,17 +962,27 @@ fn unsupported_expr(e: &ast::Expr) -> (&'static str, &'static str) {
     use ast::Expr as E;
     match e {
         E::Lambda(_) => ("`lambda`", "define a helper function at module level"),
-        E::ListComp(_) | E::SetComp(_) | E::DictComp(_) | E::Generator(_) => {
-            ("a comprehension", "write the values out, or unroll with `for i in range(n)`")
-        }
+        E::ListComp(_) | E::SetComp(_) | E::DictComp(_) | E::Generator(_) => (
+            "a comprehension",
+            "write the values out, or unroll with `for i in range(n)`",
+        ),
         E::Dict(_) | E::Set(_) => ("dicts and sets", "use tuples and named constants"),
         E::FString(_) | E::TString(_) => ("f-strings", "use a plain string"),
-        E::Await(_) | E::Yield(_) | E::YieldFrom(_) => ("`await`/`yield`", "schedules are straight-line programs over roles and loops"),
+        E::Await(_) | E::Yield(_) | E::YieldFrom(_) => (
+            "`await`/`yield`",
+            "schedules are straight-line programs over roles and loops",
+        ),
         E::Named(_) => ("the walrus operator", "assign on its own line"),
         E::Starred(_) => ("`*` unpacking", "pass arguments explicitly"),
         E::BytesLiteral(_) => ("bytes literals", "use integers and strings"),
-        E::Slice(_) => ("a slice here", "use view.rows(start, count) for a row range"),
-        _ => ("this expression", "see docs/language.md for the supported subset"),
+        E::Slice(_) => (
+            "a slice here",
+            "use view.rows(start, count) for a row range",
+        ),
+        _ => (
+            "this expression",
+            "see docs/language.md for the supported subset",
+        ),
     }
 }
 
@@ -745,7 +997,11 @@ impl Interp<'_> {
         match b {
             Builtin::Range => {
                 if !args.keywords.is_empty() || vals.is_empty() || vals.len() > 3 {
-                    return self.err(&codes::BAD_ARGUMENTS, sp, "`range` takes 1 to 3 positional integers");
+                    return self.err(
+                        &codes::BAD_ARGUMENTS,
+                        sp,
+                        "`range` takes 1 to 3 positional integers",
+                    );
                 }
                 let mut ints = Vec::new();
                 for (v, s) in &vals {
@@ -756,7 +1012,8 @@ impl Interp<'_> {
                                 .map_err(|r| self.help_last(r, "use `lm.range(...)` for a loop with run-time bounds"));
                         }
                         other => {
-                            let msg = format!("`range` takes integers, found {}", other.kind_name());
+                            let msg =
+                                format!("`range` takes integers, found {}", other.kind_name());
                             return self.err(&codes::TYPE_MISMATCH, *s, msg);
                         }
                     }
@@ -770,9 +1027,18 @@ impl Interp<'_> {
                 if step == 0 {
                     return self.err(&codes::INVALID_VALUE, sp, "`range` step must not be zero");
                 }
-                let count = if step > 0 { (stop - start).max(0) / step } else { (start - stop).max(0) / -step };
+                let count = if step > 0 {
+                    (stop - start).max(0) / step
+                } else {
+                    (start - stop).max(0) / -step
+                };
                 if count > 4096 {
-                    return self.err(&codes::INVALID_VALUE, sp, format!("`range` would unroll {count} iterations (limit 4096)"))
+                    return self
+                        .err(
+                            &codes::INVALID_VALUE,
+                            sp,
+                            format!("`range` would unroll {count} iterations (limit 4096)"),
+                        )
                         .map_err(|r| self.help_last(r, "use `lm.range(...)` for a run-time loop"));
                 }
                 let mut out = Vec::new();
@@ -790,9 +1056,17 @@ impl Interp<'_> {
             },
             Builtin::PyMin | Builtin::PyMax => {
                 if vals.len() < 2 {
-                    return self.err(&codes::BAD_ARGUMENTS, sp, "`min`/`max` take two or more values");
+                    return self.err(
+                        &codes::BAD_ARGUMENTS,
+                        sp,
+                        "`min`/`max` take two or more values",
+                    );
                 }
-                let op = if b == Builtin::PyMin { BinOp::Min } else { BinOp::Max };
+                let op = if b == Builtin::PyMin {
+                    BinOp::Min
+                } else {
+                    BinOp::Max
+                };
                 let mut it = vals.into_iter();
                 let mut acc = it.next().expect("checked above");
                 for next in it {

@@ -67,7 +67,10 @@ impl<'a> Interp<'a> {
             k: Kernel::default(),
             globals,
             funcs,
-            frames: vec![Frame { vars: HashMap::new(), is_helper: false }],
+            frames: vec![Frame {
+                vars: HashMap::new(),
+                is_helper: false,
+            }],
             blocks: vec![Vec::new()],
             role: None,
             loops: Vec::new(),
@@ -86,7 +89,12 @@ impl<'a> Interp<'a> {
         Reported
     }
 
-    pub fn err<T>(&mut self, code: &'static cake_diag::CodeInfo, span: Span, msg: impl Into<String>) -> R<T> {
+    pub fn err<T>(
+        &mut self,
+        code: &'static cake_diag::CodeInfo,
+        span: Span,
+        msg: impl Into<String>,
+    ) -> R<T> {
         Err(self.report(Finding::new(code, span, msg)))
     }
 
@@ -108,15 +116,26 @@ impl<'a> Interp<'a> {
             return Some(v.clone());
         }
         // Helpers see module globals only; the kernel frame sees its own names and globals.
-        self.globals.get(name).cloned().or_else(|| self.funcs.get(name).map(|_| Value::Func(name.to_string())))
+        self.globals
+            .get(name)
+            .cloned()
+            .or_else(|| self.funcs.get(name).map(|_| Value::Func(name.to_string())))
     }
 
     pub fn bind(&mut self, name: &str, v: Value) {
-        self.frames.last_mut().expect("a frame").vars.insert(name.to_string(), v);
+        self.frames
+            .last_mut()
+            .expect("a frame")
+            .vars
+            .insert(name.to_string(), v);
     }
 
     pub fn visible_names(&self) -> Vec<String> {
-        let mut names: Vec<String> = self.frames.last().map(|f| f.vars.keys().cloned().collect()).unwrap_or_default();
+        let mut names: Vec<String> = self
+            .frames
+            .last()
+            .map(|f| f.vars.keys().cloned().collect())
+            .unwrap_or_default();
         names.extend(self.globals.keys().cloned());
         names.extend(self.funcs.keys().cloned());
         names.sort();
@@ -134,17 +153,21 @@ impl<'a> Interp<'a> {
 
     pub fn emit_op(&mut self, op: Op, span: Span) -> R<()> {
         if self.role.is_none() {
-            return self.err(
-                &codes::MISPLACED_OPERATION,
-                span,
-                "operations must be issued inside a role region",
-            )
-            .map_err(|r| {
-                if let Some(last) = self.findings_last_mut() {
-                    last.help = Some("wrap it in `with <role>:` so the compiler knows which warps run it".into());
-                }
-                r
-            });
+            return self
+                .err(
+                    &codes::MISPLACED_OPERATION,
+                    span,
+                    "operations must be issued inside a role region",
+                )
+                .map_err(|r| {
+                    if let Some(last) = self.findings_last_mut() {
+                        last.help = Some(
+                            "wrap it in `with <role>:` so the compiler knows which warps run it"
+                                .into(),
+                        );
+                    }
+                    r
+                });
         }
         self.emit(Stmt::Op(op), span);
         Ok(())
@@ -189,7 +212,11 @@ impl<'a> Interp<'a> {
                 Err(Reported) => failed = true,
             }
         }
-        if failed { Err(Reported) } else { Ok(Flow::Normal) }
+        if failed {
+            Err(Reported)
+        } else {
+            Ok(Flow::Normal)
+        }
     }
 
     fn exec(&mut self, s: &ast::Stmt) -> R<Flow> {
@@ -206,7 +233,10 @@ impl<'a> Interp<'a> {
                         let f = Finding::new(
                             &codes::UNUSED_VALUE,
                             sp,
-                            format!("this expression computes {} that is never used", other.kind_name()),
+                            format!(
+                                "this expression computes {} that is never used",
+                                other.kind_name()
+                            ),
                         )
                         .help("assign it to a name, or remove the line");
                         self.report(f);
@@ -222,7 +252,12 @@ impl<'a> Interp<'a> {
             S::Assert(a) => self.exec_assert(a).map(|_| Flow::Normal),
             other => {
                 let (what, instead) = unsupported_stmt(other);
-                let f = Finding::new(&codes::UNSUPPORTED_PYTHON, sp, format!("{what} is not part of Cake IR")).help(instead);
+                let f = Finding::new(
+                    &codes::UNSUPPORTED_PYTHON,
+                    sp,
+                    format!("{what} is not part of Cake IR"),
+                )
+                .help(instead);
                 Err(self.report(f))
             }
         }
@@ -230,7 +265,12 @@ impl<'a> Interp<'a> {
 
     fn exec_assign(&mut self, a: &ast::StmtAssign) -> R<()> {
         if a.targets.len() != 1 {
-            return self.err(&codes::UNSUPPORTED_PYTHON, span(a.range), "chained assignment (`a = b = ...`) is not supported")
+            return self
+                .err(
+                    &codes::UNSUPPORTED_PYTHON,
+                    span(a.range),
+                    "chained assignment (`a = b = ...`) is not supported",
+                )
                 .map_err(|r| self.with_help(r, "assign each name on its own line"));
         }
         let target = &a.targets[0];
@@ -247,7 +287,11 @@ impl<'a> Interp<'a> {
         let v = v.unwrap_or(Value::Poison);
         let failed = matches!(v, Value::Poison);
         self.bind_target(target, v, span(a.value.range()))?;
-        if failed { Err(Reported) } else { Ok(()) }
+        if failed {
+            Err(Reported)
+        } else {
+            Ok(())
+        }
     }
 
     fn with_help(&mut self, r: Reported, help: &str) -> Reported {
@@ -263,12 +307,25 @@ impl<'a> Interp<'a> {
             return self.err(
                 &codes::TYPE_MISMATCH,
                 span(sub.value.range()),
-                format!("only fragments can be assigned in place; this is {}", base.kind_name()),
+                format!(
+                    "only fragments can be assigned in place; this is {}",
+                    base.kind_name()
+                ),
             );
         };
         if !is_full_slice(&sub.slice) {
-            return self.err(&codes::UNSUPPORTED_PYTHON, span(sub.slice.range()), "fragments are assigned whole")
-                .map_err(|r| self.with_help(r, "write `frag[:] = value`; use lm.select to update part of it"));
+            return self
+                .err(
+                    &codes::UNSUPPORTED_PYTHON,
+                    span(sub.slice.range()),
+                    "fragments are assigned whole",
+                )
+                .map_err(|r| {
+                    self.with_help(
+                        r,
+                        "write `frag[:] = value`; use lm.select to update part of it",
+                    )
+                });
         }
         let vspan = span(value.range());
         let v = self.eval(value)?;
@@ -286,7 +343,10 @@ impl<'a> Interp<'a> {
                     let f = Finding::new(
                         &codes::DTYPE_MISMATCH,
                         vspan,
-                        format!("fragment `{}` holds {}, but the value is {}", decl.name, decl.dtype, dtype),
+                        format!(
+                            "fragment `{}` holds {}, but the value is {}",
+                            decl.name, decl.dtype, dtype
+                        ),
                     )
                     .expected(decl.dtype)
                     .actual(dtype)
@@ -297,7 +357,10 @@ impl<'a> Interp<'a> {
                     let f = Finding::new(
                         &codes::SHAPE_MISMATCH,
                         vspan,
-                        format!("fragment `{}` has shape {:?}, but the value has shape {:?}", decl.name, decl.shape, shape),
+                        format!(
+                            "fragment `{}` has shape {:?}, but the value has shape {:?}",
+                            decl.name, decl.shape, shape
+                        ),
                     )
                     .expected(format!("{:?}", decl.shape))
                     .actual(format!("{shape:?}"));
@@ -306,7 +369,11 @@ impl<'a> Interp<'a> {
                 Ok(e)
             }
             Ty::Index | Ty::Scalar(_) => Ok(e),
-            Ty::Bool => self.err(&codes::TYPE_MISMATCH, vspan, "a bool cannot be stored in a numeric fragment"),
+            Ty::Bool => self.err(
+                &codes::TYPE_MISMATCH,
+                vspan,
+                "a bool cannot be stored in a numeric fragment",
+            ),
         }
     }
 
@@ -327,7 +394,11 @@ impl<'a> Interp<'a> {
                         return self.err(
                             &codes::TYPE_MISMATCH,
                             vspan,
-                            format!("cannot unpack {} into {} names", other.kind_name(), t.elts.len()),
+                            format!(
+                                "cannot unpack {} into {} names",
+                                other.kind_name(),
+                                t.elts.len()
+                            ),
                         );
                     }
                 };
@@ -338,14 +409,22 @@ impl<'a> Interp<'a> {
                     return self.err(
                         &codes::SHAPE_MISMATCH,
                         span(t.range),
-                        format!("{} names but {} values to unpack", t.elts.len(), items.len()),
+                        format!(
+                            "{} names but {} values to unpack",
+                            t.elts.len(),
+                            items.len()
+                        ),
                     );
                 }
                 let mut ok = true;
                 for (e, item) in t.elts.iter().zip(items) {
                     ok &= self.bind_target(e, item, vspan).is_ok();
                 }
-                if ok { Ok(()) } else { Err(Reported) }
+                if ok {
+                    Ok(())
+                } else {
+                    Err(Reported)
+                }
             }
             other => self.err(
                 &codes::UNSUPPORTED_PYTHON,
@@ -361,24 +440,42 @@ impl<'a> Interp<'a> {
             ast::Expr::Name(n) => {
                 let name = n.id.as_str();
                 let Some(cur) = self.lookup(name) else {
-                    return self.err(&codes::UNKNOWN_NAME, span(n.range), format!("`{name}` is not defined"));
+                    return self.err(
+                        &codes::UNKNOWN_NAME,
+                        span(n.range),
+                        format!("`{name}` is not defined"),
+                    );
                 };
                 let rhs = self.eval(&a.value)?;
-                let v = self.binary(a.op, (cur, span(n.range)), (rhs, span(a.value.range())), sp)?;
+                let v =
+                    self.binary(a.op, (cur, span(n.range)), (rhs, span(a.value.range())), sp)?;
                 self.bind(name, v);
                 Ok(())
             }
             ast::Expr::Subscript(sub) => {
                 let base = self.eval(&sub.value)?;
                 let Value::Frag(frag) = base else {
-                    return self.err(&codes::TYPE_MISMATCH, span(sub.value.range()), "only fragments can be updated in place");
+                    return self.err(
+                        &codes::TYPE_MISMATCH,
+                        span(sub.value.range()),
+                        "only fragments can be updated in place",
+                    );
                 };
                 let rhs = self.eval(&a.value)?;
-                let v = self.binary(a.op, (Value::Frag(frag), span(sub.range)), (rhs, span(a.value.range())), sp)?;
+                let v = self.binary(
+                    a.op,
+                    (Value::Frag(frag), span(sub.range)),
+                    (rhs, span(a.value.range())),
+                    sp,
+                )?;
                 let value = self.fragment_value(frag, v, sp)?;
                 self.emit_op(Op::Assign { dst: frag, value }, sp)
             }
-            other => self.err(&codes::UNSUPPORTED_PYTHON, span(other.range()), "only names and `fragment[:]` can be updated"),
+            other => self.err(
+                &codes::UNSUPPORTED_PYTHON,
+                span(other.range()),
+                "only names and `fragment[:]` can be updated",
+            ),
         }
     }
 
@@ -407,11 +504,21 @@ impl<'a> Interp<'a> {
     fn exec_return(&mut self, r: &ast::StmtReturn, sp: Span) -> R<Flow> {
         let is_helper = self.frames.last().is_some_and(|f| f.is_helper);
         if !is_helper {
-            return self.err(&codes::MISPLACED_OPERATION, sp, "a schedule does not return a value")
+            return self
+                .err(
+                    &codes::MISPLACED_OPERATION,
+                    sp,
+                    "a schedule does not return a value",
+                )
                 .map_err(|r| self.with_help(r, "write results with lm.store or a TMA store"));
         }
         if self.runtime_ifs > 0 {
-            return self.err(&codes::MISPLACED_OPERATION, sp, "a helper cannot return from inside a run-time `if`")
+            return self
+                .err(
+                    &codes::MISPLACED_OPERATION,
+                    sp,
+                    "a helper cannot return from inside a run-time `if`",
+                )
                 .map_err(|r| self.with_help(r, "compute both values and pick one with lm.select"));
         }
         let v = match &r.value {
@@ -424,7 +531,11 @@ impl<'a> Interp<'a> {
     fn exec_for(&mut self, f: &ast::StmtFor) -> R<Flow> {
         let sp = span(f.range);
         if f.is_async || !f.orelse.is_empty() {
-            return self.err(&codes::UNSUPPORTED_PYTHON, sp, "`async for` and `for ... else` are not part of Cake IR");
+            return self.err(
+                &codes::UNSUPPORTED_PYTHON,
+                sp,
+                "`async for` and `for ... else` are not part of Cake IR",
+            );
         }
         let iter_span = span(f.iter.range());
         let it = self.eval(&f.iter)?;
@@ -440,16 +551,40 @@ impl<'a> Interp<'a> {
                         Err(Reported) => failed = true,
                     }
                 }
-                if failed { Err(Reported) } else { Ok(Flow::Normal) }
+                if failed {
+                    Err(Reported)
+                } else {
+                    Ok(Flow::Normal)
+                }
             }
-            Value::RangeIter { start, stop, pipeline } => {
+            Value::RangeIter {
+                start,
+                stop,
+                pipeline,
+            } => {
                 let var = match &*f.target {
                     ast::Expr::Name(n) => n.id.as_str().to_string(),
-                    other => return self.err(&codes::UNSUPPORTED_PYTHON, span(other.range()), "an `lm.range` loop binds one name"),
+                    other => {
+                        return self.err(
+                            &codes::UNSUPPORTED_PYTHON,
+                            span(other.range()),
+                            "an `lm.range` loop binds one name",
+                        )
+                    }
                 };
                 let start = self.to_index(*start, iter_span)?;
                 let stop = self.to_index(*stop, iter_span)?;
-                let id = self.k.loops.push(Loop { var_name: var.clone(), kind: LoopKind::Range { start, stop, pipeline } }, sp);
+                let id = self.k.loops.push(
+                    Loop {
+                        var_name: var.clone(),
+                        kind: LoopKind::Range {
+                            start,
+                            stop,
+                            pipeline,
+                        },
+                    },
+                    sp,
+                );
                 let var_expr = self.mk(ExprKind::LoopVar(id), Ty::Index, span(f.target.range()));
                 self.bind(&var, Value::Expr(var_expr));
                 self.loops.push(id);
@@ -471,16 +606,30 @@ impl<'a> Interp<'a> {
 
     fn no_return_inside(&mut self, r: R<Flow>, what: &str) -> R<Flow> {
         match r {
-            Ok(Flow::Return(_, sp)) => self.err(&codes::MISPLACED_OPERATION, sp, format!("cannot return from inside {what}")),
+            Ok(Flow::Return(_, sp)) => self.err(
+                &codes::MISPLACED_OPERATION,
+                sp,
+                format!("cannot return from inside {what}"),
+            ),
             other => other.map(|_| Flow::Normal),
         }
     }
 
-    fn exec_tiles(&mut self, f: &ast::StmtFor, counts: Vec<Value>, sp: Span, iter_span: Span) -> R<Flow> {
+    fn exec_tiles(
+        &mut self,
+        f: &ast::StmtFor,
+        counts: Vec<Value>,
+        sp: Span,
+        iter_span: Span,
+    ) -> R<Flow> {
         if let Some(prev) = self.tiles_loop {
             let prev_span = self.k.loops.span(prev);
-            let f = Finding::new(&codes::MISPLACED_OPERATION, iter_span, "a schedule has exactly one tile loop")
-                .label(prev_span, "the tile loop is declared here");
+            let f = Finding::new(
+                &codes::MISPLACED_OPERATION,
+                iter_span,
+                "a schedule has exactly one tile loop",
+            )
+            .label(prev_span, "the tile loop is declared here");
             return Err(self.report(f));
         }
         if self.role.is_some() || !self.loops.is_empty() {
@@ -496,19 +645,37 @@ impl<'a> Interp<'a> {
                 let mut names = Vec::new();
                 for e in &t.elts {
                     match e {
-                        ast::Expr::Name(n) => names.push((n.id.as_str().to_string(), span(n.range))),
-                        other => return self.err(&codes::UNSUPPORTED_PYTHON, span(other.range()), "tile coordinates bind plain names"),
+                        ast::Expr::Name(n) => {
+                            names.push((n.id.as_str().to_string(), span(n.range)))
+                        }
+                        other => {
+                            return self.err(
+                                &codes::UNSUPPORTED_PYTHON,
+                                span(other.range()),
+                                "tile coordinates bind plain names",
+                            )
+                        }
                     }
                 }
                 names
             }
-            other => return self.err(&codes::UNSUPPORTED_PYTHON, span(other.range()), "tile coordinates bind plain names"),
+            other => {
+                return self.err(
+                    &codes::UNSUPPORTED_PYTHON,
+                    span(other.range()),
+                    "tile coordinates bind plain names",
+                )
+            }
         };
         if names.len() != 1 && names.len() != counts.len() {
             return self.err(
                 &codes::SHAPE_MISMATCH,
                 span(f.target.range()),
-                format!("`lm.tiles` has {} axes but the loop binds {} names", counts.len(), names.len()),
+                format!(
+                    "`lm.tiles` has {} axes but the loop binds {} names",
+                    counts.len(),
+                    names.len()
+                ),
             );
         }
         let mut count_exprs = Vec::new();
@@ -518,10 +685,18 @@ impl<'a> Interp<'a> {
         let axis_names: Vec<String> = if names.len() == counts_len(&count_exprs) {
             names.iter().map(|(n, _)| n.clone()).collect()
         } else {
-            (0..count_exprs.len()).map(|i| format!("{}[{}]", names[0].0, i)).collect()
+            (0..count_exprs.len())
+                .map(|i| format!("{}[{}]", names[0].0, i))
+                .collect()
         };
         let id = self.k.loops.push(
-            Loop { var_name: names[0].0.clone(), kind: LoopKind::Tiles { counts: count_exprs.clone(), names: axis_names } },
+            Loop {
+                var_name: names[0].0.clone(),
+                kind: LoopKind::Tiles {
+                    counts: count_exprs.clone(),
+                    names: axis_names,
+                },
+            },
             sp,
         );
         let coords: Vec<Value> = (0..count_exprs.len())
@@ -572,11 +747,22 @@ impl<'a> Interp<'a> {
             Some((first, rest)) => me.exec_clause(first, rest),
         });
         self.runtime_ifs -= 1;
-        self.emit(Stmt::If { cond: c, then_body, else_body }, span(i.range));
+        self.emit(
+            Stmt::If {
+                cond: c,
+                then_body,
+                else_body,
+            },
+            span(i.range),
+        );
         r1.and(r2).map(|_| Flow::Normal)
     }
 
-    fn exec_clause(&mut self, clause: &ast::ElifElseClause, rest: &[ast::ElifElseClause]) -> R<Flow> {
+    fn exec_clause(
+        &mut self,
+        clause: &ast::ElifElseClause,
+        rest: &[ast::ElifElseClause],
+    ) -> R<Flow> {
         match &clause.test {
             None => self.exec_block(&clause.body),
             Some(test) => {
@@ -595,7 +781,11 @@ impl<'a> Interp<'a> {
     fn exec_with(&mut self, w: &ast::StmtWith) -> R<Flow> {
         let sp = span(w.range);
         if w.is_async || w.items.len() != 1 || w.items[0].optional_vars.is_some() {
-            return self.err(&codes::UNSUPPORTED_PYTHON, sp, "`with` takes exactly one role: `with <role>:`");
+            return self.err(
+                &codes::UNSUPPORTED_PYTHON,
+                sp,
+                "`with` takes exactly one role: `with <role>:`",
+            );
         }
         let item = &w.items[0];
         let ispan = span(item.context_expr.range());
@@ -608,7 +798,10 @@ impl<'a> Interp<'a> {
             let f = Finding::new(
                 &codes::MISPLACED_OPERATION,
                 ispan,
-                format!("role region `{}` is nested inside role region `{}`", self.k.roles[role].name, self.k.roles[outer].name),
+                format!(
+                    "role region `{}` is nested inside role region `{}`",
+                    self.k.roles[role].name, self.k.roles[outer].name
+                ),
             )
             .label(outer_span, "the enclosing role region starts here")
             .help("role regions partition the warps; place them side by side");
@@ -634,15 +827,25 @@ impl<'a> Interp<'a> {
             );
         }
         let params: Vec<&ast::ParameterWithDefault> = def.parameters.args.iter().collect();
-        let names: Vec<String> = params.iter().map(|p| p.name().as_str().to_string()).collect();
+        let names: Vec<String> = params
+            .iter()
+            .map(|p| p.name().as_str().to_string())
+            .collect();
         let sig: Vec<String> = params
             .iter()
-            .map(|p| if p.default.is_some() { format!("{}?", p.name().as_str()) } else { p.name().as_str().to_string() })
+            .map(|p| {
+                if p.default.is_some() {
+                    format!("{}?", p.name().as_str())
+                } else {
+                    p.name().as_str().to_string()
+                }
+            })
             .collect();
         let sig_refs: Vec<&str> = sig.iter().map(|s| s.as_str()).collect();
         let call_span = args.span;
         let slots = crate::args::bind(name, &sig_refs, args).map_err(|e| {
-            let mut f = Finding::new(&codes::BAD_ARGUMENTS, e.span, e.message).label(span(def.name.range), "helper defined here");
+            let mut f = Finding::new(&codes::BAD_ARGUMENTS, e.span, e.message)
+                .label(span(def.name.range), "helper defined here");
             if let Some(h) = e.help {
                 f = f.help(h);
             }
@@ -654,8 +857,14 @@ impl<'a> Interp<'a> {
                 Some((v, _)) => v,
                 None => {
                     // Defaults are evaluated in the module scope, at each call.
-                    let d = p.default.as_deref().expect("slot filled or default present");
-                    self.frames.push(Frame { vars: HashMap::new(), is_helper: true });
+                    let d = p
+                        .default
+                        .as_deref()
+                        .expect("slot filled or default present");
+                    self.frames.push(Frame {
+                        vars: HashMap::new(),
+                        is_helper: true,
+                    });
                     let v = self.eval(d);
                     self.frames.pop();
                     v?
@@ -663,7 +872,10 @@ impl<'a> Interp<'a> {
             };
             vars.insert(n.clone(), v);
         }
-        self.frames.push(Frame { vars, is_helper: true });
+        self.frames.push(Frame {
+            vars,
+            is_helper: true,
+        });
         let saved_ifs = std::mem::take(&mut self.runtime_ifs);
         let r = self.exec_block(&def.body);
         self.runtime_ifs = saved_ifs;
@@ -691,18 +903,41 @@ pub fn is_full_slice(e: &ast::Expr) -> bool {
 fn unsupported_stmt(s: &ast::Stmt) -> (&'static str, &'static str) {
     use ast::Stmt as S;
     match s {
-        S::While(_) => ("`while`", "use `lm.range(...)` for a run-time loop or `range(n)` for an unrolled one"),
-        S::FunctionDef(_) => ("a nested function", "define helpers at module level; they are inlined at each call"),
-        S::ClassDef(_) => ("`class`", "declare resources with lm.smem, lm.role, lm.barrier, ..."),
-        S::Import(_) | S::ImportFrom(_) => ("an import inside a function", "import `cake` at the top of the file"),
+        S::While(_) => (
+            "`while`",
+            "use `lm.range(...)` for a run-time loop or `range(n)` for an unrolled one",
+        ),
+        S::FunctionDef(_) => (
+            "a nested function",
+            "define helpers at module level; they are inlined at each call",
+        ),
+        S::ClassDef(_) => (
+            "`class`",
+            "declare resources with lm.smem, lm.role, lm.barrier, ...",
+        ),
+        S::Import(_) | S::ImportFrom(_) => (
+            "an import inside a function",
+            "import `cake` at the top of the file",
+        ),
         S::Try(_) | S::Raise(_) => ("exceptions", "use `assert` for compile-time checks"),
-        S::Break(_) | S::Continue(_) => ("`break`/`continue`", "loops run to completion; guard the body with `if`"),
+        S::Break(_) | S::Continue(_) => (
+            "`break`/`continue`",
+            "loops run to completion; guard the body with `if`",
+        ),
         S::Delete(_) => ("`del`", "names go out of use on their own"),
-        S::Global(_) | S::Nonlocal(_) => ("`global`/`nonlocal`", "pass values to helpers as arguments"),
-        S::AnnAssign(_) => ("an annotated assignment", "drop the annotation: types are inferred"),
+        S::Global(_) | S::Nonlocal(_) => {
+            ("`global`/`nonlocal`", "pass values to helpers as arguments")
+        }
+        S::AnnAssign(_) => (
+            "an annotated assignment",
+            "drop the annotation: types are inferred",
+        ),
         S::Match(_) => ("`match`", "use `if`/`elif`"),
         S::TypeAlias(_) => ("`type` aliases", "use a module-level constant"),
-        _ => ("this statement", "see docs/language.md for the supported subset"),
+        _ => (
+            "this statement",
+            "see docs/language.md for the supported subset",
+        ),
     }
 }
 
@@ -712,13 +947,23 @@ impl Interp<'_> {
             Namespace::Cake => match attr {
                 "schedule" => Ok(Value::Builtin(Builtin::Schedule)),
                 "lm" => Ok(Value::Namespace(Namespace::Lm)),
-                _ => self.err(&codes::UNKNOWN_NAME, sp, format!("`cake.{attr}` does not exist")),
+                _ => self.err(
+                    &codes::UNKNOWN_NAME,
+                    sp,
+                    format!("`cake.{attr}` does not exist"),
+                ),
             },
             Namespace::Lm => match crate::value::lm_attr(attr) {
                 Some(v) => Ok(v),
                 None => {
-                    let mut f = Finding::new(&codes::UNKNOWN_NAME, sp, format!("`lm.{attr}` does not exist"));
-                    if let Some(c) = crate::suggest::closest(attr, crate::value::LM_NAMES.iter().copied()) {
+                    let mut f = Finding::new(
+                        &codes::UNKNOWN_NAME,
+                        sp,
+                        format!("`lm.{attr}` does not exist"),
+                    );
+                    if let Some(c) =
+                        crate::suggest::closest(attr, crate::value::LM_NAMES.iter().copied())
+                    {
                         f = f.help(format!("did you mean `lm.{c}`?"));
                     }
                     Err(self.report(f))

@@ -42,10 +42,20 @@ pub fn check_bytes(name: &str, bytes: &[u8]) -> (SourceFile, Checked) {
             let at = e.valid_up_to() as u32;
             let mut findings = Findings::default();
             findings.push(
-                Finding::new(&codes::NOT_TEXT, Span::new(at, at), format!("the file is not UTF-8 text (invalid byte at offset {at})"))
-                    .help("Cake schedules are Python source files"),
+                Finding::new(
+                    &codes::NOT_TEXT,
+                    Span::new(at, at),
+                    format!("the file is not UTF-8 text (invalid byte at offset {at})"),
+                )
+                .help("Cake schedules are Python source files"),
             );
-            (file, Checked { kernels: Vec::new(), findings })
+            (
+                file,
+                Checked {
+                    kernels: Vec::new(),
+                    findings,
+                },
+            )
         }
     }
 }
@@ -56,12 +66,23 @@ pub fn check(file: &SourceFile) -> Checked {
     let parsed = ruff_python_parser::parse_unchecked_source(&file.text, ast::PySourceType::Python);
     if !parsed.errors().is_empty() {
         for e in parsed.errors() {
-            findings.push(Finding::new(&codes::SYNTAX_ERROR, span(e.location), format!("syntax error: {}", e.error)));
+            findings.push(Finding::new(
+                &codes::SYNTAX_ERROR,
+                span(e.location),
+                format!("syntax error: {}", e.error),
+            ));
         }
-        return Checked { kernels: Vec::new(), findings };
+        return Checked {
+            kernels: Vec::new(),
+            findings,
+        };
     }
     for e in parsed.unsupported_syntax_errors() {
-        findings.push(Finding::new(&codes::SYNTAX_ERROR, span(e.range), format!("syntax error: {e}")));
+        findings.push(Finding::new(
+            &codes::SYNTAX_ERROR,
+            span(e.range),
+            format!("syntax error: {e}"),
+        ));
     }
     let module = parsed.syntax();
     let mut globals: HashMap<String, Value> = HashMap::new();
@@ -69,7 +90,15 @@ pub fn check(file: &SourceFile) -> Checked {
     let mut schedules: Vec<&ast::StmtFunctionDef> = Vec::new();
 
     for (i, stmt) in module.body.iter().enumerate() {
-        collect_top_level(file, stmt, i, &mut globals, &mut funcs, &mut schedules, &mut findings);
+        collect_top_level(
+            file,
+            stmt,
+            i,
+            &mut globals,
+            &mut funcs,
+            &mut schedules,
+            &mut findings,
+        );
     }
     if schedules.is_empty() {
         let end = file.text.len() as u32;
@@ -118,8 +147,12 @@ fn collect_top_level<'a>(
                     globals.insert("cake".into(), Value::Namespace(Namespace::Cake));
                 } else {
                     findings.push(
-                        Finding::new(&codes::UNSUPPORTED_PYTHON, span(alias.range), format!("`import {name}`: schedules import only `cake`"))
-                            .help("write `import cake` and `from cake import lm`"),
+                        Finding::new(
+                            &codes::UNSUPPORTED_PYTHON,
+                            span(alias.range),
+                            format!("`import {name}`: schedules import only `cake`"),
+                        )
+                        .help("write `import cake` and `from cake import lm`"),
                     );
                 }
             }
@@ -145,17 +178,26 @@ fn collect_top_level<'a>(
         }
         ast::Stmt::FunctionDef(def) => {
             let name = def.name.as_str().to_string();
-            let prev = funcs.contains_key(&name) || schedules.iter().any(|s| s.name.as_str() == name);
+            let prev =
+                funcs.contains_key(&name) || schedules.iter().any(|s| s.name.as_str() == name);
             if prev {
-                findings.push(Finding::new(&codes::DUPLICATE_DEFINITION, span(def.name.range), format!("`{name}` is defined twice")));
+                findings.push(Finding::new(
+                    &codes::DUPLICATE_DEFINITION,
+                    span(def.name.range),
+                    format!("`{name}` is defined twice"),
+                ));
                 return;
             }
             if def.decorator_list.iter().any(is_schedule_decorator) {
                 schedules.push(def);
             } else if let Some(d) = def.decorator_list.first() {
                 findings.push(
-                    Finding::new(&codes::UNSUPPORTED_PYTHON, span(d.range), "helpers take no decorators")
-                        .help("only `@cake.schedule(...)` marks a kernel"),
+                    Finding::new(
+                        &codes::UNSUPPORTED_PYTHON,
+                        span(d.range),
+                        "helpers take no decorators",
+                    )
+                    .help("only `@cake.schedule(...)` marks a kernel"),
                 );
             } else {
                 funcs.insert(name, def);
@@ -175,7 +217,13 @@ fn collect_top_level<'a>(
                     ast::Expr::Tuple(tp) => tp
                         .elts
                         .iter()
-                        .filter_map(|e| if let ast::Expr::Name(n) = e { Some(n.id.as_str().to_string()) } else { None })
+                        .filter_map(|e| {
+                            if let ast::Expr::Name(n) = e {
+                                Some(n.id.as_str().to_string())
+                            } else {
+                                None
+                            }
+                        })
                         .collect(),
                     _ => vec![],
                 })
@@ -187,8 +235,12 @@ fn collect_top_level<'a>(
                     globals.insert(k, v);
                 } else if ok {
                     local.push(
-                        Finding::new(&codes::NOT_CONSTANT, sp, format!("module-level `{k}` must be a compile-time constant"))
-                            .help("declare resources inside the schedule function"),
+                        Finding::new(
+                            &codes::NOT_CONSTANT,
+                            sp,
+                            format!("module-level `{k}` must be a compile-time constant"),
+                        )
+                        .help("declare resources inside the schedule function"),
                     );
                 }
             }
@@ -200,13 +252,19 @@ fn collect_top_level<'a>(
         other => {
             let what = match other {
                 ast::Stmt::ClassDef(_) => "`class`",
-                ast::Stmt::While(_) | ast::Stmt::For(_) | ast::Stmt::If(_) => "module-level control flow",
+                ast::Stmt::While(_) | ast::Stmt::For(_) | ast::Stmt::If(_) => {
+                    "module-level control flow"
+                }
                 ast::Stmt::Expr(_) => "a module-level expression",
                 _ => "this statement",
             };
             findings.push(
-                Finding::new(&codes::UNSUPPORTED_PYTHON, sp, format!("{what} is not allowed at module level"))
-                    .help("a schedule file holds imports, constants, helper functions and schedules"),
+                Finding::new(
+                    &codes::UNSUPPORTED_PYTHON,
+                    sp,
+                    format!("{what} is not allowed at module level"),
+                )
+                .help("a schedule file holds imports, constants, helper functions and schedules"),
             );
         }
     }
@@ -214,7 +272,12 @@ fn collect_top_level<'a>(
 
 fn is_constant(v: &Value) -> bool {
     match v {
-        Value::Int(_) | Value::Float(_) | Value::Bool(_) | Value::Str(_) | Value::None | Value::DType(_) => true,
+        Value::Int(_)
+        | Value::Float(_)
+        | Value::Bool(_)
+        | Value::Str(_)
+        | Value::None
+        | Value::DType(_) => true,
         Value::Tuple(items) => items.iter().all(is_constant),
         _ => false,
     }
@@ -224,7 +287,11 @@ fn build_kernel(it: &mut Interp<'_>, def: &ast::StmtFunctionDef) -> R<()> {
     it.k.name = def.name.as_str().to_string();
     it.k.span = span(def.name.range);
     it.k.cluster = [1, 1, 1];
-    let deco = def.decorator_list.iter().find(|d| is_schedule_decorator(d)).expect("filtered by caller");
+    let deco = def
+        .decorator_list
+        .iter()
+        .find(|d| is_schedule_decorator(d))
+        .expect("filtered by caller");
     let deco_ok = decorator(it, deco).is_ok();
     let params_ok = params(it, def).is_ok();
     let body_ok = it.exec_block(&def.body).is_ok();
@@ -235,24 +302,46 @@ fn build_kernel(it: &mut Interp<'_>, def: &ast::StmtFunctionDef) -> R<()> {
                 .help("wrap the role regions in `for tm, tn in lm.tiles(...)`: the grid is derived from it"),
         );
     }
-    if deco_ok && params_ok && body_ok { Ok(()) } else { Err(Reported) }
+    if deco_ok && params_ok && body_ok {
+        Ok(())
+    } else {
+        Err(Reported)
+    }
 }
 
 fn decorator(it: &mut Interp<'_>, d: &ast::Decorator) -> R<()> {
     let ast::Expr::Call(call) = &d.expression else {
-        return it.err(&codes::BAD_ARGUMENTS, span(d.range), "`@cake.schedule` needs its targets: @cake.schedule(targets=[\"sm_90a\"])");
+        return it.err(
+            &codes::BAD_ARGUMENTS,
+            span(d.range),
+            "`@cake.schedule` needs its targets: @cake.schedule(targets=[\"sm_90a\"])",
+        );
     };
     let sp = span(call.range());
     if !call.arguments.args.is_empty() {
-        return it.err(&codes::BAD_ARGUMENTS, span(call.arguments.range), "`@cake.schedule` takes keyword arguments only")
-            .map_err(|r| it.help_last(r, "e.g. @cake.schedule(targets=[\"sm_90a\"], persistent=True)"));
+        return it
+            .err(
+                &codes::BAD_ARGUMENTS,
+                span(call.arguments.range),
+                "`@cake.schedule` takes keyword arguments only",
+            )
+            .map_err(|r| {
+                it.help_last(
+                    r,
+                    "e.g. @cake.schedule(targets=[\"sm_90a\"], persistent=True)",
+                )
+            });
     }
     let mut saw_targets = false;
     let mut failed = false;
     for kw in call.arguments.keywords.iter() {
         let Some(name) = &kw.arg else {
             failed = true;
-            it.report(Finding::new(&codes::UNSUPPORTED_PYTHON, span(kw.range), "`**kwargs` is not supported"));
+            it.report(Finding::new(
+                &codes::UNSUPPORTED_PYTHON,
+                span(kw.range),
+                "`**kwargs` is not supported",
+            ));
             continue;
         };
         let vsp = span(kw.value.range());
@@ -268,7 +357,10 @@ fn decorator(it: &mut Interp<'_>, d: &ast::Decorator) -> R<()> {
                     Value::Str(s) => vec![Value::Str(s)],
                     other => {
                         failed = true;
-                        let msg = format!("`targets` is a list of target names, found {}", other.kind_name());
+                        let msg = format!(
+                            "`targets` is a list of target names, found {}",
+                            other.kind_name()
+                        );
                         it.report(Finding::new(&codes::TYPE_MISMATCH, vsp, msg));
                         continue;
                     }
@@ -276,7 +368,11 @@ fn decorator(it: &mut Interp<'_>, d: &ast::Decorator) -> R<()> {
                 for item in items {
                     let Value::Str(s) = item else {
                         failed = true;
-                        it.report(Finding::new(&codes::TYPE_MISMATCH, vsp, "target names are strings such as \"sm_90a\""));
+                        it.report(Finding::new(
+                            &codes::TYPE_MISMATCH,
+                            vsp,
+                            "target names are strings such as \"sm_90a\"",
+                        ));
                         continue;
                     };
                     match cake_target::lookup(&s) {
@@ -285,7 +381,9 @@ fn decorator(it: &mut Interp<'_>, d: &ast::Decorator) -> R<()> {
                             failed = true;
                             let mut f = Finding::new(&codes::UNKNOWN_TARGET, vsp, e.to_string());
                             if let Some(s) = e.suggestion() {
-                                f = f.help(format!("did you mean \"{s}\"? Cake compiles for exact targets only"));
+                                f = f.help(format!(
+                                    "did you mean \"{s}\"? Cake compiles for exact targets only"
+                                ));
                             }
                             it.report(f);
                         }
@@ -293,7 +391,11 @@ fn decorator(it: &mut Interp<'_>, d: &ast::Decorator) -> R<()> {
                 }
                 if it.k.targets.is_empty() && !failed {
                     failed = true;
-                    it.report(Finding::new(&codes::INVALID_VALUE, vsp, "`targets` must name at least one target"));
+                    it.report(Finding::new(
+                        &codes::INVALID_VALUE,
+                        vsp,
+                        "`targets` must name at least one target",
+                    ));
                 }
             }
             "persistent" => match v {
@@ -311,7 +413,11 @@ fn decorator(it: &mut Interp<'_>, d: &ast::Decorator) -> R<()> {
                 };
                 if items.is_empty() || items.len() > 3 {
                     failed = true;
-                    it.report(Finding::new(&codes::INVALID_VALUE, vsp, "`cluster` has 1 to 3 extents"));
+                    it.report(Finding::new(
+                        &codes::INVALID_VALUE,
+                        vsp,
+                        "`cluster` has 1 to 3 extents",
+                    ));
                     continue;
                 }
                 for (i, item) in items.iter().enumerate() {
@@ -319,7 +425,11 @@ fn decorator(it: &mut Interp<'_>, d: &ast::Decorator) -> R<()> {
                         Ok(n) if (1..=16).contains(&n) => it.k.cluster[i] = n as u32,
                         Ok(n) => {
                             failed = true;
-                            it.report(Finding::new(&codes::INVALID_VALUE, vsp, format!("cluster extents are in 1..=16, got {n}")));
+                            it.report(Finding::new(
+                                &codes::INVALID_VALUE,
+                                vsp,
+                                format!("cluster extents are in 1..=16, got {n}"),
+                            ));
                         }
                         Err(_) => failed = true,
                     }
@@ -327,8 +437,12 @@ fn decorator(it: &mut Interp<'_>, d: &ast::Decorator) -> R<()> {
             }
             other => {
                 failed = true;
-                let mut f = Finding::new(&codes::BAD_ARGUMENTS, span(kw.range), format!("`@cake.schedule` has no parameter `{other}`"))
-                    .help("it accepts: targets, persistent, cluster");
+                let mut f = Finding::new(
+                    &codes::BAD_ARGUMENTS,
+                    span(kw.range),
+                    format!("`@cake.schedule` has no parameter `{other}`"),
+                )
+                .help("it accepts: targets, persistent, cluster");
                 if other == "target" {
                     f = f.help("write `targets=[\"sm_90a\"]` (a list, even for one target)");
                 }
@@ -339,19 +453,35 @@ fn decorator(it: &mut Interp<'_>, d: &ast::Decorator) -> R<()> {
     if !saw_targets {
         failed = true;
         it.report(
-            Finding::new(&codes::BAD_ARGUMENTS, sp, "`@cake.schedule` must name the targets the schedule supports")
-                .help("e.g. @cake.schedule(targets=[\"sm_90a\"])"),
+            Finding::new(
+                &codes::BAD_ARGUMENTS,
+                sp,
+                "`@cake.schedule` must name the targets the schedule supports",
+            )
+            .help("e.g. @cake.schedule(targets=[\"sm_90a\"])"),
         );
     }
-    if failed { Err(Reported) } else { Ok(()) }
+    if failed {
+        Err(Reported)
+    } else {
+        Ok(())
+    }
 }
 
 fn params(it: &mut Interp<'_>, def: &ast::StmtFunctionDef) -> R<()> {
     let p = &def.parameters;
     let mut failed = false;
-    if !p.posonlyargs.is_empty() || p.vararg.is_some() || !p.kwonlyargs.is_empty() || p.kwarg.is_some() {
+    if !p.posonlyargs.is_empty()
+        || p.vararg.is_some()
+        || !p.kwonlyargs.is_empty()
+        || p.kwarg.is_some()
+    {
         failed = true;
-        it.report(Finding::new(&codes::UNSUPPORTED_PYTHON, span(p.range), "schedule parameters are plain `name: type` pairs"));
+        it.report(Finding::new(
+            &codes::UNSUPPORTED_PYTHON,
+            span(p.range),
+            "schedule parameters are plain `name: type` pairs",
+        ));
     }
     let mut dims: HashMap<String, DimId> = HashMap::new();
     for (i, pd) in p.args.iter().enumerate() {
@@ -359,19 +489,31 @@ fn params(it: &mut Interp<'_>, def: &ast::StmtFunctionDef) -> R<()> {
         let psp = span(pd.range);
         if pd.default.is_some() {
             failed = true;
-            it.report(Finding::new(&codes::UNSUPPORTED_PYTHON, psp, "schedule parameters have no defaults"));
+            it.report(Finding::new(
+                &codes::UNSUPPORTED_PYTHON,
+                psp,
+                "schedule parameters have no defaults",
+            ));
             continue;
         }
         if it.k.params.iter().any(|(_, q)| q.name == name) || dims.contains_key(&name) {
             failed = true;
-            it.report(Finding::new(&codes::DUPLICATE_DEFINITION, psp, format!("`{name}` is defined twice")));
+            it.report(Finding::new(
+                &codes::DUPLICATE_DEFINITION,
+                psp,
+                format!("`{name}` is defined twice"),
+            ));
             continue;
         }
         let Some(ann) = pd.annotation() else {
             failed = true;
             it.report(
-                Finding::new(&codes::TYPE_MISMATCH, psp, format!("parameter `{name}` needs a type"))
-                    .help("annotate it: `A: lm.tensor[lm.bf16, \"M\", \"K\"]` or `alpha: lm.f32`"),
+                Finding::new(
+                    &codes::TYPE_MISMATCH,
+                    psp,
+                    format!("parameter `{name}` needs a type"),
+                )
+                .help("annotate it: `A: lm.tensor[lm.bf16, \"M\", \"K\"]` or `alpha: lm.f32`"),
             );
             continue;
         };
@@ -379,7 +521,13 @@ fn params(it: &mut Interp<'_>, def: &ast::StmtFunctionDef) -> R<()> {
         match annotation(it, ann, pid, &mut dims) {
             Ok(kind) => {
                 let is_tensor = matches!(kind, ParamKind::Tensor { .. });
-                let id = it.k.params.push(Param { name: name.clone(), kind: kind.clone() }, psp);
+                let id = it.k.params.push(
+                    Param {
+                        name: name.clone(),
+                        kind: kind.clone(),
+                    },
+                    psp,
+                );
                 debug_assert_eq!(id, pid);
                 if is_tensor {
                     it.bind(&name, Value::Tensor(id));
@@ -391,7 +539,13 @@ fn params(it: &mut Interp<'_>, def: &ast::StmtFunctionDef) -> R<()> {
             Err(_) => {
                 failed = true;
                 // Keep handles aligned with positions.
-                let id = it.k.params.push(Param { name: name.clone(), kind: ParamKind::Scalar { dtype: DType::I32 } }, psp);
+                let id = it.k.params.push(
+                    Param {
+                        name: name.clone(),
+                        kind: ParamKind::Scalar { dtype: DType::I32 },
+                    },
+                    psp,
+                );
                 let _ = id;
                 it.bind(&name, Value::Poison);
             }
@@ -402,23 +556,40 @@ fn params(it: &mut Interp<'_>, def: &ast::StmtFunctionDef) -> R<()> {
             failed = true;
             let (pid, _) = it.k.dims[d].first_use;
             let sp = it.k.params.span(pid);
-            it.report(Finding::new(&codes::DUPLICATE_DEFINITION, sp, format!("dimension `{name}` has the name of a parameter")));
+            it.report(Finding::new(
+                &codes::DUPLICATE_DEFINITION,
+                sp,
+                format!("dimension `{name}` has the name of a parameter"),
+            ));
             continue;
         }
         let sp = it.k.params.span(it.k.dims[d].first_use.0);
         let e = it.mk(ExprKind::Dim(d), Ty::Index, sp);
         it.bind(&name, Value::Expr(e));
     }
-    if failed { Err(Reported) } else { Ok(()) }
+    if failed {
+        Err(Reported)
+    } else {
+        Ok(())
+    }
 }
 
 /// `lm.tensor[dtype, dims...]` or a scalar dtype.
-fn annotation(it: &mut Interp<'_>, ann: &ast::Expr, pid: ParamId, dims: &mut HashMap<String, DimId>) -> R<ParamKind> {
+fn annotation(
+    it: &mut Interp<'_>,
+    ann: &ast::Expr,
+    pid: ParamId,
+    dims: &mut HashMap<String, DimId>,
+) -> R<ParamKind> {
     let asp = span(ann.range());
     if let ast::Expr::Subscript(s) = ann {
         let is_tensor = matches!(&*s.value, ast::Expr::Attribute(a) if a.attr.as_str() == "tensor");
         if !is_tensor {
-            return it.err(&codes::TYPE_MISMATCH, asp, "tensor parameters are annotated `lm.tensor[dtype, dims...]`");
+            return it.err(
+                &codes::TYPE_MISMATCH,
+                asp,
+                "tensor parameters are annotated `lm.tensor[dtype, dims...]`",
+            );
         }
         let parts: Vec<&ast::Expr> = match &*s.slice {
             ast::Expr::Tuple(t) => t.elts.iter().collect(),
@@ -427,7 +598,10 @@ fn annotation(it: &mut Interp<'_>, ann: &ast::Expr, pid: ParamId, dims: &mut Has
         let dtype = match it.eval(parts[0])? {
             Value::DType(d) => d,
             other => {
-                let msg = format!("the first entry of lm.tensor[...] is the dtype, found {}", other.kind_name());
+                let msg = format!(
+                    "the first entry of lm.tensor[...] is the dtype, found {}",
+                    other.kind_name()
+                );
                 return it.err(&codes::TYPE_MISMATCH, span(parts[0].range()), msg);
             }
         };
@@ -440,25 +614,54 @@ fn annotation(it: &mut Interp<'_>, ann: &ast::Expr, pid: ParamId, dims: &mut Has
             match it.eval(p)? {
                 Value::Str(name) => {
                     if !is_identifier(&name) {
-                        return it.err(&codes::INVALID_VALUE, psp, format!("`{name}` is not a valid dimension name"));
+                        return it.err(
+                            &codes::INVALID_VALUE,
+                            psp,
+                            format!("`{name}` is not a valid dimension name"),
+                        );
                     }
-                    let id = *dims.entry(name.clone()).or_insert_with(|| it.k.dims.push(Dim { name, first_use: (pid, axis) }, psp));
+                    let id = *dims.entry(name.clone()).or_insert_with(|| {
+                        it.k.dims.push(
+                            Dim {
+                                name,
+                                first_use: (pid, axis),
+                            },
+                            psp,
+                        )
+                    });
                     extents.push(Extent::Sym(id));
                 }
-                Value::Int(n) if n >= 1 && n <= u32::MAX as i64 => extents.push(Extent::Fixed(n as u32)),
-                Value::Int(n) => return it.err(&codes::INVALID_VALUE, psp, format!("a fixed extent must be positive, got {n}")),
+                Value::Int(n) if n >= 1 && n <= u32::MAX as i64 => {
+                    extents.push(Extent::Fixed(n as u32))
+                }
+                Value::Int(n) => {
+                    return it.err(
+                        &codes::INVALID_VALUE,
+                        psp,
+                        format!("a fixed extent must be positive, got {n}"),
+                    )
+                }
                 other => {
-                    let msg = format!("a dimension is a name (\"M\") or an integer, found {}", other.kind_name());
+                    let msg = format!(
+                        "a dimension is a name (\"M\") or an integer, found {}",
+                        other.kind_name()
+                    );
                     return it.err(&codes::TYPE_MISMATCH, psp, msg);
                 }
             }
         }
-        return Ok(ParamKind::Tensor { dtype, dims: extents });
+        return Ok(ParamKind::Tensor {
+            dtype,
+            dims: extents,
+        });
     }
     match it.eval(ann)? {
         Value::DType(d) => Ok(ParamKind::Scalar { dtype: d }),
         other => {
-            let msg = format!("a parameter type is `lm.tensor[...]` or a dtype, found {}", other.kind_name());
+            let msg = format!(
+                "a parameter type is `lm.tensor[...]` or a dtype, found {}",
+                other.kind_name()
+            );
             it.err(&codes::TYPE_MISMATCH, asp, msg)
         }
     }
@@ -466,7 +669,8 @@ fn annotation(it: &mut Interp<'_>, ann: &ast::Expr, pid: ParamId, dims: &mut Has
 
 fn is_identifier(s: &str) -> bool {
     let mut chars = s.chars();
-    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_') && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 #[allow(dead_code)]

@@ -17,7 +17,10 @@ impl<T> Handle<T> {
         self.index as usize
     }
     pub fn from_index(index: usize) -> Self {
-        Handle { index: index as u32, _marker: PhantomData }
+        Handle {
+            index: index as u32,
+            _marker: PhantomData,
+        }
     }
 }
 
@@ -63,7 +66,10 @@ pub struct Arena<T> {
 
 impl<T> Default for Arena<T> {
     fn default() -> Self {
-        Arena { items: Vec::new(), spans: Vec::new() }
+        Arena {
+            items: Vec::new(),
+            spans: Vec::new(),
+        }
     }
 }
 
@@ -83,7 +89,10 @@ impl<T> Arena<T> {
         self.items.is_empty()
     }
     pub fn iter(&self) -> impl Iterator<Item = (Handle<T>, &T)> {
-        self.items.iter().enumerate().map(|(i, t)| (Handle::from_index(i), t))
+        self.items
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (Handle::from_index(i), t))
     }
     pub fn handles(&self) -> impl Iterator<Item = Handle<T>> {
         (0..self.items.len()).map(Handle::from_index)

@@ -226,7 +226,11 @@ pub enum Ty {
     /// A run-time scalar of a numeric dtype (e.g. an `f32` parameter or float literal).
     Scalar(DType),
     /// A register tile owned by a role.
-    Frag { dtype: DType, shape: Vec<u32>, role: RoleId },
+    Frag {
+        dtype: DType,
+        shape: Vec<u32>,
+        role: RoleId,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -292,7 +296,10 @@ pub enum ExprKind {
     /// The induction variable of an IR loop.
     LoopVar(LoopId),
     /// Coordinate `axis` of the current tile of a tile loop.
-    TileCoord { tiles: LoopId, axis: usize },
+    TileCoord {
+        tiles: LoopId,
+        axis: usize,
+    },
     /// Which replica (warpgroup or warp) of the role is executing.
     RoleIndex(RoleId),
     /// The current value of a fragment.
@@ -303,12 +310,24 @@ pub enum ExprKind {
     Select(ExprId, ExprId, ExprId),
     Cast(DType, ExprId),
     /// Reduce a fragment along `axis`; the axis disappears from the shape.
-    Reduce { op: ReduceOp, axis: usize, arg: ExprId },
+    Reduce {
+        op: ReduceOp,
+        axis: usize,
+        arg: ExprId,
+    },
     /// Insert a unit axis (NumPy `v[:, None]`) so the value broadcasts along it.
-    Expand { arg: ExprId, axis: usize },
+    Expand {
+        arg: ExprId,
+        axis: usize,
+    },
     /// A register tile loaded from a global tensor at `coords` (out-of-range elements read
     /// `fill`).
-    Load { tensor: ParamId, coords: Vec<ExprId>, shape: Vec<u32>, fill: f64 },
+    Load {
+        tensor: ParamId,
+        coords: Vec<ExprId>,
+        shape: Vec<u32>,
+        fill: f64,
+    },
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -343,32 +362,70 @@ pub struct Loop {
 #[derive(Clone, Debug, PartialEq)]
 pub enum LoopKind {
     /// `for k in lm.range(start, stop, pipeline=p)`.
-    Range { start: ExprId, stop: ExprId, pipeline: Option<PipelineId> },
+    Range {
+        start: ExprId,
+        stop: ExprId,
+        pipeline: Option<PipelineId>,
+    },
     /// The tile loop shared by all roles: tile counts per axis.
-    Tiles { counts: Vec<ExprId>, names: Vec<String> },
+    Tiles {
+        counts: Vec<ExprId>,
+        names: Vec<String>,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Stmt {
     /// `with role:` — only the role's warps execute the body.
-    Role { role: RoleId, body: Block },
-    Loop { id: LoopId, body: Block },
-    If { cond: ExprId, then_body: Block, else_body: Block },
+    Role {
+        role: RoleId,
+        body: Block,
+    },
+    Loop {
+        id: LoopId,
+        body: Block,
+    },
+    If {
+        cond: ExprId,
+        then_body: Block,
+        else_body: Block,
+    },
     Op(Op),
 }
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Op {
     /// Bulk tensor copy global → shared completing on `barrier` (tx bytes derived).
-    TmaLoad { dst: ViewRef, src: ParamId, coords: Vec<ExprId>, barrier: BarrierId, multicast: u32 },
+    TmaLoad {
+        dst: ViewRef,
+        src: ParamId,
+        coords: Vec<ExprId>,
+        barrier: BarrierId,
+        multicast: u32,
+    },
     /// Bulk tensor copy shared → global.
-    TmaStore { dst: ParamId, src: ViewRef, coords: Vec<ExprId> },
+    TmaStore {
+        dst: ParamId,
+        src: ViewRef,
+        coords: Vec<ExprId>,
+    },
     /// Per-thread asynchronous copy global → shared (sm_80+), completing on `barrier`.
-    CpAsync { dst: ViewRef, src: ParamId, coords: Vec<ExprId>, barrier: BarrierId },
+    CpAsync {
+        dst: ViewRef,
+        src: ParamId,
+        coords: Vec<ExprId>,
+        barrier: BarrierId,
+    },
     /// Load a shared-memory tile into a register fragment with ldmatrix.
     Ldmatrix { dst: FragId, src: ViewRef },
     /// `acc (+)= a · b` on the tensor cores.
-    Mma { acc: Operand, a: Operand, b: Operand, accumulate: ExprId, release: Option<BarrierId> },
+    Mma {
+        acc: Operand,
+        a: Operand,
+        b: Operand,
+        accumulate: ExprId,
+        release: Option<BarrierId>,
+    },
     /// Copy a TMEM region into a register fragment (tcgen05.ld).
     TmemLoad { dst: FragId, src: TmemId },
     /// Copy a register fragment into TMEM (tcgen05.st).
@@ -377,7 +434,11 @@ pub enum Op {
     TmemCopy { dst: TmemId, src: ViewRef },
     /// Store a register value to a global tensor at `coords` (rows/cols past the tensor's
     /// extent are skipped).
-    Store { dst: ParamId, value: ExprId, coords: Vec<ExprId> },
+    Store {
+        dst: ParamId,
+        value: ExprId,
+        coords: Vec<ExprId>,
+    },
     /// Write a register value into a shared-memory view (generic proxy).
     SmemStore { dst: ViewRef, value: ExprId },
     /// Overwrite a fragment (`frag[:] = value`).
@@ -428,7 +489,11 @@ impl Kernel {
                         go(k, body, ctx, f);
                         ctx.loops.pop();
                     }
-                    Stmt::If { then_body, else_body, .. } => {
+                    Stmt::If {
+                        then_body,
+                        else_body,
+                        ..
+                    } => {
                         ctx.if_depth += 1;
                         go(k, then_body, ctx, f);
                         go(k, else_body, ctx, f);
@@ -445,7 +510,9 @@ impl Kernel {
     /// The innermost enclosing pipeline bound by a loop in `loops`.
     pub fn enclosing_pipeline(&self, loops: &[LoopId]) -> Option<(LoopId, PipelineId)> {
         loops.iter().rev().find_map(|&l| match self.loops[l].kind {
-            LoopKind::Range { pipeline: Some(p), .. } => Some((l, p)),
+            LoopKind::Range {
+                pipeline: Some(p), ..
+            } => Some((l, p)),
             _ => None,
         })
     }
@@ -453,7 +520,11 @@ impl Kernel {
     /// Threads per CTA: every warp of every role (roles may leave gaps; the block covers up to
     /// the highest warp).
     pub fn block_threads(&self) -> u32 {
-        self.roles.iter().flat_map(|(_, r)| r.warps()).max().map_or(32, |w| (w + 1) * 32)
+        self.roles
+            .iter()
+            .flat_map(|(_, r)| r.warps())
+            .max()
+            .map_or(32, |w| (w + 1) * 32)
     }
 }
 

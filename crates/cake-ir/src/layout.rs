@@ -47,10 +47,16 @@ pub struct SmemLayout {
 
 impl SmemLayout {
     pub fn view(&self, v: ViewId) -> &ViewPlacement {
-        self.views.iter().find(|p| p.view == v).expect("every view is placed")
+        self.views
+            .iter()
+            .find(|p| p.view == v)
+            .expect("every view is placed")
     }
     pub fn barrier(&self, b: BarrierId) -> &BarrierPlacement {
-        self.barriers.iter().find(|p| p.barrier == b).expect("every barrier is placed")
+        self.barriers
+            .iter()
+            .find(|p| p.barrier == b)
+            .expect("every barrier is placed")
     }
 }
 
@@ -77,7 +83,13 @@ pub fn smem_layout(k: &Kernel) -> SmemLayout {
             let bytes = stage_stride * view.stages.max(1) as u64;
             packed = packed.max(offset + bytes);
             end = end.max(offset + bytes);
-            layout.views.push(ViewPlacement { view: vid, offset, stage_stride, bytes, align });
+            layout.views.push(ViewPlacement {
+                view: vid,
+                offset,
+                stage_stride,
+                bytes,
+                align,
+            });
         }
         if let Some(size) = pool.size {
             end = end.max(pool_base + size as u64);
@@ -87,7 +99,11 @@ pub fn smem_layout(k: &Kernel) -> SmemLayout {
     cursor = align_up(cursor, MBARRIER_BYTES);
     for (bid, b) in k.barriers.iter() {
         let slots = b.pipeline.map_or(1, |p| k.pipelines[p].stages.max(1));
-        layout.barriers.push(BarrierPlacement { barrier: bid, offset: cursor, slots });
+        layout.barriers.push(BarrierPlacement {
+            barrier: bid,
+            offset: cursor,
+            slots,
+        });
         cursor += MBARRIER_BYTES * slots as u64;
     }
     if !k.tmems.is_empty() {

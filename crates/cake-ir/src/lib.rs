@@ -9,6 +9,7 @@ pub mod arena;
 pub mod kernel;
 pub mod layout;
 pub mod print;
+pub mod sync;
 
 pub use arena::{Arena, Handle};
 pub use cake_target::DType;

@@ -5,7 +5,10 @@ use crate::kernel::*;
 use std::fmt::Write;
 
 pub fn print(k: &Kernel) -> String {
-    let mut p = Printer { k, out: String::new() };
+    let mut p = Printer {
+        k,
+        out: String::new(),
+    };
     p.kernel();
     p.out
 }
@@ -91,7 +94,13 @@ impl Printer<'_> {
                 RoleUnit::Warpgroup => "warpgroups",
             };
             let regs = r.regs.map_or(String::new(), |n| format!(" regs={n}"));
-            let text = format!("role {}: {}=[{}]{}", r.name, unit, list(&r.units, |u| u.to_string()), regs);
+            let text = format!(
+                "role {}: {}=[{}]{}",
+                r.name,
+                unit,
+                list(&r.units, |u| u.to_string()),
+                regs
+            );
             self.line(1, &text);
         }
         for (_, f) in k.fragments.iter() {
@@ -108,7 +117,9 @@ impl Printer<'_> {
             self.line(1, &format!("pipeline {}: stages={}", p.name, p.stages));
         }
         for (_, b) in k.barriers.iter() {
-            let pipe = b.pipeline.map_or("none".to_string(), |p| k.pipelines[p].name.clone());
+            let pipe = b
+                .pipeline
+                .map_or("none".to_string(), |p| k.pipelines[p].name.clone());
             let count = b.count.map_or(String::new(), |c| format!(" count={c}"));
             let text = format!(
                 "barrier {}: pipeline={} producers=[{}] consumers=[{}]{}",
@@ -145,9 +156,14 @@ impl Printer<'_> {
             Stmt::Loop { id, body } => {
                 let l = &k.loops[*id];
                 let head = match &l.kind {
-                    LoopKind::Range { start, stop, pipeline } => {
-                        let pipe = pipeline
-                            .map_or(String::new(), |p| format!(" pipeline={}", k.pipelines[p].name));
+                    LoopKind::Range {
+                        start,
+                        stop,
+                        pipeline,
+                    } => {
+                        let pipe = pipeline.map_or(String::new(), |p| {
+                            format!(" pipeline={}", k.pipelines[p].name)
+                        });
                         format!(
                             "range %{} {} in [{}, {}){}:",
                             id.index(),
@@ -167,7 +183,11 @@ impl Printer<'_> {
                 self.line(depth, &head);
                 self.block(depth + 1, body);
             }
-            Stmt::If { cond, then_body, else_body } => {
+            Stmt::If {
+                cond,
+                then_body,
+                else_body,
+            } => {
                 self.line(depth, &format!("if {}:", self.expr(*cond)));
                 self.block(depth + 1, then_body);
                 if !else_body.is_empty() {
@@ -213,8 +233,18 @@ impl Printer<'_> {
         let bar = |b: &BarrierId| k.barriers[*b].name.clone();
         let param = |p: &ParamId| k.params[*p].name.clone();
         match op {
-            Op::TmaLoad { dst, src, coords, barrier, multicast } => {
-                let mc = if *multicast > 1 { format!(" multicast={multicast}") } else { String::new() };
+            Op::TmaLoad {
+                dst,
+                src,
+                coords,
+                barrier,
+                multicast,
+            } => {
+                let mc = if *multicast > 1 {
+                    format!(" multicast={multicast}")
+                } else {
+                    String::new()
+                };
                 format!(
                     "tma_load {} <- {}[{}] barrier={}{}",
                     self.view_ref(dst),
@@ -225,9 +255,19 @@ impl Printer<'_> {
                 )
             }
             Op::TmaStore { dst, src, coords } => {
-                format!("tma_store {}[{}] <- {}", param(dst), self.coords(coords), self.view_ref(src))
+                format!(
+                    "tma_store {}[{}] <- {}",
+                    param(dst),
+                    self.coords(coords),
+                    self.view_ref(src)
+                )
             }
-            Op::CpAsync { dst, src, coords, barrier } => format!(
+            Op::CpAsync {
+                dst,
+                src,
+                coords,
+                barrier,
+            } => format!(
                 "cp_async {} <- {}[{}] barrier={}",
                 self.view_ref(dst),
                 param(src),
@@ -235,10 +275,22 @@ impl Printer<'_> {
                 bar(barrier)
             ),
             Op::Ldmatrix { dst, src } => {
-                format!("ldmatrix {} <- {}", k.fragments[*dst].name, self.view_ref(src))
+                format!(
+                    "ldmatrix {} <- {}",
+                    k.fragments[*dst].name,
+                    self.view_ref(src)
+                )
             }
-            Op::Mma { acc, a, b, accumulate, release } => {
-                let rel = release.as_ref().map_or(String::new(), |b| format!(" release={}", bar(b)));
+            Op::Mma {
+                acc,
+                a,
+                b,
+                accumulate,
+                release,
+            } => {
+                let rel = release
+                    .as_ref()
+                    .map_or(String::new(), |b| format!(" release={}", bar(b)));
                 format!(
                     "mma {} += {} * {} accumulate={}{}",
                     self.operand(acc),
@@ -249,7 +301,10 @@ impl Printer<'_> {
                 )
             }
             Op::TmemLoad { dst, src } => {
-                format!("tmem_load {} <- {}", k.fragments[*dst].name, k.tmems[*src].name)
+                format!(
+                    "tmem_load {} <- {}",
+                    k.fragments[*dst].name, k.tmems[*src].name
+                )
             }
             Op::TmemStore { dst, src } => {
                 format!("tmem_store {} <- {}", k.tmems[*dst].name, self.expr(*src))
@@ -258,7 +313,12 @@ impl Printer<'_> {
                 format!("tmem_copy {} <- {}", k.tmems[*dst].name, self.view_ref(src))
             }
             Op::Store { dst, value, coords } => {
-                format!("store {}[{}] <- {}", param(dst), self.coords(coords), self.expr(*value))
+                format!(
+                    "store {}[{}] <- {}",
+                    param(dst),
+                    self.coords(coords),
+                    self.expr(*value)
+                )
             }
             Op::SmemStore { dst, value } => {
                 format!("smem_store {} <- {}", self.view_ref(dst), self.expr(*value))
@@ -280,7 +340,11 @@ impl Printer<'_> {
             ExprKind::Int(v) => v.to_string(),
             ExprKind::Float(v) => {
                 if v.is_infinite() {
-                    if *v > 0.0 { "inf".into() } else { "-inf".into() }
+                    if *v > 0.0 {
+                        "inf".into()
+                    } else {
+                        "-inf".into()
+                    }
                 } else {
                     format!("{v:?}")
                 }
@@ -335,7 +399,12 @@ impl Printer<'_> {
                 format!("({} {} {})", self.expr(*a), sym, self.expr(*b))
             }
             ExprKind::Select(c, a, b) => {
-                format!("select({}, {}, {})", self.expr(*c), self.expr(*a), self.expr(*b))
+                format!(
+                    "select({}, {}, {})",
+                    self.expr(*c),
+                    self.expr(*a),
+                    self.expr(*b)
+                )
             }
             ExprKind::Cast(d, a) => format!("cast({}, {})", self.expr(*a), d),
             ExprKind::Reduce { op, axis, arg } => {
@@ -349,7 +418,12 @@ impl Printer<'_> {
                 format!("{}({}, axis={})", name, self.expr(*arg), axis)
             }
             ExprKind::Expand { arg, axis } => format!("expand({}, axis={})", self.expr(*arg), axis),
-            ExprKind::Load { tensor, coords, shape, fill } => format!(
+            ExprKind::Load {
+                tensor,
+                coords,
+                shape,
+                fill,
+            } => format!(
                 "load({}[{}], shape=[{}], fill={:?})",
                 k.params[*tensor].name,
                 self.coords(coords),

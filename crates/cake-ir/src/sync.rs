@@ -1,0 +1,153 @@
+//! Derived synchronisation facts: how many arrivals complete one phase of each barrier, how many
+//! transaction bytes the TMA loads that signal it deliver, and whether its stages start out
+//! free. The author never writes these; the verifier checks them and the lowering emits them.
+
+use crate::kernel::*;
+
+/// One site that contributes arrivals to a barrier phase.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ArriveSite {
+    pub stmt: StmtId,
+    pub role: RoleId,
+    pub kind: ArriveKind,
+    /// Arrivals this site contributes per phase (one per role replica).
+    pub count: u32,
+    /// Transaction bytes this site's TMA load delivers per phase (0 for plain arrivals).
+    pub tx_bytes: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArriveKind {
+    /// A TMA load completing on the barrier: one `arrive.expect_tx` per role replica.
+    Tma,
+    /// `cp.async` completing on the barrier (one arrival per thread).
+    CpAsync,
+    /// `lm.arrive(bar)`: every thread of the role (one per replica in issue-only roles).
+    Arrive,
+    /// `release=bar` on an MMA: every thread arrives once its MMAs have retired.
+    Release,
+    /// `lm.commit(bar)` (tcgen05.commit).
+    Commit,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct BarrierFacts {
+    pub barrier: BarrierId,
+    pub arrivals: Vec<ArriveSite>,
+    pub waits: Vec<(StmtId, RoleId)>,
+}
+
+impl BarrierFacts {
+    /// Arrivals that complete one phase.
+    pub fn arrival_count(&self) -> u32 {
+        self.arrivals.iter().map(|a| a.count).sum()
+    }
+    /// Transaction bytes one phase expects. TMA sites of one role replica are combined into one
+    /// `arrive.expect_tx`, so they count one arrival between them.
+    pub fn tx_bytes(&self) -> u64 {
+        self.arrivals
+            .iter()
+            .map(|a| a.tx_bytes * a.count as u64)
+            .sum()
+    }
+    /// A barrier whose every arrival is a release counts free stages: a waiter's first pass over
+    /// each stage must not block (the stage starts empty).
+    pub fn starts_free(&self) -> bool {
+        !self.arrivals.is_empty() && self.arrivals.iter().all(|a| a.kind == ArriveKind::Release)
+    }
+}
+
+/// Bytes one TMA load of `dst` delivers (the full box, out-of-bounds fill included).
+pub fn tma_bytes(k: &Kernel, dst: &ViewRef) -> u64 {
+    let v = &k.views[dst.view];
+    let rows = dst.rows.map(|(_, n)| n as u64);
+    match rows {
+        Some(n) => {
+            n * v.shape[1..].iter().map(|&d| d as u64).product::<u64>() * v.dtype.bytes() as u64
+        }
+        None => v.stage_bytes(),
+    }
+}
+
+/// Collect arrival and wait sites for every barrier.
+pub fn barrier_facts(k: &Kernel) -> Vec<BarrierFacts> {
+    let mut facts: Vec<BarrierFacts> = k
+        .barriers
+        .handles()
+        .map(|b| BarrierFacts {
+            barrier: b,
+            arrivals: Vec::new(),
+            waits: Vec::new(),
+        })
+        .collect();
+    k.walk(|sid, stmt, ctx| {
+        let Stmt::Op(op) = stmt else { return };
+        let Some(role) = ctx.role else { return };
+        let replicas = k.roles[role].replicas();
+        // Plain arrivals and releases come from every thread of the role (each after its own
+        // prior accesses), except in issue-only roles, where one thread per replica runs.
+        let per_thread = if is_issue_only(k, role) {
+            replicas
+        } else {
+            k.roles[role].threads()
+        };
+        let mut add = |b: BarrierId, kind: ArriveKind, count: u32, tx: u64| {
+            let f = &mut facts[b.index()];
+            // Several TMA loads of one role in one iteration share a single expect_tx arrival.
+            if kind == ArriveKind::Tma {
+                if let Some(prev) = f
+                    .arrivals
+                    .iter_mut()
+                    .find(|a| a.kind == ArriveKind::Tma && a.role == role)
+                {
+                    prev.tx_bytes += tx;
+                    return;
+                }
+            }
+            f.arrivals.push(ArriveSite {
+                stmt: sid,
+                role,
+                kind,
+                count,
+                tx_bytes: tx,
+            });
+        };
+        match op {
+            Op::TmaLoad { dst, barrier, .. } => {
+                add(*barrier, ArriveKind::Tma, replicas, tma_bytes(k, dst))
+            }
+            Op::CpAsync { barrier, .. } => {
+                add(*barrier, ArriveKind::CpAsync, k.roles[role].threads(), 0)
+            }
+            Op::Arrive { barrier } => add(*barrier, ArriveKind::Arrive, per_thread, 0),
+            Op::Commit { barrier } => add(*barrier, ArriveKind::Commit, replicas, 0),
+            Op::Mma {
+                release: Some(b), ..
+            } => add(*b, ArriveKind::Release, per_thread, 0),
+            Op::Wait { barrier } => facts[barrier.index()].waits.push((sid, role)),
+            _ => {}
+        }
+    });
+    facts
+}
+
+/// A role whose regions only issue asynchronous copies and wait/arrive on barriers runs on one
+/// elected thread per replica: nothing in it needs the other threads, and fewer threads poll
+/// the barriers.
+pub fn is_issue_only(k: &Kernel, role: RoleId) -> bool {
+    let mut only = true;
+    let mut any = false;
+    k.walk(|_, stmt, ctx| {
+        if ctx.role != Some(role) {
+            return;
+        }
+        if let Stmt::Op(op) = stmt {
+            any = true;
+            only &= matches!(
+                op,
+                Op::Wait { .. } | Op::TmaLoad { .. } | Op::Arrive { .. } | Op::Commit { .. }
+            );
+        }
+    });
+    any && only
+}

@@ -1,0 +1,1380 @@
+//! The CUDA emitter. One branch per role; inside it, the tile loop, the role's loops and its
+//! operations in program order. Mechanical facts come from `cake_ir` analyses: shared-memory
+//! offsets from `layout`, arrival counts and transaction bytes from `sync`.
+
+use crate::launch::*;
+use crate::prelude;
+use crate::{Lowered, Unsupported};
+use cake_diag::{SourceFile, Span};
+use cake_ir::layout::{smem_layout, SmemLayout};
+use cake_ir::sync::{barrier_facts, is_issue_only, tma_bytes, BarrierFacts};
+use cake_ir::*;
+use cake_target::{MmaFamily, Target};
+use std::collections::{BTreeSet, HashMap};
+use std::fmt::Write;
+
+/// Slack added to dynamic shared memory so the base can be rounded up to 1024 bytes (the
+/// 128B-swizzle repeat) whatever alignment the driver gives.
+const SMEM_ALIGN_SLACK: u64 = 1024;
+
+/// How a fragment's elements are spread over a warpgroup's registers.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum FragLayout {
+    /// The wgmma accumulator of an m64nN tile: thread t holds rows 16·(t/32) + (t%32)/4 (+8)
+    /// and column pairs 8i + 2·(t%4).
+    WgmmaAcc { n: u32 },
+}
+
+pub struct Emitter<'a> {
+    k: &'a Kernel,
+    file: &'a SourceFile,
+    target: &'a Target,
+    layout: SmemLayout,
+    facts: Vec<BarrierFacts>,
+    frag_layouts: HashMap<FragId, FragLayout>,
+    tmaps: Vec<(ParamId, Vec<u32>, u32)>,
+    wgmma_shapes: BTreeSet<(u32, &'static str)>,
+    errors: Vec<Unsupported>,
+    out: String,
+    indent: usize,
+    /// Role whose branch is being emitted, and whether it runs on one thread per replica.
+    role: Option<(RoleId, bool)>,
+    /// Pipelined loops enclosing the current statement: (loop, pipeline).
+    pipes: Vec<(LoopId, PipelineId)>,
+    /// Barrier whose release is deferred by one iteration (wgmma keeps one group in flight).
+    deferred_release: Vec<(BarrierId, PipelineId)>,
+    /// Depth of the current role's `with` regions around the statement being emitted.
+    indent_role_depth: u32,
+}
+
+fn c_ident(name: &str) -> String {
+    const RESERVED: &[&str] = &[
+        "int",
+        "float",
+        "double",
+        "char",
+        "void",
+        "if",
+        "else",
+        "for",
+        "while",
+        "do",
+        "return",
+        "const",
+        "static",
+        "auto",
+        "break",
+        "case",
+        "default",
+        "switch",
+        "struct",
+        "union",
+        "enum",
+        "long",
+        "short",
+        "signed",
+        "unsigned",
+        "volatile",
+        "register",
+        "goto",
+        "continue",
+        "sizeof",
+        "typedef",
+        "extern",
+        "inline",
+        "bool",
+        "true",
+        "false",
+        "new",
+        "delete",
+        "this",
+        "class",
+        "template",
+        "namespace",
+        "using",
+        "warp",
+        "lane",
+        "tile",
+    ];
+    let clean: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if RESERVED.contains(&clean.as_str())
+        || clean.starts_with("cake_")
+        || clean.starts_with(|c: char| c.is_ascii_digit())
+    {
+        format!("{clean}_")
+    } else {
+        clean
+    }
+}
+
+impl<'a> Emitter<'a> {
+    pub fn new(k: &'a Kernel, file: &'a SourceFile, target: &'a Target) -> Self {
+        Emitter {
+            k,
+            file,
+            target,
+            layout: smem_layout(k),
+            facts: barrier_facts(k),
+            frag_layouts: HashMap::new(),
+            tmaps: Vec::new(),
+            wgmma_shapes: BTreeSet::new(),
+            errors: Vec::new(),
+            out: String::new(),
+            indent: 0,
+            role: None,
+            pipes: Vec::new(),
+            deferred_release: Vec::new(),
+            indent_role_depth: 0,
+        }
+    }
+
+    fn unsupported(&mut self, span: Span, message: impl Into<String>) {
+        self.errors.push(Unsupported {
+            span,
+            message: message.into(),
+        });
+    }
+
+    fn line(&mut self, text: &str) {
+        for _ in 0..self.indent {
+            self.out.push_str("  ");
+        }
+        self.out.push_str(text);
+        self.out.push('\n');
+    }
+
+    fn loc(&self, span: Span) -> String {
+        let name = std::path::Path::new(&self.file.name)
+            .file_name()
+            .map_or(self.file.name.clone(), |n| n.to_string_lossy().into_owned());
+        format!("{}:{}", name, self.file.line_of(span.start))
+    }
+
+    pub fn run(mut self) -> Result<Lowered, Vec<Unsupported>> {
+        if self.target.mma != MmaFamily::Wgmma {
+            self.unsupported(
+                self.k.span,
+                format!(
+                    "code generation for {} ({}) is not implemented yet; sm_90a is",
+                    self.target.name,
+                    self.target.mma.name()
+                ),
+            );
+            return Err(self.errors);
+        }
+        self.infer_fragment_layouts();
+        self.collect_tensor_maps();
+        let args = self.args();
+        let symbol = format!("cake_{}", c_ident(&self.k.name));
+        let body = self.kernel_body();
+        if !self.errors.is_empty() {
+            return Err(self.errors);
+        }
+        let mut cuda = String::new();
+        let _ = writeln!(cuda, "// Generated by cake {} from {} for {}. Do not edit: change the schedule and run `cake lower`.", env!("CARGO_PKG_VERSION"), self.file_name(), self.target.name);
+        cuda.push_str(prelude::COMMON);
+        cuda.push_str(prelude::MBARRIER);
+        cuda.push_str(prelude::TMA);
+        cuda.push_str(prelude::WGMMA);
+        cuda.push_str(prelude::SETMAXNREG);
+        for (n, input) in &self.wgmma_shapes {
+            cuda.push('\n');
+            cuda.push_str(&prelude::wgmma_fn(*n, input));
+        }
+        let threads = self.k.block_threads();
+        let _ = writeln!(
+            cuda,
+            "\nextern \"C\" __global__ void __launch_bounds__({threads}, 1) {symbol}("
+        );
+        let params: Vec<String> = args.iter().map(|a| self.param_decl(a)).collect();
+        let _ = writeln!(cuda, "    {}) {{", params.join(",\n    "));
+        cuda.push_str(&body);
+        cuda.push_str("}\n");
+        let launch = self.launch_meta(symbol.clone(), args);
+        Ok(Lowered {
+            symbol,
+            cuda,
+            launch,
+        })
+    }
+
+    fn file_name(&self) -> String {
+        std::path::Path::new(&self.file.name)
+            .file_name()
+            .map_or(self.file.name.clone(), |n| n.to_string_lossy().into_owned())
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Analyses local to lowering
+
+    fn ops(&self) -> Vec<(StmtId, Op, Option<RoleId>)> {
+        let mut out = Vec::new();
+        self.k.walk(|sid, stmt, ctx| {
+            if let Stmt::Op(op) = stmt {
+                out.push((sid, op.clone(), ctx.role));
+            }
+        });
+        out
+    }
+
+    fn infer_fragment_layouts(&mut self) {
+        for (sid, op, _) in self.ops() {
+            if let Op::Mma {
+                acc: Operand::Frag(f),
+                ..
+            } = op
+            {
+                let frag = &self.k.fragments[f];
+                let role = &self.k.roles[frag.role];
+                if role.unit != RoleUnit::Warpgroup || frag.shape.len() != 2 || frag.shape[0] != 64
+                {
+                    let sp = self.k.stmts.span(sid);
+                    self.unsupported(sp, format!("a wgmma accumulator is a (64, N) fragment of a warpgroup role; `{}` is {:?} on role `{}`", frag.name, frag.shape, role.name));
+                    continue;
+                }
+                self.frag_layouts
+                    .insert(f, FragLayout::WgmmaAcc { n: frag.shape[1] });
+            }
+        }
+    }
+
+    fn tma_box(&self, view: &View, rank: usize) -> Vec<u32> {
+        // Innermost first: one swizzle panel wide, then the view's other extents, then 1s for the
+        // tensor's leading dimensions the view does not cover.
+        let mut b = vec![view.panel_cols()];
+        for d in view.shape.iter().rev().skip(1) {
+            b.push(*d);
+        }
+        while b.len() < rank {
+            b.push(1);
+        }
+        b
+    }
+
+    fn collect_tensor_maps(&mut self) {
+        for (_, op, _) in self.ops() {
+            if let Op::TmaLoad { dst, src, .. } = &op {
+                let view = &self.k.views[dst.view];
+                let rank = self.rank(*src);
+                let key = (*src, self.tma_box(view, rank), view.swizzle);
+                if !self.tmaps.contains(&key) {
+                    self.tmaps.push(key);
+                }
+            }
+        }
+    }
+
+    fn tmap_name(&self, p: ParamId, box_dims: &[u32], swizzle: u32) -> String {
+        let i = self
+            .tmaps
+            .iter()
+            .position(|(q, b, s)| *q == p && b == box_dims && *s == swizzle)
+            .expect("collected");
+        format!("tmap_{}_{}", c_ident(&self.k.params[p].name), i)
+    }
+
+    fn rank(&self, p: ParamId) -> usize {
+        match &self.k.params[p].kind {
+            ParamKind::Tensor { dims, .. } => dims.len(),
+            ParamKind::Scalar { .. } => 0,
+        }
+    }
+
+    fn args(&self) -> Vec<Arg> {
+        let mut args = Vec::new();
+        for (p, b, s) in &self.tmaps {
+            args.push(Arg::Tensormap {
+                tensor: self.k.params[*p].name.clone(),
+                box_dims: b.clone(),
+                swizzle: *s,
+                interleave: "none",
+                oob_fill: "zero",
+                l2_promotion: 256,
+            });
+        }
+        for (_, p) in self.k.params.iter() {
+            if let ParamKind::Tensor { .. } = p.kind {
+                args.push(Arg::Ptr {
+                    tensor: p.name.clone(),
+                });
+            }
+        }
+        for (_, d) in self.k.dims.iter() {
+            args.push(Arg::Dim {
+                name: d.name.clone(),
+            });
+        }
+        for (_, p) in self.k.params.iter() {
+            if let ParamKind::Scalar { .. } = p.kind {
+                args.push(Arg::Scalar {
+                    name: p.name.clone(),
+                });
+            }
+        }
+        args
+    }
+
+    fn param_decl(&self, a: &Arg) -> String {
+        match a {
+            Arg::Tensormap {
+                tensor,
+                box_dims,
+                swizzle,
+                ..
+            } => {
+                let p = self
+                    .k
+                    .params
+                    .iter()
+                    .find(|(_, q)| &q.name == tensor)
+                    .map(|(h, _)| h)
+                    .expect("param");
+                format!(
+                    "const __grid_constant__ CakeTensorMap {}",
+                    self.tmap_name(p, box_dims, *swizzle)
+                )
+            }
+            Arg::Ptr { tensor } => {
+                let (_, p) = self
+                    .k
+                    .params
+                    .iter()
+                    .find(|(_, q)| &q.name == tensor)
+                    .expect("param");
+                let ParamKind::Tensor { dtype, .. } = p.kind else {
+                    unreachable!()
+                };
+                format!("{}* __restrict__ {}", storage_type(dtype), c_ident(tensor))
+            }
+            Arg::Dim { name } => format!("const int dim_{}", c_ident(name)),
+            Arg::Scalar { name } => {
+                let (_, p) = self
+                    .k
+                    .params
+                    .iter()
+                    .find(|(_, q)| &q.name == name)
+                    .expect("param");
+                let ParamKind::Scalar { dtype } = p.kind else {
+                    unreachable!()
+                };
+                format!("const {} {}", storage_type(dtype), c_ident(name))
+            }
+        }
+    }
+
+    fn tile_counts(&self) -> Vec<ExprId> {
+        self.k
+            .loops
+            .iter()
+            .find_map(|(_, l)| match &l.kind {
+                LoopKind::Tiles { counts, .. } => Some(counts.clone()),
+                _ => None,
+            })
+            .unwrap_or_default()
+    }
+
+    fn launch_meta(&self, symbol: String, args: Vec<Arg>) -> LaunchMeta {
+        let tiles: Vec<serde_json::Value> = self
+            .tile_counts()
+            .iter()
+            .map(|e| self.json_expr(*e))
+            .collect();
+        let grid = if self.k.persistent {
+            Grid::Persistent { tiles }
+        } else {
+            Grid::Tiles { tiles }
+        };
+        let mut access: HashMap<ParamId, (bool, bool)> = HashMap::new();
+        for (_, op, _) in self.ops() {
+            match op {
+                Op::TmaLoad { src, .. } | Op::CpAsync { src, .. } => {
+                    access.entry(src).or_default().0 = true
+                }
+                Op::Store { dst, .. } | Op::TmaStore { dst, .. } => {
+                    access.entry(dst).or_default().1 = true
+                }
+                _ => {}
+            }
+        }
+        for (_, e) in self.k.exprs.iter() {
+            if let ExprKind::Load { tensor, .. } = e.kind {
+                access.entry(tensor).or_default().0 = true;
+            }
+        }
+        let mut tensors = Vec::new();
+        let mut scalars = Vec::new();
+        for (pid, p) in self.k.params.iter() {
+            match &p.kind {
+                ParamKind::Tensor { dtype, dims } => {
+                    let dims = dims
+                        .iter()
+                        .map(|d| match d {
+                            Extent::Fixed(n) => serde_json::json!(n),
+                            Extent::Sym(s) => serde_json::json!(self.k.dims[*s].name),
+                        })
+                        .collect();
+                    let a = access.get(&pid).copied().unwrap_or_default();
+                    let acc = match a {
+                        (true, true) => "readwrite",
+                        (false, true) => "write",
+                        _ => "read",
+                    };
+                    tensors.push(TensorMeta {
+                        name: p.name.clone(),
+                        dtype: dtype.to_string(),
+                        dims,
+                        access: acc,
+                    });
+                }
+                ParamKind::Scalar { dtype } => scalars.push(ScalarMeta {
+                    name: p.name.clone(),
+                    dtype: dtype.to_string(),
+                }),
+            }
+        }
+        LaunchMeta {
+            schema: "cake.launch/v0",
+            kernel: self.k.name.clone(),
+            symbol,
+            target: self.target.name.to_string(),
+            cubin: format!("{}.cubin", self.k.name),
+            block: [self.k.block_threads(), 1, 1],
+            cluster: self.k.cluster,
+            dynamic_smem: self.layout.total + SMEM_ALIGN_SLACK,
+            grid,
+            tensors,
+            scalars,
+            args,
+        }
+    }
+
+    fn json_expr(&self, e: ExprId) -> serde_json::Value {
+        let k = self.k;
+        let bin = |op: &str, a: ExprId, b: ExprId| {
+            serde_json::json!([op, self.json_expr(a), self.json_expr(b)])
+        };
+        match &k.exprs[e].kind {
+            ExprKind::Int(v) => serde_json::json!(v),
+            ExprKind::Dim(d) => serde_json::json!(k.dims[*d].name),
+            ExprKind::Scalar(p) => serde_json::json!(k.params[*p].name),
+            ExprKind::Binary(op, a, b) => match op {
+                BinOp::Add => bin("add", *a, *b),
+                BinOp::Sub => bin("sub", *a, *b),
+                BinOp::Mul => bin("mul", *a, *b),
+                BinOp::FloorDiv => bin("div", *a, *b),
+                BinOp::Mod => bin("mod", *a, *b),
+                BinOp::CeilDiv => bin("cdiv", *a, *b),
+                BinOp::Min => bin("min", *a, *b),
+                BinOp::Max => bin("max", *a, *b),
+                _ => serde_json::Value::Null,
+            },
+            _ => serde_json::Value::Null,
+        }
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Expressions
+
+    fn ix(&mut self, e: ExprId) -> String {
+        let k = self.k;
+        match &k.exprs[e].kind {
+            ExprKind::Int(v) => v.to_string(),
+            ExprKind::Bool(b) => b.to_string(),
+            ExprKind::Float(f) => format!("{f:?}f"),
+            ExprKind::Dim(d) => format!("dim_{}", c_ident(&k.dims[*d].name)),
+            ExprKind::Scalar(p) => c_ident(&k.params[*p].name),
+            ExprKind::LoopVar(l) => format!("{}_{}", c_ident(&k.loops[*l].var_name), l.index()),
+            ExprKind::TileCoord { axis, .. } => format!("tile_{axis}"),
+            ExprKind::RoleIndex(r) => format!("{}_index", c_ident(&k.roles[*r].name)),
+            ExprKind::Binary(op, a, b) => {
+                let (a, b) = (self.ix(*a), self.ix(*b));
+                match op {
+                    BinOp::Add => format!("({a} + {b})"),
+                    BinOp::Sub => format!("({a} - {b})"),
+                    BinOp::Mul => format!("({a} * {b})"),
+                    BinOp::Div | BinOp::FloorDiv => format!("({a} / {b})"),
+                    BinOp::Mod => format!("({a} % {b})"),
+                    BinOp::CeilDiv => format!("cake_cdiv({a}, {b})"),
+                    BinOp::Min => format!("min({a}, {b})"),
+                    BinOp::Max => format!("max({a}, {b})"),
+                    BinOp::And => format!("({a} && {b})"),
+                    BinOp::Or => format!("({a} || {b})"),
+                }
+            }
+            ExprKind::Cmp(op, a, b) => {
+                let sym = match op {
+                    CmpOp::Lt => "<",
+                    CmpOp::Le => "<=",
+                    CmpOp::Gt => ">",
+                    CmpOp::Ge => ">=",
+                    CmpOp::Eq => "==",
+                    CmpOp::Ne => "!=",
+                };
+                format!("({} {} {})", self.ix(*a), sym, self.ix(*b))
+            }
+            ExprKind::Unary(UnOp::Neg, a) => format!("(-{})", self.ix(*a)),
+            ExprKind::Unary(UnOp::Not, a) => format!("(!{})", self.ix(*a)),
+            _ => {
+                let sp = k.exprs.span(e);
+                self.unsupported(sp, "this expression is not lowered as a scalar yet");
+                "0".into()
+            }
+        }
+    }
+
+    /// Element `idx` of a fragment-valued expression in the accumulator layout.
+    fn elem(&mut self, e: ExprId, idx: &str) -> String {
+        let k = self.k;
+        match &k.exprs[e].kind {
+            ExprKind::Frag(f) => format!("{}[{idx}]", c_ident(&k.fragments[*f].name)),
+            ExprKind::Int(v) => format!("{v}"),
+            ExprKind::Float(v) => format!("{v:?}f"),
+            ExprKind::Scalar(p) => c_ident(&k.params[*p].name),
+            ExprKind::Cast(d, a) => {
+                let inner = self.elem(*a, idx);
+                match d {
+                    DType::F32 => format!("static_cast<float>({inner})"),
+                    DType::I32 => format!("static_cast<int32_t>({inner})"),
+                    other => {
+                        let sp = k.exprs.span(e);
+                        self.unsupported(
+                            sp,
+                            format!("casting a register value to {other} is not lowered yet"),
+                        );
+                        inner
+                    }
+                }
+            }
+            ExprKind::Binary(op, a, b)
+                if matches!(
+                    op,
+                    BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Min | BinOp::Max
+                ) =>
+            {
+                let (a, b) = (self.elem(*a, idx), self.elem(*b, idx));
+                match op {
+                    BinOp::Add => format!("({a} + {b})"),
+                    BinOp::Sub => format!("({a} - {b})"),
+                    BinOp::Mul => format!("({a} * {b})"),
+                    BinOp::Div => format!("({a} / {b})"),
+                    BinOp::Min => format!("fminf({a}, {b})"),
+                    _ => format!("fmaxf({a}, {b})"),
+                }
+            }
+            ExprKind::Unary(op, a) => {
+                let a = self.elem(*a, idx);
+                match op {
+                    UnOp::Neg => format!("(-{a})"),
+                    UnOp::Exp2 => format!("exp2f({a})"),
+                    UnOp::Log2 => format!("log2f({a})"),
+                    UnOp::Sqrt => format!("sqrtf({a})"),
+                    UnOp::Rsqrt => format!("rsqrtf({a})"),
+                    UnOp::Abs => format!("fabsf({a})"),
+                    UnOp::Not => format!("(!{a})"),
+                }
+            }
+            _ => {
+                let sp = k.exprs.span(e);
+                self.unsupported(sp, "this register expression is not lowered yet (element-wise math over an MMA accumulator is)");
+                "0".into()
+            }
+        }
+    }
+
+    /// The accumulator fragment an element-wise expression is computed over.
+    fn base_fragment(&self, e: ExprId) -> Option<FragId> {
+        match &self.k.exprs[e].kind {
+            ExprKind::Frag(f) => Some(*f),
+            ExprKind::Cast(_, a) | ExprKind::Unary(_, a) => self.base_fragment(*a),
+            ExprKind::Binary(_, a, b) => self.base_fragment(*a).or_else(|| self.base_fragment(*b)),
+            _ => None,
+        }
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Kernel body
+
+    fn kernel_body(&mut self) -> String {
+        let saved = std::mem::take(&mut self.out);
+        self.indent = 1;
+        let k = self.k;
+        self.line("// Dynamic shared memory, rounded up to 1024 B: swizzled views repeat every 8 rows of 128 B.");
+        self.line("extern __shared__ __align__(16) uint8_t cake_smem_raw[];");
+        self.line("const uint32_t cake_smem = (cake_smem_addr(cake_smem_raw) + 1023u) & ~1023u;");
+        for p in self.layout.views.clone() {
+            let v = &k.views[p.view];
+            let line = format!(
+                "const uint32_t {} = cake_smem + {};  // view {}: {} x {:?}, {} stage(s) of {} B, swizzle {}",
+                c_ident(&v.name),
+                p.offset,
+                v.name,
+                v.dtype,
+                v.shape,
+                v.stages,
+                p.stage_stride,
+                v.swizzle
+            );
+            self.line(&line);
+        }
+        for p in self.layout.barriers.clone() {
+            let b = &k.barriers[p.barrier];
+            let count = self.facts[p.barrier.index()].arrival_count().max(1);
+            let line = format!(
+                "const uint32_t {} = cake_smem + {};  // mbarrier {}: {} slot(s), {} arrival(s) per phase",
+                c_ident(&b.name),
+                p.offset,
+                b.name,
+                p.slots,
+                count
+            );
+            self.line(&line);
+        }
+        self.line("const int warp = __shfl_sync(0xffffffffu, (int)threadIdx.x / 32, 0);");
+        let counts = self.tile_counts();
+        for (i, c) in counts.iter().enumerate() {
+            let text = format!("const int tiles_{i} = {};", self.ix(*c));
+            self.line(&text);
+        }
+        let total = if counts.is_empty() {
+            "1".to_string()
+        } else {
+            (0..counts.len())
+                .map(|i| format!("tiles_{i}"))
+                .collect::<Vec<_>>()
+                .join(" * ")
+        };
+        self.line(&format!("const int tiles_total = {total};"));
+        if !self.layout.barriers.is_empty() {
+            self.line("if (threadIdx.x == 0) {");
+            self.indent += 1;
+            for p in self.layout.barriers.clone() {
+                let b = &k.barriers[p.barrier];
+                let count = self.facts[p.barrier.index()].arrival_count().max(1);
+                let line = format!(
+                    "for (int s = 0; s < {}; ++s) cake_mbar_init({} + 8 * s, {count});",
+                    p.slots,
+                    c_ident(&b.name)
+                );
+                self.line(&line);
+            }
+            self.line("cake_fence_barrier_init();");
+            self.indent -= 1;
+            self.line("}");
+            self.line("__syncthreads();");
+        }
+        let threads = k.block_threads();
+        let default_regs = ((65536 / threads.max(1)) / 8 * 8).min(255);
+        for (rid, role) in k.roles.iter() {
+            let warps = role.warps();
+            let (first, last) = (
+                *warps.iter().min().unwrap_or(&0),
+                *warps.iter().max().unwrap_or(&0) + 1,
+            );
+            if (last - first) as usize != warps.len() {
+                let sp = k.roles.span(rid);
+                self.unsupported(sp, "roles with non-contiguous warps are not lowered yet");
+                continue;
+            }
+            let issue_only = is_issue_only(k, rid);
+            let name = c_ident(&role.name);
+            let header = format!(
+                "if (warp >= {first} && warp < {last}) {{  // role {} ({})",
+                role.name,
+                self.loc(k.roles.span(rid))
+            );
+            self.line(&header);
+            self.indent += 1;
+            if let Some(r) = role.regs {
+                if r < default_regs {
+                    self.line(&format!("cake_setmaxnreg_dec<{r}>();"));
+                } else if r > default_regs {
+                    self.line(&format!("cake_setmaxnreg_inc<{r}>();"));
+                }
+            }
+            let unit_warps = if role.unit == RoleUnit::Warpgroup {
+                4
+            } else {
+                1
+            };
+            self.line(&format!(
+                "const int {name}_index = (warp - {first}) / {unit_warps};"
+            ));
+            self.line(&format!(
+                "const int {name}_thread = (int)threadIdx.x - {} - {name}_index * {};",
+                first * 32,
+                unit_warps * 32
+            ));
+            for (fid, f) in k.fragments.iter() {
+                if f.role == rid {
+                    let n: u32 = match self.frag_layouts.get(&fid) {
+                        Some(FragLayout::WgmmaAcc { n }) => n / 2,
+                        None => {
+                            let sp = k.fragments.span(fid);
+                            self.unsupported(sp, format!("fragment `{}` is not an MMA accumulator; other register layouts are not lowered yet", f.name));
+                            continue;
+                        }
+                    };
+                    self.line(&format!(
+                        "{} {}[{n}];  // fragment {} {:?} {}",
+                        storage_type(f.dtype),
+                        c_ident(&f.name),
+                        f.name,
+                        f.shape,
+                        f.dtype
+                    ));
+                }
+            }
+            for (pid, p) in k.pipelines.iter() {
+                let _ = pid;
+                self.line(&format!(
+                    "uint32_t {}_it = 0;  // iterations of pipeline {} completed by this role",
+                    c_ident(&p.name),
+                    p.name
+                ));
+            }
+            for (bid, b) in k.barriers.iter() {
+                if b.pipeline.is_none()
+                    && self.facts[bid.index()].waits.iter().any(|(_, r)| *r == rid)
+                {
+                    self.line(&format!("uint32_t {}_waits = 0;", c_ident(&b.name)));
+                }
+            }
+            if issue_only {
+                self.line(&format!(
+                    "if ({name}_thread == 0) {{  // issue-only role: one thread per replica"
+                ));
+                self.indent += 1;
+            }
+            self.role = Some((rid, issue_only));
+            let body = k.body.clone();
+            self.block(&body);
+            self.role = None;
+            if issue_only {
+                self.indent -= 1;
+                self.line("}");
+            }
+            self.indent -= 1;
+            self.line("}");
+        }
+        std::mem::replace(&mut self.out, saved)
+    }
+
+    /// Whether `block` holds anything the current role runs.
+    fn has_role_work(&self, block: &Block, inside: bool) -> bool {
+        let (role, _) = self.role.expect("emitting a role");
+        block.iter().any(|&s| match &self.k.stmts[s] {
+            Stmt::Role { role: r, body } => *r == role && !body.is_empty(),
+            Stmt::Loop { body, .. } => self.has_role_work(body, inside),
+            Stmt::If {
+                then_body,
+                else_body,
+                ..
+            } => self.has_role_work(then_body, inside) || self.has_role_work(else_body, inside),
+            Stmt::Op(_) => inside,
+        })
+    }
+
+    fn block(&mut self, block: &Block) {
+        for &s in block {
+            self.stmt(s);
+        }
+    }
+
+    fn in_role_region(&self) -> bool {
+        // Ops are emitted only inside the current role's `with` region; `stmt` tracks entry.
+        self.indent_role_depth > 0
+    }
+
+    fn stmt(&mut self, s: StmtId) {
+        let k = self.k;
+        let sp = k.stmts.span(s);
+        match &k.stmts[s] {
+            Stmt::Role { role, body } => {
+                if Some(*role) == self.role.map(|r| r.0) {
+                    self.line(&format!(
+                        "// with {}: ({})",
+                        k.roles[*role].name,
+                        self.loc(sp)
+                    ));
+                    self.indent_role_depth += 1;
+                    self.block(body);
+                    self.indent_role_depth -= 1;
+                }
+            }
+            Stmt::Loop { id, body } => {
+                let inside = self.in_role_region();
+                if !self.has_role_work(body, inside) {
+                    return;
+                }
+                match k.loops[*id].kind.clone() {
+                    LoopKind::Tiles { counts, names } => {
+                        self.tile_loop(*id, &counts, &names, body, sp)
+                    }
+                    LoopKind::Range {
+                        start,
+                        stop,
+                        pipeline,
+                    } => self.range_loop(*id, start, stop, pipeline, body, sp),
+                }
+            }
+            Stmt::If {
+                cond,
+                then_body,
+                else_body,
+            } => {
+                let inside = self.in_role_region();
+                if !self.has_role_work(then_body, inside) && !self.has_role_work(else_body, inside)
+                {
+                    return;
+                }
+                let c = self.ix(*cond);
+                self.line(&format!("if ({c}) {{  // {}", self.loc(sp)));
+                self.indent += 1;
+                self.block(then_body);
+                self.indent -= 1;
+                if !else_body.is_empty() {
+                    self.line("} else {");
+                    self.indent += 1;
+                    self.block(else_body);
+                    self.indent -= 1;
+                }
+                self.line("}");
+            }
+            Stmt::Op(op) => {
+                if self.in_role_region() {
+                    self.op(op, sp);
+                }
+            }
+        }
+    }
+
+    fn tile_loop(
+        &mut self,
+        _id: LoopId,
+        counts: &[ExprId],
+        names: &[String],
+        body: &Block,
+        sp: Span,
+    ) {
+        let names_text = names.join(", ");
+        if self.k.persistent {
+            self.line(&format!("for (int tile = blockIdx.x; tile < tiles_total; tile += gridDim.x) {{  // tiles ({names_text}) ({})", self.loc(sp)));
+        } else {
+            self.line(&format!("for (int tile = blockIdx.x; tile < tiles_total; tile += tiles_total) {{  // one tile ({names_text}) per CTA ({})", self.loc(sp)));
+        }
+        self.indent += 1;
+        // Row-major over the tile axes: the last axis varies fastest.
+        self.line("int tile_rest = tile;");
+        for axis in (0..counts.len()).rev() {
+            self.line(&format!(
+                "const int tile_{axis} = tile_rest % tiles_{axis};"
+            ));
+            self.line(&format!("tile_rest /= tiles_{axis};"));
+        }
+        self.line("(void)tile_rest;");
+        self.block(body);
+        self.indent -= 1;
+        self.line("}");
+    }
+
+    fn range_loop(
+        &mut self,
+        id: LoopId,
+        start: ExprId,
+        stop: ExprId,
+        pipeline: Option<PipelineId>,
+        body: &Block,
+        sp: Span,
+    ) {
+        let var = format!("{}_{}", c_ident(&self.k.loops[id].var_name), id.index());
+        let (a, b) = (self.ix(start), self.ix(stop));
+        // A release after wgmma lags one iteration so one MMA group stays in flight.
+        let deferred: Vec<(BarrierId, PipelineId)> = match pipeline {
+            Some(p) => body
+                .iter()
+                .filter_map(|&s| match &self.k.stmts[s] {
+                    Stmt::Op(Op::Mma {
+                        release: Some(b), ..
+                    }) if self.k.barriers[*b].pipeline == Some(p) => Some((*b, p)),
+                    _ => None,
+                })
+                .collect(),
+            None => Vec::new(),
+        };
+        let has_mma = body
+            .iter()
+            .any(|&s| matches!(&self.k.stmts[s], Stmt::Op(Op::Mma { .. })));
+        for (bar, _) in &deferred {
+            self.line(&format!(
+                "int {}_pending = -1;  // stage whose release waits for its MMAs to retire",
+                c_ident(&self.k.barriers[*bar].name)
+            ));
+        }
+        self.line(&format!(
+            "for (int {var} = {a}; {var} < {b}; ++{var}) {{  // {}",
+            self.loc(sp)
+        ));
+        self.indent += 1;
+        if let Some(p) = pipeline {
+            let pipe = &self.k.pipelines[p];
+            let pn = c_ident(&pipe.name);
+            self.line(&format!(
+                "const uint32_t {pn}_stage = {pn}_it % {};",
+                pipe.stages
+            ));
+            self.line(&format!(
+                "const uint32_t {pn}_phase = ({pn}_it / {}) & 1;",
+                pipe.stages
+            ));
+            self.pipes.push((id, p));
+        }
+        let saved = std::mem::replace(&mut self.deferred_release, deferred.clone());
+        self.block(body);
+        self.deferred_release = saved;
+        if let Some(p) = pipeline {
+            self.pipes.pop();
+            self.line(&format!("++{}_it;", c_ident(&self.k.pipelines[p].name)));
+        }
+        self.indent -= 1;
+        self.line("}");
+        if has_mma {
+            self.line("cake_wgmma_wait<0>();  // every MMA of the loop has retired");
+        }
+        for (bar, _) in &deferred {
+            let bn = c_ident(&self.k.barriers[*bar].name);
+            self.line(&format!(
+                "if ({bn}_pending >= 0) cake_mbar_arrive({bn} + 8 * {bn}_pending);"
+            ));
+        }
+    }
+
+    /// Address of the barrier slot for the current iteration.
+    fn barrier_slot(&self, b: BarrierId) -> String {
+        let bar = &self.k.barriers[b];
+        let name = c_ident(&bar.name);
+        match bar.pipeline {
+            Some(p) => {
+                if self.pipes.iter().any(|(_, q)| *q == p) {
+                    format!("{name} + 8 * {}_stage", c_ident(&self.k.pipelines[p].name))
+                } else {
+                    name
+                }
+            }
+            None => name,
+        }
+    }
+
+    fn view_stage(&mut self, v: &ViewRef) -> String {
+        let view = &self.k.views[v.view];
+        if let Some(st) = v.stage {
+            return self.ix(st);
+        }
+        if view.stages <= 1 {
+            return "0".into();
+        }
+        match self.pipes.last() {
+            Some((_, p)) => format!("{}_stage", c_ident(&self.k.pipelines[*p].name)),
+            None => "0".into(),
+        }
+    }
+
+    fn view_base(&mut self, v: &ViewRef) -> String {
+        let view = &self.k.views[v.view];
+        let stride = self.layout.view(v.view).stage_stride;
+        let stage = self.view_stage(v);
+        let name = c_ident(&view.name);
+        if stage == "0" {
+            name
+        } else {
+            format!("({name} + {stride} * {stage})")
+        }
+    }
+
+    fn op(&mut self, op: &Op, sp: Span) {
+        let k = self.k;
+        let (role, issue_only) = self.role.expect("inside a role");
+        let rname = c_ident(&k.roles[role].name);
+        match op {
+            Op::Wait { barrier } => {
+                let facts = &self.facts[barrier.index()];
+                let flip = if facts.starts_free() { " ^ 1" } else { "" };
+                let bar = &k.barriers[*barrier];
+                let slot = self.barrier_slot(*barrier);
+                let parity = match bar.pipeline {
+                    Some(p) if self.pipes.iter().any(|(_, q)| *q == p) => {
+                        format!("{}_phase{flip}", c_ident(&k.pipelines[p].name))
+                    }
+                    _ => {
+                        let n = c_ident(&bar.name);
+                        format!("({n}_waits++ & 1){flip}")
+                    }
+                };
+                self.line(&format!(
+                    "cake_mbar_wait({slot}, {parity});  // wait {} ({})",
+                    bar.name,
+                    self.loc(sp)
+                ));
+            }
+            Op::Arrive { barrier } => {
+                let slot = self.barrier_slot(*barrier);
+                self.line(&format!(
+                    "cake_mbar_arrive({slot});  // arrive {} ({})",
+                    k.barriers[*barrier].name,
+                    self.loc(sp)
+                ));
+            }
+            Op::TmaLoad {
+                dst,
+                src,
+                coords,
+                barrier,
+                multicast,
+            } => {
+                if *multicast > 1 {
+                    self.unsupported(sp, "TMA multicast is not lowered yet");
+                    return;
+                }
+                if dst.rows.is_some() || dst.transposed {
+                    self.unsupported(sp, "a TMA load writes a whole view (no .rows or .T)");
+                    return;
+                }
+                let view = k.views[dst.view].clone();
+                let rank = self.rank(*src);
+                if !(2..=3).contains(&rank) {
+                    self.unsupported(
+                        sp,
+                        "TMA loads of rank other than 2 or 3 are not lowered yet",
+                    );
+                    return;
+                }
+                let box_dims = self.tma_box(&view, rank);
+                let tmap = self.tmap_name(*src, &box_dims, view.swizzle);
+                let slot = self.barrier_slot(*barrier);
+                let dst_base = self.view_base(dst);
+                let mut c: Vec<String> = coords.iter().map(|e| self.ix(*e)).collect();
+                c.reverse(); // innermost first
+                let guard = !issue_only;
+                self.line(&format!(
+                    "// tma_load {} <- {} ({})",
+                    view.name,
+                    k.params[*src].name,
+                    self.loc(sp)
+                ));
+                if guard {
+                    self.line(&format!("if ({rname}_thread == 0) {{"));
+                    self.indent += 1;
+                }
+                // One expect_tx per phase covers every load of this role signalling the barrier.
+                let first_to_barrier = self.first_tma_to(*barrier, role, sp);
+                if first_to_barrier {
+                    let bytes = self.role_tx_bytes(*barrier, role);
+                    self.line(&format!("cake_mbar_arrive_expect_tx({slot}, {bytes});"));
+                }
+                let panel_bytes = view.shape[0] as u64
+                    * view.panel_cols() as u64
+                    * view.dtype.bytes() as u64
+                    * view.shape[1..view.shape.len() - 1]
+                        .iter()
+                        .map(|&d| d as u64)
+                        .product::<u64>();
+                for p in 0..view.panels() {
+                    let mut cc = c.clone();
+                    if p > 0 {
+                        cc[0] = format!("{} + {}", c[0], p * view.panel_cols());
+                    }
+                    let dst_addr = if p == 0 {
+                        dst_base.clone()
+                    } else {
+                        format!("{dst_base} + {}", p as u64 * panel_bytes)
+                    };
+                    self.line(&format!(
+                        "cake_tma_load_{rank}d({dst_addr}, &{tmap}, {slot}, {});",
+                        cc.join(", ")
+                    ));
+                }
+                if guard {
+                    self.indent -= 1;
+                    self.line("}");
+                }
+            }
+            Op::Mma {
+                acc,
+                a,
+                b,
+                accumulate,
+                release,
+            } => self.mma(acc, a, b, *accumulate, *release, sp),
+            Op::Store { dst, value, coords } => self.store(*dst, *value, coords, sp),
+            other => {
+                let name = format!("{other:?}");
+                let short = name.split([' ', '{', '(']).next().unwrap_or("").to_string();
+                self.unsupported(
+                    sp,
+                    format!("`{short}` is not lowered for {} yet", self.target.name),
+                );
+            }
+        }
+    }
+
+    fn first_tma_to(&self, barrier: BarrierId, role: RoleId, sp: Span) -> bool {
+        // The first TMA op (in program order) of this role signalling this barrier.
+        let mut first: Option<Span> = None;
+        self.k.walk(|sid, stmt, ctx| {
+            if first.is_none() && ctx.role == Some(role) {
+                if let Stmt::Op(Op::TmaLoad { barrier: b, .. }) = stmt {
+                    if *b == barrier {
+                        first = Some(self.k.stmts.span(sid));
+                    }
+                }
+            }
+        });
+        first == Some(sp)
+    }
+
+    fn role_tx_bytes(&self, barrier: BarrierId, role: RoleId) -> u64 {
+        let mut bytes = 0;
+        self.k.walk(|_, stmt, ctx| {
+            if ctx.role == Some(role) {
+                if let Stmt::Op(Op::TmaLoad {
+                    dst, barrier: b, ..
+                }) = stmt
+                {
+                    if *b == barrier {
+                        bytes += tma_bytes(self.k, dst);
+                    }
+                }
+            }
+        });
+        bytes
+    }
+
+    /// Byte address (expression) of the K-major wgmma operand tile at k-step `kk`.
+    fn wgmma_operand(&mut self, v: &ViewRef, kk: u32, k_step: u32, sp: Span) -> Option<String> {
+        let view = self.k.views[v.view].clone();
+        if view.shape.len() != 2 || view.swizzle != 128 {
+            self.unsupported(sp, format!("wgmma operands are lowered from 2-D views with 128B swizzle; `{}` has swizzle {}", view.name, view.swizzle));
+            return None;
+        }
+        let elem = view.dtype.bytes();
+        let panel_cols = view.panel_cols();
+        let k_elem = kk * k_step;
+        let panel = k_elem / panel_cols;
+        let within = (k_elem % panel_cols) * elem;
+        let rows_total = view.shape[0];
+        let base = self.view_base(v);
+        let row_off = match v.rows {
+            Some((start, _)) => format!(" + ({}) * {}", self.ix(start), panel_cols * elem),
+            None => String::new(),
+        };
+        let off = panel as u64 * rows_total as u64 * (panel_cols * elem) as u64 + within as u64;
+        Some(format!("{base} + {off}{row_off}"))
+    }
+
+    fn mma(
+        &mut self,
+        acc: &Operand,
+        a: &Operand,
+        b: &Operand,
+        accumulate: ExprId,
+        release: Option<BarrierId>,
+        sp: Span,
+    ) {
+        let k = self.k;
+        let (Operand::Frag(accf), Operand::Smem(av), Operand::Smem(bv)) = (acc, a, b) else {
+            self.unsupported(sp, "on sm_90a, lm.mma is lowered with the accumulator in registers and both operands in shared memory");
+            return;
+        };
+        let Some(FragLayout::WgmmaAcc { n }) = self.frag_layouts.get(accf).copied() else {
+            return;
+        };
+        if av.transposed || !bv.transposed {
+            self.unsupported(sp, "only K-major operands are lowered yet: `a` as stored (M, K) and `b` as the transpose of an (N, K) view");
+            return;
+        }
+        let input = match k.views[av.view].dtype {
+            DType::BF16 => "bf16",
+            DType::F16 => "f16",
+            other => {
+                self.unsupported(sp, format!("wgmma with {other} inputs is not lowered yet"));
+                return;
+            }
+        };
+        let kdim = k.views[av.view].shape[1];
+        let k_step = 16;
+        self.wgmma_shapes.insert((n, input));
+        let accn = c_ident(&k.fragments[*accf].name);
+        let acc_pred = self.ix(accumulate);
+        self.line(&format!(
+            "// mma {accn} += {} * {}.T ({})",
+            k.views[av.view].name,
+            k.views[bv.view].name,
+            self.loc(sp)
+        ));
+        self.line("cake_wgmma_fence();");
+        for kk in 0..kdim / k_step {
+            let (Some(ad), Some(bd)) = (
+                self.wgmma_operand(av, kk, k_step, sp),
+                self.wgmma_operand(bv, kk, k_step, sp),
+            ) else {
+                return;
+            };
+            let scale = if kk == 0 {
+                format!("({acc_pred}) ? 1 : 0")
+            } else {
+                "1".into()
+            };
+            self.line(&format!(
+                "cake_wgmma_m64n{n}k16_f32_{input}({accn}, cake_wgmma_desc({ad}, 16, 1024, 1), cake_wgmma_desc({bd}, 16, 1024, 1), {scale});"
+            ));
+        }
+        self.line("cake_wgmma_commit();");
+        if let Some(bar) = release {
+            let bn = c_ident(&k.barriers[bar].name);
+            if self.deferred_release.iter().any(|(b, _)| *b == bar) {
+                let pipe = self
+                    .pipes
+                    .last()
+                    .map(|(_, p)| c_ident(&k.pipelines[*p].name))
+                    .unwrap_or_default();
+                self.line("cake_wgmma_wait<1>();  // the previous iteration's MMAs have retired");
+                self.line(&format!(
+                    "if ({bn}_pending >= 0) cake_mbar_arrive({bn} + 8 * {bn}_pending);  // release"
+                ));
+                self.line(&format!("{bn}_pending = (int){pipe}_stage;"));
+            } else {
+                let slot = self.barrier_slot(bar);
+                self.line("cake_wgmma_wait<0>();");
+                self.line(&format!("cake_mbar_arrive({slot});  // release"));
+            }
+        }
+    }
+
+    fn store(&mut self, dst: ParamId, value: ExprId, coords: &[ExprId], sp: Span) {
+        let k = self.k;
+        let ParamKind::Tensor { dtype, dims } = k.params[dst].kind.clone() else {
+            return;
+        };
+        let Some(frag) = self.base_fragment(value) else {
+            self.unsupported(
+                sp,
+                "lm.store is lowered for values computed from an MMA accumulator",
+            );
+            return;
+        };
+        let Some(FragLayout::WgmmaAcc { n }) = self.frag_layouts.get(&frag).copied() else {
+            self.unsupported(
+                sp,
+                "lm.store is lowered for values computed from an MMA accumulator",
+            );
+            return;
+        };
+        if dims.len() != 2 || coords.len() != 2 {
+            self.unsupported(sp, "lm.store of an accumulator is lowered for 2-D tensors");
+            return;
+        }
+        let (role, _) = self.role.expect("role");
+        let rname = c_ident(&k.roles[role].name);
+        let extent = |d: &Extent| match d {
+            Extent::Fixed(v) => v.to_string(),
+            Extent::Sym(s) => format!("dim_{}", c_ident(&k.dims[*s].name)),
+        };
+        let (rows, cols) = (extent(&dims[0]), extent(&dims[1]));
+        let r0 = self.ix(coords[0]);
+        let c0 = self.ix(coords[1]);
+        let tname = c_ident(&k.params[dst].name);
+        // A cast to a 16-bit float is done by the store itself: two floats pack into one word.
+        let (inner, pack) = match (&k.exprs[value].kind, dtype) {
+            (ExprKind::Cast(DType::BF16, x), DType::BF16) => (*x, Some("cake_pack_bf16x2")),
+            (ExprKind::Cast(DType::F16, x), DType::F16) => (*x, Some("cake_pack_f16x2")),
+            _ => (value, None),
+        };
+        if pack.is_none() && dtype != DType::F32 && dtype != DType::I32 {
+            self.unsupported(sp, format!("storing {dtype} values is lowered through lm.cast(..., lm.{dtype}) of an f32 accumulator"));
+            return;
+        }
+        let e0 = self.elem(inner, "4 * i + 2 * h");
+        let e1 = self.elem(inner, "4 * i + 2 * h + 1");
+        self.line(&format!(
+            "{{  // store {} <- accumulator ({})",
+            k.params[dst].name,
+            self.loc(sp)
+        ));
+        self.indent += 1;
+        self.line(&format!(
+            "const int row_base = {r0} + 16 * ({rname}_thread / 32) + ({rname}_thread % 32) / 4;"
+        ));
+        self.line(&format!(
+            "const int col_base = {c0} + 2 * ({rname}_thread % 4);"
+        ));
+        self.line("#pragma unroll");
+        self.line(&format!("for (int i = 0; i < {}; ++i) {{", n / 8));
+        self.indent += 1;
+        self.line("#pragma unroll");
+        self.line("for (int h = 0; h < 2; ++h) {");
+        self.indent += 1;
+        self.line("const int row = row_base + 8 * h;");
+        self.line("const int col = col_base + 8 * i;");
+        self.line(&format!("if (row < {rows}) {{"));
+        self.indent += 1;
+        let ct = storage_type(dtype);
+        self.line(&format!(
+            "{ct}* out = {tname} + (size_t)row * {cols} + col;"
+        ));
+        match pack {
+            Some(f) => {
+                self.line(&format!("const uint32_t both = {f}({e0}, {e1});"));
+                self.line(&format!("if (col + 1 < {cols} && ({cols} % 2) == 0) {{"));
+                self.indent += 1;
+                self.line("*reinterpret_cast<uint32_t*>(out) = both;  // 4-byte aligned: col and the row pitch are even");
+                self.indent -= 1;
+                self.line("} else {");
+                self.indent += 1;
+                self.line(&format!(
+                    "if (col < {cols}) out[0] = (uint16_t)(both & 0xFFFFu);"
+                ));
+                self.line(&format!(
+                    "if (col + 1 < {cols}) out[1] = (uint16_t)(both >> 16);"
+                ));
+                self.indent -= 1;
+                self.line("}");
+            }
+            None => {
+                self.line(&format!("if (col < {cols}) out[0] = ({ct})({e0});"));
+                self.line(&format!("if (col + 1 < {cols}) out[1] = ({ct})({e1});"));
+            }
+        }
+        self.indent -= 1;
+        self.line("}");
+        self.indent -= 1;
+        self.line("}");
+        self.indent -= 1;
+        self.line("}");
+        self.indent -= 1;
+        self.line("}");
+    }
+}
+
+/// How a dtype is held in generated code: 16-bit and 8-bit floats as raw bits, so the file needs
+/// no CUDA half/bfloat16 headers.
+fn storage_type(d: DType) -> &'static str {
+    match d {
+        DType::BF16 | DType::F16 => "uint16_t",
+        DType::E4M3 | DType::E5M2 | DType::U8 => "uint8_t",
+        DType::I8 => "int8_t",
+        DType::F32 | DType::TF32 => "float",
+        DType::F64 => "double",
+        DType::I32 => "int32_t",
+        DType::U32 => "uint32_t",
+        DType::I64 => "int64_t",
+        DType::Bool => "bool",
+    }
+}

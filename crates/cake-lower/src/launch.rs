@@ -1,0 +1,70 @@
+//! Launch metadata (`<kernel>.launch.json`, schema `cake.launch/v0`): everything a runtime needs
+//! to call the kernel — symbol, block, grid rule, shared memory, cluster and the exact parameter
+//! list, including the TMA descriptors to encode. Documented in docs/launch.md.
+
+use serde::Serialize;
+
+#[derive(Clone, Debug, Serialize)]
+pub struct LaunchMeta {
+    pub schema: &'static str,
+    pub kernel: String,
+    pub symbol: String,
+    pub target: String,
+    pub cubin: String,
+    pub block: [u32; 3],
+    pub cluster: [u32; 3],
+    pub dynamic_smem: u64,
+    pub grid: Grid,
+    pub tensors: Vec<TensorMeta>,
+    pub scalars: Vec<ScalarMeta>,
+    pub args: Vec<Arg>,
+}
+
+/// Grid rule. Expressions are JSON: an integer, a dimension or scalar name, or
+/// `[op, a, b]` with op in cdiv, add, sub, mul, div, mod, min, max.
+#[derive(Clone, Debug, Serialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Grid {
+    /// One CTA per tile, at most one per SM in flight per loop step: gridDim.x = min(SMs, Π tiles).
+    Persistent { tiles: Vec<serde_json::Value> },
+    /// One CTA per tile: gridDim.x = Π tiles.
+    Tiles { tiles: Vec<serde_json::Value> },
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct TensorMeta {
+    pub name: String,
+    pub dtype: String,
+    pub dims: Vec<serde_json::Value>,
+    pub access: &'static str,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ScalarMeta {
+    pub name: String,
+    pub dtype: String,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Arg {
+    Tensormap {
+        tensor: String,
+        /// Box extents, innermost first.
+        #[serde(rename = "box")]
+        box_dims: Vec<u32>,
+        swizzle: u32,
+        interleave: &'static str,
+        oob_fill: &'static str,
+        l2_promotion: u32,
+    },
+    Ptr {
+        tensor: String,
+    },
+    Dim {
+        name: String,
+    },
+    Scalar {
+        name: String,
+    },
+}

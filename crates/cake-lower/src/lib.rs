@@ -1,0 +1,34 @@
+//! Lowering: a verified `Kernel` → CUDA C++ with inline PTX for one exact target, and the launch
+//! metadata any runtime needs to call it. Output is deterministic: the same IR and target always
+//! produce the same bytes.
+
+mod emit;
+mod launch;
+mod prelude;
+
+use cake_diag::{SourceFile, Span};
+use cake_ir::Kernel;
+use cake_target::Target;
+
+pub use launch::LaunchMeta;
+
+/// What lowering produced for one kernel.
+#[derive(Clone, Debug)]
+pub struct Lowered {
+    /// The extern "C" symbol of the kernel.
+    pub symbol: String,
+    pub cuda: String,
+    pub launch: LaunchMeta,
+}
+
+/// A construct this lowering does not implement for this target yet. The verifier reports these
+/// as coverage findings before code generation, so a verified kernel never reaches one.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Unsupported {
+    pub span: Span,
+    pub message: String,
+}
+
+pub fn lower(k: &Kernel, file: &SourceFile, target: &Target) -> Result<Lowered, Vec<Unsupported>> {
+    emit::Emitter::new(k, file, target).run()
+}

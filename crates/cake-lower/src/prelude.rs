@@ -1,0 +1,145 @@
+//! Device helpers emitted at the top of every generated file: one small inline-PTX wrapper per
+//! hardware operation, so the kernel body reads as a sequence of named steps.
+
+/// Helpers every target uses.
+pub const COMMON: &str = r#"#include <stdint.h>
+
+// A CUtensorMap (128 bytes, 64-byte aligned), declared here so the file needs no driver header.
+struct alignas(64) CakeTensorMap { unsigned long long opaque[16]; };
+
+static __device__ __forceinline__ int cake_cdiv(int a, int b) { return (a + b - 1) / b; }
+
+static __device__ __forceinline__ uint32_t cake_smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// 16-bit floats are stored as raw bits; conversions are single PTX instructions (round to nearest).
+static __device__ __forceinline__ uint32_t cake_pack_bf16x2(float lo, float hi) {
+  uint32_t r;
+  asm("cvt.rn.bf16x2.f32 %0, %2, %1;" : "=r"(r) : "f"(lo), "f"(hi));
+  return r;
+}
+static __device__ __forceinline__ uint32_t cake_pack_f16x2(float lo, float hi) {
+  uint32_t r;
+  asm("cvt.rn.f16x2.f32 %0, %2, %1;" : "=r"(r) : "f"(lo), "f"(hi));
+  return r;
+}
+"#;
+
+/// mbarrier helpers (sm_80 and later).
+pub const MBARRIER: &str = r#"
+static __device__ __forceinline__ void cake_mbar_init(uint32_t bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(bar), "r"(count) : "memory");
+}
+static __device__ __forceinline__ void cake_mbar_arrive(uint32_t bar) {
+  asm volatile("{\n\t.reg .b64 st;\n\tmbarrier.arrive.shared::cta.b64 st, [%0];\n\t}" :: "r"(bar) : "memory");
+}
+static __device__ __forceinline__ void cake_mbar_wait(uint32_t bar, uint32_t parity) {
+  asm volatile(
+      "{\n\t.reg .pred done;\n"
+      "CAKE_WAIT_%=:\n\t"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n\t"
+      "@!done bra CAKE_WAIT_%=;\n\t}"
+      :: "r"(bar), "r"(parity) : "memory");
+}
+"#;
+
+/// TMA, expect-tx and proxy fences (sm_90 and later).
+pub const TMA: &str = r#"
+static __device__ __forceinline__ void cake_mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
+  asm volatile("{\n\t.reg .b64 st;\n\tmbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1;\n\t}"
+               :: "r"(bar), "r"(bytes) : "memory");
+}
+static __device__ __forceinline__ void cake_fence_barrier_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+static __device__ __forceinline__ void cake_fence_proxy_async() {
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+static __device__ __forceinline__ void cake_tma_load_2d(uint32_t dst, const CakeTensorMap* map, uint32_t bar, int c0, int c1) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];"
+      :: "r"(dst), "l"(map), "r"(bar), "r"(c0), "r"(c1) : "memory");
+}
+static __device__ __forceinline__ void cake_tma_load_3d(uint32_t dst, const CakeTensorMap* map, uint32_t bar, int c0, int c1, int c2) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], [%2];"
+      :: "r"(dst), "l"(map), "r"(bar), "r"(c0), "r"(c1), "r"(c2) : "memory");
+}
+"#;
+
+/// wgmma protocol helpers (sm_90a).
+pub const WGMMA: &str = r#"
+static __device__ __forceinline__ void cake_wgmma_fence() {
+  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+}
+static __device__ __forceinline__ void cake_wgmma_commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+}
+template <int N>
+static __device__ __forceinline__ void cake_wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory");
+}
+// Shared-memory matrix descriptor: start address, leading and stride byte offsets (all >> 4),
+// and the swizzle mode in bits 62-63 (1 = 128B, 2 = 64B, 3 = 32B).
+static __device__ __forceinline__ uint64_t cake_wgmma_desc(uint32_t addr, uint32_t lbo, uint32_t sbo, uint32_t swizzle_mode) {
+  return (uint64_t)((addr & 0x3FFFF) >> 4) | ((uint64_t)(lbo >> 4) << 16) | ((uint64_t)(sbo >> 4) << 32)
+       | ((uint64_t)swizzle_mode << 62);
+}
+"#;
+
+/// setmaxnreg (sm_90a and later).
+pub const SETMAXNREG: &str = r#"
+template <int R> static __device__ __forceinline__ void cake_setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(R));
+}
+template <int R> static __device__ __forceinline__ void cake_setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(R));
+}
+"#;
+
+/// One wgmma wrapper for an `m64nNk16` shape with f32 accumulators and bf16/f16 inputs from
+/// shared-memory descriptors.
+pub fn wgmma_fn(n: u32, input: &str) -> String {
+    let regs = n / 2;
+    let name = format!("cake_wgmma_m64n{n}k16_f32_{input}");
+    let mut out = String::new();
+    out.push_str(&format!(
+        "static __device__ __forceinline__ void {name}(float (&d)[{regs}], uint64_t desc_a, uint64_t desc_b, int scale_d) {{\n"
+    ));
+    let list: Vec<String> = (0..regs).map(|i| format!("%{i}")).collect();
+    out.push_str("  asm volatile(\n      \"{\\n\\t.reg .pred p;\\n\\t\"\n");
+    out.push_str(&format!(
+        "      \"setp.ne.b32 p, %{}, 0;\\n\\t\"\n",
+        regs + 2
+    ));
+    out.push_str(&format!(
+        "      \"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{input}.{input} \"\n"
+    ));
+    for chunk in list.chunks(16) {
+        let first = chunk[0] == "%0";
+        out.push_str(&format!(
+            "      \"{}{},\"\n",
+            if first { "{" } else { " " },
+            chunk.join(", ")
+        ));
+    }
+    // Replace the trailing comma of the register list with the closing brace.
+    let pos = out.rfind(",\"\n").expect("non-empty register list");
+    out.replace_range(pos..pos + 3, "},\"\n");
+    out.push_str(&format!(
+        "      \" %{}, %{}, p, 1, 1, 0, 0;\\n\\t}}\\n\"\n",
+        regs,
+        regs + 1
+    ));
+    let outs: Vec<String> = (0..regs).map(|i| format!("\"+f\"(d[{i}])")).collect();
+    out.push_str("      : ");
+    for (i, chunk) in outs.chunks(8).enumerate() {
+        if i > 0 {
+            out.push_str(",\n        ");
+        }
+        out.push_str(&chunk.join(", "));
+    }
+    out.push_str("\n      : \"l\"(desc_a), \"l\"(desc_b), \"r\"(scale_d));\n}\n");
+    out
+}

@@ -1,0 +1,175 @@
+//! The NVIDIA toolchain: discovery (CUDA_HOME, PATH, or the pip-installed `nvidia-cuda-nvcc`
+//! package), compilation for exactly one target, `ptxas -v` resource reports, and a
+//! content-addressed build cache.
+
+mod report;
+
+pub use report::{parse_ptxas, KernelResources};
+
+use cake_target::Target;
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+#[derive(Clone, Debug)]
+pub struct Toolchain {
+    pub nvcc: PathBuf,
+    /// `nvcc --version`'s release line, part of every cache key.
+    pub version: String,
+}
+
+#[derive(Debug)]
+pub enum ToolchainError {
+    NotFound { tried: Vec<String> },
+    Io(String),
+    Compile { log: String },
+}
+
+impl std::fmt::Display for ToolchainError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ToolchainError::NotFound { tried } => write!(
+                f,
+                "no nvcc found. Looked in:\n  {}\nSet CUDA_HOME to a CUDA 13 toolkit, put nvcc on PATH, or `pip install nvidia-cuda-nvcc==13.0.88 nvidia-cuda-crt==13.0.88 nvidia-nvvm==13.0.88`",
+                tried.join("\n  ")
+            ),
+            ToolchainError::Io(e) => write!(f, "{e}"),
+            ToolchainError::Compile { log } => write!(f, "nvcc failed:\n{log}"),
+        }
+    }
+}
+
+impl std::error::Error for ToolchainError {}
+
+fn usable(p: &Path) -> bool {
+    p.is_file()
+}
+
+/// Where pip puts `nvidia-cuda-nvcc` (CUDA 13 layout: `site-packages/nvidia/cu13/bin/nvcc`).
+fn pip_candidates() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for python in ["python3", "python"] {
+        let Ok(o) = Command::new(python)
+            .args(["-c", "import sys, site; print('\\n'.join(site.getsitepackages() + [site.getusersitepackages()] + sys.path))"])
+            .output()
+        else {
+            continue;
+        };
+        for dir in String::from_utf8_lossy(&o.stdout).lines() {
+            for sub in ["nvidia/cu13/bin/nvcc", "nvidia/cuda_nvcc/bin/nvcc"] {
+                out.push(Path::new(dir).join(sub));
+            }
+        }
+        break;
+    }
+    out
+}
+
+impl Toolchain {
+    /// Find nvcc: `CUDA_HOME/bin/nvcc`, then `nvcc` on PATH, then the pip package.
+    pub fn discover() -> Result<Toolchain, ToolchainError> {
+        let mut tried = Vec::new();
+        let mut candidates = Vec::new();
+        match std::env::var_os("CUDA_HOME") {
+            Some(home) => candidates.push(("CUDA_HOME", PathBuf::from(home).join("bin/nvcc"))),
+            None => tried.push("CUDA_HOME (not set)".to_string()),
+        }
+        if let Some(path) = std::env::var_os("PATH") {
+            for dir in std::env::split_paths(&path) {
+                candidates.push(("PATH", dir.join("nvcc")));
+            }
+        }
+        for p in pip_candidates() {
+            candidates.push(("pip nvidia-cuda-nvcc", p));
+        }
+        for (how, p) in candidates {
+            if usable(&p) {
+                let version = Command::new(&p)
+                    .arg("--version")
+                    .output()
+                    .ok()
+                    .and_then(|o| {
+                        String::from_utf8_lossy(&o.stdout)
+                            .lines()
+                            .find(|l| l.contains("release"))
+                            .map(str::to_string)
+                    })
+                    .unwrap_or_else(|| "unknown".into());
+                return Ok(Toolchain { nvcc: p, version });
+            }
+            if !tried.iter().any(|t| t.starts_with(how)) {
+                tried.push(format!("{how}: {}", p.display()));
+            }
+        }
+        Err(ToolchainError::NotFound { tried })
+    }
+
+    /// The exact-target flags: `-gencode=arch=compute_90a,code=sm_90a` never embeds PTX for a
+    /// different architecture.
+    pub fn gencode(target: &Target) -> String {
+        format!("-gencode=arch={},code={}", target.compute, target.sm)
+    }
+
+    /// Cache key: the generated source, the target and the toolchain version.
+    pub fn cache_key(&self, cuda: &str, target: &Target) -> String {
+        let mut h = Sha256::new();
+        h.update(cuda.as_bytes());
+        h.update(target.name.as_bytes());
+        h.update(self.version.as_bytes());
+        h.update(env!("CARGO_PKG_VERSION").as_bytes());
+        h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// Compile `cuda` to a cubin in `out_dir/<stem>.cubin`, returning the ptxas report text.
+    pub fn compile(
+        &self,
+        cuda: &str,
+        target: &Target,
+        out_dir: &Path,
+        stem: &str,
+    ) -> Result<Build, ToolchainError> {
+        std::fs::create_dir_all(out_dir)
+            .map_err(|e| ToolchainError::Io(format!("cannot create {}: {e}", out_dir.display())))?;
+        let cu = out_dir.join(format!("{stem}.cu"));
+        let cubin = out_dir.join(format!("{stem}.cubin"));
+        std::fs::write(&cu, cuda)
+            .map_err(|e| ToolchainError::Io(format!("cannot write {}: {e}", cu.display())))?;
+        let out = Command::new(&self.nvcc)
+            .arg(Self::gencode(target))
+            .args([
+                "-cubin",
+                "-O3",
+                "-std=c++17",
+                "-diag-suppress",
+                "177",
+                "-Xptxas",
+                "-v",
+                "-o",
+            ])
+            .arg(&cubin)
+            .arg(&cu)
+            .output()
+            .map_err(|e| ToolchainError::Io(format!("cannot run {}: {e}", self.nvcc.display())))?;
+        let log = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if !out.status.success() {
+            return Err(ToolchainError::Compile { log });
+        }
+        let resources = parse_ptxas(&log);
+        Ok(Build {
+            cubin,
+            log,
+            resources,
+        })
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Build {
+    pub cubin: PathBuf,
+    pub log: String,
+    pub resources: Vec<KernelResources>,
+}

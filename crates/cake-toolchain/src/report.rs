@@ -1,0 +1,91 @@
+//! Parsing `ptxas -v` output into a per-kernel resource report.
+
+use serde::Serialize;
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct KernelResources {
+    pub kernel: String,
+    pub registers: u32,
+    pub spill_stores: u32,
+    pub spill_loads: u32,
+    pub stack_frame: u32,
+    pub static_smem: u32,
+    /// ptxas warnings (e.g. C7508: setmaxnreg ignored).
+    pub warnings: Vec<String>,
+}
+
+fn number_before(text: &str, unit: &str) -> Option<u32> {
+    let i = text.find(unit)?;
+    text[..i].split_whitespace().last()?.parse().ok()
+}
+
+/// Read the report lines ptxas prints for each function.
+pub fn parse_ptxas(log: &str) -> Vec<KernelResources> {
+    let mut out: Vec<KernelResources> = Vec::new();
+    let mut pending_warnings = Vec::new();
+    for line in log.lines() {
+        let line = line.trim();
+        if line.contains("warning") {
+            pending_warnings.push(line.to_string());
+        }
+        if let Some(rest) = line.split("Compiling entry function '").nth(1) {
+            let name = rest.split('\'').next().unwrap_or("").to_string();
+            out.push(KernelResources {
+                kernel: name,
+                warnings: std::mem::take(&mut pending_warnings),
+                ..Default::default()
+            });
+            continue;
+        }
+        let Some(cur) = out.last_mut() else { continue };
+        if line.contains("bytes stack frame") {
+            cur.stack_frame = number_before(line, "bytes stack frame").unwrap_or(0);
+            cur.spill_stores = number_before(line, "bytes spill stores").unwrap_or(0);
+            cur.spill_loads = number_before(line, "bytes spill loads").unwrap_or(0);
+        }
+        if line.contains("Used") && line.contains("registers") {
+            cur.registers = number_before(line, "registers").unwrap_or(0);
+            cur.static_smem = number_before(line, "bytes smem").unwrap_or(0);
+        }
+    }
+    if let Some(last) = out.last_mut() {
+        last.warnings.extend(pending_warnings);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_a_ptxas_report() {
+        let log = "ptxas info    : 0 bytes gmem\n\
+ptxas info    : Compiling entry function 'cake_gemm' for 'sm_90a'\n\
+ptxas info    : Function properties for cake_gemm\n\
+    8 bytes stack frame, 4 bytes spill stores, 12 bytes spill loads\n\
+ptxas info    : Used 168 registers, used 1 barriers, 16 bytes smem, 920 bytes cmem[0]\n";
+        let r = parse_ptxas(log);
+        assert_eq!(r.len(), 1);
+        assert_eq!(r[0].kernel, "cake_gemm");
+        assert_eq!(
+            (
+                r[0].registers,
+                r[0].stack_frame,
+                r[0].spill_stores,
+                r[0].spill_loads,
+                r[0].static_smem
+            ),
+            (168, 8, 4, 12, 16)
+        );
+    }
+
+    #[test]
+    fn keeps_setmaxnreg_warnings() {
+        let log = "ptxas warning : (C7508) Potential Performance Loss: setmaxnreg ignored; unable to determine register count at entry\n\
+ptxas info    : Compiling entry function 'k' for 'sm_90a'\n\
+ptxas info    : Used 10 registers\n";
+        let r = parse_ptxas(log);
+        assert!(r[0].warnings[0].contains("C7508"));
+    }
+}
