@@ -594,8 +594,9 @@ regions do not nest, because a warp has one role; resources are declared \
 at the top level of the schedule, not inside loops or roles; and a \
 schedule does not `return`, since a kernel's results are the tensors it \
 writes.\n\n\
-The label points at the enclosing construct. Move the operation into (or \
-out of) it.",
+Move the operation to where it belongs; when an enclosing construct is \
+the problem (a role region inside another, a declaration inside a loop), \
+a label points at it.",
         bad: r#"import cake
 from cake import lm
 
