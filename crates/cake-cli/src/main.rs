@@ -166,11 +166,21 @@ fn cmd_check(
     strict: bool,
     color: Option<bool>,
 ) -> ExitCode {
-    let (source, checked) = match front(file, target) {
-        Ok(x) => x,
+    let bytes = match read(file) {
+        Ok(b) => b,
         Err(code) => return code,
     };
-    let mut findings = checked.findings.into_sorted();
+    if let Some(t) = target {
+        if let Err(e) = cake_target::lookup(t) {
+            eprintln!("error: {e}");
+            if let Some(s) = e.suggestion() {
+                eprintln!("help: did you mean `{s}`? Cake compiles for exact targets only");
+            }
+            return ExitCode::from(2);
+        }
+    }
+    let checked = cake_driver::check(&file.display().to_string(), &bytes, target);
+    let mut findings = checked.findings;
     if strict {
         for f in &mut findings {
             if f.category == cake_diag::Category::Coverage {
@@ -179,7 +189,7 @@ fn cmd_check(
         }
     }
     let color = color.unwrap_or_else(|| std::io::IsTerminal::is_terminal(&std::io::stdout()));
-    emit(&source, &findings, format, color);
+    emit(&checked.file, &findings, format, color);
     if findings.iter().any(|f| f.is_error()) {
         ExitCode::from(1)
     } else {
@@ -234,42 +244,47 @@ fn cmd_explain(code: Option<&str>, markdown: bool) -> ExitCode {
     }
 }
 
-/// Front-end, verification and lowering for one target; findings are printed and end the run.
+/// Check (front-end, verification, lowering coverage) for one target, then lower; findings are
+/// printed and end the run.
 fn lower_file(
     file: &Path,
     target: &str,
 ) -> Result<(SourceFile, Vec<cake_lower::Lowered>), ExitCode> {
-    let (source, checked) = front(file, Some(target))?;
-    let t = cake_target::lookup(target).map_err(|_| ExitCode::from(2))?;
-    let mut findings = checked.findings.into_sorted();
-    if findings.iter().any(|f| f.is_error()) {
-        emit(&source, &findings, Format::Human, false);
+    let t = match cake_target::lookup(target) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Err(ExitCode::from(2));
+        }
+    };
+    let bytes = read(file)?;
+    let checked = cake_driver::check(&file.display().to_string(), &bytes, Some(target));
+    if checked.has_errors() {
+        emit(&checked.file, &checked.findings, Format::Human, false);
         return Err(ExitCode::from(1));
     }
     let mut out = Vec::new();
     for k in &checked.kernels {
-        if !k.targets.iter().any(|n| n == target) {
-            eprintln!("error: schedule `{}` supports {}, not {target}; Cake compiles for declared targets only", k.name, k.targets.join(", "));
-            return Err(ExitCode::from(1));
-        }
-        match cake_lower::lower(k, &source, t) {
+        match cake_lower::lower(k, &checked.file, t) {
             Ok(l) => out.push(l),
             Err(errors) => {
-                for e in errors {
-                    findings.push(Finding::new(
-                        &cake_diag::catalog::language::MISPLACED_OPERATION,
-                        e.span,
-                        e.message,
-                    ));
-                }
+                // The driver's coverage check makes this unreachable; report rather than panic.
+                let findings: Vec<Finding> = errors
+                    .into_iter()
+                    .map(|e| {
+                        Finding::new(
+                            &cake_diag::catalog::coverage::NOT_LOWERED,
+                            e.span,
+                            e.message,
+                        )
+                    })
+                    .collect();
+                emit(&checked.file, &findings, Format::Human, false);
+                return Err(ExitCode::from(1));
             }
         }
     }
-    if findings.iter().any(|f| f.is_error()) {
-        emit(&source, &findings, Format::Human, false);
-        return Err(ExitCode::from(1));
-    }
-    Ok((source, out))
+    Ok((checked.file, out))
 }
 
 fn cmd_build(file: &Path, target: &str, out: &Path) -> ExitCode {

@@ -37,6 +37,12 @@ pub struct CodeInfo {
     pub good: &'static str,
 }
 
+pub mod conformance;
+pub mod consistency;
+pub mod coverage;
+pub mod safety;
+pub mod semantics;
+
 /// Front-end codes: the file is not a well-formed, well-typed Cake schedule.
 pub mod language {
     use super::CodeInfo;
@@ -681,6 +687,34 @@ pub const ALL: &[&CodeInfo] = &[
     &language::INLINE_DEPTH,
     &language::MISPLACED_OPERATION,
     &language::UNUSED_VALUE,
+    &semantics::ROLE_OVERLAP,
+    &semantics::BARRIER_ROLES,
+    &semantics::STAGE_MISMATCH,
+    &semantics::TRIP_COUNT_MISMATCH,
+    &semantics::UNUSED_RESOURCE,
+    &conformance::INSTRUCTION_UNAVAILABLE,
+    &conformance::SMEM_LIMIT,
+    &conformance::THREAD_LIMIT,
+    &conformance::REGISTER_BUDGET,
+    &conformance::WARPGROUP_REQUIRED,
+    &conformance::MMA_SHAPE,
+    &conformance::TMA_BOX,
+    &conformance::CLUSTER_LIMIT,
+    &conformance::TMEM_ALLOCATION,
+    &safety::ARRIVAL_COUNT,
+    &safety::TX_LIMIT,
+    &safety::WAIT_WITHOUT_ARRIVALS,
+    &safety::STAGE_UNBOUND,
+    &safety::STAGE_OVERWRITE,
+    &safety::READ_BEFORE_READY,
+    &safety::RELEASE_BEFORE_RETIRE,
+    &safety::PROXY_FENCE,
+    &safety::SMEM_ALIGNMENT,
+    &safety::VIEW_OVERLAP,
+    &consistency::FRAGMENT_OWNERSHIP,
+    &consistency::OPERAND_LAYOUT,
+    &coverage::NOT_LOWERED,
+    &coverage::NOT_VERIFIED,
 ];
 
 /// Every code, in catalog order.

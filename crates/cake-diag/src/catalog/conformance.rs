@@ -1,0 +1,122 @@
+//! Conformance rules (`CAKE-Cxxx`). Examples are the test files under tests/check/,
+//! so every documented example is also a regression test.
+
+use super::CodeInfo;
+use crate::finding::{Category, Severity};
+
+pub const INSTRUCTION_UNAVAILABLE: CodeInfo = CodeInfo {
+    code: "CAKE-C001",
+    name: "instruction-unavailable",
+    category: Category::Conformance,
+    severity: Severity::Error,
+    summary: r#"An operation needs an instruction family the target does not have."#,
+    explanation: r#"Cake compiles for one exact target and never substitutes a slower instruction: wgmma exists only on sm_90a, tcgen05 and TMEM only on sm_100a/sm_103a, TMA and clusters from sm_90, FP8 mma.sync from sm_89, setmaxnreg on sm_90a and later `a` targets. The finding names the family and the targets that have it.
+
+Compile for a target that has the instruction, or express the schedule with operations this target supports (e.g. cp.async instead of TMA on sm_80)."#,
+    bad: include_str!("../../../../tests/check/CAKE-C001-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-C001-good.py"),
+};
+
+pub const SMEM_LIMIT: CodeInfo = CodeInfo {
+    code: "CAKE-C002",
+    name: "smem-limit",
+    category: Category::Conformance,
+    severity: Severity::Error,
+    summary: r#"The shared-memory layout exceeds the target's per-block limit."#,
+    explanation: r#"The compiler places every view (all stages), every mbarrier and the alignment padding between them, plus 1024 bytes so the base can be aligned for 128-byte swizzle. The total must fit the target's opt-in per-block shared memory (232448 B on sm_90a and sm_100a, 166912 B on sm_80, 101376 B on sm_89 and sm_120a); otherwise the launch fails. The finding lists each view's share.
+
+Use fewer stages or smaller tiles, or alias views with explicit offsets whose lifetimes do not overlap."#,
+    bad: include_str!("../../../../tests/check/CAKE-C002-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-C002-good.py"),
+};
+
+pub const THREAD_LIMIT: CodeInfo = CodeInfo {
+    code: "CAKE-C003",
+    name: "thread-limit",
+    category: Category::Conformance,
+    severity: Severity::Error,
+    summary: r#"The roles need more threads per block than the target allows."#,
+    explanation: r#"The block size is derived from the highest warp any role claims; it must not exceed the target's threads per block (1024 on every supported target).
+
+Use fewer or smaller roles."#,
+    bad: include_str!("../../../../tests/check/CAKE-C003-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-C003-good.py"),
+};
+
+pub const REGISTER_BUDGET: CodeInfo = CodeInfo {
+    code: "CAKE-C004",
+    name: "register-budget",
+    category: Category::Conformance,
+    severity: Severity::Error,
+    summary: r#"A role's register budget is not a legal setmaxnreg value, or the budgets oversubscribe the register file."#,
+    explanation: r#"`regs=` lowers to `setmaxnreg`, which takes a per-thread count in 24..=256 in steps of 8. All warps of the block share one register file of 65536 32-bit registers: the sum over roles of threads × budget (threads of roles without a budget count at the launch allocation) must fit, or `setmaxnreg.inc` blocks forever waiting for registers.
+
+Pick budgets such as 40 for a producer warpgroup and 232 for two consumer warpgroups (128·40 + 256·232 = 64512)."#,
+    bad: include_str!("../../../../tests/check/CAKE-C004-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-C004-good.py"),
+};
+
+pub const WARPGROUP_REQUIRED: CodeInfo = CodeInfo {
+    code: "CAKE-C005",
+    name: "warpgroup-required",
+    category: Category::Conformance,
+    severity: Severity::Error,
+    summary: r#"An operation that runs per warpgroup is issued by a role that is not made of whole warpgroups."#,
+    explanation: r#"wgmma and setmaxnreg are warpgroup-wide (`.sync.aligned` over four consecutive warps starting at a multiple of four). A role declared with `warps=` that does not cover whole aligned warpgroups cannot issue them.
+
+Declare the role with `warpgroup=` or `warpgroups=`."#,
+    bad: include_str!("../../../../tests/check/CAKE-C005-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-C005-good.py"),
+};
+
+pub const MMA_SHAPE: CodeInfo = CodeInfo {
+    code: "CAKE-C006",
+    name: "mma-shape",
+    category: Category::Conformance,
+    severity: Severity::Error,
+    summary: r#"An MMA's shape or dtypes are not legal for the instruction family it lowers to."#,
+    explanation: r#"The instruction form follows from the operand locations and the target: on sm_90a an accumulator in registers with operands in shared memory is wgmma (M = 64 per warpgroup, N 8..256 in steps of 8, K a multiple of 16 for bf16/f16, f32 accumulators for bf16); on sm_80/89 it is mma.sync (m16n8k16 tiles per warp); with the accumulator in TMEM it is tcgen05.mma (M 64 or 128). The finding gives the legal set and the derived value.
+
+Change the fragment or view shapes, or the accumulator dtype."#,
+    bad: include_str!("../../../../tests/check/CAKE-C006-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-C006-good.py"),
+};
+
+pub const TMA_BOX: CodeInfo = CodeInfo {
+    code: "CAKE-C007",
+    name: "tma-box",
+    category: Category::Conformance,
+    severity: Severity::Error,
+    summary: r#"A TMA copy's box breaks the tensor-map rules."#,
+    explanation: r#"A TMA copy moves one box per swizzle panel: box extents must be in 1..=256, the innermost extent in bytes a multiple of 16, the tensor rank at most 5 and at least the view's rank. `cuTensorMapEncodeTiled` rejects anything else at run time; Cake rejects it before compiling.
+
+Reshape the view (e.g. at most 256 rows) or split the copy."#,
+    bad: include_str!("../../../../tests/check/CAKE-C007-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-C007-good.py"),
+};
+
+pub const CLUSTER_LIMIT: CodeInfo = CodeInfo {
+    code: "CAKE-C008",
+    name: "cluster-limit",
+    category: Category::Conformance,
+    severity: Severity::Error,
+    summary: r#"The cluster shape exceeds the target's limit."#,
+    explanation: r#"Thread-block clusters hold at most 8 CTAs portably (16 with an opt-in on sm_90a). Larger clusters fail to launch.
+
+Use a smaller cluster."#,
+    bad: include_str!("../../../../tests/check/CAKE-C008-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-C008-good.py"),
+};
+
+pub const TMEM_ALLOCATION: CodeInfo = CodeInfo {
+    code: "CAKE-C009",
+    name: "tmem-allocation",
+    category: Category::Conformance,
+    severity: Severity::Error,
+    summary: r#"A TMEM region's size breaks the allocation rules."#,
+    explanation: r#"TMEM is allocated in power-of-two numbers of 32-bit columns between 32 and 512, and all regions of a CTA share 512 columns; an allocation that cannot be satisfied blocks. The compiler derives column offsets; the author declares the widths.
+
+Round each region up to a power of two and keep the total within 512 columns."#,
+    bad: include_str!("../../../../tests/check/CAKE-C009-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-C009-good.py"),
+};

@@ -1,0 +1,31 @@
+//! Consistency rules (`CAKE-Dxxx`). Examples are the test files under tests/check/,
+//! so every documented example is also a regression test.
+
+use super::CodeInfo;
+use crate::finding::{Category, Severity};
+
+pub const FRAGMENT_OWNERSHIP: CodeInfo = CodeInfo {
+    code: "CAKE-D001",
+    name: "fragment-ownership",
+    category: Category::Consistency,
+    severity: Severity::Error,
+    summary: r#"A role uses registers that belong to another role."#,
+    explanation: r#"Fragments are per-thread registers of the role that declares them; another role's warps cannot read or write them. Data moves between roles only through shared memory or TMEM and a barrier.
+
+Declare the fragment on the role that uses it, or hand the data over through a view."#,
+    bad: include_str!("../../../../tests/check/CAKE-D001-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-D001-good.py"),
+};
+
+pub const OPERAND_LAYOUT: CodeInfo = CodeInfo {
+    code: "CAKE-D002",
+    name: "operand-layout",
+    category: Category::Consistency,
+    severity: Severity::Error,
+    summary: r#"An MMA operand's majorness or swizzle does not match what the instruction can read."#,
+    explanation: r#"On sm_90a wgmma reads shared-memory operands through descriptors that encode the swizzle and majorness: Cake lowers K-major operands (A stored (M, K), B passed as the transpose of an (N, K) view) whose rows span exactly the 128-byte swizzle. A view whose swizzle differs from how its writer laid it out, or whose majorness the instruction does not accept for the dtype, is read as garbage.
+
+Declare the view with swizzle=128 and K as the contiguous (last) dimension."#,
+    bad: include_str!("../../../../tests/check/CAKE-D002-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-D002-good.py"),
+};

@@ -1,0 +1,29 @@
+//! Coverage rules (`CAKE-Vxxx`). Examples are the test files under tests/check/,
+//! so every documented example is also a regression test.
+
+use super::CodeInfo;
+use crate::finding::{Category, Severity};
+
+pub const NOT_LOWERED: CodeInfo = CodeInfo {
+    code: "CAKE-V001",
+    name: "not-lowered",
+    category: Category::Coverage,
+    severity: Severity::Error,
+    summary: r#"The schedule uses a construct the code generator does not implement for this target yet."#,
+    explanation: r#"Cake checks that what it verified it can also lower: a construct without a lowering for the requested target is reported here, before any compiler runs, rather than failing later. The message names the construct.
+
+Use a supported form (see docs/language.md) or another target."#,
+    bad: include_str!("../../../../tests/check/CAKE-V001-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-V001-good.py"),
+};
+
+pub const NOT_VERIFIED: CodeInfo = CodeInfo {
+    code: "CAKE-V002",
+    name: "not-verified",
+    category: Category::Coverage,
+    severity: Severity::Note,
+    summary: r#"Part of the schedule is outside what the verifier models."#,
+    explanation: r#"The verifier reports explicitly what it does not model (for example waits inside run-time `if`s, cluster multicast) instead of treating it as verified. `--strict` turns these notes into errors."#,
+    bad: include_str!("../../../../tests/check/CAKE-V002-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-V002-good.py"),
+};

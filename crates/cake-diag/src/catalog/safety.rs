@@ -1,0 +1,135 @@
+//! Safety rules (`CAKE-Sxxx`). Examples are the test files under tests/check/,
+//! so every documented example is also a regression test.
+
+use super::CodeInfo;
+use crate::finding::{Category, Severity};
+
+pub const ARRIVAL_COUNT: CodeInfo = CodeInfo {
+    code: "CAKE-S001",
+    name: "arrival-count",
+    category: Category::Safety,
+    severity: Severity::Error,
+    summary: r#"A barrier's declared arrival count differs from the arrivals the schedule makes per phase."#,
+    explanation: r#"An mbarrier phase completes when the pending arrival count reaches zero (and all expected transaction bytes have landed). Cake derives the count per phase from the roles that arrive: one `arrive.expect_tx` per replica of a role whose TMA loads signal the barrier, every thread of a role for `lm.arrive` and `release=` (one per replica in an issue-only role). Too few arrivals hang the waiter; too many complete the phase early and race.
+
+Drop `count=` and let the compiler derive it, or make the arrivals match."#,
+    bad: include_str!("../../../../tests/check/CAKE-S001-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-S001-good.py"),
+};
+
+pub const TX_LIMIT: CodeInfo = CodeInfo {
+    code: "CAKE-S002",
+    name: "tx-limit",
+    category: Category::Safety,
+    severity: Severity::Error,
+    summary: r#"The transaction bytes one barrier phase expects exceed the hardware limit."#,
+    explanation: r#"The tx-count of an mbarrier phase is limited to 2^20 - 1 bytes. Cake derives it from the boxes of the TMA loads that signal the barrier in one phase; the sum must stay below the limit.
+
+Split the loads over more barriers or stages."#,
+    bad: include_str!("../../../../tests/check/CAKE-S002-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-S002-good.py"),
+};
+
+pub const WAIT_WITHOUT_ARRIVALS: CodeInfo = CodeInfo {
+    code: "CAKE-S003",
+    name: "wait-without-arrivals",
+    category: Category::Safety,
+    severity: Severity::Error,
+    summary: r#"A role waits on a barrier that nothing ever arrives on."#,
+    explanation: r#"A wait completes only when the barrier's phase completes, which needs arrivals (or TMA completions). With none, the wait never returns and the kernel hangs.
+
+Signal the barrier: `barrier=` on a TMA load, `release=` on an MMA, or `lm.arrive`."#,
+    bad: include_str!("../../../../tests/check/CAKE-S003-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-S003-good.py"),
+};
+
+pub const STAGE_UNBOUND: CodeInfo = CodeInfo {
+    code: "CAKE-S004",
+    name: "stage-unbound",
+    category: Category::Safety,
+    severity: Severity::Error,
+    summary: r#"A staged view or pipeline barrier is used outside a loop bound to its pipeline."#,
+    explanation: r#"Stage index and phase parity are derived from the enclosing `lm.range(..., pipeline=p)` loop. Outside such a loop there is no current stage, so the compiler cannot tell which buffer or which mbarrier is meant.
+
+Move the operation into the pipelined loop, or select a stage explicitly with `view.stage(i)`."#,
+    bad: include_str!("../../../../tests/check/CAKE-S004-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-S004-good.py"),
+};
+
+pub const STAGE_OVERWRITE: CodeInfo = CodeInfo {
+    code: "CAKE-S005",
+    name: "stage-overwrite",
+    category: Category::Safety,
+    severity: Severity::Error,
+    summary: r#"A pipeline stage is rewritten without first waiting until every consumer released it (write-after-read)."#,
+    explanation: r#"In a pipelined loop, the producer must wait on the pipeline's release barrier (one whose arrivals are `release=` or releases by consumers) before its TMA or cp.async overwrites the stage; otherwise it can overwrite data an MMA is still reading. The race is silent: sanitizers do not see TMA writes or wgmma reads.
+
+Add `lm.wait(empty)` before the copy in the same iteration."#,
+    bad: include_str!("../../../../tests/check/CAKE-S005-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-S005-good.py"),
+};
+
+pub const READ_BEFORE_READY: CodeInfo = CodeInfo {
+    code: "CAKE-S006",
+    name: "read-before-ready",
+    category: Category::Safety,
+    severity: Severity::Error,
+    summary: r#"An operation reads a shared-memory view before waiting for the copy that fills it (read-after-write)."#,
+    explanation: r#"A view filled by TMA or cp.async is valid only after the copy's completion barrier phase completes. A reader that does not wait on that barrier first reads stale or partial data.
+
+Add `lm.wait(full)` (the barrier the copy signals) before the read."#,
+    bad: include_str!("../../../../tests/check/CAKE-S006-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-S006-good.py"),
+};
+
+pub const RELEASE_BEFORE_RETIRE: CodeInfo = CodeInfo {
+    code: "CAKE-S007",
+    name: "release-before-retire",
+    category: Category::Safety,
+    severity: Severity::Error,
+    summary: r#"A stage is released with a plain arrive while asynchronous MMAs may still be reading it."#,
+    explanation: r#"wgmma and tcgen05.mma read shared memory asynchronously: the instruction returns before the read happens. Arriving on the release barrier right after issuing them lets the producer overwrite the stage under the MMA. `release=` on `lm.mma` arrives only after the MMA has retired (wgmma.wait_group / tcgen05.commit).
+
+Use `lm.mma(..., release=empty)` instead of `lm.arrive(empty)`."#,
+    bad: include_str!("../../../../tests/check/CAKE-S007-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-S007-good.py"),
+};
+
+pub const PROXY_FENCE: CodeInfo = CodeInfo {
+    code: "CAKE-S008",
+    name: "proxy-fence",
+    category: Category::Safety,
+    severity: Severity::Error,
+    summary: r#"Shared memory written by ordinary stores is read by the async proxy without a proxy fence."#,
+    explanation: r#"Stores from threads (st.shared, stmatrix) go through the generic proxy; TMA stores, wgmma and tcgen05 read through the async proxy. Without `fence.proxy.async.shared::cta` by the writing threads between the two, the async read may see stale data, intermittently.
+
+Add `lm.fence_proxy_async()` after the writes and before the handoff."#,
+    bad: include_str!("../../../../tests/check/CAKE-S008-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-S008-good.py"),
+};
+
+pub const SMEM_ALIGNMENT: CodeInfo = CodeInfo {
+    code: "CAKE-S009",
+    name: "smem-alignment",
+    category: Category::Safety,
+    severity: Severity::Error,
+    summary: r#"A view's explicit offset breaks the alignment its swizzle or TMA needs."#,
+    explanation: r#"TMA destinations need 128-byte alignment, and the swizzle pattern uses absolute address bits, so a swizzled view must start at a multiple of 8 × its swizzle span (1024 B for 128-byte swizzle). A misaligned base produces silently wrong data.
+
+Use an offset that is a multiple of the alignment in the finding, or let the compiler pack the view."#,
+    bad: include_str!("../../../../tests/check/CAKE-S009-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-S009-good.py"),
+};
+
+pub const VIEW_OVERLAP: CodeInfo = CodeInfo {
+    code: "CAKE-S010",
+    name: "view-overlap",
+    category: Category::Safety,
+    severity: Severity::Error,
+    summary: r#"Two views occupy overlapping shared memory."#,
+    explanation: r#"Views with explicit offsets may alias only if their lifetimes never overlap; Cake does not yet prove lifetimes, so any overlap is an error.
+
+Move one view, or let the compiler pack both."#,
+    bad: include_str!("../../../../tests/check/CAKE-S010-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-S010-good.py"),
+};

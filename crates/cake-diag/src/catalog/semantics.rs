@@ -1,0 +1,68 @@
+//! Semantics rules (`CAKE-Mxxx`). Examples are the test files under tests/check/,
+//! so every documented example is also a regression test.
+
+use super::CodeInfo;
+use crate::finding::{Category, Severity};
+
+pub const ROLE_OVERLAP: CodeInfo = CodeInfo {
+    code: "CAKE-M001",
+    name: "role-overlap",
+    category: Category::Semantics,
+    severity: Severity::Error,
+    summary: r#"Two roles claim the same warp."#,
+    explanation: r#"Roles partition the CTA's warps: each warp runs exactly one role branch. A warp claimed by two roles would have to run both branches, which the hardware cannot do; the second region would silently never run on it, and every barrier count derived from the role's thread count would be wrong.
+
+Give each role its own warps or warpgroups. `warpgroup=i` means warps 4i..4i+3."#,
+    bad: include_str!("../../../../tests/check/CAKE-M001-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-M001-good.py"),
+};
+
+pub const BARRIER_ROLES: CodeInfo = CodeInfo {
+    code: "CAKE-M002",
+    name: "barrier-roles",
+    category: Category::Semantics,
+    severity: Severity::Error,
+    summary: r#"A barrier's declared producers or consumers do not match the roles that really arrive on it and wait on it."#,
+    explanation: r#"`lm.barrier(producers=[...], consumers=[...])` states the handoff: producers arrive (or their TMA loads complete on it), consumers wait. Arrival counts are derived from the roles that actually arrive, so a role that arrives without being declared a producer, or waits without being declared a consumer, means the schedule and its declaration disagree about who synchronises with whom. A declared producer that never arrives, or a declared consumer that never waits, is reported as a warning.
+
+Fix the declaration or the operations so they describe the same handoff."#,
+    bad: include_str!("../../../../tests/check/CAKE-M002-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-M002-good.py"),
+};
+
+pub const STAGE_MISMATCH: CodeInfo = CodeInfo {
+    code: "CAKE-M003",
+    name: "stage-mismatch",
+    category: Category::Semantics,
+    severity: Severity::Error,
+    summary: r#"Stage counts disagree between a view, a barrier and the pipeline loop that uses them."#,
+    explanation: r#"A staged view holds one buffer per pipeline stage, and a barrier bound to a pipeline has one mbarrier per stage. Inside `lm.range(..., pipeline=p)` the stage index is the iteration count modulo p's stage count, so every staged view and every barrier used there must have exactly p's number of stages and be bound to p; otherwise the derived stage index walks off the end of the buffer or pairs a buffer with the wrong barrier.
+
+Declare the view with `stages=` equal to the pipeline's stages, and bind the barrier to the same pipeline."#,
+    bad: include_str!("../../../../tests/check/CAKE-M003-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-M003-good.py"),
+};
+
+pub const TRIP_COUNT_MISMATCH: CodeInfo = CodeInfo {
+    code: "CAKE-M004",
+    name: "trip-count-mismatch",
+    category: Category::Semantics,
+    severity: Severity::Error,
+    summary: r#"Roles that share a pipeline run different numbers of iterations."#,
+    explanation: r#"Producer and consumer advance a shared pipeline in lock step: every stage the producer fills, the consumer must drain, and vice versa. If one role's pipelined loop runs more iterations than the other's, the longer one waits for a phase that never completes: a deadlock, or a producer that gets more than one phase ahead and aliases the parity bit.
+
+Drive every loop bound to one pipeline with the same bounds (the same expression over the same dimensions)."#,
+    bad: include_str!("../../../../tests/check/CAKE-M004-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-M004-good.py"),
+};
+
+pub const UNUSED_RESOURCE: CodeInfo = CodeInfo {
+    code: "CAKE-M005",
+    name: "unused-resource",
+    category: Category::Semantics,
+    severity: Severity::Warning,
+    summary: r#"A declared resource is never used."#,
+    explanation: r#"A view, barrier, pipeline, fragment, TMEM region or role that no operation uses still costs shared memory, registers or warps, and usually means the schedule is not what the author thinks it is. Remove it, or use it."#,
+    bad: include_str!("../../../../tests/check/CAKE-M005-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-M005-good.py"),
+};

@@ -1,0 +1,84 @@
+//! One compile session over one file: parse and type (front-end), verify for each target, and
+//! confirm the lowering covers every construct — the exact sequence `cake check` runs, in one
+//! place so every front door (CLI, tests, Python, MCP) reports the same findings.
+
+use cake_diag::{Finding, SourceFile};
+use cake_ir::Kernel;
+
+pub struct Checked {
+    pub file: SourceFile,
+    pub kernels: Vec<Kernel>,
+    /// Every finding, sorted by position then code.
+    pub findings: Vec<Finding>,
+}
+
+impl Checked {
+    pub fn has_errors(&self) -> bool {
+        self.findings.iter().any(|f| f.is_error())
+    }
+}
+
+/// Check `bytes` (a schedule file named `name`) for `target`, or for every target each kernel
+/// declares. Verification runs only on files the front-end accepted.
+pub fn check(name: &str, bytes: &[u8], target: Option<&str>) -> Checked {
+    let (file, front) = cake_front::check_bytes(name, bytes);
+    let mut findings = front.findings.into_sorted();
+    if !findings.iter().any(|f| f.is_error()) {
+        findings.extend(verify_all(&file, &front.kernels, target));
+    }
+    findings.sort_by_key(|f| (f.span.start, f.code));
+    Checked {
+        file,
+        kernels: front.kernels,
+        findings,
+    }
+}
+
+/// Verify every kernel for the requested target, or for each target it declares, and check that
+/// lowering covers it (so a verified kernel never fails to lower).
+pub fn verify_all(source: &SourceFile, kernels: &[Kernel], target: Option<&str>) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for k in kernels {
+        let targets: Vec<String> = match target {
+            Some(t) => vec![t.to_string()],
+            None => k.targets.clone(),
+        };
+        for name in targets {
+            let Ok(t) = cake_target::lookup(&name) else {
+                continue;
+            };
+            if !k.targets.iter().any(|d| d == &name) {
+                out.push(
+                    Finding::new(
+                        &cake_diag::catalog::language::UNKNOWN_TARGET,
+                        k.span,
+                        format!("schedule `{}` does not declare target {name}", k.name),
+                    )
+                    .expected(k.targets.join(", "))
+                    .actual(&name)
+                    .help("add it to @cake.schedule(targets=[...]) if the schedule supports it"),
+                );
+                continue;
+            }
+            let mut found = cake_verify::verify(k, t);
+            if !found.iter().any(|f| f.is_error()) {
+                if let Err(errors) = cake_lower::lower(k, source, t) {
+                    for e in errors {
+                        found.push(Finding::new(
+                            &cake_diag::catalog::coverage::NOT_LOWERED,
+                            e.span,
+                            format!("{}: {}", t.name, e.message),
+                        ));
+                    }
+                }
+            }
+            if k.targets.len() > 1 && target.is_none() {
+                for f in &mut found {
+                    f.message = format!("[{}] {}", t.name, f.message);
+                }
+            }
+            out.extend(found);
+        }
+    }
+    out
+}

@@ -1,0 +1,448 @@
+//! Hardware conformance: instruction families per target, resource limits, register budgets,
+//! warpgroup alignment, MMA shapes, TMA boxes, clusters and TMEM.
+
+use crate::ctx::Ctx;
+use cake_diag::catalog::conformance::*;
+use cake_diag::{Finding, Span};
+use cake_ir::*;
+use cake_target::{check_mma_shape, mma_feature, mma_instr_k, Feature, MmaFamily};
+
+pub fn check(cx: &Ctx, out: &mut Vec<Finding>) {
+    availability(cx, out);
+    smem(cx, out);
+    threads_and_registers(cx, out);
+    mma_shapes(cx, out);
+    tma_boxes(cx, out);
+    cluster(cx, out);
+    tmem(cx, out);
+}
+
+fn need(cx: &Ctx, out: &mut Vec<Finding>, f: Feature, span: Span, what: &str) {
+    if !cx.target.has(f) {
+        let have = f.targets().join(", ");
+        out.push(
+            Finding::new(
+                &INSTRUCTION_UNAVAILABLE,
+                span,
+                format!(
+                    "{what} needs {} ({}), which {} does not have",
+                    f.describe(),
+                    f.name(),
+                    cx.target.name
+                ),
+            )
+            .expected(format!("a target with {}: {have}", f.name()))
+            .actual(cx.target.name)
+            .help(format!(
+                "compile for one of: {have}; Cake never substitutes another instruction"
+            )),
+        );
+    }
+}
+
+fn availability(cx: &Ctx, out: &mut Vec<Finding>) {
+    let k = cx.k;
+    for site in &cx.ops {
+        let sp = cx.span(site.stmt);
+        match &site.op {
+            Op::TmaLoad { multicast, .. } => {
+                need(cx, out, Feature::Tma, sp, "a TMA load");
+                if *multicast > 1 {
+                    need(cx, out, Feature::TmaMulticast, sp, "a multicast TMA load");
+                }
+            }
+            Op::TmaStore { .. } => need(cx, out, Feature::Tma, sp, "a TMA store"),
+            Op::CpAsync { .. } => need(cx, out, Feature::CpAsync, sp, "cp.async"),
+            Op::Ldmatrix { .. } => need(cx, out, Feature::Ldmatrix, sp, "ldmatrix"),
+            Op::FenceProxyAsync => need(cx, out, Feature::FenceProxyAsync, sp, "a proxy fence"),
+            Op::Commit { .. } => need(cx, out, Feature::Tcgen05, sp, "lm.commit (tcgen05.commit)"),
+            Op::TmemLoad { .. } | Op::TmemStore { .. } | Op::TmemCopy { .. } => {
+                need(cx, out, Feature::Tmem, sp, "a TMEM access")
+            }
+            Op::Mma { acc, a, .. } => {
+                let family = cx.mma_family(acc);
+                let a_dtype = match a {
+                    Operand::Smem(v) => k.views[v.view].dtype,
+                    Operand::Frag(f) => k.fragments[*f].dtype,
+                    Operand::Tmem(t) => k.tmems[*t].dtype,
+                };
+                need(
+                    cx,
+                    out,
+                    mma_feature(family, a_dtype),
+                    sp,
+                    &format!("this MMA ({})", family.name()),
+                );
+            }
+            _ => {}
+        }
+    }
+    for (rid, r) in k.roles.iter() {
+        if r.regs.is_some() {
+            need(
+                cx,
+                out,
+                Feature::SetMaxNReg,
+                k.roles.span(rid),
+                &format!("the register budget of role `{}` (setmaxnreg)", r.name),
+            );
+        }
+    }
+    if k.cluster.iter().product::<u32>() > 1 {
+        need(cx, out, Feature::Clusters, k.span, "a thread-block cluster");
+    }
+    for (t, _) in k.tmems.iter() {
+        need(cx, out, Feature::Tmem, k.tmems.span(t), "tensor memory");
+    }
+}
+
+fn smem(cx: &Ctx, out: &mut Vec<Finding>) {
+    let k = cx.k;
+    let limit = cx.target.limits.smem_per_block_optin as u64;
+    // The lowering adds 1024 B so the base can be aligned for 128-byte swizzle.
+    let total = cx.layout.total + 1024;
+    if total > limit {
+        let mut f = Finding::new(
+            &SMEM_LIMIT,
+            k.span,
+            format!(
+                "the schedule needs {total} B of shared memory; {} allows {limit} B per block",
+                cx.target.name
+            ),
+        )
+        .expected(format!("<= {limit} B"))
+        .actual(format!("{total} B"));
+        for p in &cx.layout.views {
+            let v = &k.views[p.view];
+            f = f.label(
+                k.views.span(p.view),
+                format!(
+                    "`{}`: {} stage(s) x {} B = {} B",
+                    v.name, v.stages, p.stage_stride, p.bytes
+                ),
+            );
+        }
+        f = f.note(format!(
+            "{} B of mbarriers, 1024 B of base-alignment slack",
+            cx.layout
+                .barriers
+                .iter()
+                .map(|b| 8 * b.slots as u64)
+                .sum::<u64>()
+        ));
+        out.push(f.help("use fewer stages or smaller tiles"));
+    }
+}
+
+fn threads_and_registers(cx: &Ctx, out: &mut Vec<Finding>) {
+    let k = cx.k;
+    let lim = &cx.target.limits;
+    let threads = k.block_threads();
+    if threads > lim.threads_per_block {
+        out.push(
+            Finding::new(
+                &THREAD_LIMIT,
+                k.span,
+                format!(
+                    "the roles need {threads} threads per block; {} allows {}",
+                    cx.target.name, lim.threads_per_block
+                ),
+            )
+            .expected(format!("<= {}", lim.threads_per_block))
+            .actual(threads),
+        );
+        return;
+    }
+    let launch_regs = ((lim.regs_per_block / threads.max(1)) / 8 * 8).min(lim.regs_per_thread);
+    let mut total: u64 = 0;
+    let mut any_budget = false;
+    for (rid, r) in k.roles.iter() {
+        let sp = k.roles.span(rid);
+        let regs = match r.regs {
+            Some(n) => {
+                any_budget = true;
+                if let Some((lo, hi, step)) = lim.setmaxnreg {
+                    if n < lo || n > hi || n % step != 0 {
+                        out.push(
+                            Finding::new(&REGISTER_BUDGET, sp, format!("register budget {n} of role `{}` is not a legal setmaxnreg value", r.name))
+                                .subject("role", &r.name)
+                                .expected(format!("{lo}..={hi} in steps of {step}"))
+                                .actual(n)
+                                .help(format!("use {}", (n.clamp(lo, hi) / step) * step)),
+                        );
+                    }
+                }
+                if !whole_warpgroups(r) {
+                    out.push(
+                        Finding::new(&WARPGROUP_REQUIRED, sp, format!("role `{}` sets a register budget but is not made of whole warpgroups", r.name))
+                            .subject("role", &r.name)
+                            .help("setmaxnreg applies to a warpgroup; declare the role with warpgroup= or warpgroups="),
+                    );
+                }
+                n
+            }
+            None => launch_regs,
+        };
+        total += r.threads() as u64 * regs as u64;
+    }
+    if any_budget && total > lim.regs_per_block as u64 {
+        let mut f = Finding::new(
+            &REGISTER_BUDGET,
+            k.span,
+            format!("the role register budgets need {total} registers; the register file holds {}", lim.regs_per_block),
+        )
+        .expected(format!("<= {}", lim.regs_per_block))
+        .actual(total)
+        .help("lower the budgets: setmaxnreg.inc blocks until registers are free, so oversubscription deadlocks");
+        for (rid, r) in k.roles.iter() {
+            f = f.label(
+                k.roles.span(rid),
+                format!(
+                    "`{}`: {} threads x {} regs",
+                    r.name,
+                    r.threads(),
+                    r.regs.unwrap_or(launch_regs)
+                ),
+            );
+        }
+        out.push(f);
+    }
+}
+
+fn whole_warpgroups(r: &Role) -> bool {
+    let w = r.warps();
+    w.len() % 4 == 0
+        && w.chunks(4)
+            .all(|c| c[0] % 4 == 0 && c.windows(2).all(|p| p[1] == p[0] + 1))
+}
+
+fn mma_shapes(cx: &Ctx, out: &mut Vec<Finding>) {
+    let k = cx.k;
+    for site in &cx.ops {
+        let Op::Mma { acc, a, b, .. } = &site.op else {
+            continue;
+        };
+        let sp = cx.span(site.stmt);
+        let family = cx.mma_family(acc);
+        let shape_dtype = |o: &Operand| -> (Vec<u32>, DType) {
+            match o {
+                Operand::Smem(v) => {
+                    let view = &k.views[v.view];
+                    let mut s = view.shape.clone();
+                    if let Some((_, n)) = v.rows {
+                        s[0] = n;
+                    }
+                    if v.transposed && s.len() == 2 {
+                        s.swap(0, 1);
+                    }
+                    (s, view.dtype)
+                }
+                Operand::Frag(f) => (k.fragments[*f].shape.clone(), k.fragments[*f].dtype),
+                Operand::Tmem(t) => (k.tmems[*t].shape.clone(), k.tmems[*t].dtype),
+            }
+        };
+        let (acc_shape, acc_dtype) = shape_dtype(acc);
+        let (a_shape, a_dtype) = shape_dtype(a);
+        let (_, b_dtype) = shape_dtype(b);
+        if acc_shape.len() != 2 || a_shape.len() != 2 {
+            continue; // the front-end already reported it
+        }
+        let (m, n, kdepth) = (acc_shape[0], acc_shape[1], a_shape[1]);
+        if family == MmaFamily::Wgmma {
+            if let Some(role) = site.role {
+                if !whole_warpgroups(&k.roles[role]) {
+                    out.push(
+                        Finding::new(&WARPGROUP_REQUIRED, sp, format!("wgmma is issued per warpgroup, but role `{}` is not made of whole warpgroups", k.roles[role].name))
+                            .role(&k.roles[role].name)
+                            .help("declare the role with warpgroup= or warpgroups="),
+                    );
+                }
+            }
+        }
+        let Some(ik) = mma_instr_k(family, a_dtype) else {
+            out.push(Finding::new(
+                &MMA_SHAPE,
+                sp,
+                format!("{} does not take {a_dtype} inputs", family.name()),
+            ));
+            continue;
+        };
+        // Per instruction: wgmma M is 64 per warpgroup; mma.sync tiles are m16n8 per warp.
+        let (im, in_) = match family {
+            MmaFamily::Wgmma => (m, n),
+            MmaFamily::MmaSync => (16, 8),
+            MmaFamily::Tcgen05 => (m, n),
+        };
+        if let Err(msg) = check_mma_shape(family, a_dtype, b_dtype, acc_dtype, im, in_, ik) {
+            out.push(
+                Finding::new(&MMA_SHAPE, sp, msg)
+                    .note(format!("derived from acc {acc_shape:?} {acc_dtype}, a {a_shape:?} {a_dtype}, b {b_dtype} on {}", cx.target.name)),
+            );
+            continue;
+        }
+        if family == MmaFamily::MmaSync && (m % 16 != 0 || n % 8 != 0) {
+            out.push(
+                Finding::new(&MMA_SHAPE, sp, format!("an mma.sync accumulator tile is a multiple of 16 x 8 per warp; got {m} x {n}"))
+                    .expected("M % 16 == 0 and N % 8 == 0")
+                    .actual(format!("{m} x {n}")),
+            );
+        }
+        if kdepth % ik != 0 {
+            out.push(
+                Finding::new(&MMA_SHAPE, sp, format!("the K depth {kdepth} is not a multiple of the instruction K ({ik}) for {} with {a_dtype}", family.name()))
+                    .expected(format!("a multiple of {ik}"))
+                    .actual(kdepth),
+            );
+        }
+    }
+}
+
+fn tma_boxes(cx: &Ctx, out: &mut Vec<Finding>) {
+    let k = cx.k;
+    for site in &cx.ops {
+        let (view, tensor) = match &site.op {
+            Op::TmaLoad { dst, src, .. } => (dst, *src),
+            Op::TmaStore { src, dst, .. } => (src, *dst),
+            _ => continue,
+        };
+        let sp = cx.span(site.stmt);
+        let v = &k.views[view.view];
+        let rank = match &k.params[tensor].kind {
+            ParamKind::Tensor { dims, .. } => dims.len(),
+            ParamKind::Scalar { .. } => continue,
+        };
+        if rank > 5 {
+            out.push(
+                Finding::new(
+                    &TMA_BOX,
+                    sp,
+                    format!(
+                        "TMA supports tensors of rank 1..=5; `{}` has rank {rank}",
+                        k.params[tensor].name
+                    ),
+                )
+                .expected("<= 5")
+                .actual(rank),
+            );
+        }
+        let inner_bytes = v.panel_cols() * v.dtype.bytes();
+        if inner_bytes % 16 != 0 {
+            out.push(
+                Finding::new(&TMA_BOX, sp, format!("the innermost box extent of `{}` is {inner_bytes} B; TMA needs a multiple of 16 B", v.name))
+                    .subject("view", &v.name)
+                    .expected("a multiple of 16 B")
+                    .actual(format!("{inner_bytes} B")),
+            );
+        }
+        for (axis, &d) in v.shape.iter().rev().skip(1).enumerate() {
+            if d > 256 {
+                out.push(
+                    Finding::new(
+                        &TMA_BOX,
+                        sp,
+                        format!(
+                            "box extent {d} of `{}` (axis {}) exceeds 256",
+                            v.name,
+                            v.shape.len() - 2 - axis
+                        ),
+                    )
+                    .subject("view", &v.name)
+                    .expected("<= 256")
+                    .actual(d)
+                    .help("split the copy into several TMA loads of at most 256 rows"),
+                );
+            }
+        }
+        if v.panel_cols() > 256 {
+            out.push(
+                Finding::new(
+                    &TMA_BOX,
+                    sp,
+                    format!(
+                        "innermost box extent {} of `{}` exceeds 256",
+                        v.panel_cols(),
+                        v.name
+                    ),
+                )
+                .expected("<= 256")
+                .actual(v.panel_cols()),
+            );
+        }
+    }
+}
+
+fn cluster(cx: &Ctx, out: &mut Vec<Finding>) {
+    let n: u32 = cx.k.cluster.iter().product();
+    let lim = &cx.target.limits;
+    if n > 1 && lim.cluster_portable > 0 && n > lim.cluster_max {
+        out.push(
+            Finding::new(
+                &CLUSTER_LIMIT,
+                cx.k.span,
+                format!(
+                    "a cluster of {n} CTAs exceeds {}'s maximum of {}",
+                    cx.target.name, lim.cluster_max
+                ),
+            )
+            .expected(format!("<= {}", lim.cluster_max))
+            .actual(n),
+        );
+    }
+}
+
+fn tmem(cx: &Ctx, out: &mut Vec<Finding>) {
+    let k = cx.k;
+    let Some(spec) = cx.target.tmem else { return };
+    let mut total = 0;
+    for (t, r) in k.tmems.iter() {
+        let sp = k.tmems.span(t);
+        if !r.cols.is_power_of_two() || r.cols < spec.min_alloc_cols || r.cols > spec.max_alloc_cols
+        {
+            out.push(
+                Finding::new(
+                    &TMEM_ALLOCATION,
+                    sp,
+                    format!(
+                        "TMEM region `{}` has {} columns; allocations are powers of two in {}..={}",
+                        r.name, r.cols, spec.min_alloc_cols, spec.max_alloc_cols
+                    ),
+                )
+                .subject("tmem", &r.name)
+                .expected(format!(
+                    "a power of two in {}..={}",
+                    spec.min_alloc_cols, spec.max_alloc_cols
+                ))
+                .actual(r.cols),
+            );
+        }
+        if r.lanes > spec.lanes {
+            out.push(
+                Finding::new(
+                    &TMEM_ALLOCATION,
+                    sp,
+                    format!(
+                        "TMEM has {} lanes; `{}` asks for {}",
+                        spec.lanes, r.name, r.lanes
+                    ),
+                )
+                .expected(spec.lanes)
+                .actual(r.lanes),
+            );
+        }
+        total += r.cols;
+    }
+    if total > spec.columns {
+        out.push(
+            Finding::new(
+                &TMEM_ALLOCATION,
+                k.span,
+                format!(
+                    "TMEM regions need {total} columns; a CTA has {}",
+                    spec.columns
+                ),
+            )
+            .expected(format!("<= {}", spec.columns))
+            .actual(total),
+        );
+    }
+}

@@ -1,0 +1,103 @@
+//! Data consistency: register ownership and operand layouts that the instruction can read.
+
+use crate::ctx::Ctx;
+use cake_diag::catalog::consistency::*;
+use cake_diag::Finding;
+use cake_ir::*;
+use cake_target::MmaFamily;
+
+pub fn check(cx: &Ctx, out: &mut Vec<Finding>) {
+    ownership(cx, out);
+    operand_layout(cx, out);
+}
+
+fn ownership(cx: &Ctx, out: &mut Vec<Finding>) {
+    let k = cx.k;
+    for site in &cx.ops {
+        let Some(role) = site.role else { continue };
+        let mut frags = Vec::new();
+        match &site.op {
+            Op::Assign { dst, value } => {
+                frags.push(*dst);
+                cx.fragments_in(*value, &mut frags);
+            }
+            Op::Store { value, .. }
+            | Op::SmemStore { value, .. }
+            | Op::TmemStore { src: value, .. } => cx.fragments_in(*value, &mut frags),
+            Op::Ldmatrix { dst, .. } | Op::TmemLoad { dst, .. } => frags.push(*dst),
+            Op::Mma { acc, a, .. } => {
+                for o in [acc, a] {
+                    if let Operand::Frag(f) = o {
+                        frags.push(*f);
+                    }
+                }
+            }
+            _ => {}
+        }
+        frags.dedup();
+        for f in frags {
+            let frag = &k.fragments[f];
+            if frag.role != role {
+                out.push(
+                    Finding::new(
+                        &FRAGMENT_OWNERSHIP,
+                        cx.span(site.stmt),
+                        format!("role `{}` uses fragment `{}`, which belongs to role `{}`", k.roles[role].name, frag.name, k.roles[frag.role].name),
+                    )
+                    .subject("fragment", &frag.name)
+                    .role(&k.roles[role].name)
+                    .label(k.fragments.span(f), "declared here")
+                    .help("registers are private to a role: hand the data over through a view and a barrier"),
+                );
+            }
+        }
+    }
+}
+
+fn operand_layout(cx: &Ctx, out: &mut Vec<Finding>) {
+    let k = cx.k;
+    for site in &cx.ops {
+        let Op::Mma { acc, a, b, .. } = &site.op else {
+            continue;
+        };
+        if cx.mma_family(acc) != MmaFamily::Wgmma {
+            continue;
+        }
+        for (which, o, want_t) in [("a", a, false), ("b", b, true)] {
+            let Operand::Smem(v) = o else { continue };
+            let view = &k.views[v.view];
+            // K-major: `a` as stored (M, K), `b` as the transpose of a stored (N, K).
+            let kmajor = v.transposed == want_t;
+            if !kmajor && !matches!(view.dtype, DType::BF16 | DType::F16) {
+                out.push(
+                    Finding::new(
+                        &OPERAND_LAYOUT,
+                        cx.span(site.stmt),
+                        format!(
+                            "wgmma reads {} operands K-major only; `{which}` (`{}`) is MN-major",
+                            view.dtype, view.name
+                        ),
+                    )
+                    .subject("view", &view.name)
+                    .help(format!(
+                        "store `{}` with K as its last (contiguous) dimension",
+                        view.name
+                    )),
+                );
+            }
+            if view.swizzle != 0 && view.row_bytes() < view.swizzle as u64 {
+                out.push(
+                    Finding::new(
+                        &OPERAND_LAYOUT,
+                        cx.span(site.stmt),
+                        format!("`{}` rows are {} B, narrower than its {} B swizzle: the TMA box and the MMA descriptor would disagree on the layout", view.name, view.row_bytes(), view.swizzle),
+                    )
+                    .subject("view", &view.name)
+                    .expected(format!("rows of at least {} B", view.swizzle))
+                    .actual(format!("{} B", view.row_bytes()))
+                    .help(format!("use swizzle={} or wider rows", view.row_bytes().min(128))),
+                );
+            }
+        }
+    }
+}

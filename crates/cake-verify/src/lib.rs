@@ -1,0 +1,27 @@
+//! The verifier: every analysis runs on the typed IR before any code is generated, and every
+//! finding of the run is returned. Each rule lives in the module of its category and names its
+//! code from the catalog (`cake_diag::catalog`), so `cake explain CODE` documents exactly what
+//! is checked here.
+
+mod conformance;
+mod consistency;
+mod coverage;
+mod ctx;
+mod safety;
+mod semantics;
+
+use cake_diag::Finding;
+use cake_ir::Kernel;
+use cake_target::Target;
+
+/// Run every rule for one target.
+pub fn verify(k: &Kernel, target: &Target) -> Vec<Finding> {
+    let cx = ctx::Ctx::new(k, target);
+    let mut out = Vec::new();
+    semantics::check(&cx, &mut out);
+    conformance::check(&cx, &mut out);
+    safety::check(&cx, &mut out);
+    consistency::check(&cx, &mut out);
+    coverage::check(&cx, &mut out);
+    out
+}

@@ -1,0 +1,416 @@
+//! Program safety: arrival counts, transaction bytes, waits that can never complete, stage
+//! binding, write-after-read and read-after-write on pipeline stages, releases before async
+//! readers retire, proxy fences, and shared-memory alignment and aliasing.
+
+use crate::ctx::{Ctx, OpSite};
+use cake_diag::catalog::safety::*;
+use cake_diag::Finding;
+use cake_ir::layout::view_alignment;
+use cake_ir::sync::ArriveKind;
+use cake_ir::*;
+use cake_target::MmaFamily;
+
+/// Largest transaction count one mbarrier phase can track (PTX ISA, mbarrier tx-count range).
+const TX_LIMIT: u64 = (1 << 20) - 1;
+
+pub fn check(cx: &Ctx, out: &mut Vec<Finding>) {
+    counts(cx, out);
+    stage_binding(cx, out);
+    stage_hazards(cx, out);
+    release_before_retire(cx, out);
+    proxy_fence(cx, out);
+    placement(cx, out);
+}
+
+fn counts(cx: &Ctx, out: &mut Vec<Finding>) {
+    let k = cx.k;
+    for f in &cx.facts {
+        let b = &k.barriers[f.barrier];
+        let bspan = k.barriers.span(f.barrier);
+        let derived = f.arrival_count();
+        if let Some(declared) = b.count {
+            if declared != derived && derived > 0 {
+                let mut fd = Finding::new(
+                    &ARRIVAL_COUNT,
+                    bspan,
+                    format!("barrier `{}` is declared with {declared} arrivals per phase, but the schedule makes {derived}", b.name),
+                )
+                .subject("barrier", &b.name)
+                .expected(derived)
+                .actual(declared)
+                .help("drop count= and let the compiler derive it, or change the arrivals");
+                for a in &f.arrivals {
+                    let what = match a.kind {
+                        ArriveKind::Tma => "TMA completion (one expect_tx per replica)",
+                        ArriveKind::CpAsync => "cp.async completion (one per thread)",
+                        ArriveKind::Arrive => "lm.arrive",
+                        ArriveKind::Release => "release= after the MMA retires",
+                        ArriveKind::Commit => "tcgen05.commit",
+                    };
+                    fd = fd.label(
+                        cx.span(a.stmt),
+                        format!(
+                            "{} arrival(s) from role `{}`: {what}",
+                            a.count, k.roles[a.role].name
+                        ),
+                    );
+                }
+                out.push(fd);
+            }
+        }
+        let tx = f.tx_bytes();
+        if tx > TX_LIMIT {
+            let mut fd = Finding::new(
+                &TX_LIMIT_CODE,
+                bspan,
+                format!(
+                    "one phase of `{}` expects {tx} transaction bytes; the limit is {TX_LIMIT}",
+                    b.name
+                ),
+            )
+            .subject("barrier", &b.name)
+            .expected(format!("<= {TX_LIMIT} B"))
+            .actual(format!("{tx} B"));
+            for a in f.arrivals.iter().filter(|a| a.kind == ArriveKind::Tma) {
+                fd = fd.label(
+                    cx.span(a.stmt),
+                    format!(
+                        "{} B per phase from role `{}`",
+                        a.tx_bytes, k.roles[a.role].name
+                    ),
+                );
+            }
+            out.push(fd);
+        }
+        if f.arrivals.is_empty() {
+            for (s, r) in &f.waits {
+                out.push(
+                    Finding::new(&WAIT_WITHOUT_ARRIVALS, cx.span(*s), format!("role `{}` waits on `{}`, but nothing ever arrives on it: the wait never returns", k.roles[*r].name, b.name))
+                        .subject("barrier", &b.name)
+                        .role(&k.roles[*r].name)
+                        .label(bspan, "declared here")
+                        .help("signal it: barrier= on a TMA load, release= on an MMA, or lm.arrive"),
+                );
+            }
+        }
+    }
+}
+
+use cake_diag::catalog::safety::TX_LIMIT as TX_LIMIT_CODE;
+
+fn stage_binding(cx: &Ctx, out: &mut Vec<Finding>) {
+    let k = cx.k;
+    for site in &cx.ops {
+        let pipe = cx.loop_pipeline(&site.loops).map(|(_, p)| p);
+        let sp = cx.span(site.stmt);
+        let (w, r) = Ctx::view_accesses(&site.op);
+        for v in w.into_iter().chain(r) {
+            let view = &k.views[v.view];
+            if view.stages > 1 && v.stage.is_none() && pipe.is_none() {
+                out.push(
+                    Finding::new(&STAGE_UNBOUND, sp, format!("view `{}` has {} stages, but this use is not inside a pipelined loop", view.name, view.stages))
+                        .subject("view", &view.name)
+                        .label(k.views.span(v.view), "declared here")
+                        .help(format!("move it into `lm.range(..., pipeline=...)`, or pick a stage with `{}.stage(i)`", view.name)),
+                );
+            }
+        }
+        let bars: Vec<BarrierId> = match &site.op {
+            Op::Wait { barrier }
+            | Op::Arrive { barrier }
+            | Op::Commit { barrier }
+            | Op::TmaLoad { barrier, .. }
+            | Op::CpAsync { barrier, .. } => vec![*barrier],
+            Op::Mma {
+                release: Some(b), ..
+            } => vec![*b],
+            _ => vec![],
+        };
+        for b in bars {
+            let bar = &k.barriers[b];
+            if let Some(p) = bar.pipeline {
+                if k.pipelines[p].stages > 1 && !site.loops.iter().any(|l| matches!(k.loops[*l].kind, LoopKind::Range { pipeline: Some(q), .. } if q == p)) {
+                    out.push(
+                        Finding::new(&STAGE_UNBOUND, sp, format!("barrier `{}` has one slot per stage of `{}`, but this use is outside any loop over that pipeline", bar.name, k.pipelines[p].name))
+                            .subject("barrier", &bar.name)
+                            .label(k.barriers.span(b), "declared here")
+                            .help("use it inside `lm.range(..., pipeline=...)` so the stage and phase are known"),
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Ops of one pipelined loop body (directly inside it), in program order.
+fn loop_bodies<'c>(cx: &'c Ctx) -> Vec<(LoopId, PipelineId, Vec<&'c OpSite>)> {
+    let mut out: Vec<(LoopId, PipelineId, Vec<&'c OpSite>)> = Vec::new();
+    for site in &cx.ops {
+        let Some((l, p)) = cx.loop_pipeline(&site.loops) else {
+            continue;
+        };
+        match out.iter_mut().find(|(x, _, _)| *x == l) {
+            Some(entry) => entry.2.push(site),
+            None => out.push((l, p, vec![site])),
+        }
+    }
+    out
+}
+
+fn waits_on(site: &OpSite) -> Option<BarrierId> {
+    match site.op {
+        Op::Wait { barrier } => Some(barrier),
+        _ => None,
+    }
+}
+
+fn stage_hazards(cx: &Ctx, out: &mut Vec<Finding>) {
+    let k = cx.k;
+    for (_, p, body) in loop_bodies(cx) {
+        for (i, site) in body.iter().enumerate() {
+            let before = &body[..i];
+            let (writes, reads) = Ctx::view_accesses(&site.op);
+            // Write-after-read: the producer must first wait for the stage to be released.
+            for v in writes.iter().filter(|v| k.views[v.view].stages > 1) {
+                let released = before.iter().filter_map(|s| waits_on(s)).any(|b| {
+                    let f = &cx.facts[b.index()];
+                    k.barriers[b].pipeline == Some(p) && f.starts_free()
+                });
+                let has_release_barrier = cx
+                    .facts
+                    .iter()
+                    .any(|f| k.barriers[f.barrier].pipeline == Some(p) && f.starts_free());
+                if !released {
+                    let view = &k.views[v.view];
+                    let mut f = Finding::new(
+                        &STAGE_OVERWRITE,
+                        cx.span(site.stmt),
+                        format!("this copy overwrites a stage of `{}` without first waiting until its readers released it", view.name),
+                    )
+                    .subject("view", &view.name)
+                    .role(cx.role_name(site.role));
+                    f = if has_release_barrier {
+                        let name = cx
+                            .facts
+                            .iter()
+                            .find(|f| k.barriers[f.barrier].pipeline == Some(p) && f.starts_free())
+                            .map(|f| k.barriers[f.barrier].name.clone())
+                            .unwrap_or_default();
+                        f.help(format!("add `lm.wait({name})` before the copy"))
+                    } else {
+                        f.help("declare a release barrier for the pipeline (consumers pass release= to lm.mma) and wait on it before the copy")
+                    };
+                    out.push(f);
+                }
+            }
+            // Read-after-write: readers wait for the copy that fills the view.
+            for v in reads {
+                let writers = cx.writer_barriers(v.view);
+                if writers.is_empty() {
+                    continue;
+                }
+                let view = &k.views[v.view];
+                let staged = view.stages > 1;
+                let ok = if staged {
+                    before
+                        .iter()
+                        .filter_map(|s| waits_on(s))
+                        .any(|b| writers.contains(&b))
+                } else {
+                    waited_before(cx, site, &writers)
+                };
+                if !ok {
+                    let bname = k.barriers[writers[0]].name.clone();
+                    out.push(
+                        Finding::new(
+                            &READ_BEFORE_READY,
+                            cx.span(site.stmt),
+                            format!("`{}` is read before waiting for the copy that fills it (`{bname}`)", view.name),
+                        )
+                        .subject("view", &view.name)
+                        .role(cx.role_name(site.role))
+                        .help(format!("add `lm.wait({bname})` before this read")),
+                    );
+                }
+            }
+        }
+    }
+    // Reads outside pipelined loops.
+    for site in cx
+        .ops
+        .iter()
+        .filter(|s| cx.loop_pipeline(&s.loops).is_none())
+    {
+        let (_, reads) = Ctx::view_accesses(&site.op);
+        for v in reads {
+            let writers = cx.writer_barriers(v.view);
+            if writers.is_empty() || waited_before(cx, site, &writers) {
+                continue;
+            }
+            let view = &k.views[v.view];
+            let bname = k.barriers[writers[0]].name.clone();
+            out.push(
+                Finding::new(
+                    &READ_BEFORE_READY,
+                    cx.span(site.stmt),
+                    format!(
+                        "`{}` is read before waiting for the copy that fills it (`{bname}`)",
+                        view.name
+                    ),
+                )
+                .subject("view", &view.name)
+                .role(cx.role_name(site.role))
+                .help(format!("add `lm.wait({bname})` before this read")),
+            );
+        }
+    }
+}
+
+/// Whether the site's role waits on one of `barriers` earlier in program order.
+fn waited_before(cx: &Ctx, site: &OpSite, barriers: &[BarrierId]) -> bool {
+    for s in &cx.ops {
+        if s.stmt == site.stmt {
+            return false;
+        }
+        if s.role == site.role {
+            if let Op::Wait { barrier } = s.op {
+                if barriers.contains(&barrier) {
+                    return true;
+                }
+            }
+        }
+    }
+    false
+}
+
+fn release_before_retire(cx: &Ctx, out: &mut Vec<Finding>) {
+    let k = cx.k;
+    for (_, _, body) in loop_bodies(cx) {
+        for (i, site) in body.iter().enumerate() {
+            let Op::Arrive { barrier } = site.op else {
+                continue;
+            };
+            if !cx.facts[barrier.index()]
+                .arrivals
+                .iter()
+                .all(|a| matches!(a.kind, ArriveKind::Arrive | ArriveKind::Release))
+            {
+                continue;
+            }
+            let async_mma = body[..i].iter().any(|s| s.role == site.role && matches!(&s.op, Op::Mma { acc, .. } if cx.mma_family(&acc) != MmaFamily::MmaSync));
+            // A barrier that a producer waits on before overwriting is a release barrier.
+            let guards_writes = body
+                .iter()
+                .any(|s| matches!(s.op, Op::Wait { barrier: b } if b == barrier))
+                || guards_copies(cx, barrier);
+            if async_mma && guards_writes {
+                out.push(
+                    Finding::new(
+                        &RELEASE_BEFORE_RETIRE,
+                        cx.span(site.stmt),
+                        format!("`lm.arrive({})` releases the stage while the asynchronous MMAs above may still be reading it", k.barriers[barrier].name),
+                    )
+                    .subject("barrier", &k.barriers[barrier].name)
+                    .role(cx.role_name(site.role))
+                    .help(format!("pass release={} to lm.mma instead: it arrives only after the MMA retires", k.barriers[barrier].name)),
+                );
+            }
+        }
+    }
+}
+
+/// Whether some role waits on `barrier` before a copy into a staged view.
+fn guards_copies(cx: &Ctx, barrier: BarrierId) -> bool {
+    for (_, _, body) in loop_bodies(cx) {
+        let mut waited = false;
+        for s in body {
+            if matches!(s.op, Op::Wait { barrier: b } if b == barrier) {
+                waited = true;
+            }
+            if waited && matches!(s.op, Op::TmaLoad { .. } | Op::CpAsync { .. }) {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+fn proxy_fence(cx: &Ctx, out: &mut Vec<Finding>) {
+    let k = cx.k;
+    let mut dirty: Vec<(Option<RoleId>, ViewId, StmtId)> = Vec::new();
+    for site in &cx.ops {
+        match &site.op {
+            Op::SmemStore { dst, .. } => dirty.push((site.role, dst.view, site.stmt)),
+            Op::FenceProxyAsync => dirty.retain(|(r, _, _)| *r != site.role),
+            op => {
+                let async_reads: Vec<ViewId> = match op {
+                    Op::TmaStore { src, .. } => vec![src.view],
+                    Op::Mma { acc, a, b, .. } if cx.mma_family(acc) != MmaFamily::MmaSync => [a, b]
+                        .into_iter()
+                        .filter_map(Ctx::operand_view)
+                        .map(|v| v.view)
+                        .collect(),
+                    Op::TmemCopy { src, .. } => vec![src.view],
+                    _ => vec![],
+                };
+                for v in async_reads {
+                    if let Some((_, _, w)) = dirty.iter().find(|(_, dv, _)| *dv == v) {
+                        out.push(
+                            Finding::new(
+                                &PROXY_FENCE,
+                                cx.span(site.stmt),
+                                format!("`{}` was written with ordinary stores and is now read by the async proxy without a proxy fence", k.views[v].name),
+                            )
+                            .subject("view", &k.views[v].name)
+                            .label(cx.span(*w), "written here (generic proxy)")
+                            .help("add lm.fence_proxy_async() after the writes, before the handoff"),
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn placement(cx: &Ctx, out: &mut Vec<Finding>) {
+    let k = cx.k;
+    for p in &cx.layout.views {
+        let v = &k.views[p.view];
+        if let Some(off) = v.offset {
+            let align = view_alignment(v.swizzle);
+            if off as u64 % align != 0 {
+                out.push(
+                    Finding::new(&SMEM_ALIGNMENT, k.views.span(p.view), format!("view `{}` starts at offset {off}, which is not a multiple of {align} B", v.name))
+                        .subject("view", &v.name)
+                        .expected(format!("a multiple of {align}"))
+                        .actual(off)
+                        .help(format!("use offset={}", (off as u64).div_ceil(align) * align)),
+                );
+            }
+        }
+    }
+    for (i, a) in cx.layout.views.iter().enumerate() {
+        for b in &cx.layout.views[i + 1..] {
+            if a.offset < b.offset + b.bytes && b.offset < a.offset + a.bytes {
+                let (va, vb) = (&k.views[a.view], &k.views[b.view]);
+                out.push(
+                    Finding::new(
+                        &VIEW_OVERLAP,
+                        k.views.span(b.view),
+                        format!(
+                            "view `{}` [{}, {}) overlaps view `{}` [{}, {})",
+                            vb.name,
+                            b.offset,
+                            b.offset + b.bytes,
+                            va.name,
+                            a.offset,
+                            a.offset + a.bytes
+                        ),
+                    )
+                    .subject("view", &vb.name)
+                    .label(k.views.span(a.view), format!("`{}` declared here", va.name)),
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,346 @@
+//! Schedule semantics: roles partition the warps, barriers are used as declared, pipelines agree
+//! on stages and trip counts, and declared resources are used.
+
+use crate::ctx::Ctx;
+use cake_diag::catalog::semantics::*;
+use cake_diag::Finding;
+use cake_ir::*;
+use std::collections::BTreeMap;
+
+pub fn check(cx: &Ctx, out: &mut Vec<Finding>) {
+    role_overlap(cx, out);
+    barrier_roles(cx, out);
+    stage_mismatch(cx, out);
+    trip_counts(cx, out);
+    unused(cx, out);
+}
+
+fn role_overlap(cx: &Ctx, out: &mut Vec<Finding>) {
+    let k = cx.k;
+    let roles: Vec<(RoleId, &Role)> = k.roles.iter().collect();
+    for (i, (ra, a)) in roles.iter().enumerate() {
+        for (rb, b) in &roles[i + 1..] {
+            let shared: Vec<u32> = a
+                .warps()
+                .into_iter()
+                .filter(|w| b.warps().contains(w))
+                .collect();
+            if let Some(w) = shared.first() {
+                out.push(
+                    Finding::new(
+                        &ROLE_OVERLAP,
+                        k.roles.span(*rb),
+                        format!("roles `{}` and `{}` both claim warp {w}", a.name, b.name),
+                    )
+                    .subject("role", &b.name)
+                    .label(
+                        k.roles.span(*ra),
+                        format!("`{}` claims warps {:?}", a.name, a.warps()),
+                    )
+                    .note(format!("shared warps: {shared:?}"))
+                    .help("give each role its own warps; warpgroup=i means warps 4i..4i+3"),
+                );
+            }
+        }
+    }
+}
+
+fn barrier_roles(cx: &Ctx, out: &mut Vec<Finding>) {
+    let k = cx.k;
+    for f in &cx.facts {
+        let b = &k.barriers[f.barrier];
+        let bspan = k.barriers.span(f.barrier);
+        for a in &f.arrivals {
+            if !b.producers.contains(&a.role) {
+                let rn = &k.roles[a.role].name;
+                out.push(
+                    Finding::new(
+                        &BARRIER_ROLES,
+                        cx.span(a.stmt),
+                        format!(
+                            "role `{rn}` arrives on `{}` but is not one of its producers",
+                            b.name
+                        ),
+                    )
+                    .subject("barrier", &b.name)
+                    .role(rn)
+                    .label(bspan, "declared here")
+                    .help(format!(
+                        "add `{rn}` to producers=[...], or signal another barrier"
+                    )),
+                );
+            }
+        }
+        for (s, r) in &f.waits {
+            if !b.consumers.contains(r) {
+                let rn = &k.roles[*r].name;
+                out.push(
+                    Finding::new(
+                        &BARRIER_ROLES,
+                        cx.span(*s),
+                        format!(
+                            "role `{rn}` waits on `{}` but is not one of its consumers",
+                            b.name
+                        ),
+                    )
+                    .subject("barrier", &b.name)
+                    .role(rn)
+                    .label(bspan, "declared here")
+                    .help(format!("add `{rn}` to consumers=[...]")),
+                );
+            }
+        }
+        for p in &b.producers {
+            if !f.arrivals.iter().any(|a| a.role == *p) && !f.arrivals.is_empty() {
+                out.push(
+                    Finding::new(
+                        &BARRIER_ROLES,
+                        bspan,
+                        format!(
+                            "role `{}` is declared a producer of `{}` but never arrives on it",
+                            k.roles[*p].name, b.name
+                        ),
+                    )
+                    .subject("barrier", &b.name)
+                    .severity(cake_diag::Severity::Warning),
+                );
+            }
+        }
+        for c in &b.consumers {
+            if !f.waits.iter().any(|(_, r)| r == c) {
+                out.push(
+                    Finding::new(
+                        &BARRIER_ROLES,
+                        bspan,
+                        format!(
+                            "role `{}` is declared a consumer of `{}` but never waits on it",
+                            k.roles[*c].name, b.name
+                        ),
+                    )
+                    .subject("barrier", &b.name)
+                    .severity(cake_diag::Severity::Warning),
+                );
+            }
+        }
+    }
+}
+
+fn stage_mismatch(cx: &Ctx, out: &mut Vec<Finding>) {
+    let k = cx.k;
+    for site in &cx.ops {
+        let Some((l, p)) = cx.loop_pipeline(&site.loops) else {
+            continue;
+        };
+        let pipe = &k.pipelines[p];
+        let (writes, reads) = Ctx::view_accesses(&site.op);
+        for v in writes.into_iter().chain(reads) {
+            let view = &k.views[v.view];
+            if v.stage.is_none() && view.stages > 1 && view.stages != pipe.stages {
+                out.push(
+                    Finding::new(
+                        &STAGE_MISMATCH,
+                        cx.span(site.stmt),
+                        format!(
+                            "view `{}` has {} stages but pipeline `{}` has {}",
+                            view.name, view.stages, pipe.name, pipe.stages
+                        ),
+                    )
+                    .subject("view", &view.name)
+                    .expected(pipe.stages)
+                    .actual(view.stages)
+                    .label(k.views.span(v.view), "view declared here")
+                    .label(k.loops.span(l), format!("loop bound to `{}`", pipe.name))
+                    .help(format!(
+                        "declare `{}` with stages={}",
+                        view.name, pipe.stages
+                    )),
+                );
+            }
+        }
+        let barrier = match &site.op {
+            Op::Wait { barrier } | Op::Arrive { barrier } | Op::Commit { barrier } => {
+                Some(*barrier)
+            }
+            Op::TmaLoad { barrier, .. } | Op::CpAsync { barrier, .. } => Some(*barrier),
+            Op::Mma { release, .. } => *release,
+            _ => None,
+        };
+        if let Some(b) = barrier {
+            let bar = &k.barriers[b];
+            if let Some(q) = bar.pipeline {
+                if q != p {
+                    out.push(
+                        Finding::new(
+                            &STAGE_MISMATCH,
+                            cx.span(site.stmt),
+                            format!("barrier `{}` is bound to pipeline `{}` but used in a loop over `{}`", bar.name, k.pipelines[q].name, pipe.name),
+                        )
+                        .subject("barrier", &bar.name)
+                        .label(k.barriers.span(b), "declared here"),
+                    );
+                }
+            }
+        }
+    }
+}
+
+fn trip_counts(cx: &Ctx, out: &mut Vec<Finding>) {
+    let k = cx.k;
+    // pipeline -> role -> (loop, trip text)
+    let mut seen: BTreeMap<usize, Vec<(RoleId, LoopId, String)>> = BTreeMap::new();
+    k.walk(|_, stmt, ctx| {
+        if let Stmt::Loop { id, .. } = stmt {
+            if let LoopKind::Range {
+                start,
+                stop,
+                pipeline: Some(p),
+            } = &k.loops[*id].kind
+            {
+                if let Some(r) = ctx.role {
+                    let text = format!("[{}, {})", cx.expr_text(*start), cx.expr_text(*stop));
+                    seen.entry(p.index()).or_default().push((r, *id, text));
+                }
+            }
+        }
+    });
+    for (p, uses) in seen {
+        let Some((r0, l0, t0)) = uses.first().cloned() else {
+            continue;
+        };
+        for (r, l, t) in &uses[1..] {
+            if *r != r0 && *t != t0 {
+                let pname = &k.pipelines[PipelineId::from_index(p)].name;
+                out.push(
+                    Finding::new(
+                        &TRIP_COUNT_MISMATCH,
+                        k.loops.span(*l),
+                        format!(
+                            "roles `{}` and `{}` run pipeline `{pname}` over different ranges",
+                            k.roles[r0].name, k.roles[*r].name
+                        ),
+                    )
+                    .subject("pipeline", pname)
+                    .role(&k.roles[*r].name)
+                    .expected(&t0)
+                    .actual(t)
+                    .label(
+                        k.loops.span(l0),
+                        format!("`{}` iterates {t0}", k.roles[r0].name),
+                    )
+                    .help("use the same bounds in every loop bound to one pipeline"),
+                );
+            }
+        }
+    }
+}
+
+fn unused(cx: &Ctx, out: &mut Vec<Finding>) {
+    let k = cx.k;
+    let mut views = vec![false; k.views.len()];
+    let mut barriers = vec![false; k.barriers.len()];
+    let mut frags = vec![false; k.fragments.len()];
+    let mut tmems = vec![false; k.tmems.len()];
+    let mut pipes = vec![false; k.pipelines.len()];
+    let mut roles = vec![false; k.roles.len()];
+    for (_, b) in k.barriers.iter() {
+        if let Some(p) = b.pipeline {
+            pipes[p.index()] = true;
+        }
+    }
+    k.walk(|_, stmt, _| match stmt {
+        Stmt::Role { role, .. } => roles[role.index()] = true,
+        Stmt::Loop { id, .. } => {
+            if let LoopKind::Range {
+                pipeline: Some(p), ..
+            } = k.loops[*id].kind
+            {
+                pipes[p.index()] = true;
+            }
+        }
+        Stmt::Op(op) => {
+            let (w, r) = Ctx::view_accesses(op);
+            for v in w.into_iter().chain(r) {
+                views[v.view.index()] = true;
+            }
+            match op {
+                Op::Wait { barrier }
+                | Op::Arrive { barrier }
+                | Op::Commit { barrier }
+                | Op::TmaLoad { barrier, .. }
+                | Op::CpAsync { barrier, .. } => barriers[barrier.index()] = true,
+                _ => {}
+            }
+            if let Op::Mma {
+                acc, a, release, ..
+            } = op
+            {
+                if let Some(b) = release {
+                    barriers[b.index()] = true;
+                }
+                for o in [acc, a] {
+                    match o {
+                        Operand::Frag(f) => frags[f.index()] = true,
+                        Operand::Tmem(t) => tmems[t.index()] = true,
+                        Operand::Smem(_) => {}
+                    }
+                }
+            }
+            match op {
+                Op::Ldmatrix { dst, .. } | Op::TmemLoad { dst, .. } | Op::Assign { dst, .. } => {
+                    frags[dst.index()] = true
+                }
+                Op::TmemStore { dst, .. } | Op::TmemCopy { dst, .. } => tmems[dst.index()] = true,
+                _ => {}
+            }
+            if let Op::TmemLoad { src, .. } = op {
+                tmems[src.index()] = true;
+            }
+        }
+        Stmt::If { .. } => {}
+    });
+    for (_, e) in k.exprs.iter() {
+        if let ExprKind::Frag(f) = e.kind {
+            frags[f.index()] = true;
+        }
+    }
+    let mut report = |kind: &str, name: &str, span| {
+        out.push(
+            Finding::new(
+                &UNUSED_RESOURCE,
+                span,
+                format!("{kind} `{name}` is declared but never used"),
+            )
+            .subject(kind, name),
+        );
+    };
+    for (h, v) in k.views.iter() {
+        if !views[h.index()] {
+            report("view", &v.name, k.views.span(h));
+        }
+    }
+    for (h, b) in k.barriers.iter() {
+        if !barriers[h.index()] {
+            report("barrier", &b.name, k.barriers.span(h));
+        }
+    }
+    for (h, f) in k.fragments.iter() {
+        if !frags[h.index()] {
+            report("fragment", &f.name, k.fragments.span(h));
+        }
+    }
+    for (h, t) in k.tmems.iter() {
+        if !tmems[h.index()] {
+            report("tmem", &t.name, k.tmems.span(h));
+        }
+    }
+    for (h, p) in k.pipelines.iter() {
+        if !pipes[h.index()] {
+            report("pipeline", &p.name, k.pipelines.span(h));
+        }
+    }
+    for (h, r) in k.roles.iter() {
+        if !roles[h.index()] {
+            report("role", &r.name, k.roles.span(h));
+        }
+    }
+}

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Install the pinned compile-only CUDA toolchain into .toolchain/ (once) and print the
+# CUDA_HOME to use. Nothing is installed system-wide.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+dest="$root/.toolchain"
+if [ ! -x "$dest/nvidia/cu13/bin/nvcc" ]; then
+  python3 -m pip install -q --disable-pip-version-check --no-warn-script-location \
+    --target "$dest" -r "$root/.ci/cuda-requirements.txt" >&2
+fi
+echo "$dest/nvidia/cu13"
