@@ -258,7 +258,13 @@ fn lower_file(
         }
     };
     let bytes = read(file)?;
-    let checked = cake_driver::check(&file.display().to_string(), &bytes, Some(target));
+    let mut checked = cake_driver::check(&file.display().to_string(), &bytes, Some(target));
+    // What cannot be lowered stops `lower` and `build` (it is only a note for `check`).
+    for f in &mut checked.findings {
+        if f.code == cake_diag::catalog::coverage::NOT_LOWERED.code {
+            f.severity = cake_diag::Severity::Error;
+        }
+    }
     if checked.has_errors() {
         emit(&checked.file, &checked.findings, Format::Human, false);
         return Err(ExitCode::from(1));

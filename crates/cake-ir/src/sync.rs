@@ -35,6 +35,8 @@ pub struct BarrierFacts {
     pub barrier: BarrierId,
     pub arrivals: Vec<ArriveSite>,
     pub waits: Vec<(StmtId, RoleId)>,
+    /// Some role waits on it and then, in the same loop body, copies into a staged view.
+    pub guards_copies: bool,
 }
 
 impl BarrierFacts {
@@ -50,10 +52,13 @@ impl BarrierFacts {
             .map(|a| a.tx_bytes * a.count as u64)
             .sum()
     }
-    /// A barrier whose every arrival is a release counts free stages: a waiter's first pass over
-    /// each stage must not block (the stage starts empty).
+    /// A barrier that counts free stages: a waiter's first pass over each stage must not block
+    /// (the stage starts empty). Derived when every arrival is a release, or when a role waits on
+    /// it right before copying into a staged view (it guards the overwrite).
     pub fn starts_free(&self) -> bool {
-        !self.arrivals.is_empty() && self.arrivals.iter().all(|a| a.kind == ArriveKind::Release)
+        self.guards_copies
+            || (!self.arrivals.is_empty()
+                && self.arrivals.iter().all(|a| a.kind == ArriveKind::Release))
     }
 }
 
@@ -78,6 +83,7 @@ pub fn barrier_facts(k: &Kernel) -> Vec<BarrierFacts> {
             barrier: b,
             arrivals: Vec::new(),
             waits: Vec::new(),
+            guards_copies: false,
         })
         .collect();
     k.walk(|sid, stmt, ctx| {
@@ -128,7 +134,36 @@ pub fn barrier_facts(k: &Kernel) -> Vec<BarrierFacts> {
             _ => {}
         }
     });
+    mark_copy_guards(k, &k.body, &mut facts);
     facts
+}
+
+/// Within each block, a wait followed (later in the same block) by a copy into a staged view
+/// marks the waited barrier as a guard of that copy.
+fn mark_copy_guards(k: &Kernel, block: &Block, facts: &mut [BarrierFacts]) {
+    let mut waited: Vec<BarrierId> = Vec::new();
+    for &s in block {
+        match &k.stmts[s] {
+            Stmt::Op(Op::Wait { barrier }) => waited.push(*barrier),
+            Stmt::Op(Op::TmaLoad { dst, .. } | Op::CpAsync { dst, .. })
+                if k.views[dst.view].stages > 1 =>
+            {
+                for b in waited.drain(..) {
+                    facts[b.index()].guards_copies = true;
+                }
+            }
+            Stmt::Role { body, .. } | Stmt::Loop { body, .. } => mark_copy_guards(k, body, facts),
+            Stmt::If {
+                then_body,
+                else_body,
+                ..
+            } => {
+                mark_copy_guards(k, then_body, facts);
+                mark_copy_guards(k, else_body, facts);
+            }
+            Stmt::Op(_) => {}
+        }
+    }
 }
 
 /// A role whose regions only issue asynchronous copies and wait/arrive on barriers runs on one

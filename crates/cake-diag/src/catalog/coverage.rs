@@ -8,9 +8,9 @@ pub const NOT_LOWERED: CodeInfo = CodeInfo {
     code: "CAKE-V001",
     name: "not-lowered",
     category: Category::Coverage,
-    severity: Severity::Error,
+    severity: Severity::Note,
     summary: r#"The schedule uses a construct the code generator does not implement for this target yet."#,
-    explanation: r#"Cake checks that what it verified it can also lower: a construct without a lowering for the requested target is reported here, before any compiler runs, rather than failing later. The message names the construct.
+    explanation: r#"Cake checks that what it verified it can also lower: a construct without a lowering for the requested target is reported here, before any compiler runs, rather than failing later. The message names the construct. `cake check` reports it as a note (coverage is non-blocking there; `--strict` makes it an error); `cake lower` and `cake build` report it as an error and stop before code generation, so a schedule they accept never fails later.
 
 Use a supported form (see docs/language.md) or another target."#,
     bad: include_str!("../../../../tests/check/CAKE-V001-bad.py"),

@@ -1,0 +1,619 @@
+//! Annotated check tests: every file under `tests/check/` (at the repository root) is checked
+//! with `cake_front::check_bytes`, and the findings must be exactly the ones its comments mark.
+//!
+//! # Markers
+//!
+//! A finding is expected on the line that carries its marker, in a trailing comment:
+//!
+//! ```text
+//!     sA = pool.view(shape=(128, 64), dtype=lm.bf16, swizzle=96)  # error[CAKE-L010]: swizzle must be
+//!     lm.mma(acc, sA, sB)  # error[CAKE-L007] error[CAKE-L007]: 256-deep
+//! ```
+//!
+//! - `error[CODE]`, `warning[CODE]` or `note[CODE]`: one finding of that severity and code
+//!   whose span starts on this line. A marker may be followed by `: text`; the text (up to the
+//!   next marker or the end of the line) must occur in the finding's message, help, notes or
+//!   labels. Several markers may share a line; the same marker twice expects two findings
+//!   (the comparison is a multiset, so a finding reported twice is a failure).
+//! - `# file: error[CODE]` on the first line expects a file-level finding: one whose span
+//!   starts at byte 0 (no schedule, not text, ...).
+//! - Files whose text is empty or whitespace-only cannot hold a marker: they must yield
+//!   exactly one `CAKE-L009` whose message says the file is empty.
+//! - `*.bin` files are fed as raw bytes (they are not valid UTF-8) and must yield exactly one
+//!   `CAKE-L013`.
+//! - Markers naming a code outside the front-end's category (not `CAKE-L...`) belong to a later
+//!   stage (the verifier) and are not checked here.
+//! - `CAKE-<code>-bad.py` / `CAKE-<code>-good.py` without markers are the catalog's examples
+//!   (`cake explain`): for a language code the bad one must report the code and the good one
+//!   must not; for any other code both must pass the front-end without errors.
+//!
+//! Every file is checked and every failure reported together, each with the rendered
+//! diagnostics.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use cake_diag::{render, Finding, SourceFile};
+
+fn repo_root() -> PathBuf {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+        .canonicalize()
+        .expect("repository root")
+}
+
+/// `tests/check/` at the repository root; `CAKE_CHECK_DIR` points the tests elsewhere (handy
+/// while writing new cases).
+fn check_dir() -> PathBuf {
+    match std::env::var_os("CAKE_CHECK_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/check")),
+    }
+}
+
+/// Every regular file under `dir`, recursively, sorted.
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let entries =
+            std::fs::read_dir(&d).unwrap_or_else(|e| panic!("reading {}: {e}", d.display()));
+        for entry in entries {
+            let path = entry.expect("directory entry").path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.is_file() {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn display(path: &Path) -> String {
+    let root = repo_root();
+    let path = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    path.strip_prefix(&root)
+        .unwrap_or(&path)
+        .display()
+        .to_string()
+}
+
+/// Where a finding is expected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Place {
+    /// Span starting at byte 0 (`# file:` marker).
+    File,
+    /// Span starting on this 1-based line.
+    Line(u32),
+}
+
+impl std::fmt::Display for Place {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Place::File => f.write_str("file"),
+            Place::Line(l) => write!(f, "line {l}"),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Expected {
+    place: Place,
+    severity: String,
+    code: String,
+    substring: Option<String>,
+}
+
+impl std::fmt::Display for Expected {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}[{}]", self.place, self.severity, self.code)?;
+        if let Some(s) = &self.substring {
+            write!(f, ": {s:?}")?;
+        }
+        Ok(())
+    }
+}
+
+const KINDS: [&str; 3] = ["error", "warning", "note"];
+
+/// The markers of one comment body (the text after `#`), e.g.
+/// `error[CAKE-L007] error[CAKE-L008]: dtypes`.
+fn parse_markers(body: &str) -> Result<Vec<(String, String, Option<String>)>, String> {
+    // Find every `kind[` that starts a marker (at the start or after whitespace).
+    let mut starts = Vec::new();
+    for (i, _) in body.char_indices() {
+        let at_word_start = i == 0 || body[..i].ends_with(char::is_whitespace);
+        if !at_word_start {
+            continue;
+        }
+        for kind in KINDS {
+            if body[i..].starts_with(kind) && body[i + kind.len()..].starts_with('[') {
+                starts.push((i, kind));
+            }
+        }
+    }
+    if starts.is_empty() {
+        return Err(format!("no marker in `#{body}`"));
+    }
+    if !body[..starts[0].0].trim().is_empty() {
+        return Err(format!("text before the first marker in `#{body}`"));
+    }
+    let mut out = Vec::new();
+    for (n, (i, kind)) in starts.iter().enumerate() {
+        let end = starts.get(n + 1).map_or(body.len(), |s| s.0);
+        let text = &body[*i + kind.len() + 1..end];
+        let Some(close) = text.find(']') else {
+            return Err(format!("unclosed `{kind}[` in `#{body}`"));
+        };
+        let code = text[..close].trim().to_string();
+        if !is_code(&code) {
+            return Err(format!(
+                "`{code}` is not a finding code (CAKE-X000) in `#{body}`"
+            ));
+        }
+        let rest = text[close + 1..].trim();
+        let substring = if rest.is_empty() {
+            None
+        } else if let Some(s) = rest.strip_prefix(':') {
+            let s = s.trim();
+            if s.is_empty() {
+                return Err(format!(
+                    "empty message after `{kind}[{code}]:` in `#{body}`"
+                ));
+            }
+            Some(s.to_string())
+        } else {
+            return Err(format!(
+                "unexpected `{rest}` after `{kind}[{code}]` (use `: text`)"
+            ));
+        };
+        out.push((kind.to_string(), code, substring));
+    }
+    Ok(out)
+}
+
+fn is_code(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() == 9
+        && s.starts_with("CAKE-")
+        && b[5].is_ascii_uppercase()
+        && b[6..].iter().all(u8::is_ascii_digit)
+}
+
+/// The marker comment of a line: the first `#` followed (after spaces) by `file:` or a marker
+/// kind. Returns the comment body and whether it is a `file:` marker.
+fn marker_comment(line: &str) -> Option<(&str, bool)> {
+    for (i, _) in line.match_indices('#') {
+        let body = line[i + 1..].trim_start();
+        if let Some(rest) = body.strip_prefix("file:") {
+            return Some((rest, true));
+        }
+        if KINDS
+            .iter()
+            .any(|k| body.starts_with(k) && body[k.len()..].starts_with('['))
+        {
+            return Some((body, false));
+        }
+    }
+    None
+}
+
+fn expectations(text: &str) -> Result<Vec<Expected>, Vec<String>> {
+    let mut out = Vec::new();
+    let mut errors = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let lineno = i as u32 + 1;
+        let Some((body, is_file)) = marker_comment(line) else {
+            continue;
+        };
+        if is_file && lineno != 1 {
+            errors.push(format!(
+                "line {lineno}: `# file:` markers belong on the first line"
+            ));
+            continue;
+        }
+        match parse_markers(body) {
+            Ok(markers) => {
+                for (severity, code, substring) in markers {
+                    out.push(Expected {
+                        place: if is_file {
+                            Place::File
+                        } else {
+                            Place::Line(lineno)
+                        },
+                        severity,
+                        code,
+                        substring,
+                    });
+                }
+            }
+            Err(e) => errors.push(format!("line {lineno}: {e}")),
+        }
+    }
+    if errors.is_empty() {
+        Ok(out)
+    } else {
+        Err(errors)
+    }
+}
+
+/// Everything a marker's text may match: message, help, notes and labels.
+fn finding_text(f: &Finding) -> String {
+    let mut s = f.message.clone();
+    if let Some(h) = &f.help {
+        s.push('\n');
+        s.push_str(h);
+    }
+    for n in &f.notes {
+        s.push('\n');
+        s.push_str(n);
+    }
+    for l in &f.labels {
+        s.push('\n');
+        s.push_str(&l.message);
+    }
+    s
+}
+
+fn place_of(file: &SourceFile, f: &Finding, file_level: bool) -> Place {
+    if file_level && f.span.start == 0 {
+        Place::File
+    } else {
+        Place::Line(file.line_of(f.span.start))
+    }
+}
+
+fn describe_actual(file: &SourceFile, f: &Finding) -> String {
+    let (line, col) = file.line_col(f.span.start);
+    format!(
+        "line {line}:{col}: {}[{}]: {}",
+        f.severity.as_str(),
+        f.code,
+        f.message
+    )
+}
+
+/// Compare the findings with the expectations; the problems found, one per line.
+fn compare(file: &SourceFile, findings: &[Finding], expected: &[Expected]) -> Vec<String> {
+    let file_level = expected.iter().any(|e| e.place == Place::File);
+    // Group both sides by (place, severity, code).
+    type Key = (Place, String, String);
+    let mut want: BTreeMap<Key, Vec<&Expected>> = BTreeMap::new();
+    for e in expected {
+        if !e.code.starts_with("CAKE-L") {
+            continue; // checked by a later stage's runner
+        }
+        want.entry((e.place, e.severity.clone(), e.code.clone()))
+            .or_default()
+            .push(e);
+    }
+    let mut got: BTreeMap<Key, Vec<&Finding>> = BTreeMap::new();
+    for f in findings {
+        let key = (
+            place_of(file, f, file_level),
+            f.severity.as_str().to_string(),
+            f.code.to_string(),
+        );
+        got.entry(key).or_default().push(f);
+    }
+    let mut problems = Vec::new();
+    let keys: std::collections::BTreeSet<Key> = want.keys().chain(got.keys()).cloned().collect();
+    for key in keys {
+        let mut exps: Vec<&Expected> = want.get(&key).cloned().unwrap_or_default();
+        let mut acts: Vec<&Finding> = got.get(&key).cloned().unwrap_or_default();
+        // Markers with text first, each to the first finding that contains it.
+        exps.sort_by_key(|e| e.substring.is_none());
+        let mut unmatched = Vec::new();
+        for e in exps {
+            let pos = acts.iter().position(|f| match &e.substring {
+                Some(s) => finding_text(f).contains(s.as_str()),
+                None => true,
+            });
+            match pos {
+                Some(p) => {
+                    acts.remove(p);
+                }
+                None => unmatched.push(e),
+            }
+        }
+        for e in unmatched {
+            let same_kind: Vec<String> = got
+                .get(&key)
+                .map(|fs| fs.iter().map(|f| format!("{:?}", f.message)).collect())
+                .unwrap_or_default();
+            if same_kind.is_empty() {
+                problems.push(format!("  missing:    {e}"));
+            } else {
+                problems.push(format!(
+                    "  missing:    {e}\n              (reported there: {})",
+                    same_kind.join(", ")
+                ));
+            }
+        }
+        for f in acts {
+            problems.push(format!("  unexpected: {}", describe_actual(file, f)));
+        }
+    }
+    problems
+}
+
+fn spans_in_bounds(file: &SourceFile, findings: &[Finding]) -> Vec<String> {
+    let len = file.text.len() as u32;
+    let mut problems = Vec::new();
+    for f in findings {
+        let mut spans = vec![f.span];
+        spans.extend(f.labels.iter().map(|l| l.span));
+        for s in spans {
+            if !(s.start <= s.end && s.end <= len) {
+                problems.push(format!(
+                    "  bad span:   {}..{} (file is {len} bytes) on {}[{}]: {}",
+                    s.start,
+                    s.end,
+                    f.severity.as_str(),
+                    f.code,
+                    f.message
+                ));
+            }
+        }
+    }
+    problems
+}
+
+/// The catalog-example convention `CAKE-X000-bad.py` / `CAKE-X000-good.py`.
+fn catalog_example(path: &Path) -> Option<(String, bool)> {
+    let name = path.file_name()?.to_str()?;
+    let stem = name.strip_suffix(".py")?;
+    let (code, kind) = stem.rsplit_once('-')?;
+    if !is_code(code) {
+        return None;
+    }
+    match kind {
+        "bad" => Some((code.to_string(), true)),
+        "good" => Some((code.to_string(), false)),
+        _ => None,
+    }
+}
+
+/// Check one file; the problems found.
+fn check_file(path: &Path) -> Vec<String> {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    let name = display(path);
+    let (file, checked) = cake_front::check_bytes(&name, &bytes);
+    let findings = checked.findings.as_slice();
+    let mut problems = spans_in_bounds(&file, findings);
+
+    let is_bin = path.extension().is_some_and(|e| e == "bin");
+    if is_bin {
+        if std::str::from_utf8(&bytes).is_ok() {
+            problems.push("  a .bin test file must not be valid UTF-8".to_string());
+        }
+        let ok = findings.len() == 1
+            && findings[0].code == "CAKE-L013"
+            && findings[0].severity.as_str() == "error"
+            && finding_text(&findings[0]).contains("not UTF-8");
+        if !ok {
+            problems.push("  expected exactly one error[CAKE-L013] (not UTF-8)".to_string());
+            for f in findings {
+                problems.push(format!("  reported:   {}", describe_actual(&file, f)));
+            }
+        }
+    } else if file.text.trim().is_empty() {
+        let ok = findings.len() == 1
+            && findings[0].code == "CAKE-L009"
+            && findings[0].span.start == 0
+            && findings[0].message.contains("empty");
+        if !ok {
+            problems.push(
+                "  expected exactly one file-level error[CAKE-L009] saying the file is empty"
+                    .to_string(),
+            );
+            for f in findings {
+                problems.push(format!("  reported:   {}", describe_actual(&file, f)));
+            }
+        }
+    } else {
+        match expectations(&file.text) {
+            Err(errors) => {
+                for e in errors {
+                    problems.push(format!("  bad marker: {e}"));
+                }
+            }
+            Ok(expected) if expected.is_empty() && catalog_example(path).is_some() => {
+                let (code, bad) = catalog_example(path).expect("checked");
+                if code.starts_with("CAKE-L") {
+                    let has = findings.iter().any(|f| f.code == code);
+                    if bad && !has {
+                        problems.push(format!("  catalog bad example does not report {code}"));
+                    }
+                    if !bad && has {
+                        problems.push(format!("  catalog good example reports {code}"));
+                    }
+                } else {
+                    for f in findings.iter().filter(|f| f.is_error()) {
+                        problems.push(format!(
+                            "  front-end error in a {code} example: {}",
+                            describe_actual(&file, f)
+                        ));
+                    }
+                }
+            }
+            Ok(expected) => problems.extend(compare(&file, findings, &expected)),
+        }
+    }
+    if problems.is_empty() {
+        return problems;
+    }
+    let mut report = vec![format!("{name}:")];
+    report.extend(problems);
+    let rendered = render::human(&file, findings, false);
+    let mut block = String::from("  rendered findings:\n");
+    for line in rendered.lines() {
+        let _ = writeln!(block, "    | {line}");
+    }
+    report.push(block);
+    report
+}
+
+#[test]
+fn annotated_check_files() {
+    let dir = check_dir();
+    let files = files_under(&dir);
+    assert!(
+        files.len() >= 16 || std::env::var_os("CAKE_CHECK_DIR").is_some(),
+        "expected the annotated schedules under {}, found {}",
+        dir.display(),
+        files.len()
+    );
+    let mut failures = Vec::new();
+    let mut failed_files = 0;
+    for path in &files {
+        // Files outside the conventions (READMEs) are skipped.
+        let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+        if ext != "py" && ext != "bin" {
+            continue;
+        }
+        let problems = check_file(path);
+        if !problems.is_empty() {
+            failed_files += 1;
+            failures.extend(problems);
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{failed_files} of {} annotated files disagree with the front-end:\n\n{}",
+        files.len(),
+        failures.join("\n")
+    );
+}
+
+/// Each language code has at least one annotated failing file, so a code that stops being
+/// reported (or is reported elsewhere) shows up here.
+#[test]
+fn every_language_code_is_exercised() {
+    let mut seen = std::collections::BTreeSet::new();
+    for path in files_under(&check_dir()) {
+        if path.extension().is_some_and(|e| e == "bin") {
+            seen.insert("CAKE-L013".to_string());
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        if text.trim().is_empty() {
+            seen.insert("CAKE-L009".to_string());
+        }
+        if let Ok(expected) = expectations(&text) {
+            seen.extend(expected.into_iter().map(|e| e.code));
+        }
+    }
+    let missing: Vec<&str> = cake_diag::catalog::all()
+        .iter()
+        .map(|c| c.code)
+        .filter(|c| c.starts_with("CAKE-L") && !seen.contains(*c))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "no annotated file under tests/check/ expects {missing:?}"
+    );
+}
+
+/// The catalog's bad/good examples of the language codes (shown by `cake explain`) really
+/// behave as documented: the bad one reports its code, the good one does not.
+#[test]
+fn catalog_language_examples() {
+    let mut problems = Vec::new();
+    for info in cake_diag::catalog::all() {
+        if !info.code.starts_with("CAKE-L") || info.bad.is_empty() {
+            continue;
+        }
+        let (bad_file, bad) = cake_front::check_bytes("bad.py", info.bad.as_bytes());
+        if !bad.findings.iter().any(|f| f.code == info.code) {
+            problems.push(format!(
+                "{}: the bad example does not report it; it reports:\n{}",
+                info.code,
+                render::human(&bad_file, bad.findings.as_slice(), false)
+            ));
+        }
+        if !info.good.is_empty() {
+            let (good_file, good) = cake_front::check_bytes("good.py", info.good.as_bytes());
+            if good.findings.iter().any(|f| f.code == info.code) {
+                problems.push(format!(
+                    "{}: the good example reports it:\n{}",
+                    info.code,
+                    render::human(&good_file, good.findings.as_slice(), false)
+                ));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// Every example schedule checks without a single finding.
+#[test]
+fn examples_check_clean() {
+    let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples"));
+    let files: Vec<PathBuf> = files_under(&dir)
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "py"))
+        .collect();
+    assert!(!files.is_empty(), "no examples under {}", dir.display());
+    let mut failures = Vec::new();
+    for path in &files {
+        let bytes = std::fs::read(path).expect("example");
+        let name = display(path);
+        let (file, checked) = cake_front::check_bytes(&name, &bytes);
+        if !checked.findings.is_empty() {
+            failures.push(format!(
+                "{name}:\n{}",
+                render::human(&file, checked.findings.as_slice(), false)
+            ));
+        }
+        if checked.kernels.is_empty() {
+            failures.push(format!("{name}: no kernel was built"));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} examples have findings:\n\n{}",
+        failures.len(),
+        files.len(),
+        failures.join("\n")
+    );
+}
+
+#[cfg(test)]
+mod marker_syntax {
+    use super::*;
+
+    #[test]
+    fn parses_markers() {
+        let e = expectations(
+            "# file: error[CAKE-L009]\nx = 1  # error[CAKE-L007] error[CAKE-L008]: two words\ny = \"#\"  # warning[CAKE-L016]\n",
+        )
+        .unwrap();
+        let got: Vec<String> = e.iter().map(|e| e.to_string()).collect();
+        assert_eq!(
+            got,
+            [
+                "file: error[CAKE-L009]",
+                "line 2: error[CAKE-L007]",
+                "line 2: error[CAKE-L008]: \"two words\"",
+                "line 3: warning[CAKE-L016]",
+            ]
+        );
+    }
+
+    #[test]
+    fn rejects_malformed_markers() {
+        assert!(expectations("x  # error[L3]\n").is_err());
+        assert!(expectations("x  # error[CAKE-L003\n").is_err());
+        assert!(expectations("x  # error[CAKE-L003] junk\n").is_err());
+        assert!(expectations("x\n# file: error[CAKE-L009]\n").is_err());
+        // An ordinary comment is not a marker.
+        assert!(expectations("x  # errors are reported\n")
+            .unwrap()
+            .is_empty());
+    }
+}
