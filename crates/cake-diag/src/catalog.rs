@@ -697,6 +697,7 @@ pub const ALL: &[&CodeInfo] = &[
     &safety::PROXY_FENCE,
     &safety::SMEM_ALIGNMENT,
     &safety::VIEW_OVERLAP,
+    &safety::POOL_OVERFLOW,
     &conformance::INSTRUCTION_UNAVAILABLE,
     &conformance::SMEM_LIMIT,
     &conformance::THREAD_LIMIT,

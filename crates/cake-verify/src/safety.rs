@@ -374,6 +374,45 @@ fn proxy_fence(cx: &Ctx, out: &mut Vec<Finding>) {
 
 fn placement(cx: &Ctx, out: &mut Vec<Finding>) {
     let k = cx.k;
+    for (pid, pool) in k.pools.iter() {
+        let Some(size) = pool.size else { continue };
+        let placed: Vec<_> = cx
+            .layout
+            .views
+            .iter()
+            .filter(|p| k.views[p.view].pool == pid)
+            .collect();
+        let Some(base) = placed.iter().map(|p| p.offset - p.offset % 1024).min() else {
+            continue;
+        };
+        let need = placed
+            .iter()
+            .map(|p| p.offset + p.bytes)
+            .max()
+            .unwrap_or(base)
+            - base;
+        if need > size as u64 {
+            let mut f = Finding::new(
+                &POOL_OVERFLOW,
+                k.pools.span(pid),
+                format!(
+                    "pool `{}` is declared with {size} B, but its views need {need} B",
+                    pool.name
+                ),
+            )
+            .subject("pool", &pool.name)
+            .expected(format!(">= {need} B"))
+            .actual(format!("{size} B"))
+            .help("drop the size (`lm.smem()`) to let the compiler size the pool");
+            for p in placed {
+                f = f.label(
+                    k.views.span(p.view),
+                    format!("`{}`: {} B", k.views[p.view].name, p.bytes),
+                );
+            }
+            out.push(f);
+        }
+    }
     for p in &cx.layout.views {
         let v = &k.views[p.view];
         if let Some(off) = v.offset {

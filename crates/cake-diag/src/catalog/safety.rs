@@ -133,3 +133,16 @@ Move one view, or let the compiler pack both."#,
     bad: include_str!("../../../../tests/check/CAKE-S010-bad.py"),
     good: include_str!("../../../../tests/check/CAKE-S010-good.py"),
 };
+
+pub const POOL_OVERFLOW: CodeInfo = CodeInfo {
+    code: "CAKE-S011",
+    name: "pool-overflow",
+    category: Category::Safety,
+    severity: Severity::Error,
+    summary: r#"The views placed in a pool need more bytes than the pool's declared size."#,
+    explanation: r#"`lm.smem(size)` declares a pool of `size` bytes; its views (every stage, with alignment padding) are placed inside it. If they need more, the pool's declared size is a lie: memory the author believed free (or another pool) would be overwritten.
+
+Drop the size and let the compiler size the pool, or shrink the views."#,
+    bad: include_str!("../../../../tests/check/CAKE-S011-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-S011-good.py"),
+};
