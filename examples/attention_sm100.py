@@ -9,7 +9,8 @@ One CTA per (batch·head, 128-query tile). Three roles:
 
 Handoffs, one barrier each: `kv_full` (TMA bytes) → `s_full` (tcgen05.commit after Q·Kᵀ) →
 `p_full` (every softmax thread arrived after writing P and rescaling O) → `o_done`
-(tcgen05.commit after P·V). The P·V MMA is the last reader of a K/V stage, so it carries
+(tcgen05.commit after P·V). Every arrival and wait site runs exactly once per iteration, so the
+arrival counts and phase parities the compiler derives from the sites hold. The P·V MMA is the last reader of a K/V stage, so it carries
 `release=kv_empty`; that barrier is released only by MMAs, so its stages start free.
 
 Limits of this fragment, stated rather than hidden:
@@ -98,13 +99,16 @@ def attention_fwd(Q: lm.tensor[lm.bf16, "BH", "S", D],
                 l_run[:] = l_run * alpha + lm.sum(s_frag, axis=1)
                 m_run[:] = m_new
                 if j > 0:
-                    # O holds P_{j-1}·V_{j-1} once that MMA has retired: rescale it in TMEM.
-                    lm.wait(o_done)
+                    # O = P_{j-1}·V_{j-1} + ... has retired (waited below): rescale it in TMEM
+                    # by exp2(m_old - m_new). For j = 0, O is not yet written.
                     lm.tmem_load(o_frag, o_tmem)
                     o_frag[:] = o_frag * alpha[:, None]
                     lm.tmem_store(o_tmem, o_frag)
                 lm.tmem_store(p_tmem, lm.cast(s_frag, lm.bf16))
                 lm.arrive(p_full)
-            lm.wait(o_done)                                         # the last P·V retired
-            lm.tmem_load(o_frag, o_tmem)
+                # Wait for P_j·V_j before the next tile's rescale and before P is overwritten.
+                # It costs no overlap: tcgen05 MMAs retire in order and Q·K_{j+1}ᵀ, which the
+                # next iteration waits for, was issued after P_j·V_j.
+                lm.wait(o_done)
+            lm.tmem_load(o_frag, o_tmem)                            # the last P·V retired
             lm.store(O, lm.cast(o_frag / l_run[:, None], lm.bf16), coords=(bh, tq * BM, 0))

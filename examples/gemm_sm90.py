@@ -29,7 +29,8 @@ def gemm(A: lm.tensor[lm.bf16, "M", "K"],
     empty = lm.barrier(pipe, producers=[math], consumers=[load])
     acc = math.fragment(shape=(64, BN), dtype=lm.f32)
 
-    for tm, tn in lm.tiles(lm.cdiv(M, BM), lm.cdiv(N, BN)):
+    # Grouped raster: 8 M-tiles at a time, so CTAs in flight share B tiles in L2.
+    for tm, tn in lm.tiles(lm.cdiv(M, BM), lm.cdiv(N, BN), group=8):
         with load:
             for k in lm.range(lm.cdiv(K, BK), pipeline=pipe):
                 lm.wait(empty)

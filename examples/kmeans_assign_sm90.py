@@ -80,6 +80,8 @@ def kmeans_assign(X: lm.tensor[lm.bf16, "B", "N", D],
                 dist = csq[None, :] - 2.0 * acc                 # ‖c‖² − 2·x·c, (64, BC)
                 tile_d = lm.min(dist, axis=1)
                 tile_i = lm.argmin(dist, axis=1) + c * BC       # global centroid index
+                # A name binds an expression, not a snapshot: `better` reads best_d where it is
+                # used, so best_i is updated first and best_d last.
                 better = tile_d < best_d
                 best_i[:] = lm.select(better, tile_i, best_i)
                 best_d[:] = lm.select(better, tile_d, best_d)

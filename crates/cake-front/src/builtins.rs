@@ -362,10 +362,37 @@ impl Interp<'_> {
                 ))
             }
             Tiles => {
-                if !args.keywords.is_empty()
-                    || args.positional.is_empty()
-                    || args.positional.len() > 3
-                {
+                let mut group = None;
+                for (name, v, s) in &args.keywords {
+                    if name != "group" {
+                        return self
+                            .err(
+                                &codes::BAD_ARGUMENTS,
+                                *s,
+                                format!("`lm.tiles` has no parameter `{name}`"),
+                            )
+                            .map_err(|r| {
+                                self.help_last(r, "lm.tiles(count0, count1, ..., group=G)")
+                            });
+                    }
+                    let g = self.const_int(v, *s, "group")?;
+                    if !(1..=65535).contains(&g) {
+                        return self.err(
+                            &codes::INVALID_VALUE,
+                            *s,
+                            format!("group must be in 1..=65535, got {g}"),
+                        );
+                    }
+                    if args.positional.len() != 2 {
+                        return self.err(
+                            &codes::BAD_ARGUMENTS,
+                            *s,
+                            "group= applies to two-axis tile loops",
+                        );
+                    }
+                    group = Some(g as u32);
+                }
+                if args.positional.is_empty() || args.positional.len() > 3 {
                     return self.err(
                         &codes::BAD_ARGUMENTS,
                         sp,
@@ -374,6 +401,7 @@ impl Interp<'_> {
                 }
                 Ok(Value::TilesIter(
                     args.positional.into_iter().map(|(v, _)| v).collect(),
+                    group,
                 ))
             }
             LmRange => {

@@ -593,7 +593,7 @@ impl<'a> Interp<'a> {
                 self.emit(Stmt::Loop { id, body }, sp);
                 self.no_return_inside(r, "an `lm.range` loop")
             }
-            Value::TilesIter(counts) => self.exec_tiles(f, counts, sp, iter_span),
+            Value::TilesIter(counts, group) => self.exec_tiles(f, counts, group, sp, iter_span),
             Value::Poison => Err(Reported),
             other => {
                 let msg = format!("cannot loop over {}", other.kind_name());
@@ -619,6 +619,7 @@ impl<'a> Interp<'a> {
         &mut self,
         f: &ast::StmtFor,
         counts: Vec<Value>,
+        group: Option<u32>,
         sp: Span,
         iter_span: Span,
     ) -> R<Flow> {
@@ -695,6 +696,7 @@ impl<'a> Interp<'a> {
                 kind: LoopKind::Tiles {
                     counts: count_exprs.clone(),
                     names: axis_names,
+                    group,
                 },
             },
             sp,

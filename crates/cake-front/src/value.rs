@@ -37,7 +37,7 @@ pub enum Value {
         stop: Box<Value>,
         pipeline: Option<PipelineId>,
     },
-    TilesIter(Vec<Value>),
+    TilesIter(Vec<Value>, Option<u32>),
     PyRange(Vec<i64>),
     /// The result of an expression that already produced a finding; using it reports nothing
     /// more, so one mistake yields one finding.
@@ -122,7 +122,7 @@ impl Value {
             Value::Pipeline(_) => "a pipeline",
             Value::Barrier(_) => "a barrier",
             Value::NamedBarrier(_) => "a named barrier",
-            Value::RangeIter { .. } | Value::TilesIter(_) | Value::PyRange(_) => "an iterator",
+            Value::RangeIter { .. } | Value::TilesIter(..) | Value::PyRange(_) => "an iterator",
             Value::Poison => "an invalid value",
         }
     }

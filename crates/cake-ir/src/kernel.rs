@@ -371,6 +371,10 @@ pub enum LoopKind {
     Tiles {
         counts: Vec<ExprId>,
         names: Vec<String>,
+        /// Raster order: visit tiles in groups of `group` along axis 0 (column-major inside a
+        /// group) so CTAs running at the same time share operand tiles in L2. `None` is plain
+        /// row-major order.
+        group: Option<u32>,
     },
 }
 

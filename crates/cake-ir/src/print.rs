@@ -173,11 +173,16 @@ impl Printer<'_> {
                             pipe
                         )
                     }
-                    LoopKind::Tiles { counts, names } => format!(
-                        "tiles %{} ({}) in [{}]:",
+                    LoopKind::Tiles {
+                        counts,
+                        names,
+                        group,
+                    } => format!(
+                        "tiles %{} ({}) in [{}]{}:",
                         id.index(),
                         names.join(", "),
-                        list(counts, |e| self.expr(*e))
+                        list(counts, |e| self.expr(*e)),
+                        group.map_or(String::new(), |g| format!(" group={g}"))
                     ),
                 };
                 self.line(depth, &head);

@@ -816,9 +816,11 @@ impl<'a> Emitter<'a> {
                     return;
                 }
                 match k.loops[*id].kind.clone() {
-                    LoopKind::Tiles { counts, names } => {
-                        self.tile_loop(*id, &counts, &names, body, sp)
-                    }
+                    LoopKind::Tiles {
+                        counts,
+                        names,
+                        group,
+                    } => self.tile_loop(&counts, &names, group, body, sp),
                     LoopKind::Range {
                         start,
                         stop,
@@ -859,28 +861,51 @@ impl<'a> Emitter<'a> {
 
     fn tile_loop(
         &mut self,
-        _id: LoopId,
         counts: &[ExprId],
         names: &[String],
+        group: Option<u32>,
         body: &Block,
         sp: Span,
     ) {
         let names_text = names.join(", ");
         if self.k.persistent {
-            self.line(&format!("for (int tile = blockIdx.x; tile < tiles_total; tile += gridDim.x) {{  // tiles ({names_text}) ({})", self.loc(sp)));
+            self.line(&format!(
+                "for (int tile = blockIdx.x; tile < tiles_total; tile += gridDim.x) {{  // tiles ({names_text}) ({})",
+                self.loc(sp)
+            ));
         } else {
-            self.line(&format!("for (int tile = blockIdx.x; tile < tiles_total; tile += tiles_total) {{  // one tile ({names_text}) per CTA ({})", self.loc(sp)));
+            self.line(&format!(
+                "for (int tile = blockIdx.x; tile < tiles_total; tile += tiles_total) {{  // one tile ({names_text}) per CTA ({})",
+                self.loc(sp)
+            ));
         }
         self.indent += 1;
-        // Row-major over the tile axes: the last axis varies fastest.
-        self.line("int tile_rest = tile;");
-        for axis in (0..counts.len()).rev() {
-            self.line(&format!(
-                "const int tile_{axis} = tile_rest % tiles_{axis};"
-            ));
-            self.line(&format!("tile_rest /= tiles_{axis};"));
+        match group {
+            Some(g) if counts.len() == 2 => {
+                // Groups of `g` rows of axis 0, walked column by column, so the CTAs in flight
+                // share A and B tiles in L2.
+                self.line(&format!("const int group_tiles = {g} * tiles_1;"));
+                self.line(&format!(
+                    "const int group_first = (tile / group_tiles) * {g};"
+                ));
+                self.line(&format!(
+                    "const int group_rows = min(tiles_0 - group_first, {g});"
+                ));
+                self.line("const int tile_0 = group_first + (tile % group_tiles) % group_rows;");
+                self.line("const int tile_1 = (tile % group_tiles) / group_rows;");
+            }
+            _ => {
+                // Row-major over the tile axes: the last axis varies fastest.
+                self.line("int tile_rest = tile;");
+                for axis in (0..counts.len()).rev() {
+                    self.line(&format!(
+                        "const int tile_{axis} = tile_rest % tiles_{axis};"
+                    ));
+                    self.line(&format!("tile_rest /= tiles_{axis};"));
+                }
+                self.line("(void)tile_rest;");
+            }
         }
-        self.line("(void)tile_rest;");
         self.block(body);
         self.indent -= 1;
         self.line("}");

@@ -1,5 +1,13 @@
-//! Annotated check tests: every file under `tests/check/` (at the repository root) is checked
-//! with `cake_front::check_bytes`, and the findings must be exactly the ones its comments mark.
+//! Annotated check tests: every file under `tests/check/` (at the repository root) is checked,
+//! and the findings must be exactly the ones its comments mark.
+//!
+//! # Which checks run
+//!
+//! - Files named `CAKE-<code>-bad.py` / `CAKE-<code>-good.py` are the catalog's rule examples
+//!   (`cake explain` shows them). They are checked the way `cake check` sees them: front-end,
+//!   verifier and lowering coverage (`cake_driver::check`), and every code is compared.
+//! - Every other file is a front-end test: it is checked with `cake_front::check_bytes` only,
+//!   and markers of later stages' codes (anything but `CAKE-L...`) in it are an error.
 //!
 //! # Markers
 //!
@@ -13,22 +21,19 @@
 //! - `error[CODE]`, `warning[CODE]` or `note[CODE]`: one finding of that severity and code
 //!   whose span starts on this line. A marker may be followed by `: text`; the text (up to the
 //!   next marker or the end of the line) must occur in the finding's message, help, notes or
-//!   labels. Several markers may share a line; the same marker twice expects two findings
-//!   (the comparison is a multiset, so a finding reported twice is a failure).
+//!   labels. Several markers may share a line. The set of (line, severity, code) reported must
+//!   equal the set marked, so two findings of one code on one line need only one marker (or
+//!   one per text to check). A finding reported twice (same code, span and message) fails.
 //! - `# file: error[CODE]` on the first line expects a file-level finding: one whose span
 //!   starts at byte 0 (no schedule, not text, ...).
 //! - Files whose text is empty or whitespace-only cannot hold a marker: they must yield
 //!   exactly one `CAKE-L009` whose message says the file is empty.
 //! - `*.bin` files are fed as raw bytes (they are not valid UTF-8) and must yield exactly one
 //!   `CAKE-L013`.
-//! - Markers naming a code outside the front-end's category (not `CAKE-L...`) belong to a later
-//!   stage (the verifier) and are not checked here.
-//! - `CAKE-<code>-bad.py` / `CAKE-<code>-good.py` without markers are the catalog's examples
-//!   (`cake explain`): for a language code the bad one must report the code and the good one
-//!   must not; for any other code both must pass the front-end without errors.
+//! - A file without markers must check clean.
 //!
 //! Every file is checked and every failure reported together, each with the rendered
-//! diagnostics.
+//! diagnostics. `CAKE_CHECK_DIR=<dir>` runs the files of another directory instead.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -276,15 +281,16 @@ fn describe_actual(file: &SourceFile, f: &Finding) -> String {
 }
 
 /// Compare the findings with the expectations; the problems found, one per line.
+///
+/// The set of (place, severity, code) reported must equal the set marked: several findings of
+/// one code on one line need one marker (or one per message text to check). Each marker's text
+/// must occur in one of the findings it stands for. Separately, two findings identical in
+/// code, span and message are a failure: one mistake is reported once.
 fn compare(file: &SourceFile, findings: &[Finding], expected: &[Expected]) -> Vec<String> {
     let file_level = expected.iter().any(|e| e.place == Place::File);
-    // Group both sides by (place, severity, code).
     type Key = (Place, String, String);
     let mut want: BTreeMap<Key, Vec<&Expected>> = BTreeMap::new();
     for e in expected {
-        if !e.code.starts_with("CAKE-L") {
-            continue; // checked by a later stage's runner
-        }
         want.entry((e.place, e.severity.clone(), e.code.clone()))
             .or_default()
             .push(e);
@@ -301,39 +307,39 @@ fn compare(file: &SourceFile, findings: &[Finding], expected: &[Expected]) -> Ve
     let mut problems = Vec::new();
     let keys: std::collections::BTreeSet<Key> = want.keys().chain(got.keys()).cloned().collect();
     for key in keys {
-        let mut exps: Vec<&Expected> = want.get(&key).cloned().unwrap_or_default();
-        let mut acts: Vec<&Finding> = got.get(&key).cloned().unwrap_or_default();
-        // Markers with text first, each to the first finding that contains it.
-        exps.sort_by_key(|e| e.substring.is_none());
-        let mut unmatched = Vec::new();
-        for e in exps {
-            let pos = acts.iter().position(|f| match &e.substring {
-                Some(s) => finding_text(f).contains(s.as_str()),
-                None => true,
-            });
-            match pos {
-                Some(p) => {
-                    acts.remove(p);
-                }
-                None => unmatched.push(e),
-            }
-        }
-        for e in unmatched {
-            let same_kind: Vec<String> = got
-                .get(&key)
-                .map(|fs| fs.iter().map(|f| format!("{:?}", f.message)).collect())
-                .unwrap_or_default();
-            if same_kind.is_empty() {
+        let exps = want.get(&key).map(Vec::as_slice).unwrap_or_default();
+        let acts = got.get(&key).map(Vec::as_slice).unwrap_or_default();
+        if acts.is_empty() {
+            for e in exps {
                 problems.push(format!("  missing:    {e}"));
-            } else {
-                problems.push(format!(
-                    "  missing:    {e}\n              (reported there: {})",
-                    same_kind.join(", ")
-                ));
+            }
+            continue;
+        }
+        if exps.is_empty() {
+            for f in acts {
+                problems.push(format!("  unexpected: {}", describe_actual(file, f)));
+            }
+            continue;
+        }
+        for e in exps {
+            if let Some(s) = &e.substring {
+                if !acts.iter().any(|f| finding_text(f).contains(s.as_str())) {
+                    let messages: Vec<String> =
+                        acts.iter().map(|f| format!("{:?}", f.message)).collect();
+                    problems.push(format!(
+                        "  wrong text: {e}\n              reported there: {}",
+                        messages.join(", ")
+                    ));
+                }
             }
         }
-        for f in acts {
-            problems.push(format!("  unexpected: {}", describe_actual(file, f)));
+    }
+    for (i, f) in findings.iter().enumerate() {
+        let twin = findings[..i]
+            .iter()
+            .any(|g| g.code == f.code && g.span == f.span && g.message == f.message);
+        if twin {
+            problems.push(format!("  duplicate:  {}", describe_actual(file, f)));
         }
     }
     problems
@@ -361,27 +367,61 @@ fn spans_in_bounds(file: &SourceFile, findings: &[Finding]) -> Vec<String> {
     problems
 }
 
-/// The catalog-example convention `CAKE-X000-bad.py` / `CAKE-X000-good.py`.
-fn catalog_example(path: &Path) -> Option<(String, bool)> {
-    let name = path.file_name()?.to_str()?;
-    let stem = name.strip_suffix(".py")?;
-    let (code, kind) = stem.rsplit_once('-')?;
-    if !is_code(code) {
-        return None;
-    }
-    match kind {
-        "bad" => Some((code.to_string(), true)),
-        "good" => Some((code.to_string(), false)),
-        _ => None,
-    }
+/// The catalog's rule examples, `CAKE-X000-bad.py` / `CAKE-X000-good.py`, are checked by the
+/// whole pipeline.
+fn is_rule_example(path: &Path) -> bool {
+    let Some(stem) = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.strip_suffix(".py"))
+    else {
+        return false;
+    };
+    matches!(stem.rsplit_once('-'), Some((code, "bad" | "good")) if is_code(code))
+}
+
+/// What one file gave: the source as the findings see it, and the findings.
+struct Outcome {
+    file: SourceFile,
+    findings: Vec<Finding>,
+}
+
+fn run_checks(name: &str, bytes: &[u8], full: bool) -> Result<Outcome, String> {
+    let run = || {
+        if full {
+            let checked = cake_driver::check(name, bytes, None);
+            Outcome {
+                file: checked.file,
+                findings: checked.findings,
+            }
+        } else {
+            let (file, checked) = cake_front::check_bytes(name, bytes);
+            Outcome {
+                file,
+                findings: checked.findings.as_slice().to_vec(),
+            }
+        }
+    };
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)).map_err(|e| {
+        let msg = e
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| e.downcast_ref::<&str>().copied())
+            .unwrap_or("(no message)");
+        format!("  PANIC while checking: {msg}")
+    })
 }
 
 /// Check one file; the problems found.
 fn check_file(path: &Path) -> Vec<String> {
     let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
     let name = display(path);
-    let (file, checked) = cake_front::check_bytes(&name, &bytes);
-    let findings = checked.findings.as_slice();
+    let full = is_rule_example(path);
+    let Outcome { file, findings } = match run_checks(&name, &bytes, full) {
+        Ok(o) => o,
+        Err(panic) => return vec![format!("{name}:"), panic],
+    };
+    let findings = findings.as_slice();
     let mut problems = spans_in_bounds(&file, findings);
 
     let is_bin = path.extension().is_some_and(|e| e == "bin");
@@ -420,32 +460,23 @@ fn check_file(path: &Path) -> Vec<String> {
                     problems.push(format!("  bad marker: {e}"));
                 }
             }
-            Ok(expected) if expected.is_empty() && catalog_example(path).is_some() => {
-                let (code, bad) = catalog_example(path).expect("checked");
-                if code.starts_with("CAKE-L") {
-                    let has = findings.iter().any(|f| f.code == code);
-                    if bad && !has {
-                        problems.push(format!("  catalog bad example does not report {code}"));
-                    }
-                    if !bad && has {
-                        problems.push(format!("  catalog good example reports {code}"));
-                    }
-                } else {
-                    for f in findings.iter().filter(|f| f.is_error()) {
+            Ok(expected) => {
+                if !full {
+                    for e in expected.iter().filter(|e| !e.code.starts_with("CAKE-L")) {
                         problems.push(format!(
-                            "  front-end error in a {code} example: {}",
-                            describe_actual(&file, f)
+                            "  bad marker: {e}: only CAKE-<code>-bad/good.py files run the verifier"
                         ));
                     }
                 }
+                problems.extend(compare(&file, findings, &expected));
             }
-            Ok(expected) => problems.extend(compare(&file, findings, &expected)),
         }
     }
     if problems.is_empty() {
         return problems;
     }
-    let mut report = vec![format!("{name}:")];
+    let stage = if full { "cake check" } else { "front-end" };
+    let mut report = vec![format!("{name} ({stage}):")];
     report.extend(problems);
     let rendered = render::human(&file, findings, false);
     let mut block = String::from("  rendered findings:\n");
@@ -482,7 +513,7 @@ fn annotated_check_files() {
     }
     assert!(
         failures.is_empty(),
-        "{failed_files} of {} annotated files disagree with the front-end:\n\n{}",
+        "{failed_files} of {} annotated files disagree with their markers:\n\n{}",
         files.len(),
         failures.join("\n")
     );
