@@ -698,6 +698,8 @@ pub const ALL: &[&CodeInfo] = &[
     &safety::SMEM_ALIGNMENT,
     &safety::VIEW_OVERLAP,
     &safety::POOL_OVERFLOW,
+    &safety::DEADLOCK,
+    &safety::PHASE_OVERRUN,
     &conformance::INSTRUCTION_UNAVAILABLE,
     &conformance::SMEM_LIMIT,
     &conformance::THREAD_LIMIT,

@@ -583,7 +583,7 @@ impl<'a> Interp<'a> {
                             pipeline,
                         },
                     },
-                    sp,
+                    iter_span,
                 );
                 let var_expr = self.mk(ExprKind::LoopVar(id), Ty::Index, span(f.target.range()));
                 self.bind(&var, Value::Expr(var_expr));
@@ -699,7 +699,7 @@ impl<'a> Interp<'a> {
                     group,
                 },
             },
-            sp,
+            iter_span,
         );
         let coords: Vec<Value> = (0..count_exprs.len())
             .map(|axis| {

@@ -929,7 +929,11 @@ impl<'a> Emitter<'a> {
                 .filter_map(|&s| match &self.k.stmts[s] {
                     Stmt::Op(Op::Mma {
                         release: Some(b), ..
-                    }) if self.k.barriers[*b].pipeline == Some(p) => Some((*b, p)),
+                    }) if self.k.barriers[*b].pipeline == Some(p)
+                        && self.k.pipelines[p].stages >= 2 =>
+                    {
+                        Some((*b, p))
+                    }
                     _ => None,
                 })
                 .collect(),

@@ -87,12 +87,12 @@ fn diff(expected: &str, actual: &str) -> String {
             lines.push((' ', a[i]));
             i += 1;
             j += 1;
-        } else if j < m && (i == n || lcs[i][j + 1] >= lcs[i + 1][j]) {
-            lines.push(('+', b[j]));
-            j += 1;
-        } else {
+        } else if i < n && (j == m || lcs[i + 1][j] >= lcs[i][j + 1]) {
             lines.push(('-', a[i]));
             i += 1;
+        } else {
+            lines.push(('+', b[j]));
+            j += 1;
         }
     }
     // Keep 3 lines of context around each change.

@@ -146,3 +146,29 @@ Drop the size and let the compiler size the pool, or shrink the views."#,
     bad: include_str!("../../../../tests/check/CAKE-S011-bad.py"),
     good: include_str!("../../../../tests/check/CAKE-S011-good.py"),
 };
+
+pub const DEADLOCK: CodeInfo = CodeInfo {
+    code: "CAKE-S012",
+    name: "deadlock",
+    category: Category::Safety,
+    severity: Severity::Error,
+    summary: r#"Bounded exploration of the roles' interleavings reaches a state where every unfinished role waits forever."#,
+    explanation: r#"The verifier unrolls each role for small scenarios (zero, one and two tiles; every distinct loop range running zero times, once, and one more time than the deepest pipeline has stages) and simulates the mbarrier phases the lowering emits. If every role that has not finished is blocked on a wait whose phase can no longer complete, the kernel would hang on the GPU, where no sanitizer reports it. The finding names the scenario, the barrier, stage and phase each blocked role waits for.
+
+Make every wait's arrivals happen on every path, in an order that lets each role progress: a role must not wait for something that another role does only after waiting for the first role."#,
+    bad: include_str!("../../../../tests/check/CAKE-S012-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-S012-good.py"),
+};
+
+pub const PHASE_OVERRUN: CodeInfo = CodeInfo {
+    code: "CAKE-S013",
+    name: "phase-overrun",
+    category: Category::Safety,
+    severity: Severity::Error,
+    summary: r#"A barrier slot completes two phases ahead of a role still waiting on it, so the parity bit aliases."#,
+    explanation: r#"`mbarrier.try_wait.parity` can only tell the current phase from the one before it. If a producer signals a slot again before a consumer has waited for the earlier phase, the consumer either passes a phase it never saw (reading a stage that was overwritten) or waits for a parity that will not come back. The exploration runs producers as far ahead as they can go, which finds this.
+
+Make the producer wait for the consumer's release before signalling the slot again, or give each handoff its own barrier."#,
+    bad: include_str!("../../../../tests/check/CAKE-S013-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-S013-good.py"),
+};

@@ -1,0 +1,455 @@
+//! Bounded exploration of the roles' interleavings. Each role's program is unrolled for a few
+//! small scenarios (no tiles, one tile, two tiles; each distinct loop range running 0, 1 or
+//! stages+1 times), and the mbarrier semantics the lowering emits are simulated: a wait passes
+//! when the phase it needs has completed; an arrival completes a phase when the phase's count is
+//! reached. Every role runs as far as it can before the next one (producers race ahead, the
+//! most adversarial order for phase aliasing). A state where unfinished roles all block is a
+//! deadlock; a barrier slot completing two phases ahead of a waiter aliases the parity bit.
+
+use crate::ctx::Ctx;
+use cake_diag::catalog::safety::{DEADLOCK, PHASE_OVERRUN};
+use cake_diag::Finding;
+use cake_ir::*;
+use std::collections::BTreeMap;
+
+/// Distinct loop ranges beyond which the scenario product is not explored (a coverage note).
+const MAX_RANGES: usize = 3;
+
+#[derive(Clone, Debug)]
+enum Ev {
+    /// Wait for completion number `need` (0-based) of `slot` of `barrier`.
+    Wait {
+        barrier: BarrierId,
+        slot: u32,
+        need: u64,
+        stmt: StmtId,
+    },
+    Arrive {
+        barrier: BarrierId,
+        slot: u32,
+        count: u32,
+        stmt: StmtId,
+    },
+}
+
+struct Scenario {
+    tiles: u64,
+    trips: BTreeMap<String, u64>,
+}
+
+impl Scenario {
+    fn describe(&self) -> String {
+        let trips: Vec<String> = self
+            .trips
+            .iter()
+            .map(|(k, v)| format!("{v} iteration(s) of {k}"))
+            .collect();
+        format!(
+            "{} tile(s){}{}",
+            self.tiles,
+            if trips.is_empty() { "" } else { ", " },
+            trips.join(", ")
+        )
+    }
+}
+
+pub fn check(cx: &Ctx, out: &mut Vec<Finding>) {
+    let k = cx.k;
+    let ranges = range_keys(cx);
+    if ranges.len() > MAX_RANGES {
+        out.push(Finding::new(
+            &cake_diag::catalog::coverage::NOT_VERIFIED,
+            k.span,
+            format!("not verified: deadlock exploration covers up to {MAX_RANGES} distinct loop ranges; this schedule has {}", ranges.len()),
+        ));
+        return;
+    }
+    let max_stages = k
+        .pipelines
+        .iter()
+        .map(|(_, p)| p.stages as u64)
+        .max()
+        .unwrap_or(1);
+    let values = [0u64, 1, max_stages + 1];
+    let mut scenarios = Vec::new();
+    for tiles in [1u64, 2, 0] {
+        let mut combos: Vec<BTreeMap<String, u64>> = vec![BTreeMap::new()];
+        for key in &ranges {
+            combos = combos
+                .into_iter()
+                .flat_map(|m| {
+                    values.iter().map(move |v| {
+                        let mut m = m.clone();
+                        m.insert(key.clone(), *v);
+                        m
+                    })
+                })
+                .collect();
+        }
+        scenarios.extend(combos.into_iter().map(|trips| Scenario { tiles, trips }));
+    }
+    // One counterexample of each kind is enough to act on.
+    let mut found: Vec<Finding> = Vec::new();
+    for sc in &scenarios {
+        if let Some(f) = simulate(cx, sc) {
+            if !found.iter().any(|g| g.code == f.code) {
+                found.push(f);
+            }
+        }
+    }
+    out.extend(found);
+}
+
+fn range_text(cx: &Ctx, l: LoopId) -> Option<String> {
+    match &cx.k.loops[l].kind {
+        LoopKind::Range { start, stop, .. } => Some(format!(
+            "range[{}, {})",
+            cx.expr_text(*start),
+            cx.expr_text(*stop)
+        )),
+        LoopKind::Tiles { .. } => None,
+    }
+}
+
+fn range_keys(cx: &Ctx) -> Vec<String> {
+    let mut keys: Vec<String> = Vec::new();
+    for (l, _) in cx.k.loops.iter() {
+        if let Some(t) = range_text(cx, l) {
+            if !keys.contains(&t) {
+                keys.push(t);
+            }
+        }
+    }
+    keys
+}
+
+/// Unroll one role's program for a scenario into barrier events, the way the lowering runs it.
+struct Unroll<'a> {
+    cx: &'a Ctx<'a>,
+    sc: &'a Scenario,
+    role: RoleId,
+    /// Per pipeline: iterations this role has completed.
+    pipe_it: BTreeMap<PipelineId, u64>,
+    /// Per (barrier, slot): waits this role has done (for barriers outside pipelines).
+    waits_done: BTreeMap<(BarrierId, u32), u64>,
+    /// Innermost pipelined loops: (pipeline, current stage).
+    stages: Vec<(PipelineId, u32)>,
+    /// Releases deferred by one iteration (wgmma keeps one MMA group in flight).
+    deferred: Vec<Option<(BarrierId, u32, u32, StmtId)>>,
+    /// Whether the loop being unrolled defers its releases (see `deferred`).
+    deferring: bool,
+    events: Vec<Ev>,
+}
+
+impl Unroll<'_> {
+    fn slot(&self, b: BarrierId) -> u32 {
+        match self.cx.k.barriers[b].pipeline {
+            Some(p) => self
+                .stages
+                .iter()
+                .rev()
+                .find(|(q, _)| *q == p)
+                .map_or(0, |(_, s)| *s),
+            None => 0,
+        }
+    }
+
+    fn count_for(&self, stmt: StmtId, b: BarrierId) -> u32 {
+        // Arrival contribution of this site, as derived for the barrier's phase count.
+        let f = &self.cx.facts[b.index()];
+        f.arrivals.iter().find(|a| a.stmt == stmt).map_or_else(
+            // Several TMA loads of a role share the first one's site.
+            || {
+                f.arrivals
+                    .iter()
+                    .find(|a| a.role == self.role && a.kind == cake_ir::sync::ArriveKind::Tma)
+                    .map_or(1, |a| a.count)
+            },
+            |a| a.count,
+        )
+    }
+
+    fn block(&mut self, block: &Block, inside: bool) {
+        for &s in block {
+            match &self.cx.k.stmts[s] {
+                Stmt::Role { role, body } => {
+                    if *role == self.role {
+                        self.block(body, true);
+                    }
+                }
+                Stmt::Loop { id, body } => match &self.cx.k.loops[*id].kind {
+                    LoopKind::Tiles { .. } => {
+                        for _ in 0..self.sc.tiles {
+                            self.block(body, inside);
+                        }
+                    }
+                    LoopKind::Range { pipeline, .. } => {
+                        let key = range_text(self.cx, *id).unwrap_or_default();
+                        let trips = self.sc.trips.get(&key).copied().unwrap_or(1);
+                        let defers = pipeline.is_some_and(|p| self.cx.k.pipelines[p].stages >= 2);
+                        self.deferred.push(None);
+                        for _ in 0..trips {
+                            if let Some(p) = pipeline {
+                                let it = *self.pipe_it.get(p).unwrap_or(&0);
+                                let stages = self.cx.k.pipelines[*p].stages.max(1) as u64;
+                                self.stages.push((*p, (it % stages) as u32));
+                            }
+                            self.deferring = defers;
+                            self.block(body, inside);
+                            self.deferring = false;
+                            if let Some(p) = pipeline {
+                                self.stages.pop();
+                                *self.pipe_it.entry(*p).or_insert(0) += 1;
+                            }
+                        }
+                        if let Some(Some((b, slot, count, stmt))) = self.deferred.pop() {
+                            self.events.push(Ev::Arrive {
+                                barrier: b,
+                                slot,
+                                count,
+                                stmt,
+                            });
+                        }
+                    }
+                },
+                Stmt::If { then_body, .. } => self.block(then_body, inside),
+                Stmt::Op(op) if inside => self.op(s, op),
+                Stmt::Op(_) => {}
+            }
+        }
+    }
+
+    fn op(&mut self, s: StmtId, op: &Op) {
+        let k = self.cx.k;
+        match op {
+            Op::Wait { barrier } => {
+                let slot = self.slot(*barrier);
+                let free = self.cx.facts[barrier.index()].starts_free();
+                // The n-th wait of this role on this slot needs completion n (n - 1 for a barrier
+                // whose stages start free: its first pass needs nothing).
+                let n = match k.barriers[*barrier].pipeline {
+                    Some(p) if self.stages.iter().any(|(q, _)| *q == p) => {
+                        let stages = k.pipelines[p].stages.max(1) as u64;
+                        *self.pipe_it.get(&p).unwrap_or(&0) / stages
+                    }
+                    _ => {
+                        let e = self.waits_done.entry((*barrier, slot)).or_insert(0);
+                        *e += 1;
+                        *e - 1
+                    }
+                };
+                if free && n == 0 {
+                    return;
+                }
+                let need = if free { n - 1 } else { n };
+                self.events.push(Ev::Wait {
+                    barrier: *barrier,
+                    slot,
+                    need,
+                    stmt: s,
+                });
+            }
+            Op::Arrive { barrier }
+            | Op::Commit { barrier }
+            | Op::TmaLoad { barrier, .. }
+            | Op::CpAsync { barrier, .. } => {
+                let count = self.count_for(s, *barrier);
+                let slot = self.slot(*barrier);
+                // Only the first TMA load of a role to a barrier per iteration carries the arrival.
+                if matches!(op, Op::TmaLoad { .. }) && !self.first_tma(s, *barrier) {
+                    return;
+                }
+                self.events.push(Ev::Arrive {
+                    barrier: *barrier,
+                    slot,
+                    count,
+                    stmt: s,
+                });
+            }
+            Op::Mma {
+                release: Some(b), ..
+            } => {
+                let count = self.count_for(s, *b);
+                let slot = self.slot(*b);
+                if self.deferring {
+                    if let Some(top) = self.deferred.last_mut() {
+                        if let Some((pb, ps, pc, pst)) = top.replace((*b, slot, count, s)) {
+                            self.events.push(Ev::Arrive {
+                                barrier: pb,
+                                slot: ps,
+                                count: pc,
+                                stmt: pst,
+                            });
+                        }
+                        return;
+                    }
+                }
+                self.events.push(Ev::Arrive {
+                    barrier: *b,
+                    slot,
+                    count,
+                    stmt: s,
+                });
+            }
+            _ => {}
+        }
+    }
+
+    fn first_tma(&self, s: StmtId, b: BarrierId) -> bool {
+        let f = &self.cx.facts[b.index()];
+        f.arrivals.iter().any(|a| a.stmt == s)
+    }
+}
+
+fn simulate(cx: &Ctx, sc: &Scenario) -> Option<Finding> {
+    let k = cx.k;
+    let mut progs: Vec<(RoleId, Vec<Ev>)> = Vec::new();
+    for (rid, _) in k.roles.iter() {
+        let mut u = Unroll {
+            cx,
+            sc,
+            role: rid,
+            pipe_it: BTreeMap::new(),
+            waits_done: BTreeMap::new(),
+            stages: Vec::new(),
+            deferred: Vec::new(),
+            events: Vec::new(),
+            deferring: false,
+        };
+        u.block(&k.body, false);
+        progs.push((rid, u.events));
+    }
+    // Barrier state per slot: completed phases and arrivals pending in the current phase.
+    let mut completed: BTreeMap<(BarrierId, u32), u64> = BTreeMap::new();
+    let mut pending: BTreeMap<(BarrierId, u32), u32> = BTreeMap::new();
+    // Per waiter: completions of each slot already consumed.
+    let mut pc = vec![0usize; progs.len()];
+    loop {
+        let mut progressed = false;
+        for (i, (role, evs)) in progs.iter().enumerate() {
+            while pc[i] < evs.len() {
+                match &evs[pc[i]] {
+                    Ev::Wait {
+                        barrier,
+                        slot,
+                        need,
+                        ..
+                    } => {
+                        if completed.get(&(*barrier, *slot)).copied().unwrap_or(0) > *need {
+                            pc[i] += 1;
+                            progressed = true;
+                        } else {
+                            break;
+                        }
+                    }
+                    Ev::Arrive {
+                        barrier,
+                        slot,
+                        count,
+                        stmt,
+                    } => {
+                        let total = cx.facts[barrier.index()].arrival_count().max(1);
+                        let p = pending.entry((*barrier, *slot)).or_insert(total);
+                        *p = p.saturating_sub(*count);
+                        if *p == 0 {
+                            *p = total;
+                            let c = completed.entry((*barrier, *slot)).or_insert(0);
+                            *c += 1;
+                            // A waiter that still needs an earlier completion of this slot would
+                            // see its parity bit come round again.
+                            for (j, (wrole, wevs)) in progs.iter().enumerate() {
+                                if let Some(Ev::Wait { barrier: wb, slot: ws, need, stmt: wst }) = wevs[pc[j]..].iter().find(|e| matches!(e, Ev::Wait { barrier: b2, slot: s2, .. } if b2 == barrier && s2 == slot)) {
+                                    if *c >= need + 3 && wb == barrier && ws == slot {
+                                        let bname = &k.barriers[*barrier].name;
+                                        return Some(
+                                            Finding::new(
+                                                &PHASE_OVERRUN,
+                                                cx.span(*stmt),
+                                                format!(
+                                                    "role `{}` completes phase {} of `{bname}` (stage {slot}) while role `{}` still waits for phase {}: the parity bit aliases",
+                                                    k.roles[*role].name,
+                                                    *c - 1,
+                                                    k.roles[*wrole].name,
+                                                    need
+                                                ),
+                                            )
+                                            .subject("barrier", bname)
+                                            .role(&k.roles[*role].name)
+                                            .stage(*slot)
+                                            .phase((*c - 1) as u32)
+                                            .label(cx.span(*wst), format!("`{}` waits here", k.roles[*wrole].name))
+                                            .note(format!("scenario: {}", sc.describe()))
+                                            .help("the producer must wait for the consumer to release the slot before signalling it again"),
+                                        );
+                                    }
+                                }
+                            }
+                        }
+                        pc[i] += 1;
+                        progressed = true;
+                    }
+                }
+            }
+        }
+        if progs.iter().enumerate().all(|(i, (_, e))| pc[i] >= e.len()) {
+            return None;
+        }
+        if !progressed {
+            let blocked: Vec<(RoleId, &Ev)> = progs
+                .iter()
+                .enumerate()
+                .filter(|(i, (_, e))| pc[*i] < e.len())
+                .map(|(i, (r, e))| (*r, &e[pc[i]]))
+                .collect();
+            let (first_role, first_ev) = blocked[0];
+            let Ev::Wait {
+                stmt,
+                barrier,
+                slot,
+                need,
+            } = first_ev
+            else {
+                return None;
+            };
+            let mut f = Finding::new(
+                &DEADLOCK,
+                cx.span(*stmt),
+                format!(
+                    "deadlock: every unfinished role is blocked ({}); role `{}` waits forever on `{}`",
+                    sc.describe(),
+                    k.roles[first_role].name,
+                    k.barriers[*barrier].name
+                ),
+            )
+            .subject("barrier", &k.barriers[*barrier].name)
+            .role(&k.roles[first_role].name)
+            .stage(*slot)
+            .phase(*need as u32);
+            for (r, ev) in &blocked[1..] {
+                if let Ev::Wait {
+                    stmt,
+                    barrier,
+                    slot,
+                    need,
+                } = ev
+                {
+                    f = f.label(
+                        cx.span(*stmt),
+                        format!(
+                            "`{}` waits on `{}` stage {slot} for phase {need}",
+                            k.roles[*r].name, k.barriers[*barrier].name
+                        ),
+                    );
+                }
+            }
+            for (r, _) in &blocked {
+                f = f.note(format!(
+                    "role `{}` is blocked after {} barrier operations",
+                    k.roles[*r].name,
+                    pc[progs.iter().position(|(x, _)| x == r).unwrap_or(0)]
+                ));
+            }
+            return Some(f.help("every wait needs matching arrivals on every path; check the order of waits and arrivals across roles"));
+        }
+    }
+}
