@@ -10,8 +10,9 @@ One CTA per (batch·head, 128-query tile). Three roles:
 Handoffs, one barrier each: `kv_full` (TMA bytes) → `s_full` (tcgen05.commit after Q·Kᵀ) →
 `p_full` (every softmax thread arrived after writing P and rescaling O) → `o_done`
 (tcgen05.commit after P·V). Every arrival and wait site runs exactly once per iteration, so the
-arrival counts and phase parities the compiler derives from the sites hold. The P·V MMA is the last reader of a K/V stage, so it carries
-`release=kv_empty`; that barrier is released only by MMAs, so its stages start free.
+arrival counts and phase parities that the compiler derives from the sites hold. The P·V MMA
+is the last reader of a K/V stage, so it carries `release=kv_empty`; that barrier is released
+only by MMAs, so its stages start free.
 
 Limits of this fragment, stated rather than hidden:
 - The sequence length must be a multiple of 128: Cake IR has no per-element column index to

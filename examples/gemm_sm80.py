@@ -8,11 +8,12 @@ with ldmatrix and issues the MMA with B read from shared memory. The MMA's `rele
 frees the stage again; `empty` is released only by MMAs, so its stages start free and the first
 `lm.wait(empty)` on each stage passes.
 
-Two honest limitations of this version (see the reply that accompanies it / docs/language.md):
-- The copy of step k is waited for in the same iteration: Cake IR ties a barrier's stage to the
-  role's iteration count, and has no way to name another stage's barrier, so a one-role
-  cp.async pipeline cannot prefetch S-1 steps ahead. The stages still let copies of different
-  warps and MMAs retire out of step, but copy and math of one warp do not overlap.
+Two limitations of this version (docs/language.md §14):
+- The copy of step k is waited for in the same iteration. Cake IR ties a barrier's stage to the
+  role's iteration count and cannot name another stage's barrier, so a one-role cp.async
+  pipeline cannot prefetch S-1 steps ahead. The ring still lets a warp that has finished its
+  MMAs start copying the next step while slower warps are still reading the previous stage,
+  but the copy and the math of one warp do not overlap.
 - `lm.mma` reads operand `b` from shared memory (the front-end rejects a register `b`), so B is
   not staged through ldmatrix here; the lowering is expected to derive the B register loads that
   mma.sync needs.

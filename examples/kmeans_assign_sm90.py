@@ -18,11 +18,14 @@ Per persistent tile (batch b, 128 rows of X):
   never win.
 
 Why the consumers load x themselves: the x buffer is reused by the next tile, so whoever loads
-it must first wait until the consumers are done with it. A release barrier whose stages start
-free is derived only for `release=` on an MMA, and here the last MMA that reads x already
-releases its centroid stage; a barrier released with `lm.arrive` starts "not free", so a
-producer's first wait on it would never pass. Each consumer warpgroup reads only its own 64
-rows of x, so letting it reload those rows after its MMAs retire needs no cross-role release.
+it must first wait until the consumers are done with it. Cake derives that a release barrier
+starts free (so a loader's first wait passes) only when every arrival on it is an MMA
+`release=`, or when the wait guards a copy into a view of two or more stages
+(docs/language.md §11.3). x has one stage, and `release=` names a single barrier, which the
+last MMA reading x already spends on its centroid stage. An `lm.arrive`-released `x_empty`
+would therefore not start free, and a producer's first wait on it would never return. Each
+consumer warpgroup reads only its own 64 rows of x, so it can reload those rows after its MMAs
+retire without any cross-role release.
 """
 import cake
 from cake import lm
