@@ -249,7 +249,7 @@ fn cmd_explain(code: Option<&str>, markdown: bool) -> ExitCode {
 fn lower_file(
     file: &Path,
     target: &str,
-) -> Result<(SourceFile, Vec<cake_lower::Lowered>), ExitCode> {
+) -> Result<(cake_driver::Checked, Vec<cake_lower::Lowered>), ExitCode> {
     let t = match cake_target::lookup(target) {
         Ok(t) => t,
         Err(e) => {
@@ -290,11 +290,11 @@ fn lower_file(
             }
         }
     }
-    Ok((checked.file, out))
+    Ok((checked, out))
 }
 
 fn cmd_build(file: &Path, target: &str, out: &Path) -> ExitCode {
-    let (_, lowered) = match lower_file(file, target) {
+    let (checked, lowered) = match lower_file(file, target) {
         Ok(x) => x,
         Err(code) => return code,
     };
@@ -306,7 +306,8 @@ fn cmd_build(file: &Path, target: &str, out: &Path) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    for l in lowered {
+    let mut findings = Vec::new();
+    for (k, l) in checked.kernels.iter().zip(&lowered) {
         let stem = l.launch.kernel.clone();
         let build = match tc.compile(&l.cuda, t, out, &stem) {
             Ok(b) => b,
@@ -336,10 +337,70 @@ fn cmd_build(file: &Path, target: &str, out: &Path) -> ExitCode {
                 r.spill_loads,
                 build.cubin.display()
             );
-            for w in &r.warnings {
-                println!("  {w}");
-            }
+            findings.extend(resource_findings(k, r));
         }
     }
-    ExitCode::SUCCESS
+    emit(&checked.file, &findings, Format::Human, false);
+    if findings.iter().any(|f| f.is_error()) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// Problems in the ptxas report, placed on the schedule's own lines.
+fn resource_findings(k: &cake_ir::Kernel, r: &cake_toolchain::KernelResources) -> Vec<Finding> {
+    let mut out = Vec::new();
+    if r.warnings.iter().any(|w| w.contains("C7508")) {
+        for (rid, role) in k.roles.iter().filter(|(_, role)| role.regs.is_some()) {
+            out.push(
+                Finding::new(
+                    &cake_diag::catalog::conformance::SETMAXNREG_IGNORED,
+                    k.roles.span(rid),
+                    format!(
+                        "ptxas ignored the register budget of role `{}` (C7508)",
+                        role.name
+                    ),
+                )
+                .role(&role.name),
+            );
+        }
+    }
+    if r.spill_stores > 0 || r.spill_loads > 0 {
+        // The fragment holding the most registers per thread is the usual cause.
+        let biggest = k.fragments.iter().max_by_key(|(_, f)| {
+            let role = &k.roles[f.role];
+            let threads = if role.unit == cake_ir::RoleUnit::Warpgroup {
+                128
+            } else {
+                32
+            };
+            f.shape.iter().product::<u32>() * f.dtype.bytes() / 4 / threads
+        });
+        let msg = format!(
+            "ptxas spilled {} B to local memory ({} B stores, {} B loads)",
+            r.spill_stores.max(r.spill_loads),
+            r.spill_stores,
+            r.spill_loads
+        );
+        let f = match biggest {
+            Some((fid, frag)) => {
+                let role = &k.roles[frag.role];
+                Finding::new(&cake_diag::catalog::performance::REGISTER_SPILL, k.fragments.span(fid), msg)
+                    .role(&role.name)
+                    .subject("fragment", &frag.name)
+                    .note(format!("`{}` of role `{}` is the largest register consumer; the spill may be in any role", frag.name, role.name))
+            }
+            None => Finding::new(
+                &cake_diag::catalog::performance::REGISTER_SPILL,
+                k.span,
+                msg,
+            ),
+        };
+        out.push(f.note(format!(
+            "{} registers per thread at entry, {} B stack frame",
+            r.registers, r.stack_frame
+        )));
+    }
+    out
 }

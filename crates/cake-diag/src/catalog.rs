@@ -40,6 +40,7 @@ pub struct CodeInfo {
 pub mod conformance;
 pub mod consistency;
 pub mod coverage;
+pub mod performance;
 pub mod safety;
 pub mod semantics;
 
@@ -709,6 +710,7 @@ pub const ALL: &[&CodeInfo] = &[
     &conformance::TMA_BOX,
     &conformance::CLUSTER_LIMIT,
     &conformance::TMEM_ALLOCATION,
+    &conformance::SETMAXNREG_IGNORED,
     &consistency::FRAGMENT_OWNERSHIP,
     &consistency::OPERAND_LAYOUT,
     &semantics::ROLE_OVERLAP,
@@ -716,6 +718,7 @@ pub const ALL: &[&CodeInfo] = &[
     &semantics::STAGE_MISMATCH,
     &semantics::TRIP_COUNT_MISMATCH,
     &semantics::UNUSED_RESOURCE,
+    &performance::REGISTER_SPILL,
     &coverage::NOT_LOWERED,
     &coverage::NOT_VERIFIED,
 ];

@@ -559,6 +559,20 @@ impl Interp<'_> {
                 let a = self.bind_args("lm.tmem_load", &["dst", "src"], args)?;
                 let dst = self.frag_arg(&a[0], "the destination")?;
                 let src = self.tmem_arg(&a[1], "the source")?;
+                let (t, f) = (self.k.tmems[src].clone(), self.k.fragments[dst].clone());
+                if t.shape != f.shape || t.dtype != f.dtype {
+                    let fd = Finding::new(
+                        &codes::SHAPE_MISMATCH,
+                        sp,
+                        format!(
+                            "TMEM region `{}` is {:?} {}, but fragment `{}` is {:?} {}",
+                            t.name, t.shape, t.dtype, f.name, f.shape, f.dtype
+                        ),
+                    )
+                    .expected(format!("{:?} {}", t.shape, t.dtype))
+                    .actual(format!("{:?} {}", f.shape, f.dtype));
+                    return Err(self.report(fd));
+                }
                 self.emit_op(Op::TmemLoad { dst, src }, sp)?;
                 Ok(Value::None)
             }
@@ -567,6 +581,14 @@ impl Interp<'_> {
                 let dst = self.tmem_arg(&a[0], "the destination")?;
                 let (v, vsp) = a[1].clone().expect("required");
                 let src = self.to_expr(v, vsp, None)?;
+                let t = self.k.tmems[dst].clone();
+                self.check_into(
+                    src,
+                    &t.shape,
+                    t.dtype,
+                    vsp,
+                    &format!("TMEM region `{}`", t.name),
+                )?;
                 self.emit_op(Op::TmemStore { dst, src }, sp)?;
                 Ok(Value::None)
             }
@@ -574,6 +596,21 @@ impl Interp<'_> {
                 let a = self.bind_args("lm.tmem_copy", &["dst", "src"], args)?;
                 let dst = self.tmem_arg(&a[0], "the destination")?;
                 let src = self.view_arg(&a[1], "the source")?;
+                let (t, vshape) = (self.k.tmems[dst].clone(), self.view_ref_shape(&src));
+                let vd = self.k.views[src.view].dtype;
+                if t.shape != vshape || t.dtype != vd {
+                    let fd = Finding::new(
+                        &codes::SHAPE_MISMATCH,
+                        sp,
+                        format!(
+                            "TMEM region `{}` is {:?} {}, but the view is {:?} {}",
+                            t.name, t.shape, t.dtype, vshape, vd
+                        ),
+                    )
+                    .expected(format!("{:?} {}", t.shape, t.dtype))
+                    .actual(format!("{vshape:?} {vd}"));
+                    return Err(self.report(fd));
+                }
                 self.emit_op(Op::TmemCopy { dst, src }, sp)?;
                 Ok(Value::None)
             }
@@ -632,7 +669,7 @@ impl Interp<'_> {
                     Rsqrt => UnOp::Rsqrt,
                     _ => UnOp::Abs,
                 };
-                let a = self.bind_args("this function", &["x"], args)?;
+                let a = self.bind_args(&format!("lm.{}", b.lm_name()), &["x"], args)?;
                 let (v, vsp) = a[0].clone().expect("required");
                 self.math_fn(op, v, vsp, sp)
             }
@@ -644,7 +681,7 @@ impl Interp<'_> {
                     ArgMin => ReduceOp::ArgMin,
                     _ => ReduceOp::ArgMax,
                 };
-                let a = self.bind_args("this reduction", &["x", "axis"], args)?;
+                let a = self.bind_args(&format!("lm.{}", b.lm_name()), &["x", "axis"], args)?;
                 let (v, vsp) = a[0].clone().expect("required");
                 let (axv, axsp) = a[1].clone().expect("required");
                 let axis = self.const_int(&axv, axsp, "axis")?;
@@ -771,6 +808,53 @@ impl Interp<'_> {
             return self.dtype_err(fd, vd, sp);
         }
         Ok(())
+    }
+
+    /// A value written into a buffer of `shape` and `dtype` must have that dtype and a shape
+    /// that broadcasts to it.
+    fn check_into(
+        &mut self,
+        value: ExprId,
+        shape: &[u32],
+        dtype: DType,
+        vsp: Span,
+        what: &str,
+    ) -> R<()> {
+        match self.k.exprs[value].ty.clone() {
+            Ty::Frag {
+                dtype: d, shape: s, ..
+            } => {
+                if d != dtype {
+                    let f = Finding::new(
+                        &codes::DTYPE_MISMATCH,
+                        vsp,
+                        format!("{what} holds {dtype}, but the value is {d}"),
+                    )
+                    .expected(dtype)
+                    .actual(d)
+                    .help(format!("convert explicitly: lm.cast(value, lm.{dtype})"));
+                    return Err(self.report(f));
+                }
+                if crate::expr::broadcast(&s, shape).as_deref() != Some(shape) {
+                    let f = Finding::new(
+                        &codes::SHAPE_MISMATCH,
+                        vsp,
+                        format!("{what} is {shape:?}, but the value is {s:?}"),
+                    )
+                    .expected(format!("{shape:?}"))
+                    .actual(format!("{s:?}"));
+                    return Err(self.report(f));
+                }
+                Ok(())
+            }
+            Ty::Scalar(d) if d.is_float() != dtype.is_float() => self.dtype_err(dtype, d, vsp),
+            Ty::Bool => self.err(
+                &codes::TYPE_MISMATCH,
+                vsp,
+                format!("a condition cannot be stored in {what}"),
+            ),
+            _ => Ok(()),
+        }
     }
 
     fn dtype_err<T>(&mut self, expected: DType, actual: DType, sp: Span) -> R<T> {
@@ -1160,12 +1244,14 @@ impl Interp<'_> {
                 let a = self.bind_args("store", &["value"], args)?;
                 let (x, xsp) = a[0].clone().expect("required");
                 let value = self.to_expr(x, xsp, Some(self.k.views[v.view].dtype))?;
-                if let Ty::Frag { dtype, .. } = self.k.exprs[value].ty {
-                    let want = self.k.views[v.view].dtype;
-                    if dtype != want {
-                        return self.dtype_err(want, dtype, xsp);
-                    }
-                }
+                let shape = self.view_ref_shape(&v);
+                self.check_into(
+                    value,
+                    &shape,
+                    self.k.views[v.view].dtype,
+                    xsp,
+                    &format!("view `{}`", self.k.views[v.view].name),
+                )?;
                 self.emit_op(Op::SmemStore { dst: v, value }, sp)?;
                 Ok(Value::None)
             }

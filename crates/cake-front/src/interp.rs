@@ -368,6 +368,20 @@ impl<'a> Interp<'a> {
                 }
                 Ok(e)
             }
+            Ty::Scalar(d) if d.is_float() && !decl.dtype.is_float() => {
+                let f = Finding::new(
+                    &codes::DTYPE_MISMATCH,
+                    vspan,
+                    format!(
+                        "fragment `{}` holds {}, but the value is a {d} scalar",
+                        decl.name, decl.dtype
+                    ),
+                )
+                .expected(decl.dtype)
+                .actual(d)
+                .help("use an integer value, or lm.cast(value, lm.i32)");
+                Err(self.report(f))
+            }
             Ty::Index | Ty::Scalar(_) => Ok(e),
             Ty::Bool => self.err(
                 &codes::TYPE_MISMATCH,
@@ -461,6 +475,20 @@ impl<'a> Interp<'a> {
                         "only fragments can be updated in place",
                     );
                 };
+                if !is_full_slice(&sub.slice) {
+                    return self
+                        .err(
+                            &codes::UNSUPPORTED_PYTHON,
+                            span(sub.slice.range()),
+                            "fragments are updated whole",
+                        )
+                        .map_err(|r| {
+                            self.with_help(
+                                r,
+                                "write `frag[:] += value`; use lm.select to update part of it",
+                            )
+                        });
+                }
                 let rhs = self.eval(&a.value)?;
                 let v = self.binary(
                     a.op,

@@ -128,6 +128,17 @@ impl Value {
     }
 }
 
+impl Builtin {
+    /// The `lm` name of a builtin, for messages.
+    pub fn lm_name(self) -> &'static str {
+        LM_NAMES
+            .iter()
+            .copied()
+            .find(|n| lm_attr(n).is_some_and(|v| matches!(v, Value::Builtin(b) if b == self)))
+            .unwrap_or("function")
+    }
+}
+
 /// `lm.<name>` lookup.
 pub fn lm_attr(name: &str) -> Option<Value> {
     use Builtin::*;

@@ -511,6 +511,26 @@ impl Kernel {
         go(self, &self.body, &mut ctx, &mut f);
     }
 
+    /// Whether expression `e` reads fragment `f`.
+    pub fn expr_reads_fragment(&self, e: ExprId, f: FragId) -> bool {
+        match &self.exprs[e].kind {
+            ExprKind::Frag(g) => *g == f,
+            ExprKind::Binary(_, a, b) | ExprKind::Cmp(_, a, b) => {
+                self.expr_reads_fragment(*a, f) || self.expr_reads_fragment(*b, f)
+            }
+            ExprKind::Select(c, a, b) => {
+                self.expr_reads_fragment(*c, f)
+                    || self.expr_reads_fragment(*a, f)
+                    || self.expr_reads_fragment(*b, f)
+            }
+            ExprKind::Unary(_, a)
+            | ExprKind::Cast(_, a)
+            | ExprKind::Reduce { arg: a, .. }
+            | ExprKind::Expand { arg: a, .. } => self.expr_reads_fragment(*a, f),
+            _ => false,
+        }
+    }
+
     /// The innermost enclosing pipeline bound by a loop in `loops`.
     pub fn enclosing_pipeline(&self, loops: &[LoopId]) -> Option<(LoopId, PipelineId)> {
         loops.iter().rev().find_map(|&l| match self.loops[l].kind {

@@ -134,36 +134,71 @@ pub fn barrier_facts(k: &Kernel) -> Vec<BarrierFacts> {
             _ => {}
         }
     });
-    mark_copy_guards(k, &k.body, &mut facts);
+    // A wait that precedes a copy into view V guards V's overwrite when everyone who arrives on
+    // the barrier reads V: it is the readers' release, so its stages start free.
+    let mut pairs = Vec::new();
+    wait_copy_pairs(k, &k.body, &mut pairs);
+    let readers = view_readers(k);
+    for (b, v) in pairs {
+        let f = &mut facts[b.index()];
+        let arrivers: Vec<RoleId> = f.arrivals.iter().map(|a| a.role).collect();
+        if !arrivers.is_empty() && arrivers.iter().all(|r| readers.contains(&(*r, v))) {
+            f.guards_copies = true;
+        }
+    }
     facts
 }
 
-/// Within each block, a wait followed (later in the same block) by a copy into a staged view
-/// marks the waited barrier as a guard of that copy.
-fn mark_copy_guards(k: &Kernel, block: &Block, facts: &mut [BarrierFacts]) {
+/// (barrier, view) for every wait followed, later in the same block, by a copy into the view.
+fn wait_copy_pairs(k: &Kernel, block: &Block, out: &mut Vec<(BarrierId, ViewId)>) {
     let mut waited: Vec<BarrierId> = Vec::new();
     for &s in block {
         match &k.stmts[s] {
             Stmt::Op(Op::Wait { barrier }) => waited.push(*barrier),
-            Stmt::Op(Op::TmaLoad { dst, .. } | Op::CpAsync { dst, .. })
-                if k.views[dst.view].stages > 1 =>
-            {
-                for b in waited.drain(..) {
-                    facts[b.index()].guards_copies = true;
+            Stmt::Op(Op::TmaLoad { dst, .. } | Op::CpAsync { dst, .. }) => {
+                for b in &waited {
+                    out.push((*b, dst.view));
                 }
             }
-            Stmt::Role { body, .. } | Stmt::Loop { body, .. } => mark_copy_guards(k, body, facts),
+            Stmt::Role { body, .. } | Stmt::Loop { body, .. } => wait_copy_pairs(k, body, out),
             Stmt::If {
                 then_body,
                 else_body,
                 ..
             } => {
-                mark_copy_guards(k, then_body, facts);
-                mark_copy_guards(k, else_body, facts);
+                wait_copy_pairs(k, then_body, out);
+                wait_copy_pairs(k, else_body, out);
             }
             Stmt::Op(_) => {}
         }
     }
+}
+
+/// (role, view) for every role that reads a view (MMA operands, ldmatrix, TMA store, TMEM copy).
+fn view_readers(k: &Kernel) -> Vec<(RoleId, ViewId)> {
+    let mut out = Vec::new();
+    k.walk(|_, stmt, ctx| {
+        let (Stmt::Op(op), Some(role)) = (stmt, ctx.role) else {
+            return;
+        };
+        let views: Vec<ViewId> = match op {
+            Op::Mma { a, b, .. } => [a, b]
+                .into_iter()
+                .filter_map(|o| match o {
+                    Operand::Smem(v) => Some(v.view),
+                    _ => None,
+                })
+                .collect(),
+            Op::Ldmatrix { src, .. } | Op::TmaStore { src, .. } | Op::TmemCopy { src, .. } => {
+                vec![src.view]
+            }
+            _ => vec![],
+        };
+        for v in views {
+            out.push((role, v));
+        }
+    });
+    out
 }
 
 /// A role whose regions only issue asynchronous copies and wait/arrive on barriers runs on one
@@ -178,11 +213,63 @@ pub fn is_issue_only(k: &Kernel, role: RoleId) -> bool {
         }
         if let Stmt::Op(op) = stmt {
             any = true;
+            // tcgen05.mma is issued by a single thread, so an MMA role of TMEM accumulators is
+            // issue-only too.
             only &= matches!(
                 op,
-                Op::Wait { .. } | Op::TmaLoad { .. } | Op::Arrive { .. } | Op::Commit { .. }
+                Op::Wait { .. }
+                    | Op::TmaLoad { .. }
+                    | Op::Arrive { .. }
+                    | Op::Commit { .. }
+                    | Op::Mma {
+                        acc: Operand::Tmem(_),
+                        ..
+                    }
             );
         }
     });
     any && only
+}
+
+/// Whether the lowering defers the release of MMA `mma` (in a pipelined loop whose body is
+/// `body`) by one iteration, keeping one wgmma group in flight. It does when the pipeline has at
+/// least two stages (otherwise the producer would wait on the very stage being held) and nothing
+/// in the iteration reads the accumulator (which needs the MMA retired at once).
+pub fn defers_release(k: &Kernel, body: &Block, mma: StmtId) -> bool {
+    let Stmt::Op(Op::Mma {
+        acc,
+        release: Some(b),
+        ..
+    }) = &k.stmts[mma]
+    else {
+        return false;
+    };
+    let Some(p) = k.barriers[*b].pipeline else {
+        return false;
+    };
+    if k.pipelines[p].stages < 2 {
+        return false;
+    }
+    match acc {
+        Operand::Frag(f) => !block_reads_fragment(k, body, *f),
+        _ => true,
+    }
+}
+
+fn block_reads_fragment(k: &Kernel, body: &Block, f: FragId) -> bool {
+    body.iter().any(|&s| match &k.stmts[s] {
+        Stmt::Op(
+            Op::Assign { value, .. }
+            | Op::Store { value, .. }
+            | Op::SmemStore { value, .. }
+            | Op::TmemStore { src: value, .. },
+        ) => k.expr_reads_fragment(*value, f),
+        Stmt::Loop { body, .. } | Stmt::Role { body, .. } => block_reads_fragment(k, body, f),
+        Stmt::If {
+            then_body,
+            else_body,
+            ..
+        } => block_reads_fragment(k, then_body, f) || block_reads_fragment(k, else_body, f),
+        Stmt::Op(_) => false,
+    })
 }

@@ -930,7 +930,7 @@ impl<'a> Emitter<'a> {
                     Stmt::Op(Op::Mma {
                         release: Some(b), ..
                     }) if self.k.barriers[*b].pipeline == Some(p)
-                        && self.k.pipelines[p].stages >= 2 =>
+                        && cake_ir::sync::defers_release(self.k, body, s) =>
                     {
                         Some((*b, p))
                     }

@@ -26,6 +26,33 @@ pub fn check(cx: &Ctx, out: &mut Vec<Finding>) {
             }
         }
     }
+    // Arrival counts are derived per phase assuming every arrival site of a barrier runs once per
+    // phase; sites at different loop depths break that assumption.
+    for f in &cx.facts {
+        let loops_of = |stmt| {
+            cx.ops
+                .iter()
+                .find(|o| o.stmt == stmt)
+                .map(|o| o.loops.clone())
+                .unwrap_or_default()
+        };
+        if let Some(first) = f.arrivals.first() {
+            let l0 = loops_of(first.stmt);
+            for a in &f.arrivals[1..] {
+                if loops_of(a.stmt) != l0 {
+                    out.push(
+                        Finding::new(
+                            &NOT_VERIFIED,
+                            cx.span(a.stmt),
+                            format!("not verified: arrivals on `{}` sit in different loops, so the per-phase count derived from them may not hold", k.barriers[f.barrier].name),
+                        )
+                        .label(cx.span(first.stmt), "another arrival site"),
+                    );
+                    break;
+                }
+            }
+        }
+    }
     if k.cluster.iter().product::<u32>() > 1 {
         out.push(Finding::new(&NOT_VERIFIED, k.span, "not verified: cluster-scope barriers and distributed shared memory are not modelled yet"));
     }

@@ -136,8 +136,8 @@ struct Unroll<'a> {
     stages: Vec<(PipelineId, u32)>,
     /// Releases deferred by one iteration (wgmma keeps one MMA group in flight).
     deferred: Vec<Option<(BarrierId, u32, u32, StmtId)>>,
-    /// Whether the loop being unrolled defers its releases (see `deferred`).
-    deferring: bool,
+    /// Body of the pipelined loop being unrolled (releases there may be deferred).
+    loop_body: Option<Block>,
     events: Vec<Ev>,
 }
 
@@ -186,7 +186,6 @@ impl Unroll<'_> {
                     LoopKind::Range { pipeline, .. } => {
                         let key = range_text(self.cx, *id).unwrap_or_default();
                         let trips = self.sc.trips.get(&key).copied().unwrap_or(1);
-                        let defers = pipeline.is_some_and(|p| self.cx.k.pipelines[p].stages >= 2);
                         self.deferred.push(None);
                         for _ in 0..trips {
                             if let Some(p) = pipeline {
@@ -194,9 +193,9 @@ impl Unroll<'_> {
                                 let stages = self.cx.k.pipelines[*p].stages.max(1) as u64;
                                 self.stages.push((*p, (it % stages) as u32));
                             }
-                            self.deferring = defers;
+                            self.loop_body = Some(body.clone());
                             self.block(body, inside);
-                            self.deferring = false;
+                            self.loop_body = None;
                             if let Some(p) = pipeline {
                                 self.stages.pop();
                                 *self.pipe_it.entry(*p).or_insert(0) += 1;
@@ -271,7 +270,11 @@ impl Unroll<'_> {
             } => {
                 let count = self.count_for(s, *b);
                 let slot = self.slot(*b);
-                if self.deferring {
+                if self
+                    .loop_body
+                    .as_ref()
+                    .is_some_and(|body| cake_ir::sync::defers_release(self.cx.k, body, s))
+                {
                     if let Some(top) = self.deferred.last_mut() {
                         if let Some((pb, ps, pc, pst)) = top.replace((*b, slot, count, s)) {
                             self.events.push(Ev::Arrive {
@@ -314,7 +317,7 @@ fn simulate(cx: &Ctx, sc: &Scenario) -> Option<Finding> {
             stages: Vec::new(),
             deferred: Vec::new(),
             events: Vec::new(),
-            deferring: false,
+            loop_body: None,
         };
         u.block(&k.body, false);
         progs.push((rid, u.events));

@@ -120,3 +120,16 @@ Round each region up to a power of two and keep the total within 512 columns."#,
     bad: include_str!("../../../../tests/check/CAKE-C009-bad.py"),
     good: include_str!("../../../../tests/check/CAKE-C009-good.py"),
 };
+
+pub const SETMAXNREG_IGNORED: CodeInfo = CodeInfo {
+    code: "CAKE-C010",
+    name: "setmaxnreg-ignored",
+    category: Category::Conformance,
+    severity: Severity::Error,
+    summary: r#"ptxas ignored the role register budgets (warning C7508)."#,
+    explanation: r#"`setmaxnreg` takes effect only when ptxas can determine the register count at kernel entry; when it cannot, it drops the instruction with warning C7508 and every role runs with the launch allocation — a consumer warpgroup sized for 232 registers then spills or fails. Cake compiles kernels with `__launch_bounds__(threads, 1)` so this should not happen; if it does, the finding points at the roles whose budgets were dropped.
+
+Report it: it is a lowering bug, or remove the budgets."#,
+    bad: "",
+    good: "",
+};

@@ -1,0 +1,132 @@
+//! Lowering tests over every example: the generated CUDA matches its golden file (regenerate with
+//! CAKE_BLESS=1), lowering is byte-for-byte deterministic, and — when a CUDA toolchain is
+//! available (CI installs the pinned one) — every generated file compiles for its exact target.
+
+use std::path::{Path, PathBuf};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// (example stem, target, generated CUDA) for every example and declared target that lowers.
+fn lowered_examples() -> Vec<(String, String, String, cake_lower::LaunchMeta)> {
+    let mut out = Vec::new();
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(repo().join("examples"))
+        .expect("examples/")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "py"))
+        .collect();
+    paths.sort();
+    for path in paths {
+        let bytes = std::fs::read(&path).expect("read");
+        let name = format!("examples/{}", path.file_name().unwrap().to_string_lossy());
+        let checked = cake_driver::check(&name, &bytes, None);
+        assert!(!checked.has_errors(), "{name} has errors");
+        for k in &checked.kernels {
+            for t in &k.targets {
+                let target = cake_target::lookup(t).expect("declared targets are known");
+                if let Ok(l) = cake_lower::lower(k, &checked.file, target) {
+                    let stem = path.file_stem().unwrap().to_string_lossy().to_string();
+                    out.push((format!("{stem}.{}", k.name), t.clone(), l.cuda, l.launch));
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn generated_cuda_matches_golden_files() {
+    let bless = std::env::var_os("CAKE_BLESS").is_some();
+    let dir = repo().join("tests/golden/cu");
+    std::fs::create_dir_all(&dir).expect("golden dir");
+    let lowered = lowered_examples();
+    assert!(
+        !lowered.is_empty(),
+        "no example lowers: the golden test would check nothing"
+    );
+    let mut failures = Vec::new();
+    for (stem, target, cuda, launch) in &lowered {
+        let launch = serde_json::to_string_pretty(launch).expect("json") + "\n";
+        for (path, text) in [
+            (dir.join(format!("{stem}.{target}.cu")), cuda.clone()),
+            (dir.join(format!("{stem}.{target}.launch.json")), launch),
+        ] {
+            if bless {
+                std::fs::write(&path, &text).expect("write golden");
+                continue;
+            }
+            match std::fs::read_to_string(&path) {
+                Ok(golden) if golden == text => {}
+                Ok(golden) => {
+                    let first = golden
+                        .lines()
+                        .zip(text.lines())
+                        .position(|(a, b)| a != b)
+                        .unwrap_or(0);
+                    failures.push(format!(
+                        "{} differs from the generated output (first difference at line {}):\n  golden:    {}\n  generated: {}",
+                        path.display(),
+                        first + 1,
+                        golden.lines().nth(first).unwrap_or(""),
+                        text.lines().nth(first).unwrap_or("")
+                    ));
+                }
+                Err(_) => failures.push(format!("{} is missing", path.display())),
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{}\n\nIf the change is intended, regenerate with CAKE_BLESS=1 cargo test -p cake-lower",
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn lowering_is_deterministic() {
+    let a = lowered_examples();
+    let b = lowered_examples();
+    assert_eq!(a.len(), b.len());
+    for ((sa, ta, ca, _), (sb, tb, cb, _)) in a.iter().zip(&b) {
+        assert_eq!((sa, ta), (sb, tb));
+        assert!(
+            ca == cb,
+            "{sa} for {ta}: two lowerings of the same input differ"
+        );
+    }
+}
+
+/// Compiles every lowered example with the real toolchain. Skipped (with a message) only when no
+/// nvcc can be found; CI installs the pinned one, so there it always runs.
+#[test]
+fn every_lowered_example_compiles_for_its_target() {
+    let tc = match cake_toolchain::Toolchain::discover() {
+        Ok(tc) => tc,
+        Err(e) => {
+            if std::env::var_os("CI").is_some() {
+                panic!("CI must have the pinned CUDA toolchain: {e}");
+            }
+            eprintln!("skipping: {e}");
+            return;
+        }
+    };
+    let out = std::env::temp_dir().join(format!("cake-golden-build-{}", std::process::id()));
+    for (stem, target, cuda, _) in lowered_examples() {
+        let t = cake_target::lookup(&target).unwrap();
+        let build = tc
+            .compile(&cuda, t, &out, &stem)
+            .unwrap_or_else(|e| panic!("{stem} for {target} does not compile: {e}"));
+        let r = build
+            .resources
+            .first()
+            .unwrap_or_else(|| panic!("{stem}: no ptxas report"));
+        assert!(r.registers > 0, "{stem}: ptxas reported no registers");
+        assert!(
+            !r.warnings.iter().any(|w| w.contains("C7508")),
+            "{stem}: ptxas ignored setmaxnreg: {:?}",
+            r.warnings
+        );
+    }
+    let _ = std::fs::remove_dir_all(&out);
+}
