@@ -668,6 +668,25 @@ def copy(A: lm.tensor[lm.bf16, "M", "K"]):
     top = sA.rows(0, 64)
 "#,
     };
+
+    pub const STALE_VALUE: CodeInfo = CodeInfo {
+        code: "CAKE-L017",
+        name: "stale-value",
+        category: Category::Language,
+        severity: Severity::Error,
+        summary: "A name is used after the fragment its value was computed from was overwritten.",
+        explanation: "\
+In Cake a name bound to a register expression (`better = d < best_d`) \
+names the computation, which the compiler places where the name is used. If \
+a fragment the expression reads is overwritten in between \
+(`best_d[:] = ...`), the use would see the new contents, while the same \
+Python would see the old value. Rather than silently differ, Cake reports \
+the use.\n\n\
+Use the name before the fragment changes, compute it again after the \
+update, or keep the old value in a fragment of its own.",
+        bad: include_str!("../../../tests/check/CAKE-L017-bad.py"),
+        good: include_str!("../../../tests/check/CAKE-L017-good.py"),
+    };
 }
 
 /// Every code, in catalog order (by category, then number).
@@ -688,6 +707,7 @@ pub const ALL: &[&CodeInfo] = &[
     &language::INLINE_DEPTH,
     &language::MISPLACED_OPERATION,
     &language::UNUSED_VALUE,
+    &language::STALE_VALUE,
     &safety::ARRIVAL_COUNT,
     &safety::TX_LIMIT,
     &safety::WAIT_WITHOUT_ARRIVALS,

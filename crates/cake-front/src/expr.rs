@@ -106,6 +106,19 @@ impl Interp<'_> {
                     "max" => return Ok(Value::Builtin(Builtin::PyMax)),
                     _ => {}
                 }
+                if let Some((frag, at)) = self.stale(name) {
+                    let fname = self.k.fragments[frag].name.clone();
+                    let line = self.file.line_of(at.start);
+                    let f = Finding::new(
+                        &codes::STALE_VALUE,
+                        sp,
+                        format!("`{name}` was computed from `{fname}`, which was overwritten on line {line} after `{name}` was bound"),
+                    )
+                    .label(at, format!("`{fname}` overwritten here"))
+                    .note(format!("Cake evaluates `{name}` where it is used, so it would read the new `{fname}`; Python would read the old one"))
+                    .help(format!("compute `{name}` again after the update, or use it before `{fname}` changes"));
+                    return Err(self.report(f));
+                }
                 match self.lookup(name) {
                     Some(v) => Ok(v),
                     None => {

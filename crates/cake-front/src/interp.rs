@@ -32,10 +32,12 @@ pub(crate) struct Frame {
     pub vars: HashMap<String, Value>,
     /// Helper frames may `return`; the kernel frame may not.
     pub is_helper: bool,
+    /// Names whose value reads a fragment that was overwritten after they were bound: using them
+    /// would see the new contents, where Python would see the old.
+    pub stale: HashMap<String, (FragId, Span)>,
 }
 
 pub struct Interp<'a> {
-    #[allow(dead_code)]
     pub file: &'a SourceFile,
     pub findings: &'a mut Findings,
     pub k: Kernel,
@@ -70,6 +72,7 @@ impl<'a> Interp<'a> {
             frames: vec![Frame {
                 vars: HashMap::new(),
                 is_helper: false,
+                stale: HashMap::new(),
             }],
             blocks: vec![Vec::new()],
             role: None,
@@ -123,11 +126,40 @@ impl<'a> Interp<'a> {
     }
 
     pub fn bind(&mut self, name: &str, v: Value) {
-        self.frames
-            .last_mut()
-            .expect("a frame")
+        let frame = self.frames.last_mut().expect("a frame");
+        frame.stale.remove(name);
+        frame.vars.insert(name.to_string(), v);
+    }
+
+    /// After `frag` is overwritten at `at`, names bound to values computed from it go stale.
+    fn mark_stale(&mut self, frag: FragId, at: Span) {
+        let k = &self.k;
+        let reads = |v: &Value| -> bool {
+            fn go(k: &Kernel, v: &Value, f: FragId) -> bool {
+                match v {
+                    Value::Expr(e) => k.expr_reads_fragment(*e, f),
+                    Value::Tuple(items) => items.iter().any(|i| go(k, i, f)),
+                    _ => false,
+                }
+            }
+            go(k, v, frag)
+        };
+        let frame = self.frames.last().expect("a frame");
+        let names: Vec<String> = frame
             .vars
-            .insert(name.to_string(), v);
+            .iter()
+            .filter(|(_, v)| reads(v))
+            .map(|(n, _)| n.clone())
+            .collect();
+        let frame = self.frames.last_mut().expect("a frame");
+        for n in names {
+            frame.stale.entry(n).or_insert((frag, at));
+        }
+    }
+
+    /// The stale entry of `name` in the current frame, if any.
+    pub fn stale(&self, name: &str) -> Option<(FragId, Span)> {
+        self.frames.last().and_then(|f| f.stale.get(name).copied())
     }
 
     pub fn visible_names(&self) -> Vec<String> {
@@ -330,7 +362,9 @@ impl<'a> Interp<'a> {
         let vspan = span(value.range());
         let v = self.eval(value)?;
         let value = self.fragment_value(frag, v, vspan)?;
-        self.emit_op(Op::Assign { dst: frag, value }, sp)
+        self.emit_op(Op::Assign { dst: frag, value }, sp)?;
+        self.mark_stale(frag, sp);
+        Ok(())
     }
 
     /// Check that `v` can be stored into `frag` (same dtype, broadcastable shape, same role).
@@ -497,7 +531,9 @@ impl<'a> Interp<'a> {
                     sp,
                 )?;
                 let value = self.fragment_value(frag, v, sp)?;
-                self.emit_op(Op::Assign { dst: frag, value }, sp)
+                self.emit_op(Op::Assign { dst: frag, value }, sp)?;
+                self.mark_stale(frag, sp);
+                Ok(())
             }
             other => self.err(
                 &codes::UNSUPPORTED_PYTHON,
@@ -894,6 +930,7 @@ impl<'a> Interp<'a> {
                     self.frames.push(Frame {
                         vars: HashMap::new(),
                         is_helper: true,
+                        stale: HashMap::new(),
                     });
                     let v = self.eval(d);
                     self.frames.pop();
@@ -905,6 +942,7 @@ impl<'a> Interp<'a> {
         self.frames.push(Frame {
             vars,
             is_helper: true,
+            stale: HashMap::new(),
         });
         let saved_ifs = std::mem::take(&mut self.runtime_ifs);
         let r = self.exec_block(&def.body);
