@@ -6,6 +6,27 @@ use clap::{Parser, Subcommand, ValueEnum};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+/// Write to stdout; a closed pipe (`cake ... | head`) ends the program quietly instead of
+/// panicking.
+fn write_stdout(text: &str) {
+    use std::io::Write;
+    if let Err(e) = std::io::stdout().lock().write_all(text.as_bytes()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("error: cannot write to stdout: {e}");
+        std::process::exit(2);
+    }
+}
+
+macro_rules! out {
+    ($($arg:tt)*) => { write_stdout(&format!($($arg)*)) };
+}
+
+macro_rules! outln {
+    ($($arg:tt)*) => { write_stdout(&(format!($($arg)*) + "\n")) };
+}
+
 #[derive(Parser)]
 #[command(
     name = "cake",
@@ -88,8 +109,8 @@ fn main() -> ExitCode {
         Command::Ir { file } => cmd_ir(&file),
         Command::Targets { format } => {
             match format {
-                Format::Human => print!("{}", cake_target::render_table()),
-                _ => println!(
+                Format::Human => out!("{}", cake_target::render_table()),
+                _ => outln!(
                     "{}",
                     serde_json::to_string_pretty(&cake_target::to_json()).expect("JSON")
                 ),
@@ -105,9 +126,9 @@ fn main() -> ExitCode {
             Ok((_, lowered)) => {
                 for l in lowered {
                     if launch {
-                        println!("{}", serde_json::to_string_pretty(&l.launch).expect("JSON"));
+                        outln!("{}", serde_json::to_string_pretty(&l.launch).expect("JSON"));
                     } else {
-                        print!("{}", l.cuda);
+                        out!("{}", l.cuda);
                     }
                 }
                 ExitCode::SUCCESS
@@ -120,7 +141,7 @@ fn main() -> ExitCode {
 
 fn read(file: &Path) -> Result<Vec<u8>, ExitCode> {
     std::fs::read(file).map_err(|e| {
-        eprintln!("error: cannot read {}: {e}", file.display());
+        eoutln!("error: cannot read {}: {e}", file.display());
         ExitCode::from(2)
     })
 }
@@ -131,9 +152,9 @@ fn front(file: &Path, target: Option<&str>) -> Result<(SourceFile, cake_front::C
     let (source, checked) = cake_front::check_bytes(&file.display().to_string(), &bytes);
     if let Some(t) = target {
         if let Err(e) = cake_target::lookup(t) {
-            eprintln!("error: {e}");
+            eoutln!("error: {e}");
             if let Some(s) = e.suggestion() {
-                eprintln!("help: did you mean `{s}`? Cake compiles for exact targets only");
+                eoutln!("help: did you mean `{s}`? Cake compiles for exact targets only");
             }
             return Err(ExitCode::from(2));
         }
@@ -143,8 +164,8 @@ fn front(file: &Path, target: Option<&str>) -> Result<(SourceFile, cake_front::C
 
 fn emit(source: &SourceFile, findings: &[Finding], format: Format, color: bool) {
     match format {
-        Format::Human => print!("{}", render::human(source, findings, color)),
-        Format::Json => println!(
+        Format::Human => out!("{}", render::human(source, findings, color)),
+        Format::Json => outln!(
             "{}",
             serde_json::to_string_pretty(&render::json(source, findings)).expect("JSON")
         ),
@@ -154,7 +175,7 @@ fn emit(source: &SourceFile, findings: &[Finding], format: Format, color: bool) 
                 cake_diag::catalog::all(),
                 env!("CARGO_PKG_VERSION"),
             );
-            println!("{}", serde_json::to_string_pretty(&sarif).expect("JSON"));
+            outln!("{}", serde_json::to_string_pretty(&sarif).expect("JSON"));
         }
     }
 }
@@ -172,9 +193,9 @@ fn cmd_check(
     };
     if let Some(t) = target {
         if let Err(e) = cake_target::lookup(t) {
-            eprintln!("error: {e}");
+            eoutln!("error: {e}");
             if let Some(s) = e.suggestion() {
-                eprintln!("help: did you mean `{s}`? Cake compiles for exact targets only");
+                eoutln!("help: did you mean `{s}`? Cake compiles for exact targets only");
             }
             return ExitCode::from(2);
         }
@@ -208,20 +229,20 @@ fn cmd_ir(file: &Path) -> ExitCode {
         return ExitCode::from(1);
     }
     for k in &checked.kernels {
-        print!("{}", cake_ir::print::print(k));
+        out!("{}", cake_ir::print::print(k));
     }
     ExitCode::SUCCESS
 }
 
 fn cmd_explain(code: Option<&str>, markdown: bool) -> ExitCode {
     if markdown {
-        print!("{}", cake_diag::catalog::rules_markdown());
+        out!("{}", cake_diag::catalog::rules_markdown());
         return ExitCode::SUCCESS;
     }
     match code {
         None => {
             for info in cake_diag::catalog::all() {
-                println!(
+                outln!(
                     "{}  {:<12} {:<24} {}",
                     info.code,
                     info.category.as_str(),
@@ -233,11 +254,11 @@ fn cmd_explain(code: Option<&str>, markdown: bool) -> ExitCode {
         }
         Some(c) => match cake_diag::catalog::lookup(c) {
             Some(info) => {
-                print!("{}", cake_diag::catalog::explain(info));
+                out!("{}", cake_diag::catalog::explain(info));
                 ExitCode::SUCCESS
             }
             None => {
-                eprintln!("error: unknown code `{c}`; `cake explain` lists every code");
+                eoutln!("error: unknown code `{c}`; `cake explain` lists every code");
                 ExitCode::from(2)
             }
         },
@@ -253,7 +274,7 @@ fn lower_file(
     let t = match cake_target::lookup(target) {
         Ok(t) => t,
         Err(e) => {
-            eprintln!("error: {e}");
+            eoutln!("error: {e}");
             return Err(ExitCode::from(2));
         }
     };
@@ -302,17 +323,17 @@ fn cmd_build(file: &Path, target: &str, out: &Path) -> ExitCode {
     let tc = match cake_toolchain::Toolchain::discover() {
         Ok(tc) => tc,
         Err(e) => {
-            eprintln!("error: {e}");
+            eoutln!("error: {e}");
             return ExitCode::from(2);
         }
     };
     let mut findings = Vec::new();
     for (k, l) in checked.kernels.iter().zip(&lowered) {
         let stem = l.launch.kernel.clone();
-        let build = match tc.compile(&l.cuda, t, out, &stem) {
+        let build = match tc.compile_cached(&l.cuda, t, out, &stem) {
             Ok(b) => b,
             Err(e) => {
-                eprintln!("error: {e}");
+                eoutln!("error: {e}");
                 return ExitCode::from(1);
             }
         };
@@ -323,19 +344,20 @@ fn cmd_build(file: &Path, target: &str, out: &Path) -> ExitCode {
             (format!("{stem}.resources.json"), resources),
         ] {
             if let Err(e) = std::fs::write(out.join(&name), text + "\n") {
-                eprintln!("error: cannot write {}: {e}", out.join(&name).display());
+                eoutln!("error: cannot write {}: {e}", out.join(&name).display());
                 return ExitCode::from(2);
             }
         }
         for r in &build.resources {
-            println!(
-                "{}: {} registers, {} B stack, {} B spill stores, {} B spill loads -> {}",
+            outln!(
+                "{}: {} registers, {} B stack, {} B spill stores, {} B spill loads -> {}{}",
                 r.kernel,
                 r.registers,
                 r.stack_frame,
                 r.spill_stores,
                 r.spill_loads,
-                build.cubin.display()
+                build.cubin.display(),
+                if build.cached { " (cached)" } else { "" }
             );
             findings.extend(resource_findings(k, r));
         }

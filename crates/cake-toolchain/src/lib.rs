@@ -163,6 +163,7 @@ impl Toolchain {
             cubin,
             log,
             resources,
+            cached: false,
         })
     }
 }
@@ -172,4 +173,68 @@ pub struct Build {
     pub cubin: PathBuf,
     pub log: String,
     pub resources: Vec<KernelResources>,
+    /// Whether the cubin came from the build cache.
+    pub cached: bool,
+}
+
+/// The build cache directory: `$CAKE_CACHE_DIR`, else `$XDG_CACHE_HOME/cake`, else
+/// `~/.cache/cake`; `None` when none can be determined.
+pub fn cache_dir() -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os("CAKE_CACHE_DIR") {
+        return Some(PathBuf::from(d));
+    }
+    if let Some(d) = std::env::var_os("XDG_CACHE_HOME") {
+        return Some(PathBuf::from(d).join("cake"));
+    }
+    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/cake"))
+}
+
+impl Toolchain {
+    /// `compile`, through a content-addressed cache keyed on the generated source (itself a
+    /// deterministic function of the canonical IR and target), the target and the toolchain
+    /// version. A cache that cannot be read or written is skipped, never fatal.
+    pub fn compile_cached(
+        &self,
+        cuda: &str,
+        target: &Target,
+        out_dir: &Path,
+        stem: &str,
+    ) -> Result<Build, ToolchainError> {
+        let Some(root) = cache_dir() else {
+            return self.compile(cuda, target, out_dir, stem);
+        };
+        let entry = root.join("builds").join(self.cache_key(cuda, target));
+        let (cubin, log) = (entry.join("kernel.cubin"), entry.join("ptxas.log"));
+        if let (Ok(bytes), Ok(text)) = (std::fs::read(&cubin), std::fs::read_to_string(&log)) {
+            let io = |e: std::io::Error| {
+                ToolchainError::Io(format!("cannot write into {}: {e}", out_dir.display()))
+            };
+            std::fs::create_dir_all(out_dir).map_err(io)?;
+            std::fs::write(out_dir.join(format!("{stem}.cu")), cuda).map_err(io)?;
+            let dst = out_dir.join(format!("{stem}.cubin"));
+            std::fs::write(&dst, bytes).map_err(io)?;
+            return Ok(Build {
+                cubin: dst,
+                resources: parse_ptxas(&text),
+                log: text,
+                cached: true,
+            });
+        }
+        let build = self.compile(cuda, target, out_dir, stem)?;
+        // Write the entry under a temporary name and rename it into place, so a crash never
+        // leaves a half-written entry that later reads as a hit.
+        let tmp = root.join("builds").join(format!(
+            ".tmp-{}-{}",
+            std::process::id(),
+            self.cache_key(cuda, target)
+        ));
+        let stored = std::fs::create_dir_all(&tmp).is_ok()
+            && std::fs::copy(&build.cubin, tmp.join("kernel.cubin")).is_ok()
+            && std::fs::write(tmp.join("ptxas.log"), &build.log).is_ok()
+            && std::fs::rename(&tmp, &entry).is_ok();
+        if !stored {
+            let _ = std::fs::remove_dir_all(&tmp);
+        }
+        Ok(build)
+    }
 }
