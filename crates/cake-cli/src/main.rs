@@ -141,7 +141,7 @@ fn main() -> ExitCode {
 
 fn read(file: &Path) -> Result<Vec<u8>, ExitCode> {
     std::fs::read(file).map_err(|e| {
-        eoutln!("error: cannot read {}: {e}", file.display());
+        eprintln!("error: cannot read {}: {e}", file.display());
         ExitCode::from(2)
     })
 }
@@ -152,9 +152,9 @@ fn front(file: &Path, target: Option<&str>) -> Result<(SourceFile, cake_front::C
     let (source, checked) = cake_front::check_bytes(&file.display().to_string(), &bytes);
     if let Some(t) = target {
         if let Err(e) = cake_target::lookup(t) {
-            eoutln!("error: {e}");
+            eprintln!("error: {e}");
             if let Some(s) = e.suggestion() {
-                eoutln!("help: did you mean `{s}`? Cake compiles for exact targets only");
+                eprintln!("help: did you mean `{s}`? Cake compiles for exact targets only");
             }
             return Err(ExitCode::from(2));
         }
@@ -193,9 +193,9 @@ fn cmd_check(
     };
     if let Some(t) = target {
         if let Err(e) = cake_target::lookup(t) {
-            eoutln!("error: {e}");
+            eprintln!("error: {e}");
             if let Some(s) = e.suggestion() {
-                eoutln!("help: did you mean `{s}`? Cake compiles for exact targets only");
+                eprintln!("help: did you mean `{s}`? Cake compiles for exact targets only");
             }
             return ExitCode::from(2);
         }
@@ -258,7 +258,7 @@ fn cmd_explain(code: Option<&str>, markdown: bool) -> ExitCode {
                 ExitCode::SUCCESS
             }
             None => {
-                eoutln!("error: unknown code `{c}`; `cake explain` lists every code");
+                eprintln!("error: unknown code `{c}`; `cake explain` lists every code");
                 ExitCode::from(2)
             }
         },
@@ -274,7 +274,7 @@ fn lower_file(
     let t = match cake_target::lookup(target) {
         Ok(t) => t,
         Err(e) => {
-            eoutln!("error: {e}");
+            eprintln!("error: {e}");
             return Err(ExitCode::from(2));
         }
     };
@@ -323,7 +323,7 @@ fn cmd_build(file: &Path, target: &str, out: &Path) -> ExitCode {
     let tc = match cake_toolchain::Toolchain::discover() {
         Ok(tc) => tc,
         Err(e) => {
-            eoutln!("error: {e}");
+            eprintln!("error: {e}");
             return ExitCode::from(2);
         }
     };
@@ -333,7 +333,7 @@ fn cmd_build(file: &Path, target: &str, out: &Path) -> ExitCode {
         let build = match tc.compile_cached(&l.cuda, t, out, &stem) {
             Ok(b) => b,
             Err(e) => {
-                eoutln!("error: {e}");
+                eprintln!("error: {e}");
                 return ExitCode::from(1);
             }
         };
@@ -344,7 +344,7 @@ fn cmd_build(file: &Path, target: &str, out: &Path) -> ExitCode {
             (format!("{stem}.resources.json"), resources),
         ] {
             if let Err(e) = std::fs::write(out.join(&name), text + "\n") {
-                eoutln!("error: cannot write {}: {e}", out.join(&name).display());
+                eprintln!("error: cannot write {}: {e}", out.join(&name).display());
                 return ExitCode::from(2);
             }
         }
