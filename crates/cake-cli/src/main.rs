@@ -389,29 +389,60 @@ fn resource_findings(k: &cake_ir::Kernel, r: &cake_toolchain::KernelResources) -
         }
     }
     if r.spill_stores > 0 || r.spill_loads > 0 {
-        // The fragment holding the most registers per thread is the usual cause.
-        let biggest = k.fragments.iter().max_by_key(|(_, f)| {
-            let role = &k.roles[f.role];
-            let threads = if role.unit == cake_ir::RoleUnit::Warpgroup {
+        // The role whose fragments hold the most registers per thread is the usual cause.
+        let regs_of = |f: &cake_ir::Fragment| {
+            let threads = if k.roles[f.role].unit == cake_ir::RoleUnit::Warpgroup {
                 128
             } else {
                 32
             };
-            f.shape.iter().product::<u32>() * f.dtype.bytes() / 4 / threads
-        });
+            (f.shape.iter().product::<u32>() * f.dtype.bytes()).div_ceil(4 * threads)
+        };
+        let heaviest = k
+            .roles
+            .iter()
+            .map(|(rid, _)| {
+                (
+                    rid,
+                    k.fragments
+                        .iter()
+                        .filter(|(_, f)| f.role == rid)
+                        .map(|(_, f)| regs_of(f))
+                        .sum::<u32>(),
+                )
+            })
+            .max_by_key(|(rid, total)| (*total, std::cmp::Reverse(rid.index())));
         let msg = format!(
             "ptxas spilled {} B to local memory ({} B stores, {} B loads)",
             r.spill_stores.max(r.spill_loads),
             r.spill_stores,
             r.spill_loads
         );
-        let f = match biggest {
-            Some((fid, frag)) => {
-                let role = &k.roles[frag.role];
+        let site = heaviest.and_then(|(rid, total)| {
+            k.fragments
+                .iter()
+                .filter(|(_, f)| f.role == rid)
+                .max_by_key(|(fid, f)| (regs_of(f), std::cmp::Reverse(fid.index())))
+                .map(|(fid, _)| (rid, total, fid))
+        });
+        let f = match site {
+            Some((rid, total, fid)) => {
+                let role = &k.roles[rid];
+                let names: Vec<String> = k
+                    .fragments
+                    .iter()
+                    .filter(|(_, f)| f.role == rid)
+                    .map(|(_, f)| format!("`{}` ({} regs)", f.name, regs_of(f)))
+                    .collect();
                 Finding::new(&cake_diag::catalog::performance::REGISTER_SPILL, k.fragments.span(fid), msg)
                     .role(&role.name)
-                    .subject("fragment", &frag.name)
-                    .note(format!("`{}` of role `{}` is the largest register consumer; the spill may be in any role", frag.name, role.name))
+                    .subject("fragment", &k.fragments[fid].name)
+                    .note(format!(
+                        "role `{}` holds {total} registers per thread in fragments {} with a budget of {}; it is the likeliest place of the spill",
+                        role.name,
+                        names.join(", "),
+                        role.regs.map_or(format!("{} (launch allocation)", r.registers), |n| n.to_string())
+                    ))
             }
             None => Finding::new(
                 &cake_diag::catalog::performance::REGISTER_SPILL,

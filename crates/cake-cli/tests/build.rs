@@ -1,0 +1,103 @@
+//! `cake build` end to end: resource problems come back as findings on the schedule's own lines.
+//! Needs nvcc; CI installs the pinned toolchain, so there it always runs.
+
+use std::process::Command;
+
+fn repo() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+#[test]
+fn spills_are_reported_on_the_fragment_line() {
+    if cake_toolchain_missing() {
+        return;
+    }
+    let out_dir = std::env::temp_dir().join(format!("cake-spill-{}", std::process::id()));
+    let out = Command::new(env!("CARGO_BIN_EXE_cake"))
+        .current_dir(repo())
+        .env("CAKE_CACHE_DIR", out_dir.join("cache"))
+        .args([
+            "build",
+            "tests/build/spill_sm90.py",
+            "--target",
+            "sm_90a",
+            "-o",
+        ])
+        .arg(&out_dir)
+        .output()
+        .expect("run cake");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "a spill is a warning, not an error:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let source = std::fs::read_to_string(repo().join("tests/build/spill_sm90.py")).unwrap();
+    let line = source
+        .lines()
+        .position(|l| l.contains("acc2 = math.fragment"))
+        .unwrap()
+        + 1;
+    assert!(
+        stdout.contains("warning[CAKE-P001]"),
+        "no spill finding:\n{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!("tests/build/spill_sm90.py:{line}:")),
+        "spill finding not on line {line}:\n{stdout}"
+    );
+    assert!(
+        stdout.contains("role `math` holds 256 registers per thread"),
+        "{stdout}"
+    );
+    let _ = std::fs::remove_dir_all(&out_dir);
+}
+
+#[test]
+fn the_gemm_example_builds_with_its_metadata() {
+    if cake_toolchain_missing() {
+        return;
+    }
+    let out_dir = std::env::temp_dir().join(format!("cake-gemm-{}", std::process::id()));
+    let out = Command::new(env!("CARGO_BIN_EXE_cake"))
+        .current_dir(repo())
+        .env("CAKE_CACHE_DIR", out_dir.join("cache"))
+        .args(["build", "examples/gemm_sm90.py", "--target", "sm_90a", "-o"])
+        .arg(&out_dir)
+        .output()
+        .expect("run cake");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for f in [
+        "gemm.cu",
+        "gemm.cubin",
+        "gemm.launch.json",
+        "gemm.resources.json",
+    ] {
+        assert!(out_dir.join(f).is_file(), "missing {f}");
+    }
+    let launch: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("gemm.launch.json")).unwrap())
+            .unwrap();
+    assert_eq!(launch["schema"], "cake.launch/v0");
+    assert_eq!(launch["block"][0], 384);
+    let _ = std::fs::remove_dir_all(&out_dir);
+}
+
+fn cake_toolchain_missing() -> bool {
+    let found = std::env::var_os("CUDA_HOME")
+        .is_some_and(|h| std::path::Path::new(&h).join("bin/nvcc").is_file())
+        || std::env::var_os("PATH")
+            .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("nvcc").is_file()));
+    if !found {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must have the pinned CUDA toolchain (scripts/toolchain.sh)"
+        );
+        eprintln!("skipping: no nvcc (set CUDA_HOME or run scripts/toolchain.sh)");
+    }
+    !found
+}
