@@ -35,7 +35,7 @@ fn spills_are_reported_on_the_fragment_line() {
     let source = std::fs::read_to_string(repo().join("tests/build/spill_sm90.py")).unwrap();
     let line = source
         .lines()
-        .position(|l| l.contains("acc2 = math.fragment"))
+        .position(|l| l.contains("acc = math.fragment"))
         .unwrap()
         + 1;
     assert!(
