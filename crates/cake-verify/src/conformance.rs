@@ -15,6 +15,24 @@ pub fn check(cx: &Ctx, out: &mut Vec<Finding>) {
     tma_boxes(cx, out);
     cluster(cx, out);
     tmem(cx, out);
+    named_barrier_limit(cx, out);
+}
+
+/// Named barrier ids 1..=15 are available (0 is the CTA-wide barrier).
+fn named_barrier_limit(cx: &Ctx, out: &mut Vec<Finding>) {
+    let n = cx.k.named_barriers.len();
+    if n > 15 {
+        let (h, _) = cx.k.named_barriers.iter().nth(15).expect("more than 15");
+        out.push(
+            Finding::new(
+                &NAMED_BARRIER_LIMIT,
+                cx.k.named_barriers.span(h),
+                format!("{n} named barriers; a CTA has ids 1..=15 for them"),
+            )
+            .expected("<= 15")
+            .actual(n),
+        );
+    }
 }
 
 fn need(cx: &Ctx, out: &mut Vec<Finding>, f: Feature, span: Span, what: &str) {
@@ -414,6 +432,32 @@ fn tmem(cx: &Ctx, out: &mut Vec<Finding>) {
                 ))
                 .actual(r.cols),
             );
+        }
+        for site in &cx.ops {
+            let touches = matches!(site.op, Op::TmemLoad { src, .. } if src == t)
+                || matches!(site.op, Op::TmemStore { dst, .. } if dst == t);
+            if let (true, Some(role)) = (touches, site.role) {
+                let role = &k.roles[role];
+                let reach = if role.unit == RoleUnit::Warpgroup {
+                    128
+                } else {
+                    32
+                };
+                if r.lanes > reach {
+                    out.push(
+                        Finding::new(
+                            &TMEM_LANES,
+                            cx.span(site.stmt),
+                            format!("`{}` spans {} lanes, but each replica of role `{}` ({}) reaches {reach}", r.name, r.lanes, role.name, if reach == 32 { "one warp" } else { "a warpgroup" }),
+                        )
+                        .subject("tmem", &r.name)
+                        .role(&role.name)
+                        .expected(format!("<= {reach} lanes"))
+                        .actual(r.lanes)
+                        .help("access a 128-lane region from a warpgroup role"),
+                    );
+                }
+            }
         }
         if r.lanes > spec.lanes {
             out.push(

@@ -9,6 +9,63 @@ use cake_target::MmaFamily;
 pub fn check(cx: &Ctx, out: &mut Vec<Finding>) {
     ownership(cx, out);
     operand_layout(cx, out);
+    ldmatrix_rows(cx, out);
+    fp8_accumulation(cx, out);
+}
+
+fn ldmatrix_rows(cx: &Ctx, out: &mut Vec<Finding>) {
+    let k = cx.k;
+    for site in &cx.ops {
+        let Op::Ldmatrix { src, .. } = &site.op else {
+            continue;
+        };
+        let v = &k.views[src.view];
+        if v.row_bytes() % 16 != 0 {
+            out.push(
+                Finding::new(
+                    &LDMATRIX_ROWS,
+                    cx.span(site.stmt),
+                    format!(
+                        "rows of `{}` are {} B; ldmatrix needs 16-byte-aligned rows",
+                        v.name,
+                        v.row_bytes()
+                    ),
+                )
+                .subject("view", &v.name)
+                .expected("a multiple of 16 B")
+                .actual(format!("{} B", v.row_bytes())),
+            );
+        }
+    }
+}
+
+fn fp8_accumulation(cx: &Ctx, out: &mut Vec<Finding>) {
+    let k = cx.k;
+    for site in &cx.ops {
+        let Op::Mma { a, accumulate, .. } = &site.op else {
+            continue;
+        };
+        let dtype = match a {
+            Operand::Smem(v) => k.views[v.view].dtype,
+            Operand::Frag(f) => k.fragments[*f].dtype,
+            Operand::Tmem(t) => k.tmems[*t].dtype,
+        };
+        let in_loop = site
+            .loops
+            .iter()
+            .any(|l| matches!(k.loops[*l].kind, LoopKind::Range { .. }));
+        let always_fresh = matches!(k.exprs[*accumulate].kind, ExprKind::Bool(false));
+        if dtype.is_fp8()
+            && in_loop
+            && !always_fresh
+            && cx.target.mma == cake_target::MmaFamily::Wgmma
+        {
+            out.push(
+                Finding::new(&FP8_ACCUMULATION, cx.span(site.stmt), "FP8 wgmma accumulates over a run-time loop in one accumulator; its reduced internal precision compounds over K")
+                    .help("accumulate at most 128 of K per fragment (accumulate=False on each block) and add the blocks into an f32 total"),
+            );
+        }
+    }
 }
 
 fn ownership(cx: &Ctx, out: &mut Vec<Finding>) {

@@ -20,6 +20,100 @@ pub fn check(cx: &Ctx, out: &mut Vec<Finding>) {
     release_before_retire(cx, out);
     proxy_fence(cx, out);
     placement(cx, out);
+    tmem_read_before_ready(cx, out);
+    oob_fill(cx, out);
+}
+
+/// A TMEM region written by MMAs of one role is read by another only after a wait on a barrier
+/// the MMA role commits.
+fn tmem_read_before_ready(cx: &Ctx, out: &mut Vec<Finding>) {
+    let k = cx.k;
+    for site in &cx.ops {
+        let Op::TmemLoad { src, .. } = site.op else {
+            continue;
+        };
+        let writers: Vec<RoleId> = cx
+            .ops
+            .iter()
+            .filter_map(|s| match &s.op {
+                Op::Mma {
+                    acc: Operand::Tmem(t),
+                    ..
+                } if *t == src => s.role,
+                _ => None,
+            })
+            .collect();
+        if writers.is_empty() || writers.iter().all(|w| Some(*w) == site.role) {
+            continue;
+        }
+        let committed: Vec<BarrierId> = cx
+            .facts
+            .iter()
+            .filter(|f| {
+                f.arrivals
+                    .iter()
+                    .any(|a| a.kind == ArriveKind::Commit && writers.contains(&a.role))
+            })
+            .map(|f| f.barrier)
+            .collect();
+        if !waited_before(cx, site, &committed) {
+            let t = &k.tmems[src];
+            let mut f = Finding::new(
+                &TMEM_READ_BEFORE_READY,
+                cx.span(site.stmt),
+                format!(
+                    "`{}` is loaded before waiting for the commit of the MMAs that write it",
+                    t.name
+                ),
+            )
+            .subject("tmem", &t.name)
+            .role(cx.role_name(site.role));
+            f = match committed.first() {
+                Some(b) => f.help(format!("add `lm.wait({})` before the load", k.barriers[*b].name)),
+                None => f.help("commit a barrier after the MMAs (`lm.commit(done)`) and wait on it before the load"),
+            };
+            out.push(f);
+        }
+    }
+}
+
+/// Fixed tensor extents that a TMA box does not divide: the last box is zero-filled.
+fn oob_fill(cx: &Ctx, out: &mut Vec<Finding>) {
+    let k = cx.k;
+    let mut seen = Vec::new();
+    for site in &cx.ops {
+        let Op::TmaLoad { dst, src, .. } = &site.op else {
+            continue;
+        };
+        let ParamKind::Tensor { dims, .. } = &k.params[*src].kind else {
+            continue;
+        };
+        let v = &k.views[dst.view];
+        // Box extents aligned to the tensor's trailing dimensions (innermost: one panel).
+        let mut box_dims: Vec<u32> = v.shape.clone();
+        if let Some(last) = box_dims.last_mut() {
+            *last = v.shape[v.shape.len() - 1];
+        }
+        let offset = dims.len().saturating_sub(box_dims.len());
+        for (i, b) in box_dims.iter().enumerate() {
+            if let Some(Extent::Fixed(n)) = dims.get(offset + i) {
+                if *b > 1 && n % b != 0 && !seen.contains(&(*src, offset + i)) {
+                    seen.push((*src, offset + i));
+                    out.push(
+                        Finding::new(
+                            &TMA_OOB_FILL,
+                            cx.span(site.stmt),
+                            format!("dimension {} of `{}` is {n}, not a multiple of the {b}-wide box: the last box is zero-filled", offset + i, k.params[*src].name),
+                        )
+                        .subject("tensor", &k.params[*src].name)
+                        .expected(format!("a multiple of {b}"))
+                        .actual(n)
+                        .help("mask the zero-filled tail before a min, max or softmax uses it"),
+                    );
+                }
+            }
+        }
+    }
 }
 
 fn counts(cx: &Ctx, out: &mut Vec<Finding>) {

@@ -13,6 +13,39 @@ pub fn check(cx: &Ctx, out: &mut Vec<Finding>) {
     stage_mismatch(cx, out);
     trip_counts(cx, out);
     unused(cx, out);
+    named_barriers(cx, out);
+}
+
+fn named_barriers(cx: &Ctx, out: &mut Vec<Finding>) {
+    let k = cx.k;
+    for (nb, b) in k.named_barriers.iter() {
+        let syncing: Vec<(StmtId, Option<RoleId>)> = cx
+            .ops
+            .iter()
+            .filter(|s| matches!(s.op, Op::Sync { barrier } if barrier == nb))
+            .map(|s| (s.stmt, s.role))
+            .collect();
+        for (stmt, role) in &syncing {
+            if let Some(r) = role {
+                if !b.roles.contains(r) {
+                    out.push(
+                        Finding::new(&NAMED_BARRIER_ROLES, cx.span(*stmt), format!("role `{}` syncs on `{}` but is not one of its roles", k.roles[*r].name, b.name))
+                            .subject("named_barrier", &b.name)
+                            .label(k.named_barriers.span(nb), "declared here")
+                            .help("the thread count is derived from the declared roles: add the role to roles=[...]"),
+                    );
+                }
+            }
+        }
+        for r in &b.roles {
+            if !syncing.iter().any(|(_, s)| s == &Some(*r)) {
+                out.push(
+                    Finding::new(&NAMED_BARRIER_ROLES, k.named_barriers.span(nb), format!("role `{}` is declared on `{}` but never syncs on it: the others would wait forever", k.roles[*r].name, b.name))
+                        .subject("named_barrier", &b.name),
+                );
+            }
+        }
+    }
 }
 
 fn role_overlap(cx: &Ctx, out: &mut Vec<Finding>) {

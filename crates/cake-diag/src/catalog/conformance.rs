@@ -133,3 +133,29 @@ Report it: it is a lowering bug, or remove the budgets."#,
     bad: "",
     good: "",
 };
+
+pub const NAMED_BARRIER_LIMIT: CodeInfo = CodeInfo {
+    code: "CAKE-C011",
+    name: "named-barrier-limit",
+    category: Category::Conformance,
+    severity: Severity::Error,
+    summary: r#"More named barriers than the hardware has."#,
+    explanation: r#"A CTA has 16 named barriers; id 0 is the CTA-wide `__syncthreads`, so Cake hands out ids 1 to 15. A schedule with more named barriers cannot be lowered.
+
+Merge barriers that synchronise the same roles."#,
+    bad: include_str!("../../../../tests/check/CAKE-C011-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-C011-good.py"),
+};
+
+pub const TMEM_LANES: CodeInfo = CodeInfo {
+    code: "CAKE-C012",
+    name: "tmem-lanes",
+    category: Category::Conformance,
+    severity: Severity::Error,
+    summary: r#"A role accesses TMEM lanes its warps cannot reach."#,
+    explanation: r#"Warp w of a CTA may access only TMEM lanes 32·(w mod 4) to 32·(w mod 4)+31, so a 128-lane accumulator is read by a whole warpgroup, each warp taking its 32 lanes. A warp role (one warp per replica) can reach only 32 lanes.
+
+Read 128-lane regions from a warpgroup role."#,
+    bad: include_str!("../../../../tests/check/CAKE-C012-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-C012-good.py"),
+};

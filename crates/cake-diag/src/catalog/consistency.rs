@@ -29,3 +29,29 @@ Declare the view with swizzle=128 and K as the contiguous (last) dimension."#,
     bad: include_str!("../../../../tests/check/CAKE-D002-bad.py"),
     good: include_str!("../../../../tests/check/CAKE-D002-good.py"),
 };
+
+pub const LDMATRIX_ROWS: CodeInfo = CodeInfo {
+    code: "CAKE-D003",
+    name: "ldmatrix-rows",
+    category: Category::Consistency,
+    severity: Severity::Error,
+    summary: r#"ldmatrix reads rows that are not 16-byte aligned."#,
+    explanation: r#"ldmatrix loads 8x8 tiles whose rows are 16-byte vectors; every row address must be 16-byte aligned, so the view's row pitch must be a multiple of 16 bytes.
+
+Widen or pad the view's rows to a multiple of 16 bytes."#,
+    bad: include_str!("../../../../tests/check/CAKE-D003-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-D003-good.py"),
+};
+
+pub const FP8_ACCUMULATION: CodeInfo = CodeInfo {
+    code: "CAKE-D004",
+    name: "fp8-accumulation",
+    category: Category::Consistency,
+    severity: Severity::Warning,
+    summary: r#"FP8 MMAs accumulate over a run-time loop in one accumulator without promotion."#,
+    explanation: r#"Hopper's FP8 wgmma accumulates in reduced precision despite the f32 accumulator type; over long K the error grows well past bf16 levels. Production kernels promote the partial sum into a full-precision register accumulator every 128 elements of K.
+
+Accumulate each K block (≤ 128) into a fresh fragment and add it into an f32 total fragment with element-wise math."#,
+    bad: include_str!("../../../../tests/check/CAKE-D004-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-D004-good.py"),
+};

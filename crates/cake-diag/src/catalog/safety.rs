@@ -172,3 +172,29 @@ Make the producer wait for the consumer's release before signalling the slot aga
     bad: include_str!("../../../../tests/check/CAKE-S013-bad.py"),
     good: include_str!("../../../../tests/check/CAKE-S013-good.py"),
 };
+
+pub const TMEM_READ_BEFORE_READY: CodeInfo = CodeInfo {
+    code: "CAKE-S014",
+    name: "tmem-read-before-ready",
+    category: Category::Safety,
+    severity: Severity::Error,
+    summary: r#"A TMEM accumulator is read before waiting for the commit that follows the MMAs writing it."#,
+    explanation: r#"tcgen05.mma writes TMEM asynchronously. The reading role may load the accumulator (`lm.tmem_load`) only after it waits on a barrier that the MMA role signals with `lm.commit` after its MMAs (tcgen05.commit → mbarrier arrive; the reader then waits, fences and loads). Without that wait the load returns partial sums.
+
+Have the MMA role `lm.commit(done)` after the MMAs and the reader `lm.wait(done)` before `lm.tmem_load`."#,
+    bad: include_str!("../../../../tests/check/CAKE-S014-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-S014-good.py"),
+};
+
+pub const TMA_OOB_FILL: CodeInfo = CodeInfo {
+    code: "CAKE-S015",
+    name: "tma-oob-fill",
+    category: Category::Safety,
+    severity: Severity::Warning,
+    summary: r#"A TMA box runs past a fixed tensor extent, so the last tile is zero-filled."#,
+    explanation: r#"TMA fills box elements outside the tensor with zeros. For a sum over K that is harmless, but for a min, an argmin or a softmax the zeros are real-looking values (a phantom centroid at the origin, a score of 0) unless the kernel masks them. When a tensor extent is fixed and not a multiple of the box, Cake says so.
+
+Mask the tail in the epilogue, or choose a box that divides the extent."#,
+    bad: include_str!("../../../../tests/check/CAKE-S015-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-S015-good.py"),
+};

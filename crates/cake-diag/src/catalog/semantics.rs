@@ -66,3 +66,16 @@ pub const UNUSED_RESOURCE: CodeInfo = CodeInfo {
     bad: include_str!("../../../../tests/check/CAKE-M005-bad.py"),
     good: include_str!("../../../../tests/check/CAKE-M005-good.py"),
 };
+
+pub const NAMED_BARRIER_ROLES: CodeInfo = CodeInfo {
+    code: "CAKE-M006",
+    name: "named-barrier-roles",
+    category: Category::Semantics,
+    severity: Severity::Error,
+    summary: r#"A role synchronises on a named barrier it is not declared on, or a declared role never does."#,
+    explanation: r#"A named barrier (`bar.sync id, threads`) releases when the declared number of threads arrive; Cake derives the id and the thread count from `lm.named_barrier(roles=[...])`. A role that syncs without being declared changes the count at run time (early release or hang); a declared role that never syncs leaves the others waiting forever.
+
+List exactly the roles that call `lm.sync` on it."#,
+    bad: include_str!("../../../../tests/check/CAKE-M006-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-M006-good.py"),
+};
