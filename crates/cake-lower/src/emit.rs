@@ -23,6 +23,18 @@ enum FragLayout {
     /// The wgmma accumulator of an m64nN tile: thread t holds rows 16·(t/32) + (t%32)/4 (+8)
     /// and column pairs 8i + 2·(t%4).
     WgmmaAcc { n: u32 },
+    /// One value per row of a 64-row accumulator tile: each thread holds its two rows (+0, +8),
+    /// replicated across the four threads of a quad — what a row reduction of the tile yields.
+    AccRows,
+}
+
+/// Which register element of a warpgroup tile an element-wise expression is evaluated for.
+#[derive(Clone, Copy, PartialEq)]
+enum Site {
+    /// Element (i, h, j) of an accumulator tile: register 4i + 2h + j, row +8h, column 8i + j.
+    Tile,
+    /// Row h of the tile (h in 0..2).
+    Rows,
 }
 
 pub struct Emitter<'a> {
@@ -45,6 +57,11 @@ pub struct Emitter<'a> {
     deferred_release: Vec<(BarrierId, PipelineId)>,
     /// Depth of the current role's `with` regions around the statement being emitted.
     indent_role_depth: u32,
+    /// Row reductions already computed in the current block: expression → array name, and
+    /// (argument, op) → array name for reuse by structurally equal reductions.
+    reductions: HashMap<ExprId, String>,
+    reduction_keys: Vec<(ExprId, ReduceOp, String)>,
+    reduction_counter: u32,
 }
 
 fn c_ident(name: &str) -> String {
@@ -134,6 +151,9 @@ impl<'a> Emitter<'a> {
             pipes: Vec::new(),
             deferred_release: Vec::new(),
             indent_role_depth: 0,
+            reductions: HashMap::new(),
+            reduction_keys: Vec::new(),
+            reduction_counter: 0,
         }
     }
 
@@ -245,14 +265,30 @@ impl<'a> Emitter<'a> {
                     .insert(f, FragLayout::WgmmaAcc { n: frag.shape[1] });
             }
         }
+        // Per-row vectors of a warpgroup role take the row layout of its 64-row tiles.
+        for (f, frag) in self.k.fragments.iter() {
+            let role = &self.k.roles[frag.role];
+            if !self.frag_layouts.contains_key(&f)
+                && role.unit == RoleUnit::Warpgroup
+                && frag.shape == [64]
+            {
+                self.frag_layouts.insert(f, FragLayout::AccRows);
+            }
+        }
     }
 
-    fn tma_box(&self, view: &View, rank: usize) -> Vec<u32> {
-        // Innermost first: one swizzle panel wide, then the view's other extents, then 1s for the
-        // tensor's leading dimensions the view does not cover.
+    fn tma_box(&self, view: &View, rows: Option<u32>, rank: usize) -> Vec<u32> {
+        // Innermost first: one swizzle panel wide, then the view's other extents (the row range
+        // when the copy fills only `.rows(...)`), then 1s for the tensor's leading dimensions the
+        // view does not cover.
         let mut b = vec![view.panel_cols()];
-        for d in view.shape.iter().rev().skip(1) {
-            b.push(*d);
+        let outer = view.shape.len().saturating_sub(1);
+        for (axis, d) in view.shape.iter().enumerate().rev().skip(1) {
+            b.push(if axis == 0 && outer > 0 {
+                rows.unwrap_or(*d)
+            } else {
+                *d
+            });
         }
         while b.len() < rank {
             b.push(1);
@@ -265,7 +301,11 @@ impl<'a> Emitter<'a> {
             if let Op::TmaLoad { dst, src, .. } = &op {
                 let view = &self.k.views[dst.view];
                 let rank = self.rank(*src);
-                let key = (*src, self.tma_box(view, rank), view.swizzle);
+                let key = (
+                    *src,
+                    self.tma_box(view, dst.rows.map(|(_, n)| n), rank),
+                    view.swizzle,
+                );
                 if !self.tmaps.contains(&key) {
                     self.tmaps.push(key);
                 }
@@ -531,47 +571,97 @@ impl<'a> Emitter<'a> {
         }
     }
 
-    /// Element `idx` of a fragment-valued expression in the accumulator layout.
-    fn elem(&mut self, e: ExprId, idx: &str) -> String {
+    fn float_lit(v: f64) -> String {
+        if v.is_infinite() {
+            if v > 0.0 {
+                "__int_as_float(0x7f800000)".into()
+            } else {
+                "__int_as_float(0xff800000)".into()
+            }
+        } else {
+            format!("{v:?}f")
+        }
+    }
+
+    /// One element of a register expression, at `site` (loop variables i, h, j in scope).
+    fn elem(&mut self, e: ExprId, site: Site) -> String {
         let k = self.k;
+        if k.exprs[e].ty == Ty::Index || k.exprs[e].ty == Ty::Bool {
+            return self.ix(e);
+        }
         match &k.exprs[e].kind {
-            ExprKind::Frag(f) => format!("{}[{idx}]", c_ident(&k.fragments[*f].name)),
+            ExprKind::Frag(f) => {
+                let name = c_ident(&k.fragments[*f].name);
+                match (self.frag_layouts.get(f).copied(), site) {
+                    (Some(FragLayout::WgmmaAcc { .. }), Site::Tile) => {
+                        format!("{name}[4 * i + 2 * h + j]")
+                    }
+                    (Some(FragLayout::AccRows), _) => format!("{name}[h]"),
+                    _ => {
+                        self.unsupported(
+                            k.exprs.span(e),
+                            format!(
+                                "fragment `{}` cannot be read per row here",
+                                k.fragments[*f].name
+                            ),
+                        );
+                        "0".into()
+                    }
+                }
+            }
             ExprKind::Int(v) => format!("{v}"),
-            ExprKind::Float(v) => format!("{v:?}f"),
+            ExprKind::Float(v) => Self::float_lit(*v),
+            ExprKind::Bool(b) => b.to_string(),
             ExprKind::Scalar(p) => c_ident(&k.params[*p].name),
             ExprKind::Cast(d, a) => {
-                let inner = self.elem(*a, idx);
+                let inner = self.elem(*a, site);
                 match d {
                     DType::F32 => format!("static_cast<float>({inner})"),
                     DType::I32 => format!("static_cast<int32_t>({inner})"),
                     other => {
-                        let sp = k.exprs.span(e);
-                        self.unsupported(
-                            sp,
-                            format!("casting a register value to {other} is not lowered yet"),
-                        );
+                        self.unsupported(k.exprs.span(e), format!("casting a register value to {other} is lowered only inside lm.store"));
                         inner
                     }
                 }
             }
-            ExprKind::Binary(op, a, b)
-                if matches!(
-                    op,
-                    BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Min | BinOp::Max
-                ) =>
-            {
-                let (a, b) = (self.elem(*a, idx), self.elem(*b, idx));
+            ExprKind::Binary(op, a, b) => {
+                let float = matches!(&k.exprs[e].ty, Ty::Frag { dtype, .. } | Ty::Scalar(dtype) if dtype.is_float());
+                let (a, b) = (self.elem(*a, site), self.elem(*b, site));
                 match op {
                     BinOp::Add => format!("({a} + {b})"),
                     BinOp::Sub => format!("({a} - {b})"),
                     BinOp::Mul => format!("({a} * {b})"),
                     BinOp::Div => format!("({a} / {b})"),
-                    BinOp::Min => format!("fminf({a}, {b})"),
-                    _ => format!("fmaxf({a}, {b})"),
+                    BinOp::FloorDiv => format!("({a} / {b})"),
+                    BinOp::Mod => format!("({a} % {b})"),
+                    BinOp::Min if float => format!("fminf({a}, {b})"),
+                    BinOp::Max if float => format!("fmaxf({a}, {b})"),
+                    BinOp::Min => format!("min({a}, {b})"),
+                    BinOp::Max => format!("max({a}, {b})"),
+                    BinOp::CeilDiv => format!("cake_cdiv({a}, {b})"),
+                    BinOp::And => format!("({a} && {b})"),
+                    BinOp::Or => format!("({a} || {b})"),
                 }
             }
+            ExprKind::Cmp(op, a, b) => {
+                let sym = match op {
+                    CmpOp::Lt => "<",
+                    CmpOp::Le => "<=",
+                    CmpOp::Gt => ">",
+                    CmpOp::Ge => ">=",
+                    CmpOp::Eq => "==",
+                    CmpOp::Ne => "!=",
+                };
+                format!("({} {sym} {})", self.elem(*a, site), self.elem(*b, site))
+            }
+            ExprKind::Select(c, a, b) => format!(
+                "({} ? {} : {})",
+                self.elem(*c, site),
+                self.elem(*a, site),
+                self.elem(*b, site)
+            ),
             ExprKind::Unary(op, a) => {
-                let a = self.elem(*a, idx);
+                let a = self.elem(*a, site);
                 match op {
                     UnOp::Neg => format!("(-{a})"),
                     UnOp::Exp2 => format!("exp2f({a})"),
@@ -582,21 +672,234 @@ impl<'a> Emitter<'a> {
                     UnOp::Not => format!("(!{a})"),
                 }
             }
+            // A per-row value broadcast along the columns, read at the row of this site.
+            ExprKind::Expand { arg, axis: 1 } => self.elem(*arg, Site::Rows),
+            // A per-column vector broadcast along the rows.
+            ExprKind::Expand { arg, axis: 0 } => self.elem(*arg, site),
+            ExprKind::Reduce { .. } => match self.reductions.get(&e) {
+                Some(name) => format!("{name}[h]"),
+                None => {
+                    self.unsupported(k.exprs.span(e), "this reduction is not lowered here");
+                    "0".into()
+                }
+            },
+            ExprKind::Load {
+                tensor,
+                coords,
+                shape,
+                fill,
+            } if shape.len() == 1 && site == Site::Tile => {
+                // A vector along the tile's columns: this thread's column of it.
+                let ParamKind::Tensor { dims, .. } = k.params[*tensor].kind.clone() else {
+                    return "0".into();
+                };
+                let last = dims.len() - 1;
+                let extent = self.extent_text(&dims[last]);
+                let c0 = self.ix(coords[last]);
+                let offset = self.linear_offset(
+                    &dims,
+                    coords,
+                    last,
+                    &format!("({c0} + lane_col + 8 * i + j)"),
+                );
+                format!(
+                    "(({c0} + lane_col + 8 * i + j) < {extent} ? __ldg({} + {offset}) : {})",
+                    c_ident(&k.params[*tensor].name),
+                    Self::float_lit(*fill)
+                )
+            }
             _ => {
-                let sp = k.exprs.span(e);
-                self.unsupported(sp, "this register expression is not lowered yet (element-wise math over an MMA accumulator is)");
+                self.unsupported(
+                    k.exprs.span(e),
+                    "this register expression is not lowered yet",
+                );
                 "0".into()
             }
         }
     }
 
-    /// The accumulator fragment an element-wise expression is computed over.
-    fn base_fragment(&self, e: ExprId) -> Option<FragId> {
+    fn extent_text(&self, d: &Extent) -> String {
+        match d {
+            Extent::Fixed(v) => v.to_string(),
+            Extent::Sym(s) => format!("dim_{}", c_ident(&self.k.dims[*s].name)),
+        }
+    }
+
+    /// Row-major element offset of `coords` in a tensor with `dims`, with coordinate `axis`
+    /// replaced by `at`.
+    fn linear_offset(
+        &mut self,
+        dims: &[Extent],
+        coords: &[ExprId],
+        axis: usize,
+        at: &str,
+    ) -> String {
+        let mut off = String::new();
+        for (i, d) in dims.iter().enumerate() {
+            let c = if i == axis {
+                at.to_string()
+            } else {
+                self.ix(coords[i])
+            };
+            off = if off.is_empty() {
+                format!("(size_t)({c})")
+            } else {
+                format!("({off} * {} + ({c}))", self.extent_text(d))
+            };
+        }
+        off
+    }
+
+    /// Compute every row reduction inside `e` into per-thread arrays (both rows of the thread),
+    /// reusing results already computed in this block. Min/argmin (max/argmax) of one argument
+    /// share one pass; ties keep the lowest column, as torch.argmin does.
+    fn precompute_reductions(&mut self, e: ExprId) {
+        let k = self.k;
+        let children: Vec<ExprId> = match &k.exprs[e].kind {
+            ExprKind::Binary(_, a, b) | ExprKind::Cmp(_, a, b) => vec![*a, *b],
+            ExprKind::Select(c, a, b) => vec![*c, *a, *b],
+            ExprKind::Unary(_, a) | ExprKind::Cast(_, a) | ExprKind::Expand { arg: a, .. } => {
+                vec![*a]
+            }
+            _ => vec![],
+        };
+        for c in children {
+            self.precompute_reductions(c);
+        }
+        let ExprKind::Reduce { op, axis, arg } = k.exprs[e].kind.clone() else {
+            return;
+        };
+        if self.reductions.contains_key(&e) {
+            return;
+        }
+        // A structurally equal reduction already computed in this block (same op, same argument).
+        let twin = self
+            .reduction_keys
+            .iter()
+            .find(|(a, o, _)| *a == arg && *o == op)
+            .map(|(_, _, n)| n.clone());
+        if let Some(name) = twin {
+            self.reductions.insert(e, name);
+            return;
+        }
+        let layout = match self.tile_of(arg) {
+            Some(FragLayout::WgmmaAcc { n }) if axis == 1 => n,
+            _ => {
+                self.unsupported(
+                    k.exprs.span(e),
+                    "reductions are lowered along the columns (axis=1) of an accumulator tile",
+                );
+                return;
+            }
+        };
+        let id = self.reduction_counter;
+        self.reduction_counter += 1;
+        let (vname, iname) = (format!("red{id}_v"), format!("red{id}_i"));
+        let (better, init, combine) = match op {
+            ReduceOp::Min | ReduceOp::ArgMin => ("<", "__int_as_float(0x7f800000)", "min"),
+            ReduceOp::Max | ReduceOp::ArgMax => (">", "__int_as_float(0xff800000)", "max"),
+            ReduceOp::Sum => ("", "0.0f", "sum"),
+        };
+        let value = self.elem(arg, Site::Tile);
+        self.line(&format!(
+            "float {vname}[2]; int {iname}[2];  // row {combine} over {layout} columns ({})",
+            self.loc(k.exprs.span(e))
+        ));
+        self.line("#pragma unroll");
+        self.line("for (int h = 0; h < 2; ++h) {");
+        self.indent += 1;
+        self.line(&format!("float bv = {init}; int bi = 0;"));
+        self.line("#pragma unroll");
+        self.line(&format!("for (int i = 0; i < {}; ++i) {{", layout / 8));
+        self.indent += 1;
+        self.line("#pragma unroll");
+        self.line("for (int j = 0; j < 2; ++j) {");
+        self.indent += 1;
+        self.line(&format!("const float v = {value};"));
+        if op == ReduceOp::Sum {
+            self.line("bv += v;");
+        } else {
+            self.line(&format!(
+                "if (v {better} bv) {{ bv = v; bi = lane_col + 8 * i + j; }}"
+            ));
+        }
+        self.indent -= 1;
+        self.line("}");
+        self.indent -= 1;
+        self.line("}");
+        // The four threads of a quad hold the same two rows: combine across them.
+        self.line("#pragma unroll");
+        self.line("for (int off = 1; off < 4; off <<= 1) {");
+        self.indent += 1;
+        self.line("const float ov = __shfl_xor_sync(0xffffffffu, bv, off);");
+        if op == ReduceOp::Sum {
+            self.line("bv += ov;");
+        } else {
+            self.line("const int oi = __shfl_xor_sync(0xffffffffu, bi, off);");
+            self.line(&format!(
+                "if (ov {better} bv || (ov == bv && oi < bi)) {{ bv = ov; bi = oi; }}"
+            ));
+        }
+        self.indent -= 1;
+        self.line("}");
+        self.line(&format!("{vname}[h] = bv; {iname}[h] = bi;"));
+        self.indent -= 1;
+        self.line("}");
+        let pick = |o: ReduceOp| {
+            if matches!(o, ReduceOp::ArgMin | ReduceOp::ArgMax) {
+                iname.clone()
+            } else {
+                vname.clone()
+            }
+        };
+        self.reductions.insert(e, pick(op));
+        let siblings: &[ReduceOp] = match op {
+            ReduceOp::Min | ReduceOp::ArgMin => &[ReduceOp::Min, ReduceOp::ArgMin],
+            ReduceOp::Max | ReduceOp::ArgMax => &[ReduceOp::Max, ReduceOp::ArgMax],
+            ReduceOp::Sum => &[ReduceOp::Sum],
+        };
+        for o in siblings {
+            self.reduction_keys.push((arg, *o, pick(*o)));
+        }
+    }
+
+    /// The tile layout an element-wise expression is computed over.
+    fn tile_of(&self, e: ExprId) -> Option<FragLayout> {
         match &self.k.exprs[e].kind {
-            ExprKind::Frag(f) => Some(*f),
-            ExprKind::Cast(_, a) | ExprKind::Unary(_, a) => self.base_fragment(*a),
-            ExprKind::Binary(_, a, b) => self.base_fragment(*a).or_else(|| self.base_fragment(*b)),
+            ExprKind::Frag(f) => self.frag_layouts.get(f).copied(),
+            ExprKind::Cast(_, a) | ExprKind::Unary(_, a) => self.tile_of(*a),
+            ExprKind::Binary(_, a, b) | ExprKind::Cmp(_, a, b) => {
+                let (x, y) = (self.tile_of(*a), self.tile_of(*b));
+                match (x, y) {
+                    (Some(FragLayout::WgmmaAcc { n }), _)
+                    | (_, Some(FragLayout::WgmmaAcc { n })) => Some(FragLayout::WgmmaAcc { n }),
+                    (Some(l), _) | (_, Some(l)) => Some(l),
+                    _ => None,
+                }
+            }
+            ExprKind::Select(c, a, b) => self
+                .tile_of(*a)
+                .or_else(|| self.tile_of(*b))
+                .or_else(|| self.tile_of(*c)),
+            ExprKind::Reduce { .. } => Some(FragLayout::AccRows),
+            ExprKind::Expand { arg, .. } => self.tile_of(*arg),
             _ => None,
+        }
+    }
+
+    /// Forget cached reductions that read `f` (it is about to change) — or all of them.
+    fn invalidate_reductions(&mut self, f: Option<FragId>) {
+        let k = self.k;
+        match f {
+            None => {
+                self.reductions.clear();
+                self.reduction_keys.clear();
+            }
+            Some(f) => {
+                self.reductions.retain(|e, _| !k.expr_reads_fragment(*e, f));
+                self.reduction_keys
+                    .retain(|(a, _, _)| !k.expr_reads_fragment(*a, f));
+            }
         }
     }
 
@@ -713,10 +1016,19 @@ impl<'a> Emitter<'a> {
                 first * 32,
                 unit_warps * 32
             ));
+            if role.unit == RoleUnit::Warpgroup {
+                // Where this thread's accumulator registers sit in a 64-row tile.
+                self.line(&format!("const int lane_row = 16 * ({name}_thread / 32) + ({name}_thread % 32) / 4;  // and +8"));
+                self.line(&format!(
+                    "const int lane_col = 2 * ({name}_thread % 4);  // and +1, every 8 columns"
+                ));
+                self.line("(void)lane_row; (void)lane_col;");
+            }
             for (fid, f) in k.fragments.iter() {
                 if f.role == rid {
                     let n: u32 = match self.frag_layouts.get(&fid) {
                         Some(FragLayout::WgmmaAcc { n }) => n / 2,
+                        Some(FragLayout::AccRows) => 2,
                         None => {
                             let sp = k.fragments.span(fid);
                             self.unsupported(sp, format!("fragment `{}` is not an MMA accumulator; other register layouts are not lowered yet", f.name));
@@ -797,6 +1109,10 @@ impl<'a> Emitter<'a> {
     fn stmt(&mut self, s: StmtId) {
         let k = self.k;
         let sp = k.stmts.span(s);
+        // Cached reductions live in the C scope of the block that computed them.
+        if !matches!(k.stmts[s], Stmt::Op(_)) {
+            self.invalidate_reductions(None);
+        }
         match &k.stmts[s] {
             Stmt::Role { role, body } => {
                 if Some(*role) == self.role.map(|r| r.0) {
@@ -1072,8 +1388,11 @@ impl<'a> Emitter<'a> {
                     self.unsupported(sp, "TMA multicast is not lowered yet");
                     return;
                 }
-                if dst.rows.is_some() || dst.transposed {
-                    self.unsupported(sp, "a TMA load writes a whole view (no .rows or .T)");
+                if dst.transposed || (dst.rows.is_some() && k.views[dst.view].shape.len() != 2) {
+                    self.unsupported(
+                        sp,
+                        "a TMA load writes a 2-D view or a row range of one (no .T)",
+                    );
                     return;
                 }
                 let view = k.views[dst.view].clone();
@@ -1085,10 +1404,15 @@ impl<'a> Emitter<'a> {
                     );
                     return;
                 }
-                let box_dims = self.tma_box(&view, rank);
+                let box_dims = self.tma_box(&view, dst.rows.map(|(_, n)| n), rank);
                 let tmap = self.tmap_name(*src, &box_dims, view.swizzle);
                 let slot = self.barrier_slot(*barrier);
-                let dst_base = self.view_base(dst);
+                let mut dst_base = self.view_base(dst);
+                if let Some((start, _)) = dst.rows {
+                    // A row range of a panel-major view starts `start` rows into every panel.
+                    let row_bytes = view.panel_cols() * view.dtype.bytes();
+                    dst_base = format!("({dst_base} + ({}) * {row_bytes})", self.ix(start));
+                }
                 let mut c: Vec<String> = coords.iter().map(|e| self.ix(*e)).collect();
                 c.reverse(); // innermost first
                 let guard = !issue_only;
@@ -1141,8 +1465,14 @@ impl<'a> Emitter<'a> {
                 b,
                 accumulate,
                 release,
-            } => self.mma(acc, a, b, *accumulate, *release, sp),
+            } => {
+                self.mma(acc, a, b, *accumulate, *release, sp);
+                if let Operand::Frag(f) = acc {
+                    self.invalidate_reductions(Some(*f));
+                }
+            }
             Op::Store { dst, value, coords } => self.store(*dst, *value, coords, sp),
+            Op::Assign { dst, value } => self.assign(*dst, *value, sp),
             other => {
                 let name = format!("{other:?}");
                 let short = name.split([' ', '{', '(']).next().unwrap_or("").to_string();
@@ -1287,36 +1617,95 @@ impl<'a> Emitter<'a> {
         }
     }
 
+    /// `frag[:] = value`, element by element in the fragment's layout.
+    fn assign(&mut self, dst: FragId, value: ExprId, sp: Span) {
+        let k = self.k;
+        let name = c_ident(&k.fragments[dst].name);
+        self.precompute_reductions(value);
+        let ty = storage_type(k.fragments[dst].dtype);
+        match self.frag_layouts.get(&dst).copied() {
+            Some(FragLayout::AccRows) => {
+                let v = self.elem(value, Site::Rows);
+                self.line(&format!(
+                    "#pragma unroll  // {} <- ... ({})",
+                    k.fragments[dst].name,
+                    self.loc(sp)
+                ));
+                self.line(&format!(
+                    "for (int h = 0; h < 2; ++h) {name}[h] = ({ty})({v});"
+                ));
+            }
+            Some(FragLayout::WgmmaAcc { n }) => {
+                let v = self.elem(value, Site::Tile);
+                self.line(&format!(
+                    "#pragma unroll  // {} <- ... ({})",
+                    k.fragments[dst].name,
+                    self.loc(sp)
+                ));
+                self.line(&format!(
+                    "for (int i = 0; i < {}; ++i) for (int h = 0; h < 2; ++h) for (int j = 0; j < 2; ++j) {name}[4 * i + 2 * h + j] = ({ty})({v});",
+                    n / 8
+                ));
+            }
+            None => self.unsupported(
+                sp,
+                format!(
+                    "fragment `{}` has no register layout the lowering knows",
+                    k.fragments[dst].name
+                ),
+            ),
+        }
+        self.invalidate_reductions(Some(dst));
+    }
+
     fn store(&mut self, dst: ParamId, value: ExprId, coords: &[ExprId], sp: Span) {
         let k = self.k;
         let ParamKind::Tensor { dtype, dims } = k.params[dst].kind.clone() else {
             return;
         };
-        let Some(frag) = self.base_fragment(value) else {
-            self.unsupported(
-                sp,
-                "lm.store is lowered for values computed from an MMA accumulator",
-            );
-            return;
-        };
-        let Some(FragLayout::WgmmaAcc { n }) = self.frag_layouts.get(&frag).copied() else {
-            self.unsupported(
-                sp,
-                "lm.store is lowered for values computed from an MMA accumulator",
-            );
+        let tname = c_ident(&k.params[dst].name);
+        let (role, _) = self.role.expect("role");
+        let rname = c_ident(&k.roles[role].name);
+        self.precompute_reductions(value);
+        match self.tile_of(value) {
+            Some(FragLayout::AccRows) => {
+                // One value per row: the first thread of each quad writes the quad's two rows.
+                let last = dims.len() - 1;
+                let r0 = self.ix(coords[last]);
+                let rows = self.extent_text(&dims[last]);
+                let v = self.elem(value, Site::Rows);
+                let offset = self.linear_offset(&dims, coords, last, "row");
+                let ty = storage_type(dtype);
+                self.line(&format!("if ({rname}_thread % 4 == 0) {{  // store {} <- per-row values ({})", k.params[dst].name, self.loc(sp)));
+                self.indent += 1;
+                self.line("#pragma unroll");
+                self.line("for (int h = 0; h < 2; ++h) {");
+                self.indent += 1;
+                self.line(&format!("const int row = {r0} + lane_row + 8 * h;"));
+                self.line(&format!("if (row < {rows}) {tname}[{offset}] = ({ty})({v});"));
+                self.indent -= 1;
+                self.line("}");
+                self.indent -= 1;
+                self.line("}");
+            }
+            Some(FragLayout::WgmmaAcc { n }) => self.store_tile(dst, value, coords, n, sp),
+            None => self.unsupported(sp, "lm.store is lowered for values computed from an accumulator tile or its row reductions"),
+        }
+    }
+
+    fn store_tile(&mut self, dst: ParamId, value: ExprId, coords: &[ExprId], n: u32, sp: Span) {
+        let k = self.k;
+        let ParamKind::Tensor { dtype, dims } = k.params[dst].kind.clone() else {
             return;
         };
         if dims.len() != 2 || coords.len() != 2 {
-            self.unsupported(sp, "lm.store of an accumulator is lowered for 2-D tensors");
+            self.unsupported(
+                sp,
+                "lm.store of an accumulator tile is lowered for 2-D tensors",
+            );
             return;
         }
-        let (role, _) = self.role.expect("role");
-        let rname = c_ident(&k.roles[role].name);
-        let extent = |d: &Extent| match d {
-            Extent::Fixed(v) => v.to_string(),
-            Extent::Sym(s) => format!("dim_{}", c_ident(&k.dims[*s].name)),
-        };
-        let (rows, cols) = (extent(&dims[0]), extent(&dims[1]));
+        let (rows, cols) = (self.extent_text(&dims[0]), self.extent_text(&dims[1]));
         let r0 = self.ix(coords[0]);
         let c0 = self.ix(coords[1]);
         let tname = c_ident(&k.params[dst].name);
@@ -1330,28 +1719,24 @@ impl<'a> Emitter<'a> {
             self.unsupported(sp, format!("storing {dtype} values is lowered through lm.cast(..., lm.{dtype}) of an f32 accumulator"));
             return;
         }
-        let e0 = self.elem(inner, "4 * i + 2 * h");
-        let e1 = self.elem(inner, "4 * i + 2 * h + 1");
+        let v = self.elem(inner, Site::Tile);
         self.line(&format!(
-            "{{  // store {} <- accumulator ({})",
+            "{{  // store {} <- accumulator tile ({})",
             k.params[dst].name,
             self.loc(sp)
         ));
         self.indent += 1;
-        self.line(&format!(
-            "const int row_base = {r0} + 16 * ({rname}_thread / 32) + ({rname}_thread % 32) / 4;"
-        ));
-        self.line(&format!(
-            "const int col_base = {c0} + 2 * ({rname}_thread % 4);"
-        ));
         self.line("#pragma unroll");
         self.line(&format!("for (int i = 0; i < {}; ++i) {{", n / 8));
         self.indent += 1;
         self.line("#pragma unroll");
         self.line("for (int h = 0; h < 2; ++h) {");
         self.indent += 1;
-        self.line("const int row = row_base + 8 * h;");
-        self.line("const int col = col_base + 8 * i;");
+        self.line(&format!("const int row = {r0} + lane_row + 8 * h;"));
+        self.line(&format!("const int col = {c0} + lane_col + 8 * i;"));
+        self.line("float v[2];");
+        self.line("#pragma unroll");
+        self.line(&format!("for (int j = 0; j < 2; ++j) v[j] = {v};"));
         self.line(&format!("if (row < {rows}) {{"));
         self.indent += 1;
         let ct = storage_type(dtype);
@@ -1360,7 +1745,7 @@ impl<'a> Emitter<'a> {
         ));
         match pack {
             Some(f) => {
-                self.line(&format!("const uint32_t both = {f}({e0}, {e1});"));
+                self.line(&format!("const uint32_t both = {f}(v[0], v[1]);"));
                 self.line(&format!("if (col + 1 < {cols} && ({cols} % 2) == 0) {{"));
                 self.indent += 1;
                 self.line("*reinterpret_cast<uint32_t*>(out) = both;  // 4-byte aligned: col and the row pitch are even");
@@ -1377,8 +1762,8 @@ impl<'a> Emitter<'a> {
                 self.line("}");
             }
             None => {
-                self.line(&format!("if (col < {cols}) out[0] = ({ct})({e0});"));
-                self.line(&format!("if (col + 1 < {cols}) out[1] = ({ct})({e1});"));
+                self.line(&format!("if (col < {cols}) out[0] = ({ct})(v[0]);"));
+                self.line(&format!("if (col + 1 < {cols}) out[1] = ({ct})(v[1]);"));
             }
         }
         self.indent -= 1;

@@ -145,6 +145,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
     cake_setmaxnreg_dec<40>();
     const int load_index = (warp - 0) / 4;
     const int load_thread = (int)threadIdx.x - 0 - load_index * 128;
+    const int lane_row = 16 * (load_thread / 32) + (load_thread % 32) / 4;  // and +8
+    const int lane_col = 2 * (load_thread % 4);  // and +1, every 8 columns
+    (void)lane_row; (void)lane_col;
     uint32_t pipe_it = 0;  // iterations of pipeline pipe completed by this role
     if (load_thread == 0) {  // issue-only role: one thread per replica
       for (int tile = blockIdx.x; tile < tiles_total; tile += gridDim.x) {  // tiles (tm, tn) (gemm_sm90.py:33)
@@ -172,6 +175,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
     cake_setmaxnreg_inc<232>();
     const int math_index = (warp - 4) / 4;
     const int math_thread = (int)threadIdx.x - 128 - math_index * 128;
+    const int lane_row = 16 * (math_thread / 32) + (math_thread % 32) / 4;  // and +8
+    const int lane_col = 2 * (math_thread % 4);  // and +1, every 8 columns
+    (void)lane_row; (void)lane_col;
     float acc[128];  // fragment acc [64, 256] f32
     uint32_t pipe_it = 0;  // iterations of pipeline pipe completed by this role
     for (int tile = blockIdx.x; tile < tiles_total; tile += gridDim.x) {  // tiles (tm, tn) (gemm_sm90.py:33)
@@ -200,18 +206,19 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
       }
       cake_wgmma_wait<0>();  // every MMA of the loop has retired
       if (empty_pending >= 0) cake_mbar_arrive(empty + 8 * empty_pending);
-      {  // store C <- accumulator (gemm_sm90.py:43)
-        const int row_base = ((tile_0 * 128) + (math_index * 64)) + 16 * (math_thread / 32) + (math_thread % 32) / 4;
-        const int col_base = (tile_1 * 256) + 2 * (math_thread % 4);
+      {  // store C <- accumulator tile (gemm_sm90.py:43)
         #pragma unroll
         for (int i = 0; i < 32; ++i) {
           #pragma unroll
           for (int h = 0; h < 2; ++h) {
-            const int row = row_base + 8 * h;
-            const int col = col_base + 8 * i;
+            const int row = ((tile_0 * 128) + (math_index * 64)) + lane_row + 8 * h;
+            const int col = (tile_1 * 256) + lane_col + 8 * i;
+            float v[2];
+            #pragma unroll
+            for (int j = 0; j < 2; ++j) v[j] = acc[4 * i + 2 * h + j];
             if (row < dim_M) {
               uint16_t* out = C + (size_t)row * dim_N + col;
-              const uint32_t both = cake_pack_bf16x2(acc[4 * i + 2 * h], acc[4 * i + 2 * h + 1]);
+              const uint32_t both = cake_pack_bf16x2(v[0], v[1]);
               if (col + 1 < dim_N && (dim_N % 2) == 0) {
                 *reinterpret_cast<uint32_t*>(out) = both;  // 4-byte aligned: col and the row pitch are even
               } else {
