@@ -739,6 +739,7 @@ pub const ALL: &[&CodeInfo] = &[
     &consistency::OPERAND_LAYOUT,
     &consistency::LDMATRIX_ROWS,
     &consistency::FP8_ACCUMULATION,
+    &consistency::CONTRACTION_MISMATCH,
     &semantics::ROLE_OVERLAP,
     &semantics::BARRIER_ROLES,
     &semantics::STAGE_MISMATCH,

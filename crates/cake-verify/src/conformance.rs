@@ -454,6 +454,7 @@ fn tmem(cx: &Ctx, out: &mut Vec<Finding>) {
                         .role(&role.name)
                         .expected(format!("<= {reach} lanes"))
                         .actual(r.lanes)
+                        .label(k.roles.span(site.role.expect("checked above")), format!("`{}` is declared here", role.name))
                         .help("access a 128-lane region from a warpgroup role"),
                     );
                 }

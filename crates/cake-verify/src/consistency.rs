@@ -11,6 +11,80 @@ pub fn check(cx: &Ctx, out: &mut Vec<Finding>) {
     operand_layout(cx, out);
     ldmatrix_rows(cx, out);
     fp8_accumulation(cx, out);
+    contraction(cx, out);
+}
+
+/// The tensor dimension a view axis holds, from the TMA or cp.async copies that fill the view.
+fn source_dim(cx: &Ctx, view: ViewId, axis: usize) -> Option<(ParamId, usize, Extent)> {
+    let k = cx.k;
+    let vrank = k.views[view].shape.len();
+    cx.ops.iter().find_map(|s| match &s.op {
+        Op::TmaLoad { dst, src, .. } | Op::CpAsync { dst, src, .. } if dst.view == view => {
+            let ParamKind::Tensor { dims, .. } = &k.params[*src].kind else {
+                return None;
+            };
+            let d = dims.len().checked_sub(vrank)? + axis;
+            Some((*src, d, dims[d]))
+        }
+        _ => None,
+    })
+}
+
+fn contraction(cx: &Ctx, out: &mut Vec<Finding>) {
+    let k = cx.k;
+    for site in &cx.ops {
+        let Op::Mma {
+            a: Operand::Smem(a),
+            b: Operand::Smem(b),
+            ..
+        } = &site.op
+        else {
+            continue;
+        };
+        // Stored axis summed over: a's columns (axis 1 unless transposed), b's rows (axis 0
+        // unless transposed).
+        let a_axis = if a.transposed { 0 } else { 1 };
+        let b_axis = if b.transposed { 1 } else { 0 };
+        let (Some((pa, da, ea)), Some((pb, db, eb))) = (
+            source_dim(cx, a.view, a_axis),
+            source_dim(cx, b.view, b_axis),
+        ) else {
+            continue;
+        };
+        if ea != eb {
+            let name = |p: ParamId, d: usize, e: Extent| match e {
+                Extent::Sym(s) => format!(
+                    "`{}` (dimension {d} of `{}`)",
+                    k.dims[s].name, k.params[p].name
+                ),
+                Extent::Fixed(n) => {
+                    format!("a fixed {n} (dimension {d} of `{}`)", k.params[p].name)
+                }
+            };
+            out.push(
+                Finding::new(
+                    &CONTRACTION_MISMATCH,
+                    cx.span(site.stmt),
+                    format!(
+                        "this MMA sums `a` over {} but `b` over {}",
+                        name(pa, da, ea),
+                        name(pb, db, eb)
+                    ),
+                )
+                .label(
+                    k.views.span(a.view),
+                    format!("`{}` holds {}", k.views[a.view].name, k.params[pa].name),
+                )
+                .label(
+                    k.views.span(b.view),
+                    format!("`{}` holds {}", k.views[b.view].name, k.params[pb].name),
+                )
+                .help(
+                    "`a` is (M, K) as stored and `b` is (K, N): pass `.T` of a view stored (N, K)",
+                ),
+            );
+        }
+    }
 }
 
 fn ldmatrix_rows(cx: &Ctx, out: &mut Vec<Finding>) {

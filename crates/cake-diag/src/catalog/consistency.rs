@@ -55,3 +55,16 @@ Accumulate each K block (≤ 128) into a fresh fragment and add it into an f32 t
     bad: include_str!("../../../../tests/check/CAKE-D004-bad.py"),
     good: include_str!("../../../../tests/check/CAKE-D004-good.py"),
 };
+
+pub const CONTRACTION_MISMATCH: CodeInfo = CodeInfo {
+    code: "CAKE-D005",
+    name: "contraction-mismatch",
+    category: Category::Consistency,
+    severity: Severity::Error,
+    summary: r#"An MMA's two operands are summed over different tensor dimensions."#,
+    explanation: r#"`lm.mma(acc, a, b)` sums over a's columns and b's rows. Cake follows each shared-memory operand back to the TMA copy that fills it, so it knows which tensor dimension every view axis holds. If the summed axis of `a` holds one dimension (say M) and that of `b` another (K), the shapes may still agree — a square tile transposed by mistake — but the kernel computes a different product.
+
+Transpose the operand that is wrong: `a` is (M, K) as stored; `b` is (K, N), usually the transpose `.T` of an (N, K) view."#,
+    bad: include_str!("../../../../tests/check/CAKE-D005-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-D005-good.py"),
+};
