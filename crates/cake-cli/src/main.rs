@@ -87,6 +87,14 @@ enum Command {
         #[arg(short, long)]
         out: PathBuf,
     },
+    /// Plant hazards into a valid schedule (drop a wait, change a count, misalign a view, ...)
+    /// and report which mutants the verifier catches.
+    Mutate {
+        file: PathBuf,
+        /// Write every mutant into this directory as <stem>.<n>.<operator>.py.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// Explain a finding code (e.g. CAKE-L003), or list every code.
     Explain {
         code: Option<String>,
@@ -136,6 +144,7 @@ fn main() -> ExitCode {
             Err(code) => code,
         },
         Command::Build { file, target, out } => cmd_build(&file, &target, &out),
+        Command::Mutate { file, out } => cmd_mutate(&file, out.as_deref()),
     }
 }
 
@@ -456,4 +465,53 @@ fn resource_findings(k: &cake_ir::Kernel, r: &cake_toolchain::KernelResources) -
         )));
     }
     out
+}
+
+fn cmd_mutate(file: &Path, out: Option<&Path>) -> ExitCode {
+    let bytes = match read(file) {
+        Ok(b) => b,
+        Err(code) => return code,
+    };
+    let Ok(source) = String::from_utf8(bytes) else {
+        eprintln!("error: {} is not UTF-8 text", file.display());
+        return ExitCode::from(2);
+    };
+    let name = file.display().to_string();
+    let original = cake_driver::check(&name, source.as_bytes(), None);
+    if original.has_errors() {
+        eprintln!("error: {name} does not check clean; mutate a valid schedule");
+        return ExitCode::from(1);
+    }
+    let mutants = cake_mutate::mutants(&source);
+    let mut outcomes = Vec::new();
+    for (n, m) in mutants.into_iter().enumerate() {
+        if let Some(dir) = out {
+            let stem = file
+                .file_stem()
+                .map_or("schedule".into(), |s| s.to_string_lossy().into_owned());
+            if let Err(e) = std::fs::create_dir_all(dir).and_then(|_| {
+                std::fs::write(dir.join(format!("{stem}.{n}.{}.py", m.operator)), &m.source)
+            }) {
+                eprintln!("error: cannot write mutants into {}: {e}", dir.display());
+                return ExitCode::from(2);
+            }
+        }
+        let o = cake_mutate::evaluate(&name, &m);
+        outln!(
+            "{:<16} line {:>4}  {:<9} {}",
+            m.operator,
+            m.line,
+            if m.equivalent.is_some() {
+                "equivalent"
+            } else if o.caught {
+                "caught"
+            } else {
+                "MISSED"
+            },
+            m.description
+        );
+        outcomes.push(o);
+    }
+    out!("\n{}", cake_mutate::catch_table(&outcomes));
+    ExitCode::SUCCESS
 }
