@@ -62,6 +62,8 @@ pub struct Emitter<'a> {
     reductions: HashMap<ExprId, String>,
     reduction_keys: Vec<(ExprId, ReduceOp, String)>,
     reduction_counter: u32,
+    /// Per-column vector loads hoisted out of a row loop: expression → local name.
+    col_loads: HashMap<ExprId, String>,
 }
 
 fn c_ident(name: &str) -> String {
@@ -154,6 +156,7 @@ impl<'a> Emitter<'a> {
             reductions: HashMap::new(),
             reduction_keys: Vec::new(),
             reduction_counter: 0,
+            col_loads: HashMap::new(),
         }
     }
 
@@ -683,6 +686,7 @@ impl<'a> Emitter<'a> {
                     "0".into()
                 }
             },
+            ExprKind::Load { .. } if self.col_loads.contains_key(&e) => self.col_loads[&e].clone(),
             ExprKind::Load {
                 tensor,
                 coords,
@@ -800,49 +804,66 @@ impl<'a> Emitter<'a> {
             ReduceOp::Max | ReduceOp::ArgMax => (">", "__int_as_float(0xff800000)", "max"),
             ReduceOp::Sum => ("", "0.0f", "sum"),
         };
-        let value = self.elem(arg, Site::Tile);
+        let mut loads = Vec::new();
+        self.column_loads(arg, &mut loads);
         self.line(&format!(
             "float {vname}[2]; int {iname}[2];  // row {combine} over {layout} columns ({})",
             self.loc(k.exprs.span(e))
         ));
-        self.line("#pragma unroll");
-        self.line("for (int h = 0; h < 2; ++h) {");
-        self.indent += 1;
-        self.line(&format!("float bv = {init}; int bi = 0;"));
+        // Both rows of the thread in one pass over its columns, so each column's operands
+        // (e.g. a per-column vector load) are fetched once.
+        self.line(&format!(
+            "float bv[2] = {{{init}, {init}}}; int bi[2] = {{0, 0}};"
+        ));
         self.line("#pragma unroll");
         self.line(&format!("for (int i = 0; i < {}; ++i) {{", layout / 8));
         self.indent += 1;
         self.line("#pragma unroll");
         self.line("for (int j = 0; j < 2; ++j) {");
         self.indent += 1;
+        // Per-column operands do not depend on the row: load each once for both rows.
+        for (n, l) in loads.iter().enumerate() {
+            let code = self.elem(*l, Site::Tile);
+            let name = format!("col{id}_{n}");
+            self.line(&format!("const float {name} = {code};"));
+            self.col_loads.insert(*l, name);
+        }
+        let value = self.elem(arg, Site::Tile);
+        self.col_loads.clear();
+        self.line("#pragma unroll");
+        self.line("for (int h = 0; h < 2; ++h) {");
+        self.indent += 1;
         self.line(&format!("const float v = {value};"));
         if op == ReduceOp::Sum {
-            self.line("bv += v;");
+            self.line("bv[h] += v;");
         } else {
             self.line(&format!(
-                "if (v {better} bv) {{ bv = v; bi = lane_col + 8 * i + j; }}"
+                "if (v {better} bv[h]) {{ bv[h] = v; bi[h] = lane_col + 8 * i + j; }}"
             ));
         }
+        self.indent -= 1;
+        self.line("}");
         self.indent -= 1;
         self.line("}");
         self.indent -= 1;
         self.line("}");
         // The four threads of a quad hold the same two rows: combine across them.
         self.line("#pragma unroll");
+        self.line("for (int h = 0; h < 2; ++h) {");
+        self.indent += 1;
+        self.line("#pragma unroll");
         self.line("for (int off = 1; off < 4; off <<= 1) {");
         self.indent += 1;
-        self.line("const float ov = __shfl_xor_sync(0xffffffffu, bv, off);");
+        self.line("const float ov = __shfl_xor_sync(0xffffffffu, bv[h], off);");
         if op == ReduceOp::Sum {
-            self.line("bv += ov;");
+            self.line("bv[h] += ov;");
         } else {
-            self.line("const int oi = __shfl_xor_sync(0xffffffffu, bi, off);");
-            self.line(&format!(
-                "if (ov {better} bv || (ov == bv && oi < bi)) {{ bv = ov; bi = oi; }}"
-            ));
+            self.line("const int oi = __shfl_xor_sync(0xffffffffu, bi[h], off);");
+            self.line(&format!("if (ov {better} bv[h] || (ov == bv[h] && oi < bi[h])) {{ bv[h] = ov; bi[h] = oi; }}"));
         }
         self.indent -= 1;
         self.line("}");
-        self.line(&format!("{vname}[h] = bv; {iname}[h] = bi;"));
+        self.line(&format!("{vname}[h] = bv[h]; {iname}[h] = bi[h];"));
         self.indent -= 1;
         self.line("}");
         let pick = |o: ReduceOp| {
@@ -860,6 +881,29 @@ impl<'a> Emitter<'a> {
         };
         for o in siblings {
             self.reduction_keys.push((arg, *o, pick(*o)));
+        }
+    }
+
+    /// Per-column vector loads (`lm.load` of shape (N,)) inside `e`.
+    fn column_loads(&self, e: ExprId, out: &mut Vec<ExprId>) {
+        match &self.k.exprs[e].kind {
+            ExprKind::Load { shape, .. } if shape.len() == 1 => {
+                if !out.contains(&e) {
+                    out.push(e)
+                }
+            }
+            ExprKind::Binary(_, a, b) | ExprKind::Cmp(_, a, b) => {
+                self.column_loads(*a, out);
+                self.column_loads(*b, out);
+            }
+            ExprKind::Select(c, a, b) => {
+                self.column_loads(*c, out);
+                self.column_loads(*a, out);
+                self.column_loads(*b, out);
+            }
+            ExprKind::Unary(_, a) | ExprKind::Cast(_, a) => self.column_loads(*a, out),
+            ExprKind::Expand { arg, axis: 0 } => self.column_loads(*arg, out),
+            _ => {}
         }
     }
 

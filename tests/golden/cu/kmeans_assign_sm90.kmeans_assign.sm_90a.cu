@@ -212,24 +212,28 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_kmeans_assign(
         cake_wgmma_wait<0>();
         cake_mbar_arrive(c_empty + 8 * pipe_stage);  // release
         float red0_v[2]; int red0_i[2];  // row min over 128 columns (kmeans_assign_sm90.py:84)
+        float bv[2] = {__int_as_float(0x7f800000), __int_as_float(0x7f800000)}; int bi[2] = {0, 0};
         #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          float bv = __int_as_float(0x7f800000); int bi = 0;
+        for (int i = 0; i < 16; ++i) {
           #pragma unroll
-          for (int i = 0; i < 16; ++i) {
+          for (int j = 0; j < 2; ++j) {
+            const float col0_0 = (((c_2 * 128) + lane_col + 8 * i + j) < dim_K ? __ldg(CSQ + ((size_t)(tile_0) * dim_K + (((c_2 * 128) + lane_col + 8 * i + j)))) : __int_as_float(0x7f800000));
             #pragma unroll
-            for (int j = 0; j < 2; ++j) {
-              const float v = ((((c_2 * 128) + lane_col + 8 * i + j) < dim_K ? __ldg(CSQ + ((size_t)(tile_0) * dim_K + (((c_2 * 128) + lane_col + 8 * i + j)))) : __int_as_float(0x7f800000)) - (2.0f * acc[4 * i + 2 * h + j]));
-              if (v < bv) { bv = v; bi = lane_col + 8 * i + j; }
+            for (int h = 0; h < 2; ++h) {
+              const float v = (col0_0 - (2.0f * acc[4 * i + 2 * h + j]));
+              if (v < bv[h]) { bv[h] = v; bi[h] = lane_col + 8 * i + j; }
             }
           }
+        }
+        #pragma unroll
+        for (int h = 0; h < 2; ++h) {
           #pragma unroll
           for (int off = 1; off < 4; off <<= 1) {
-            const float ov = __shfl_xor_sync(0xffffffffu, bv, off);
-            const int oi = __shfl_xor_sync(0xffffffffu, bi, off);
-            if (ov < bv || (ov == bv && oi < bi)) { bv = ov; bi = oi; }
+            const float ov = __shfl_xor_sync(0xffffffffu, bv[h], off);
+            const int oi = __shfl_xor_sync(0xffffffffu, bi[h], off);
+            if (ov < bv[h] || (ov == bv[h] && oi < bi[h])) { bv[h] = ov; bi[h] = oi; }
           }
-          red0_v[h] = bv; red0_i[h] = bi;
+          red0_v[h] = bv[h]; red0_i[h] = bi[h];
         }
         #pragma unroll  // best_i <- ... (kmeans_assign_sm90.py:89)
         for (int h = 0; h < 2; ++h) best_i[h] = (int32_t)(((red0_v[h] < best_d[h]) ? (red0_i[h] + (c_2 * 128)) : best_i[h]));
