@@ -61,7 +61,7 @@ impl Interp<'_> {
         let mut out = Vec::new();
         for item in items {
             let n = self.const_int(&item, *s, what)?;
-            if n < 1 || n > 1 << 20 {
+            if !(1..=1 << 20).contains(&n) {
                 return self.err(
                     &codes::INVALID_VALUE,
                     *s,
@@ -216,7 +216,7 @@ impl Interp<'_> {
         }
         let mut out = Vec::new();
         for item in items {
-            out.push(self.to_index(item, *s)?);
+            out.push(self.index_of(item, *s)?);
         }
         Ok(out)
     }
@@ -330,7 +330,7 @@ impl Interp<'_> {
                 let consumers = self.roles(&a[2], "consumers")?;
                 let count = match self.opt_int(&a[3], "count")? {
                     None => None,
-                    Some(c) if c >= 1 && c < 1 << 20 => Some(c as u32),
+                    Some(c) if (1..1 << 20).contains(&c) => Some(c as u32),
                     Some(c) => {
                         let s = a[3].as_ref().map_or(sp, |x| x.1);
                         return self.err(
@@ -477,7 +477,7 @@ impl Interp<'_> {
                 let dst = self.tensor_arg(&a[0], "the destination")?;
                 let coords = self.coords(&a[2], dst, "`coords`")?;
                 let (v, vsp) = a[1].clone().expect("required");
-                let value = self.to_expr(v, vsp, None)?;
+                let value = self.expr_of(v, vsp, None)?;
                 let want = self.tensor_dtype(dst);
                 match self.k.exprs[value].ty.clone() {
                     Ty::Frag { dtype, shape, .. } => {
@@ -580,7 +580,7 @@ impl Interp<'_> {
                 let a = self.bind_args("lm.tmem_store", &["dst", "value"], args)?;
                 let dst = self.tmem_arg(&a[0], "the destination")?;
                 let (v, vsp) = a[1].clone().expect("required");
-                let src = self.to_expr(v, vsp, None)?;
+                let src = self.expr_of(v, vsp, None)?;
                 let t = self.k.tmems[dst].clone();
                 self.check_into(
                     src,
@@ -618,7 +618,7 @@ impl Interp<'_> {
                 let a = self.bind_args("lm.cast", &["value", "dtype"], args)?;
                 let (v, vsp) = a[0].clone().expect("required");
                 let d = self.dtype(&a[1], "dtype")?;
-                let e = self.to_expr(v, vsp, None)?;
+                let e = self.expr_of(v, vsp, None)?;
                 let ty = match self.k.exprs[e].ty.clone() {
                     Ty::Frag { shape, role, .. } => Ty::Frag {
                         dtype: d,
@@ -685,7 +685,7 @@ impl Interp<'_> {
                 let (v, vsp) = a[0].clone().expect("required");
                 let (axv, axsp) = a[1].clone().expect("required");
                 let axis = self.const_int(&axv, axsp, "axis")?;
-                let e = self.to_expr(v, vsp, None)?;
+                let e = self.expr_of(v, vsp, None)?;
                 let Ty::Frag { dtype, shape, role } = self.k.exprs[e].ty.clone() else {
                     return self.err(
                         &codes::TYPE_MISMATCH,
@@ -740,7 +740,7 @@ impl Interp<'_> {
     ) -> R<Value> {
         let cond = match c {
             Value::Bool(b) => return Ok(if b { x } else { y }),
-            other => self.to_expr(other, csp, None)?,
+            other => self.expr_of(other, csp, None)?,
         };
         match self.k.exprs[cond].ty.clone() {
             Ty::Bool => {}
@@ -952,7 +952,7 @@ impl Interp<'_> {
         let rhs = self.operand(&a[2], "operand `b`")?;
         let accumulate = match &a[3] {
             None => self.mk(ExprKind::Bool(true), Ty::Bool, sp),
-            Some((v, s)) => self.to_bool_expr(v.clone(), *s)?,
+            Some((v, s)) => self.condition_of(v.clone(), *s)?,
         };
         let release = match &a[4] {
             None | Some((Value::None, _)) => None,
@@ -1137,7 +1137,7 @@ impl Interp<'_> {
             (Value::View(v), "rows") => {
                 let a = self.bind_args("rows", &["start", "count"], args)?;
                 let (start, ssp) = a[0].clone().expect("required");
-                let start = self.to_index(start, ssp)?;
+                let start = self.index_of(start, ssp)?;
                 let (cnt, csp) = a[1].clone().expect("required");
                 let count = self.const_int(&cnt, csp, "the row count")?;
                 let rows = self.view_ref_shape(&ViewRef {
@@ -1179,7 +1179,7 @@ impl Interp<'_> {
             (Value::View(v), "stage") => {
                 let a = self.bind_args("stage", &["index"], args)?;
                 let (i, isp) = a[0].clone().expect("required");
-                let i = self.to_index(i, isp)?;
+                let i = self.index_of(i, isp)?;
                 Ok(Value::View(ViewRef {
                     stage: Some(i),
                     ..v
@@ -1243,7 +1243,7 @@ impl Interp<'_> {
             (Value::View(v), "store") => {
                 let a = self.bind_args("store", &["value"], args)?;
                 let (x, xsp) = a[0].clone().expect("required");
-                let value = self.to_expr(x, xsp, Some(self.k.views[v.view].dtype))?;
+                let value = self.expr_of(x, xsp, Some(self.k.views[v.view].dtype))?;
                 let shape = self.view_ref_shape(&v);
                 self.check_into(
                     value,

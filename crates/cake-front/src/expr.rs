@@ -545,7 +545,7 @@ impl Interp<'_> {
     // Conversions
 
     /// A run-time integer index (or a constant folded into one).
-    pub fn to_index(&mut self, v: Value, sp: Span) -> R<ExprId> {
+    pub fn index_of(&mut self, v: Value, sp: Span) -> R<ExprId> {
         match v {
             Value::Int(i) => Ok(self.mk(ExprKind::Int(i), Ty::Index, sp)),
             Value::Bool(b) => Ok(self.mk(ExprKind::Int(b as i64), Ty::Index, sp)),
@@ -565,7 +565,7 @@ impl Interp<'_> {
         }
     }
 
-    pub fn to_bool_expr(&mut self, v: Value, sp: Span) -> R<ExprId> {
+    pub fn condition_of(&mut self, v: Value, sp: Span) -> R<ExprId> {
         match v {
             Value::Bool(b) => Ok(self.mk(ExprKind::Bool(b), Ty::Bool, sp)),
             Value::Expr(e) if self.k.exprs[e].ty == Ty::Bool => Ok(e),
@@ -609,7 +609,7 @@ impl Interp<'_> {
     }
 
     /// A value usable in element-wise arithmetic. Literals take `hint` as their dtype.
-    pub fn to_expr(&mut self, v: Value, sp: Span, hint: Option<DType>) -> R<ExprId> {
+    pub fn expr_of(&mut self, v: Value, sp: Span, hint: Option<DType>) -> R<ExprId> {
         match v {
             Value::Int(i) => Ok(match hint {
                 Some(d) if d.is_float() => self.mk(ExprKind::Float(i as f64), Ty::Scalar(d), sp),
@@ -706,8 +706,8 @@ impl Interp<'_> {
             _ => {}
         }
         let hint = self.frag_dtype_of(&a).or(self.frag_dtype_of(&b));
-        let x = self.to_expr(a, asp, hint)?;
-        let y = self.to_expr(b, bsp, hint)?;
+        let x = self.expr_of(a, asp, hint)?;
+        let y = self.expr_of(b, bsp, hint)?;
         let tx = self.k.exprs[x].ty.clone();
         let ty_y = self.k.exprs[y].ty.clone();
         let ty = self.result_type(op, &tx, &ty_y, asp, bsp, sp)?;
@@ -845,8 +845,8 @@ impl Interp<'_> {
             _ => {}
         }
         let hint = self.frag_dtype_of(&a).or(self.frag_dtype_of(&b));
-        let x = self.to_expr(a, asp, hint)?;
-        let y = self.to_expr(b, bsp, hint)?;
+        let x = self.expr_of(a, asp, hint)?;
+        let y = self.expr_of(b, bsp, hint)?;
         let (tx, ty_y) = (self.k.exprs[x].ty.clone(), self.k.exprs[y].ty.clone());
         let operand = self.result_type(BinOp::Sub, &tx, &ty_y, asp, bsp, sp)?;
         let ty = match operand {
@@ -874,8 +874,8 @@ impl Interp<'_> {
                 *x || *y
             }));
         }
-        let x = self.to_bool_expr(a, asp)?;
-        let y = self.to_bool_expr(b, bsp)?;
+        let x = self.condition_of(a, asp)?;
+        let y = self.condition_of(b, bsp)?;
         Ok(Value::Expr(self.mk(
             ExprKind::Binary(op, x, y),
             Ty::Bool,
@@ -891,7 +891,7 @@ impl Interp<'_> {
             (ast::UnaryOp::UAdd, Value::Int(_) | Value::Float(_)) => Ok(v),
             (ast::UnaryOp::Not, Value::Bool(b)) => Ok(Value::Bool(!b)),
             (ast::UnaryOp::USub, _) => {
-                let e = self.to_expr(v, vsp, None)?;
+                let e = self.expr_of(v, vsp, None)?;
                 let ty = self.k.exprs[e].ty.clone();
                 if ty == Ty::Bool {
                     return self.err(&codes::TYPE_MISMATCH, sp, "cannot negate a condition");
@@ -899,7 +899,7 @@ impl Interp<'_> {
                 Ok(Value::Expr(self.mk(ExprKind::Unary(UnOp::Neg, e), ty, sp)))
             }
             (ast::UnaryOp::Not, _) => {
-                let e = self.to_bool_expr(v, vsp)?;
+                let e = self.condition_of(v, vsp)?;
                 Ok(Value::Expr(self.mk(
                     ExprKind::Unary(UnOp::Not, e),
                     Ty::Bool,
@@ -931,7 +931,7 @@ impl Interp<'_> {
         if let (Value::Int(x), UnOp::Abs) = (&v, op) {
             return Ok(Value::Int(x.abs()));
         }
-        let e = self.to_expr(v, vsp, None)?;
+        let e = self.expr_of(v, vsp, None)?;
         let ty = self.k.exprs[e].ty.clone();
         let ok = match &ty {
             Ty::Frag { dtype, .. } | Ty::Scalar(dtype) => {

@@ -191,14 +191,13 @@ impl<'a> Interp<'a> {
                     span,
                     "operations must be issued inside a role region",
                 )
-                .map_err(|r| {
+                .inspect_err(|_r| {
                     if let Some(last) = self.findings_last_mut() {
                         last.help = Some(
                             "wrap it in `with <role>:` so the compiler knows which warps run it"
                                 .into(),
                         );
                     }
-                    r
                 });
         }
         self.emit(Stmt::Op(op), span);
@@ -370,7 +369,7 @@ impl<'a> Interp<'a> {
     /// Check that `v` can be stored into `frag` (same dtype, broadcastable shape, same role).
     fn fragment_value(&mut self, frag: FragId, v: Value, vspan: Span) -> R<ExprId> {
         let decl = self.k.fragments[frag].clone();
-        let e = self.to_expr(v, vspan, Some(decl.dtype))?;
+        let e = self.expr_of(v, vspan, Some(decl.dtype))?;
         match self.k.exprs[e].ty.clone() {
             Ty::Frag { dtype, shape, .. } => {
                 if dtype != decl.dtype {
@@ -636,8 +635,8 @@ impl<'a> Interp<'a> {
                         )
                     }
                 };
-                let start = self.to_index(*start, iter_span)?;
-                let stop = self.to_index(*stop, iter_span)?;
+                let start = self.index_of(*start, iter_span)?;
+                let stop = self.index_of(*stop, iter_span)?;
                 let id = self.k.loops.push(
                     Loop {
                         var_name: var.clone(),
@@ -745,7 +744,7 @@ impl<'a> Interp<'a> {
         }
         let mut count_exprs = Vec::new();
         for c in counts {
-            count_exprs.push(self.to_index(c, iter_span)?);
+            count_exprs.push(self.index_of(c, iter_span)?);
         }
         let axis_names: Vec<String> = if names.len() == counts_len(&count_exprs) {
             names.iter().map(|(n, _)| n.clone()).collect()
@@ -805,7 +804,7 @@ impl<'a> Interp<'a> {
                 Some((first, rest)) => self.exec_clause(first, rest),
             };
         }
-        let c = self.to_bool_expr(cond, cond_span)?;
+        let c = self.condition_of(cond, cond_span)?;
         self.runtime_ifs += 1;
         let (then_body, r1) = self.with_block(|me| me.exec_block(&i.body));
         let (else_body, r2) = self.with_block(|me| match i.elif_else_clauses.split_first() {

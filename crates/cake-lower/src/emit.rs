@@ -887,11 +887,7 @@ impl<'a> Emitter<'a> {
     /// Per-column vector loads (`lm.load` of shape (N,)) inside `e`.
     fn column_loads(&self, e: ExprId, out: &mut Vec<ExprId>) {
         match &self.k.exprs[e].kind {
-            ExprKind::Load { shape, .. } if shape.len() == 1 => {
-                if !out.contains(&e) {
-                    out.push(e)
-                }
-            }
+            ExprKind::Load { shape, .. } if shape.len() == 1 && !out.contains(&e) => out.push(e),
             ExprKind::Binary(_, a, b) | ExprKind::Cmp(_, a, b) => {
                 self.column_loads(*a, out);
                 self.column_loads(*b, out);

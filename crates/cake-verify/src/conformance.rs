@@ -229,7 +229,7 @@ fn threads_and_registers(cx: &Ctx, out: &mut Vec<Finding>) {
 
 fn whole_warpgroups(r: &Role) -> bool {
     let w = r.warps();
-    w.len() % 4 == 0
+    w.len().is_multiple_of(4)
         && w.chunks(4)
             .all(|c| c[0] % 4 == 0 && c.windows(2).all(|p| p[1] == p[0] + 1))
 }
@@ -344,7 +344,7 @@ fn tma_boxes(cx: &Ctx, out: &mut Vec<Finding>) {
             );
         }
         let inner_bytes = v.panel_cols() * v.dtype.bytes();
-        if inner_bytes % 16 != 0 {
+        if !inner_bytes.is_multiple_of(16) {
             out.push(
                 Finding::new(&TMA_BOX, sp, format!("the innermost box extent of `{}` is {inner_bytes} B; TMA needs a multiple of 16 B", v.name))
                     .subject("view", &v.name)

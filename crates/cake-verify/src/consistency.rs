@@ -94,7 +94,7 @@ fn ldmatrix_rows(cx: &Ctx, out: &mut Vec<Finding>) {
             continue;
         };
         let v = &k.views[src.view];
-        if v.row_bytes() % 16 != 0 {
+        if !v.row_bytes().is_multiple_of(16) {
             out.push(
                 Finding::new(
                     &LDMATRIX_ROWS,

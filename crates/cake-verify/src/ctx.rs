@@ -99,11 +99,9 @@ impl<'a> Ctx<'a> {
         for site in &self.ops {
             match &site.op {
                 Op::TmaLoad { dst, barrier, .. } | Op::CpAsync { dst, barrier, .. }
-                    if dst.view == view =>
+                    if dst.view == view && !out.contains(barrier) =>
                 {
-                    if !out.contains(barrier) {
-                        out.push(*barrier)
-                    }
+                    out.push(*barrier)
                 }
                 _ => {}
             }

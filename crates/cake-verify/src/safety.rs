@@ -391,7 +391,7 @@ fn release_before_retire(cx: &Ctx, out: &mut Vec<Finding>) {
             {
                 continue;
             }
-            let async_mma = body[..i].iter().any(|s| s.role == site.role && matches!(&s.op, Op::Mma { acc, .. } if cx.mma_family(&acc) != MmaFamily::MmaSync));
+            let async_mma = body[..i].iter().any(|s| s.role == site.role && matches!(&s.op, Op::Mma { acc, .. } if cx.mma_family(acc) != MmaFamily::MmaSync));
             // A barrier that a producer waits on before overwriting is a release barrier.
             let guards_writes = body
                 .iter()
@@ -511,7 +511,7 @@ fn placement(cx: &Ctx, out: &mut Vec<Finding>) {
         let v = &k.views[p.view];
         if let Some(off) = v.offset {
             let align = view_alignment(v.swizzle);
-            if off as u64 % align != 0 {
+            if !(off as u64).is_multiple_of(align) {
                 out.push(
                     Finding::new(&SMEM_ALIGNMENT, k.views.span(p.view), format!("view `{}` starts at offset {off}, which is not a multiple of {align} B", v.name))
                         .subject("view", &v.name)
