@@ -746,6 +746,7 @@ pub const ALL: &[&CodeInfo] = &[
     &semantics::TRIP_COUNT_MISMATCH,
     &semantics::UNUSED_RESOURCE,
     &semantics::NAMED_BARRIER_ROLES,
+    &semantics::BUFFERED_FRAGMENT,
     &performance::REGISTER_SPILL,
     &coverage::NOT_LOWERED,
     &coverage::NOT_VERIFIED,

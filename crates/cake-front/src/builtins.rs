@@ -1256,9 +1256,18 @@ impl Interp<'_> {
                 Ok(Value::None)
             }
             (Value::Role(r), "fragment") => {
-                let a = self.bind_args("fragment", &["shape", "dtype"], args)?;
+                let a = self.bind_args("fragment", &["shape", "dtype", "buffers?"], args)?;
                 let shape = self.shape(&a[0], "shape")?;
                 let dtype = self.dtype(&a[1], "dtype")?;
+                let buffers = self.positive(&a[2], "buffers", Some(1))?;
+                if buffers > 2 {
+                    let s = a[2].as_ref().map_or(sp, |x| x.1);
+                    return self.err(
+                        &codes::INVALID_VALUE,
+                        s,
+                        format!("a fragment has 1 or 2 buffers, got {buffers}"),
+                    );
+                }
                 let name = self.take_name("fragment");
                 Ok(Value::Frag(self.k.fragments.push(
                     Fragment {
@@ -1266,6 +1275,7 @@ impl Interp<'_> {
                         role: r,
                         shape,
                         dtype,
+                        buffers,
                     },
                     sp,
                 )))

@@ -188,6 +188,10 @@ pub struct Fragment {
     pub role: RoleId,
     pub shape: Vec<u32>,
     pub dtype: DType,
+    /// 2 for a double-buffered MMA accumulator: the MMA of a pipelined loop's next iteration
+    /// runs while the rest of the current iteration reads this one (costs a second register
+    /// copy). 1 otherwise.
+    pub buffers: u32,
 }
 
 #[derive(Clone, Debug, PartialEq)]

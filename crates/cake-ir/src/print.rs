@@ -105,11 +105,16 @@ impl Printer<'_> {
         }
         for (_, f) in k.fragments.iter() {
             let text = format!(
-                "fragment {}: role={} shape=[{}] dtype={}",
+                "fragment {}: role={} shape=[{}] dtype={}{}",
                 f.name,
                 k.roles[f.role].name,
                 list(&f.shape, |d| d.to_string()),
-                f.dtype
+                f.dtype,
+                if f.buffers > 1 {
+                    format!(" buffers={}", f.buffers)
+                } else {
+                    String::new()
+                }
             );
             self.line(1, &text);
         }

@@ -273,3 +273,31 @@ fn block_reads_fragment(k: &Kernel, body: &Block, f: FragId) -> bool {
         Stmt::Op(_) => false,
     })
 }
+
+/// For a pipelined loop body, the double-buffered MMA it runs: `Some((wait, mma))` when the body
+/// starts with a wait on the loop's pipeline followed by an `lm.mma` into a fragment with
+/// `buffers=2` that starts fresh every iteration (`accumulate=False`), on a pipeline of at least
+/// two stages. The lowering then issues iteration k+1's MMA before the rest of iteration k.
+pub fn double_buffered_mma(
+    k: &Kernel,
+    body: &Block,
+    pipeline: PipelineId,
+) -> Option<(StmtId, StmtId)> {
+    let (&w, &m) = (body.first()?, body.get(1)?);
+    let Stmt::Op(Op::Wait { barrier }) = &k.stmts[w] else {
+        return None;
+    };
+    let Stmt::Op(Op::Mma {
+        acc: Operand::Frag(f),
+        accumulate,
+        ..
+    }) = &k.stmts[m]
+    else {
+        return None;
+    };
+    let ok = k.fragments[*f].buffers == 2
+        && k.barriers[*barrier].pipeline == Some(pipeline)
+        && k.pipelines[pipeline].stages >= 2
+        && matches!(k.exprs[*accumulate].kind, ExprKind::Bool(false));
+    ok.then_some((w, m))
+}

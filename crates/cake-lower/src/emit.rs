@@ -64,6 +64,8 @@ pub struct Emitter<'a> {
     reduction_counter: u32,
     /// Per-column vector loads hoisted out of a row loop: expression → local name.
     col_loads: HashMap<ExprId, String>,
+    /// The register array currently standing for a double-buffered fragment.
+    frag_alias: HashMap<FragId, String>,
 }
 
 fn c_ident(name: &str) -> String {
@@ -157,6 +159,7 @@ impl<'a> Emitter<'a> {
             reduction_keys: Vec::new(),
             reduction_counter: 0,
             col_loads: HashMap::new(),
+            frag_alias: HashMap::new(),
         }
     }
 
@@ -574,6 +577,14 @@ impl<'a> Emitter<'a> {
         }
     }
 
+    /// The C array of a fragment (the current buffer of a double-buffered one).
+    fn frag_name(&self, f: FragId) -> String {
+        self.frag_alias
+            .get(&f)
+            .cloned()
+            .unwrap_or_else(|| c_ident(&self.k.fragments[f].name))
+    }
+
     fn float_lit(v: f64) -> String {
         if v.is_infinite() {
             if v > 0.0 {
@@ -594,7 +605,7 @@ impl<'a> Emitter<'a> {
         }
         match &k.exprs[e].kind {
             ExprKind::Frag(f) => {
-                let name = c_ident(&k.fragments[*f].name);
+                let name = self.frag_name(*f);
                 match (self.frag_layouts.get(f).copied(), site) {
                     (Some(FragLayout::WgmmaAcc { .. }), Site::Tile) => {
                         format!("{name}[4 * i + 2 * h + j]")
@@ -1075,6 +1086,17 @@ impl<'a> Emitter<'a> {
                             continue;
                         }
                     };
+                    if f.buffers == 2 {
+                        let name = c_ident(&f.name);
+                        self.line(&format!(
+                            "{} {name}_b0[{n}], {name}_b1[{n}];  // fragment {} {:?} {}, double-buffered",
+                            storage_type(f.dtype),
+                            f.name,
+                            f.shape,
+                            f.dtype
+                        ));
+                        continue;
+                    }
                     self.line(&format!(
                         "{} {}[{n}];  // fragment {} {:?} {}",
                         storage_type(f.dtype),
@@ -1278,6 +1300,11 @@ impl<'a> Emitter<'a> {
     ) {
         let var = format!("{}_{}", c_ident(&self.k.loops[id].var_name), id.index());
         let (a, b) = (self.ix(start), self.ix(stop));
+        if let Some(p) = pipeline {
+            if let Some((wait, mma)) = cake_ir::sync::double_buffered_mma(self.k, body, p) {
+                return self.double_buffered_loop(id, &var, (a, b), p, (wait, mma), body, sp);
+            }
+        }
         // A release after wgmma lags one iteration so one MMA group stays in flight.
         let deferred: Vec<(BarrierId, PipelineId)> = match pipeline {
             Some(p) => body
@@ -1340,6 +1367,114 @@ impl<'a> Emitter<'a> {
                 "if ({bn}_pending >= 0) cake_mbar_arrive({bn} + 8 * {bn}_pending);"
             ));
         }
+    }
+
+    /// A pipelined loop whose MMA writes a double-buffered accumulator: iteration k+1's wait and
+    /// MMA are issued before the rest of iteration k, which reads the other buffer, so the tensor
+    /// cores work through the epilogue. Unrolled by two so each buffer is a fixed register array.
+    #[allow(clippy::too_many_arguments)]
+    fn double_buffered_loop(
+        &mut self,
+        id: LoopId,
+        var: &str,
+        (start, stop): (String, String),
+        p: PipelineId,
+        (wait, mma): (StmtId, StmtId),
+        body: &Block,
+        sp: Span,
+    ) {
+        let k = self.k;
+        let Stmt::Op(Op::Mma {
+            acc: Operand::Frag(f),
+            a,
+            b,
+            accumulate,
+            release,
+        }) = k.stmts[mma].clone()
+        else {
+            return;
+        };
+        let Stmt::Op(wait_op) = k.stmts[wait].clone() else {
+            return;
+        };
+        let pipe = &k.pipelines[p];
+        let (pn, stages) = (c_ident(&pipe.name), pipe.stages);
+        let fname = c_ident(&k.fragments[f].name);
+        let (wsp, msp) = (k.stmts.span(wait), k.stmts.span(mma));
+        let stage_lines = |me: &mut Self, it: &str| {
+            me.line(&format!("const uint32_t {pn}_stage = ({it}) % {stages};"));
+            me.line(&format!(
+                "const uint32_t {pn}_phase = (({it}) / {stages}) & 1;"
+            ));
+        };
+        // Issue one iteration's wait and MMA (into `buf`), for pipeline iteration `it`.
+        let issue = |me: &mut Self, it: &str, buf: &str| {
+            stage_lines(me, it);
+            me.op(&wait_op, wsp);
+            me.frag_alias.insert(f, buf.to_string());
+            me.mma(&Operand::Frag(f), &a, &b, accumulate, None, msp);
+            me.frag_alias.remove(&f);
+        };
+        self.line(&format!("{{  // {} ({}): double-buffered `{}` — the MMA of iteration k+1 overlaps the rest of iteration k", var, self.loc(sp), k.fragments[f].name));
+        self.indent += 1;
+        self.line(&format!("const int {var}_end = {stop};"));
+        self.pipes.push((id, p));
+        self.line(&format!(
+            "if ({start} < {var}_end) {{  // first iteration's MMA"
+        ));
+        self.indent += 1;
+        issue(self, &format!("{pn}_it"), &format!("{fname}_b0"));
+        self.indent -= 1;
+        self.line("}");
+        self.line(&format!(
+            "for (int {var}_pair = {start}; {var}_pair < {var}_end; {var}_pair += 2) {{"
+        ));
+        self.indent += 1;
+        for (half, (cur, nxt)) in [("b0", "b1"), ("b1", "b0")].into_iter().enumerate() {
+            if half == 1 {
+                self.line(&format!("if ({var}_pair + 1 < {var}_end) {{"));
+                self.indent += 1;
+            } else {
+                self.line("{");
+                self.indent += 1;
+            }
+            self.line(&format!("const int {var} = {var}_pair + {half};"));
+            stage_lines(self, &format!("{pn}_it"));
+            self.line(&format!("if ({var} + 1 < {var}_end) {{"));
+            self.indent += 1;
+            issue(self, &format!("{pn}_it + 1"), &format!("{fname}_{nxt}"));
+            self.line(
+                "cake_wgmma_wait<1>();  // this iteration's MMA has retired; the next one runs on",
+            );
+            self.indent -= 1;
+            self.line("} else {");
+            self.indent += 1;
+            self.line("cake_wgmma_wait<0>();");
+            self.indent -= 1;
+            self.line("}");
+            if let Some(bar) = release {
+                let slot = self.barrier_slot(bar);
+                self.line(&format!(
+                    "cake_mbar_arrive({slot});  // release ({})",
+                    self.loc(msp)
+                ));
+            }
+            self.frag_alias.insert(f, format!("{fname}_{cur}"));
+            self.invalidate_reductions(None);
+            for &s in &body[2..] {
+                self.stmt(s);
+            }
+            self.invalidate_reductions(None);
+            self.frag_alias.remove(&f);
+            self.line(&format!("++{pn}_it;"));
+            self.indent -= 1;
+            self.line("}");
+        }
+        self.indent -= 1;
+        self.line("}");
+        self.pipes.pop();
+        self.indent -= 1;
+        self.line("}");
     }
 
     /// Address of the barrier slot for the current iteration.
@@ -1610,7 +1745,7 @@ impl<'a> Emitter<'a> {
         let kdim = k.views[av.view].shape[1];
         let k_step = 16;
         self.wgmma_shapes.insert((n, input));
-        let accn = c_ident(&k.fragments[*accf].name);
+        let accn = self.frag_name(*accf);
         let acc_pred = self.ix(accumulate);
         self.line(&format!(
             "// mma {accn} += {} * {}.T ({})",

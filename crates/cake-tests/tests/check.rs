@@ -31,6 +31,9 @@
 //! - `*.bin` files are fed as raw bytes (they are not valid UTF-8) and must yield exactly one
 //!   `CAKE-L013`.
 //! - A file without markers must check clean.
+//! - Lowering-coverage notes (`CAKE-V001`, "... is not lowered for sm_90a yet") change as the
+//!   lowering grows, so in a rule example they are compared only if the file marks at least
+//!   one of them; otherwise they are ignored.
 //!
 //! Every file is checked and every failure reported together, each with the rendered
 //! diagnostics. `CAKE_CHECK_DIR=<dir>` runs the files of another directory instead.
@@ -380,6 +383,9 @@ fn is_rule_example(path: &Path) -> bool {
     matches!(stem.rsplit_once('-'), Some((code, "bad" | "good")) if is_code(code))
 }
 
+/// The lowering-coverage note ("not lowered for this target yet").
+const NOT_LOWERED: &str = "CAKE-V001";
+
 /// What one file gave: the source as the findings see it, and the findings.
 struct Outcome {
     file: SourceFile,
@@ -468,7 +474,15 @@ fn check_file(path: &Path) -> Vec<String> {
                         ));
                     }
                 }
-                problems.extend(compare(&file, findings, &expected));
+                // Lowering-coverage notes come and go as the lowering grows; they are
+                // compared only in a file that marks one.
+                let marks_coverage = expected.iter().any(|e| e.code == NOT_LOWERED);
+                let compared: Vec<Finding> = findings
+                    .iter()
+                    .filter(|f| marks_coverage || f.code != NOT_LOWERED)
+                    .cloned()
+                    .collect();
+                problems.extend(compare(&file, &compared, &expected));
             }
         }
     }

@@ -14,6 +14,70 @@ pub fn check(cx: &Ctx, out: &mut Vec<Finding>) {
     trip_counts(cx, out);
     unused(cx, out);
     named_barriers(cx, out);
+    buffered_fragments(cx, out);
+}
+
+/// A `buffers=2` fragment must be the accumulator of exactly the double-buffered pattern.
+fn buffered_fragments(cx: &Ctx, out: &mut Vec<Finding>) {
+    let k = cx.k;
+    for (f, frag) in k.fragments.iter().filter(|(_, f)| f.buffers > 1) {
+        let mmas: Vec<&crate::ctx::OpSite> = cx
+            .ops
+            .iter()
+            .filter(|s| matches!(&s.op, Op::Mma { acc: Operand::Frag(g), .. } if *g == f))
+            .collect();
+        let mut why = None;
+        let mut at = k.fragments.span(f);
+        if mmas.len() != 1 {
+            why = Some(format!(
+                "it is the accumulator of {} MMAs; it must be of exactly one",
+                mmas.len()
+            ));
+        } else {
+            let site = mmas[0];
+            at = cx.span(site.stmt);
+            let pattern = cx.loop_pipeline(&site.loops).and_then(|(l, p)| {
+                let Stmt::Loop { body, .. } = k
+                    .stmts
+                    .iter()
+                    .find(|(_, s)| matches!(s, Stmt::Loop { id, .. } if *id == l))
+                    .map(|(_, s)| s)?
+                else {
+                    return None;
+                };
+                cake_ir::sync::double_buffered_mma(k, body, p)
+                    .filter(|(_, m)| *m == site.stmt)
+                    .map(|_| l)
+            });
+            match pattern {
+                None => {
+                    why = Some("the MMA must be the second statement of a pipelined loop (right after its wait on the loop's pipeline of two or more stages) with accumulate=False".into())
+                }
+                Some(l) => {
+                    // Every read of the fragment sits inside that loop.
+                    for s in &cx.ops {
+                        let mut frags = Vec::new();
+                        match &s.op {
+                            Op::Assign { value, .. } | Op::Store { value, .. } | Op::SmemStore { value, .. } | Op::TmemStore { src: value, .. } => cx.fragments_in(*value, &mut frags),
+                            _ => {}
+                        }
+                        if frags.contains(&f) && !s.loops.contains(&l) {
+                            why = Some("it is read outside the loop whose MMA writes it".into());
+                            at = cx.span(s.stmt);
+                        }
+                    }
+                }
+            }
+        }
+        if let Some(why) = why {
+            out.push(
+                Finding::new(&BUFFERED_FRAGMENT, at, format!("fragment `{}` has buffers=2, but {why}", frag.name))
+                    .subject("fragment", &frag.name)
+                    .label(k.fragments.span(f), "declared with buffers=2 here")
+                    .help("use buffers=1, or write the loop as: wait; mma(frag, ..., accumulate=False); then the reads"),
+            );
+        }
+    }
 }
 
 fn named_barriers(cx: &Ctx, out: &mut Vec<Finding>) {

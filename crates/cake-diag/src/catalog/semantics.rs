@@ -79,3 +79,16 @@ List exactly the roles that call `lm.sync` on it."#,
     bad: include_str!("../../../../tests/check/CAKE-M006-bad.py"),
     good: include_str!("../../../../tests/check/CAKE-M006-good.py"),
 };
+
+pub const BUFFERED_FRAGMENT: CodeInfo = CodeInfo {
+    code: "CAKE-M007",
+    name: "buffered-fragment",
+    category: Category::Semantics,
+    severity: Severity::Error,
+    summary: r#"A double-buffered fragment is used outside the one pattern double buffering implements."#,
+    explanation: r#"`role.fragment(..., buffers=2)` keeps two register copies of an MMA accumulator so the MMA of a pipelined loop's next iteration runs while the rest of the current iteration (an epilogue) reads the current copy. That is only the same program when the fragment is the accumulator of exactly one `lm.mma`, which is the loop body's second statement right after its `lm.wait` on the loop's pipeline, starts fresh every iteration (`accumulate=False`), and is read only inside that loop body; the pipeline needs at least two stages.
+
+Use `buffers=1`, or restructure the loop into that shape."#,
+    bad: include_str!("../../../../tests/check/CAKE-M007-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-M007-good.py"),
+};
