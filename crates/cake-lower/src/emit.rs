@@ -164,10 +164,15 @@ impl<'a> Emitter<'a> {
     }
 
     fn unsupported(&mut self, span: Span, message: impl Into<String>) {
-        self.errors.push(Unsupported {
+        // Unrolled and duplicated code (compile-time loops, double buffering) reaches the same
+        // construct more than once: report it once.
+        let u = Unsupported {
             span,
             message: message.into(),
-        });
+        };
+        if !self.errors.contains(&u) {
+            self.errors.push(u);
+        }
     }
 
     fn line(&mut self, text: &str) {
