@@ -687,6 +687,24 @@ update, or keep the old value in a fragment of its own.",
         bad: include_str!("../../../tests/check/CAKE-L017-bad.py"),
         good: include_str!("../../../tests/check/CAKE-L017-good.py"),
     };
+
+    pub const EXPRESSION_TOO_LARGE: CodeInfo = CodeInfo {
+        code: "CAKE-L018",
+        name: "expression-too-large",
+        category: Category::Language,
+        severity: Severity::Error,
+        summary: "An expression expands to more terms than the compiler accepts.",
+        explanation: "\
+A name bound to a register expression stands for the whole expression \
+wherever it is used, so `x = x + x` repeated twenty times builds a value of a \
+million terms. The IR printer and the code generator see the expanded \
+expression, so Cake stops at 65,536 terms rather than emit megabytes of \
+code.\n\n\
+Keep intermediate values in a fragment (`frag[:] = value`), which is \
+computed once and then read.",
+        bad: include_str!("../../../tests/check/CAKE-L018-bad.py"),
+        good: include_str!("../../../tests/check/CAKE-L018-good.py"),
+    };
 }
 
 /// Every code, in catalog order (by category, then number).
@@ -708,6 +726,7 @@ pub const ALL: &[&CodeInfo] = &[
     &language::MISPLACED_OPERATION,
     &language::UNUSED_VALUE,
     &language::STALE_VALUE,
+    &language::EXPRESSION_TOO_LARGE,
     &safety::ARRIVAL_COUNT,
     &safety::TX_LIMIT,
     &safety::WAIT_WITHOUT_ARRIVALS,

@@ -54,7 +54,13 @@ pub struct Interp<'a> {
     /// Name given to the resource the current assignment declares.
     pub pending_name: Option<String>,
     counters: HashMap<&'static str, u32>,
+    /// Expanded tree size of every expression, by handle (see `mk`).
+    tree_sizes: Vec<u64>,
+    reported_tree_size: bool,
 }
+
+/// Largest expanded expression tree the front-end accepts.
+const MAX_TREE_SIZE: u64 = 1 << 16;
 
 impl<'a> Interp<'a> {
     pub fn new(
@@ -81,6 +87,8 @@ impl<'a> Interp<'a> {
             tiles_loop: None,
             pending_name: None,
             counters: HashMap::new(),
+            tree_sizes: Vec::new(),
+            reported_tree_size: false,
         }
     }
 
@@ -214,7 +222,39 @@ impl<'a> Interp<'a> {
     }
 
     pub fn mk(&mut self, kind: ExprKind, ty: Ty, span: Span) -> ExprId {
-        self.k.exprs.push(Expr { kind, ty }, span)
+        // Names substitute their expressions, so a value reused through a chain of names grows
+        // the expanded tree exponentially; everything that prints or lowers expressions walks it
+        // expanded. Bound it where it is built.
+        let children: u64 = match &kind {
+            ExprKind::Binary(_, a, b) | ExprKind::Cmp(_, a, b) => {
+                self.tree_size(*a) + self.tree_size(*b)
+            }
+            ExprKind::Select(c, a, b) => {
+                self.tree_size(*c) + self.tree_size(*a) + self.tree_size(*b)
+            }
+            ExprKind::Unary(_, a)
+            | ExprKind::Cast(_, a)
+            | ExprKind::Reduce { arg: a, .. }
+            | ExprKind::Expand { arg: a, .. } => self.tree_size(*a),
+            ExprKind::Load { coords, .. } => coords.iter().map(|c| self.tree_size(*c)).sum(),
+            _ => 0,
+        };
+        let size = (children + 1).min(u64::MAX / 4);
+        let id = self.k.exprs.push(Expr { kind, ty }, span);
+        self.tree_sizes.push(size);
+        if size > MAX_TREE_SIZE && !self.reported_tree_size {
+            self.reported_tree_size = true;
+            self.report(
+                Finding::new(&codes::EXPRESSION_TOO_LARGE, span, format!("this expression expands to more than {MAX_TREE_SIZE} terms"))
+                    .note("a name stands for its whole expression, so reusing a value through a chain of names doubles it each time")
+                    .help("keep intermediate values in a fragment (`frag[:] = value`) instead of in names"),
+            );
+        }
+        id
+    }
+
+    fn tree_size(&self, e: ExprId) -> u64 {
+        self.tree_sizes.get(e.index()).copied().unwrap_or(1)
     }
 
     fn with_block(&mut self, f: impl FnOnce(&mut Self) -> R<Flow>) -> (Block, R<Flow>) {
