@@ -268,6 +268,39 @@ pub enum CmpOp {
     Ne,
 }
 
+impl CmpOp {
+    /// The operator's spelling, the same in Python and C.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            CmpOp::Lt => "<",
+            CmpOp::Le => "<=",
+            CmpOp::Gt => ">",
+            CmpOp::Ge => ">=",
+            CmpOp::Eq => "==",
+            CmpOp::Ne => "!=",
+        }
+    }
+}
+
+impl BinOp {
+    /// Python spelling of `a op b`, as the canonical IR and findings print it.
+    pub fn python(self, a: &str, b: &str) -> String {
+        match self {
+            BinOp::Add => format!("({a} + {b})"),
+            BinOp::Sub => format!("({a} - {b})"),
+            BinOp::Mul => format!("({a} * {b})"),
+            BinOp::Div => format!("({a} / {b})"),
+            BinOp::FloorDiv => format!("({a} // {b})"),
+            BinOp::Mod => format!("({a} % {b})"),
+            BinOp::And => format!("({a} and {b})"),
+            BinOp::Or => format!("({a} or {b})"),
+            BinOp::CeilDiv => format!("cdiv({a}, {b})"),
+            BinOp::Min => format!("min({a}, {b})"),
+            BinOp::Max => format!("max({a}, {b})"),
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum UnOp {
     Neg,

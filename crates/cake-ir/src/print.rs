@@ -369,22 +369,7 @@ impl Printer<'_> {
             },
             ExprKind::RoleIndex(r) => format!("{}.index", k.roles[*r].name),
             ExprKind::Frag(f) => k.fragments[*f].name.clone(),
-            ExprKind::Binary(op, a, b) => {
-                let (a, b) = (self.expr(*a), self.expr(*b));
-                match op {
-                    BinOp::Add => format!("({a} + {b})"),
-                    BinOp::Sub => format!("({a} - {b})"),
-                    BinOp::Mul => format!("({a} * {b})"),
-                    BinOp::Div => format!("({a} / {b})"),
-                    BinOp::FloorDiv => format!("({a} // {b})"),
-                    BinOp::Mod => format!("({a} % {b})"),
-                    BinOp::And => format!("({a} and {b})"),
-                    BinOp::Or => format!("({a} or {b})"),
-                    BinOp::CeilDiv => format!("cdiv({a}, {b})"),
-                    BinOp::Min => format!("min({a}, {b})"),
-                    BinOp::Max => format!("max({a}, {b})"),
-                }
-            }
+            ExprKind::Binary(op, a, b) => op.python(&self.expr(*a), &self.expr(*b)),
             ExprKind::Unary(op, a) => {
                 let a = self.expr(*a);
                 match op {
@@ -398,15 +383,7 @@ impl Printer<'_> {
                 }
             }
             ExprKind::Cmp(op, a, b) => {
-                let sym = match op {
-                    CmpOp::Lt => "<",
-                    CmpOp::Le => "<=",
-                    CmpOp::Gt => ">",
-                    CmpOp::Ge => ">=",
-                    CmpOp::Eq => "==",
-                    CmpOp::Ne => "!=",
-                };
-                format!("({} {} {})", self.expr(*a), sym, self.expr(*b))
+                format!("({} {} {})", self.expr(*a), op.symbol(), self.expr(*b))
             }
             ExprKind::Select(c, a, b) => {
                 format!(

@@ -562,14 +562,7 @@ impl<'a> Emitter<'a> {
                 }
             }
             ExprKind::Cmp(op, a, b) => {
-                let sym = match op {
-                    CmpOp::Lt => "<",
-                    CmpOp::Le => "<=",
-                    CmpOp::Gt => ">",
-                    CmpOp::Ge => ">=",
-                    CmpOp::Eq => "==",
-                    CmpOp::Ne => "!=",
-                };
+                let sym = op.symbol();
                 format!("({} {} {})", self.ix(*a), sym, self.ix(*b))
             }
             ExprKind::Unary(UnOp::Neg, a) => format!("(-{})", self.ix(*a)),
@@ -663,14 +656,7 @@ impl<'a> Emitter<'a> {
                 }
             }
             ExprKind::Cmp(op, a, b) => {
-                let sym = match op {
-                    CmpOp::Lt => "<",
-                    CmpOp::Le => "<=",
-                    CmpOp::Gt => ">",
-                    CmpOp::Ge => ">=",
-                    CmpOp::Eq => "==",
-                    CmpOp::Ne => "!=",
-                };
+                let sym = op.symbol();
                 format!("({} {sym} {})", self.elem(*a, site), self.elem(*b, site))
             }
             ExprKind::Select(c, a, b) => format!(

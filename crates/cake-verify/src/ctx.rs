@@ -140,22 +140,7 @@ impl<'a> Ctx<'a> {
             ExprKind::LoopVar(l) => k.loops[*l].var_name.clone(),
             ExprKind::TileCoord { axis, .. } => format!("tile[{axis}]"),
             ExprKind::RoleIndex(r) => format!("{}.index", k.roles[*r].name),
-            ExprKind::Binary(op, a, b) => {
-                let (a, b) = (self.expr_text(*a), self.expr_text(*b));
-                match op {
-                    BinOp::Add => format!("({a} + {b})"),
-                    BinOp::Sub => format!("({a} - {b})"),
-                    BinOp::Mul => format!("({a} * {b})"),
-                    BinOp::Div => format!("({a} / {b})"),
-                    BinOp::FloorDiv => format!("({a} // {b})"),
-                    BinOp::Mod => format!("({a} % {b})"),
-                    BinOp::CeilDiv => format!("cdiv({a}, {b})"),
-                    BinOp::Min => format!("min({a}, {b})"),
-                    BinOp::Max => format!("max({a}, {b})"),
-                    BinOp::And => format!("({a} and {b})"),
-                    BinOp::Or => format!("({a} or {b})"),
-                }
-            }
+            ExprKind::Binary(op, a, b) => op.python(&self.expr_text(*a), &self.expr_text(*b)),
             other => format!("{other:?}"),
         }
     }
