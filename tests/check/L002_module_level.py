@@ -10,7 +10,7 @@ class Config:  # error[CAKE-L002]: `class` is not allowed at module level
     pass
 
 
-for i in range(3):  # error[CAKE-L002]: module-level control flow
+for i in range(3):  # error[CAKE-L002]: control flow is not allowed at module level
     pass
 
 print("hello")  # error[CAKE-L002]: a module-level expression

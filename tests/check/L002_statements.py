@@ -12,7 +12,7 @@ def stream(A: lm.tensor[lm.bf16, "M", "K"]):
     for tm in lm.tiles(4):
         with load:
             k = 0
-            while k < 4:  # error[CAKE-L002]: `while` is not part of Cake IR
+            while k < 4:  # error[CAKE-L002]: `while`: not part of Cake IR
                 k = k + 1
             try:  # error[CAKE-L002]: use `assert`
                 pass

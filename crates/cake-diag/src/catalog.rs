@@ -628,8 +628,9 @@ def copy(A: lm.tensor[lm.bf16, "M", "K"]):
     load = lm.role(warpgroup=0)
     pipe = lm.pipeline(stages=2)
     full = lm.barrier(pipe, producers=[load], consumers=[load])
-    with load:
-        sA.tma_load(A, coords=(0, 0), barrier=full)
+    for tm in lm.tiles(1):
+        with load:
+            sA.tma_load(A, coords=(0, 0), barrier=full)
 "#,
     };
 

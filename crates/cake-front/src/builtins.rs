@@ -112,6 +112,9 @@ impl Interp<'_> {
             }
         };
         let mut out = Vec::new();
+        if items.iter().any(|v| matches!(v, Value::Poison)) {
+            return Err(Reported);
+        }
         for item in items {
             match item {
                 Value::Role(r) => out.push(r),
@@ -237,6 +240,7 @@ impl Interp<'_> {
     fn current_role(&mut self, sp: Span, what: &str) -> R<RoleId> {
         match self.role {
             Some((r, _)) => Ok(r),
+            None if self.in_poisoned_role => Err(Reported),
             None => self
                 .err(
                     &codes::MISPLACED_OPERATION,
@@ -1160,11 +1164,14 @@ impl Interp<'_> {
                     );
                 }
                 if let Some(s) = self.k.const_int(start) {
-                    if s < 0 || s + count > rows {
+                    if s < 0 || s.saturating_add(count) > rows {
                         let f = Finding::new(
                             &codes::SHAPE_MISMATCH,
                             ssp,
-                            format!("rows {s}..{} are outside the view's {rows} rows", s + count),
+                            format!(
+                                "rows {s}..{} are outside the view's {rows} rows",
+                                s.saturating_add(count)
+                            ),
                         )
                         .expected(format!("start in 0..={}", rows - count))
                         .actual(s);

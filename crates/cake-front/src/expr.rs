@@ -57,19 +57,19 @@ fn fold_int(op: BinOp, a: i64, b: i64) -> Option<i64> {
             if b == 0 {
                 return None;
             }
-            a.div_euclid(b)
+            a.checked_div_euclid(b)?
         }
         BinOp::Mod => {
             if b == 0 {
                 return None;
             }
-            a.rem_euclid(b)
+            a.checked_rem_euclid(b)?
         }
         BinOp::CeilDiv => {
             if b == 0 {
                 return None;
             }
-            (a + b - 1).div_euclid(b)
+            a.checked_add(b)?.checked_sub(1)?.checked_div_euclid(b)?
         }
         BinOp::Min => a.min(b),
         BinOp::Max => a.max(b),
@@ -249,7 +249,7 @@ impl Interp<'_> {
                 let f = Finding::new(
                     &codes::UNSUPPORTED_PYTHON,
                     sp,
-                    format!("{what} is not part of Cake IR"),
+                    format!("{what}: not part of Cake IR"),
                 )
                 .help(instead);
                 Err(self.report(f))
@@ -886,7 +886,10 @@ impl Interp<'_> {
     fn unary(&mut self, op: ast::UnaryOp, v: Value, vsp: Span, sp: Span) -> R<Value> {
         match (op, &v) {
             (_, Value::Poison) => Err(Reported),
-            (ast::UnaryOp::USub, Value::Int(i)) => Ok(Value::Int(-i)),
+            (ast::UnaryOp::USub, Value::Int(i)) => match i.checked_neg() {
+                Some(n) => Ok(Value::Int(n)),
+                None => self.err(&codes::INVALID_VALUE, sp, "compile-time integer overflow"),
+            },
             (ast::UnaryOp::USub, Value::Float(f)) => Ok(Value::Float(-f)),
             (ast::UnaryOp::UAdd, Value::Int(_) | Value::Float(_)) => Ok(v),
             (ast::UnaryOp::Not, Value::Bool(b)) => Ok(Value::Bool(!b)),
@@ -929,7 +932,10 @@ impl Interp<'_> {
             return Ok(Value::Float(r));
         }
         if let (Value::Int(x), UnOp::Abs) = (&v, op) {
-            return Ok(Value::Int(x.abs()));
+            return match x.checked_abs() {
+                Some(a) => Ok(Value::Int(a)),
+                None => self.err(&codes::INVALID_VALUE, sp, "compile-time integer overflow"),
+            };
         }
         let e = self.expr_of(v, vsp, None)?;
         let ty = self.k.exprs[e].ty.clone();
@@ -1040,10 +1046,12 @@ impl Interp<'_> {
                 if step == 0 {
                     return self.err(&codes::INVALID_VALUE, sp, "`range` step must not be zero");
                 }
+                // i128: the span of two i64 bounds does not fit in an i64.
+                let (start128, stop128, step128) = (start as i128, stop as i128, step as i128);
                 let count = if step > 0 {
-                    (stop - start).max(0) / step
+                    (stop128 - start128).max(0) / step128
                 } else {
-                    (start - stop).max(0) / -step
+                    (start128 - stop128).max(0) / -step128
                 };
                 if count > 4096 {
                     return self
@@ -1054,12 +1062,10 @@ impl Interp<'_> {
                         )
                         .map_err(|r| self.help_last(r, "use `lm.range(...)` for a run-time loop"));
                 }
-                let mut out = Vec::new();
-                let mut i = start;
-                while (step > 0 && i < stop) || (step < 0 && i > stop) {
-                    out.push(i);
-                    i += step;
-                }
+                // count <= 4096, so every element fits between the bounds.
+                let out = (0..count)
+                    .map(|n| (start128 + n * step128) as i64)
+                    .collect();
                 Ok(Value::PyRange(out))
             }
             Builtin::Len => match vals.as_slice() {

@@ -57,6 +57,10 @@ pub struct Interp<'a> {
     /// Expanded tree size of every expression, by handle (see `mk`).
     tree_sizes: Vec<u64>,
     reported_tree_size: bool,
+    /// Inside the body of `with` on a role whose declaration failed.
+    pub in_poisoned_role: bool,
+    /// Span of the declaration call being evaluated (for duplicate-name findings).
+    pub current_decl_span: Span,
 }
 
 /// Largest expanded expression tree the front-end accepts.
@@ -89,6 +93,8 @@ impl<'a> Interp<'a> {
             counters: HashMap::new(),
             tree_sizes: Vec::new(),
             reported_tree_size: false,
+            in_poisoned_role: false,
+            current_decl_span: Span::default(),
         }
     }
 
@@ -112,11 +118,49 @@ impl<'a> Interp<'a> {
     /// A resource name: the assignment target if there is one, else `<kind><n>`.
     pub fn take_name(&mut self, kind: &'static str) -> String {
         if let Some(n) = self.pending_name.take() {
+            // Two resources under one name would be indistinguishable in findings, the IR and
+            // the generated code.
+            if let Some(prev) = self.resource_span(&n) {
+                let f = Finding::new(
+                    &codes::DUPLICATE_DEFINITION,
+                    self.current_decl_span,
+                    format!("`{n}` already names a resource"),
+                )
+                .label(prev, "first declared here")
+                .help(
+                    "give each resource its own name (declarations inside unrolled loops repeat)",
+                );
+                self.report(f);
+                let c = self.counters.entry(kind).or_insert(0);
+                *c += 1;
+                return format!("{n}_{c}");
+            }
             return n;
         }
         let n = self.counters.entry(kind).or_insert(0);
         *n += 1;
         format!("{kind}{n}")
+    }
+
+    /// Where the resource called `name` was declared, if one is.
+    fn resource_span(&self, name: &str) -> Option<Span> {
+        let k = &self.k;
+        macro_rules! find {
+            ($arena:expr) => {
+                if let Some((h, _)) = $arena.iter().find(|(_, r)| r.name == name) {
+                    return Some($arena.span(h));
+                }
+            };
+        }
+        find!(k.pools);
+        find!(k.views);
+        find!(k.tmems);
+        find!(k.roles);
+        find!(k.fragments);
+        find!(k.pipelines);
+        find!(k.barriers);
+        find!(k.named_barriers);
+        None
     }
 
     // -----------------------------------------------------------------------------------------
@@ -192,6 +236,9 @@ impl<'a> Interp<'a> {
     }
 
     pub fn emit_op(&mut self, op: Op, span: Span) -> R<()> {
+        if self.role.is_none() && self.in_poisoned_role {
+            return Err(Reported);
+        }
         if self.role.is_none() {
             return self
                 .err(
@@ -326,7 +373,7 @@ impl<'a> Interp<'a> {
                 let f = Finding::new(
                     &codes::UNSUPPORTED_PYTHON,
                     sp,
-                    format!("{what} is not part of Cake IR"),
+                    format!("{what}: not part of Cake IR"),
                 )
                 .help(instead);
                 Err(self.report(f))
@@ -349,6 +396,7 @@ impl<'a> Interp<'a> {
         if let ast::Expr::Subscript(sub) = target {
             return self.assign_fragment(sub, &a.value, span(a.range));
         }
+        self.current_decl_span = span(a.value.range());
         self.pending_name = match target {
             ast::Expr::Name(n) => Some(n.id.as_str().to_string()),
             _ => None,
@@ -641,7 +689,18 @@ impl<'a> Interp<'a> {
             );
         }
         let iter_span = span(f.iter.range());
-        let it = self.eval(&f.iter)?;
+        let it = match self.eval(&f.iter) {
+            Ok(it) => it,
+            Err(r) => {
+                // Still check the body (with the loop names unusable), emitting none of it.
+                let _ = self.bind_target(&f.target, Value::Poison, iter_span);
+                let poisoned = self.role.is_none() || self.in_poisoned_role;
+                let saved = std::mem::replace(&mut self.in_poisoned_role, poisoned);
+                let _ = self.with_block(|me| me.exec_block(&f.body));
+                self.in_poisoned_role = saved;
+                return Err(r);
+            }
+        };
         match it {
             Value::PyRange(values) => {
                 // Compile-time loop: unrolled.
@@ -895,6 +954,14 @@ impl<'a> Interp<'a> {
         let item = &w.items[0];
         let ispan = span(item.context_expr.range());
         let v = self.eval(&item.context_expr)?;
+        if let Value::Poison = v {
+            // The role's declaration already failed: still check the region's body, but report
+            // nothing about its missing role and emit none of it.
+            let saved = std::mem::replace(&mut self.in_poisoned_role, true);
+            let _ = self.with_block(|me| me.exec_block(&w.body));
+            self.in_poisoned_role = saved;
+            return Err(Reported);
+        }
         let Value::Role(role) = v else {
             let msg = format!("`with` expects a role, found {}", v.kind_name());
             return self.err(&codes::TYPE_MISMATCH, ispan, msg);
@@ -1060,6 +1127,15 @@ impl Interp<'_> {
                     format!("`cake.{attr}` does not exist"),
                 ),
             },
+            Namespace::Lm if attr == "tensor" => {
+                let f = Finding::new(
+                    &codes::TYPE_MISMATCH,
+                    sp,
+                    "`lm.tensor[...]` is a parameter annotation, not a value",
+                )
+                .help("annotate a schedule parameter: `A: lm.tensor[lm.bf16, \"M\", \"K\"]`");
+                Err(self.report(f))
+            }
             Namespace::Lm => match crate::value::lm_attr(attr) {
                 Some(v) => Ok(v),
                 None => {

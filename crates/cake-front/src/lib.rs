@@ -37,7 +37,8 @@ pub fn check_bytes(name: &str, bytes: &[u8]) -> (SourceFile, Checked) {
             (file, checked)
         }
         Err(e) => {
-            // Report at the first invalid byte, on an empty file so no invalid text is echoed.
+            // Report at the first invalid byte; the text shown is the lossy decoding (invalid bytes
+            // become U+FFFD), so the excerpt never prints raw garbage.
             let file = SourceFile::new(name, String::from_utf8_lossy(bytes).into_owned());
             let at = e.valid_up_to() as u32;
             let mut findings = Findings::default();
@@ -118,7 +119,10 @@ pub fn check(file: &SourceFile) -> Checked {
         let _ = build_kernel(&mut it, def);
         kernels.push(it.k);
     }
-    Checked { kernels, findings }
+    Checked {
+        kernels,
+        findings: dedup(findings),
+    }
 }
 
 fn is_schedule_decorator(d: &ast::Decorator) -> bool {
@@ -145,6 +149,16 @@ fn collect_top_level<'a>(
                 let name = alias.name.as_str();
                 if name == "cake" && alias.asname.is_none() {
                     globals.insert("cake".into(), Value::Namespace(Namespace::Cake));
+                } else if name == "cake" {
+                    let alias_name = alias.asname.as_ref().map_or("", |a| a.as_str());
+                    findings.push(
+                        Finding::new(
+                            &codes::UNSUPPORTED_PYTHON,
+                            span(alias.range),
+                            format!("`import cake as {alias_name}`: the module keeps its name in schedules"),
+                        )
+                            .help("write `import cake` and `from cake import lm`"),
+                    );
                 } else {
                     findings.push(
                         Finding::new(
@@ -252,9 +266,7 @@ fn collect_top_level<'a>(
         other => {
             let what = match other {
                 ast::Stmt::ClassDef(_) => "`class`",
-                ast::Stmt::While(_) | ast::Stmt::For(_) | ast::Stmt::If(_) => {
-                    "module-level control flow"
-                }
+                ast::Stmt::While(_) | ast::Stmt::For(_) | ast::Stmt::If(_) => "control flow",
                 ast::Stmt::Expr(_) => "a module-level expression",
                 _ => "this statement",
             };
@@ -268,6 +280,21 @@ fn collect_top_level<'a>(
             );
         }
     }
+}
+
+/// One mistake reached several times (an unrolled `range`, a helper called twice) is one
+/// finding.
+fn dedup(findings: Findings) -> Findings {
+    let mut out: Vec<Finding> = Vec::new();
+    for f in findings.into_sorted() {
+        if !out
+            .iter()
+            .any(|g| g.code == f.code && g.span == f.span && g.message == f.message)
+        {
+            out.push(f);
+        }
+    }
+    out.into_iter().collect()
 }
 
 fn is_constant(v: &Value) -> bool {
@@ -442,7 +469,14 @@ fn decorator(it: &mut Interp<'_>, d: &ast::Decorator) -> R<()> {
                     span(kw.range),
                     format!("`@cake.schedule` has no parameter `{other}`"),
                 )
-                .help("it accepts: targets, persistent, cluster");
+                .help(
+                    match crate::suggest::closest(other, ["targets", "persistent", "cluster"]) {
+                        Some(c) => {
+                            format!("did you mean `{c}`? it accepts: targets, persistent, cluster")
+                        }
+                        None => "it accepts: targets, persistent, cluster".to_string(),
+                    },
+                );
                 if other == "target" {
                     f = f.help("write `targets=[\"sm_90a\"]` (a list, even for one target)");
                 }
@@ -484,7 +518,7 @@ fn params(it: &mut Interp<'_>, def: &ast::StmtFunctionDef) -> R<()> {
         ));
     }
     let mut dims: HashMap<String, DimId> = HashMap::new();
-    for (i, pd) in p.args.iter().enumerate() {
+    for pd in p.args.iter() {
         let name = pd.name().as_str().to_string();
         let psp = span(pd.range);
         if pd.default.is_some() {
@@ -517,7 +551,9 @@ fn params(it: &mut Interp<'_>, def: &ast::StmtFunctionDef) -> R<()> {
             );
             continue;
         };
-        let pid = ParamId::from_index(i);
+        // The handle the parameter will get (duplicates and failures are skipped or pushed as
+        // placeholders below, so count from the arena, not from the position).
+        let pid = ParamId::from_index(it.k.params.len());
         match annotation(it, ann, pid, &mut dims) {
             Ok(kind) => {
                 let is_tensor = matches!(kind, ParamKind::Tensor { .. });
@@ -528,7 +564,6 @@ fn params(it: &mut Interp<'_>, def: &ast::StmtFunctionDef) -> R<()> {
                     },
                     psp,
                 );
-                debug_assert_eq!(id, pid);
                 if is_tensor {
                     it.bind(&name, Value::Tensor(id));
                 } else if let ParamKind::Scalar { dtype } = kind {
@@ -583,7 +618,13 @@ fn annotation(
 ) -> R<ParamKind> {
     let asp = span(ann.range());
     if let ast::Expr::Subscript(s) = ann {
-        let is_tensor = matches!(&*s.value, ast::Expr::Attribute(a) if a.attr.as_str() == "tensor");
+        // `lm.tensor[...]`, with `lm` really the Cake namespace.
+        let is_tensor = match &*s.value {
+            ast::Expr::Attribute(a) if a.attr.as_str() == "tensor" => {
+                matches!(it.eval(&a.value)?, Value::Namespace(Namespace::Lm))
+            }
+            _ => false,
+        };
         if !is_tensor {
             return it.err(
                 &codes::TYPE_MISMATCH,
@@ -595,7 +636,14 @@ fn annotation(
             ast::Expr::Tuple(t) => t.elts.iter().collect(),
             other => vec![other],
         };
-        let dtype = match it.eval(parts[0])? {
+        let Some(first) = parts.first() else {
+            return it.err(
+                &codes::BAD_ARGUMENTS,
+                asp,
+                "lm.tensor[...] needs a dtype and at least one dimension",
+            );
+        };
+        let dtype = match it.eval(first)? {
             Value::DType(d) => d,
             other => {
                 let msg = format!(

@@ -550,22 +550,25 @@ impl Kernel {
 
     /// Whether expression `e` reads fragment `f`.
     pub fn expr_reads_fragment(&self, e: ExprId, f: FragId) -> bool {
-        match &self.exprs[e].kind {
-            ExprKind::Frag(g) => *g == f,
-            ExprKind::Binary(_, a, b) | ExprKind::Cmp(_, a, b) => {
-                self.expr_reads_fragment(*a, f) || self.expr_reads_fragment(*b, f)
+        // Expressions form a DAG (names share subexpressions): visit each node once.
+        let mut seen = std::collections::HashSet::new();
+        let mut stack = vec![e];
+        while let Some(e) = stack.pop() {
+            if !seen.insert(e) {
+                continue;
             }
-            ExprKind::Select(c, a, b) => {
-                self.expr_reads_fragment(*c, f)
-                    || self.expr_reads_fragment(*a, f)
-                    || self.expr_reads_fragment(*b, f)
+            match &self.exprs[e].kind {
+                ExprKind::Frag(g) if *g == f => return true,
+                ExprKind::Binary(_, a, b) | ExprKind::Cmp(_, a, b) => stack.extend([*a, *b]),
+                ExprKind::Select(c, a, b) => stack.extend([*c, *a, *b]),
+                ExprKind::Unary(_, a)
+                | ExprKind::Cast(_, a)
+                | ExprKind::Reduce { arg: a, .. }
+                | ExprKind::Expand { arg: a, .. } => stack.push(*a),
+                _ => {}
             }
-            ExprKind::Unary(_, a)
-            | ExprKind::Cast(_, a)
-            | ExprKind::Reduce { arg: a, .. }
-            | ExprKind::Expand { arg: a, .. } => self.expr_reads_fragment(*a, f),
-            _ => false,
         }
+        false
     }
 
     /// The innermost enclosing pipeline bound by a loop in `loops`.

@@ -566,18 +566,7 @@ fn every_language_code_is_exercised() {
 
 /// Catalog examples the front-end disagrees with today: (code, which example, why). An entry
 /// that starts to agree fails the test, so the list is removed from as bugs are fixed.
-const KNOWN_CATALOG_DISAGREEMENTS: &[(&str, &str, &str)] = &[
-    (
-        "CAKE-L011",
-        "bad",
-        "a resource name assigned twice (`sA = pool.view(...)` twice) is not reported",
-    ),
-    (
-        "CAKE-L015",
-        "good",
-        "the good example has no tile loop, which is itself CAKE-L015",
-    ),
-];
+const KNOWN_CATALOG_DISAGREEMENTS: &[(&str, &str, &str)] = &[];
 
 /// The catalog's bad/good examples of the language codes (shown by `cake explain`) behave as
 /// documented: the bad one reports its code, the good one does not.

@@ -69,33 +69,7 @@ fn corpus() -> &'static [String] {
 
 /// Panics of known, reported front-end bugs: (where the panic is raised, a substring of its
 /// message, the bug).
-const KNOWN_PANICS: &[(&str, &str, &str)] = &[
-    (
-        "cake-front/src/lib.rs",
-        "assertion `left == right` failed",
-        "a duplicate parameter shifts the ParamIds of the parameters after it",
-    ),
-    (
-        "cake-ir/src/arena.rs",
-        "index out of bounds",
-        "a duplicate parameter shifts the ParamIds of the parameters after it (release build)",
-    ),
-    (
-        "cake-front/src/lib.rs",
-        "index out of bounds: the len is 0",
-        "`lm.tensor[()]` as a parameter annotation",
-    ),
-    (
-        "cake-front/src/",
-        "with overflow",
-        "unchecked i64 arithmetic on compile-time integers (cdiv, //, %, range, rows)",
-    ),
-    (
-        "/library/core/",
-        "negate with overflow",
-        "unchecked negation of i64::MIN (unary minus, lm.abs)",
-    ),
-];
+const KNOWN_PANICS: &[(&str, &str, &str)] = &[];
 
 thread_local! {
     /// The last panic on this thread: (location, message).
