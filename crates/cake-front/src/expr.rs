@@ -4,7 +4,7 @@
 use crate::args::CallArgs;
 use crate::codes;
 use crate::interp::{span, Interp, Reported, R};
-use crate::value::{Builtin, Namespace, Value};
+use crate::value::{Builtin, Value};
 use cake_diag::{Finding, Span};
 use cake_ir::*;
 use ruff_python_ast as ast;
@@ -1097,9 +1097,4 @@ impl Interp<'_> {
             _ => unreachable!("only Python builtins here"),
         }
     }
-}
-
-#[allow(dead_code)]
-fn is_lm(v: &Value) -> bool {
-    matches!(v, Value::Namespace(Namespace::Lm))
 }

@@ -845,7 +845,7 @@ impl<'a> Interp<'a> {
         for c in counts {
             count_exprs.push(self.index_of(c, iter_span)?);
         }
-        let axis_names: Vec<String> = if names.len() == counts_len(&count_exprs) {
+        let axis_names: Vec<String> = if names.len() == count_exprs.len() {
             names.iter().map(|(n, _)| n.clone()).collect()
         } else {
             (0..count_exprs.len())
@@ -1014,7 +1014,6 @@ impl<'a> Interp<'a> {
             })
             .collect();
         let sig_refs: Vec<&str> = sig.iter().map(|s| s.as_str()).collect();
-        let call_span = args.span;
         let slots = crate::args::bind(name, &sig_refs, args).map_err(|e| {
             let mut f = Finding::new(&codes::BAD_ARGUMENTS, e.span, e.message)
                 .label(span(def.name.range), "helper defined here");
@@ -1057,16 +1056,9 @@ impl<'a> Interp<'a> {
         match r {
             Ok(Flow::Return(v, _)) => Ok(v),
             Ok(Flow::Normal) => Ok(Value::None),
-            Err(Reported) => {
-                let _ = call_span;
-                Err(Reported)
-            }
+            Err(Reported) => Err(Reported),
         }
     }
-}
-
-fn counts_len(v: &[ExprId]) -> usize {
-    v.len()
 }
 
 pub fn is_full_slice(e: &ast::Expr) -> bool {

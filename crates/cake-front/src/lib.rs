@@ -19,7 +19,7 @@ use interp::{span, Interp, Reported, R};
 use ruff_python_ast as ast;
 use ruff_text_size::Ranged;
 use std::collections::HashMap;
-use value::{Builtin, Namespace, Value};
+use value::{Namespace, Value};
 
 /// The result of checking one file: the kernels that were built (possibly partially, when
 /// findings were reported) and every finding.
@@ -217,31 +217,12 @@ fn collect_top_level<'a>(
                 funcs.insert(name, def);
             }
         }
-        ast::Stmt::Assign(a) => {
+        ast::Stmt::Assign(_) => {
             // Module-level constants: evaluated once, in order.
             let empty_funcs = HashMap::new();
             let mut local = Findings::default();
             let snapshot = globals.clone();
             let mut it = Interp::new(file, &mut local, &snapshot, &empty_funcs);
-            let target_names: Vec<String> = a
-                .targets
-                .iter()
-                .flat_map(|t| match t {
-                    ast::Expr::Name(n) => vec![n.id.as_str().to_string()],
-                    ast::Expr::Tuple(tp) => tp
-                        .elts
-                        .iter()
-                        .filter_map(|e| {
-                            if let ast::Expr::Name(n) = e {
-                                Some(n.id.as_str().to_string())
-                            } else {
-                                None
-                            }
-                        })
-                        .collect(),
-                    _ => vec![],
-                })
-                .collect();
             let ok = it.exec_block(std::slice::from_ref(stmt)).is_ok();
             let frame = it.frames.pop().expect("kernel frame");
             for (k, v) in frame.vars {
@@ -258,7 +239,6 @@ fn collect_top_level<'a>(
                     );
                 }
             }
-            let _ = target_names;
             findings.extend(local.into_sorted());
         }
         ast::Stmt::Expr(e) if index == 0 && e.value.is_string_literal_expr() => {}
@@ -720,6 +700,3 @@ fn is_identifier(s: &str) -> bool {
     matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
-
-#[allow(dead_code)]
-fn unused(_: Builtin) {}
