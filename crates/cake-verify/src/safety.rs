@@ -46,17 +46,41 @@ fn tmem_read_before_ready(cx: &Ctx, out: &mut Vec<Finding>) {
         if writers.is_empty() || writers.iter().all(|w| Some(*w) == site.role) {
             continue;
         }
-        let committed: Vec<BarrierId> = cx
-            .facts
-            .iter()
-            .filter(|f| {
-                f.arrivals
-                    .iter()
-                    .any(|a| a.kind == ArriveKind::Commit && writers.contains(&a.role))
-            })
-            .map(|f| f.barrier)
-            .collect();
-        if !waited_before(cx, site, &committed) {
+        // Only a commit issued after an MMA that writes the region covers it: tcgen05.commit
+        // tracks the MMAs its thread issued before it.
+        let mut committed: Vec<BarrierId> = Vec::new();
+        for (n, w) in cx.ops.iter().enumerate() {
+            let Op::Mma {
+                acc: Operand::Tmem(t),
+                ..
+            } = &w.op
+            else {
+                continue;
+            };
+            if *t != src {
+                continue;
+            }
+            for later in &cx.ops[n + 1..] {
+                if later.role != w.role {
+                    continue;
+                }
+                match &later.op {
+                    Op::Commit { barrier } if !committed.contains(barrier) => {
+                        committed.push(*barrier)
+                    }
+                    // The next MMA into the region starts a new set of writes.
+                    Op::Mma {
+                        acc: Operand::Tmem(t2),
+                        ..
+                    } if *t2 == src => break,
+                    _ => {}
+                }
+            }
+        }
+        // A read guarded by a run-time `if` (the `if j > 0` of a loop-carried handoff) may rely
+        // on a wait at the end of the previous iteration.
+        let carried = site.if_depth > 0 && waited_in_previous_iteration(cx, site, &committed);
+        if !waited_before(cx, site, &committed) && !carried {
             let t = &k.tmems[src];
             let mut f = Finding::new(
                 &TMEM_READ_BEFORE_READY,
@@ -358,6 +382,24 @@ fn stage_hazards(cx: &Ctx, out: &mut Vec<Finding>) {
             );
         }
     }
+}
+
+/// Whether a wait on one of `barriers` follows the site in the body of a loop enclosing it: the
+/// wait of iteration j then precedes the site's execution in iteration j + 1 (a loop-carried
+/// handoff; the first iteration is the author's to guard, e.g. with `if j > 0`).
+fn waited_in_previous_iteration(cx: &Ctx, site: &OpSite, barriers: &[BarrierId]) -> bool {
+    let Some(pos) = cx.ops.iter().position(|s| s.stmt == site.stmt) else {
+        return false;
+    };
+    site.loops.iter().any(|l| {
+        cx.ops[pos + 1..]
+            .iter()
+            .take_while(|s| s.loops.contains(l))
+            .any(|s| {
+                s.role == site.role
+                    && matches!(s.op, Op::Wait { barrier } if barriers.contains(&barrier))
+            })
+    })
 }
 
 /// Whether the site's role waits on one of `barriers` earlier in program order.
