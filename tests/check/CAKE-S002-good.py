@@ -15,4 +15,4 @@ def copy(A: lm.tensor[lm.bf16, "M", "K"], C: lm.tensor[lm.bf16, "M", "K"]):
             sA.tma_load(A, coords=(tm * 256, tk * 256), barrier=full)
         with store:
             lm.wait(full)
-            sA.tma_store(C, coords=(tm * 256, tk * 256))  # note[CAKE-V001]
+            sA.tma_store(C, coords=(tm * 256, tk * 256))

@@ -27,6 +27,6 @@ def gemm(A: lm.tensor[lm.bf16, "M", "K"],
             for k in lm.range(lm.cdiv(K, 64), pipeline=pipe):
                 lm.wait(full)
                 lm.mma(acc, sA.rows(math.index * 64, 64), sB.T, accumulate=k > 0, release=empty)
-            sC.rows(math.index * 64, 64).store(lm.cast(acc, lm.bf16))  # note[CAKE-V001]
-            lm.fence_proxy_async()  # note[CAKE-V001]
-            sC.rows(math.index * 64, 64).tma_store(C, coords=(tm * 128 + math.index * 64, tn * 256))  # note[CAKE-V001]
+            sC.rows(math.index * 64, 64).store(lm.cast(acc, lm.bf16))
+            lm.fence_proxy_async()
+            sC.rows(math.index * 64, 64).tma_store(C, coords=(tm * 128 + math.index * 64, tn * 256))

@@ -1,4 +1,4 @@
-# CAKE-V001: a proxy fence, which the sm_90a lowering does not implement yet (a note for `cake check`, an error for `cake build`)
+# CAKE-V001: a named-barrier sync, which the sm_90a lowering does not implement yet (a note for `cake check`, an error for `cake build`)
 import cake
 from cake import lm
 
@@ -15,6 +15,7 @@ def gemm(A: lm.tensor[lm.bf16, "M", "K"],
     pipe = lm.pipeline(stages=4)
     full = lm.barrier(pipe, producers=[load], consumers=[math])
     empty = lm.barrier(pipe, producers=[math], consumers=[load])
+    nb = lm.named_barrier(roles=[math])
     acc = math.fragment(shape=(64, 256), dtype=lm.f32)
     for tm, tn in lm.tiles(lm.cdiv(M, 128), lm.cdiv(N, 256)):
         with load:
@@ -26,5 +27,5 @@ def gemm(A: lm.tensor[lm.bf16, "M", "K"],
             for k in lm.range(lm.cdiv(K, 64), pipeline=pipe):
                 lm.wait(full)
                 lm.mma(acc, sA.rows(math.index * 64, 64), sB.T, accumulate=k > 0, release=empty)
-            lm.fence_proxy_async()  # note[CAKE-V001]
+            lm.sync(nb)  # note[CAKE-V001]
             lm.store(C, lm.cast(acc, lm.bf16), coords=(tm * 128 + math.index * 64, tn * 256))

@@ -309,17 +309,20 @@ impl<'a> Emitter<'a> {
 
     fn collect_tensor_maps(&mut self) {
         for (_, op, _) in self.ops() {
-            if let Op::TmaLoad { dst, src, .. } = &op {
-                let view = &self.k.views[dst.view];
-                let rank = self.rank(*src);
-                let key = (
-                    *src,
-                    self.tma_box(view, dst.rows.map(|(_, n)| n), rank),
-                    view.swizzle,
-                );
-                if !self.tmaps.contains(&key) {
-                    self.tmaps.push(key);
-                }
+            let (v, t) = match &op {
+                Op::TmaLoad { dst, src, .. } => (dst, *src),
+                Op::TmaStore { src, dst, .. } => (src, *dst),
+                _ => continue,
+            };
+            let view = &self.k.views[v.view];
+            let rank = self.rank(t);
+            let key = (
+                t,
+                self.tma_box(view, v.rows.map(|(_, n)| n), rank),
+                view.swizzle,
+            );
+            if !self.tmaps.contains(&key) {
+                self.tmaps.push(key);
             }
         }
     }
@@ -1123,6 +1126,10 @@ impl<'a> Emitter<'a> {
             let body = k.body.clone();
             self.block(&body);
             self.role = None;
+            if self.role_stores_tma(rid) {
+                // Shared memory must outlive the bulk stores still reading it.
+                self.line(&format!("if ({name}_thread == 0) cake_bulk_wait();"));
+            }
             if issue_only {
                 self.indent -= 1;
                 self.line("}");
@@ -1639,6 +1646,11 @@ impl<'a> Emitter<'a> {
             }
             Op::Store { dst, value, coords } => self.store(*dst, *value, coords, sp),
             Op::Assign { dst, value } => self.assign(*dst, *value, sp),
+            Op::SmemStore { dst, value } => self.smem_store(dst, *value, sp),
+            Op::FenceProxyAsync => {
+                self.line(&format!("cake_fence_proxy_async();  // ({})", self.loc(sp)))
+            }
+            Op::TmaStore { dst, src, coords } => self.tma_store(*dst, src, coords, sp),
             other => {
                 let name = format!("{other:?}");
                 let short = name.split([' ', '{', '(']).next().unwrap_or("").to_string();
@@ -1781,6 +1793,157 @@ impl<'a> Emitter<'a> {
                 self.line(&format!("cake_mbar_arrive({slot});  // release"));
             }
         }
+    }
+
+    fn role_stores_tma(&self, role: RoleId) -> bool {
+        let mut found = false;
+        self.k.walk(|_, stmt, ctx| {
+            if ctx.role == Some(role) && matches!(stmt, Stmt::Op(Op::TmaStore { .. })) {
+                found = true;
+            }
+        });
+        found
+    }
+
+    /// Synchronise the threads of the current role replica (a hardware named barrier per
+    /// replica, ids from 8 up so they stay clear of the ids libraries reserve).
+    fn replica_sync(&mut self) {
+        let (role, _) = self.role.expect("role");
+        let r = &self.k.roles[role];
+        let name = c_ident(&r.name);
+        let threads = if r.unit == RoleUnit::Warpgroup {
+            128
+        } else {
+            32
+        };
+        let first_id = 8 + self
+            .k
+            .roles
+            .iter()
+            .take_while(|(h, _)| *h != role)
+            .map(|(_, x)| x.replicas())
+            .sum::<u32>();
+        self.line(&format!(
+            "cake_named_sync({first_id} + {name}_index, {threads});"
+        ));
+    }
+
+    /// `view.store(value)`: an accumulator tile (or a cast of one) written into a 128B-swizzled
+    /// view in the layout TMA reads, 4 bytes (two 16-bit elements) per store.
+    fn smem_store(&mut self, dst: &ViewRef, value: ExprId, sp: Span) {
+        let k = self.k;
+        let view = k.views[dst.view].clone();
+        let Some(FragLayout::WgmmaAcc { n }) = self.tile_of(value) else {
+            self.unsupported(
+                sp,
+                "view.store is lowered for values computed from an accumulator tile",
+            );
+            return;
+        };
+        let (inner, pack) = match (&k.exprs[value].kind, view.dtype) {
+            (ExprKind::Cast(DType::BF16, x), DType::BF16) => (*x, "cake_pack_bf16x2"),
+            (ExprKind::Cast(DType::F16, x), DType::F16) => (*x, "cake_pack_f16x2"),
+            _ => {
+                self.unsupported(
+                    sp,
+                    "view.store is lowered for lm.cast(..., bf16 or f16) of an f32 accumulator",
+                );
+                return;
+            }
+        };
+        if view.swizzle != 128 || view.shape.len() != 2 || dst.transposed {
+            self.unsupported(sp, "view.store is lowered into 2-D views with 128B swizzle");
+            return;
+        }
+        let (role, _) = self.role.expect("role");
+        let rname = c_ident(&k.roles[role].name);
+        self.precompute_reductions(value);
+        let v = self.elem(inner, Site::Tile);
+        let base = self.view_base(&ViewRef {
+            rows: None,
+            ..dst.clone()
+        });
+        let row0 = match dst.rows {
+            Some((start, _)) => self.ix(start),
+            None => "0".into(),
+        };
+        let panel_bytes = view.shape[0] as u64 * 128;
+        self.line(&format!("// {}.store(...) ({})", view.name, self.loc(sp)));
+        // The buffer may still be read by this replica's previous TMA store.
+        self.line(&format!("if ({rname}_thread == 0) cake_bulk_wait_read();"));
+        self.replica_sync();
+        self.line("#pragma unroll");
+        self.line(&format!("for (int i = 0; i < {}; ++i) {{", n / 8));
+        self.indent += 1;
+        self.line("#pragma unroll");
+        self.line("for (int h = 0; h < 2; ++h) {");
+        self.indent += 1;
+        self.line(&format!("const int row = {row0} + lane_row + 8 * h;"));
+        self.line("const int col = lane_col + 8 * i;");
+        self.line("float v[2];");
+        self.line("#pragma unroll");
+        self.line(&format!("for (int j = 0; j < 2; ++j) v[j] = {v};"));
+        // 128B swizzle: the 16-byte chunk index within a 128-byte row is XORed with row % 8.
+        self.line(&format!(
+            "const uint32_t addr = {base} + (col / 64) * {panel_bytes} + row * 128 + ((((col % 64) * 2 / 16) ^ (row % 8)) * 16) + ((col % 64) * 2) % 16;"
+        ));
+        self.line(&format!("cake_st_shared_b32(addr, {pack}(v[0], v[1]));"));
+        self.indent -= 1;
+        self.line("}");
+        self.indent -= 1;
+        self.line("}");
+    }
+
+    /// `view.tma_store(tensor, coords)`: every thread of the replica has written and fenced; one
+    /// thread issues one bulk store per swizzle panel and commits them as a group.
+    fn tma_store(&mut self, dst: ParamId, src: &ViewRef, coords: &[ExprId], sp: Span) {
+        let k = self.k;
+        let view = k.views[src.view].clone();
+        let rank = self.rank(dst);
+        if rank != 2 || view.shape.len() != 2 || src.transposed {
+            self.unsupported(sp, "TMA stores are lowered for 2-D views into 2-D tensors");
+            return;
+        }
+        let (role, _) = self.role.expect("role");
+        let rname = c_ident(&k.roles[role].name);
+        let box_dims = self.tma_box(&view, src.rows.map(|(_, n)| n), rank);
+        let tmap = self.tmap_name(dst, &box_dims, view.swizzle);
+        let mut base = self.view_base(&ViewRef {
+            rows: None,
+            ..src.clone()
+        });
+        if let Some((start, _)) = src.rows {
+            let row_bytes = view.panel_cols() * view.dtype.bytes();
+            base = format!("({base} + ({}) * {row_bytes})", self.ix(start));
+        }
+        let (c1, c0) = (self.ix(coords[0]), self.ix(coords[1]));
+        let panel_bytes =
+            view.shape[0] as u64 * view.panel_cols() as u64 * view.dtype.bytes() as u64;
+        self.line(&format!(
+            "// tma_store {} -> {} ({})",
+            view.name,
+            k.params[dst].name,
+            self.loc(sp)
+        ));
+        self.replica_sync();
+        self.line(&format!("if ({rname}_thread == 0) {{"));
+        self.indent += 1;
+        for p in 0..view.panels() {
+            let addr = if p == 0 {
+                base.clone()
+            } else {
+                format!("{base} + {}", p as u64 * panel_bytes)
+            };
+            let col = if p == 0 {
+                c0.clone()
+            } else {
+                format!("{c0} + {}", p * view.panel_cols())
+            };
+            self.line(&format!("cake_tma_store_2d(&{tmap}, {addr}, {col}, {c1});"));
+        }
+        self.line("cake_bulk_commit();");
+        self.indent -= 1;
+        self.line("}");
     }
 
     /// `frag[:] = value`, element by element in the fragment's layout.

@@ -56,6 +56,28 @@ static __device__ __forceinline__ void cake_fence_barrier_init() {
 static __device__ __forceinline__ void cake_fence_proxy_async() {
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 }
+static __device__ __forceinline__ void cake_tma_store_2d(const CakeTensorMap* map, uint32_t src, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];"
+               :: "l"(map), "r"(src), "r"(c0), "r"(c1) : "memory");
+}
+static __device__ __forceinline__ void cake_bulk_commit() {
+  asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+}
+// Wait until earlier bulk stores have finished reading shared memory (the buffer may be reused).
+static __device__ __forceinline__ void cake_bulk_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+}
+// Wait until earlier bulk stores are complete (before the CTA exits).
+static __device__ __forceinline__ void cake_bulk_wait() {
+  asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+}
+// Synchronise the `count` threads that use hardware barrier `id`.
+static __device__ __forceinline__ void cake_named_sync(uint32_t id, uint32_t count) {
+  asm volatile("bar.sync %0, %1;" :: "r"(id), "r"(count) : "memory");
+}
+static __device__ __forceinline__ void cake_st_shared_b32(uint32_t addr, uint32_t v) {
+  asm volatile("st.shared.b32 [%0], %1;" :: "r"(addr), "r"(v) : "memory");
+}
 static __device__ __forceinline__ void cake_tma_load_2d(uint32_t dst, const CakeTensorMap* map, uint32_t bar, int c0, int c1) {
   asm volatile(
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];"

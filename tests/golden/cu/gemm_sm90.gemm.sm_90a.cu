@@ -47,6 +47,28 @@ static __device__ __forceinline__ void cake_fence_barrier_init() {
 static __device__ __forceinline__ void cake_fence_proxy_async() {
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 }
+static __device__ __forceinline__ void cake_tma_store_2d(const CakeTensorMap* map, uint32_t src, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];"
+               :: "l"(map), "r"(src), "r"(c0), "r"(c1) : "memory");
+}
+static __device__ __forceinline__ void cake_bulk_commit() {
+  asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+}
+// Wait until earlier bulk stores have finished reading shared memory (the buffer may be reused).
+static __device__ __forceinline__ void cake_bulk_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+}
+// Wait until earlier bulk stores are complete (before the CTA exits).
+static __device__ __forceinline__ void cake_bulk_wait() {
+  asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+}
+// Synchronise the `count` threads that use hardware barrier `id`.
+static __device__ __forceinline__ void cake_named_sync(uint32_t id, uint32_t count) {
+  asm volatile("bar.sync %0, %1;" :: "r"(id), "r"(count) : "memory");
+}
+static __device__ __forceinline__ void cake_st_shared_b32(uint32_t addr, uint32_t v) {
+  asm volatile("st.shared.b32 [%0], %1;" :: "r"(addr), "r"(v) : "memory");
+}
 static __device__ __forceinline__ void cake_tma_load_2d(uint32_t dst, const CakeTensorMap* map, uint32_t bar, int c0, int c1) {
   asm volatile(
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];"
@@ -118,6 +140,7 @@ static __device__ __forceinline__ void cake_wgmma_m64n256k16_f32_bf16(float (&d)
 extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
     const __grid_constant__ CakeTensorMap tmap_A_0,
     const __grid_constant__ CakeTensorMap tmap_B_1,
+    const __grid_constant__ CakeTensorMap tmap_C_2,
     uint16_t* __restrict__ A,
     uint16_t* __restrict__ B,
     uint16_t* __restrict__ C,
@@ -127,21 +150,22 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
   // Dynamic shared memory, rounded up to 1024 B: swizzled views repeat every 8 rows of 128 B.
   extern __shared__ __align__(16) uint8_t cake_smem_raw[];
   const uint32_t cake_smem = (cake_smem_addr(cake_smem_raw) + 1023u) & ~1023u;
-  const uint32_t sA = cake_smem + 0;  // view sA: bf16 x [128, 64], 4 stage(s) of 16384 B, swizzle 128
-  const uint32_t sB = cake_smem + 65536;  // view sB: bf16 x [256, 64], 4 stage(s) of 32768 B, swizzle 128
-  const uint32_t full = cake_smem + 196608;  // mbarrier full: 4 slot(s), 1 arrival(s) per phase
-  const uint32_t empty = cake_smem + 196640;  // mbarrier empty: 4 slot(s), 256 arrival(s) per phase
+  const uint32_t sA = cake_smem + 0;  // view sA: bf16 x [128, 64], 3 stage(s) of 16384 B, swizzle 128
+  const uint32_t sB = cake_smem + 49152;  // view sB: bf16 x [256, 64], 3 stage(s) of 32768 B, swizzle 128
+  const uint32_t sC = cake_smem + 147456;  // view sC: bf16 x [128, 256], 1 stage(s) of 65536 B, swizzle 128
+  const uint32_t full = cake_smem + 212992;  // mbarrier full: 3 slot(s), 1 arrival(s) per phase
+  const uint32_t empty = cake_smem + 213016;  // mbarrier empty: 3 slot(s), 256 arrival(s) per phase
   const int warp = __shfl_sync(0xffffffffu, (int)threadIdx.x / 32, 0);
   const int tiles_0 = cake_cdiv(dim_M, 128);
   const int tiles_1 = cake_cdiv(dim_N, 256);
   const int tiles_total = tiles_0 * tiles_1;
   if (threadIdx.x == 0) {
-    for (int s = 0; s < 4; ++s) cake_mbar_init(full + 8 * s, 1);
-    for (int s = 0; s < 4; ++s) cake_mbar_init(empty + 8 * s, 256);
+    for (int s = 0; s < 3; ++s) cake_mbar_init(full + 8 * s, 1);
+    for (int s = 0; s < 3; ++s) cake_mbar_init(empty + 8 * s, 256);
     cake_fence_barrier_init();
   }
   __syncthreads();
-  if (warp >= 0 && warp < 4) {  // role load (gemm_sm90.py:24)
+  if (warp >= 0 && warp < 4) {  // role load (gemm_sm90.py:26)
     cake_setmaxnreg_dec<40>();
     const int load_index = (warp - 0) / 4;
     const int load_thread = (int)threadIdx.x - 0 - load_index * 128;
@@ -150,28 +174,28 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
     (void)lane_row; (void)lane_col;
     uint32_t pipe_it = 0;  // iterations of pipeline pipe completed by this role
     if (load_thread == 0) {  // issue-only role: one thread per replica
-      for (int tile = blockIdx.x; tile < tiles_total; tile += gridDim.x) {  // tiles (tm, tn) (gemm_sm90.py:33)
+      for (int tile = blockIdx.x; tile < tiles_total; tile += gridDim.x) {  // tiles (tm, tn) (gemm_sm90.py:35)
         const int group_tiles = 8 * tiles_1;
         const int group_first = (tile / group_tiles) * 8;
         const int group_rows = min(tiles_0 - group_first, 8);
         const int tile_0 = group_first + (tile % group_tiles) % group_rows;
         const int tile_1 = (tile % group_tiles) / group_rows;
-        // with load: (gemm_sm90.py:34)
-        for (int k_1 = 0; k_1 < cake_cdiv(dim_K, 64); ++k_1) {  // gemm_sm90.py:35
-          const uint32_t pipe_stage = pipe_it % 4;
-          const uint32_t pipe_phase = (pipe_it / 4) & 1;
-          cake_mbar_wait(empty + 8 * pipe_stage, pipe_phase ^ 1);  // wait empty (gemm_sm90.py:36)
-          // tma_load sA <- A (gemm_sm90.py:37)
+        // with load: (gemm_sm90.py:36)
+        for (int k_1 = 0; k_1 < cake_cdiv(dim_K, 64); ++k_1) {  // gemm_sm90.py:37
+          const uint32_t pipe_stage = pipe_it % 3;
+          const uint32_t pipe_phase = (pipe_it / 3) & 1;
+          cake_mbar_wait(empty + 8 * pipe_stage, pipe_phase ^ 1);  // wait empty (gemm_sm90.py:38)
+          // tma_load sA <- A (gemm_sm90.py:39)
           cake_mbar_arrive_expect_tx(full + 8 * pipe_stage, 49152);
           cake_tma_load_2d((sA + 16384 * pipe_stage), &tmap_A_0, full + 8 * pipe_stage, (k_1 * 64), (tile_0 * 128));
-          // tma_load sB <- B (gemm_sm90.py:38)
+          // tma_load sB <- B (gemm_sm90.py:40)
           cake_tma_load_2d((sB + 32768 * pipe_stage), &tmap_B_1, full + 8 * pipe_stage, (k_1 * 64), (tile_1 * 256));
           ++pipe_it;
         }
       }
     }
   }
-  if (warp >= 4 && warp < 12) {  // role math (gemm_sm90.py:25)
+  if (warp >= 4 && warp < 12) {  // role math (gemm_sm90.py:27)
     cake_setmaxnreg_inc<232>();
     const int math_index = (warp - 4) / 4;
     const int math_thread = (int)threadIdx.x - 128 - math_index * 128;
@@ -180,19 +204,19 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
     (void)lane_row; (void)lane_col;
     float acc[128];  // fragment acc [64, 256] f32
     uint32_t pipe_it = 0;  // iterations of pipeline pipe completed by this role
-    for (int tile = blockIdx.x; tile < tiles_total; tile += gridDim.x) {  // tiles (tm, tn) (gemm_sm90.py:33)
+    for (int tile = blockIdx.x; tile < tiles_total; tile += gridDim.x) {  // tiles (tm, tn) (gemm_sm90.py:35)
       const int group_tiles = 8 * tiles_1;
       const int group_first = (tile / group_tiles) * 8;
       const int group_rows = min(tiles_0 - group_first, 8);
       const int tile_0 = group_first + (tile % group_tiles) % group_rows;
       const int tile_1 = (tile % group_tiles) / group_rows;
-      // with math: (gemm_sm90.py:39)
+      // with math: (gemm_sm90.py:41)
       int empty_pending = -1;  // stage whose release waits for its MMAs to retire
-      for (int k_2 = 0; k_2 < cake_cdiv(dim_K, 64); ++k_2) {  // gemm_sm90.py:40
-        const uint32_t pipe_stage = pipe_it % 4;
-        const uint32_t pipe_phase = (pipe_it / 4) & 1;
-        cake_mbar_wait(full + 8 * pipe_stage, pipe_phase);  // wait full (gemm_sm90.py:41)
-        // mma acc += sA * sB.T (gemm_sm90.py:42)
+      for (int k_2 = 0; k_2 < cake_cdiv(dim_K, 64); ++k_2) {  // gemm_sm90.py:42
+        const uint32_t pipe_stage = pipe_it % 3;
+        const uint32_t pipe_phase = (pipe_it / 3) & 1;
+        cake_mbar_wait(full + 8 * pipe_stage, pipe_phase);  // wait full (gemm_sm90.py:43)
+        // mma acc += sA * sB.T (gemm_sm90.py:44)
         cake_wgmma_fence();
         cake_wgmma_m64n256k16_f32_bf16(acc, cake_wgmma_desc((sA + 16384 * pipe_stage) + 0 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sB + 32768 * pipe_stage) + 0, 16, 1024, 1), ((k_2 > 0)) ? 1 : 0);
         cake_wgmma_m64n256k16_f32_bf16(acc, cake_wgmma_desc((sA + 16384 * pipe_stage) + 32 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sB + 32768 * pipe_stage) + 32, 16, 1024, 1), 1);
@@ -206,29 +230,33 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
       }
       cake_wgmma_wait<0>();  // every MMA of the loop has retired
       if (empty_pending >= 0) cake_mbar_arrive(empty + 8 * empty_pending);
-      {  // store C <- accumulator tile (gemm_sm90.py:43)
+      // sC.store(...) (gemm_sm90.py:45)
+      if (math_thread == 0) cake_bulk_wait_read();
+      cake_named_sync(9 + math_index, 128);
+      #pragma unroll
+      for (int i = 0; i < 32; ++i) {
         #pragma unroll
-        for (int i = 0; i < 32; ++i) {
+        for (int h = 0; h < 2; ++h) {
+          const int row = (math_index * 64) + lane_row + 8 * h;
+          const int col = lane_col + 8 * i;
+          float v[2];
           #pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const int row = ((tile_0 * 128) + (math_index * 64)) + lane_row + 8 * h;
-            const int col = (tile_1 * 256) + lane_col + 8 * i;
-            float v[2];
-            #pragma unroll
-            for (int j = 0; j < 2; ++j) v[j] = acc[4 * i + 2 * h + j];
-            if (row < dim_M) {
-              uint16_t* out = C + (size_t)row * dim_N + col;
-              const uint32_t both = cake_pack_bf16x2(v[0], v[1]);
-              if (col + 1 < dim_N && (dim_N % 2) == 0) {
-                *reinterpret_cast<uint32_t*>(out) = both;  // 4-byte aligned: col and the row pitch are even
-              } else {
-                if (col < dim_N) out[0] = (uint16_t)(both & 0xFFFFu);
-                if (col + 1 < dim_N) out[1] = (uint16_t)(both >> 16);
-              }
-            }
-          }
+          for (int j = 0; j < 2; ++j) v[j] = acc[4 * i + 2 * h + j];
+          const uint32_t addr = sC + (col / 64) * 16384 + row * 128 + ((((col % 64) * 2 / 16) ^ (row % 8)) * 16) + ((col % 64) * 2) % 16;
+          cake_st_shared_b32(addr, cake_pack_bf16x2(v[0], v[1]));
         }
       }
+      cake_fence_proxy_async();  // (gemm_sm90.py:46)
+      // tma_store sC -> C (gemm_sm90.py:47)
+      cake_named_sync(9 + math_index, 128);
+      if (math_thread == 0) {
+        cake_tma_store_2d(&tmap_C_2, (sC + ((math_index * 64)) * 128), (tile_1 * 256), ((tile_0 * 128) + (math_index * 64)));
+        cake_tma_store_2d(&tmap_C_2, (sC + ((math_index * 64)) * 128) + 16384, (tile_1 * 256) + 64, ((tile_0 * 128) + (math_index * 64)));
+        cake_tma_store_2d(&tmap_C_2, (sC + ((math_index * 64)) * 128) + 32768, (tile_1 * 256) + 128, ((tile_0 * 128) + (math_index * 64)));
+        cake_tma_store_2d(&tmap_C_2, (sC + ((math_index * 64)) * 128) + 49152, (tile_1 * 256) + 192, ((tile_0 * 128) + (math_index * 64)));
+        cake_bulk_commit();
+      }
     }
+    if (math_thread == 0) cake_bulk_wait();
   }
 }
