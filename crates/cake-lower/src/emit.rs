@@ -843,7 +843,7 @@ impl<'a> Emitter<'a> {
             self.line("bv[h] += v;");
         } else {
             self.line(&format!(
-                "if (v {better} bv[h]) {{ bv[h] = v; bi[h] = lane_col + 8 * i + j; }}"
+                "if (v {better} bv[h]) {{ bv[h] = v; bi[h] = 8 * i + j; }}"
             ));
         }
         self.indent -= 1;
@@ -856,6 +856,11 @@ impl<'a> Emitter<'a> {
         self.line("#pragma unroll");
         self.line("for (int h = 0; h < 2; ++h) {");
         self.indent += 1;
+        // The column offset of this thread is added once, not per element: inside the unrolled
+        // loop the index stays a constant.
+        if op != ReduceOp::Sum {
+            self.line("bi[h] += lane_col;");
+        }
         self.line("#pragma unroll");
         self.line("for (int off = 1; off < 4; off <<= 1) {");
         self.indent += 1;

@@ -243,12 +243,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_kmeans_assign(
             #pragma unroll
             for (int h = 0; h < 2; ++h) {
               const float v = (col0_0 - (2.0f * acc[4 * i + 2 * h + j]));
-              if (v < bv[h]) { bv[h] = v; bi[h] = lane_col + 8 * i + j; }
+              if (v < bv[h]) { bv[h] = v; bi[h] = 8 * i + j; }
             }
           }
         }
         #pragma unroll
         for (int h = 0; h < 2; ++h) {
+          bi[h] += lane_col;
           #pragma unroll
           for (int off = 1; off < 4; off <<= 1) {
             const float ov = __shfl_xor_sync(0xffffffffu, bv[h], off);
