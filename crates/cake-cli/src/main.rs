@@ -397,6 +397,41 @@ fn resource_findings(k: &cake_ir::Kernel, r: &cake_toolchain::KernelResources) -
             );
         }
     }
+    let serialised = r
+        .warnings
+        .iter()
+        .find(|w| w.contains("C7514"))
+        .or_else(|| r.warnings.iter().find(|w| w.contains("C7517")));
+    if let Some(note) = serialised {
+        // ptxas names no source line: point at the schedule's MMAs into register accumulators.
+        let mut mmas = Vec::new();
+        k.walk(|sid, stmt, _| {
+            if let cake_ir::Stmt::Op(cake_ir::Op::Mma {
+                acc: cake_ir::Operand::Frag(_),
+                ..
+            }) = stmt
+            {
+                mmas.push(k.stmts.span(sid));
+            }
+        });
+        if let Some(first) = mmas.first() {
+            let code = if note.contains("C7514") {
+                "C7514"
+            } else {
+                "C7517"
+            };
+            let mut f = Finding::new(
+                &cake_diag::catalog::performance::WGMMA_SERIALIZED,
+                *first,
+                format!("ptxas serialised the wgmma instructions ({code}): the MMAs no longer overlap the code around them"),
+            )
+            .note(note.trim_start_matches("ptxas info    : ").to_string());
+            for m in &mmas[1..] {
+                f = f.label(*m, "another MMA into registers");
+            }
+            out.push(f);
+        }
+    }
     if r.spill_stores > 0 || r.spill_loads > 0 {
         // The role whose fragments hold the most registers per thread is the usual cause.
         let regs_of = |f: &cake_ir::Fragment| {

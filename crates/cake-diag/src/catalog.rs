@@ -768,6 +768,7 @@ pub const ALL: &[&CodeInfo] = &[
     &semantics::NAMED_BARRIER_ROLES,
     &semantics::BUFFERED_FRAGMENT,
     &performance::REGISTER_SPILL,
+    &performance::WGMMA_SERIALIZED,
     &coverage::NOT_LOWERED,
     &coverage::NOT_VERIFIED,
 ];

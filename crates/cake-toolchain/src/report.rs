@@ -25,7 +25,9 @@ pub fn parse_ptxas(log: &str) -> Vec<KernelResources> {
     let mut pending_warnings = Vec::new();
     for line in log.lines() {
         let line = line.trim();
-        if line.contains("warning") {
+        // Warnings, and the coded performance notes ptxas prints as info (C7514: wgmma
+        // serialised; C7517: a warpgroup.wait injected) — both matter to the schedule's author.
+        if line.contains("warning") || line.contains("(C75") {
             pending_warnings.push(line.to_string());
         }
         if let Some(rest) = line.split("Compiling entry function '").nth(1) {
@@ -78,6 +80,15 @@ ptxas info    : Used 168 registers, used 1 barriers, 16 bytes smem, 920 bytes cm
             ),
             (168, 8, 4, 12, 16)
         );
+    }
+
+    #[test]
+    fn keeps_wgmma_serialisation_notes() {
+        let log = "ptxas info    : (C7514) Potential Performance Loss: wgmma.mma_async instructions are serialized due to non wgmma instructions reading accumulator registers of  a wgmma between start and end of the pipeline stage in the function 'k'\n\
+ptxas info    : Compiling entry function 'k' for 'sm_90a'\n\
+ptxas info    : Used 168 registers\n";
+        let r = parse_ptxas(log);
+        assert!(r[0].warnings[0].contains("C7514"));
     }
 
     #[test]
