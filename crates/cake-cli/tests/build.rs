@@ -54,6 +54,47 @@ fn spills_are_reported_on_the_fragment_line() {
 }
 
 #[test]
+fn serialised_wgmma_is_reported_on_the_mma_line() {
+    if cake_toolchain_missing() {
+        return;
+    }
+    let out_dir = std::env::temp_dir().join(format!("cake-serial-{}", std::process::id()));
+    let out = Command::new(env!("CARGO_BIN_EXE_cake"))
+        .current_dir(repo())
+        .env("CAKE_CACHE_DIR", out_dir.join("cache"))
+        .args([
+            "build",
+            "tests/build/serialized_sm90.py",
+            "--target",
+            "sm_90a",
+            "-o",
+        ])
+        .arg(&out_dir)
+        .output()
+        .expect("run cake");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "a serialisation note is a warning:\n{stdout}"
+    );
+    let source = std::fs::read_to_string(repo().join("tests/build/serialized_sm90.py")).unwrap();
+    let line = source
+        .lines()
+        .position(|l| l.contains("lm.mma(acc"))
+        .unwrap()
+        + 1;
+    assert!(
+        stdout.contains("warning[CAKE-P002]"),
+        "no serialisation finding:\n{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!("tests/build/serialized_sm90.py:{line}:")),
+        "not on line {line}:\n{stdout}"
+    );
+    let _ = std::fs::remove_dir_all(&out_dir);
+}
+
+#[test]
 fn the_gemm_example_builds_with_its_metadata() {
     if cake_toolchain_missing() {
         return;
