@@ -77,6 +77,10 @@ enum Command {
         /// Print the launch metadata (JSON) instead of the source.
         #[arg(long)]
         launch: bool,
+        /// `json`: one document with the source and launch metadata of every kernel (or the
+        /// findings, when there are errors).
+        #[arg(long, value_enum, default_value = "human")]
+        format: Format,
     },
     /// Lower and compile a schedule: writes <kernel>.cu, <kernel>.cubin, <kernel>.launch.json
     /// and <kernel>.resources.json into the output directory.
@@ -86,6 +90,9 @@ enum Command {
         target: String,
         #[arg(short, long)]
         out: PathBuf,
+        /// `json`: the files written, the resource reports and the findings as one document.
+        #[arg(long, value_enum, default_value = "human")]
+        format: Format,
     },
     /// Plant hazards into a valid schedule (drop a wait, change a count, misalign a view, ...)
     /// and report which mutants the verifier catches.
@@ -130,8 +137,23 @@ fn main() -> ExitCode {
             file,
             target,
             launch,
-        } => match lower_file(&file, &target) {
+            format,
+        } => match lower_file(&file, &target, format) {
             Ok((_, lowered)) => {
+                if format != Format::Human {
+                    let kernels: Vec<serde_json::Value> = lowered
+                        .iter()
+                        .map(|l| serde_json::json!({"kernel": l.launch.kernel, "symbol": l.symbol, "target": l.launch.target, "cuda": l.cuda, "launch": l.launch}))
+                        .collect();
+                    outln!(
+                        "{}",
+                        serde_json::to_string_pretty(
+                            &serde_json::json!({"schema": "cake.lower/v0", "kernels": kernels})
+                        )
+                        .expect("JSON")
+                    );
+                    return ExitCode::SUCCESS;
+                }
                 for l in lowered {
                     if launch {
                         outln!("{}", serde_json::to_string_pretty(&l.launch).expect("JSON"));
@@ -143,7 +165,12 @@ fn main() -> ExitCode {
             }
             Err(code) => code,
         },
-        Command::Build { file, target, out } => cmd_build(&file, &target, &out),
+        Command::Build {
+            file,
+            target,
+            out,
+            format,
+        } => cmd_build(&file, &target, &out, format),
         Command::Mutate { file, out } => cmd_mutate(&file, out.as_deref()),
     }
 }
@@ -279,6 +306,7 @@ fn cmd_explain(code: Option<&str>, markdown: bool) -> ExitCode {
 fn lower_file(
     file: &Path,
     target: &str,
+    format: Format,
 ) -> Result<(cake_driver::Checked, Vec<cake_lower::Lowered>), ExitCode> {
     let t = match cake_target::lookup(target) {
         Ok(t) => t,
@@ -296,7 +324,7 @@ fn lower_file(
         }
     }
     if checked.has_errors() {
-        emit(&checked.file, &checked.findings, Format::Human, false);
+        emit(&checked.file, &checked.findings, format, false);
         return Err(ExitCode::from(1));
     }
     let mut out = Vec::new();
@@ -315,7 +343,7 @@ fn lower_file(
                         )
                     })
                     .collect();
-                emit(&checked.file, &findings, Format::Human, false);
+                emit(&checked.file, &findings, format, false);
                 return Err(ExitCode::from(1));
             }
         }
@@ -323,8 +351,8 @@ fn lower_file(
     Ok((checked, out))
 }
 
-fn cmd_build(file: &Path, target: &str, out: &Path) -> ExitCode {
-    let (checked, lowered) = match lower_file(file, target) {
+fn cmd_build(file: &Path, target: &str, out: &Path, format: Format) -> ExitCode {
+    let (checked, lowered) = match lower_file(file, target, format) {
         Ok(x) => x,
         Err(code) => return code,
     };
@@ -337,6 +365,7 @@ fn cmd_build(file: &Path, target: &str, out: &Path) -> ExitCode {
         }
     };
     let mut findings = Vec::new();
+    let mut built = Vec::new();
     for (k, l) in checked.kernels.iter().zip(&lowered) {
         let stem = l.launch.kernel.clone();
         let build = match tc.compile_cached(&l.cuda, t, out, &stem) {
@@ -358,20 +387,40 @@ fn cmd_build(file: &Path, target: &str, out: &Path) -> ExitCode {
             }
         }
         for r in &build.resources {
-            outln!(
-                "{}: {} registers, {} B stack, {} B spill stores, {} B spill loads -> {}{}",
-                r.kernel,
-                r.registers,
-                r.stack_frame,
-                r.spill_stores,
-                r.spill_loads,
-                build.cubin.display(),
-                if build.cached { " (cached)" } else { "" }
-            );
+            if format == Format::Human {
+                outln!(
+                    "{}: {} registers, {} B stack, {} B spill stores, {} B spill loads -> {}{}",
+                    r.kernel,
+                    r.registers,
+                    r.stack_frame,
+                    r.spill_stores,
+                    r.spill_loads,
+                    build.cubin.display(),
+                    if build.cached { " (cached)" } else { "" }
+                );
+            }
             findings.extend(resource_findings(k, r));
         }
+        built.push(serde_json::json!({
+            "kernel": stem,
+            "cu": out.join(format!("{stem}.cu")),
+            "cubin": build.cubin,
+            "launch": out.join(format!("{stem}.launch.json")),
+            "resources": build.resources,
+            "cached": build.cached,
+        }));
     }
-    emit(&checked.file, &findings, Format::Human, false);
+    if format == Format::Human {
+        emit(&checked.file, &findings, Format::Human, false);
+    } else {
+        let doc = serde_json::json!({
+            "schema": "cake.build/v0",
+            "target": target,
+            "kernels": built,
+            "findings": render::json(&checked.file, &findings),
+        });
+        outln!("{}", serde_json::to_string_pretty(&doc).expect("JSON"));
+    }
     if findings.iter().any(|f| f.is_error()) {
         ExitCode::from(1)
     } else {

@@ -1,0 +1,109 @@
+//! The `cake` command's contract: exit codes (0 clean, 1 findings with errors, 2 usage or I/O
+//! error) and the JSON documents of `check`, `lower` and `explain`. No toolchain needed.
+
+use std::process::{Command, Output};
+
+fn cake(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cake"))
+        .current_dir(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
+        .args(args)
+        .output()
+        .expect("run cake")
+}
+
+fn json(o: &Output) -> serde_json::Value {
+    serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}):\n{}", String::from_utf8_lossy(&o.stdout)))
+}
+
+#[test]
+fn exit_codes() {
+    assert_eq!(
+        cake(&["check", "examples/gemm_sm90.py"]).status.code(),
+        Some(0)
+    );
+    assert_eq!(
+        cake(&["check", "tests/check/CAKE-S005-bad.py"])
+            .status
+            .code(),
+        Some(1)
+    );
+    assert_eq!(cake(&["check", "no/such/file.py"]).status.code(), Some(2));
+    assert_eq!(
+        cake(&["check", "examples/gemm_sm90.py", "--target", "sm_90"])
+            .status
+            .code(),
+        Some(2)
+    );
+    assert_eq!(cake(&["explain", "CAKE-Z999"]).status.code(), Some(2));
+}
+
+#[test]
+fn check_json_reports_every_finding_with_spans() {
+    let o = cake(&["check", "tests/check/CAKE-S013-bad.py", "--format", "json"]);
+    assert_eq!(o.status.code(), Some(1));
+    let doc = json(&o);
+    assert_eq!(doc["schema"], "cake.findings/v1");
+    let codes: Vec<&str> = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["code"].as_str().unwrap())
+        .collect();
+    assert_eq!(codes, ["CAKE-S013", "CAKE-S012"]);
+    assert_eq!(doc["findings"][0]["span"]["start_line"], 26);
+}
+
+#[test]
+fn strict_turns_coverage_notes_into_errors() {
+    assert_eq!(
+        cake(&["check", "examples/gemm_sm80.py"]).status.code(),
+        Some(0)
+    );
+    assert_eq!(
+        cake(&["check", "examples/gemm_sm80.py", "--strict"])
+            .status
+            .code(),
+        Some(1)
+    );
+}
+
+#[test]
+fn lower_json_carries_source_and_launch_metadata() {
+    let o = cake(&[
+        "lower",
+        "examples/gemm_sm90.py",
+        "--target",
+        "sm_90a",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(o.status.code(), Some(0));
+    let doc = json(&o);
+    assert_eq!(doc["schema"], "cake.lower/v0");
+    let k = &doc["kernels"][0];
+    assert_eq!(k["symbol"], "cake_gemm");
+    assert!(k["cuda"]
+        .as_str()
+        .unwrap()
+        .contains("extern \"C\" __global__"));
+    assert_eq!(k["launch"]["schema"], "cake.launch/v0");
+}
+
+#[test]
+fn lowering_an_unimplemented_target_is_an_error_naming_it() {
+    let o = cake(&[
+        "lower",
+        "examples/gemm_sm80.py",
+        "--target",
+        "sm_80",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let doc = json(&o);
+    let f = &doc["findings"][0];
+    assert_eq!(f["code"], "CAKE-V001");
+    assert_eq!(f["severity"], "error");
+    assert!(f["message"].as_str().unwrap().contains("sm_80"));
+}
