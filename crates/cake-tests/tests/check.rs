@@ -6,6 +6,8 @@
 //! - Files named `CAKE-<code>-bad.py` / `CAKE-<code>-good.py` are the catalog's rule examples
 //!   (`cake explain` shows them). They are checked the way `cake check` sees them: front-end,
 //!   verifier and lowering coverage (`cake_driver::check`), and every code is compared.
+//! - Files named after a later stage's code, `<X000>_<what>.py` with X other than `L` (say
+//!   `C004_launch_total.py`), are further cases of that rule and are checked the same way.
 //! - Every other file is a front-end test: it is checked with `cake_front::check_bytes` only,
 //!   and markers of later stages' codes (anything but `CAKE-L...`) in it are an error.
 //!
@@ -383,6 +385,17 @@ fn is_rule_example(path: &Path) -> bool {
     matches!(stem.rsplit_once('-'), Some((code, "bad" | "good")) if is_code(code))
 }
 
+/// A further case of a verifier or lowering rule: `C004_launch_total.py`.
+fn is_later_stage_case(path: &Path) -> bool {
+    let Some(stem) = path.file_stem().and_then(|n| n.to_str()) else {
+        return false;
+    };
+    let Some((code, _)) = stem.split_once('_') else {
+        return false;
+    };
+    !code.starts_with('L') && is_code(&format!("CAKE-{code}"))
+}
+
 /// The lowering-coverage note ("not lowered for this target yet").
 const NOT_LOWERED: &str = "CAKE-V001";
 
@@ -422,7 +435,7 @@ fn run_checks(name: &str, bytes: &[u8], full: bool) -> Result<Outcome, String> {
 fn check_file(path: &Path) -> Vec<String> {
     let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
     let name = display(path);
-    let full = is_rule_example(path);
+    let full = is_rule_example(path) || is_later_stage_case(path);
     let Outcome { file, findings } = match run_checks(&name, &bytes, full) {
         Ok(o) => o,
         Err(panic) => return vec![format!("{name}:"), panic],
@@ -470,7 +483,7 @@ fn check_file(path: &Path) -> Vec<String> {
                 if !full {
                     for e in expected.iter().filter(|e| !e.code.starts_with("CAKE-L")) {
                         problems.push(format!(
-                            "  bad marker: {e}: only CAKE-<code>-bad/good.py files run the verifier"
+                            "  bad marker: {e}: only CAKE-<code>-bad/good.py and <X000>_*.py files run the verifier"
                         ));
                     }
                 }

@@ -203,15 +203,23 @@ fn threads_and_registers(cx: &Ctx, out: &mut Vec<Finding>) {
         };
         total += r.threads() as u64 * regs as u64;
     }
-    if any_budget && total > lim.regs_per_block as u64 {
+    // setmaxnreg moves registers within what the CTA was launched with: every thread starts with
+    // the launch allocation (ptxas's count under __launch_bounds__(threads, 1)), decreases free
+    // registers into the CTA's pool and increases take from it. Budgets beyond the launch total
+    // leave a `setmaxnreg.inc` waiting forever (seen on the H200: a 640-thread k-means variant
+    // asking 4 x 128 x 112 + 128 x 56 = 64512 of 61440 hung).
+    let launch_total = threads as u64 * launch_regs as u64;
+    if any_budget && total > launch_total {
         let mut f = Finding::new(
             &REGISTER_BUDGET,
             k.span,
-            format!("the role register budgets need {total} registers; the register file holds {}", lim.regs_per_block),
+            format!(
+                "the role register budgets need {total} registers; the CTA is launched with {launch_total} ({threads} threads x {launch_regs})"
+            ),
         )
-        .expected(format!("<= {}", lim.regs_per_block))
+        .expected(format!("<= {launch_total}"))
         .actual(total)
-        .help("lower the budgets: setmaxnreg.inc blocks until registers are free, so oversubscription deadlocks");
+        .help("lower the budgets: setmaxnreg.inc blocks until the CTA's pool has the registers, so oversubscription deadlocks");
         for (rid, r) in k.roles.iter() {
             f = f.label(
                 k.roles.span(rid),
