@@ -39,7 +39,7 @@ fn blessing() -> bool {
 }
 
 /// The printed IR of every kernel in `path`, concatenated in source order. Findings are
-/// reported by the examples test in check.rs; here a file with errors is reported too, since
+/// reported by the corpus test in check.rs; here a file with errors is reported too, since
 /// its IR would be partial.
 fn printed_ir(path: &Path) -> Result<String, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
