@@ -683,6 +683,9 @@ a fragment the expression reads is overwritten in between \
 (`best_d[:] = ...`), the use would see the new contents, while the same \
 Python would see the old value. Rather than silently differ, Cake reports \
 the use.\n\n\
+The same goes for a run-time loop: a name bound before the loop and read \
+in its body, whose fragment the body overwrites later, would read the new \
+contents from the second iteration on.\n\n\
 Use the name before the fragment changes, compute it again after the \
 update, or keep the old value in a fragment of its own.",
         bad: include_str!("../../../tests/check/CAKE-L017-bad.py"),

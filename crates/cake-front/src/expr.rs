@@ -119,6 +119,7 @@ impl Interp<'_> {
                     .help(format!("compute `{name}` again after the update, or use it before `{fname}` changes"));
                     return Err(self.report(f));
                 }
+                self.note_read(name, sp);
                 match self.lookup(name) {
                     Some(v) => Ok(v),
                     None => {

@@ -9,7 +9,7 @@ use cake_diag::{Finding, Findings, SourceFile, Span};
 use cake_ir::*;
 use ruff_python_ast as ast;
 use ruff_text_size::{Ranged, TextRange};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// Marker: a finding has been pushed for this failure.
 #[derive(Debug)]
@@ -35,6 +35,25 @@ pub(crate) struct Frame {
     /// Names whose value reads a fragment that was overwritten after they were bound: using them
     /// would see the new contents, where Python would see the old.
     pub stale: HashMap<String, (FragId, Span)>,
+    /// The run-time loops whose bodies are being interpreted in this frame, innermost last.
+    pub loop_logs: Vec<LoopLog>,
+}
+
+/// What a run-time loop's body did with the names bound before the loop. The body is
+/// interpreted once but runs many times: a name bound before the loop to an expression that
+/// reads a fragment, read in the body and the fragment overwritten later in the body, reads
+/// the overwritten fragment from the second iteration on, where Python reads the value from
+/// before the loop.
+#[derive(Default)]
+pub(crate) struct LoopLog {
+    /// The frame's names when the loop began.
+    before: HashMap<String, Value>,
+    /// Names bound in the body so far: reads of them see the body's binding, not `before`.
+    rebound: HashSet<String>,
+    /// Reads of names bound before the loop, in source order.
+    reads: Vec<(String, Span)>,
+    /// Fragments overwritten in the body (including in helpers it calls).
+    overwrites: Vec<(FragId, Span)>,
 }
 
 pub struct Interp<'a> {
@@ -61,6 +80,18 @@ pub struct Interp<'a> {
     pub in_poisoned_role: bool,
     /// Span of the declaration call being evaluated (for duplicate-name findings).
     pub current_decl_span: Span,
+    /// Reads already reported as stale from a loop's second iteration (an inner and an outer
+    /// loop both see them).
+    reported_loop_reads: HashSet<Span>,
+}
+
+/// Whether `v` is computed from the contents of fragment `frag`.
+fn value_reads_fragment(k: &Kernel, v: &Value, frag: FragId) -> bool {
+    match v {
+        Value::Expr(e) => k.expr_reads_fragment(*e, frag),
+        Value::Tuple(items) => items.iter().any(|i| value_reads_fragment(k, i, frag)),
+        _ => false,
+    }
 }
 
 /// Largest expanded expression tree the front-end accepts.
@@ -83,6 +114,7 @@ impl<'a> Interp<'a> {
                 vars: HashMap::new(),
                 is_helper: false,
                 stale: HashMap::new(),
+                loop_logs: Vec::new(),
             }],
             blocks: vec![Vec::new()],
             role: None,
@@ -95,6 +127,7 @@ impl<'a> Interp<'a> {
             reported_tree_size: false,
             in_poisoned_role: false,
             current_decl_span: Span::default(),
+            reported_loop_reads: HashSet::new(),
         }
     }
 
@@ -180,32 +213,91 @@ impl<'a> Interp<'a> {
     pub fn bind(&mut self, name: &str, v: Value) {
         let frame = self.frames.last_mut().expect("a frame");
         frame.stale.remove(name);
+        for log in &mut frame.loop_logs {
+            log.rebound.insert(name.to_string());
+        }
         frame.vars.insert(name.to_string(), v);
     }
 
-    /// After `frag` is overwritten at `at`, names bound to values computed from it go stale.
-    fn mark_stale(&mut self, frag: FragId, at: Span) {
-        let k = &self.k;
-        let reads = |v: &Value| -> bool {
-            fn go(k: &Kernel, v: &Value, f: FragId) -> bool {
-                match v {
-                    Value::Expr(e) => k.expr_reads_fragment(*e, f),
-                    Value::Tuple(items) => items.iter().any(|i| go(k, i, f)),
-                    _ => false,
-                }
+    /// Records a read of `name` for the run-time loops around it (see [`LoopLog`]).
+    pub fn note_read(&mut self, name: &str, at: Span) {
+        let frame = self.frames.last_mut().expect("a frame");
+        for log in &mut frame.loop_logs {
+            if !log.rebound.contains(name) && log.before.contains_key(name) {
+                log.reads.push((name.to_string(), at));
             }
-            go(k, v, frag)
-        };
+        }
+    }
+
+    /// Interprets a run-time loop's body with a [`LoopLog`], then reports the names it read
+    /// that the body's own fragment writes make stale from the second iteration on.
+    fn run_loop_body<T>(&mut self, body: impl FnOnce(&mut Self) -> T) -> (T, bool) {
+        let before = self.frames.last().expect("a frame").vars.clone();
+        self.frames
+            .last_mut()
+            .expect("a frame")
+            .loop_logs
+            .push(LoopLog {
+                before,
+                ..LoopLog::default()
+            });
+        let out = body(self);
+        let log = self
+            .frames
+            .last_mut()
+            .expect("a frame")
+            .loop_logs
+            .pop()
+            .expect("the log pushed above");
+        let mut reported_names = HashSet::new();
+        let mut any = false;
+        for (name, at) in &log.reads {
+            if reported_names.contains(name) || !self.reported_loop_reads.insert(*at) {
+                continue;
+            }
+            let Some(value) = log.before.get(name) else {
+                continue;
+            };
+            let Some(&(frag, written)) = log
+                .overwrites
+                .iter()
+                .find(|(frag, _)| value_reads_fragment(&self.k, value, *frag))
+            else {
+                continue;
+            };
+            reported_names.insert(name.clone());
+            any = true;
+            let fname = self.k.fragments[frag].name.clone();
+            let line = self.file.line_of(written.start);
+            let f = Finding::new(
+                &codes::STALE_VALUE,
+                *at,
+                format!("`{name}` was computed from `{fname}` before the loop, and the loop overwrites `{fname}` on line {line}"),
+            )
+            .label(written, format!("`{fname}` overwritten here, in the same loop"))
+            .note(format!("Cake evaluates `{name}` where it is used, so from the second iteration on it would read the new `{fname}`; Python would read the value from before the loop"))
+            .help(format!("to keep the value from before the loop, declare a fragment and assign it once (`frag[:] = {name}`) before the loop"));
+            self.report(f);
+        }
+        (out, any)
+    }
+
+    /// After `frag` is overwritten at `at`, names bound to values computed from it go stale,
+    /// and every run-time loop being interpreted records the overwrite.
+    fn mark_stale(&mut self, frag: FragId, at: Span) {
         let frame = self.frames.last().expect("a frame");
         let names: Vec<String> = frame
             .vars
             .iter()
-            .filter(|(_, v)| reads(v))
+            .filter(|(_, v)| value_reads_fragment(&self.k, v, frag))
             .map(|(n, _)| n.clone())
             .collect();
         let frame = self.frames.last_mut().expect("a frame");
         for n in names {
             frame.stale.entry(n).or_insert((frag, at));
+        }
+        for log in self.frames.iter_mut().flat_map(|f| f.loop_logs.iter_mut()) {
+            log.overwrites.push((frag, at));
         }
     }
 
@@ -750,9 +842,11 @@ impl<'a> Interp<'a> {
                 let var_expr = self.mk(ExprKind::LoopVar(id), Ty::Index, span(f.target.range()));
                 self.bind(&var, Value::Expr(var_expr));
                 self.loops.push(id);
-                let (body, r) = self.with_block(|me| me.exec_block(&f.body));
+                let ((body, r), stale) =
+                    self.run_loop_body(|me| me.with_block(|me| me.exec_block(&f.body)));
                 self.loops.pop();
                 self.emit(Stmt::Loop { id, body }, sp);
+                let r = if stale { Err(Reported) } else { r };
                 self.no_return_inside(r, "an `lm.range` loop")
             }
             Value::TilesIter(counts, group) => self.exec_tiles(f, counts, group, sp, iter_span),
@@ -878,9 +972,11 @@ impl<'a> Interp<'a> {
         }
         self.tiles_loop = Some(id);
         self.loops.push(id);
-        let (body, r) = self.with_block(|me| me.exec_block(&f.body));
+        let ((body, r), stale) =
+            self.run_loop_body(|me| me.with_block(|me| me.exec_block(&f.body)));
         self.loops.pop();
         self.emit(Stmt::Loop { id, body }, sp);
+        let r = if stale { Err(Reported) } else { r };
         self.no_return_inside(r, "the tile loop")
     }
 
@@ -1036,6 +1132,7 @@ impl<'a> Interp<'a> {
                         vars: HashMap::new(),
                         is_helper: true,
                         stale: HashMap::new(),
+                        loop_logs: Vec::new(),
                     });
                     let v = self.eval(d);
                     self.frames.pop();
@@ -1048,6 +1145,7 @@ impl<'a> Interp<'a> {
             vars,
             is_helper: true,
             stale: HashMap::new(),
+            loop_logs: Vec::new(),
         });
         let saved_ifs = std::mem::take(&mut self.runtime_ifs);
         let r = self.exec_block(&def.body);
