@@ -1810,9 +1810,12 @@ impl<'a> Emitter<'a> {
         found
     }
 
-    /// Synchronise the threads of the current role replica (a hardware named barrier per
-    /// replica, ids from 8 up so they stay clear of the ids libraries reserve).
-    fn replica_sync(&mut self) {
+    /// Synchronise the threads of the current role replica: one hardware named barrier per
+    /// replica of each role that stores through TMA, with ids from 8 up (clear of the ids
+    /// libraries reserve) to 15, the last one the hardware has.
+    fn replica_sync(&mut self, sp: Span) {
+        const FIRST_ID: u32 = 8;
+        const LAST_ID: u32 = 15;
         let (role, _) = self.role.expect("role");
         let r = &self.k.roles[role];
         let name = c_ident(&r.name);
@@ -1821,13 +1824,31 @@ impl<'a> Emitter<'a> {
         } else {
             32
         };
-        let first_id = 8 + self
+        let replicas = r.replicas();
+        let earlier: Vec<RoleId> = self
             .k
             .roles
             .iter()
-            .take_while(|(h, _)| *h != role)
-            .map(|(_, x)| x.replicas())
-            .sum::<u32>();
+            .map(|(h, _)| h)
+            .take_while(|h| *h != role)
+            .collect();
+        let first_id = FIRST_ID
+            + earlier
+                .into_iter()
+                .filter(|h| self.role_stores_tma(*h))
+                .map(|h| self.k.roles[h].replicas())
+                .sum::<u32>();
+        if first_id + replicas - 1 > LAST_ID {
+            self.unsupported(
+                sp,
+                format!(
+                    "the roles that store through TMA need {} named barriers (ids {FIRST_ID}..={}); the hardware has ids up to {LAST_ID}",
+                    first_id + replicas - FIRST_ID,
+                    first_id + replicas - 1
+                ),
+            );
+            return;
+        }
         self.line(&format!(
             "cake_named_sync({first_id} + {name}_index, {threads});"
         ));
@@ -1876,7 +1897,7 @@ impl<'a> Emitter<'a> {
         self.line(&format!("// {}.store(...) ({})", view.name, self.loc(sp)));
         // The buffer may still be read by this replica's previous TMA store.
         self.line(&format!("if ({rname}_thread == 0) cake_bulk_wait_read();"));
-        self.replica_sync();
+        self.replica_sync(sp);
         self.line("#pragma unroll");
         self.line(&format!("for (int i = 0; i < {}; ++i) {{", n / 8));
         self.indent += 1;
@@ -1930,7 +1951,7 @@ impl<'a> Emitter<'a> {
             k.params[dst].name,
             self.loc(sp)
         ));
-        self.replica_sync();
+        self.replica_sync(sp);
         self.line(&format!("if ({rname}_thread == 0) {{"));
         self.indent += 1;
         for p in 0..view.panels() {

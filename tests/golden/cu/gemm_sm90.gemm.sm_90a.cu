@@ -232,7 +232,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
       if (empty_pending >= 0) cake_mbar_arrive(empty + 8 * empty_pending);
       // sC.store(...) (gemm_sm90.py:45)
       if (math_thread == 0) cake_bulk_wait_read();
-      cake_named_sync(9 + math_index, 128);
+      cake_named_sync(8 + math_index, 128);
       #pragma unroll
       for (int i = 0; i < 32; ++i) {
         #pragma unroll
@@ -248,7 +248,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
       }
       cake_fence_proxy_async();  // (gemm_sm90.py:46)
       // tma_store sC -> C (gemm_sm90.py:47)
-      cake_named_sync(9 + math_index, 128);
+      cake_named_sync(8 + math_index, 128);
       if (math_thread == 0) {
         cake_tma_store_2d(&tmap_C_2, (sC + ((math_index * 64)) * 128), (tile_1 * 256), ((tile_0 * 128) + (math_index * 64)));
         cake_tma_store_2d(&tmap_C_2, (sC + ((math_index * 64)) * 128) + 16384, (tile_1 * 256) + 64, ((tile_0 * 128) + (math_index * 64)));

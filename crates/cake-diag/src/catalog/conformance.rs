@@ -49,7 +49,7 @@ pub const REGISTER_BUDGET: CodeInfo = CodeInfo {
     category: Category::Conformance,
     severity: Severity::Error,
     summary: r#"A role's register budget is not a legal setmaxnreg value, or the budgets oversubscribe the register file."#,
-    explanation: r#"`regs=` lowers to `setmaxnreg`, which takes a per-thread count in 24..=256 in steps of 8. The registers move within what the CTA was launched with — threads × the launch allocation, which is 65536 / threads rounded down to a multiple of 8 (at most 255) — so the sum over roles of threads × budget (roles without a budget count at the launch allocation) must fit that total, or `setmaxnreg.inc` blocks forever waiting for registers. With 384 threads the total is 64512; with 640 threads only 61440.
+    explanation: r#"`regs=` lowers to `setmaxnreg`, which takes a per-thread count in 24..=256 in steps of 8. The registers move within what the CTA was launched with — threads × the launch allocation, which is 65536 / threads rounded down to a multiple of 8 (at most 256: the 255 registers a thread can address, allocated in steps of 8) — so the sum over roles of threads × budget (roles without a budget count at the launch allocation) must fit that total, or `setmaxnreg.inc` blocks forever waiting for registers. With 384 threads the total is 64512; with 640 threads only 61440.
 
 Pick budgets such as 40 for a producer warpgroup and 232 for two consumer warpgroups (128·40 + 256·232 = 64512)."#,
     bad: include_str!("../../../../tests/check/CAKE-C004-bad.py"),
