@@ -633,9 +633,18 @@ fn catalog_language_examples() {
 
 /// Every schedule of the corpus (`examples/` and `kernels/`) passes `cake check`: front-end,
 /// verifier and lowering coverage. The only findings allowed are the coverage notes of targets
-/// not lowered yet, since the corpus carries schedules for targets ahead of the lowering.
+/// without a code generator yet, since the corpus carries schedules for targets ahead of the
+/// lowering; a schedule for a lowered target must lower completely.
 #[test]
 fn corpus_checks_clean() {
+    const LOWERED_TARGETS: &[&str] = &["sm_90a"];
+    // A coverage note's message starts with its target (`sm_80: ...`).
+    let allowed = |f: &Finding| {
+        f.code == NOT_LOWERED
+            && !LOWERED_TARGETS
+                .iter()
+                .any(|t| f.message.contains(&format!("{t}: ")))
+    };
     let root = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
     let files: Vec<PathBuf> = ["examples", "kernels"]
         .iter()
@@ -651,7 +660,7 @@ fn corpus_checks_clean() {
         let unexpected: Vec<Finding> = checked
             .findings
             .iter()
-            .filter(|f| f.code != NOT_LOWERED)
+            .filter(|f| !allowed(f))
             .cloned()
             .collect();
         if !unexpected.is_empty() {

@@ -6,7 +6,7 @@ cannot change which centroid is nearest: the kernel ranks centroids by ‖c‖²
 reads XSQ (it stays in the signature so the kernel is a drop-in for the usual assign API, which
 passes both norm vectors).
 
-Per persistent tile (batch b, 128 rows of X):
+Per persistent tile (batch b, 192 rows of X):
 - each consumer warpgroup TMA-loads its own 64 rows of the x tile, which stay resident while
   every centroid tile of the batch streams past;
 - the producer warpgroup streams 128-centroid tiles of `Cen` through a 4-stage ring;
@@ -33,7 +33,7 @@ from cake import lm
 BN = 192        # rows of X per tile (three consumer warpgroups × 64: wgmma M is 64)
 BC = 128        # centroids per pipeline stage
 D = 128         # feature dimension, fixed
-STAGES = 4      # x 32 KiB + 4 × 32 KiB of centroids = 160 KiB of shared memory
+STAGES = 4      # x 48 KiB + 4 × 32 KiB of centroids = 176 KiB of shared memory
 
 
 def wg_rows(index):
