@@ -45,6 +45,23 @@ enum Format {
     Sarif,
 }
 
+/// Output of the commands that produce a document of their own (`lower`, `build`): SARIF
+/// describes findings only, so it is not offered there.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum DocFormat {
+    Human,
+    Json,
+}
+
+impl From<DocFormat> for Format {
+    fn from(f: DocFormat) -> Format {
+        match f {
+            DocFormat::Human => Format::Human,
+            DocFormat::Json => Format::Json,
+        }
+    }
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Parse, type-check and verify a schedule; print every finding.
@@ -80,7 +97,7 @@ enum Command {
         /// `json`: one document with the source and launch metadata of every kernel (or the
         /// findings, when there are errors).
         #[arg(long, value_enum, default_value = "human")]
-        format: Format,
+        format: DocFormat,
     },
     /// Lower and compile a schedule: writes <kernel>.cu, <kernel>.cubin, <kernel>.launch.json
     /// and <kernel>.resources.json into the output directory.
@@ -92,7 +109,7 @@ enum Command {
         out: PathBuf,
         /// `json`: the files written, the resource reports and the findings as one document.
         #[arg(long, value_enum, default_value = "human")]
-        format: Format,
+        format: DocFormat,
     },
     /// Plant hazards into a valid schedule (drop a wait, change a count, misalign a view, ...)
     /// and report which mutants the verifier catches.
@@ -138,9 +155,13 @@ fn main() -> ExitCode {
             target,
             launch,
             format,
-        } => match lower_file(&file, &target, format) {
+        } => match lower_file(&file, &target, format.into()) {
             Ok((_, lowered)) => {
-                if format != Format::Human {
+                if format == DocFormat::Json {
+                    if launch {
+                        eprintln!("error: --launch and --format json do not combine: the JSON document already holds each kernel's launch metadata");
+                        return ExitCode::from(2);
+                    }
                     let kernels: Vec<serde_json::Value> = lowered
                         .iter()
                         .map(|l| serde_json::json!({"kernel": l.launch.kernel, "symbol": l.symbol, "target": l.launch.target, "cuda": l.cuda, "launch": l.launch}))
@@ -170,7 +191,7 @@ fn main() -> ExitCode {
             target,
             out,
             format,
-        } => cmd_build(&file, &target, &out, format),
+        } => cmd_build(&file, &target, &out, format.into()),
         Command::Mutate { file, out } => cmd_mutate(&file, out.as_deref()),
     }
 }
@@ -371,8 +392,10 @@ fn cmd_build(file: &Path, target: &str, out: &Path, format: Format) -> ExitCode 
         let build = match tc.compile_cached(&l.cuda, t, out, &stem) {
             Ok(b) => b,
             Err(e) => {
-                eprintln!("error: {e}");
-                return ExitCode::from(1);
+                // The schedule verified and lowered, so this is Cake's fault (or the toolchain's),
+                // not a finding in the schedule: exit 2, as for other tool failures.
+                eprintln!("error: the CUDA generated for kernel `{stem}` did not compile; this is a bug in Cake, please report it with the schedule\n{e}");
+                return ExitCode::from(2);
             }
         };
         let launch = serde_json::to_string_pretty(&l.launch).expect("JSON");

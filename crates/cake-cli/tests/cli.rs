@@ -36,6 +36,37 @@ fn exit_codes() {
         Some(2)
     );
     assert_eq!(cake(&["explain", "CAKE-Z999"]).status.code(), Some(2));
+    // SARIF describes findings only; `lower` and `build` have documents of their own.
+    let lower = ["lower", "examples/gemm_sm90.py", "--target", "sm_90a"];
+    let build = [
+        "build",
+        "examples/gemm_sm90.py",
+        "--target",
+        "sm_90a",
+        "-o",
+        "unused",
+    ];
+    for args in [&lower[..], &build[..]] {
+        let o = cake(&[args, &["--format", "sarif"]].concat());
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?} --format sarif");
+        assert!(stderr.contains("'sarif'"), "{args:?}: {stderr}");
+        assert!(
+            o.stdout.is_empty(),
+            "{args:?} --format sarif wrote to stdout"
+        );
+    }
+    let o = cake(&[
+        "lower",
+        "examples/gemm_sm90.py",
+        "--target",
+        "sm_90a",
+        "--format",
+        "json",
+        "--launch",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--launch"));
 }
 
 #[test]
