@@ -531,13 +531,18 @@ impl Kernel {
                         ctx.loops.pop();
                     }
                     Stmt::If {
+                        cond,
                         then_body,
                         else_body,
-                        ..
                     } => {
                         ctx.if_depth += 1;
+                        ctx.guards.push(Guard {
+                            cond: *cond,
+                            loop_depth: ctx.loops.len(),
+                        });
                         go(k, then_body, ctx, f);
                         go(k, else_body, ctx, f);
+                        ctx.guards.pop();
                         ctx.if_depth -= 1;
                     }
                     Stmt::Op(_) => {}
@@ -546,6 +551,28 @@ impl Kernel {
         }
         let mut ctx = WalkCtx::default();
         go(self, &self.body, &mut ctx, &mut f);
+    }
+
+    /// Whether expression `e` reads the variable of loop `l`.
+    pub fn expr_reads_loop_var(&self, e: ExprId, l: LoopId) -> bool {
+        let mut seen = std::collections::HashSet::new();
+        let mut stack = vec![e];
+        while let Some(e) = stack.pop() {
+            if !seen.insert(e) {
+                continue;
+            }
+            match &self.exprs[e].kind {
+                ExprKind::LoopVar(v) if *v == l => return true,
+                ExprKind::Binary(_, a, b) | ExprKind::Cmp(_, a, b) => stack.extend([*a, *b]),
+                ExprKind::Select(c, a, b) => stack.extend([*c, *a, *b]),
+                ExprKind::Unary(_, a)
+                | ExprKind::Cast(_, a)
+                | ExprKind::Reduce { arg: a, .. }
+                | ExprKind::Expand { arg: a, .. } => stack.push(*a),
+                _ => {}
+            }
+        }
+        false
     }
 
     /// Whether expression `e` reads fragment `f`.
@@ -598,4 +625,14 @@ pub struct WalkCtx {
     pub role: Option<RoleId>,
     pub loops: Vec<LoopId>,
     pub if_depth: u32,
+    /// The run-time `if`s around the statement, outermost first.
+    pub guards: Vec<Guard>,
+}
+
+/// A run-time `if` around a statement (either branch).
+#[derive(Clone, Copy, Debug)]
+pub struct Guard {
+    pub cond: ExprId,
+    /// How many of the statement's loops enclose the `if`: `loops[..loop_depth]`.
+    pub loop_depth: usize,
 }

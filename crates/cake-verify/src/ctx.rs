@@ -14,6 +14,7 @@ pub struct OpSite {
     pub role: Option<RoleId>,
     pub loops: Vec<LoopId>,
     pub if_depth: u32,
+    pub guards: Vec<Guard>,
 }
 
 pub struct Ctx<'a> {
@@ -35,6 +36,7 @@ impl<'a> Ctx<'a> {
                     role: ctx.role,
                     loops: ctx.loops.clone(),
                     if_depth: ctx.if_depth,
+                    guards: ctx.guards.clone(),
                 });
             }
         });

@@ -77,9 +77,10 @@ fn tmem_read_before_ready(cx: &Ctx, out: &mut Vec<Finding>) {
                 }
             }
         }
-        // A read guarded by a run-time `if` (the `if j > 0` of a loop-carried handoff) may rely
-        // on a wait at the end of the previous iteration.
-        let carried = site.if_depth > 0 && waited_in_previous_iteration(cx, site, &committed);
+        // A read guarded by a run-time `if` on a loop's variable, inside that loop (the `if j > 0`
+        // of a loop-carried handoff), may rely on a wait at the end of the loop's previous
+        // iteration.
+        let carried = waited_in_previous_iteration(cx, site, &committed);
         if !waited_before(cx, site, &committed) && !carried {
             let t = &k.tmems[src];
             let mut f = Finding::new(
@@ -384,22 +385,32 @@ fn stage_hazards(cx: &Ctx, out: &mut Vec<Finding>) {
     }
 }
 
-/// Whether a wait on one of `barriers` follows the site in the body of a loop enclosing it: the
-/// wait of iteration j then precedes the site's execution in iteration j + 1 (a loop-carried
-/// handoff; the first iteration is the author's to guard, e.g. with `if j > 0`).
+/// Whether a wait on one of `barriers` follows the site in the body of a loop enclosing it, and
+/// the site sits under an `if` on that loop's variable inside the loop: the wait of iteration j
+/// then precedes the site's execution in iteration j + 1 (a loop-carried handoff), and the guard
+/// (`if j > 0`) is what keeps the first iteration from reading early. Whether the guard is
+/// false on the first iteration is the author's (a run-time condition).
 fn waited_in_previous_iteration(cx: &Ctx, site: &OpSite, barriers: &[BarrierId]) -> bool {
     let Some(pos) = cx.ops.iter().position(|s| s.stmt == site.stmt) else {
         return false;
     };
-    site.loops.iter().any(|l| {
-        cx.ops[pos + 1..]
+    let guarded_by_iteration = |l: LoopId| {
+        site.guards
             .iter()
-            .take_while(|s| s.loops.contains(l))
-            .any(|s| {
-                s.role == site.role
-                    && matches!(s.op, Op::Wait { barrier } if barriers.contains(&barrier))
-            })
-    })
+            .any(|g| site.loops[..g.loop_depth].contains(&l) && cx.k.expr_reads_loop_var(g.cond, l))
+    };
+    site.loops
+        .iter()
+        .filter(|l| guarded_by_iteration(**l))
+        .any(|l| {
+            cx.ops[pos + 1..]
+                .iter()
+                .take_while(|s| s.loops.contains(l))
+                .any(|s| {
+                    s.role == site.role
+                        && matches!(s.op, Op::Wait { barrier } if barriers.contains(&barrier))
+                })
+        })
 }
 
 /// Whether the site's role waits on one of `barriers` earlier in program order.
