@@ -469,11 +469,18 @@ fn resource_findings(k: &cake_ir::Kernel, r: &cake_toolchain::KernelResources) -
             );
         }
     }
+    // C7514 and C7517 are the codes seen on sm_90a; ptxas has others for other causes (register
+    // pressure, ...), all saying the wgmma instructions are serialised.
+    let is_serialisation = |w: &&String| {
+        w.contains("C7514")
+            || w.contains("C7517")
+            || w.contains("wgmma.mma_async instructions are serialized")
+    };
     let serialised = r
         .warnings
         .iter()
         .find(|w| w.contains("C7514"))
-        .or_else(|| r.warnings.iter().find(|w| w.contains("C7517")));
+        .or_else(|| r.warnings.iter().find(is_serialisation));
     if let Some(note) = serialised {
         // ptxas names no source line: point at the schedule's MMAs into register accumulators.
         let mut mmas = Vec::new();
@@ -487,11 +494,11 @@ fn resource_findings(k: &cake_ir::Kernel, r: &cake_toolchain::KernelResources) -
             }
         });
         if let Some(first) = mmas.first() {
-            let code = if note.contains("C7514") {
-                "C7514"
-            } else {
-                "C7517"
-            };
+            // The note's own code, `(C75xx)`.
+            let code = note
+                .split_once("(C")
+                .and_then(|(_, rest)| rest.split_once(')'))
+                .map_or("ptxas note".to_string(), |(digits, _)| format!("C{digits}"));
             let mut f = Finding::new(
                 &cake_diag::catalog::performance::WGMMA_SERIALIZED,
                 *first,

@@ -19,16 +19,27 @@ fn number_before(text: &str, unit: &str) -> Option<u32> {
     text[..i].split_whitespace().last()?.parse().ok()
 }
 
+/// The function a ptxas note names (`... in the function 'k'`), if any.
+fn named_function(line: &str) -> Option<&str> {
+    line.rsplit_once("in the function '")?.1.split('\'').next()
+}
+
 /// Read the report lines ptxas prints for each function.
 pub fn parse_ptxas(log: &str) -> Vec<KernelResources> {
     let mut out: Vec<KernelResources> = Vec::new();
     let mut pending_warnings = Vec::new();
+    let mut named_warnings: Vec<(String, String)> = Vec::new();
     for line in log.lines() {
         let line = line.trim();
         // Warnings, and the coded performance notes ptxas prints as info (C7514: wgmma
         // serialised; C7517: a warpgroup.wait injected) — both matter to the schedule's author.
+        // A note that names its function goes to that function, wherever ptxas prints it; the
+        // others to the next function compiled.
         if line.contains("warning") || line.contains("(C75") {
-            pending_warnings.push(line.to_string());
+            match named_function(line) {
+                Some(f) => named_warnings.push((f.to_string(), line.to_string())),
+                None => pending_warnings.push(line.to_string()),
+            }
         }
         if let Some(rest) = line.split("Compiling entry function '").nth(1) {
             let name = rest.split('\'').next().unwrap_or("").to_string();
@@ -48,6 +59,12 @@ pub fn parse_ptxas(log: &str) -> Vec<KernelResources> {
         if line.contains("Used") && line.contains("registers") {
             cur.registers = number_before(line, "registers").unwrap_or(0);
             cur.static_smem = number_before(line, "bytes smem").unwrap_or(0);
+        }
+    }
+    for (function, line) in named_warnings {
+        match out.iter_mut().find(|k| k.kernel == function) {
+            Some(k) => k.warnings.push(line),
+            None => pending_warnings.push(line),
         }
     }
     if let Some(last) = out.last_mut() {
@@ -89,6 +106,22 @@ ptxas info    : Compiling entry function 'k' for 'sm_90a'\n\
 ptxas info    : Used 168 registers\n";
         let r = parse_ptxas(log);
         assert!(r[0].warnings[0].contains("C7514"));
+    }
+
+    #[test]
+    fn attributes_a_note_to_the_function_it_names() {
+        let note = "ptxas info    : (C7515) Potential Performance Loss: wgmma.mma_async instructions are serialized due to insufficient register resources for the wgmma pipeline in the function 'first'";
+        let log = format!(
+            "ptxas info    : Compiling entry function 'first' for 'sm_90a'\n\
+ptxas info    : Used 168 registers\n\
+ptxas info    : Compiling entry function 'second' for 'sm_90a'\n\
+{note}\n\
+ptxas info    : Used 90 registers\n"
+        );
+        let r = parse_ptxas(&log);
+        assert_eq!(r.len(), 2);
+        assert_eq!(r[0].warnings, vec![note.to_string()]);
+        assert!(r[1].warnings.is_empty());
     }
 
     #[test]
