@@ -156,7 +156,7 @@ fn main() -> ExitCode {
             launch,
             format,
         } => match lower_file(&file, &target, format.into()) {
-            Ok((_, lowered)) => {
+            Ok((checked, lowered)) => {
                 if format == DocFormat::Json {
                     if launch {
                         eprintln!("error: --launch and --format json do not combine: the JSON document already holds each kernel's launch metadata");
@@ -168,12 +168,18 @@ fn main() -> ExitCode {
                         .collect();
                     outln!(
                         "{}",
-                        serde_json::to_string_pretty(
-                            &serde_json::json!({"schema": "cake.lower/v0", "kernels": kernels})
-                        )
+                        serde_json::to_string_pretty(&serde_json::json!({
+                            "schema": "cake.lower/v0",
+                            "kernels": kernels,
+                            "findings": render::json(&checked.file, &checked.findings),
+                        }))
                         .expect("JSON")
                     );
                     return ExitCode::SUCCESS;
+                }
+                // The source goes to stdout; the check's warnings and notes, if any, to stderr.
+                if !checked.findings.is_empty() {
+                    eprint!("{}", render::human(&checked.file, &checked.findings, false));
                 }
                 for l in lowered {
                     if launch {
@@ -385,7 +391,8 @@ fn cmd_build(file: &Path, target: &str, out: &Path, format: Format) -> ExitCode 
             return ExitCode::from(2);
         }
     };
-    let mut findings = Vec::new();
+    // The check's warnings and notes (it had no errors), then what ptxas reports.
+    let mut findings = checked.findings.clone();
     let mut built = Vec::new();
     for (k, l) in checked.kernels.iter().zip(&lowered) {
         let stem = l.launch.kernel.clone();

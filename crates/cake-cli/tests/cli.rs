@@ -119,6 +119,26 @@ fn lower_json_carries_source_and_launch_metadata() {
         .unwrap()
         .contains("extern \"C\" __global__"));
     assert_eq!(k["launch"]["schema"], "cake.launch/v0");
+    assert_eq!(doc["findings"]["summary"]["errors"], 0);
+}
+
+/// A schedule with warnings still lowers, and its warnings travel with the result.
+#[test]
+fn lower_keeps_the_checks_warnings() {
+    let args = [
+        "lower",
+        "tests/check/CAKE-S015-bad.py",
+        "--target",
+        "sm_90a",
+    ];
+    let o = cake(&[&args[..], &["--format", "json"]].concat());
+    assert_eq!(o.status.code(), Some(0));
+    let doc = json(&o);
+    assert_eq!(doc["findings"]["findings"][0]["code"], "CAKE-S015");
+    let o = cake(&args);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("warning[CAKE-S015]"));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("__global__"));
 }
 
 #[test]
