@@ -41,3 +41,18 @@ def nested(D: lm.tensor[lm.f32, "M", 64], OUT: lm.tensor[lm.f32, "M"]):
                     lm.store(OUT, start, coords=(tm * 64,))  # error[CAKE-L017]
                     d = lm.load(D, coords=(tm * 64, j * 16), shape=(64, 16), fill=lm.inf)
                     best[:] = lm.minimum(best, lm.min(d, axis=1))
+
+
+@cake.schedule(targets=["sm_90a"])
+def overwritten_by_the_outer_loop(D: lm.tensor[lm.f32, "M", 64], OUT: lm.tensor[lm.f32, "M"]):
+    math = lm.role(warpgroup=0)
+    best = math.fragment(shape=(64,), dtype=lm.f32)
+    for tm in lm.tiles(lm.cdiv(M, 64)):
+        with math:
+            best[:] = lm.inf
+            start = best + 1.0
+            for k in lm.range(2):
+                for j in lm.range(2):
+                    lm.store(OUT, start, coords=(tm * 64,))  # error[CAKE-L017]: line 58
+                d = lm.load(D, coords=(tm * 64, k * 16), shape=(64, 16), fill=lm.inf)
+                best[:] = lm.minimum(best, lm.min(d, axis=1))

@@ -252,7 +252,7 @@ impl<'a> Interp<'a> {
         let mut reported_names = HashSet::new();
         let mut any = false;
         for (name, at) in &log.reads {
-            if reported_names.contains(name) || !self.reported_loop_reads.insert(*at) {
+            if reported_names.contains(name) || self.reported_loop_reads.contains(at) {
                 continue;
             }
             let Some(value) = log.before.get(name) else {
@@ -266,6 +266,7 @@ impl<'a> Interp<'a> {
                 continue;
             };
             reported_names.insert(name.clone());
+            self.reported_loop_reads.insert(*at);
             any = true;
             let fname = self.k.fragments[frag].name.clone();
             let line = self.file.line_of(written.start);
