@@ -181,7 +181,9 @@ pub const TMEM_READ_BEFORE_READY: CodeInfo = CodeInfo {
     summary: r#"A TMEM accumulator is read before waiting for the commit that follows the MMAs writing it."#,
     explanation: r#"tcgen05.mma writes TMEM asynchronously. The reading role may load the accumulator (`lm.tmem_load`) only after it waits on a barrier that the MMA role signals with `lm.commit` after its MMAs (tcgen05.commit → mbarrier arrive; the reader then waits, fences and loads). Without that wait the load returns partial sums.
 
-Have the MMA role `lm.commit(done)` after the MMAs and the reader `lm.wait(done)` before `lm.tmem_load`."#,
+Have the MMA role `lm.commit(done)` after the MMAs and the reader `lm.wait(done)` before `lm.tmem_load`.
+
+A loop-carried handoff is accepted too: the wait comes later in the body of a loop, so iteration j's wait covers iteration j + 1's load, provided the load sits under an `if` on that loop's variable inside the loop (`if j > 0:`), which keeps the first iteration from loading before anything was written. An `if` on anything else does not count."#,
     bad: include_str!("../../../../tests/check/CAKE-S014-bad.py"),
     good: include_str!("../../../../tests/check/CAKE-S014-good.py"),
 };
