@@ -709,6 +709,24 @@ computed once and then read.",
         bad: include_str!("../../../tests/check/CAKE-L018-bad.py"),
         good: include_str!("../../../tests/check/CAKE-L018-good.py"),
     };
+
+    pub const LOOP_CARRIED_NAME: CodeInfo = CodeInfo {
+        code: "CAKE-L019",
+        name: "loop-carried-name",
+        category: Category::Language,
+        severity: Severity::Error,
+        summary: "A name read in a run-time loop is bound again later in the same loop body.",
+        explanation: "\
+The body of a run-time loop (`lm.range`, the tile loop) is written once and \
+runs many times. Python would carry a name bound again in the body into the \
+next iteration: `col = col + 16` at the end of the body moves the next \
+iteration's `col`. Cake cannot: the body reads the binding from before the \
+loop on every iteration. Rather than silently differ, Cake reports the read.\n\n\
+Compute the value from the loop variable (`k * 16`), or carry run-time state \
+in a fragment (`frag[:] = ...`), which is storage and does carry over.",
+        bad: include_str!("../../../tests/check/CAKE-L019-bad.py"),
+        good: include_str!("../../../tests/check/CAKE-L019-good.py"),
+    };
 }
 
 /// Every code, in catalog order (by category, then number).
@@ -731,6 +749,7 @@ pub const ALL: &[&CodeInfo] = &[
     &language::UNUSED_VALUE,
     &language::STALE_VALUE,
     &language::EXPRESSION_TOO_LARGE,
+    &language::LOOP_CARRIED_NAME,
     &safety::ARRIVAL_COUNT,
     &safety::TX_LIMIT,
     &safety::WAIT_WITHOUT_ARRIVALS,

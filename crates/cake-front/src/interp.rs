@@ -85,6 +85,23 @@ pub struct Interp<'a> {
     reported_loop_reads: HashSet<Span>,
 }
 
+/// Whether two bindings of a name are the same value, so rebinding one to the other changes
+/// nothing (`x = x` in a loop body).
+fn same_binding(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Poison, _) | (_, Value::Poison) => true,
+        (Value::Int(x), Value::Int(y)) => x == y,
+        (Value::Float(x), Value::Float(y)) => x.to_bits() == y.to_bits(),
+        (Value::Bool(x), Value::Bool(y)) => x == y,
+        (Value::Expr(x), Value::Expr(y)) => x == y,
+        (Value::Tuple(xs), Value::Tuple(ys)) => {
+            xs.len() == ys.len() && xs.iter().zip(ys).all(|(x, y)| same_binding(x, y))
+        }
+        // Handles, strings and the like: equal when they print the same.
+        _ => format!("{a:?}") == format!("{b:?}"),
+    }
+}
+
 /// Whether `v` is computed from the contents of fragment `frag`.
 fn value_reads_fragment(k: &Kernel, v: &Value, frag: FragId) -> bool {
     match v {
@@ -251,6 +268,33 @@ impl<'a> Interp<'a> {
             .expect("the log pushed above");
         let mut reported_names = HashSet::new();
         let mut any = false;
+        // Names read in the body with their binding from before the loop, then bound again
+        // later in the body to something else: Python's next iteration reads the new binding.
+        for (name, at) in &log.reads {
+            if !log.rebound.contains(name) || reported_names.contains(name) {
+                continue;
+            }
+            let (Some(old), Some(new)) = (
+                log.before.get(name),
+                self.frames.last().expect("a frame").vars.get(name),
+            ) else {
+                continue;
+            };
+            if same_binding(old, new) {
+                continue;
+            }
+            reported_names.insert(name.clone());
+            self.reported_loop_reads.insert(*at);
+            any = true;
+            let f = Finding::new(
+                &codes::LOOP_CARRIED_NAME,
+                *at,
+                format!("`{name}` is bound again later in this loop's body, but the body is written once: every iteration reads `{name}` as bound before the loop"),
+            )
+            .note(format!("Python would carry the new `{name}` into the next iteration; Cake does not"))
+            .help("compute the value from the loop variable, or keep run-time state in a fragment (`frag[:] = ...`)");
+            self.report(f);
+        }
         for (name, at) in &log.reads {
             if reported_names.contains(name) || self.reported_loop_reads.contains(at) {
                 continue;
