@@ -555,28 +555,16 @@ impl Kernel {
 
     /// Whether expression `e` reads the variable of loop `l`.
     pub fn expr_reads_loop_var(&self, e: ExprId, l: LoopId) -> bool {
-        let mut seen = std::collections::HashSet::new();
-        let mut stack = vec![e];
-        while let Some(e) = stack.pop() {
-            if !seen.insert(e) {
-                continue;
-            }
-            match &self.exprs[e].kind {
-                ExprKind::LoopVar(v) if *v == l => return true,
-                ExprKind::Binary(_, a, b) | ExprKind::Cmp(_, a, b) => stack.extend([*a, *b]),
-                ExprKind::Select(c, a, b) => stack.extend([*c, *a, *b]),
-                ExprKind::Unary(_, a)
-                | ExprKind::Cast(_, a)
-                | ExprKind::Reduce { arg: a, .. }
-                | ExprKind::Expand { arg: a, .. } => stack.push(*a),
-                _ => {}
-            }
-        }
-        false
+        self.expr_any(e, |k| matches!(k, ExprKind::LoopVar(v) if *v == l))
     }
 
     /// Whether expression `e` reads fragment `f`.
     pub fn expr_reads_fragment(&self, e: ExprId, f: FragId) -> bool {
+        self.expr_any(e, |k| matches!(k, ExprKind::Frag(g) if *g == f))
+    }
+
+    /// Whether `e` or any expression under it satisfies `leaf`.
+    fn expr_any(&self, e: ExprId, leaf: impl Fn(&ExprKind) -> bool) -> bool {
         // Expressions form a DAG (names share subexpressions): visit each node once.
         let mut seen = std::collections::HashSet::new();
         let mut stack = vec![e];
@@ -584,8 +572,11 @@ impl Kernel {
             if !seen.insert(e) {
                 continue;
             }
-            match &self.exprs[e].kind {
-                ExprKind::Frag(g) if *g == f => return true,
+            let kind = &self.exprs[e].kind;
+            if leaf(kind) {
+                return true;
+            }
+            match kind {
                 ExprKind::Binary(_, a, b) | ExprKind::Cmp(_, a, b) => stack.extend([*a, *b]),
                 ExprKind::Select(c, a, b) => stack.extend([*c, *a, *b]),
                 ExprKind::Unary(_, a)
