@@ -521,11 +521,7 @@ fn resource_findings(k: &cake_ir::Kernel, r: &cake_toolchain::KernelResources) -
     if r.spill_stores > 0 || r.spill_loads > 0 {
         // The role whose fragments hold the most registers per thread is the usual cause.
         let regs_of = |f: &cake_ir::Fragment| {
-            let threads = if k.roles[f.role].unit == cake_ir::RoleUnit::Warpgroup {
-                128
-            } else {
-                32
-            };
+            let threads = k.roles[f.role].unit.threads();
             (f.shape.iter().product::<u32>() * f.dtype.bytes()).div_ceil(4 * threads)
         };
         let heaviest = k

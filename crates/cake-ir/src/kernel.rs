@@ -152,6 +152,20 @@ pub enum RoleUnit {
     Warpgroup,
 }
 
+impl RoleUnit {
+    /// Warps in one unit: 1 for a warp, 4 for a warpgroup.
+    pub fn warps(self) -> u32 {
+        match self {
+            RoleUnit::Warp => 1,
+            RoleUnit::Warpgroup => 4,
+        }
+    }
+    /// Threads in one unit (one replica of a role): 32 or 128.
+    pub fn threads(self) -> u32 {
+        self.warps() * 32
+    }
+}
+
 /// A named set of warps that runs one branch of the kernel.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Role {
@@ -166,10 +180,8 @@ pub struct Role {
 impl Role {
     /// The warps of this role, in order.
     pub fn warps(&self) -> Vec<u32> {
-        match self.unit {
-            RoleUnit::Warp => self.units.clone(),
-            RoleUnit::Warpgroup => self.units.iter().flat_map(|&g| 4 * g..4 * g + 4).collect(),
-        }
+        let n = self.unit.warps();
+        self.units.iter().flat_map(|&u| n * u..n * u + n).collect()
     }
     pub fn threads(&self) -> u32 {
         self.warps().len() as u32 * 32

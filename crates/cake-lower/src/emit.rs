@@ -549,21 +549,7 @@ impl<'a> Emitter<'a> {
             ExprKind::LoopVar(l) => format!("{}_{}", c_ident(&k.loops[*l].var_name), l.index()),
             ExprKind::TileCoord { axis, .. } => format!("tile_{axis}"),
             ExprKind::RoleIndex(r) => format!("{}_index", c_ident(&k.roles[*r].name)),
-            ExprKind::Binary(op, a, b) => {
-                let (a, b) = (self.ix(*a), self.ix(*b));
-                match op {
-                    BinOp::Add => format!("({a} + {b})"),
-                    BinOp::Sub => format!("({a} - {b})"),
-                    BinOp::Mul => format!("({a} * {b})"),
-                    BinOp::Div | BinOp::FloorDiv => format!("({a} / {b})"),
-                    BinOp::Mod => format!("({a} % {b})"),
-                    BinOp::CeilDiv => format!("cake_cdiv({a}, {b})"),
-                    BinOp::Min => format!("min({a}, {b})"),
-                    BinOp::Max => format!("max({a}, {b})"),
-                    BinOp::And => format!("({a} && {b})"),
-                    BinOp::Or => format!("({a} || {b})"),
-                }
-            }
+            ExprKind::Binary(op, a, b) => c_binary(*op, &self.ix(*a), &self.ix(*b), false),
             ExprKind::Cmp(op, a, b) => {
                 let sym = op.symbol();
                 format!("({} {} {})", self.ix(*a), sym, self.ix(*b))
@@ -641,22 +627,7 @@ impl<'a> Emitter<'a> {
             }
             ExprKind::Binary(op, a, b) => {
                 let float = matches!(&k.exprs[e].ty, Ty::Frag { dtype, .. } | Ty::Scalar(dtype) if dtype.is_float());
-                let (a, b) = (self.elem(*a, site), self.elem(*b, site));
-                match op {
-                    BinOp::Add => format!("({a} + {b})"),
-                    BinOp::Sub => format!("({a} - {b})"),
-                    BinOp::Mul => format!("({a} * {b})"),
-                    BinOp::Div => format!("({a} / {b})"),
-                    BinOp::FloorDiv => format!("({a} / {b})"),
-                    BinOp::Mod => format!("({a} % {b})"),
-                    BinOp::Min if float => format!("fminf({a}, {b})"),
-                    BinOp::Max if float => format!("fmaxf({a}, {b})"),
-                    BinOp::Min => format!("min({a}, {b})"),
-                    BinOp::Max => format!("max({a}, {b})"),
-                    BinOp::CeilDiv => format!("cake_cdiv({a}, {b})"),
-                    BinOp::And => format!("({a} && {b})"),
-                    BinOp::Or => format!("({a} || {b})"),
-                }
+                c_binary(*op, &self.elem(*a, site), &self.elem(*b, site), float)
             }
             ExprKind::Cmp(op, a, b) => {
                 let sym = op.symbol();
@@ -1053,11 +1024,7 @@ impl<'a> Emitter<'a> {
                     self.line(&format!("cake_setmaxnreg_inc<{r}>();"));
                 }
             }
-            let unit_warps = if role.unit == RoleUnit::Warpgroup {
-                4
-            } else {
-                1
-            };
+            let unit_warps = role.unit.warps();
             self.line(&format!(
                 "const int {name}_index = (warp - {first}) / {unit_warps};"
             ));
@@ -1819,11 +1786,7 @@ impl<'a> Emitter<'a> {
         let (role, _) = self.role.expect("role");
         let r = &self.k.roles[role];
         let name = c_ident(&r.name);
-        let threads = if r.unit == RoleUnit::Warpgroup {
-            128
-        } else {
-            32
-        };
+        let threads = r.unit.threads();
         let replicas = r.replicas();
         let earlier: Vec<RoleId> = self
             .k
@@ -2145,5 +2108,23 @@ fn storage_type(d: DType) -> &'static str {
         DType::U32 => "uint32_t",
         DType::I64 => "int64_t",
         DType::Bool => "bool",
+    }
+}
+
+/// A binary operation in CUDA C++: `float` picks the float forms of min and max.
+fn c_binary(op: BinOp, a: &str, b: &str, float: bool) -> String {
+    match op {
+        BinOp::Add => format!("({a} + {b})"),
+        BinOp::Sub => format!("({a} - {b})"),
+        BinOp::Mul => format!("({a} * {b})"),
+        BinOp::Div | BinOp::FloorDiv => format!("({a} / {b})"),
+        BinOp::Mod => format!("({a} % {b})"),
+        BinOp::CeilDiv => format!("cake_cdiv({a}, {b})"),
+        BinOp::Min if float => format!("fminf({a}, {b})"),
+        BinOp::Max if float => format!("fmaxf({a}, {b})"),
+        BinOp::Min => format!("min({a}, {b})"),
+        BinOp::Max => format!("max({a}, {b})"),
+        BinOp::And => format!("({a} && {b})"),
+        BinOp::Or => format!("({a} || {b})"),
     }
 }

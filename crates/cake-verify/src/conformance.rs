@@ -448,11 +448,7 @@ fn tmem(cx: &Ctx, out: &mut Vec<Finding>) {
                 || matches!(site.op, Op::TmemStore { dst, .. } if dst == t);
             if let (true, Some(role)) = (touches, site.role) {
                 let role = &k.roles[role];
-                let reach = if role.unit == RoleUnit::Warpgroup {
-                    128
-                } else {
-                    32
-                };
+                let reach = role.unit.threads();
                 if r.lanes > reach {
                     out.push(
                         Finding::new(
