@@ -1,10 +1,29 @@
 //! `cake build` end to end: resource problems come back as findings on the schedule's own lines.
 //! Needs nvcc; CI installs the pinned toolchain, so there it always runs.
 
-use std::process::Command;
+use std::process::{Command, Output};
 
 fn repo() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// `cake build FILE --target sm_90a` into a fresh directory (with its own build cache).
+fn build(file: &str, tag: &str) -> (std::path::PathBuf, Output) {
+    let out_dir = std::env::temp_dir().join(format!("cake-{tag}-{}", std::process::id()));
+    let out = Command::new(env!("CARGO_BIN_EXE_cake"))
+        .current_dir(repo())
+        .env("CAKE_CACHE_DIR", out_dir.join("cache"))
+        .args(["build", file, "--target", "sm_90a", "-o"])
+        .arg(&out_dir)
+        .output()
+        .expect("run cake");
+    (out_dir, out)
+}
+
+/// The 1-based line of `file` that first contains `text`.
+fn line_of(file: &str, text: &str) -> usize {
+    let source = std::fs::read_to_string(repo().join(file)).unwrap();
+    source.lines().position(|l| l.contains(text)).unwrap() + 1
 }
 
 #[test]
@@ -12,32 +31,14 @@ fn spills_are_reported_on_the_fragment_line() {
     if cake_toolchain_missing() {
         return;
     }
-    let out_dir = std::env::temp_dir().join(format!("cake-spill-{}", std::process::id()));
-    let out = Command::new(env!("CARGO_BIN_EXE_cake"))
-        .current_dir(repo())
-        .env("CAKE_CACHE_DIR", out_dir.join("cache"))
-        .args([
-            "build",
-            "tests/build/spill_sm90.py",
-            "--target",
-            "sm_90a",
-            "-o",
-        ])
-        .arg(&out_dir)
-        .output()
-        .expect("run cake");
+    let (out_dir, out) = build("tests/build/spill_sm90.py", "spill");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
         "a spill is a warning, not an error:\n{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let source = std::fs::read_to_string(repo().join("tests/build/spill_sm90.py")).unwrap();
-    let line = source
-        .lines()
-        .position(|l| l.contains("acc = math.fragment"))
-        .unwrap()
-        + 1;
+    let line = line_of("tests/build/spill_sm90.py", "acc = math.fragment");
     assert!(
         stdout.contains("warning[CAKE-P001]"),
         "no spill finding:\n{stdout}"
@@ -58,31 +59,13 @@ fn serialised_wgmma_is_reported_on_the_mma_line() {
     if cake_toolchain_missing() {
         return;
     }
-    let out_dir = std::env::temp_dir().join(format!("cake-serial-{}", std::process::id()));
-    let out = Command::new(env!("CARGO_BIN_EXE_cake"))
-        .current_dir(repo())
-        .env("CAKE_CACHE_DIR", out_dir.join("cache"))
-        .args([
-            "build",
-            "tests/build/serialized_sm90.py",
-            "--target",
-            "sm_90a",
-            "-o",
-        ])
-        .arg(&out_dir)
-        .output()
-        .expect("run cake");
+    let (out_dir, out) = build("tests/build/serialized_sm90.py", "serial");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
         "a serialisation note is a warning:\n{stdout}"
     );
-    let source = std::fs::read_to_string(repo().join("tests/build/serialized_sm90.py")).unwrap();
-    let line = source
-        .lines()
-        .position(|l| l.contains("lm.mma(acc"))
-        .unwrap()
-        + 1;
+    let line = line_of("tests/build/serialized_sm90.py", "lm.mma(acc");
     assert!(
         stdout.contains("warning[CAKE-P002]"),
         "no serialisation finding:\n{stdout}"
@@ -99,14 +82,7 @@ fn the_gemm_example_builds_with_its_metadata() {
     if cake_toolchain_missing() {
         return;
     }
-    let out_dir = std::env::temp_dir().join(format!("cake-gemm-{}", std::process::id()));
-    let out = Command::new(env!("CARGO_BIN_EXE_cake"))
-        .current_dir(repo())
-        .env("CAKE_CACHE_DIR", out_dir.join("cache"))
-        .args(["build", "examples/gemm_sm90.py", "--target", "sm_90a", "-o"])
-        .arg(&out_dir)
-        .output()
-        .expect("run cake");
+    let (out_dir, out) = build("examples/gemm_sm90.py", "gemm");
     assert!(
         out.status.success(),
         "{}",
