@@ -9,7 +9,7 @@ use cake_diag::{SourceFile, Span};
 use cake_ir::layout::{smem_layout, SmemLayout};
 use cake_ir::sync::{barrier_facts, is_issue_only, tma_bytes, BarrierFacts};
 use cake_ir::*;
-use cake_target::{MmaFamily, Target};
+use cake_target::Target;
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write;
 
@@ -191,7 +191,7 @@ impl<'a> Emitter<'a> {
     }
 
     pub fn run(mut self) -> Result<Lowered, Vec<Unsupported>> {
-        if self.target.mma != MmaFamily::Wgmma {
+        if !crate::has_code_generator(self.target) {
             self.unsupported(
                 self.k.span,
                 format!(

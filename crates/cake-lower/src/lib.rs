@@ -29,6 +29,12 @@ pub struct Unsupported {
     pub message: String,
 }
 
+/// Whether this lowering has a code generator for `target` at all (today: the wgmma family,
+/// sm_90a). For other targets every kernel comes back as one `Unsupported`.
+pub fn has_code_generator(target: &Target) -> bool {
+    target.mma == cake_target::MmaFamily::Wgmma
+}
+
 pub fn lower(k: &Kernel, file: &SourceFile, target: &Target) -> Result<Lowered, Vec<Unsupported>> {
     emit::Emitter::new(k, file, target).run()
 }
