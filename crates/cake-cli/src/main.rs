@@ -335,89 +335,37 @@ fn lower_file(
     target: &str,
     format: Format,
 ) -> Result<(cake_driver::Checked, Vec<cake_lower::Lowered>), ExitCode> {
-    let t = match cake_target::lookup(target) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return Err(ExitCode::from(2));
-        }
-    };
     let bytes = read(file)?;
-    let mut checked = cake_driver::check(&file.display().to_string(), &bytes, Some(target));
-    // What cannot be lowered stops `lower` and `build` (it is only a note for `check`).
-    for f in &mut checked.findings {
-        if f.code == cake_diag::catalog::coverage::NOT_LOWERED.code {
-            f.severity = cake_diag::Severity::Error;
+    cake_driver::lower(&file.display().to_string(), &bytes, target)
+        .map_err(|e| build_failed(e, format))
+}
+
+/// Report why a lowering or build stopped: findings in the schedule exit 1, anything else 2.
+fn build_failed(e: cake_driver::BuildError, format: Format) -> ExitCode {
+    match e {
+        cake_driver::BuildError::Findings(checked) => {
+            emit(&checked.file, &checked.findings, format, false);
+            ExitCode::from(1)
+        }
+        other => {
+            eprintln!("error: {other}");
+            ExitCode::from(2)
         }
     }
-    if checked.has_errors() {
-        emit(&checked.file, &checked.findings, format, false);
-        return Err(ExitCode::from(1));
-    }
-    let mut out = Vec::new();
-    for k in &checked.kernels {
-        match cake_lower::lower(k, &checked.file, t) {
-            Ok(l) => out.push(l),
-            Err(errors) => {
-                // The driver's coverage check makes this unreachable; report rather than panic.
-                let findings: Vec<Finding> = errors
-                    .into_iter()
-                    .map(|e| {
-                        Finding::new(
-                            &cake_diag::catalog::coverage::NOT_LOWERED,
-                            e.span,
-                            e.message,
-                        )
-                    })
-                    .collect();
-                emit(&checked.file, &findings, format, false);
-                return Err(ExitCode::from(1));
-            }
-        }
-    }
-    Ok((checked, out))
 }
 
 fn cmd_build(file: &Path, target: &str, out: &Path, format: Format) -> ExitCode {
-    let (checked, lowered) = match lower_file(file, target, format) {
-        Ok(x) => x,
+    let bytes = match read(file) {
+        Ok(b) => b,
         Err(code) => return code,
     };
-    let t = cake_target::lookup(target).expect("checked");
-    let tc = match cake_toolchain::Toolchain::discover() {
-        Ok(tc) => tc,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
+    let built = match cake_driver::build(&file.display().to_string(), &bytes, target, out) {
+        Ok(b) => b,
+        Err(e) => return build_failed(e, format),
     };
-    // The check's warnings and notes (it had no errors), then what ptxas reports.
-    let mut findings = checked.findings.clone();
-    let mut built = Vec::new();
-    for (k, l) in checked.kernels.iter().zip(&lowered) {
-        let stem = l.launch.kernel.clone();
-        let build = match tc.compile_cached(&l.cuda, t, out, &stem) {
-            Ok(b) => b,
-            Err(e) => {
-                // The schedule verified and lowered, so this is Cake's fault (or the toolchain's),
-                // not a finding in the schedule: exit 2, as for other tool failures.
-                eprintln!("error: the CUDA generated for kernel `{stem}` did not compile; this is a bug in Cake, please report it with the schedule\n{e}");
-                return ExitCode::from(2);
-            }
-        };
-        let launch = serde_json::to_string_pretty(&l.launch).expect("JSON");
-        let resources = serde_json::to_string_pretty(&build.resources).expect("JSON");
-        for (name, text) in [
-            (format!("{stem}.launch.json"), launch),
-            (format!("{stem}.resources.json"), resources),
-        ] {
-            if let Err(e) = std::fs::write(out.join(&name), text + "\n") {
-                eprintln!("error: cannot write {}: {e}", out.join(&name).display());
-                return ExitCode::from(2);
-            }
-        }
-        for r in &build.resources {
-            if format == Format::Human {
+    if format == Format::Human {
+        for k in &built.kernels {
+            for r in &k.resources {
                 outln!(
                     "{}: {} registers, {} B stack, {} B spill stores, {} B spill loads -> {}{}",
                     r.kernel,
@@ -425,163 +373,41 @@ fn cmd_build(file: &Path, target: &str, out: &Path, format: Format) -> ExitCode 
                     r.stack_frame,
                     r.spill_stores,
                     r.spill_loads,
-                    build.cubin.display(),
-                    if build.cached { " (cached)" } else { "" }
+                    k.cubin.display(),
+                    if k.cached { " (cached)" } else { "" }
                 );
             }
-            findings.extend(resource_findings(k, r));
         }
-        built.push(serde_json::json!({
-            "kernel": stem,
-            "cu": out.join(format!("{stem}.cu")),
-            "cubin": build.cubin,
-            "launch": out.join(format!("{stem}.launch.json")),
-            "resources": build.resources,
-            "cached": build.cached,
-        }));
-    }
-    if format == Format::Human {
-        emit(&checked.file, &findings, Format::Human, false);
+        // The check's warnings and notes (it had no errors), then what ptxas reports.
+        emit(&built.checked.file, &built.findings, Format::Human, false);
     } else {
+        let kernels: Vec<_> = built
+            .kernels
+            .iter()
+            .map(|k| {
+                serde_json::json!({
+                    "kernel": k.name,
+                    "cu": k.cu,
+                    "cubin": k.cubin,
+                    "launch": k.launch_json,
+                    "resources": k.resources,
+                    "cached": k.cached,
+                })
+            })
+            .collect();
         let doc = serde_json::json!({
             "schema": "cake.build/v0",
             "target": target,
-            "kernels": built,
-            "findings": render::json(&checked.file, &findings),
+            "kernels": kernels,
+            "findings": render::json(&built.checked.file, &built.findings),
         });
         outln!("{}", serde_json::to_string_pretty(&doc).expect("JSON"));
     }
-    if findings.iter().any(|f| f.is_error()) {
+    if built.has_errors() {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
     }
-}
-
-/// Problems in the ptxas report, placed on the schedule's own lines.
-fn resource_findings(k: &cake_ir::Kernel, r: &cake_toolchain::KernelResources) -> Vec<Finding> {
-    let mut out = Vec::new();
-    if r.warnings.iter().any(|w| w.contains("C7508")) {
-        for (rid, role) in k.roles.iter().filter(|(_, role)| role.regs.is_some()) {
-            out.push(
-                Finding::new(
-                    &cake_diag::catalog::conformance::SETMAXNREG_IGNORED,
-                    k.roles.span(rid),
-                    format!(
-                        "ptxas ignored the register budget of role `{}` (C7508)",
-                        role.name
-                    ),
-                )
-                .role(&role.name),
-            );
-        }
-    }
-    // C7514 and C7517 are the codes seen on sm_90a; ptxas has others for other causes (register
-    // pressure, ...), all saying the wgmma instructions are serialised.
-    let is_serialisation = |w: &&String| {
-        w.contains("C7514")
-            || w.contains("C7517")
-            || w.contains("wgmma.mma_async instructions are serialized")
-    };
-    let serialised = r
-        .warnings
-        .iter()
-        .find(|w| w.contains("C7514"))
-        .or_else(|| r.warnings.iter().find(is_serialisation));
-    if let Some(note) = serialised {
-        // ptxas names no source line: point at the schedule's MMAs into register accumulators.
-        let mut mmas = Vec::new();
-        k.walk(|sid, stmt, _| {
-            if let cake_ir::Stmt::Op(cake_ir::Op::Mma {
-                acc: cake_ir::Operand::Frag(_),
-                ..
-            }) = stmt
-            {
-                mmas.push(k.stmts.span(sid));
-            }
-        });
-        if let Some(first) = mmas.first() {
-            // The note's own code, `(C75xx)`.
-            let code = note
-                .split_once("(C")
-                .and_then(|(_, rest)| rest.split_once(')'))
-                .map_or("ptxas note".to_string(), |(digits, _)| format!("C{digits}"));
-            let mut f = Finding::new(
-                &cake_diag::catalog::performance::WGMMA_SERIALIZED,
-                *first,
-                format!("ptxas serialised the wgmma instructions ({code}): the MMAs no longer overlap the code around them"),
-            )
-            .note(note.trim_start_matches("ptxas info    : ").to_string());
-            for m in &mmas[1..] {
-                f = f.label(*m, "another MMA into registers");
-            }
-            out.push(f);
-        }
-    }
-    if r.spill_stores > 0 || r.spill_loads > 0 {
-        // The role whose fragments hold the most registers per thread is the usual cause.
-        let regs_of = |f: &cake_ir::Fragment| {
-            let threads = k.roles[f.role].unit.threads();
-            (f.shape.iter().product::<u32>() * f.dtype.bytes()).div_ceil(4 * threads)
-        };
-        let heaviest = k
-            .roles
-            .iter()
-            .map(|(rid, _)| {
-                (
-                    rid,
-                    k.fragments
-                        .iter()
-                        .filter(|(_, f)| f.role == rid)
-                        .map(|(_, f)| regs_of(f))
-                        .sum::<u32>(),
-                )
-            })
-            .max_by_key(|(rid, total)| (*total, std::cmp::Reverse(rid.index())));
-        let msg = format!(
-            "ptxas spilled {} B to local memory ({} B stores, {} B loads)",
-            r.spill_stores.max(r.spill_loads),
-            r.spill_stores,
-            r.spill_loads
-        );
-        let site = heaviest.and_then(|(rid, total)| {
-            k.fragments
-                .iter()
-                .filter(|(_, f)| f.role == rid)
-                .max_by_key(|(fid, f)| (regs_of(f), std::cmp::Reverse(fid.index())))
-                .map(|(fid, _)| (rid, total, fid))
-        });
-        let f = match site {
-            Some((rid, total, fid)) => {
-                let role = &k.roles[rid];
-                let names: Vec<String> = k
-                    .fragments
-                    .iter()
-                    .filter(|(_, f)| f.role == rid)
-                    .map(|(_, f)| format!("`{}` ({} regs)", f.name, regs_of(f)))
-                    .collect();
-                Finding::new(&cake_diag::catalog::performance::REGISTER_SPILL, k.fragments.span(fid), msg)
-                    .role(&role.name)
-                    .subject("fragment", &k.fragments[fid].name)
-                    .note(format!(
-                        "role `{}` holds {total} registers per thread in fragments {} with a budget of {}; it is the likeliest place of the spill",
-                        role.name,
-                        names.join(", "),
-                        role.regs.map_or(format!("{} (launch allocation)", r.registers), |n| n.to_string())
-                    ))
-            }
-            None => Finding::new(
-                &cake_diag::catalog::performance::REGISTER_SPILL,
-                k.span,
-                msg,
-            ),
-        };
-        out.push(f.note(format!(
-            "{} registers per thread at entry, {} B stack frame",
-            r.registers, r.stack_frame
-        )));
-    }
-    out
 }
 
 fn cmd_mutate(file: &Path, out: Option<&Path>) -> ExitCode {

@@ -5,6 +5,10 @@
 use cake_diag::{Finding, SourceFile};
 use cake_ir::Kernel;
 
+mod build;
+pub use build::{build, lower, resource_findings, BuildError, Built, BuiltKernel};
+
+#[derive(Debug)]
 pub struct Checked {
     pub file: SourceFile,
     pub kernels: Vec<Kernel>,

@@ -350,8 +350,8 @@ impl<'a> Emitter<'a> {
                 tensor: self.k.params[*p].name.clone(),
                 box_dims: b.clone(),
                 swizzle: *s,
-                interleave: "none",
-                oob_fill: "zero",
+                interleave: "none".into(),
+                oob_fill: "zero".into(),
                 l2_promotion: 256,
             });
         }
@@ -486,7 +486,7 @@ impl<'a> Emitter<'a> {
                         name: p.name.clone(),
                         dtype: dtype.to_string(),
                         dims,
-                        access: acc,
+                        access: acc.into(),
                     });
                 }
                 ParamKind::Scalar { dtype } => scalars.push(ScalarMeta {
@@ -496,7 +496,7 @@ impl<'a> Emitter<'a> {
             }
         }
         LaunchMeta {
-            schema: "cake.launch/v0",
+            schema: "cake.launch/v0".into(),
             kernel: self.k.name.clone(),
             symbol,
             target: self.target.name.to_string(),

@@ -2,11 +2,11 @@
 //! to call the kernel — symbol, block, grid rule, shared memory, cluster and the exact parameter
 //! list, including the TMA descriptors to encode. Documented in docs/launch.md.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct LaunchMeta {
-    pub schema: &'static str,
+    pub schema: String,
     pub kernel: String,
     pub symbol: String,
     pub target: String,
@@ -22,7 +22,7 @@ pub struct LaunchMeta {
 
 /// Grid rule. Expressions are JSON: an integer, a dimension or scalar name, or
 /// `[op, a, b]` with op in cdiv, add, sub, mul, div, mod, min, max.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum Grid {
     /// One CTA per tile, at most one per SM in flight per loop step: gridDim.x = min(SMs, Π tiles).
@@ -31,21 +31,21 @@ pub enum Grid {
     Tiles { tiles: Vec<serde_json::Value> },
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct TensorMeta {
     pub name: String,
     pub dtype: String,
     pub dims: Vec<serde_json::Value>,
-    pub access: &'static str,
+    pub access: String,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ScalarMeta {
     pub name: String,
     pub dtype: String,
 }
 
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum Arg {
     Tensormap {
@@ -54,8 +54,8 @@ pub enum Arg {
         #[serde(rename = "box")]
         box_dims: Vec<u32>,
         swizzle: u32,
-        interleave: &'static str,
-        oob_fill: &'static str,
+        interleave: String,
+        oob_fill: String,
         l2_promotion: u32,
     },
     Ptr {

@@ -10,7 +10,7 @@ use cake_diag::{SourceFile, Span};
 use cake_ir::Kernel;
 use cake_target::Target;
 
-pub use launch::LaunchMeta;
+pub use launch::{Arg, Grid, LaunchMeta, ScalarMeta, TensorMeta};
 
 /// What lowering produced for one kernel.
 #[derive(Clone, Debug)]

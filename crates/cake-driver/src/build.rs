@@ -1,0 +1,279 @@
+//! Lowering and building one checked file: what `cake lower`, `cake build`, `cake test` and the
+//! Python package's `cake.compile` all do after the check, so they agree on which findings stop
+//! a build and on what a build writes.
+
+use crate::Checked;
+use cake_diag::Finding;
+use std::path::{Path, PathBuf};
+
+/// Why a build stopped.
+#[derive(Debug)]
+pub enum BuildError {
+    /// The schedule has errors (front-end, verifier, or a construct the lowering does not cover
+    /// for this target); every finding of the check is in the `Checked`.
+    Findings(Box<Checked>),
+    /// The target name is unknown.
+    Target(String),
+    /// No CUDA toolchain, or a file could not be written.
+    Tool(String),
+    /// The generated CUDA did not compile: a bug in Cake, not in the schedule.
+    Codegen { kernel: String, log: String },
+}
+
+impl std::fmt::Display for BuildError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BuildError::Findings(c) => {
+                let n = c.findings.iter().filter(|f| f.is_error()).count();
+                write!(f, "{}: {n} error(s) in the schedule", c.file.name)
+            }
+            BuildError::Target(e) | BuildError::Tool(e) => f.write_str(e),
+            BuildError::Codegen { kernel, log } => write!(
+                f,
+                "the CUDA generated for kernel `{kernel}` did not compile; this is a bug in Cake, please report it with the schedule\n{log}"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for BuildError {}
+
+/// Check `bytes` for `target` and lower every kernel. What cannot be lowered is an error here
+/// (it is only a coverage note for `cake check`).
+pub fn lower(
+    name: &str,
+    bytes: &[u8],
+    target: &str,
+) -> Result<(Checked, Vec<cake_lower::Lowered>), BuildError> {
+    let t = cake_target::lookup(target).map_err(|e| BuildError::Target(e.to_string()))?;
+    let mut checked = crate::check(name, bytes, Some(target));
+    for f in &mut checked.findings {
+        if f.code == cake_diag::catalog::coverage::NOT_LOWERED.code {
+            f.severity = cake_diag::Severity::Error;
+        }
+    }
+    if checked.has_errors() {
+        return Err(BuildError::Findings(Box::new(checked)));
+    }
+    let mut out = Vec::new();
+    for k in &checked.kernels {
+        match cake_lower::lower(k, &checked.file, t) {
+            Ok(l) => out.push(l),
+            Err(errors) => {
+                // The check's coverage rule makes this unreachable; report rather than panic.
+                checked.findings.extend(errors.into_iter().map(|e| {
+                    Finding::new(
+                        &cake_diag::catalog::coverage::NOT_LOWERED,
+                        e.span,
+                        e.message,
+                    )
+                }));
+                return Err(BuildError::Findings(Box::new(checked)));
+            }
+        }
+    }
+    Ok((checked, out))
+}
+
+/// One built kernel: the files written into the output directory and the ptxas report.
+#[derive(Clone, Debug)]
+pub struct BuiltKernel {
+    pub name: String,
+    pub cu: PathBuf,
+    pub cubin: PathBuf,
+    pub launch_json: PathBuf,
+    pub launch: cake_lower::LaunchMeta,
+    pub resources: Vec<cake_toolchain::KernelResources>,
+    /// Whether the cubin came from the build cache.
+    pub cached: bool,
+}
+
+/// A successful build: the check (warnings and notes only) and the kernels. `findings` holds the
+/// check's findings plus those drawn from the ptxas reports (spills, ignored register budgets,
+/// serialised wgmma), which may include errors.
+pub struct Built {
+    pub checked: Checked,
+    pub kernels: Vec<BuiltKernel>,
+    pub findings: Vec<Finding>,
+}
+
+impl Built {
+    pub fn has_errors(&self) -> bool {
+        self.findings.iter().any(|f| f.is_error())
+    }
+}
+
+/// Check, lower and compile every kernel of a schedule for `target` into `out`:
+/// `<kernel>.{cu,cubin,launch.json,resources.json}`.
+pub fn build(name: &str, bytes: &[u8], target: &str, out: &Path) -> Result<Built, BuildError> {
+    let (checked, lowered) = lower(name, bytes, target)?;
+    let t = cake_target::lookup(target).map_err(|e| BuildError::Target(e.to_string()))?;
+    let tc = cake_toolchain::Toolchain::discover().map_err(|e| BuildError::Tool(e.to_string()))?;
+    let mut findings = checked.findings.clone();
+    let mut kernels = Vec::new();
+    for (k, l) in checked.kernels.iter().zip(lowered) {
+        let stem = l.launch.kernel.clone();
+        let build = tc
+            .compile_cached(&l.cuda, t, out, &stem)
+            .map_err(|e| match e {
+                cake_toolchain::ToolchainError::Compile { log } => BuildError::Codegen {
+                    kernel: stem.clone(),
+                    log,
+                },
+                other => BuildError::Tool(other.to_string()),
+            })?;
+        let launch_json = out.join(format!("{stem}.launch.json"));
+        let launch = serde_json::to_string_pretty(&l.launch).expect("JSON");
+        let resources = serde_json::to_string_pretty(&build.resources).expect("JSON");
+        for (path, text) in [
+            (launch_json.clone(), launch),
+            (out.join(format!("{stem}.resources.json")), resources),
+        ] {
+            std::fs::write(&path, text + "\n")
+                .map_err(|e| BuildError::Tool(format!("cannot write {}: {e}", path.display())))?;
+        }
+        for r in &build.resources {
+            findings.extend(resource_findings(k, r));
+        }
+        kernels.push(BuiltKernel {
+            name: stem.clone(),
+            cu: out.join(format!("{stem}.cu")),
+            cubin: build.cubin,
+            launch_json,
+            launch: l.launch,
+            resources: build.resources,
+            cached: build.cached,
+        });
+    }
+    Ok(Built {
+        checked,
+        kernels,
+        findings,
+    })
+}
+
+/// Problems in the ptxas report, placed on the schedule's own lines.
+pub fn resource_findings(k: &cake_ir::Kernel, r: &cake_toolchain::KernelResources) -> Vec<Finding> {
+    let mut out = Vec::new();
+    if r.warnings.iter().any(|w| w.contains("C7508")) {
+        for (rid, role) in k.roles.iter().filter(|(_, role)| role.regs.is_some()) {
+            out.push(
+                Finding::new(
+                    &cake_diag::catalog::conformance::SETMAXNREG_IGNORED,
+                    k.roles.span(rid),
+                    format!(
+                        "ptxas ignored the register budget of role `{}` (C7508)",
+                        role.name
+                    ),
+                )
+                .role(&role.name),
+            );
+        }
+    }
+    // C7514 and C7517 are the codes seen on sm_90a; ptxas has others for other causes (register
+    // pressure, ...), all saying the wgmma instructions are serialised.
+    let is_serialisation = |w: &&String| {
+        w.contains("C7514")
+            || w.contains("C7517")
+            || w.contains("wgmma.mma_async instructions are serialized")
+    };
+    let serialised = r
+        .warnings
+        .iter()
+        .find(|w| w.contains("C7514"))
+        .or_else(|| r.warnings.iter().find(is_serialisation));
+    if let Some(note) = serialised {
+        // ptxas names no source line: point at the schedule's MMAs into register accumulators.
+        let mut mmas = Vec::new();
+        k.walk(|sid, stmt, _| {
+            if let cake_ir::Stmt::Op(cake_ir::Op::Mma {
+                acc: cake_ir::Operand::Frag(_),
+                ..
+            }) = stmt
+            {
+                mmas.push(k.stmts.span(sid));
+            }
+        });
+        if let Some(first) = mmas.first() {
+            // The note's own code, `(C75xx)`.
+            let code = note
+                .split_once("(C")
+                .and_then(|(_, rest)| rest.split_once(')'))
+                .map_or("ptxas note".to_string(), |(digits, _)| format!("C{digits}"));
+            let mut f = Finding::new(
+                &cake_diag::catalog::performance::WGMMA_SERIALIZED,
+                *first,
+                format!("ptxas serialised the wgmma instructions ({code}): the MMAs no longer overlap the code around them"),
+            )
+            .note(note.trim_start_matches("ptxas info    : ").to_string());
+            for m in &mmas[1..] {
+                f = f.label(*m, "another MMA into registers");
+            }
+            out.push(f);
+        }
+    }
+    if r.spill_stores > 0 || r.spill_loads > 0 {
+        // The role whose fragments hold the most registers per thread is the usual cause.
+        let regs_of = |f: &cake_ir::Fragment| {
+            let threads = k.roles[f.role].unit.threads();
+            (f.shape.iter().product::<u32>() * f.dtype.bytes()).div_ceil(4 * threads)
+        };
+        let heaviest = k
+            .roles
+            .iter()
+            .map(|(rid, _)| {
+                (
+                    rid,
+                    k.fragments
+                        .iter()
+                        .filter(|(_, f)| f.role == rid)
+                        .map(|(_, f)| regs_of(f))
+                        .sum::<u32>(),
+                )
+            })
+            .max_by_key(|(rid, total)| (*total, std::cmp::Reverse(rid.index())));
+        let msg = format!(
+            "ptxas spilled {} B to local memory ({} B stores, {} B loads)",
+            r.spill_stores.max(r.spill_loads),
+            r.spill_stores,
+            r.spill_loads
+        );
+        let site = heaviest.and_then(|(rid, total)| {
+            k.fragments
+                .iter()
+                .filter(|(_, f)| f.role == rid)
+                .max_by_key(|(fid, f)| (regs_of(f), std::cmp::Reverse(fid.index())))
+                .map(|(fid, _)| (rid, total, fid))
+        });
+        let f = match site {
+            Some((rid, total, fid)) => {
+                let role = &k.roles[rid];
+                let names: Vec<String> = k
+                    .fragments
+                    .iter()
+                    .filter(|(_, f)| f.role == rid)
+                    .map(|(_, f)| format!("`{}` ({} regs)", f.name, regs_of(f)))
+                    .collect();
+                Finding::new(&cake_diag::catalog::performance::REGISTER_SPILL, k.fragments.span(fid), msg)
+                    .role(&role.name)
+                    .subject("fragment", &k.fragments[fid].name)
+                    .note(format!(
+                        "role `{}` holds {total} registers per thread in fragments {} with a budget of {}; it is the likeliest place of the spill",
+                        role.name,
+                        names.join(", "),
+                        role.regs.map_or(format!("{} (launch allocation)", r.registers), |n| n.to_string())
+                    ))
+            }
+            None => Finding::new(
+                &cake_diag::catalog::performance::REGISTER_SPILL,
+                k.span,
+                msg,
+            ),
+        };
+        out.push(f.note(format!(
+            "{} registers per thread at entry, {} B stack frame",
+            r.registers, r.stack_frame
+        )));
+    }
+    out
+}
