@@ -6,6 +6,8 @@ use clap::{Parser, Subcommand, ValueEnum};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+mod eval;
+
 /// Write to stdout; a closed pipe (`cake ... | head`) ends the program quietly instead of
 /// panicking.
 fn write_stdout(text: &str) {
@@ -51,6 +53,53 @@ enum Format {
 enum DocFormat {
     Human,
     Json,
+}
+
+/// What `cake test` and `cake bench` share.
+#[derive(clap::Args)]
+struct EvalFlags {
+    /// The workload contract (`*.contract.toml`).
+    contract: PathBuf,
+    /// The candidate: a schedule, or a prebuilt kernel's `.launch.json` (default: the
+    /// contract's `kernel`).
+    #[arg(long)]
+    kernel: Option<PathBuf>,
+    /// Exact target (default: the one matching the GPU the worker sees).
+    #[arg(long)]
+    target: Option<String>,
+    /// Base seed, to reproduce a run (default: fresh).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Where to build the candidate (default: a directory in the build cache).
+    #[arg(long)]
+    build_dir: Option<PathBuf>,
+    /// `json`: print the evidence record instead of the progress table.
+    #[arg(long, value_enum, default_value = "human")]
+    format: DocFormat,
+    /// Also write the evidence record here (a file, or a directory: `<hash>-<command>.json`).
+    #[arg(long)]
+    record: Option<PathBuf>,
+    /// Echo the evaluation worker's log to stderr.
+    #[arg(long)]
+    verbose: bool,
+}
+
+impl EvalFlags {
+    fn into_args(self, baseline: Option<String>) -> eval::EvalArgs {
+        eval::EvalArgs {
+            contract: self.contract,
+            options: cake_eval::Options {
+                kernel: self.kernel,
+                target: self.target,
+                seed: self.seed,
+                baseline,
+                build_dir: self.build_dir,
+            },
+            json: self.format == DocFormat::Json,
+            record: self.record,
+            verbose: self.verbose,
+        }
+    }
 }
 
 impl From<DocFormat> for Format {
@@ -118,6 +167,21 @@ enum Command {
         /// Write every mutant into this directory as <stem>.<n>.<operator>.py.
         #[arg(long)]
         out: Option<PathBuf>,
+    },
+    /// Run a workload contract's correctness protocol on a candidate, on this machine's GPU
+    /// (docs/contracts.md).
+    Test {
+        #[command(flatten)]
+        eval: EvalFlags,
+    },
+    /// Check a candidate as `test` does, then time it and the contract's baselines in the same
+    /// process (docs/contracts.md).
+    Bench {
+        #[command(flatten)]
+        eval: EvalFlags,
+        /// Time only this baseline.
+        #[arg(long)]
+        baseline: Option<String>,
     },
     /// Explain a finding code (e.g. CAKE-L003), or list every code.
     Explain {
@@ -199,6 +263,10 @@ fn main() -> ExitCode {
             format,
         } => cmd_build(&file, &target, &out, format.into()),
         Command::Mutate { file, out } => cmd_mutate(&file, out.as_deref()),
+        Command::Test { eval } => eval::cmd_eval(cake_eval::Mode::Test, eval.into_args(None)),
+        Command::Bench { eval, baseline } => {
+            eval::cmd_eval(cake_eval::Mode::Bench, eval.into_args(baseline))
+        }
     }
 }
 

@@ -1,0 +1,111 @@
+//! `cake test` and `cake bench`: a contract, a candidate and the evaluation worker
+//! (docs/contracts.md). The protocols live in cake-eval; this module renders their progress and
+//! their evidence.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use cake_eval::{Contract, Mode, Options, Supervisor, WorkerCommand};
+
+pub struct EvalArgs {
+    pub contract: PathBuf,
+    pub options: Options,
+    pub json: bool,
+    pub record: Option<PathBuf>,
+    pub verbose: bool,
+}
+
+pub fn cmd_eval(mode: Mode, args: EvalArgs) -> ExitCode {
+    let contract = match Contract::load(&args.contract) {
+        Ok(c) => c,
+        Err(errors) => {
+            for e in &errors {
+                eprintln!("error: {e}");
+            }
+            eprintln!(
+                "{} error(s) in the contract; its format is in docs/contracts.md",
+                errors.len()
+            );
+            return ExitCode::from(2);
+        }
+    };
+    if mode == Mode::Bench && contract.shape_set("bench").is_empty() {
+        eprintln!(
+            "error: {}: the contract has no `bench` shapes to time",
+            args.contract.display()
+        );
+        return ExitCode::from(2);
+    }
+    if let Some(b) = &args.options.baseline {
+        if !contract.baselines.contains_key(b) {
+            let known: Vec<&str> = contract.baselines.keys().map(String::as_str).collect();
+            eprintln!(
+                "error: the contract has no baseline `{b}`; it has {}",
+                if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                }
+            );
+            return ExitCode::from(2);
+        }
+    }
+    let mut sup = Supervisor::new(WorkerCommand::from_env());
+    sup.verbose = args.verbose;
+    let human = !args.json;
+    let mut progress = |line: &str| {
+        if human {
+            println!("{line}");
+        }
+    };
+    let result = cake_eval::run(&contract, mode, &args.options, &mut sup, &mut progress);
+    sup.shutdown();
+    let evidence = match result {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let text = serde_json::to_string_pretty(&evidence).expect("JSON") + "\n";
+    if let Some(path) = &args.record {
+        if let Err(code) = write_record(path, &evidence, &text) {
+            return code;
+        }
+    }
+    if args.json {
+        print!("{text}");
+    } else {
+        let checks = &evidence.correctness.checks;
+        println!(
+            "correctness: {}/{} checks passed (seed {}, {} run(s) each)",
+            checks.iter().filter(|c| c.passed).count(),
+            checks.len(),
+            evidence.correctness.seed,
+            evidence.correctness.runs_per_check
+        );
+        println!("verdict: {}", evidence.verdict);
+    }
+    if evidence.verdict == "passed" {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+/// Write the record to `path`, or into it as `<hash>-<command>.json` when it is a directory.
+fn write_record(path: &Path, e: &cake_eval::Evidence, text: &str) -> Result<(), ExitCode> {
+    let file = if path.is_dir() {
+        path.join(format!("{}-{}.json", e.candidate.hash, e.command))
+    } else {
+        path.to_path_buf()
+    };
+    // Write then rename, so a kill never leaves half a record behind.
+    let tmp = file.with_extension("json.tmp");
+    std::fs::write(&tmp, text)
+        .and_then(|_| std::fs::rename(&tmp, &file))
+        .map_err(|err| {
+            eprintln!("error: cannot write {}: {err}", file.display());
+            ExitCode::from(2)
+        })
+}

@@ -1,0 +1,172 @@
+//! The evidence record (`cake.evidence/v0`, DESIGN.md §4; fields in docs/contracts.md): what a
+//! `cake test` or `cake bench` run established about one candidate, content-addressed by the
+//! candidate's hash. Worker answers are kept as the worker sent them (docs/worker.md), so the
+//! record carries every metric the worker measured.
+
+use crate::contract::Shape;
+use crate::worker::Failure;
+use indexmap::IndexMap;
+use serde::Serialize;
+use serde_json::Value;
+
+pub const SCHEMA: &str = "cake.evidence/v0";
+
+#[derive(Serialize, Debug)]
+pub struct Evidence {
+    pub schema: &'static str,
+    /// `test` or `bench`.
+    pub command: String,
+    /// UTC, RFC 3339.
+    pub created: String,
+    pub candidate: CandidateRecord,
+    pub contract: ContractRecord,
+    /// The check's findings (JSON rendering) plus those drawn from the ptxas report.
+    pub findings: Value,
+    /// The cost model's estimate; `null` until the cost model exists.
+    pub cost_estimate: Option<Value>,
+    /// ptxas's per-kernel report (registers, spills, stack, shared memory).
+    pub resources: Value,
+    pub correctness: Correctness,
+    /// Present for `bench` when correctness passed.
+    pub timing: Option<Timing>,
+    pub environment: Value,
+    pub budget: Budget,
+    /// `passed`, or `failed: <first reason>`.
+    pub verdict: String,
+}
+
+#[derive(Serialize, Debug, Clone)]
+pub struct CandidateRecord {
+    /// SHA-256 over what defines the candidate: schedule text, target and Cake version (or the
+    /// cubin and launch metadata of a prebuilt kernel).
+    pub hash: String,
+    /// `schedule` (built by Cake from source) or `prebuilt` (a given launch.json and cubin).
+    pub origin: String,
+    pub path: String,
+    /// The schedule's text (absent for prebuilt kernels).
+    pub source: Option<String>,
+    pub entry: String,
+    pub target: String,
+    pub launch: Value,
+}
+
+#[derive(Serialize, Debug, Clone)]
+pub struct ContractRecord {
+    pub path: String,
+    pub name: String,
+    pub hash: String,
+}
+
+#[derive(Serialize, Debug, Default)]
+pub struct Correctness {
+    pub passed: bool,
+    /// The run's base seed; each check's own seed is in its record.
+    pub seed: u64,
+    pub runs_per_check: u32,
+    pub checks: Vec<CheckRecord>,
+}
+
+#[derive(Serialize, Debug)]
+pub struct CheckRecord {
+    pub shape: Shape,
+    pub distribution: String,
+    pub seed: u64,
+    pub passed: bool,
+    /// The worker's answer (metrics per output, inputs unmodified, determinism, reason).
+    pub result: Option<Value>,
+    /// Why the check has no answer (hang, crash, error).
+    pub failure: Option<Failure>,
+    /// Why the check was not run.
+    pub skipped: Option<String>,
+}
+
+#[derive(Serialize, Debug)]
+pub struct Timing {
+    pub shape_set: String,
+    pub warmup: u32,
+    pub samples: u32,
+    pub flush_l2: bool,
+    pub cupti: bool,
+    pub shapes: Vec<ShapeTiming>,
+}
+
+#[derive(Serialize, Debug)]
+pub struct ShapeTiming {
+    pub shape: Shape,
+    pub floor: Option<Floor>,
+    pub candidate: Timed,
+    pub baselines: IndexMap<String, Timed>,
+    /// Baseline median ÷ candidate median, per measure; absent where either is missing or the
+    /// candidate's time is suspicious.
+    pub speedup: IndexMap<String, Speedup>,
+    /// Why a time is not believable (below the physical floor).
+    pub suspicious: Vec<String>,
+}
+
+/// The physical floor: no correct kernel can take less time.
+#[derive(Serialize, Debug, Clone)]
+pub struct Floor {
+    pub flops: Option<f64>,
+    pub bytes: Option<f64>,
+    pub peak_tflops: Option<f64>,
+    pub bandwidth_gbps: Option<f64>,
+    pub ms: f64,
+}
+
+#[derive(Serialize, Debug, Default)]
+pub struct Timed {
+    /// The worker's answer: `events_ms` and `cupti_ms` statistics, kernels per call.
+    pub result: Option<Value>,
+    pub failure: Option<Failure>,
+}
+
+impl Timed {
+    /// Median of one measure (`events_ms` or `cupti_ms`), when measured.
+    pub fn median(&self, measure: &str) -> Option<f64> {
+        self.result.as_ref()?.get(measure)?.get("median")?.as_f64()
+    }
+}
+
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct Speedup {
+    pub events: Option<f64>,
+    pub cupti: Option<f64>,
+}
+
+#[derive(Serialize, Debug, Default)]
+pub struct Budget {
+    pub wall_s: f64,
+    pub worker_restarts: u32,
+    pub requests: u32,
+}
+
+/// `YYYY-MM-DDTHH:MM:SSZ` for a Unix time (proleptic Gregorian, UTC).
+pub fn rfc3339(unix_s: u64) -> String {
+    let (days, rem) = (unix_s / 86_400, unix_s % 86_400);
+    // Howard Hinnant's days-to-civil algorithm.
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn rfc3339_dates() {
+        assert_eq!(super::rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(super::rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(super::rfc3339(1_795_988_031), "2026-11-29T21:33:51Z");
+    }
+}

@@ -1,0 +1,14 @@
+//! Evaluation: workload contracts ([`contract`]), the worker that runs kernels on the GPU
+//! ([`worker`], protocol in docs/worker.md), the correctness and timing protocols driven from
+//! here ([`run`]) and the evidence record they produce ([`evidence`]).
+
+pub mod contract;
+pub mod evidence;
+mod expr;
+pub mod run;
+pub mod worker;
+
+pub use contract::{Contract, ContractError};
+pub use evidence::Evidence;
+pub use run::{run, Mode, Options, RunError};
+pub use worker::{Failure, Supervisor, WorkerCommand};

@@ -1,0 +1,699 @@
+//! One `cake test` / `cake bench` run: pick the target from the GPU the worker sees, build (or
+//! take) the candidate, check its interface against the contract, run the correctness protocol
+//! over every check shape × distribution, then (bench) time the candidate and the baselines on
+//! the bench shapes in the same worker, and assemble the evidence record.
+
+use crate::contract::{Contract, Precision, Shape, ShapeEntry};
+use crate::evidence::{
+    self, Budget, CandidateRecord, CheckRecord, ContractRecord, Correctness, Evidence, Floor,
+    ShapeTiming, Speedup, Timed, Timing,
+};
+use crate::worker::{Failure, Supervisor};
+use indexmap::IndexMap;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Test,
+    Bench,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// The candidate: a schedule (`.py`) or a prebuilt kernel's `.launch.json`; default: the
+    /// contract's `kernel`.
+    pub kernel: Option<PathBuf>,
+    /// The exact target; default: the one matching the worker's GPU.
+    pub target: Option<String>,
+    /// Base seed of the run; default: fresh from the OS.
+    pub seed: Option<u64>,
+    /// `bench`: time only this baseline.
+    pub baseline: Option<String>,
+    /// Where schedules are built; default: a directory in the build cache.
+    pub build_dir: Option<PathBuf>,
+}
+
+/// What stops a run before there is a candidate to judge (exit 2).
+#[derive(Debug)]
+pub enum RunError {
+    Usage(String),
+    Worker(Failure),
+    Build(cake_driver::BuildError),
+}
+
+impl std::fmt::Display for RunError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RunError::Usage(m) => f.write_str(m),
+            RunError::Worker(w) => write!(f, "evaluation worker: {w}"),
+            RunError::Build(b) => write!(f, "{b}"),
+        }
+    }
+}
+
+/// Live progress, one line per event, for the human rendering.
+pub type Progress<'a> = &'a mut dyn FnMut(&str);
+
+/// The exact target of a compute capability (from the target table).
+pub fn target_for_cc(cc: (u32, u32)) -> Option<&'static str> {
+    cake_target::TARGETS
+        .iter()
+        .find(|t| t.cc == cc)
+        .map(|t| t.name)
+}
+
+fn sha256_hex(parts: &[&[u8]]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    for p in parts {
+        h.update((p.len() as u64).to_le_bytes());
+        h.update(p);
+    }
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A candidate ready to load, or the reason it cannot be (a failed verdict, not a tool error).
+struct Prepared {
+    record: CandidateRecord,
+    launch_json: PathBuf,
+    findings: Value,
+    resources: Value,
+    rejected: Option<String>,
+}
+
+fn seconds(s: f64) -> Duration {
+    Duration::from_secs_f64(s.max(0.001))
+}
+
+/// Fresh, OS-seeded randomness without a dependency: std's hasher keys are random per process.
+fn fresh_seed() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    h.finish() >> 11 // JSON numbers stay exact below 2^53
+}
+
+/// The seed of check `i` of a run (splitmix64 of the base), below 2^53 so JSON keeps it exact.
+pub fn check_seed(base: u64, i: u64) -> u64 {
+    let mut z = base.wrapping_add(0x9E37_79B9_7F4A_7C15u64.wrapping_mul(i + 1));
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    (z ^ (z >> 31)) >> 11
+}
+
+fn shape_text(s: &Shape) -> String {
+    s.iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Differences between the contract's tensors and scalars and the kernel's parameters.
+pub fn interface_mismatches(c: &Contract, meta: &cake_lower::LaunchMeta) -> Vec<String> {
+    let mut out = Vec::new();
+    for t in &c.tensors {
+        let Some(k) = meta.tensors.iter().find(|k| k.name == t.name) else {
+            out.push(format!("the kernel has no tensor `{}`", t.name));
+            continue;
+        };
+        if k.dtype != t.dtype {
+            out.push(format!(
+                "`{}`: the contract says {}, the kernel takes {}",
+                t.name, t.dtype, k.dtype
+            ));
+        }
+        let dims: Vec<Value> = t
+            .shape
+            .iter()
+            .map(|e| match e {
+                ShapeEntry::Fixed(n) => json!(n),
+                ShapeEntry::Dim(d) => json!(d),
+            })
+            .collect();
+        if k.dims != dims {
+            out.push(format!(
+                "`{}`: the contract's shape is {}, the kernel's {}",
+                t.name,
+                Value::from(dims),
+                Value::from(k.dims.clone())
+            ));
+        }
+        let writes = k.access != "read";
+        if t.role.is_output() != writes {
+            out.push(format!(
+                "`{}`: the contract's role is {:?}, the kernel's access is {}",
+                t.name, t.role, k.access
+            ));
+        }
+    }
+    for k in &meta.tensors {
+        if c.tensor(&k.name).is_none() {
+            out.push(format!(
+                "the kernel's tensor `{}` is not in the contract",
+                k.name
+            ));
+        }
+    }
+    for s in &meta.scalars {
+        if !c.scalars.iter().any(|cs| cs.name == s.name) {
+            out.push(format!(
+                "the kernel's scalar `{}` has no value in the contract",
+                s.name
+            ));
+        }
+    }
+    out
+}
+
+fn prepare(c: &Contract, opts: &Options, target: &str) -> Result<Prepared, RunError> {
+    let path = opts.kernel.clone().unwrap_or_else(|| c.kernel.clone());
+    let read = |p: &Path| {
+        std::fs::read(p).map_err(|e| RunError::Usage(format!("cannot read {}: {e}", p.display())))
+    };
+    let is_prebuilt = path.to_string_lossy().ends_with(".launch.json");
+    if is_prebuilt {
+        let text = read(&path)?;
+        let meta: cake_lower::LaunchMeta = serde_json::from_slice(&text).map_err(|e| {
+            RunError::Usage(format!("{} is not launch metadata: {e}", path.display()))
+        })?;
+        let cubin = path.parent().unwrap_or(Path::new(".")).join(&meta.cubin);
+        let cubin_bytes = read(&cubin)?;
+        let mut rejected = None;
+        if meta.target != target {
+            rejected = Some(format!(
+                "the prebuilt kernel is for {}, the GPU is {target}",
+                meta.target
+            ));
+        }
+        let mismatches = interface_mismatches(c, &meta);
+        if !mismatches.is_empty() {
+            rejected = Some(format!("interface: {}", mismatches.join("; ")));
+        }
+        return Ok(Prepared {
+            record: CandidateRecord {
+                hash: sha256_hex(&[&cubin_bytes, &text]),
+                origin: "prebuilt".into(),
+                path: path.display().to_string(),
+                source: None,
+                entry: meta.kernel.clone(),
+                target: meta.target.clone(),
+                launch: serde_json::to_value(&meta).unwrap_or_default(),
+            },
+            launch_json: std::fs::canonicalize(&path).unwrap_or(path),
+            findings: json!(null),
+            resources: json!(null),
+            rejected,
+        });
+    }
+    let bytes = read(&path)?;
+    let hash = sha256_hex(&[
+        &bytes,
+        target.as_bytes(),
+        env!("CARGO_PKG_VERSION").as_bytes(),
+    ]);
+    let record = |launch: Value| CandidateRecord {
+        hash: hash.clone(),
+        origin: "schedule".into(),
+        path: path.display().to_string(),
+        source: Some(String::from_utf8_lossy(&bytes).into_owned()),
+        entry: c.entry.clone(),
+        target: target.to_string(),
+        launch,
+    };
+    let dir = match &opts.build_dir {
+        Some(d) => d.clone(),
+        None => cake_toolchain::cache_dir()
+            .unwrap_or_else(std::env::temp_dir)
+            .join("eval")
+            .join(&hash[..16]),
+    };
+    let name = path.display().to_string();
+    let built = match cake_driver::build(&name, &bytes, target, &dir) {
+        Ok(b) => b,
+        Err(cake_driver::BuildError::Findings(checked)) => {
+            let n = checked.findings.iter().filter(|f| f.is_error()).count();
+            return Ok(Prepared {
+                record: record(json!(null)),
+                launch_json: PathBuf::new(),
+                findings: cake_diag::render::json(&checked.file, &checked.findings),
+                resources: json!(null),
+                rejected: Some(format!("the schedule has {n} error(s); see `findings`")),
+            });
+        }
+        Err(e) => return Err(RunError::Build(e)),
+    };
+    let findings = cake_diag::render::json(&built.checked.file, &built.findings);
+    let Some(k) = built.kernels.iter().find(|k| k.name == c.entry) else {
+        let names: Vec<&str> = built.kernels.iter().map(|k| k.name.as_str()).collect();
+        return Err(RunError::Usage(format!(
+            "{}: no kernel `{}` (the contract's entry); the schedule has {}",
+            path.display(),
+            c.entry,
+            names.join(", ")
+        )));
+    };
+    let mut rejected = None;
+    if built.has_errors() {
+        rejected = Some("the build reported errors; see `findings`".into());
+    }
+    let mismatches = interface_mismatches(c, &k.launch);
+    if !mismatches.is_empty() {
+        rejected = Some(format!("interface: {}", mismatches.join("; ")));
+    }
+    Ok(Prepared {
+        record: record(serde_json::to_value(&k.launch).unwrap_or_default()),
+        launch_json: std::fs::canonicalize(&k.launch_json).unwrap_or(k.launch_json.clone()),
+        findings,
+        resources: serde_json::to_value(&k.resources).unwrap_or_default(),
+        rejected,
+    })
+}
+
+/// The worker's answer without the protocol fields.
+fn strip(mut v: Value) -> Value {
+    if let Some(o) = v.as_object_mut() {
+        o.remove("id");
+        o.remove("ok");
+    }
+    v
+}
+
+fn floor(c: &Contract, shape: &Shape, target: &str, env: &Value) -> Option<Floor> {
+    let lookup = |n: &str| shape.get(n).map(|v| *v as f64);
+    let flops = c.bench.flops.as_ref().and_then(|e| e.eval(&lookup));
+    let bytes = c.bench.bytes.as_ref().and_then(|e| e.eval(&lookup));
+    let peak = cake_target::peak(target);
+    let peak_tflops = peak.and_then(|p| match c.bench.precision {
+        Precision::Bits16 => Some(p.tflops_16bit),
+        Precision::Fp8 => p.tflops_fp8,
+    });
+    // The measured copy bandwidth is what this GPU delivers; the datasheet is the fallback.
+    let bandwidth_gbps = env["measured_bandwidth_gbps"]
+        .as_f64()
+        .or(peak.map(|p| p.dram_gbps));
+    let compute_ms = flops.zip(peak_tflops).map(|(f, p)| f / (p * 1e12) * 1e3);
+    let memory_ms = bytes.zip(bandwidth_gbps).map(|(b, g)| b / (g * 1e9) * 1e3);
+    let ms = match (compute_ms, memory_ms) {
+        (None, None) => return None,
+        (a, b) => a.unwrap_or(0.0).max(b.unwrap_or(0.0)),
+    };
+    Some(Floor {
+        flops,
+        bytes,
+        peak_tflops,
+        bandwidth_gbps,
+        ms,
+    })
+}
+
+/// A time this far under the floor is flagged; the allowance absorbs the floor's own error
+/// (a kernel may read a little faster than a copy moves data).
+pub const FLOOR_ALLOWANCE: f64 = 0.95;
+
+/// Run the contract's protocol on one candidate and return the evidence.
+pub fn run(
+    c: &Contract,
+    mode: Mode,
+    opts: &Options,
+    sup: &mut Supervisor,
+    progress: Progress,
+) -> Result<Evidence, RunError> {
+    let started = Instant::now();
+    let mut requests = 0u32;
+    sup.ensure_running().map_err(RunError::Worker)?;
+    let env = sup.env.clone().unwrap_or(Value::Null);
+    let target = match &opts.target {
+        Some(t) => t.clone(),
+        None => {
+            let cc = env["cc"]
+                .as_array()
+                .and_then(|a| Some((a.first()?.as_u64()? as u32, a.get(1)?.as_u64()? as u32)));
+            let Some(cc) = cc else {
+                return Err(RunError::Usage(
+                    "the worker reported no compute capability; pass --target".into(),
+                ));
+            };
+            target_for_cc(cc)
+                .ok_or_else(|| {
+                    RunError::Usage(format!(
+                        "no Cake target has compute capability {}.{}",
+                        cc.0, cc.1
+                    ))
+                })?
+                .to_string()
+        }
+    };
+    if !c.targets.contains(&target) {
+        return Err(RunError::Usage(format!(
+            "the contract covers {}, not {target}",
+            c.targets.join(", ")
+        )));
+    }
+    progress(&format!(
+        "contract {} · target {target} · GPU {}",
+        c.name,
+        env["gpu"].as_str().unwrap_or("unknown")
+    ));
+    let p = prepare(c, opts, &target)?;
+    progress(&format!(
+        "candidate {} ({}, sha256 {})",
+        p.record.path,
+        p.record.origin,
+        &p.record.hash[..12]
+    ));
+    let seed = opts.seed.unwrap_or_else(fresh_seed);
+    let mut correctness = Correctness {
+        passed: false,
+        seed,
+        runs_per_check: c.check.runs,
+        checks: Vec::new(),
+    };
+    let mut verdict_reason = p.rejected.clone();
+    // Once the candidate hangs, crashes or poisons the context, its remaining checks are skipped.
+    let mut dead: Option<String> = None;
+    if verdict_reason.is_none() {
+        let load = json!({"op": "load", "name": "candidate", "launch": p.launch_json});
+        requests += 1;
+        if let Err(f) = sup.load(load) {
+            verdict_reason = Some(format!("the candidate did not load: {f}"));
+            dead = verdict_reason.clone();
+        }
+    }
+    let problem = c.problem();
+    let mut index = 0u64;
+    for shape in c.shape_set("check") {
+        for dist in &c.distributions {
+            let seed = check_seed(seed, index);
+            index += 1;
+            let mut rec = CheckRecord {
+                shape: shape.clone(),
+                distribution: dist.clone(),
+                seed,
+                passed: false,
+                result: None,
+                failure: None,
+                skipped: None,
+            };
+            if let Some(why) = dead.as_ref().or(p.rejected.as_ref()) {
+                rec.skipped = Some(why.clone());
+                correctness.checks.push(rec);
+                continue;
+            }
+            let req = json!({"op": "check", "callable": "candidate", "problem": problem,
+                             "shape": shape, "distribution": dist, "seed": seed,
+                             "runs": c.check.runs});
+            requests += 1;
+            match sup.request(req, seconds(c.check.timeout_s)) {
+                Ok(answer) => {
+                    let answer = strip(answer);
+                    rec.passed = answer["passed"].as_bool() == Some(true);
+                    if !rec.passed && verdict_reason.is_none() {
+                        verdict_reason = Some(format!(
+                            "{} {dist}: {}",
+                            shape_text(shape),
+                            answer["reason"].as_str().unwrap_or("wrong results")
+                        ));
+                    }
+                    rec.result = Some(answer);
+                }
+                Err(f) => {
+                    if f.ended_worker() {
+                        dead = Some(format!("the candidate already failed: {f}"));
+                    }
+                    if verdict_reason.is_none() {
+                        verdict_reason = Some(format!("{} {dist}: {f}", shape_text(shape)));
+                    }
+                    rec.failure = Some(f);
+                }
+            }
+            progress(&format!(
+                "check {:<28} {:<13} {}",
+                shape_text(shape),
+                dist,
+                if rec.passed {
+                    "pass".to_string()
+                } else if let Some(s) = &rec.skipped {
+                    format!("skipped ({s})")
+                } else {
+                    format!("FAIL: {}", check_reason(&rec))
+                }
+            ));
+            correctness.checks.push(rec);
+        }
+    }
+    correctness.passed = verdict_reason.is_none() && correctness.checks.iter().all(|r| r.passed);
+
+    let timing = if mode == Mode::Bench && correctness.passed {
+        Some(bench(
+            c,
+            opts,
+            sup,
+            &target,
+            &env,
+            &problem,
+            seed,
+            &mut requests,
+            progress,
+        ))
+    } else {
+        None
+    };
+    if let Some(t) = &timing {
+        if let Some(s) = t.shapes.iter().find(|s| !s.suspicious.is_empty()) {
+            verdict_reason.get_or_insert(format!("suspicious timing: {}", s.suspicious.join("; ")));
+        } else if let Some(s) = t.shapes.iter().find(|s| s.candidate.failure.is_some()) {
+            verdict_reason.get_or_insert(format!(
+                "{}: timing failed: {}",
+                shape_text(&s.shape),
+                s.candidate
+                    .failure
+                    .as_ref()
+                    .map(ToString::to_string)
+                    .unwrap_or_default()
+            ));
+        }
+    }
+    let mut environment = env.clone();
+    if let Some(o) = environment.as_object_mut() {
+        o.insert("cake_version".into(), json!(env!("CARGO_PKG_VERSION")));
+        o.insert(
+            "nvcc".into(),
+            json!(cake_toolchain::Toolchain::discover()
+                .ok()
+                .map(|t| t.version)),
+        );
+    }
+    Ok(Evidence {
+        schema: evidence::SCHEMA,
+        command: match mode {
+            Mode::Test => "test",
+            Mode::Bench => "bench",
+        }
+        .into(),
+        created: evidence::rfc3339(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+        ),
+        candidate: p.record,
+        contract: ContractRecord {
+            path: c.path.display().to_string(),
+            name: c.name.clone(),
+            hash: c.hash.clone(),
+        },
+        findings: p.findings,
+        cost_estimate: None,
+        resources: p.resources,
+        correctness,
+        timing,
+        environment,
+        budget: Budget {
+            wall_s: started.elapsed().as_secs_f64(),
+            worker_restarts: sup.restarts,
+            requests,
+        },
+        verdict: match verdict_reason {
+            None => "passed".into(),
+            Some(r) => format!("failed: {r}"),
+        },
+    })
+}
+
+/// A check's failure in one line.
+pub fn check_reason(r: &CheckRecord) -> String {
+    if let Some(f) = &r.failure {
+        return f.to_string();
+    }
+    r.result
+        .as_ref()
+        .and_then(|a| a["reason"].as_str())
+        .unwrap_or("wrong results")
+        .to_string()
+}
+
+#[allow(clippy::too_many_arguments)]
+fn bench(
+    c: &Contract,
+    opts: &Options,
+    sup: &mut Supervisor,
+    target: &str,
+    env: &Value,
+    problem: &Value,
+    seed: u64,
+    requests: &mut u32,
+    progress: Progress,
+) -> Timing {
+    let mut baselines: Vec<(String, Option<Failure>)> = Vec::new();
+    for (name, func) in &c.baselines {
+        if opts.baseline.as_ref().is_some_and(|b| b != name) {
+            continue;
+        }
+        *requests += 1;
+        let loaded = sup.load(json!({"op": "load", "name": name, "python": func}));
+        baselines.push((name.clone(), loaded.err()));
+    }
+    let dist = c
+        .distributions
+        .first()
+        .cloned()
+        .unwrap_or_else(|| "normal".into());
+    let mut shapes = Vec::new();
+    for (i, shape) in c.shape_set("bench").iter().enumerate() {
+        let time = |sup: &mut Supervisor, callable: &str| -> Timed {
+            let req = json!({"op": "time", "callable": callable, "problem": problem,
+                             "shape": shape, "distribution": dist,
+                             "seed": check_seed(seed, 1_000_000 + i as u64),
+                             "warmup": c.bench.warmup, "samples": c.bench.samples,
+                             "flush_l2": true, "cupti": true});
+            match sup.request(req, seconds(c.bench.timeout_s)) {
+                Ok(a) => Timed {
+                    result: Some(strip(a)),
+                    failure: None,
+                },
+                Err(f) => Timed {
+                    result: None,
+                    failure: Some(f),
+                },
+            }
+        };
+        *requests += 1;
+        let candidate = time(sup, "candidate");
+        let mut timed = IndexMap::new();
+        for (name, load_failure) in &baselines {
+            let t = match load_failure {
+                Some(f) => Timed {
+                    result: None,
+                    failure: Some(f.clone()),
+                },
+                None => {
+                    *requests += 1;
+                    time(sup, name)
+                }
+            };
+            timed.insert(name.clone(), t);
+        }
+        let fl = floor(c, shape, target, env);
+        let mut suspicious = Vec::new();
+        if let Some(f) = &fl {
+            for measure in ["events_ms", "cupti_ms"] {
+                if let Some(m) = candidate.median(measure) {
+                    if m < f.ms * FLOOR_ALLOWANCE {
+                        suspicious.push(format!(
+                            "{} median {m:.4} ms is below the physical floor {:.4} ms",
+                            measure.trim_end_matches("_ms"),
+                            f.ms
+                        ));
+                    }
+                }
+            }
+        }
+        let mut speedup = IndexMap::new();
+        if suspicious.is_empty() {
+            for (name, t) in &timed {
+                let ratio = |m: &str| Some(t.median(m)? / candidate.median(m)?);
+                speedup.insert(
+                    name.clone(),
+                    Speedup {
+                        events: ratio("events_ms"),
+                        cupti: ratio("cupti_ms"),
+                    },
+                );
+            }
+        }
+        let fmt = |t: &Timed| match (t.median("events_ms"), t.median("cupti_ms"), &t.failure) {
+            (Some(e), c, _) => format!(
+                "{e:.4} / {}",
+                c.map_or("-".to_string(), |c| format!("{c:.4}"))
+            ),
+            (None, _, Some(f)) => format!("failed ({f})"),
+            _ => "-".into(),
+        };
+        let mut line = format!(
+            "bench {:<28} candidate {} ms",
+            shape_text(shape),
+            fmt(&candidate)
+        );
+        for (name, t) in &timed {
+            line += &format!(" · {name} {} ms", fmt(t));
+            if let Some(s) = speedup.get(name).and_then(|s| s.events) {
+                line += &format!(" ({s:.3}x)");
+            }
+        }
+        if !suspicious.is_empty() {
+            line += &format!(" · SUSPICIOUS: {}", suspicious.join("; "));
+        }
+        progress(&line);
+        shapes.push(ShapeTiming {
+            shape: shape.clone(),
+            floor: fl,
+            candidate,
+            baselines: timed,
+            speedup,
+            suspicious,
+        });
+    }
+    Timing {
+        shape_set: "bench".into(),
+        warmup: c.bench.warmup,
+        samples: c.bench.samples,
+        flush_l2: true,
+        cupti: true,
+        shapes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::contract::Role;
+
+    #[test]
+    fn targets_follow_compute_capability() {
+        assert_eq!(target_for_cc((9, 0)), Some("sm_90a"));
+        assert_eq!(target_for_cc((8, 0)), Some("sm_80"));
+        assert_eq!(target_for_cc((12, 1)), Some("sm_121a"));
+        assert_eq!(target_for_cc((7, 5)), None);
+    }
+
+    #[test]
+    fn check_seeds_differ_and_stay_json_exact() {
+        let seeds: Vec<u64> = (0..100).map(|i| check_seed(42, i)).collect();
+        let mut unique = seeds.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), seeds.len());
+        assert!(seeds.iter().all(|s| *s < (1 << 53)));
+        assert_eq!(check_seed(42, 7), check_seed(42, 7));
+    }
+
+    #[test]
+    fn role_and_output() {
+        assert!(Role::Inout.is_output() && Role::Output.is_output() && !Role::Input.is_output());
+    }
+}

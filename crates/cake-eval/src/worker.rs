@@ -1,0 +1,338 @@
+//! The supervisor of the evaluation worker (`python3 -m cake.worker`, docs/worker.md): one
+//! JSON request per line out, one answer per line back, a deadline on every request. A hang, a
+//! crash or a sticky CUDA error ends that worker (its whole process group is killed); the next
+//! request starts a fresh one and replays the `load`s, so one bad kernel never ends the run.
+
+use serde_json::{json, Value};
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// How to start a worker.
+#[derive(Clone, Debug)]
+pub struct WorkerCommand {
+    pub program: String,
+    pub args: Vec<String>,
+}
+
+impl WorkerCommand {
+    /// `$CAKE_WORKER` (a command line split on whitespace) when set, else
+    /// `$CAKE_PYTHON -m cake.worker` (default `python3`).
+    pub fn from_env() -> WorkerCommand {
+        if let Ok(cmd) = std::env::var("CAKE_WORKER") {
+            let mut parts = cmd.split_whitespace().map(str::to_string);
+            if let Some(program) = parts.next() {
+                return WorkerCommand {
+                    program,
+                    args: parts.collect(),
+                };
+            }
+        }
+        WorkerCommand {
+            program: std::env::var("CAKE_PYTHON").unwrap_or_else(|_| "python3".into()),
+            args: vec!["-m".into(), "cake.worker".into()],
+        }
+    }
+}
+
+/// Why a request produced no answer, or an error answer.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[serde(tag = "failure", rename_all = "snake_case")]
+pub enum Failure {
+    /// The worker could not be started or did not say hello.
+    Spawn { message: String },
+    /// No answer within the deadline; the worker was killed.
+    Hang { timeout_s: f64 },
+    /// The worker's output ended (it exited or died).
+    Crash { status: String, stderr_tail: String },
+    /// The worker answered with an error; `sticky` ones ended it.
+    Error {
+        kind: String,
+        message: String,
+        sticky: bool,
+    },
+}
+
+impl Failure {
+    /// Whether the failure ended the worker (so the candidate cannot be trusted to run again).
+    pub fn ended_worker(&self) -> bool {
+        match self {
+            Failure::Error { sticky, .. } => *sticky,
+            _ => true,
+        }
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Spawn { message } => write!(f, "the worker did not start: {message}"),
+            Failure::Hang { timeout_s } => {
+                write!(
+                    f,
+                    "no answer within {timeout_s} s (hang); the worker was killed"
+                )
+            }
+            Failure::Crash {
+                status,
+                stderr_tail,
+            } => {
+                write!(f, "the worker died ({status})")?;
+                if !stderr_tail.is_empty() {
+                    write!(f, "; its last words:\n{stderr_tail}")?;
+                }
+                Ok(())
+            }
+            Failure::Error {
+                kind,
+                message,
+                sticky,
+            } => write!(
+                f,
+                "{kind} error: {message}{}",
+                if *sticky {
+                    " (sticky: the worker was restarted)"
+                } else {
+                    ""
+                }
+            ),
+        }
+    }
+}
+
+struct Running {
+    child: Child,
+    stdin: ChildStdin,
+    lines: Receiver<String>,
+    stderr_tail: Arc<Mutex<VecDeque<String>>>,
+}
+
+const STDERR_LINES: usize = 40;
+
+/// A worker and what it takes to bring a fresh one to the same state.
+pub struct Supervisor {
+    command: WorkerCommand,
+    running: Option<Running>,
+    /// `load` requests to replay into a fresh worker.
+    loads: Vec<Value>,
+    next_id: u64,
+    /// The first worker's `hello` answer (`env`).
+    pub env: Option<Value>,
+    /// Workers started after the first.
+    pub restarts: u32,
+    /// Deadline of `hello` (CUDA start-up and the bandwidth probe) and of `load`.
+    pub startup_timeout: Duration,
+    /// Echo the worker's stderr to ours.
+    pub verbose: bool,
+}
+
+impl Supervisor {
+    pub fn new(command: WorkerCommand) -> Supervisor {
+        Supervisor {
+            command,
+            running: None,
+            loads: Vec::new(),
+            next_id: 1,
+            env: None,
+            restarts: 0,
+            startup_timeout: Duration::from_secs(180),
+            verbose: false,
+        }
+    }
+
+    fn spawn(&mut self) -> Result<(), Failure> {
+        let mut cmd = Command::new(&self.command.program);
+        cmd.args(&self.command.args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        #[cfg(unix)]
+        {
+            use std::os::unix::process::CommandExt;
+            // Its own process group, so a kill reaches anything it started too.
+            cmd.process_group(0);
+        }
+        let mut child = cmd.spawn().map_err(|e| Failure::Spawn {
+            message: format!("cannot run `{}`: {e}", self.command.program),
+        })?;
+        let (stdin, stdout, stderr) =
+            match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
+                (Some(i), Some(o), Some(e)) => (i, o, e),
+                _ => {
+                    let _ = child.kill();
+                    return Err(Failure::Spawn {
+                        message: "the worker's pipes could not be opened".into(),
+                    });
+                }
+            };
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let tail = Arc::new(Mutex::new(VecDeque::new()));
+        let (tail2, verbose) = (tail.clone(), self.verbose);
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                if verbose {
+                    eprintln!("worker: {line}");
+                }
+                if let Ok(mut t) = tail2.lock() {
+                    if t.len() == STDERR_LINES {
+                        t.pop_front();
+                    }
+                    t.push_back(line);
+                }
+            }
+        });
+        self.running = Some(Running {
+            child,
+            stdin,
+            lines: rx,
+            stderr_tail: tail,
+        });
+        let hello = self.exchange(json!({"op": "hello"}), self.startup_timeout)?;
+        if self.env.is_none() {
+            self.env = hello.get("env").cloned();
+        }
+        for load in self.loads.clone() {
+            self.exchange(load, self.startup_timeout)?;
+        }
+        Ok(())
+    }
+
+    /// Kill the worker's process group and reap it.
+    fn kill(&mut self) {
+        if let Some(mut r) = self.running.take() {
+            #[cfg(unix)]
+            {
+                let pid = r.child.id() as i32;
+                // SAFETY: kill(2) with a negative pid signals the process group we created; it
+                // touches no memory of ours.
+                unsafe {
+                    libc::kill(-pid, libc::SIGKILL);
+                }
+            }
+            let _ = r.child.kill();
+            let _ = r.child.wait();
+        }
+    }
+
+    /// Send one request to the running worker and wait for its answer.
+    fn exchange(&mut self, mut request: Value, timeout: Duration) -> Result<Value, Failure> {
+        let id = self.next_id;
+        self.next_id += 1;
+        request["id"] = json!(id);
+        let Some(r) = self.running.as_mut() else {
+            return Err(Failure::Spawn {
+                message: "no worker".into(),
+            });
+        };
+        let sent = writeln!(r.stdin, "{request}").and_then(|_| r.stdin.flush());
+        let answer = match sent {
+            Err(_) => Err(RecvTimeoutError::Disconnected),
+            Ok(()) => loop {
+                match r.lines.recv_timeout(timeout) {
+                    Ok(line) => match serde_json::from_str::<Value>(&line) {
+                        Ok(v) if v.get("id") == Some(&json!(id)) => break Ok(v),
+                        // A stray line (or an answer to an abandoned request): keep waiting.
+                        _ => continue,
+                    },
+                    Err(e) => break Err(e),
+                }
+            },
+        };
+        match answer {
+            Ok(v) if v.get("ok") == Some(&json!(true)) => Ok(v),
+            Ok(v) => {
+                let e = v.get("error").cloned().unwrap_or(Value::Null);
+                let failure = Failure::Error {
+                    kind: e["kind"].as_str().unwrap_or("python").to_string(),
+                    message: e["message"].as_str().unwrap_or("(no message)").to_string(),
+                    sticky: e["sticky"].as_bool().unwrap_or(false),
+                };
+                if failure.ended_worker() {
+                    self.kill();
+                }
+                Err(failure)
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                self.kill();
+                Err(Failure::Hang {
+                    timeout_s: timeout.as_secs_f64(),
+                })
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                let (status, stderr_tail) = match self.running.take() {
+                    Some(mut r) => {
+                        let tail = r
+                            .stderr_tail
+                            .lock()
+                            .map(|t| t.iter().cloned().collect::<Vec<_>>().join("\n"))
+                            .unwrap_or_default();
+                        let _ = r.child.kill();
+                        let status = r
+                            .child
+                            .wait()
+                            .map_or("unknown status".to_string(), |s| s.to_string());
+                        (status, tail)
+                    }
+                    None => ("unknown status".into(), String::new()),
+                };
+                Err(Failure::Crash {
+                    status,
+                    stderr_tail,
+                })
+            }
+        }
+    }
+
+    /// Start the worker if none runs (saying hello and replaying loads).
+    pub fn ensure_running(&mut self) -> Result<(), Failure> {
+        if self.running.is_none() {
+            if self.env.is_some() {
+                self.restarts += 1;
+            }
+            self.spawn()?;
+        }
+        Ok(())
+    }
+
+    /// Load a callable into the worker now and into every later one.
+    pub fn load(&mut self, request: Value) -> Result<(), Failure> {
+        self.ensure_running()?;
+        let answer = self.exchange(request.clone(), self.startup_timeout);
+        if answer.is_ok() {
+            self.loads.push(request);
+        }
+        answer.map(|_| ())
+    }
+
+    /// One request with its deadline; the worker is (re)started first if needed.
+    pub fn request(&mut self, request: Value, timeout: Duration) -> Result<Value, Failure> {
+        self.ensure_running()?;
+        self.exchange(request, timeout)
+    }
+
+    /// Ask the worker to exit; kill it if it does not within a few seconds.
+    pub fn shutdown(&mut self) {
+        if self.running.is_some() {
+            let _ = self.exchange(json!({"op": "shutdown"}), Duration::from_secs(5));
+        }
+        self.kill();
+    }
+}
+
+impl Drop for Supervisor {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}

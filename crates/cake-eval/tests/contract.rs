@@ -1,0 +1,173 @@
+//! Contract parsing and validation: the shipped contracts load, and every kind of mistake is
+//! reported — all of them in one run, each with its key and line.
+
+use cake_eval::contract::{Tolerance, DISTRIBUTIONS};
+use cake_eval::{Contract, ContractError};
+use std::path::Path;
+
+fn root() -> &'static Path {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+}
+
+fn parse(text: &str) -> Result<Contract, Vec<ContractError>> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    Contract::parse(Path::new("t.contract.toml"), text, &dir)
+}
+
+const GOOD: &str = include_str!("data/small.contract.toml");
+
+fn errors_of(edit: &[(&str, &str)]) -> Vec<ContractError> {
+    let mut text = GOOD.to_string();
+    for (from, to) in edit {
+        assert!(text.contains(from), "test edit `{from}` does not apply");
+        text = text.replacen(from, to, 1);
+    }
+    parse(&text).expect_err("the edit makes the contract invalid")
+}
+
+fn one_error(edit: &[(&str, &str)]) -> ContractError {
+    let errs = errors_of(edit);
+    assert_eq!(errs.len(), 1, "{errs:#?}");
+    errs.into_iter().next().unwrap()
+}
+
+#[test]
+fn the_shipped_gemm_contract_loads() {
+    let c = Contract::load(&root().join("kernels/gemm/gemm.contract.toml")).expect("valid");
+    assert_eq!(c.entry, "gemm");
+    assert_eq!(c.shape_set("bench").len(), 3);
+    assert!(c.kernel.ends_with("examples/gemm_sm90.py"));
+    assert!(c.oracle.ends_with("kernels/gemm/contract.py:oracle"));
+    assert!(matches!(c.tolerance["C"], Tolerance::Allclose { .. }));
+    assert_eq!(c.hash.len(), 64);
+    let p = c.problem();
+    assert_eq!(p["tensors"][2]["name"], "C");
+    assert_eq!(p["tensors"][2]["role"], "output");
+    assert_eq!(p["tolerance"]["C"]["policy"], "allclose");
+}
+
+#[test]
+fn the_test_contract_keeps_declared_order() {
+    let c = parse(GOOD).unwrap();
+    let names: Vec<&str> = c.tensors.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["A", "B", "C"]);
+    assert_eq!(c.check.runs, 2, "default");
+    assert_eq!(c.bench.samples, 30, "default");
+}
+
+#[test]
+fn syntax_errors_carry_the_parsers_position() {
+    let e = one_error(&[("entry = \"good\"", "entry = good")]);
+    assert_eq!(e.line_col.map(|l| l.0), Some(3));
+    assert!(
+        e.message.contains("string") || e.message.contains("invalid"),
+        "{}",
+        e.message
+    );
+}
+
+#[test]
+fn unknown_keys_are_errors() {
+    let e = one_error(&[("[check]\n", "[check]\nretries = 3\n")]);
+    assert!(
+        e.message.contains("unknown field `retries`"),
+        "{}",
+        e.message
+    );
+}
+
+#[test]
+fn shapes_outside_the_domain_or_binding_wrong_dims() {
+    let e = one_error(&[("{ M = 8, N = 8, K = 8 }", "{ M = 8, N = 12, K = 8 }")]);
+    assert_eq!(e.key.as_deref(), Some("shapes.check[0]"));
+    assert!(
+        e.message
+            .contains("N = 12 is outside the domain (8..=4096, multiple of 8)"),
+        "{}",
+        e.message
+    );
+    assert_eq!(e.line_col.map(|l| l.0), Some(13));
+    let errs = errors_of(&[("{ M = 8, N = 8, K = 8 }", "{ M = 8, N = 8, Q = 8 }")]);
+    let msgs: Vec<&str> = errs.iter().map(|e| e.message.as_str()).collect();
+    assert_eq!(
+        msgs,
+        ["dimension `K` is not bound", "`Q` is not a dimension"]
+    );
+}
+
+#[test]
+fn tensors_name_known_dtypes_and_dimensions() {
+    let e = one_error(&[("shape = [\"M\", \"K\"]", "shape = [\"M\", \"Z\"]")]);
+    assert_eq!(e.key.as_deref(), Some("tensors.A"));
+    assert!(e.message.contains("`Z` in its shape is not a dimension"));
+    assert_eq!(e.help.as_deref(), Some("dimensions are M, N, K"));
+    let e = one_error(&[("A = { dtype = \"bf16\"", "A = { dtype = \"bfloat16\"")]);
+    assert!(e.message.contains("unknown dtype `bfloat16`"));
+}
+
+#[test]
+fn every_output_needs_a_tolerance_and_only_outputs_have_one() {
+    let e = one_error(&[(
+        "C = { policy = \"allclose\", rtol = 0.02, atol = 0.02 }",
+        "",
+    )]);
+    assert!(
+        e.message.contains("output `C` has no tolerance policy"),
+        "{}",
+        e.message
+    );
+    let errs = errors_of(&[(
+        "C = { policy = \"allclose\", rtol = 0.02, atol = 0.02 }",
+        "C = { policy = \"allclose\", rtol = 0.02, atol = 0.02 }\nA = { policy = \"exact\" }",
+    )]);
+    assert!(errs[0].message.contains("`A` is an input"), "{errs:?}");
+}
+
+#[test]
+fn unknown_distribution_policy_and_function_files() {
+    let e = one_error(&[("[\"normal\", \"ties\"]", "[\"normal\", \"gaussian\"]")]);
+    assert!(e.message.contains("unknown distribution `gaussian`"));
+    assert_eq!(
+        e.help,
+        Some(format!("distributions are {}", DISTRIBUTIONS.join(", ")))
+    );
+    let e = one_error(&[("policy = \"allclose\"", "policy = \"close\"")]);
+    assert!(
+        e.message.contains("unknown variant `close`"),
+        "{}",
+        e.message
+    );
+    let e = one_error(&[("function = \"oracle\"", "function = \"missing.py:oracle\"")]);
+    assert_eq!(e.key.as_deref(), Some("oracle.function"));
+    assert!(
+        e.message.ends_with("missing.py does not exist"),
+        "{}",
+        e.message
+    );
+}
+
+#[test]
+fn too_few_samples_and_bad_expressions() {
+    let e = one_error(&[("[bench]\n", "[bench]\nsamples = 10\n")]);
+    assert!(e.message.contains("10 samples is too few"));
+    let e = one_error(&[("flops = \"2*M*N*K\"", "flops = \"2*M*N*X\"")]);
+    assert_eq!(e.key.as_deref(), Some("bench.flops"));
+    assert!(e.message.contains("`X` is not a dimension"));
+}
+
+#[test]
+fn every_error_is_reported_in_one_run() {
+    let errs = errors_of(&[
+        ("targets = [\"sm_90a\"]", "targets = [\"sm_90\"]"),
+        ("[\"normal\", \"ties\"]", "[\"normal\", \"gaussian\"]"),
+        ("shape = [\"M\", \"K\"]", "shape = [\"M\", \"Z\"]"),
+    ]);
+    assert_eq!(errs.len(), 3, "{errs:#?}");
+    let text: Vec<String> = errs.iter().map(ToString::to_string).collect();
+    assert!(text[0].contains("t.contract.toml:4:"), "{}", text[0]);
+    assert!(
+        text[0].contains("help: did you mean `sm_90a`?"),
+        "{}",
+        text[0]
+    );
+}

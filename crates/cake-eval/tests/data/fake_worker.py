@@ -1,0 +1,66 @@
+"""A stand-in for `python3 -m cake.worker` that needs no GPU: it speaks cake.worker/v0 and
+behaves as the loaded candidate's launch metadata says (its `kernel` field): `good` passes,
+`unwritten` leaves outputs unwritten, `hang` never answers a check, `crash` exits mid-check,
+`sticky` reports an illegal address, `toofast` times below any physical floor."""
+
+import json
+import os
+import sys
+import time
+
+behaviour = {}
+
+
+def answer(req, **fields):
+    print(json.dumps({"id": req.get("id"), "ok": True, **fields}), flush=True)
+
+
+def error(req, kind, message, sticky=False):
+    print(json.dumps({"id": req.get("id"), "ok": False,
+                      "error": {"kind": kind, "message": message, "sticky": sticky}}), flush=True)
+
+
+def stats(ms):
+    return {"n": 30, "median": ms, "mean": ms, "min": ms, "max": ms, "q1": ms, "q3": ms,
+            "iqr": 0.0, "samples": [ms] * 30}
+
+
+for line in sys.stdin:
+    req = json.loads(line)
+    op = req.get("op")
+    print(f"fake worker got {op}", file=sys.stderr, flush=True)
+    if op == "hello":
+        answer(req, env={"gpu": "Fake GPU", "cc": [9, 0], "sm_count": 132,
+                         "measured_bandwidth_gbps": 4000.0, "pid": os.getpid()})
+    elif op == "load":
+        if "launch" in req:
+            with open(req["launch"]) as f:
+                behaviour[req["name"]] = json.load(f)["kernel"]
+        else:
+            behaviour[req["name"]] = "baseline"
+        answer(req, loaded=req["name"])
+    elif op == "check":
+        b = behaviour[req["callable"]]
+        if b == "hang":
+            time.sleep(3600)
+        if b == "crash":
+            print("fake worker: segmentation fault (pretend)", file=sys.stderr, flush=True)
+            os._exit(139)
+        if b == "sticky":
+            error(req, "cuda", "CUDA error: an illegal memory access was encountered", sticky=True)
+            sys.exit(1)
+        ok = b != "unwritten"
+        out = {"policy": "allclose", "passed": ok, "elements": 64, "mismatches": 0 if ok else 8,
+               "unwritten": 0 if ok else 8, "nonfinite": 0 if ok else 8}
+        answer(req, passed=ok, outputs={"C": out}, inputs_unmodified=True, deterministic=True,
+               reason=None if ok else "C: 8 elements never written (still poisoned), first at [7, 0]")
+    elif op == "time":
+        b = behaviour[req["callable"]]
+        ms = {"baseline": 2.0, "toofast": 1e-6}.get(b, 1.0)
+        answer(req, events_ms=stats(ms), cupti_ms=stats(ms * 0.9), kernels_per_call=1,
+               kernel_names=["fake"])
+    elif op == "shutdown":
+        answer(req, bye=True)
+        break
+    else:
+        error(req, "protocol", f"unknown op {op!r}")

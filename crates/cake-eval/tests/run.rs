@@ -1,0 +1,222 @@
+//! The evaluation protocols against a fake worker (tests/data/fake_worker.py, no GPU): a passing
+//! candidate, one that leaves outputs unwritten, one that hangs, one that crashes the worker, one
+//! that poisons the CUDA context, one that times below the physical floor, and an interface
+//! mismatch. The run must end with a record in every case.
+
+use cake_eval::{run, Contract, Mode, Options, Supervisor, WorkerCommand};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
+}
+
+fn supervisor() -> Supervisor {
+    Supervisor::new(WorkerCommand {
+        program: "python3".into(),
+        args: vec![data("fake_worker.py").display().to_string()],
+    })
+}
+
+fn evaluate(kernel: &str, mode: Mode) -> cake_eval::Evidence {
+    let contract = Contract::load(&data("small.contract.toml")).expect("valid contract");
+    let opts = Options {
+        kernel: Some(data(&format!("{kernel}.launch.json"))),
+        seed: Some(7),
+        ..Options::default()
+    };
+    let mut sup = supervisor();
+    let mut lines = Vec::new();
+    let e = run(&contract, mode, &opts, &mut sup, &mut |l: &str| {
+        lines.push(l.to_string())
+    })
+    .expect("the run completes");
+    sup.shutdown();
+    e
+}
+
+#[test]
+fn a_good_candidate_passes_every_check_with_fresh_recorded_seeds() {
+    let e = evaluate("good", Mode::Test);
+    assert_eq!(e.verdict, "passed");
+    assert_eq!(e.correctness.checks.len(), 4, "2 shapes x 2 distributions");
+    assert!(e.correctness.checks.iter().all(|c| c.passed));
+    let mut seeds: Vec<u64> = e.correctness.checks.iter().map(|c| c.seed).collect();
+    seeds.dedup();
+    assert_eq!(seeds.len(), 4, "every check draws fresh inputs");
+    assert_eq!(e.candidate.origin, "prebuilt");
+    assert_eq!(e.environment["gpu"], "Fake GPU");
+    assert!(e.timing.is_none());
+}
+
+#[test]
+fn unwritten_outputs_fail_with_the_worker_reason() {
+    let e = evaluate("unwritten", Mode::Test);
+    assert!(
+        e.verdict
+            .starts_with("failed: M=8 N=8 K=8 normal: C: 8 elements never written"),
+        "{}",
+        e.verdict
+    );
+    assert!(e.correctness.checks.iter().all(|c| !c.passed));
+    assert!(!e.correctness.passed);
+}
+
+#[test]
+fn a_hang_is_killed_and_the_rest_of_the_candidate_skipped() {
+    let t = Instant::now();
+    let e = evaluate("hang", Mode::Test);
+    assert!(t.elapsed().as_secs() < 30, "the watchdog fired");
+    assert!(e.verdict.contains("hang"), "{}", e.verdict);
+    let first = &e.correctness.checks[0];
+    assert!(matches!(
+        first.failure,
+        Some(cake_eval::Failure::Hang { .. })
+    ));
+    assert!(e.correctness.checks[1..]
+        .iter()
+        .all(|c| c.skipped.is_some()));
+}
+
+#[test]
+fn a_crash_is_recorded_with_the_workers_last_words() {
+    let e = evaluate("crash", Mode::Test);
+    match &e.correctness.checks[0].failure {
+        Some(cake_eval::Failure::Crash { stderr_tail, .. }) => {
+            assert!(
+                stderr_tail.contains("segmentation fault (pretend)"),
+                "{stderr_tail}"
+            )
+        }
+        other => panic!("expected a crash, got {other:?}"),
+    }
+    assert!(e.verdict.starts_with("failed:"));
+}
+
+#[test]
+fn a_sticky_cuda_error_ends_the_worker_and_the_next_request_starts_a_fresh_one() {
+    let contract = Contract::load(&data("small.contract.toml")).unwrap();
+    let mut sup = supervisor();
+    let sticky = Options {
+        kernel: Some(data("sticky.launch.json")),
+        ..Options::default()
+    };
+    let e = run(&contract, Mode::Test, &sticky, &mut sup, &mut |_: &str| {}).unwrap();
+    assert!(e.verdict.contains("illegal memory access"), "{}", e.verdict);
+    // The same supervisor goes on with another candidate in a new worker.
+    let good = Options {
+        kernel: Some(data("good.launch.json")),
+        ..Options::default()
+    };
+    let e = run(&contract, Mode::Test, &good, &mut sup, &mut |_: &str| {}).unwrap();
+    assert_eq!(e.verdict, "passed");
+    assert!(e.budget.worker_restarts >= 1);
+    sup.shutdown();
+}
+
+#[test]
+fn bench_times_candidate_and_baseline_and_computes_speedups() {
+    let e = evaluate("good", Mode::Bench);
+    assert_eq!(e.verdict, "passed");
+    let t = e.timing.expect("timed");
+    let s = &t.shapes[0];
+    let speedup = &s.speedup["torch_matmul"];
+    assert_eq!(speedup.events, Some(2.0));
+    assert_eq!(speedup.cupti, Some(2.0));
+    let floor = s.floor.as_ref().expect("flops and bytes given");
+    // 2·4096³ flops at 989.4 TF/s.
+    assert!((floor.ms - 2.0 * 4096f64.powi(3) / 989.4e12 * 1e3).abs() < 1e-9);
+}
+
+#[test]
+fn a_time_below_the_physical_floor_is_flagged_not_reported_as_a_win() {
+    let e = evaluate("toofast", Mode::Bench);
+    assert!(
+        e.verdict.starts_with("failed: suspicious timing"),
+        "{}",
+        e.verdict
+    );
+    let s = &e.timing.unwrap().shapes[0];
+    assert!(s.speedup.is_empty());
+    assert_eq!(s.suspicious.len(), 2, "both measures");
+}
+
+#[test]
+fn a_failed_candidate_is_never_timed() {
+    let e = evaluate("unwritten", Mode::Bench);
+    assert!(e.timing.is_none());
+}
+
+#[test]
+fn a_candidate_whose_interface_disagrees_with_the_contract_is_rejected_before_it_runs() {
+    let dir = std::env::temp_dir().join(format!("cake-eval-iface-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let text = std::fs::read_to_string(data("good.launch.json")).unwrap();
+    let text = text.replacen("\"dtype\": \"bf16\"", "\"dtype\": \"f16\"", 1);
+    std::fs::write(dir.join("good.launch.json"), text).unwrap();
+    std::fs::copy(data("good.cubin"), dir.join("good.cubin")).unwrap();
+    let contract = Contract::load(&data("small.contract.toml")).unwrap();
+    let opts = Options {
+        kernel: Some(dir.join("good.launch.json")),
+        ..Options::default()
+    };
+    let mut sup = supervisor();
+    let e = run(&contract, Mode::Test, &opts, &mut sup, &mut |_: &str| {}).unwrap();
+    assert_eq!(
+        e.verdict,
+        "failed: interface: `A`: the contract says bf16, the kernel takes f16"
+    );
+    assert!(e.correctness.checks.iter().all(|c| c.skipped.is_some()));
+    sup.shutdown();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_worker_that_cannot_start_is_a_tool_error_not_a_verdict() {
+    let contract = Contract::load(&data("small.contract.toml")).unwrap();
+    let mut sup = Supervisor::new(WorkerCommand {
+        program: "/nonexistent/python".into(),
+        args: vec![],
+    });
+    let err = run(
+        &contract,
+        Mode::Test,
+        &Options::default(),
+        &mut sup,
+        &mut |_: &str| {},
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string().contains("cannot run `/nonexistent/python`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn the_record_serialises_with_every_documented_field() {
+    let e = evaluate("good", Mode::Bench);
+    let v = serde_json::to_value(&e).unwrap();
+    for key in [
+        "schema",
+        "command",
+        "created",
+        "candidate",
+        "contract",
+        "findings",
+        "cost_estimate",
+        "resources",
+        "correctness",
+        "timing",
+        "environment",
+        "budget",
+        "verdict",
+    ] {
+        assert!(v.get(key).is_some(), "missing {key}");
+    }
+    assert_eq!(v["schema"], "cake.evidence/v0");
+    assert_eq!(v["candidate"]["hash"].as_str().unwrap().len(), 64);
+    assert_eq!(v["contract"]["name"], "fake-gemm");
+    assert!(v["timing"]["shapes"][0]["candidate"]["result"]["events_ms"]["median"].is_number());
+}

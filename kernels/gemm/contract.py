@@ -1,0 +1,43 @@
+"""Python side of gemm.contract.toml: inputs, the oracle and the baseline for C = A · Bᵀ."""
+
+from __future__ import annotations
+
+import torch
+
+
+def make_inputs(shape: dict, distribution: str, generator: torch.Generator) -> dict:
+    """A (M, K) and B (N, K) in bf16, scaled by K^-1/4 so every dot product of K terms has
+    variance about 1 and C stays O(1) whatever K is (an absolute tolerance stays meaningful)."""
+    M, N, K = shape["M"], shape["N"], shape["K"]
+    scale = K ** -0.25
+
+    def draw(rows: int) -> torch.Tensor:
+        g = dict(device="cuda", generator=generator)
+        if distribution == "normal":
+            x = torch.randn(rows, K, **g)
+        elif distribution == "uniform":
+            x = torch.rand(rows, K, **g) * 2 - 1
+        elif distribution == "heavy_tailed":
+            # Student's t with 3 degrees of freedom: normal / sqrt(chi2_3 / 3).
+            chi2 = torch.randn(3, rows, K, **g).square().sum(0) / 3
+            x = torch.randn(rows, K, **g) / chi2.sqrt()
+            x = x.clamp(-64, 64)
+        elif distribution == "ties":
+            # Small integers: exact in bf16, many equal products; sums stay exact in f32.
+            return torch.randint(-2, 3, (rows, K), **g).to(torch.bfloat16)
+        else:
+            raise ValueError(f"unknown distribution {distribution!r}")
+        return (x * scale).to(torch.bfloat16)
+
+    return {"A": draw(M), "B": draw(N)}
+
+
+def oracle(A: torch.Tensor, B: torch.Tensor) -> dict:
+    """f64 product of the bf16 inputs, rounded once to bf16 like the kernel's epilogue."""
+    C = (A.double() @ B.double().T).to(torch.bfloat16)
+    return {"C": C}
+
+
+def torch_matmul(A: torch.Tensor, B: torch.Tensor, C: torch.Tensor) -> None:
+    """cuBLAS through torch, writing the preallocated output."""
+    torch.matmul(A, B.T, out=C)
