@@ -1,0 +1,150 @@
+"""GPU timing: CUDA events around each call, and the kernels' span as CUPTI saw it.
+
+The loops take the torch module as an argument (this module imports without torch). The
+attribution of profiled GPU activities to samples is plain Python, testable on a CPU.
+
+CUPTI span. Under torch.profiler (CPU + CUDA activities, i.e. Kineto over CUPTI) every
+sample runs as: flush L2; synchronize; with record_function("cake.sample.<i>"): call;
+synchronize. The synchronize inside the range means every GPU activity the call launched,
+on any stream, starts and ends inside the sample's CPU range, while the flush finished
+before it. Kineto puts CPU events and GPU activities on one clock (microseconds since the
+trace start, FunctionEvent.time_range.start/.end), so an activity belongs to the sample
+whose CPU range contains its start. The span is then last end - first start.
+"""
+
+from __future__ import annotations
+
+import bisect
+import sys
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+SAMPLE_PREFIX = "cake.sample."
+MIN_FLUSH_BYTES = 256 << 20  # the protocol asks for >= 2 x L2; more costs little
+
+
+@dataclass(frozen=True)
+class Activity:
+    """One GPU activity (kernel, memcpy or memset) on the trace clock, in microseconds."""
+
+    name: str
+    start_us: float
+    end_us: float
+
+
+@dataclass
+class CuptiResult:
+    spans_ms: List[float]
+    kernels_per_call: int
+    kernel_names: List[str]
+
+
+def flush_bytes(l2_bytes: Optional[int]) -> int:
+    return max(2 * int(l2_bytes or 0), MIN_FLUSH_BYTES)
+
+
+def make_flush_buffer(torch: Any, l2_bytes: Optional[int], device: Any) -> Any:
+    return torch.empty(flush_bytes(l2_bytes), dtype=torch.uint8, device=device)
+
+
+def flush_l2(buf: Any) -> None:
+    """Write the whole buffer: evicts whatever the previous call left in L2."""
+    if buf is not None:
+        buf.zero_()
+
+
+def time_events(torch: Any, call: Callable[[], Any], warmup: int, samples: int,
+                flush: Any = None) -> List[float]:
+    """Milliseconds between two events on the current stream around each call."""
+    stream = torch.cuda.current_stream()
+    out: List[float] = []
+    for i in range(warmup + samples):
+        # No synchronisation after the flush: it keeps the GPU busy while the host reaches the
+        # launch, so host-side latency stays out of the measured window.
+        flush_l2(flush)
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record(stream)
+        call()
+        end.record(stream)
+        torch.cuda.synchronize()
+        if i >= warmup:
+            out.append(float(start.elapsed_time(end)))
+    return out
+
+
+def time_cupti(torch: Any, call: Callable[[], Any], samples: int, flush: Any = None) -> CuptiResult:
+    """`samples` calls under torch.profiler; each call's GPU span from its activities."""
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for i in range(samples):
+            flush_l2(flush)
+            torch.cuda.synchronize()
+            with record_function(f"{SAMPLE_PREFIX}{i}"):
+                call()
+                torch.cuda.synchronize()
+    ranges, activities = trace_records(torch, prof.events())
+    missing = [i for i in range(samples) if i not in ranges]
+    if missing:
+        raise RuntimeError(f"the profiler trace lacks the CPU ranges of samples {missing[:5]}")
+    per_sample = attribute([ranges[i] for i in range(samples)], activities)
+    return summarize_cupti(per_sample)
+
+
+def trace_records(torch: Any, events: Any) -> Tuple[Dict[int, Tuple[float, float]], List[Activity]]:
+    """The samples' CPU ranges and the GPU activities from the profiler's FunctionEvents.
+
+    Relies on FunctionEvent.name, .device_type (torch.autograd.DeviceType) and
+    .time_range.start/.end (us on the trace clock). GPU-side copies of the record_function
+    ranges (user annotations, same name) are not activities.
+    """
+    cpu, cuda = torch.autograd.DeviceType.CPU, torch.autograd.DeviceType.CUDA
+    ranges: Dict[int, Tuple[float, float]] = {}
+    acts: List[Activity] = []
+    for e in events:
+        name = e.name
+        tr = e.time_range
+        is_sample = name.startswith(SAMPLE_PREFIX)
+        if e.device_type == cpu and is_sample:
+            idx = name[len(SAMPLE_PREFIX):]
+            if idx.isdigit():
+                ranges[int(idx)] = (float(tr.start), float(tr.end))
+        elif e.device_type == cuda and not is_sample and not getattr(e, "is_user_annotation", False):
+            acts.append(Activity(name, float(tr.start), float(tr.end)))
+    return ranges, acts
+
+
+def attribute(ranges: Sequence[Tuple[float, float]], activities: Sequence[Activity]) -> List[List[Activity]]:
+    """Group activities by the sample whose [start, end] CPU range holds the activity's start.
+
+    Activities outside every range (the flushes) are dropped. Ranges must not overlap.
+    """
+    order = sorted(range(len(ranges)), key=lambda i: ranges[i][0])
+    starts = [ranges[i][0] for i in order]
+    out: List[List[Activity]] = [[] for _ in ranges]
+    for a in activities:
+        k = bisect.bisect_right(starts, a.start_us) - 1
+        if k >= 0 and a.start_us <= ranges[order[k]][1]:
+            out[order[k]].append(a)
+    return out
+
+
+def span_ms(acts: Sequence[Activity]) -> float:
+    """Last end - first start, 0 when the call launched nothing."""
+    if not acts:
+        return 0.0
+    return (max(a.end_us for a in acts) - min(a.start_us for a in acts)) / 1000.0
+
+
+def summarize_cupti(per_sample: Sequence[Sequence[Activity]]) -> CuptiResult:
+    counts = [len(a) for a in per_sample]
+    if len(set(counts)) > 1:
+        print(f"cake.worker: the calls launched different numbers of GPU activities: {counts}", file=sys.stderr)
+    names: List[str] = []
+    for acts in per_sample:
+        for a in sorted(acts, key=lambda a: a.start_us):
+            if a.name not in names:
+                names.append(a.name)
+    return CuptiResult([span_ms(a) for a in per_sample], max(counts, default=0), names)

@@ -1,0 +1,375 @@
+"""The worker end to end: `python3 -m cake.worker` as a subprocess, with the numpy fake backend.
+
+Covers the real framing (one JSON line each way, stray output kept off stdout), malformed
+lines, every op, error kinds, the sticky-error exit and shutdown.
+"""
+
+import copy
+import json
+import os
+import select
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PYTHON_DIR = os.path.dirname(HERE)
+CONTRACT = os.path.join(HERE, "fake_contract.py")
+FAKE = "fake_backend:make_backend"
+TIMEOUT = 30
+
+ADD = {
+    "tensors": [{"name": "A", "dtype": "f32", "shape": ["M", "N"], "role": "input"},
+                {"name": "B", "dtype": "f32", "shape": ["M", "N"], "role": "input"},
+                {"name": "C", "dtype": "f32", "shape": ["M", "N"], "role": "output"}],
+    "scalars": [{"name": "alpha", "dtype": "f32", "value": 2.0}],
+    "generator": None,
+    "oracle": f"{CONTRACT}:oracle",
+    "tolerance": {"C": {"policy": "allclose", "rtol": 1e-5, "atol": 1e-5}},
+    "check": {"require_deterministic": True},
+}
+ASSIGN = {
+    "tensors": [{"name": "X", "dtype": "f32", "shape": ["N", "D"], "role": "input"},
+                {"name": "Cen", "dtype": "f32", "shape": ["K", "D"], "role": "input"},
+                {"name": "I", "dtype": "i32", "shape": ["N"], "role": "output"}],
+    "scalars": [],
+    "generator": None,
+    "oracle": f"{CONTRACT}:assign_oracle",
+    "tolerance": {"I": {"policy": "argmin_ties", "score": f"{CONTRACT}:assign_score", "rtol": 0.0, "atol": 0.0}},
+}
+SHAPE = {"M": 6, "N": 4}
+
+
+class Worker:
+    """One worker process; request() sends a line and returns the parsed answer."""
+
+    def __init__(self, backend=FAKE):
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join([PYTHON_DIR, HERE, env.get("PYTHONPATH", "")])
+        env["CAKE_WORKER_BACKEND"] = backend
+        self.stderr = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen([sys.executable, "-m", "cake.worker"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self.stderr, env=env)
+        self.next_id = 100
+
+    def send(self, line):
+        if isinstance(line, dict):
+            line = json.dumps(line)
+        if isinstance(line, str):
+            line = line.encode()
+        self.proc.stdin.write(line + b"\n")
+        self.proc.stdin.flush()
+
+    def recv(self):
+        ready, _, _ = select.select([self.proc.stdout], [], [], TIMEOUT)
+        assert ready, f"no answer within {TIMEOUT}s; stderr:\n{self.log()}"
+        line = self.proc.stdout.readline()
+        assert line.endswith(b"\n"), f"stdout closed or partial line {line!r}; stderr:\n{self.log()}"
+        return json.loads(line)  # every stdout line must be an answer
+
+    def request(self, op, **fields):
+        self.next_id += 1
+        self.send({"id": self.next_id, "op": op, **fields})
+        answer = self.recv()
+        assert answer["id"] == self.next_id
+        return answer
+
+    def log(self):
+        self.stderr.seek(0)
+        return self.stderr.read().decode(errors="replace")
+
+    def wait(self):
+        return self.proc.wait(timeout=TIMEOUT)
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        for f in (self.proc.stdin, self.proc.stdout):
+            f.close()
+        self.stderr.close()
+
+
+@pytest.fixture(scope="module")
+def kernels(tmp_path_factory):
+    """Fake launch.json files, one per fake behaviour: name -> path."""
+    d = tmp_path_factory.mktemp("kernels")
+    out = {}
+    for b in ("good", "half", "modifies_input", "nondeterministic", "wrong", "launch_error", "sticky",
+              "async_fault", "oom", "chatty", "exits", "driver_fault"):
+        p = d / f"{b}.launch.json"
+        p.write_text(json.dumps({"fake": b}))
+        out[b] = str(p)
+    return out
+
+
+@pytest.fixture(scope="module")
+def worker():
+    w = Worker()
+    yield w
+    w.close()
+
+
+@pytest.fixture
+def fresh():
+    w = Worker()
+    yield w
+    w.close()
+
+
+def ok(answer):
+    assert answer["ok"], answer
+    return answer
+
+
+def failed(answer, kind, sticky=False):
+    assert not answer["ok"], answer
+    assert answer["error"]["kind"] == kind and answer["error"]["sticky"] is sticky, answer
+    return answer["error"]["message"]
+
+
+def check(w, name, problem=ADD, shape=SHAPE, **kw):
+    fields = {"callable": name, "problem": problem, "shape": shape, "distribution": "normal", "seed": 1234,
+              "runs": 2}
+    fields.update(kw)
+    return w.request("check", **fields)
+
+
+def load(w, name, kernels):
+    return ok(w.request("load", name=name, launch=kernels[name]))
+
+
+def with_(problem, **changes):
+    p = copy.deepcopy(problem)
+    p.update(changes)
+    return p
+
+
+# ---- hello, framing, malformed lines -------------------------------------------------------
+
+def test_hello(worker):
+    env = ok(worker.request("hello"))["env"]
+    assert env["gpu"] == "fake numpy device" and env["cake"] and env["python"]
+
+
+@pytest.mark.parametrize("line,rid,msg", [
+    ("this is not json", None, "not JSON"),
+    ("[1, 2, 3]", None, "must be a JSON object"),
+    (b"\xff\xfe\n"[:-1], None, "not UTF-8"),
+    ('{"op": "hello"}', None, "no `id`"),
+    ('{"id": "7", "op": "hello"}', None, "`id` must be an integer"),
+    ('{"id": 7, "op": "dance"}', 7, "unknown op 'dance'"),
+    ('{"id": 8, "op": "load", "name": "x"}', 8, "exactly one"),
+    ('{"id": 9, "op": "check", "callable": "nothing"}', 9, "missing `problem`"),
+])
+def test_malformed_lines_get_protocol_errors(worker, line, rid, msg):
+    worker.send(line)
+    answer = worker.recv()
+    assert answer["id"] == rid
+    assert msg in failed(answer, "protocol")
+    ok(worker.request("hello"))  # and the worker is still serving
+
+
+def test_blank_lines_are_skipped(worker):
+    worker.send("")
+    worker.send("   ")
+    ok(worker.request("hello"))
+
+
+# ---- check ------------------------------------------------------------------------------------
+
+def test_check_passes_a_correct_kernel(worker, kernels):
+    load(worker, "good", kernels)
+    a = ok(check(worker, "good"))
+    assert a["passed"] is True and a["reason"] is None
+    assert a["inputs_unmodified"] is True and a["deterministic"] is True
+    c = a["outputs"]["C"]
+    assert c["policy"] == "allclose" and c["passed"] and c["elements"] == 24
+    assert (c["mismatches"], c["unwritten"], c["nonfinite"], c["first_mismatch"]) == (0, 0, 0, None)
+    assert c["max_abs_err"] is not None and c["max_abs_err"] < 1e-5
+
+
+def test_check_fails_unwritten_outputs_naming_the_output_and_count(worker, kernels):
+    load(worker, "half", kernels)
+    a = ok(check(worker, "half"))
+    assert a["passed"] is False
+    c = a["outputs"]["C"]
+    assert (c["passed"], c["mismatches"], c["unwritten"], c["nonfinite"]) == (False, 12, 12, 12)
+    assert c["first_mismatch"] == [3, 0]
+    assert a["reason"] == "C: 12 elements never written (still poisoned), first at [3, 0]"
+
+
+def test_check_reports_a_wrong_element(worker, kernels):
+    load(worker, "wrong", kernels)
+    a = ok(check(worker, "wrong"))
+    c = a["outputs"]["C"]
+    assert not a["passed"] and c["mismatches"] == 1 and c["unwritten"] == 0 and c["first_mismatch"] == [1, 2]
+    assert c["max_abs_err"] == pytest.approx(5, rel=1e-4)
+    assert a["reason"].startswith("C: 1 of 24 elements outside allclose(rtol=1e-05, atol=1e-05)")
+
+
+def test_check_detects_modified_inputs(worker, kernels):
+    load(worker, "modifies_input", kernels)
+    a = ok(check(worker, "modifies_input"))
+    assert a["passed"] is False and a["inputs_unmodified"] is False
+    assert a["outputs"]["C"]["passed"] is True
+    assert "input A modified by the call" in a["reason"]
+
+
+def test_check_detects_nondeterminism_unless_not_required(worker, kernels):
+    load(worker, "nondeterministic", kernels)
+    a = ok(check(worker, "nondeterministic"))
+    assert a["outputs"]["C"]["passed"] and a["deterministic"] is False and a["passed"] is False
+    assert "C differs bitwise between runs" in a["reason"]
+    lax = with_(ADD, check={"require_deterministic": False})
+    a = ok(check(worker, "nondeterministic", problem=lax))
+    assert a["deterministic"] is False and a["passed"] is True and a["reason"] is None
+    a = ok(check(worker, "nondeterministic", runs=1))
+    assert a["deterministic"] is True and a["passed"] is True  # not checked with one run
+
+
+def test_check_python_callable_and_contract_generator(worker):
+    ok(worker.request("load", name="add", python=f"{CONTRACT}:add"))
+    assert ok(check(worker, "add"))["passed"]
+    gen = with_(ADD, generator=f"{CONTRACT}:generator")
+    assert ok(check(worker, "add", problem=gen, distribution="my_own"))["passed"]
+
+
+@pytest.mark.parametrize("changes,msg", [
+    ({"generator": f"{CONTRACT}:generator_missing_b"}, "returned no tensor B"),
+    ({"generator": f"{CONTRACT}:generator_wrong_dtype"}, "tensor A: dtype is float64, the contract says f32"),
+    ({"generator": f"{CONTRACT}:no_such_function"}, "has no function `no_such_function`"),
+    ({"oracle": f"{CONTRACT}:broken_oracle"}, "ValueError: the oracle is broken"),
+    ({"oracle": f"{CONTRACT}:oracle_wrong_shape"}, "C has shape [1, 1], the contract says [6, 4]"),
+    ({"oracle": "/nonexistent/contract.py:oracle"}, "cannot read /nonexistent/contract.py"),
+])
+def test_generator_and_oracle_failures_are_oracle_errors(worker, changes, msg):
+    ok(worker.request("load", name="add", python=f"{CONTRACT}:add"))
+    assert msg in failed(check(worker, "add", problem=with_(ADD, **changes)), "oracle")
+
+
+def test_argmin_ties_accepts_tied_choices_and_rejects_worse_ones(worker):
+    ok(worker.request("load", name="last_tie", python=f"{CONTRACT}:assign_last_tie"))
+    ok(worker.request("load", name="second", python=f"{CONTRACT}:assign_second_best"))
+    shape = {"N": 200, "K": 8, "D": 2}
+    # ties: integer coordinates, duplicate centres: the last tied index differs from the oracle's
+    a = ok(check(worker, "last_tie", problem=ASSIGN, shape=shape, distribution="ties"))
+    assert a["passed"], a
+    a = ok(check(worker, "second", problem=ASSIGN, shape=shape, distribution="normal"))
+    i = a["outputs"]["I"]
+    assert not a["passed"] and i["policy"] == "argmin_ties" and i["mismatches"] > 100 and i["unwritten"] == 0
+    assert a["reason"].startswith(f"I: {i['mismatches']} of 200 elements choose an index scoring worse")
+
+
+def test_check_binding_errors_are_protocol_errors(worker, kernels):
+    load(worker, "good", kernels)
+    assert "unknown dimension name 'N'" in failed(check(worker, "good", shape={"M": 3}), "protocol")
+    bad = with_(ADD, tensors=[dict(ADD["tensors"][0], dtype="f33")] + ADD["tensors"][1:])
+    assert "tensor A: unknown dtype 'f33'" in failed(check(worker, "good", problem=bad), "protocol")
+    assert "no callable named 'nobody'" in failed(check(worker, "nobody"), "protocol")
+
+
+# ---- errors that leave the worker usable -------------------------------------------------------
+
+def test_load_errors(worker, kernels):
+    assert "cannot load" in failed(worker.request("load", name="x", launch="/nonexistent.launch.json"), "load")
+    assert "has no function `nope`" in failed(worker.request("load", name="x", python=f"{CONTRACT}:nope"), "load")
+
+
+def test_a_cuda_error_while_loading_is_a_load_error(worker, tmp_path):
+    p = tmp_path / "wrong_arch.launch.json"
+    p.write_text(json.dumps({"fake": "good", "load_error": "CUDA error: no kernel image is available"}))
+    assert "no kernel image" in failed(worker.request("load", name="x", launch=str(p)), "load")
+    ok(worker.request("hello"))
+
+
+def test_launch_error_is_not_sticky(worker, kernels):
+    load(worker, "launch_error", kernels)
+    assert "expected dtype f32" in failed(check(worker, "launch_error"), "launch")
+    ok(worker.request("hello"))
+
+
+def test_out_of_memory_is_a_cuda_error_but_not_sticky(worker, kernels):
+    load(worker, "oom", kernels)
+    assert "CUDA out of memory" in failed(check(worker, "oom"), "cuda", sticky=False)
+    ok(worker.request("hello"))
+
+
+def test_a_callable_calling_exit_is_a_python_error(worker, kernels):
+    load(worker, "exits", kernels)
+    assert "SystemExit" in failed(check(worker, "exits"), "python")
+    ok(worker.request("hello"))
+
+
+def test_stray_output_stays_off_stdout(worker, kernels):
+    load(worker, "chatty", kernels)
+    assert ok(check(worker, "chatty"))["passed"]  # recv() parses every stdout line as JSON
+    ok(worker.request("hello"))
+    log = worker.log()
+    assert "a stray print on stdout" in log and "a stray write on fd 1" in log
+
+
+# ---- time -----------------------------------------------------------------------------------------
+
+def test_time(worker, kernels):
+    load(worker, "good", kernels)
+    fields = {"callable": "good", "problem": with_(ADD, oracle=None, tolerance={}), "shape": SHAPE,
+              "distribution": "normal", "seed": 99, "warmup": 2, "samples": 7, "flush_l2": True}
+    a = ok(worker.request("time", cupti=False, **fields))
+    ev = a["events_ms"]
+    assert set(ev) == {"n", "median", "mean", "min", "max", "q1", "q3", "iqr", "samples"}
+    assert ev["n"] == 7 and len(ev["samples"]) == 7 and ev["min"] <= ev["q1"] <= ev["median"] <= ev["q3"] <= ev["max"]
+    assert a["cupti_ms"] is None and a["kernels_per_call"] is None and a["kernel_names"] == []
+    a = ok(worker.request("time", cupti=True, **fields))
+    assert a["cupti_ms"]["n"] == 7 and a["kernels_per_call"] == 1 and a["kernel_names"] == ["fake_kernel"]
+
+
+def test_time_validates_its_knobs(worker, kernels):
+    load(worker, "good", kernels)
+    a = worker.request("time", callable="good", problem=ADD, shape=SHAPE, distribution="normal", seed=1, samples=0)
+    assert "`samples` must be >= 1" in failed(a, "protocol")
+
+
+# ---- exits -------------------------------------------------------------------------------------------
+
+def test_sticky_error_is_answered_then_the_worker_exits(fresh, kernels):
+    load(fresh, "sticky", kernels)
+    msg = failed(check(fresh, "sticky"), "cuda", sticky=True)
+    assert "illegal memory access" in msg
+    assert fresh.wait() == 3
+    assert fresh.proc.stdout.read() == b""
+
+
+def test_async_fault_surfaces_at_synchronize_and_is_sticky(fresh, kernels):
+    load(fresh, "async_fault", kernels)
+    msg = failed(check(fresh, "async_fault"), "cuda", sticky=True)
+    assert "unspecified launch failure" in msg
+    assert fresh.wait() == 3
+
+
+def test_a_driver_error_is_sticky_by_its_result_name(fresh, kernels):
+    load(fresh, "driver_fault", kernels)
+    assert "cuCtxSynchronize failed" in failed(check(fresh, "driver_fault"), "cuda", sticky=True)
+    assert fresh.wait() == 3
+
+
+def test_shutdown(fresh):
+    assert ok(fresh.request("shutdown"))["bye"] is True
+    assert fresh.wait() == 0
+
+
+def test_end_of_input_exits_cleanly(fresh):
+    fresh.proc.stdin.close()
+    assert fresh.wait() == 0
+
+
+def test_an_unavailable_backend_still_answers():
+    w = Worker(backend="no_such_module_for_cake:make")
+    try:
+        assert "backend is unavailable" in failed(w.request("hello"), "python")
+        assert ok(w.request("shutdown"))["bye"]
+        assert w.wait() == 0
+    finally:
+        w.close()
