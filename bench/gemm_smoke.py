@@ -30,7 +30,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import torch  # noqa: E402
 
-from cake.launch import LaunchError, load_kernel  # noqa: E402
+from cake import LaunchError, load_kernel  # noqa: E402
 
 DEFAULT_SHAPES = "4096x7168x4096,8192x8192x8192,4096x4096x4096"
 H200_PEAK_FLOPS = 990e12  # dense bf16 spec peak: a faster time is a measurement bug

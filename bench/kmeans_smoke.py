@@ -21,7 +21,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
-from cake.launch import load_kernel  # noqa: E402
+from cake import LaunchError, load_kernel  # noqa: E402,F401
 
 WARMUP = 5
 

@@ -1,19 +1,39 @@
-"""Python side of Cake: load and launch kernels built by `cake build`."""
+"""Cake from Python: check, lower and compile schedules, and launch the kernels on torch tensors.
 
-__version__ = "0.0.1"
+    import cake
+    cake.check("examples/gemm_sm90.py")                  # findings (no GPU needed)
+    cake.lower("examples/gemm_sm90.py", "sm_90a")        # CUDA C++ + launch metadata
+    mod = cake.compile("examples/gemm_sm90.py")          # build for the current GPU (cached)
+    mod.gemm(A, B, C)                                    # launch on torch's current stream
 
-# launch.py imports torch lazily, so this normally succeeds without torch; the guard keeps
-# `import cake` usable for its static parts even if that ever changes.
-try:
-    from .launch import Kernel, LaunchError, load_kernel
-except ImportError as _e:  # pragma: no cover - only without a usable launch module
-    _import_error = _e
-    Kernel = None  # type: ignore[assignment,misc]
+    from cake import load_kernel, LaunchError            # a kernel built by `cake build`
+    k = load_kernel("out/gemm/gemm.launch.json")
 
-    class LaunchError(Exception):  # type: ignore[no-redef]
-        pass
+The work is done by the compiled extension `cake._native` (Rust: the compiler and cake-runtime,
+which launches through the CUDA driver API). It is imported on first use, as is torch, so
+`import cake` and the exception classes work without either. See docs/python.md.
+"""
 
-    def load_kernel(*_args, **_kwargs):  # type: ignore[no-redef]
-        raise LaunchError(f"cake.launch is unavailable: {_import_error}")
+from .compiler import (
+    CAPABILITY_TARGETS,
+    Module,
+    build,
+    check,
+    compile,
+    current_target,
+    default_cache_dir,
+    lower,
+    target_for_capability,
+)
+from .errors import CakeError, CompileError, CudaError, LaunchError, TargetError
+from .runtime import Kernel, PreparedLaunch, load_kernel
 
-__all__ = ["__version__", "load_kernel", "Kernel", "LaunchError"]
+__version__ = "0.1.0"
+
+__all__ = [
+    "__version__",
+    "CAPABILITY_TARGETS", "Module", "build", "check", "compile", "current_target",
+    "default_cache_dir", "lower", "target_for_capability",
+    "CakeError", "CompileError", "CudaError", "LaunchError", "TargetError",
+    "Kernel", "PreparedLaunch", "load_kernel",
+]

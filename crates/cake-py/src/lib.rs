@@ -1,0 +1,475 @@
+//! `cake._native`: the compiled half of the `cake` Python package (python/cake). Static commands
+//! (`check`, `lower`) need no GPU and no CUDA toolchain; `build` needs the toolchain; `Kernel`
+//! launches through the CUDA driver (loaded at run time by cake-runtime).
+//!
+//! Errors are the classes of `cake.errors` (defined in Python, so `import cake` has them even
+//! without this module): `CompileError` (findings in the schedule, or generated CUDA that did
+//! not compile), `LaunchError` (arguments or launch metadata rejected before launch),
+//! `CudaError` (a driver call failed; `.result` is the `CUresult` name).
+
+use std::path::PathBuf;
+
+use cake_runtime::{Device, Error, ScalarValue, TensorDesc};
+use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyString};
+
+pyo3::import_exception!(cake.errors, CompileError);
+pyo3::import_exception!(cake.errors, LaunchError);
+pyo3::import_exception!(cake.errors, CudaError);
+
+/// Any serialisable value as Python objects, through the json module.
+fn to_py<'py>(py: Python<'py>, v: &impl serde::Serialize) -> PyResult<Bound<'py, PyAny>> {
+    let text = serde_json::to_string(v).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    py.import("json")?.call_method1("loads", (text,))
+}
+
+fn runtime_err(e: Error) -> PyErr {
+    match e {
+        Error::Launch(m) => LaunchError::new_err(m),
+        Error::Cuda(c) => CudaError::new_err((c.to_string(), c.name.clone(), c.code)),
+    }
+}
+
+fn read(path: &str) -> PyResult<Vec<u8>> {
+    std::fs::read(path).map_err(|e| {
+        let err = PyErr::from(std::io::Error::new(
+            e.kind(),
+            format!("cannot read {path}: {e}"),
+        ));
+        if matches!(
+            e.kind(),
+            std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied
+        ) {
+            err
+        } else {
+            PyOSError::new_err(format!("cannot read {path}: {e}"))
+        }
+    })
+}
+
+fn check_target(target: &str) -> PyResult<()> {
+    cake_target::lookup(target).map(|_| ()).map_err(|e| {
+        let mut msg = e.to_string();
+        if let Some(s) = e.suggestion() {
+            msg.push_str(&format!(
+                " (did you mean `{s}`? Cake compiles for exact targets only)"
+            ));
+        }
+        PyValueError::new_err(msg)
+    })
+}
+
+/// A `cake.findings/v1` document with an `errors` count at the top.
+fn findings_doc<'py>(
+    py: Python<'py>,
+    file: &cake_diag::SourceFile,
+    findings: &[cake_diag::Finding],
+) -> PyResult<Bound<'py, PyAny>> {
+    let doc = to_py(py, &cake_diag::render::json(file, findings))?;
+    doc.set_item("errors", findings.iter().filter(|f| f.is_error()).count())?;
+    Ok(doc)
+}
+
+fn build_err(py: Python<'_>, e: cake_driver::BuildError) -> PyErr {
+    match e {
+        cake_driver::BuildError::Findings(c) => {
+            let text = cake_diag::render::human(&c.file, &c.findings, false);
+            match findings_doc(py, &c.file, &c.findings) {
+                Ok(doc) => CompileError::new_err((text, doc.unbind())),
+                Err(e) => e,
+            }
+        }
+        cake_driver::BuildError::Target(m) => PyValueError::new_err(m),
+        other => CompileError::new_err((other.to_string(), py.None())),
+    }
+}
+
+/// Check a schedule file: every finding, as the `cake.findings/v1` JSON document plus an
+/// `errors` count. `target`: one exact target, or each target the schedule declares.
+#[pyfunction]
+#[pyo3(signature = (path, target=None))]
+fn check<'py>(py: Python<'py>, path: &str, target: Option<&str>) -> PyResult<Bound<'py, PyAny>> {
+    let bytes = read(path)?;
+    if let Some(t) = target {
+        check_target(t)?;
+    }
+    let checked = py.detach(|| cake_driver::check(path, &bytes, target));
+    let doc = findings_doc(py, &checked.file, &checked.findings)?;
+    let kernels: Vec<&str> = checked.kernels.iter().map(|k| k.name.as_str()).collect();
+    doc.set_item("kernels", kernels)?;
+    Ok(doc)
+}
+
+/// Check and lower a schedule for one target: per kernel its CUDA source and launch metadata.
+/// Raises CompileError (with the human-rendered findings) when the schedule has errors.
+#[pyfunction]
+fn lower<'py>(py: Python<'py>, path: &str, target: &str) -> PyResult<Bound<'py, PyAny>> {
+    let bytes = read(path)?;
+    check_target(target)?;
+    let (checked, lowered) = py
+        .detach(|| cake_driver::lower(path, &bytes, target))
+        .map_err(|e| build_err(py, e))?;
+    let kernels: Vec<serde_json::Value> = lowered
+        .iter()
+        .map(|l| {
+            serde_json::json!({"kernel": l.launch.kernel, "symbol": l.symbol,
+                "target": l.launch.target, "cuda": l.cuda, "launch": l.launch})
+        })
+        .collect();
+    let doc = to_py(
+        py,
+        &serde_json::json!({"schema": "cake.lower/v0", "kernels": kernels}),
+    )?;
+    doc.set_item(
+        "findings",
+        findings_doc(py, &checked.file, &checked.findings)?,
+    )?;
+    Ok(doc)
+}
+
+/// Check, lower and compile every kernel into `out_dir` (`<kernel>.{cu,cubin,launch.json,
+/// resources.json}`; cubins come from the build cache when the same CUDA was compiled before).
+/// The findings may include errors drawn from the ptxas report (`errors` > 0).
+#[pyfunction]
+fn build<'py>(
+    py: Python<'py>,
+    path: &str,
+    target: &str,
+    out_dir: PathBuf,
+) -> PyResult<Bound<'py, PyAny>> {
+    let bytes = read(path)?;
+    check_target(target)?;
+    let built = py
+        .detach(|| cake_driver::build(path, &bytes, target, &out_dir))
+        .map_err(|e| build_err(py, e))?;
+    let kernels: Vec<serde_json::Value> = built
+        .kernels
+        .iter()
+        .map(|k| {
+            serde_json::json!({"kernel": k.name, "cu": k.cu, "cubin": k.cubin,
+                "launch": k.launch_json, "resources": k.resources, "cached": k.cached})
+        })
+        .collect();
+    let doc = to_py(
+        py,
+        &serde_json::json!({"schema": "cake.build/v0", "target": target, "kernels": kernels}),
+    )?;
+    let findings = findings_doc(py, &built.checked.file, &built.findings)?;
+    doc.set_item("errors", findings.get_item("errors")?)?;
+    doc.set_item("findings", findings)?;
+    let human = cake_diag::render::human(&built.checked.file, &built.findings, false);
+    doc.set_item("human", human)?;
+    Ok(doc)
+}
+
+/// The target database (what `cake targets --format json` prints).
+#[pyfunction]
+fn targets(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    to_py(py, &cake_target::to_json())
+}
+
+/// `(name, dtype, shape, strides, data_ptr, device)` tuples: `device` is a CUDA ordinal, or a
+/// string naming a non-CUDA device, or None.
+fn tensors_arg(tensors: &Bound<'_, PyAny>) -> PyResult<Vec<TensorDesc>> {
+    let mut out = Vec::new();
+    for item in tensors.try_iter()? {
+        let item = item?;
+        let (name, dtype, shape, strides, data_ptr, device): (
+            String,
+            String,
+            Vec<i64>,
+            Vec<i64>,
+            u64,
+            Bound<'_, PyAny>,
+        ) = item.extract().map_err(|e| {
+            LaunchError::new_err(format!(
+                "expected (name, dtype, shape, strides, data_ptr, device) tuples: {e}"
+            ))
+        })?;
+        let device = if device.is_none() {
+            Device::Other("an unknown device".into())
+        } else if let Ok(i) = device.extract::<i32>() {
+            Device::Cuda(i)
+        } else {
+            Device::Other(device.str()?.to_string())
+        };
+        out.push(TensorDesc {
+            name,
+            dtype,
+            shape,
+            strides,
+            data_ptr,
+            device,
+        });
+    }
+    Ok(out)
+}
+
+fn scalar_value(
+    spec: &cake_runtime::Spec,
+    name: &str,
+    v: &Bound<'_, PyAny>,
+) -> PyResult<ScalarValue> {
+    Ok(if v.is_instance_of::<PyBool>() {
+        ScalarValue::Bool(v.extract()?)
+    } else if v.is_instance_of::<PyInt>() {
+        match v.extract::<i128>() {
+            Ok(i) => ScalarValue::Int(i),
+            Err(_) => {
+                let dtype = spec
+                    .scalar(name)
+                    .map_or("any parameter type", |s| s.dtype.name);
+                return Err(LaunchError::new_err(format!(
+                    "scalar `{name}`: {} out of range for {dtype}",
+                    v.str()?
+                )));
+            }
+        }
+    } else if v.is_instance_of::<PyFloat>() {
+        ScalarValue::Float(v.extract()?)
+    } else {
+        ScalarValue::Other(v.get_type().name()?.to_string())
+    })
+}
+
+fn scalars_arg(
+    spec: &cake_runtime::Spec,
+    scalars: Option<&Bound<'_, PyDict>>,
+) -> PyResult<Vec<(String, ScalarValue)>> {
+    let mut out = Vec::new();
+    if let Some(d) = scalars {
+        for (k, v) in d.iter() {
+            let name: String = k
+                .cast::<PyString>()
+                .map_err(|_| LaunchError::new_err("scalar names must be strings"))?
+                .to_string();
+            let value = scalar_value(spec, &name, &v)?;
+            out.push((name, value));
+        }
+    }
+    Ok(out)
+}
+
+/// A kernel built by `cake build`. `load` reads its launch.json and cubin (no GPU needed);
+/// the cubin is loaded into a device's primary context at the first launch there.
+#[pyclass(module = "cake._native", name = "Kernel", frozen)]
+struct PyKernel {
+    inner: cake_runtime::Kernel,
+}
+
+#[pyclass(module = "cake._native", name = "Prepared", frozen)]
+struct PyPrepared {
+    inner: cake_runtime::Prepared,
+}
+
+#[pymethods]
+impl PyPrepared {
+    /// Launch again exactly as prepared (the GIL is released during the call).
+    fn launch(&self, py: Python<'_>) -> PyResult<()> {
+        py.detach(|| self.inner.launch()).map_err(runtime_err)
+    }
+
+    #[getter]
+    fn grid(&self) -> (u32, u32, u32) {
+        let g = self.inner.grid();
+        (g[0], g[1], g[2])
+    }
+}
+
+#[pymethods]
+impl PyKernel {
+    /// Load `DIR/<kernel>.launch.json` (or a directory holding exactly one) and its cubin.
+    #[staticmethod]
+    fn load(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
+        let inner = py
+            .detach(|| cake_runtime::Kernel::load(&path))
+            .map_err(runtime_err)?;
+        Ok(PyKernel { inner })
+    }
+
+    /// The launch metadata (launch.json) as a dict.
+    #[getter]
+    fn meta<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_py(py, &self.inner.spec().meta)
+    }
+
+    #[getter]
+    fn name(&self) -> String {
+        self.inner.spec().kernel().to_string()
+    }
+
+    #[getter]
+    fn path(&self) -> Option<PathBuf> {
+        self.inner.path().map(PathBuf::from)
+    }
+
+    /// Parameter names in the positional calling order: tensors, then scalars.
+    #[getter]
+    fn param_names(&self) -> Vec<String> {
+        self.inner
+            .spec()
+            .param_names()
+            .into_iter()
+            .map(String::from)
+            .collect()
+    }
+
+    #[getter]
+    fn tensor_names(&self) -> Vec<String> {
+        self.inner
+            .spec()
+            .tensors
+            .iter()
+            .map(|t| t.name.clone())
+            .collect()
+    }
+
+    #[getter]
+    fn scalar_names(&self) -> Vec<String> {
+        self.inner
+            .spec()
+            .scalars
+            .iter()
+            .map(|s| s.name.clone())
+            .collect()
+    }
+
+    /// Check and bind without launching: `{"device", "dims", "grid", "empty", "tensormaps"}`.
+    /// `num_sms`: the persistent grid's cap (asked of the driver when None).
+    #[pyo3(signature = (tensors, scalars=None, num_sms=None, device=None))]
+    fn bind<'py>(
+        &self,
+        py: Python<'py>,
+        tensors: &Bound<'py, PyAny>,
+        scalars: Option<&Bound<'py, PyDict>>,
+        num_sms: Option<u32>,
+        device: Option<i32>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let (t, s) = (
+            tensors_arg(tensors)?,
+            scalars_arg(self.inner.spec(), scalars)?,
+        );
+        let b = py
+            .detach(|| self.inner.bind(&t, &s, num_sms, device))
+            .map_err(runtime_err)?;
+        let tensormaps: Vec<&cake_runtime::tensormap::TensorMapFields> = b
+            .plan
+            .iter()
+            .flatten()
+            .filter_map(|p| match p {
+                cake_runtime::pack::Planned::TensorMap(f) => Some(f),
+                _ => None,
+            })
+            .collect();
+        let dims: serde_json::Map<String, serde_json::Value> = b
+            .bound
+            .dims
+            .iter()
+            .map(|(k, v)| (k.clone(), (*v).into()))
+            .collect();
+        to_py(
+            py,
+            &serde_json::json!({"device": b.bound.device, "dims": dims,
+                "grid": b.bound.grid, "empty": b.bound.is_empty(), "tensormaps": tensormaps}),
+        )
+    }
+
+    /// Check, bind, load (first time on the device), encode the tensor maps: everything but the
+    /// launch. `stream`: a CUstream handle as an int (`torch.cuda.Stream.cuda_stream`).
+    #[pyo3(signature = (tensors, scalars, stream, device=None))]
+    fn prepare(
+        &self,
+        py: Python<'_>,
+        tensors: &Bound<'_, PyAny>,
+        scalars: Option<&Bound<'_, PyDict>>,
+        stream: u64,
+        device: Option<i32>,
+    ) -> PyResult<PyPrepared> {
+        let (t, s) = (
+            tensors_arg(tensors)?,
+            scalars_arg(self.inner.spec(), scalars)?,
+        );
+        let inner = py
+            .detach(|| self.inner.prepare(&t, &s, stream, device))
+            .map_err(runtime_err)?;
+        Ok(PyPrepared { inner })
+    }
+
+    /// Check, bind and launch asynchronously on `stream` in the primary context of the tensors'
+    /// device; the GIL is released from binding to the launch. Returns the grid.
+    #[pyo3(signature = (tensors, scalars, stream, device=None))]
+    fn launch(
+        &self,
+        py: Python<'_>,
+        tensors: &Bound<'_, PyAny>,
+        scalars: Option<&Bound<'_, PyDict>>,
+        stream: u64,
+        device: Option<i32>,
+    ) -> PyResult<(u32, u32, u32)> {
+        let (t, s) = (
+            tensors_arg(tensors)?,
+            scalars_arg(self.inner.spec(), scalars)?,
+        );
+        let g = py
+            .detach(|| self.inner.launch(&t, &s, stream, device))
+            .map_err(runtime_err)?;
+        Ok((g[0], g[1], g[2]))
+    }
+
+    /// Registers, static shared memory, local memory and limits of the loaded function.
+    #[pyo3(signature = (device=0))]
+    fn func_attributes<'py>(&self, py: Python<'py>, device: i32) -> PyResult<Bound<'py, PyDict>> {
+        let attrs = py
+            .detach(|| self.inner.function_attributes(device))
+            .map_err(runtime_err)?;
+        let d = PyDict::new(py);
+        for (k, v) in attrs {
+            d.set_item(k, v)?;
+        }
+        Ok(d)
+    }
+
+    fn __repr__(&self) -> String {
+        let path = self
+            .inner
+            .path()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        format!(
+            "<cake._native.Kernel {} ({}) from {path}>",
+            self.inner.spec().kernel(),
+            self.inner.spec().param_names().join(", ")
+        )
+    }
+}
+
+/// The SM count and compute capability of a device, through the driver.
+#[pyfunction]
+#[pyo3(signature = (device=0))]
+fn device_info<'py>(py: Python<'py>, device: i32) -> PyResult<Bound<'py, PyDict>> {
+    let (sms, cc) = py
+        .detach(|| {
+            let d = cake_runtime::driver::driver()?;
+            Ok::<_, Error>((d.sm_count(device)?, d.compute_capability(device)?))
+        })
+        .map_err(runtime_err)?;
+    let out = PyDict::new(py);
+    out.set_item("sm_count", sms)?;
+    out.set_item("compute_capability", cc)?;
+    Ok(out)
+}
+
+#[pymodule]
+#[pyo3(name = "_native")]
+fn cake_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_function(wrap_pyfunction!(check, m)?)?;
+    m.add_function(wrap_pyfunction!(lower, m)?)?;
+    m.add_function(wrap_pyfunction!(build, m)?)?;
+    m.add_function(wrap_pyfunction!(targets, m)?)?;
+    m.add_function(wrap_pyfunction!(device_info, m)?)?;
+    m.add_class::<PyKernel>()?;
+    m.add_class::<PyPrepared>()?;
+    Ok(())
+}

@@ -1,0 +1,240 @@
+//! A kernel built by `cake build`: its validated launch metadata and cubin, loaded into each
+//! device's primary context at first launch there.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use crate::bind::{self, Bound, ScalarValue, TensorDesc};
+use crate::driver::{self, Config, Function};
+use crate::error::{launch, Error, Result};
+use crate::pack::{self, Packed, Planned};
+use crate::spec::{GridKind, Spec};
+
+pub struct Kernel {
+    spec: Spec,
+    image: Vec<u8>,
+    path: Option<PathBuf>,
+    functions: Mutex<HashMap<i32, Function>>,
+}
+
+/// A bound call: what `Kernel::bind` checks without any driver call but the SM count.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Binding {
+    pub bound: Bound,
+    /// Every parameter's value, tensor-map fields included; `None` for an empty problem.
+    pub plan: Option<Vec<Planned>>,
+}
+
+/// A bound, packed launch (tensor maps encoded): `launch()` issues exactly this launch again.
+/// The tensor maps hold raw addresses, so it is valid only while the tensors it was prepared
+/// from stay alive and unchanged.
+pub struct Prepared {
+    function: Option<Function>,
+    config: Config,
+    device: i32,
+    packed: Option<Packed>,
+}
+
+impl Prepared {
+    pub fn grid(&self) -> [u32; 3] {
+        self.config.grid
+    }
+
+    pub fn launch(&self) -> Result<()> {
+        let (Some(f), Some(packed)) = (self.function, self.packed.as_ref()) else {
+            return Ok(()); // an empty problem: nothing to launch
+        };
+        driver::driver()?.make_current(self.device)?;
+        // SAFETY: `packed` holds one slot per kernel parameter in launch.json order; the
+        // function was loaded in this device's primary context, now current.
+        unsafe { driver::launch(f, &self.config, packed.params()) }
+    }
+}
+
+impl std::fmt::Debug for Kernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Kernel")
+            .field("kernel", &self.spec.meta.kernel)
+            .field("path", &self.path)
+            .field("cubin_bytes", &self.image.len())
+            .finish()
+    }
+}
+
+impl Kernel {
+    pub fn new(spec: Spec, image: Vec<u8>, path: Option<PathBuf>) -> Kernel {
+        Kernel {
+            spec,
+            image,
+            path,
+            functions: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Read `DIR/<kernel>.launch.json` (or a directory holding exactly one) and its cubin. No
+    /// driver call: the cubin is loaded at the first launch on each device.
+    pub fn load(path: &Path) -> Result<Kernel> {
+        let path = if path.is_dir() {
+            let mut found: Vec<PathBuf> = std::fs::read_dir(path)
+                .map_err(|e| launch(format!("cannot read {}: {e}", path.display())))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.to_string_lossy().ends_with(".launch.json"))
+                .collect();
+            found.sort();
+            if found.len() != 1 {
+                let names: Vec<String> = found.iter().map(|p| p.display().to_string()).collect();
+                return Err(launch(format!(
+                    "{}: expected exactly one *.launch.json, found {}",
+                    path.display(),
+                    if names.is_empty() {
+                        "none".into()
+                    } else {
+                        names.join(", ")
+                    }
+                )));
+            }
+            found.remove(0)
+        } else {
+            path.to_path_buf()
+        };
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| launch(format!("cannot read {}: {e}", path.display())))?;
+        let spec =
+            Spec::from_json(&text).map_err(|e| launch(format!("{}: {e}", path.display())))?;
+        let cubin = path
+            .parent()
+            .unwrap_or(Path::new("."))
+            .join(&spec.meta.cubin);
+        let image = std::fs::read(&cubin).map_err(|e| {
+            launch(format!(
+                "{} field `cubin`: cannot read {}: {e}",
+                path.display(),
+                cubin.display()
+            ))
+        })?;
+        if image.is_empty() {
+            return Err(launch(format!(
+                "{} field `cubin`: {} is empty",
+                path.display(),
+                cubin.display()
+            )));
+        }
+        Ok(Kernel::new(spec, image, Some(path)))
+    }
+
+    pub fn spec(&self) -> &Spec {
+        &self.spec
+    }
+
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    /// Check and bind one call without launching. `num_sms`: the persistent grid's cap; when
+    /// `None`, asked of the driver for the launch device.
+    pub fn bind(
+        &self,
+        tensors: &[TensorDesc],
+        scalars: &[(String, ScalarValue)],
+        num_sms: Option<u32>,
+        device: Option<i32>,
+    ) -> Result<Binding> {
+        // Validate everything first (a placeholder SM count), so a bad argument is reported
+        // even without a driver; then size a persistent grid with the device's real SM count.
+        let mut bound = bind::bind(&self.spec, tensors, scalars, num_sms.unwrap_or(1), device)?;
+        if num_sms.is_none() && self.spec.grid_kind == GridKind::Persistent {
+            let sms = driver::driver()?.sm_count(bound.device)?;
+            bound.grid = bind::compute_grid(&self.spec, &bound.env(), sms)?;
+        }
+        let plan = if bound.is_empty() {
+            None
+        } else {
+            Some(pack::plan(&self.spec, &bound)?)
+        };
+        Ok(Binding { bound, plan })
+    }
+
+    /// The function on `device`, loading the cubin into its primary context the first time.
+    /// The context must be current.
+    fn function(&self, device: i32) -> Result<Function> {
+        let mut map = self.functions.lock().expect("lock");
+        if let Some(f) = map.get(&device) {
+            return Ok(*f);
+        }
+        let m = &self.spec.meta;
+        let f = driver::load_function(&self.image, &m.symbol, m.dynamic_smem as u32, m.cluster)
+            .map_err(|e| match e {
+                Error::Cuda(mut c) => {
+                    let cc = driver::driver()
+                        .and_then(|d| d.compute_capability(device))
+                        .map(|(a, b)| format!("sm_{a}{b}"))
+                        .unwrap_or_else(|_| "unknown".into());
+                    c.call = format!("{} for {}", c.call, m.cubin);
+                    c.note = format!("built for target {}, device {device} is {cc}", m.target);
+                    Error::Cuda(c)
+                }
+                other => other,
+            })?;
+        map.insert(device, f);
+        Ok(f)
+    }
+
+    /// Bind, check, load (first time on the device) and encode: everything but the launch.
+    pub fn prepare(
+        &self,
+        tensors: &[TensorDesc],
+        scalars: &[(String, ScalarValue)],
+        stream: u64,
+        device: Option<i32>,
+    ) -> Result<Prepared> {
+        let binding = self.bind(tensors, scalars, None, device)?;
+        let device = binding.bound.device;
+        let m = &self.spec.meta;
+        let config = Config {
+            grid: binding.bound.grid,
+            block: m.block,
+            cluster: m.cluster,
+            dynamic_smem: m.dynamic_smem as u32,
+            stream,
+        };
+        let Some(plan) = binding.plan else {
+            return Ok(Prepared {
+                function: None,
+                config,
+                device,
+                packed: None,
+            });
+        };
+        let drv = driver::driver()?;
+        drv.make_current(device)?;
+        let function = self.function(device)?;
+        let packed = Packed::new(&plan, |f, slot| drv.encode_tensormap(f, slot))?;
+        Ok(Prepared {
+            function: Some(function),
+            config,
+            device,
+            packed: Some(packed),
+        })
+    }
+
+    /// Check, bind and launch asynchronously on `stream`; returns the grid (a zero component:
+    /// an empty problem, nothing launched).
+    pub fn launch(
+        &self,
+        tensors: &[TensorDesc],
+        scalars: &[(String, ScalarValue)],
+        stream: u64,
+        device: Option<i32>,
+    ) -> Result<[u32; 3]> {
+        let p = self.prepare(tensors, scalars, stream, device)?;
+        p.launch()?;
+        Ok(p.grid())
+    }
+
+    /// Registers, shared and local memory and limits of the function on `device` (loading it).
+    pub fn function_attributes(&self, device: i32) -> Result<Vec<(&'static str, i32)>> {
+        driver::driver()?.make_current(device)?;
+        driver::function_attributes(self.function(device)?)
+    }
+}

@@ -1,0 +1,200 @@
+"""Calling kernels built by Cake on torch tensors.
+
+    from cake import load_kernel, LaunchError
+    gemm = load_kernel("out/gemm.launch.json")
+    gemm(A, B, C)                      # positional: the tensors, then the scalars, as declared
+    gemm(A=A, B=B, C=C, stream=s)      # or by name; stream: a torch.cuda.Stream or a raw handle
+
+All checking, binding, tensor-map encoding and the launch itself happen in Rust (cake-runtime,
+through the CUDA driver API); this module only reads each tensor's description (`.shape`,
+`.stride()`, `.dtype`, `.data_ptr()`, `.device`) and picks the stream. torch is imported only
+when a launch needs the current stream, so validation works on duck-typed objects without torch.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ._native_loader import native
+from .errors import LaunchError
+
+
+def _is_int(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def describe_tensor(name: str, obj: Any) -> tuple:
+    """`(name, dtype, shape, strides, data_ptr, device)` of a torch tensor or a duck-typed
+    stand-in; `device` is the CUDA ordinal, or the device's name when it is not a CUDA device."""
+    try:
+        shape = [int(s) for s in obj.shape]
+        strides = [int(s) for s in obj.stride()]
+        ptr = int(obj.data_ptr())
+        dtype = str(obj.dtype)
+    except Exception:  # not tensor-like at all
+        raise LaunchError(f"tensor `{name}`: expected a tensor, got {type(obj).__name__}") from None
+    dev = getattr(obj, "device", None)
+    if dev is None:
+        device: Any = None
+    elif getattr(dev, "type", None) == "cuda":
+        index = getattr(dev, "index", None)
+        device = 0 if index is None else int(index)
+    else:
+        device = str(getattr(dev, "type", dev))
+    return (name, dtype, shape, strides, ptr, device)
+
+
+def _scalar(v: Any) -> Any:
+    if not isinstance(v, (int, float)) and hasattr(v, "item"):
+        return v.item()  # 0-d tensors, numpy scalars
+    return v
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError as e:
+        raise LaunchError(f"launching without stream= needs torch for the current stream: {e}") from None
+    return torch
+
+
+class PreparedLaunch:
+    """A bound, packed launch: `launch()` (or calling it) re-issues exactly the same launch.
+
+    The tensor maps hold raw addresses: valid only while the bound tensors stay alive and
+    unchanged in shape (this object keeps references to them). Benchmarks use it to keep
+    host-side binding out of timed regions.
+    """
+
+    def __init__(self, kernel: "Kernel", prepared: Any, keep: list):
+        self.kernel = kernel
+        self._prepared = prepared
+        self._keep = keep
+        self.grid = tuple(prepared.grid)
+
+    def launch(self) -> None:
+        self.kernel.last_grid = self.grid
+        self._prepared.launch()
+
+    __call__ = launch
+
+
+class Kernel:
+    """A Cake kernel: call it with torch CUDA tensors (and scalars) to launch it.
+
+    Launches go to the stream given as `stream=` (a torch.cuda.Stream or a raw CUstream handle
+    int), by default torch's current stream of the tensors' device, in that device's primary
+    context (the one torch uses). Nothing synchronises.
+    """
+
+    def __init__(self, native_kernel: Any):
+        self._k = native_kernel
+        self.meta: dict = native_kernel.meta
+        self.name: str = native_kernel.name
+        self.param_names: list[str] = list(native_kernel.param_names)
+        self.tensor_names: list[str] = list(native_kernel.tensor_names)
+        self.scalar_names: list[str] = list(native_kernel.scalar_names)
+        self.last_grid: tuple[int, int, int] | None = None
+
+    @property
+    def path(self) -> str | None:
+        p = self._k.path
+        return None if p is None else os.fspath(p)
+
+    def __repr__(self) -> str:
+        return f"<cake.Kernel {self.name} ({', '.join(self.param_names)}) from {self.path}>"
+
+    # ---- arguments ----------------------------------------------------------------------
+
+    def _gather(self, args: tuple, kwargs: dict) -> dict:
+        names = self.param_names
+        if len(args) > len(names):
+            raise LaunchError(f"kernel `{self.name}` takes {len(names)} arguments ({', '.join(names)}), "
+                              f"got {len(args)} positional")
+        values = dict(zip(names, args))
+        for k, v in kwargs.items():
+            if k not in names:
+                raise LaunchError(f"kernel `{self.name}`: unknown argument `{k}` (expected: {', '.join(names)})")
+            if k in values:
+                raise LaunchError(f"kernel `{self.name}`: argument `{k}` given both positionally and by name")
+            values[k] = v
+        missing = [n for n in names if n not in values]
+        if missing:
+            raise LaunchError(f"kernel `{self.name}`: missing argument(s) {', '.join(missing)} "
+                              f"(expected: {', '.join(names)})")
+        return values
+
+    def _describe(self, args: tuple, kwargs: dict) -> tuple[list, dict, list]:
+        values = self._gather(args, kwargs)
+        tensors = [describe_tensor(n, values[n]) for n in self.tensor_names]
+        scalars = {n: _scalar(values[n]) for n in self.scalar_names}
+        keep = [values[n] for n in self.tensor_names]
+        return tensors, scalars, keep
+
+    @staticmethod
+    def _device(tensors: list) -> int | None:
+        """The launch device: the first tensor's, when it is a CUDA tensor (the runtime checks
+        that every tensor is on it)."""
+        if tensors and _is_int(tensors[0][5]):
+            return tensors[0][5]
+        return None
+
+    def _stream(self, stream: Any, device: int | None) -> tuple[int, int | None]:
+        if _is_int(stream):
+            return stream, device
+        if stream is None:
+            torch = _torch()
+            if device is None:
+                if self.tensor_names:
+                    return 0, None  # the first tensor is not on a CUDA device: the runtime says so
+                device = torch.cuda.current_device()
+            return int(torch.cuda.current_stream(device).cuda_stream), device
+        handle = getattr(stream, "cuda_stream", None)
+        if handle is None:
+            raise LaunchError(f"stream: expected a torch.cuda.Stream, a raw CUstream handle int or None, got {stream!r}")
+        index = getattr(getattr(stream, "device", None), "index", None)
+        if device is not None and index is not None and index != device:
+            raise LaunchError(f"stream: is on cuda:{index}, but the tensors are on cuda:{device}")
+        return int(handle), device if device is not None else index
+
+    # ---- calls --------------------------------------------------------------------------
+
+    def bind(self, *args, num_sms: int | None = None, device: int | None = None, **kwargs) -> dict:
+        """Check and bind the arguments without launching (no GPU needed when `num_sms` is
+        given): `{"device", "dims", "grid", "empty", "tensormaps"}`, the tensor maps as the
+        cuTensorMapEncodeTiled fields they would be encoded from."""
+        tensors, scalars, _ = self._describe(args, kwargs)
+        return self._k.bind(tensors, scalars, num_sms=num_sms, device=device)
+
+    def prepare(self, *args, stream: Any = None, **kwargs) -> PreparedLaunch:
+        """Check, bind, load the cubin (first time on the device) and encode the tensor maps,
+        without launching."""
+        tensors, scalars, keep = self._describe(args, kwargs)
+        handle, device = self._stream(stream, self._device(tensors))
+        prepared = self._k.prepare(tensors, scalars, handle, device)
+        return PreparedLaunch(self, prepared, keep)
+
+    def __call__(self, *args, stream: Any = None, **kwargs) -> None:
+        """Launch asynchronously (default: torch's current stream of the tensors' device)."""
+        tensors, scalars, _ = self._describe(args, kwargs)
+        handle, device = self._stream(stream, self._device(tensors))
+        self.last_grid = tuple(self._k.launch(tensors, scalars, handle, device))
+
+    def func_attributes(self, device: int | None = None) -> dict:
+        """Registers, static shared memory, local memory and limits of the loaded function."""
+        if device is None:
+            device = _torch().cuda.current_device()
+        return dict(self._k.func_attributes(device))
+
+
+def load_kernel(launch_json_path: str | os.PathLike) -> Kernel:
+    """Load DIR/<kernel>.launch.json (or a directory holding exactly one) and its cubin.
+
+    Needs neither torch nor a GPU: the cubin is loaded into the device's context at the first
+    launch there. Raises LaunchError for a missing or invalid file.
+    """
+    return Kernel(native().Kernel.load(os.fspath(launch_json_path)))
+
+
+__all__ = ["Kernel", "PreparedLaunch", "load_kernel", "describe_tensor"]

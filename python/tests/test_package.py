@@ -1,0 +1,456 @@
+"""CPU-only tests of the `cake` package against its compiled extension (`cake._native`):
+check, lower, compile's caching, target selection, and every launch validation through
+Kernel.bind on duck-typed fake tensors. No GPU call is made.
+
+scripts/test.sh builds the extension with maturin and puts it next to the sources
+(python/cake/_native.abi3.so), as `maturin develop` does; CAKE_TEST_WHEEL names the wheel it
+built, whose contents and tags are checked too.
+"""
+
+import copy
+import ctypes.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from types import SimpleNamespace
+
+import pytest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+
+import cake  # noqa: E402
+from cake import CompileError, CudaError, LaunchError, TargetError, load_kernel  # noqa: E402
+
+GEMM = os.path.join(ROOT, "examples", "gemm_sm90.py")
+GOLDEN = os.path.join(ROOT, "tests", "golden", "cu")
+GiB = 1 << 30
+
+
+# ---- fixtures -------------------------------------------------------------------------------
+
+
+def row_major(shape):
+    out, acc = [], 1
+    for s in reversed(shape):
+        out.append(acc)
+        acc *= s
+    return tuple(reversed(out))
+
+
+class FakeDtype:
+    def __init__(self, name):
+        self.name = name
+
+    def __str__(self):  # as torch.bfloat16 prints
+        return f"torch.{self.name}"
+
+
+class FakeTensor:
+    """Duck-typed stand-in for a torch tensor: .shape, .dtype, .stride(), .data_ptr(), .device."""
+
+    def __init__(self, shape, dtype="bfloat16", ptr=0x10 * GiB, strides=None, device=("cuda", 0)):
+        self.shape = tuple(shape)
+        self.dtype = FakeDtype(dtype)
+        self._strides = tuple(strides) if strides is not None else row_major(self.shape)
+        self._ptr = ptr
+        self.device = SimpleNamespace(type=device[0], index=device[1])
+
+    def stride(self):
+        return self._strides
+
+    def data_ptr(self):
+        return self._ptr
+
+
+GEMM_META = {
+    "schema": "cake.launch/v0",
+    "kernel": "gemm",
+    "symbol": "cake_gemm",
+    "target": "sm_90a",
+    "cubin": "gemm.cubin",
+    "block": [384, 1, 1],
+    "cluster": [1, 1, 1],
+    "dynamic_smem": 197632,
+    "grid": {"kind": "persistent", "tiles": [["cdiv", "M", 128], ["cdiv", "N", 256]]},
+    "tensors": [
+        {"name": "A", "dtype": "bf16", "dims": ["M", "K"], "access": "read"},
+        {"name": "B", "dtype": "bf16", "dims": ["N", "K"], "access": "read"},
+        {"name": "C", "dtype": "bf16", "dims": ["M", "N"], "access": "write"},
+    ],
+    "scalars": [{"name": "alpha", "dtype": "f32"}],
+    "args": [
+        {"kind": "tensormap", "tensor": "A", "box": [64, 128], "swizzle": 128, "interleave": "none",
+         "oob_fill": "zero", "l2_promotion": 256},
+        {"kind": "tensormap", "tensor": "B", "box": [64, 256], "swizzle": 128, "interleave": "none",
+         "oob_fill": "zero", "l2_promotion": 256},
+        {"kind": "ptr", "tensor": "C"},
+        {"kind": "dim", "name": "M"},
+        {"kind": "dim", "name": "N"},
+        {"kind": "dim", "name": "K"},
+        {"kind": "scalar", "name": "alpha"},
+    ],
+}
+
+
+def write_kernel(tmp_path, meta=None):
+    meta = copy.deepcopy(meta or GEMM_META)
+    (tmp_path / f"{meta['kernel']}.launch.json").write_text(json.dumps(meta))
+    (tmp_path / meta["cubin"]).write_bytes(b"\x7fELF not loaded without a GPU")
+    return tmp_path / f"{meta['kernel']}.launch.json"
+
+
+@pytest.fixture
+def gemm(tmp_path):
+    return load_kernel(write_kernel(tmp_path))
+
+
+def gemm_tensors(M=4096, N=7168, K=4096):
+    return (FakeTensor((M, K), ptr=0x10 * GiB), FakeTensor((N, K), ptr=0x20 * GiB),
+            FakeTensor((M, N), ptr=0x30 * GiB))
+
+
+# ---- the static commands ----------------------------------------------------------------------
+
+
+def test_check_clean_schedule():
+    doc = cake.check(GEMM)
+    assert doc["schema"] == "cake.findings/v1"
+    assert doc["errors"] == 0 and doc["summary"]["errors"] == 0
+    assert doc["kernels"] == ["gemm"]
+    assert cake.check(GEMM, target="sm_90a")["errors"] == 0
+
+
+def test_check_reports_findings():
+    doc = cake.check(os.path.join(ROOT, "tests", "check", "CAKE-C001-bad.py"))
+    assert doc["errors"] == 4
+    assert {f["code"] for f in doc["findings"]} == {"CAKE-C001"}
+    f = doc["findings"][0]
+    assert f["severity"] == "error" and f["span"]["start_line"] == 13
+
+
+def test_check_target_errors():
+    with pytest.raises(ValueError, match="did you mean `sm_90a`"):
+        cake.check(GEMM, target="sm_90")
+    # A declared-target mismatch is a finding, not an exception.
+    assert cake.check(GEMM, target="sm_80")["errors"] >= 1
+    with pytest.raises(FileNotFoundError):
+        cake.check(os.path.join(ROOT, "no-such-file.py"))
+
+
+def test_lower_matches_the_golden_files():
+    doc = cake.lower(GEMM, "sm_90a")
+    assert doc["schema"] == "cake.lower/v0"
+    (k,) = doc["kernels"]
+    assert (k["kernel"], k["symbol"], k["target"]) == ("gemm", "cake_gemm", "sm_90a")
+    with open(os.path.join(GOLDEN, "gemm_sm90.gemm.sm_90a.launch.json")) as fh:
+        assert k["launch"] == json.load(fh)
+    with open(os.path.join(GOLDEN, "gemm_sm90.gemm.sm_90a.cu")) as fh:
+        assert k["cuda"] == fh.read()
+    assert doc["findings"]["errors"] == 0
+
+
+def test_lower_errors_raise_compile_error():
+    with pytest.raises(CompileError) as e:
+        cake.lower(os.path.join(ROOT, "tests", "check", "CAKE-C001-bad.py"), "sm_80")
+    assert "CAKE-C001" in str(e.value) and "error" in str(e.value)
+    assert e.value.findings["errors"] == 4
+    with pytest.raises(ValueError, match="unknown target|sm_91"):
+        cake.lower(GEMM, "sm_91")
+
+
+def test_targets_and_capabilities():
+    assert cake.target_for_capability(9, 0) == "sm_90a"
+    assert cake.target_for_capability(8, 9) == "sm_89"
+    assert cake.target_for_capability(12, 1) == "sm_121a"
+    names = {t["name"] for t in cake._native_loader.native().targets()["targets"]} \
+        if isinstance(cake._native_loader.native().targets(), dict) else None
+    if names is not None:
+        assert set(cake.CAPABILITY_TARGETS.values()) <= names
+    with pytest.raises(TargetError, match="compute capability 8.6"):
+        cake.target_for_capability(8, 6)
+    assert issubclass(TargetError, ValueError)
+
+
+def test_compile_without_target_or_gpu_is_a_target_error(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", None)  # no torch: ask the driver, which is absent
+    if ctypes.util.find_library("cuda"):
+        pytest.skip("a CUDA driver is present")
+    with pytest.raises(TargetError, match="pass target="):
+        cake.compile(GEMM, cache_dir=tmp_path)
+
+
+def test_compile_builds_once_then_hits_the_cache(tmp_path, monkeypatch):
+    if shutil.which("nvcc") is None and not os.environ.get("CUDA_HOME"):
+        pytest.skip("no CUDA toolchain (scripts/toolchain.sh installs one)")
+    mod = cake.compile(GEMM, target="sm_90a", cache_dir=tmp_path)
+    assert not mod.cached and mod.target == "sm_90a"
+    assert isinstance(mod.gemm, cake.Kernel) and mod.gemm.param_names == ["A", "B", "C"]
+    assert mod["gemm"] is mod.gemm and "gemm" in dir(mod)
+    with pytest.raises(AttributeError, match="no kernel `nope`"):
+        mod.nope
+    entry = os.path.dirname(mod.gemm.path)
+    assert os.path.dirname(entry) == str(tmp_path / "python")
+    assert sorted(os.listdir(entry)) == ["gemm.cu", "gemm.cubin", "gemm.launch.json",
+                                         "gemm.resources.json", "manifest.json"]
+
+    def no_build(*a, **k):
+        raise AssertionError("a cache hit must not build")
+
+    monkeypatch.setattr(cake.compiler, "build", no_build)
+    again = cake.compile(GEMM, target="sm_90a", cache_dir=tmp_path)
+    assert again.cached and again.gemm.path == mod.gemm.path
+    # Another source is another entry.
+    other = tmp_path / "gemm_copy.py"
+    other.write_bytes(open(GEMM, "rb").read() + b"\n# changed\n")
+    with pytest.raises(AssertionError, match="must not build"):
+        cake.compile(other, target="sm_90a", cache_dir=tmp_path)
+
+
+def test_compile_errors(tmp_path):
+    with pytest.raises(CompileError, match="CAKE-C001"):
+        cake.compile(os.path.join(ROOT, "tests", "check", "CAKE-C001-bad.py"), target="sm_80", cache_dir=tmp_path)
+    assert not [p for p in os.listdir(tmp_path / "python") if not p.startswith(".")]
+
+
+# ---- loading -----------------------------------------------------------------------------------
+
+
+def test_load_kernel_reads_json_and_cubin(tmp_path):
+    k = load_kernel(write_kernel(tmp_path))
+    assert k.meta == GEMM_META
+    assert k.name == "gemm" and k.param_names == ["A", "B", "C", "alpha"]
+    assert k.tensor_names == ["A", "B", "C"] and k.scalar_names == ["alpha"]
+    assert k.last_grid is None and k.path.endswith("gemm.launch.json")
+    assert load_kernel(tmp_path).name == "gemm"  # a directory holding one launch.json
+    assert "cake.Kernel gemm (A, B, C, alpha)" in repr(k)
+
+
+def test_load_kernel_errors(tmp_path):
+    p = tmp_path / "gemm.launch.json"
+    p.write_text(json.dumps(GEMM_META))
+    with pytest.raises(LaunchError, match="field `cubin`: cannot read"):
+        load_kernel(p)
+    p.write_text("{not json")
+    with pytest.raises(LaunchError, match="invalid JSON"):
+        load_kernel(p)
+    bad = copy.deepcopy(GEMM_META)
+    bad["args"][0]["box"] = [64, 512]
+    p.write_text(json.dumps(bad))
+    with pytest.raises(LaunchError, match=r"box\[1\] must be in \[1, 256\]"):
+        load_kernel(p)
+    bad["grid"] = {"kind": "explicit", "dims": [1, 1, 1]}
+    p.write_text(json.dumps(bad))
+    with pytest.raises(LaunchError, match="unknown variant `explicit`"):
+        load_kernel(p)
+
+
+def test_golden_launch_files_load(tmp_path):
+    for name in ("gemm_sm90.gemm.sm_90a", "kmeans_assign_sm90.kmeans_assign.sm_90a"):
+        with open(os.path.join(GOLDEN, f"{name}.launch.json")) as fh:
+            meta = json.load(fh)
+        d = tmp_path / name
+        d.mkdir()
+        k = load_kernel(write_kernel(d, meta))
+        assert k.meta == meta
+
+
+# ---- binding and validation (Kernel.bind: no GPU) ---------------------------------------------
+
+
+def test_bind_gemm_dims_grid_and_tensormaps(gemm):
+    b = gemm.bind(*gemm_tensors(1000, 1000, 512), 1.0, num_sms=132)
+    assert b["dims"] == {"M": 1000, "K": 512, "N": 1000}
+    assert b["grid"] == [32, 1, 1] and not b["empty"] and b["device"] == 0
+    ta, tb = b["tensormaps"]
+    assert ta == {
+        "data_type": 9, "rank": 2, "global_address": 0x10 * GiB,
+        "global_dim": [512, 1000], "global_strides": [1024], "box_dim": [64, 128],
+        "element_strides": [1, 1], "interleave": 0, "swizzle": 3, "l2_promotion": 3, "oob_fill": 0,
+    }
+    assert tb["global_address"] == 0x20 * GiB and tb["box_dim"] == [64, 256]
+    assert gemm.bind(*gemm_tensors(), 1.0, num_sms=132)["grid"] == [132, 1, 1]
+
+
+def test_bind_by_name_mixed_and_empty(gemm):
+    A, B, C = gemm_tensors()
+    assert gemm.bind(A, B, C=C, alpha=2, num_sms=132)["dims"]["N"] == 7168
+    assert gemm.bind(alpha=0.5, C=C, B=B, A=A, num_sms=132)["grid"] == [132, 1, 1]
+    e = gemm.bind(*gemm_tensors(M=0), 1.0, num_sms=132)
+    assert e["empty"] and e["grid"][0] == 0 and e["tensormaps"] == []
+
+
+@pytest.mark.parametrize("which,tensor,msg", [
+    (0, FakeTensor((4096, 4096), "float16"), "tensor `A`: expected dtype bf16, got f16"),
+    (0, FakeTensor((4096, 4096), "complex64"), "tensor `A`: unsupported dtype 'torch.complex64'"),
+    (0, FakeTensor((4096,)), r"tensor `A`: expected rank 2 \(dims \[M, K\]\), got rank 1"),
+    (0, FakeTensor((4096, 4096), device=("cpu", None)), "tensor `A`: expected a CUDA tensor, got one on cpu"),
+    (1, FakeTensor((7168, 4096), ptr=0x20 * GiB, device=("cuda", 1)),
+     r"tensor `B`: expected a CUDA tensor on cuda:0 \(the launch device\), got one on cuda:1"),
+    (0, FakeTensor((4096, 4096), ptr=0x10 * GiB + 8), "tensor `A`: data_ptr must be 16-byte aligned"),
+    (0, FakeTensor((4096, 4096), strides=(1, 4096)), r"tensor `A`: expected a contiguous row-major tensor.*call \.contiguous\(\)"),
+    (1, FakeTensor((7168, 4000), ptr=0x20 * GiB), r"dim `K` is 4096 from A \(dim 1\) but 4000 from B \(dim 1\)"),
+    (2, FakeTensor((4096, 7168), ptr=0x10 * GiB), r"tensor `C` \(access write\) overlaps tensor `A` in memory"),
+    (1, "not a tensor", "tensor `B`: expected a tensor, got str"),
+])
+def test_bind_tensor_errors(gemm, which, tensor, msg):
+    ts = list(gemm_tensors())
+    ts[which] = tensor
+    with pytest.raises(LaunchError, match=msg):
+        gemm.bind(*ts, 1.0, num_sms=132)
+
+
+def test_tma_row_pitch_is_checked_before_launch(gemm):
+    # K = 100 bf16 rows are 200 bytes: TMA needs a multiple of 16.
+    with pytest.raises(LaunchError, match=r"arg 0 \(tensormap `A`\) for tensor `A`: globalStrides\[0\].*got 200"):
+        gemm.bind(*gemm_tensors(256, 256, 100), 1.0, num_sms=132)
+
+
+@pytest.mark.parametrize("args,kw,msg", [
+    ((1, 2, 3, 4, 5), {}, "takes 4 arguments"),
+    ((), {}, r"missing argument\(s\) A, B, C, alpha"),
+    (("a",), {"A": 1, "B": 2, "C": 3, "alpha": 1.0}, "given both positionally and by name"),
+    ((), {"D": 1}, "unknown argument `D`"),
+])
+def test_argument_gathering_errors(gemm, args, kw, msg):
+    with pytest.raises(LaunchError, match=msg):
+        gemm.bind(*args, num_sms=132, **kw)
+
+
+def test_scalar_errors(tmp_path):
+    k = load_kernel(write_kernel(tmp_path))
+    with pytest.raises(LaunchError, match="scalar `alpha`: expected a number for f32, got str"):
+        k.bind(*gemm_tensors(), "1.0", num_sms=132)
+    with pytest.raises(LaunchError, match="got bool"):
+        k.bind(*gemm_tensors(), True, num_sms=132)
+    k.bind(*gemm_tensors(), SimpleNamespace(item=lambda: 0.5), num_sms=132)  # a 0-d tensor
+    meta = copy.deepcopy(GEMM_META)
+    meta["scalars"] = [{"name": "alpha", "dtype": "i32"}]
+    d = tmp_path / "i32"
+    d.mkdir()
+    k = load_kernel(write_kernel(d, meta))
+    with pytest.raises(LaunchError, match=r"2147483648 out of range for i32 \[-2147483648, 2147483647\]"):
+        k.bind(*gemm_tensors(), 1 << 31, num_sms=132)
+    with pytest.raises(LaunchError, match="expected an int for i32, got 1.5"):
+        k.bind(*gemm_tensors(), 1.5, num_sms=132)
+    with pytest.raises(LaunchError, match="out of range for i32"):
+        k.bind(*gemm_tensors(), 1 << 200, num_sms=132)
+
+
+def test_int_scalars_size_a_tiles_grid(tmp_path):
+    meta = copy.deepcopy(GEMM_META)
+    meta["scalars"] = [{"name": "alpha", "dtype": "f32"}, {"name": "splits", "dtype": "i32"}]
+    meta["grid"] = {"kind": "tiles", "tiles": [["cdiv", "M", 128], "splits"]}
+    k = load_kernel(write_kernel(tmp_path, meta))
+    assert k.bind(*gemm_tensors(M=256), 1.0, 3, num_sms=132)["grid"] == [6, 1, 1]
+
+
+def test_size_one_dim_strides_do_not_matter(gemm):
+    A = FakeTensor((1, 64), strides=(1, 1))
+    B, C = FakeTensor((256, 64), ptr=0x20 * GiB), FakeTensor((1, 256), ptr=0x30 * GiB)
+    b = gemm.bind(A, B, C, 1.0, num_sms=132)
+    assert b["tensormaps"][0]["global_strides"] == [128]
+
+
+def test_launch_without_a_driver_is_a_cuda_error(gemm):
+    if ctypes.util.find_library("cuda"):
+        pytest.skip("a CUDA driver is present")
+    # Validation first: a bad argument is a LaunchError even without a driver.
+    with pytest.raises(LaunchError, match="expected dtype bf16"):
+        gemm(FakeTensor((256, 64), "float16"), *gemm_tensors(256, 256, 64)[1:], 1.0, stream=0)
+    with pytest.raises(CudaError) as e:
+        gemm(*gemm_tensors(256, 256, 64), 1.0, stream=0)
+    assert e.value.result == "CUDA_ERROR_NO_DRIVER_LIBRARY"
+    assert "libcuda" in str(e.value)
+    # Binding without num_sms asks the driver for the SM count.
+    with pytest.raises(CudaError):
+        gemm.bind(*gemm_tensors(256, 256, 64), 1.0)
+
+
+def test_stream_argument_errors(gemm):
+    with pytest.raises(LaunchError, match="stream: expected a torch.cuda.Stream"):
+        gemm(*gemm_tensors(), 1.0, stream="default")
+    other = SimpleNamespace(cuda_stream=1234, device=SimpleNamespace(type="cuda", index=1))
+    with pytest.raises(LaunchError, match="stream: is on cuda:1, but the tensors are on cuda:0"):
+        gemm(*gemm_tensors(), 1.0, stream=other)
+
+
+# ---- import without torch or the extension -----------------------------------------------------
+
+
+def run_python(code, **env):
+    path = os.pathsep.join(p for p in (os.path.join(ROOT, "python"), os.environ.get("PYTHONPATH")) if p)
+    e = dict(os.environ, PYTHONPATH=path, **env)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=e, cwd=ROOT)
+
+
+def test_import_without_torch_or_extension():
+    code = (
+        "import sys; sys.modules['torch'] = None; sys.modules['cake._native'] = None\n"
+        "import cake\n"
+        "from cake import load_kernel, LaunchError, CudaError, CompileError\n"
+        "assert issubclass(LaunchError, cake.CakeError)\n"
+        "try:\n"
+        "    cake.check('examples/gemm_sm90.py')\n"
+        "except ImportError as e:\n"
+        "    print('IMPORT-ERROR', e)\n"
+    )
+    r = run_python(code)
+    assert r.returncode == 0, r.stderr
+    assert "IMPORT-ERROR cake's compiled extension `cake._native` is not available" in r.stdout
+    assert "docs/python.md" in r.stdout
+
+
+def test_no_torch_needed_for_validation_or_an_explicit_stream(tmp_path):
+    path = write_kernel(tmp_path)
+    code = (
+        "import sys; sys.modules['torch'] = None\n"
+        "from types import SimpleNamespace as N\n"
+        "from cake import load_kernel, LaunchError\n"
+        f"k = load_kernel({str(path)!r})\n"
+        "class T:\n"
+        "    def __init__(s, shape, p): s.shape, s.dtype, s.p = shape, 'torch.bfloat16', p\n"
+        "    device = N(type='cuda', index=0)\n"
+        "    def stride(s): return (s.shape[1], 1)\n"
+        "    def data_ptr(s): return s.p\n"
+        "print(k.bind(T((128, 64), 1 << 34), T((256, 64), 2 << 34), T((128, 256), 3 << 34), 1.0, num_sms=1)['grid'])\n"
+        "try:\n"
+        "    k(T((128, 64), 1 << 34), T((256, 64), 2 << 34), T((128, 256), 3 << 34), 1.0)\n"
+        "except LaunchError as e:\n"
+        "    print('LAUNCH-ERROR', e)\n"
+    )
+    r = run_python(code)
+    assert r.returncode == 0, r.stderr
+    assert "[1, 1, 1]" in r.stdout
+    assert "LAUNCH-ERROR launching without stream= needs torch" in r.stdout
+
+
+# ---- the wheel --------------------------------------------------------------------------------
+
+
+def test_wheel_contents_tags_and_install(tmp_path):
+    wheel = os.environ.get("CAKE_TEST_WHEEL")
+    if not wheel:
+        pytest.skip("CAKE_TEST_WHEEL not set (scripts/test.sh sets it)")
+    name = os.path.basename(wheel)
+    assert "-cp39-abi3-" in name, name
+    assert "manylinux" in name, name
+    with zipfile.ZipFile(wheel) as z:
+        names = set(z.namelist())
+        wheel_meta = next(z.read(n).decode() for n in names if n.endswith(".dist-info/WHEEL"))
+    assert {"cake/__init__.py", "cake/errors.py", "cake/runtime.py", "cake/compiler.py",
+            "cake/_native.abi3.so"} <= names
+    assert not any("__pycache__" in n or n.startswith("tests/") for n in names)
+    assert "Tag: cp39-abi3-manylinux" in wheel_meta
+    # Installed alone (no source tree on the path), the package checks a schedule.
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--disable-pip-version-check",
+                    "--target", str(target), wheel], check=True)
+    r = subprocess.run([sys.executable, "-c", "import cake, sys; d = cake.check(sys.argv[1]); "
+                        "print(cake.__file__, d['errors'])", GEMM],
+                       capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(target)), cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith(str(target)) and r.stdout.split()[-1] == "0"
