@@ -454,3 +454,132 @@ def test_wheel_contents_tags_and_install(tmp_path):
                        capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(target)), cwd=str(tmp_path))
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith(str(target)) and r.stdout.split()[-1] == "0"
+
+
+# ---- the launch path against a fake driver ------------------------------------------------------
+#
+# crates/cake-runtime/tests/fake_libcuda.c implements the driver entry points the runtime uses and
+# logs every call; put first on LD_LIBRARY_PATH it is the `libcuda` the runtime opens, so the
+# whole path — Python, the extension, cudarc's dynamic loading, contexts, module loading,
+# tensor-map encoding, parameter packing and cuLaunchKernelEx's structures — runs without a GPU.
+
+FAKE_LAUNCH = r"""
+import json, sys
+sys.modules["torch"] = None  # an explicit stream needs no torch
+from types import SimpleNamespace as N
+from cake import load_kernel, CudaError
+
+class T:
+    def __init__(self, shape, ptr, device=0):
+        self.shape, self.dtype, self._ptr = shape, "torch.bfloat16", ptr
+        self.device = N(type="cuda", index=device)
+    def stride(self):
+        return (self.shape[1], 1)
+    def data_ptr(self):
+        return self._ptr
+
+k = load_kernel(sys.argv[1])
+G = 1 << 30
+A, B, C = T((1000, 512), 16 * G), T((1000, 512), 32 * G), T((1000, 1000), 48 * G)
+out = {}
+try:
+    k(A, B, C, stream=0xABC)
+    out["grid"] = list(k.last_grid)
+    p = k.prepare(A, B, C, stream=0xABC)
+    p()
+    out["attrs"] = k.func_attributes(0)
+    A1, B1, C1 = (T(t.shape, t._ptr, device=1) for t in (A, B, C))
+    k(A1, B1, C1, stream=0xDEF)
+    k(T((0, 512), 16 * G), B, T((0, 1000), 48 * G), stream=0xABC)  # empty: no launch
+except CudaError as e:
+    out["cuda_error"] = [str(e), e.result, e.code]
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def fake_libcuda(tmp_path_factory):
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler for the fake driver")
+    d = tmp_path_factory.mktemp("fake_libcuda")
+    src = os.path.join(ROOT, "crates", "cake-runtime", "tests", "fake_libcuda.c")
+    subprocess.run([cc, "-shared", "-fPIC", "-O1", "-o", str(d / "libcuda.so"), src], check=True)
+    return d
+
+
+def fake_launch(fake_libcuda, tmp_path, meta, nparams, fail=None):
+    path = write_kernel(tmp_path, meta)
+    log = tmp_path / "calls.log"
+    env = {"LD_LIBRARY_PATH": os.pathsep.join(p for p in (str(fake_libcuda), os.environ.get("LD_LIBRARY_PATH")) if p),
+           "FAKE_CUDA_LOG": str(log), "FAKE_CUDA_NPARAMS": str(nparams)}
+    if fail:
+        env["FAKE_CUDA_FAIL"] = fail
+    r = subprocess.run([sys.executable, "-c", FAKE_LAUNCH, str(path)], capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=os.pathsep.join(
+                           p for p in (os.path.join(ROOT, "python"), os.environ.get("PYTHONPATH")) if p), **env))
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout), log.read_text().splitlines()
+
+
+def golden_gemm():
+    with open(os.path.join(GOLDEN, "gemm_sm90.gemm.sm_90a.launch.json")) as fh:
+        return json.load(fh)
+
+
+def test_fake_driver_launch_path(fake_libcuda, tmp_path):
+    out, calls = fake_launch(fake_libcuda, tmp_path, golden_gemm(), nparams=9)
+    assert out["grid"] == [32, 1, 1]  # 8 x 4 tiles < 132 SMs
+    assert out["attrs"] == {"num_regs": 1004, "static_smem": 1001, "local_bytes": 1003,
+                            "max_threads_per_block": 1000, "max_dynamic_smem": 1008}
+    assert calls[0] == "cuInit 0"
+    # The primary context of device 0, made current before the module is loaded into it.
+    assert calls[1:5] == ["cuDevicePrimaryCtxRetain 0", "cuCtxSetCurrent 0xc0000",
+                          "cuModuleLoadData ctx=0xc0000 image=ELF", "cuModuleGetFunction cake_gemm"]
+    # Above 48 KB of dynamic shared memory the limit is raised first.
+    assert calls[5] == "cuFuncSetAttribute 8 214064"
+    enc = [c for c in calls if c.startswith("cuTensorMapEncodeTiled")]
+    assert enc[:3] == [
+        "cuTensorMapEncodeTiled aligned=1 dtype=9 rank=2 addr=0x400000000 dim=512,1000 strides=1024 box=64,128 "
+        "estr=1,1 interleave=0 swizzle=3 l2=3 oob=0",
+        "cuTensorMapEncodeTiled aligned=1 dtype=9 rank=2 addr=0x800000000 dim=512,1000 strides=1024 box=64,256 "
+        "estr=1,1 interleave=0 swizzle=3 l2=3 oob=0",
+        "cuTensorMapEncodeTiled aligned=1 dtype=9 rank=2 addr=0xc00000000 dim=1000,1000 strides=2000 box=64,64 "
+        "estr=1,1 interleave=0 swizzle=3 l2=3 oob=0",
+    ]
+    launches = [c for c in calls if c.startswith("cuLaunchKernelEx")]
+    assert len(launches) == 3  # call, prepared call, device 1; the empty problem launches nothing
+    # Parameters in launch.json order: three tensor maps (their first word is the address the
+    # fake encoded), three pointers, then M, K, N as int32.
+    params = "params=0x400000000,0x800000000,0xc00000000,0x400000000,0x800000000,0xc00000000,0x3e8,0x200,0x3e8"
+    assert launches[0] == ("cuLaunchKernelEx ctx=0xc0000 f=0x3000 grid=32,1,1 block=384,1,1 smem=214064 "
+                           f"stream=0xabc attrs=0 {params} extra=(nil)")
+    assert launches[1] == launches[0]
+    # Tensors on cuda:1: that device's primary context, its own module, its stream.
+    assert "cuDevicePrimaryCtxRetain 1" in calls and "cuCtxSetCurrent 0xc0001" in calls
+    assert sum(c.startswith("cuModuleLoadData") for c in calls) == 2
+    assert launches[2].startswith("cuLaunchKernelEx ctx=0xc0001 f=0x3000 grid=32,1,1")
+    assert "stream=0xdef" in launches[2]
+
+
+def test_fake_driver_cluster_launch(fake_libcuda, tmp_path):
+    meta = golden_gemm()
+    meta["cluster"] = [2, 1, 1]
+    meta["dynamic_smem"] = 1024  # below 48 KB: no attribute
+    out, calls = fake_launch(fake_libcuda, tmp_path, meta, nparams=0)
+    assert out["grid"] == [32, 1, 1]
+    assert not any(c.startswith("cuFuncSetAttribute") for c in calls)
+    launch = next(c for c in calls if c.startswith("cuLaunchKernelEx"))
+    assert "smem=1024" in launch and "attrs=1 attr4=2,1,1" in launch  # CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+
+
+def test_fake_driver_errors_are_cuda_errors(fake_libcuda, tmp_path):
+    out, calls = fake_launch(fake_libcuda, tmp_path, golden_gemm(), nparams=0, fail="cuModuleLoadData")
+    msg, result, code = out["cuda_error"]
+    assert (result, code) == ("CUDA_ERROR_INVALID_IMAGE", 200)
+    assert msg == ("cuModuleLoadData for gemm.cubin failed: CUDA_ERROR_INVALID_IMAGE (200): device kernel image "
+                   "is invalid; built for target sm_90a, device 0 is sm_90")
+    assert not any(c.startswith("cuLaunchKernelEx") for c in calls)
+    out, calls = fake_launch(fake_libcuda, tmp_path, golden_gemm(), nparams=0, fail="cuTensorMapEncodeTiled")
+    assert out["cuda_error"][1] == "CUDA_ERROR_INVALID_IMAGE"
+    assert out["cuda_error"][0].startswith("cuTensorMapEncodeTiled(TensorMapFields { data_type: 9")
