@@ -107,6 +107,19 @@ pub fn check_seed(base: u64, i: u64) -> u64 {
     (z ^ (z >> 31)) >> 11
 }
 
+/// A path as records show it: resolved, and relative to the working directory when inside it,
+/// so records from different machines compare.
+fn shown(p: &Path) -> String {
+    let abs = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let cwd = std::env::current_dir()
+        .ok()
+        .and_then(|d| d.canonicalize().ok());
+    cwd.and_then(|d| abs.strip_prefix(d).ok().map(Path::to_path_buf))
+        .unwrap_or(abs)
+        .display()
+        .to_string()
+}
+
 fn shape_text(s: &Shape) -> String {
     s.iter()
         .map(|(k, v)| format!("{k}={v}"))
@@ -199,7 +212,7 @@ fn prepare(c: &Contract, opts: &Options, target: &str) -> Result<Prepared, RunEr
             record: CandidateRecord {
                 hash: sha256_hex(&[&cubin_bytes, &text]),
                 origin: "prebuilt".into(),
-                path: path.display().to_string(),
+                path: shown(&path),
                 source: None,
                 entry: meta.kernel.clone(),
                 target: meta.target.clone(),
@@ -220,7 +233,7 @@ fn prepare(c: &Contract, opts: &Options, target: &str) -> Result<Prepared, RunEr
     let record = |launch: Value| CandidateRecord {
         hash: hash.clone(),
         origin: "schedule".into(),
-        path: path.display().to_string(),
+        path: shown(&path),
         source: Some(String::from_utf8_lossy(&bytes).into_owned()),
         entry: c.entry.clone(),
         target: target.to_string(),
@@ -233,7 +246,7 @@ fn prepare(c: &Contract, opts: &Options, target: &str) -> Result<Prepared, RunEr
             .join("eval")
             .join(&hash[..16]),
     };
-    let name = path.display().to_string();
+    let name = shown(&path);
     let built = match cake_driver::build(&name, &bytes, target, &dir) {
         Ok(b) => b,
         Err(cake_driver::BuildError::Findings(checked)) => {
@@ -427,7 +440,8 @@ pub fn run(
                         dead = Some(format!("the candidate already failed: {f}"));
                     }
                     if verdict_reason.is_none() {
-                        verdict_reason = Some(format!("{} {dist}: {f}", shape_text(shape)));
+                        verdict_reason =
+                            Some(format!("{} {dist}: {}", shape_text(shape), first_line(&f)));
                     }
                     rec.failure = Some(f);
                 }
@@ -441,7 +455,7 @@ pub fn run(
                 } else if let Some(s) = &rec.skipped {
                     format!("skipped ({s})")
                 } else {
-                    format!("FAIL: {}", check_reason(&rec))
+                    format!("FAIL: {}", first_line(&check_reason(&rec)))
                 }
             ));
             correctness.checks.push(rec);
@@ -503,7 +517,7 @@ pub fn run(
         ),
         candidate: p.record,
         contract: ContractRecord {
-            path: c.path.display().to_string(),
+            path: shown(&c.path),
             name: c.name.clone(),
             hash: c.hash.clone(),
         },
@@ -525,7 +539,12 @@ pub fn run(
     })
 }
 
-/// A check's failure in one line.
+/// The first line of a message (tracebacks and CUDA's advice follow it; the record keeps them).
+fn first_line(m: &impl ToString) -> String {
+    m.to_string().lines().next().unwrap_or("").to_string()
+}
+
+/// Why a check failed.
 pub fn check_reason(r: &CheckRecord) -> String {
     if let Some(f) = &r.failure {
         return f.to_string();

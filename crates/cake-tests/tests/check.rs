@@ -646,10 +646,32 @@ fn corpus_checks_clean() {
                 .any(|t| f.message.contains(&format!("{}: ", t.name)))
     };
     let root = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
-    let files: Vec<PathBuf> = ["examples", "kernels"]
-        .iter()
-        .flat_map(|d| files_under(&root.join(d)))
-        .filter(|p| p.extension().is_some_and(|e| e == "py"))
+    let under = |ext: &str| -> Vec<PathBuf> {
+        ["examples", "kernels"]
+            .iter()
+            .flat_map(|d| files_under(&root.join(d)))
+            .filter(|p| p.extension().is_some_and(|e| e == ext))
+            .collect()
+    };
+    // The Python side of a workload contract (its oracle, generator, baselines) is not a
+    // schedule; every shipped contract must load, and names its files.
+    let mut contract_python = Vec::new();
+    for toml in under("toml") {
+        let c = cake_eval::Contract::load(&toml)
+            .unwrap_or_else(|e| panic!("{}: {e:?}", toml.display()));
+        for reference in std::iter::once(&c.oracle)
+            .chain(&c.generator)
+            .chain(c.baselines.values())
+        {
+            let file = reference
+                .rsplit_once(':')
+                .map_or(reference.as_str(), |(f, _)| f);
+            contract_python.push(PathBuf::from(file).canonicalize().expect("contract file"));
+        }
+    }
+    let files: Vec<PathBuf> = under("py")
+        .into_iter()
+        .filter(|p| !contract_python.contains(&p.canonicalize().expect("corpus file")))
         .collect();
     assert!(files.len() >= 4, "the corpus is missing: {files:?}");
     let mut failures = Vec::new();

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# One GPU session for the runtime (docs/gpu.md): install the carried wheel, run the Python
+# package's GPU tests, `cake test` and `cake bench` on the GEMM contract, then the planted
+# faults. Everything it measures lands under $OUT; a short summary is printed last.
+#
+#   bench/gpu_session.sh            # on the GPU host, from the repository root
+#
+# Expects dist/cake (the release binary) and dist/cake-*.whl (scripts/wheel.sh builds both).
+set -u
+export PYTHONUNBUFFERED=1
+OUT=${OUT:-out/gpu-session}
+mkdir -p "$OUT"
+CAKE=$PWD/dist/cake
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/cake-site dist/cake-*.whl || exit 1
+export PYTHONPATH=/tmp/cake-site
+export CAKE_CACHE_DIR=/tmp/cake-cache
+if [ -z "${CUDA_HOME:-}" ] && [ -x /usr/local/cuda/bin/nvcc ]; then export CUDA_HOME=/usr/local/cuda; fi
+
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw \
+    --format=csv,noheader | tee "$OUT/gpu.txt"
+git rev-parse HEAD 2>/dev/null | tee "$OUT/commit.txt"
+
+echo "== pytest (GPU tests of the package, and the CPU suite against the built wheel)"
+timeout 300 python3 -m pytest -q python/tests 2>&1 | tee "$OUT/pytest.txt" | tail -5
+
+CONTRACT=kernels/gemm/gemm.contract.toml
+echo "== cake test"
+timeout 300 "$CAKE" test $CONTRACT --record "$OUT/gemm-test.json"; echo "exit $?"
+echo "== cake bench"
+timeout 600 "$CAKE" bench $CONTRACT --record "$OUT/gemm-bench.json"; echo "exit $?"
+
+echo "== planted faults"
+"$CAKE" build examples/gemm_sm90.py --target sm_90a -o /tmp/gemm-build >/dev/null &&
+    python3 bench/planted.py /tmp/gemm-build /tmp/planted >/dev/null || exit 1
+for fault in unwritten deadlock illegal_address; do
+    t0=$(date +%s)
+    timeout 300 "$CAKE" test $CONTRACT --kernel /tmp/planted/$fault/gemm.launch.json \
+        --record "$OUT/planted-$fault.json" | tail -2
+    echo "planted $fault: exit ${PIPESTATUS[0]} after $(( $(date +%s) - t0 )) s"
+done
