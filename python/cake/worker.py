@@ -51,8 +51,8 @@ class Backend:
     clone(array) -> array;  copy_into(dst, src)
     synchronize()                          wait for the device; raises the device's errors
     prepare_call(fn, kwargs) -> () -> Any  what `time` calls (binding kept out of the timing)
-    time_events(call, warmup, samples, flush_l2) -> list of ms
-    time_cupti(call, samples, flush_l2) -> timing.CuptiResult
+    time_events(calls, warmup, samples, flush_l2) -> per call, a list of ms (interleaved)
+    time_cupti(calls, samples, flush_l2) -> per call, a timing.CuptiResult (interleaved)
     """
 
 
@@ -238,28 +238,37 @@ class Session:
 
     def op_time(self, req: Dict[str, Any]) -> Dict[str, Any]:
         r = P.parse_time(req)
-        fn = self.callable(r.callable)
+        fns = [self.callable(name) for name in r.callables]
         p, b = r.problem, self.backend
         inputs = self.make_inputs(p, r.distribution, r.seed)
-        outputs = {t.name: b.empty(t.dtype, p.shapes[t.name]) for t in p.outputs}
-        kwargs = call_kwargs(p, inputs, outputs, p.scalar_values())
-        with self.phase("python", f"timing {r.callable}"):
-            call = b.prepare_call(fn, kwargs)
-            events = b.time_events(call, r.warmup, r.samples, r.flush_l2)
-        cupti = self.time_cupti(r, call) if r.cupti else None
-        return {
-            "events_ms": summarize(events),
-            "cupti_ms": summarize(cupti.spans_ms) if cupti else None,
-            "kernels_per_call": cupti.kernels_per_call if cupti else None,
-            "kernel_names": list(cupti.kernel_names) if cupti else [],
+        calls = []
+        with self.phase("python", f"preparing {', '.join(r.callables)}"):
+            for fn in fns:
+                # Shared inputs, outputs of its own for each callable.
+                outputs = {t.name: b.empty(t.dtype, p.shapes[t.name]) for t in p.outputs}
+                calls.append(b.prepare_call(fn, call_kwargs(p, inputs, outputs, p.scalar_values())))
+        with self.phase("python", f"timing {', '.join(r.callables)}"):
+            events = b.time_events(calls, r.warmup, r.samples, r.flush_l2)
+        cupti = self.time_cupti(r, calls) if r.cupti else None
+        results = {
+            name: {
+                "events_ms": summarize(events[j]),
+                "cupti_ms": summarize(cupti[j].spans_ms) if cupti else None,
+                "kernels_per_call": cupti[j].kernels_per_call if cupti else None,
+                "kernel_names": list(cupti[j].kernel_names) if cupti else [],
+            }
+            for j, name in enumerate(r.callables)
         }
+        if "callables" in req:
+            return {"results": results}
+        return results[r.callables[0]]
 
-    def time_cupti(self, r: P.TimeRequest, call: Callable[[], Any]) -> Any:
+    def time_cupti(self, r: P.TimeRequest, calls: List[Callable[[], Any]]) -> Any:
         """CUPTI spans, or None (logged) when only the profiler failed: the events still count."""
         try:
-            return self.backend.time_cupti(call, r.samples, r.flush_l2)
+            return self.backend.time_cupti(calls, r.samples, r.flush_l2)
         except Exception as e:
-            err = self.classify(e, "python", f"timing {r.callable} under the profiler")
+            err = self.classify(e, "python", f"timing {', '.join(r.callables)} under the profiler")
             if err.kind in ("cuda", "launch"):
                 raise err from None
             print(f"cake.worker: no CUPTI timing: {err.message}", file=sys.stderr)

@@ -160,18 +160,21 @@ class FakeBackend:
     def prepare_call(self, fn: Callable[..., Any], kwargs: Dict[str, Any]) -> Callable[[], Any]:
         return lambda: fn(**kwargs)
 
-    def time_events(self, call: Callable[[], Any], warmup: int, samples: int, flush_l2: bool) -> List[float]:
-        out = []
+    def time_events(self, calls: List[Callable[[], Any]], warmup: int, samples: int,
+                    flush_l2: bool) -> List[List[float]]:
+        out: List[List[float]] = [[] for _ in calls]
+        self.timing_order = []
         for i in range(warmup + samples):
-            t0 = time.perf_counter()
-            call()
-            if i >= warmup:
-                out.append((time.perf_counter() - t0) * 1e3)
+            for j, call in enumerate(calls):
+                self.timing_order.append(j)
+                t0 = time.perf_counter()
+                call()
+                if i >= warmup:
+                    out[j].append((time.perf_counter() - t0) * 1e3)
         return out
 
-    def time_cupti(self, call: Callable[[], Any], samples: int, flush_l2: bool) -> CuptiResult:
-        spans = self.time_events(call, 0, samples, flush_l2)
-        return CuptiResult(spans, 1, ["fake_kernel"])
+    def time_cupti(self, calls: List[Callable[[], Any]], samples: int, flush_l2: bool) -> List[CuptiResult]:
+        return [CuptiResult(spans, 1, ["fake_kernel"]) for spans in self.time_events(calls, 0, samples, flush_l2)]
 
 
 def make_backend() -> FakeBackend:

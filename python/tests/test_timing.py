@@ -59,3 +59,47 @@ def test_flush_buffer_is_at_least_twice_l2():
     assert T.flush_bytes(60 << 20) == 256 << 20
     assert T.flush_bytes(200 << 20) == 400 << 20
     assert T.flush_bytes(None) == T.MIN_FLUSH_BYTES
+
+
+class _FakeCuda:
+    """Just enough of torch.cuda for the event loop: events read a clock the calls advance."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def current_stream(self):
+        return None
+
+    def synchronize(self):
+        pass
+
+    def Event(self, enable_timing=True):  # noqa: N802 - torch's name
+        cuda = self
+
+        class Event:
+            def record(self, stream=None):
+                self.t = cuda.now
+
+            def elapsed_time(self, other):
+                return other.t - self.t
+
+        return Event()
+
+
+def test_interleaved_events_alternate_the_calls_and_keep_their_times_apart():
+    from types import SimpleNamespace
+
+    cuda = _FakeCuda()
+    order = []
+
+    def call(name, ms):
+        def run():
+            order.append(name)
+            cuda.now += ms
+        return run
+
+    torch = SimpleNamespace(cuda=cuda)
+    times = T.time_events_interleaved(torch, [call("a", 1.0), call("b", 3.0)], warmup=1, samples=3)
+    assert order == ["a", "b"] * 4, "sample i times every call in turn"
+    assert times == [[1.0] * 3, [3.0] * 3]
+    assert T.time_events(torch, call("c", 2.0), warmup=0, samples=2) == [2.0, 2.0]

@@ -373,3 +373,17 @@ def test_an_unavailable_backend_still_answers():
         assert w.wait() == 0
     finally:
         w.close()
+
+
+def test_time_several_callables_together(worker, kernels):
+    load(worker, "good", kernels)
+    load(worker, "chatty", kernels)
+    fields = {"problem": with_(ADD, oracle=None, tolerance={}), "shape": SHAPE,
+              "distribution": "normal", "seed": 5, "warmup": 1, "samples": 4, "cupti": True}
+    a = ok(worker.request("time", callables=["good", "chatty"], **fields))
+    assert set(a["results"]) == {"good", "chatty"}
+    assert all(r["events_ms"]["n"] == 4 and r["cupti_ms"]["n"] == 4 for r in a["results"].values())
+    a = worker.request("time", callables=["good", "good"], **fields)
+    assert "names a callable twice" in failed(a, "protocol")
+    a = worker.request("time", callables=[], **fields)
+    assert "non-empty list" in failed(a, "protocol")

@@ -584,15 +584,40 @@ fn bench(
         .unwrap_or_else(|| "normal".into());
     let mut shapes = Vec::new();
     for (i, shape) in c.shape_set("bench").iter().enumerate() {
-        let time = |sup: &mut Supervisor, callable: &str| -> Timed {
-            let req = json!({"op": "time", "callable": callable, "problem": problem,
-                             "shape": shape, "distribution": dist,
-                             "seed": check_seed(seed, 1_000_000 + i as u64),
-                             "warmup": c.bench.warmup, "samples": c.bench.samples,
-                             "flush_l2": true, "cupti": true});
-            match sup.request(req, seconds(c.bench.timeout_s)) {
-                Ok(a) => Timed {
-                    result: Some(strip(a)),
+        let request = |callables: Vec<&str>| {
+            json!({"op": "time", "callables": callables, "problem": problem,
+                   "shape": shape, "distribution": dist,
+                   "seed": check_seed(seed, 1_000_000 + i as u64),
+                   "warmup": c.bench.warmup, "samples": c.bench.samples,
+                   "flush_l2": true, "cupti": true})
+        };
+        // Candidate and baselines are timed together, sample by sample in turn, so drift in
+        // clocks or power during the series reaches all of them alike.
+        let mut names = vec!["candidate"];
+        names.extend(
+            baselines
+                .iter()
+                .filter(|(_, failed)| failed.is_none())
+                .map(|(n, _)| n.as_str()),
+        );
+        *requests += 1;
+        let mut results = match sup.request(request(names.clone()), seconds(c.bench.timeout_s)) {
+            Ok(a) => a["results"].as_object().cloned().unwrap_or_default(),
+            Err(_) => serde_json::Map::new(),
+        };
+        let mut time = |sup: &mut Supervisor, name: &str| -> Timed {
+            if let Some(r) = results.remove(name) {
+                return Timed {
+                    result: Some(r),
+                    failure: None,
+                };
+            }
+            // The joint request failed: time this one alone, so one failing callable does not
+            // take the others' times with it.
+            *requests += 1;
+            match sup.request(request(vec![name]), seconds(c.bench.timeout_s)) {
+                Ok(mut a) => Timed {
+                    result: a["results"].get_mut(name).map(Value::take),
                     failure: None,
                 },
                 Err(f) => Timed {
@@ -601,7 +626,6 @@ fn bench(
                 },
             }
         };
-        *requests += 1;
         let candidate = time(sup, "candidate");
         let mut timed = IndexMap::new();
         for (name, load_failure) in &baselines {
@@ -610,10 +634,7 @@ fn bench(
                     result: None,
                     failure: Some(f.clone()),
                 },
-                None => {
-                    *requests += 1;
-                    time(sup, name)
-                }
+                None => time(sup, name),
             };
             timed.insert(name.clone(), t);
         }

@@ -220,3 +220,31 @@ fn the_record_serialises_with_every_documented_field() {
     assert_eq!(v["contract"]["name"], "fake-gemm");
     assert!(v["timing"]["shapes"][0]["candidate"]["result"]["events_ms"]["median"].is_number());
 }
+
+#[test]
+fn a_failing_baseline_does_not_take_the_candidates_time_with_it() {
+    let contract = Contract::load(&data("small.contract.toml")).unwrap();
+    let mut sup = Supervisor::new(WorkerCommand {
+        program: "python3".into(),
+        args: vec![
+            data("fake_worker.py").display().to_string(),
+            "--baseline-fails".into(),
+        ],
+    });
+    let opts = Options {
+        kernel: Some(data("good.launch.json")),
+        ..Options::default()
+    };
+    let e = run(&contract, Mode::Bench, &opts, &mut sup, &mut |_: &str| {}).unwrap();
+    sup.shutdown();
+    let s = &e.timing.expect("timed").shapes[0];
+    assert_eq!(s.candidate.median("events_ms"), Some(1.0));
+    let base = &s.baselines["torch_matmul"];
+    assert!(
+        matches!(&base.failure, Some(cake_eval::Failure::Error { message, .. }) if message == "the baseline raised"),
+        "{:?}",
+        base.failure
+    );
+    assert_eq!(s.speedup["torch_matmul"].events, None);
+    assert_eq!(e.budget.requests, 2 + 4 + 3, "load x2, 4 checks, joint + 2 single timings");
+}

@@ -313,7 +313,7 @@ class CheckRequest:
 
 @dataclass
 class TimeRequest:
-    callable: str
+    callables: List[str]
     problem: Problem
     distribution: str
     seed: int
@@ -336,8 +336,16 @@ def parse_check(req: Dict[str, Any]) -> CheckRequest:
 
 
 def parse_time(req: Dict[str, Any]) -> TimeRequest:
+    """`callable` (one name) or `callables` (several, timed interleaved)."""
+    names = req.get("callables")
+    if names is not None:
+        if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+            raise ProtocolError("time: `callables` must be a non-empty list of names")
+        if len(set(names)) != len(names):
+            raise ProtocolError("time: `callables` names a callable twice")
+        req = dict(req, callable=names[0])
     name, problem, dist, seed = _common(req, need_oracle=False)
-    return TimeRequest(name, problem, dist, seed, int_at_least(req, "warmup", 0, 10),
+    return TimeRequest(names or [name], problem, dist, seed, int_at_least(req, "warmup", 0, 10),
                        int_at_least(req, "samples", 1, 30), field_of(req, "flush_l2", bool, True),
                        field_of(req, "cupti", bool, False))
 

@@ -3,6 +3,10 @@
 The loops take the torch module as an argument (this module imports without torch). The
 attribution of profiled GPU activities to samples is plain Python, testable on a CPU.
 
+Several callables timed together are interleaved: sample i times each of them in turn, so a
+drift of clocks or power during the series lands on all of them alike instead of on whichever
+ran last.
+
 CUPTI span. Under torch.profiler (CPU + CUDA activities, i.e. Kineto over CUPTI) every
 sample runs as: flush L2; synchronize; with record_function("cake.sample.<i>"): call;
 synchronize. The synchronize inside the range means every GPU activity the call launched,
@@ -56,41 +60,56 @@ def flush_l2(buf: Any) -> None:
 def time_events(torch: Any, call: Callable[[], Any], warmup: int, samples: int,
                 flush: Any = None) -> List[float]:
     """Milliseconds between two events on the current stream around each call."""
+    return time_events_interleaved(torch, [call], warmup, samples, flush)[0]
+
+
+def time_events_interleaved(torch: Any, calls: Sequence[Callable[[], Any]], warmup: int, samples: int,
+                            flush: Any = None) -> List[List[float]]:
+    """Per call, its event times; sample i times every call in turn."""
     stream = torch.cuda.current_stream()
-    out: List[float] = []
+    out: List[List[float]] = [[] for _ in calls]
     for i in range(warmup + samples):
-        # No synchronisation after the flush: it keeps the GPU busy while the host reaches the
-        # launch, so host-side latency stays out of the measured window.
-        flush_l2(flush)
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        start.record(stream)
-        call()
-        end.record(stream)
-        torch.cuda.synchronize()
-        if i >= warmup:
-            out.append(float(start.elapsed_time(end)))
+        for j, call in enumerate(calls):
+            # No synchronisation after the flush: it keeps the GPU busy while the host reaches
+            # the launch, so host-side latency stays out of the measured window.
+            flush_l2(flush)
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            start.record(stream)
+            call()
+            end.record(stream)
+            torch.cuda.synchronize()
+            if i >= warmup:
+                out[j].append(float(start.elapsed_time(end)))
     return out
 
 
 def time_cupti(torch: Any, call: Callable[[], Any], samples: int, flush: Any = None) -> CuptiResult:
     """`samples` calls under torch.profiler; each call's GPU span from its activities."""
+    return time_cupti_interleaved(torch, [call], samples, flush)[0]
+
+
+def time_cupti_interleaved(torch: Any, calls: Sequence[Callable[[], Any]], samples: int,
+                           flush: Any = None) -> List[CuptiResult]:
+    """Per call, its CUPTI spans; sample i profiles every call in turn (range k = i * n + j)."""
     from torch.profiler import ProfilerActivity, profile, record_function
 
+    n = len(calls)
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         for i in range(samples):
-            flush_l2(flush)
-            torch.cuda.synchronize()
-            with record_function(f"{SAMPLE_PREFIX}{i}"):
-                call()
+            for j, call in enumerate(calls):
+                flush_l2(flush)
                 torch.cuda.synchronize()
+                with record_function(f"{SAMPLE_PREFIX}{i * n + j}"):
+                    call()
+                    torch.cuda.synchronize()
     ranges, activities = trace_records(torch, prof.events())
-    missing = [i for i in range(samples) if i not in ranges]
+    missing = [k for k in range(samples * n) if k not in ranges]
     if missing:
         raise RuntimeError(f"the profiler trace lacks the CPU ranges of samples {missing[:5]}")
-    per_sample = attribute([ranges[i] for i in range(samples)], activities)
-    return summarize_cupti(per_sample)
+    per_sample = attribute([ranges[k] for k in range(samples * n)], activities)
+    return [summarize_cupti(per_sample[j::n]) for j in range(n)]
 
 
 def trace_records(torch: Any, events: Any) -> Tuple[Dict[int, Tuple[float, float]], List[Activity]]:

@@ -129,11 +129,12 @@ class TorchBackend:
             self._flush = timing.make_flush_buffer(self.torch, getattr(self.props, "L2_cache_size", 0), self.device)
         return self._flush
 
-    def time_events(self, call: Callable[[], Any], warmup: int, samples: int, flush_l2: bool) -> List[float]:
-        return timing.time_events(self.torch, call, warmup, samples, self.flush_buffer(flush_l2))
+    def time_events(self, calls: List[Callable[[], Any]], warmup: int, samples: int,
+                    flush_l2: bool) -> List[List[float]]:
+        return timing.time_events_interleaved(self.torch, calls, warmup, samples, self.flush_buffer(flush_l2))
 
-    def time_cupti(self, call: Callable[[], Any], samples: int, flush_l2: bool) -> timing.CuptiResult:
-        return timing.time_cupti(self.torch, call, samples, self.flush_buffer(flush_l2))
+    def time_cupti(self, calls: List[Callable[[], Any]], samples: int, flush_l2: bool) -> List[timing.CuptiResult]:
+        return timing.time_cupti_interleaved(self.torch, calls, samples, self.flush_buffer(flush_l2))
 
 
 # --------------------------------------------------------------------------------------

@@ -55,10 +55,17 @@ for line in sys.stdin:
         answer(req, passed=ok, outputs={"C": out}, inputs_unmodified=True, deterministic=True,
                reason=None if ok else "C: 8 elements never written (still poisoned), first at [7, 0]")
     elif op == "time":
-        b = behaviour[req["callable"]]
-        ms = {"baseline": 2.0, "toofast": 1e-6}.get(b, 1.0)
-        answer(req, events_ms=stats(ms), cupti_ms=stats(ms * 0.9), kernels_per_call=1,
-               kernel_names=["fake"])
+        results = {}
+        for name in req["callables"]:
+            b = behaviour[name]
+            if b == "baseline" and "--baseline-fails" in sys.argv:
+                error(req, "python", "the baseline raised")
+                break
+            ms = {"baseline": 2.0, "toofast": 1e-6}.get(b, 1.0)
+            results[name] = {"events_ms": stats(ms), "cupti_ms": stats(ms * 0.9),
+                             "kernels_per_call": 1, "kernel_names": ["fake"]}
+        else:
+            answer(req, results=results)
     elif op == "shutdown":
         answer(req, bye=True)
         break
