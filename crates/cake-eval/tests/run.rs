@@ -246,5 +246,9 @@ fn a_failing_baseline_does_not_take_the_candidates_time_with_it() {
         base.failure
     );
     assert_eq!(s.speedup["torch_matmul"].events, None);
-    assert_eq!(e.budget.requests, 2 + 4 + 3, "load x2, 4 checks, joint + 2 single timings");
+    assert_eq!(
+        e.budget.requests,
+        2 + 4 + 3,
+        "load x2, 4 checks, joint + 2 single timings"
+    );
 }
