@@ -39,3 +39,6 @@ for fault in unwritten deadlock illegal_address; do
         --record "$OUT/planted-$fault.json" | tail -2
     echo "planted $fault: exit ${PIPESTATUS[0]} after $(( $(date +%s) - t0 )) s"
 done
+
+echo "== launch overhead (host)"
+timeout 120 python3 bench/launch_overhead.py --out "$OUT/launch-overhead.json"
