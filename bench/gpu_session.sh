@@ -19,7 +19,7 @@ if [ -z "${CUDA_HOME:-}" ] && [ -x /usr/local/cuda/bin/nvcc ]; then export CUDA_
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw \
     --format=csv,noheader | tee "$OUT/gpu.txt"
-git rev-parse HEAD 2>/dev/null | tee "$OUT/commit.txt"
+echo "${COMMIT:-$(git rev-parse HEAD 2>/dev/null)}" | tee "$OUT/commit.txt"  # COMMIT: where the copy has no git history
 
 echo "== pytest (GPU tests of the package, and the CPU suite against the built wheel)"
 timeout 300 python3 -m pytest -q python/tests 2>&1 | tee "$OUT/pytest.txt" | tail -5
