@@ -88,6 +88,9 @@ pub fn cmd_eval(mode: Mode, args: EvalArgs) -> ExitCode {
     }
     if evidence.verdict == "passed" {
         ExitCode::SUCCESS
+    } else if evidence.verdict.starts_with("error:") {
+        // The contract or the harness failed, not the candidate.
+        ExitCode::from(2)
     } else {
         ExitCode::from(1)
     }

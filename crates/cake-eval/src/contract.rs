@@ -13,6 +13,22 @@ pub const DTYPES: &[&str] = &[
     "bf16", "f16", "f32", "f64", "i32", "i64", "u8", "i8", "fp8e4m3", "fp8e5m2",
 ];
 
+/// Contract dtype names whose Cake (launch metadata) name differs, and the kernel dtypes whose
+/// storage is a contract dtype: the interface check compares through this table.
+const KERNEL_DTYPE_ALIASES: &[(&str, &str)] =
+    &[("fp8e4m3", "e4m3"), ("fp8e5m2", "e5m2"), ("f32", "tf32")];
+
+/// Whether a kernel parameter of dtype `kernel` (Cake's name) takes the contract's `contract`.
+pub fn dtype_matches(contract: &str, kernel: &str) -> bool {
+    contract == kernel || KERNEL_DTYPE_ALIASES.contains(&(contract, kernel))
+}
+
+/// Longest watchdog a contract may set: a day.
+const MAX_TIMEOUT_S: f64 = 86_400.0;
+
+/// Dtypes a scalar parameter may have (the runtime passes these by value).
+pub const SCALAR_DTYPES: &[&str] = &["f32", "f64", "i32", "i64", "u8", "i8"];
+
 /// Built-in input distributions (docs/worker.md).
 pub const DISTRIBUTIONS: &[&str] = &["normal", "uniform", "heavy_tailed", "clustered", "ties"];
 
@@ -152,6 +168,9 @@ pub enum Tolerance {
         score: String,
         rtol: f64,
         atol: f64,
+        /// Valid indices are `0..bound` (a dimension name or a number); others are mismatches.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        bound: Option<ShapeEntry>,
     },
 }
 
@@ -594,6 +613,13 @@ fn validate(raw: Raw, dir: &Path, errs: &mut Errors, hash: String, path: &Path) 
                 Some(format!("dtypes are {}", DTYPES.join(", "))),
             );
         }
+        if t.role == Role::Inout {
+            errs.push(
+                &key,
+                "role `inout` is not supported yet",
+                Some("declare the tensor as an input and the result as a separate output".into()),
+            );
+        }
         for e in &t.shape {
             match e {
                 ShapeEntry::Dim(d) if !dim_names.contains(&d.as_str()) => errs.push(
@@ -625,10 +651,24 @@ fn validate(raw: Raw, dir: &Path, errs: &mut Errors, hash: String, path: &Path) 
         .scalars
         .iter()
         .map(|(name, s)| {
-            if !DTYPES.contains(&s.dtype.as_str()) {
+            let key = format!("scalars.{name}");
+            if !SCALAR_DTYPES.contains(&s.dtype.as_str()) {
                 errs.push(
-                    format!("scalars.{name}"),
-                    format!("unknown dtype `{}`", s.dtype),
+                    &key,
+                    format!("`{}` is not a scalar dtype", s.dtype),
+                    Some(format!("scalar dtypes are {}", SCALAR_DTYPES.join(", "))),
+                );
+            }
+            let integral = s.value.fract() == 0.0 && s.value.abs() < 2f64.powi(53);
+            if !s.value.is_finite() {
+                errs.push(&key, "the value must be finite", None);
+            } else if s.dtype.starts_with(['i', 'u']) && !integral {
+                errs.push(
+                    &key,
+                    format!(
+                        "{} is not an integer, but the dtype is {}",
+                        s.value, s.dtype
+                    ),
                     None,
                 );
             }
@@ -694,20 +734,39 @@ fn validate(raw: Raw, dir: &Path, errs: &mut Errors, hash: String, path: &Path) 
         }
         let policy = match policy {
             Tolerance::Allclose { rtol, atol } | Tolerance::ArgminTies { rtol, atol, .. }
-                if *rtol < 0.0 || *atol < 0.0 =>
+                if !(rtol.is_finite() && atol.is_finite() && *rtol >= 0.0 && *atol >= 0.0) =>
             {
-                errs.push(&key, "rtol and atol must be non-negative", None);
+                errs.push(&key, "rtol and atol must be finite and non-negative", None);
                 policy.clone()
             }
-            Tolerance::RelL2 { max } if *max <= 0.0 => {
-                errs.push(&key, "`max` must be positive", None);
+            Tolerance::RelL2 { max } if !(max.is_finite() && *max > 0.0) => {
+                errs.push(&key, "`max` must be finite and positive", None);
                 policy.clone()
             }
-            Tolerance::ArgminTies { score, rtol, atol } => Tolerance::ArgminTies {
-                score: resolve_function(score, py, dir, &format!("{key}.score"), errs),
-                rtol: *rtol,
-                atol: *atol,
-            },
+            Tolerance::ArgminTies {
+                score,
+                rtol,
+                atol,
+                bound,
+            } => {
+                match bound {
+                    Some(ShapeEntry::Dim(d)) if !dim_names.contains(&d.as_str()) => errs.push(
+                        &key,
+                        format!("`bound` names `{d}`, which is not a dimension"),
+                        None,
+                    ),
+                    Some(ShapeEntry::Fixed(n)) if *n < 1 => {
+                        errs.push(&key, "`bound` must be positive", None)
+                    }
+                    _ => {}
+                }
+                Tolerance::ArgminTies {
+                    score: resolve_function(score, py, dir, &format!("{key}.score"), errs),
+                    rtol: *rtol,
+                    atol: *atol,
+                    bound: bound.clone(),
+                }
+            }
             other => other.clone(),
         };
         tolerance.insert(name.clone(), policy);
@@ -717,8 +776,17 @@ fn validate(raw: Raw, dir: &Path, errs: &mut Errors, hash: String, path: &Path) 
     if raw.check.runs == 0 {
         errs.push("check.runs", "at least one run per check", None);
     }
-    if raw.check.timeout_s <= 0.0 || raw.bench.timeout_s <= 0.0 {
-        errs.push("timeout_s", "timeouts must be positive", None);
+    for (key, t) in [
+        ("check.timeout_s", raw.check.timeout_s),
+        ("bench.timeout_s", raw.bench.timeout_s),
+    ] {
+        if !(t > 0.0 && t <= MAX_TIMEOUT_S) {
+            errs.push(
+                key,
+                format!("{t} is not a timeout: give seconds in (0, {MAX_TIMEOUT_S}]"),
+                None,
+            );
+        }
     }
     if raw.bench.samples < 30 {
         errs.push(

@@ -99,8 +99,13 @@ pub struct ShapeTiming {
     /// Baseline median ÷ candidate median, per measure; absent where either is missing or the
     /// candidate's time is suspicious.
     pub speedup: IndexMap<String, Speedup>,
-    /// Why a time is not believable (below the physical floor).
+    /// Why a time is not believable (below the physical floor, no GPU work seen).
     pub suspicious: Vec<String>,
+    /// Whether candidate and baselines were timed sample by sample in turn (false when the
+    /// joint request failed and each was timed alone).
+    pub interleaved: bool,
+    /// Why the candidate's outputs after the timed calls did not match the oracle.
+    pub outputs_wrong: Option<String>,
 }
 
 /// The physical floor: no correct kernel can take less time.

@@ -135,7 +135,7 @@ pub fn interface_mismatches(c: &Contract, meta: &cake_lower::LaunchMeta) -> Vec<
             out.push(format!("the kernel has no tensor `{}`", t.name));
             continue;
         };
-        if k.dtype != t.dtype {
+        if !crate::contract::dtype_matches(&t.dtype, &k.dtype) {
             out.push(format!(
                 "`{}`: the contract says {}, the kernel takes {}",
                 t.name, t.dtype, k.dtype
@@ -174,11 +174,21 @@ pub fn interface_mismatches(c: &Contract, meta: &cake_lower::LaunchMeta) -> Vec<
         }
     }
     for s in &meta.scalars {
-        if !c.scalars.iter().any(|cs| cs.name == s.name) {
-            out.push(format!(
+        match c.scalars.iter().find(|cs| cs.name == s.name) {
+            None => out.push(format!(
                 "the kernel's scalar `{}` has no value in the contract",
                 s.name
-            ));
+            )),
+            Some(cs) if cs.dtype != s.dtype => out.push(format!(
+                "scalar `{}`: the contract says {}, the kernel takes {}",
+                s.name, cs.dtype, s.dtype
+            )),
+            Some(_) => {}
+        }
+    }
+    for cs in &c.scalars {
+        if !meta.scalars.iter().any(|s| s.name == cs.name) {
+            out.push(format!("the kernel has no scalar `{}`", cs.name));
         }
     }
     out
@@ -306,10 +316,11 @@ fn floor(c: &Contract, shape: &Shape, target: &str, env: &Value) -> Option<Floor
         Precision::Bits16 => Some(p.tflops_16bit),
         Precision::Fp8 => p.tflops_fp8,
     });
-    // The measured copy bandwidth is what this GPU delivers; the datasheet is the fallback.
-    let bandwidth_gbps = env["measured_bandwidth_gbps"]
-        .as_f64()
-        .or(peak.map(|p| p.dram_gbps));
+    // The datasheet peak, not the measured copy rate: a read-heavy kernel can beat a copy, and
+    // the floor must hold for every correct kernel. Without a table entry there is no memory
+    // floor (the measured rate is reported in `environment`).
+    let _ = env;
+    let bandwidth_gbps = peak.map(|p| p.dram_gbps);
     let compute_ms = flops.zip(peak_tflops).map(|(f, p)| f / (p * 1e12) * 1e3);
     let memory_ms = bytes.zip(bandwidth_gbps).map(|(b, g)| b / (g * 1e9) * 1e3);
     let ms = match (compute_ms, memory_ms) {
@@ -325,8 +336,8 @@ fn floor(c: &Contract, shape: &Shape, target: &str, env: &Value) -> Option<Floor
     })
 }
 
-/// A time this far under the floor is flagged; the allowance absorbs the floor's own error
-/// (a kernel may read a little faster than a copy moves data).
+/// A time this far under the floor is flagged; the allowance absorbs timer granularity and the
+/// rounding of the datasheet ceilings.
 pub const FLOOR_ALLOWANCE: f64 = 0.95;
 
 /// Run the contract's protocol on one candidate and return the evidence.
@@ -388,6 +399,8 @@ pub fn run(
         checks: Vec::new(),
     };
     let mut verdict_reason = p.rejected.clone();
+    // A fault of the contract or the harness: the verdict is `error`, not `failed`.
+    let mut harness_error: Option<String> = None;
     // Once the candidate hangs, crashes or poisons the context, its remaining checks are skipped.
     let mut dead: Option<String> = None;
     if verdict_reason.is_none() {
@@ -435,6 +448,14 @@ pub fn run(
                     }
                     rec.result = Some(answer);
                 }
+                Err(f) if f.is_harness_fault() => {
+                    // The contract's generator or oracle, or the protocol, failed: the run
+                    // cannot judge the candidate.
+                    let why = format!("{} {dist}: {}", shape_text(shape), first_line(&f));
+                    harness_error.get_or_insert(why.clone());
+                    dead.get_or_insert(format!("the run stopped: {why}"));
+                    rec.failure = Some(f);
+                }
                 Err(f) => {
                     if f.ended_worker() {
                         dead = Some(format!("the candidate already failed: {f}"));
@@ -461,7 +482,9 @@ pub fn run(
             correctness.checks.push(rec);
         }
     }
-    correctness.passed = verdict_reason.is_none() && correctness.checks.iter().all(|r| r.passed);
+    correctness.passed = verdict_reason.is_none()
+        && harness_error.is_none()
+        && correctness.checks.iter().all(|r| r.passed);
 
     let timing = if mode == Mode::Bench && correctness.passed {
         Some(bench(
@@ -479,7 +502,13 @@ pub fn run(
         None
     };
     if let Some(t) = &timing {
-        if let Some(s) = t.shapes.iter().find(|s| !s.suspicious.is_empty()) {
+        if let Some(s) = t.shapes.iter().find(|s| s.outputs_wrong.is_some()) {
+            verdict_reason.get_or_insert(format!(
+                "{}: the timed calls' outputs are wrong: {}",
+                shape_text(&s.shape),
+                s.outputs_wrong.as_deref().unwrap_or_default()
+            ));
+        } else if let Some(s) = t.shapes.iter().find(|s| !s.suspicious.is_empty()) {
             verdict_reason.get_or_insert(format!("suspicious timing: {}", s.suspicious.join("; ")));
         } else if let Some(s) = t.shapes.iter().find(|s| s.candidate.failure.is_some()) {
             verdict_reason.get_or_insert(format!(
@@ -532,9 +561,10 @@ pub fn run(
             worker_restarts: sup.restarts,
             requests,
         },
-        verdict: match verdict_reason {
-            None => "passed".into(),
-            Some(r) => format!("failed: {r}"),
+        verdict: match (harness_error, verdict_reason) {
+            (Some(e), _) => format!("error: {e}"),
+            (None, None) => "passed".into(),
+            (None, Some(r)) => format!("failed: {r}"),
         },
     })
 }
@@ -605,6 +635,7 @@ fn bench(
             Ok(a) => a["results"].as_object().cloned().unwrap_or_default(),
             Err(_) => serde_json::Map::new(),
         };
+        let interleaved = names.iter().all(|n| results.contains_key(*n));
         let mut time = |sup: &mut Supervisor, name: &str| -> Timed {
             if let Some(r) = results.remove(name) {
                 return Timed {
@@ -640,6 +671,22 @@ fn bench(
         }
         let fl = floor(c, shape, target, env);
         let mut suspicious = Vec::new();
+        if candidate
+            .result
+            .as_ref()
+            .and_then(|r| r["kernels_per_call"].as_u64())
+            == Some(0)
+        {
+            suspicious.push("the profiler saw no GPU work in the candidate's calls".to_string());
+        }
+        let outputs_wrong = candidate.result.as_ref().and_then(|r| {
+            (r["outputs_ok"] == json!(false)).then(|| {
+                r["outputs_reason"]
+                    .as_str()
+                    .unwrap_or("they differ from the oracle")
+                    .to_string()
+            })
+        });
         if let Some(f) = &fl {
             for measure in ["events_ms", "cupti_ms"] {
                 if let Some(m) = candidate.median(measure) {
@@ -654,7 +701,7 @@ fn bench(
             }
         }
         let mut speedup = IndexMap::new();
-        if suspicious.is_empty() {
+        if suspicious.is_empty() && outputs_wrong.is_none() {
             for (name, t) in &timed {
                 let ratio = |m: &str| Some(t.median(m)? / candidate.median(m)?);
                 speedup.insert(
@@ -688,6 +735,12 @@ fn bench(
         if !suspicious.is_empty() {
             line += &format!(" · SUSPICIOUS: {}", suspicious.join("; "));
         }
+        if let Some(w) = &outputs_wrong {
+            line += &format!(" · WRONG OUTPUTS: {}", first_line(w));
+        }
+        if !interleaved {
+            line += " · (timed one at a time)";
+        }
         progress(&line);
         shapes.push(ShapeTiming {
             shape: shape.clone(),
@@ -696,6 +749,8 @@ fn bench(
             baselines: timed,
             speedup,
             suspicious,
+            interleaved,
+            outputs_wrong,
         });
     }
     Timing {

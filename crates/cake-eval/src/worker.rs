@@ -57,6 +57,12 @@ pub enum Failure {
 }
 
 impl Failure {
+    /// Whether the contract or the harness, not the candidate, is at fault: the worker reports
+    /// a malformed request as `protocol` and a failing generator or oracle as `oracle`.
+    pub fn is_harness_fault(&self) -> bool {
+        matches!(self, Failure::Error { kind, .. } if kind == "protocol" || kind == "oracle")
+    }
+
     /// Whether the failure ended the worker (so the candidate cannot be trusted to run again).
     pub fn ended_worker(&self) -> bool {
         match self {
@@ -108,6 +114,8 @@ struct Running {
     stdin: ChildStdin,
     lines: Receiver<String>,
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
+    /// The thread collecting stderr; joined after a crash so the tail holds the last words.
+    stderr_reader: std::thread::JoinHandle<()>,
 }
 
 const STDERR_LINES: usize = 40;
@@ -155,6 +163,26 @@ impl Supervisor {
             // Its own process group, so a kill reaches anything it started too.
             cmd.process_group(0);
         }
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::unix::process::CommandExt;
+            let parent = std::process::id() as libc::pid_t;
+            // SAFETY: between fork and exec only async-signal-safe calls are made (prctl,
+            // getppid). The worker, in a process group of its own, misses the terminal's
+            // Ctrl-C; if this process dies the kernel kills the worker (and a hung kernel with
+            // it) instead of leaving it spinning.
+            unsafe {
+                cmd.pre_exec(move || {
+                    if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    if libc::getppid() != parent {
+                        libc::_exit(1); // the parent died before prctl took effect
+                    }
+                    Ok(())
+                });
+            }
+        }
         let mut child = cmd.spawn().map_err(|e| Failure::Spawn {
             message: format!("cannot run `{}`: {e}", self.command.program),
         })?;
@@ -179,7 +207,7 @@ impl Supervisor {
         });
         let tail = Arc::new(Mutex::new(VecDeque::new()));
         let (tail2, verbose) = (tail.clone(), self.verbose);
-        std::thread::spawn(move || {
+        let stderr_reader = std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines() {
                 let Ok(line) = line else { break };
                 if verbose {
@@ -198,7 +226,17 @@ impl Supervisor {
             stdin,
             lines: rx,
             stderr_tail: tail,
+            stderr_reader,
         });
+        // A worker is either fully started (hello answered, every load replayed) or gone.
+        let started = self.greet_and_replay();
+        if started.is_err() {
+            self.kill();
+        }
+        started
+    }
+
+    fn greet_and_replay(&mut self) -> Result<(), Failure> {
         let hello = self.exchange(json!({"op": "hello"}), self.startup_timeout)?;
         if self.env.is_none() {
             self.env = hello.get("env").cloned();
@@ -211,19 +249,36 @@ impl Supervisor {
 
     /// Kill the worker's process group and reap it.
     fn kill(&mut self) {
-        if let Some(mut r) = self.running.take() {
-            #[cfg(unix)]
-            {
-                let pid = r.child.id() as i32;
-                // SAFETY: kill(2) with a negative pid signals the process group we created; it
-                // touches no memory of ours.
-                unsafe {
-                    libc::kill(-pid, libc::SIGKILL);
-                }
-            }
-            let _ = r.child.kill();
-            let _ = r.child.wait();
+        if let Some(r) = self.running.take() {
+            Self::end(r);
         }
+    }
+
+    /// Kill a worker's process group, reap it and wait for its stderr to drain; returns the exit
+    /// status and the last lines of stderr.
+    fn end(mut r: Running) -> (String, String) {
+        #[cfg(unix)]
+        {
+            let pid = r.child.id() as i32;
+            // SAFETY: kill(2) with a negative pid signals the process group we created; it
+            // touches no memory of ours.
+            unsafe {
+                libc::kill(-pid, libc::SIGKILL);
+            }
+        }
+        let _ = r.child.kill();
+        let status = r
+            .child
+            .wait()
+            .map_or("unknown status".to_string(), |s| s.to_string());
+        // Every writer of the pipe is dead now, so the reader reaches end of file.
+        let _ = r.stderr_reader.join();
+        let tail = r
+            .stderr_tail
+            .lock()
+            .map(|t| t.iter().cloned().collect::<Vec<_>>().join("\n"))
+            .unwrap_or_default();
+        (status, tail)
     }
 
     /// Send one request to the running worker and wait for its answer.
@@ -237,10 +292,13 @@ impl Supervisor {
             });
         };
         let sent = writeln!(r.stdin, "{request}").and_then(|_| r.stdin.flush());
+        // One deadline for the whole request: stray lines do not extend it.
+        let deadline = std::time::Instant::now() + timeout;
         let answer = match sent {
             Err(_) => Err(RecvTimeoutError::Disconnected),
             Ok(()) => loop {
-                match r.lines.recv_timeout(timeout) {
+                let left = deadline.saturating_duration_since(std::time::Instant::now());
+                match r.lines.recv_timeout(left) {
                     Ok(line) => match serde_json::from_str::<Value>(&line) {
                         Ok(v) if v.get("id") == Some(&json!(id)) => break Ok(v),
                         // A stray line (or an answer to an abandoned request): keep waiting.
@@ -272,19 +330,7 @@ impl Supervisor {
             }
             Err(RecvTimeoutError::Disconnected) => {
                 let (status, stderr_tail) = match self.running.take() {
-                    Some(mut r) => {
-                        let tail = r
-                            .stderr_tail
-                            .lock()
-                            .map(|t| t.iter().cloned().collect::<Vec<_>>().join("\n"))
-                            .unwrap_or_default();
-                        let _ = r.child.kill();
-                        let status = r
-                            .child
-                            .wait()
-                            .map_or("unknown status".to_string(), |s| s.to_string());
-                        (status, tail)
-                    }
+                    Some(r) => Self::end(r),
                     None => ("unknown status".into(), String::new()),
                 };
                 Err(Failure::Crash {

@@ -171,3 +171,69 @@ fn every_error_is_reported_in_one_run() {
         text[0]
     );
 }
+
+#[test]
+fn numbers_must_be_finite_and_timeouts_bounded() {
+    let e = one_error(&[("timeout_s = 2", "timeout_s = inf")]);
+    assert_eq!(e.key.as_deref(), Some("check.timeout_s"));
+    assert!(e.message.contains("inf is not a timeout"), "{}", e.message);
+    let e = one_error(&[("timeout_s = 2", "timeout_s = nan")]);
+    assert!(e.message.contains("NaN is not a timeout"), "{}", e.message);
+    let e = one_error(&[("rtol = 0.02", "rtol = nan")]);
+    assert!(
+        e.message.contains("finite and non-negative"),
+        "{}",
+        e.message
+    );
+}
+
+#[test]
+fn inout_tensors_are_refused_until_supported() {
+    let e = one_error(&[("role = \"output\"", "role = \"inout\"")]);
+    assert_eq!(e.key.as_deref(), Some("tensors.C"));
+    assert!(e.message.contains("`inout` is not supported yet"));
+}
+
+#[test]
+fn scalars_have_scalar_dtypes_and_fitting_values() {
+    let with = |s: &str| errors_of(&[("[inputs]\n", &format!("[scalars]\n{s}\n\n[inputs]\n"))]);
+    let e = with("n = { dtype = \"i32\", value = 1.5 }");
+    assert!(
+        e[0].message
+            .contains("1.5 is not an integer, but the dtype is i32"),
+        "{e:?}"
+    );
+    let e = with("s = { dtype = \"fp8e4m3\", value = 1.0 }");
+    assert!(
+        e[0].message.contains("`fp8e4m3` is not a scalar dtype"),
+        "{e:?}"
+    );
+    assert!(parse(&GOOD.replace(
+        "[inputs]\n",
+        "[scalars]\nalpha = { dtype = \"f32\", value = 0.5 }\n\n[inputs]\n"
+    ))
+    .is_ok());
+}
+
+#[test]
+fn argmin_bound_names_a_dimension() {
+    let e = one_error(&[(
+        "C = { policy = \"allclose\", rtol = 0.02, atol = 0.02 }",
+        "C = { policy = \"argmin_ties\", score = \"oracle\", rtol = 0.0, atol = 0.0, bound = \"Z\" }",
+    )]);
+    assert!(e.message.contains("`bound` names `Z`"), "{}", e.message);
+    let c = parse(&GOOD.replace(
+        "C = { policy = \"allclose\", rtol = 0.02, atol = 0.02 }",
+        "C = { policy = \"argmin_ties\", score = \"oracle\", rtol = 0.0, atol = 0.0, bound = \"N\" }",
+    ))
+    .unwrap();
+    assert_eq!(c.problem()["tolerance"]["C"]["bound"], "N");
+}
+
+#[test]
+fn fp8_and_tf32_kernel_dtypes_match_their_contract_names() {
+    use cake_eval::contract::dtype_matches;
+    assert!(dtype_matches("fp8e4m3", "e4m3") && dtype_matches("fp8e5m2", "e5m2"));
+    assert!(dtype_matches("f32", "tf32") && dtype_matches("bf16", "bf16"));
+    assert!(!dtype_matches("bf16", "f16") && !dtype_matches("e4m3", "fp8e4m3"));
+}

@@ -252,3 +252,41 @@ fn a_failing_baseline_does_not_take_the_candidates_time_with_it() {
         "load x2, 4 checks, joint + 2 single timings"
     );
 }
+
+#[test]
+fn a_kernel_whose_timed_calls_end_wrong_has_no_speed() {
+    let e = evaluate("drifts", Mode::Bench);
+    assert!(e.correctness.passed, "its checks pass");
+    assert!(
+        e.verdict.starts_with("failed: M=4096 N=4096 K=4096: the timed calls' outputs are wrong: C: 64 elements differ"),
+        "{}",
+        e.verdict
+    );
+    let s = &e.timing.unwrap().shapes[0];
+    assert!(s.speedup.is_empty());
+    assert!(s.interleaved);
+}
+
+#[test]
+fn a_failing_oracle_is_an_error_of_the_run_not_a_failure_of_the_candidate() {
+    let e = evaluate("contractbug", Mode::Test);
+    assert!(
+        e.verdict
+            .starts_with("error: M=8 N=8 K=8 normal: oracle error: the oracle raised"),
+        "{}",
+        e.verdict
+    );
+    assert!(!e.correctness.passed);
+    assert!(e.correctness.checks[1..].iter().all(|c| c
+        .skipped
+        .as_deref()
+        .is_some_and(|s| s.starts_with("the run stopped"))));
+}
+
+#[test]
+fn stray_lines_do_not_extend_the_deadline() {
+    let t = Instant::now();
+    let e = evaluate("chatter", Mode::Test);
+    assert!(t.elapsed().as_secs() < 30);
+    assert!(matches!(e.correctness.checks[0].failure, Some(cake_eval::Failure::Hang { .. })));
+}

@@ -1,7 +1,9 @@
 """A stand-in for `python3 -m cake.worker` that needs no GPU: it speaks cake.worker/v0 and
 behaves as the loaded candidate's launch metadata says (its `kernel` field): `good` passes,
-`unwritten` leaves outputs unwritten, `hang` never answers a check, `crash` exits mid-check,
-`sticky` reports an illegal address, `toofast` times below any physical floor."""
+`unwritten` leaves outputs unwritten, `hang` never answers a check, `chatter` prints stray lines
+instead of answering, `crash` exits mid-check, `sticky` reports an illegal address, `toofast`
+times below any physical floor, `drifts` passes its checks but its timed calls end with wrong
+outputs, `contractbug` meets a failing oracle."""
 
 import json
 import os
@@ -43,9 +45,16 @@ for line in sys.stdin:
         b = behaviour[req["callable"]]
         if b == "hang":
             time.sleep(3600)
+        if b == "chatter":  # never answers, but keeps printing lines that are not answers
+            for _ in range(7200):
+                print("{\"progress\": true}", flush=True)
+                time.sleep(0.5)
         if b == "crash":
             print("fake worker: segmentation fault (pretend)", file=sys.stderr, flush=True)
             os._exit(139)
+        if b == "contractbug":
+            error(req, "oracle", "the oracle raised: ZeroDivisionError")
+            continue
         if b == "sticky":
             error(req, "cuda", "CUDA error: an illegal memory access was encountered", sticky=True)
             sys.exit(1)
@@ -62,8 +71,11 @@ for line in sys.stdin:
                 error(req, "python", "the baseline raised")
                 break
             ms = {"baseline": 2.0, "toofast": 1e-6}.get(b, 1.0)
+            drifts = b == "drifts"  # right at first, wrong after many calls
             results[name] = {"events_ms": stats(ms), "cupti_ms": stats(ms * 0.9),
-                             "kernels_per_call": 1, "kernel_names": ["fake"]}
+                             "kernels_per_call": 1, "kernel_names": ["fake"],
+                             "outputs_ok": not drifts,
+                             "outputs_reason": "C: 64 elements differ" if drifts else None}
         else:
             answer(req, results=results)
     elif op == "shutdown":
