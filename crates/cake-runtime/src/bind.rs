@@ -132,8 +132,11 @@ pub fn row_major_strides(shape: &[u64]) -> Vec<u64> {
 }
 
 /// Contiguous in torch's sense: row-major, where the stride of a size-1 dimension does not
-/// matter.
+/// matter, and a tensor without elements is contiguous whatever its strides.
 pub fn is_row_major(shape: &[u64], strides: &[i64]) -> bool {
+    if shape.contains(&0) {
+        return true;
+    }
     let expected = row_major_strides(shape);
     shape
         .iter()
@@ -553,4 +556,22 @@ pub fn f32_to_bf16_bits(x: f32) -> u16 {
     }
     let rounded = bits.wrapping_add(0x7fff + ((bits >> 16) & 1));
     (rounded >> 16) as u16
+}
+
+#[cfg(test)]
+mod contiguity {
+    use super::is_row_major;
+
+    #[test]
+    fn empty_tensors_are_contiguous_whatever_their_strides() {
+        // torch.empty(4, 0).stride() is (1, 1).
+        assert!(is_row_major(&[4, 0], &[1, 1]));
+        assert!(is_row_major(&[0], &[1]));
+        assert!(is_row_major(&[2, 3], &[3, 1]));
+        assert!(!is_row_major(&[2, 3], &[1, 2]));
+        assert!(
+            is_row_major(&[1, 3], &[99, 1]),
+            "a size-1 dimension's stride does not matter"
+        );
+    }
 }

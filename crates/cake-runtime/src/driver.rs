@@ -311,10 +311,15 @@ pub fn load_function(
         .map_err(|_| crate::error::launch(format!("symbol `{symbol}` contains a NUL byte")))?;
     let mut func: sys::CUfunction = std::ptr::null_mut();
     // SAFETY: out-pointer to a local; module just loaded.
-    check(
+    let found = check(
         unsafe { sys::cuModuleGetFunction(&mut func, module, name.as_ptr()) },
         || format!("cuModuleGetFunction(`{symbol}`)"),
-    )?;
+    );
+    if let Err(e) = found {
+        // SAFETY: the module was loaded above and nothing refers to it.
+        unsafe { sys::cuModuleUnload(module) };
+        return Err(e);
+    }
     use sys::CUfunction_attribute as F;
     if dynamic_smem > 48 * 1024 {
         // SAFETY: a valid function handle.

@@ -113,9 +113,10 @@ impl Kernel {
                 cubin.display()
             ))
         })?;
-        if image.is_empty() {
+        if !is_cubin_or_fatbin(&image) {
+            // The driver would read anything else as NUL-terminated PTX, past the buffer's end.
             return Err(launch(format!(
-                "{} field `cubin`: {} is empty",
+                "{} field `cubin`: {} is not a cubin (ELF) or fatbin",
                 path.display(),
                 cubin.display()
             )));
@@ -237,4 +238,12 @@ impl Kernel {
         driver::driver()?.make_current(device)?;
         driver::function_attributes(self.function(device)?)
     }
+}
+
+/// Whether `image` starts like an ELF object (a cubin) or a fatbin: the only images this runtime
+/// hands to `cuModuleLoadData`.
+pub fn is_cubin_or_fatbin(image: &[u8]) -> bool {
+    const ELF: &[u8] = b"\x7fELF";
+    const FATBIN: &[u8] = &[0x50, 0xed, 0x55, 0xba]; // 0xba55ed50, little-endian
+    image.starts_with(ELF) || image.starts_with(FATBIN)
 }

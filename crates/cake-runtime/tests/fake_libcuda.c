@@ -93,6 +93,11 @@ CUresult cuModuleLoadData(CUmodule *m, const void *image) {
     return 0;
 }
 
+CUresult cuModuleUnload(CUmodule m) {
+    logf_("cuModuleUnload %#lx", (unsigned long)(uintptr_t)m);
+    return 0;
+}
+
 CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name) {
     logf_("cuModuleGetFunction %s", name);
     (void)m;

@@ -888,7 +888,10 @@ fn load_errors() {
     std::fs::write(&p, gemm_meta().to_string()).unwrap();
     assert!(msg(Kernel::load(&p)).contains("field `cubin`: cannot read"));
     std::fs::write(d.join("gemm.cubin"), b"").unwrap();
-    assert!(msg(Kernel::load(&p)).contains("is empty"));
+    assert!(msg(Kernel::load(&p)).contains("is not a cubin (ELF) or fatbin"));
+    // PTX text would be read by the driver as a NUL-terminated string, past the buffer.
+    std::fs::write(d.join("gemm.cubin"), b".version 8.0\n.target sm_90a").unwrap();
+    assert!(msg(Kernel::load(&p)).contains("is not a cubin (ELF) or fatbin"));
     std::fs::write(&p, "{not json").unwrap();
     assert!(msg(Kernel::load(&p)).contains("invalid JSON"));
     std::fs::write(d.join("other.launch.json"), "{}").unwrap();
