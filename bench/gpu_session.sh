@@ -5,14 +5,16 @@
 #
 #   bench/gpu_session.sh            # on the GPU host, from the repository root
 #
-# Expects dist/cake (the release binary) and dist/cake-*.whl (scripts/wheel.sh builds both).
+# Expects dist/cake (the release binary) and dist/cake-*.whl (scripts/wheel.sh builds both), and
+# .whl/flash_kmeans-0.3.1-py3-none-any.whl for the k-means baseline (carry: dist, .whl).
 set -u
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-out/gpu-session}
 mkdir -p "$OUT"
 CAKE=$PWD/dist/cake
+# The wheel, and pure-Python baselines carried as wheels in .whl/ (flash-kmeans for k-means).
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/cake-site dist/cake-*.whl || exit 1
+    --target /tmp/cake-site dist/cake-*.whl $(ls .whl/*.whl 2>/dev/null) || exit 1
 export PYTHONPATH=/tmp/cake-site
 export CAKE_CACHE_DIR=/tmp/cake-cache
 if [ -z "${CUDA_HOME:-}" ] && [ -x /usr/local/cuda/bin/nvcc ]; then export CUDA_HOME=/usr/local/cuda; fi
@@ -29,6 +31,9 @@ echo "== cake test"
 timeout 300 "$CAKE" test $CONTRACT --record "$OUT/gemm-test.json"; echo "exit $?"
 echo "== cake bench"
 timeout 600 "$CAKE" bench $CONTRACT --record "$OUT/gemm-bench.json"; echo "exit $?"
+
+echo "== k-means assign vs flash-kmeans"
+timeout 600 "$CAKE" bench kernels/kmeans/assign.contract.toml --record "$OUT/kmeans-bench.json"; echo "exit $?"
 
 echo "== planted faults"
 "$CAKE" build examples/gemm_sm90.py --target sm_90a -o /tmp/gemm-build >/dev/null &&

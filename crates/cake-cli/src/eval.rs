@@ -64,6 +64,13 @@ pub fn cmd_eval(mode: Mode, args: EvalArgs) -> ExitCode {
         Ok(e) => e,
         Err(e) => {
             eprintln!("error: {e}");
+            if matches!(e, cake_eval::RunError::Worker(_)) {
+                eprintln!(
+                    "help: the worker is `python3 -m cake.worker` (CAKE_PYTHON picks the interpreter, \
+                     CAKE_WORKER the whole command); it needs the cake package (scripts/wheel.sh \
+                     builds the wheel) and PyTorch with a CUDA device; see docs/gpu.md"
+                );
+            }
             return ExitCode::from(2);
         }
     };

@@ -1,0 +1,71 @@
+"""Python side of assign.contract.toml: inputs, the oracle, the distance score and the
+flash-kmeans baseline for k-means assignment."""
+
+from __future__ import annotations
+
+import torch
+
+ROWS = 16384  # rows per chunk of the distance matrices (bounds the oracle's memory)
+
+
+def make_inputs(shape: dict, distribution: str, generator: torch.Generator) -> dict:
+    """X (B, N, 128) and Cen (B, K, 128) in bf16, and their squared norms in f32 computed from
+    the bf16 values, as a caller of an assign kernel passes them."""
+    B, N, K, D = shape["B"], shape["N"], shape["K"], 128
+    g = dict(device="cuda", generator=generator)
+    if distribution == "normal":
+        x = torch.randn(B, N, D, **g)
+        c = torch.randn(B, K, D, **g)
+    elif distribution == "clustered":
+        # Points near their centroid: small gaps between the nearest and the runner-up.
+        c = torch.randn(B, K, D, **g) * 3
+        pick = torch.randint(0, K, (B, N), **g)
+        x = torch.gather(c, 1, pick[..., None].expand(B, N, D)) + 0.1 * torch.randn(B, N, D, **g)
+    elif distribution == "ties":
+        # Every centroid appears twice: exact ties, which the lowest index (or either) may win.
+        half = torch.randn(B, (K + 1) // 2, D, **g)
+        c = torch.cat([half, half], dim=1)[:, :K]
+        x = torch.randn(B, N, D, **g)
+    else:
+        raise ValueError(f"unknown distribution {distribution!r}")
+    x, c = x.to(torch.bfloat16).contiguous(), c.to(torch.bfloat16).contiguous()
+    return {
+        "X": x,
+        "Cen": c,
+        "XSQ": x.float().square().sum(-1).contiguous(),
+        "CSQ": c.float().square().sum(-1).contiguous(),
+    }
+
+
+def _distances(X, Cen, XSQ, CSQ, b: int, n0: int) -> torch.Tensor:
+    """f32 distances of rows n0.. of batch b to every centroid (‖x‖² + ‖c‖² − 2·x·c)."""
+    xb = X[b, n0:n0 + ROWS].float()
+    return XSQ[b, n0:n0 + ROWS, None] + CSQ[b][None, :] - 2.0 * (xb @ Cen[b].float().T)
+
+
+def oracle(X, Cen, XSQ, CSQ) -> dict:
+    """The nearest centroid of every row, in f32 from the bf16 inputs (the lowest index on ties)."""
+    B, N = XSQ.shape
+    ids = torch.empty(B, N, dtype=torch.int32, device=X.device)
+    for b in range(B):
+        for n0 in range(0, N, ROWS):
+            ids[b, n0:n0 + ROWS] = _distances(X, Cen, XSQ, CSQ, b, n0).argmin(dim=1).int()
+    return {"IDS": ids}
+
+
+def assigned_distance(X, Cen, XSQ, CSQ, index) -> torch.Tensor:
+    """The distance from each row to the centroid `index` names (indices already in [0, K))."""
+    B, N = XSQ.shape
+    out = torch.empty(B, N, dtype=torch.float32, device=X.device)
+    for b in range(B):
+        for n0 in range(0, N, ROWS):
+            d = _distances(X, Cen, XSQ, CSQ, b, n0)
+            out[b, n0:n0 + ROWS] = d.gather(1, index[b, n0:n0 + ROWS].long()[:, None])[:, 0]
+    return out
+
+
+def flash_kmeans_assign(X, Cen, XSQ, CSQ, IDS) -> None:
+    """flash-kmeans 0.3.1's Triton assign kernel, given the same norms."""
+    from flash_kmeans.assign_euclid_triton import euclid_assign_triton
+
+    euclid_assign_triton(X, Cen, XSQ, IDS, CSQ)
