@@ -28,9 +28,10 @@ from cake import LaunchError, __version__
 
 from .harness import inputs as I
 from .harness import protocol as P
+from .harness.guard import GuardedOutput
 from .harness.stats import summarize
 from .harness.tolerance import OutputReport, ToleranceError, compare
-from .harness.xp import bits_equal
+from .harness.xp import bits_equal, is_array, namespace
 
 BACKEND_ENV = "CAKE_WORKER_BACKEND"
 DEFAULT_BACKEND = "cake.harness.torch_backend:TorchBackend"
@@ -46,13 +47,17 @@ class Backend:
     generator(seed) -> rng                 the RNG handed to contract generators
     random_input(dtype, shape, distribution, rng) -> array   a built-in distribution
     adopt(value, dtype, shape) -> array    check (ValueError) and place a generator's tensor
-    empty(dtype, shape) -> array
-    poison(array, dtype)                   fill with inputs.poison_value(dtype)
+    empty(dtype, shape) -> array           (outputs: a flat buffer, see harness.guard)
+    poison(array, dtype)                   floats: the bits inputs.POISON_BITS gives for the
+                                           array's own dtype, written through an integer view;
+                                           integers: inputs.poison_value(dtype)
     clone(array) -> array;  copy_into(dst, src)
     synchronize()                          wait for the device; raises the device's errors
     prepare_call(fn, kwargs) -> () -> Any  what `time` calls (binding kept out of the timing)
-    time_events(calls, warmup, samples, flush_l2) -> per call, a list of ms (interleaved)
-    time_cupti(calls, samples, flush_l2) -> per call, a timing.CuptiResult (interleaved)
+    time_events(calls, warmup, samples, flush_l2, before_last) -> per call, a list of ms
+                                           (interleaved); before_last(j), when given, runs
+                                           untimed before call j's last sample
+    time_cupti(calls, samples, flush_l2, before_last) -> per call, a timing.CuptiResult
     """
 
 
@@ -225,48 +230,75 @@ class Session:
     def op_check(self, req: Dict[str, Any]) -> Dict[str, Any]:
         r = P.parse_check(req)
         fn = self.callable(r.callable)
-        p, b = r.problem, self.backend
+        p = r.problem
         inputs = self.make_inputs(p, r.distribution, r.seed)
         scalars = p.scalar_values()
-        pristine = {n: b.clone(x) for n, x in inputs.items()}
-        ref = self.run_oracle(p, inputs, scalars, pristine)
-        scores = {name: self.score_fn(spec["score"], pristine)
-                  for name, spec in p.tolerance.items() if spec["policy"] == "argmin_ties"}
-        outputs = {t.name: b.empty(t.dtype, p.shapes[t.name]) for t in p.outputs}
-        kwargs = call_kwargs(p, inputs, outputs, scalars)
-        return CheckRun(self, r, fn, kwargs, inputs, pristine, outputs, ref, scores).run()
+        judge = self.make_judge(p, inputs, scalars)
+        assert judge is not None  # check requires an oracle
+        outputs = self.make_outputs(p)
+        kwargs = call_kwargs(p, inputs, {n: o.view for n, o in outputs.items()}, scalars)
+        return CheckRun(self, r, fn, kwargs, inputs, outputs, judge).run()
 
     def op_time(self, req: Dict[str, Any]) -> Dict[str, Any]:
         r = P.parse_time(req)
         fns = [self.callable(name) for name in r.callables]
         p, b = r.problem, self.backend
         inputs = self.make_inputs(p, r.distribution, r.seed)
+        scalars = p.scalar_values()
+        judge = self.make_judge(p, inputs, scalars)  # None without an oracle: outputs not checked
+        # Shared inputs, outputs of its own for each callable.
+        outputs = [self.make_outputs(p) for _ in fns]
         calls = []
-        with self.phase("python", f"preparing {', '.join(r.callables)}"):
-            for fn in fns:
-                # Shared inputs, outputs of its own for each callable.
-                outputs = {t.name: b.empty(t.dtype, p.shapes[t.name]) for t in p.outputs}
-                calls.append(b.prepare_call(fn, call_kwargs(p, inputs, outputs, p.scalar_values())))
-        with self.phase("python", f"timing {', '.join(r.callables)}"):
-            events = b.time_events(calls, r.warmup, r.samples, r.flush_l2)
-        cupti = self.time_cupti(r, calls) if r.cupti else None
-        results = {
-            name: {
+        names = ", ".join(r.callables)
+        with self.phase("python", f"preparing {names}"):
+            for fn, outs in zip(fns, outputs):
+                calls.append(b.prepare_call(fn, call_kwargs(p, inputs, {n: o.view for n, o in outs.items()}, scalars)))
+
+        def poison(j: int) -> None:  # untimed: before the loops, and before each callable's last sample
+            for o in outputs[j].values():
+                o.poison()
+
+        verdicts: List[List[Tuple[Optional[bool], Optional[str]]]] = [[] for _ in fns]
+        with self.phase("python", f"poisoning the outputs of {names}"):
+            for j in range(len(fns)):
+                poison(j)
+        with self.phase("python", f"timing {names}"):
+            events = b.time_events(calls, r.warmup, r.samples, r.flush_l2, poison)
+            b.synchronize()
+        if judge is not None:
+            for j in range(len(fns)):
+                verdicts[j].append(judge.verdict(outputs[j]))
+        cupti = None
+        if r.cupti:
+            with self.phase("python", f"poisoning the outputs of {names}"):
+                for j in range(len(fns)):
+                    poison(j)
+            cupti = self.time_cupti(r, calls, poison)
+            if cupti is not None and judge is not None:
+                with self.phase("python", f"timing {names} under the profiler"):
+                    b.synchronize()
+                for j in range(len(fns)):
+                    verdicts[j].append(judge.verdict(outputs[j]))
+        results = {}
+        for j, name in enumerate(r.callables):
+            ok, why = merge_verdicts(verdicts[j], ["", "after the CUPTI loop: "])
+            results[name] = {
                 "events_ms": summarize(events[j]),
                 "cupti_ms": summarize(cupti[j].spans_ms) if cupti else None,
                 "kernels_per_call": cupti[j].kernels_per_call if cupti else None,
                 "kernel_names": list(cupti[j].kernel_names) if cupti else [],
+                "outputs_ok": ok,
+                "outputs_reason": why,
             }
-            for j, name in enumerate(r.callables)
-        }
         if "callables" in req:
             return {"results": results}
         return results[r.callables[0]]
 
-    def time_cupti(self, r: P.TimeRequest, calls: List[Callable[[], Any]]) -> Any:
+    def time_cupti(self, r: P.TimeRequest, calls: List[Callable[[], Any]],
+                   before_last: Optional[Callable[[int], None]] = None) -> Any:
         """CUPTI spans, or None (logged) when only the profiler failed: the events still count."""
         try:
-            return self.backend.time_cupti(calls, r.samples, r.flush_l2)
+            return self.backend.time_cupti(calls, r.samples, r.flush_l2, before_last)
         except Exception as e:
             err = self.classify(e, "python", f"timing {', '.join(r.callables)} under the profiler")
             if err.kind in ("cuda", "launch"):
@@ -283,11 +315,13 @@ class Session:
         return self.callables[name]
 
     def make_inputs(self, p: P.Problem, distribution: str, seed: int) -> Dict[str, Any]:
+        """The inputs; every failure here is the harness's or the contract's: `oracle` (but a
+        CUDA error stays `cuda`)."""
         b = self.backend
-        with self.phase("python", "making the random generator"):
+        with self.phase("oracle", "making the random generator"):
             rng = b.generator(seed)
         if p.generator is None:
-            with self.phase("python", "drawing inputs"):
+            with self.phase("oracle", f"drawing the inputs ({distribution})"):
                 return {t.name: b.random_input(t.dtype, p.shapes[t.name], distribution, rng) for t in p.inputs}
         gen = self.refs.load(p.generator, "oracle")
         with self.phase("oracle", f"generator {p.generator}"):
@@ -307,6 +341,22 @@ class Session:
                 raise P.RequestError("oracle", f"{who}: tensor {t.name}: {e}") from None
         return out
 
+    def make_outputs(self, p: P.Problem) -> Dict[str, GuardedOutput]:
+        """Each output in a buffer with guard bands (harness.guard)."""
+        with self.phase("python", "allocating the outputs"):
+            return {t.name: GuardedOutput(self.backend, t.dtype, p.shapes[t.name]) for t in p.outputs}
+
+    def make_judge(self, p: P.Problem, inputs: Dict[str, Any], scalars: Dict[str, Any]) -> Optional["Judge"]:
+        """The oracle's outputs and the score functions, or None when the problem has no oracle."""
+        if p.oracle is None:
+            return None
+        with self.phase("python", "copying the inputs"):
+            pristine = {n: self.backend.clone(x) for n, x in inputs.items()}
+        ref = self.run_oracle(p, inputs, scalars, pristine)
+        scores = {name: self.score_fn(spec["score"], pristine)
+                  for name, spec in p.tolerance.items() if spec["policy"] == "argmin_ties"}
+        return Judge(self, p, ref, scores, inputs, pristine)
+
     def run_oracle(self, p: P.Problem, inputs: Dict[str, Any], scalars: Dict[str, Any],
                    pristine: Dict[str, Any]) -> Dict[str, Any]:
         oracle = self.refs.load(p.oracle or "", "oracle")
@@ -319,22 +369,30 @@ class Session:
         for t in p.outputs:
             if t.name not in got:
                 raise P.RequestError("oracle", f"{who} returned no tensor {t.name}")
-            shape = tuple(getattr(got[t.name], "shape", ()))
+            value = got[t.name]
+            if not is_array(value):
+                raise P.RequestError("oracle", f"{who}: {t.name} is a {type(value).__name__}, expected a tensor")
+            if not namespace(value).is_real(value):
+                raise P.RequestError("oracle", f"{who}: {t.name} has dtype {value.dtype}, expected a real "
+                                               f"(integer or floating) one")
+            shape = tuple(value.shape)
             if shape != p.shapes[t.name]:
                 raise P.RequestError("oracle", f"{who}: {t.name} has shape {list(shape)}, "
                                                f"the contract says {list(p.shapes[t.name])}")
-        changed = [n for n in inputs if not bits_equal(inputs[n], pristine[n])]
+        with self.phase("oracle", f"{who}: comparing the inputs with their copies"):
+            changed = [n for n in inputs if not bits_equal(inputs[n], pristine[n])]
         if changed:
             raise P.RequestError("oracle", f"{who} modified its inputs {changed}")
         return got
 
     def score_fn(self, ref: str, pristine: Dict[str, Any]) -> Callable[[Any], Any]:
-        """score(index) for argmin_ties, on the unmodified inputs; its errors are `oracle`."""
+        """score(index) for argmin_ties, on the unmodified inputs. tolerance.compare tells its
+        failures on the oracle's indices (the contract's: `oracle`) from those on the
+        candidate's (a failed check)."""
         fn = self.refs.load(ref, "oracle")
 
         def score(index: Any) -> Any:
-            with self.phase("oracle", f"score {ref}"):
-                return fn(**pristine, index=index)
+            return fn(**pristine, index=index)
 
         return score
 
@@ -351,14 +409,71 @@ def is_cuda_error(exc: BaseException) -> bool:
     return bool(names & {"AcceleratorError", "OutOfMemoryError", "CudaError"}) or P.is_cuda_message(str(exc))
 
 
+def merge_verdicts(verdicts: List[Tuple[Optional[bool], Optional[str]]],
+                   prefixes: List[str]) -> Tuple[Optional[bool], Optional[str]]:
+    """(outputs_ok, outputs_reason) over the checks after each timing loop: the first failure's
+    reason, prefixed with its loop; (None, None) when nothing was checked."""
+    if not verdicts:
+        return None, None
+    for (ok, why), prefix in zip(verdicts, prefixes):
+        if not ok:
+            return False, prefix + (why or "failed")
+    return True, None
+
+
+class Judge:
+    """Compares a callable's outputs with the oracle's, as `check` and `time` both do: the
+    tolerance policy, then the guard bands. Only the contract's faults raise `oracle`."""
+
+    def __init__(self, session: Session, p: P.Problem, ref: Dict[str, Any],
+                 scores: Dict[str, Callable[[Any], Any]], inputs: Dict[str, Any], pristine: Dict[str, Any]):
+        self.s, self.p, self.ref, self.scores = session, p, ref, scores
+        self.inputs, self.pristine = inputs, pristine
+
+    def compare(self, outputs: Dict[str, GuardedOutput]) -> Dict[str, OutputReport]:
+        return {t.name: self.compare_one(t, outputs[t.name]) for t in self.p.outputs}
+
+    def compare_one(self, t: P.TensorSpec, out: GuardedOutput) -> OutputReport:
+        spec = self.p.tolerance[t.name]
+        try:
+            rep = compare(out.view, self.ref[t.name], spec, I.poison_value(t.dtype), self.scores.get(t.name))
+        except ToleranceError as e:  # the oracle's data or the score function: the contract's fault
+            cause = e.__cause__
+            if cause is not None and is_cuda_error(cause):
+                raise self.s.classify(cause, "oracle", f"comparing {t.name}: {e}") from None
+            raise P.RequestError("oracle", f"comparing {t.name}: {e}") from None
+        except P.RequestError:
+            raise
+        except (Exception, SystemExit) as e:  # never `oracle`: this is the candidate's data
+            raise self.s.classify(e, "python", f"comparing {t.name}") from None
+        exc = rep.score_exception
+        if exc is not None and is_cuda_error(exc):  # the candidate's indices broke the device
+            raise self.s.classify(exc, "python", f"score {spec['score']} on the candidate's indices") from None
+        with self.s.phase("python", f"checking the guard bands of {t.name}"):
+            before, after = out.out_of_bounds()
+        rep.set_out_of_bounds(before, after)
+        return rep
+
+    def modified_inputs(self) -> List[str]:
+        with self.s.phase("python", "comparing the inputs with their copies"):
+            return [n for n, x in self.inputs.items() if not bits_equal(x, self.pristine[n])]
+
+    def verdict(self, outputs: Dict[str, GuardedOutput]) -> Tuple[bool, Optional[str]]:
+        """(outputs_ok, outputs_reason) for `time`; inputs modified meanwhile fail it too (the
+        outputs were computed from other inputs than the oracle's)."""
+        reports = self.compare(outputs)
+        reasons = [why for name, rep in reports.items() for why in [rep.reason(name)] if why]
+        reasons += [f"input {n} modified during timing" for n in self.modified_inputs()]
+        return not reasons, "; ".join(reasons) if reasons else None
+
+
 class CheckRun:
     """One `check`: poison, call, synchronize, compare, `runs` times (docs/worker.md)."""
 
     def __init__(self, session: Session, r: P.CheckRequest, fn: Callable[..., Any], kwargs: Dict[str, Any],
-                 inputs: Dict[str, Any], pristine: Dict[str, Any], outputs: Dict[str, Any],
-                 ref: Dict[str, Any], scores: Dict[str, Callable[[Any], Any]]):
+                 inputs: Dict[str, Any], outputs: Dict[str, GuardedOutput], judge: Judge):
         self.s, self.r, self.fn, self.kwargs = session, r, fn, kwargs
-        self.inputs, self.pristine, self.outputs, self.ref, self.scores = inputs, pristine, outputs, ref, scores
+        self.inputs, self.pristine, self.outputs, self.judge = inputs, judge.pristine, outputs, judge
         self.b = session.backend
         self.reports: Dict[str, Tuple[int, OutputReport]] = {}  # first failing run, else last run
         self.modified: List[str] = []
@@ -375,37 +490,30 @@ class CheckRun:
         if k:  # every run sees the same inputs, even after a call that wrote to them
             for n, x in self.inputs.items():
                 self.b.copy_into(x, self.pristine[n])
-        for t in p.outputs:
-            self.b.poison(self.outputs[t.name], t.dtype)
+        with self.s.phase("python", "poisoning the outputs"):
+            for t in p.outputs:
+                self.outputs[t.name].poison()
         with self.s.phase("python", f"calling {self.r.callable}"):
             self.fn(**self.kwargs)
             self.b.synchronize()
         for n, x in self.inputs.items():
             if n not in self.modified and not bits_equal(x, self.pristine[n]):
                 self.modified.append(n)
-        for t in p.outputs:
-            self.compare_output(k, t)
+        for name, rep in self.judge.compare(self.outputs).items():
+            prev = self.reports.get(name)
+            if prev is None or prev[1].passed:
+                self.reports[name] = (k, rep)
         self.track_determinism(k)
-
-    def compare_output(self, k: int, t: P.TensorSpec) -> None:
-        try:
-            rep = compare(self.outputs[t.name], self.ref[t.name], self.r.problem.tolerance[t.name],
-                          I.poison_value(t.dtype), self.scores.get(t.name))
-        except ToleranceError as e:
-            raise P.RequestError("oracle", f"comparing {t.name}: {e}") from None
-        prev = self.reports.get(t.name)
-        if prev is None or prev[1].passed:
-            self.reports[t.name] = (k, rep)
 
     def track_determinism(self, k: int) -> None:
         if self.r.runs < 2:
             return
         if k == 0:
-            self.first_outputs = {n: self.b.clone(x) for n, x in self.outputs.items()}
+            self.first_outputs = {n: self.b.clone(o.view) for n, o in self.outputs.items()}
             return
         assert self.first_outputs is not None
-        for n, x in self.outputs.items():
-            if n not in self.nondeterministic and not bits_equal(x, self.first_outputs[n]):
+        for n, o in self.outputs.items():
+            if n not in self.nondeterministic and not bits_equal(o.view, self.first_outputs[n]):
                 self.nondeterministic.append(n)
 
     def answer(self) -> Dict[str, Any]:

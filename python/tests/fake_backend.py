@@ -1,8 +1,10 @@
 """A numpy stand-in for the worker's torch backend (CAKE_WORKER_BACKEND=fake_backend:make_backend).
 
 Same interface as cake.harness.torch_backend.TorchBackend. "Kernels" are loaded from fake
-launch.json files holding {"fake": BEHAVIOUR}; each computes C = A + alpha * B on numpy arrays,
-with a flaw chosen by BEHAVIOUR. A "CUDA error" is simulated by raising torch's messages, and
+launch.json files holding {"fake": BEHAVIOUR} (and, for some, "good_calls": n); each computes
+C = A + alpha * B on numpy arrays, with a flaw chosen by BEHAVIOUR. Outputs are stored in the
+numpy dtype NP_DTYPES gives (bf16 as float32, fp8 as float16) and poisoned with the poison
+bits of that storage dtype. A "CUDA error" is simulated by raising torch's messages, and
 an asynchronous fault by making the next synchronize() raise.
 """
 
@@ -20,6 +22,7 @@ import numpy as np
 from cake import LaunchError
 from cake.harness import inputs as I
 from cake.harness.timing import CuptiResult
+from cake.harness.xp import namespace
 
 NP_DTYPES = {"f16": np.float16, "f32": np.float32, "f64": np.float64, "bf16": np.float32,
              "fp8e4m3": np.float16, "fp8e5m2": np.float16, "i32": np.int32, "i64": np.int64,
@@ -78,6 +81,49 @@ def _exits(b, A, B, C, alpha):
     sys.exit(2)
 
 
+def _flat_owner(C):
+    """The flat buffer C is a view of, and C's offset in it (elements): what a kernel writing
+    out of bounds reaches."""
+    owner = C.base
+    while owner is not None and owner.base is not None:
+        owner = owner.base
+    assert owner is not None, "the output is not a view of a guarded buffer"
+    offset = (C.__array_interface__["data"][0] - owner.__array_interface__["data"][0]) // C.itemsize
+    return owner.reshape(-1), offset
+
+
+def _oob_after(b, A, B, C, alpha):
+    _good(b, A, B, C, alpha)
+    flat, off = _flat_owner(C)
+    flat[off + C.size:off + C.size + 3] = 0  # 3 elements past the end
+
+
+def _oob_before(b, A, B, C, alpha):
+    _good(b, A, B, C, alpha)
+    flat, off = _flat_owner(C)
+    flat[off - 2:off] = 1  # 2 elements before the start
+    flat[off + C.size] = 1  # and 1 past the end
+
+
+def _writes_nan(b, A, B, C, alpha):
+    _good(b, A, B, C, alpha)
+    C[0, 1] = np.nan  # a NaN it computed: not the poison's payload
+    C[2, 3] = np.inf
+
+
+def _decays(b, A, B, C, alpha):
+    """Right for the first `good_calls` calls, then wrong (a counter that is never reset)."""
+    _good(b, A, B, C, alpha)
+    if b.call_index > b.good_calls:
+        C[0, 0] += 1
+
+
+def _stale(b, A, B, C, alpha):
+    """Right for the first `good_calls` calls, then writes nothing (a "done" flag never reset)."""
+    if b.call_index <= b.good_calls:
+        _good(b, A, B, C, alpha)
+
+
 class CudaError(Exception):
     """Shaped like cake.CudaError: the CUresult name in `result`, maybe not in the message."""
 
@@ -94,6 +140,8 @@ KERNELS: Dict[str, Callable[..., None]] = {
     "good": _good, "half": _half, "modifies_input": _modifies_input, "nondeterministic": _nondeterministic,
     "wrong": _wrong, "launch_error": _launch_error, "sticky": _sticky, "async_fault": _async_fault,
     "oom": _oom, "chatty": _chatty, "exits": _exits, "driver_fault": _driver_fault,
+    "oob_after": _oob_after, "oob_before": _oob_before, "writes_nan": _writes_nan, "decays": _decays,
+    "stale": _stale,
 }
 
 
@@ -101,6 +149,8 @@ class FakeBackend:
     def __init__(self) -> None:
         self.pending_error: "str | None" = None
         self.calls = 0
+        self.call_index = 0  # calls of the kernel being called, since it was loaded
+        self.good_calls = 0
 
     def env(self) -> Dict[str, Any]:
         return {"python": platform.python_version(), "torch": None, "cuda_runtime": None, "driver": None,
@@ -119,7 +169,14 @@ class FakeBackend:
         if behaviour not in KERNELS:
             raise LaunchError(f"{path}: unknown fake kernel {behaviour!r}")
         kernel = KERNELS[behaviour]
-        return lambda **kw: kernel(self, **kw)
+        state = {"calls": 0, "good_calls": int(meta.get("good_calls", 3))}
+
+        def call(**kw: Any) -> None:
+            state["calls"] += 1
+            self.call_index, self.good_calls = state["calls"], state["good_calls"]
+            kernel(self, **kw)
+
+        return call
 
     def generator(self, seed: int) -> Any:
         return np.random.default_rng(seed)
@@ -145,7 +202,7 @@ class FakeBackend:
         return np.empty(shape, NP_DTYPES[dtype])
 
     def poison(self, a: Any, dtype: str) -> None:
-        a.fill(I.poison_value(dtype))
+        namespace(a).fill_poison(a, I.poison_value(dtype))
 
     def clone(self, a: Any) -> Any:
         return a.copy()
@@ -161,11 +218,13 @@ class FakeBackend:
         return lambda: fn(**kwargs)
 
     def time_events(self, calls: List[Callable[[], Any]], warmup: int, samples: int,
-                    flush_l2: bool) -> List[List[float]]:
+                    flush_l2: bool, before_last: Any = None) -> List[List[float]]:
         out: List[List[float]] = [[] for _ in calls]
         self.timing_order = []
         for i in range(warmup + samples):
             for j, call in enumerate(calls):
+                if before_last is not None and i == warmup + samples - 1:
+                    before_last(j)
                 self.timing_order.append(j)
                 t0 = time.perf_counter()
                 call()
@@ -173,8 +232,10 @@ class FakeBackend:
                     out[j].append((time.perf_counter() - t0) * 1e3)
         return out
 
-    def time_cupti(self, calls: List[Callable[[], Any]], samples: int, flush_l2: bool) -> List[CuptiResult]:
-        return [CuptiResult(spans, 1, ["fake_kernel"]) for spans in self.time_events(calls, 0, samples, flush_l2)]
+    def time_cupti(self, calls: List[Callable[[], Any]], samples: int, flush_l2: bool,
+                   before_last: Any = None) -> List[CuptiResult]:
+        return [CuptiResult(spans, 1, ["fake_kernel"])
+                for spans in self.time_events(calls, 0, samples, flush_l2, before_last)]
 
 
 def make_backend() -> FakeBackend:

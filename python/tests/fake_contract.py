@@ -35,6 +35,14 @@ def oracle_wrong_shape(A, B, alpha):
     return {"C": np.zeros((1, 1))}
 
 
+def oracle_not_a_tensor(A, B, alpha):
+    return {"C": (A + alpha * B).tolist()}
+
+
+def oracle_complex(A, B, alpha):
+    return {"C": (A + alpha * B).astype(np.complex128)}
+
+
 # ---- nearest centre: I[n] = argmin_k |X[n] - Cen[k]|^2 ----------------------------------
 
 def _dist(X, Cen):
@@ -50,6 +58,10 @@ def assign_score(X, Cen, index):
     return ((X.astype(np.float64) - Cen.astype(np.float64)[index]) ** 2).sum(-1)
 
 
+def assign_score_broken(X, Cen, index):
+    raise RuntimeError("the score function is broken")
+
+
 def assign_last_tie(X, Cen, I):
     d = _dist(X, Cen)
     I[...] = (d.shape[1] - 1 - d[:, ::-1].argmin(1)).astype(np.int32)  # the last of tied minima
@@ -57,3 +69,15 @@ def assign_last_tie(X, Cen, I):
 
 def assign_second_best(X, Cen, I):
     I[...] = np.argsort(_dist(X, Cen), axis=1, kind="stable")[:, 1].astype(np.int32)
+
+
+def assign_past_the_end(X, Cen, I):
+    """Right, but for rows 0 and 5 it picks K: one past the last centre."""
+    assign_last_tie(X, Cen, I)
+    I[[0, 5]] = Cen.shape[0]
+
+
+def assign_negative(X, Cen, I):
+    """Right, but for row 3 it picks -1, which numpy's indexing would wrap to the last centre."""
+    assign_last_tie(X, Cen, I)
+    I[3] = -1

@@ -38,6 +38,26 @@ def test_poison_values():
         I.int_range("f32")
 
 
+def test_poison_bits_are_distinctive_nans():
+    import numpy as np
+
+    assert I.POISON_BITS == {"f16": 0x7EA5, "bf16": 0x7FA5, "f32": 0x7FA5A5A5, "f64": 0x7FF4A5A5A5A5A5A5,
+                             "fp8e4m3": 0x7F, "fp8e5m2": 0x7D}
+    for dtype, np_dtype, u in (("f16", np.float16, np.uint16), ("f32", np.float32, np.uint32),
+                               ("f64", np.float64, np.uint64)):
+        assert np.isnan(np.array(I.poison_bits(dtype), u).view(np_dtype))
+        assert I.storage_poison_bits(np.dtype(np_dtype).name) == I.poison_bits(dtype)
+    # bf16 (1 sign, 8 exponent, 7 mantissa bits), fp8 e4m3fn (S.1111.111 is its only NaN), e5m2 (exponent
+    # all ones, mantissa not zero): all NaN, sign bit clear
+    assert (0x7FA5 >> 7) & 0xFF == 0xFF and 0x7FA5 & 0x7F
+    assert (0x7D >> 2) & 0x1F == 0x1F and 0x7D & 0x3
+    assert all(bits < 1 << (I.dtype_info(d).bits - 1) for d, bits in I.POISON_BITS.items())
+    assert I.storage_poison_bits("bfloat16") == 0x7FA5 and I.storage_poison_bits("float8_e4m3fn") == 0x7F
+    for d in ("i32", "i64", "u8", "i8"):
+        assert I.poison_bits(d) is None
+    assert I.storage_poison_bits("int32") is None
+
+
 def test_bind_shape_names_and_integers():
     assert I.bind_shape("A", ["M", 4, "K"], {"M": 10, "K": 3, "N": 7}) == (10, 4, 3)
     assert I.bind_shape("s", [], {}) == ()

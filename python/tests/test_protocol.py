@@ -81,6 +81,36 @@ def test_check_request_errors(request_, msg):
     assert e.value.kind == "protocol" and not e.value.sticky
 
 
+ARGMIN_PROBLEM = {
+    "tensors": [{"name": "X", "dtype": "f32", "shape": ["N", "D"], "role": "input"},
+                {"name": "I", "dtype": "i32", "shape": ["N"], "role": "output"}],
+    "oracle": "/abs/c.py:oracle",
+    "tolerance": {"I": {"policy": "argmin_ties", "score": "/abs/c.py:score", "bound": "K"}},
+}
+
+
+def test_argmin_bound_names_resolve_against_the_shape():
+    r = P.parse_check(req(problem=ARGMIN_PROBLEM, shape={"N": 10, "D": 2, "K": 7}))
+    assert r.problem.tolerance["I"]["bound"] == 7
+    given = copy.deepcopy(ARGMIN_PROBLEM)
+    given["tolerance"]["I"]["bound"] = 5
+    assert P.parse_check(req(problem=given, shape={"N": 10, "D": 2})).problem.tolerance["I"]["bound"] == 5
+    with pytest.raises(P.ProtocolError, match="unknown dimension 'K'"):
+        P.parse_check(req(problem=ARGMIN_PROBLEM, shape={"N": 10, "D": 2}))
+    given["tolerance"]["I"]["bound"] = -5
+    with pytest.raises(P.ProtocolError, match="`bound` must be"):
+        P.parse_check(req(problem=given, shape={"N": 10, "D": 2}))
+
+
+def test_time_with_an_oracle_needs_every_policy():
+    base = {"id": 4, "op": "time", "callable": "c", "shape": {"M": 1, "N": 2, "K": 3}, "distribution": "normal",
+            "seed": 1}
+    assert P.parse_time(dict(base, problem=PROBLEM)).problem.oracle == PROBLEM["oracle"]
+    with pytest.raises(P.ProtocolError, match="no policy for output C"):
+        P.parse_time(dict(base, problem=problem(tolerance={})))
+    assert P.parse_time(dict(base, problem=problem(oracle=None, tolerance={}))).problem.tolerance == {}
+
+
 def test_a_generator_may_name_its_own_distributions():
     r = P.parse_check(req(distribution="sparse", problem=problem(generator="/abs/c.py:gen")))
     assert r.distribution == "sparse"

@@ -103,3 +103,22 @@ def test_interleaved_events_alternate_the_calls_and_keep_their_times_apart():
     assert order == ["a", "b"] * 4, "sample i times every call in turn"
     assert times == [[1.0] * 3, [3.0] * 3]
     assert T.time_events(torch, call("c", 2.0), warmup=0, samples=2) == [2.0, 2.0]
+
+
+def test_before_last_runs_once_per_call_right_before_its_last_sample():
+    cuda = _FakeCuda()
+    log = []
+
+    def call(name):
+        def run():
+            log.append(name)
+            cuda.now += 1.0
+        return run
+
+    torch = SimpleNamespace(cuda=cuda)
+    T.time_events_interleaved(torch, [call("a"), call("b")], warmup=1, samples=2,
+                              before_last=lambda j: log.append(f"poison {j}"))
+    assert log == ["a", "b", "a", "b", "poison 0", "a", "poison 1", "b"]
+    log.clear()
+    T.time_events_interleaved(torch, [call("a")], warmup=0, samples=1, before_last=lambda j: log.append("p"))
+    assert log == ["p", "a"]

@@ -97,10 +97,13 @@ def kernels(tmp_path_factory):
     """Fake launch.json files, one per fake behaviour: name -> path."""
     d = tmp_path_factory.mktemp("kernels")
     out = {}
-    for b in ("good", "half", "modifies_input", "nondeterministic", "wrong", "launch_error", "sticky",
-              "async_fault", "oom", "chatty", "exits", "driver_fault"):
+    metas = {b: {"fake": b} for b in (
+        "good", "half", "modifies_input", "nondeterministic", "wrong", "launch_error", "sticky", "async_fault",
+        "oom", "chatty", "exits", "driver_fault", "oob_after", "oob_before", "writes_nan", "decays", "stale")}
+    metas["stale_late"] = {"fake": "stale", "good_calls": 9}  # right through the events loop below
+    for b, meta in metas.items():
         p = d / f"{b}.launch.json"
-        p.write_text(json.dumps({"fake": b}))
+        p.write_text(json.dumps(meta))
         out[b] = str(p)
     return out
 
@@ -188,6 +191,7 @@ def test_check_passes_a_correct_kernel(worker, kernels):
     c = a["outputs"]["C"]
     assert c["policy"] == "allclose" and c["passed"] and c["elements"] == 24
     assert (c["mismatches"], c["unwritten"], c["nonfinite"], c["first_mismatch"]) == (0, 0, 0, None)
+    assert c["out_of_bounds"] == 0
     assert c["max_abs_err"] is not None and c["max_abs_err"] < 1e-5
 
 
@@ -244,10 +248,54 @@ def test_check_python_callable_and_contract_generator(worker):
     ({"oracle": f"{CONTRACT}:broken_oracle"}, "ValueError: the oracle is broken"),
     ({"oracle": f"{CONTRACT}:oracle_wrong_shape"}, "C has shape [1, 1], the contract says [6, 4]"),
     ({"oracle": "/nonexistent/contract.py:oracle"}, "cannot read /nonexistent/contract.py"),
+    ({"oracle": f"{CONTRACT}:oracle_not_a_tensor"}, "C is a list, expected a tensor"),
+    ({"oracle": f"{CONTRACT}:oracle_complex"}, "C has dtype complex128, expected a real"),
 ])
 def test_generator_and_oracle_failures_are_oracle_errors(worker, changes, msg):
     ok(worker.request("load", name="add", python=f"{CONTRACT}:add"))
     assert msg in failed(check(worker, "add", problem=with_(ADD, **changes)), "oracle")
+
+
+ASSIGN_SHAPE = {"N": 200, "K": 8, "D": 2}
+
+
+def assign_with(**policy):
+    return with_(ASSIGN, tolerance={"I": dict(ASSIGN["tolerance"]["I"], **policy)})
+
+
+@pytest.mark.parametrize("bound", ["K", 8])
+def test_argmin_ties_indices_beyond_the_bound_fail(worker, bound):
+    ok(worker.request("load", name="past", python=f"{CONTRACT}:assign_past_the_end"))
+    a = ok(check(worker, "past", problem=assign_with(bound=bound), shape=ASSIGN_SHAPE, distribution="ties"))
+    i = a["outputs"]["I"]
+    assert not a["passed"] and i["mismatches"] == 2 and i["first_mismatch"] == [0]
+    assert a["reason"] == "I: 2 indices out of range [0, 8), first at [0]"
+
+
+def test_argmin_ties_without_a_bound_a_score_failing_on_the_candidates_indices_fails_the_check(worker):
+    ok(worker.request("load", name="past", python=f"{CONTRACT}:assign_past_the_end"))
+    a = ok(check(worker, "past", problem=ASSIGN, shape=ASSIGN_SHAPE, distribution="ties"))
+    assert not a["passed"] and a["outputs"]["I"]["mismatches"] >= 2
+    assert a["reason"].startswith(f"I: score {CONTRACT}:assign_score raised IndexError")
+    assert a["reason"].endswith("on the candidate's indices")
+
+
+def test_argmin_ties_negative_indices_fail_without_a_bound(worker):
+    ok(worker.request("load", name="neg", python=f"{CONTRACT}:assign_negative"))
+    a = ok(check(worker, "neg", problem=ASSIGN, shape=ASSIGN_SHAPE, distribution="ties"))
+    assert not a["passed"] and a["outputs"]["I"]["mismatches"] == 1
+    assert a["reason"] == "I: 1 index negative, first at [3]"
+
+
+def test_argmin_ties_contract_faults_are_oracle_or_protocol_errors(worker):
+    ok(worker.request("load", name="last_tie", python=f"{CONTRACT}:assign_last_tie"))
+    broken = assign_with(score=f"{CONTRACT}:assign_score_broken")
+    msg = failed(check(worker, "last_tie", problem=broken, shape=ASSIGN_SHAPE), "oracle")
+    assert "on the oracle's indices" in msg and "the score function is broken" in msg
+    assert "the oracle chose" in failed(check(worker, "last_tie", problem=assign_with(bound=4), shape=ASSIGN_SHAPE),
+                                        "oracle")
+    msg = failed(check(worker, "last_tie", problem=assign_with(bound="Q"), shape=ASSIGN_SHAPE), "protocol")
+    assert "unknown dimension 'Q'" in msg
 
 
 def test_argmin_ties_accepts_tied_choices_and_rejects_worse_ones(worker):
@@ -261,6 +309,70 @@ def test_argmin_ties_accepts_tied_choices_and_rejects_worse_ones(worker):
     i = a["outputs"]["I"]
     assert not a["passed"] and i["policy"] == "argmin_ties" and i["mismatches"] > 100 and i["unwritten"] == 0
     assert a["reason"].startswith(f"I: {i['mismatches']} of 200 elements choose an index scoring worse")
+
+
+# ---- guard bands, poison ----------------------------------------------------------------------
+
+def test_check_catches_writes_past_the_end(worker, kernels):
+    load(worker, "oob_after", kernels)
+    a = ok(check(worker, "oob_after"))
+    c = a["outputs"]["C"]
+    assert a["passed"] is False and c["passed"] is False
+    assert (c["out_of_bounds"], c["mismatches"], c["unwritten"]) == (3, 0, 0)
+    assert a["reason"] == "C: 3 elements written outside the tensor (after its end)"
+
+
+def test_check_catches_writes_before_the_start(worker, kernels):
+    load(worker, "oob_before", kernels)
+    a = ok(check(worker, "oob_before", runs=1))
+    assert a["outputs"]["C"]["out_of_bounds"] == 3
+    assert a["reason"] == "C: 3 elements written outside the tensor (2 before its start, 1 after its end)"
+
+
+def test_a_written_nan_is_not_unwritten(worker, kernels):
+    load(worker, "writes_nan", kernels)
+    a = ok(check(worker, "writes_nan"))
+    c = a["outputs"]["C"]
+    assert (c["unwritten"], c["nonfinite"], c["mismatches"], c["first_mismatch"]) == (0, 2, 2, [0, 1])
+    assert a["reason"] == "C: 2 non-finite values where the oracle is finite, first at [0, 1]"
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16", "f64", "i32", "u8"])
+def test_guards_and_poison_work_for_other_dtypes(worker, dtype):
+    ok(worker.request("load", name="add", python=f"{CONTRACT}:add"))
+    tensors = [dict(t, dtype=dtype) if t["name"] == "C" else t for t in ADD["tensors"]]
+    tol = {"C": {"policy": "allclose", "rtol": 1e-2, "atol": 1e-2} if dtype[0] in "fb" else
+           {"policy": "rel_l2", "max": 1.0}}
+    a = ok(check(worker, "add", problem=with_(ADD, tensors=tensors, tolerance=tol)))
+    c = a["outputs"]["C"]
+    assert (c["out_of_bounds"], c["unwritten"]) == (0, 0), a
+
+
+def test_guard_buffers_hand_out_aligned_views():
+    sys.path[:0] = [PYTHON_DIR, HERE]
+    import numpy as np
+
+    from cake.harness.guard import GUARD_BYTES, GuardedOutput
+    from fake_backend import FakeBackend
+
+    b = FakeBackend()
+    for dtype in ("f16", "f32", "f64", "i8", "i64"):
+        o = GuardedOutput(b, dtype, (3, 5))
+        assert o.view.shape == (3, 5) and np.shares_memory(o.view, o.buf) and o.view.flags.c_contiguous
+        offset = o.view.__array_interface__["data"][0] - o.buf.__array_interface__["data"][0]
+        assert offset == o.guard * o.buf.itemsize and offset % 256 == 0
+        assert o.buf.size == 2 * o.guard + 15 and o.guard * (I_BITS[dtype] // 8) == GUARD_BYTES
+        o.poison()
+        assert o.out_of_bounds() == (0, 0)
+        o.buf[0] = 1
+        o.buf[-2:] = 1
+        assert o.out_of_bounds() == (1, 2)
+    empty = GuardedOutput(b, "f32", (0, 4))
+    empty.poison()
+    assert empty.view.shape == (0, 4) and empty.out_of_bounds() == (0, 0)
+
+
+I_BITS = {"f16": 16, "f32": 32, "f64": 64, "i8": 8, "i64": 64}
 
 
 def test_check_binding_errors_are_protocol_errors(worker, kernels):
@@ -326,6 +438,60 @@ def test_time(worker, kernels):
     assert a["cupti_ms"]["n"] == 7 and a["kernels_per_call"] == 1 and a["kernel_names"] == ["fake_kernel"]
 
 
+def time_fields(**kw):
+    fields = {"problem": ADD, "shape": SHAPE, "distribution": "normal", "seed": 99, "warmup": 2, "samples": 7,
+              "flush_l2": True, "cupti": False}
+    fields.update(kw)
+    return fields
+
+
+def test_time_checks_the_outputs_of_a_correct_kernel(worker, kernels):
+    load(worker, "good", kernels)
+    a = ok(worker.request("time", callable="good", **time_fields(cupti=True)))
+    assert a["outputs_ok"] is True and a["outputs_reason"] is None and a["events_ms"]["n"] == 7
+    a = ok(worker.request("time", callable="good", **time_fields(problem=with_(ADD, oracle=None, tolerance={}))))
+    assert a["outputs_ok"] is None and a["outputs_reason"] is None  # no oracle: not checked
+
+
+@pytest.mark.parametrize("kernel,reason", [
+    ("half", "C: 12 elements never written (still poisoned), first at [3, 0]"),
+    ("decays", "C: 1 of 24 elements outside allclose(rtol=1e-05, atol=1e-05)"),  # wrong after call 3
+    ("stale", "C: 24 elements never written (still poisoned), first at [0, 0]"),  # silent after call 3
+    ("oob_after", "C: 3 elements written outside the tensor (after its end)"),
+    ("writes_nan", "C: 2 non-finite values where the oracle is finite"),
+    ("modifies_input", "input A modified during timing"),
+])
+def test_time_fails_outputs_that_the_timed_calls_got_wrong(worker, kernels, kernel, reason):
+    load(worker, kernel, kernels)
+    a = ok(worker.request("time", callable=kernel, **time_fields()))
+    assert a["outputs_ok"] is False and reason in a["outputs_reason"], a["outputs_reason"]
+    assert a["outputs_reason"].startswith(reason) or kernel == "modifies_input"
+
+
+def test_time_rechecks_the_outputs_after_the_cupti_loop(worker, kernels):
+    load(worker, "stale_late", kernels)  # right for 9 calls: the whole events loop (2 + 7)
+    a = ok(worker.request("time", callable="stale_late", **time_fields(cupti=True)))
+    assert a["outputs_ok"] is False
+    assert a["outputs_reason"] == "after the CUPTI loop: C: 24 elements never written (still poisoned), first at [0, 0]"
+
+
+def test_time_checks_each_callable_on_its_own(worker, kernels):
+    load(worker, "good", kernels)
+    load(worker, "half", kernels)
+    a = ok(worker.request("time", callables=["good", "half"], **time_fields(cupti=True)))
+    good, half = a["results"]["good"], a["results"]["half"]
+    assert good["outputs_ok"] is True and good["outputs_reason"] is None
+    assert half["outputs_ok"] is False and half["outputs_reason"].startswith("C: 12 elements never written")
+
+
+def test_time_with_an_oracle_needs_every_policy(worker, kernels):
+    load(worker, "good", kernels)
+    a = worker.request("time", callable="good", **time_fields(problem=with_(ADD, tolerance={})))
+    assert "no policy for output C" in failed(a, "protocol")
+    a = worker.request("time", callable="good", **time_fields(problem=with_(ADD, oracle=f"{CONTRACT}:broken_oracle")))
+    assert "the oracle is broken" in failed(a, "oracle")
+
+
 def test_time_validates_its_knobs(worker, kernels):
     load(worker, "good", kernels)
     a = worker.request("time", callable="good", problem=ADD, shape=SHAPE, distribution="normal", seed=1, samples=0)
@@ -387,3 +553,45 @@ def test_time_several_callables_together(worker, kernels):
     assert "names a callable twice" in failed(a, "protocol")
     a = worker.request("time", callables=[], **fields)
     assert "non-empty list" in failed(a, "protocol")
+
+
+# ---- error kinds, in process ---------------------------------------------------------------------
+
+def _session(**overrides):
+    sys.path[:0] = [PYTHON_DIR, HERE]
+    from cake.worker import Session
+    from fake_backend import FakeBackend
+
+    b = FakeBackend()
+    for name, fn in overrides.items():
+        setattr(b, name, fn)
+    s = Session(b)
+    s.callables["add"] = s.refs.load(f"{CONTRACT}:add", "load")
+    return s
+
+
+def _answer(session, op, **fields):
+    answer, _ = session.handle_line(json.dumps({"id": 1, "op": op, **fields}))
+    return answer
+
+
+@pytest.mark.parametrize("what", ["random_input", "generator"])
+def test_failures_while_drawing_inputs_are_oracle_errors(what):
+    def boom(*a, **k):
+        raise ValueError("cannot draw")
+
+    s = _session(**{what: boom})
+    a = _answer(s, "check", callable="add", problem=ADD, shape=SHAPE, distribution="normal", seed=1, runs=1)
+    assert "cannot draw" in failed(a, "oracle")
+
+
+def test_a_failure_comparing_the_candidates_data_is_never_an_oracle_error(monkeypatch):
+    s = _session()
+    import cake.worker as W
+
+    def broken(*a, **k):
+        raise RuntimeError("comparison exploded")
+
+    monkeypatch.setattr(W, "compare", broken)
+    a = _answer(s, "check", callable="add", problem=ADD, shape=SHAPE, distribution="normal", seed=1, runs=1)
+    assert "comparison exploded" in failed(a, "python")

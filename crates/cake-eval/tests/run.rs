@@ -288,5 +288,8 @@ fn stray_lines_do_not_extend_the_deadline() {
     let t = Instant::now();
     let e = evaluate("chatter", Mode::Test);
     assert!(t.elapsed().as_secs() < 30);
-    assert!(matches!(e.correctness.checks[0].failure, Some(cake_eval::Failure::Hang { .. })));
+    assert!(matches!(
+        e.correctness.checks[0].failure,
+        Some(cake_eval::Failure::Hang { .. })
+    ));
 }

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Dict, List, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 Dim = Union[str, int]
 
@@ -67,12 +67,39 @@ def int_range(dtype: str) -> Tuple[int, int]:
 
 
 def poison_value(dtype: str) -> Union[float, int]:
-    """What outputs are filled with before a call: NaN for floats, the minimum for signed
-    integers and the maximum for unsigned ones (0, the minimum, is too common a result)."""
+    """What outputs are filled with before a call: NaN for floats (the NaN of POISON_BITS,
+    written through an integer view), the minimum for signed integers and the maximum for
+    unsigned ones (0, the minimum, is too common a result)."""
     if is_float(dtype):
         return math.nan
     lo, hi = int_range(dtype)
     return hi if dtype_info(dtype).kind == "uint" else lo
+
+
+# The poison of floating outputs: a NaN with a payload no arithmetic produces (a GPU's NaN is
+# 0x7FFF... / 0x7FC0...), so an element still holding these bits was never written, while any
+# other NaN was written by the call. float8_e4m3fn has a single NaN encoding (0x7F).
+POISON_BITS: Dict[str, int] = {
+    "f16": 0x7EA5,
+    "bf16": 0x7FA5,
+    "f32": 0x7FA5A5A5,
+    "f64": 0x7FF4A5A5A5A5A5A5,
+    "fp8e4m3": 0x7F,
+    "fp8e5m2": 0x7D,
+}
+_BY_STORAGE = {d.torch_name: d.name for d in _DTYPE_LIST}
+
+
+def poison_bits(dtype: str) -> Optional[int]:
+    """The bit pattern floating outputs of `dtype` are poisoned with; None for integers."""
+    return POISON_BITS.get(dtype_info(dtype).name)
+
+
+def storage_poison_bits(storage_name: str) -> Optional[int]:
+    """poison_bits for an array's own dtype, named as torch and numpy name it ("bfloat16",
+    "float32", "float8_e4m3fn"...); None for integer (or unknown) dtypes."""
+    name = _BY_STORAGE.get(storage_name)
+    return POISON_BITS.get(name) if name else None
 
 
 def torch_dtype(torch: Any, dtype: str) -> Any:

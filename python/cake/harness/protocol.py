@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 from . import inputs as I
-from .tolerance import ToleranceError, validate_policy
+from .tolerance import ToleranceError, resolve_bound, validate_policy
 
 PROTOCOL = "cake.worker/v0"
 OPS = ("hello", "load", "check", "time", "shutdown")
@@ -211,7 +211,9 @@ class Problem:
             d = I.check_dims(dims)
             self.dims = d
             self.shapes = {t.name: I.bind_shape(t.name, t.shape, d) for t in self.tensors}
-        except I.InputError as e:
+            # argmin_ties' `bound` may name a dimension: its size from here on
+            self.tolerance = {name: resolve_bound(name, spec, d) for name, spec in self.tolerance.items()}
+        except (I.InputError, ToleranceError) as e:
             raise ProtocolError(str(e)) from None
 
 
@@ -233,7 +235,9 @@ def parse_problem(obj: Any, need_oracle: bool) -> Problem:
             split_ref(ref, f"problem.{key}")
     if need_oracle and oracle is None:
         raise ProtocolError("problem: `oracle` is required for check")
-    tolerance = _tolerances(field_of(obj, "tolerance", dict, {}, where="problem"), tensors, need_oracle)
+    # With an oracle, every output needs its policy: `time` checks the outputs too.
+    tolerance = _tolerances(field_of(obj, "tolerance", dict, {}, where="problem"), tensors,
+                            need_oracle or oracle is not None)
     check = field_of(obj, "check", dict, {}, where="problem")
     require_det = field_of(check, "require_deterministic", bool, True, where="problem.check")
     return Problem(tensors, scalars, generator, oracle, tolerance, require_det)

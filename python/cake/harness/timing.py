@@ -64,12 +64,20 @@ def time_events(torch: Any, call: Callable[[], Any], warmup: int, samples: int,
 
 
 def time_events_interleaved(torch: Any, calls: Sequence[Callable[[], Any]], warmup: int, samples: int,
-                            flush: Any = None) -> List[List[float]]:
-    """Per call, its event times; sample i times every call in turn."""
+                            flush: Any = None, before_last: Optional[Callable[[int], Any]] = None) -> List[List[float]]:
+    """Per call, its event times; sample i times every call in turn.
+
+    before_last(j), when given, runs before call j's last sample, ahead of the flush and out of
+    the timed window (the worker re-poisons that call's outputs there, so that what they hold
+    afterwards is what the last call wrote).
+    """
     stream = torch.cuda.current_stream()
     out: List[List[float]] = [[] for _ in calls]
+    last = warmup + samples - 1
     for i in range(warmup + samples):
         for j, call in enumerate(calls):
+            if before_last is not None and i == last:
+                before_last(j)
             # No synchronisation after the flush: it keeps the GPU busy while the host reaches
             # the launch, so host-side latency stays out of the measured window.
             flush_l2(flush)
@@ -90,8 +98,9 @@ def time_cupti(torch: Any, call: Callable[[], Any], samples: int, flush: Any = N
 
 
 def time_cupti_interleaved(torch: Any, calls: Sequence[Callable[[], Any]], samples: int,
-                           flush: Any = None) -> List[CuptiResult]:
-    """Per call, its CUPTI spans; sample i profiles every call in turn (range k = i * n + j)."""
+                           flush: Any = None, before_last: Optional[Callable[[int], Any]] = None) -> List[CuptiResult]:
+    """Per call, its CUPTI spans; sample i profiles every call in turn (range k = i * n + j).
+    before_last(j) as in time_events_interleaved: before the flush, outside every range."""
     from torch.profiler import ProfilerActivity, profile, record_function
 
     n = len(calls)
@@ -99,6 +108,8 @@ def time_cupti_interleaved(torch: Any, calls: Sequence[Callable[[], Any]], sampl
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         for i in range(samples):
             for j, call in enumerate(calls):
+                if before_last is not None and i == samples - 1:
+                    before_last(j)
                 flush_l2(flush)
                 torch.cuda.synchronize()
                 with record_function(f"{SAMPLE_PREFIX}{i * n + j}"):

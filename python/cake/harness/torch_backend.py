@@ -22,6 +22,7 @@ class TorchBackend:
     def __init__(self) -> None:
         import torch
 
+        self._INT_VIEWS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
         if not torch.cuda.is_available():
             raise RuntimeError("torch.cuda is not available (no GPU, or a CPU-only torch build)")
         self.torch = torch
@@ -98,10 +99,13 @@ class TorchBackend:
         return self.torch.empty(shape, dtype=I.torch_dtype(self.torch, dtype), device=self.device)
 
     def poison(self, a: Any, dtype: str) -> None:
-        if dtype.startswith("fp8"):
-            a.view(self.torch.uint8).fill_(0x7F)  # NaN in both e4m3fn and e5m2
-        else:
+        """Floats: the NaN of inputs.POISON_BITS, written through an integer view of the same
+        width (fill_ with a NaN value would write the canonical NaN); integers: the sentinel."""
+        bits = I.poison_bits(dtype)
+        if bits is None:
             a.fill_(I.poison_value(dtype))
+        else:
+            a.view(self._INT_VIEWS[a.element_size()]).fill_(bits)  # every pattern is < 2**(8*size-1)
 
     def clone(self, a: Any) -> Any:
         return a.clone()
@@ -129,12 +133,14 @@ class TorchBackend:
             self._flush = timing.make_flush_buffer(self.torch, getattr(self.props, "L2_cache_size", 0), self.device)
         return self._flush
 
-    def time_events(self, calls: List[Callable[[], Any]], warmup: int, samples: int,
-                    flush_l2: bool) -> List[List[float]]:
-        return timing.time_events_interleaved(self.torch, calls, warmup, samples, self.flush_buffer(flush_l2))
+    def time_events(self, calls: List[Callable[[], Any]], warmup: int, samples: int, flush_l2: bool,
+                    before_last: Optional[Callable[[int], Any]] = None) -> List[List[float]]:
+        return timing.time_events_interleaved(self.torch, calls, warmup, samples, self.flush_buffer(flush_l2),
+                                              before_last)
 
-    def time_cupti(self, calls: List[Callable[[], Any]], samples: int, flush_l2: bool) -> List[timing.CuptiResult]:
-        return timing.time_cupti_interleaved(self.torch, calls, samples, self.flush_buffer(flush_l2))
+    def time_cupti(self, calls: List[Callable[[], Any]], samples: int, flush_l2: bool,
+                   before_last: Optional[Callable[[int], Any]] = None) -> List[timing.CuptiResult]:
+        return timing.time_cupti_interleaved(self.torch, calls, samples, self.flush_buffer(flush_l2), before_last)
 
 
 # --------------------------------------------------------------------------------------

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any, List, Optional, Sequence
 
+from .inputs import storage_poison_bits
+
 
 def namespace(a: Any) -> "_Ops":
     root = type(a).__module__.split(".")[0]
@@ -45,6 +47,27 @@ class _Ops:
             return None
         return float(self.where(mask, a, -float("inf")).max())
 
+    def poison_bits(self, a: Any) -> Optional[int]:
+        """The poison bit pattern of a floating array's own dtype (inputs.POISON_BITS)."""
+        if not self.is_floating(a):
+            return None
+        bits = storage_poison_bits(self.dtype_name(a))
+        if bits is None:
+            raise TypeError(f"no poison bit pattern for dtype {self.dtype_name(a)}")
+        return bits
+
+    def is_poison(self, a: Any, sentinel: Any) -> Any:
+        """Elementwise: still the poison (floats: the poison's bits exactly; integers: the
+        sentinel). Every poison pattern has its sign bit clear, so it compares the same
+        through a signed or an unsigned integer view."""
+        bits = self.poison_bits(a)
+        if bits is None:
+            return a == sentinel
+        return self.bits(a) == bits
+
+    def count_not_poison(self, a: Any, sentinel: Any) -> int:
+        return int(_numel(a)) - self.count(self.is_poison(a, sentinel))
+
 
 class _NumpyOps(_Ops):
     def __init__(self) -> None:
@@ -53,7 +76,23 @@ class _NumpyOps(_Ops):
         self.np = np
 
     def f64(self, a: Any, like: Any = None) -> Any:
-        return self.np.asarray(a).astype(self.np.float64)
+        with self.np.errstate(invalid="ignore"):  # casting a signalling NaN (the poison) warns
+            return self.np.asarray(a).astype(self.np.float64)
+
+    def dtype_name(self, a: Any) -> str:
+        return str(a.dtype.name)
+
+    def is_real(self, a: Any) -> bool:
+        """A real numeric (or boolean) dtype: what an oracle may return."""
+        return a.dtype.kind in "biuf"
+
+    def fill_poison(self, a: Any, sentinel: Any) -> None:
+        """Fill with the poison: floats through an unsigned view of the same width."""
+        bits = self.poison_bits(a)
+        if bits is None:
+            a.fill(sentinel)
+        else:
+            a.view(f"u{a.dtype.itemsize}").fill(bits)
 
     def cast_like(self, a: Any, like: Any) -> Any:
         return self.np.asarray(a).astype(like.dtype)
@@ -71,8 +110,9 @@ class _NumpyOps(_Ops):
         return self.np.where(mask, a, b)
 
     def bits(self, a: Any) -> Any:
+        shape = a.shape  # ascontiguousarray makes 0-d arrays 1-d
         a = self.np.ascontiguousarray(a)
-        return a.view(f"u{a.dtype.itemsize}")
+        return a.view(f"u{a.dtype.itemsize}").reshape(shape)
 
     def _flat_u8(self, mask: Any) -> Any:
         return mask.reshape(-1).astype(self.np.uint8)
@@ -96,6 +136,12 @@ class _TorchOps(_Ops):
 
     def cast_like(self, a: Any, like: Any) -> Any:
         return a.to(device=like.device, dtype=like.dtype)
+
+    def dtype_name(self, a: Any) -> str:
+        return str(a.dtype).replace("torch.", "")
+
+    def is_real(self, a: Any) -> bool:
+        return not a.dtype.is_complex
 
     def is_floating(self, a: Any) -> bool:
         return bool(a.dtype.is_floating_point)
@@ -128,6 +174,18 @@ def _numpy_ops() -> _NumpyOps:
     if _NUMPY is None:
         _NUMPY = _NumpyOps()
     return _NUMPY
+
+
+def _numel(a: Any) -> int:
+    n = 1
+    for d in tuple(a.shape):
+        n *= int(d)
+    return n
+
+
+def is_array(a: Any) -> bool:
+    """A torch tensor or a numpy array (what `namespace` accepts)."""
+    return type(a).__module__.split(".")[0] in ("torch", "numpy") and hasattr(a, "shape") and hasattr(a, "dtype")
 
 
 def bits_equal(a: Any, b: Any) -> bool:
