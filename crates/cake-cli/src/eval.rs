@@ -36,6 +36,21 @@ pub fn cmd_eval(mode: Mode, args: EvalArgs) -> ExitCode {
         );
         return ExitCode::from(2);
     }
+    if let Some(set) = &args.options.shape_set {
+        if contract.shape_set(set).is_empty() {
+            eprintln!(
+                "error: {}: the contract has no `{set}` shapes (its sets: {})",
+                args.contract.display(),
+                contract
+                    .shapes
+                    .keys()
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            return ExitCode::from(2);
+        }
+    }
     if let Some(b) = &args.options.baseline {
         if !contract.baselines.contains_key(b) {
             let known: Vec<&str> = contract.baselines.keys().map(String::as_str).collect();

@@ -73,6 +73,9 @@ struct EvalFlags {
     /// Where to build the candidate (default: a directory in the build cache).
     #[arg(long)]
     build_dir: Option<PathBuf>,
+    /// The shape set to check on: check (default), bench or held_out.
+    #[arg(long, value_parser = ["check", "bench", "held_out"])]
+    shapes: Option<String>,
     /// `json`: print the evidence record instead of the progress table.
     #[arg(long, value_enum, default_value = "human")]
     format: DocFormat,
@@ -94,6 +97,7 @@ impl EvalFlags {
                 seed: self.seed,
                 baseline,
                 build_dir: self.build_dir,
+                shape_set: self.shapes,
             },
             json: self.format == DocFormat::Json,
             record: self.record,

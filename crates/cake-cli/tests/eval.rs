@@ -130,3 +130,29 @@ fn contract_and_usage_errors_exit_2() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("the worker did not start"));
 }
+
+#[test]
+fn another_shape_set_can_be_checked() {
+    let o = cake(&[
+        "test",
+        &contract(),
+        "--kernel",
+        &kernel("good"),
+        "--shapes",
+        "bench",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(o.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["correctness"]["shape_set"], "bench");
+    assert_eq!(
+        v["correctness"]["checks"].as_array().unwrap().len(),
+        2,
+        "1 shape x 2 distributions"
+    );
+    let o = cake(&["test", &contract(), "--shapes", "held_out"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr)
+        .contains("has no `held_out` shapes (its sets: check, bench)"));
+}

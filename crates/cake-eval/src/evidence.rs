@@ -60,6 +60,8 @@ pub struct ContractRecord {
 #[derive(Serialize, Debug, Default)]
 pub struct Correctness {
     pub passed: bool,
+    /// The contract's shape set the checks ran on (`check` unless asked otherwise).
+    pub shape_set: String,
     /// The run's base seed; each check's own seed is in its record.
     pub seed: u64,
     pub runs_per_check: u32,

@@ -33,6 +33,9 @@ pub struct Options {
     pub baseline: Option<String>,
     /// Where schedules are built; default: a directory in the build cache.
     pub build_dir: Option<PathBuf>,
+    /// The shape set the correctness protocol runs on; default `check` (`held_out` keeps a
+    /// tuning loop honest).
+    pub shape_set: Option<String>,
 }
 
 /// What stops a run before there is a candidate to judge (exit 2).
@@ -392,8 +395,10 @@ pub fn run(
         &p.record.hash[..12]
     ));
     let seed = opts.seed.unwrap_or_else(fresh_seed);
+    let shape_set = opts.shape_set.clone().unwrap_or_else(|| "check".into());
     let mut correctness = Correctness {
         passed: false,
+        shape_set: shape_set.clone(),
         seed,
         runs_per_check: c.check.runs,
         checks: Vec::new(),
@@ -413,7 +418,7 @@ pub fn run(
     }
     let problem = c.problem();
     let mut index = 0u64;
-    for shape in c.shape_set("check") {
+    for shape in c.shape_set(&shape_set) {
         for dist in &c.distributions {
             let seed = check_seed(seed, index);
             index += 1;
