@@ -51,17 +51,27 @@ def main() -> int:
     C = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
     prepared = mod.gemm.prepare(A, B, C)
     Bt = B.T
+    k = mod.gemm
+    tensors, scalars, _ = k._describe((A, B, C), {})
+    handle = int(torch.cuda.current_stream().cuda_stream)
     result = {
         "shape": [M, N, K],
         "calls": args.calls,
         "cake_call": per_call_us(lambda: mod.gemm(A, B, C), args.calls),
         "cake_prepared": per_call_us(prepared, args.calls),
         "torch_matmul": per_call_us(lambda: torch.matmul(A, Bt, out=C), args.calls),
+        # Where an unprepared call's time goes (each part alone, same loop):
+        "part_describe_tensors": per_call_us(lambda: k._describe((A, B, C), {}), args.calls),
+        "part_current_stream": per_call_us(lambda: torch.cuda.current_stream(0).cuda_stream, args.calls),
+        "part_native_bind": per_call_us(lambda: k._k.bind(tensors, scalars, num_sms=132), args.calls),
+        "part_native_prepare": per_call_us(lambda: k._k.prepare(tensors, scalars, handle, 0), args.calls),
+        "part_native_launch": per_call_us(lambda: k._k.launch(tensors, scalars, handle, 0), args.calls),
     }
     with open(args.out, "w") as f:
         json.dump(result, f, indent=1)
-    for k in ("cake_call", "cake_prepared", "torch_matmul"):
-        print(f"{k:>14}: {result[k]['median_us']:7.2f} us per call (min {result[k]['min_us']:.2f})")
+    for name, r in result.items():
+        if isinstance(r, dict):
+            print(f"{name:>22}: {r['median_us']:7.2f} us per call (min {r['min_us']:.2f})")
     return 0
 
 

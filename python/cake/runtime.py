@@ -24,9 +24,21 @@ def _is_int(x: Any) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
 
 
+_DTYPE_NAMES: dict = {}  # torch dtype object -> its str(), which the runtime parses
+
+
 def describe_tensor(name: str, obj: Any) -> tuple:
     """`(name, dtype, shape, strides, data_ptr, device)` of a torch tensor or a duck-typed
     stand-in; `device` is the CUDA ordinal, or the device's name when it is not a CUDA device."""
+    get_device = getattr(obj, "get_device", None)
+    if get_device is not None and getattr(obj, "is_cuda", False):
+        # A CUDA torch tensor: the few attribute reads a launch needs, and no torch.device
+        # object (this path runs on every call; bench/launch_overhead.py measures it).
+        dtype = obj.dtype
+        text = _DTYPE_NAMES.get(dtype)
+        if text is None:
+            text = _DTYPE_NAMES.setdefault(dtype, str(dtype))
+        return (name, text, list(obj.shape), list(obj.stride()), obj.data_ptr(), get_device())
     try:
         shape = [int(s) for s in obj.shape]
         strides = [int(s) for s in obj.stride()]

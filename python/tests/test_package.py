@@ -66,6 +66,25 @@ class FakeTensor:
         return self._ptr
 
 
+class FakeCudaTensor(FakeTensor):
+    """As torch.Tensor on a GPU looks to the launch fast path: .is_cuda and .get_device()."""
+
+    is_cuda = True
+
+    def get_device(self):
+        return self.device.index
+
+
+def test_the_torch_fast_path_describes_a_tensor_as_the_general_path_does():
+    from cake.runtime import describe_tensor
+
+    t = FakeCudaTensor((4, 8), ptr=0x20 * GiB, device=("cuda", 1))
+    plain = FakeTensor((4, 8), ptr=0x20 * GiB, device=("cuda", 1))
+    assert describe_tensor("A", t) == describe_tensor("A", plain) == (
+        "A", "torch.bfloat16", [4, 8], [8, 1], 0x20 * GiB, 1)
+    assert describe_tensor("A", t) == describe_tensor("A", t), "the cached dtype name is the same"
+
+
 GEMM_META = {
     "schema": "cake.launch/v0",
     "kernel": "gemm",

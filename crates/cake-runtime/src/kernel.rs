@@ -8,7 +8,12 @@ use std::sync::Mutex;
 use crate::bind::{self, Bound, ScalarValue, TensorDesc};
 use crate::driver::{self, Config, Function};
 use crate::error::{launch, Error, Result};
-use crate::pack::{self, Packed, Planned};
+use crate::pack::{self, Packed, ParamSlot, Planned};
+use crate::tensormap::TensorMapFields;
+
+/// Encoded tensor maps a kernel keeps: enough for the distinct tensors of a training or
+/// benchmark loop; the cache is emptied when it fills.
+const TENSORMAP_CACHE: usize = 256;
 use crate::spec::{GridKind, Spec};
 
 pub struct Kernel {
@@ -16,6 +21,10 @@ pub struct Kernel {
     image: Vec<u8>,
     path: Option<PathBuf>,
     functions: Mutex<HashMap<i32, Function>>,
+    /// `cuTensorMapEncodeTiled` results by their arguments. A descriptor is a pure function of
+    /// its fields (address, shape, strides, box, ...), independent of context and device, so a
+    /// repeated call with the same tensors reuses it instead of encoding again.
+    tensormaps: Mutex<HashMap<TensorMapFields, ParamSlot>>,
 }
 
 /// A bound call: what `Kernel::bind` checks without any driver call but the SM count.
@@ -69,6 +78,7 @@ impl Kernel {
             image,
             path,
             functions: Mutex::new(HashMap::new()),
+            tensormaps: Mutex::new(HashMap::new()),
         }
     }
 
@@ -210,13 +220,32 @@ impl Kernel {
         let drv = driver::driver()?;
         drv.make_current(device)?;
         let function = self.function(device)?;
-        let packed = Packed::new(&plan, |f, slot| drv.encode_tensormap(f, slot))?;
+        let packed = Packed::new(&plan, |f, slot| self.encode_cached(drv, f, slot))?;
         Ok(Prepared {
             function: Some(function),
             config,
             device,
             packed: Some(packed),
         })
+    }
+
+    fn encode_cached(
+        &self,
+        drv: &driver::Driver,
+        f: &TensorMapFields,
+        slot: &mut ParamSlot,
+    ) -> Result<()> {
+        if let Some(hit) = self.tensormaps.lock().expect("lock").get(f) {
+            *slot = *hit;
+            return Ok(());
+        }
+        drv.encode_tensormap(f, slot)?;
+        let mut cache = self.tensormaps.lock().expect("lock");
+        if cache.len() >= TENSORMAP_CACHE {
+            cache.clear();
+        }
+        cache.insert(f.clone(), *slot);
+        Ok(())
     }
 
     /// Check, bind and launch asynchronously on `stream`; returns the grid (a zero component:

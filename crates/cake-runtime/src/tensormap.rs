@@ -11,7 +11,7 @@ pub const MAX_GLOBAL_DIM: u64 = 1 << 32;
 pub const MAX_GLOBAL_STRIDE: u64 = 1 << 40;
 
 /// The arguments of one `cuTensorMapEncodeTiled` call, as the enum codes cuda.h defines.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct TensorMapFields {
     /// `CUtensorMapDataType`.
     pub data_type: u32,
