@@ -310,7 +310,7 @@ fn strip(mut v: Value) -> Value {
     v
 }
 
-fn floor(c: &Contract, shape: &Shape, target: &str, env: &Value) -> Option<Floor> {
+fn floor(c: &Contract, shape: &Shape, target: &str) -> Option<Floor> {
     let lookup = |n: &str| shape.get(n).map(|v| *v as f64);
     let flops = c.bench.flops.as_ref().and_then(|e| e.eval(&lookup));
     let bytes = c.bench.bytes.as_ref().and_then(|e| e.eval(&lookup));
@@ -322,7 +322,6 @@ fn floor(c: &Contract, shape: &Shape, target: &str, env: &Value) -> Option<Floor
     // The datasheet peak, not the measured copy rate: a read-heavy kernel can beat a copy, and
     // the floor must hold for every correct kernel. Without a table entry there is no memory
     // floor (the measured rate is reported in `environment`).
-    let _ = env;
     let bandwidth_gbps = peak.map(|p| p.dram_gbps);
     let compute_ms = flops.zip(peak_tflops).map(|(f, p)| f / (p * 1e12) * 1e3);
     let memory_ms = bytes.zip(bandwidth_gbps).map(|(b, g)| b / (g * 1e9) * 1e3);
@@ -343,18 +342,37 @@ fn floor(c: &Contract, shape: &Shape, target: &str, env: &Value) -> Option<Floor
 /// rounding of the datasheet ceilings.
 pub const FLOOR_ALLOWANCE: f64 = 0.95;
 
-/// Run the contract's protocol on one candidate and return the evidence.
-pub fn run(
-    c: &Contract,
-    mode: Mode,
-    opts: &Options,
-    sup: &mut Supervisor,
-    progress: Progress,
-) -> Result<Evidence, RunError> {
-    let started = Instant::now();
-    let mut requests = 0u32;
-    sup.ensure_running().map_err(RunError::Worker)?;
-    let env = sup.env.clone().unwrap_or(Value::Null);
+/// What a run has concluded so far: the first reason the candidate failed, or the first fault
+/// of the contract or harness (which makes the verdict `error`, not `failed`).
+#[derive(Default)]
+struct Verdict {
+    failed: Option<String>,
+    error: Option<String>,
+}
+
+impl Verdict {
+    fn fail(&mut self, reason: impl FnOnce() -> String) {
+        if self.failed.is_none() {
+            self.failed = Some(reason());
+        }
+    }
+
+    fn is_clean(&self) -> bool {
+        self.failed.is_none() && self.error.is_none()
+    }
+
+    fn render(self) -> String {
+        match (self.error, self.failed) {
+            (Some(e), _) => format!("error: {e}"),
+            (None, None) => "passed".into(),
+            (None, Some(r)) => format!("failed: {r}"),
+        }
+    }
+}
+
+/// The exact target to run on: the one asked for, else the one whose compute capability the
+/// worker's GPU reports; it must be one the contract covers.
+fn resolve_target(c: &Contract, opts: &Options, env: &Value) -> Result<String, RunError> {
     let target = match &opts.target {
         Some(t) => t.clone(),
         None => {
@@ -382,6 +400,22 @@ pub fn run(
             c.targets.join(", ")
         )));
     }
+    Ok(target)
+}
+
+/// Run the contract's protocol on one candidate and return the evidence.
+pub fn run(
+    c: &Contract,
+    mode: Mode,
+    opts: &Options,
+    sup: &mut Supervisor,
+    progress: Progress,
+) -> Result<Evidence, RunError> {
+    let started = Instant::now();
+    let mut requests = 0u32;
+    sup.ensure_running().map_err(RunError::Worker)?;
+    let env = sup.env.clone().unwrap_or(Value::Null);
+    let target = resolve_target(c, opts, &env)?;
     progress(&format!(
         "contract {} · target {target} · GPU {}",
         c.name,
@@ -395,6 +429,22 @@ pub fn run(
         &p.record.hash[..12]
     ));
     let seed = opts.seed.unwrap_or_else(fresh_seed);
+    let mut verdict = Verdict {
+        failed: p.rejected.clone(),
+        error: None,
+    };
+    // Once the candidate is rejected, fails to load, hangs, crashes or poisons the context, its
+    // remaining checks are skipped.
+    let mut dead = p.rejected.clone();
+    if dead.is_none() {
+        let load = json!({"op": "load", "name": "candidate", "launch": p.launch_json});
+        requests += 1;
+        if let Err(f) = sup.load(load) {
+            verdict.fail(|| format!("the candidate did not load: {f}"));
+            dead = verdict.failed.clone();
+        }
+    }
+    let problem = c.problem();
     let shape_set = opts.shape_set.clone().unwrap_or_else(|| "check".into());
     let mut correctness = Correctness {
         passed: false,
@@ -403,75 +453,22 @@ pub fn run(
         runs_per_check: c.check.runs,
         checks: Vec::new(),
     };
-    let mut verdict_reason = p.rejected.clone();
-    // A fault of the contract or the harness: the verdict is `error`, not `failed`.
-    let mut harness_error: Option<String> = None;
-    // Once the candidate hangs, crashes or poisons the context, its remaining checks are skipped.
-    let mut dead: Option<String> = None;
-    if verdict_reason.is_none() {
-        let load = json!({"op": "load", "name": "candidate", "launch": p.launch_json});
-        requests += 1;
-        if let Err(f) = sup.load(load) {
-            verdict_reason = Some(format!("the candidate did not load: {f}"));
-            dead = verdict_reason.clone();
-        }
-    }
-    let problem = c.problem();
     let mut index = 0u64;
     for shape in c.shape_set(&shape_set) {
         for dist in &c.distributions {
-            let seed = check_seed(seed, index);
-            index += 1;
-            let mut rec = CheckRecord {
-                shape: shape.clone(),
-                distribution: dist.clone(),
-                seed,
-                passed: false,
-                result: None,
-                failure: None,
-                skipped: None,
+            let check = Check {
+                shape,
+                distribution: dist,
+                seed: check_seed(seed, index),
             };
-            if let Some(why) = dead.as_ref().or(p.rejected.as_ref()) {
-                rec.skipped = Some(why.clone());
-                correctness.checks.push(rec);
-                continue;
-            }
-            let req = json!({"op": "check", "callable": "candidate", "problem": problem,
-                             "shape": shape, "distribution": dist, "seed": seed,
-                             "runs": c.check.runs});
-            requests += 1;
-            match sup.request(req, seconds(c.check.timeout_s)) {
-                Ok(answer) => {
-                    let answer = strip(answer);
-                    rec.passed = answer["passed"].as_bool() == Some(true);
-                    if !rec.passed && verdict_reason.is_none() {
-                        verdict_reason = Some(format!(
-                            "{} {dist}: {}",
-                            shape_text(shape),
-                            answer["reason"].as_str().unwrap_or("wrong results")
-                        ));
-                    }
-                    rec.result = Some(answer);
+            index += 1;
+            let rec = match &dead {
+                Some(why) => check.skipped(why),
+                None => {
+                    requests += 1;
+                    check.run(c, &problem, sup, &mut verdict, &mut dead)
                 }
-                Err(f) if f.is_harness_fault() => {
-                    // The contract's generator or oracle, or the protocol, failed: the run
-                    // cannot judge the candidate.
-                    let why = format!("{} {dist}: {}", shape_text(shape), first_line(&f));
-                    harness_error.get_or_insert(why.clone());
-                    dead.get_or_insert(format!("the run stopped: {why}"));
-                    rec.failure = Some(f);
-                }
-                Err(f) => {
-                    if f.ended_worker() {
-                        dead = Some(format!("the candidate already failed: {f}"));
-                    }
-                    if verdict_reason.is_none() {
-                        verdict_reason =
-                            Some(format!("{} {dist}: {}", shape_text(shape), first_line(&f)));
-                    }
-                    rec.failure = Some(f);
-                }
-            }
+            };
             progress(&format!(
                 "check {:<28} {:<13} {}",
                 shape_text(shape),
@@ -487,45 +484,22 @@ pub fn run(
             correctness.checks.push(rec);
         }
     }
-    correctness.passed = verdict_reason.is_none()
-        && harness_error.is_none()
-        && correctness.checks.iter().all(|r| r.passed);
+    correctness.passed = verdict.is_clean() && correctness.checks.iter().all(|r| r.passed);
 
-    let timing = if mode == Mode::Bench && correctness.passed {
-        Some(bench(
+    let timing = (mode == Mode::Bench && correctness.passed).then(|| {
+        bench(
             c,
             opts,
             sup,
             &target,
-            &env,
             &problem,
             seed,
             &mut requests,
             progress,
-        ))
-    } else {
-        None
-    };
+        )
+    });
     if let Some(t) = &timing {
-        if let Some(s) = t.shapes.iter().find(|s| s.outputs_wrong.is_some()) {
-            verdict_reason.get_or_insert(format!(
-                "{}: the timed calls' outputs are wrong: {}",
-                shape_text(&s.shape),
-                s.outputs_wrong.as_deref().unwrap_or_default()
-            ));
-        } else if let Some(s) = t.shapes.iter().find(|s| !s.suspicious.is_empty()) {
-            verdict_reason.get_or_insert(format!("suspicious timing: {}", s.suspicious.join("; ")));
-        } else if let Some(s) = t.shapes.iter().find(|s| s.candidate.failure.is_some()) {
-            verdict_reason.get_or_insert(format!(
-                "{}: timing failed: {}",
-                shape_text(&s.shape),
-                s.candidate
-                    .failure
-                    .as_ref()
-                    .map(ToString::to_string)
-                    .unwrap_or_default()
-            ));
-        }
+        judge_timing(t, &mut verdict);
     }
     let mut environment = env.clone();
     if let Some(o) = environment.as_object_mut() {
@@ -566,12 +540,112 @@ pub fn run(
             worker_restarts: sup.restarts,
             requests,
         },
-        verdict: match (harness_error, verdict_reason) {
-            (Some(e), _) => format!("error: {e}"),
-            (None, None) => "passed".into(),
-            (None, Some(r)) => format!("failed: {r}"),
-        },
+        verdict: verdict.render(),
     })
+}
+
+/// One correctness check: a shape, a distribution and the seed of its inputs.
+struct Check<'a> {
+    shape: &'a Shape,
+    distribution: &'a str,
+    seed: u64,
+}
+
+impl Check<'_> {
+    fn record(&self) -> CheckRecord {
+        CheckRecord {
+            shape: self.shape.clone(),
+            distribution: self.distribution.to_string(),
+            seed: self.seed,
+            passed: false,
+            result: None,
+            failure: None,
+            skipped: None,
+        }
+    }
+
+    fn skipped(&self, why: &str) -> CheckRecord {
+        CheckRecord {
+            skipped: Some(why.to_string()),
+            ..self.record()
+        }
+    }
+
+    /// Ask the worker; fold the outcome into the verdict, and into `dead` when the candidate
+    /// (or the harness) can no longer be run.
+    fn run(
+        &self,
+        c: &Contract,
+        problem: &Value,
+        sup: &mut Supervisor,
+        verdict: &mut Verdict,
+        dead: &mut Option<String>,
+    ) -> CheckRecord {
+        let mut rec = self.record();
+        let at = format!("{} {}", shape_text(self.shape), self.distribution);
+        let req = json!({"op": "check", "callable": "candidate", "problem": problem,
+                         "shape": self.shape, "distribution": self.distribution,
+                         "seed": self.seed, "runs": c.check.runs});
+        match sup.request(req, seconds(c.check.timeout_s)) {
+            Ok(answer) => {
+                let answer = strip(answer);
+                rec.passed = answer["passed"].as_bool() == Some(true);
+                if !rec.passed {
+                    verdict.fail(|| {
+                        format!(
+                            "{at}: {}",
+                            answer["reason"].as_str().unwrap_or("wrong results")
+                        )
+                    });
+                }
+                rec.result = Some(answer);
+            }
+            Err(f) if f.is_harness_fault() => {
+                // The contract's generator or oracle, or the protocol, failed: the run cannot
+                // judge the candidate.
+                let why = format!("{at}: {}", first_line(&f));
+                dead.get_or_insert(format!("the run stopped: {why}"));
+                verdict.error.get_or_insert(why);
+                rec.failure = Some(f);
+            }
+            Err(f) => {
+                if f.ended_worker() {
+                    *dead = Some(format!("the candidate already failed: {f}"));
+                }
+                verdict.fail(|| format!("{at}: {}", first_line(&f)));
+                rec.failure = Some(f);
+            }
+        }
+        rec
+    }
+}
+
+/// Fold what the timing found into the verdict: wrong outputs after the timed calls, a time
+/// below the physical floor, or a timing that failed.
+fn judge_timing(t: &Timing, verdict: &mut Verdict) {
+    if let Some(s) = t.shapes.iter().find(|s| s.outputs_wrong.is_some()) {
+        verdict.fail(|| {
+            format!(
+                "{}: the timed calls' outputs are wrong: {}",
+                shape_text(&s.shape),
+                s.outputs_wrong.as_deref().unwrap_or_default()
+            )
+        });
+    } else if let Some(s) = t.shapes.iter().find(|s| !s.suspicious.is_empty()) {
+        verdict.fail(|| format!("suspicious timing: {}", s.suspicious.join("; ")));
+    } else if let Some(s) = t.shapes.iter().find(|s| s.candidate.failure.is_some()) {
+        verdict.fail(|| {
+            format!(
+                "{}: timing failed: {}",
+                shape_text(&s.shape),
+                s.candidate
+                    .failure
+                    .as_ref()
+                    .map(ToString::to_string)
+                    .unwrap_or_default()
+            )
+        });
+    }
 }
 
 /// The first line of a message (tracebacks and CUDA's advice follow it; the record keeps them).
@@ -597,7 +671,6 @@ fn bench(
     opts: &Options,
     sup: &mut Supervisor,
     target: &str,
-    env: &Value,
     problem: &Value,
     seed: u64,
     requests: &mut u32,
@@ -674,7 +747,7 @@ fn bench(
             };
             timed.insert(name.clone(), t);
         }
-        let fl = floor(c, shape, target, env);
+        let fl = floor(c, shape, target);
         let mut suspicious = Vec::new();
         if candidate
             .result
