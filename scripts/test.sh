@@ -4,6 +4,8 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
+# The pinned Python test tools (pytest, numpy, maturin); quick when they are already there.
+python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore -r .ci/requirements.txt
 export CUDA_HOME="${CUDA_HOME:-$(scripts/toolchain.sh)}"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -q -- -D warnings
