@@ -15,9 +15,9 @@ which launches through the CUDA driver API). It is imported on first use, as is 
 """
 
 from .compiler import (
-    CAPABILITY_TARGETS,
     Module,
     build,
+    capability_targets,
     check,
     compile,
     current_target,
@@ -32,7 +32,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "__version__",
-    "CAPABILITY_TARGETS", "Module", "build", "check", "compile", "current_target",
+    "Module", "build", "capability_targets", "check", "compile", "current_target",
     "default_cache_dir", "lower", "target_for_capability",
     "CakeError", "CompileError", "CudaError", "LaunchError", "TargetError",
     "Kernel", "PreparedLaunch", "load_kernel",

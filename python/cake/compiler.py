@@ -19,27 +19,23 @@ from ._native_loader import native, native_build_id
 from .errors import CompileError, TargetError
 from .runtime import Kernel
 
-# Compute capability -> the exact target Cake compiles for on that GPU. The architecture-
-# specific ("a") targets are the ones whose features (wgmma, tcgen05, ...) Cake generates.
-CAPABILITY_TARGETS: dict[tuple[int, int], str] = {
-    (8, 0): "sm_80",
-    (8, 9): "sm_89",
-    (9, 0): "sm_90a",
-    (10, 0): "sm_100a",
-    (10, 3): "sm_103a",
-    (12, 0): "sm_120a",
-    (12, 1): "sm_121a",
-}
+def capability_targets() -> dict[tuple[int, int], str]:
+    """Compute capability -> the exact target Cake compiles for on that GPU (the architecture-
+    specific "a" targets where Cake generates their features), read from the compiler's target
+    table — the one `cake targets` prints — so Python keeps no copy of it."""
+    return {tuple(t["cc"]): t["name"] for t in native().targets()["targets"]}
+
 
 CACHE_SCHEMA = "cake.compile/v0"
 
 
 def target_for_capability(major: int, minor: int) -> str:
     """The exact Cake target for a GPU of compute capability `major.minor`."""
+    table = capability_targets()
     try:
-        return CAPABILITY_TARGETS[(int(major), int(minor))]
+        return table[(int(major), int(minor))]
     except KeyError:
-        known = ", ".join(f"{a}.{b} -> {t}" for (a, b), t in CAPABILITY_TARGETS.items())
+        known = ", ".join(f"{a}.{b} -> {t}" for (a, b), t in table.items())
         raise TargetError(
             f"no Cake target for a GPU of compute capability {major}.{minor} (known: {known}); "
             "pass target= explicitly"
@@ -196,6 +192,6 @@ def compile(path: str | os.PathLike, target: str | None = None, cache_dir: str |
 
 
 __all__ = [
-    "CAPABILITY_TARGETS", "Module", "build", "check", "compile", "current_target",
+    "Module", "capability_targets", "build", "check", "compile", "current_target",
     "default_cache_dir", "lower", "target_for_capability",
 ]
