@@ -187,6 +187,9 @@ enum Command {
         #[arg(long)]
         baseline: Option<String>,
     },
+    /// Serve Cake's tools (check, explain, lower, build, test, bench) to a coding agent over
+    /// MCP on stdin/stdout (docs/agents.md).
+    Mcp,
     /// Explain a finding code (e.g. CAKE-L003), or list every code.
     Explain {
         code: Option<String>,
@@ -218,6 +221,13 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Command::Explain { code, markdown } => cmd_explain(code.as_deref(), markdown),
+        Command::Mcp => match cake_mcp::serve_stdio() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(2)
+            }
+        },
         Command::Lower {
             file,
             target,

@@ -1,0 +1,670 @@
+//! `cake mcp`: Cake as a Model Context Protocol server over stdio (docs/agents.md).
+//!
+//! Each tool is a thin shell over the library the matching `cake` subcommand uses, so an agent
+//! sees the same findings, CUDA and evidence records as a person at a terminal:
+//!
+//! | tool | reuses |
+//! |---|---|
+//! | `check` | [`cake_driver::check`] and [`cake_diag::render::json`] |
+//! | `explain` | [`cake_diag::catalog::explain`] |
+//! | `lower` | [`cake_driver::lower`] |
+//! | `build` | [`cake_driver::build`] (needs the CUDA toolchain) |
+//! | `test`, `bench` | [`cake_eval::run`] (needs a GPU host and the evaluation worker) |
+//!
+//! Findings in a schedule are a *successful* tool result that carries them: the agent's next
+//! step is to repair the schedule by code and line. Bad arguments (a missing file, an unknown
+//! target or code, a contract that does not load) are tool errors (`isError: true`) with a
+//! message saying what to change. Every tool body runs on a blocking thread; a panic in one is
+//! reported as a tool error and the server goes on.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rmcp::handler::server::{router::tool::ToolRouter, wrapper::Parameters};
+use rmcp::model::{Implementation, ServerCapabilities, ServerConfig};
+use rmcp::{tool, tool_handler, tool_router, Json, ServerHandler, ServiceExt};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// What the server tells a client at `initialize`.
+const INSTRUCTIONS: &str = "Cake compiles GPU kernel schedules (Cake IR, Python syntax) to CUDA. \
+A good session: `check` the schedule and repair every error finding by its code and line \
+(`explain` a code for its rule, a bad and a good example); `lower` to read the CUDA and launch \
+metadata; `build` to compile it (needs the CUDA toolchain); `test` a workload contract for \
+correctness, then `bench` it against the contract's baselines (both need a GPU host) and read \
+the evidence record's `verdict`. Relative paths are resolved against the server's working \
+directory.";
+
+/// The Cake MCP server: its tools and the lock that keeps GPU runs from overlapping.
+#[derive(Clone)]
+pub struct CakeServer {
+    tool_router: ToolRouter<Self>,
+    /// `test` and `bench` take this for their whole run: two timing runs sharing a GPU would
+    /// each measure the other.
+    gpu: Arc<std::sync::Mutex<()>>,
+}
+
+impl Default for CakeServer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Inputs
+
+/// A schedule: a file on disk, or its text.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+pub struct CheckInput {
+    /// Path of the schedule file (`.py`). Give this or `source`.
+    #[serde(default)]
+    pub path: Option<String>,
+    /// The schedule's text, when it is not in a file. Give this or `path`.
+    #[serde(default)]
+    pub source: Option<String>,
+    /// The file name findings are reported against when `source` is given (default
+    /// `schedule.py`).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Check for this exact target (e.g. `sm_90a`); default: every target the schedule declares.
+    #[serde(default)]
+    pub target: Option<String>,
+    /// Treat coverage notes ("not verified: ...") as errors, as `cake check --strict` does.
+    #[serde(default)]
+    pub strict: Option<bool>,
+}
+
+/// A finding code to explain.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ExplainInput {
+    /// A code such as `CAKE-S005` (the prefix and case are optional) or its slug.
+    pub code: String,
+}
+
+/// A schedule and the target to lower it for.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct LowerInput {
+    /// Path of the schedule file (`.py`). Give this or `source`.
+    #[serde(default)]
+    pub path: Option<String>,
+    /// The schedule's text, when it is not in a file. Give this or `path`.
+    #[serde(default)]
+    pub source: Option<String>,
+    /// The file name findings are reported against when `source` is given (default
+    /// `schedule.py`).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// The exact target, e.g. `sm_90a`.
+    pub target: String,
+}
+
+/// A schedule file, the target, and where to write the build.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct BuildInput {
+    /// Path of the schedule file (`.py`).
+    pub path: String,
+    /// The exact target, e.g. `sm_90a`.
+    pub target: String,
+    /// The directory to write `<kernel>.{cu,cubin,launch.json,resources.json}` into (created if
+    /// missing).
+    pub out_dir: String,
+}
+
+/// A workload contract and the candidate to evaluate (docs/contracts.md).
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct EvalInput {
+    /// Path of the workload contract (`*.contract.toml`).
+    pub contract: String,
+    /// The candidate: a schedule (`.py`) or a prebuilt kernel's `.launch.json`; default: the
+    /// contract's `kernel`.
+    #[serde(default)]
+    pub kernel: Option<String>,
+    /// The exact target; default: the one matching the GPU the worker sees.
+    #[serde(default)]
+    pub target: Option<String>,
+    /// Base seed, to reproduce a run; default: fresh.
+    #[serde(default)]
+    pub seed: Option<u64>,
+    /// The shape set to check on: `check` (default), `bench` or `held_out`.
+    #[serde(default)]
+    pub shapes: Option<String>,
+    /// Where to build the candidate; default: a directory in the build cache.
+    #[serde(default)]
+    pub build_dir: Option<String>,
+}
+
+/// [`EvalInput`] plus the baseline to time.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct BenchInput {
+    #[serde(flatten)]
+    pub eval: EvalInput,
+    /// Time only this baseline of the contract; default: all of them.
+    #[serde(default)]
+    pub baseline: Option<String>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Outputs
+
+/// The check's findings.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct CheckOutput {
+    /// The file the findings are about.
+    pub file: String,
+    /// Findings of severity `error`; the schedule compiles only when this is 0.
+    pub errors: usize,
+    /// Findings of severity `warning`.
+    pub warnings: usize,
+    /// Every finding, as `cake check --format json` prints them: a `cake.findings/v1` document
+    /// (docs/diagnostics.md), each finding with its code, message, 1-based line and column,
+    /// labels, help and notes.
+    pub findings: Value,
+}
+
+/// A rule's page.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ExplainOutput {
+    /// The stable code, e.g. `CAKE-S005`.
+    pub code: String,
+    /// Its kebab-case slug.
+    pub name: String,
+    /// `language`, `safety`, `conformance`, `consistency`, `semantics`, `performance`, `hint`
+    /// or `coverage`.
+    pub category: String,
+    /// The default severity: `error`, `warning` or `note`.
+    pub severity: String,
+    /// One line.
+    pub summary: String,
+    /// The whole page as `cake explain CODE` prints it: the rule, why, how to fix, a bad and a
+    /// good example.
+    pub text: String,
+}
+
+/// One lowered kernel.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct LoweredKernel {
+    /// The kernel's name in the schedule.
+    pub kernel: String,
+    /// The `extern "C"` symbol in the CUDA source.
+    pub symbol: String,
+    /// The exact target it was lowered for.
+    pub target: String,
+    /// The CUDA C++ source (inline PTX).
+    pub cuda: String,
+    /// The launch metadata, as in `<kernel>.launch.json` (docs/launch.md).
+    pub launch: Value,
+}
+
+/// The lowering, or the findings that stopped it.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct LowerOutput {
+    /// True when every kernel lowered; false when errors in the schedule stopped it (see
+    /// `findings`).
+    pub ok: bool,
+    /// Findings of severity `error`.
+    pub errors: usize,
+    /// Each kernel's CUDA and launch metadata (empty when `ok` is false).
+    pub kernels: Vec<LoweredKernel>,
+    /// The check's findings, a `cake.findings/v1` document.
+    pub findings: Value,
+}
+
+/// One built kernel: the files written and what ptxas reports.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct BuiltKernelOutput {
+    pub kernel: String,
+    /// The CUDA source written.
+    pub cu: String,
+    /// The compiled cubin.
+    pub cubin: String,
+    /// The launch metadata file.
+    pub launch: String,
+    /// ptxas's per-kernel report: registers, stack frame, spill stores and loads, shared memory.
+    pub resources: Value,
+    /// Whether the cubin came from the build cache.
+    pub cached: bool,
+}
+
+/// The build, or the findings that stopped it.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct BuildOutput {
+    /// True when every kernel was compiled and no finding (check or ptxas report) is an error.
+    pub ok: bool,
+    /// Findings of severity `error`.
+    pub errors: usize,
+    pub target: String,
+    /// The kernels built (empty when errors in the schedule stopped the build).
+    pub kernels: Vec<BuiltKernelOutput>,
+    /// The check's findings plus those drawn from the ptxas reports (spills, ...), a
+    /// `cake.findings/v1` document.
+    pub findings: Value,
+}
+
+/// The outcome of `test` or `bench`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct EvalOutput {
+    /// The evidence record's verdict: `passed`, `failed: <first reason>`, or `error: ...` when the
+    /// contract or the harness failed rather than the candidate.
+    pub verdict: String,
+    /// Whether the verdict is `passed`.
+    pub passed: bool,
+    /// The whole evidence record (`cake.evidence/v0`, docs/contracts.md): candidate, contract,
+    /// findings, resources, every correctness check, timing against the baselines (`bench`),
+    /// environment and budget.
+    pub evidence: Value,
+    /// The progress lines `cake test` prints, one per event.
+    pub progress: Vec<String>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+
+/// Run `f` on a blocking thread; a panic becomes a tool error instead of ending the server. The
+/// tools spell their return type out, `Result<Json<Output>, String>`: rmcp derives the output
+/// schema from that spelling, and an `Err` is a tool error (`isError: true`, the text shown).
+async fn blocking<T, F>(f: F) -> Result<Json<T>, String>
+where
+    T: Send + 'static,
+    F: FnOnce() -> Result<T, String> + Send + 'static,
+{
+    match tokio::task::spawn_blocking(f).await {
+        Ok(r) => r.map(Json),
+        Err(e) => Err(format!(
+            "internal error in Cake (please report it with the input): {e}"
+        )),
+    }
+}
+
+/// The schedule named by `path` or given as `source`: its name and bytes.
+fn schedule(
+    path: Option<&str>,
+    source: Option<&str>,
+    name: Option<&str>,
+) -> Result<(String, Vec<u8>), String> {
+    match (path, source) {
+        (Some(p), None) => {
+            let bytes = std::fs::read(p).map_err(|e| {
+                format!(
+                    "cannot read {p}: {e} (relative paths are resolved against {})",
+                    cwd()
+                )
+            })?;
+            Ok((p.to_string(), bytes))
+        }
+        (None, Some(s)) => Ok((
+            name.unwrap_or("schedule.py").to_string(),
+            s.as_bytes().to_vec(),
+        )),
+        (Some(_), Some(_)) => Err("give `path` or `source`, not both".into()),
+        (None, None) => Err("give the schedule as `path` (a file) or `source` (its text)".into()),
+    }
+}
+
+fn cwd() -> String {
+    std::env::current_dir()
+        .map(|d| d.display().to_string())
+        .unwrap_or_else(|_| "the server's working directory".into())
+}
+
+/// An exact target, or an error naming the nearest one.
+fn known_target(t: &str) -> Result<(), String> {
+    cake_target::lookup(t)
+        .map(|_| ())
+        .map_err(|e| match e.suggestion() {
+            Some(s) => format!("{e}; did you mean `{s}`? Cake compiles for exact targets only"),
+            None => format!("{e}; Cake compiles for exact targets only"),
+        })
+}
+
+fn count(findings: &[cake_diag::Finding], severity: cake_diag::Severity) -> usize {
+    findings.iter().filter(|f| f.severity == severity).count()
+}
+
+fn errors(findings: &[cake_diag::Finding]) -> usize {
+    findings.iter().filter(|f| f.is_error()).count()
+}
+
+fn path_string(p: &Path) -> String {
+    p.display().to_string()
+}
+
+// ---------------------------------------------------------------------------------------------
+// The tools' bodies, synchronous: each runs on a blocking thread.
+
+fn do_check(input: CheckInput) -> Result<CheckOutput, String> {
+    let (name, bytes) = schedule(
+        input.path.as_deref(),
+        input.source.as_deref(),
+        input.name.as_deref(),
+    )?;
+    if let Some(t) = &input.target {
+        known_target(t)?;
+    }
+    let checked = cake_driver::check(&name, &bytes, input.target.as_deref());
+    let mut findings = checked.findings;
+    if input.strict == Some(true) {
+        for f in &mut findings {
+            if f.category == cake_diag::Category::Coverage {
+                f.severity = cake_diag::Severity::Error;
+            }
+        }
+    }
+    Ok(CheckOutput {
+        file: name,
+        errors: errors(&findings),
+        warnings: count(&findings, cake_diag::Severity::Warning),
+        findings: cake_diag::render::json(&checked.file, &findings),
+    })
+}
+
+fn do_explain(input: ExplainInput) -> Result<ExplainOutput, String> {
+    let info = cake_diag::catalog::lookup(&input.code).ok_or_else(|| {
+        format!(
+            "unknown code `{}`; codes look like CAKE-S005 (docs/rules.md lists every one)",
+            input.code
+        )
+    })?;
+    Ok(ExplainOutput {
+        code: info.code.into(),
+        name: info.name.into(),
+        category: info.category.as_str().into(),
+        severity: info.severity.as_str().into(),
+        summary: info.summary.into(),
+        text: cake_diag::catalog::explain(info),
+    })
+}
+
+fn do_lower(input: LowerInput) -> Result<LowerOutput, String> {
+    let (name, bytes) = schedule(
+        input.path.as_deref(),
+        input.source.as_deref(),
+        input.name.as_deref(),
+    )?;
+    known_target(&input.target)?;
+    match cake_driver::lower(&name, &bytes, &input.target) {
+        Ok((checked, lowered)) => Ok(LowerOutput {
+            ok: true,
+            errors: errors(&checked.findings),
+            kernels: lowered
+                .into_iter()
+                .map(|l| LoweredKernel {
+                    kernel: l.launch.kernel.clone(),
+                    symbol: l.symbol.clone(),
+                    target: l.launch.target.clone(),
+                    cuda: l.cuda.clone(),
+                    launch: serde_json::to_value(&l.launch).unwrap_or(Value::Null),
+                })
+                .collect(),
+            findings: cake_diag::render::json(&checked.file, &checked.findings),
+        }),
+        Err(cake_driver::BuildError::Findings(checked)) => Ok(LowerOutput {
+            ok: false,
+            errors: errors(&checked.findings),
+            kernels: Vec::new(),
+            findings: cake_diag::render::json(&checked.file, &checked.findings),
+        }),
+        Err(other) => Err(other.to_string()),
+    }
+}
+
+fn do_build(input: BuildInput) -> Result<BuildOutput, String> {
+    let (name, bytes) = schedule(Some(&input.path), None, None)?;
+    known_target(&input.target)?;
+    let out = PathBuf::from(&input.out_dir);
+    std::fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", input.out_dir))?;
+    match cake_driver::build(&name, &bytes, &input.target, &out) {
+        Ok(built) => Ok(BuildOutput {
+            ok: !built.has_errors(),
+            errors: errors(&built.findings),
+            target: input.target,
+            kernels: built
+                .kernels
+                .iter()
+                .map(|k| BuiltKernelOutput {
+                    kernel: k.name.clone(),
+                    cu: path_string(&k.cu),
+                    cubin: path_string(&k.cubin),
+                    launch: path_string(&k.launch_json),
+                    resources: serde_json::to_value(&k.resources).unwrap_or(Value::Null),
+                    cached: k.cached,
+                })
+                .collect(),
+            findings: cake_diag::render::json(&built.checked.file, &built.findings),
+        }),
+        Err(cake_driver::BuildError::Findings(checked)) => Ok(BuildOutput {
+            ok: false,
+            errors: errors(&checked.findings),
+            target: input.target,
+            kernels: Vec::new(),
+            findings: cake_diag::render::json(&checked.file, &checked.findings),
+        }),
+        Err(cake_driver::BuildError::Tool(e)) => Err(format!(
+            "{e}\n`build` needs the CUDA toolchain (nvcc, ptxas): set CUDA_HOME or put nvcc on \
+             PATH (scripts/toolchain.sh installs the pinned one); `lower` needs none"
+        )),
+        Err(other) => Err(other.to_string()),
+    }
+}
+
+fn do_eval(
+    mode: cake_eval::Mode,
+    input: EvalInput,
+    baseline: Option<String>,
+) -> Result<EvalOutput, String> {
+    let contract_path = PathBuf::from(&input.contract);
+    let contract = cake_eval::Contract::load(&contract_path).map_err(|errors| {
+        let mut m: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
+        m.push(format!(
+            "{} error(s) in the contract {}; its format is in docs/contracts.md",
+            errors.len(),
+            input.contract
+        ));
+        m.join("\n")
+    })?;
+    if mode == cake_eval::Mode::Bench && contract.shape_set("bench").is_empty() {
+        return Err(format!(
+            "{}: the contract has no `bench` shapes to time",
+            input.contract
+        ));
+    }
+    if let Some(set) = &input.shapes {
+        if !["check", "bench", "held_out"].contains(&set.as_str()) {
+            return Err(format!(
+                "unknown shape set `{set}`; use check, bench or held_out"
+            ));
+        }
+        if contract.shape_set(set).is_empty() {
+            return Err(format!(
+                "{}: the contract has no `{set}` shapes (its sets: {})",
+                input.contract,
+                contract
+                    .shapes
+                    .keys()
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+    }
+    if let Some(b) = &baseline {
+        if !contract.baselines.contains_key(b) {
+            let known: Vec<&str> = contract.baselines.keys().map(String::as_str).collect();
+            return Err(format!(
+                "the contract has no baseline `{b}`; it has {}",
+                if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                }
+            ));
+        }
+    }
+    if let Some(t) = &input.target {
+        known_target(t)?;
+    }
+    if let Some(k) = &input.kernel {
+        if !Path::new(k).exists() {
+            return Err(format!(
+                "the candidate {k} does not exist (relative paths are resolved against {})",
+                cwd()
+            ));
+        }
+    }
+    let options = cake_eval::Options {
+        kernel: input.kernel.map(PathBuf::from),
+        target: input.target,
+        seed: input.seed,
+        baseline,
+        build_dir: input.build_dir.map(PathBuf::from),
+        shape_set: input.shapes,
+    };
+    let mut sup = cake_eval::Supervisor::new(cake_eval::WorkerCommand::from_env());
+    let mut progress = Vec::new();
+    let result = cake_eval::run(&contract, mode, &options, &mut sup, &mut |line: &str| {
+        progress.push(line.to_string())
+    });
+    sup.shutdown();
+    let evidence = result.map_err(|e| {
+        let mut m = e.to_string();
+        if matches!(e, cake_eval::RunError::Worker(_)) {
+            m.push_str(
+                "\n`test` and `bench` need a GPU host: the worker is `python3 -m cake.worker` \
+                 (CAKE_PYTHON picks the interpreter, CAKE_WORKER the whole command); it needs the \
+                 cake package (scripts/wheel.sh builds the wheel) and PyTorch with a CUDA device; \
+                 see docs/gpu.md",
+            );
+        }
+        m
+    })?;
+    Ok(EvalOutput {
+        passed: evidence.verdict == "passed",
+        verdict: evidence.verdict.clone(),
+        evidence: serde_json::to_value(&evidence).unwrap_or(Value::Null),
+        progress,
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// The server
+
+#[tool_router(router = tool_router)]
+impl CakeServer {
+    pub fn new() -> Self {
+        Self {
+            tool_router: Self::tool_router(),
+            gpu: Arc::new(std::sync::Mutex::new(())),
+        }
+    }
+
+    /// Parse, type-check and verify a schedule; every finding with its code and location.
+    #[tool(
+        name = "check",
+        description = "Parse, type-check and verify a Cake schedule (as `cake check`). Returns every finding as a cake.findings/v1 document (code, severity, message, 1-based line and column, help) and the error count; the schedule compiles only when `errors` is 0. Findings are a successful result: repair them by code and line, `explain` a code for its rule."
+    )]
+    async fn check(
+        &self,
+        Parameters(input): Parameters<CheckInput>,
+    ) -> Result<Json<CheckOutput>, String> {
+        blocking(move || do_check(input)).await
+    }
+
+    /// A finding code's rule page.
+    #[tool(
+        name = "explain",
+        description = "Explain a finding code (e.g. CAKE-S005), as `cake explain CODE`: the rule, why it exists, how to fix it, and a bad and a good schedule."
+    )]
+    async fn explain(
+        &self,
+        Parameters(input): Parameters<ExplainInput>,
+    ) -> Result<Json<ExplainOutput>, String> {
+        blocking(move || do_explain(input)).await
+    }
+
+    /// Lower a schedule for one target: CUDA and launch metadata, or the findings.
+    #[tool(
+        name = "lower",
+        description = "Check a schedule for one exact target and lower it (as `cake lower --format json`): per kernel the CUDA C++ source (inline PTX) and the launch metadata. When the schedule has errors, `ok` is false and `findings` holds them. Needs no CUDA toolchain."
+    )]
+    async fn lower(
+        &self,
+        Parameters(input): Parameters<LowerInput>,
+    ) -> Result<Json<LowerOutput>, String> {
+        blocking(move || do_lower(input)).await
+    }
+
+    /// Compile a schedule into a directory.
+    #[tool(
+        name = "build",
+        description = "Check, lower and compile a schedule for one exact target into `out_dir` (as `cake build --format json`): the files written (<kernel>.cu, .cubin, .launch.json, .resources.json), ptxas's resource report per kernel (registers, spills), and the findings, including those drawn from the resource report. Needs the CUDA toolchain (nvcc); without it the tool fails with a message saying so."
+    )]
+    async fn build(
+        &self,
+        Parameters(input): Parameters<BuildInput>,
+    ) -> Result<Json<BuildOutput>, String> {
+        blocking(move || do_build(input)).await
+    }
+
+    /// Run a workload contract's correctness protocol.
+    #[tool(
+        name = "test",
+        description = "Run a workload contract's correctness protocol on a candidate (as `cake test --format json`, docs/contracts.md) and return the evidence record and its verdict (`passed` or `failed: <reason>`). Needs a GPU host with the evaluation worker (python3 -m cake.worker, PyTorch with CUDA). Runs one at a time."
+    )]
+    async fn test(
+        &self,
+        Parameters(input): Parameters<EvalInput>,
+    ) -> Result<Json<EvalOutput>, String> {
+        let gpu = self.gpu.clone();
+        blocking(move || {
+            let _held = gpu.lock().unwrap_or_else(|p| p.into_inner());
+            do_eval(cake_eval::Mode::Test, input, None)
+        })
+        .await
+    }
+
+    /// Check a candidate, then time it against the contract's baselines.
+    #[tool(
+        name = "bench",
+        description = "Check a candidate as `test` does, then time it and the contract's baselines in the same process (as `cake bench --format json`); returns the evidence record (timing per shape, speedups) and its verdict. Needs a GPU host with the evaluation worker. Runs one at a time."
+    )]
+    async fn bench(
+        &self,
+        Parameters(input): Parameters<BenchInput>,
+    ) -> Result<Json<EvalOutput>, String> {
+        let gpu = self.gpu.clone();
+        blocking(move || {
+            let _held = gpu.lock().unwrap_or_else(|p| p.into_inner());
+            do_eval(cake_eval::Mode::Bench, input.eval, input.baseline)
+        })
+        .await
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for CakeServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("cake", env!("CARGO_PKG_VERSION")))
+            .with_instructions(INSTRUCTIONS)
+    }
+}
+
+/// Serve MCP over this process's stdin and stdout until the client closes them. Logs, if any, go
+/// to stderr: stdout carries only the protocol.
+pub fn serve_stdio() -> Result<(), String> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    runtime.block_on(async {
+        let service = CakeServer::new()
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(|e| format!("MCP initialization failed: {e}"))?;
+        service
+            .waiting()
+            .await
+            .map_err(|e| format!("MCP server stopped: {e}"))?;
+        Ok(())
+    })
+}

@@ -1,0 +1,261 @@
+//! The MCP server in process, through rmcp's own client over an in-memory duplex: the tool list
+//! and schemas, and `check`, `explain`, `lower`, `build` and `test` on good and bad input. CPU
+//! only: nothing here needs nvcc or a GPU.
+
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::ServiceExt;
+use serde_json::{json, Value};
+
+/// The repository root: the tests name files the way an agent in the checkout would.
+fn root() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn at_root(p: &str) -> String {
+    root().join(p).display().to_string()
+}
+
+async fn connect() -> RunningService<RoleClient, ()> {
+    let (server_io, client_io) = tokio::io::duplex(1 << 20);
+    tokio::spawn(async move {
+        let server = cake_mcp::CakeServer::new()
+            .serve(server_io)
+            .await
+            .expect("server initializes");
+        let _ = server.waiting().await;
+    });
+    ().serve(client_io).await.expect("client initializes")
+}
+
+async fn call(client: &RunningService<RoleClient, ()>, tool: &str, args: Value) -> CallToolResult {
+    let args = args.as_object().expect("arguments are an object").clone();
+    client
+        .call_tool(CallToolRequestParams::new(tool.to_string()).with_arguments(args))
+        .await
+        .unwrap_or_else(|e| panic!("tools/call {tool}: {e}"))
+}
+
+fn is_error(r: &CallToolResult) -> bool {
+    r.is_error == Some(true)
+}
+
+fn text(r: &CallToolResult) -> String {
+    r.content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn structured(r: &CallToolResult) -> Value {
+    assert!(!is_error(r), "tool error: {}", text(r));
+    r.structured_content
+        .clone()
+        .unwrap_or_else(|| panic!("no structured content: {}", text(r)))
+}
+
+#[tokio::test]
+async fn lists_every_tool_with_schemas() {
+    let client = connect().await;
+    let info = client.peer_info().expect("server info");
+    assert_eq!(
+        info.server_info.as_ref().map(|i| i.name.as_str()),
+        Some("cake")
+    );
+    let tools = client.list_all_tools().await.expect("tools/list");
+    for name in ["check", "explain", "lower", "build", "test", "bench"] {
+        let tool = tools
+            .iter()
+            .find(|t| t.name == name)
+            .unwrap_or_else(|| panic!("tool `{name}` missing"));
+        assert!(
+            tool.description.as_deref().is_some_and(|d| !d.is_empty()),
+            "{name}: no description"
+        );
+        let input = serde_json::to_value(&*tool.input_schema).unwrap();
+        assert_eq!(input["type"], "object", "{name}: {input}");
+        assert!(input["properties"].is_object(), "{name}: {input}");
+        let output = tool
+            .output_schema
+            .as_ref()
+            .unwrap_or_else(|| panic!("{name}: no output schema"));
+        let output = serde_json::to_value(&**output).unwrap();
+        assert_eq!(output["type"], "object", "{name}: {output}");
+    }
+    let schema = |name: &str| {
+        let t = tools.iter().find(|t| t.name == name).unwrap();
+        serde_json::to_value(&*t.input_schema).unwrap()
+    };
+    assert!(schema("check")["properties"]["path"].is_object());
+    assert!(schema("check")["properties"]["source"].is_object());
+    assert_eq!(schema("explain")["required"], json!(["code"]));
+    assert!(schema("bench")["properties"]["baseline"].is_object());
+    assert!(schema("bench")["properties"]["contract"].is_object());
+    client.cancel().await.ok();
+}
+
+#[tokio::test]
+async fn check_reports_findings_with_lines() {
+    let client = connect().await;
+    let r = call(
+        &client,
+        "check",
+        json!({"path": at_root("tests/check/CAKE-S005-bad.py")}),
+    )
+    .await;
+    let out = structured(&r);
+    assert_eq!(out["errors"], 2, "{out:#}");
+    assert_eq!(out["findings"]["schema"], "cake.findings/v1");
+    let s005: Vec<&Value> = out["findings"]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] == "CAKE-S005")
+        .collect();
+    assert_eq!(s005.len(), 2, "{out:#}");
+    assert_eq!(s005[0]["severity"], "error");
+    assert_eq!(s005[0]["span"]["start_line"], 22);
+    assert_eq!(s005[1]["span"]["start_line"], 23);
+    // The text content carries the same document, for clients that ignore structured content.
+    let from_text: Value = serde_json::from_str(&text(&r)).expect("text content is JSON");
+    assert_eq!(from_text, out);
+
+    // A clean schedule, given as text.
+    let source = std::fs::read_to_string(root().join("tests/check/CAKE-S005-good.py")).unwrap();
+    let out = structured(
+        &call(
+            &client,
+            "check",
+            json!({"source": source, "name": "good.py", "target": "sm_90a"}),
+        )
+        .await,
+    );
+    assert_eq!(out["errors"], 0, "{out:#}");
+    assert_eq!(out["file"], "good.py");
+    client.cancel().await.ok();
+}
+
+#[tokio::test]
+async fn bad_arguments_are_tool_errors() {
+    let client = connect().await;
+    let cases = [
+        ("check", json!({"path": "no/such/file.py"}), "cannot read"),
+        ("check", json!({}), "`path`"),
+        (
+            "check",
+            json!({"path": at_root("examples/gemm_sm90.py"), "target": "sm_90"}),
+            "sm_90a",
+        ),
+        ("explain", json!({"code": "CAKE-Z999"}), "unknown code"),
+        (
+            "lower",
+            json!({"path": at_root("examples/gemm_sm90.py"), "target": "sm_99z"}),
+            "target",
+        ),
+        (
+            "build",
+            json!({"path": "no/such/file.py", "target": "sm_90a", "out_dir": "/tmp/x"}),
+            "cannot read",
+        ),
+        (
+            "test",
+            json!({"contract": "no/such.contract.toml"}),
+            "contract",
+        ),
+        (
+            "bench",
+            json!({"contract": "no/such.contract.toml", "baseline": "cublas"}),
+            "contract",
+        ),
+    ];
+    for (tool, args, needle) in cases {
+        let r = call(&client, tool, args.clone()).await;
+        assert!(is_error(&r), "{tool} {args}: expected a tool error");
+        assert!(
+            text(&r).contains(needle),
+            "{tool} {args}: `{}` lacks `{needle}`",
+            text(&r)
+        );
+    }
+    // The server is still there.
+    let r = call(&client, "explain", json!({"code": "S005"})).await;
+    assert_eq!(structured(&r)["code"], "CAKE-S005");
+    client.cancel().await.ok();
+}
+
+#[tokio::test]
+async fn explain_prints_the_rule_page() {
+    let client = connect().await;
+    let out = structured(&call(&client, "explain", json!({"code": "CAKE-S005"})).await);
+    let info = cake_diag::catalog::lookup("CAKE-S005").unwrap();
+    assert_eq!(out["code"], "CAKE-S005");
+    assert_eq!(out["category"], "safety");
+    assert_eq!(out["severity"], "error");
+    assert_eq!(out["name"], info.name);
+    assert_eq!(out["text"], cake_diag::catalog::explain(info));
+    client.cancel().await.ok();
+}
+
+#[tokio::test]
+async fn lower_gives_cuda_or_findings() {
+    let client = connect().await;
+    let out = structured(
+        &call(
+            &client,
+            "lower",
+            json!({"path": at_root("examples/gemm_sm90.py"), "target": "sm_90a"}),
+        )
+        .await,
+    );
+    assert_eq!(out["ok"], true, "{out:#}");
+    let kernels = out["kernels"].as_array().unwrap();
+    assert!(!kernels.is_empty());
+    for k in kernels {
+        assert!(
+            k["cuda"]
+                .as_str()
+                .unwrap()
+                .contains(k["symbol"].as_str().unwrap()),
+            "{k:#}"
+        );
+        assert_eq!(k["target"], "sm_90a");
+        assert_eq!(k["launch"]["kernel"], k["kernel"]);
+    }
+    // Errors in the schedule: a successful result carrying the findings.
+    let out = structured(
+        &call(
+            &client,
+            "lower",
+            json!({"path": at_root("tests/check/CAKE-S005-bad.py"), "target": "sm_90a"}),
+        )
+        .await,
+    );
+    assert_eq!(out["ok"], false);
+    assert_eq!(out["errors"], 2);
+    assert_eq!(out["kernels"], json!([]));
+    client.cancel().await.ok();
+}
+
+#[tokio::test]
+async fn build_stops_at_findings_before_the_toolchain() {
+    let client = connect().await;
+    let dir = std::env::temp_dir().join(format!("cake-mcp-build-{}", std::process::id()));
+    let out = structured(
+        &call(
+            &client,
+            "build",
+            json!({
+                "path": at_root("tests/check/CAKE-S005-bad.py"),
+                "target": "sm_90a",
+                "out_dir": dir.display().to_string(),
+            }),
+        )
+        .await,
+    );
+    assert_eq!(out["ok"], false);
+    assert_eq!(out["errors"], 2);
+    assert_eq!(out["kernels"], json!([]));
+    let _ = std::fs::remove_dir_all(&dir);
+    client.cancel().await.ok();
+}
