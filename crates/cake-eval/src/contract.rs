@@ -239,6 +239,14 @@ pub struct Dim {
     pub multiple_of: i64,
 }
 
+impl Dim {
+    /// Whether `v` is in the domain. A non-positive `multiple_of` is reported on its own; it
+    /// admits nothing here rather than dividing by zero.
+    pub fn contains(&self, v: i64) -> bool {
+        self.multiple_of > 0 && v >= self.min && v <= self.max && v % self.multiple_of == 0
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct TensorSpec {
     pub name: String,
@@ -572,7 +580,7 @@ fn validate(raw: Raw, dir: &Path, errs: &mut Errors, hash: String, path: &Path) 
             for d in &dims {
                 match shape.get(&d.name) {
                     None => errs.push(&key, format!("dimension `{}` is not bound", d.name), None),
-                    Some(&v) if v < d.min || v > d.max || v % d.multiple_of != 0 => errs.push(
+                    Some(&v) if !d.contains(v) => errs.push(
                         &key,
                         format!(
                             "{} = {v} is outside the domain ({}..={}, multiple of {})",
