@@ -108,6 +108,19 @@ pub struct ShapeTiming {
     pub interleaved: bool,
     /// Why the candidate's outputs after the timed calls did not match the oracle.
     pub outputs_wrong: Option<String>,
+    /// The candidate's throughput and how close it comes to the floor, from its events median.
+    pub candidate_rate: Option<Rate>,
+}
+
+/// Throughput of one timed callable at one shape.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct Rate {
+    /// TFLOP/s, when the contract gives `flops`.
+    pub tflops: Option<f64>,
+    /// TB/s of the contract's `bytes`, when given.
+    pub tbps: Option<f64>,
+    /// Floor ÷ median: 1.0 is the physical limit.
+    pub of_floor: Option<f64>,
 }
 
 /// The physical floor: no correct kernel can take less time.

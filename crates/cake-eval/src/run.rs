@@ -5,7 +5,7 @@
 
 use crate::contract::{Contract, Precision, Shape, ShapeEntry};
 use crate::evidence::{
-    self, Budget, CandidateRecord, CheckRecord, ContractRecord, Correctness, Evidence, Floor,
+    self, Budget, CandidateRecord, CheckRecord, ContractRecord, Correctness, Evidence, Floor, Rate,
     ShapeTiming, Speedup, Timed, Timing,
 };
 use crate::worker::{Failure, Supervisor};
@@ -799,11 +799,37 @@ fn bench(
             (None, _, Some(f)) => format!("failed ({f})"),
             _ => "-".into(),
         };
+        let candidate_rate = candidate.median("events_ms").map(|ms| Rate {
+            tflops: fl
+                .as_ref()
+                .and_then(|f| f.flops)
+                .map(|f| f / (ms * 1e-3) / 1e12),
+            tbps: fl
+                .as_ref()
+                .and_then(|f| f.bytes)
+                .map(|b| b / (ms * 1e-3) / 1e12),
+            of_floor: fl.as_ref().map(|f| f.ms / ms),
+        });
         let mut line = format!(
             "bench {:<28} candidate {} ms",
             shape_text(shape),
             fmt(&candidate)
         );
+        if let Some(r) = &candidate_rate {
+            let parts: Vec<String> = [
+                r.tflops.map(|t| format!("{t:.0} TF/s")),
+                r.tbps
+                    .filter(|_| r.tflops.is_none())
+                    .map(|t| format!("{t:.2} TB/s")),
+                r.of_floor.map(|f| format!("{:.0}% of floor", f * 100.0)),
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
+            if !parts.is_empty() {
+                line += &format!(" ({})", parts.join(", "));
+            }
+        }
         for (name, t) in &timed {
             line += &format!(" · {name} {} ms", fmt(t));
             if let Some(s) = speedup.get(name).and_then(|s| s.events) {
@@ -829,6 +855,7 @@ fn bench(
             suspicious,
             interleaved,
             outputs_wrong,
+            candidate_rate,
         });
     }
     Timing {

@@ -293,3 +293,13 @@ fn stray_lines_do_not_extend_the_deadline() {
         Some(cake_eval::Failure::Hang { .. })
     ));
 }
+
+#[test]
+fn bench_reports_throughput_and_the_fraction_of_the_floor() {
+    let e = evaluate("good", Mode::Bench);
+    let s = &e.timing.unwrap().shapes[0];
+    let r = s.candidate_rate.as_ref().expect("an events median");
+    // The fake candidate takes 1 ms for 2·4096³ flops.
+    assert!((r.tflops.unwrap() - 2.0 * 4096f64.powi(3) / 1e-3 / 1e12).abs() < 1e-9);
+    assert!((r.of_floor.unwrap() - s.floor.as_ref().unwrap().ms / 1.0).abs() < 1e-12);
+}
