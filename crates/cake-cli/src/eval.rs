@@ -29,42 +29,8 @@ pub fn cmd_eval(mode: Mode, args: EvalArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if mode == Mode::Bench && contract.shape_set("bench").is_empty() {
-        eprintln!(
-            "error: {}: the contract has no `bench` shapes to time",
-            args.contract.display()
-        );
-        return ExitCode::from(2);
-    }
-    if let Some(set) = &args.options.shape_set {
-        if contract.shape_set(set).is_empty() {
-            eprintln!(
-                "error: {}: the contract has no `{set}` shapes (its sets: {})",
-                args.contract.display(),
-                contract
-                    .shapes
-                    .keys()
-                    .cloned()
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-            return ExitCode::from(2);
-        }
-    }
-    if let Some(b) = &args.options.baseline {
-        if !contract.baselines.contains_key(b) {
-            let known: Vec<&str> = contract.baselines.keys().map(String::as_str).collect();
-            eprintln!(
-                "error: the contract has no baseline `{b}`; it has {}",
-                if known.is_empty() {
-                    "none".to_string()
-                } else {
-                    known.join(", ")
-                }
-            );
-            return ExitCode::from(2);
-        }
-    }
+    // Usage mistakes (no bench shapes, an unknown baseline, ...) are found before the worker
+    // starts: cake_eval::check_options.
     let mut sup = Supervisor::new(WorkerCommand::from_env());
     sup.verbose = args.verbose;
     let human = !args.json;
@@ -79,12 +45,8 @@ pub fn cmd_eval(mode: Mode, args: EvalArgs) -> ExitCode {
         Ok(e) => e,
         Err(e) => {
             eprintln!("error: {e}");
-            if matches!(e, cake_eval::RunError::Worker(_)) {
-                eprintln!(
-                    "help: the worker is `python3 -m cake.worker` (CAKE_PYTHON picks the interpreter, \
-                     CAKE_WORKER the whole command); it needs the cake package (scripts/wheel.sh \
-                     builds the wheel) and PyTorch with a CUDA device; see docs/gpu.md"
-                );
+            if let Some(help) = e.help() {
+                eprintln!("help: {help}");
             }
             return ExitCode::from(2);
         }

@@ -10,5 +10,5 @@ pub mod worker;
 
 pub use contract::{Contract, ContractError};
 pub use evidence::Evidence;
-pub use run::{run, Mode, Options, RunError};
+pub use run::{check_options, run, Mode, Options, RunError, WORKER_HELP};
 pub use worker::{Failure, Supervisor, WorkerCommand};

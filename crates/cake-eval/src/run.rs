@@ -46,6 +46,79 @@ pub enum RunError {
     Build(cake_driver::BuildError),
 }
 
+/// What a GPU host needs for the worker to start, for front doors to print with a worker error.
+pub const WORKER_HELP: &str = "the worker is `python3 -m cake.worker` (CAKE_PYTHON picks the \
+    interpreter, CAKE_WORKER the whole command); it needs the cake package (scripts/wheel.sh builds \
+    the wheel) and PyTorch with a CUDA device; see docs/gpu.md";
+
+impl RunError {
+    /// A hint for the user, where the error has one.
+    pub fn help(&self) -> Option<&'static str> {
+        matches!(self, RunError::Worker(_)).then_some(WORKER_HELP)
+    }
+}
+
+/// Check the options against the contract before any worker starts, so a usage mistake costs
+/// nothing: the bench set exists for `bench`, the shape set and baseline asked for exist, the
+/// target is known, the candidate file is there.
+pub fn check_options(c: &Contract, mode: Mode, opts: &Options) -> Result<(), RunError> {
+    let usage = |m: String| Err(RunError::Usage(m));
+    if mode == Mode::Bench && c.shape_set("bench").is_empty() {
+        return usage(format!(
+            "{}: the contract has no `bench` shapes to time",
+            shown(&c.path)
+        ));
+    }
+    if let Some(set) = &opts.shape_set {
+        if !crate::contract::SHAPE_SETS.contains(&set.as_str()) {
+            return usage(format!(
+                "unknown shape set `{set}`; use {}",
+                crate::contract::SHAPE_SETS.join(", ")
+            ));
+        }
+        if c.shape_set(set).is_empty() {
+            let sets: Vec<&str> = c.shapes.keys().map(String::as_str).collect();
+            return usage(format!(
+                "{}: the contract has no `{set}` shapes (its sets: {})",
+                shown(&c.path),
+                sets.join(", ")
+            ));
+        }
+    }
+    if let Some(b) = &opts.baseline {
+        if !c.baselines.contains_key(b) {
+            let known: Vec<&str> = c.baselines.keys().map(String::as_str).collect();
+            return usage(format!(
+                "the contract has no baseline `{b}`; it has {}",
+                if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                }
+            ));
+        }
+    }
+    if let Some(t) = &opts.target {
+        if let Err(e) = cake_target::lookup(t) {
+            let hint = e
+                .suggestion()
+                .map(|s| format!("; did you mean `{s}`?"))
+                .unwrap_or_default();
+            return usage(format!("{e}{hint}"));
+        }
+    }
+    if let Some(k) = &opts.kernel {
+        if !k.exists() {
+            let cwd = std::env::current_dir().map_or("?".into(), |d| d.display().to_string());
+            return usage(format!(
+                "the candidate {} does not exist (relative paths are resolved against {cwd})",
+                k.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
 impl std::fmt::Display for RunError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -411,6 +484,7 @@ pub fn run(
     sup: &mut Supervisor,
     progress: Progress,
 ) -> Result<Evidence, RunError> {
+    check_options(c, mode, opts)?;
     let started = Instant::now();
     let mut requests = 0u32;
     sup.ensure_running().map_err(RunError::Worker)?;

@@ -303,3 +303,39 @@ fn bench_reports_throughput_and_the_fraction_of_the_floor() {
     assert!((r.tflops.unwrap() - 2.0 * 4096f64.powi(3) / 1e-3 / 1e12).abs() < 1e-9);
     assert!((r.of_floor.unwrap() - s.floor.as_ref().unwrap().ms / 1.0).abs() < 1e-12);
 }
+
+#[test]
+fn usage_mistakes_are_found_before_any_worker_starts() {
+    let contract = Contract::load(&data("small.contract.toml")).unwrap();
+    // A worker that cannot start: reaching it would be a different error.
+    let mut sup = Supervisor::new(WorkerCommand {
+        program: "/nonexistent/worker".into(),
+        args: vec![],
+    });
+    let mut try_with = |opts: Options| {
+        run(&contract, Mode::Bench, &opts, &mut sup, &mut |_: &str| {})
+            .unwrap_err()
+            .to_string()
+    };
+    let e = try_with(Options {
+        target: Some("sm_90".into()),
+        ..Options::default()
+    });
+    assert!(e.contains("did you mean `sm_90a`?"), "{e}");
+    let e = try_with(Options {
+        kernel: Some("no/such/kernel.py".into()),
+        ..Options::default()
+    });
+    assert!(
+        e.contains("the candidate no/such/kernel.py does not exist"),
+        "{e}"
+    );
+    let e = try_with(Options {
+        shape_set: Some("held_out".into()),
+        ..Options::default()
+    });
+    assert!(
+        e.contains("has no `held_out` shapes (its sets: check, bench)"),
+        "{e}"
+    );
+}

@@ -462,55 +462,6 @@ fn do_eval(
         ));
         m.join("\n")
     })?;
-    if mode == cake_eval::Mode::Bench && contract.shape_set("bench").is_empty() {
-        return Err(format!(
-            "{}: the contract has no `bench` shapes to time",
-            input.contract
-        ));
-    }
-    if let Some(set) = &input.shapes {
-        if !["check", "bench", "held_out"].contains(&set.as_str()) {
-            return Err(format!(
-                "unknown shape set `{set}`; use check, bench or held_out"
-            ));
-        }
-        if contract.shape_set(set).is_empty() {
-            return Err(format!(
-                "{}: the contract has no `{set}` shapes (its sets: {})",
-                input.contract,
-                contract
-                    .shapes
-                    .keys()
-                    .cloned()
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
-        }
-    }
-    if let Some(b) = &baseline {
-        if !contract.baselines.contains_key(b) {
-            let known: Vec<&str> = contract.baselines.keys().map(String::as_str).collect();
-            return Err(format!(
-                "the contract has no baseline `{b}`; it has {}",
-                if known.is_empty() {
-                    "none".to_string()
-                } else {
-                    known.join(", ")
-                }
-            ));
-        }
-    }
-    if let Some(t) = &input.target {
-        known_target(t)?;
-    }
-    if let Some(k) = &input.kernel {
-        if !Path::new(k).exists() {
-            return Err(format!(
-                "the candidate {k} does not exist (relative paths are resolved against {})",
-                cwd()
-            ));
-        }
-    }
     let options = cake_eval::Options {
         kernel: input.kernel.map(PathBuf::from),
         target: input.target,
@@ -519,6 +470,9 @@ fn do_eval(
         build_dir: input.build_dir.map(PathBuf::from),
         shape_set: input.shapes,
     };
+    // Usage mistakes (no bench shapes, an unknown baseline, shape set or target, a missing
+    // candidate) come back from cake_eval::check_options before the worker starts.
+    cake_eval::check_options(&contract, mode, &options).map_err(|e| e.to_string())?;
     let mut sup = cake_eval::Supervisor::new(cake_eval::WorkerCommand::from_env());
     let mut progress = Vec::new();
     let result = cake_eval::run(&contract, mode, &options, &mut sup, &mut |line: &str| {
@@ -527,13 +481,8 @@ fn do_eval(
     sup.shutdown();
     let evidence = result.map_err(|e| {
         let mut m = e.to_string();
-        if matches!(e, cake_eval::RunError::Worker(_)) {
-            m.push_str(
-                "\n`test` and `bench` need a GPU host: the worker is `python3 -m cake.worker` \
-                 (CAKE_PYTHON picks the interpreter, CAKE_WORKER the whole command); it needs the \
-                 cake package (scripts/wheel.sh builds the wheel) and PyTorch with a CUDA device; \
-                 see docs/gpu.md",
-            );
+        if let Some(help) = e.help() {
+            m.push_str(&format!("\n`test` and `bench` need a GPU host: {help}"));
         }
         m
     })?;
