@@ -1861,26 +1861,13 @@ impl<'a> Emitter<'a> {
         // The buffer may still be read by this replica's previous TMA store.
         self.line(&format!("if ({rname}_thread == 0) cake_bulk_wait_read();"));
         self.replica_sync(sp);
-        self.line("#pragma unroll");
-        self.line(&format!("for (int i = 0; i < {}; ++i) {{", n / 8));
-        self.indent += 1;
-        self.line("#pragma unroll");
-        self.line("for (int h = 0; h < 2; ++h) {");
-        self.indent += 1;
-        self.line(&format!("const int row = {row0} + lane_row + 8 * h;"));
-        self.line("const int col = lane_col + 8 * i;");
-        self.line("float v[2];");
-        self.line("#pragma unroll");
-        self.line(&format!("for (int j = 0; j < 2; ++j) v[j] = {v};"));
+        self.open_accumulator_pairs(n, &row0, None, &v);
         // 128B swizzle: the 16-byte chunk index within a 128-byte row is XORed with row % 8.
         self.line(&format!(
             "const uint32_t addr = {base} + (col / 64) * {panel_bytes} + row * 128 + ((((col % 64) * 2 / 16) ^ (row % 8)) * 16) + ((col % 64) * 2) % 16;"
         ));
         self.line(&format!("cake_st_shared_b32(addr, {pack}(v[0], v[1]));"));
-        self.indent -= 1;
-        self.line("}");
-        self.indent -= 1;
-        self.line("}");
+        self.close_accumulator_pairs();
     }
 
     /// `view.tma_store(tensor, coords)`: every thread of the replica has written and fenced; one
@@ -2044,17 +2031,7 @@ impl<'a> Emitter<'a> {
             self.loc(sp)
         ));
         self.indent += 1;
-        self.line("#pragma unroll");
-        self.line(&format!("for (int i = 0; i < {}; ++i) {{", n / 8));
-        self.indent += 1;
-        self.line("#pragma unroll");
-        self.line("for (int h = 0; h < 2; ++h) {");
-        self.indent += 1;
-        self.line(&format!("const int row = {r0} + lane_row + 8 * h;"));
-        self.line(&format!("const int col = {c0} + lane_col + 8 * i;"));
-        self.line("float v[2];");
-        self.line("#pragma unroll");
-        self.line(&format!("for (int j = 0; j < 2; ++j) v[j] = {v};"));
+        self.open_accumulator_pairs(n, &r0, Some(&c0), &v);
         self.line(&format!("if (row < {rows}) {{"));
         self.indent += 1;
         let ct = storage_type(dtype);
@@ -2086,12 +2063,37 @@ impl<'a> Emitter<'a> {
         }
         self.indent -= 1;
         self.line("}");
+        self.close_accumulator_pairs();
         self.indent -= 1;
         self.line("}");
-        self.indent -= 1;
-        self.line("}");
-        self.indent -= 1;
-        self.line("}");
+    }
+
+    /// Open the loops over the register pairs of an `n`-column accumulator tile in the wgmma
+    /// layout: `i` walks the 8-column groups, `h` the two rows a thread holds. Inside, `row` and
+    /// `col` (offset by `row0` / `col0`) name the pair's first element and `v[2]` holds its two
+    /// values, `value` evaluated at `j`. `close_accumulator_pairs` ends them.
+    fn open_accumulator_pairs(&mut self, n: u32, row0: &str, col0: Option<&str>, value: &str) {
+        self.line("#pragma unroll");
+        self.line(&format!("for (int i = 0; i < {}; ++i) {{", n / 8));
+        self.indent += 1;
+        self.line("#pragma unroll");
+        self.line("for (int h = 0; h < 2; ++h) {");
+        self.indent += 1;
+        self.line(&format!("const int row = {row0} + lane_row + 8 * h;"));
+        match col0 {
+            Some(c0) => self.line(&format!("const int col = {c0} + lane_col + 8 * i;")),
+            None => self.line("const int col = lane_col + 8 * i;"),
+        }
+        self.line("float v[2];");
+        self.line("#pragma unroll");
+        self.line(&format!("for (int j = 0; j < 2; ++j) v[j] = {value};"));
+    }
+
+    fn close_accumulator_pairs(&mut self) {
+        for _ in 0..2 {
+            self.indent -= 1;
+            self.line("}");
+        }
     }
 }
 
