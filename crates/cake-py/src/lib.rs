@@ -277,6 +277,23 @@ impl PyPrepared {
     }
 }
 
+/// One call's arguments as the runtime takes them.
+type CallArgs = (Vec<TensorDesc>, Vec<(String, ScalarValue)>);
+
+impl PyKernel {
+    /// The tensors and scalars of one call, converted (and the scalars checked) for the runtime.
+    fn call_args(
+        &self,
+        tensors: &Bound<'_, PyAny>,
+        scalars: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<CallArgs> {
+        Ok((
+            tensors_arg(tensors)?,
+            scalars_arg(self.inner.spec(), scalars)?,
+        ))
+    }
+}
+
 #[pymethods]
 impl PyKernel {
     /// Load `DIR/<kernel>.launch.json` (or a directory holding exactly one) and its cubin.
@@ -346,10 +363,7 @@ impl PyKernel {
         num_sms: Option<u32>,
         device: Option<i32>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let (t, s) = (
-            tensors_arg(tensors)?,
-            scalars_arg(self.inner.spec(), scalars)?,
-        );
+        let (t, s) = self.call_args(tensors, scalars)?;
         let b = py
             .detach(|| self.inner.bind(&t, &s, num_sms, device))
             .map_err(runtime_err)?;
@@ -386,10 +400,7 @@ impl PyKernel {
         stream: u64,
         device: Option<i32>,
     ) -> PyResult<PyPrepared> {
-        let (t, s) = (
-            tensors_arg(tensors)?,
-            scalars_arg(self.inner.spec(), scalars)?,
-        );
+        let (t, s) = self.call_args(tensors, scalars)?;
         let inner = py
             .detach(|| self.inner.prepare(&t, &s, stream, device))
             .map_err(runtime_err)?;
@@ -407,10 +418,7 @@ impl PyKernel {
         stream: u64,
         device: Option<i32>,
     ) -> PyResult<(u32, u32, u32)> {
-        let (t, s) = (
-            tensors_arg(tensors)?,
-            scalars_arg(self.inner.spec(), scalars)?,
-        );
+        let (t, s) = self.call_args(tensors, scalars)?;
         let g = py
             .detach(|| self.inner.launch(&t, &s, stream, device))
             .map_err(runtime_err)?;
