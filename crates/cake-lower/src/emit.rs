@@ -1394,6 +1394,7 @@ impl<'a> Emitter<'a> {
         ));
         self.indent += 1;
         issue(self, &format!("{pn}_it"), &format!("{fname}_b0"));
+        self.line("cake_wgmma_wait<0>();");
         self.indent -= 1;
         self.line("}");
         self.line(&format!(
@@ -1410,18 +1411,14 @@ impl<'a> Emitter<'a> {
             }
             self.line(&format!("const int {var} = {var}_pair + {half};"));
             stage_lines(self, &format!("{pn}_it"));
+            // This iteration's MMA retired before the iteration began; the next one is issued
+            // now and runs while the rest of this iteration reads `cur`.
             self.line(&format!("if ({var} + 1 < {var}_end) {{"));
             self.indent += 1;
             issue(self, &format!("{pn}_it + 1"), &format!("{fname}_{nxt}"));
-            self.line(
-                "cake_wgmma_wait<1>();  // this iteration's MMA has retired; the next one runs on",
-            );
-            self.indent -= 1;
-            self.line("} else {");
-            self.indent += 1;
-            self.line("cake_wgmma_wait<0>();");
             self.indent -= 1;
             self.line("}");
+            self.line(&format!("cake_wgmma_fence_regs({fname}_{cur});"));
             if let Some(bar) = release {
                 let slot = self.barrier_slot(bar);
                 self.line(&format!(
@@ -1436,6 +1433,9 @@ impl<'a> Emitter<'a> {
             }
             self.invalidate_reductions(None);
             self.frag_alias.remove(&f);
+            // Nothing stays in flight across the loop's back edge: ptxas cannot follow a
+            // wgmma group through it and would serialise every MMA (C7514).
+            self.line("cake_wgmma_wait<0>();");
             self.line(&format!("++{pn}_it;"));
             self.indent -= 1;
             self.line("}");

@@ -23,9 +23,9 @@ pub const WGMMA_SERIALIZED: CodeInfo = CodeInfo {
     category: Category::Performance,
     severity: Severity::Warning,
     summary: r#"ptxas serialised the wgmma instructions (C7514) or injected waits into the MMA pipeline (C7517)."#,
-    explanation: r#"wgmma runs asynchronously only while no other instruction touches the accumulator registers of an MMA in flight. When ptxas cannot prove that — for example when an epilogue reads one accumulator while the next MMA writes another — it inserts `wgmma.wait_group` and serialises the MMAs, and the overlap the schedule asked for is lost. `cake build` reads ptxas's notes and points at the MMA.
+    explanation: r#"wgmma runs asynchronously only while no other instruction touches the accumulator registers of an MMA in flight. When ptxas cannot prove that — for example when an MMA stays in flight across a loop's back edge and the next iteration reads an accumulator — it inserts `wgmma.wait_group` and serialises the MMAs, and the overlap the schedule asked for is lost. `cake build` reads ptxas's notes and points at the MMA.
 
-Keep reads of accumulators out of the window in which other MMAs are in flight (for example, drop `buffers=2` when the epilogue is short), and check the build report again."#,
+Keep reads of accumulators out of the window in which their MMAs are in flight, and check the build report again. The lowering of `buffers=2` retires the next MMA before the loop's back edge for this reason; if this finding appears on such a loop, report it as a compiler bug."#,
     bad: "",
     good: "",
 };
