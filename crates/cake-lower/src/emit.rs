@@ -64,6 +64,8 @@ pub struct Emitter<'a> {
     reduction_counter: u32,
     /// Per-column vector loads hoisted out of a row loop: expression → local name.
     col_loads: HashMap<ExprId, String>,
+    /// Set while emitting a column load known to lie inside its tensor (no bounds check).
+    unchecked_loads: bool,
     /// The register array currently standing for a double-buffered fragment.
     frag_alias: HashMap<FragId, String>,
 }
@@ -159,6 +161,7 @@ impl<'a> Emitter<'a> {
             reduction_keys: Vec::new(),
             reduction_counter: 0,
             col_loads: HashMap::new(),
+            unchecked_loads: false,
             frag_alias: HashMap::new(),
         }
     }
@@ -682,11 +685,15 @@ impl<'a> Emitter<'a> {
                     last,
                     &format!("({c0} + lane_col + 8 * i + j)"),
                 );
-                format!(
-                    "(({c0} + lane_col + 8 * i + j) < {extent} ? __ldg({} + {offset}) : {})",
-                    c_ident(&k.params[*tensor].name),
-                    Self::float_lit(*fill)
-                )
+                let ptr = c_ident(&k.params[*tensor].name);
+                if self.unchecked_loads {
+                    format!("__ldg({ptr} + {offset})")
+                } else {
+                    format!(
+                        "(({c0} + lane_col + 8 * i + j) < {extent} ? __ldg({ptr} + {offset}) : {})",
+                        Self::float_lit(*fill)
+                    )
+                }
             }
             _ => {
                 self.unsupported(
@@ -786,35 +793,67 @@ impl<'a> Emitter<'a> {
             "float {vname}[2]; int {iname}[2];  // row {combine} over {layout} columns ({})",
             self.loc(k.exprs.span(e))
         ));
-        // Both rows of the thread in one pass over its columns, so each column's operands
-        // (e.g. a per-column vector load) are fetched once.
+        // Per-column operands (e.g. a vector load) do not depend on the row: each is fetched once
+        // for both rows of the thread, into registers, before the pass over the columns. When the
+        // whole tile lies inside the tensor the loads need no bounds check.
+        let cols = layout / 4;
+        for (n, l) in loads.iter().enumerate() {
+            let name = format!("col{id}_{n}");
+            self.line(&format!("float {name}[{cols}];"));
+            let inside = self.load_inside(*l, layout);
+            let fill = |me: &mut Self, checked: bool| {
+                me.unchecked_loads = !checked;
+                let code = me.elem(*l, Site::Tile);
+                me.unchecked_loads = false;
+                me.line("#pragma unroll");
+                me.line(&format!("for (int i = 0; i < {}; ++i) {{", layout / 8));
+                me.line("  #pragma unroll");
+                me.line(&format!(
+                    "  for (int j = 0; j < 2; ++j) {name}[2 * i + j] = {code};"
+                ));
+                me.line("}");
+            };
+            match inside {
+                Some(cond) => {
+                    self.line(&format!("if ({cond}) {{  // the whole tile is in bounds"));
+                    self.indent += 1;
+                    fill(self, false);
+                    self.indent -= 1;
+                    self.line("} else {");
+                    self.indent += 1;
+                    fill(self, true);
+                    self.indent -= 1;
+                    self.line("}");
+                }
+                None => fill(self, true),
+            }
+            self.col_loads.insert(*l, format!("{name}[2 * i + j]"));
+        }
+        // Four independent partial results per row (by column pair and parity of the 8-column
+        // group) keep the compare-select chains short, so consecutive columns do not wait on each
+        // other; they are merged afterwards, lowest column first on ties.
         self.line(&format!(
-            "float bv[2] = {{{init}, {init}}}; int bi[2] = {{0, 0}};"
+            "float bv[2][4] = {{{{{init}, {init}, {init}, {init}}}, {{{init}, {init}, {init}, {init}}}}};"
         ));
+        self.line("int bi[2][4] = {{0, 0, 0, 0}, {0, 0, 0, 0}};");
         self.line("#pragma unroll");
         self.line(&format!("for (int i = 0; i < {}; ++i) {{", layout / 8));
         self.indent += 1;
         self.line("#pragma unroll");
         self.line("for (int j = 0; j < 2; ++j) {");
         self.indent += 1;
-        // Per-column operands do not depend on the row: load each once for both rows.
-        for (n, l) in loads.iter().enumerate() {
-            let code = self.elem(*l, Site::Tile);
-            let name = format!("col{id}_{n}");
-            self.line(&format!("const float {name} = {code};"));
-            self.col_loads.insert(*l, name);
-        }
         let value = self.elem(arg, Site::Tile);
         self.col_loads.clear();
         self.line("#pragma unroll");
         self.line("for (int h = 0; h < 2; ++h) {");
         self.indent += 1;
         self.line(&format!("const float v = {value};"));
+        self.line("const int q = 2 * (i % 2) + j;");
         if op == ReduceOp::Sum {
-            self.line("bv[h] += v;");
+            self.line("bv[h][q] += v;");
         } else {
             self.line(&format!(
-                "if (v {better} bv[h]) {{ bv[h] = v; bi[h] = 8 * i + j; }}"
+                "if (v {better} bv[h][q]) {{ bv[h][q] = v; bi[h][q] = 8 * i + j; }}"
             ));
         }
         self.indent -= 1;
@@ -823,28 +862,41 @@ impl<'a> Emitter<'a> {
         self.line("}");
         self.indent -= 1;
         self.line("}");
-        // The four threads of a quad hold the same two rows: combine across them.
+        // Merge the partials, then the four threads of a quad (they hold the same two rows).
+        let merge = if op == ReduceOp::Sum {
+            "bv[h][0] += ov;".to_string()
+        } else {
+            format!("if (ov {better} bv[h][0] || (ov == bv[h][0] && oi < bi[h][0])) {{ bv[h][0] = ov; bi[h][0] = oi; }}")
+        };
         self.line("#pragma unroll");
         self.line("for (int h = 0; h < 2; ++h) {");
         self.indent += 1;
+        self.line("#pragma unroll");
+        self.line("for (int q = 1; q < 4; ++q) {");
+        self.indent += 1;
+        self.line("const float ov = bv[h][q];");
+        if op != ReduceOp::Sum {
+            self.line("const int oi = bi[h][q];");
+        }
+        self.line(&merge);
+        self.indent -= 1;
+        self.line("}");
         // The column offset of this thread is added once, not per element: inside the unrolled
         // loop the index stays a constant.
         if op != ReduceOp::Sum {
-            self.line("bi[h] += lane_col;");
+            self.line("bi[h][0] += lane_col;");
         }
         self.line("#pragma unroll");
         self.line("for (int off = 1; off < 4; off <<= 1) {");
         self.indent += 1;
-        self.line("const float ov = __shfl_xor_sync(0xffffffffu, bv[h], off);");
-        if op == ReduceOp::Sum {
-            self.line("bv[h] += ov;");
-        } else {
-            self.line("const int oi = __shfl_xor_sync(0xffffffffu, bi[h], off);");
-            self.line(&format!("if (ov {better} bv[h] || (ov == bv[h] && oi < bi[h])) {{ bv[h] = ov; bi[h] = oi; }}"));
+        self.line("const float ov = __shfl_xor_sync(0xffffffffu, bv[h][0], off);");
+        if op != ReduceOp::Sum {
+            self.line("const int oi = __shfl_xor_sync(0xffffffffu, bi[h][0], off);");
         }
+        self.line(&merge);
         self.indent -= 1;
         self.line("}");
-        self.line(&format!("{vname}[h] = bv[h]; {iname}[h] = bi[h];"));
+        self.line(&format!("{vname}[h] = bv[h][0]; {iname}[h] = bi[h][0];"));
         self.indent -= 1;
         self.line("}");
         let pick = |o: ReduceOp| {
@@ -863,6 +915,21 @@ impl<'a> Emitter<'a> {
         for o in siblings {
             self.reduction_keys.push((arg, *o, pick(*o)));
         }
+    }
+
+    /// The run-time condition under which a per-column load of a `cols`-wide tile lies inside
+    /// its tensor along the last axis.
+    fn load_inside(&mut self, l: ExprId, cols: u32) -> Option<String> {
+        let ExprKind::Load { tensor, coords, .. } = &self.k.exprs[l].kind else {
+            return None;
+        };
+        let ParamKind::Tensor { dims, .. } = &self.k.params[*tensor].kind else {
+            return None;
+        };
+        let last = dims.len().checked_sub(1)?;
+        let extent = self.extent_text(&dims[last]);
+        let c0 = self.ix(coords[last]);
+        Some(format!("({c0}) + {cols} <= {extent}"))
     }
 
     /// Per-column vector loads (`lm.load` of shape (N,)) inside `e`.
