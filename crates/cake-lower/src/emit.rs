@@ -64,8 +64,6 @@ pub struct Emitter<'a> {
     reduction_counter: u32,
     /// Per-column vector loads hoisted out of a row loop: expression → local name.
     col_loads: HashMap<ExprId, String>,
-    /// Set while emitting a column load known to lie inside its tensor (no bounds check).
-    unchecked_loads: bool,
     /// The register array currently standing for a double-buffered fragment.
     frag_alias: HashMap<FragId, String>,
 }
@@ -161,7 +159,6 @@ impl<'a> Emitter<'a> {
             reduction_keys: Vec::new(),
             reduction_counter: 0,
             col_loads: HashMap::new(),
-            unchecked_loads: false,
             frag_alias: HashMap::new(),
         }
     }
@@ -567,6 +564,31 @@ impl<'a> Emitter<'a> {
         }
     }
 
+    /// `x ± y·z` as one fused multiply-add. nvcc contracts most such pairs itself, but not
+    /// `x - 2·y`, which it first rewrites as `x - (y + y)`: two adds per element in an epilogue.
+    fn fma(&mut self, op: BinOp, a: ExprId, b: ExprId, site: Site) -> Option<String> {
+        let product = |e: ExprId| match self.k.exprs[e].kind {
+            ExprKind::Binary(BinOp::Mul, p, q) => Some((p, q)),
+            _ => None,
+        };
+        let (addend, (p, q), negate) = match op {
+            BinOp::Add => match (product(a), product(b)) {
+                (_, Some(pq)) => (a, pq, false),
+                (Some(pq), None) => (b, pq, false),
+                (None, None) => return None,
+            },
+            BinOp::Sub => (a, product(b)?, true),
+            _ => return None,
+        };
+        let (p, q, x) = (
+            self.elem(p, site),
+            self.elem(q, site),
+            self.elem(addend, site),
+        );
+        let p = if negate { format!("-({p})") } else { p };
+        Some(format!("__fmaf_rn({p}, {q}, {x})"))
+    }
+
     /// The C array of a fragment (the current buffer of a double-buffered one).
     fn frag_name(&self, f: FragId) -> String {
         self.frag_alias
@@ -630,6 +652,11 @@ impl<'a> Emitter<'a> {
             }
             ExprKind::Binary(op, a, b) => {
                 let float = matches!(&k.exprs[e].ty, Ty::Frag { dtype, .. } | Ty::Scalar(dtype) if dtype.is_float());
+                if float {
+                    if let Some(fma) = self.fma(*op, *a, *b, site) {
+                        return fma;
+                    }
+                }
                 c_binary(*op, &self.elem(*a, site), &self.elem(*b, site), float)
             }
             ExprKind::Cmp(op, a, b) => {
@@ -685,15 +712,11 @@ impl<'a> Emitter<'a> {
                     last,
                     &format!("({c0} + lane_col + 8 * i + j)"),
                 );
-                let ptr = c_ident(&k.params[*tensor].name);
-                if self.unchecked_loads {
-                    format!("__ldg({ptr} + {offset})")
-                } else {
-                    format!(
-                        "(({c0} + lane_col + 8 * i + j) < {extent} ? __ldg({ptr} + {offset}) : {})",
-                        Self::float_lit(*fill)
-                    )
-                }
+                format!(
+                    "(({c0} + lane_col + 8 * i + j) < {extent} ? __ldg({} + {offset}) : {})",
+                    c_ident(&k.params[*tensor].name),
+                    Self::float_lit(*fill)
+                )
             }
             _ => {
                 self.unsupported(
@@ -793,42 +816,6 @@ impl<'a> Emitter<'a> {
             "float {vname}[2]; int {iname}[2];  // row {combine} over {layout} columns ({})",
             self.loc(k.exprs.span(e))
         ));
-        // Per-column operands (e.g. a vector load) do not depend on the row: each is fetched once
-        // for both rows of the thread, into registers, before the pass over the columns. When the
-        // whole tile lies inside the tensor the loads need no bounds check.
-        let cols = layout / 4;
-        for (n, l) in loads.iter().enumerate() {
-            let name = format!("col{id}_{n}");
-            self.line(&format!("float {name}[{cols}];"));
-            let inside = self.load_inside(*l, layout);
-            let fill = |me: &mut Self, checked: bool| {
-                me.unchecked_loads = !checked;
-                let code = me.elem(*l, Site::Tile);
-                me.unchecked_loads = false;
-                me.line("#pragma unroll");
-                me.line(&format!("for (int i = 0; i < {}; ++i) {{", layout / 8));
-                me.line("  #pragma unroll");
-                me.line(&format!(
-                    "  for (int j = 0; j < 2; ++j) {name}[2 * i + j] = {code};"
-                ));
-                me.line("}");
-            };
-            match inside {
-                Some(cond) => {
-                    self.line(&format!("if ({cond}) {{  // the whole tile is in bounds"));
-                    self.indent += 1;
-                    fill(self, false);
-                    self.indent -= 1;
-                    self.line("} else {");
-                    self.indent += 1;
-                    fill(self, true);
-                    self.indent -= 1;
-                    self.line("}");
-                }
-                None => fill(self, true),
-            }
-            self.col_loads.insert(*l, format!("{name}[2 * i + j]"));
-        }
         // Four independent partial results per row (by column pair and parity of the 8-column
         // group) keep the compare-select chains short, so consecutive columns do not wait on each
         // other; they are merged afterwards, lowest column first on ties.
@@ -842,6 +829,14 @@ impl<'a> Emitter<'a> {
         self.line("#pragma unroll");
         self.line("for (int j = 0; j < 2; ++j) {");
         self.indent += 1;
+        // Per-column operands (e.g. a vector load) do not depend on the row: each is fetched
+        // once for both rows of the thread.
+        for (n, l) in loads.iter().enumerate() {
+            let code = self.elem(*l, Site::Tile);
+            let name = format!("col{id}_{n}");
+            self.line(&format!("const float {name} = {code};"));
+            self.col_loads.insert(*l, name);
+        }
         let value = self.elem(arg, Site::Tile);
         self.col_loads.clear();
         self.line("#pragma unroll");
@@ -915,21 +910,6 @@ impl<'a> Emitter<'a> {
         for o in siblings {
             self.reduction_keys.push((arg, *o, pick(*o)));
         }
-    }
-
-    /// The run-time condition under which a per-column load of a `cols`-wide tile lies inside
-    /// its tensor along the last axis.
-    fn load_inside(&mut self, l: ExprId, cols: u32) -> Option<String> {
-        let ExprKind::Load { tensor, coords, .. } = &self.k.exprs[l].kind else {
-            return None;
-        };
-        let ParamKind::Tensor { dims, .. } = &self.k.params[*tensor].kind else {
-            return None;
-        };
-        let last = dims.len().checked_sub(1)?;
-        let extent = self.extent_text(&dims[last]);
-        let c0 = self.ix(coords[last]);
-        Some(format!("({c0}) + {cols} <= {extent}"))
     }
 
     /// Per-column vector loads (`lm.load` of shape (N,)) inside `e`.

@@ -247,29 +247,16 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_kmeans_assign(
         cake_wgmma_wait<0>();
         cake_mbar_arrive(c_empty + 8 * pipe_stage);  // release
         float red0_v[2]; int red0_i[2];  // row min over 128 columns (kmeans_assign_sm90.py:84)
-        float col0_0[32];
-        if (((c_2 * 128)) + 128 <= dim_K) {  // the whole tile is in bounds
-          #pragma unroll
-          for (int i = 0; i < 16; ++i) {
-            #pragma unroll
-            for (int j = 0; j < 2; ++j) col0_0[2 * i + j] = __ldg(CSQ + ((size_t)(tile_0) * dim_K + (((c_2 * 128) + lane_col + 8 * i + j))));
-          }
-        } else {
-          #pragma unroll
-          for (int i = 0; i < 16; ++i) {
-            #pragma unroll
-            for (int j = 0; j < 2; ++j) col0_0[2 * i + j] = (((c_2 * 128) + lane_col + 8 * i + j) < dim_K ? __ldg(CSQ + ((size_t)(tile_0) * dim_K + (((c_2 * 128) + lane_col + 8 * i + j)))) : __int_as_float(0x7f800000));
-          }
-        }
         float bv[2][4] = {{__int_as_float(0x7f800000), __int_as_float(0x7f800000), __int_as_float(0x7f800000), __int_as_float(0x7f800000)}, {__int_as_float(0x7f800000), __int_as_float(0x7f800000), __int_as_float(0x7f800000), __int_as_float(0x7f800000)}};
         int bi[2][4] = {{0, 0, 0, 0}, {0, 0, 0, 0}};
         #pragma unroll
         for (int i = 0; i < 16; ++i) {
           #pragma unroll
           for (int j = 0; j < 2; ++j) {
+            const float col0_0 = (((c_2 * 128) + lane_col + 8 * i + j) < dim_K ? __ldg(CSQ + ((size_t)(tile_0) * dim_K + (((c_2 * 128) + lane_col + 8 * i + j)))) : __int_as_float(0x7f800000));
             #pragma unroll
             for (int h = 0; h < 2; ++h) {
-              const float v = (col0_0[2 * i + j] - (2.0f * acc[4 * i + 2 * h + j]));
+              const float v = __fmaf_rn(-(2.0f), acc[4 * i + 2 * h + j], col0_0);
               const int q = 2 * (i % 2) + j;
               if (v < bv[h][q]) { bv[h][q] = v; bi[h][q] = 8 * i + j; }
             }
