@@ -816,21 +816,18 @@ impl<'a> Emitter<'a> {
             "float {vname}[2]; int {iname}[2];  // row {combine} over {layout} columns ({})",
             self.loc(k.exprs.span(e))
         ));
-        // Four independent partial results per row (by column pair and parity of the 8-column
-        // group) keep the compare-select chains short, so consecutive columns do not wait on each
-        // other; they are merged afterwards, lowest column first on ties.
+        // Both rows of the thread in one pass over its columns, so each column's operands
+        // (e.g. a per-column vector load) are fetched once.
         self.line(&format!(
-            "float bv[2][4] = {{{{{init}, {init}, {init}, {init}}}, {{{init}, {init}, {init}, {init}}}}};"
+            "float bv[2] = {{{init}, {init}}}; int bi[2] = {{0, 0}};"
         ));
-        self.line("int bi[2][4] = {{0, 0, 0, 0}, {0, 0, 0, 0}};");
         self.line("#pragma unroll");
         self.line(&format!("for (int i = 0; i < {}; ++i) {{", layout / 8));
         self.indent += 1;
         self.line("#pragma unroll");
         self.line("for (int j = 0; j < 2; ++j) {");
         self.indent += 1;
-        // Per-column operands (e.g. a vector load) do not depend on the row: each is fetched
-        // once for both rows of the thread.
+        // Per-column operands do not depend on the row: load each once for both rows.
         for (n, l) in loads.iter().enumerate() {
             let code = self.elem(*l, Site::Tile);
             let name = format!("col{id}_{n}");
@@ -843,12 +840,11 @@ impl<'a> Emitter<'a> {
         self.line("for (int h = 0; h < 2; ++h) {");
         self.indent += 1;
         self.line(&format!("const float v = {value};"));
-        self.line("const int q = 2 * (i % 2) + j;");
         if op == ReduceOp::Sum {
-            self.line("bv[h][q] += v;");
+            self.line("bv[h] += v;");
         } else {
             self.line(&format!(
-                "if (v {better} bv[h][q]) {{ bv[h][q] = v; bi[h][q] = 8 * i + j; }}"
+                "if (v {better} bv[h]) {{ bv[h] = v; bi[h] = 8 * i + j; }}"
             ));
         }
         self.indent -= 1;
@@ -857,41 +853,28 @@ impl<'a> Emitter<'a> {
         self.line("}");
         self.indent -= 1;
         self.line("}");
-        // Merge the partials, then the four threads of a quad (they hold the same two rows).
-        let merge = if op == ReduceOp::Sum {
-            "bv[h][0] += ov;".to_string()
-        } else {
-            format!("if (ov {better} bv[h][0] || (ov == bv[h][0] && oi < bi[h][0])) {{ bv[h][0] = ov; bi[h][0] = oi; }}")
-        };
+        // The four threads of a quad hold the same two rows: combine across them.
         self.line("#pragma unroll");
         self.line("for (int h = 0; h < 2; ++h) {");
         self.indent += 1;
-        self.line("#pragma unroll");
-        self.line("for (int q = 1; q < 4; ++q) {");
-        self.indent += 1;
-        self.line("const float ov = bv[h][q];");
-        if op != ReduceOp::Sum {
-            self.line("const int oi = bi[h][q];");
-        }
-        self.line(&merge);
-        self.indent -= 1;
-        self.line("}");
         // The column offset of this thread is added once, not per element: inside the unrolled
         // loop the index stays a constant.
         if op != ReduceOp::Sum {
-            self.line("bi[h][0] += lane_col;");
+            self.line("bi[h] += lane_col;");
         }
         self.line("#pragma unroll");
         self.line("for (int off = 1; off < 4; off <<= 1) {");
         self.indent += 1;
-        self.line("const float ov = __shfl_xor_sync(0xffffffffu, bv[h][0], off);");
-        if op != ReduceOp::Sum {
-            self.line("const int oi = __shfl_xor_sync(0xffffffffu, bi[h][0], off);");
+        self.line("const float ov = __shfl_xor_sync(0xffffffffu, bv[h], off);");
+        if op == ReduceOp::Sum {
+            self.line("bv[h] += ov;");
+        } else {
+            self.line("const int oi = __shfl_xor_sync(0xffffffffu, bi[h], off);");
+            self.line(&format!("if (ov {better} bv[h] || (ov == bv[h] && oi < bi[h])) {{ bv[h] = ov; bi[h] = oi; }}"));
         }
-        self.line(&merge);
         self.indent -= 1;
         self.line("}");
-        self.line(&format!("{vname}[h] = bv[h][0]; {iname}[h] = bi[h][0];"));
+        self.line(&format!("{vname}[h] = bv[h]; {iname}[h] = bi[h];"));
         self.indent -= 1;
         self.line("}");
         let pick = |o: ReduceOp| {

@@ -247,8 +247,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_kmeans_assign(
         cake_wgmma_wait<0>();
         cake_mbar_arrive(c_empty + 8 * pipe_stage);  // release
         float red0_v[2]; int red0_i[2];  // row min over 128 columns (kmeans_assign_sm90.py:84)
-        float bv[2][4] = {{__int_as_float(0x7f800000), __int_as_float(0x7f800000), __int_as_float(0x7f800000), __int_as_float(0x7f800000)}, {__int_as_float(0x7f800000), __int_as_float(0x7f800000), __int_as_float(0x7f800000), __int_as_float(0x7f800000)}};
-        int bi[2][4] = {{0, 0, 0, 0}, {0, 0, 0, 0}};
+        float bv[2] = {__int_as_float(0x7f800000), __int_as_float(0x7f800000)}; int bi[2] = {0, 0};
         #pragma unroll
         for (int i = 0; i < 16; ++i) {
           #pragma unroll
@@ -257,27 +256,20 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_kmeans_assign(
             #pragma unroll
             for (int h = 0; h < 2; ++h) {
               const float v = __fmaf_rn(-(2.0f), acc[4 * i + 2 * h + j], col0_0);
-              const int q = 2 * (i % 2) + j;
-              if (v < bv[h][q]) { bv[h][q] = v; bi[h][q] = 8 * i + j; }
+              if (v < bv[h]) { bv[h] = v; bi[h] = 8 * i + j; }
             }
           }
         }
         #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          #pragma unroll
-          for (int q = 1; q < 4; ++q) {
-            const float ov = bv[h][q];
-            const int oi = bi[h][q];
-            if (ov < bv[h][0] || (ov == bv[h][0] && oi < bi[h][0])) { bv[h][0] = ov; bi[h][0] = oi; }
-          }
-          bi[h][0] += lane_col;
+          bi[h] += lane_col;
           #pragma unroll
           for (int off = 1; off < 4; off <<= 1) {
-            const float ov = __shfl_xor_sync(0xffffffffu, bv[h][0], off);
-            const int oi = __shfl_xor_sync(0xffffffffu, bi[h][0], off);
-            if (ov < bv[h][0] || (ov == bv[h][0] && oi < bi[h][0])) { bv[h][0] = ov; bi[h][0] = oi; }
+            const float ov = __shfl_xor_sync(0xffffffffu, bv[h], off);
+            const int oi = __shfl_xor_sync(0xffffffffu, bi[h], off);
+            if (ov < bv[h] || (ov == bv[h] && oi < bi[h])) { bv[h] = ov; bi[h] = oi; }
           }
-          red0_v[h] = bv[h][0]; red0_i[h] = bi[h][0];
+          red0_v[h] = bv[h]; red0_i[h] = bi[h];
         }
         #pragma unroll  // best_i <- ... (kmeans_assign_sm90.py:89)
         for (int h = 0; h < 2; ++h) best_i[h] = (int32_t)(((red0_v[h] < best_d[h]) ? (red0_i[h] + (c_2 * 128)) : best_i[h]));
