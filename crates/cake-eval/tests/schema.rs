@@ -61,13 +61,18 @@ fn records_of_every_outcome_match_the_schema() {
 fn committed_records_match_the_schema() {
     let v = validator();
     let mut seen = 0;
-    for dir in std::fs::read_dir(root().join("bench/results")).unwrap() {
-        let dir = dir.unwrap().path();
-        if !dir.is_dir() {
-            continue;
-        }
+    // Every evidence record at any depth (sessions keep one folder per run).
+    let mut dirs = vec![root().join("bench/results")];
+    while let Some(dir) = dirs.pop() {
         for f in std::fs::read_dir(&dir).unwrap() {
             let f = f.unwrap().path();
+            if f.is_dir() {
+                dirs.push(f);
+                continue;
+            }
+            if f.extension().is_none_or(|e| e != "json") {
+                continue;
+            }
             let Ok(doc) = serde_json::from_str::<Value>(&std::fs::read_to_string(&f).unwrap())
             else {
                 continue;

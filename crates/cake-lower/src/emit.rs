@@ -564,31 +564,6 @@ impl<'a> Emitter<'a> {
         }
     }
 
-    /// `x ± y·z` as one fused multiply-add. nvcc contracts most such pairs itself, but not
-    /// `x - 2·y`, which it first rewrites as `x - (y + y)`: two adds per element in an epilogue.
-    fn fma(&mut self, op: BinOp, a: ExprId, b: ExprId, site: Site) -> Option<String> {
-        let product = |e: ExprId| match self.k.exprs[e].kind {
-            ExprKind::Binary(BinOp::Mul, p, q) => Some((p, q)),
-            _ => None,
-        };
-        let (addend, (p, q), negate) = match op {
-            BinOp::Add => match (product(a), product(b)) {
-                (_, Some(pq)) => (a, pq, false),
-                (Some(pq), None) => (b, pq, false),
-                (None, None) => return None,
-            },
-            BinOp::Sub => (a, product(b)?, true),
-            _ => return None,
-        };
-        let (p, q, x) = (
-            self.elem(p, site),
-            self.elem(q, site),
-            self.elem(addend, site),
-        );
-        let p = if negate { format!("-({p})") } else { p };
-        Some(format!("__fmaf_rn({p}, {q}, {x})"))
-    }
-
     /// The C array of a fragment (the current buffer of a double-buffered one).
     fn frag_name(&self, f: FragId) -> String {
         self.frag_alias
@@ -652,11 +627,6 @@ impl<'a> Emitter<'a> {
             }
             ExprKind::Binary(op, a, b) => {
                 let float = matches!(&k.exprs[e].ty, Ty::Frag { dtype, .. } | Ty::Scalar(dtype) if dtype.is_float());
-                if float {
-                    if let Some(fma) = self.fma(*op, *a, *b, site) {
-                        return fma;
-                    }
-                }
                 c_binary(*op, &self.elem(*a, site), &self.elem(*b, site), float)
             }
             ExprKind::Cmp(op, a, b) => {

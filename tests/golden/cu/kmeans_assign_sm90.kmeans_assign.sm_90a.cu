@@ -255,7 +255,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_kmeans_assign(
             const float col0_0 = (((c_2 * 128) + lane_col + 8 * i + j) < dim_K ? __ldg(CSQ + ((size_t)(tile_0) * dim_K + (((c_2 * 128) + lane_col + 8 * i + j)))) : __int_as_float(0x7f800000));
             #pragma unroll
             for (int h = 0; h < 2; ++h) {
-              const float v = __fmaf_rn(-(2.0f), acc[4 * i + 2 * h + j], col0_0);
+              const float v = (col0_0 - (2.0f * acc[4 * i + 2 * h + j]));
               if (v < bv[h]) { bv[h] = v; bi[h] = 8 * i + j; }
             }
           }
