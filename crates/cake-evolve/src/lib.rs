@@ -8,8 +8,10 @@
 
 pub mod archive;
 pub mod budget;
+pub mod chat;
 pub mod estimate;
 pub mod evaluate;
+pub mod external;
 pub mod knobs;
 pub mod logs;
 pub mod propose;
