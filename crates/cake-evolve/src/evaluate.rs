@@ -56,7 +56,8 @@ pub struct Harness {
     pub target: Option<String>,
     pub baseline: Option<String>,
     pub seed: Option<u64>,
-    pub build_root: PathBuf,
+    /// Where candidates are built (one directory each); `None`: cake-eval's build cache.
+    pub build_root: Option<PathBuf>,
 }
 
 impl Evaluator for Harness {
@@ -70,7 +71,7 @@ impl Evaluator for Harness {
             target: self.target.clone(),
             seed: self.seed,
             baseline: self.baseline.clone(),
-            build_dir: Some(self.build_root.join(stem)),
+            build_dir: self.build_root.as_ref().map(|r| r.join(stem)),
             shape_set: None,
         };
         match cake_eval::run(

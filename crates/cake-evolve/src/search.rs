@@ -257,27 +257,43 @@ impl Search {
     /// generations in a row). Returns why it stopped.
     pub fn run(&mut self, on: &mut dyn FnMut(Event)) -> Result<String, String> {
         let mut barren = 0;
-        let why = loop {
-            let spent = self.spent()?;
-            if let Some(limit) = self.settings.budget.exhausted(&spent) {
-                break format!("budget spent: {limit}");
-            }
-            if self.settings.budget.is_unlimited() {
-                break "no budget limit set".to_string();
-            }
-            let new = self.generation_step(on)?;
-            let spent = self.spent()?;
-            on(Event::Generation {
-                generation: self.generation - 1,
-                spent,
-                fraction: self.settings.budget.fraction(&spent),
-                best: self.best(),
-            });
-            barren = if new == 0 { barren + 1 } else { 0 };
-            if barren >= 3 {
-                break "the proposer found nothing new in 3 generations".to_string();
-            }
-        };
+        let why =
+            loop {
+                let spent = self.spent()?;
+                if let Some(limit) = self.settings.budget.exhausted(&spent) {
+                    break format!("budget spent: {limit}");
+                }
+                if self.settings.budget.is_unlimited() {
+                    break "no budget limit set".to_string();
+                }
+                let new = self.generation_step(on)?;
+                let spent = self.spent()?;
+                on(Event::Generation {
+                    generation: self.generation - 1,
+                    spent,
+                    fraction: self.settings.budget.fraction(&spent),
+                    best: self.best(),
+                });
+                if let Some(seed) = self.population.first().filter(|c| {
+                    self.population.len() == 1 && c.correctness.as_deref() == Some("error")
+                }) {
+                    // The harness could not run the seed (no toolchain, a contract fault): every
+                    // other candidate would meet the same fate.
+                    break format!(
+                        "the seed could not be evaluated: {}",
+                        seed.verdict
+                            .as_deref()
+                            .unwrap_or("error")
+                            .lines()
+                            .next()
+                            .unwrap_or("")
+                    );
+                }
+                barren = if new == 0 { barren + 1 } else { 0 };
+                if barren >= 3 {
+                    break "the proposer found nothing new in 3 generations".to_string();
+                }
+            };
         self.archive
             .set_status(&self.run_id, &format!("done: {why}"))?;
         Ok(why)
@@ -514,6 +530,17 @@ impl Search {
                 _ => {
                     best.insert(niche, c);
                 }
+            }
+        }
+        if best.is_empty() {
+            // Nothing clean and correct yet (the seed failed its checks): start from the clean
+            // candidates anyway, so a mutation can repair what the seed got wrong.
+            for c in self
+                .population
+                .iter()
+                .filter(|c| c.stage != Stage::Rejected && c.correctness.as_deref() != Some("error"))
+            {
+                best.entry(c.niche.clone().unwrap_or_default()).or_insert(c);
             }
         }
         let mut elites: Vec<&Candidate> = best.into_values().collect();

@@ -23,7 +23,7 @@ fn harness() -> Harness {
         target: None,
         baseline: None,
         seed: Some(5),
-        build_root: std::env::temp_dir().join("cake-evolve-harness"),
+        build_root: None,
     }
 }
 

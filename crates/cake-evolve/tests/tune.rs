@@ -161,3 +161,42 @@ fn the_cascade_evaluates_only_the_top_k_and_routes_the_evidence() {
         .contains("GPU seconds spent"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_candidate_faster_than_light_is_quarantined_not_promoted() {
+    let dir = tempdir("quarantine");
+    let mut s = settings(&dir, false);
+    s.top_k = 8;
+    s.budget = "gpu=10s".parse().unwrap();
+    // Every 2-stage candidate "measures" 100x faster than its prediction allows.
+    let mut search = Search::start(
+        s,
+        Box::new(KnobMutator::new(5)),
+        Some(Box::new(Toy)),
+        Some(Box::new(TooFast {
+            marker: "\nSTAGES = 2\n",
+        })),
+    )
+    .unwrap();
+    search.run(&mut |_e: Event| {}).unwrap();
+    let pop = search.population();
+    let quarantined: Vec<_> = pop
+        .iter()
+        .filter(|c| c.correctness.as_deref() == Some("quarantined"))
+        .collect();
+    assert!(!quarantined.is_empty());
+    for q in &quarantined {
+        assert!(q.source.contains("\nSTAGES = 2\n"));
+        assert!(q.measured_us.is_none() && q.speedup.is_none() && !q.validated());
+        assert!(q.verdict.as_deref().unwrap().starts_with("quarantined:"));
+        assert!(q.evidence.is_some(), "the evidence is kept");
+    }
+    let best = search.best().unwrap();
+    assert!(!best.source.contains("\nSTAGES = 2\n"), "never promoted");
+    let evo = std::fs::read_to_string(dir.join("compiler-evolution.jsonl")).unwrap();
+    assert!(
+        evo.contains("\"signature\":\"timing:below_floor\""),
+        "{evo}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

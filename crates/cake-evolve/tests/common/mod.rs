@@ -57,6 +57,37 @@ pub struct Scripted {
     pub calls: usize,
 }
 
+/// Like [`Scripted`], but a candidate whose source contains `marker` times below the physical
+/// floor (the way cake-eval reports it: `suspicious` and a failed verdict), 100x "faster".
+pub struct TooFast {
+    pub marker: &'static str,
+}
+
+impl Evaluator for TooFast {
+    fn evaluate(&mut self, path: &Path, progress: &mut dyn FnMut(&str)) -> Evaluation {
+        let mut e = Scripted {
+            sleep_ms: 0,
+            calls: 0,
+        }
+        .evaluate(path, progress);
+        if std::fs::read_to_string(path).unwrap().contains(self.marker) {
+            let mut ev = e.evidence.clone();
+            let shape = &mut ev["timing"]["shapes"][0];
+            let ms = shape["candidate"]["result"]["events_ms"]["median"]
+                .as_f64()
+                .unwrap()
+                / 100.0;
+            shape["candidate"]["result"]["events_ms"]["median"] = json!(ms);
+            shape["suspicious"] =
+                json!([format!("events median {ms} ms is below the physical floor")]);
+            shape["speedup"] = json!({});
+            ev["verdict"] = json!("failed: suspicious timing: below the physical floor");
+            e = from_evidence(ev, e.gpu_s);
+        }
+        e
+    }
+}
+
 impl Evaluator for Scripted {
     fn evaluate(&mut self, path: &Path, progress: &mut dyn FnMut(&str)) -> Evaluation {
         self.calls += 1;
