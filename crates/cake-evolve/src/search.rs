@@ -514,8 +514,17 @@ impl Search {
         c.speedup = e.speedup;
         c.spent.gpu_s += e.gpu_s;
         if !e.evidence.is_null() {
-            c.build = Some(e.evidence["resources"].clone());
-            c.evidence = Some(e.evidence);
+            let mut evidence = e.evidence;
+            // The record's slot for the cost model: what this run predicted for the candidate.
+            if let (Some(us), Some(o)) = (c.cost_us, evidence.as_object_mut()) {
+                o.insert(
+                    "cost_estimate".into(),
+                    serde_json::json!({"predicted_us": us, "bottleneck": c.bottleneck,
+                                       "shape_set": "bench"}),
+                );
+            }
+            c.build = Some(evidence["resources"].clone());
+            c.evidence = Some(evidence);
         }
     }
 

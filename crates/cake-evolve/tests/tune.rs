@@ -71,6 +71,10 @@ fn model_only_tuning_improves_a_poor_seeds_predicted_time() {
     let niches: std::collections::BTreeSet<_> =
         pop.iter().filter_map(|c| c.niche.clone()).collect();
     assert!(niches.len() >= 3, "{niches:?}");
+    // ... and the proposer started from several of them, not one lineage.
+    let parents: std::collections::BTreeSet<_> =
+        pop.iter().flat_map(|c| c.parents.iter()).collect();
+    assert!(parents.len() >= 3, "{parents:?}");
     // Hashes are unique within the run.
     let hashes: std::collections::BTreeSet<_> = pop.iter().map(|c| &c.hash).collect();
     assert_eq!(hashes.len(), pop.len());
