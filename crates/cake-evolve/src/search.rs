@@ -544,11 +544,12 @@ impl Search {
         if best.is_empty() {
             // Nothing clean and correct yet (the seed failed its checks): start from the clean
             // candidates anyway, so a mutation can repair what the seed got wrong.
-            for c in self
-                .population
-                .iter()
-                .filter(|c| c.stage != Stage::Rejected && c.correctness.as_deref() != Some("error"))
-            {
+            // Never from a quarantined one: its numbers were not believed.
+            let repairable = |c: &&Candidate| {
+                c.stage != Stage::Rejected
+                    && !matches!(c.correctness.as_deref(), Some("error" | "quarantined"))
+            };
+            for c in self.population.iter().filter(repairable) {
                 best.entry(c.niche.clone().unwrap_or_default()).or_insert(c);
             }
         }
