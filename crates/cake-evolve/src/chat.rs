@@ -112,13 +112,13 @@ impl Chat {
         json!([{"role": "system", "content": system}, {"role": "user", "content": user}])
     }
 
-    /// One request; the reply's text and its token usage.
-    fn request(&self, messages: Value) -> (Result<String, String>, u64) {
+    /// One request (at most `timeout`); the reply's text and its token usage.
+    fn request(&self, messages: Value, timeout: Duration) -> (Result<String, String>, u64) {
         let url = format!("{}/chat/completions", self.base_url.trim_end_matches('/'));
         let body = json!({"model": self.model, "messages": messages,
                           "temperature": self.temperature});
         let agent: ureq::Agent = ureq::Agent::config_builder()
-            .timeout_global(Some(self.timeout))
+            .timeout_global(Some(timeout))
             .http_status_as_error(false)
             .build()
             .into();
@@ -210,9 +210,23 @@ impl Proposer for Chat {
             out.notes.push("no parent to start from".into());
             return out;
         }
+        let started = std::time::Instant::now();
         for i in 0..self.requests.min(ctx.want).max(1) {
+            // Never past the run's wall budget.
+            let timeout = match ctx.wall_left_s {
+                Some(left) => {
+                    let left = left - started.elapsed().as_secs_f64();
+                    if left <= 0.0 {
+                        out.notes
+                            .push("the wall budget ran out during the proposal".into());
+                        break;
+                    }
+                    self.timeout.min(Duration::from_secs_f64(left.max(1.0)))
+                }
+                None => self.timeout,
+            };
             let parent = &ctx.parents[i % ctx.parents.len()];
-            let (reply, tokens) = self.request(self.messages(ctx, parent));
+            let (reply, tokens) = self.request(self.messages(ctx, parent), timeout);
             out.tokens += tokens;
             match reply {
                 Err(e) => out.notes.push(e),

@@ -209,12 +209,16 @@ impl Report {
             h - 12.0
         );
         if !pts.is_empty() {
-            let mut d = format!("M{:.1},{:.1}", sx(0.0), sy(pts[0].1));
+            // From the first result on (nothing was known before it), one step per change.
+            let mut d = format!("M{:.1},{:.1}", sx(pts[0].0), sy(pts[0].1));
             let mut last = pts[0].1;
-            for (x, y) in &pts {
-                let _ = write!(d, " H{:.1} V{:.1}", sx(*x), sy(*y));
-                last = *y;
+            for (x, y) in &pts[1..] {
+                if *y != last {
+                    let _ = write!(d, " H{:.1} V{:.1}", sx(*x), sy(*y));
+                    last = *y;
+                }
             }
+            let _ = write!(d, " H{:.1}", sx(pts[pts.len() - 1].0));
             let _ = writeln!(
                 s,
                 "<path d=\"{d}\" stroke=\"#1f77b4\" stroke-width=\"2\" fill=\"none\"/>"
