@@ -246,8 +246,9 @@ impl Archive {
         Ok(self.runs()?.into_iter().find(|r| r.id == id))
     }
 
-    /// Store a candidate in its own transaction; `false` when the run already has its hash.
-    pub fn insert(&mut self, run: &str, c: &Candidate) -> Result<bool, String> {
+    /// Store a candidate in its own transaction; its `seq`, or `None` when the run already has
+    /// its hash.
+    pub fn insert(&mut self, run: &str, c: &Candidate) -> Result<Option<i64>, String> {
         let tx = self
             .conn
             .transaction()
@@ -284,8 +285,9 @@ impl Archive {
                 ],
             )
             .map_err(|e| format!("archive: {e}"))?;
+        let seq = tx.last_insert_rowid();
         tx.commit().map_err(|e| format!("archive: {e}"))?;
-        Ok(n == 1)
+        Ok((n == 1).then_some(seq))
     }
 
     pub fn insert_overhead(

@@ -120,6 +120,13 @@ impl Search {
                 settings.run_dir.display()
             ));
         }
+        // Absolute paths, so `--resume` works from any directory.
+        let mut settings = settings;
+        for p in [&mut settings.contract, &mut settings.seed] {
+            if let Ok(abs) = std::fs::canonicalize(&*p) {
+                *p = abs;
+            }
+        }
         let contract = load_contract(&settings.contract)?;
         if !settings.seed.exists() {
             return Err(format!(
@@ -398,17 +405,12 @@ impl Search {
             }
             c.spent.wall_s += t.elapsed().as_secs_f64();
             c.created = archive::now();
-            if self.archive.insert(&self.run_id, &c)? {
+            if let Some(seq) = self.archive.insert(&self.run_id, &c)? {
+                c.seq = seq;
                 stored += 1;
                 self.logs.append(&self.settings.run_dir, &c)?;
                 self.seen.insert(c.hash.clone());
                 feedback.push(feedback_of(&c));
-                let seq = self
-                    .archive
-                    .candidates(&self.run_id)?
-                    .last()
-                    .map_or(0, |x| x.seq);
-                c.seq = seq;
                 on(Event::Candidate(&c));
                 self.population.push(c);
             }
