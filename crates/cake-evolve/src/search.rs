@@ -391,15 +391,20 @@ impl Search {
         let n = staged.len().max(1) as u64;
         let mut stored = 0;
         let mut feedback = Vec::new();
+        // What candidates left unevaluated (the budget ran out) had spent: kept as overhead.
+        let mut unstored = Spent::default();
         for (k, (mut c, gate_s)) in staged.into_iter().enumerate() {
             let t = Instant::now();
             c.spent.tokens = proposal.tokens / n + u64::from((k as u64) < proposal.tokens % n);
             c.spent.wall_s = gate_s + propose_s / n as f64;
             if c.stage == Stage::Evaluated {
-                // GPU time is checked before every evaluation, not only between generations.
+                // Every limit is checked before each evaluation, not only between generations.
+                // A candidate that cannot be evaluated now is not stored, so a resumed run with
+                // a larger budget may evaluate it; what it cost so far still counts.
                 let spent = self.spent()?;
                 if self.settings.budget.exhausted(&spent).is_some() {
-                    break;
+                    unstored.add(&c.spent);
+                    continue;
                 }
                 self.evaluate(&mut c, on);
             }
@@ -415,7 +420,7 @@ impl Search {
                 self.population.push(c);
             }
         }
-        if stored == 0 && (proposal.tokens > 0 || propose_s > 0.0) {
+        if stored == 0 && unstored == Spent::default() {
             self.archive.insert_overhead(
                 &self.run_id,
                 self.generation,
@@ -425,6 +430,13 @@ impl Search {
                     wall_s: propose_s,
                     gpu_s: 0.0,
                 },
+            )?;
+        } else if unstored != Spent::default() {
+            self.archive.insert_overhead(
+                &self.run_id,
+                self.generation,
+                "candidates left unevaluated when the budget ran out",
+                &unstored,
             )?;
         }
         self.feedback = feedback;
