@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 mod eval;
+mod evolve;
 
 /// Write to stdout; a closed pipe (`cake ... | head`) ends the program quietly instead of
 /// panicking.
@@ -187,6 +188,28 @@ enum Command {
         #[arg(long)]
         baseline: Option<String>,
     },
+    /// Search for faster schedules: a proposer (knob mutator, an external agent command or a
+    /// chat-completions model) → verify → cost ranking → GPU evaluation, until the budget is
+    /// spent; every candidate goes into the run's archive (docs/agents.md).
+    Evolve {
+        #[command(flatten)]
+        flags: evolve::EvolveFlags,
+        #[command(flatten)]
+        proposer: evolve::ProposerFlags,
+    },
+    /// Autotune a schedule's module-level integer constants (tile sizes, stages, register
+    /// budgets, ...) with the built-in knob mutator: `cake evolve --proposer knobs`.
+    Tune {
+        #[command(flatten)]
+        flags: evolve::EvolveFlags,
+    },
+    /// Print a run's trajectory and failure clusters; write RUN/report.json and RUN/report.svg
+    /// (best validated speedup against budget spent).
+    Report {
+        run: PathBuf,
+        #[arg(long, value_enum, default_value = "human")]
+        format: DocFormat,
+    },
     /// Serve Cake's tools (check, explain, lower, build, test, bench) to a coding agent over
     /// MCP on stdin/stdout (docs/agents.md).
     Mcp,
@@ -281,6 +304,9 @@ fn main() -> ExitCode {
         Command::Bench { eval, baseline } => {
             eval::cmd_eval(cake_eval::Mode::Bench, eval.into_args(baseline))
         }
+        Command::Evolve { flags, proposer } => evolve::cmd_evolve(flags, &proposer),
+        Command::Tune { flags } => evolve::cmd_tune(flags),
+        Command::Report { run, format } => evolve::cmd_report(&run, format == DocFormat::Json),
     }
 }
 

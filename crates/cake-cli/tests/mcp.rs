@@ -111,7 +111,15 @@ fn session() {
 
     let tools = s.request(2, "tools/list", json!({}));
     let tools = tools["result"]["tools"].as_array().expect("a tool list");
-    for name in ["check", "explain", "lower", "build", "test", "bench"] {
+    for name in [
+        "check",
+        "explain",
+        "lower",
+        "build",
+        "test",
+        "bench",
+        "evolve_status",
+    ] {
         let t = tools
             .iter()
             .find(|t| t["name"] == name)

@@ -10,6 +10,7 @@
 //! | `lower` | [`cake_driver::lower`] |
 //! | `build` | [`cake_driver::build`] (needs the CUDA toolchain) |
 //! | `test`, `bench` | [`cake_eval::run`] (needs a GPU host and the evaluation worker) |
+//! | `evolve_status` | [`cake_evolve::report::build`] over a run directory's archive |
 //!
 //! Findings in a schedule are a *successful* tool result that carries them: the agent's next
 //! step is to repair the schedule by code and line. Bad arguments (a missing file, an unknown
@@ -33,7 +34,8 @@ A good session: `check` the schedule and repair every error finding by its code 
 (`explain` a code for its rule, a bad and a good example); `lower` to read the CUDA and launch \
 metadata; `build` to compile it (needs the CUDA toolchain); `test` a workload contract for \
 correctness, then `bench` it against the contract's baselines (both need a GPU host) and read \
-the evidence record's `verdict`. Relative paths are resolved against the server's working \
+the evidence record's `verdict`. `evolve_status` reads the archive of a `cake evolve` / `cake tune` \
+run directory (budget spent, best so far, recent candidates, recurring failures). Relative paths are resolved against the server's working \
 directory.";
 
 /// The Cake MCP server: its tools and the lock that keeps GPU runs from overlapping.
@@ -142,6 +144,19 @@ pub struct BenchInput {
     /// Time only this baseline of the contract; default: all of them.
     #[serde(default)]
     pub baseline: Option<String>,
+}
+
+/// A run directory of `cake evolve` or `cake tune`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct EvolveStatusInput {
+    /// The run directory (the one holding `archive.sqlite`).
+    pub run: String,
+    /// How many of the most recent candidates to list; default 10.
+    #[serde(default)]
+    pub recent: Option<usize>,
+    /// Include the best candidate's schedule text; default true.
+    #[serde(default)]
+    pub include_source: Option<bool>,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -255,6 +270,37 @@ pub struct EvalOutput {
     pub evidence: Value,
     /// The progress lines `cake test` prints, one per event.
     pub progress: Vec<String>,
+}
+
+/// Where an evolution run stands, read from its archive.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct EvolveStatusOutput {
+    pub run_id: String,
+    /// `running`, or `done: <why it stopped>` (a budget, or nothing new to propose). A run
+    /// killed mid-way still says `running` until it is resumed.
+    pub status: String,
+    pub contract: String,
+    pub seed: String,
+    pub proposer: String,
+    /// The limits: `tokens`, `wall_s`, `gpu_s` (null: unlimited).
+    pub budget: Value,
+    /// What the run has spent: `tokens`, `wall_s`, `gpu_s`.
+    pub spent: Value,
+    /// The fraction of the tightest limit spent, 0 to 1.
+    pub fraction: f64,
+    /// Candidates by stage (`rejected`, `ranked_out`, `estimated`, `evaluated`) and by outcome
+    /// (`passed`, `failed`, `error`, `quarantined`), and the number of niches.
+    pub counts: Value,
+    /// The best candidate: fastest validated (or best predicted in a model-only run), with its
+    /// hash, generation, niche, predicted and measured microseconds, speedup, verdict and
+    /// (unless turned off) source; null when there is none.
+    pub best: Value,
+    /// The most recent candidates, newest last: seq, hash, generation, proposer, stage,
+    /// correctness, verdict, predicted_us, measured_us, speedup.
+    pub recent: Vec<Value>,
+    /// Recurring failures by signature (rule code, runtime error class, mismatch pattern), each
+    /// with its count and a proposal of what the compiler should grow.
+    pub clusters: Vec<Value>,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -494,6 +540,44 @@ fn do_eval(
     })
 }
 
+fn do_evolve_status(input: EvolveStatusInput) -> Result<EvolveStatusOutput, String> {
+    let dir = PathBuf::from(&input.run);
+    let report = cake_evolve::report::build(&dir)
+        .map_err(|e| format!("{e} (relative paths are resolved against {})", cwd()))?;
+    let archive = cake_evolve::Archive::open_existing(&dir)?;
+    let cands = archive.candidates(&report.run.id)?;
+    let n = input.recent.unwrap_or(10);
+    let recent = cands[cands.len().saturating_sub(n)..]
+        .iter()
+        .map(|c| {
+            serde_json::json!({"seq": c.seq, "hash": c.hash, "generation": c.generation,
+                "proposer": c.proposer, "stage": c.stage.as_str(), "correctness": c.correctness,
+                "verdict": c.verdict, "predicted_us": c.cost_us, "measured_us": c.measured_us,
+                "speedup": c.speedup})
+        })
+        .collect();
+    let mut best = report.best.clone().unwrap_or(Value::Null);
+    if input.include_source == Some(false) {
+        if let Some(o) = best.as_object_mut() {
+            o.remove("source");
+        }
+    }
+    Ok(EvolveStatusOutput {
+        run_id: report.run.id.clone(),
+        status: report.run.status.clone(),
+        contract: report.run.contract.clone(),
+        seed: report.run.seed.clone(),
+        proposer: report.run.proposer.clone(),
+        budget: serde_json::to_value(report.run.budget).unwrap_or(Value::Null),
+        spent: serde_json::to_value(report.spent).unwrap_or(Value::Null),
+        fraction: report.run.budget.fraction(&report.spent),
+        counts: report.counts.clone(),
+        best,
+        recent,
+        clusters: report.clusters.clone(),
+    })
+}
+
 // ---------------------------------------------------------------------------------------------
 // The server
 
@@ -586,6 +670,18 @@ impl CakeServer {
             do_eval(cake_eval::Mode::Bench, input.eval, input.baseline)
         })
         .await
+    }
+
+    /// Where an evolution run stands.
+    #[tool(
+        name = "evolve_status",
+        description = "Read the archive of a `cake evolve` / `cake tune` run directory: status, budget and what has been spent (tokens, wall seconds, GPU seconds), candidate counts by stage and outcome, the best candidate so far (fastest validated, with its schedule), the most recent candidates, and recurring failures clustered by signature with a proposal for each. Safe while the run is going on."
+    )]
+    async fn evolve_status(
+        &self,
+        Parameters(input): Parameters<EvolveStatusInput>,
+    ) -> Result<Json<EvolveStatusOutput>, String> {
+        blocking(move || do_evolve_status(input)).await
     }
 }
 

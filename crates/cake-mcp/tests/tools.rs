@@ -64,7 +64,15 @@ async fn lists_every_tool_with_schemas() {
         Some("cake")
     );
     let tools = client.list_all_tools().await.expect("tools/list");
-    for name in ["check", "explain", "lower", "build", "test", "bench"] {
+    for name in [
+        "check",
+        "explain",
+        "lower",
+        "build",
+        "test",
+        "bench",
+        "evolve_status",
+    ] {
         let tool = tools
             .iter()
             .find(|t| t.name == name)
@@ -258,4 +266,84 @@ async fn build_stops_at_findings_before_the_toolchain() {
     assert_eq!(out["kernels"], json!([]));
     let _ = std::fs::remove_dir_all(&dir);
     client.cancel().await.ok();
+}
+
+/// A stand-in cost model for the evolve_status test: deeper pipelines are predicted faster.
+struct ByStages;
+
+impl cake_evolve::Estimator for ByStages {
+    fn predict_us(
+        &self,
+        k: &cake_ir::Kernel,
+        _t: &cake_target::Target,
+        _s: &std::collections::BTreeMap<String, i64>,
+    ) -> Option<f64> {
+        let s = k.pipelines.iter().map(|(_, p)| p.stages).max()?;
+        Some(1000.0 / s as f64)
+    }
+}
+
+#[tokio::test]
+async fn evolve_status_reads_a_runs_archive() {
+    let dir = std::env::temp_dir().join(format!("cake-mcp-evolve-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut settings = cake_evolve::Settings::new(
+        dir.clone(),
+        root().join("kernels/gemm/gemm.contract.toml"),
+        root().join("crates/cake-evolve/tests/data/poor_gemm.py"),
+        "wall=60s".parse().unwrap(),
+    );
+    settings.model_only = true;
+    settings.per_generation = 4;
+    let mut search = cake_evolve::Search::start(
+        settings,
+        Box::new(cake_evolve::KnobMutator::new(2)),
+        Some(Box::new(ByStages)),
+        None,
+    )
+    .unwrap();
+    for _ in 0..3 {
+        search.generation_step(&mut |_e| {}).unwrap();
+    }
+    let stored = search.population().len();
+    drop(search);
+
+    let client = connect().await;
+    let r = call(
+        &client,
+        "evolve_status",
+        json!({"run": dir.display().to_string(), "recent": 3}),
+    )
+    .await;
+    let out = structured(&r);
+    assert_eq!(out["status"], "running");
+    assert_eq!(out["proposer"], "knobs");
+    assert_eq!(out["counts"]["candidates"], stored);
+    assert_eq!(out["recent"].as_array().unwrap().len(), 3.min(stored));
+    assert_eq!(out["budget"]["wall_s"], 60.0);
+    assert!(out["spent"]["wall_s"].as_f64().unwrap() > 0.0);
+    let best = &out["best"];
+    assert!(best["source"].as_str().unwrap().contains("@cake.schedule"));
+    // The seed (one stage) is predicted at 1000 us per bench shape, and the contract has three;
+    // the best has more stages.
+    let seed_us = 3.0 * 1000.0;
+    assert!(best["predicted_us"].as_f64().unwrap() < seed_us, "{best}");
+    // The same text block for clients that read only text.
+    let from_text: Value = serde_json::from_str(&text(&r)).unwrap();
+    assert_eq!(from_text, out);
+
+    let r = call(
+        &client,
+        "evolve_status",
+        json!({"run": dir.display().to_string(), "include_source": false}),
+    )
+    .await;
+    assert!(structured(&r)["best"].get("source").is_none());
+
+    // Not a run directory: a tool error saying so.
+    let r = call(&client, "evolve_status", json!({"run": "/no/such/run"})).await;
+    assert!(is_error(&r));
+    assert!(text(&r).contains("not a run directory"), "{}", text(&r));
+    client.cancel().await.ok();
+    let _ = std::fs::remove_dir_all(&dir);
 }

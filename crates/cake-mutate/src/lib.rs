@@ -14,7 +14,7 @@
 //! out of the rate — never dropped silently.
 
 mod equiv;
-mod text;
+pub mod text;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;

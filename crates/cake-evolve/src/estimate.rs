@@ -1,0 +1,82 @@
+//! The seam to the cost model: an [`Estimator`] predicts a kernel's time at a shape and may name
+//! its bottleneck. The search uses it to rank candidates before spending GPU time on them and to
+//! place them in niches; `None` (no estimator) means no cost ranking. The cost-model crate plugs
+//! in here by implementing this trait.
+
+use cake_ir::Kernel;
+use cake_target::Target;
+use std::collections::BTreeMap;
+
+pub trait Estimator {
+    /// Predicted time of one call, in microseconds; `None` when the model cannot say.
+    fn predict_us(
+        &self,
+        kernel: &Kernel,
+        target: &Target,
+        shape: &BTreeMap<String, i64>,
+    ) -> Option<f64>;
+
+    /// The bottleneck class (`memory`, `compute`, `latency`, ...), when the model names one.
+    fn bottleneck(
+        &self,
+        _kernel: &Kernel,
+        _target: &Target,
+        _shape: &BTreeMap<String, i64>,
+    ) -> Option<String> {
+        None
+    }
+}
+
+/// A prediction over a shape set: the sum of the per-shape times (so every shape counts) and the
+/// bottleneck at the first shape.
+pub fn over_shapes(
+    e: &dyn Estimator,
+    kernel: &Kernel,
+    target: &Target,
+    shapes: &[BTreeMap<String, i64>],
+) -> (Option<f64>, Option<String>) {
+    let mut total = 0.0;
+    for s in shapes {
+        match e.predict_us(kernel, target, s) {
+            Some(t) if t.is_finite() && t > 0.0 => total += t,
+            _ => return (None, None),
+        }
+    }
+    let bottleneck = shapes.first().and_then(|s| e.bottleneck(kernel, target, s));
+    ((!shapes.is_empty()).then_some(total), bottleneck)
+}
+
+/// Schedule structure used for niches: the deepest pipeline and the staged views' tile shapes.
+pub fn structure(kernel: &Kernel) -> String {
+    let stages = kernel
+        .pipelines
+        .iter()
+        .map(|(_, p)| p.stages)
+        .max()
+        .unwrap_or(1);
+    let mut tiles: Vec<String> = kernel
+        .views
+        .iter()
+        .map(|(_, v)| {
+            v.shape
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join("x")
+        })
+        .collect();
+    if tiles.is_empty() {
+        tiles = kernel
+            .fragments
+            .iter()
+            .map(|(_, f)| {
+                f.shape
+                    .iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join("x")
+            })
+            .collect();
+    }
+    format!("stages={stages} tiles={}", tiles.join(","))
+}

@@ -1,0 +1,119 @@
+//! The built-in knob mutator's view of a schedule: its module-level integer constants (`BM, BN,
+//! BK = 128, 256, 64`, `STAGES = 3`), each with the byte span of its literal, found with
+//! cake-mutate's lexer; and edits that replace literals in place, leaving every other byte of
+//! the file (comments, formatting) as it was.
+
+use cake_mutate::text::{Kind, Source};
+
+/// One module-level integer constant.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Knob {
+    pub name: String,
+    pub value: i64,
+    /// Byte range of the literal in the source.
+    pub start: usize,
+    pub end: usize,
+}
+
+/// Every `NAME = INT` or `A, B = INT, INT` statement at module level (indent 0). Literals must be
+/// plain decimal integers; anything else (an expression, a float, a call) is not a knob.
+pub fn knobs(source: &str) -> Vec<Knob> {
+    let src = Source::new(source);
+    let mut out = Vec::new();
+    for st in &src.stmts {
+        if st.indent != 0 {
+            continue;
+        }
+        let text = |i: usize| src.tok_text(&st.toks[i]);
+        let Some(eq) = (0..st.toks.len()).find(|&i| text(i) == "=") else {
+            continue;
+        };
+        // Left: NAME (, NAME)*; right: INT (, INT)*, same count, nothing else.
+        let names: Vec<usize> = (0..eq).step_by(2).collect();
+        let lhs_ok = names.iter().all(|&i| st.toks[i].kind == Kind::Name)
+            && (1..eq).step_by(2).all(|i| text(i) == ",")
+            && eq % 2 == 1;
+        let rhs: Vec<usize> = (eq + 1..st.toks.len()).step_by(2).collect();
+        let rhs_ok = rhs.iter().all(|&i| {
+            st.toks[i].kind == Kind::Number
+                && text(i).bytes().all(|b| b.is_ascii_digit() || b == b'_')
+        }) && (eq + 2..st.toks.len()).step_by(2).all(|i| text(i) == ",")
+            && (st.toks.len() - eq) % 2 == 0;
+        if !lhs_ok || !rhs_ok || names.len() != rhs.len() {
+            continue;
+        }
+        for (n, v) in names.iter().zip(&rhs) {
+            let Ok(value) = text(*v).replace('_', "").parse::<i64>() else {
+                continue;
+            };
+            out.push(Knob {
+                name: text(*n).to_string(),
+                value,
+                start: st.toks[*v].start,
+                end: st.toks[*v].end,
+            });
+        }
+    }
+    out
+}
+
+/// Values worth trying for a knob at `v`: ±1 for small counts (stages, group sizes), halving,
+/// doubling and the steps between for sizes (tile extents, register budgets).
+pub fn neighbours(v: i64) -> Vec<i64> {
+    let mut out = if v <= 8 {
+        vec![v - 1, v + 1]
+    } else {
+        let p = 1i64 << (63 - (v / 2).max(1).leading_zeros());
+        vec![v / 2, v - p, v + p, v * 2]
+    };
+    out.retain(|&n| n > 0 && n != v);
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// `source` with the given knobs set to new values (edits applied back to front).
+pub fn apply(source: &str, edits: &[(&Knob, i64)]) -> String {
+    let mut edits: Vec<&(&Knob, i64)> = edits.iter().collect();
+    edits.sort_by_key(|(k, _)| std::cmp::Reverse(k.start));
+    let mut s = source.to_string();
+    for (k, v) in edits {
+        s.replace_range(k.start..k.end, &v.to_string());
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SRC: &str = "\"\"\"BM = 1 in a docstring\"\"\"\nimport cake\nBM, BN, BK = 128, 256, 64\nSTAGES = 3  # comment\nX = f(2)\nY = 1.5\n\ndef k():\n    Z = 4\n";
+
+    #[test]
+    fn module_level_integer_constants_are_knobs() {
+        let ks = knobs(SRC);
+        let names: Vec<(&str, i64)> = ks.iter().map(|k| (k.name.as_str(), k.value)).collect();
+        assert_eq!(
+            names,
+            vec![("BM", 128), ("BN", 256), ("BK", 64), ("STAGES", 3)]
+        );
+        assert_eq!(&SRC[ks[1].start..ks[1].end], "256");
+    }
+
+    #[test]
+    fn edits_change_only_the_literals() {
+        let ks = knobs(SRC);
+        let out = apply(SRC, &[(&ks[1], 128), (&ks[3], 4)]);
+        assert!(out.contains("BM, BN, BK = 128, 128, 64\nSTAGES = 4  # comment\n"));
+        assert_eq!(out.len(), SRC.len());
+    }
+
+    #[test]
+    fn neighbours_step_counts_by_one_and_sizes_by_powers_of_two() {
+        assert_eq!(neighbours(3), vec![2, 4]);
+        assert_eq!(neighbours(1), vec![2]);
+        assert_eq!(neighbours(64), vec![32, 96, 128]);
+        assert_eq!(neighbours(256), vec![128, 384, 512]);
+        assert_eq!(neighbours(232), vec![116, 168, 296, 464]);
+    }
+}

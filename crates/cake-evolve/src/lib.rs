@@ -1,0 +1,26 @@
+//! The evolution loop (issue #8, docs/agents.md): an [`archive`] of every candidate (SQLite,
+//! crash-safe), [`propose`]rs (the built-in [`knobs`] mutator, an [`external`] agent command, a
+//! [`chat`]-completions client), the [`search`] cascade (parse and verify → cost ranking →
+//! GPU evaluation → evidence routed back), [`budget`]s that stop a run, and [`report`]s.
+//!
+//! The cost model plugs in through [`estimate::Estimator`]; the GPU through
+//! [`evaluate::Evaluator`] (the real one, [`evaluate::Harness`], is `cake_eval::run`).
+
+pub mod archive;
+pub mod budget;
+pub mod chat;
+pub mod estimate;
+pub mod evaluate;
+pub mod external;
+pub mod knobs;
+pub mod logs;
+pub mod propose;
+pub mod report;
+pub mod search;
+
+pub use archive::{Archive, Candidate, Stage};
+pub use budget::{Budget, Spent};
+pub use estimate::Estimator;
+pub use evaluate::{Evaluation, Evaluator, Harness, Outcome};
+pub use propose::{KnobMutator, Proposer};
+pub use search::{Event, Search, Settings};
