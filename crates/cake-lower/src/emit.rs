@@ -350,6 +350,22 @@ impl<'a> Emitter<'a> {
     /// ldmatrix), per warp. Anything else in registers is a coverage gap of this generator.
     fn infer_mma_sync_layouts(&mut self) {
         for (sid, op, _) in self.ops() {
+            // An ldmatrix destination holds the A-operand layout whether or not an MMA reads it.
+            if let Op::Ldmatrix { dst, .. } = op {
+                let f = &self.k.fragments[dst];
+                let k_bytes = f.shape.get(1).copied().unwrap_or(0) * f.dtype.bytes();
+                if f.shape.len() == 2 && f.shape[0] % 16 == 0 && k_bytes % 32 == 0 && f.buffers == 1
+                {
+                    self.frag_layouts.insert(
+                        dst,
+                        FragLayout::MmaA {
+                            m: f.shape[0],
+                            k_bytes,
+                        },
+                    );
+                }
+                continue;
+            }
             let Op::Mma { acc, a, .. } = op else { continue };
             let sp = self.k.stmts.span(sid);
             let Operand::Frag(f) = acc else {
@@ -2113,16 +2129,36 @@ impl<'a> Emitter<'a> {
         sp: Span,
     ) {
         let k = self.k;
-        let (Operand::Frag(accf), Operand::Frag(af), Operand::Smem(bv)) = (acc, a, b) else {
-            self.unsupported(sp, format!("on {}, lm.mma is lowered with the accumulator and `a` in fragments (`a` loaded by lm.ldmatrix) and `b` in shared memory", self.target.name));
+        let (Operand::Frag(accf), Operand::Smem(bv)) = (acc, b) else {
+            self.unsupported(sp, format!("on {}, lm.mma is lowered with the accumulator in a fragment and `b` in shared memory", self.target.name));
             return;
         };
-        let (Some(FragLayout::MmaAcc { m, n }), Some(FragLayout::MmaA { k_bytes, .. })) = (
-            self.frag_layouts.get(accf).copied(),
-            self.frag_layouts.get(af).copied(),
-        ) else {
+        let Some(FragLayout::MmaAcc { m, n }) = self.frag_layouts.get(accf).copied() else {
             return;
         };
+        // `a` in registers (an lm.ldmatrix fragment), or in shared memory: then its registers
+        // are loaded here, per k-step, with the same ldmatrix.x4 pattern lm.ldmatrix uses.
+        let (k_bytes, adt) = match a {
+            Operand::Frag(af) => match self.frag_layouts.get(af).copied() {
+                Some(FragLayout::MmaA { k_bytes, .. }) => (k_bytes, k.fragments[*af].dtype),
+                _ => return,
+            },
+            Operand::Smem(av) if !av.transposed && k.views[av.view].shape.len() == 2 => {
+                let v = &k.views[av.view];
+                (v.shape[1] * v.dtype.bytes(), v.dtype)
+            }
+            _ => {
+                self.unsupported(sp, "on mma.sync, `a` is a fragment loaded by lm.ldmatrix or an (M, K) view as stored (no .T)");
+                return;
+            }
+        };
+        if k_bytes % 32 != 0 {
+            self.unsupported(
+                sp,
+                format!("mma.sync k-steps are 32 bytes; K of `a` is {k_bytes} bytes"),
+            );
+            return;
+        }
         let bview = k.views[bv.view].clone();
         if !bv.transposed || bview.shape.len() != 2 {
             self.unsupported(
@@ -2131,7 +2167,7 @@ impl<'a> Emitter<'a> {
             );
             return;
         }
-        let (adt, bdt) = (k.fragments[*af].dtype, bview.dtype);
+        let bdt = bview.dtype;
         let ptx = |d: DType| match d {
             DType::BF16 => Some("bf16"),
             DType::F16 => Some("f16"),
@@ -2163,7 +2199,16 @@ impl<'a> Emitter<'a> {
         let bbase = self.view_base(bv);
         let baddr = self.smem_addr(&bview, &bbase, "row", "cb");
         let accn = self.frag_name(*accf);
-        let afn = self.frag_name(*af);
+        // The A registers of (16-row tile mt, k-step kt): the fragment's, or `a_regs[mt]` loaded
+        // at the top of each k-step.
+        let (afn, a_of) = match a {
+            Operand::Frag(af) => {
+                let n = self.frag_name(*af);
+                (n.clone(), format!("{n} + 4 * (mt * {kt} + kt)"))
+            }
+            Operand::Smem(av) => (k.views[av.view].name.clone(), "a_regs[mt]".to_string()),
+            _ => unreachable!(),
+        };
         let pred = self.ix(accumulate);
         self.line(&format!(
             "{{  // mma {accn} += {afn} * {}.T ({}): mma.sync m16n8k{kk}, {mt} x {nt} tiles, {kt} k-step(s); B through ldmatrix.x4",
@@ -2185,6 +2230,26 @@ impl<'a> Emitter<'a> {
         self.line("#pragma unroll");
         self.line(&format!("for (int kt = 0; kt < {kt}; ++kt) {{"));
         self.indent += 1;
+        if let Operand::Smem(av) = a {
+            let view = k.views[av.view].clone();
+            let start = match av.rows {
+                Some((start, _)) => self.ix(start),
+                None => "0".into(),
+            };
+            let base = self.view_base(av);
+            let addr = self.smem_addr(&view, &base, "row", "cb");
+            self.line(&format!(
+                "uint32_t a_regs[{mt}][4];  // A of this k-step, as lm.ldmatrix would load it"
+            ));
+            self.line("#pragma unroll");
+            self.line(&format!("for (int mt = 0; mt < {mt}; ++mt) {{"));
+            self.indent += 1;
+            self.line(&format!("const int row = {start} + 16 * mt + lane % 16;"));
+            self.line("const int cb = 32 * kt + (lane / 16) * 16;");
+            self.line(&format!("cake_ldmatrix_x4(a_regs[mt], {addr});"));
+            self.indent -= 1;
+            self.line("}");
+        }
         self.line("#pragma unroll");
         self.line(&format!("for (int np = 0; np < {}; ++np) {{", nt / 2));
         self.indent += 1;
@@ -2199,10 +2264,10 @@ impl<'a> Emitter<'a> {
         self.line(&format!("for (int mt = 0; mt < {mt}; ++mt) {{"));
         self.indent += 1;
         self.line(&format!(
-            "{func}({accn} + 4 * (mt * {nt} + 2 * np), {afn} + 4 * (mt * {kt} + kt), b_regs);"
+            "{func}({accn} + 4 * (mt * {nt} + 2 * np), {a_of}, b_regs);"
         ));
         self.line(&format!(
-            "{func}({accn} + 4 * (mt * {nt} + 2 * np + 1), {afn} + 4 * (mt * {kt} + kt), b_regs + 2);"
+            "{func}({accn} + 4 * (mt * {nt} + 2 * np + 1), {a_of}, b_regs + 2);"
         ));
         self.indent -= 1;
         self.line("}");
