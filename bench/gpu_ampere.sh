@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # One GPU session for the mma.sync family (sm_80 / sm_89) on a later GPU (docs/gpu.md): the GEMM
 # example built for sm_80 and sm_89 with its PTX embedded (--embed-ptx), run through the driver's
-# JIT on the H200 under the GEMM contract (`cake test`, then `cake bench` against torch.matmul),
-# the refusal without --embed-ptx, and the same choice through the Python API. Everything it
+# JIT on the H200 under the GEMM contract (`cake test`, then `cake bench` against torch.matmul;
+# also the copy-warp variant examples/gemm_sm80_ws.py),
+# the refusal without --embed-ptx, the same choice through the Python API, and the FP8 (e4m3)
+# GEMM for sm_89 (bench/gpu_ampere_fp8.py). Everything it
 # measures lands under $OUT; a short summary is printed last.
 #
 #   bench/gpu_ampere.sh        # on the GPU host, from a directory holding dist/, examples/, kernels/
@@ -34,6 +36,9 @@ done
 echo "== cake bench sm_80 --embed-ptx"
 timeout 240 "$CAKE" bench $CONTRACT --kernel $KERNEL --target sm_80 --embed-ptx \
     --record "$OUT/gemm-sm_80-bench.json"; echo "exit $?"
+echo "== copy-warp variant (examples/gemm_sm80_ws.py): cake bench sm_80 --embed-ptx"
+timeout 240 "$CAKE" bench $CONTRACT --kernel examples/gemm_sm80_ws.py --target sm_80 --embed-ptx \
+    --record "$OUT/gemm-ws-sm_80-bench.json"; echo "exit $?"
 echo "== python: cake.compile(target='sm_80') with and without embed_ptx"
 timeout 120 python3 - <<'PY'
 import torch, cake
@@ -52,7 +57,9 @@ for embed in (True, False):
         print(f"embed_ptx={embed}: {type(e).__name__}: {str(e).splitlines()[0][:300]}")
 PY
 echo "exit $?"
+echo "== fp8: examples/gemm_fp8_sm89.py for sm_89 (--embed-ptx), e4m3 mma.sync"
+timeout 120 python3 bench/gpu_ampere_fp8.py --out "$OUT/gemm-fp8-sm_89.json"; echo "exit $?"
 } 2>&1 | tee "$OUT/log.txt"
 
 echo "== summary"
-grep -E "^== |^exit|passed|FAILED|speedup|embed_ptx=|does not run|x torch" "$OUT/log.txt" | tail -40
+grep -E "^== |^exit|passed|FAILED|FAIL|speedup|embed_ptx=|does not run|x torch|^time|^fp8" "$OUT/log.txt" | tail -40

@@ -997,6 +997,33 @@ mod tests {
         assert_eq!(check_seed(42, 7), check_seed(42, 7));
     }
 
+    /// An older target on a newer GPU is refused unless its PTX is embedded, and an `a` target
+    /// never runs elsewhere; the GPU's own target always resolves.
+    #[test]
+    fn an_older_target_needs_its_ptx_on_a_newer_gpu() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let c = Contract::load(&root.join("kernels/gemm/gemm.contract.toml")).expect("contract");
+        let h200 = json!({"cc": [9, 0]});
+        let opts = |t: &str, embed_ptx| Options {
+            target: Some(t.into()),
+            embed_ptx,
+            ..Options::default()
+        };
+        let refused = resolve_target(&c, &opts("sm_80", false), &h200).unwrap_err();
+        assert!(refused.to_string().contains("--embed-ptx"), "{refused}");
+        assert_eq!(
+            resolve_target(&c, &opts("sm_80", true), &h200).unwrap(),
+            "sm_80"
+        );
+        assert_eq!(
+            resolve_target(&c, &Options::default(), &h200).unwrap(),
+            "sm_90a"
+        );
+        let a100 = json!({"cc": [8, 0]});
+        let later = resolve_target(&c, &opts("sm_90a", true), &a100).unwrap_err();
+        assert!(!later.to_string().contains("--embed-ptx"), "{later}");
+    }
+
     #[test]
     fn role_and_output() {
         assert!(Role::Inout.is_output() && Role::Output.is_output() && !Role::Input.is_output());
