@@ -354,7 +354,10 @@ impl<'a> Emitter<'a> {
             if let Op::Ldmatrix { dst, .. } = op {
                 let f = &self.k.fragments[dst];
                 let k_bytes = f.shape.get(1).copied().unwrap_or(0) * f.dtype.bytes();
-                if f.shape.len() == 2 && f.shape[0] % 16 == 0 && k_bytes % 32 == 0 && f.buffers == 1
+                if f.shape.len() == 2
+                    && f.shape[0].is_multiple_of(16)
+                    && k_bytes.is_multiple_of(32)
+                    && f.buffers == 1
                 {
                     self.frag_layouts.insert(
                         dst,
@@ -407,8 +410,8 @@ impl<'a> Emitter<'a> {
                 let fa = &self.k.fragments[af];
                 let k_bytes = fa.shape.get(1).copied().unwrap_or(0) * fa.dtype.bytes();
                 if fa.shape.len() != 2
-                    || fa.shape[0] % 16 != 0
-                    || k_bytes % 32 != 0
+                    || !fa.shape[0].is_multiple_of(16)
+                    || !k_bytes.is_multiple_of(32)
                     || fa.buffers != 1
                 {
                     self.unsupported(sp, format!("an mma.sync `a` fragment is (M, K) with M a multiple of 16 and K a multiple of 32 bytes; `{}` is {:?} {}", fa.name, fa.shape, fa.dtype));
@@ -1991,7 +1994,7 @@ impl<'a> Emitter<'a> {
         }
         let eb = view.dtype.bytes();
         let (rows, cols) = (view.shape[0], view.shape[1]);
-        if (cols * eb) % 16 != 0 {
+        if !(cols * eb).is_multiple_of(16) {
             self.unsupported(
                 sp,
                 format!(
@@ -2031,7 +2034,7 @@ impl<'a> Emitter<'a> {
         self.line(&format!(
             "const int chunk = ((int)threadIdx.x - {first}) + {threads} * c;"
         ));
-        if total % threads != 0 {
+        if !total.is_multiple_of(threads) {
             self.line(&format!("if (chunk >= {total}) break;"));
         }
         self.line(&format!("const int row = chunk / {per_row};"));

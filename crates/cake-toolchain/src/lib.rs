@@ -265,7 +265,9 @@ impl Toolchain {
         let Some(root) = cache_dir() else {
             return self.compile_image(cuda, target, image, out_dir, stem);
         };
-        let entry = root.join("builds").join(self.cache_key(cuda, target, image));
+        let entry = root
+            .join("builds")
+            .join(self.cache_key(cuda, target, image));
         let (cubin, log) = (entry.join("kernel.cubin"), entry.join("ptxas.log"));
         if let (Ok(bytes), Ok(text)) = (std::fs::read(&cubin), std::fs::read_to_string(&log)) {
             let io = |e: std::io::Error| {
