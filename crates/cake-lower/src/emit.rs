@@ -380,7 +380,10 @@ impl<'a> Emitter<'a> {
             };
             let frag = &self.k.fragments[f];
             let role = &self.k.roles[frag.role];
-            let (m, n) = (frag.shape[0], frag.shape.get(1).copied().unwrap_or(0));
+            let (m, n) = (
+                frag.shape.first().copied().unwrap_or(0),
+                frag.shape.get(1).copied().unwrap_or(0),
+            );
             if role.unit != RoleUnit::Warp || frag.shape.len() != 2 || m % 16 != 0 || n % 16 != 0 {
                 self.unsupported(sp, format!("an mma.sync accumulator is an (M, N) fragment of a warp role with M a multiple of 16 and N of 16; `{}` is {:?} on role `{}` ({})", frag.name, frag.shape, role.name, if role.unit == RoleUnit::Warp { "warps" } else { "warpgroups" }));
                 continue;
