@@ -15,8 +15,8 @@ Two limitations of this version (docs/language.md §14):
   MMAs start copying the next step while slower warps are still reading the previous stage,
   but the copy and the math of one warp do not overlap.
 - `lm.mma` reads operand `b` from shared memory (the front-end rejects a register `b`), so B is
-  not staged through ldmatrix here; the lowering is expected to derive the B register loads that
-  mma.sync needs.
+  not staged through ldmatrix here; the lowering derives the B register loads that mma.sync
+  needs (one ldmatrix.x4 from sB per pair of 8-column tiles and k-step, no .trans).
 """
 import cake
 from cake import lm

@@ -76,10 +76,10 @@ def lower(path: str | os.PathLike, target: str) -> dict:
     return native().lower(os.fspath(path), target)
 
 
-def build(path: str | os.PathLike, target: str, out_dir: str | os.PathLike) -> dict:
+def build(path: str | os.PathLike, target: str, out_dir: str | os.PathLike, embed_ptx: bool = False) -> dict:
     """Check, lower and compile into `out_dir` (`<kernel>.{cu,cubin,launch.json,
     resources.json}`), as `cake build` does. Needs the CUDA toolchain (nvcc), not a GPU."""
-    return native().build(os.fspath(path), target, os.fspath(out_dir))
+    return native().build(os.fspath(path), target, os.fspath(out_dir), embed_ptx)
 
 
 def default_cache_dir() -> str:
@@ -120,9 +120,12 @@ class Module:
         return f"<cake.Module {self.path} for {self.target}: {', '.join(self.kernels)}>"
 
 
-def _cache_key(source: bytes, target: str) -> str:
+def _cache_key(source: bytes, target: str, embed_ptx: bool = False) -> str:
     h = hashlib.sha256()
-    for part in (CACHE_SCHEMA.encode(), native_build_id().encode(), target.encode(), source):
+    parts = [CACHE_SCHEMA.encode(), native_build_id().encode(), target.encode(), source]
+    if embed_ptx:  # another image for the same source: another entry
+        parts.append(b"+ptx")
+    for part in parts:
         h.update(len(part).to_bytes(8, "little"))
         h.update(part)
     return h.hexdigest()[:32]
@@ -135,7 +138,8 @@ def _load(path: str, target: str, directory: str, manifest: dict, cached: bool) 
     return Module(path, target, directory, kernels, manifest.get("findings"), cached)
 
 
-def compile(path: str | os.PathLike, target: str | None = None, cache_dir: str | os.PathLike | None = None) -> Module:
+def compile(path: str | os.PathLike, target: str | None = None, cache_dir: str | os.PathLike | None = None,
+            embed_ptx: bool = False) -> Module:
     """Check, lower and build a schedule file for `target` (default: the current GPU's exact
     target) and return its kernels as a module.
 
@@ -143,6 +147,12 @@ def compile(path: str | os.PathLike, target: str | None = None, cache_dir: str |
     `python/<key>/`, the key a hash of the source bytes, the target and the compiler build; a
     hit needs no CUDA toolchain. Raises CompileError when the schedule has errors (or ptxas
     reports one, e.g. a spill the schedule forbids) and TargetError when no target can be chosen.
+
+    `embed_ptx=True` builds a fatbin holding the target's PTX as well as its machine code, so a
+    kernel for an older, forward-compatible target runs on a later GPU through the driver's JIT:
+    `compile(path, target="sm_80", embed_ptx=True)` on an H200. Without it, a target other than
+    the GPU's builds a cubin that GPU cannot load (the launch fails, naming both). Refused for the
+    `a` targets, whose PTX runs only on their own architecture (docs/targets.md).
     """
     path = os.fspath(path)
     if target is None:
@@ -150,7 +160,7 @@ def compile(path: str | os.PathLike, target: str | None = None, cache_dir: str |
     with open(path, "rb") as fh:
         source = fh.read()
     root = os.path.join(os.fspath(cache_dir) if cache_dir is not None else default_cache_dir(), "python")
-    directory = os.path.join(root, _cache_key(source, target))
+    directory = os.path.join(root, _cache_key(source, target, embed_ptx))
     manifest_path = os.path.join(directory, "manifest.json")
     try:
         with open(manifest_path, encoding="utf-8") as fh:
@@ -168,7 +178,7 @@ def compile(path: str | os.PathLike, target: str | None = None, cache_dir: str |
     tmp = f"{directory}.tmp-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     try:
-        built = build(path, target, tmp)
+        built = build(path, target, tmp, embed_ptx)
         if built["errors"]:
             raise CompileError(built.get("human") or f"{path}: {built['errors']} error(s)", built["findings"])
         manifest = {

@@ -226,6 +226,24 @@ def test_compile_builds_once_then_hits_the_cache(tmp_path, monkeypatch):
         cake.compile(other, target="sm_90a", cache_dir=tmp_path)
 
 
+def test_embed_ptx_is_asked_for_and_only_for_forward_compatible_targets(tmp_path):
+    # An `a` target's PTX runs nowhere else: refused before any toolchain is needed.
+    with pytest.raises(ValueError, match="compute_90a"):
+        cake.build(GEMM, "sm_90a", tmp_path / "out", embed_ptx=True)
+    with pytest.raises(ValueError, match="compute_90a"):
+        cake.compile(GEMM, target="sm_90a", cache_dir=tmp_path, embed_ptx=True)
+    # The PTX build of a portable target is its own cache entry.
+    src = open(os.path.join(ROOT, "examples", "gemm_sm80.py"), "rb").read()
+    assert cake.compiler._cache_key(src, "sm_80") != cake.compiler._cache_key(src, "sm_80", True)
+    if shutil.which("nvcc") is None and not os.environ.get("CUDA_HOME"):
+        return
+    mod = cake.compile(os.path.join(ROOT, "examples", "gemm_sm80.py"), target="sm_80",
+                       cache_dir=tmp_path, embed_ptx=True)
+    entry = os.path.dirname(mod.gemm.path)
+    assert "gemm.fatbin" in os.listdir(entry) and "gemm.cubin" not in os.listdir(entry)
+    assert mod.gemm.meta["cubin"] == "gemm.fatbin"
+
+
 def test_compile_errors(tmp_path):
     with pytest.raises(CompileError, match="CAKE-C001"):
         cake.compile(os.path.join(ROOT, "tests", "check", "CAKE-C001-bad.py"), target="sm_80", cache_dir=tmp_path)

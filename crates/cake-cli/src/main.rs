@@ -77,6 +77,10 @@ struct EvalFlags {
     /// The shape set to check on: check (default), bench or held_out.
     #[arg(long, value_parser = ["check", "bench", "held_out"])]
     shapes: Option<String>,
+    /// Build with the target's PTX embedded, so a kernel for an older, forward-compatible
+    /// target (sm_80, sm_89) runs on a later GPU through the driver's JIT (docs/targets.md).
+    #[arg(long)]
+    embed_ptx: bool,
     /// `json`: print the evidence record instead of the progress table.
     #[arg(long, value_enum, default_value = "human")]
     format: DocFormat,
@@ -99,6 +103,7 @@ impl EvalFlags {
                 baseline,
                 build_dir: self.build_dir,
                 shape_set: self.shapes,
+                embed_ptx: self.embed_ptx,
             },
             json: self.format == DocFormat::Json,
             record: self.record,
@@ -161,6 +166,10 @@ enum Command {
         target: String,
         #[arg(short, long)]
         out: PathBuf,
+        /// Write <kernel>.fatbin with the target's machine code and its PTX instead of a
+        /// cubin, so a later GPU can run it through the driver's JIT (sm_80 and sm_89 only).
+        #[arg(long)]
+        embed_ptx: bool,
         /// `json`: the files written, the resource reports and the findings as one document.
         #[arg(long, value_enum, default_value = "human")]
         format: DocFormat,
@@ -297,8 +306,9 @@ fn main() -> ExitCode {
             file,
             target,
             out,
+            embed_ptx,
             format,
-        } => cmd_build(&file, &target, &out, format.into()),
+        } => cmd_build(&file, &target, &out, embed_ptx, format.into()),
         Command::Mutate { file, out } => cmd_mutate(&file, out.as_deref()),
         Command::Test { eval } => eval::cmd_eval(cake_eval::Mode::Test, eval.into_args(None)),
         Command::Bench { eval, baseline } => {
@@ -462,12 +472,18 @@ fn build_failed(e: cake_driver::BuildError, format: Format) -> ExitCode {
     }
 }
 
-fn cmd_build(file: &Path, target: &str, out: &Path, format: Format) -> ExitCode {
+fn cmd_build(file: &Path, target: &str, out: &Path, embed_ptx: bool, format: Format) -> ExitCode {
     let bytes = match read(file) {
         Ok(b) => b,
         Err(code) => return code,
     };
-    let built = match cake_driver::build(&file.display().to_string(), &bytes, target, out) {
+    let built = match cake_driver::build_with(
+        &file.display().to_string(),
+        &bytes,
+        target,
+        out,
+        embed_ptx,
+    ) {
         Ok(b) => b,
         Err(e) => return build_failed(e, format),
     };

@@ -88,11 +88,13 @@ fn check_json_reports_every_finding_with_spans() {
 #[test]
 fn strict_turns_coverage_notes_into_errors() {
     assert_eq!(
-        cake(&["check", "examples/gemm_sm80.py"]).status.code(),
+        cake(&["check", "examples/attention_sm100.py"])
+            .status
+            .code(),
         Some(0)
     );
     assert_eq!(
-        cake(&["check", "examples/gemm_sm80.py", "--strict"])
+        cake(&["check", "examples/attention_sm100.py", "--strict"])
             .status
             .code(),
         Some(1)
@@ -145,9 +147,9 @@ fn lower_keeps_the_checks_warnings() {
 fn lowering_an_unimplemented_target_is_an_error_naming_it() {
     let o = cake(&[
         "lower",
-        "examples/gemm_sm80.py",
+        "examples/attention_sm100.py",
         "--target",
-        "sm_80",
+        "sm_100a",
         "--format",
         "json",
     ]);
@@ -156,5 +158,23 @@ fn lowering_an_unimplemented_target_is_an_error_naming_it() {
     let f = &doc["findings"][0];
     assert_eq!(f["code"], "CAKE-V001");
     assert_eq!(f["severity"], "error");
-    assert!(f["message"].as_str().unwrap().contains("sm_80"));
+    assert!(f["message"].as_str().unwrap().contains("sm_100a"));
+}
+
+/// sm_80 and sm_89 have the mma.sync generator: the Ampere GEMM lowers clean for both.
+#[test]
+fn the_ampere_gemm_lowers_for_sm_80_and_sm_89() {
+    assert_eq!(
+        cake(&["check", "examples/gemm_sm80.py", "--strict"])
+            .status
+            .code(),
+        Some(0)
+    );
+    for t in ["sm_80", "sm_89"] {
+        let o = cake(&["lower", "examples/gemm_sm80.py", "--target", t]);
+        assert_eq!(o.status.code(), Some(0), "{t}");
+        let cuda = String::from_utf8_lossy(&o.stdout);
+        assert!(cuda.contains("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"));
+        assert!(cuda.contains("mbarrier.test_wait.parity"));
+    }
 }

@@ -106,15 +106,40 @@ impl Built {
 /// Check, lower and compile every kernel of a schedule for `target` into `out`:
 /// `<kernel>.{cu,cubin,launch.json,resources.json}`.
 pub fn build(name: &str, bytes: &[u8], target: &str, out: &Path) -> Result<Built, BuildError> {
-    let (checked, lowered) = lower(name, bytes, target)?;
+    build_with(name, bytes, target, out, false)
+}
+
+/// `build`, optionally embedding the target's PTX (`embed_ptx`): the image is then
+/// `<kernel>.fatbin` with the target's machine code and PTX, which a later GPU runs through the
+/// driver's JIT. Refused for targets whose PTX is not forward compatible (the `a` targets).
+pub fn build_with(
+    name: &str,
+    bytes: &[u8],
+    target: &str,
+    out: &Path,
+    embed_ptx: bool,
+) -> Result<Built, BuildError> {
     let t = cake_target::lookup(target).map_err(|e| BuildError::Target(e.to_string()))?;
+    if embed_ptx && !t.ptx_forward_compatible() {
+        return Err(BuildError::Target(format!(
+            "{target}'s PTX ({}) runs only on {} GPUs, so embedding it gains nothing; --embed-ptx is for targets whose PTX later GPUs can JIT (sm_80, sm_89)",
+            t.compute, t.name
+        )));
+    }
+    let image = if embed_ptx {
+        cake_toolchain::Image::FatbinWithPtx
+    } else {
+        cake_toolchain::Image::Cubin
+    };
+    let (checked, lowered) = lower(name, bytes, target)?;
     let tc = cake_toolchain::Toolchain::discover().map_err(|e| BuildError::Tool(e.to_string()))?;
     let mut findings = checked.findings.clone();
     let mut kernels = Vec::new();
-    for (k, l) in checked.kernels.iter().zip(lowered) {
+    for (k, mut l) in checked.kernels.iter().zip(lowered) {
         let stem = l.launch.kernel.clone();
+        l.launch.cubin = format!("{stem}.{}", image.extension());
         let build = tc
-            .compile_cached(&l.cuda, t, out, &stem)
+            .compile_cached_image(&l.cuda, t, image, out, &stem)
             .map_err(|e| match e {
                 cake_toolchain::ToolchainError::Compile { log } => BuildError::Codegen {
                     kernel: stem.clone(),

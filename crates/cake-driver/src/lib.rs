@@ -6,7 +6,7 @@ use cake_diag::{Finding, SourceFile};
 use cake_ir::Kernel;
 
 mod build;
-pub use build::{build, lower, resource_findings, BuildError, Built, BuiltKernel};
+pub use build::{build, build_with, lower, resource_findings, BuildError, Built, BuiltKernel};
 
 #[derive(Debug)]
 pub struct Checked {

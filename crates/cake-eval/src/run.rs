@@ -36,6 +36,10 @@ pub struct Options {
     /// The shape set the correctness protocol runs on; default `check` (`held_out` keeps a
     /// tuning loop honest).
     pub shape_set: Option<String>,
+    /// Build the schedule with its target's PTX embedded, so a kernel for an older, forward-
+    /// compatible target (sm_80, sm_89) runs on a later GPU through the driver's JIT. Without
+    /// it, a `target` other than the GPU's is refused before anything runs.
+    pub embed_ptx: bool,
 }
 
 /// What stops a run before there is a candidate to judge (exit 2).
@@ -311,9 +315,12 @@ fn prepare(c: &Contract, opts: &Options, target: &str) -> Result<Prepared, RunEr
         });
     }
     let bytes = read(&path)?;
+    // A build with the PTX embedded is another image: another candidate hash.
+    let image: &[u8] = if opts.embed_ptx { b"+ptx" } else { b"" };
     let hash = sha256_hex(&[
         &bytes,
         target.as_bytes(),
+        image,
         env!("CARGO_PKG_VERSION").as_bytes(),
     ]);
     let record = |launch: Value| CandidateRecord {
@@ -333,7 +340,7 @@ fn prepare(c: &Contract, opts: &Options, target: &str) -> Result<Prepared, RunEr
             .join(&hash[..16]),
     };
     let name = shown(&path);
-    let built = match cake_driver::build(&name, &bytes, target, &dir) {
+    let built = match cake_driver::build_with(&name, &bytes, target, &dir, opts.embed_ptx) {
         Ok(b) => b,
         Err(cake_driver::BuildError::Findings(checked)) => {
             let n = checked.findings.iter().filter(|f| f.is_error()).count();
@@ -446,12 +453,29 @@ impl Verdict {
 /// The exact target to run on: the one asked for, else the one whose compute capability the
 /// worker's GPU reports; it must be one the contract covers.
 fn resolve_target(c: &Contract, opts: &Options, env: &Value) -> Result<String, RunError> {
+    let cc = env["cc"]
+        .as_array()
+        .and_then(|a| Some((a.first()?.as_u64()? as u32, a.get(1)?.as_u64()? as u32)));
     let target = match &opts.target {
-        Some(t) => t.clone(),
+        Some(t) => {
+            // An older target on a newer GPU runs only through its PTX, and only when asked.
+            if let (Some(cc), Ok(tt)) = (cc, cake_target::lookup(t)) {
+                if !tt.runs_on(cc, opts.embed_ptx) {
+                    let gpu = target_for_cc(cc).unwrap_or("a GPU Cake has no target for");
+                    let why = if tt.ptx_forward_compatible() && cc > tt.cc {
+                        "; pass --embed-ptx to run its PTX there through the driver's JIT"
+                    } else {
+                        ""
+                    };
+                    return Err(RunError::Usage(format!(
+                        "a kernel for {t} does not run on the worker's GPU ({gpu}, compute capability {}.{}){why}",
+                        cc.0, cc.1
+                    )));
+                }
+            }
+            t.clone()
+        }
         None => {
-            let cc = env["cc"]
-                .as_array()
-                .and_then(|a| Some((a.first()?.as_u64()? as u32, a.get(1)?.as_u64()? as u32)));
             let Some(cc) = cc else {
                 return Err(RunError::Usage(
                     "the worker reported no compute capability; pass --target".into(),
@@ -495,6 +519,13 @@ pub fn run(
         c.name,
         env["gpu"].as_str().unwrap_or("unknown")
     ));
+    // The GPU's own target: the physical floor of a kernel run through PTX JIT is that GPU's.
+    let device_target = env["cc"]
+        .as_array()
+        .and_then(|a| Some((a.first()?.as_u64()? as u32, a.get(1)?.as_u64()? as u32)))
+        .and_then(target_for_cc)
+        .unwrap_or(target.as_str())
+        .to_string();
     let p = prepare(c, opts, &target)?;
     progress(&format!(
         "candidate {} ({}, sha256 {})",
@@ -565,7 +596,7 @@ pub fn run(
             c,
             opts,
             sup,
-            &target,
+            &device_target,
             &problem,
             seed,
             &mut requests,
@@ -964,6 +995,33 @@ mod tests {
         assert_eq!(unique.len(), seeds.len());
         assert!(seeds.iter().all(|s| *s < (1 << 53)));
         assert_eq!(check_seed(42, 7), check_seed(42, 7));
+    }
+
+    /// An older target on a newer GPU is refused unless its PTX is embedded, and an `a` target
+    /// never runs elsewhere; the GPU's own target always resolves.
+    #[test]
+    fn an_older_target_needs_its_ptx_on_a_newer_gpu() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let c = Contract::load(&root.join("kernels/gemm/gemm.contract.toml")).expect("contract");
+        let h200 = json!({"cc": [9, 0]});
+        let opts = |t: &str, embed_ptx| Options {
+            target: Some(t.into()),
+            embed_ptx,
+            ..Options::default()
+        };
+        let refused = resolve_target(&c, &opts("sm_80", false), &h200).unwrap_err();
+        assert!(refused.to_string().contains("--embed-ptx"), "{refused}");
+        assert_eq!(
+            resolve_target(&c, &opts("sm_80", true), &h200).unwrap(),
+            "sm_80"
+        );
+        assert_eq!(
+            resolve_target(&c, &Options::default(), &h200).unwrap(),
+            "sm_90a"
+        );
+        let a100 = json!({"cc": [8, 0]});
+        let later = resolve_target(&c, &opts("sm_90a", true), &a100).unwrap_err();
+        assert!(!later.to_string().contains("--embed-ptx"), "{later}");
     }
 
     #[test]

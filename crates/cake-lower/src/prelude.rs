@@ -44,6 +44,88 @@ static __device__ __forceinline__ void cake_mbar_wait(uint32_t bar, uint32_t par
 }
 "#;
 
+/// mbarrier helpers for targets without `mbarrier.try_wait` (sm_80, sm_89): the wait spins on
+/// `mbarrier.test_wait.parity`, which returns at once; the arrive and init are those of
+/// [`MBARRIER`], spelled with the plain `.shared` state space PTX 7.1 accepts on sm_80.
+pub const MBARRIER_TEST_WAIT: &str = r#"
+static __device__ __forceinline__ void cake_mbar_init(uint32_t bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared.b64 [%0], %1;" :: "r"(bar), "r"(count) : "memory");
+}
+static __device__ __forceinline__ void cake_mbar_arrive(uint32_t bar) {
+  asm volatile("{\n\t.reg .b64 st;\n\tmbarrier.arrive.shared.b64 st, [%0];\n\t}" :: "r"(bar) : "memory");
+}
+static __device__ __forceinline__ void cake_mbar_wait(uint32_t bar, uint32_t parity) {
+  asm volatile(
+      "{\n\t.reg .pred done;\n"
+      "CAKE_WAIT_%=:\n\t"
+      "mbarrier.test_wait.parity.shared.b64 done, [%0], %1;\n\t"
+      "@!done bra CAKE_WAIT_%=;\n\t}"
+      :: "r"(bar), "r"(parity) : "memory");
+}
+"#;
+
+/// cp.async (sm_80 and later): one 16-byte chunk global → shared, zero-filled beyond `src_bytes`
+/// (0 fills the whole chunk: the source is not read), and the arrive that completes on an
+/// mbarrier once every cp.async this thread issued before it has landed. `.noinc`: the arrival
+/// is one of those the barrier was initialised to expect.
+pub const CP_ASYNC: &str = r#"
+static __device__ __forceinline__ void cake_cp_async_16(uint32_t dst, const void* src, uint32_t src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
+static __device__ __forceinline__ void cake_cp_async_mbar_arrive(uint32_t bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared.b64 [%0];" :: "r"(bar) : "memory");
+}
+"#;
+
+/// ldmatrix and mma.sync (sm_80 and later).
+pub const MMA_SYNC: &str = r#"
+// Four 8x8 b16 matrices: lanes 8i..8i+7 give the row addresses of matrix i; thread t receives
+// row t/4, elements 2(t%4) and 2(t%4)+1 of each matrix, one 32-bit register per matrix.
+static __device__ __forceinline__ void cake_ldmatrix_x4(uint32_t* r, uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
+}
+"#;
+
+/// The wrapper's name: `cake_mma_m16n8k16_f32_bf16`, or `..._e4m3_e5m2` for mixed FP8 inputs.
+pub fn mma_sync_name(k: u32, a: &str, b: &str) -> String {
+    if a == b {
+        format!("cake_mma_m16n8k{k}_f32_{a}")
+    } else {
+        format!("cake_mma_m16n8k{k}_f32_{a}_{b}")
+    }
+}
+
+/// One `mma.sync.aligned.m16n8k{k}.row.col.f32.{a}.{b}.f32` wrapper: `a` points at the four A
+/// registers, `b` at the two B registers, `d` at the four f32 accumulators.
+pub fn mma_sync_fn(k: u32, a: &str, b: &str) -> String {
+    let name = mma_sync_name(k, a, b);
+    format!(
+        r#"static __device__ __forceinline__ void {name}(float* d, const uint32_t* a, const uint32_t* b) {{
+  asm volatile("mma.sync.aligned.m16n8k{k}.row.col.f32.{a}.{b}.f32 {{%0, %1, %2, %3}}, {{%4, %5, %6, %7}}, {{%8, %9}}, {{%0, %1, %2, %3}};"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}}
+"#
+    )
+}
+
+/// The shared-memory swizzle of a view, as a function of the byte offset from a 1024-byte aligned
+/// base: the 16-byte chunk index (bits 4..) XOR the 128-byte line index (bits 7..), over 1, 2 or
+/// 3 bits for the 32B, 64B and 128B modes — the pattern TMA and wgmma use for the same tags.
+pub fn swizzle_fn(swizzle: u32) -> String {
+    let bits = match swizzle {
+        32 => 1,
+        64 => 2,
+        128 => 3,
+        _ => 0,
+    };
+    let mask = (1u32 << bits) - 1;
+    format!(
+        "static __device__ __forceinline__ uint32_t cake_swizzle{swizzle}(uint32_t off) {{ return off ^ (((off >> 7) & {mask}u) << 4); }}\n"
+    )
+}
+
 /// TMA, expect-tx and proxy fences (sm_90 and later).
 pub const TMA: &str = r#"
 static __device__ __forceinline__ void cake_mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {

@@ -130,3 +130,44 @@ fn every_lowered_example_compiles_for_its_target() {
     }
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// `--embed-ptx`: a forward-compatible target's build is a fatbin (its machine code and its own
+/// PTX); an `a` target's is refused before anything is compiled. The refusal needs no toolchain.
+#[test]
+fn embedding_ptx_is_for_forward_compatible_targets_only() {
+    let path = repo().join("examples/gemm_sm90.py");
+    let bytes = std::fs::read(&path).expect("read");
+    let out = std::env::temp_dir().join(format!("cake-embed-refused-{}", std::process::id()));
+    match cake_driver::build_with("examples/gemm_sm90.py", &bytes, "sm_90a", &out, true) {
+        Err(cake_driver::BuildError::Target(m)) => {
+            assert!(m.contains("compute_90a"), "{m}")
+        }
+        Err(e) => panic!("expected the target refusal, got {e}"),
+        Ok(_) => panic!("--embed-ptx for sm_90a must be refused"),
+    }
+    assert_eq!(
+        cake_toolchain::Toolchain::gencode(
+            cake_target::lookup("sm_80").unwrap(),
+            cake_toolchain::Image::FatbinWithPtx
+        ),
+        "-gencode=arch=compute_80,code=[sm_80,compute_80]"
+    );
+    if cake_toolchain::Toolchain::discover().is_err() {
+        eprintln!("skipping the fatbin build: no CUDA toolchain");
+        return;
+    }
+    let bytes = std::fs::read(repo().join("examples/gemm_sm80.py")).expect("read");
+    let out = std::env::temp_dir().join(format!("cake-embed-{}", std::process::id()));
+    let built = cake_driver::build_with("examples/gemm_sm80.py", &bytes, "sm_89", &out, true)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let k = &built.kernels[0];
+    assert_eq!(k.launch.cubin, "gemm.fatbin");
+    assert!(k.cubin.ends_with("gemm.fatbin"), "{}", k.cubin.display());
+    let image = std::fs::read(&k.cubin).expect("fatbin written");
+    // The fatbin magic 0xBA55ED50, little-endian (a cubin would start with ELF's).
+    assert!(image.starts_with(&[0x50, 0xED, 0x55, 0xBA]), "not a fatbin");
+    let launch: cake_lower::LaunchMeta =
+        serde_json::from_slice(&std::fs::read(&k.launch_json).unwrap()).unwrap();
+    assert_eq!(launch.cubin, "gemm.fatbin");
+    let _ = std::fs::remove_dir_all(&out);
+}

@@ -515,6 +515,7 @@ fn do_eval(
         baseline,
         build_dir: input.build_dir.map(PathBuf::from),
         shape_set: input.shapes,
+        embed_ptx: false,
     };
     // Usage mistakes (no bench shapes, an unknown baseline, shape set or target, a missing
     // candidate) come back from cake_eval::check_options before the worker starts.

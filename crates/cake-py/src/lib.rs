@@ -130,18 +130,21 @@ fn lower<'py>(py: Python<'py>, path: &str, target: &str) -> PyResult<Bound<'py, 
 
 /// Check, lower and compile every kernel into `out_dir` (`<kernel>.{cu,cubin,launch.json,
 /// resources.json}`; cubins come from the build cache when the same CUDA was compiled before).
-/// The findings may include errors drawn from the ptxas report (`errors` > 0).
+/// The findings may include errors drawn from the ptxas report (`errors` > 0). `embed_ptx`:
+/// write `<kernel>.fatbin` with the target's PTX too (sm_80, sm_89), so a later GPU can run it.
 #[pyfunction]
+#[pyo3(signature = (path, target, out_dir, embed_ptx=false))]
 fn build<'py>(
     py: Python<'py>,
     path: &str,
     target: &str,
     out_dir: PathBuf,
+    embed_ptx: bool,
 ) -> PyResult<Bound<'py, PyAny>> {
     let bytes = read(path)?;
     check_target(target)?;
     let built = py
-        .detach(|| cake_driver::build(path, &bytes, target, &out_dir))
+        .detach(|| cake_driver::build_with(path, &bytes, target, &out_dir, embed_ptx))
         .map_err(|e| build_err(py, e))?;
     let kernels: Vec<serde_json::Value> = built
         .kernels

@@ -87,6 +87,21 @@ impl Target {
             .map(|(_, source)| *source)
     }
 
+    /// Whether the PTX of this target's virtual architecture runs on later GPUs too (the driver
+    /// JIT-compiles it): true for `compute_80`, `compute_89`; false for the architecture-specific
+    /// `a` targets, whose PTX (`compute_90a`, ...) runs only on that exact architecture (CUDA C++
+    /// Programming Guide, "Feature availability": arch-specific features are not forward
+    /// compatible). Only such a target may ship its PTX for another GPU (`--embed-ptx`).
+    pub fn ptx_forward_compatible(&self) -> bool {
+        !self.compute.ends_with('a')
+    }
+
+    /// Whether a kernel built for this target with its PTX embedded can run on a GPU of compute
+    /// capability `cc`: the target's own, or a later one when the PTX is forward compatible.
+    pub fn runs_on(&self, cc: (u32, u32), embed_ptx: bool) -> bool {
+        cc == self.cc || (embed_ptx && self.ptx_forward_compatible() && cc > self.cc)
+    }
+
     /// Whether the value of `field` is marked unverified (`[U]`) in its source.
     pub fn is_unverified(&self, field: &str) -> bool {
         self.source_of(field).is_some_and(|s| s.contains("[U]"))

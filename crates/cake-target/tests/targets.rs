@@ -399,3 +399,23 @@ fn table_lists_every_target() {
         smem in bytes; * = unverified value, see the JSON form for every source
     "#]].assert_eq(&table);
 }
+
+/// Only the non-`a` targets ship PTX a later GPU can JIT; an `a` target runs on its own
+/// architecture alone, embedded PTX or not.
+#[test]
+fn forward_compatible_ptx_is_the_non_a_targets() {
+    let t = |n| cake_target::lookup(n).unwrap();
+    let portable: Vec<&str> = cake_target::TARGETS
+        .iter()
+        .filter(|t| t.ptx_forward_compatible())
+        .map(|t| t.name)
+        .collect();
+    assert_eq!(portable, ["sm_80", "sm_89"]);
+    assert!(t("sm_80").runs_on((8, 0), false));
+    assert!(!t("sm_80").runs_on((9, 0), false), "a cubin is exact");
+    assert!(t("sm_80").runs_on((9, 0), true), "its PTX JITs forward");
+    assert!(t("sm_89").runs_on((12, 0), true));
+    assert!(!t("sm_89").runs_on((8, 0), true), "never backwards");
+    assert!(!t("sm_90a").runs_on((10, 0), true));
+    assert!(t("sm_90a").runs_on((9, 0), false));
+}

@@ -105,16 +105,26 @@ impl Toolchain {
     }
 
     /// The exact-target flags: `-gencode=arch=compute_90a,code=sm_90a` never embeds PTX for a
-    /// different architecture.
-    pub fn gencode(target: &Target) -> String {
-        format!("-gencode=arch={},code={}", target.compute, target.sm)
+    /// different architecture. With [`Image::FatbinWithPtx`] the target's own PTX goes in too
+    /// (`code=[sm_80,compute_80]`), which the driver can JIT-compile for a later GPU.
+    pub fn gencode(target: &Target, image: Image) -> String {
+        match image {
+            Image::Cubin => format!("-gencode=arch={},code={}", target.compute, target.sm),
+            Image::FatbinWithPtx => format!(
+                "-gencode=arch={},code=[{},{}]",
+                target.compute, target.sm, target.compute
+            ),
+        }
     }
 
-    /// Cache key: the generated source, the target and the toolchain version.
-    pub fn cache_key(&self, cuda: &str, target: &Target) -> String {
+    /// Cache key: the generated source, the target, the image kind and the toolchain version.
+    pub fn cache_key(&self, cuda: &str, target: &Target, image: Image) -> String {
         let mut h = Sha256::new();
         h.update(cuda.as_bytes());
         h.update(target.name.as_bytes());
+        if image == Image::FatbinWithPtx {
+            h.update(b"+ptx");
+        }
         h.update(self.version.as_bytes());
         h.update(env!("CARGO_PKG_VERSION").as_bytes());
         h.finalize().iter().map(|b| format!("{b:02x}")).collect()
@@ -128,16 +138,29 @@ impl Toolchain {
         out_dir: &Path,
         stem: &str,
     ) -> Result<Build, ToolchainError> {
+        self.compile_image(cuda, target, Image::Cubin, out_dir, stem)
+    }
+
+    /// Compile `cuda` to `out_dir/<stem>.<image extension>`: a cubin, or a fatbin holding the
+    /// target's machine code and its PTX.
+    pub fn compile_image(
+        &self,
+        cuda: &str,
+        target: &Target,
+        image: Image,
+        out_dir: &Path,
+        stem: &str,
+    ) -> Result<Build, ToolchainError> {
         std::fs::create_dir_all(out_dir)
             .map_err(|e| ToolchainError::Io(format!("cannot create {}: {e}", out_dir.display())))?;
         let cu = out_dir.join(format!("{stem}.cu"));
-        let cubin = out_dir.join(format!("{stem}.cubin"));
+        let cubin = out_dir.join(format!("{stem}.{}", image.extension()));
         std::fs::write(&cu, cuda)
             .map_err(|e| ToolchainError::Io(format!("cannot write {}: {e}", cu.display())))?;
         let out = Command::new(&self.nvcc)
-            .arg(Self::gencode(target))
+            .arg(Self::gencode(target, image))
+            .arg(image.nvcc_flag())
             .args([
-                "-cubin",
                 "-O3",
                 "-std=c++17",
                 "-diag-suppress",
@@ -165,6 +188,33 @@ impl Toolchain {
             resources,
             cached: false,
         })
+    }
+}
+
+/// What the compiler writes for a kernel.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Image {
+    /// Machine code for the exact target only (`<stem>.cubin`): the default.
+    #[default]
+    Cubin,
+    /// A fatbin (`<stem>.fatbin`) with the target's machine code and its PTX, which the driver
+    /// JIT-compiles on a later GPU. Asked for explicitly (`--embed-ptx`), and only for targets
+    /// whose PTX is forward compatible (`Target::ptx_forward_compatible`).
+    FatbinWithPtx,
+}
+
+impl Image {
+    pub fn extension(self) -> &'static str {
+        match self {
+            Image::Cubin => "cubin",
+            Image::FatbinWithPtx => "fatbin",
+        }
+    }
+    fn nvcc_flag(self) -> &'static str {
+        match self {
+            Image::Cubin => "-cubin",
+            Image::FatbinWithPtx => "-fatbin",
+        }
     }
 }
 
@@ -200,10 +250,24 @@ impl Toolchain {
         out_dir: &Path,
         stem: &str,
     ) -> Result<Build, ToolchainError> {
+        self.compile_cached_image(cuda, target, Image::Cubin, out_dir, stem)
+    }
+
+    /// `compile_image` through the build cache.
+    pub fn compile_cached_image(
+        &self,
+        cuda: &str,
+        target: &Target,
+        image: Image,
+        out_dir: &Path,
+        stem: &str,
+    ) -> Result<Build, ToolchainError> {
         let Some(root) = cache_dir() else {
-            return self.compile(cuda, target, out_dir, stem);
+            return self.compile_image(cuda, target, image, out_dir, stem);
         };
-        let entry = root.join("builds").join(self.cache_key(cuda, target));
+        let entry = root
+            .join("builds")
+            .join(self.cache_key(cuda, target, image));
         let (cubin, log) = (entry.join("kernel.cubin"), entry.join("ptxas.log"));
         if let (Ok(bytes), Ok(text)) = (std::fs::read(&cubin), std::fs::read_to_string(&log)) {
             let io = |e: std::io::Error| {
@@ -211,7 +275,7 @@ impl Toolchain {
             };
             std::fs::create_dir_all(out_dir).map_err(io)?;
             std::fs::write(out_dir.join(format!("{stem}.cu")), cuda).map_err(io)?;
-            let dst = out_dir.join(format!("{stem}.cubin"));
+            let dst = out_dir.join(format!("{stem}.{}", image.extension()));
             std::fs::write(&dst, bytes).map_err(io)?;
             return Ok(Build {
                 cubin: dst,
@@ -220,13 +284,13 @@ impl Toolchain {
                 cached: true,
             });
         }
-        let build = self.compile(cuda, target, out_dir, stem)?;
+        let build = self.compile_image(cuda, target, image, out_dir, stem)?;
         // Write the entry under a temporary name and rename it into place, so a crash never
         // leaves a half-written entry that later reads as a hit.
         let tmp = root.join("builds").join(format!(
             ".tmp-{}-{}",
             std::process::id(),
-            self.cache_key(cuda, target)
+            self.cache_key(cuda, target, image)
         ));
         let stored = std::fs::create_dir_all(&tmp).is_ok()
             && std::fs::copy(&build.cubin, tmp.join("kernel.cubin")).is_ok()

@@ -191,7 +191,11 @@ fn operand_layout(cx: &Ctx, out: &mut Vec<Finding>) {
         let Op::Mma { acc, a, b, .. } = &site.op else {
             continue;
         };
-        if cx.mma_family(acc) != MmaFamily::Wgmma {
+        let family = cx.mma_family(acc);
+        // wgmma reads non-16-bit operands K-major only; mma.sync's operands are loaded with
+        // ldmatrix, whose `.trans` transposes 16-bit elements, so 8-bit and tf32 operands must
+        // already be K-major in shared memory too.
+        if !matches!(family, MmaFamily::Wgmma | MmaFamily::MmaSync) {
             continue;
         }
         for (which, o, want_t) in [("a", a, false), ("b", b, true)] {
@@ -200,13 +204,20 @@ fn operand_layout(cx: &Ctx, out: &mut Vec<Finding>) {
             // K-major: `a` as stored (M, K), `b` as the transpose of a stored (N, K).
             let kmajor = v.transposed == want_t;
             if !kmajor && !matches!(view.dtype, DType::BF16 | DType::F16) {
+                let why = if family == MmaFamily::MmaSync {
+                    " (ldmatrix .trans moves 16-bit elements)"
+                } else {
+                    ""
+                };
                 out.push(
                     Finding::new(
                         &OPERAND_LAYOUT,
                         cx.span(site.stmt),
                         format!(
-                            "wgmma reads {} operands K-major only; `{which}` (`{}`) is MN-major",
-                            view.dtype, view.name
+                            "{} reads {} operands K-major only{why}; `{which}` (`{}`) is MN-major",
+                            family.name(),
+                            view.dtype,
+                            view.name
                         ),
                     )
                     .subject("view", &view.name)
@@ -216,7 +227,10 @@ fn operand_layout(cx: &Ctx, out: &mut Vec<Finding>) {
                     )),
                 );
             }
-            if view.swizzle != 0 && view.row_bytes() < view.swizzle as u64 {
+            if family == MmaFamily::Wgmma
+                && view.swizzle != 0
+                && view.row_bytes() < view.swizzle as u64
+            {
                 out.push(
                     Finding::new(
                         &OPERAND_LAYOUT,

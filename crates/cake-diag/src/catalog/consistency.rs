@@ -23,9 +23,9 @@ pub const OPERAND_LAYOUT: CodeInfo = CodeInfo {
     category: Category::Consistency,
     severity: Severity::Error,
     summary: r#"An MMA operand's majorness or swizzle does not match what the instruction can read."#,
-    explanation: r#"On sm_90a wgmma reads shared-memory operands through descriptors that encode the swizzle and majorness: Cake lowers K-major operands (A stored (M, K), B passed as the transpose of an (N, K) view) whose rows span exactly the 128-byte swizzle. A view whose swizzle differs from how its writer laid it out, or whose majorness the instruction does not accept for the dtype, is read as garbage.
+    explanation: r#"On sm_90a wgmma reads shared-memory operands through descriptors that encode the swizzle and majorness: Cake lowers K-major operands (A stored (M, K), B passed as the transpose of an (N, K) view) whose rows span exactly the 128-byte swizzle. A view whose swizzle differs from how its writer laid it out, or whose majorness the instruction does not accept for the dtype, is read as garbage. On sm_80/sm_89 mma.sync takes its operands in registers, loaded from shared memory with ldmatrix, whose `.trans` moves 16-bit elements: an 8-bit (FP8, int8) or tf32 operand must already be K-major there.
 
-Declare the view with swizzle=128 and K as the contiguous (last) dimension."#,
+Declare the view with swizzle=128 (64 or 128 on mma.sync targets) and K as the contiguous (last) dimension."#,
     bad: include_str!("../../../../tests/check/CAKE-D002-bad.py"),
     good: include_str!("../../../../tests/check/CAKE-D002-good.py"),
 };
