@@ -73,6 +73,8 @@ impl Evaluator for Harness {
             baseline: self.baseline.clone(),
             build_dir: self.build_root.as_ref().map(|r| r.join(stem)),
             shape_set: None,
+            // Candidates are built for the exact target the run names: no PTX fallback.
+            embed_ptx: false,
         };
         match cake_eval::run(
             &self.contract,
