@@ -260,6 +260,10 @@ impl<'a> Emitter<'a> {
         } else {
             cuda.push_str(prelude::MBARRIER_TEST_WAIT);
         }
+        // TMA (sm_90 and later; on sm_120a/121a beside mma.sync).
+        if self.target.has(Feature::Tma) {
+            cuda.push_str(prelude::TMA);
+        }
         if self.mma_sync() {
             cuda.push_str(prelude::CP_ASYNC);
             cuda.push_str(prelude::MMA_SYNC);
@@ -271,7 +275,6 @@ impl<'a> Emitter<'a> {
                 cuda.push_str(&prelude::mma_sync_fn(*kk, a, b));
             }
         } else {
-            cuda.push_str(prelude::TMA);
             cuda.push_str(prelude::WGMMA);
             cuda.push_str(prelude::SETMAXNREG);
             for (n, input) in &self.wgmma_shapes {
