@@ -260,9 +260,13 @@ impl<'a> Emitter<'a> {
         } else {
             cuda.push_str(prelude::MBARRIER_TEST_WAIT);
         }
-        // TMA (sm_90 and later; on sm_120a/121a beside mma.sync).
+        // TMA and register reallocation follow the target, not its MMA family (sm_120a/121a
+        // have both beside mma.sync).
         if self.target.has(Feature::Tma) {
             cuda.push_str(prelude::TMA);
+        }
+        if self.target.has(Feature::SetMaxNReg) {
+            cuda.push_str(prelude::SETMAXNREG);
         }
         if self.mma_sync() {
             cuda.push_str(prelude::CP_ASYNC);
@@ -276,7 +280,6 @@ impl<'a> Emitter<'a> {
             }
         } else {
             cuda.push_str(prelude::WGMMA);
-            cuda.push_str(prelude::SETMAXNREG);
             for (n, input) in &self.wgmma_shapes {
                 cuda.push('\n');
                 cuda.push_str(&prelude::wgmma_fn(*n, input));

@@ -80,6 +80,13 @@ static __device__ __forceinline__ void cake_tma_load_3d(uint32_t dst, const Cake
       :: "r"(dst), "l"(map), "r"(bar), "r"(c0), "r"(c1), "r"(c2) : "memory");
 }
 
+template <int R> static __device__ __forceinline__ void cake_setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(R));
+}
+template <int R> static __device__ __forceinline__ void cake_setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(R));
+}
+
 static __device__ __forceinline__ void cake_wgmma_fence() {
   asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 }
@@ -108,13 +115,6 @@ static __device__ __forceinline__ void cake_wgmma_fence_regs(int32_t (&r)[N]) {
 static __device__ __forceinline__ uint64_t cake_wgmma_desc(uint32_t addr, uint32_t lbo, uint32_t sbo, uint32_t swizzle_mode) {
   return (uint64_t)((addr & 0x3FFFF) >> 4) | ((uint64_t)(lbo >> 4) << 16) | ((uint64_t)(sbo >> 4) << 32)
        | ((uint64_t)swizzle_mode << 62);
-}
-
-template <int R> static __device__ __forceinline__ void cake_setmaxnreg_inc() {
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(R));
-}
-template <int R> static __device__ __forceinline__ void cake_setmaxnreg_dec() {
-  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(R));
 }
 
 static __device__ __forceinline__ void cake_wgmma_m64n256k16_f32_bf16(float (&d)[128], uint64_t desc_a, uint64_t desc_b, int scale_d) {
