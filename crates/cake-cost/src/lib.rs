@@ -725,7 +725,7 @@ pub fn estimate(
         alu: alu_total / (time_us * p.alu * 1e3 * p.sms),
         sms: if sched_us > 0.0 {
             (terms.total() - terms.tail_us - terms.launch_us) / (core_us.max(1e-9))
-                * (active / p.sms)
+                * (active / (p.sms * per_sm))
         } else {
             0.0
         },
@@ -930,7 +930,7 @@ fn hints(
         ));
     }
     // 2. Tail wave.
-    if est.terms.tail_us >= 0.03 * time && est.grid.tiles > 0 {
+    if est.terms.tail_us >= 0.05 * time && est.grid.tiles > 0 {
         let w = est.grid.waves;
         let full = (w - w.floor()) * 100.0;
         let mut help = None;

@@ -5,8 +5,8 @@
 
 use crate::contract::{Contract, Precision, Shape, ShapeEntry};
 use crate::evidence::{
-    self, Budget, CandidateRecord, CheckRecord, ContractRecord, Correctness, Evidence, Floor, Rate,
-    ShapeTiming, Speedup, Timed, Timing,
+    self, Budget, CandidateRecord, CheckRecord, ContractRecord, Correctness, Evidence, Floor,
+    Predicted, Rate, ShapeTiming, Speedup, Timed, Timing,
 };
 use crate::worker::{Failure, Supervisor};
 use indexmap::IndexMap;
@@ -157,6 +157,46 @@ struct Prepared {
     findings: Value,
     resources: Value,
     rejected: Option<String>,
+    /// The schedule's IR, for the cost model (absent for prebuilt kernels).
+    kernel: Option<cake_ir::Kernel>,
+}
+
+/// The cost model's estimate of `kernel` at every bench shape, with the target's committed
+/// calibration: the evidence record's `cost_estimate`, and per shape what the timing compares
+/// against. A target without calibration gives `{"error": "CAKE-V003 ..."}`.
+fn cost_estimates(
+    c: &Contract,
+    kernel: &cake_ir::Kernel,
+    target: &str,
+) -> (Value, Vec<Option<cake_cost::Estimate>>) {
+    let shapes = c.shape_set("bench");
+    let Ok(t) = cake_target::lookup(target) else {
+        return (
+            json!({"error": format!("unknown target {target}")}),
+            vec![None; shapes.len()],
+        );
+    };
+    let cal = match cake_cost::Calibration::builtin(t) {
+        Ok(cal) => cal,
+        Err(e) => return (json!({"error": e.to_string()}), vec![None; shapes.len()]),
+    };
+    let mut out = Vec::new();
+    let mut docs = Vec::new();
+    for shape in shapes {
+        let s: std::collections::BTreeMap<String, i64> =
+            shape.iter().map(|(k, v)| (k.clone(), *v as i64)).collect();
+        match cake_cost::estimate(kernel, t, &s, &cal) {
+            Ok(e) => {
+                docs.push(serde_json::to_value(&e).unwrap_or_default());
+                out.push(Some(e));
+            }
+            Err(e) => {
+                docs.push(json!({"shape": shape, "error": e.to_string()}));
+                out.push(None);
+            }
+        }
+    }
+    (json!({"schema": "cake.cost/v0", "estimates": docs}), out)
 }
 
 fn seconds(s: f64) -> Duration {
@@ -308,6 +348,7 @@ fn prepare(c: &Contract, opts: &Options, target: &str) -> Result<Prepared, RunEr
             findings: json!(null),
             resources: json!(null),
             rejected,
+            kernel: None,
         });
     }
     let bytes = read(&path)?;
@@ -343,6 +384,7 @@ fn prepare(c: &Contract, opts: &Options, target: &str) -> Result<Prepared, RunEr
                 findings: cake_diag::render::json(&checked.file, &checked.findings),
                 resources: json!(null),
                 rejected: Some(format!("the schedule has {n} error(s); see `findings`")),
+                kernel: None,
             });
         }
         Err(e) => return Err(RunError::Build(e)),
@@ -371,6 +413,12 @@ fn prepare(c: &Contract, opts: &Options, target: &str) -> Result<Prepared, RunEr
         findings,
         resources: serde_json::to_value(&k.resources).unwrap_or_default(),
         rejected,
+        kernel: built
+            .checked
+            .kernels
+            .iter()
+            .find(|k| k.name == c.entry)
+            .cloned(),
     })
 }
 
@@ -560,6 +608,13 @@ pub fn run(
     }
     correctness.passed = verdict.is_clean() && correctness.checks.iter().all(|r| r.passed);
 
+    let (cost_estimate, predictions) = match &p.kernel {
+        Some(k) => {
+            let (doc, est) = cost_estimates(c, k, &target);
+            (Some(doc), est)
+        }
+        None => (None, Vec::new()),
+    };
     let timing = (mode == Mode::Bench && correctness.passed).then(|| {
         bench(
             c,
@@ -570,6 +625,7 @@ pub fn run(
             seed,
             &mut requests,
             progress,
+            &predictions,
         )
     });
     if let Some(t) = &timing {
@@ -604,7 +660,7 @@ pub fn run(
             hash: c.hash.clone(),
         },
         findings: p.findings,
-        cost_estimate: None,
+        cost_estimate,
         resources: p.resources,
         correctness,
         timing,
@@ -749,6 +805,7 @@ fn bench(
     seed: u64,
     requests: &mut u32,
     progress: Progress,
+    predictions: &[Option<cake_cost::Estimate>],
 ) -> Timing {
     let mut baselines: Vec<(String, Option<Failure>)> = Vec::new();
     for (name, func) in &c.baselines {
@@ -852,6 +909,32 @@ fn bench(
                 }
             }
         }
+        // The cost model's speed of light comes from the schedule's own FLOPs and bytes at the
+        // same datasheet ceilings as the floor (cake_target::peak), so it flags what the
+        // contract's formula cannot see (a kernel that skips work the schedule says it does).
+        let prediction = predictions.get(i).and_then(Option::as_ref);
+        let predicted = prediction.map(|e| Predicted {
+            time_ms: e.time_us * 1e-3,
+            speed_of_light_ms: e.speed_of_light_us * 1e-3,
+            bound: e.bound.as_str().to_string(),
+            measured_over_predicted: candidate
+                .median("events_ms")
+                .map(|m| m / (e.time_us * 1e-3)),
+        });
+        if let Some(pr) = &predicted {
+            for measure in ["events_ms", "cupti_ms"] {
+                if let Some(m) = candidate.median(measure) {
+                    let below_floor = fl.as_ref().is_some_and(|f| m < f.ms * FLOOR_ALLOWANCE);
+                    if !below_floor && m < pr.speed_of_light_ms * FLOOR_ALLOWANCE {
+                        suspicious.push(format!(
+                            "{} median {m:.4} ms is below the cost model's speed of light {:.4} ms for this schedule",
+                            measure.trim_end_matches("_ms"),
+                            pr.speed_of_light_ms
+                        ));
+                    }
+                }
+            }
+        }
         let mut speedup = IndexMap::new();
         if suspicious.is_empty() && outputs_wrong.is_none() {
             for (name, t) in &timed {
@@ -910,6 +993,9 @@ fn bench(
                 line += &format!(" ({s:.3}x)");
             }
         }
+        if let Some(pr) = &predicted {
+            line += &format!(" · model {:.4} ms ({})", pr.time_ms, pr.bound);
+        }
         if !suspicious.is_empty() {
             line += &format!(" · SUSPICIOUS: {}", suspicious.join("; "));
         }
@@ -930,6 +1016,7 @@ fn bench(
             interleaved,
             outputs_wrong,
             candidate_rate,
+            predicted,
         });
     }
     Timing {
