@@ -68,7 +68,7 @@ impl std::fmt::Display for CostError {
                  target's numbers"
             ),
             CostError::BadCalibration(m) => write!(f, "bad calibration table: {m}"),
-            CostError::Shape(m) => write!(f, "shape: {m}"),
+            CostError::Shape(m) => f.write_str(m),
         }
     }
 }

@@ -459,6 +459,38 @@ fn floor(c: &Contract, shape: &Shape, target: &str) -> Option<Floor> {
     })
 }
 
+/// The cost model's prediction against the measured medians: the record's `predicted`, and a
+/// reason for each median below the model's speed of light (less [`FLOOR_ALLOWANCE`]). The
+/// speed of light comes from the schedule's own FLOPs and bytes at the same datasheet ceilings
+/// as the floor (cake_target::peak), so it flags what the contract's formula cannot see (a
+/// kernel that skips work its schedule says it does); a median already below the contract's
+/// floor (`floor_ms`) is reported there and not twice.
+pub fn judge_prediction(
+    e: &cake_cost::Estimate,
+    events_ms: Option<f64>,
+    cupti_ms: Option<f64>,
+    floor_ms: Option<f64>,
+) -> (Predicted, Vec<String>) {
+    let sol_ms = e.speed_of_light_us * 1e-3;
+    let mut suspicious = Vec::new();
+    for (measure, m) in [("events", events_ms), ("cupti", cupti_ms)] {
+        let Some(m) = m else { continue };
+        let below_floor = floor_ms.is_some_and(|f| m < f * FLOOR_ALLOWANCE);
+        if !below_floor && m < sol_ms * FLOOR_ALLOWANCE {
+            suspicious.push(format!(
+                "{measure} median {m:.4} ms is below the cost model's speed of light {sol_ms:.4} ms for this schedule"
+            ));
+        }
+    }
+    let predicted = Predicted {
+        time_ms: e.time_us * 1e-3,
+        speed_of_light_ms: sol_ms,
+        bound: e.bound.as_str().to_string(),
+        measured_over_predicted: events_ms.map(|m| m / (e.time_us * 1e-3)),
+    };
+    (predicted, suspicious)
+}
+
 /// A time this far under the floor is flagged; the allowance absorbs timer granularity and the
 /// rounding of the datasheet ceilings.
 pub const FLOOR_ALLOWANCE: f64 = 0.95;
@@ -912,29 +944,19 @@ fn bench(
         // The cost model's speed of light comes from the schedule's own FLOPs and bytes at the
         // same datasheet ceilings as the floor (cake_target::peak), so it flags what the
         // contract's formula cannot see (a kernel that skips work the schedule says it does).
-        let prediction = predictions.get(i).and_then(Option::as_ref);
-        let predicted = prediction.map(|e| Predicted {
-            time_ms: e.time_us * 1e-3,
-            speed_of_light_ms: e.speed_of_light_us * 1e-3,
-            bound: e.bound.as_str().to_string(),
-            measured_over_predicted: candidate
-                .median("events_ms")
-                .map(|m| m / (e.time_us * 1e-3)),
-        });
-        if let Some(pr) = &predicted {
-            for measure in ["events_ms", "cupti_ms"] {
-                if let Some(m) = candidate.median(measure) {
-                    let below_floor = fl.as_ref().is_some_and(|f| m < f.ms * FLOOR_ALLOWANCE);
-                    if !below_floor && m < pr.speed_of_light_ms * FLOOR_ALLOWANCE {
-                        suspicious.push(format!(
-                            "{} median {m:.4} ms is below the cost model's speed of light {:.4} ms for this schedule",
-                            measure.trim_end_matches("_ms"),
-                            pr.speed_of_light_ms
-                        ));
-                    }
-                }
+        let (predicted, below) = match predictions.get(i).and_then(Option::as_ref) {
+            Some(e) => {
+                let (p, s) = judge_prediction(
+                    e,
+                    candidate.median("events_ms"),
+                    candidate.median("cupti_ms"),
+                    fl.as_ref().map(|f| f.ms),
+                );
+                (Some(p), s)
             }
-        }
+            None => (None, Vec::new()),
+        };
+        suspicious.extend(below);
         let mut speedup = IndexMap::new();
         if suspicious.is_empty() && outputs_wrong.is_none() {
             for (name, t) in &timed {
@@ -1033,6 +1055,32 @@ fn bench(
 mod tests {
     use super::*;
     use crate::contract::Role;
+
+    #[test]
+    fn a_time_under_the_models_speed_of_light_is_suspicious() {
+        let src = include_str!("../../../examples/gemm_sm90.py");
+        let checked = cake_driver::check("gemm_sm90.py", src.as_bytes(), None);
+        let t = cake_target::lookup("sm_90a").unwrap();
+        let cal = cake_cost::Calibration::builtin(t).unwrap();
+        let shape = cake_cost::parse_shape("M=4096,N=7168,K=4096").unwrap();
+        let e = cake_cost::estimate(&checked.kernels[0], t, &shape, &cal).unwrap();
+        let sol = e.speed_of_light_us * 1e-3;
+        // A believable time: recorded against the prediction, nothing flagged.
+        let (p, s) = super::judge_prediction(&e, Some(0.304), None, None);
+        assert!(s.is_empty(), "{s:?}");
+        assert!((p.measured_over_predicted.unwrap() - 0.304 / (e.time_us * 1e-3)).abs() < 1e-12);
+        assert_eq!(p.bound, "tensor cores");
+        // Half the speed of light: flagged, once per measure.
+        let (_, s) = super::judge_prediction(&e, Some(sol * 0.5), Some(sol * 0.5), None);
+        assert_eq!(s.len(), 2, "{s:?}");
+        assert!(
+            s[0].contains("below the cost model's speed of light"),
+            "{s:?}"
+        );
+        // Already below the contract's floor: reported there, not twice.
+        let (_, s) = super::judge_prediction(&e, Some(sol * 0.5), None, Some(sol));
+        assert!(s.is_empty());
+    }
 
     #[test]
     fn targets_follow_compute_capability() {
