@@ -14,7 +14,7 @@ Probes (name: schedule, constants, shape → what it measures):
   tma_latency: stream.py, 1 CTA, STAGES = 1 → µs per iteration (tma_latency_us)
   barrier:     stream.py, 1 CTA, STAGES = 8, L2-resident → µs per iteration (barrier_us, an upper bound)
   wgmma:       wgmma.py, 4 CTAs per SM, REPS = 2048 → FLOP/s (mma_tflops_16bit)
-  alu:         alu.py, 4 CTAs per SM, REPS = 1024 → element operations/s (alu_gops_per_sm)
+  alu:         alu.py, 2 CTAs (8 warps) per SM, REPS = 2048 → element operations/s (alu_gops_per_sm)
   store, tma_store: store.py, C of 262144 x 256 bf16 → bytes/s (store_gbps, tma_store_gbps)
   launch:      store.py (store_direct), one CTA → time of a near-empty launch (launch_us)
 """
@@ -88,8 +88,9 @@ def probes(sms: int) -> List[Dict[str, Any]]:
              dims=dict(M=64, K=64 * 4096), work=dict(iterations=4096)),
         dict(name="wgmma", schedule="wgmma", kernel="wgmma", consts={},
              dims=dict(M=wg_m, REPS=2048), work=dict(flops=2 * wg_m * 256 * 64 * 2048)),
+        # Two CTAs (eight warps) per SM: the occupancy of the usual two consumer warpgroups.
         dict(name="alu", schedule="alu", kernel="alu", consts={},
-             dims=dict(M=wg_m, REPS=1024), work=dict(ops=3 * wg_m * 256 * 1024)),
+             dims=dict(M=2 * sms * 64, REPS=2048), work=dict(ops=3 * 2 * sms * 64 * 256 * 2048)),
         dict(name="store", schedule="store", kernel="store_direct", consts={},
              dims=dict(M=262144), work=dict(bytes=262144 * 256 * 2)),
         dict(name="tma_store", schedule="store", kernel="store_tma", consts={},

@@ -284,12 +284,26 @@ impl Calibration {
             rate(p, "bytes").map(|r| r / 1e9),
             probe_src("l2", p),
         );
-        let p = &probes["tma_latency"];
+        // One CTA, one stage: an iteration is the latency plus one handoff; eight stages: the
+        // handoff (an upper bound: the copy of the stage may take longer).
         let per_iter =
             |p: &serde_json::Value| Some(f(&p["median_ms"])? * 1e3 / f(&p["iterations"])?);
-        set("tma_latency_us", per_iter(p), probe_src("latency", p));
+        let barrier = per_iter(&probes["barrier"]);
         let p = &probes["barrier"];
-        set("barrier_us", per_iter(p), probe_src("barrier", p));
+        set(
+            "barrier_us",
+            barrier,
+            format!("upper bound: {}", probe_src("barrier", p)),
+        );
+        let p = &probes["tma_latency"];
+        set(
+            "tma_latency_us",
+            per_iter(p).map(|t| match barrier {
+                Some(b) if t > 2.0 * b => t - b,
+                _ => t,
+            }),
+            format!("{} less one handoff", probe_src("latency", p)),
+        );
         let p = &probes["alu"];
         let sms = f(&env["sm_count"]).unwrap_or(seed.get("sm_count"));
         set(
