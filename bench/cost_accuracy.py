@@ -27,11 +27,12 @@ import datetime
 import json
 import math
 import os
-import select
+import queue
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from typing import Any, Dict, List, Optional
 
@@ -43,6 +44,7 @@ GEMM_SHAPES = [dict(M=4096, N=7168, K=4096), dict(M=4096, N=4096, K=4096)]
 KMEANS_SHAPES = [dict(B=32, N=65536, K=1024)]
 SAMPLES = 30
 WARMUP = 5
+FIRST_GRACE_S = 30.0  # extra time for the first variant of a child: torch's import, CUDA init
 
 
 # ---------------------------------------------------------------------------------------------
@@ -136,7 +138,22 @@ def build_all(variants: List[Dict[str, Any]], cake: str, work: str, jobs: int) -
 # ---------------------------------------------------------------------------------------------
 # GPU child: one JSON line per variant
 
+def fake_child(jobs: List[Dict[str, Any]]) -> int:
+    """CAKE_ACCURACY_FAKE=1: answer without a GPU (tests of the parent's supervision): a name
+    containing `hang` never answers, `crash` exits, anything else measures 100 µs."""
+    for job in jobs:
+        if "hang" in job["name"]:
+            time.sleep(3600)
+        if "crash" in job["name"]:
+            os._exit(3)
+        print(json.dumps(dict(name=job["name"], correct=True,
+                              measured_us={shape_text(s): 100.0 for s in job["shapes"]})), flush=True)
+    return 0
+
+
 def child(job_file: str) -> int:
+    if os.environ.get("CAKE_ACCURACY_FAKE"):
+        return fake_child(json.load(open(job_file, encoding="utf-8")))
     import torch
 
     from cake import load_kernel
@@ -215,33 +232,41 @@ def measure(variants: List[Dict[str, Any]], timeout: float, work: str) -> None:
         p = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--child", job_file],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              start_new_session=True, cwd=ROOT)
-        deadline = time.time() + timeout + 30  # the first variant also pays torch's import
-        buf = ""
+        # Lines are read on a thread so a deadline never misses a line already buffered.
+        lines: "queue.Queue[Optional[str]]" = queue.Queue()
+
+        def pump(stream=p.stdout, q=lines):
+            for line in stream:
+                q.put(line)
+            q.put(None)
+        threading.Thread(target=pump, daemon=True).start()
+        deadline = time.time() + timeout + FIRST_GRACE_S
         while i < len(todo):
-            left = deadline - time.time()
-            ready = select.select([p.stdout], [], [], max(left, 0))[0] if left > 0 else []
-            if not ready:
+            try:
+                line = lines.get(timeout=max(deadline - time.time(), 0.01))
+            except queue.Empty:
                 todo[i]["error"] = f"no answer within {timeout:.0f} s (hang?); child killed"
                 os.killpg(p.pid, signal.SIGKILL)
                 p.wait()
                 i += 1
                 break
-            line = p.stdout.readline()
-            if not line:
-                err = p.stderr.read()[-500:]
+            if line is None:
                 p.wait()
+                err = p.stderr.read()[-500:]
                 todo[i]["error"] = f"the child died (exit {p.returncode}): {err.strip()}"
                 i += 1
                 break
-            buf = line.strip()
             try:
-                res = json.loads(buf)
+                res = json.loads(line.strip())
             except ValueError:
+                continue  # stray output from a library
+            if res.get("name") not in by_name:
                 continue
             by_name[res.pop("name")].update(res)
             i += 1
             deadline = time.time() + timeout
-            print(f"  {todo[i - 1]['name']:<28} {json.dumps(todo[i - 1].get('measured_us') or todo[i - 1].get('error') or 'wrong results')}", flush=True)
+            v = todo[i - 1]
+            print(f"  {v['name']:<28} {json.dumps(v.get('measured_us') or v.get('error') or 'wrong results')}", flush=True)
         else:
             p.wait()
 

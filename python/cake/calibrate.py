@@ -118,23 +118,63 @@ def _tensors(torch: Any, kernel: Any, dims: Dict[str, int]) -> List[Any]:
     return out
 
 
-def run_probe(p: Dict[str, Any], schedules: str, target: str, samples: int) -> Dict[str, Any]:
-    """Compile and time one probe in this process."""
+def probe_source(p: Dict[str, Any], schedules: str) -> str:
+    """The probe's schedule text with its constants substituted."""
+    with open(os.path.join(schedules, p["schedule"] + ".py"), encoding="utf-8") as fh:
+        text = fh.read()
+    return substitute_constants(text, p["consts"]) if p["consts"] else text
+
+
+def build_probes(table: List[Dict[str, Any]], schedules: str, target: str, cake_bin: str,
+                 work: str) -> Dict[str, str]:
+    """Build every distinct probe schedule with `cake build`, in parallel: probe name → launch.json
+    (probes whose build failed are left out; their child reports the compile error)."""
+    import concurrent.futures as cf
+    import hashlib
+
+    jobs: Dict[str, Dict[str, Any]] = {}
+    for p in table:
+        text = probe_source(p, schedules)
+        key = p["schedule"] + "-" + hashlib.sha256(text.encode()).hexdigest()[:12]
+        jobs.setdefault(key, dict(text=text, schedule=p["schedule"], probes=[]))["probes"].append(p)
+
+    def one(item):
+        key, job = item
+        d = os.path.join(work, key)
+        os.makedirs(d, exist_ok=True)
+        path = os.path.join(d, job["schedule"] + ".py")
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(job["text"])
+        r = subprocess.run([cake_bin, "build", path, "--target", target, "-o", os.path.join(d, "build")],
+                           capture_output=True, text=True, timeout=300)
+        return key, (os.path.join(d, "build") if r.returncode == 0 else None)
+
+    out: Dict[str, str] = {}
+    with cf.ThreadPoolExecutor(max_workers=8) as ex:
+        for key, built in ex.map(one, jobs.items()):
+            for p in jobs[key]["probes"]:
+                if built:
+                    out[p["name"]] = os.path.join(built, p["kernel"] + ".launch.json")
+    return out
+
+
+def run_probe(p: Dict[str, Any], schedules: str, target: str, samples: int,
+              launch: Optional[str] = None) -> Dict[str, Any]:
+    """Time one probe in this process: its prebuilt kernel (`launch`), or compiled here."""
     import torch
 
     import cake
     from cake.harness.stats import summarize
     from cake.harness.timing import make_flush_buffer, time_events
 
-    with open(os.path.join(schedules, p["schedule"] + ".py"), encoding="utf-8") as fh:
-        text = fh.read()
-    text = substitute_constants(text, p["consts"]) if p["consts"] else text
-    d = tempfile.mkdtemp(prefix="cake-calibrate-")
-    path = os.path.join(d, p["schedule"] + ".py")
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    mod = cake.compile(path, target)
-    k = mod[p["kernel"]]
+    if launch:
+        k = cake.load_kernel(launch)
+    else:
+        d = tempfile.mkdtemp(prefix="cake-calibrate-")
+        path = os.path.join(d, p["schedule"] + ".py")
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(probe_source(p, schedules))
+        k = cake.compile(path, target)[p["kernel"]]
     args = _tensors(torch, k, p["dims"])
     props = torch.cuda.get_device_properties(0)
     flush = make_flush_buffer(torch, getattr(props, "L2_cache_size", None), "cuda")
@@ -174,20 +214,26 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--timeout", type=float, default=90.0, help="seconds per probe")
     ap.add_argument("--only", action="append", help="run only these probes")
     ap.add_argument("--probe", help=argparse.SUPPRESS)  # child mode: one probe, JSON on stdout
+    ap.add_argument("--launch", help=argparse.SUPPRESS)  # child mode: the probe's prebuilt kernel
     a = ap.parse_args(argv)
     if a.probe:
         import torch
 
         table = {p["name"]: p for p in probes(torch.cuda.get_device_properties(0).multi_processor_count)}
-        print(json.dumps(run_probe(table[a.probe], a.schedules, a.target, a.samples)))
+        print(json.dumps(run_probe(table[a.probe], a.schedules, a.target, a.samples, a.launch)))
         return 0
     env = environment()
     results: Dict[str, Any] = {}
-    for p in probes(int(env["sm_count"])):
-        if a.only and p["name"] not in a.only:
-            continue
+    table = [p for p in probes(int(env["sm_count"])) if not a.only or p["name"] in a.only]
+    # Build every probe up front, in parallel, when the cake binary is known; a child then only
+    # loads its cubin (without it, each child compiles its probe with cake.compile).
+    launches = build_probes(table, a.schedules, a.target, a.cake, tempfile.mkdtemp(prefix="cake-calibrate-")) \
+        if a.cake and os.path.exists(a.cake) else {}
+    for p in table:
         cmd = [sys.executable, "-m", "cake.calibrate", "--probe", p["name"], "--target", a.target,
                "--schedules", a.schedules, "--out", "-", "--samples", str(a.samples)]
+        if p["name"] in launches:
+            cmd += ["--launch", launches[p["name"]]]
         try:
             r = subprocess.run(cmd, capture_output=True, text=True, timeout=a.timeout)
             if r.returncode == 0:

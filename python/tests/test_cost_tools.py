@@ -70,3 +70,17 @@ def test_statistics():
                               dict(predicted_us=300.0, measured_us=200.0)])
     assert s["points"] == 3 and s["median_abs_rel_error"] == pytest.approx(0.1)
     assert s["spearman_rho"] == pytest.approx(0.8660254, rel=1e-6)
+
+
+def test_a_hanging_or_crashing_variant_does_not_end_the_run(tmp_path, monkeypatch):
+    acc = _accuracy()
+    monkeypatch.setenv("CAKE_ACCURACY_FAKE", "1")
+    monkeypatch.setattr(acc, "FIRST_GRACE_S", 0.0)
+    shapes = [dict(M=1, N=8, K=8)]
+    vs = [dict(name=n, family="gemm", launch="x", shapes=shapes) for n in ("a", "b-hang", "c", "d-crash", "e")]
+    acc.measure(vs, 3.0, str(tmp_path))
+    got = {v["name"]: (v.get("measured_us"), v.get("error", "")) for v in vs}
+    assert got["a"][0] == {"M=1,N=8,K=8": 100.0}
+    assert "no answer within" in got["b-hang"][1]
+    assert got["c"][0] and got["e"][0]
+    assert "the child died" in got["d-crash"][1]
