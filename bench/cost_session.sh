@@ -21,13 +21,13 @@ echo "$COMMIT" > "$OUT/commit.txt"
 DATE=$(date -u +%F)
 
 echo "== calibrate"
-timeout 240 dist/cake calibrate --target sm_90a -o "$OUT/sm_90a.toml" --keep "$OUT/calibrate-raw.json"
+timeout 200 dist/cake calibrate --target sm_90a -o "$OUT/sm_90a.toml" --keep "$OUT/calibrate-raw.json"
 echo "exit $?"
 CAL=()
 [ -s "$OUT/sm_90a.toml" ] && CAL=(--calibration "$OUT/sm_90a.toml")
 
 echo "== accuracy"
-timeout 330 python3 bench/cost_accuracy.py --cake dist/cake "${CAL[@]}" \
+timeout 300 python3 bench/cost_accuracy.py --cake dist/cake "${CAL[@]}" \
     --out "$OUT/cost-accuracy-$DATE.json" --timeout 40
 echo "exit $?"
 # The same measurements against the committed (seed) table, for comparison: predictions only.

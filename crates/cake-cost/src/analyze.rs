@@ -24,8 +24,12 @@ pub struct Work {
     pub mma_flops_8: f64,
     /// MMA instructions (wgmma: one per 64 rows × 16-K step; mma.sync: per 16×8×16).
     pub mma_instrs: f64,
-    /// Element-wise thread operations (register math, reductions, conversions).
+    /// Element-wise thread operations (register math, reductions, conversions, shuffles,
+    /// register loads and stores): what the warp schedulers issue.
     pub alu_ops: f64,
+    /// Of which, operations on the half-rate integer/ALU pipe (compares, selects, min/max,
+    /// integer math, conversions).
+    pub int_ops: f64,
     /// Bytes read from global memory into registers (`lm.load`).
     pub reg_load_bytes: f64,
     /// Bytes stored register → global, and shared → global by TMA.
@@ -47,6 +51,7 @@ impl Work {
         self.mma_flops_8 += o.mma_flops_8 * k;
         self.mma_instrs += o.mma_instrs * k;
         self.alu_ops += o.alu_ops * k;
+        self.int_ops += o.int_ops * k;
         self.reg_load_bytes += o.reg_load_bytes * k;
         self.store_bytes += o.store_bytes * k;
         self.tma_store_bytes += o.tma_store_bytes * k;
@@ -444,14 +449,21 @@ impl Analyzer<'_> {
                     _ => 4.0,
                 };
                 w.store_bytes = el * bytes * r;
-                w.alu_ops = (self.ops(*value, rw, seen) + el) * r;
+                let o = self.ops(*value, rw, seen);
+                w.alu_ops = (o.all + el) * r;
+                w.int_ops = o.int * r;
             }
             Op::SmemStore { value, .. } => {
                 let el = elements(&k.exprs[*value].ty);
-                w.alu_ops = (self.ops(*value, rw, seen) + el / 2.0) * r;
+                let o = self.ops(*value, rw, seen);
+                w.alu_ops = (o.all + el / 2.0) * r;
+                w.int_ops = o.int * r;
             }
-            Op::Assign { value, .. } => w.alu_ops = self.ops(*value, rw, seen) * r,
-            Op::TmemStore { src, .. } => w.alu_ops = self.ops(*src, rw, seen) * r,
+            Op::Assign { value: e, .. } | Op::TmemStore { src: e, .. } => {
+                let o = self.ops(*e, rw, seen);
+                w.alu_ops = o.all * r;
+                w.int_ops = o.int * r;
+            }
             Op::Wait { .. } => w.waits = 1.0,
             Op::Sync { .. } => w.syncs = 1.0,
             Op::Ldmatrix { .. }
@@ -466,40 +478,75 @@ impl Analyzer<'_> {
 
     /// Element-wise thread operations to evaluate `e` once on one replica, counting each
     /// sub-expression once per place (`seen`: what this loop iteration already computed).
-    fn ops(&mut self, e: ExprId, rw: &RoleWork, seen: &mut HashSet<ExprId>) -> f64 {
+    fn ops(&mut self, e: ExprId, rw: &RoleWork, seen: &mut HashSet<ExprId>) -> Ops {
         if !seen.insert(e) {
-            return 0.0;
+            return Ops::default();
         }
         let k = self.k;
         let ex = &k.exprs[e];
         let n = elements(&ex.ty);
+        let float = match &ex.ty {
+            Ty::Frag { dtype, .. } | Ty::Scalar(dtype) => dtype.is_float(),
+            _ => false,
+        };
+        // FP add/sub/mul run on the full-rate FMA pipe; compares, selects, min/max, integer
+        // math and conversions on the half-rate ALU pipe.
+        let fma = Ops { all: n, int: 0.0 };
+        let int = Ops { all: n, int: n };
         match &ex.kind {
-            ExprKind::Binary(_, a, b) | ExprKind::Cmp(_, a, b) => {
-                n + self.ops(*a, rw, seen) + self.ops(*b, rw, seen)
+            ExprKind::Binary(op, a, b) => {
+                let own = match op {
+                    BinOp::Add | BinOp::Sub | BinOp::Mul if float => fma,
+                    BinOp::Div if float => Ops {
+                        all: 2.0 * n,
+                        int: 0.0,
+                    },
+                    _ => int,
+                };
+                own + self.ops(*a, rw, seen) + self.ops(*b, rw, seen)
             }
+            ExprKind::Cmp(_, a, b) => int + self.ops(*a, rw, seen) + self.ops(*b, rw, seen),
             ExprKind::Select(c, a, b) => {
-                n + self.ops(*c, rw, seen) + self.ops(*a, rw, seen) + self.ops(*b, rw, seen)
+                int + self.ops(*c, rw, seen) + self.ops(*a, rw, seen) + self.ops(*b, rw, seen)
             }
             ExprKind::Unary(op, a) => {
                 // Transcendentals run on the quarter-rate special-function unit.
-                let cost = match op {
-                    UnOp::Exp2 | UnOp::Log2 | UnOp::Sqrt | UnOp::Rsqrt => 4.0,
-                    _ => 1.0,
+                let own = match op {
+                    UnOp::Exp2 | UnOp::Log2 | UnOp::Sqrt | UnOp::Rsqrt => Ops {
+                        all: 4.0 * n,
+                        int: 0.0,
+                    },
+                    UnOp::Not => int,
+                    UnOp::Neg | UnOp::Abs => fma,
                 };
-                n * cost + self.ops(*a, rw, seen)
+                own + self.ops(*a, rw, seen)
             }
-            ExprKind::Cast(_, a) => n + self.ops(*a, rw, seen),
+            ExprKind::Cast(_, a) => int + self.ops(*a, rw, seen),
             ExprKind::Reduce { op, arg, .. } => {
                 let inner = elements(&k.exprs[*arg].ty);
-                let per = match op {
-                    ReduceOp::ArgMin | ReduceOp::ArgMax => 2.0,
-                    _ => 1.0,
+                let own = match op {
+                    ReduceOp::Sum => Ops {
+                        all: inner,
+                        int: 0.0,
+                    },
+                    ReduceOp::Min | ReduceOp::Max => Ops {
+                        all: inner,
+                        int: inner,
+                    },
+                    // A compare and a select per element.
+                    ReduceOp::ArgMin | ReduceOp::ArgMax => Ops {
+                        all: 2.0 * inner,
+                        int: 2.0 * inner,
+                    },
                 };
-                // Per element, then two rounds of quad shuffles per result.
-                inner * per + n * 4.0 + self.ops(*arg, rw, seen)
+                // Then two rounds of quad shuffles (shuffle + combine) per result.
+                own + Ops {
+                    all: 4.0 * n,
+                    int: 2.0 * n,
+                } + self.ops(*arg, rw, seen)
             }
             ExprKind::Expand { arg, .. } => self.ops(*arg, rw, seen),
-            ExprKind::Load { tensor, shape, .. } => {
+            ExprKind::Load { shape, .. } => {
                 let el: f64 = shape.iter().map(|&d| d as f64).product();
                 // A per-column vector is read by every thread that holds one of its columns:
                 // in a warpgroup accumulator layout, each column by 32 threads.
@@ -507,14 +554,29 @@ impl Analyzer<'_> {
                     Some(RoleUnit::Warpgroup) if shape.len() == 1 => 32.0,
                     _ => 1.0,
                 };
-                let bytes = match &k.params[*tensor].kind {
-                    cake_ir::ParamKind::Tensor { dtype, .. } => dtype.bytes() as f64,
-                    _ => 4.0,
-                };
-                let _ = bytes;
-                el * spread
+                Ops {
+                    all: el * spread,
+                    int: 0.0,
+                }
             }
-            _ => 0.0,
+            _ => Ops::default(),
+        }
+    }
+}
+
+/// Thread operations: all of them, and those on the half-rate ALU pipe.
+#[derive(Clone, Copy, Debug, Default)]
+struct Ops {
+    all: f64,
+    int: f64,
+}
+
+impl std::ops::Add for Ops {
+    type Output = Ops;
+    fn add(self, o: Ops) -> Ops {
+        Ops {
+            all: self.all + o.all,
+            int: self.int + o.int,
         }
     }
 }

@@ -37,6 +37,10 @@ pub const PARAMS: &[(&str, &str)] = &[
         "element-wise thread operations per ns per SM (register math of epilogues)",
     ),
     (
+        "alu_int_ratio",
+        "rate of the integer/ALU pipe (compares, selects, min/max) relative to alu_gops_per_sm",
+    ),
+    (
         "store_gbps",
         "register-to-global stores from accumulator layouts, GB/s (whole GPU)",
     ),

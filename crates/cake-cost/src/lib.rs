@@ -391,6 +391,7 @@ struct P {
     lat: f64,
     bar: f64,
     alu: f64,
+    int_ratio: f64,
     store: f64,
     tma_store: f64,
     launch: f64,
@@ -409,6 +410,7 @@ impl P {
             lat: c.get("tma_latency_us"),
             bar: c.get("barrier_us"),
             alu: c.get("alu_gops_per_sm"),
+            int_ratio: c.get("alu_int_ratio"),
             store: c.get("store_gbps"),
             tma_store: c.get("tma_store_gbps"),
             launch: c.get("launch_us"),
@@ -437,7 +439,7 @@ impl Rates<'_> {
         w.mma_flops_16 / per_sm16 + w.mma_flops_8 / per_sm8
     }
     fn alu_us(&self, w: &analyze::Work) -> f64 {
-        w.alu_ops / (self.p.alu * 1e3)
+        (w.alu_ops / (self.p.alu * 1e3)).max(w.int_ops / (self.p.alu * self.p.int_ratio * 1e3))
             + w.store_bytes / (self.p.store * 1e3 / self.active)
             + w.tma_store_bytes / (self.p.tma_store * 1e3 / self.active)
             + w.reg_load_bytes / (self.p.l2 * 1e3 / self.active)

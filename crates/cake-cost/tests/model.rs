@@ -227,7 +227,11 @@ fn calibration_from_measurements() {
         .contains("kernels/calibrate/stream.py"));
     // The one-stage ring's iteration less one handoff.
     assert!((cal.get("barrier_us") - 0.1).abs() < 1e-9);
-    assert!((cal.get("tma_latency_us") - 0.6324).abs() < 1e-3, "{}", cal.get("tma_latency_us"));
+    assert!(
+        (cal.get("tma_latency_us") - 0.6324).abs() < 1e-3,
+        "{}",
+        cal.get("tma_latency_us")
+    );
     // Unmeasured parameters keep the seed's value, marked as such.
     assert_eq!(cal.get("alu_gops_per_sm"), seed.get("alu_gops_per_sm"));
     assert!(cal.params["alu_gops_per_sm"].source.starts_with("seed: "));
