@@ -375,6 +375,9 @@ def main() -> int:
     print(f"\n{s['points']} points · Spearman rho {s['spearman_rho']} · median |rel. error| {s['median_abs_rel_error']}")
     for f, fs in doc["families"].items():
         print(f"  {f}: {fs['points']} points · rho {fs['spearman_rho']} · median |err| {fs['median_abs_rel_error']}")
+    for v in variants:
+        if v.get("build_error"):
+            print(f"  build failed {v['name']}: {v['build_error'].strip().splitlines()[-1][:200]}")
     failed = [v for v in variants if v.get("launch") and not v.get("measured_us")]
     for v in failed:
         print(f"  not timed {v['name']}: {v.get('error') or ('wrong results' if v.get('correct') is False else '?')}")
