@@ -184,7 +184,7 @@ fn cost_estimates(
     let mut docs = Vec::new();
     for shape in shapes {
         let s: std::collections::BTreeMap<String, i64> =
-            shape.iter().map(|(k, v)| (k.clone(), *v as i64)).collect();
+            shape.iter().map(|(k, v)| (k.clone(), *v)).collect();
         match cake_cost::estimate(kernel, t, &s, &cal) {
             Ok(e) => {
                 docs.push(serde_json::to_value(&e).unwrap_or_default());
