@@ -100,11 +100,10 @@ def probes(sms: int) -> List[Dict[str, Any]]:
     ]
 
 
-def _tensors(torch: Any, kernel: Any, dims: Dict[str, int]) -> List[Any]:
+def _tensors(torch: Any, kernel: Any, dims: Dict[str, int]) -> Dict[str, Any]:
     """Fresh random inputs (never zeros) for every tensor parameter, by launch.json's dims."""
-    meta = kernel.meta if hasattr(kernel, "meta") else None
-    specs = meta["tensors"] if meta else kernel.tensors
-    out = []
+    specs = kernel.meta["tensors"]
+    out = {}
     g = torch.Generator(device="cuda").manual_seed(1234)
     for t in specs:
         shape = [d if isinstance(d, int) else dims[d] for d in t["dims"]]
@@ -114,7 +113,7 @@ def _tensors(torch: Any, kernel: Any, dims: Dict[str, int]) -> List[Any]:
             x = torch.randn(*shape, device="cuda", generator=g).to(dtype)
         else:
             x = torch.randint(0, 7, shape, device="cuda", generator=g, dtype=dtype)
-        out.append(x)
+        out[t["name"]] = x
     return out
 
 
@@ -178,9 +177,9 @@ def run_probe(p: Dict[str, Any], schedules: str, target: str, samples: int,
     args = _tensors(torch, k, p["dims"])
     props = torch.cuda.get_device_properties(0)
     flush = make_flush_buffer(torch, getattr(props, "L2_cache_size", None), "cuda")
-    k(*args)
+    k(**args)
     torch.cuda.synchronize()
-    times = time_events(torch, lambda: k(*args), WARMUP, samples, flush)
+    times = time_events(torch, lambda: k(**args), WARMUP, samples, flush)
     s = summarize(times)
     cfg = ", ".join(f"{n}={v}" for n, v in {**p["consts"], **p["dims"]}.items())
     return dict(schedule=p["schedule"], kernel=p["kernel"], config=cfg, samples=samples,
