@@ -968,10 +968,10 @@ fn hints(
             }
             help = best.map(|(e, ax, cand, waves)| {
                 format!(
-                    "tiles of {cand} along `{}` make {waves:.2} waves ({:.0}% of the last one used{})",
+                    "tiles of {cand} along `{}` make {waves:.2} waves, {:.0}% of the SM-time used instead of {:.0}% (if the rest of the schedule allows that extent)",
                     names.get(ax).cloned().unwrap_or_else(|| format!("axis {ax}")),
-                    (waves - waves.floor()).max(if (waves - waves.round()).abs() < 1e-9 { 1.0 } else { 0.0 }) * 100.0,
-                    if e > 0.99 { ", no tail" } else { "" }
+                    e * 100.0,
+                    base * 100.0
                 )
             });
             if help.is_none() && !kernel.persistent {
