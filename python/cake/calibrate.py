@@ -210,7 +210,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--out", required=True)
     ap.add_argument("--cake", help="the cake binary (informational)")
     ap.add_argument("--samples", type=int, default=SAMPLES)
-    ap.add_argument("--timeout", type=float, default=90.0, help="seconds per probe")
+    ap.add_argument("--timeout", type=float, default=45.0, help="seconds per probe")
     ap.add_argument("--only", action="append", help="run only these probes")
     ap.add_argument("--probe", help=argparse.SUPPRESS)  # child mode: one probe, JSON on stdout
     ap.add_argument("--launch", help=argparse.SUPPRESS)  # child mode: the probe's prebuilt kernel
@@ -243,7 +243,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             results[p["name"]] = dict(error=f"timed out after {a.timeout} s")
         status = results[p["name"]].get("median_ms")
         print(f"probe {p['name']:<12} " + (f"{status:.4f} ms" if status is not None else
-              "FAILED: " + results[p['name']]['error'].strip().splitlines()[-1][:200]),
+              "FAILED: " + (results[p["name"]]["error"].strip().splitlines() or ["?"])[-1][:200]),
               file=sys.stderr, flush=True)
     doc = dict(schema=SCHEMA, target=a.target, date=datetime.date.today().isoformat(),
                commit=os.environ.get("COMMIT"), environment=env, probes=results)
