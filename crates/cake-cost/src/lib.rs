@@ -240,6 +240,8 @@ pub struct Estimate {
     pub time_us: f64,
     pub bound: Bound,
     pub tflops: Option<f64>,
+    /// DRAM traffic over the predicted time, TB/s.
+    pub dram_tbps: f64,
     pub flops: f64,
     /// Estimated DRAM traffic (loads after L2 reuse, plus stores).
     pub dram_bytes: f64,
@@ -284,14 +286,15 @@ impl Estimate {
         let mut o = String::new();
         let _ = writeln!(
             o,
-            "{} on {} at {}: {:.1} µs{}, bound by {}",
+            "{} on {} at {}: {:.1} µs ({}{:.2} TB/s from DRAM), bound by {}",
             self.kernel,
             self.target,
             shape_text(&self.shape),
             self.time_us,
             self.tflops
-                .map(|t| format!(" ({t:.0} TFLOP/s)"))
+                .map(|t| format!("{t:.0} TFLOP/s, "))
                 .unwrap_or_default(),
+            self.dram_tbps,
             self.bound.as_str()
         );
         let t = &self.terms;
@@ -753,6 +756,7 @@ pub fn estimate(
         time_us,
         bound: terms.bound(),
         tflops: (flops > 0.0).then(|| flops / (time_us * 1e6)),
+        dram_tbps: dram_bytes / (time_us * 1e6),
         flops,
         dram_bytes,
         l2_bytes,
