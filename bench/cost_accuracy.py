@@ -68,6 +68,11 @@ def gemm_variants() -> List[Dict[str, Any]]:
                         t = t.replace("persistent=True", "persistent=False")
                     name = f"gemm-c{consumers}-bn{bn}-s{stages}-{'p' if persistent else 'np'}"
                     out.append(dict(name=name, family="gemm", kernel="gemm", text=t, shapes=GEMM_SHAPES))
+    # A deeper K step: 128 columns per stage (two 64-column panels per row).
+    for bn, stages in ((128, 2), (128, 3), (256, 2)):
+        t = substitute_constants(text, dict(BN=bn, BK=128, STAGES=stages))
+        out.append(dict(name=f"gemm-c2-bn{bn}-bk128-s{stages}-p", family="gemm", kernel="gemm", text=t,
+                        shapes=GEMM_SHAPES))
     return out
 
 
