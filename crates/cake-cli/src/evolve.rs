@@ -76,10 +76,11 @@ pub struct ProposerFlags {
     chat_requests: usize,
 }
 
-/// The cost model. The seam for cake-cost: return its estimator here; `None` runs without cost
-/// ranking (every clean candidate up to --top-k is evaluated, in proposal order).
+/// The cost model (cake-cost, with the target's built-in calibration). A target without a
+/// calibration gets no predictions, and the run evaluates clean candidates up to --top-k in
+/// proposal order.
 fn cost_model() -> Option<Box<dyn Estimator>> {
-    None
+    Some(Box::new(cake_evolve::CostModel::default()))
 }
 
 fn usage(msg: impl std::fmt::Display) -> ExitCode {
@@ -176,11 +177,6 @@ fn run(flags: EvolveFlags, proposer: Box<dyn Proposer>) -> ExitCode {
         s.top_k = flags.top_k.max(1);
         s.per_generation = flags.per_generation.max(1);
         s.rng_seed = flags.rng_seed;
-        if s.model_only && estimator.is_none() {
-            eprintln!(
-                "note: no cost model in this build: --model-only verifies candidates but cannot rank them"
-            );
-        }
         let evaluator = if s.model_only {
             None
         } else {

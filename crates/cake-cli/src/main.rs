@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+mod cost;
 mod eval;
 mod evolve;
 
@@ -137,6 +138,47 @@ enum Command {
         /// Colour the human output (default: when stdout is a terminal).
         #[arg(long)]
         color: Option<bool>,
+        /// Also run the cost model at this shape (`M=4096,N=7168,K=4096`) and report its hints
+        /// as performance findings.
+        #[arg(long)]
+        shape: Option<String>,
+        /// The cost model's calibration table (default: the target's committed table).
+        #[arg(long)]
+        calibration: Option<PathBuf>,
+    },
+    /// Predict a schedule's time at a shape with the cost model: time, throughput, bound,
+    /// utilization and hints (docs/cost-model.md).
+    Cost {
+        file: PathBuf,
+        #[arg(long)]
+        target: String,
+        /// The shape, e.g. `M=4096,N=7168,K=4096`.
+        #[arg(long)]
+        shape: String,
+        /// A calibration table (default: the target's committed table).
+        #[arg(long)]
+        calibration: Option<PathBuf>,
+        /// Only this kernel of the file (default: every kernel).
+        #[arg(long)]
+        kernel: Option<String>,
+        #[arg(long, value_enum, default_value = "human")]
+        format: DocFormat,
+    },
+    /// On a GPU host: run the calibration microbenchmarks (kernels/calibrate/) through
+    /// `python3 -m cake.calibrate` and write the target's calibration table.
+    Calibrate {
+        #[arg(long)]
+        target: String,
+        /// Where to write the table (TOML).
+        #[arg(short, long)]
+        out: PathBuf,
+        /// Derive the table from measurements already taken (`cake.calibrate/v0` JSON) instead
+        /// of running the microbenchmarks.
+        #[arg(long)]
+        measurements: Option<PathBuf>,
+        /// Also keep the raw measurements here.
+        #[arg(long)]
+        keep: Option<PathBuf>,
     },
     /// Print the canonical IR of a schedule.
     Ir { file: PathBuf },
@@ -240,7 +282,38 @@ fn main() -> ExitCode {
             format,
             strict,
             color,
-        } => cmd_check(&file, target.as_deref(), format, strict, color),
+            shape,
+            calibration,
+        } => cmd_check(
+            &file,
+            target.as_deref(),
+            format,
+            strict,
+            color,
+            shape.as_deref(),
+            calibration.as_deref(),
+        ),
+        Command::Cost {
+            file,
+            target,
+            shape,
+            calibration,
+            kernel,
+            format,
+        } => cost::cmd_cost(
+            &file,
+            &target,
+            &shape,
+            calibration.as_deref(),
+            kernel.as_deref(),
+            format == DocFormat::Json,
+        ),
+        Command::Calibrate {
+            target,
+            out,
+            measurements,
+            keep,
+        } => cost::cmd_calibrate(&target, &out, measurements.as_deref(), keep.as_deref()),
         Command::Ir { file } => cmd_ir(&file),
         Command::Targets { format } => {
             match format {
@@ -367,7 +440,20 @@ fn cmd_check(
     format: Format,
     strict: bool,
     color: Option<bool>,
+    shape: Option<&str>,
+    calibration: Option<&Path>,
 ) -> ExitCode {
+    let shape = match shape.map(cake_cost::parse_shape).transpose() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: --shape: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let calibration = match calibration.map(cost::read_calibration).transpose() {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
     let bytes = match read(file) {
         Ok(b) => b,
         Err(code) => return code,
@@ -383,6 +469,21 @@ fn cmd_check(
     }
     let checked = cake_driver::check(&file.display().to_string(), &bytes, target);
     let mut findings = checked.findings;
+    if let Some(shape) = &shape {
+        if !findings.iter().any(|f| f.is_error()) {
+            match cake_driver::cost_findings(&checked.kernels, target, shape, calibration.as_ref())
+            {
+                Ok(extra) => {
+                    findings.extend(extra);
+                    findings.sort_by_key(|f| (f.span.start, f.code));
+                }
+                Err(e) => {
+                    eprintln!("error: --shape: {e}");
+                    return ExitCode::from(2);
+                }
+            }
+        }
+    }
     if strict {
         for f in &mut findings {
             if f.category == cake_diag::Category::Coverage {

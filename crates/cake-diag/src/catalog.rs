@@ -791,8 +791,14 @@ pub const ALL: &[&CodeInfo] = &[
     &semantics::BUFFERED_FRAGMENT,
     &performance::REGISTER_SPILL,
     &performance::WGMMA_SERIALIZED,
+    &performance::EXPOSED_LATENCY,
+    &performance::TAIL_WAVE,
+    &performance::SERIALIZED_EPILOGUE,
+    &performance::EXPOSED_EPILOGUE,
+    &performance::MEMORY_BOUND,
     &coverage::NOT_LOWERED,
     &coverage::NOT_VERIFIED,
+    &coverage::NO_CALIBRATION,
 ];
 
 /// Every code, in catalog order.

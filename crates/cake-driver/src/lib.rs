@@ -86,3 +86,48 @@ pub fn verify_all(source: &SourceFile, kernels: &[Kernel], target: Option<&str>)
     }
     out
 }
+
+/// The cost model's hints for every kernel of a checked file at `shape`, as performance
+/// findings, for `target` or each target a kernel declares. A target without calibration gets
+/// one `CAKE-V003` note per kernel instead. `calibration` (default: the target's committed
+/// table) applies to the targets it was made for. Shape errors are returned, not reported.
+pub fn cost_findings(
+    kernels: &[Kernel],
+    target: Option<&str>,
+    shape: &std::collections::BTreeMap<String, i64>,
+    calibration: Option<&cake_cost::Calibration>,
+) -> Result<Vec<Finding>, cake_cost::CostError> {
+    let mut out = Vec::new();
+    for k in kernels {
+        let targets: Vec<String> = match target {
+            Some(t) => vec![t.to_string()],
+            None => k.targets.clone(),
+        };
+        for name in targets {
+            let Ok(t) = cake_target::lookup(&name) else {
+                continue;
+            };
+            let cal = match calibration.filter(|c| c.meta.target == t.name) {
+                Some(c) => c.clone(),
+                None => match cake_cost::Calibration::builtin(t) {
+                    Ok(c) => c,
+                    Err(e @ cake_cost::CostError::NoCalibration { .. }) => {
+                        out.push(Finding::new(
+                            &cake_diag::catalog::coverage::NO_CALIBRATION,
+                            k.span,
+                            format!(
+                                "no calibration for {}: the cost model gives `{}` no estimate and no hints",
+                                t.name, k.name
+                            ),
+                        ).note(e.to_string()));
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                },
+            };
+            let est = cake_cost::estimate(k, t, shape, &cal)?;
+            out.extend(est.findings());
+        }
+    }
+    Ok(out)
+}

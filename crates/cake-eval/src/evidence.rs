@@ -22,7 +22,8 @@ pub struct Evidence {
     pub contract: ContractRecord,
     /// The check's findings (JSON rendering) plus those drawn from the ptxas report.
     pub findings: Value,
-    /// The cost model's estimate; `null` until the cost model exists.
+    /// The cost model's estimates at the bench shapes (`cake.cost/v0` estimates, crates/cake-cost),
+    /// or why there are none (`{"error": ...}`); `null` for prebuilt kernels.
     pub cost_estimate: Option<Value>,
     /// ptxas's per-kernel report (registers, spills, stack, shared memory).
     pub resources: Value,
@@ -110,6 +111,20 @@ pub struct ShapeTiming {
     pub outputs_wrong: Option<String>,
     /// The candidate's throughput and how close it comes to the floor, from its events median.
     pub candidate_rate: Option<Rate>,
+    /// The cost model's prediction at this shape, and the measurement against it.
+    pub predicted: Option<Predicted>,
+}
+
+/// The cost model's prediction for one bench shape (crates/cake-cost, docs/cost-model.md).
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct Predicted {
+    pub time_ms: f64,
+    /// The model's speed-of-light time from the schedule's own FLOPs and bytes at the datasheet
+    /// ceilings; a median below it (less the floor allowance) is suspicious.
+    pub speed_of_light_ms: f64,
+    pub bound: String,
+    /// Events median ÷ predicted time.
+    pub measured_over_predicted: Option<f64>,
 }
 
 /// Throughput of one timed callable at one shape.

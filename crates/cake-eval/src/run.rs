@@ -5,8 +5,8 @@
 
 use crate::contract::{Contract, Precision, Shape, ShapeEntry};
 use crate::evidence::{
-    self, Budget, CandidateRecord, CheckRecord, ContractRecord, Correctness, Evidence, Floor, Rate,
-    ShapeTiming, Speedup, Timed, Timing,
+    self, Budget, CandidateRecord, CheckRecord, ContractRecord, Correctness, Evidence, Floor,
+    Predicted, Rate, ShapeTiming, Speedup, Timed, Timing,
 };
 use crate::worker::{Failure, Supervisor};
 use indexmap::IndexMap;
@@ -161,6 +161,46 @@ struct Prepared {
     findings: Value,
     resources: Value,
     rejected: Option<String>,
+    /// The schedule's IR, for the cost model (absent for prebuilt kernels).
+    kernel: Option<cake_ir::Kernel>,
+}
+
+/// The cost model's estimate of `kernel` at every bench shape, with the target's committed
+/// calibration: the evidence record's `cost_estimate`, and per shape what the timing compares
+/// against. A target without calibration gives `{"error": "CAKE-V003 ..."}`.
+fn cost_estimates(
+    c: &Contract,
+    kernel: &cake_ir::Kernel,
+    target: &str,
+) -> (Value, Vec<Option<cake_cost::Estimate>>) {
+    let shapes = c.shape_set("bench");
+    let Ok(t) = cake_target::lookup(target) else {
+        return (
+            json!({"error": format!("unknown target {target}")}),
+            vec![None; shapes.len()],
+        );
+    };
+    let cal = match cake_cost::Calibration::builtin(t) {
+        Ok(cal) => cal,
+        Err(e) => return (json!({"error": e.to_string()}), vec![None; shapes.len()]),
+    };
+    let mut out = Vec::new();
+    let mut docs = Vec::new();
+    for shape in shapes {
+        let s: std::collections::BTreeMap<String, i64> =
+            shape.iter().map(|(k, v)| (k.clone(), *v)).collect();
+        match cake_cost::estimate(kernel, t, &s, &cal) {
+            Ok(e) => {
+                docs.push(serde_json::to_value(&e).unwrap_or_default());
+                out.push(Some(e));
+            }
+            Err(e) => {
+                docs.push(json!({"shape": shape, "error": e.to_string()}));
+                out.push(None);
+            }
+        }
+    }
+    (json!({"schema": "cake.cost/v0", "estimates": docs}), out)
 }
 
 fn seconds(s: f64) -> Duration {
@@ -312,6 +352,7 @@ fn prepare(c: &Contract, opts: &Options, target: &str) -> Result<Prepared, RunEr
             findings: json!(null),
             resources: json!(null),
             rejected,
+            kernel: None,
         });
     }
     let bytes = read(&path)?;
@@ -350,6 +391,7 @@ fn prepare(c: &Contract, opts: &Options, target: &str) -> Result<Prepared, RunEr
                 findings: cake_diag::render::json(&checked.file, &checked.findings),
                 resources: json!(null),
                 rejected: Some(format!("the schedule has {n} error(s); see `findings`")),
+                kernel: None,
             });
         }
         Err(e) => return Err(RunError::Build(e)),
@@ -378,6 +420,12 @@ fn prepare(c: &Contract, opts: &Options, target: &str) -> Result<Prepared, RunEr
         findings,
         resources: serde_json::to_value(&k.resources).unwrap_or_default(),
         rejected,
+        kernel: built
+            .checked
+            .kernels
+            .iter()
+            .find(|k| k.name == c.entry)
+            .cloned(),
     })
 }
 
@@ -416,6 +464,38 @@ fn floor(c: &Contract, shape: &Shape, target: &str) -> Option<Floor> {
         bandwidth_gbps,
         ms,
     })
+}
+
+/// The cost model's prediction against the measured medians: the record's `predicted`, and a
+/// reason for each median below the model's speed of light (less [`FLOOR_ALLOWANCE`]). The
+/// speed of light comes from the schedule's own FLOPs and bytes at the same datasheet ceilings
+/// as the floor (cake_target::peak), so it flags what the contract's formula cannot see (a
+/// kernel that skips work its schedule says it does); a median already below the contract's
+/// floor (`floor_ms`) is reported there and not twice.
+pub fn judge_prediction(
+    e: &cake_cost::Estimate,
+    events_ms: Option<f64>,
+    cupti_ms: Option<f64>,
+    floor_ms: Option<f64>,
+) -> (Predicted, Vec<String>) {
+    let sol_ms = e.speed_of_light_us * 1e-3;
+    let mut suspicious = Vec::new();
+    for (measure, m) in [("events", events_ms), ("cupti", cupti_ms)] {
+        let Some(m) = m else { continue };
+        let below_floor = floor_ms.is_some_and(|f| m < f * FLOOR_ALLOWANCE);
+        if !below_floor && m < sol_ms * FLOOR_ALLOWANCE {
+            suspicious.push(format!(
+                "{measure} median {m:.4} ms is below the cost model's speed of light {sol_ms:.4} ms for this schedule"
+            ));
+        }
+    }
+    let predicted = Predicted {
+        time_ms: e.time_us * 1e-3,
+        speed_of_light_ms: sol_ms,
+        bound: e.bound.as_str().to_string(),
+        measured_over_predicted: events_ms.map(|m| m / (e.time_us * 1e-3)),
+    };
+    (predicted, suspicious)
 }
 
 /// A time this far under the floor is flagged; the allowance absorbs timer granularity and the
@@ -591,6 +671,13 @@ pub fn run(
     }
     correctness.passed = verdict.is_clean() && correctness.checks.iter().all(|r| r.passed);
 
+    let (cost_estimate, predictions) = match &p.kernel {
+        Some(k) => {
+            let (doc, est) = cost_estimates(c, k, &target);
+            (Some(doc), est)
+        }
+        None => (None, Vec::new()),
+    };
     let timing = (mode == Mode::Bench && correctness.passed).then(|| {
         bench(
             c,
@@ -601,6 +688,7 @@ pub fn run(
             seed,
             &mut requests,
             progress,
+            &predictions,
         )
     });
     if let Some(t) = &timing {
@@ -635,7 +723,7 @@ pub fn run(
             hash: c.hash.clone(),
         },
         findings: p.findings,
-        cost_estimate: None,
+        cost_estimate,
         resources: p.resources,
         correctness,
         timing,
@@ -780,6 +868,7 @@ fn bench(
     seed: u64,
     requests: &mut u32,
     progress: Progress,
+    predictions: &[Option<cake_cost::Estimate>],
 ) -> Timing {
     let mut baselines: Vec<(String, Option<Failure>)> = Vec::new();
     for (name, func) in &c.baselines {
@@ -883,6 +972,22 @@ fn bench(
                 }
             }
         }
+        // The cost model's speed of light comes from the schedule's own FLOPs and bytes at the
+        // same datasheet ceilings as the floor (cake_target::peak), so it flags what the
+        // contract's formula cannot see (a kernel that skips work the schedule says it does).
+        let (predicted, below) = match predictions.get(i).and_then(Option::as_ref) {
+            Some(e) => {
+                let (p, s) = judge_prediction(
+                    e,
+                    candidate.median("events_ms"),
+                    candidate.median("cupti_ms"),
+                    fl.as_ref().map(|f| f.ms),
+                );
+                (Some(p), s)
+            }
+            None => (None, Vec::new()),
+        };
+        suspicious.extend(below);
         let mut speedup = IndexMap::new();
         if suspicious.is_empty() && outputs_wrong.is_none() {
             for (name, t) in &timed {
@@ -941,6 +1046,9 @@ fn bench(
                 line += &format!(" ({s:.3}x)");
             }
         }
+        if let Some(pr) = &predicted {
+            line += &format!(" · model {:.4} ms ({})", pr.time_ms, pr.bound);
+        }
         if !suspicious.is_empty() {
             line += &format!(" · SUSPICIOUS: {}", suspicious.join("; "));
         }
@@ -961,6 +1069,7 @@ fn bench(
             interleaved,
             outputs_wrong,
             candidate_rate,
+            predicted,
         });
     }
     Timing {
@@ -977,6 +1086,32 @@ fn bench(
 mod tests {
     use super::*;
     use crate::contract::Role;
+
+    #[test]
+    fn a_time_under_the_models_speed_of_light_is_suspicious() {
+        let src = include_str!("../../../examples/gemm_sm90.py");
+        let checked = cake_driver::check("gemm_sm90.py", src.as_bytes(), None);
+        let t = cake_target::lookup("sm_90a").unwrap();
+        let cal = cake_cost::Calibration::builtin(t).unwrap();
+        let shape = cake_cost::parse_shape("M=4096,N=7168,K=4096").unwrap();
+        let e = cake_cost::estimate(&checked.kernels[0], t, &shape, &cal).unwrap();
+        let sol = e.speed_of_light_us * 1e-3;
+        // A believable time: recorded against the prediction, nothing flagged.
+        let (p, s) = super::judge_prediction(&e, Some(0.304), None, None);
+        assert!(s.is_empty(), "{s:?}");
+        assert!((p.measured_over_predicted.unwrap() - 0.304 / (e.time_us * 1e-3)).abs() < 1e-12);
+        assert_eq!(p.bound, "tensor cores");
+        // Half the speed of light: flagged, once per measure.
+        let (_, s) = super::judge_prediction(&e, Some(sol * 0.5), Some(sol * 0.5), None);
+        assert_eq!(s.len(), 2, "{s:?}");
+        assert!(
+            s[0].contains("below the cost model's speed of light"),
+            "{s:?}"
+        );
+        // Already below the contract's floor: reported there, not twice.
+        let (_, s) = super::judge_prediction(&e, Some(sol * 0.5), None, Some(sol));
+        assert!(s.is_empty());
+    }
 
     #[test]
     fn targets_follow_compute_capability() {

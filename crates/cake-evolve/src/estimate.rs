@@ -1,7 +1,7 @@
 //! The seam to the cost model: an [`Estimator`] predicts a kernel's time at a shape and may name
 //! its bottleneck. The search uses it to rank candidates before spending GPU time on them and to
-//! place them in niches; `None` (no estimator) means no cost ranking. The cost-model crate plugs
-//! in here by implementing this trait.
+//! place them in niches; `None` (no estimator) means no cost ranking. [`CostModel`] plugs the
+//! cost model (cake-cost) in with the target's built-in calibration.
 
 use cake_ir::Kernel;
 use cake_target::Target;
@@ -24,6 +24,53 @@ pub trait Estimator {
         _shape: &BTreeMap<String, i64>,
     ) -> Option<String> {
         None
+    }
+}
+
+/// The cost model with the calibration built into Cake for each target. A target without one
+/// gets no prediction (the run then evaluates candidates unranked), never another target's.
+#[derive(Default)]
+pub struct CostModel {
+    tables: std::cell::RefCell<BTreeMap<&'static str, Option<cake_cost::Calibration>>>,
+}
+
+impl CostModel {
+    fn estimate(
+        &self,
+        kernel: &Kernel,
+        target: &Target,
+        shape: &BTreeMap<String, i64>,
+    ) -> Option<cake_cost::Estimate> {
+        let mut tables = self.tables.borrow_mut();
+        let table = tables
+            .entry(target.name)
+            .or_insert_with(|| cake_cost::Calibration::builtin(target).ok());
+        cake_cost::estimate(kernel, target, shape, table.as_ref()?).ok()
+    }
+}
+
+impl Estimator for CostModel {
+    fn predict_us(
+        &self,
+        kernel: &Kernel,
+        target: &Target,
+        shape: &BTreeMap<String, i64>,
+    ) -> Option<f64> {
+        self.estimate(kernel, target, shape).map(|e| e.time_us)
+    }
+
+    fn bottleneck(
+        &self,
+        kernel: &Kernel,
+        target: &Target,
+        shape: &BTreeMap<String, i64>,
+    ) -> Option<String> {
+        let e = self.estimate(kernel, target, shape)?;
+        // The serialised name (`tensor_cores`, `memory`, ...): stable niche keys.
+        serde_json::to_value(e.bound)
+            .ok()?
+            .as_str()
+            .map(str::to_string)
     }
 }
 

@@ -20,7 +20,7 @@ pub mod search;
 
 pub use archive::{Archive, Candidate, Stage};
 pub use budget::{Budget, Spent};
-pub use estimate::Estimator;
+pub use estimate::{CostModel, Estimator};
 pub use evaluate::{Evaluation, Evaluator, Harness, Outcome};
 pub use propose::{KnobMutator, Proposer};
 pub use search::{Event, Search, Settings};

@@ -529,8 +529,13 @@ impl Search {
         c.spent.gpu_s += e.gpu_s;
         if !e.evidence.is_null() {
             let mut evidence = e.evidence;
-            // The record's slot for the cost model: what this run predicted for the candidate.
-            if let (Some(us), Some(o)) = (c.cost_us, evidence.as_object_mut()) {
+            // The record's slot for the cost model, when the harness left it empty (a prebuilt
+            // candidate): what this run predicted for the candidate.
+            if let (Some(us), true, Some(o)) = (
+                c.cost_us,
+                evidence["cost_estimate"].is_null(),
+                evidence.as_object_mut(),
+            ) {
                 o.insert(
                     "cost_estimate".into(),
                     serde_json::json!({"predicted_us": us, "bottleneck": c.bottleneck,

@@ -204,3 +204,46 @@ fn a_candidate_faster_than_light_is_quarantined_not_promoted() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn the_cost_model_ranks_the_poor_seed_below_its_tuned_mutants() {
+    // The same search with the real cost model (cake-cost, sm_90a's built-in calibration) in
+    // place of the toy: model-only tuning must find a candidate it predicts faster than the
+    // poor seed, and every clean candidate carries the model's bottleneck class.
+    let dir = tempdir("tune-cost");
+    let mut search = Search::start(
+        settings(&dir, true),
+        Box::new(KnobMutator::new(11)),
+        Some(Box::new(cake_evolve::CostModel::default())),
+        None,
+    )
+    .unwrap();
+    for _ in 0..6 {
+        search.generation_step(&mut |_e: Event| {}).unwrap();
+    }
+    let pop = search.population();
+    let seed_us = pop[0].cost_us.expect("the seed is estimated");
+    let best_us = search.best().unwrap().cost_us.unwrap();
+    assert!(
+        best_us < seed_us * 0.9,
+        "predicted {best_us} us vs the seed's {seed_us} us"
+    );
+    for c in pop.iter().filter(|c| c.stage == Stage::Estimated) {
+        let niche = c.niche.as_deref().unwrap_or_default();
+        assert!(
+            [
+                "tensor_cores",
+                "memory",
+                "latency",
+                "synchronization",
+                "epilogue",
+                "tail_wave",
+                "launch"
+            ]
+            .iter()
+            .any(|b| niche.contains(b)),
+            "{niche}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

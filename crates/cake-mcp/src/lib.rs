@@ -75,6 +75,10 @@ pub struct CheckInput {
     /// Treat coverage notes ("not verified: ...") as errors, as `cake check --strict` does.
     #[serde(default)]
     pub strict: Option<bool>,
+    /// Also run the cost model at this shape (e.g. `M=4096,N=7168,K=4096`) and report its hints
+    /// as performance findings (CAKE-P003..P007), as `cake check --shape` does.
+    #[serde(default)]
+    pub shape: Option<String>,
 }
 
 /// A finding code to explain.
@@ -389,6 +393,16 @@ fn do_check(input: CheckInput) -> Result<CheckOutput, String> {
     }
     let checked = cake_driver::check(&name, &bytes, input.target.as_deref());
     let mut findings = checked.findings;
+    if let Some(shape) = &input.shape {
+        let shape = cake_cost::parse_shape(shape).map_err(|e| format!("shape: {e}"))?;
+        if !findings.iter().any(|f| f.is_error()) {
+            let extra =
+                cake_driver::cost_findings(&checked.kernels, input.target.as_deref(), &shape, None)
+                    .map_err(|e| format!("shape: {e}"))?;
+            findings.extend(extra);
+            findings.sort_by_key(|f| (f.span.start, f.code));
+        }
+    }
     if input.strict == Some(true) {
         for f in &mut findings {
             if f.category == cake_diag::Category::Coverage {

@@ -145,6 +145,39 @@ async fn check_reports_findings_with_lines() {
 }
 
 #[tokio::test]
+async fn check_with_a_shape_reports_the_cost_models_hints() {
+    let client = connect().await;
+    let r = call(
+        &client,
+        "check",
+        json!({"path": at_root("tests/cost/P004_tail_wave.py"), "target": "sm_90a",
+               "shape": "M=1024,N=4352,K=4096"}),
+    )
+    .await;
+    let out = structured(&r);
+    assert_eq!(out["errors"], 0, "{out:#}");
+    let codes: Vec<&Value> = out["findings"]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| &f["code"])
+        .collect();
+    assert_eq!(codes, [&json!("CAKE-P004")], "{out:#}");
+    let r = call(
+        &client,
+        "check",
+        json!({"path": at_root("tests/cost/P004_tail_wave.py"), "shape": "M=oops"}),
+    )
+    .await;
+    assert!(
+        is_error(&r) && text(&r).contains("is not an integer"),
+        "{}",
+        text(&r)
+    );
+    client.cancel().await.ok();
+}
+
+#[tokio::test]
 async fn bad_arguments_are_tool_errors() {
     let client = connect().await;
     let cases = [

@@ -27,3 +27,16 @@ pub const NOT_VERIFIED: CodeInfo = CodeInfo {
     bad: include_str!("../../../../tests/check/CAKE-V002-bad.py"),
     good: include_str!("../../../../tests/check/CAKE-V002-good.py"),
 };
+
+pub const NO_CALIBRATION: CodeInfo = CodeInfo {
+    code: "CAKE-V003",
+    name: "no-calibration",
+    category: Category::Coverage,
+    severity: Severity::Note,
+    summary: r#"The cost model has no calibration for the target, so it gives no estimate."#,
+    explanation: r#"Predicted times come from constants measured on one target (crates/cake-cost/calibration/<target>.toml: tensor-core rate, bandwidths, latencies). Cake never uses one target's numbers for another, so a target without a table gets this note instead of an estimate, and no performance hints.
+
+Run `cake calibrate --target <target> -o FILE` on a GPU of that target and pass the table with `--calibration FILE`, or commit it under crates/cake-cost/calibration/."#,
+    bad: "",
+    good: "",
+};

@@ -29,3 +29,71 @@ Keep reads of accumulators out of the window in which their MMAs are in flight, 
     bad: "",
     good: "",
 };
+
+// Cost-model hints (crates/cake-cost): reported by `cake check --shape` and `cake cost`. They
+// depend on a shape, so their annotated tests live in tests/cost/ with the shape on line one.
+
+pub const EXPOSED_LATENCY: CodeInfo = CodeInfo {
+    code: "CAKE-P003",
+    name: "exposed-latency",
+    category: Category::Performance,
+    severity: Severity::Note,
+    summary: r#"The pipeline has too few stages to hide the TMA latency."#,
+    explanation: r#"A ring of S stages keeps at most S copies in flight. Each stage is reused only after its copy landed (the TMA latency L) and its consumer released it, so one iteration cannot take less than (L + consume + handoff) ÷ S. When that exceeds both the time to move the stage's bytes and the time to consume them, the consumers wait for data every iteration. The cost model (docs/cost-model.md) reports how many stages would hide the latency and whether they fit in shared memory.
+
+Add stages (`lm.pipeline(stages=...)` and the `stages=` of the views it rotates), or make each stage smaller (a shorter K step) so that more of them fit."#,
+    bad: "",
+    good: "",
+};
+
+pub const TAIL_WAVE: CodeInfo = CodeInfo {
+    code: "CAKE-P004",
+    name: "tail-wave",
+    category: Category::Performance,
+    severity: Severity::Note,
+    summary: r#"The tiles do not divide evenly over the SMs: the last wave leaves SMs idle."#,
+    explanation: r#"Tiles run in waves of (SMs × resident CTAs). With 1.03 waves, the second wave holds 3% of the tiles and every other SM idles while it runs, so the kernel takes almost twice as long as its work needs. A persistent tile loop has the same quantization when each CTA owns whole tiles. The cost model names a tile size along one axis that divides the work more evenly, when one exists.
+
+Change a tile extent (for example BN) so the tile count is a multiple of the SM count or much larger than it, or split the contraction."#,
+    bad: "",
+    good: "",
+};
+
+pub const SERIALIZED_EPILOGUE: CodeInfo = CodeInfo {
+    code: "CAKE-P005",
+    name: "serialized-epilogue",
+    category: Category::Performance,
+    severity: Severity::Note,
+    summary: r#"Element-wise work inside the MMA loop runs while the tensor cores idle."#,
+    explanation: r#"A role that issues an MMA and then does register math on its result in the same loop iteration (a fused reduction, an argmin, a softmax) keeps the tensor cores idle for the length of that math, unless another warpgroup's MMAs fill the gap. The cost model counts the element-wise operations per iteration and their share of the iteration.
+
+Fewer operations per element (fold constants out of the loop, fuse min and argmin), more MMA work per element, or consumer warpgroups that alternate between MMA and epilogue."#,
+    bad: "",
+    good: "",
+};
+
+pub const EXPOSED_EPILOGUE: CodeInfo = CodeInfo {
+    code: "CAKE-P006",
+    name: "exposed-epilogue",
+    category: Category::Performance,
+    severity: Severity::Note,
+    summary: r#"The epilogue after the contraction loop is a large part of each tile and overlaps nothing."#,
+    explanation: r#"After its last MMA of a tile, a consumer role converts and stores its accumulator before it starts the next tile's MMAs. With one set of consumers, the tensor cores idle for that time. Register-to-global stores from an accumulator layout are also uncoalesced.
+
+Store through shared memory with TMA (`view.store`, `lm.fence_proxy_async`, `view.tma_store`), or make the contraction per tile longer so the epilogue is a smaller share."#,
+    bad: "",
+    good: "",
+};
+
+pub const MEMORY_BOUND: CodeInfo = CodeInfo {
+    code: "CAKE-P007",
+    name: "memory-bound",
+    category: Category::Performance,
+    severity: Severity::Note,
+    summary: r#"DRAM or L2 bandwidth sets the kernel's time."#,
+    explanation: r#"The cost model estimates DRAM traffic from the tiles in flight: tiles that run at the same time and read the same operand slice share it in L2. When the bytes moved divided by the calibrated bandwidth exceed the compute and latency terms, the kernel is memory-bound.
+
+A grouped raster (`lm.tiles(..., group=8)`) raises operand reuse in L2; larger tiles raise arithmetic intensity; a narrower dtype moves fewer bytes."#,
+    bad: "",
+    good: "",
+};

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# One GPU call for the cost model (docs/cost-model.md): calibrate on this GPU, then compare the
+# model's predictions with measured times for ≥ 30 schedule variants. Everything lands in $OUT.
+#
+#   bench/cost_session.sh        # on the GPU host, from the repository root; carry: dist
+#
+# Expects dist/cake and dist/cake-*.whl (scripts/wheel.sh). About 5–7 minutes.
+set -u
+export PYTHONUNBUFFERED=1
+OUT=${OUT:-out/cost-session}
+mkdir -p "$OUT"
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/cake-site dist/cake-*.whl || exit 1
+export PYTHONPATH=/tmp/cake-site
+export CAKE_CACHE_DIR=/tmp/cake-cache
+if [ -z "${CUDA_HOME:-}" ] && [ -x /usr/local/cuda/bin/nvcc ]; then export CUDA_HOME=/usr/local/cuda; fi
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw \
+    --format=csv,noheader | tee "$OUT/gpu.txt"
+export COMMIT=${COMMIT:-$(git rev-parse HEAD 2>/dev/null)}
+echo "$COMMIT" > "$OUT/commit.txt"
+DATE=$(date -u +%F)
+
+echo "== calibrate"
+timeout 200 dist/cake calibrate --target sm_90a -o "$OUT/sm_90a.toml" --keep "$OUT/calibrate-raw.json"
+echo "exit $?"
+CAL=()
+[ -s "$OUT/sm_90a.toml" ] && CAL=(--calibration "$OUT/sm_90a.toml")
+
+echo "== accuracy"
+timeout 300 python3 bench/cost_accuracy.py --cake dist/cake "${CAL[@]}" \
+    --out "$OUT/cost-accuracy-$DATE.json" --timeout 40
+echo "exit $?"
+# The same measurements against the committed (seed) table, for comparison: predictions only.
+for f in examples/gemm_sm90.py; do
+    dist/cake cost $f --target sm_90a --shape M=4096,N=7168,K=4096 "${CAL[@]}" | head -3
+done

@@ -1,0 +1,233 @@
+//! `cake cost` and `cake calibrate`: the cost model's front door (docs/cost-model.md).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use cake_cost::{Calibration, CostError};
+
+/// Read and validate a calibration table given on the command line.
+pub fn read_calibration(path: &Path) -> Result<Calibration, ExitCode> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        eprintln!("error: cannot read {}: {e}", path.display());
+        ExitCode::from(2)
+    })?;
+    Calibration::from_toml(&text).map_err(|e| {
+        eprintln!("error: {}: {e}", path.display());
+        ExitCode::from(2)
+    })
+}
+
+fn lookup(target: &str) -> Result<&'static cake_target::Target, ExitCode> {
+    cake_target::lookup(target).map_err(|e| {
+        eprintln!("error: {e}");
+        if let Some(s) = e.suggestion() {
+            eprintln!("help: did you mean `{s}`? Cake compiles for exact targets only");
+        }
+        ExitCode::from(2)
+    })
+}
+
+pub fn cmd_cost(
+    file: &Path,
+    target: &str,
+    shape: &str,
+    calibration: Option<&Path>,
+    only: Option<&str>,
+    json: bool,
+) -> ExitCode {
+    let t = match lookup(target) {
+        Ok(t) => t,
+        Err(c) => return c,
+    };
+    let shape = match cake_cost::parse_shape(shape) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: --shape: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let cal = match calibration {
+        Some(p) => match read_calibration(p) {
+            Ok(c) => c,
+            Err(code) => return code,
+        },
+        None => match Calibration::builtin(t) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(1);
+            }
+        },
+    };
+    let bytes = match std::fs::read(file) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("error: cannot read {}: {e}", file.display());
+            return ExitCode::from(2);
+        }
+    };
+    let checked = cake_driver::check(&file.display().to_string(), &bytes, Some(target));
+    if checked.has_errors() {
+        eprint!(
+            "{}",
+            cake_diag::render::human(&checked.file, &checked.findings, false)
+        );
+        eprintln!(
+            "error: the schedule has errors; the cost model estimates verified schedules only"
+        );
+        return ExitCode::from(1);
+    }
+    let mut estimates = Vec::new();
+    for k in &checked.kernels {
+        if only.is_some_and(|n| n != k.name) {
+            continue;
+        }
+        match cake_cost::estimate(k, t, &shape, &cal) {
+            Ok(e) => estimates.push(e),
+            Err(e @ CostError::Shape(_)) => {
+                eprintln!("error: --shape: {e}");
+                return ExitCode::from(2);
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(1);
+            }
+        }
+    }
+    if estimates.is_empty() {
+        eprintln!(
+            "error: no kernel{} in {}",
+            only.map(|n| format!(" `{n}`")).unwrap_or_default(),
+            file.display()
+        );
+        return ExitCode::from(2);
+    }
+    if json {
+        let doc = serde_json::json!({"schema": "cake.cost/v0", "estimates": estimates});
+        println!("{}", serde_json::to_string_pretty(&doc).expect("JSON"));
+    } else {
+        for e in &estimates {
+            print!("{}", e.render());
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+/// Where the calibration schedules are: `$CAKE_CALIBRATE_DIR`, else `kernels/calibrate` under
+/// the working directory or above the `cake` binary (`dist/cake` in a checkout).
+fn schedules_dir() -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os("CAKE_CALIBRATE_DIR") {
+        return Some(PathBuf::from(d));
+    }
+    let mut bases = vec![std::env::current_dir().ok()?];
+    if let Ok(exe) = std::env::current_exe() {
+        bases.extend(exe.ancestors().skip(1).map(Path::to_path_buf));
+    }
+    bases
+        .into_iter()
+        .map(|b| b.join("kernels/calibrate"))
+        .find(|d| d.is_dir())
+}
+
+pub fn cmd_calibrate(
+    target: &str,
+    out: &Path,
+    measurements: Option<&Path>,
+    keep: Option<&Path>,
+) -> ExitCode {
+    let t = match lookup(target) {
+        Ok(t) => t,
+        Err(c) => return c,
+    };
+    let text = match measurements {
+        Some(p) => match std::fs::read_to_string(p) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("error: cannot read {}: {e}", p.display());
+                return ExitCode::from(2);
+            }
+        },
+        None => {
+            let Some(dir) = schedules_dir() else {
+                eprintln!("error: kernels/calibrate not found; run from the repository root or set CAKE_CALIBRATE_DIR");
+                return ExitCode::from(2);
+            };
+            let raw = keep.map(Path::to_path_buf).unwrap_or_else(|| {
+                std::env::temp_dir().join(format!("cake-calibrate-{}.json", std::process::id()))
+            });
+            let python = std::env::var("CAKE_PYTHON").unwrap_or_else(|_| "python3".into());
+            let cake = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("cake"));
+            eprintln!(
+                "running {python} -m cake.calibrate on {} ...",
+                dir.display()
+            );
+            let status = std::process::Command::new(&python)
+                .args(["-m", "cake.calibrate", "--target", target, "--schedules"])
+                .arg(&dir)
+                .arg("--cake")
+                .arg(&cake)
+                .arg("--out")
+                .arg(&raw)
+                .status();
+            match status {
+                Ok(s) if s.success() => {}
+                Ok(s) => {
+                    eprintln!("error: python -m cake.calibrate failed ({s})");
+                    return ExitCode::from(1);
+                }
+                Err(e) => {
+                    eprintln!("error: cannot start {python}: {e}");
+                    return ExitCode::from(2);
+                }
+            }
+            match std::fs::read_to_string(&raw) {
+                Ok(s) => s,
+                Err(e) => {
+                    eprintln!("error: cannot read {}: {e}", raw.display());
+                    return ExitCode::from(1);
+                }
+            }
+        }
+    };
+    let m: serde_json::Value = match serde_json::from_str(&text) {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("error: the measurements are not JSON: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    if m["target"].as_str().is_some_and(|mt| mt != t.name) {
+        eprintln!(
+            "error: the measurements are for {}, not {}",
+            m["target"], t.name
+        );
+        return ExitCode::from(1);
+    }
+    let seed = Calibration::builtin(t).unwrap_or_else(|_| Calibration {
+        meta: cake_cost::Meta {
+            target: t.name.into(),
+            gpu: String::new(),
+            driver: String::new(),
+            date: String::new(),
+            method: String::new(),
+            commit: None,
+        },
+        params: Default::default(),
+    });
+    let cal = match Calibration::from_measurements(&seed, &m) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    if let Err(e) = std::fs::write(out, cal.to_toml()) {
+        eprintln!("error: cannot write {}: {e}", out.display());
+        return ExitCode::from(2);
+    }
+    eprintln!("wrote {}", out.display());
+    for (name, p) in &cal.params {
+        eprintln!("  {name:<18} {:>12.4}  {}", p.value, p.source);
+    }
+    ExitCode::SUCCESS
+}

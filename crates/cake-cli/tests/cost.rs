@@ -1,0 +1,182 @@
+//! `cake cost`, `cake check --shape` and `cake calibrate --measurements` (no GPU, no toolchain).
+
+use std::process::{Command, Output};
+
+fn cake(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cake"))
+        .current_dir(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
+        .args(args)
+        .output()
+        .expect("run cake")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+#[test]
+fn cost_reports_time_bound_and_json() {
+    let shape = "M=4096,N=7168,K=4096";
+    let o = cake(&[
+        "cost",
+        "examples/gemm_sm90.py",
+        "--target",
+        "sm_90a",
+        "--shape",
+        shape,
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let t = text(&o);
+    assert!(
+        t.contains("bound by tensor cores") && t.contains("TFLOP/s"),
+        "{t}"
+    );
+    let o = cake(&[
+        "cost",
+        "examples/gemm_sm90.py",
+        "--target",
+        "sm_90a",
+        "--shape",
+        shape,
+        "--format",
+        "json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["schema"], "cake.cost/v0");
+    let e = &v["estimates"][0];
+    assert_eq!(e["bound"], "tensor_cores");
+    assert!(e["time_us"].as_f64().unwrap() > 0.0);
+    for key in [
+        "terms",
+        "utilization",
+        "grid",
+        "loops",
+        "hints",
+        "calibration",
+    ] {
+        assert!(e.get(key).is_some(), "{key}");
+    }
+}
+
+#[test]
+fn cost_errors_are_clear() {
+    let o = cake(&[
+        "cost",
+        "examples/gemm_sm90.py",
+        "--target",
+        "sm_90a",
+        "--shape",
+        "M=4096,N=x",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o).contains("`x` in `N=x` is not an integer"),
+        "{}",
+        text(&o)
+    );
+    let o = cake(&[
+        "cost",
+        "examples/gemm_sm90.py",
+        "--target",
+        "sm_90a",
+        "--shape",
+        "M=4096",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).contains("needs a value for K, N"), "{}", text(&o));
+    // A target without calibration: no estimate, a coded reason.
+    let o = cake(&[
+        "cost",
+        "examples/attention_sm100.py",
+        "--target",
+        "sm_100a",
+        "--shape",
+        "BH=1,S=128",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        text(&o).contains("CAKE-V003: no calibration for sm_100a"),
+        "{}",
+        text(&o)
+    );
+}
+
+#[test]
+fn check_with_a_shape_reports_hints() {
+    let o = cake(&[
+        "check",
+        "tests/cost/P004_tail_wave.py",
+        "--target",
+        "sm_90a",
+        "--shape",
+        "M=1024,N=4352,K=4096",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let codes: Vec<&str> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["code"].as_str().unwrap())
+        .collect();
+    assert_eq!(codes, ["CAKE-P004"]);
+    // Without a shape, no cost findings.
+    let o = cake(&["check", "tests/cost/P004_tail_wave.py", "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["findings"].as_array().unwrap().is_empty());
+    // An uncalibrated target gets a V003 note, not numbers from another target.
+    let o = cake(&[
+        "check",
+        "examples/attention_sm100.py",
+        "--target",
+        "sm_100a",
+        "--shape",
+        "BH=1,S=128",
+    ]);
+    assert!(text(&o).contains("CAKE-V003"), "{}", text(&o));
+}
+
+#[test]
+fn calibrate_from_measurements_writes_a_table() {
+    let dir = std::env::temp_dir().join(format!("cake-cli-calibrate-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let m = dir.join("m.json");
+    std::fs::write(
+        &m,
+        r#"{"schema": "cake.calibrate/v0", "target": "sm_90a", "date": "2026-11-30",
+            "environment": {"gpu": "NVIDIA H200", "driver": "580", "sm_count": 132},
+            "probes": {"dram_stream": {"median_ms": 0.25, "bytes": 1.0e9, "samples": 30}}}"#,
+    )
+    .unwrap();
+    let out = dir.join("sm_90a.toml");
+    let o = cake(&[
+        "calibrate",
+        "--target",
+        "sm_90a",
+        "-o",
+        out.to_str().unwrap(),
+        "--measurements",
+        m.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let table = std::fs::read_to_string(&out).unwrap();
+    assert!(table.contains("dram_gbps = { value = 4000.0"), "{table}");
+    let o = cake(&[
+        "cost",
+        "examples/gemm_sm90.py",
+        "--target",
+        "sm_90a",
+        "--shape",
+        "M=128,N=256,K=64",
+        "--calibration",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("cake calibrate"), "{}", text(&o));
+}

@@ -1,0 +1,590 @@
+//! What a schedule does per tile, read from the IR: per role, the work outside loops and the
+//! work of one iteration of each run-time loop (TMA bytes, MMA work, element-wise operations,
+//! stores, waits), the tile loop's counts and raster, and which tile axes each loaded tensor
+//! depends on (for L2 reuse).
+
+use std::collections::{BTreeMap, HashSet};
+
+use cake_ir::{
+    BinOp, ExprId, ExprKind, Kernel, LoopId, LoopKind, Op, Operand, PipelineId, ReduceOp, RoleId,
+    RoleUnit, Stmt, Ty, UnOp, ViewRef,
+};
+
+/// Work of one role in one place (one loop iteration, or once per tile).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Work {
+    /// Bytes copied global → shared (TMA, cp.async), all replicas.
+    pub load_bytes: f64,
+    /// Of which, per source tensor (parameter index).
+    pub load_by_tensor: BTreeMap<usize, f64>,
+    /// Whether a copy in this place completes on a barrier someone waits for.
+    pub copies: u32,
+    /// Tensor-core work in FLOPs, by input width (16-bit, 8-bit).
+    pub mma_flops_16: f64,
+    pub mma_flops_8: f64,
+    /// MMA instructions (wgmma: one per 64 rows × 16-K step; mma.sync: per 16×8×16).
+    pub mma_instrs: f64,
+    /// Element-wise thread operations (register math, reductions, conversions, shuffles,
+    /// register loads and stores): what the warp schedulers issue.
+    pub alu_ops: f64,
+    /// Of which, operations on the half-rate integer/ALU pipe (compares, selects, min/max,
+    /// integer math, conversions).
+    pub int_ops: f64,
+    /// Bytes read from global memory into registers (`lm.load`).
+    pub reg_load_bytes: f64,
+    /// Bytes stored register → global, and shared → global by TMA.
+    pub store_bytes: f64,
+    pub tma_store_bytes: f64,
+    /// Barrier waits and named-barrier syncs.
+    pub waits: f64,
+    pub syncs: f64,
+}
+
+impl Work {
+    pub fn add(&mut self, o: &Work, k: f64) {
+        self.load_bytes += o.load_bytes * k;
+        for (t, b) in &o.load_by_tensor {
+            *self.load_by_tensor.entry(*t).or_default() += b * k;
+        }
+        self.copies += o.copies;
+        self.mma_flops_16 += o.mma_flops_16 * k;
+        self.mma_flops_8 += o.mma_flops_8 * k;
+        self.mma_instrs += o.mma_instrs * k;
+        self.alu_ops += o.alu_ops * k;
+        self.int_ops += o.int_ops * k;
+        self.reg_load_bytes += o.reg_load_bytes * k;
+        self.store_bytes += o.store_bytes * k;
+        self.tma_store_bytes += o.tma_store_bytes * k;
+        self.waits += o.waits * k;
+        self.syncs += o.syncs * k;
+    }
+    pub fn has_mma(&self) -> bool {
+        self.mma_flops_16 + self.mma_flops_8 > 0.0
+    }
+}
+
+/// One run-time loop of one role: its trip count and one iteration's work (inner non-pipelined
+/// loops folded in).
+#[derive(Clone, Debug)]
+pub struct LoopWork {
+    pub id: LoopId,
+    pub pipeline: Option<PipelineId>,
+    pub trips: f64,
+    pub work: Work,
+    /// The loop's statement, for findings.
+    pub stmt: cake_diag::Span,
+}
+
+#[derive(Clone, Debug)]
+pub struct RoleWork {
+    pub role: Option<RoleId>,
+    pub name: String,
+    pub replicas: u32,
+    pub threads: u32,
+    /// Once per tile, outside any run-time loop, in program order before / after the loops.
+    pub before: Work,
+    pub after: Work,
+    pub loops: Vec<LoopWork>,
+}
+
+/// The tile loop.
+#[derive(Clone, Debug)]
+pub struct Tiles {
+    pub counts: Vec<i64>,
+    /// For each axis whose count is `cdiv(DIM, c)`: (DIM's extent, c).
+    pub divisors: Vec<Option<(i64, i64)>>,
+    pub group: Option<u32>,
+    pub span: cake_diag::Span,
+}
+
+#[derive(Clone, Debug)]
+pub struct Analysis {
+    pub roles: Vec<RoleWork>,
+    pub tiles: Option<Tiles>,
+    /// Per loaded tensor (parameter index): bitmask of the tile axes its coordinates read.
+    pub tensor_axes: BTreeMap<usize, u32>,
+    /// Sizes in bytes of every tensor parameter at this shape.
+    pub tensor_bytes: BTreeMap<usize, f64>,
+    /// Things the analysis had to guess, one sentence each.
+    pub assumptions: Vec<String>,
+}
+
+pub fn analyze(k: &Kernel, shape: &BTreeMap<String, i64>) -> Analysis {
+    let mut a = Analyzer {
+        k,
+        shape,
+        assumptions: Vec::new(),
+        tensor_axes: BTreeMap::new(),
+    };
+    let mut tiles = None;
+    let mut roles: Vec<RoleWork> = Vec::new();
+    // The tile loop's body (or the whole kernel when there is none).
+    let mut body: &[cake_ir::StmtId] = &k.body;
+    for &s in &k.body {
+        if let Stmt::Loop { id, body: b } = &k.stmts[s] {
+            if let LoopKind::Tiles { counts, group, .. } = &k.loops[*id].kind {
+                let c: Vec<i64> = counts
+                    .iter()
+                    .map(|&e| a.eval(e).unwrap_or(1).max(0))
+                    .collect();
+                let divisors = counts.iter().map(|&e| a.cdiv_of(e)).collect();
+                tiles = Some(Tiles {
+                    counts: c,
+                    divisors,
+                    group: *group,
+                    span: k.stmts.span(s),
+                });
+                body = b;
+                break;
+            }
+        }
+    }
+    for &s in body {
+        match &k.stmts[s] {
+            Stmt::Role { role, body } => {
+                let r = &k.roles[*role];
+                let idx = match roles.iter().position(|w| w.role == Some(*role)) {
+                    Some(i) => i,
+                    None => {
+                        roles.push(RoleWork {
+                            role: Some(*role),
+                            name: r.name.clone(),
+                            replicas: r.replicas(),
+                            threads: r.threads(),
+                            before: Work::default(),
+                            after: Work::default(),
+                            loops: Vec::new(),
+                        });
+                        roles.len() - 1
+                    }
+                };
+                let mut rw = roles[idx].clone();
+                a.block(body, &mut rw, Sink::Outside, 1.0, &mut HashSet::new());
+                roles[idx] = rw;
+            }
+            _ => {
+                let idx = match roles.iter().position(|w| w.role.is_none()) {
+                    Some(i) => i,
+                    None => {
+                        let threads = k.block_threads();
+                        roles.push(RoleWork {
+                            role: None,
+                            name: "(all threads)".into(),
+                            replicas: 1,
+                            threads,
+                            before: Work::default(),
+                            after: Work::default(),
+                            loops: Vec::new(),
+                        });
+                        roles.len() - 1
+                    }
+                };
+                let mut rw = roles[idx].clone();
+                a.block(
+                    std::slice::from_ref(&s),
+                    &mut rw,
+                    Sink::Outside,
+                    1.0,
+                    &mut HashSet::new(),
+                );
+                roles[idx] = rw;
+            }
+        }
+    }
+    let mut tensor_bytes = BTreeMap::new();
+    for (i, (_, p)) in k.params.iter().enumerate() {
+        if let cake_ir::ParamKind::Tensor { dtype, dims } = &p.kind {
+            let mut n = dtype.bytes() as f64;
+            for d in dims {
+                n *= match d {
+                    cake_ir::Extent::Fixed(v) => *v as f64,
+                    cake_ir::Extent::Sym(id) => *shape.get(&k.dims[*id].name).unwrap_or(&1) as f64,
+                };
+            }
+            tensor_bytes.insert(i, n);
+        }
+    }
+    Analysis {
+        roles,
+        tiles,
+        tensor_axes: a.tensor_axes,
+        tensor_bytes,
+        assumptions: a.assumptions,
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Sink {
+    Outside,
+    Loop(usize),
+}
+
+struct Analyzer<'a> {
+    k: &'a Kernel,
+    shape: &'a BTreeMap<String, i64>,
+    assumptions: Vec<String>,
+    tensor_axes: BTreeMap<usize, u32>,
+}
+
+impl Analyzer<'_> {
+    /// The value of an index expression at this shape; loop variables, tile coordinates and
+    /// `role.index` read 0 (trip counts that depend on them are the first tile's).
+    fn eval(&self, e: ExprId) -> Option<i64> {
+        let k = self.k;
+        Some(match &k.exprs[e].kind {
+            ExprKind::Int(v) => *v,
+            ExprKind::Dim(d) => *self.shape.get(&k.dims[*d].name)?,
+            ExprKind::LoopVar(_) | ExprKind::TileCoord { .. } | ExprKind::RoleIndex(_) => 0,
+            ExprKind::Binary(op, a, b) => {
+                let (a, b) = (self.eval(*a)?, self.eval(*b)?);
+                match op {
+                    BinOp::Add => a + b,
+                    BinOp::Sub => a - b,
+                    BinOp::Mul => a * b,
+                    BinOp::Div | BinOp::FloorDiv if b != 0 => a.div_euclid(b),
+                    BinOp::Mod if b != 0 => a.rem_euclid(b),
+                    BinOp::CeilDiv if b > 0 => (a + b - 1).div_euclid(b),
+                    BinOp::Min => a.min(b),
+                    BinOp::Max => a.max(b),
+                    _ => return None,
+                }
+            }
+            _ => return None,
+        })
+    }
+
+    /// `cdiv(DIM, c)` with a constant `c`: (DIM's value, c).
+    fn cdiv_of(&self, e: ExprId) -> Option<(i64, i64)> {
+        if let ExprKind::Binary(BinOp::CeilDiv, a, b) = &self.k.exprs[e].kind {
+            if let (ExprKind::Dim(_), Some(c)) = (&self.k.exprs[*a].kind, self.k.const_int(*b)) {
+                return Some((self.eval(*a)?, c));
+            }
+        }
+        None
+    }
+
+    fn trips(&mut self, l: LoopId) -> f64 {
+        match &self.k.loops[l].kind {
+            LoopKind::Range { start, stop, .. } => match (self.eval(*start), self.eval(*stop)) {
+                (Some(a), Some(b)) => (b - a).max(0) as f64,
+                _ => {
+                    self.assumptions.push(format!(
+                        "the trip count of loop `{}` is not a function of the shape; counted as 1",
+                        self.k.loops[l].var_name
+                    ));
+                    1.0
+                }
+            },
+            LoopKind::Tiles { counts, .. } => counts
+                .iter()
+                .map(|&c| self.eval(c).unwrap_or(1) as f64)
+                .product(),
+        }
+    }
+
+    fn block(
+        &mut self,
+        body: &[cake_ir::StmtId],
+        rw: &mut RoleWork,
+        sink: Sink,
+        mult: f64,
+        seen: &mut HashSet<ExprId>,
+    ) {
+        let k = self.k;
+        for &s in body {
+            match &k.stmts[s] {
+                Stmt::Role { body, .. } => self.block(body, rw, sink, mult, seen),
+                Stmt::If {
+                    then_body,
+                    else_body,
+                    ..
+                } => {
+                    // Both branches counted: an upper bound on the work.
+                    self.block(then_body, rw, sink, mult, seen);
+                    self.block(else_body, rw, sink, mult, seen);
+                }
+                Stmt::Loop { id, body } => {
+                    let trips = self.trips(*id);
+                    let pipeline = match &k.loops[*id].kind {
+                        LoopKind::Range { pipeline, .. } => *pipeline,
+                        LoopKind::Tiles { .. } => None,
+                    };
+                    match sink {
+                        Sink::Loop(i) if pipeline.is_none() => {
+                            self.block(body, rw, Sink::Loop(i), mult * trips, seen)
+                        }
+                        _ => {
+                            rw.loops.push(LoopWork {
+                                id: *id,
+                                pipeline,
+                                trips: trips * mult,
+                                work: Work::default(),
+                                stmt: k.stmts.span(s),
+                            });
+                            let i = rw.loops.len() - 1;
+                            self.block(body, rw, Sink::Loop(i), 1.0, &mut HashSet::new());
+                        }
+                    }
+                }
+                Stmt::Op(op) => {
+                    let w = self.op(op, rw, seen);
+                    match sink {
+                        Sink::Loop(i) => rw.loops[i].work.add(&w, mult),
+                        Sink::Outside if rw.loops.is_empty() => rw.before.add(&w, mult),
+                        Sink::Outside => rw.after.add(&w, mult),
+                    }
+                }
+            }
+        }
+    }
+
+    fn view_ref_bytes(&self, v: &ViewRef) -> f64 {
+        let view = &self.k.views[v.view];
+        match v.rows {
+            Some((_, count)) => {
+                let per_row = view.elements() / view.shape.first().copied().unwrap_or(1) as u64;
+                (count as u64 * per_row * view.dtype.bytes() as u64) as f64
+            }
+            None => view.stage_bytes() as f64,
+        }
+    }
+
+    fn tile_axes(&self, e: ExprId) -> u32 {
+        let mut mask = 0;
+        let mut stack = vec![e];
+        let mut seen = HashSet::new();
+        while let Some(e) = stack.pop() {
+            if !seen.insert(e) {
+                continue;
+            }
+            match &self.k.exprs[e].kind {
+                ExprKind::TileCoord { axis, .. } => mask |= 1 << axis,
+                ExprKind::Binary(_, a, b) | ExprKind::Cmp(_, a, b) => stack.extend([*a, *b]),
+                ExprKind::Select(c, a, b) => stack.extend([*c, *a, *b]),
+                ExprKind::Unary(_, a)
+                | ExprKind::Cast(_, a)
+                | ExprKind::Reduce { arg: a, .. }
+                | ExprKind::Expand { arg: a, .. } => stack.push(*a),
+                _ => {}
+            }
+        }
+        mask
+    }
+
+    fn op(&mut self, op: &Op, rw: &RoleWork, seen: &mut HashSet<ExprId>) -> Work {
+        let k = self.k;
+        let r = rw.replicas as f64;
+        let mut w = Work::default();
+        match op {
+            Op::TmaLoad {
+                dst, src, coords, ..
+            }
+            | Op::CpAsync {
+                dst, src, coords, ..
+            } => {
+                let bytes = self.view_ref_bytes(dst) * r;
+                w.load_bytes = bytes;
+                w.load_by_tensor.insert(src.index(), bytes);
+                w.copies = 1;
+                let mask = coords.iter().fold(0, |m, &c| m | self.tile_axes(c));
+                *self.tensor_axes.entry(src.index()).or_default() |= mask;
+            }
+            Op::TmaStore { src, .. } => w.tma_store_bytes = self.view_ref_bytes(src) * r,
+            Op::Mma { acc, a, .. } => {
+                let (m, n) = match acc {
+                    Operand::Frag(f) => {
+                        let s = &k.fragments[*f].shape;
+                        (
+                            s.first().copied().unwrap_or(1),
+                            s.get(1).copied().unwrap_or(1),
+                        )
+                    }
+                    Operand::Tmem(t) => {
+                        let s = &k.tmems[*t].shape;
+                        (
+                            s.first().copied().unwrap_or(1),
+                            s.get(1).copied().unwrap_or(1),
+                        )
+                    }
+                    Operand::Smem(v) => {
+                        let s = &k.views[v.view].shape;
+                        (
+                            s.first().copied().unwrap_or(1),
+                            s.get(1).copied().unwrap_or(1),
+                        )
+                    }
+                };
+                let (kk, dtype) = match a {
+                    Operand::Smem(v) => {
+                        let view = &k.views[v.view];
+                        let kk = if v.transposed {
+                            view.shape.first().copied().unwrap_or(1)
+                        } else {
+                            view.shape.last().copied().unwrap_or(1)
+                        };
+                        (kk, view.dtype)
+                    }
+                    Operand::Frag(f) => {
+                        let fr = &k.fragments[*f];
+                        (fr.shape.last().copied().unwrap_or(1), fr.dtype)
+                    }
+                    Operand::Tmem(t) => {
+                        let tm = &k.tmems[*t];
+                        (tm.shape.last().copied().unwrap_or(1), tm.dtype)
+                    }
+                };
+                let flops = 2.0 * m as f64 * n as f64 * kk as f64 * r;
+                if dtype.bits() <= 8 {
+                    w.mma_flops_8 = flops;
+                } else {
+                    w.mma_flops_16 = flops;
+                }
+                let k_step = if dtype.bits() <= 8 { 32.0 } else { 16.0 };
+                w.mma_instrs = (m as f64 / 64.0).max(1.0) * (kk as f64 / k_step).max(1.0) * r;
+            }
+            Op::Store { dst, value, .. } => {
+                let el = elements(&k.exprs[*value].ty);
+                let bytes = match &k.params[*dst].kind {
+                    cake_ir::ParamKind::Tensor { dtype, .. } => dtype.bytes() as f64,
+                    _ => 4.0,
+                };
+                w.store_bytes = el * bytes * r;
+                let o = self.ops(*value, rw, seen);
+                w.alu_ops = (o.all + el) * r;
+                w.int_ops = o.int * r;
+            }
+            Op::SmemStore { value, .. } => {
+                let el = elements(&k.exprs[*value].ty);
+                let o = self.ops(*value, rw, seen);
+                w.alu_ops = (o.all + el / 2.0) * r;
+                w.int_ops = o.int * r;
+            }
+            Op::Assign { value: e, .. } | Op::TmemStore { src: e, .. } => {
+                let o = self.ops(*e, rw, seen);
+                w.alu_ops = o.all * r;
+                w.int_ops = o.int * r;
+            }
+            Op::Wait { .. } => w.waits = 1.0,
+            Op::Sync { .. } => w.syncs = 1.0,
+            Op::Ldmatrix { .. }
+            | Op::TmemLoad { .. }
+            | Op::TmemCopy { .. }
+            | Op::Arrive { .. }
+            | Op::Commit { .. }
+            | Op::FenceProxyAsync => {}
+        }
+        w
+    }
+
+    /// Element-wise thread operations to evaluate `e` once on one replica, counting each
+    /// sub-expression once per place (`seen`: what this loop iteration already computed).
+    fn ops(&mut self, e: ExprId, rw: &RoleWork, seen: &mut HashSet<ExprId>) -> Ops {
+        if !seen.insert(e) {
+            return Ops::default();
+        }
+        let k = self.k;
+        let ex = &k.exprs[e];
+        let n = elements(&ex.ty);
+        let float = match &ex.ty {
+            Ty::Frag { dtype, .. } | Ty::Scalar(dtype) => dtype.is_float(),
+            _ => false,
+        };
+        // FP add/sub/mul run on the full-rate FMA pipe; compares, selects, min/max, integer
+        // math and conversions on the half-rate ALU pipe.
+        let fma = Ops { all: n, int: 0.0 };
+        let int = Ops { all: n, int: n };
+        match &ex.kind {
+            ExprKind::Binary(op, a, b) => {
+                let own = match op {
+                    BinOp::Add | BinOp::Sub | BinOp::Mul if float => fma,
+                    BinOp::Div if float => Ops {
+                        all: 2.0 * n,
+                        int: 0.0,
+                    },
+                    _ => int,
+                };
+                own + self.ops(*a, rw, seen) + self.ops(*b, rw, seen)
+            }
+            ExprKind::Cmp(_, a, b) => int + self.ops(*a, rw, seen) + self.ops(*b, rw, seen),
+            ExprKind::Select(c, a, b) => {
+                int + self.ops(*c, rw, seen) + self.ops(*a, rw, seen) + self.ops(*b, rw, seen)
+            }
+            ExprKind::Unary(op, a) => {
+                // Transcendentals run on the quarter-rate special-function unit.
+                let own = match op {
+                    UnOp::Exp2 | UnOp::Log2 | UnOp::Sqrt | UnOp::Rsqrt => Ops {
+                        all: 4.0 * n,
+                        int: 0.0,
+                    },
+                    UnOp::Not => int,
+                    UnOp::Neg | UnOp::Abs => fma,
+                };
+                own + self.ops(*a, rw, seen)
+            }
+            ExprKind::Cast(_, a) => int + self.ops(*a, rw, seen),
+            ExprKind::Reduce { op, arg, .. } => {
+                let inner = elements(&k.exprs[*arg].ty);
+                let own = match op {
+                    ReduceOp::Sum => Ops {
+                        all: inner,
+                        int: 0.0,
+                    },
+                    ReduceOp::Min | ReduceOp::Max => Ops {
+                        all: inner,
+                        int: inner,
+                    },
+                    // A compare and a select per element.
+                    ReduceOp::ArgMin | ReduceOp::ArgMax => Ops {
+                        all: 2.0 * inner,
+                        int: 2.0 * inner,
+                    },
+                };
+                // Then two rounds of quad shuffles (shuffle + combine) per result.
+                own + Ops {
+                    all: 4.0 * n,
+                    int: 2.0 * n,
+                } + self.ops(*arg, rw, seen)
+            }
+            ExprKind::Expand { arg, .. } => self.ops(*arg, rw, seen),
+            ExprKind::Load { shape, .. } => {
+                let el: f64 = shape.iter().map(|&d| d as f64).product();
+                // A per-column vector is read by every thread that holds one of its columns:
+                // in a warpgroup accumulator layout, each column by 32 threads.
+                let spread = match rw.role.map(|r| k.roles[r].unit) {
+                    Some(RoleUnit::Warpgroup) if shape.len() == 1 => 32.0,
+                    _ => 1.0,
+                };
+                Ops {
+                    all: el * spread,
+                    int: 0.0,
+                }
+            }
+            _ => Ops::default(),
+        }
+    }
+}
+
+/// Thread operations: all of them, and those on the half-rate ALU pipe.
+#[derive(Clone, Copy, Debug, Default)]
+struct Ops {
+    all: f64,
+    int: f64,
+}
+
+impl std::ops::Add for Ops {
+    type Output = Ops;
+    fn add(self, o: Ops) -> Ops {
+        Ops {
+            all: self.all + o.all,
+            int: self.int + o.int,
+        }
+    }
+}
+
+/// Elements of a register value (0 for indices, conditions and scalars).
+fn elements(ty: &Ty) -> f64 {
+    match ty {
+        Ty::Frag { shape, .. } => shape.iter().map(|&d| d as f64).product(),
+        _ => 0.0,
+    }
+}

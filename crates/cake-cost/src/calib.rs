@@ -1,0 +1,362 @@
+//! Calibration tables: the measured constants of one target, as data.
+//!
+//! A table is TOML (`calibration/<target>.toml`, embedded with `include_str!`): a `[meta]`
+//! section (target, GPU, driver, date, how it was made) and one `[params]` entry per constant,
+//! each `{ value = ..., source = "..." }`. Values marked `[U]` in their source are estimates
+//! nobody has measured yet. A target without a table gets no estimate (`CostError::NoCalibration`),
+//! never another target's numbers.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::CostError;
+
+/// Every parameter a table must give, with its unit and meaning (docs/cost-model.md).
+pub const PARAMS: &[(&str, &str)] = &[
+    ("sm_count", "streaming multiprocessors"),
+    ("l2_bytes", "L2 capacity, bytes"),
+    ("clock_ghz", "SM clock, GHz"),
+    (
+        "mma_tflops_16bit",
+        "achievable dense tensor-core rate, 16-bit inputs, TFLOP/s (whole GPU)",
+    ),
+    (
+        "mma_tflops_8bit",
+        "achievable dense tensor-core rate, 8-bit inputs, TFLOP/s (whole GPU)",
+    ),
+    ("dram_gbps", "achievable DRAM bandwidth, GB/s (whole GPU)"),
+    ("l2_gbps", "achievable L2-to-SM bandwidth, GB/s (whole GPU)"),
+    (
+        "tma_latency_us",
+        "a TMA load's issue-to-barrier-complete latency, µs",
+    ),
+    ("barrier_us", "one pipeline handoff (arrive + wait), µs"),
+    (
+        "alu_gops_per_sm",
+        "element-wise thread operations per ns per SM (register math of epilogues)",
+    ),
+    (
+        "alu_int_ratio",
+        "rate of the integer/ALU pipe (compares, selects, min/max) relative to alu_gops_per_sm",
+    ),
+    (
+        "store_gbps",
+        "register-to-global stores from accumulator layouts, GB/s (whole GPU)",
+    ),
+    ("tma_store_gbps", "bulk tensor stores, GB/s (whole GPU)"),
+    (
+        "launch_us",
+        "GPU-side launch and teardown of one kernel, µs",
+    ),
+    (
+        "cta_setup_us",
+        "a CTA's prologue (barrier init, setmaxnreg), µs",
+    ),
+];
+
+const SM_90A: &str = include_str!("../calibration/sm_90a.toml");
+
+/// The built-in tables, by target name.
+const BUILTIN: &[(&str, &str)] = &[("sm_90a", SM_90A)];
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Meta {
+    pub target: String,
+    pub gpu: String,
+    pub driver: String,
+    pub date: String,
+    /// How the numbers were produced (`seed: ...` or `cake calibrate ...`).
+    pub method: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Param {
+    pub value: f64,
+    pub source: String,
+}
+
+/// One target's constants.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Calibration {
+    pub meta: Meta,
+    pub params: BTreeMap<String, Param>,
+}
+
+impl Calibration {
+    /// The committed table of `target`; `CostError::NoCalibration` when there is none.
+    pub fn builtin(target: &cake_target::Target) -> Result<Calibration, CostError> {
+        match BUILTIN.iter().find(|(t, _)| *t == target.name) {
+            Some((_, text)) => Calibration::from_toml(text),
+            None => Err(CostError::NoCalibration {
+                target: target.name.to_string(),
+                available: BUILTIN.iter().map(|(t, _)| t.to_string()).collect(),
+            }),
+        }
+    }
+
+    /// Parse and validate a table: every parameter of [`PARAMS`] present, finite and positive,
+    /// no unknown parameter.
+    pub fn from_toml(text: &str) -> Result<Calibration, CostError> {
+        let c: Calibration =
+            toml::from_str(text).map_err(|e| CostError::BadCalibration(e.to_string()))?;
+        c.validate()?;
+        Ok(c)
+    }
+
+    pub fn validate(&self) -> Result<(), CostError> {
+        for (name, _) in PARAMS {
+            match self.params.get(*name) {
+                None => {
+                    return Err(CostError::BadCalibration(format!(
+                        "parameter `{name}` is missing"
+                    )))
+                }
+                Some(p) if !(p.value.is_finite() && p.value > 0.0) => {
+                    return Err(CostError::BadCalibration(format!(
+                        "parameter `{name}` must be a positive number, not {}",
+                        p.value
+                    )))
+                }
+                Some(p) if p.source.trim().is_empty() => {
+                    return Err(CostError::BadCalibration(format!(
+                        "parameter `{name}` has no source"
+                    )))
+                }
+                _ => {}
+            }
+        }
+        if let Some(extra) = self
+            .params
+            .keys()
+            .find(|k| !PARAMS.iter().any(|(n, _)| n == k))
+        {
+            return Err(CostError::BadCalibration(format!(
+                "unknown parameter `{extra}`"
+            )));
+        }
+        if cake_target::lookup(&self.meta.target).is_err() {
+            return Err(CostError::BadCalibration(format!(
+                "unknown target `{}` in [meta]",
+                self.meta.target
+            )));
+        }
+        Ok(())
+    }
+
+    /// The table as TOML, in the layout of the committed files.
+    pub fn to_toml(&self) -> String {
+        let mut out = String::from(
+            "# Cost-model calibration (docs/cost-model.md). Every parameter carries its source;\n\
+             # [U] marks an estimate nobody has measured.\n\n[meta]\n",
+        );
+        let q = |s: &str| toml_string(s);
+        out += &format!("target = {}\n", q(&self.meta.target));
+        out += &format!("gpu = {}\n", q(&self.meta.gpu));
+        out += &format!("driver = {}\n", q(&self.meta.driver));
+        out += &format!("date = {}\n", q(&self.meta.date));
+        out += &format!("method = {}\n", q(&self.meta.method));
+        if let Some(c) = &self.meta.commit {
+            out += &format!("commit = {}\n", q(c));
+        }
+        out += "\n[params]\n";
+        for (name, _) in PARAMS {
+            if let Some(p) = self.params.get(*name) {
+                out += &format!(
+                    "{name} = {{ value = {:?}, source = {} }}\n",
+                    p.value,
+                    q(&p.source)
+                );
+            }
+        }
+        out
+    }
+
+    /// A parameter's value (validated tables have them all).
+    pub fn get(&self, name: &str) -> f64 {
+        self.params.get(name).map_or(f64::NAN, |p| p.value)
+    }
+
+    /// Whether any parameter is still an unmeasured estimate.
+    pub fn unverified(&self) -> Vec<&str> {
+        self.params
+            .iter()
+            .filter(|(_, p)| p.source.contains("[U]"))
+            .map(|(n, _)| n.as_str())
+            .collect()
+    }
+
+    /// A table from `cake calibrate`'s measurements (`cake.calibrate/v0`, written by
+    /// `python -m cake.calibrate`): each probe that ran replaces the seed's value; a parameter no
+    /// probe measured keeps the seed's value and source, prefixed `seed:`.
+    pub fn from_measurements(
+        seed: &Calibration,
+        m: &serde_json::Value,
+    ) -> Result<Calibration, CostError> {
+        if m["schema"] != "cake.calibrate/v0" {
+            return Err(CostError::BadCalibration(
+                "measurements are not a cake.calibrate/v0 document".into(),
+            ));
+        }
+        let env = &m["environment"];
+        let s = |v: &serde_json::Value| v.as_str().unwrap_or("unknown").to_string();
+        let mut out = seed.clone();
+        out.meta = Meta {
+            target: m["target"]
+                .as_str()
+                .unwrap_or(&seed.meta.target)
+                .to_string(),
+            gpu: s(&env["gpu"]),
+            driver: s(&env["driver"]),
+            date: s(&m["date"]),
+            method: "cake calibrate (kernels/calibrate/*.py on this GPU)".into(),
+            commit: m["commit"].as_str().map(str::to_string),
+        };
+        for p in out.params.values_mut() {
+            if !p.source.starts_with("seed:") {
+                p.source = format!("seed: {}", p.source);
+            }
+        }
+        let mut set = |name: &str, value: Option<f64>, how: String| {
+            if let Some(v) = value.filter(|v| v.is_finite() && *v > 0.0) {
+                out.params.insert(
+                    name.to_string(),
+                    Param {
+                        value: round4(v),
+                        source: how,
+                    },
+                );
+            }
+        };
+        let probes = &m["probes"];
+        let f = |v: &serde_json::Value| v.as_f64();
+        set(
+            "sm_count",
+            f(&env["sm_count"]),
+            "device property multi_processor_count".into(),
+        );
+        set(
+            "l2_bytes",
+            f(&env["l2_bytes"]),
+            "device property L2_cache_size".into(),
+        );
+        set(
+            "clock_ghz",
+            f(&env["clock_max_mhz"]).map(|x| x / 1000.0),
+            "nvidia-smi clocks.max.sm".into(),
+        );
+        // Each probe reports its work and its median time (ms) under the harness's timing.
+        let rate = |p: &serde_json::Value, work: &str| -> Option<f64> {
+            Some(f(&p[work])? / (f(&p["median_ms"])? * 1e-3))
+        };
+        let probe_src = |name: &str, p: &serde_json::Value| {
+            format!(
+                "kernels/calibrate/{}.py {} (median of {} samples, {:.4} ms)",
+                p["schedule"].as_str().unwrap_or(name),
+                p["config"].as_str().unwrap_or(""),
+                p["samples"].as_u64().unwrap_or(0),
+                f(&p["median_ms"]).unwrap_or(0.0)
+            )
+        };
+        let p = &probes["wgmma"];
+        set(
+            "mma_tflops_16bit",
+            rate(p, "flops").map(|r| r / 1e12),
+            probe_src("wgmma", p),
+        );
+        if let Some(r) = rate(p, "flops") {
+            set(
+                "mma_tflops_8bit",
+                Some(2.0 * r / 1e12),
+                format!(
+                    "[U] twice the measured 16-bit rate ({})",
+                    probe_src("wgmma", p)
+                ),
+            );
+        }
+        let p = &probes["dram_stream"];
+        set(
+            "dram_gbps",
+            rate(p, "bytes").map(|r| r / 1e9),
+            probe_src("dram", p),
+        );
+        let p = &probes["l2_stream"];
+        set(
+            "l2_gbps",
+            rate(p, "bytes").map(|r| r / 1e9),
+            probe_src("l2", p),
+        );
+        // One CTA, one stage: an iteration is the latency plus one handoff; eight stages: the
+        // handoff (an upper bound: the copy of the stage may take longer).
+        let per_iter =
+            |p: &serde_json::Value| Some(f(&p["median_ms"])? * 1e3 / f(&p["iterations"])?);
+        let barrier = per_iter(&probes["barrier"]);
+        let p = &probes["barrier"];
+        set(
+            "barrier_us",
+            barrier,
+            format!("upper bound: {}", probe_src("barrier", p)),
+        );
+        let p = &probes["tma_latency"];
+        set(
+            "tma_latency_us",
+            per_iter(p).map(|t| match barrier {
+                Some(b) if t > 2.0 * b => t - b,
+                _ => t,
+            }),
+            format!("{} less one handoff", probe_src("latency", p)),
+        );
+        let p = &probes["alu"];
+        let sms = f(&env["sm_count"]).unwrap_or(seed.get("sm_count"));
+        set(
+            "alu_gops_per_sm",
+            rate(p, "ops").map(|r| r / 1e9 / sms),
+            probe_src("alu", p),
+        );
+        let p = &probes["store"];
+        set(
+            "store_gbps",
+            rate(p, "bytes").map(|r| r / 1e9),
+            probe_src("store", p),
+        );
+        let p = &probes["tma_store"];
+        set(
+            "tma_store_gbps",
+            rate(p, "bytes").map(|r| r / 1e9),
+            probe_src("tma_store", p),
+        );
+        let p = &probes["launch"];
+        set(
+            "launch_us",
+            f(&p["median_ms"]).map(|ms| ms * 1e3),
+            probe_src("launch", p),
+        );
+        out.validate()?;
+        Ok(out)
+    }
+}
+
+fn round4(v: f64) -> f64 {
+    if v == 0.0 {
+        return 0.0;
+    }
+    let mag = 10f64.powi(4 - v.abs().log10().ceil() as i32);
+    (v * mag).round() / mag
+}
+
+fn toml_string(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}

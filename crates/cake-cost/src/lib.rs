@@ -1,0 +1,1069 @@
+//! Cake's cost model: from a verified schedule, a target, a shape and the target's calibration,
+//! the predicted time, what bounds it, how busy each unit is, and non-blocking hints.
+//!
+//! The model reads the IR (docs/cost-model.md): per role and per loop iteration the TMA bytes,
+//! MMA work, element-wise operations, stores and waits ([`analyze`]); it overlaps roles through
+//! the pipeline depth (a ring of S stages hides latency L when S × iteration ≥ L + consume),
+//! quantizes tiles into waves over the SMs, bounds occupancy by shared memory, threads and
+//! registers, estimates DRAM traffic from the tiles in flight (L2 reuse), and adds launch and
+//! prologue latency. Every constant comes from the target's calibration table ([`Calibration`]);
+//! nothing depends on a kernel's name. The estimate is deterministic.
+
+use std::collections::BTreeMap;
+
+use cake_diag::{catalog::performance as perf, CodeInfo, Finding, Span};
+use cake_ir::Kernel;
+use cake_target::Target;
+use serde::Serialize;
+
+pub mod analyze;
+mod calib;
+mod shape;
+
+pub use calib::{Calibration, Meta, Param, PARAMS};
+pub use shape::{check_shape, parse_shape};
+
+/// Why there is no estimate.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CostError {
+    /// The target has no calibration table (`CAKE-V003`).
+    NoCalibration {
+        target: String,
+        available: Vec<String>,
+    },
+    /// A calibration table for another target was given.
+    WrongCalibration { target: String, table: String },
+    /// A calibration table that does not parse or lacks a parameter.
+    BadCalibration(String),
+    /// The shape does not parse or does not bind the kernel's dimensions.
+    Shape(String),
+}
+
+impl CostError {
+    /// The finding code of this error, where it has one.
+    pub fn code(&self) -> Option<&'static str> {
+        match self {
+            CostError::NoCalibration { .. } => {
+                Some(cake_diag::catalog::coverage::NO_CALIBRATION.code)
+            }
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for CostError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CostError::NoCalibration { target, available } => write!(
+                f,
+                "{}: no calibration for {target}: the cost model gives no estimate without \
+                 numbers measured on that target (calibrated: {}; `cake calibrate --target \
+                 {target}` on such a GPU makes one)",
+                cake_diag::catalog::coverage::NO_CALIBRATION.code,
+                available.join(", ")
+            ),
+            CostError::WrongCalibration { target, table } => write!(
+                f,
+                "the calibration table is for {table}, not {target}; Cake never uses another \
+                 target's numbers"
+            ),
+            CostError::BadCalibration(m) => write!(f, "bad calibration table: {m}"),
+            CostError::Shape(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for CostError {}
+
+/// What limits the predicted time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Bound {
+    /// The tensor cores are busy: the MMA work itself.
+    TensorCores,
+    /// DRAM or L2 bandwidth.
+    Memory,
+    /// Pipeline bubbles: TMA latency not covered by the stages, pipeline fill, prologues.
+    Latency,
+    /// Barrier handoffs and named-barrier syncs.
+    Synchronization,
+    /// Element-wise work and stores (in the loop or after it).
+    Epilogue,
+    /// Wave quantization: SMs idle during the last wave.
+    TailWave,
+    /// Kernel launch.
+    Launch,
+}
+
+impl Bound {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Bound::TensorCores => "tensor cores",
+            Bound::Memory => "memory",
+            Bound::Latency => "latency (pipeline bubbles)",
+            Bound::Synchronization => "synchronization",
+            Bound::Epilogue => "epilogue",
+            Bound::TailWave => "tail wave",
+            Bound::Launch => "launch",
+        }
+    }
+}
+
+/// The predicted time split by cause; the terms sum to `time_us`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Terms {
+    pub tensor_us: f64,
+    pub memory_us: f64,
+    pub latency_us: f64,
+    pub sync_us: f64,
+    pub epilogue_us: f64,
+    pub tail_us: f64,
+    pub launch_us: f64,
+}
+
+impl Terms {
+    fn add(&mut self, o: &Terms, k: f64) {
+        self.tensor_us += o.tensor_us * k;
+        self.memory_us += o.memory_us * k;
+        self.latency_us += o.latency_us * k;
+        self.sync_us += o.sync_us * k;
+        self.epilogue_us += o.epilogue_us * k;
+        self.tail_us += o.tail_us * k;
+        self.launch_us += o.launch_us * k;
+    }
+    fn total(&self) -> f64 {
+        self.tensor_us
+            + self.memory_us
+            + self.latency_us
+            + self.sync_us
+            + self.epilogue_us
+            + self.tail_us
+            + self.launch_us
+    }
+    fn bound(&self) -> Bound {
+        let all = [
+            (Bound::TensorCores, self.tensor_us),
+            (Bound::Memory, self.memory_us),
+            (Bound::Latency, self.latency_us),
+            (Bound::Synchronization, self.sync_us),
+            (Bound::Epilogue, self.epilogue_us),
+            (Bound::TailWave, self.tail_us),
+            (Bound::Launch, self.launch_us),
+        ];
+        all.iter()
+            .fold((Bound::Launch, f64::MIN), |best, &(b, v)| {
+                if v > best.1 {
+                    (b, v)
+                } else {
+                    best
+                }
+            })
+            .0
+    }
+}
+
+/// Fraction of each unit's calibrated rate the kernel uses over its predicted time.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Utilization {
+    pub tensor: f64,
+    pub dram: f64,
+    pub l2: f64,
+    pub alu: f64,
+    /// SM-time spent on tiles (wave quantization and idle SMs lower it).
+    pub sms: f64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Grid {
+    pub tiles: i64,
+    pub ctas: i64,
+    pub persistent: bool,
+    /// CTAs that fit on one SM (shared memory, threads, registers).
+    pub ctas_per_sm: u32,
+    /// What limits `ctas_per_sm`.
+    pub occupancy_limit: String,
+    /// Tiles ÷ (SMs × resident CTAs).
+    pub waves: f64,
+    pub smem_bytes: u64,
+    pub threads: u32,
+}
+
+/// One run-time loop's iteration, as the model sees it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct LoopReport {
+    pub role: String,
+    pub var: String,
+    pub pipeline: Option<String>,
+    pub stages: Option<u32>,
+    pub trips: f64,
+    /// µs per iteration: the slowest of the four limits below.
+    pub iteration_us: f64,
+    pub load_us: f64,
+    pub consume_us: f64,
+    /// (latency + consume + handoff) ÷ stages: the ring's limit.
+    pub ring_us: f64,
+    pub handoff_us: f64,
+    pub mma_us: f64,
+    pub alu_us: f64,
+    pub load_bytes: f64,
+    pub flops: f64,
+}
+
+/// A non-blocking suggestion; `cake check --shape` reports it as a finding of `code`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Hint {
+    pub code: &'static str,
+    pub message: String,
+    pub help: Option<String>,
+    #[serde(skip)]
+    pub span: Span,
+    #[serde(skip)]
+    info: &'static CodeInfo,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CalibrationRef {
+    pub target: String,
+    pub gpu: String,
+    pub date: String,
+    pub method: String,
+    /// Parameters still marked `[U]` (estimates nobody measured).
+    pub unverified: Vec<String>,
+}
+
+/// The model's answer for one kernel at one shape.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Estimate {
+    pub kernel: String,
+    pub target: String,
+    pub shape: BTreeMap<String, i64>,
+    pub time_us: f64,
+    pub bound: Bound,
+    pub tflops: Option<f64>,
+    /// DRAM traffic over the predicted time, TB/s.
+    pub dram_tbps: f64,
+    pub flops: f64,
+    /// Estimated DRAM traffic (loads after L2 reuse, plus stores).
+    pub dram_bytes: f64,
+    /// Bytes moved from L2 into shared memory or registers.
+    pub l2_bytes: f64,
+    /// The speed-of-light time: FLOPs at the datasheet tensor peak or the unique bytes at the
+    /// datasheet DRAM bandwidth (`cake_target::peak`), whichever is longer. No correct run can
+    /// be faster.
+    pub speed_of_light_us: f64,
+    pub terms: Terms,
+    pub utilization: Utilization,
+    pub grid: Grid,
+    pub loops: Vec<LoopReport>,
+    pub hints: Vec<Hint>,
+    pub assumptions: Vec<String>,
+    pub calibration: CalibrationRef,
+}
+
+impl Estimate {
+    /// The hints as findings (category performance, severity note), for `cake check --shape`.
+    pub fn findings(&self) -> Vec<Finding> {
+        self.hints
+            .iter()
+            .map(|h| {
+                let mut f = Finding::new(h.info, h.span, h.message.clone()).note(format!(
+                    "cost model at {}: {:.1} µs, bound by {}",
+                    shape_text(&self.shape),
+                    self.time_us,
+                    self.bound.as_str()
+                ));
+                if let Some(help) = &h.help {
+                    f = f.help(help.clone());
+                }
+                f
+            })
+            .collect()
+    }
+
+    /// A short human report.
+    pub fn render(&self) -> String {
+        use std::fmt::Write as _;
+        let mut o = String::new();
+        let _ = writeln!(
+            o,
+            "{} on {} at {}: {:.1} µs ({}{:.2} TB/s from DRAM), bound by {}",
+            self.kernel,
+            self.target,
+            shape_text(&self.shape),
+            self.time_us,
+            self.tflops
+                .map(|t| format!("{t:.0} TFLOP/s, "))
+                .unwrap_or_default(),
+            self.dram_tbps,
+            self.bound.as_str()
+        );
+        let t = &self.terms;
+        let _ = writeln!(
+            o,
+            "  terms (µs): tensor {:.1} · memory {:.1} · latency {:.1} · sync {:.1} · epilogue {:.1} · tail {:.1} · launch {:.1}",
+            t.tensor_us, t.memory_us, t.latency_us, t.sync_us, t.epilogue_us, t.tail_us, t.launch_us
+        );
+        let u = &self.utilization;
+        let _ = writeln!(
+            o,
+            "  utilization: tensor {:.0}% · DRAM {:.0}% · L2 {:.0}% · ALU {:.0}% · SMs {:.0}%",
+            u.tensor * 100.0,
+            u.dram * 100.0,
+            u.l2 * 100.0,
+            u.alu * 100.0,
+            u.sms * 100.0
+        );
+        let g = &self.grid;
+        let _ = writeln!(
+            o,
+            "  grid: {} tiles, {} CTAs ({}), {} per SM ({}), {:.2} waves; {} B shared memory, {} threads",
+            g.tiles,
+            g.ctas,
+            if g.persistent { "persistent" } else { "one per tile" },
+            g.ctas_per_sm,
+            g.occupancy_limit,
+            g.waves,
+            g.smem_bytes,
+            g.threads
+        );
+        let _ = writeln!(
+            o,
+            "  traffic: DRAM {:.1} MB · L2 {:.1} MB · speed of light {:.1} µs",
+            self.dram_bytes / 1e6,
+            self.l2_bytes / 1e6,
+            self.speed_of_light_us
+        );
+        for l in &self.loops {
+            let _ = writeln!(
+                o,
+                "  loop `{}` ({}{}): {} × {:.3} µs = load {:.3} · consume {:.3} (mma {:.3}, alu {:.3}) · ring {:.3} · handoff {:.3}",
+                l.var,
+                l.role,
+                l.stages.map(|s| format!(", {s} stages")).unwrap_or_default(),
+                l.trips,
+                l.iteration_us,
+                l.load_us,
+                l.consume_us,
+                l.mma_us,
+                l.alu_us,
+                l.ring_us,
+                l.handoff_us
+            );
+        }
+        for h in &self.hints {
+            let _ = writeln!(o, "  hint[{}]: {}", h.code, h.message);
+            if let Some(help) = &h.help {
+                let _ = writeln!(o, "    help: {help}");
+            }
+        }
+        for a in &self.assumptions {
+            let _ = writeln!(o, "  assumed: {a}");
+        }
+        let _ = writeln!(
+            o,
+            "  calibration: {} {} ({}){}",
+            self.calibration.gpu,
+            self.calibration.date,
+            self.calibration.method,
+            if self.calibration.unverified.is_empty() {
+                String::new()
+            } else {
+                format!("; unmeasured: {}", self.calibration.unverified.join(", "))
+            }
+        );
+        o
+    }
+}
+
+pub fn shape_text(shape: &BTreeMap<String, i64>) -> String {
+    shape
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// The calibrated constants, unpacked.
+struct P {
+    sms: f64,
+    l2_cap: f64,
+    tf16: f64,
+    tf8: f64,
+    dram: f64,
+    l2: f64,
+    lat: f64,
+    bar: f64,
+    alu: f64,
+    int_ratio: f64,
+    store: f64,
+    tma_store: f64,
+    launch: f64,
+    setup: f64,
+}
+
+impl P {
+    fn new(c: &Calibration) -> P {
+        P {
+            sms: c.get("sm_count"),
+            l2_cap: c.get("l2_bytes"),
+            tf16: c.get("mma_tflops_16bit"),
+            tf8: c.get("mma_tflops_8bit"),
+            dram: c.get("dram_gbps"),
+            l2: c.get("l2_gbps"),
+            lat: c.get("tma_latency_us"),
+            bar: c.get("barrier_us"),
+            alu: c.get("alu_gops_per_sm"),
+            int_ratio: c.get("alu_int_ratio"),
+            store: c.get("store_gbps"),
+            tma_store: c.get("tma_store_gbps"),
+            launch: c.get("launch_us"),
+            setup: c.get("cta_setup_us"),
+        }
+    }
+}
+
+/// Rates a CTA sees while `active` CTAs run on the GPU.
+struct Rates<'a> {
+    p: &'a P,
+    active: f64,
+    /// Fraction of L2 traffic that misses to DRAM.
+    miss: f64,
+}
+
+impl Rates<'_> {
+    fn load_us(&self, bytes: f64) -> f64 {
+        let l2 = self.p.l2 * 1e3 / self.active;
+        let dram = self.p.dram * 1e3 / self.active;
+        bytes * (1.0 / l2).max(self.miss / dram)
+    }
+    fn mma_us(&self, w: &analyze::Work) -> f64 {
+        let per_sm16 = self.p.tf16 * 1e6 / self.p.sms;
+        let per_sm8 = self.p.tf8 * 1e6 / self.p.sms;
+        w.mma_flops_16 / per_sm16 + w.mma_flops_8 / per_sm8
+    }
+    fn alu_us(&self, w: &analyze::Work) -> f64 {
+        (w.alu_ops / (self.p.alu * 1e3)).max(w.int_ops / (self.p.alu * self.p.int_ratio * 1e3))
+            + w.store_bytes / (self.p.store * 1e3 / self.active)
+            + w.tma_store_bytes / (self.p.tma_store * 1e3 / self.active)
+            + w.reg_load_bytes / (self.p.l2 * 1e3 / self.active)
+            + w.syncs * self.p.bar
+    }
+}
+
+/// Predict `kernel` on `target` at `shape` with `calibration`.
+pub fn estimate(
+    kernel: &Kernel,
+    target: &Target,
+    shape: &BTreeMap<String, i64>,
+    calibration: &Calibration,
+) -> Result<Estimate, CostError> {
+    if calibration.meta.target != target.name {
+        return Err(CostError::WrongCalibration {
+            target: target.name.into(),
+            table: calibration.meta.target.clone(),
+        });
+    }
+    check_shape(kernel, shape)?;
+    let p = P::new(calibration);
+    let a = analyze::analyze(kernel, shape);
+    let mut assumptions = a.assumptions.clone();
+
+    // ---- grid and occupancy
+    let tiles: i64 = a.tiles.as_ref().map_or(1, |t| t.counts.iter().product());
+    let layout = cake_ir::layout::smem_layout(kernel);
+    let smem = layout.total;
+    let threads = kernel.block_threads();
+    let lim = &target.limits;
+    let budgets = kernel.roles.iter().any(|(_, r)| r.regs.is_some());
+    let regs_per_thread = if budgets {
+        // setmaxnreg schedules are launched with the whole register file.
+        (lim.regs_per_block / threads.max(1)).max(1)
+    } else {
+        assumptions
+            .push("no role states `regs=`: 128 registers per thread assumed for occupancy".into());
+        128
+    };
+    let limits = [
+        (
+            "shared memory",
+            lim.smem_per_sm as u64 / (smem + 1024).max(1),
+        ),
+        ("threads", (lim.threads_per_sm / threads.max(1)) as u64),
+        (
+            "registers",
+            (lim.regs_per_sm / (threads * regs_per_thread).max(1)) as u64,
+        ),
+        ("CTA slots", lim.max_ctas_per_sm as u64),
+    ];
+    let (occ_limit, occ) = limits.iter().fold(
+        ("", u64::MAX),
+        |b, &(n, v)| if v < b.1 { (n, v) } else { b },
+    );
+    let occ = occ.max(1) as f64;
+    let persistent = kernel.persistent;
+    let (ctas, per_sm) = if persistent {
+        ((tiles as f64).min(p.sms), 1.0)
+    } else {
+        (tiles as f64, occ)
+    };
+    let slots = p.sms * per_sm;
+    let active = ctas.min(slots).max(1.0);
+
+    // ---- traffic and L2 reuse
+    let per_tile = |f: &dyn Fn(&analyze::Work) -> f64| -> f64 {
+        a.roles
+            .iter()
+            .map(|r| {
+                f(&r.before)
+                    + f(&r.after)
+                    + r.loops.iter().map(|l| l.trips * f(&l.work)).sum::<f64>()
+            })
+            .sum()
+    };
+    let mut by_tensor: BTreeMap<usize, f64> = BTreeMap::new();
+    for r in &a.roles {
+        let mut add = |w: &analyze::Work, k: f64| {
+            for (t, b) in &w.load_by_tensor {
+                *by_tensor.entry(*t).or_default() += b * k;
+            }
+        };
+        add(&r.before, 1.0);
+        add(&r.after, 1.0);
+        for l in &r.loops {
+            add(&l.work, l.trips);
+        }
+    }
+    let t = tiles as f64;
+    let l2_bytes = per_tile(&|w| w.load_bytes + w.reg_load_bytes) * t;
+    let flops = per_tile(&|w| w.mma_flops_16 + w.mma_flops_8) * t;
+    let store_bytes = per_tile(&|w| w.store_bytes + w.tma_store_bytes) * t;
+    let alu_total = per_tile(&|w| w.alu_ops) * t;
+    let dram_loads = dram_load_bytes(&a, &by_tensor, tiles, active, p.l2_cap);
+    let dram_bytes = dram_loads + store_bytes;
+    let miss = if l2_bytes > 0.0 {
+        (dram_loads / l2_bytes).min(1.0)
+    } else {
+        0.0
+    };
+    let rates = Rates {
+        p: &p,
+        active,
+        miss,
+    };
+
+    // ---- one tile, per role
+    let mut loops_out = Vec::new();
+    let mut iter_of: BTreeMap<(usize, usize), (f64, Terms)> = BTreeMap::new();
+    // Pipelined loops are timed jointly across the roles that run them.
+    let mut pipelines: Vec<cake_ir::PipelineId> = Vec::new();
+    for r in &a.roles {
+        for l in &r.loops {
+            if let Some(pp) = l.pipeline {
+                if !pipelines.contains(&pp) {
+                    pipelines.push(pp);
+                }
+            }
+        }
+    }
+    for (ri, r) in a.roles.iter().enumerate() {
+        for (li, l) in r.loops.iter().enumerate() {
+            let members: Vec<(usize, &analyze::LoopWork)> = match l.pipeline {
+                Some(pp) => a
+                    .roles
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, r)| {
+                        r.loops
+                            .iter()
+                            .find(|m| m.pipeline == Some(pp))
+                            .map(|m| (i, m))
+                    })
+                    .collect(),
+                None => vec![(ri, l)],
+            };
+            let load_bytes: f64 = members.iter().map(|(_, m)| m.work.load_bytes).sum();
+            let copies: u32 = members.iter().map(|(_, m)| m.work.copies).sum();
+            let load_us = rates.load_us(load_bytes);
+            let (mut c, mut c_mma, mut c_alu) = (0.0f64, 0.0, 0.0);
+            for (_, m) in &members {
+                let (mm, al) = (rates.mma_us(&m.work), rates.alu_us(&m.work));
+                if mm + al > c {
+                    c = mm + al;
+                    c_mma = mm;
+                    c_alu = al;
+                }
+            }
+            let waits = members.iter().any(|(_, m)| m.work.waits > 0.0);
+            let stages = l.pipeline.map(|pp| kernel.pipelines[pp].stages);
+            let handoff = if waits { p.bar } else { 0.0 };
+            let ring = match stages {
+                Some(s) if copies > 0 => (p.lat + c + handoff) / s as f64,
+                _ => 0.0,
+            };
+            let it = load_us.max(c).max(ring).max(handoff);
+            let mut terms = Terms {
+                tensor_us: c_mma,
+                epilogue_us: c_alu,
+                ..Terms::default()
+            };
+            let extra = it - c;
+            if extra > 0.0 {
+                if load_us >= ring && load_us >= handoff {
+                    terms.memory_us = extra;
+                } else if ring >= handoff {
+                    terms.latency_us = extra;
+                } else {
+                    terms.sync_us = extra;
+                }
+            }
+            iter_of.insert((ri, li), (it, terms));
+            if members.first().map(|(i, _)| *i) == Some(ri) || l.pipeline.is_none() {
+                loops_out.push(LoopReport {
+                    role: members
+                        .iter()
+                        .map(|(i, _)| a.roles[*i].name.clone())
+                        .collect::<Vec<_>>()
+                        .join(" + "),
+                    var: kernel.loops[l.id].var_name.clone(),
+                    pipeline: l.pipeline.map(|pp| kernel.pipelines[pp].name.clone()),
+                    stages,
+                    trips: l.trips,
+                    iteration_us: it,
+                    load_us,
+                    consume_us: c,
+                    ring_us: ring,
+                    handoff_us: handoff,
+                    mma_us: c_mma,
+                    alu_us: c_alu,
+                    load_bytes,
+                    flops: members
+                        .iter()
+                        .map(|(_, m)| m.work.mma_flops_16 + m.work.mma_flops_8)
+                        .sum(),
+                });
+            }
+        }
+    }
+    // Per role: what runs once per tile outside loops, then its loops.
+    let mut critical: Option<(usize, f64, Terms)> = None;
+    for (ri, r) in a.roles.iter().enumerate() {
+        let mut terms = Terms::default();
+        for w in [&r.before, &r.after] {
+            let (mm, al) = (rates.mma_us(w), rates.alu_us(w));
+            terms.tensor_us += mm;
+            terms.epilogue_us += al;
+            if w.copies > 0 && w.waits > 0.0 {
+                // The role waits for its own copies: their latency and transfer are exposed.
+                terms.latency_us += p.lat;
+                terms.memory_us += rates.load_us(w.load_bytes);
+            } else {
+                terms.sync_us += w.waits * p.bar;
+            }
+        }
+        for (li, l) in r.loops.iter().enumerate() {
+            let (_, it_terms) = &iter_of[&(ri, li)];
+            terms.add(it_terms, l.trips);
+        }
+        let total = terms.total();
+        if critical.as_ref().is_none_or(|c| total > c.1) {
+            critical = Some((ri, total, terms));
+        }
+    }
+    let (_, tile_us, tile_terms) = critical.unwrap_or((0, 0.0, Terms::default()));
+
+    // ---- waves
+    let mut terms = Terms::default();
+    let (sched_us, waves) = if tiles == 0 {
+        (0.0, 0.0)
+    } else if persistent {
+        let max_tiles = (t / ctas).ceil();
+        let balanced = t / ctas;
+        terms.add(&tile_terms, balanced);
+        terms.tail_us = (max_tiles - balanced) * tile_us;
+        terms.latency_us += p.setup + p.lat;
+        (max_tiles * tile_us + p.setup + p.lat, t / p.sms)
+    } else {
+        // Each CTA pays its prologue and pipeline fill; CTAs resident together on an SM share
+        // its tensor cores and ALUs but overlap each other's latencies.
+        let first = p.setup + p.lat;
+        let lat_tile = tile_us + first;
+        let thr_tile = tile_terms.tensor_us + tile_terms.epilogue_us;
+        let wave = (per_sm * thr_tile).max(lat_tile);
+        let waves_exact = t / slots;
+        let waves = waves_exact.ceil();
+        let mut per = tile_terms.clone();
+        per.latency_us += first;
+        // Spread one wave's time over the causes in proportion.
+        let scale = if lat_tile > 0.0 { wave / lat_tile } else { 0.0 };
+        terms.add(&per, scale * waves_exact);
+        terms.tail_us = (waves - waves_exact) * wave;
+        (waves * wave, waves_exact)
+    };
+    let mem_us = (dram_bytes / (p.dram * 1e3)).max(l2_bytes / (p.l2 * 1e3));
+    let core_us = sched_us.max(mem_us);
+    if mem_us > sched_us {
+        terms.memory_us += mem_us - sched_us;
+    }
+    terms.launch_us = p.launch;
+    let time_us = core_us + p.launch;
+
+    // ---- speed of light (datasheet ceilings, as the harness's physical floor)
+    let unique: f64 = by_tensor
+        .keys()
+        .map(|t| a.tensor_bytes.get(t).copied().unwrap_or(0.0))
+        .sum::<f64>()
+        + store_bytes.min(
+            a.tensor_bytes.values().sum::<f64>(), // outputs written at least once
+        );
+    let sol = cake_target::peak(target.name).map_or(0.0, |pk| {
+        let f8 = per_tile(&|w| w.mma_flops_8) * t;
+        let f16 = flops - f8;
+        let compute =
+            f16 / (pk.tflops_16bit * 1e6) + pk.tflops_fp8.map_or(0.0, |t8| f8 / (t8 * 1e6));
+        compute.max(unique / (pk.dram_gbps * 1e3))
+    });
+
+    let utilization = Utilization {
+        tensor: flops / (time_us * p.tf16 * 1e6),
+        dram: dram_bytes / (time_us * p.dram * 1e3),
+        l2: l2_bytes / (time_us * p.l2 * 1e3),
+        alu: alu_total / (time_us * p.alu * 1e3 * p.sms),
+        sms: if sched_us > 0.0 {
+            (terms.total() - terms.tail_us - terms.launch_us) / (core_us.max(1e-9))
+                * (active / (p.sms * per_sm))
+        } else {
+            0.0
+        },
+    };
+    let grid = Grid {
+        tiles,
+        ctas: ctas as i64,
+        persistent,
+        ctas_per_sm: per_sm as u32,
+        occupancy_limit: if persistent {
+            "persistent: one CTA per SM".into()
+        } else {
+            occ_limit.to_string()
+        },
+        waves,
+        smem_bytes: smem,
+        threads,
+    };
+    let mut est = Estimate {
+        kernel: kernel.name.clone(),
+        target: target.name.to_string(),
+        shape: shape.clone(),
+        time_us,
+        bound: terms.bound(),
+        tflops: (flops > 0.0).then(|| flops / (time_us * 1e6)),
+        dram_tbps: dram_bytes / (time_us * 1e6),
+        flops,
+        dram_bytes,
+        l2_bytes,
+        speed_of_light_us: sol,
+        terms,
+        utilization,
+        grid,
+        loops: loops_out,
+        hints: Vec::new(),
+        assumptions,
+        calibration: CalibrationRef {
+            target: calibration.meta.target.clone(),
+            gpu: calibration.meta.gpu.clone(),
+            date: calibration.meta.date.clone(),
+            method: calibration.meta.method.clone(),
+            unverified: calibration
+                .unverified()
+                .into_iter()
+                .map(str::to_string)
+                .collect(),
+        },
+    };
+    est.hints = hints(kernel, target, &a, &p, &est, &by_tensor, tile_us, slots);
+    Ok(est)
+}
+
+/// DRAM bytes of the loads: per wave of `active` tiles in raster order, each tensor's distinct
+/// slices (tiles that differ only in axes its coordinates do not read share them); the whole
+/// tensor set once when it fits in half of L2.
+fn dram_load_bytes(
+    a: &analyze::Analysis,
+    by_tensor: &BTreeMap<usize, f64>,
+    tiles: i64,
+    active: f64,
+    l2_cap: f64,
+) -> f64 {
+    let t = tiles as f64;
+    let unique: BTreeMap<usize, f64> = by_tensor
+        .iter()
+        .map(|(&i, &per_tile)| {
+            let axes = a.tensor_axes.get(&i).copied().unwrap_or(0);
+            let distinct: f64 = match &a.tiles {
+                Some(ti) => ti
+                    .counts
+                    .iter()
+                    .enumerate()
+                    .filter(|(ax, _)| axes & (1 << ax) != 0)
+                    .map(|(_, &c)| c as f64)
+                    .product(),
+                None => 1.0,
+            };
+            let size = a.tensor_bytes.get(&i).copied().unwrap_or(f64::MAX);
+            (i, (per_tile * distinct).min(size.max(per_tile)))
+        })
+        .collect();
+    let total_unique: f64 = unique.values().sum();
+    if total_unique <= 0.5 * l2_cap {
+        return total_unique;
+    }
+    // Distinct tile coordinates per axis within one wave.
+    let Some(ti) = &a.tiles else {
+        return total_unique;
+    };
+    let w = active.min(t).max(1.0);
+    let per_axis: Vec<f64> = if ti.counts.len() == 2 {
+        let (c0, c1) = (ti.counts[0] as f64, ti.counts[1] as f64);
+        match ti.group {
+            Some(g) => {
+                let d0 = (g as f64).min(c0);
+                let d1 = (w / d0).ceil().min(c1);
+                vec![d0, d1]
+            }
+            None => {
+                let d1 = w.min(c1);
+                let d0 = (w / c1).ceil().min(c0);
+                vec![d0, d1]
+            }
+        }
+    } else {
+        // Row-major over any number of axes: the last axis varies fastest.
+        let mut rest = w;
+        let mut out = vec![1.0; ti.counts.len()];
+        for (ax, &c) in ti.counts.iter().enumerate().rev() {
+            out[ax] = rest.min(c as f64).max(1.0);
+            rest = (rest / c as f64).ceil();
+        }
+        out
+    };
+    let waves = t / w;
+    let mut bytes = 0.0;
+    for (&i, &per_tile) in by_tensor {
+        let axes = a.tensor_axes.get(&i).copied().unwrap_or(0);
+        let distinct: f64 = per_axis
+            .iter()
+            .enumerate()
+            .filter(|(ax, _)| axes & (1 << ax) != 0)
+            .map(|(_, d)| *d)
+            .product();
+        bytes += waves * distinct * per_tile;
+    }
+    bytes.max(total_unique)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn hints(
+    kernel: &Kernel,
+    target: &Target,
+    a: &analyze::Analysis,
+    p: &P,
+    est: &Estimate,
+    by_tensor: &BTreeMap<usize, f64>,
+    tile_us: f64,
+    slots: f64,
+) -> Vec<Hint> {
+    let mut out = Vec::new();
+    let hint = |info: &'static CodeInfo, span: Span, message: String, help: Option<String>| Hint {
+        code: info.code,
+        message,
+        help,
+        span,
+        info,
+    };
+    let time = est.time_us;
+    // 1. Stages that leave TMA latency exposed.
+    for l in &est.loops {
+        let (Some(stages), Some(pname)) = (l.stages, &l.pipeline) else {
+            continue;
+        };
+        let other = l.load_us.max(l.consume_us).max(l.handoff_us);
+        if l.ring_us <= other * 1.05 || l.ring_us <= 0.0 {
+            continue;
+        }
+        let exposed =
+            (l.ring_us - other) * l.trips * est.grid.tiles as f64 / est.grid.ctas.max(1) as f64;
+        if exposed < 0.03 * time {
+            continue;
+        }
+        let need = ((p.lat + l.consume_us + l.handoff_us) / other.max(1e-9)).ceil() as u32;
+        let need = need.clamp(stages + 1, 16);
+        let Some((pid, _)) = kernel.pipelines.iter().find(|(_, pp)| &pp.name == pname) else {
+            continue;
+        };
+        // Shared memory with `need` stages: every view staged like this pipeline grows.
+        let layout = cake_ir::layout::smem_layout(kernel);
+        let grow: u64 = kernel
+            .views
+            .iter()
+            .filter(|(_, v)| v.stages == stages && v.stages > 1)
+            .map(|(id, _)| layout.view(id).stage_stride * (need - stages) as u64)
+            .sum();
+        let total = layout.total + grow;
+        let limit = target.limits.smem_per_block_optin as u64;
+        let help = if total <= limit {
+            format!(
+                "{need} stages fit in shared memory ({} KiB of {} KiB)",
+                total / 1024,
+                limit / 1024
+            )
+        } else {
+            format!(
+                "{need} stages would need {} KiB of shared memory, more than the {} KiB a block may use: smaller stages (a shorter K step) with more of them",
+                total / 1024,
+                limit / 1024
+            )
+        };
+        out.push(hint(
+            &perf::EXPOSED_LATENCY,
+            kernel.pipelines.span(pid),
+            format!(
+                "{stages} stages leave TMA latency exposed: each iteration of `{}` takes {:.2} µs where the data and the MMAs need {:.2} µs ({:.0}% of the kernel's time waiting)",
+                l.var,
+                l.ring_us,
+                other,
+                100.0 * exposed / time
+            ),
+            Some(help),
+        ));
+    }
+    // 2. Tail wave.
+    if est.terms.tail_us >= 0.05 * time && est.grid.tiles > 0 {
+        let w = est.grid.waves;
+        let full = (w - w.floor()) * 100.0;
+        let mut help = None;
+        if let Some(ti) = &a.tiles {
+            let names = match &kernel
+                .loops
+                .iter()
+                .find(|(_, l)| matches!(l.kind, cake_ir::LoopKind::Tiles { .. }))
+            {
+                Some((_, l)) => match &l.kind {
+                    cake_ir::LoopKind::Tiles { names, .. } => names.clone(),
+                    _ => Vec::new(),
+                },
+                None => Vec::new(),
+            };
+            let eff = |tiles: f64| tiles / (slots * (tiles / slots).ceil());
+            let base = eff(est.grid.tiles as f64);
+            let mut best: Option<(f64, usize, i64, f64)> = None;
+            for (ax, d) in ti.divisors.iter().enumerate() {
+                let Some((dim, c)) = d else { continue };
+                for cand in [c / 2, c * 3 / 4, c * 3 / 2, c * 2] {
+                    if cand < 16 || cand % 16 != 0 || cand == *c || cand > 256 {
+                        continue;
+                    }
+                    let mut counts = ti.counts.clone();
+                    counts[ax] = (dim + cand - 1) / cand;
+                    let n: i64 = counts.iter().product();
+                    let e = eff(n as f64);
+                    if e > base + 0.05 && best.as_ref().is_none_or(|b| e > b.0) {
+                        best = Some((e, ax, cand, n as f64 / slots));
+                    }
+                }
+            }
+            help = best.map(|(e, ax, cand, waves)| {
+                format!(
+                    "tiles of {cand} along `{}` make {waves:.2} waves, {:.0}% of the SM-time used instead of {:.0}% (if the rest of the schedule allows that extent)",
+                    names.get(ax).cloned().unwrap_or_else(|| format!("axis {ax}")),
+                    e * 100.0,
+                    base * 100.0
+                )
+            });
+            if help.is_none() && !kernel.persistent {
+                help = Some("a persistent schedule (persistent=True) lets CTAs run the last tiles back to back without a fresh prologue".into());
+            }
+        }
+        out.push(hint(
+            &perf::TAIL_WAVE,
+            a.tiles.as_ref().map_or(kernel.span, |t| t.span),
+            format!(
+                "{w:.2} waves: the last wave is {full:.0}% full and SMs idle for {:.0}% of the time",
+                100.0 * est.terms.tail_us / time
+            ),
+            help,
+        ));
+    }
+    // 3. Element-wise work serialised with the MMAs inside the loop.
+    for l in &est.loops {
+        if l.mma_us > 0.0 && l.alu_us > 0.15 * l.iteration_us && l.alu_us * l.trips > 0.0 {
+            let share = l.alu_us / l.iteration_us;
+            let span = a
+                .roles
+                .iter()
+                .flat_map(|r| r.loops.iter())
+                .find(|w| kernel.loops[w.id].var_name == l.var && w.work.has_mma())
+                .map_or(kernel.span, |w| w.stmt);
+            out.push(hint(
+                &perf::SERIALIZED_EPILOGUE,
+                span,
+                format!(
+                    "element-wise work in loop `{}` of `{}` ({:.2} µs of each {:.2} µs iteration) runs between the MMAs: the tensor cores idle {:.0}% of the loop",
+                    l.var, l.role, l.alu_us, l.iteration_us, share * 100.0
+                ),
+                Some("fewer operations per element (fold constants, fuse min/argmin), or more MMA work per element (a deeper contraction per tile)".into()),
+            ));
+        }
+    }
+    // 4. Epilogue after the loop, not overlapped.
+    for r in &a.roles {
+        if r.loops.is_empty() || !(r.loops.iter().any(|l| l.work.has_mma())) {
+            continue;
+        }
+        let rates = Rates {
+            p,
+            active: est.grid.ctas.min(slots as i64).max(1) as f64,
+            miss: 0.0,
+        };
+        let epi = rates.alu_us(&r.after);
+        if tile_us > 0.0 && epi > 0.08 * tile_us {
+            let direct = r.after.store_bytes > 0.0;
+            out.push(hint(
+                &perf::EXPOSED_EPILOGUE,
+                r.loops.last().map_or(kernel.span, |l| l.stmt),
+                format!(
+                    "the epilogue after the loop of `{}` takes {:.1} µs of each {:.1} µs tile and does not overlap the next tile's MMAs",
+                    r.name, epi, tile_us
+                ),
+                Some(if direct {
+                    "stage the result in shared memory and store it with TMA (view.store, lm.fence_proxy_async, view.tma_store)".into()
+                } else {
+                    "a larger contraction per tile amortizes it".into()
+                }),
+            ));
+        }
+    }
+    // 5. Memory bound, with the raster's reuse.
+    if est.bound == Bound::Memory {
+        let unique: f64 = by_tensor
+            .keys()
+            .map(|t| a.tensor_bytes.get(t).copied().unwrap_or(0.0))
+            .sum();
+        let help = match &a.tiles {
+            Some(ti) if ti.group.is_none() && ti.counts.len() == 2 && est.dram_bytes > 1.3 * unique => {
+                Some("a grouped raster (lm.tiles(..., group=8)) lets the CTAs in flight share operand tiles in L2".into())
+            }
+            _ => None,
+        };
+        out.push(hint(
+            &perf::MEMORY_BOUND,
+            a.tiles.as_ref().map_or(kernel.span, |t| t.span),
+            format!(
+                "memory-bound: {:.1} MB from DRAM ({:.2}x the operands' size) and {:.1} MB from L2 set the time",
+                est.dram_bytes / 1e6,
+                if unique > 0.0 { est.dram_bytes / unique } else { 0.0 },
+                est.l2_bytes / 1e6
+            ),
+            help,
+        ));
+    }
+    out
+}

@@ -1,0 +1,31 @@
+"""Calibration probe: element-wise register math. One warpgroup per CTA computes a 64 x 256 f32
+accumulator with one MMA (which gives the fragment its register layout), then applies REPS (the
+length of `R`) rounds of three operations per element (multiply, subtract, maximum) and stores
+it. The time per operation is the rate the cost model charges epilogue math at
+(alu_gops_per_sm)."""
+import cake
+from cake import lm
+
+BN, BK = 256, 64
+
+
+@cake.schedule(targets=["sm_90a"])
+def alu(A: lm.tensor[lm.bf16, "M", BK],
+        B: lm.tensor[lm.bf16, BN, BK],
+        R: lm.tensor[lm.i32, "REPS"],
+        C: lm.tensor[lm.f32, "M", BN]):
+    pool = lm.smem()
+    sA = pool.view(shape=(64, BK), dtype=lm.bf16, swizzle=128)
+    sB = pool.view(shape=(BN, BK), dtype=lm.bf16, swizzle=128)
+    math = lm.role(warpgroup=0)
+    ready = lm.barrier(producers=[math], consumers=[math])
+    acc = math.fragment(shape=(64, BN), dtype=lm.f32)
+    for (tm,) in lm.tiles(lm.cdiv(M, 64)):
+        with math:
+            sA.tma_load(A, coords=(tm * 64, 0), barrier=ready)
+            sB.tma_load(B, coords=(0, 0), barrier=ready)
+            lm.wait(ready)
+            lm.mma(acc, sA, sB.T, accumulate=False)
+            for r in lm.range(REPS):
+                acc[:] = lm.maximum(acc * 0.999, acc - 0.5)
+            lm.store(C, acc, coords=(tm * 64, 0))

@@ -1,0 +1,30 @@
+"""Calibration probe: wgmma on resident shared-memory tiles. One warpgroup per CTA TMA-loads a
+64 x BK tile of A and a BN x BK tile of B once, then issues REPS (the length of `R`) MMAs of
+64 x BN x BK on them back to back, and stores its accumulator. No copy is in flight during the
+loop, so with REPS large the time is the tensor-core rate. The CTA is small (128 threads,
+40 KiB), so several share an SM; `python -m cake.calibrate` runs four tiles per SM."""
+import cake
+from cake import lm
+
+BN, BK = 256, 64
+
+
+@cake.schedule(targets=["sm_90a"])
+def wgmma(A: lm.tensor[lm.bf16, "M", BK],
+          B: lm.tensor[lm.bf16, BN, BK],
+          R: lm.tensor[lm.i32, "REPS"],
+          C: lm.tensor[lm.f32, "M", BN]):
+    pool = lm.smem()
+    sA = pool.view(shape=(64, BK), dtype=lm.bf16, swizzle=128)
+    sB = pool.view(shape=(BN, BK), dtype=lm.bf16, swizzle=128)
+    math = lm.role(warpgroup=0)
+    ready = lm.barrier(producers=[math], consumers=[math])
+    acc = math.fragment(shape=(64, BN), dtype=lm.f32)
+    for (tm,) in lm.tiles(lm.cdiv(M, 64)):
+        with math:
+            sA.tma_load(A, coords=(tm * 64, 0), barrier=ready)
+            sB.tma_load(B, coords=(0, 0), barrier=ready)
+            lm.wait(ready)
+            for r in lm.range(REPS):
+                lm.mma(acc, sA, sB.T, accumulate=r > 0)
+            lm.store(C, acc, coords=(tm * 64, 0))

@@ -1,0 +1,256 @@
+"""`python -m cake.calibrate`: run the cost model's calibration probes on this GPU.
+
+`cake calibrate --target sm_90a -o FILE` starts this module; it writes the raw measurements
+(`cake.calibrate/v0` JSON) and the Rust side derives the calibration table from them
+(crates/cake-cost, docs/cost-model.md). Each probe is a Cake schedule in kernels/calibrate/
+whose module-level constants are substituted (`substitute_constants`), compiled with
+`cake.compile`, and timed like the harness times candidates (L2 flushed before each sample,
+CUDA events, median). Every probe runs in its own child process with a timeout, so a probe that
+fails or hangs is recorded as such and the others still run.
+
+Probes (name: schedule, constants, shape → what it measures):
+  dram_stream: stream.py, 8 tiles per SM, K = 4096 → bytes ÷ time = DRAM rate (dram_gbps)
+  l2_stream:   stream.py with REUSE = 8 (8 row blocks, 2 MiB) → L2 rate (l2_gbps)
+  tma_latency: stream.py, 1 CTA, STAGES = 1 → µs per iteration (tma_latency_us)
+  barrier:     stream.py, 1 CTA, STAGES = 8, L2-resident → µs per iteration (barrier_us, an upper bound)
+  wgmma:       wgmma.py, 4 CTAs per SM, REPS = 2048 → FLOP/s (mma_tflops_16bit)
+  alu:         alu.py, 2 CTAs (8 warps) per SM, REPS = 2048 → element operations/s (alu_gops_per_sm)
+  store, tma_store: store.py, C of 262144 x 256 bf16 → bytes/s (store_gbps, tma_store_gbps)
+  launch:      store.py (store_direct), one CTA → time of a near-empty launch (launch_us)
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from typing import Any, Dict, List, Optional
+
+SCHEMA = "cake.calibrate/v0"
+SAMPLES = 30
+WARMUP = 5
+
+_CONST = re.compile(r"^([A-Z][A-Z0-9_]*(?:\s*,\s*[A-Z][A-Z0-9_]*)*)\s*=\s*(.+?)(\s*#.*)?$")
+
+
+def module_constants(text: str) -> Dict[str, str]:
+    """The module-level `NAME = value` (and `A, B = x, y`) assignments of a schedule, as text."""
+    out: Dict[str, str] = {}
+    for line in text.splitlines():
+        m = _CONST.match(line)
+        if not m:
+            continue
+        names = [n.strip() for n in m.group(1).split(",")]
+        values = [v.strip() for v in m.group(2).split(",")] if len(names) > 1 else [m.group(2).strip()]
+        if len(values) != len(names):
+            continue
+        out.update(zip(names, values))
+    return out
+
+
+def substitute_constants(text: str, values: Dict[str, Any]) -> str:
+    """`text` with the module-level constants in `values` replaced (tuple assignments too).
+    Raises KeyError when a name is not a module constant of the file."""
+    missing = set(values) - set(module_constants(text))
+    if missing:
+        raise KeyError(f"not module constants: {', '.join(sorted(missing))}")
+    lines = []
+    for line in text.splitlines(keepends=True):
+        m = _CONST.match(line.rstrip("\n"))
+        if m:
+            names = [n.strip() for n in m.group(1).split(",")]
+            if any(n in values for n in names):
+                old = module_constants(line)
+                new = [str(values.get(n, old[n])) for n in names]
+                comment = m.group(3) or ""
+                line = f"{', '.join(names)} = {', '.join(new)}{comment}\n"
+        lines.append(line)
+    return "".join(lines)
+
+
+def probes(sms: int) -> List[Dict[str, Any]]:
+    """The probe table for a GPU with `sms` SMs."""
+    stream_m = 8 * sms * 128
+    wg_m = 4 * sms * 64
+    return [
+        dict(name="dram_stream", schedule="stream", kernel="stream", consts={},
+             dims=dict(M=stream_m, K=4096), work=dict(bytes=stream_m * 4096 * 2)),
+        dict(name="l2_stream", schedule="stream", kernel="stream", consts=dict(REUSE=8),
+             dims=dict(M=stream_m, K=4096), work=dict(bytes=stream_m * 4096 * 2)),
+        dict(name="tma_latency", schedule="stream", kernel="stream", consts=dict(STAGES=1, BM=64),
+             dims=dict(M=64, K=64 * 2048), work=dict(iterations=2048)),
+        dict(name="barrier", schedule="stream", kernel="stream", consts=dict(STAGES=8, BM=64, REUSE=1),
+             dims=dict(M=64, K=64 * 4096), work=dict(iterations=4096)),
+        dict(name="wgmma", schedule="wgmma", kernel="wgmma", consts={},
+             dims=dict(M=wg_m, REPS=2048), work=dict(flops=2 * wg_m * 256 * 64 * 2048)),
+        # Two CTAs (eight warps) per SM: the occupancy of the usual two consumer warpgroups.
+        dict(name="alu", schedule="alu", kernel="alu", consts={},
+             dims=dict(M=2 * sms * 64, REPS=2048), work=dict(ops=3 * 2 * sms * 64 * 256 * 2048)),
+        dict(name="store", schedule="store", kernel="store_direct", consts={},
+             dims=dict(M=262144), work=dict(bytes=262144 * 256 * 2)),
+        dict(name="tma_store", schedule="store", kernel="store_tma", consts={},
+             dims=dict(M=262144), work=dict(bytes=262144 * 256 * 2)),
+        dict(name="launch", schedule="store", kernel="store_direct", consts={},
+             dims=dict(M=64), work={}),
+    ]
+
+
+def _tensors(torch: Any, kernel: Any, dims: Dict[str, int]) -> Dict[str, Any]:
+    """Fresh random inputs (never zeros) for every tensor parameter, by launch.json's dims."""
+    specs = kernel.meta["tensors"]
+    out = {}
+    g = torch.Generator(device="cuda").manual_seed(1234)
+    for t in specs:
+        shape = [d if isinstance(d, int) else dims[d] for d in t["dims"]]
+        dtype = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32,
+                 "i32": torch.int32}[t["dtype"]]
+        if dtype.is_floating_point:
+            x = torch.randn(*shape, device="cuda", generator=g).to(dtype)
+        else:
+            x = torch.randint(0, 7, shape, device="cuda", generator=g, dtype=dtype)
+        out[t["name"]] = x
+    return out
+
+
+def probe_source(p: Dict[str, Any], schedules: str) -> str:
+    """The probe's schedule text with its constants substituted."""
+    with open(os.path.join(schedules, p["schedule"] + ".py"), encoding="utf-8") as fh:
+        text = fh.read()
+    return substitute_constants(text, p["consts"]) if p["consts"] else text
+
+
+def build_probes(table: List[Dict[str, Any]], schedules: str, target: str, cake_bin: str,
+                 work: str) -> Dict[str, str]:
+    """Build every distinct probe schedule with `cake build`, in parallel: probe name → launch.json
+    (probes whose build failed are left out; their child reports the compile error)."""
+    import concurrent.futures as cf
+    import hashlib
+
+    jobs: Dict[str, Dict[str, Any]] = {}
+    for p in table:
+        text = probe_source(p, schedules)
+        key = p["schedule"] + "-" + hashlib.sha256(text.encode()).hexdigest()[:12]
+        jobs.setdefault(key, dict(text=text, schedule=p["schedule"], probes=[]))["probes"].append(p)
+
+    def one(item):
+        key, job = item
+        d = os.path.join(work, key)
+        os.makedirs(d, exist_ok=True)
+        path = os.path.join(d, job["schedule"] + ".py")
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(job["text"])
+        r = subprocess.run([cake_bin, "build", path, "--target", target, "-o", os.path.join(d, "build")],
+                           capture_output=True, text=True, timeout=300)
+        return key, (os.path.join(d, "build") if r.returncode == 0 else None)
+
+    out: Dict[str, str] = {}
+    with cf.ThreadPoolExecutor(max_workers=8) as ex:
+        for key, built in ex.map(one, jobs.items()):
+            for p in jobs[key]["probes"]:
+                if built:
+                    out[p["name"]] = os.path.join(built, p["kernel"] + ".launch.json")
+    return out
+
+
+def run_probe(p: Dict[str, Any], schedules: str, target: str, samples: int,
+              launch: Optional[str] = None) -> Dict[str, Any]:
+    """Time one probe in this process: its prebuilt kernel (`launch`), or compiled here."""
+    import torch
+
+    import cake
+    from cake.harness.stats import summarize
+    from cake.harness.timing import make_flush_buffer, time_events
+
+    if launch:
+        k = cake.load_kernel(launch)
+    else:
+        d = tempfile.mkdtemp(prefix="cake-calibrate-")
+        path = os.path.join(d, p["schedule"] + ".py")
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(probe_source(p, schedules))
+        k = cake.compile(path, target)[p["kernel"]]
+    args = _tensors(torch, k, p["dims"])
+    props = torch.cuda.get_device_properties(0)
+    flush = make_flush_buffer(torch, getattr(props, "L2_cache_size", None), "cuda")
+    k(**args)
+    torch.cuda.synchronize()
+    times = time_events(torch, lambda: k(**args), WARMUP, samples, flush)
+    s = summarize(times)
+    cfg = ", ".join(f"{n}={v}" for n, v in {**p["consts"], **p["dims"]}.items())
+    return dict(schedule=p["schedule"], kernel=p["kernel"], config=cfg, samples=samples,
+                median_ms=s["median"], stats=s, **p["work"])
+
+
+def environment() -> Dict[str, Any]:
+    import torch
+
+    props = torch.cuda.get_device_properties(0)
+    env: Dict[str, Any] = dict(gpu=props.name, sm_count=props.multi_processor_count,
+                               l2_bytes=getattr(props, "L2_cache_size", None), torch=torch.__version__)
+    try:
+        q = subprocess.run(["nvidia-smi", "--query-gpu=driver_version,clocks.max.sm",
+                            "--format=csv,noheader,nounits", "-i", "0"],
+                           capture_output=True, text=True, timeout=20).stdout.strip().split(",")
+        env["driver"] = q[0].strip()
+        env["clock_max_mhz"] = float(q[1])
+    except Exception as e:  # noqa: BLE001 - recorded, not fatal
+        env["nvidia_smi_error"] = str(e)
+    return env
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m cake.calibrate", description=__doc__.split("\n")[0])
+    ap.add_argument("--target", default="sm_90a")
+    ap.add_argument("--schedules", default="kernels/calibrate")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--cake", help="the cake binary (informational)")
+    ap.add_argument("--samples", type=int, default=SAMPLES)
+    ap.add_argument("--timeout", type=float, default=45.0, help="seconds per probe")
+    ap.add_argument("--only", action="append", help="run only these probes")
+    ap.add_argument("--probe", help=argparse.SUPPRESS)  # child mode: one probe, JSON on stdout
+    ap.add_argument("--launch", help=argparse.SUPPRESS)  # child mode: the probe's prebuilt kernel
+    a = ap.parse_args(argv)
+    if a.probe:
+        import torch
+
+        table = {p["name"]: p for p in probes(torch.cuda.get_device_properties(0).multi_processor_count)}
+        print(json.dumps(run_probe(table[a.probe], a.schedules, a.target, a.samples, a.launch)))
+        return 0
+    env = environment()
+    results: Dict[str, Any] = {}
+    table = [p for p in probes(int(env["sm_count"])) if not a.only or p["name"] in a.only]
+    # Build every probe up front, in parallel, when the cake binary is known; a child then only
+    # loads its cubin (without it, each child compiles its probe with cake.compile).
+    launches = build_probes(table, a.schedules, a.target, a.cake, tempfile.mkdtemp(prefix="cake-calibrate-")) \
+        if a.cake and os.path.exists(a.cake) else {}
+    for p in table:
+        cmd = [sys.executable, "-m", "cake.calibrate", "--probe", p["name"], "--target", a.target,
+               "--schedules", a.schedules, "--out", "-", "--samples", str(a.samples)]
+        if p["name"] in launches:
+            cmd += ["--launch", launches[p["name"]]]
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=a.timeout)
+            if r.returncode == 0:
+                results[p["name"]] = json.loads(r.stdout.strip().splitlines()[-1])
+            else:
+                results[p["name"]] = dict(error=(r.stderr or r.stdout)[-2000:])
+        except subprocess.TimeoutExpired:
+            results[p["name"]] = dict(error=f"timed out after {a.timeout} s")
+        status = results[p["name"]].get("median_ms")
+        print(f"probe {p['name']:<12} " + (f"{status:.4f} ms" if status is not None else
+              "FAILED: " + (results[p["name"]]["error"].strip().splitlines() or ["?"])[-1][:200]),
+              file=sys.stderr, flush=True)
+    doc = dict(schema=SCHEMA, target=a.target, date=datetime.date.today().isoformat(),
+               commit=os.environ.get("COMMIT"), environment=env, probes=results)
+    with open(a.out, "w", encoding="utf-8") as fh:
+        json.dump(doc, fh, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
