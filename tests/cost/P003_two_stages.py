@@ -3,8 +3,8 @@
 import cake
 from cake import lm
 
-BM, BN, BK = 128, 256, 64
-STAGES = 2  # 3 × 48 KiB of operands + 64 KiB for the epilogue tile fit in 227 KiB
+BM, BN, BK = 128, 128, 64
+STAGES = 2  # 3 × 32 KiB of operands + 32 KiB for the epilogue tile would fit in 227 KiB
 
 
 def wg_rows(index):

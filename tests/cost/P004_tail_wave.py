@@ -37,7 +37,7 @@ def gemm(A: lm.tensor[lm.bf16, "M", "K"],
                 sA.tma_load(A, coords=(tm * BM, k * BK), barrier=full)
                 sB.tma_load(B, coords=(tn * BN, k * BK), barrier=full)
         with math:
-            for k in lm.range(lm.cdiv(K, BK), pipeline=pipe):
+            for k in lm.range(lm.cdiv(K, BK), pipeline=pipe):  # note[CAKE-P006]: the epilogue after the loop
                 lm.wait(full)
                 lm.mma(acc, sA.rows(wg_rows(math.index), 64), sB.T, accumulate=k > 0, release=empty)
             sC.rows(wg_rows(math.index), 64).store(lm.cast(acc, lm.bf16))

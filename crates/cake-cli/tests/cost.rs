@@ -125,7 +125,7 @@ fn check_with_a_shape_reports_hints() {
         .iter()
         .map(|f| f["code"].as_str().unwrap())
         .collect();
-    assert_eq!(codes, ["CAKE-P004"]);
+    assert_eq!(codes, ["CAKE-P004", "CAKE-P006"]);
     // Without a shape, no cost findings.
     let o = cake(&["check", "tests/cost/P004_tail_wave.py", "--format", "json"]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();

@@ -243,7 +243,9 @@ fn calibration_from_measurements() {
 
 #[test]
 fn hints_only_where_built_to_trigger() {
-    // The shipped examples at their bench shapes: the GEMM gets none.
+    // The shipped GEMM at its bench shape gets one hint, the truth about its epilogue: with the
+    // H200's measured TMA-store bandwidth, storing a tile is ~10% of the tile's time and only
+    // one consumer set works on it. Nothing else fires.
     let cal = Calibration::builtin(sm90()).unwrap();
     let e = estimate(
         &kernel("examples/gemm_sm90.py"),
@@ -252,6 +254,7 @@ fn hints_only_where_built_to_trigger() {
         &cal,
     )
     .unwrap();
-    assert!(e.hints.is_empty(), "{:?}", e.hints);
+    let codes: Vec<&str> = e.hints.iter().map(|h| h.code).collect();
+    assert_eq!(codes, ["CAKE-P006"], "{:?}", e.hints);
     let _: BTreeMap<String, i64> = e.shape;
 }
