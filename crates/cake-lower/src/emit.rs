@@ -13,6 +13,9 @@ use cake_target::Target;
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write;
 
+#[path = "tcgen05.rs"]
+mod tcgen05;
+
 /// Slack added to dynamic shared memory so the base can be rounded up to 1024 bytes (the
 /// 128B-swizzle repeat) whatever alignment the driver gives.
 const SMEM_ALIGN_SLACK: u64 = 1024;
@@ -26,6 +29,9 @@ enum FragLayout {
     /// One value per row of a 64-row accumulator tile: each thread holds its two rows (+0, +8),
     /// replicated across the four threads of a quad — what a row reduction of the tile yields.
     AccRows,
+    /// One TMEM lane (a row of `n` columns) per thread of a warpgroup: what `tcgen05.ld` of the
+    /// 32x32b shape gives, thread t holding row t (sm_100a family).
+    TmemRow { n: u32 },
 }
 
 /// Which register element of a warpgroup tile an element-wise expression is evaluated for.
@@ -35,6 +41,8 @@ enum Site {
     Tile,
     /// Row h of the tile (h in 0..2).
     Rows,
+    /// Column c + 2q + j of a one-row-per-thread TMEM tile (`FragLayout::TmemRow`).
+    Lane,
 }
 
 pub struct Emitter<'a> {
@@ -195,7 +203,7 @@ impl<'a> Emitter<'a> {
             self.unsupported(
                 self.k.span,
                 format!(
-                    "code generation for {} ({}) is not implemented yet; sm_90a is",
+                    "code generation for {} ({}) is not implemented yet; sm_90a, sm_100a and sm_103a have it",
                     self.target.name,
                     self.target.mma.name()
                 ),
@@ -203,6 +211,9 @@ impl<'a> Emitter<'a> {
             return Err(self.errors);
         }
         self.infer_fragment_layouts();
+        if self.is_tcgen05() {
+            self.infer_tmem_fragment_layouts();
+        }
         self.collect_tensor_maps();
         let args = self.args();
         let symbol = format!("cake_{}", c_ident(&self.k.name));
@@ -215,7 +226,13 @@ impl<'a> Emitter<'a> {
         cuda.push_str(prelude::COMMON);
         cuda.push_str(prelude::MBARRIER);
         cuda.push_str(prelude::TMA);
-        cuda.push_str(prelude::WGMMA);
+        if self.is_tcgen05() {
+            cuda.push_str(tcgen05::PRELUDE);
+            cuda.push('\n');
+            cuda.push_str(&tcgen05::tmem_ld_fn());
+        } else {
+            cuda.push_str(prelude::WGMMA);
+        }
         cuda.push_str(prelude::SETMAXNREG);
         for (n, input) in &self.wgmma_shapes {
             cuda.push('\n');
@@ -598,6 +615,9 @@ impl<'a> Emitter<'a> {
                         format!("{name}[4 * i + 2 * h + j]")
                     }
                     (Some(FragLayout::AccRows), _) => format!("{name}[h]"),
+                    (Some(FragLayout::TmemRow { .. }), Site::Lane) => {
+                        format!("{name}[c + 2 * q + j]")
+                    }
                     _ => {
                         self.unsupported(
                             k.exprs.span(e),
@@ -977,6 +997,7 @@ impl<'a> Emitter<'a> {
                 .join(" * ")
         };
         self.line(&format!("const int tiles_total = {total};"));
+        self.tmem_alloc_prologue();
         if !self.layout.barriers.is_empty() {
             self.line("if (threadIdx.x == 0) {");
             self.indent += 1;
@@ -994,7 +1015,10 @@ impl<'a> Emitter<'a> {
             self.indent -= 1;
             self.line("}");
             self.line("__syncthreads();");
+        } else if self.layout.tmem_slot.is_some() {
+            self.line("__syncthreads();");
         }
+        self.tmem_base_after_sync();
         let threads = k.block_threads();
         let default_regs = ((65536 / threads.max(1)) / 8 * 8).min(255);
         for (rid, role) in k.roles.iter() {
@@ -1046,6 +1070,7 @@ impl<'a> Emitter<'a> {
                     let n: u32 = match self.frag_layouts.get(&fid) {
                         Some(FragLayout::WgmmaAcc { n }) => n / 2,
                         Some(FragLayout::AccRows) => 2,
+                        Some(FragLayout::TmemRow { n }) => *n,
                         None => {
                             let sp = k.fragments.span(fid);
                             self.unsupported(sp, format!("fragment `{}` is not an MMA accumulator; other register layouts are not lowered yet", f.name));
@@ -1109,6 +1134,7 @@ impl<'a> Emitter<'a> {
             self.indent -= 1;
             self.line("}");
         }
+        self.tmem_dealloc_epilogue();
         std::mem::replace(&mut self.out, saved)
     }
 
@@ -1277,6 +1303,8 @@ impl<'a> Emitter<'a> {
         }
         // A release after wgmma lags one iteration so one MMA group stays in flight.
         let deferred: Vec<(BarrierId, PipelineId)> = match pipeline {
+            // tcgen05.commit releases a stage when its MMAs complete: nothing to defer.
+            Some(_) if self.is_tcgen05() => Vec::new(),
             Some(p) => body
                 .iter()
                 .filter_map(|&s| match &self.k.stmts[s] {
@@ -1328,7 +1356,7 @@ impl<'a> Emitter<'a> {
         }
         self.indent -= 1;
         self.line("}");
-        if has_mma {
+        if has_mma && !self.is_tcgen05() {
             self.line("cake_wgmma_wait<0>();  // every MMA of the loop has retired");
         }
         for (bar, _) in &deferred {
@@ -1513,9 +1541,15 @@ impl<'a> Emitter<'a> {
                     bar.name,
                     self.loc(sp)
                 ));
+                if self.is_tcgen05() && self.role_uses_tcgen05(role) {
+                    self.line("cake_tcgen05_fence_after();");
+                }
             }
             Op::Arrive { barrier } => {
                 let slot = self.barrier_slot(*barrier);
+                if self.is_tcgen05() && self.role_uses_tcgen05(role) {
+                    self.line("cake_tcgen05_fence_before();");
+                }
                 self.line(&format!(
                     "cake_mbar_arrive({slot});  // arrive {} ({})",
                     k.barriers[*barrier].name,
@@ -1611,6 +1645,10 @@ impl<'a> Emitter<'a> {
                 accumulate,
                 release,
             } => {
+                if let (true, Operand::Tmem(t)) = (self.is_tcgen05(), acc) {
+                    self.tcgen05_mma(*t, a, b, *accumulate, *release, sp);
+                    return;
+                }
                 self.mma(acc, a, b, *accumulate, *release, sp);
                 if let Operand::Frag(f) = acc {
                     self.invalidate_reductions(Some(*f));
@@ -1623,6 +1661,8 @@ impl<'a> Emitter<'a> {
                 self.line(&format!("cake_fence_proxy_async();  // ({})", self.loc(sp)))
             }
             Op::TmaStore { dst, src, coords } => self.tma_store(*dst, src, coords, sp),
+            Op::Commit { barrier } if self.is_tcgen05() => self.tcgen05_commit(*barrier, sp),
+            Op::TmemLoad { dst, src } if self.is_tcgen05() => self.tmem_load(*dst, *src, sp),
             other => {
                 let name = format!("{other:?}");
                 let short = name.split([' ', '{', '(']).next().unwrap_or("").to_string();
@@ -1952,6 +1992,13 @@ impl<'a> Emitter<'a> {
                     n / 8
                 ));
             }
+            Some(FragLayout::TmemRow { .. }) => self.unsupported(
+                sp,
+                format!(
+                    "writing fragment `{}` (read from TMEM) is not lowered yet",
+                    k.fragments[dst].name
+                ),
+            ),
             None => self.unsupported(
                 sp,
                 format!(
@@ -1994,6 +2041,7 @@ impl<'a> Emitter<'a> {
                 self.line("}");
             }
             Some(FragLayout::WgmmaAcc { n }) => self.store_tile(dst, value, coords, n, sp),
+            Some(FragLayout::TmemRow { n }) => self.store_tmem_rows(dst, value, coords, n, sp),
             None => self.unsupported(sp, "lm.store is lowered for values computed from an accumulator tile or its row reductions"),
         }
     }

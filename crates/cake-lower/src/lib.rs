@@ -30,9 +30,13 @@ pub struct Unsupported {
 }
 
 /// Whether this lowering has a code generator for `target` at all (today: the wgmma family,
-/// sm_90a). For other targets every kernel comes back as one `Unsupported`.
+/// sm_90a, and the tcgen05 family, sm_100a / sm_103a). For other targets every kernel comes back
+/// as one `Unsupported`.
 pub fn has_code_generator(target: &Target) -> bool {
-    target.mma == cake_target::MmaFamily::Wgmma
+    matches!(
+        target.mma,
+        cake_target::MmaFamily::Wgmma | cake_target::MmaFamily::Tcgen05
+    )
 }
 
 pub fn lower(k: &Kernel, file: &SourceFile, target: &Target) -> Result<Lowered, Vec<Unsupported>> {

@@ -1,0 +1,654 @@
+//! The tcgen05 / TMEM code generator (sm_100a, sm_103a). A child module of `emit`: the emitter
+//! walks the schedule as for sm_90a and calls in here for what differs — TMEM allocation and
+//! deallocation, `tcgen05.mma` with its descriptors, `tcgen05.commit`, `tcgen05.ld`, and the
+//! `tcgen05.fence::*_thread_sync` fences around barrier handoffs.
+//!
+//! Section numbers are those of the PTX ISA 9.1 (§9.7.16 "TensorCore 5th Generation Family
+//! Instructions"). Nothing here has run on hardware: ptxas accepts it, and the descriptor
+//! encoders are unit-tested against values derived by hand from the ISA's tables.
+
+use super::*;
+
+/// Element types of `.kind::f16` operands, as the instruction descriptor encodes them
+/// (Table 42, bits 7-9 / 10-12: F16 = 0, BF16 = 1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum F16Kind {
+    F16,
+    BF16,
+}
+
+/// The 32-bit instruction descriptor of a dense `tcgen05.mma ... .kind::f16` (PTX ISA
+/// §9.7.16.4.2, Table 42 "Instruction descriptor format for .kind::tf32, .kind::f16,
+/// .kind::f8f6f4 and .kind::i8"):
+///
+/// | bits  | field                         | value here                       |
+/// |-------|-------------------------------|----------------------------------|
+/// | 0-1   | sparsity selector             | 0                                |
+/// | 2     | sparsity                      | 0 (dense)                        |
+/// | 3     | saturate                      | 0                                |
+/// | 4-5   | dtype (D)                     | F16 = 0, F32 = 1                 |
+/// | 6     | reserved                      | 0                                |
+/// | 7-9   | atype                         | F16 = 0, BF16 = 1                |
+/// | 10-12 | btype                         | F16 = 0, BF16 = 1                |
+/// | 13,14 | negate A, negate B            | 0                                |
+/// | 15    | transpose A (1 = M-major)     | `a_mn_major`                     |
+/// | 16    | transpose B (1 = N-major)     | `b_mn_major`                     |
+/// | 17-22 | N >> 3                        |                                  |
+/// | 23    | reserved                      | 0                                |
+/// | 24-28 | M >> 4                        |                                  |
+/// | 29    | reserved                      | 0                                |
+/// | 30-31 | max shift (`.ws` only)        | 0                                |
+pub(crate) fn idesc_f16(
+    input: F16Kind,
+    acc_f32: bool,
+    m: u32,
+    n: u32,
+    a_mn_major: bool,
+    b_mn_major: bool,
+) -> u32 {
+    let ty = match input {
+        F16Kind::F16 => 0,
+        F16Kind::BF16 => 1,
+    };
+    (u32::from(acc_f32) << 4)
+        | (ty << 7)
+        | (ty << 10)
+        | (u32::from(a_mn_major) << 15)
+        | (u32::from(b_mn_major) << 16)
+        | (((n >> 3) & 0x3F) << 17)
+        | (((m >> 4) & 0x1F) << 24)
+}
+
+/// Swizzle modes of the tcgen05 shared-memory descriptor (§9.7.16.4.1, bits 61-63).
+pub(crate) fn smem_desc_swizzle(swizzle_bytes: u32) -> Option<u64> {
+    match swizzle_bytes {
+        0 => Some(0),
+        128 => Some(2),
+        64 => Some(4),
+        32 => Some(6),
+        _ => None,
+    }
+}
+
+/// The 64-bit shared-memory matrix descriptor of `tcgen05.mma` (PTX ISA §9.7.16.4.1, "Shared
+/// memory descriptor"):
+///
+/// | bits  | field                                            |
+/// |-------|--------------------------------------------------|
+/// | 0-13  | matrix start address >> 4                        |
+/// | 16-29 | leading-dimension byte offset (LBO) >> 4         |
+/// | 32-45 | stride-dimension byte offset (SBO) >> 4          |
+/// | 46-48 | fixed constant 0b001                             |
+/// | 49-51 | matrix base offset                               |
+/// | 52    | LBO mode (0 = relative offset)                   |
+/// | 53-60 | fixed 0                                          |
+/// | 61-63 | swizzle: 0 none, 1 128B/32B-atom, 2 128B, 4 64B, 6 32B |
+///
+/// Differences from the sm_90 wgmma descriptor (§9.7.15.5.1.2.2): bits 46-48 must hold the
+/// constant 0b001 (wgmma leaves them 0); the swizzle field is 3 bits at 61-63 instead of 2 at
+/// 62-63 — for 128B/64B/32B the values (2, 4, 6 at bit 61 against 1, 2, 3 at bit 62) set the
+/// same bits, and 1 (128B with 32-byte atoms) is new; bit 52 selects the LBO mode.
+pub(crate) fn smem_desc(addr: u32, lbo: u32, sbo: u32, base_offset: u32, swizzle_mode: u64) -> u64 {
+    (u64::from((addr & 0x3FFFF) >> 4))
+        | (u64::from((lbo >> 4) & 0x3FFF) << 16)
+        | (u64::from((sbo >> 4) & 0x3FFF) << 32)
+        | (1u64 << 46)
+        | (u64::from(base_offset & 0x7) << 49)
+        | ((swizzle_mode & 0x7) << 61)
+}
+
+/// Columns `tcgen05.alloc` takes for regions of `cols` columns in total: a power of two, at
+/// least 32 (§9.7.16.7.1).
+pub(crate) fn alloc_columns(cols: u32) -> u32 {
+    cols.max(32).next_power_of_two()
+}
+
+/// tcgen05 helpers (sm_100a, sm_103a).
+pub(crate) const PRELUDE: &str = r#"
+// tcgen05 / tensor memory (PTX ISA 9.1 §9.7.16). One warp allocates; the base address lands in
+// shared memory (§9.7.16.7.1).
+static __device__ __forceinline__ void cake_tmem_alloc(uint32_t slot, uint32_t ncols) {
+  asm volatile("tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [%0], %1;" :: "r"(slot), "r"(ncols) : "memory");
+}
+static __device__ __forceinline__ void cake_tmem_relinquish() {
+  asm volatile("tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;" ::: "memory");
+}
+static __device__ __forceinline__ void cake_tmem_dealloc(uint32_t taddr, uint32_t ncols) {
+  asm volatile("tcgen05.dealloc.cta_group::1.sync.aligned.b32 %0, %1;" :: "r"(taddr), "r"(ncols) : "memory");
+}
+static __device__ __forceinline__ uint32_t cake_ld_shared_b32(uint32_t addr) {
+  uint32_t v;
+  asm volatile("ld.shared.b32 %0, [%1];" : "=r"(v) : "r"(addr) : "memory");
+  return v;
+}
+// Order tcgen05 operations across a thread synchronisation (§9.7.16.6.5): `before` ahead of the
+// arrive/barrier that publishes them, `after` behind the wait/barrier that observes them.
+static __device__ __forceinline__ void cake_tcgen05_fence_before() {
+  asm volatile("tcgen05.fence::before_thread_sync;" ::: "memory");
+}
+static __device__ __forceinline__ void cake_tcgen05_fence_after() {
+  asm volatile("tcgen05.fence::after_thread_sync;" ::: "memory");
+}
+// D[tmem] (+)= A[smem] * B[smem], one thread issues (§9.7.16.10.9). `accumulate` is enable-input-d.
+static __device__ __forceinline__ void cake_tcgen05_mma_f16_ss(uint32_t d_tmem, uint64_t a_desc, uint64_t b_desc, uint32_t idesc, uint32_t accumulate) {
+  asm volatile(
+      "{\n\t.reg .pred p;\n\t"
+      "setp.ne.b32 p, %4, 0;\n\t"
+      "tcgen05.mma.cta_group::1.kind::f16 [%0], %1, %2, %3, p;\n\t}"
+      :: "r"(d_tmem), "l"(a_desc), "l"(b_desc), "r"(idesc), "r"(accumulate) : "memory");
+}
+// One arrival on the mbarrier once every tcgen05 operation this thread issued before has
+// completed (§9.7.16.12.1).
+static __device__ __forceinline__ void cake_tcgen05_commit(uint32_t bar) {
+  asm volatile("tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [%0];" :: "r"(bar) : "memory");
+}
+// Registers written by tcgen05.ld are valid only after this (§9.7.16.11.3).
+static __device__ __forceinline__ void cake_tmem_wait_ld() {
+  asm volatile("tcgen05.wait::ld.sync.aligned;" ::: "memory");
+}
+// Shared-memory descriptor (§9.7.16.4.1): the start address (bits 0-13) or'ed with the constant
+// part the compiler derived (LBO, SBO, the fixed 0b001 at bits 46-48, swizzle at 61-63).
+static __device__ __forceinline__ uint64_t cake_umma_desc(uint32_t addr, uint64_t fixed) {
+  return (uint64_t)((addr & 0x3FFFF) >> 4) | fixed;
+}
+"#;
+
+/// `tcgen05.ld.sync.aligned.32x32b.x32.b32`: 32 consecutive columns of this warp's 32 lanes, one
+/// lane per thread (§9.7.16.11.1, shape 32x32b: thread t of the warp gets lane base + t).
+pub(crate) fn tmem_ld_fn() -> String {
+    let mut out = String::from(
+        "static __device__ __forceinline__ void cake_tmem_ld_32x32b_x32(uint32_t taddr, float* r) {\n  asm volatile(\n      \"tcgen05.ld.sync.aligned.32x32b.x32.b32 {\"\n",
+    );
+    let regs: Vec<String> = (0..32).map(|i| format!("%{i}")).collect();
+    for (i, chunk) in regs.chunks(8).enumerate() {
+        let sep = if i == 3 { "}, [%32];\"" } else { ", \"" };
+        out.push_str(&format!("      \"{}{sep}\n", chunk.join(", ")));
+    }
+    let outs: Vec<String> = (0..32).map(|i| format!("\"=f\"(r[{i}])")).collect();
+    out.push_str("      : ");
+    for (i, chunk) in outs.chunks(8).enumerate() {
+        if i > 0 {
+            out.push_str(",\n        ");
+        }
+        out.push_str(&chunk.join(", "));
+    }
+    out.push_str("\n      : \"r\"(taddr) : \"memory\");\n}\n");
+    out
+}
+
+impl Emitter<'_> {
+    pub(super) fn is_tcgen05(&self) -> bool {
+        self.target.mma == cake_target::MmaFamily::Tcgen05
+    }
+
+    /// Column offset of each TMEM region (declaration order, packed) and the allocation size.
+    fn tmem_columns(&self) -> (Vec<u32>, u32) {
+        let mut offs = Vec::new();
+        let mut cur = 0;
+        for (_, t) in self.k.tmems.iter() {
+            offs.push(cur);
+            cur += t.cols;
+        }
+        (offs, alloc_columns(cur))
+    }
+
+    fn tmem_addr(&self, t: TmemId) -> String {
+        let (offs, _) = self.tmem_columns();
+        match offs[t.index()] {
+            0 => "cake_tmem".into(),
+            c => format!("(cake_tmem + {c})"),
+        }
+    }
+
+    /// Before the barrier-initialisation sync: warp 0 allocates the kernel's TMEM and gives up
+    /// the right to allocate more, then fences its tcgen05 work before the sync (§9.7.16.7.1).
+    pub(super) fn tmem_alloc_prologue(&mut self) {
+        if self.k.tmems.is_empty() {
+            return;
+        }
+        let slot = self.layout.tmem_slot.expect("layout reserves the TMEM slot");
+        let (offs, ncols) = self.tmem_columns();
+        let regions: Vec<String> = self
+            .k
+            .tmems
+            .iter()
+            .zip(&offs)
+            .map(|((_, t), o)| format!("{} at column {o}", t.name))
+            .collect();
+        self.line(&format!(
+            "// TMEM: {} column(s) allocated ({}); base address written to shared memory.",
+            ncols,
+            regions.join(", ")
+        ));
+        self.line("if (warp == 0) {");
+        self.indent += 1;
+        self.line(&format!("cake_tmem_alloc(cake_smem + {slot}, {ncols});"));
+        self.line("cake_tmem_relinquish();");
+        self.line("cake_tcgen05_fence_before();");
+        self.indent -= 1;
+        self.line("}");
+    }
+
+    /// After the sync: every thread reads the TMEM base address.
+    pub(super) fn tmem_base_after_sync(&mut self) {
+        let Some(slot) = self.layout.tmem_slot else {
+            return;
+        };
+        self.line("cake_tcgen05_fence_after();");
+        self.line(&format!(
+            "const uint32_t cake_tmem = cake_ld_shared_b32(cake_smem + {slot});  // lane 0, column of the allocation"
+        ));
+    }
+
+    /// After every role: all TMEM reads and MMAs are complete (every reader waited for them), so
+    /// warp 0 frees the allocation behind a CTA barrier fenced on both sides.
+    pub(super) fn tmem_dealloc_epilogue(&mut self) {
+        if self.k.tmems.is_empty() {
+            return;
+        }
+        let (_, ncols) = self.tmem_columns();
+        self.line("// Free TMEM once every role is done with it.");
+        self.line("cake_tcgen05_fence_before();");
+        self.line("__syncthreads();");
+        self.line("if (warp == 0) {");
+        self.indent += 1;
+        self.line("cake_tcgen05_fence_after();");
+        self.line(&format!("cake_tmem_dealloc(cake_tmem, {ncols});"));
+        self.indent -= 1;
+        self.line("}");
+    }
+
+    /// Whether the role issues or reads tcgen05 work (MMAs into TMEM, TMEM transfers, commits).
+    pub(super) fn role_uses_tcgen05(&self, role: RoleId) -> bool {
+        let mut found = false;
+        self.k.walk(|_, stmt, ctx| {
+            if ctx.role == Some(role) {
+                if let Stmt::Op(op) = stmt {
+                    found |= matches!(
+                        op,
+                        Op::Mma {
+                            acc: Operand::Tmem(_),
+                            ..
+                        } | Op::TmemLoad { .. }
+                            | Op::TmemStore { .. }
+                            | Op::TmemCopy { .. }
+                            | Op::Commit { .. }
+                    );
+                }
+            }
+        });
+        found
+    }
+
+    /// Fragments filled by `lm.tmem_load`: one TMEM lane (row) per thread of a warpgroup.
+    pub(super) fn infer_tmem_fragment_layouts(&mut self) {
+        for (sid, op, _) in self.ops() {
+            let Op::TmemLoad { dst, src } = op else {
+                continue;
+            };
+            let frag = &self.k.fragments[dst];
+            let role = &self.k.roles[frag.role];
+            let region = &self.k.tmems[src];
+            let sp = self.k.stmts.span(sid);
+            if role.unit != RoleUnit::Warpgroup
+                || frag.shape.len() != 2
+                || frag.shape[0] != 128
+                || frag.dtype != DType::F32
+                || region.dtype != DType::F32
+                || region.lanes != 128
+                || frag.shape[1] % 32 != 0
+                || frag.shape[1] > region.cols
+            {
+                self.unsupported(sp, format!("lm.tmem_load is lowered into a (128, N) f32 fragment of a warpgroup role (N a multiple of 32) from an f32 region of 128 lanes; `{}` is {:?} {} on role `{}`", frag.name, frag.shape, frag.dtype, role.name));
+                continue;
+            }
+            self.frag_layouts.insert(
+                dst,
+                FragLayout::TmemRow {
+                    n: frag.shape[1],
+                },
+            );
+        }
+    }
+
+    /// `lm.tmem_load(frag, region)`: each warp of the warpgroup reads its 32-lane quarter
+    /// (warp w: lanes 32·(w mod 4)..+31, §9.7.16.8.1) 32 columns at a time, then waits.
+    pub(super) fn tmem_load(&mut self, dst: FragId, src: TmemId, sp: Span) {
+        let Some(FragLayout::TmemRow { n }) = self.frag_layouts.get(&dst).copied() else {
+            return;
+        };
+        let name = self.frag_name(dst);
+        let addr = self.tmem_addr(src);
+        self.line(&format!(
+            "// tmem_load {} <- {} ({}): this warp's 32 lanes, {n} columns",
+            self.k.fragments[dst].name,
+            self.k.tmems[src].name,
+            self.loc(sp)
+        ));
+        self.line("{");
+        self.indent += 1;
+        self.line(&format!(
+            "const uint32_t taddr = {addr} + ((uint32_t)(32 * (warp % 4)) << 16);  // lane in bits 16-31"
+        ));
+        for c in (0..n).step_by(32) {
+            self.line(&format!(
+                "cake_tmem_ld_32x32b_x32(taddr + {c}, {name} + {c});"
+            ));
+        }
+        self.line("cake_tmem_wait_ld();");
+        self.indent -= 1;
+        self.line("}");
+        self.invalidate_reductions(Some(dst));
+    }
+
+    /// `lm.mma` with a TMEM accumulator: `tcgen05.mma.cta_group::1.kind::f16`, one instruction
+    /// per 16-deep K step, issued by one thread; `release=` is a `tcgen05.commit` to the stage's
+    /// mbarrier, which arrives when these MMAs (and every earlier one) have completed.
+    pub(super) fn tcgen05_mma(
+        &mut self,
+        acc: TmemId,
+        a: &Operand,
+        b: &Operand,
+        accumulate: ExprId,
+        release: Option<BarrierId>,
+        sp: Span,
+    ) {
+        let k = self.k;
+        let (Operand::Smem(av), Operand::Smem(bv)) = (a, b) else {
+            self.unsupported(sp, format!("on {}, lm.mma is lowered with both operands in shared memory (an `a` operand in TMEM is not lowered yet)", self.target.name));
+            return;
+        };
+        if av.transposed || !bv.transposed {
+            self.unsupported(sp, "only K-major operands are lowered: `a` as stored (M, K) and `b` as the transpose of an (N, K) view");
+            return;
+        }
+        let region = &k.tmems[acc];
+        let (va, vb) = (&k.views[av.view], &k.views[bv.view]);
+        let input = match (va.dtype, vb.dtype) {
+            (DType::BF16, DType::BF16) => F16Kind::BF16,
+            (DType::F16, DType::F16) => F16Kind::F16,
+            (x, _) => {
+                self.unsupported(sp, format!("tcgen05.mma with {x} inputs is not lowered yet (bf16 and f16 are)"));
+                return;
+            }
+        };
+        let m = av.rows.map_or(va.shape[0], |(_, n)| n);
+        let n = bv.rows.map_or(vb.shape[0], |(_, n)| n);
+        if region.dtype != DType::F32 || region.lanes != 128 || m != 128 {
+            self.unsupported(sp, format!("tcgen05.mma is lowered for M = 128 with an f32 accumulator over 128 lanes; `{}` is {} over {} lanes, M = {m}", region.name, region.dtype, region.lanes));
+            return;
+        }
+        if n % 16 != 0 || !(16..=256).contains(&n) || n > region.cols {
+            self.unsupported(sp, format!("tcgen05.mma is lowered for N in 16..=256, a multiple of 16, within the region's columns; N = {n}"));
+            return;
+        }
+        let kdim = va.shape[1];
+        let k_step = 16;
+        let idesc = idesc_f16(input, true, m, n, false, false);
+        // K-major, 128B swizzle: LBO unused (16 B by convention), SBO = 8 rows × 128 B.
+        let fixed = smem_desc(0, 16, 1024, 0, smem_desc_swizzle(128).expect("128B"));
+        let pred = self.ix(accumulate);
+        let d = self.tmem_addr(acc);
+        let (_, issue_only) = self.role.expect("role");
+        let rname = c_ident(&k.roles[self.role.expect("role").0].name);
+        self.line(&format!(
+            "// mma {} += {} * {}.T ({}): tcgen05.mma M={m} N={n} K={k_step}, idesc {idesc:#010x}",
+            region.name,
+            va.name,
+            vb.name,
+            self.loc(sp)
+        ));
+        if !issue_only {
+            self.line(&format!("if ({rname}_thread == 0) {{"));
+            self.indent += 1;
+        }
+        for kk in 0..kdim / k_step {
+            let (Some(ad), Some(bd)) = (
+                self.wgmma_operand(av, kk, k_step, sp),
+                self.wgmma_operand(bv, kk, k_step, sp),
+            ) else {
+                return;
+            };
+            let acc_in = if kk == 0 {
+                format!("({pred}) ? 1u : 0u")
+            } else {
+                "1u".into()
+            };
+            self.line(&format!(
+                "cake_tcgen05_mma_f16_ss({d}, cake_umma_desc({ad}, {fixed:#018x}ull), cake_umma_desc({bd}, {fixed:#018x}ull), {idesc:#010x}u, {acc_in});"
+            ));
+        }
+        if let Some(bar) = release {
+            let slot = self.barrier_slot(bar);
+            self.line(&format!(
+                "cake_tcgen05_commit({slot});  // release {} when these MMAs complete",
+                k.barriers[bar].name
+            ));
+        }
+        if !issue_only {
+            self.indent -= 1;
+            self.line("}");
+        }
+    }
+
+    /// `lm.commit(bar)`: one arrival once every tcgen05 operation this thread issued completes.
+    pub(super) fn tcgen05_commit(&mut self, barrier: BarrierId, sp: Span) {
+        let (role, issue_only) = self.role.expect("role");
+        let rname = c_ident(&self.k.roles[role].name);
+        let slot = self.barrier_slot(barrier);
+        let guard = if issue_only {
+            String::new()
+        } else {
+            format!("if ({rname}_thread == 0) ")
+        };
+        self.line(&format!(
+            "{guard}cake_tcgen05_commit({slot});  // commit {} ({})",
+            self.k.barriers[barrier].name,
+            self.loc(sp)
+        ));
+    }
+
+    /// `lm.store` of a value computed element-wise from a one-row-per-thread TMEM tile: thread t
+    /// of the warpgroup writes row t, eight columns (16 bytes of bf16/f16) at a time when the row
+    /// is in bounds and aligned, element by element otherwise.
+    pub(super) fn store_tmem_rows(
+        &mut self,
+        dst: ParamId,
+        value: ExprId,
+        coords: &[ExprId],
+        n: u32,
+        sp: Span,
+    ) {
+        let k = self.k;
+        let ParamKind::Tensor { dtype, dims } = k.params[dst].kind.clone() else {
+            return;
+        };
+        if dims.len() != 2 || coords.len() != 2 {
+            self.unsupported(sp, "lm.store of a TMEM tile is lowered for 2-D tensors");
+            return;
+        }
+        let (inner, pack) = match (&k.exprs[value].kind, dtype) {
+            (ExprKind::Cast(DType::BF16, x), DType::BF16) => (*x, "cake_pack_bf16x2"),
+            (ExprKind::Cast(DType::F16, x), DType::F16) => (*x, "cake_pack_f16x2"),
+            _ => {
+                self.unsupported(sp, "lm.store of a TMEM tile is lowered for lm.cast(value, lm.bf16 / lm.f16) into a tensor of that dtype");
+                return;
+            }
+        };
+        if !self.row_elementwise(inner) {
+            self.unsupported(sp, "lm.store of a TMEM tile is lowered for element-wise values of the tile (no reductions, broadcasts or loads yet)");
+            return;
+        }
+        let (role, _) = self.role.expect("role");
+        let rname = c_ident(&k.roles[role].name);
+        let (rows, cols) = (self.extent_text(&dims[0]), self.extent_text(&dims[1]));
+        let r0 = self.ix(coords[0]);
+        let c0 = self.ix(coords[1]);
+        let tname = c_ident(&k.params[dst].name);
+        let v = self.elem(inner, Site::Lane);
+        self.line(&format!(
+            "{{  // store {} <- TMEM tile, one row per thread ({})",
+            k.params[dst].name,
+            self.loc(sp)
+        ));
+        self.indent += 1;
+        self.line(&format!("const int row = {r0} + {rname}_thread;"));
+        self.line(&format!("if (row < {rows}) {{"));
+        self.indent += 1;
+        self.line(&format!("uint16_t* cake_row = {tname} + (size_t)row * {cols};"));
+        self.line("#pragma unroll");
+        self.line(&format!("for (int c = 0; c < {n}; c += 8) {{"));
+        self.indent += 1;
+        self.line(&format!("const int col = {c0} + c;"));
+        self.line("uint32_t w[4];");
+        self.line("#pragma unroll");
+        self.line("for (int q = 0; q < 4; ++q) {");
+        self.indent += 1;
+        self.line("float v[2];");
+        self.line("#pragma unroll");
+        self.line(&format!("for (int j = 0; j < 2; ++j) v[j] = {v};"));
+        self.line(&format!("w[q] = {pack}(v[0], v[1]);"));
+        self.indent -= 1;
+        self.line("}");
+        self.line(&format!("if (col + 8 <= {cols} && ({cols} % 8) == 0) {{"));
+        self.indent += 1;
+        self.line("*reinterpret_cast<uint4*>(cake_row + col) = make_uint4(w[0], w[1], w[2], w[3]);  // 16-byte aligned: col and the row pitch are multiples of 8");
+        self.indent -= 1;
+        self.line("} else {");
+        self.indent += 1;
+        self.line("#pragma unroll");
+        self.line(&format!(
+            "for (int e = 0; e < 8; ++e) if (col + e < {cols}) cake_row[col + e] = (uint16_t)(w[e / 2] >> (16 * (e % 2)));"
+        ));
+        self.indent -= 1;
+        self.line("}");
+        self.indent -= 1;
+        self.line("}");
+        self.indent -= 1;
+        self.line("}");
+        self.indent -= 1;
+        self.line("}");
+    }
+
+    /// Whether `e` is computed element by element from one-row-per-thread tiles, scalars and
+    /// constants (what `Site::Lane` can evaluate).
+    fn row_elementwise(&self, e: ExprId) -> bool {
+        match &self.k.exprs[e].kind {
+            ExprKind::Frag(f) => matches!(
+                self.frag_layouts.get(f),
+                Some(FragLayout::TmemRow { .. })
+            ),
+            ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) | ExprKind::Scalar(_) => {
+                true
+            }
+            ExprKind::Cast(_, a) | ExprKind::Unary(_, a) => self.row_elementwise(*a),
+            ExprKind::Binary(_, a, b) | ExprKind::Cmp(_, a, b) => {
+                self.row_elementwise(*a) && self.row_elementwise(*b)
+            }
+            ExprKind::Select(c, a, b) => {
+                self.row_elementwise(*c) && self.row_elementwise(*a) && self.row_elementwise(*b)
+            }
+            _ => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Table 42 (§9.7.16.4.2), worked by hand for M = 128, N = 128, BF16 inputs, F32 D, both
+    // operands K-major (no transpose):
+    //   dtype F32 = 1 at bit 4         -> 0x0000_0010
+    //   atype BF16 = 1 at bit 7        -> 0x0000_0080
+    //   btype BF16 = 1 at bit 10       -> 0x0000_0400
+    //   N >> 3 = 16 at bits 17-22      -> 0x0020_0000
+    //   M >> 4 = 8 at bits 24-28       -> 0x0800_0000
+    //                                    = 0x0820_0490
+    #[test]
+    fn idesc_bf16_m128_n128_k_major() {
+        assert_eq!(
+            idesc_f16(F16Kind::BF16, true, 128, 128, false, false),
+            0x0820_0490
+        );
+    }
+
+    // M = 64, N = 256, F16 inputs, F16 D, A M-major, B N-major:
+    //   dtype F16 = 0; atype = btype = F16 = 0
+    //   transpose A at bit 15          -> 0x0000_8000
+    //   transpose B at bit 16          -> 0x0001_0000
+    //   N >> 3 = 32 at bits 17-22      -> 0x0040_0000
+    //   M >> 4 = 4 at bits 24-28       -> 0x0400_0000
+    //                                    = 0x0441_8000
+    #[test]
+    fn idesc_f16_m64_n256_mn_major() {
+        assert_eq!(
+            idesc_f16(F16Kind::F16, false, 64, 256, true, true),
+            0x0441_8000
+        );
+    }
+
+    // The smallest legal N (8) and the widest field values stay inside their fields:
+    // N >> 3 = 1 -> bit 17; M >> 4 = 8 -> bit 27; BF16 + F32 as above.
+    #[test]
+    fn idesc_fields_do_not_overlap() {
+        let d = idesc_f16(F16Kind::BF16, true, 128, 8, false, false);
+        assert_eq!(d, 0x0802_0490);
+        assert_eq!(d & (1 << 23), 0, "bit 23 is reserved");
+        assert_eq!(d & (1 << 29), 0, "bit 29 is reserved");
+        assert_eq!(d & (1 << 6), 0, "bit 6 is reserved");
+    }
+
+    // §9.7.16.4.1, K-major operand with 128B swizzle at shared address 0x400 (1 KiB):
+    //   start 0x400 >> 4 = 0x40 at bits 0-13   -> 0x0000_0000_0000_0040
+    //   LBO 16 B >> 4 = 1 at bits 16-29        -> 0x0000_0000_0001_0000
+    //   SBO 1024 B >> 4 = 64 at bits 32-45     -> 0x0000_0040_0000_0000
+    //   fixed 0b001 at bits 46-48              -> 0x0000_4000_0000_0000
+    //   base offset 0 at bits 49-51
+    //   swizzle 128B = 2 at bits 61-63         -> 0x4000_0000_0000_0000
+    //                                            = 0x4000_4040_0001_0040
+    #[test]
+    fn smem_desc_k_major_sw128() {
+        let mode = smem_desc_swizzle(128).unwrap();
+        assert_eq!(mode, 2);
+        assert_eq!(smem_desc(0x400, 16, 1024, 0, mode), 0x4000_4040_0001_0040);
+    }
+
+    // 64B swizzle (mode 4 -> bit 63), SBO 512 B, base offset 3, address 0x1_2340 (bit 17 set;
+    // the field keeps address bits 4-17):
+    //   0x12340 >> 4 = 0x1234                  -> 0x0000_0000_0000_1234
+    //   LBO 32 >> 4 = 2                        -> 0x0000_0000_0002_0000
+    //   SBO 512 >> 4 = 32                      -> 0x0000_0020_0000_0000
+    //   fixed 0b001                            -> 0x0000_4000_0000_0000
+    //   base offset 3 at 49                    -> 0x0006_0000_0000_0000
+    //   swizzle 4 at 61                        -> 0x8000_0000_0000_0000
+    //                                            = 0x8006_4020_0002_1234
+    #[test]
+    fn smem_desc_sw64_with_base_offset() {
+        let mode = smem_desc_swizzle(64).unwrap();
+        assert_eq!(
+            smem_desc(0x1_2340, 32, 512, 3, mode),
+            0x8006_4020_0002_1234
+        );
+    }
+
+    // The swizzle encodings of §9.7.16.4.1 against sm_90's wgmma field (1/2/3 at bit 62): the
+    // same bits for 128B/64B/32B, and no swizzle is 0 in both.
+    #[test]
+    fn smem_desc_swizzle_modes() {
+        for (bytes, wgmma) in [(0u32, 0u64), (128, 1), (64, 2), (32, 3)] {
+            let t = smem_desc_swizzle(bytes).unwrap();
+            assert_eq!(t << 61, wgmma << 62, "{bytes}B");
+        }
+        assert_eq!(smem_desc_swizzle(16), None);
+    }
+
+    #[test]
+    fn alloc_is_a_power_of_two_of_at_least_32_columns() {
+        assert_eq!(alloc_columns(0), 32);
+        assert_eq!(alloc_columns(16), 32);
+        assert_eq!(alloc_columns(128), 128);
+        assert_eq!(alloc_columns(128 + 64 + 64), 256);
+        assert_eq!(alloc_columns(320), 512);
+    }
+}
