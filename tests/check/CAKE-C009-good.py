@@ -4,7 +4,7 @@ from cake import lm
 
 
 @cake.schedule(targets=["sm_100a"], persistent=True)
-def gemm(A: lm.tensor[lm.bf16, "M", "K"],  # note[CAKE-V001]
+def gemm(A: lm.tensor[lm.bf16, "M", "K"],
          B: lm.tensor[lm.bf16, "N", "K"],
          C: lm.tensor[lm.bf16, "M", "N"]):
     pool = lm.smem()

@@ -32,6 +32,9 @@ enum FragLayout {
     /// One TMEM lane (a row of `n` columns) per thread of a warpgroup: what `tcgen05.ld` of the
     /// 32x32b shape gives, thread t holding row t (sm_100a family).
     TmemRow { n: u32 },
+    /// One value per TMEM lane (row), held by that lane's thread: a row reduction of a
+    /// `TmemRow` tile, or a `(128,)` fragment of the same warpgroup role.
+    LaneScalar,
 }
 
 /// Which register element of a warpgroup tile an element-wise expression is evaluated for.
@@ -41,7 +44,8 @@ enum Site {
     Tile,
     /// Row h of the tile (h in 0..2).
     Rows,
-    /// Column c + 2q + j of a one-row-per-thread TMEM tile (`FragLayout::TmemRow`).
+    /// Column `c` (a C variable in scope) of a one-row-per-thread TMEM tile
+    /// (`FragLayout::TmemRow`).
     Lane,
 }
 
@@ -230,6 +234,8 @@ impl<'a> Emitter<'a> {
             cuda.push_str(tcgen05::PRELUDE);
             cuda.push('\n');
             cuda.push_str(&tcgen05::tmem_ld_fn());
+            cuda.push('\n');
+            cuda.push_str(&tcgen05::tmem_st_fn());
         } else {
             cuda.push_str(prelude::WGMMA);
         }
@@ -615,9 +621,8 @@ impl<'a> Emitter<'a> {
                         format!("{name}[4 * i + 2 * h + j]")
                     }
                     (Some(FragLayout::AccRows), _) => format!("{name}[h]"),
-                    (Some(FragLayout::TmemRow { .. }), Site::Lane) => {
-                        format!("{name}[c + 2 * q + j]")
-                    }
+                    (Some(FragLayout::TmemRow { .. }), Site::Lane) => format!("{name}[c]"),
+                    (Some(FragLayout::LaneScalar), _) => format!("{name}[0]"),
                     _ => {
                         self.unsupported(
                             k.exprs.span(e),
@@ -672,10 +677,12 @@ impl<'a> Emitter<'a> {
                 }
             }
             // A per-row value broadcast along the columns, read at the row of this site.
+            ExprKind::Expand { arg, axis: 1 } if site == Site::Lane => self.elem(*arg, site),
             ExprKind::Expand { arg, axis: 1 } => self.elem(*arg, Site::Rows),
             // A per-column vector broadcast along the rows.
             ExprKind::Expand { arg, axis: 0 } => self.elem(*arg, site),
             ExprKind::Reduce { .. } => match self.reductions.get(&e) {
+                Some(name) if site == Site::Lane => format!("{name}[0]"),
                 Some(name) => format!("{name}[h]"),
                 None => {
                     self.unsupported(k.exprs.span(e), "this reduction is not lowered here");
@@ -784,6 +791,9 @@ impl<'a> Emitter<'a> {
         }
         let layout = match self.tile_of(arg) {
             Some(FragLayout::WgmmaAcc { n }) if axis == 1 => n,
+            Some(FragLayout::TmemRow { n }) if axis == 1 => {
+                return self.lane_reduction(e, op, arg, n);
+            }
             _ => {
                 self.unsupported(
                     k.exprs.span(e),
@@ -1071,6 +1081,7 @@ impl<'a> Emitter<'a> {
                         Some(FragLayout::WgmmaAcc { n }) => n / 2,
                         Some(FragLayout::AccRows) => 2,
                         Some(FragLayout::TmemRow { n }) => *n,
+                        Some(FragLayout::LaneScalar) => 1,
                         None => {
                             let sp = k.fragments.span(fid);
                             self.unsupported(sp, format!("fragment `{}` is not an MMA accumulator; other register layouts are not lowered yet", f.name));
@@ -1663,6 +1674,7 @@ impl<'a> Emitter<'a> {
             Op::TmaStore { dst, src, coords } => self.tma_store(*dst, src, coords, sp),
             Op::Commit { barrier } if self.is_tcgen05() => self.tcgen05_commit(*barrier, sp),
             Op::TmemLoad { dst, src } if self.is_tcgen05() => self.tmem_load(*dst, *src, sp),
+            Op::TmemStore { dst, src } if self.is_tcgen05() => self.tmem_store(*dst, *src, sp),
             other => {
                 let name = format!("{other:?}");
                 let short = name.split([' ', '{', '(']).next().unwrap_or("").to_string();
@@ -1992,13 +2004,8 @@ impl<'a> Emitter<'a> {
                     n / 8
                 ));
             }
-            Some(FragLayout::TmemRow { .. }) => self.unsupported(
-                sp,
-                format!(
-                    "writing fragment `{}` (read from TMEM) is not lowered yet",
-                    k.fragments[dst].name
-                ),
-            ),
+            Some(FragLayout::TmemRow { n }) => self.assign_lanes(dst, value, n, sp),
+            Some(FragLayout::LaneScalar) => self.assign_lanes(dst, value, 1, sp),
             None => self.unsupported(
                 sp,
                 format!(
@@ -2042,6 +2049,7 @@ impl<'a> Emitter<'a> {
             }
             Some(FragLayout::WgmmaAcc { n }) => self.store_tile(dst, value, coords, n, sp),
             Some(FragLayout::TmemRow { n }) => self.store_tmem_rows(dst, value, coords, n, sp),
+            Some(FragLayout::LaneScalar) => self.unsupported(sp, "lm.store of per-row values of a TMEM tile is not lowered yet"),
             None => self.unsupported(sp, "lm.store is lowered for values computed from an accumulator tile or its row reductions"),
         }
     }

@@ -137,6 +137,20 @@ static __device__ __forceinline__ void cake_tcgen05_mma_f16_ss(uint32_t d_tmem, 
       "tcgen05.mma.cta_group::1.kind::f16 [%0], %1, %2, %3, p;\n\t}"
       :: "r"(d_tmem), "l"(a_desc), "l"(b_desc), "r"(idesc), "r"(accumulate) : "memory");
 }
+// D[tmem] (+)= A[tmem] * B[smem]: A read from tensor memory (K-major, 16-bit elements packed two
+// per 32-bit column), one thread issues (§9.7.16.10.9).
+static __device__ __forceinline__ void cake_tcgen05_mma_f16_ts(uint32_t d_tmem, uint32_t a_tmem, uint64_t b_desc, uint32_t idesc, uint32_t accumulate) {
+  asm volatile(
+      "{\n\t.reg .pred p;\n\t"
+      "setp.ne.b32 p, %4, 0;\n\t"
+      "tcgen05.mma.cta_group::1.kind::f16 [%0], [%1], %2, %3, p;\n\t}"
+      :: "r"(d_tmem), "r"(a_tmem), "l"(b_desc), "r"(idesc), "r"(accumulate) : "memory");
+}
+// Stores by tcgen05.st are complete (visible to later tcgen05 operations once fenced) after this
+// (§9.7.16.11.3).
+static __device__ __forceinline__ void cake_tmem_wait_st() {
+  asm volatile("tcgen05.wait::st.sync.aligned;" ::: "memory");
+}
 // One arrival on the mbarrier once every tcgen05 operation this thread issued before has
 // completed (§9.7.16.12.1).
 static __device__ __forceinline__ void cake_tcgen05_commit(uint32_t bar) {
@@ -176,6 +190,28 @@ pub(crate) fn tmem_ld_fn() -> String {
     out
 }
 
+/// `tcgen05.st.sync.aligned.32x32b.x32.b32`: the store counterpart of `tmem_ld_fn`.
+pub(crate) fn tmem_st_fn() -> String {
+    let mut out = String::from(
+        "static __device__ __forceinline__ void cake_tmem_st_32x32b_x32(uint32_t taddr, const uint32_t* r) {\n  asm volatile(\n      \"tcgen05.st.sync.aligned.32x32b.x32.b32 [%0], {\"\n",
+    );
+    let regs: Vec<String> = (1..=32).map(|i| format!("%{i}")).collect();
+    for (i, chunk) in regs.chunks(8).enumerate() {
+        let sep = if i == 3 { "};\"" } else { ", \"" };
+        out.push_str(&format!("      \"{}{sep}\n", chunk.join(", ")));
+    }
+    let ins: Vec<String> = (0..32).map(|i| format!("\"r\"(r[{i}])")).collect();
+    out.push_str("      :: \"r\"(taddr),\n        ");
+    for (i, chunk) in ins.chunks(8).enumerate() {
+        if i > 0 {
+            out.push_str(",\n        ");
+        }
+        out.push_str(&chunk.join(", "));
+    }
+    out.push_str(" : \"memory\");\n}\n");
+    out
+}
+
 impl Emitter<'_> {
     pub(super) fn is_tcgen05(&self) -> bool {
         self.target.mma == cake_target::MmaFamily::Tcgen05
@@ -206,7 +242,10 @@ impl Emitter<'_> {
         if self.k.tmems.is_empty() {
             return;
         }
-        let slot = self.layout.tmem_slot.expect("layout reserves the TMEM slot");
+        let slot = self
+            .layout
+            .tmem_slot
+            .expect("layout reserves the TMEM slot");
         let (offs, ncols) = self.tmem_columns();
         let regions: Vec<String> = self
             .k
@@ -302,13 +341,168 @@ impl Emitter<'_> {
                 self.unsupported(sp, format!("lm.tmem_load is lowered into a (128, N) f32 fragment of a warpgroup role (N a multiple of 32) from an f32 region of 128 lanes; `{}` is {:?} {} on role `{}`", frag.name, frag.shape, frag.dtype, role.name));
                 continue;
             }
-            self.frag_layouts.insert(
-                dst,
-                FragLayout::TmemRow {
-                    n: frag.shape[1],
-                },
-            );
+            self.frag_layouts
+                .insert(dst, FragLayout::TmemRow { n: frag.shape[1] });
         }
+        // Per-row vectors of a warpgroup role: one value per thread, its TMEM lane.
+        for (f, frag) in self.k.fragments.iter() {
+            if !self.frag_layouts.contains_key(&f)
+                && self.k.roles[frag.role].unit == RoleUnit::Warpgroup
+                && frag.shape == [128]
+            {
+                self.frag_layouts.insert(f, FragLayout::LaneScalar);
+            }
+        }
+    }
+
+    /// A row reduction (axis 1) of a one-row-per-thread tile: the thread owns its whole row, so
+    /// it is a loop over the row's columns, with no exchange between threads. Ties of arg-min /
+    /// arg-max keep the lowest column.
+    pub(super) fn lane_reduction(&mut self, e: ExprId, op: ReduceOp, arg: ExprId, n: u32) {
+        let k = self.k;
+        let id = self.reduction_counter;
+        self.reduction_counter += 1;
+        let (vname, iname) = (format!("red{id}_v"), format!("red{id}_i"));
+        let (better, init, combine) = match op {
+            ReduceOp::Min | ReduceOp::ArgMin => ("<", "__int_as_float(0x7f800000)", "min"),
+            ReduceOp::Max | ReduceOp::ArgMax => (">", "__int_as_float(0xff800000)", "max"),
+            ReduceOp::Sum => ("", "0.0f", "sum"),
+        };
+        let value = self.elem(arg, Site::Lane);
+        self.line(&format!(
+            "float {vname}[1] = {{{init}}}; int {iname}[1] = {{0}};  // row {combine} over {n} columns, one row per thread ({})",
+            self.loc(k.exprs.span(e))
+        ));
+        self.line("#pragma unroll");
+        self.line(&format!("for (int c = 0; c < {n}; ++c) {{"));
+        self.indent += 1;
+        self.line(&format!("const float v = {value};"));
+        if op == ReduceOp::Sum {
+            self.line(&format!("{vname}[0] += v;"));
+        } else {
+            self.line(&format!(
+                "if (v {better} {vname}[0]) {{ {vname}[0] = v; {iname}[0] = c; }}"
+            ));
+        }
+        self.indent -= 1;
+        self.line("}");
+        self.line(&format!("(void){iname};"));
+        let pick = |o: ReduceOp| {
+            if matches!(o, ReduceOp::ArgMin | ReduceOp::ArgMax) {
+                iname.clone()
+            } else {
+                vname.clone()
+            }
+        };
+        self.reductions.insert(e, pick(op));
+        let siblings: &[ReduceOp] = match op {
+            ReduceOp::Min | ReduceOp::ArgMin => &[ReduceOp::Min, ReduceOp::ArgMin],
+            ReduceOp::Max | ReduceOp::ArgMax => &[ReduceOp::Max, ReduceOp::ArgMax],
+            ReduceOp::Sum => &[ReduceOp::Sum],
+        };
+        for o in siblings {
+            self.reduction_keys.push((arg, *o, pick(*o)));
+        }
+    }
+
+    /// `frag[:] = value` for a one-row-per-thread tile (`n` columns) or a per-row value (`n` = 1).
+    pub(super) fn assign_lanes(&mut self, dst: FragId, value: ExprId, n: u32, sp: Span) {
+        let k = self.k;
+        if !self.row_elementwise(value) {
+            self.unsupported(sp, "this value is not lowered for a TMEM tile yet");
+            return;
+        }
+        self.precompute_reductions(value);
+        let name = self.frag_name(dst);
+        let ty = storage_type(k.fragments[dst].dtype);
+        let v = self.elem(value, Site::Lane);
+        self.line(&format!(
+            "#pragma unroll  // {} <- ... ({})",
+            k.fragments[dst].name,
+            self.loc(sp)
+        ));
+        self.line(&format!(
+            "for (int c = 0; c < {n}; ++c) {name}[c] = ({ty})({v});"
+        ));
+        self.invalidate_reductions(Some(dst));
+    }
+
+    /// `lm.tmem_store(region, value)`: each warp writes its 32-lane quarter, 32 columns per
+    /// `tcgen05.st`, then waits for the stores. An f32 region takes the value's bits; a bf16/f16
+    /// region takes `lm.cast(value, that dtype)` packed two elements per 32-bit column (lower
+    /// column in the low half).
+    pub(super) fn tmem_store(&mut self, dst: TmemId, value: ExprId, sp: Span) {
+        let k = self.k;
+        let region = k.tmems[dst].clone();
+        let (inner, pack) = match (&k.exprs[value].kind, region.dtype) {
+            (_, DType::F32) => (value, None),
+            (ExprKind::Cast(DType::BF16, x), DType::BF16) => (*x, Some("cake_pack_bf16x2")),
+            (ExprKind::Cast(DType::F16, x), DType::F16) => (*x, Some("cake_pack_f16x2")),
+            _ => {
+                self.unsupported(sp, format!("lm.tmem_store into the {} region `{}` is lowered for an f32 value, or lm.cast(value, lm.{}) of one", region.dtype, region.name, region.dtype));
+                return;
+            }
+        };
+        let n = match self.tile_of(inner) {
+            Some(FragLayout::TmemRow { n }) if self.row_elementwise(inner) => n,
+            _ => {
+                self.unsupported(sp, "lm.tmem_store is lowered for element-wise values of a tile read from TMEM (one row per thread)");
+                return;
+            }
+        };
+        let words = if pack.is_some() { n / 2 } else { n };
+        if region.lanes != 128
+            || region.shape.len() != 2
+            || region.shape[1] != n
+            || words % 32 != 0
+            || words > region.cols
+        {
+            self.unsupported(sp, format!("lm.tmem_store is lowered for 128-lane regions written whole, 32 columns at a time; `{}` is {:?} over {} columns, the value {n} wide", region.name, region.shape, region.cols));
+            return;
+        }
+        self.precompute_reductions(inner);
+        let v = self.elem(inner, Site::Lane);
+        let addr = self.tmem_addr(dst);
+        self.line(&format!(
+            "// tmem_store {} ({}): this warp's 32 lanes, {words} column(s)",
+            region.name,
+            self.loc(sp)
+        ));
+        self.line("{");
+        self.indent += 1;
+        self.line(&format!(
+            "const uint32_t taddr = {addr} + ((uint32_t)(32 * (warp % 4)) << 16);  // lane in bits 16-31"
+        ));
+        for w0 in (0..words).step_by(32) {
+            self.line("{");
+            self.indent += 1;
+            self.line("uint32_t r[32];");
+            self.line("#pragma unroll");
+            self.line("for (int w = 0; w < 32; ++w) {");
+            self.indent += 1;
+            match pack {
+                Some(f) => {
+                    self.line("float v[2];");
+                    self.line("#pragma unroll");
+                    self.line(&format!(
+                        "for (int j = 0; j < 2; ++j) {{ const int c = 2 * ({w0} + w) + j; v[j] = {v}; }}"
+                    ));
+                    self.line(&format!("r[w] = {f}(v[0], v[1]);"));
+                }
+                None => {
+                    self.line(&format!("const int c = {w0} + w;"));
+                    self.line(&format!("r[w] = __float_as_uint({v});"));
+                }
+            }
+            self.indent -= 1;
+            self.line("}");
+            self.line(&format!("cake_tmem_st_32x32b_x32(taddr + {w0}, r);"));
+            self.indent -= 1;
+            self.line("}");
+        }
+        self.line("cake_tmem_wait_st();");
+        self.indent -= 1;
+        self.line("}");
     }
 
     /// `lm.tmem_load(frag, region)`: each warp of the warpgroup reads its 32-lane quarter
@@ -354,26 +548,64 @@ impl Emitter<'_> {
         sp: Span,
     ) {
         let k = self.k;
-        let (Operand::Smem(av), Operand::Smem(bv)) = (a, b) else {
-            self.unsupported(sp, format!("on {}, lm.mma is lowered with both operands in shared memory (an `a` operand in TMEM is not lowered yet)", self.target.name));
+        let Operand::Smem(bv) = b else {
+            self.unsupported(
+                sp,
+                format!(
+                    "on {}, lm.mma reads `b` from shared memory",
+                    self.target.name
+                ),
+            );
             return;
         };
-        if av.transposed || !bv.transposed {
-            self.unsupported(sp, "only K-major operands are lowered: `a` as stored (M, K) and `b` as the transpose of an (N, K) view");
-            return;
-        }
-        let region = &k.tmems[acc];
-        let (va, vb) = (&k.views[av.view], &k.views[bv.view]);
-        let input = match (va.dtype, vb.dtype) {
-            (DType::BF16, DType::BF16) => F16Kind::BF16,
-            (DType::F16, DType::F16) => F16Kind::F16,
-            (x, _) => {
-                self.unsupported(sp, format!("tcgen05.mma with {x} inputs is not lowered yet (bf16 and f16 are)"));
+        let vb = &k.views[bv.view];
+        // `a`: a K-major view (as stored, (M, K)), or a TMEM region (M lanes, K packed columns).
+        let (a_dtype, m, kdim, a_name) = match a {
+            Operand::Smem(av) if !av.transposed => {
+                let va = &k.views[av.view];
+                (
+                    va.dtype,
+                    av.rows.map_or(va.shape[0], |(_, n)| n),
+                    va.shape[1],
+                    va.name.clone(),
+                )
+            }
+            Operand::Tmem(t) => {
+                let r = &k.tmems[*t];
+                (r.dtype, r.shape[0], r.shape[1], r.name.clone())
+            }
+            _ => {
+                self.unsupported(sp, "`a` is lowered as a view stored (M, K) (K-major) or a TMEM region; an M-major `a` (`.T`) is not lowered yet");
                 return;
             }
         };
-        let m = av.rows.map_or(va.shape[0], |(_, n)| n);
-        let n = bv.rows.map_or(vb.shape[0], |(_, n)| n);
+        // `b`: `.T` of an (N, K) view is K-major; an untransposed (K, N) view is N-major.
+        let b_mn_major = !bv.transposed;
+        if b_mn_major && vb.shape.len() == 2 && vb.panels() != 1 {
+            self.unsupported(sp, "an N-major `b` is lowered when N fits one swizzle span (N × element bytes ≤ swizzle)");
+            return;
+        }
+        let input = match (a_dtype, vb.dtype) {
+            (DType::BF16, DType::BF16) => F16Kind::BF16,
+            (DType::F16, DType::F16) => F16Kind::F16,
+            (x, _) => {
+                self.unsupported(
+                    sp,
+                    format!("tcgen05.mma with {x} inputs is not lowered yet (bf16 and f16 are)"),
+                );
+                return;
+            }
+        };
+        if vb.shape.len() != 2 || vb.swizzle != 128 {
+            self.unsupported(sp, format!("tcgen05.mma operands are lowered from 2-D views with 128B swizzle; `{}` has swizzle {}", vb.name, vb.swizzle));
+            return;
+        }
+        let region = &k.tmems[acc];
+        let n = if b_mn_major {
+            vb.shape[1]
+        } else {
+            bv.rows.map_or(vb.shape[0], |(_, n)| n)
+        };
         if region.dtype != DType::F32 || region.lanes != 128 || m != 128 {
             self.unsupported(sp, format!("tcgen05.mma is lowered for M = 128 with an f32 accumulator over 128 lanes; `{}` is {} over {} lanes, M = {m}", region.name, region.dtype, region.lanes));
             return;
@@ -382,20 +614,24 @@ impl Emitter<'_> {
             self.unsupported(sp, format!("tcgen05.mma is lowered for N in 16..=256, a multiple of 16, within the region's columns; N = {n}"));
             return;
         }
-        let kdim = va.shape[1];
         let k_step = 16;
-        let idesc = idesc_f16(input, true, m, n, false, false);
+        let idesc = idesc_f16(input, true, m, n, false, b_mn_major);
+        let sw128 = smem_desc_swizzle(128).expect("128B");
         // K-major, 128B swizzle: LBO unused (16 B by convention), SBO = 8 rows × 128 B.
-        let fixed = smem_desc(0, 16, 1024, 0, smem_desc_swizzle(128).expect("128B"));
+        let fixed_k = smem_desc(0, 16, 1024, 0, sw128);
+        // N-major, 128B swizzle (rows are K): SBO = 8 K-rows × 128 B; LBO, the step between
+        // 128-byte atoms along N, is the panel stride (unused while N fits one panel).
+        let panel = u32::try_from(vb.shape[0] as u64 * 128).unwrap_or(0);
+        let fixed_mn = smem_desc(0, panel, 1024, 0, sw128);
         let pred = self.ix(accumulate);
         let d = self.tmem_addr(acc);
         let (_, issue_only) = self.role.expect("role");
         let rname = c_ident(&k.roles[self.role.expect("role").0].name);
         self.line(&format!(
-            "// mma {} += {} * {}.T ({}): tcgen05.mma M={m} N={n} K={k_step}, idesc {idesc:#010x}",
+            "// mma {} += {a_name} * {}{} ({}): tcgen05.mma M={m} N={n} K={k_step}, idesc {idesc:#010x}",
             region.name,
-            va.name,
             vb.name,
+            if b_mn_major { "" } else { ".T" },
             self.loc(sp)
         ));
         if !issue_only {
@@ -403,20 +639,41 @@ impl Emitter<'_> {
             self.indent += 1;
         }
         for kk in 0..kdim / k_step {
-            let (Some(ad), Some(bd)) = (
-                self.wgmma_operand(av, kk, k_step, sp),
-                self.wgmma_operand(bv, kk, k_step, sp),
-            ) else {
-                return;
+            let bdesc = if b_mn_major {
+                // 16 K-rows of 128 B per step.
+                let base = self.view_base(bv);
+                let off = kk * k_step * 128;
+                format!("cake_umma_desc({base} + {off}, {fixed_mn:#018x}ull)")
+            } else {
+                let Some(bd) = self.wgmma_operand(bv, kk, k_step, sp) else {
+                    return;
+                };
+                format!("cake_umma_desc({bd}, {fixed_k:#018x}ull)")
             };
             let acc_in = if kk == 0 {
                 format!("({pred}) ? 1u : 0u")
             } else {
                 "1u".into()
             };
-            self.line(&format!(
-                "cake_tcgen05_mma_f16_ss({d}, cake_umma_desc({ad}, {fixed:#018x}ull), cake_umma_desc({bd}, {fixed:#018x}ull), {idesc:#010x}u, {acc_in});"
-            ));
+            match a {
+                Operand::Tmem(t) => {
+                    // 16 elements of 16 bits = 8 columns per K step.
+                    let at = self.tmem_addr(*t);
+                    let col = kk * k_step / 2;
+                    self.line(&format!(
+                        "cake_tcgen05_mma_f16_ts({d}, {at} + {col}, {bdesc}, {idesc:#010x}u, {acc_in});"
+                    ));
+                }
+                Operand::Smem(av) => {
+                    let Some(ad) = self.wgmma_operand(av, kk, k_step, sp) else {
+                        return;
+                    };
+                    self.line(&format!(
+                        "cake_tcgen05_mma_f16_ss({d}, cake_umma_desc({ad}, {fixed_k:#018x}ull), {bdesc}, {idesc:#010x}u, {acc_in});"
+                    ));
+                }
+                _ => return,
+            }
         }
         if let Some(bar) = release {
             let slot = self.barrier_slot(bar);
@@ -463,10 +720,14 @@ impl Emitter<'_> {
         let ParamKind::Tensor { dtype, dims } = k.params[dst].kind.clone() else {
             return;
         };
-        if dims.len() != 2 || coords.len() != 2 {
-            self.unsupported(sp, "lm.store of a TMEM tile is lowered for 2-D tensors");
+        if dims.len() < 2 || coords.len() != dims.len() {
+            self.unsupported(
+                sp,
+                "lm.store of a TMEM tile writes the two innermost axes of a tensor",
+            );
             return;
         }
+        let (ra, ca) = (dims.len() - 2, dims.len() - 1);
         let (inner, pack) = match (&k.exprs[value].kind, dtype) {
             (ExprKind::Cast(DType::BF16, x), DType::BF16) => (*x, "cake_pack_bf16x2"),
             (ExprKind::Cast(DType::F16, x), DType::F16) => (*x, "cake_pack_f16x2"),
@@ -481,10 +742,11 @@ impl Emitter<'_> {
         }
         let (role, _) = self.role.expect("role");
         let rname = c_ident(&k.roles[role].name);
-        let (rows, cols) = (self.extent_text(&dims[0]), self.extent_text(&dims[1]));
-        let r0 = self.ix(coords[0]);
-        let c0 = self.ix(coords[1]);
+        let (rows, cols) = (self.extent_text(&dims[ra]), self.extent_text(&dims[ca]));
+        let r0 = self.ix(coords[ra]);
+        let c0 = self.ix(coords[ca]);
         let tname = c_ident(&k.params[dst].name);
+        self.precompute_reductions(inner);
         let v = self.elem(inner, Site::Lane);
         self.line(&format!(
             "{{  // store {} <- TMEM tile, one row per thread ({})",
@@ -495,30 +757,37 @@ impl Emitter<'_> {
         self.line(&format!("const int row = {r0} + {rname}_thread;"));
         self.line(&format!("if (row < {rows}) {{"));
         self.indent += 1;
-        self.line(&format!("uint16_t* cake_row = {tname} + (size_t)row * {cols};"));
+        let offset = self.linear_offset(&dims, coords, ra, "row");
+        self.line(&format!(
+            "uint16_t* cake_row = {tname} + {offset};  // element (row, {c0})"
+        ));
         self.line("#pragma unroll");
-        self.line(&format!("for (int c = 0; c < {n}; c += 8) {{"));
+        self.line(&format!("for (int cc = 0; cc < {n}; cc += 8) {{"));
         self.indent += 1;
-        self.line(&format!("const int col = {c0} + c;"));
+        self.line(&format!("const int col = {c0} + cc;"));
         self.line("uint32_t w[4];");
         self.line("#pragma unroll");
         self.line("for (int q = 0; q < 4; ++q) {");
         self.indent += 1;
         self.line("float v[2];");
         self.line("#pragma unroll");
-        self.line(&format!("for (int j = 0; j < 2; ++j) v[j] = {v};"));
+        self.line(&format!(
+            "for (int j = 0; j < 2; ++j) {{ const int c = cc + 2 * q + j; v[j] = {v}; }}"
+        ));
         self.line(&format!("w[q] = {pack}(v[0], v[1]);"));
         self.indent -= 1;
         self.line("}");
-        self.line(&format!("if (col + 8 <= {cols} && ({cols} % 8) == 0) {{"));
+        self.line(&format!(
+            "if (col + 8 <= {cols} && (reinterpret_cast<uintptr_t>(cake_row + cc) & 15) == 0) {{"
+        ));
         self.indent += 1;
-        self.line("*reinterpret_cast<uint4*>(cake_row + col) = make_uint4(w[0], w[1], w[2], w[3]);  // 16-byte aligned: col and the row pitch are multiples of 8");
+        self.line("*reinterpret_cast<uint4*>(cake_row + cc) = make_uint4(w[0], w[1], w[2], w[3]);");
         self.indent -= 1;
         self.line("} else {");
         self.indent += 1;
         self.line("#pragma unroll");
         self.line(&format!(
-            "for (int e = 0; e < 8; ++e) if (col + e < {cols}) cake_row[col + e] = (uint16_t)(w[e / 2] >> (16 * (e % 2)));"
+            "for (int e = 0; e < 8; ++e) if (col + e < {cols}) cake_row[cc + e] = (uint16_t)(w[e / 2] >> (16 * (e % 2)));"
         ));
         self.indent -= 1;
         self.line("}");
@@ -536,11 +805,14 @@ impl Emitter<'_> {
         match &self.k.exprs[e].kind {
             ExprKind::Frag(f) => matches!(
                 self.frag_layouts.get(f),
-                Some(FragLayout::TmemRow { .. })
+                Some(FragLayout::TmemRow { .. } | FragLayout::LaneScalar)
             ),
-            ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) | ExprKind::Scalar(_) => {
-                true
+            ExprKind::Expand { arg, axis: 1 } => self.row_elementwise(*arg),
+            ExprKind::Reduce { arg, axis: 1, .. } => {
+                matches!(self.tile_of(*arg), Some(FragLayout::TmemRow { .. }))
+                    && self.row_elementwise(*arg)
             }
+            ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) | ExprKind::Scalar(_) => true,
             ExprKind::Cast(_, a) | ExprKind::Unary(_, a) => self.row_elementwise(*a),
             ExprKind::Binary(_, a, b) | ExprKind::Cmp(_, a, b) => {
                 self.row_elementwise(*a) && self.row_elementwise(*b)
@@ -626,10 +898,7 @@ mod tests {
     #[test]
     fn smem_desc_sw64_with_base_offset() {
         let mode = smem_desc_swizzle(64).unwrap();
-        assert_eq!(
-            smem_desc(0x1_2340, 32, 512, 3, mode),
-            0x8006_4020_0002_1234
-        );
+        assert_eq!(smem_desc(0x1_2340, 32, 512, 3, mode), 0x8006_4020_0002_1234);
     }
 
     // The swizzle encodings of §9.7.16.4.1 against sm_90's wgmma field (1/2/3 at bit 62): the

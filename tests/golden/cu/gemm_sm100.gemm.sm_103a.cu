@@ -112,6 +112,20 @@ static __device__ __forceinline__ void cake_tcgen05_mma_f16_ss(uint32_t d_tmem, 
       "tcgen05.mma.cta_group::1.kind::f16 [%0], %1, %2, %3, p;\n\t}"
       :: "r"(d_tmem), "l"(a_desc), "l"(b_desc), "r"(idesc), "r"(accumulate) : "memory");
 }
+// D[tmem] (+)= A[tmem] * B[smem]: A read from tensor memory (K-major, 16-bit elements packed two
+// per 32-bit column), one thread issues (§9.7.16.10.9).
+static __device__ __forceinline__ void cake_tcgen05_mma_f16_ts(uint32_t d_tmem, uint32_t a_tmem, uint64_t b_desc, uint32_t idesc, uint32_t accumulate) {
+  asm volatile(
+      "{\n\t.reg .pred p;\n\t"
+      "setp.ne.b32 p, %4, 0;\n\t"
+      "tcgen05.mma.cta_group::1.kind::f16 [%0], [%1], %2, %3, p;\n\t}"
+      :: "r"(d_tmem), "r"(a_tmem), "l"(b_desc), "r"(idesc), "r"(accumulate) : "memory");
+}
+// Stores by tcgen05.st are complete (visible to later tcgen05 operations once fenced) after this
+// (§9.7.16.11.3).
+static __device__ __forceinline__ void cake_tmem_wait_st() {
+  asm volatile("tcgen05.wait::st.sync.aligned;" ::: "memory");
+}
 // One arrival on the mbarrier once every tcgen05 operation this thread issued before has
 // completed (§9.7.16.12.1).
 static __device__ __forceinline__ void cake_tcgen05_commit(uint32_t bar) {
@@ -139,6 +153,20 @@ static __device__ __forceinline__ void cake_tmem_ld_32x32b_x32(uint32_t taddr, f
         "=f"(r[16]), "=f"(r[17]), "=f"(r[18]), "=f"(r[19]), "=f"(r[20]), "=f"(r[21]), "=f"(r[22]), "=f"(r[23]),
         "=f"(r[24]), "=f"(r[25]), "=f"(r[26]), "=f"(r[27]), "=f"(r[28]), "=f"(r[29]), "=f"(r[30]), "=f"(r[31])
       : "r"(taddr) : "memory");
+}
+
+static __device__ __forceinline__ void cake_tmem_st_32x32b_x32(uint32_t taddr, const uint32_t* r) {
+  asm volatile(
+      "tcgen05.st.sync.aligned.32x32b.x32.b32 [%0], {"
+      "%1, %2, %3, %4, %5, %6, %7, %8, "
+      "%9, %10, %11, %12, %13, %14, %15, %16, "
+      "%17, %18, %19, %20, %21, %22, %23, %24, "
+      "%25, %26, %27, %28, %29, %30, %31, %32};"
+      :: "r"(taddr),
+        "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]), "r"(r[4]), "r"(r[5]), "r"(r[6]), "r"(r[7]),
+        "r"(r[8]), "r"(r[9]), "r"(r[10]), "r"(r[11]), "r"(r[12]), "r"(r[13]), "r"(r[14]), "r"(r[15]),
+        "r"(r[16]), "r"(r[17]), "r"(r[18]), "r"(r[19]), "r"(r[20]), "r"(r[21]), "r"(r[22]), "r"(r[23]),
+        "r"(r[24]), "r"(r[25]), "r"(r[26]), "r"(r[27]), "r"(r[28]), "r"(r[29]), "r"(r[30]), "r"(r[31]) : "memory");
 }
 
 template <int R> static __device__ __forceinline__ void cake_setmaxnreg_inc() {
@@ -215,23 +243,23 @@ extern "C" __global__ void __launch_bounds__(192, 1) cake_gemm(
       {  // store C <- TMEM tile, one row per thread (gemm_sm100.py:59)
         const int row = (tile_0 * 128) + epilogue_thread;
         if (row < dim_M) {
-          uint16_t* cake_row = C + (size_t)row * dim_N;
+          uint16_t* cake_row = C + ((size_t)(row) * dim_N + ((tile_1 * 128)));  // element (row, (tile_1 * 128))
           #pragma unroll
-          for (int c = 0; c < 128; c += 8) {
-            const int col = (tile_1 * 128) + c;
+          for (int cc = 0; cc < 128; cc += 8) {
+            const int col = (tile_1 * 128) + cc;
             uint32_t w[4];
             #pragma unroll
             for (int q = 0; q < 4; ++q) {
               float v[2];
               #pragma unroll
-              for (int j = 0; j < 2; ++j) v[j] = out[c + 2 * q + j];
+              for (int j = 0; j < 2; ++j) { const int c = cc + 2 * q + j; v[j] = out[c]; }
               w[q] = cake_pack_bf16x2(v[0], v[1]);
             }
-            if (col + 8 <= dim_N && (dim_N % 8) == 0) {
-              *reinterpret_cast<uint4*>(cake_row + col) = make_uint4(w[0], w[1], w[2], w[3]);  // 16-byte aligned: col and the row pitch are multiples of 8
+            if (col + 8 <= dim_N && (reinterpret_cast<uintptr_t>(cake_row + cc) & 15) == 0) {
+              *reinterpret_cast<uint4*>(cake_row + cc) = make_uint4(w[0], w[1], w[2], w[3]);
             } else {
               #pragma unroll
-              for (int e = 0; e < 8; ++e) if (col + e < dim_N) cake_row[col + e] = (uint16_t)(w[e / 2] >> (16 * (e % 2)));
+              for (int e = 0; e < 8; ++e) if (col + e < dim_N) cake_row[cc + e] = (uint16_t)(w[e / 2] >> (16 * (e % 2)));
             }
           }
         }
