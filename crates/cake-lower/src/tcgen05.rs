@@ -335,7 +335,7 @@ impl Emitter<'_> {
                 || frag.dtype != DType::F32
                 || region.dtype != DType::F32
                 || region.lanes != 128
-                || frag.shape[1] % 32 != 0
+                || !frag.shape[1].is_multiple_of(32)
                 || frag.shape[1] > region.cols
             {
                 self.unsupported(sp, format!("lm.tmem_load is lowered into a (128, N) f32 fragment of a warpgroup role (N a multiple of 32) from an f32 region of 128 lanes; `{}` is {:?} {} on role `{}`", frag.name, frag.shape, frag.dtype, role.name));
@@ -454,7 +454,7 @@ impl Emitter<'_> {
         if region.lanes != 128
             || region.shape.len() != 2
             || region.shape[1] != n
-            || words % 32 != 0
+            || !words.is_multiple_of(32)
             || words > region.cols
         {
             self.unsupported(sp, format!("lm.tmem_store is lowered for 128-lane regions written whole, 32 columns at a time; `{}` is {:?} over {} columns, the value {n} wide", region.name, region.shape, region.cols));
@@ -617,7 +617,7 @@ impl Emitter<'_> {
             self.unsupported(sp, format!("tcgen05.mma is lowered for M = 128 with an f32 accumulator over 128 lanes; `{}` is {} over {} lanes, M = {m}", region.name, region.dtype, region.lanes));
             return;
         }
-        if n % 16 != 0 || !(16..=256).contains(&n) || n > region.cols {
+        if !n.is_multiple_of(16) || !(16..=256).contains(&n) || n > region.cols {
             self.unsupported(sp, format!("tcgen05.mma is lowered for N in 16..=256, a multiple of 16, within the region's columns; N = {n}"));
             return;
         }
