@@ -579,6 +579,14 @@ impl Emitter<'_> {
             }
             Operand::Tmem(t) => {
                 let r = &k.tmems[*t];
+                if r.shape.len() != 2
+                    || r.lanes != 128
+                    || r.dtype.bytes() != 2
+                    || r.shape[1] / 2 > r.cols
+                {
+                    self.unsupported(sp, format!("a TMEM `a` operand is lowered from a 16-bit region of 128 lanes holding its K elements two per column; `{}` is {:?} {} over {} columns", r.name, r.shape, r.dtype, r.cols));
+                    return;
+                }
                 (r.dtype, r.shape[0], r.shape[1], r.name.clone())
             }
             _ => {
