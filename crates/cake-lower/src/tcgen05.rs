@@ -632,10 +632,15 @@ impl Emitter<'_> {
         let k_step = 16;
         let idesc = idesc_f16(input, true, m, n, false, b_mn_major);
         let sw128 = smem_desc_swizzle(128).expect("128B");
-        // K-major, 128B swizzle: LBO unused (16 B by convention), SBO = 8 rows × 128 B.
+        // LBO / SBO as the ISA defines them for swizzled layouts (§9.7.15.5.1.2.1.1-2, used by
+        // tcgen05's relative LBO mode, §9.7.16.3.1.1), in a matrix normalised to 128-bit elements.
+        // K-major: LBO "not used, assumed to be 1" (16 B); SBO = from the first 8 rows to the
+        // next 8 rows = 8 × 128 B.
         let fixed_k = smem_desc(0, 16, 1024, 0, sw128);
-        // N-major, 128B swizzle (rows are K): SBO = 8 K-rows × 128 B; LBO, the step between
-        // 128-byte atoms along N, is the panel stride (unused while N fits one panel).
+        // N-major (the view's rows are K): SBO = "from the first 8 columns to the next 8
+        // columns" = 8 K-rows × 128 B; LBO = "from the first (swizzle bytes / 16) rows to the
+        // next" = from one 128-byte atom along N to the next, the panel stride (unused while N
+        // fits one panel).
         let panel = u32::try_from(vb.shape[0] as u64 * 128).unwrap_or(0);
         let fixed_mn = smem_desc(0, panel, 1024, 0, sw128);
         let pred = self.ix(accumulate);
