@@ -1656,9 +1656,8 @@ impl<'a> Emitter<'a> {
                 accumulate,
                 release,
             } => {
-                if let (true, Operand::Tmem(t)) = (self.is_tcgen05(), acc) {
-                    self.tcgen05_mma(*t, a, b, *accumulate, *release, sp);
-                    return;
+                if self.is_tcgen05() {
+                    return self.tcgen05_mma_op(acc, a, b, *accumulate, *release, sp);
                 }
                 self.mma(acc, a, b, *accumulate, *release, sp);
                 if let Operand::Frag(f) = acc {

@@ -535,6 +535,29 @@ impl Emitter<'_> {
         self.invalidate_reductions(Some(dst));
     }
 
+    /// `lm.mma` on a tcgen05 target: a TMEM accumulator is tcgen05.mma; a register accumulator
+    /// would be mma.sync, which is not lowered yet (never wgmma, which these targets lack).
+    pub(super) fn tcgen05_mma_op(
+        &mut self,
+        acc: &Operand,
+        a: &Operand,
+        b: &Operand,
+        accumulate: ExprId,
+        release: Option<BarrierId>,
+        sp: Span,
+    ) {
+        match acc {
+            Operand::Tmem(t) => self.tcgen05_mma(*t, a, b, accumulate, release, sp),
+            _ => self.unsupported(
+                sp,
+                format!(
+                    "on {}, an MMA with a register accumulator is mma.sync, which is not lowered yet; a TMEM accumulator (lm.tmem) is tcgen05.mma, which is",
+                    self.target.name
+                ),
+            ),
+        }
+    }
+
     /// `lm.mma` with a TMEM accumulator: `tcgen05.mma.cta_group::1.kind::f16`, one instruction
     /// per 16-deep K step, issued by one thread; `release=` is a `tcgen05.commit` to the stage's
     /// mbarrier, which arrives when these MMAs (and every earlier one) have completed.
