@@ -98,7 +98,7 @@ pub(crate) fn smem_desc(addr: u32, lbo: u32, sbo: u32, base_offset: u32, swizzle
 }
 
 /// Columns `tcgen05.alloc` takes for regions of `cols` columns in total: a power of two, at
-/// least 32 (§9.7.16.7.1).
+/// least 32 (§9.7.16.1.2).
 pub(crate) fn alloc_columns(cols: u32) -> u32 {
     cols.max(32).next_power_of_two()
 }
@@ -106,7 +106,7 @@ pub(crate) fn alloc_columns(cols: u32) -> u32 {
 /// tcgen05 helpers (sm_100a, sm_103a).
 pub(crate) const PRELUDE: &str = r#"
 // tcgen05 / tensor memory (PTX ISA 9.1 §9.7.16). One warp allocates; the base address lands in
-// shared memory (§9.7.16.7.1).
+// shared memory (§9.7.16.1.2, §9.7.16.7).
 static __device__ __forceinline__ void cake_tmem_alloc(uint32_t slot, uint32_t ncols) {
   asm volatile("tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [%0], %1;" :: "r"(slot), "r"(ncols) : "memory");
 }
@@ -121,7 +121,7 @@ static __device__ __forceinline__ uint32_t cake_ld_shared_b32(uint32_t addr) {
   asm volatile("ld.shared.b32 %0, [%1];" : "=r"(v) : "r"(addr) : "memory");
   return v;
 }
-// Order tcgen05 operations across a thread synchronisation (§9.7.16.6.5): `before` ahead of the
+// Order tcgen05 operations across a thread synchronisation (patterns of §9.7.16.6.4): `before` ahead of the
 // arrive/barrier that publishes them, `after` behind the wait/barrier that observes them.
 static __device__ __forceinline__ void cake_tcgen05_fence_before() {
   asm volatile("tcgen05.fence::before_thread_sync;" ::: "memory");
@@ -129,7 +129,7 @@ static __device__ __forceinline__ void cake_tcgen05_fence_before() {
 static __device__ __forceinline__ void cake_tcgen05_fence_after() {
   asm volatile("tcgen05.fence::after_thread_sync;" ::: "memory");
 }
-// D[tmem] (+)= A[smem] * B[smem], one thread issues (§9.7.16.10.9). `accumulate` is enable-input-d.
+// D[tmem] (+)= A[smem] * B[smem], one thread issues (tcgen05.mma, §9.7.16.10). `accumulate` is enable-input-d.
 static __device__ __forceinline__ void cake_tcgen05_mma_f16_ss(uint32_t d_tmem, uint64_t a_desc, uint64_t b_desc, uint32_t idesc, uint32_t accumulate) {
   asm volatile(
       "{\n\t.reg .pred p;\n\t"
@@ -138,7 +138,7 @@ static __device__ __forceinline__ void cake_tcgen05_mma_f16_ss(uint32_t d_tmem, 
       :: "r"(d_tmem), "l"(a_desc), "l"(b_desc), "r"(idesc), "r"(accumulate) : "memory");
 }
 // D[tmem] (+)= A[tmem] * B[smem]: A read from tensor memory (K-major, 16-bit elements packed two
-// per 32-bit column), one thread issues (§9.7.16.10.9).
+// per 32-bit column), one thread issues (tcgen05.mma, §9.7.16.10).
 static __device__ __forceinline__ void cake_tcgen05_mma_f16_ts(uint32_t d_tmem, uint32_t a_tmem, uint64_t b_desc, uint32_t idesc, uint32_t accumulate) {
   asm volatile(
       "{\n\t.reg .pred p;\n\t"
@@ -147,7 +147,7 @@ static __device__ __forceinline__ void cake_tcgen05_mma_f16_ts(uint32_t d_tmem, 
       :: "r"(d_tmem), "r"(a_tmem), "l"(b_desc), "r"(idesc), "r"(accumulate) : "memory");
 }
 // Stores by tcgen05.st are complete (visible to later tcgen05 operations once fenced) after this
-// (§9.7.16.11.3).
+// (tcgen05.wait).
 static __device__ __forceinline__ void cake_tmem_wait_st() {
   asm volatile("tcgen05.wait::st.sync.aligned;" ::: "memory");
 }
@@ -156,7 +156,7 @@ static __device__ __forceinline__ void cake_tmem_wait_st() {
 static __device__ __forceinline__ void cake_tcgen05_commit(uint32_t bar) {
   asm volatile("tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [%0];" :: "r"(bar) : "memory");
 }
-// Registers written by tcgen05.ld are valid only after this (§9.7.16.11.3).
+// Registers written by tcgen05.ld are valid only after this (tcgen05.wait).
 static __device__ __forceinline__ void cake_tmem_wait_ld() {
   asm volatile("tcgen05.wait::ld.sync.aligned;" ::: "memory");
 }
@@ -168,7 +168,7 @@ static __device__ __forceinline__ uint64_t cake_umma_desc(uint32_t addr, uint64_
 "#;
 
 /// `tcgen05.ld.sync.aligned.32x32b.x32.b32`: 32 consecutive columns of this warp's 32 lanes, one
-/// lane per thread (§9.7.16.11.1, shape 32x32b: thread t of the warp gets lane base + t).
+/// lane per thread (tcgen05.ld, shape 32x32b: thread t of the warp gets lane base + t).
 pub(crate) fn tmem_ld_fn() -> String {
     let mut out = String::from(
         "static __device__ __forceinline__ void cake_tmem_ld_32x32b_x32(uint32_t taddr, float* r) {\n  asm volatile(\n      \"tcgen05.ld.sync.aligned.32x32b.x32.b32 {\"\n",
@@ -237,7 +237,7 @@ impl Emitter<'_> {
     }
 
     /// Before the barrier-initialisation sync: warp 0 allocates the kernel's TMEM and gives up
-    /// the right to allocate more, then fences its tcgen05 work before the sync (§9.7.16.7.1).
+    /// the right to allocate more, then fences its tcgen05 work before the sync (§9.7.16.7).
     pub(super) fn tmem_alloc_prologue(&mut self) {
         if self.k.tmems.is_empty() {
             return;
@@ -506,7 +506,8 @@ impl Emitter<'_> {
     }
 
     /// `lm.tmem_load(frag, region)`: each warp of the warpgroup reads its 32-lane quarter
-    /// (warp w: lanes 32·(w mod 4)..+31, §9.7.16.8.1) 32 columns at a time, then waits.
+    /// (warp w: lanes 32·(w mod 4)..+31, the access restriction of §9.7.16.1) 32 columns at a
+    /// time, then waits.
     pub(super) fn tmem_load(&mut self, dst: FragId, src: TmemId, sp: Span) {
         let Some(FragLayout::TmemRow { n }) = self.frag_layouts.get(&dst).copied() else {
             return;

@@ -81,7 +81,7 @@ static __device__ __forceinline__ void cake_tma_load_3d(uint32_t dst, const Cake
 }
 
 // tcgen05 / tensor memory (PTX ISA 9.1 §9.7.16). One warp allocates; the base address lands in
-// shared memory (§9.7.16.7.1).
+// shared memory (§9.7.16.1.2, §9.7.16.7).
 static __device__ __forceinline__ void cake_tmem_alloc(uint32_t slot, uint32_t ncols) {
   asm volatile("tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [%0], %1;" :: "r"(slot), "r"(ncols) : "memory");
 }
@@ -96,7 +96,7 @@ static __device__ __forceinline__ uint32_t cake_ld_shared_b32(uint32_t addr) {
   asm volatile("ld.shared.b32 %0, [%1];" : "=r"(v) : "r"(addr) : "memory");
   return v;
 }
-// Order tcgen05 operations across a thread synchronisation (§9.7.16.6.5): `before` ahead of the
+// Order tcgen05 operations across a thread synchronisation (patterns of §9.7.16.6.4): `before` ahead of the
 // arrive/barrier that publishes them, `after` behind the wait/barrier that observes them.
 static __device__ __forceinline__ void cake_tcgen05_fence_before() {
   asm volatile("tcgen05.fence::before_thread_sync;" ::: "memory");
@@ -104,7 +104,7 @@ static __device__ __forceinline__ void cake_tcgen05_fence_before() {
 static __device__ __forceinline__ void cake_tcgen05_fence_after() {
   asm volatile("tcgen05.fence::after_thread_sync;" ::: "memory");
 }
-// D[tmem] (+)= A[smem] * B[smem], one thread issues (§9.7.16.10.9). `accumulate` is enable-input-d.
+// D[tmem] (+)= A[smem] * B[smem], one thread issues (tcgen05.mma, §9.7.16.10). `accumulate` is enable-input-d.
 static __device__ __forceinline__ void cake_tcgen05_mma_f16_ss(uint32_t d_tmem, uint64_t a_desc, uint64_t b_desc, uint32_t idesc, uint32_t accumulate) {
   asm volatile(
       "{\n\t.reg .pred p;\n\t"
@@ -113,7 +113,7 @@ static __device__ __forceinline__ void cake_tcgen05_mma_f16_ss(uint32_t d_tmem, 
       :: "r"(d_tmem), "l"(a_desc), "l"(b_desc), "r"(idesc), "r"(accumulate) : "memory");
 }
 // D[tmem] (+)= A[tmem] * B[smem]: A read from tensor memory (K-major, 16-bit elements packed two
-// per 32-bit column), one thread issues (§9.7.16.10.9).
+// per 32-bit column), one thread issues (tcgen05.mma, §9.7.16.10).
 static __device__ __forceinline__ void cake_tcgen05_mma_f16_ts(uint32_t d_tmem, uint32_t a_tmem, uint64_t b_desc, uint32_t idesc, uint32_t accumulate) {
   asm volatile(
       "{\n\t.reg .pred p;\n\t"
@@ -122,7 +122,7 @@ static __device__ __forceinline__ void cake_tcgen05_mma_f16_ts(uint32_t d_tmem, 
       :: "r"(d_tmem), "r"(a_tmem), "l"(b_desc), "r"(idesc), "r"(accumulate) : "memory");
 }
 // Stores by tcgen05.st are complete (visible to later tcgen05 operations once fenced) after this
-// (§9.7.16.11.3).
+// (tcgen05.wait).
 static __device__ __forceinline__ void cake_tmem_wait_st() {
   asm volatile("tcgen05.wait::st.sync.aligned;" ::: "memory");
 }
@@ -131,7 +131,7 @@ static __device__ __forceinline__ void cake_tmem_wait_st() {
 static __device__ __forceinline__ void cake_tcgen05_commit(uint32_t bar) {
   asm volatile("tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [%0];" :: "r"(bar) : "memory");
 }
-// Registers written by tcgen05.ld are valid only after this (§9.7.16.11.3).
+// Registers written by tcgen05.ld are valid only after this (tcgen05.wait).
 static __device__ __forceinline__ void cake_tmem_wait_ld() {
   asm volatile("tcgen05.wait::ld.sync.aligned;" ::: "memory");
 }
