@@ -4,7 +4,7 @@ from cake import lm
 
 
 @cake.schedule(targets=["sm_100a"], persistent=True)
-def gemm(A: lm.tensor[lm.bf16, "M", "K"],  # note[CAKE-V001]
+def gemm(A: lm.tensor[lm.bf16, "M", "K"],
          B: lm.tensor[lm.bf16, "N", "K"],
          C: lm.tensor[lm.bf16, "M", "N"]):
     pool = lm.smem()
@@ -28,7 +28,7 @@ def gemm(A: lm.tensor[lm.bf16, "M", "K"],  # note[CAKE-V001]
         with issue:
             for k in lm.range(lm.cdiv(K, 64), pipeline=pipe):
                 lm.wait(full)
-                lm.mma(tacc, sA, sB.T, accumulate=k > 0)
+                lm.mma(tacc, sA, sB.T, accumulate=k > 0)  # note[CAKE-V001]
                 lm.commit(empty)
             lm.commit(done)
         with epi:

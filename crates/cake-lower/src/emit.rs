@@ -13,6 +13,9 @@ use cake_target::{Feature, MmaFamily, Target};
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write;
 
+#[path = "tcgen05.rs"]
+mod tcgen05;
+
 /// Slack added to dynamic shared memory so the base can be rounded up to 1024 bytes (the
 /// 128B-swizzle repeat) whatever alignment the driver gives.
 const SMEM_ALIGN_SLACK: u64 = 1024;
@@ -34,6 +37,12 @@ enum FragLayout {
     /// row tiles × (k bytes)/32 k-steps, four 32-bit registers each, in the order ldmatrix
     /// returns them (rows +0/+8 of the first 16 bytes, then of the second 16 bytes).
     MmaA { m: u32, k_bytes: u32 },
+    /// One TMEM lane (a row of `n` columns) per thread of a warpgroup: what `tcgen05.ld` of the
+    /// 32x32b shape gives, thread t holding row t (sm_100a family).
+    TmemRow { n: u32 },
+    /// One value per TMEM lane (row), held by that lane's thread: a row reduction of a
+    /// `TmemRow` tile, or a `(128,)` fragment of the same warpgroup role.
+    LaneScalar,
 }
 
 impl FragLayout {
@@ -44,6 +53,8 @@ impl FragLayout {
             FragLayout::AccRows => 2,
             FragLayout::MmaAcc { m, n } => m * n / 32,
             FragLayout::MmaA { m, k_bytes } => m * k_bytes / 128,
+            FragLayout::TmemRow { n } => n,
+            FragLayout::LaneScalar => 1,
         }
     }
     fn is_accumulator(self) -> bool {
@@ -61,6 +72,9 @@ enum Site {
     Tile,
     /// Row h of the tile (h in 0..2).
     Rows,
+    /// Column `c` (a C variable in scope) of a one-row-per-thread TMEM tile
+    /// (`FragLayout::TmemRow`).
+    Lane,
 }
 
 pub struct Emitter<'a> {
@@ -232,7 +246,7 @@ impl<'a> Emitter<'a> {
             self.unsupported(
                 self.k.span,
                 format!(
-                    "code generation for {} ({}) is not implemented yet; sm_80 and sm_89 (mma.sync) and sm_90a (wgmma) have it",
+                    "code generation for {} ({}) is not implemented yet; sm_80, sm_89, sm_120a and sm_121a (mma.sync), sm_90a (wgmma), sm_100a and sm_103a (tcgen05) have it",
                     self.target.name,
                     self.target.mma.name()
                 ),
@@ -243,6 +257,9 @@ impl<'a> Emitter<'a> {
             self.infer_mma_sync_layouts();
         } else {
             self.infer_fragment_layouts();
+            if self.is_tcgen05() {
+                self.infer_tmem_fragment_layouts();
+            }
         }
         self.collect_tensor_maps();
         let args = self.args();
@@ -278,6 +295,12 @@ impl<'a> Emitter<'a> {
                 cuda.push('\n');
                 cuda.push_str(&prelude::mma_sync_fn(*kk, a, b));
             }
+        } else if self.is_tcgen05() {
+            cuda.push_str(tcgen05::PRELUDE);
+            cuda.push('\n');
+            cuda.push_str(&tcgen05::tmem_ld_fn());
+            cuda.push('\n');
+            cuda.push_str(&tcgen05::tmem_st_fn());
         } else {
             cuda.push_str(prelude::WGMMA);
             for (n, input) in &self.wgmma_shapes {
@@ -750,6 +773,8 @@ impl<'a> Emitter<'a> {
                         format!("{name}[4 * (mt * {} + i) + 2 * h + j]", n / 8)
                     }
                     (Some(FragLayout::AccRows), _) => format!("{name}[h]"),
+                    (Some(FragLayout::TmemRow { .. }), Site::Lane) => format!("{name}[c]"),
+                    (Some(FragLayout::LaneScalar), _) => format!("{name}[0]"),
                     _ => {
                         self.unsupported(
                             k.exprs.span(e),
@@ -804,10 +829,12 @@ impl<'a> Emitter<'a> {
                 }
             }
             // A per-row value broadcast along the columns, read at the row of this site.
+            ExprKind::Expand { arg, axis: 1 } if site == Site::Lane => self.elem(*arg, site),
             ExprKind::Expand { arg, axis: 1 } => self.elem(*arg, Site::Rows),
             // A per-column vector broadcast along the rows.
             ExprKind::Expand { arg, axis: 0 } => self.elem(*arg, site),
             ExprKind::Reduce { .. } => match self.reductions.get(&e) {
+                Some(name) if site == Site::Lane => format!("{name}[0]"),
                 Some(name) => format!("{name}[h]"),
                 None => {
                     self.unsupported(k.exprs.span(e), "this reduction is not lowered here");
@@ -916,6 +943,9 @@ impl<'a> Emitter<'a> {
         }
         let layout = match self.tile_of(arg) {
             Some(FragLayout::WgmmaAcc { n }) if axis == 1 => n,
+            Some(FragLayout::TmemRow { n }) if axis == 1 => {
+                return self.lane_reduction(e, op, arg, n);
+            }
             _ => {
                 self.unsupported(
                     k.exprs.span(e),
@@ -1128,6 +1158,7 @@ impl<'a> Emitter<'a> {
                 .join(" * ")
         };
         self.line(&format!("const int tiles_total = {total};"));
+        self.tmem_alloc_prologue();
         if !self.layout.barriers.is_empty() {
             self.line("if (threadIdx.x == 0) {");
             self.indent += 1;
@@ -1149,7 +1180,10 @@ impl<'a> Emitter<'a> {
             self.indent -= 1;
             self.line("}");
             self.line("__syncthreads();");
+        } else if self.layout.tmem_slot.is_some() {
+            self.line("__syncthreads();");
         }
+        self.tmem_base_after_sync();
         let threads = k.block_threads();
         let default_regs = ((65536 / threads.max(1)) / 8 * 8).min(255);
         for (rid, role) in k.roles.iter() {
@@ -1282,6 +1316,7 @@ impl<'a> Emitter<'a> {
             self.indent -= 1;
             self.line("}");
         }
+        self.tmem_dealloc_epilogue();
         std::mem::replace(&mut self.out, saved)
     }
 
@@ -1448,25 +1483,28 @@ impl<'a> Emitter<'a> {
                 return self.double_buffered_loop(id, &var, (a, b), p, (wait, mma), body, sp);
             }
         }
-        // A release after wgmma lags one iteration so one MMA group stays in flight. mma.sync
-        // is synchronous: its release is never deferred.
-        let deferred: Vec<(BarrierId, PipelineId)> = match pipeline.filter(|_| !self.mma_sync()) {
-            Some(p) => body
-                .iter()
-                .filter_map(|&s| match &self.k.stmts[s] {
-                    Stmt::Op(Op::Mma {
-                        release: Some(b), ..
-                    }) if self.k.barriers[*b].pipeline == Some(p)
-                        && cake_ir::sync::defers_release(self.k, body, s) =>
-                    {
-                        Some((*b, p))
-                    }
-                    _ => None,
-                })
-                .collect(),
-            None => Vec::new(),
-        };
+        // A release after wgmma lags one iteration so one MMA group stays in flight. mma.sync is
+        // synchronous, and tcgen05.commit releases a stage when its MMAs complete: neither is
+        // deferred.
+        let deferred: Vec<(BarrierId, PipelineId)> =
+            match pipeline.filter(|_| !self.mma_sync() && !self.is_tcgen05()) {
+                Some(p) => body
+                    .iter()
+                    .filter_map(|&s| match &self.k.stmts[s] {
+                        Stmt::Op(Op::Mma {
+                            release: Some(b), ..
+                        }) if self.k.barriers[*b].pipeline == Some(p)
+                            && cake_ir::sync::defers_release(self.k, body, s) =>
+                        {
+                            Some((*b, p))
+                        }
+                        _ => None,
+                    })
+                    .collect(),
+                None => Vec::new(),
+            };
         let has_mma = !self.mma_sync()
+            && !self.is_tcgen05()
             && body
                 .iter()
                 .any(|&s| matches!(&self.k.stmts[s], Stmt::Op(Op::Mma { .. })));
@@ -1688,9 +1726,15 @@ impl<'a> Emitter<'a> {
                     bar.name,
                     self.loc(sp)
                 ));
+                if self.is_tcgen05() && self.role_uses_tcgen05(role) {
+                    self.line("cake_tcgen05_fence_after();");
+                }
             }
             Op::Arrive { barrier } => {
                 let slot = self.barrier_slot(*barrier);
+                if self.is_tcgen05() && self.role_uses_tcgen05(role) {
+                    self.line("cake_tcgen05_fence_before();");
+                }
                 self.line(&format!(
                     "cake_mbar_arrive({slot});  // arrive {} ({})",
                     k.barriers[*barrier].name,
@@ -1786,6 +1830,9 @@ impl<'a> Emitter<'a> {
                 accumulate,
                 release,
             } => {
+                if self.is_tcgen05() {
+                    return self.tcgen05_mma_op(acc, a, b, *accumulate, *release, sp);
+                }
                 self.mma(acc, a, b, *accumulate, *release, sp);
                 if let Operand::Frag(f) = acc {
                     self.invalidate_reductions(Some(*f));
@@ -1805,6 +1852,9 @@ impl<'a> Emitter<'a> {
                 barrier,
             } if self.mma_sync() => self.cp_async(dst, *src, coords, *barrier, sp),
             Op::Ldmatrix { dst, src } if self.mma_sync() => self.ldmatrix(*dst, src, sp),
+            Op::Commit { barrier } if self.is_tcgen05() => self.tcgen05_commit(*barrier, sp),
+            Op::TmemLoad { dst, src } if self.is_tcgen05() => self.tmem_load(*dst, *src, sp),
+            Op::TmemStore { dst, src } if self.is_tcgen05() => self.tmem_store(*dst, *src, sp),
             other => {
                 let name = format!("{other:?}");
                 let short = name.split([' ', '{', '(']).next().unwrap_or("").to_string();
@@ -2497,6 +2547,8 @@ impl<'a> Emitter<'a> {
                     n / 8
                 ));
             }
+            Some(FragLayout::TmemRow { n }) => self.assign_lanes(dst, value, n, sp),
+            Some(FragLayout::LaneScalar) => self.assign_lanes(dst, value, 1, sp),
             Some(FragLayout::MmaA { .. }) | None => self.unsupported(
                 sp,
                 format!(
@@ -2538,6 +2590,8 @@ impl<'a> Emitter<'a> {
                 self.indent -= 1;
                 self.line("}");
             }
+            Some(FragLayout::TmemRow { n }) => self.store_tmem_rows(dst, value, coords, n, sp),
+            Some(FragLayout::LaneScalar) => self.unsupported(sp, "lm.store of per-row values of a TMEM tile is not lowered yet"),
             Some(l) if l.is_accumulator() => self.store_tile(dst, value, coords, l, sp),
             _ => self.unsupported(sp, "lm.store is lowered for values computed from an accumulator tile or its row reductions"),
         }

@@ -33,14 +33,13 @@ pub struct Unsupported {
 /// takes TMA loads (the sm_90a lowering's); their clusters and block-scaled MMAs are not emitted.
 pub const MMA_SYNC_TARGETS: &[&str] = &["sm_80", "sm_89", "sm_120a", "sm_121a"];
 
-/// Whether this lowering has a code generator for `target` at all: the wgmma family (sm_90a)
-/// and the mma.sync family on [`MMA_SYNC_TARGETS`]. For other targets every kernel comes back as
-/// one `Unsupported`.
+/// Whether this lowering has a code generator for `target` at all: the wgmma family (sm_90a),
+/// the tcgen05 family (sm_100a / sm_103a) and the mma.sync family on [`MMA_SYNC_TARGETS`]. For
+/// other targets every kernel comes back as one `Unsupported`.
 pub fn has_code_generator(target: &Target) -> bool {
     match target.mma {
-        cake_target::MmaFamily::Wgmma => true,
+        cake_target::MmaFamily::Wgmma | cake_target::MmaFamily::Tcgen05 => true,
         cake_target::MmaFamily::MmaSync => MMA_SYNC_TARGETS.contains(&target.name),
-        cake_target::MmaFamily::Tcgen05 => false,
     }
 }
 

@@ -162,7 +162,7 @@ async fn check_with_a_shape_reports_the_cost_models_hints() {
         .iter()
         .map(|f| &f["code"])
         .collect();
-    assert_eq!(codes, [&json!("CAKE-P004")], "{out:#}");
+    assert_eq!(codes, [&json!("CAKE-P004"), &json!("CAKE-P006")], "{out:#}");
     let r = call(
         &client,
         "check",

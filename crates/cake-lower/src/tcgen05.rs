@@ -1,0 +1,967 @@
+//! The tcgen05 / TMEM code generator (sm_100a, sm_103a). A child module of `emit`: the emitter
+//! walks the schedule as for sm_90a and calls in here for what differs — TMEM allocation and
+//! deallocation, `tcgen05.mma` with its descriptors, `tcgen05.commit`, `tcgen05.ld`, and the
+//! `tcgen05.fence::*_thread_sync` fences around barrier handoffs.
+//!
+//! Section numbers are those of the PTX ISA 9.1 (§9.7.16 "TensorCore 5th Generation Family
+//! Instructions"). Nothing here has run on hardware: ptxas accepts it, and the descriptor
+//! encoders are unit-tested against values derived by hand from the ISA's tables.
+
+use super::*;
+
+/// Element types of `.kind::f16` operands, as the instruction descriptor encodes them
+/// (Table 42, bits 7-9 / 10-12: F16 = 0, BF16 = 1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum F16Kind {
+    F16,
+    BF16,
+}
+
+/// The 32-bit instruction descriptor of a dense `tcgen05.mma ... .kind::f16` (PTX ISA
+/// §9.7.16.4.2, Table 42 "Instruction descriptor format for .kind::tf32, .kind::f16,
+/// .kind::f8f6f4 and .kind::i8"):
+///
+/// | bits  | field                         | value here                       |
+/// |-------|-------------------------------|----------------------------------|
+/// | 0-1   | sparsity selector             | 0                                |
+/// | 2     | sparsity                      | 0 (dense)                        |
+/// | 3     | saturate                      | 0                                |
+/// | 4-5   | dtype (D)                     | F16 = 0, F32 = 1                 |
+/// | 6     | reserved                      | 0                                |
+/// | 7-9   | atype                         | F16 = 0, BF16 = 1                |
+/// | 10-12 | btype                         | F16 = 0, BF16 = 1                |
+/// | 13,14 | negate A, negate B            | 0                                |
+/// | 15    | transpose A (1 = M-major)     | `a_mn_major`                     |
+/// | 16    | transpose B (1 = N-major)     | `b_mn_major`                     |
+/// | 17-22 | N >> 3                        |                                  |
+/// | 23    | reserved                      | 0                                |
+/// | 24-28 | M >> 4                        |                                  |
+/// | 29    | reserved                      | 0                                |
+/// | 30-31 | max shift (`.ws` only)        | 0                                |
+pub(crate) fn idesc_f16(
+    input: F16Kind,
+    acc_f32: bool,
+    m: u32,
+    n: u32,
+    a_mn_major: bool,
+    b_mn_major: bool,
+) -> u32 {
+    let ty = match input {
+        F16Kind::F16 => 0,
+        F16Kind::BF16 => 1,
+    };
+    (u32::from(acc_f32) << 4)
+        | (ty << 7)
+        | (ty << 10)
+        | (u32::from(a_mn_major) << 15)
+        | (u32::from(b_mn_major) << 16)
+        | (((n >> 3) & 0x3F) << 17)
+        | (((m >> 4) & 0x1F) << 24)
+}
+
+/// Swizzle modes of the tcgen05 shared-memory descriptor (§9.7.16.4.1, bits 61-63).
+pub(crate) fn smem_desc_swizzle(swizzle_bytes: u32) -> Option<u64> {
+    match swizzle_bytes {
+        0 => Some(0),
+        128 => Some(2),
+        64 => Some(4),
+        32 => Some(6),
+        _ => None,
+    }
+}
+
+/// The 64-bit shared-memory matrix descriptor of `tcgen05.mma` (PTX ISA §9.7.16.4.1, "Shared
+/// memory descriptor"):
+///
+/// | bits  | field                                            |
+/// |-------|--------------------------------------------------|
+/// | 0-13  | matrix start address >> 4                        |
+/// | 16-29 | leading-dimension byte offset (LBO) >> 4         |
+/// | 32-45 | stride-dimension byte offset (SBO) >> 4          |
+/// | 46-48 | fixed constant 0b001                             |
+/// | 49-51 | matrix base offset                               |
+/// | 52    | LBO mode (0 = relative offset)                   |
+/// | 53-60 | fixed 0                                          |
+/// | 61-63 | swizzle: 0 none, 1 128B/32B-atom, 2 128B, 4 64B, 6 32B |
+///
+/// Differences from the sm_90 wgmma descriptor (§9.7.15.5.1.2.2): bits 46-48 must hold the
+/// constant 0b001 (wgmma leaves them 0); the swizzle field is 3 bits at 61-63 instead of 2 at
+/// 62-63 — for 128B/64B/32B the values (2, 4, 6 at bit 61 against 1, 2, 3 at bit 62) set the
+/// same bits, and 1 (128B with 32-byte atoms) is new; bit 52 selects the LBO mode.
+pub(crate) fn smem_desc(addr: u32, lbo: u32, sbo: u32, base_offset: u32, swizzle_mode: u64) -> u64 {
+    (u64::from((addr & 0x3FFFF) >> 4))
+        | (u64::from((lbo >> 4) & 0x3FFF) << 16)
+        | (u64::from((sbo >> 4) & 0x3FFF) << 32)
+        | (1u64 << 46)
+        | (u64::from(base_offset & 0x7) << 49)
+        | ((swizzle_mode & 0x7) << 61)
+}
+
+/// Columns `tcgen05.alloc` takes for regions of `cols` columns in total: a power of two, at
+/// least 32 (§9.7.16.1.2).
+pub(crate) fn alloc_columns(cols: u32) -> u32 {
+    cols.max(32).next_power_of_two()
+}
+
+/// tcgen05 helpers (sm_100a, sm_103a).
+pub(crate) const PRELUDE: &str = r#"
+// tcgen05 / tensor memory (PTX ISA 9.1 §9.7.16). One warp allocates; the base address lands in
+// shared memory (§9.7.16.1.2, §9.7.16.7).
+static __device__ __forceinline__ void cake_tmem_alloc(uint32_t slot, uint32_t ncols) {
+  asm volatile("tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [%0], %1;" :: "r"(slot), "r"(ncols) : "memory");
+}
+static __device__ __forceinline__ void cake_tmem_relinquish() {
+  asm volatile("tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;" ::: "memory");
+}
+static __device__ __forceinline__ void cake_tmem_dealloc(uint32_t taddr, uint32_t ncols) {
+  asm volatile("tcgen05.dealloc.cta_group::1.sync.aligned.b32 %0, %1;" :: "r"(taddr), "r"(ncols) : "memory");
+}
+static __device__ __forceinline__ uint32_t cake_ld_shared_b32(uint32_t addr) {
+  uint32_t v;
+  asm volatile("ld.shared.b32 %0, [%1];" : "=r"(v) : "r"(addr) : "memory");
+  return v;
+}
+// Order tcgen05 operations across a thread synchronisation (patterns of §9.7.16.6.4): `before` ahead of the
+// arrive/barrier that publishes them, `after` behind the wait/barrier that observes them.
+static __device__ __forceinline__ void cake_tcgen05_fence_before() {
+  asm volatile("tcgen05.fence::before_thread_sync;" ::: "memory");
+}
+static __device__ __forceinline__ void cake_tcgen05_fence_after() {
+  asm volatile("tcgen05.fence::after_thread_sync;" ::: "memory");
+}
+// D[tmem] (+)= A[smem] * B[smem], one thread issues (tcgen05.mma, §9.7.16.10). `accumulate` is enable-input-d.
+static __device__ __forceinline__ void cake_tcgen05_mma_f16_ss(uint32_t d_tmem, uint64_t a_desc, uint64_t b_desc, uint32_t idesc, uint32_t accumulate) {
+  asm volatile(
+      "{\n\t.reg .pred p;\n\t"
+      "setp.ne.b32 p, %4, 0;\n\t"
+      "tcgen05.mma.cta_group::1.kind::f16 [%0], %1, %2, %3, p;\n\t}"
+      :: "r"(d_tmem), "l"(a_desc), "l"(b_desc), "r"(idesc), "r"(accumulate) : "memory");
+}
+// D[tmem] (+)= A[tmem] * B[smem]: A read from tensor memory (K-major, 16-bit elements packed two
+// per 32-bit column), one thread issues (tcgen05.mma, §9.7.16.10).
+static __device__ __forceinline__ void cake_tcgen05_mma_f16_ts(uint32_t d_tmem, uint32_t a_tmem, uint64_t b_desc, uint32_t idesc, uint32_t accumulate) {
+  asm volatile(
+      "{\n\t.reg .pred p;\n\t"
+      "setp.ne.b32 p, %4, 0;\n\t"
+      "tcgen05.mma.cta_group::1.kind::f16 [%0], [%1], %2, %3, p;\n\t}"
+      :: "r"(d_tmem), "r"(a_tmem), "l"(b_desc), "r"(idesc), "r"(accumulate) : "memory");
+}
+// Stores by tcgen05.st are complete (visible to later tcgen05 operations once fenced) after this
+// (tcgen05.wait).
+static __device__ __forceinline__ void cake_tmem_wait_st() {
+  asm volatile("tcgen05.wait::st.sync.aligned;" ::: "memory");
+}
+// One arrival on the mbarrier once every tcgen05 operation this thread issued before has
+// completed (§9.7.16.12.1).
+static __device__ __forceinline__ void cake_tcgen05_commit(uint32_t bar) {
+  asm volatile("tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [%0];" :: "r"(bar) : "memory");
+}
+// Registers written by tcgen05.ld are valid only after this (tcgen05.wait).
+static __device__ __forceinline__ void cake_tmem_wait_ld() {
+  asm volatile("tcgen05.wait::ld.sync.aligned;" ::: "memory");
+}
+// Shared-memory descriptor (§9.7.16.4.1): the start address (bits 0-13) or'ed with the constant
+// part the compiler derived (LBO, SBO, the fixed 0b001 at bits 46-48, swizzle at 61-63).
+static __device__ __forceinline__ uint64_t cake_umma_desc(uint32_t addr, uint64_t fixed) {
+  return (uint64_t)((addr & 0x3FFFF) >> 4) | fixed;
+}
+"#;
+
+/// `tcgen05.ld.sync.aligned.32x32b.x32.b32`: 32 consecutive columns of this warp's 32 lanes, one
+/// lane per thread (tcgen05.ld, shape 32x32b: thread t of the warp gets lane base + t).
+pub(crate) fn tmem_ld_fn() -> String {
+    let mut out = String::from(
+        "static __device__ __forceinline__ void cake_tmem_ld_32x32b_x32(uint32_t taddr, float* r) {\n  asm volatile(\n      \"tcgen05.ld.sync.aligned.32x32b.x32.b32 {\"\n",
+    );
+    let regs: Vec<String> = (0..32).map(|i| format!("%{i}")).collect();
+    for (i, chunk) in regs.chunks(8).enumerate() {
+        let sep = if i == 3 { "}, [%32];\"" } else { ", \"" };
+        out.push_str(&format!("      \"{}{sep}\n", chunk.join(", ")));
+    }
+    let outs: Vec<String> = (0..32).map(|i| format!("\"=f\"(r[{i}])")).collect();
+    out.push_str("      : ");
+    for (i, chunk) in outs.chunks(8).enumerate() {
+        if i > 0 {
+            out.push_str(",\n        ");
+        }
+        out.push_str(&chunk.join(", "));
+    }
+    out.push_str("\n      : \"r\"(taddr) : \"memory\");\n}\n");
+    out
+}
+
+/// `tcgen05.st.sync.aligned.32x32b.x32.b32`: the store counterpart of `tmem_ld_fn`.
+pub(crate) fn tmem_st_fn() -> String {
+    let mut out = String::from(
+        "static __device__ __forceinline__ void cake_tmem_st_32x32b_x32(uint32_t taddr, const uint32_t* r) {\n  asm volatile(\n      \"tcgen05.st.sync.aligned.32x32b.x32.b32 [%0], {\"\n",
+    );
+    let regs: Vec<String> = (1..=32).map(|i| format!("%{i}")).collect();
+    for (i, chunk) in regs.chunks(8).enumerate() {
+        let sep = if i == 3 { "};\"" } else { ", \"" };
+        out.push_str(&format!("      \"{}{sep}\n", chunk.join(", ")));
+    }
+    let ins: Vec<String> = (0..32).map(|i| format!("\"r\"(r[{i}])")).collect();
+    out.push_str("      :: \"r\"(taddr),\n        ");
+    for (i, chunk) in ins.chunks(8).enumerate() {
+        if i > 0 {
+            out.push_str(",\n        ");
+        }
+        out.push_str(&chunk.join(", "));
+    }
+    out.push_str(" : \"memory\");\n}\n");
+    out
+}
+
+impl Emitter<'_> {
+    pub(super) fn is_tcgen05(&self) -> bool {
+        self.target.mma == cake_target::MmaFamily::Tcgen05
+    }
+
+    /// Column offset of each TMEM region (declaration order, packed) and the allocation size.
+    fn tmem_columns(&self) -> (Vec<u32>, u32) {
+        let mut offs = Vec::new();
+        let mut cur = 0;
+        for (_, t) in self.k.tmems.iter() {
+            offs.push(cur);
+            cur += t.cols;
+        }
+        (offs, alloc_columns(cur))
+    }
+
+    fn tmem_addr(&self, t: TmemId) -> String {
+        let (offs, _) = self.tmem_columns();
+        match offs[t.index()] {
+            0 => "cake_tmem".into(),
+            c => format!("(cake_tmem + {c})"),
+        }
+    }
+
+    /// Before the barrier-initialisation sync: warp 0 allocates the kernel's TMEM and gives up
+    /// the right to allocate more, then fences its tcgen05 work before the sync (§9.7.16.7).
+    pub(super) fn tmem_alloc_prologue(&mut self) {
+        if self.k.tmems.is_empty() {
+            return;
+        }
+        let slot = self
+            .layout
+            .tmem_slot
+            .expect("layout reserves the TMEM slot");
+        let (offs, ncols) = self.tmem_columns();
+        let regions: Vec<String> = self
+            .k
+            .tmems
+            .iter()
+            .zip(&offs)
+            .map(|((_, t), o)| format!("{} at column {o}", t.name))
+            .collect();
+        self.line(&format!(
+            "// TMEM: {} column(s) allocated ({}); base address written to shared memory.",
+            ncols,
+            regions.join(", ")
+        ));
+        self.line("if (warp == 0) {");
+        self.indent += 1;
+        self.line(&format!("cake_tmem_alloc(cake_smem + {slot}, {ncols});"));
+        self.line("cake_tmem_relinquish();");
+        self.line("cake_tcgen05_fence_before();");
+        self.indent -= 1;
+        self.line("}");
+    }
+
+    /// After the sync: every thread reads the TMEM base address.
+    pub(super) fn tmem_base_after_sync(&mut self) {
+        let Some(slot) = self.layout.tmem_slot else {
+            return;
+        };
+        self.line("cake_tcgen05_fence_after();");
+        self.line(&format!(
+            "const uint32_t cake_tmem = cake_ld_shared_b32(cake_smem + {slot});  // lane 0, column of the allocation"
+        ));
+    }
+
+    /// After every role: all TMEM reads and MMAs are complete (every reader waited for them), so
+    /// warp 0 frees the allocation behind a CTA barrier fenced on both sides.
+    pub(super) fn tmem_dealloc_epilogue(&mut self) {
+        if self.k.tmems.is_empty() {
+            return;
+        }
+        let (_, ncols) = self.tmem_columns();
+        self.line("// Free TMEM once every role is done with it.");
+        self.line("cake_tcgen05_fence_before();");
+        self.line("__syncthreads();");
+        self.line("if (warp == 0) {");
+        self.indent += 1;
+        self.line("cake_tcgen05_fence_after();");
+        self.line(&format!("cake_tmem_dealloc(cake_tmem, {ncols});"));
+        self.indent -= 1;
+        self.line("}");
+    }
+
+    /// Whether the role issues or reads tcgen05 work (MMAs into TMEM, TMEM transfers, commits).
+    pub(super) fn role_uses_tcgen05(&self, role: RoleId) -> bool {
+        let mut found = false;
+        self.k.walk(|_, stmt, ctx| {
+            if ctx.role == Some(role) {
+                if let Stmt::Op(op) = stmt {
+                    found |= matches!(
+                        op,
+                        Op::Mma {
+                            acc: Operand::Tmem(_),
+                            ..
+                        } | Op::TmemLoad { .. }
+                            | Op::TmemStore { .. }
+                            | Op::TmemCopy { .. }
+                            | Op::Commit { .. }
+                    );
+                }
+            }
+        });
+        found
+    }
+
+    /// Fragments filled by `lm.tmem_load`: one TMEM lane (row) per thread of a warpgroup.
+    pub(super) fn infer_tmem_fragment_layouts(&mut self) {
+        for (sid, op, _) in self.ops() {
+            let Op::TmemLoad { dst, src } = op else {
+                continue;
+            };
+            let frag = &self.k.fragments[dst];
+            let role = &self.k.roles[frag.role];
+            let region = &self.k.tmems[src];
+            let sp = self.k.stmts.span(sid);
+            if role.unit != RoleUnit::Warpgroup
+                || frag.shape.len() != 2
+                || frag.shape[0] != 128
+                || frag.dtype != DType::F32
+                || region.dtype != DType::F32
+                || region.lanes != 128
+                || !frag.shape[1].is_multiple_of(32)
+                || frag.shape[1] > region.cols
+            {
+                self.unsupported(sp, format!("lm.tmem_load is lowered into a (128, N) f32 fragment of a warpgroup role (N a multiple of 32) from an f32 region of 128 lanes; `{}` is {:?} {} on role `{}`", frag.name, frag.shape, frag.dtype, role.name));
+                continue;
+            }
+            self.frag_layouts
+                .insert(dst, FragLayout::TmemRow { n: frag.shape[1] });
+        }
+        // Per-row vectors of a warpgroup role: one value per thread, its TMEM lane.
+        for (f, frag) in self.k.fragments.iter() {
+            if !self.frag_layouts.contains_key(&f)
+                && self.k.roles[frag.role].unit == RoleUnit::Warpgroup
+                && frag.shape == [128]
+            {
+                self.frag_layouts.insert(f, FragLayout::LaneScalar);
+            }
+        }
+    }
+
+    /// A row reduction (axis 1) of a one-row-per-thread tile: the thread owns its whole row, so
+    /// it is a loop over the row's columns, with no exchange between threads. Ties of arg-min /
+    /// arg-max keep the lowest column.
+    pub(super) fn lane_reduction(&mut self, e: ExprId, op: ReduceOp, arg: ExprId, n: u32) {
+        let k = self.k;
+        let id = self.reduction_counter;
+        self.reduction_counter += 1;
+        let (vname, iname) = (format!("red{id}_v"), format!("red{id}_i"));
+        let (better, init, combine) = match op {
+            ReduceOp::Min | ReduceOp::ArgMin => ("<", "__int_as_float(0x7f800000)", "min"),
+            ReduceOp::Max | ReduceOp::ArgMax => (">", "__int_as_float(0xff800000)", "max"),
+            ReduceOp::Sum => ("", "0.0f", "sum"),
+        };
+        let value = self.elem(arg, Site::Lane);
+        self.line(&format!(
+            "float {vname}[1] = {{{init}}}; int {iname}[1] = {{0}};  // row {combine} over {n} columns, one row per thread ({})",
+            self.loc(k.exprs.span(e))
+        ));
+        self.line("#pragma unroll");
+        self.line(&format!("for (int c = 0; c < {n}; ++c) {{"));
+        self.indent += 1;
+        self.line(&format!("const float v = {value};"));
+        if op == ReduceOp::Sum {
+            self.line(&format!("{vname}[0] += v;"));
+        } else {
+            self.line(&format!(
+                "if (v {better} {vname}[0]) {{ {vname}[0] = v; {iname}[0] = c; }}"
+            ));
+        }
+        self.indent -= 1;
+        self.line("}");
+        self.line(&format!("(void){iname};"));
+        let pick = |o: ReduceOp| {
+            if matches!(o, ReduceOp::ArgMin | ReduceOp::ArgMax) {
+                iname.clone()
+            } else {
+                vname.clone()
+            }
+        };
+        self.reductions.insert(e, pick(op));
+        let siblings: &[ReduceOp] = match op {
+            ReduceOp::Min | ReduceOp::ArgMin => &[ReduceOp::Min, ReduceOp::ArgMin],
+            ReduceOp::Max | ReduceOp::ArgMax => &[ReduceOp::Max, ReduceOp::ArgMax],
+            ReduceOp::Sum => &[ReduceOp::Sum],
+        };
+        for o in siblings {
+            self.reduction_keys.push((arg, *o, pick(*o)));
+        }
+    }
+
+    /// `frag[:] = value` for a one-row-per-thread tile (`n` columns) or a per-row value (`n` = 1).
+    pub(super) fn assign_lanes(&mut self, dst: FragId, value: ExprId, n: u32, sp: Span) {
+        let k = self.k;
+        if !self.row_elementwise(value) {
+            self.unsupported(sp, "this value is not lowered for a TMEM tile yet");
+            return;
+        }
+        self.precompute_reductions(value);
+        let name = self.frag_name(dst);
+        let ty = storage_type(k.fragments[dst].dtype);
+        let v = self.elem(value, Site::Lane);
+        self.line(&format!(
+            "#pragma unroll  // {} <- ... ({})",
+            k.fragments[dst].name,
+            self.loc(sp)
+        ));
+        self.line(&format!(
+            "for (int c = 0; c < {n}; ++c) {name}[c] = ({ty})({v});"
+        ));
+        self.invalidate_reductions(Some(dst));
+    }
+
+    /// `lm.tmem_store(region, value)`: each warp writes its 32-lane quarter, 32 columns per
+    /// `tcgen05.st`, then waits for the stores. An f32 region takes the value's bits; a bf16/f16
+    /// region takes `lm.cast(value, that dtype)` packed two elements per 32-bit column (lower
+    /// column in the low half).
+    pub(super) fn tmem_store(&mut self, dst: TmemId, value: ExprId, sp: Span) {
+        let k = self.k;
+        let region = k.tmems[dst].clone();
+        let (inner, pack) = match (&k.exprs[value].kind, region.dtype) {
+            (_, DType::F32) => (value, None),
+            (ExprKind::Cast(DType::BF16, x), DType::BF16) => (*x, Some("cake_pack_bf16x2")),
+            (ExprKind::Cast(DType::F16, x), DType::F16) => (*x, Some("cake_pack_f16x2")),
+            _ => {
+                self.unsupported(sp, format!("lm.tmem_store into the {} region `{}` is lowered for an f32 value, or lm.cast(value, lm.{}) of one", region.dtype, region.name, region.dtype));
+                return;
+            }
+        };
+        let n = match self.tile_of(inner) {
+            Some(FragLayout::TmemRow { n }) if self.row_elementwise(inner) => n,
+            _ => {
+                self.unsupported(sp, "lm.tmem_store is lowered for element-wise values of a tile read from TMEM (one row per thread)");
+                return;
+            }
+        };
+        let words = if pack.is_some() { n / 2 } else { n };
+        if region.lanes != 128
+            || region.shape.len() != 2
+            || region.shape[1] != n
+            || !words.is_multiple_of(32)
+            || words > region.cols
+        {
+            self.unsupported(sp, format!("lm.tmem_store is lowered for 128-lane regions written whole, 32 columns at a time; `{}` is {:?} over {} columns, the value {n} wide", region.name, region.shape, region.cols));
+            return;
+        }
+        self.precompute_reductions(inner);
+        let v = self.elem(inner, Site::Lane);
+        let addr = self.tmem_addr(dst);
+        self.line(&format!(
+            "// tmem_store {} ({}): this warp's 32 lanes, {words} column(s)",
+            region.name,
+            self.loc(sp)
+        ));
+        self.line("{");
+        self.indent += 1;
+        self.line(&format!(
+            "const uint32_t taddr = {addr} + ((uint32_t)(32 * (warp % 4)) << 16);  // lane in bits 16-31"
+        ));
+        for w0 in (0..words).step_by(32) {
+            self.line("{");
+            self.indent += 1;
+            self.line("uint32_t r[32];");
+            self.line("#pragma unroll");
+            self.line("for (int w = 0; w < 32; ++w) {");
+            self.indent += 1;
+            match pack {
+                Some(f) => {
+                    self.line("float v[2];");
+                    self.line("#pragma unroll");
+                    self.line(&format!(
+                        "for (int j = 0; j < 2; ++j) {{ const int c = 2 * ({w0} + w) + j; v[j] = {v}; }}"
+                    ));
+                    self.line(&format!("r[w] = {f}(v[0], v[1]);"));
+                }
+                None => {
+                    self.line(&format!("const int c = {w0} + w;"));
+                    self.line(&format!("r[w] = __float_as_uint({v});"));
+                }
+            }
+            self.indent -= 1;
+            self.line("}");
+            self.line(&format!("cake_tmem_st_32x32b_x32(taddr + {w0}, r);"));
+            self.indent -= 1;
+            self.line("}");
+        }
+        self.line("cake_tmem_wait_st();");
+        self.indent -= 1;
+        self.line("}");
+    }
+
+    /// `lm.tmem_load(frag, region)`: each warp of the warpgroup reads its 32-lane quarter
+    /// (warp w: lanes 32·(w mod 4)..+31, the access restriction of §9.7.16.1) 32 columns at a
+    /// time, then waits.
+    pub(super) fn tmem_load(&mut self, dst: FragId, src: TmemId, sp: Span) {
+        let Some(FragLayout::TmemRow { n }) = self.frag_layouts.get(&dst).copied() else {
+            return;
+        };
+        let name = self.frag_name(dst);
+        let addr = self.tmem_addr(src);
+        self.line(&format!(
+            "// tmem_load {} <- {} ({}): this warp's 32 lanes, {n} columns",
+            self.k.fragments[dst].name,
+            self.k.tmems[src].name,
+            self.loc(sp)
+        ));
+        self.line("{");
+        self.indent += 1;
+        self.line(&format!(
+            "const uint32_t taddr = {addr} + ((uint32_t)(32 * (warp % 4)) << 16);  // lane in bits 16-31"
+        ));
+        for c in (0..n).step_by(32) {
+            self.line(&format!(
+                "cake_tmem_ld_32x32b_x32(taddr + {c}, {name} + {c});"
+            ));
+        }
+        self.line("cake_tmem_wait_ld();");
+        self.indent -= 1;
+        self.line("}");
+        self.invalidate_reductions(Some(dst));
+    }
+
+    /// `lm.mma` on a tcgen05 target: a TMEM accumulator is tcgen05.mma; a register accumulator
+    /// would be mma.sync, which is not lowered yet (never wgmma, which these targets lack).
+    pub(super) fn tcgen05_mma_op(
+        &mut self,
+        acc: &Operand,
+        a: &Operand,
+        b: &Operand,
+        accumulate: ExprId,
+        release: Option<BarrierId>,
+        sp: Span,
+    ) {
+        match acc {
+            Operand::Tmem(t) => self.tcgen05_mma(*t, a, b, accumulate, release, sp),
+            _ => self.unsupported(
+                sp,
+                format!(
+                    "on {}, an MMA with a register accumulator is mma.sync, which is not lowered yet; a TMEM accumulator (lm.tmem) is tcgen05.mma, which is",
+                    self.target.name
+                ),
+            ),
+        }
+    }
+
+    /// `lm.mma` with a TMEM accumulator: `tcgen05.mma.cta_group::1.kind::f16`, one instruction
+    /// per 16-deep K step, issued by one thread; `release=` is a `tcgen05.commit` to the stage's
+    /// mbarrier, which arrives when these MMAs (and every earlier one) have completed.
+    pub(super) fn tcgen05_mma(
+        &mut self,
+        acc: TmemId,
+        a: &Operand,
+        b: &Operand,
+        accumulate: ExprId,
+        release: Option<BarrierId>,
+        sp: Span,
+    ) {
+        let k = self.k;
+        if k.persistent {
+            // A CTA that runs several tiles rewrites the accumulator while the previous tile's
+            // readers may still hold it; the "accumulator empty" barrier that would order them
+            // needs stages that start free, which §11.3 of the language cannot derive for TMEM.
+            self.unsupported(sp, format!("tcgen05.mma into TMEM is lowered for kernels with one tile per CTA; a persistent kernel would overwrite `{}` while the previous tile's readers may still hold it", k.tmems[acc].name));
+            return;
+        }
+        let Operand::Smem(bv) = b else {
+            self.unsupported(
+                sp,
+                format!(
+                    "on {}, lm.mma reads `b` from shared memory",
+                    self.target.name
+                ),
+            );
+            return;
+        };
+        let vb = &k.views[bv.view];
+        // `a`: a K-major view (as stored, (M, K)), or a TMEM region (M lanes, K packed columns).
+        let (a_dtype, m, kdim, a_name) = match a {
+            Operand::Smem(av) if !av.transposed => {
+                let va = &k.views[av.view];
+                (
+                    va.dtype,
+                    av.rows.map_or(va.shape[0], |(_, n)| n),
+                    va.shape[1],
+                    va.name.clone(),
+                )
+            }
+            Operand::Tmem(t) => {
+                let r = &k.tmems[*t];
+                if r.shape.len() != 2
+                    || r.lanes != 128
+                    || r.dtype.bytes() != 2
+                    || r.shape[1] / 2 > r.cols
+                {
+                    self.unsupported(sp, format!("a TMEM `a` operand is lowered from a 16-bit region of 128 lanes holding its K elements two per column; `{}` is {:?} {} over {} columns", r.name, r.shape, r.dtype, r.cols));
+                    return;
+                }
+                (r.dtype, r.shape[0], r.shape[1], r.name.clone())
+            }
+            _ => {
+                self.unsupported(sp, "`a` is lowered as a view stored (M, K) (K-major) or a TMEM region; an M-major `a` (`.T`) is not lowered yet");
+                return;
+            }
+        };
+        // `b`: `.T` of an (N, K) view is K-major; an untransposed (K, N) view is N-major.
+        let b_mn_major = !bv.transposed;
+        if b_mn_major && vb.shape.len() == 2 && vb.panels() != 1 {
+            self.unsupported(sp, "an N-major `b` is lowered when N fits one swizzle span (N × element bytes ≤ swizzle)");
+            return;
+        }
+        let input = match (a_dtype, vb.dtype) {
+            (DType::BF16, DType::BF16) => F16Kind::BF16,
+            (DType::F16, DType::F16) => F16Kind::F16,
+            (x, _) => {
+                self.unsupported(
+                    sp,
+                    format!("tcgen05.mma with {x} inputs is not lowered yet (bf16 and f16 are)"),
+                );
+                return;
+            }
+        };
+        if vb.shape.len() != 2 || vb.swizzle != 128 {
+            self.unsupported(sp, format!("tcgen05.mma operands are lowered from 2-D views with 128B swizzle; `{}` has swizzle {}", vb.name, vb.swizzle));
+            return;
+        }
+        let region = &k.tmems[acc];
+        let n = if b_mn_major {
+            vb.shape[1]
+        } else {
+            bv.rows.map_or(vb.shape[0], |(_, n)| n)
+        };
+        if region.dtype != DType::F32 || region.lanes != 128 || m != 128 {
+            self.unsupported(sp, format!("tcgen05.mma is lowered for M = 128 with an f32 accumulator over 128 lanes; `{}` is {} over {} lanes, M = {m}", region.name, region.dtype, region.lanes));
+            return;
+        }
+        if !n.is_multiple_of(16) || !(16..=256).contains(&n) || n > region.cols {
+            self.unsupported(sp, format!("tcgen05.mma is lowered for N in 16..=256, a multiple of 16, within the region's columns; N = {n}"));
+            return;
+        }
+        let k_step = 16;
+        let idesc = idesc_f16(input, true, m, n, false, b_mn_major);
+        let sw128 = smem_desc_swizzle(128).expect("128B");
+        // LBO / SBO as the ISA defines them for swizzled layouts (§9.7.15.5.1.2.1.1-2, used by
+        // tcgen05's relative LBO mode, §9.7.16.3.1.1), in a matrix normalised to 128-bit elements.
+        // K-major: LBO "not used, assumed to be 1" (16 B); SBO = from the first 8 rows to the
+        // next 8 rows = 8 × 128 B.
+        let fixed_k = smem_desc(0, 16, 1024, 0, sw128);
+        // N-major (the view's rows are K): SBO = "from the first 8 columns to the next 8
+        // columns" = 8 K-rows × 128 B; LBO = "from the first (swizzle bytes / 16) rows to the
+        // next" = from one 128-byte atom along N to the next, the panel stride (unused while N
+        // fits one panel).
+        let panel = u32::try_from(vb.shape[0] as u64 * 128).unwrap_or(0);
+        let fixed_mn = smem_desc(0, panel, 1024, 0, sw128);
+        let pred = self.ix(accumulate);
+        let d = self.tmem_addr(acc);
+        let (_, issue_only) = self.role.expect("role");
+        let rname = c_ident(&k.roles[self.role.expect("role").0].name);
+        self.line(&format!(
+            "// mma {} += {a_name} * {}{} ({}): tcgen05.mma M={m} N={n} K={k_step}, idesc {idesc:#010x}",
+            region.name,
+            vb.name,
+            if b_mn_major { "" } else { ".T" },
+            self.loc(sp)
+        ));
+        if !issue_only {
+            self.line(&format!("if ({rname}_thread == 0) {{"));
+            self.indent += 1;
+        }
+        for kk in 0..kdim / k_step {
+            let bdesc = if b_mn_major {
+                // 16 K-rows of 128 B per step.
+                let base = self.view_base(bv);
+                let off = kk * k_step * 128;
+                format!("cake_umma_desc({base} + {off}, {fixed_mn:#018x}ull)")
+            } else {
+                let Some(bd) = self.wgmma_operand(bv, kk, k_step, sp) else {
+                    return;
+                };
+                format!("cake_umma_desc({bd}, {fixed_k:#018x}ull)")
+            };
+            let acc_in = if kk == 0 {
+                format!("({pred}) ? 1u : 0u")
+            } else {
+                "1u".into()
+            };
+            match a {
+                Operand::Tmem(t) => {
+                    // 16 elements of 16 bits = 8 columns per K step.
+                    let at = self.tmem_addr(*t);
+                    let col = kk * k_step / 2;
+                    self.line(&format!(
+                        "cake_tcgen05_mma_f16_ts({d}, {at} + {col}, {bdesc}, {idesc:#010x}u, {acc_in});"
+                    ));
+                }
+                Operand::Smem(av) => {
+                    let Some(ad) = self.wgmma_operand(av, kk, k_step, sp) else {
+                        return;
+                    };
+                    self.line(&format!(
+                        "cake_tcgen05_mma_f16_ss({d}, cake_umma_desc({ad}, {fixed_k:#018x}ull), {bdesc}, {idesc:#010x}u, {acc_in});"
+                    ));
+                }
+                _ => return,
+            }
+        }
+        if let Some(bar) = release {
+            let slot = self.barrier_slot(bar);
+            self.line(&format!(
+                "cake_tcgen05_commit({slot});  // release {} when these MMAs complete",
+                k.barriers[bar].name
+            ));
+        }
+        if !issue_only {
+            self.indent -= 1;
+            self.line("}");
+        }
+    }
+
+    /// `lm.commit(bar)`: one arrival once every tcgen05 operation this thread issued completes.
+    pub(super) fn tcgen05_commit(&mut self, barrier: BarrierId, sp: Span) {
+        let (role, issue_only) = self.role.expect("role");
+        let rname = c_ident(&self.k.roles[role].name);
+        let slot = self.barrier_slot(barrier);
+        let guard = if issue_only {
+            String::new()
+        } else {
+            format!("if ({rname}_thread == 0) ")
+        };
+        self.line(&format!(
+            "{guard}cake_tcgen05_commit({slot});  // commit {} ({})",
+            self.k.barriers[barrier].name,
+            self.loc(sp)
+        ));
+    }
+
+    /// `lm.store` of a value computed element-wise from a one-row-per-thread TMEM tile: thread t
+    /// of the warpgroup writes row t, eight columns (16 bytes of bf16/f16) at a time when the row
+    /// is in bounds and aligned, element by element otherwise.
+    pub(super) fn store_tmem_rows(
+        &mut self,
+        dst: ParamId,
+        value: ExprId,
+        coords: &[ExprId],
+        n: u32,
+        sp: Span,
+    ) {
+        let k = self.k;
+        let ParamKind::Tensor { dtype, dims } = k.params[dst].kind.clone() else {
+            return;
+        };
+        if dims.len() < 2 || coords.len() != dims.len() {
+            self.unsupported(
+                sp,
+                "lm.store of a TMEM tile writes the two innermost axes of a tensor",
+            );
+            return;
+        }
+        let (ra, ca) = (dims.len() - 2, dims.len() - 1);
+        let (inner, pack) = match (&k.exprs[value].kind, dtype) {
+            (ExprKind::Cast(DType::BF16, x), DType::BF16) => (*x, "cake_pack_bf16x2"),
+            (ExprKind::Cast(DType::F16, x), DType::F16) => (*x, "cake_pack_f16x2"),
+            _ => {
+                self.unsupported(sp, "lm.store of a TMEM tile is lowered for lm.cast(value, lm.bf16 / lm.f16) into a tensor of that dtype");
+                return;
+            }
+        };
+        if !self.row_elementwise(inner) {
+            self.unsupported(sp, "lm.store of a TMEM tile is lowered for element-wise values of the tile (no reductions, broadcasts or loads yet)");
+            return;
+        }
+        let (role, _) = self.role.expect("role");
+        let rname = c_ident(&k.roles[role].name);
+        let (rows, cols) = (self.extent_text(&dims[ra]), self.extent_text(&dims[ca]));
+        let r0 = self.ix(coords[ra]);
+        let c0 = self.ix(coords[ca]);
+        let tname = c_ident(&k.params[dst].name);
+        self.precompute_reductions(inner);
+        let v = self.elem(inner, Site::Lane);
+        self.line(&format!(
+            "{{  // store {} <- TMEM tile, one row per thread ({})",
+            k.params[dst].name,
+            self.loc(sp)
+        ));
+        self.indent += 1;
+        self.line(&format!("const int row = {r0} + {rname}_thread;"));
+        self.line(&format!("if (row < {rows}) {{"));
+        self.indent += 1;
+        let offset = self.linear_offset(&dims, coords, ra, "row");
+        self.line(&format!(
+            "uint16_t* cake_row = {tname} + {offset};  // element (row, {c0})"
+        ));
+        self.line("#pragma unroll");
+        self.line(&format!("for (int cc = 0; cc < {n}; cc += 8) {{"));
+        self.indent += 1;
+        self.line(&format!("const int col = {c0} + cc;"));
+        self.line("uint32_t w[4];");
+        self.line("#pragma unroll");
+        self.line("for (int q = 0; q < 4; ++q) {");
+        self.indent += 1;
+        self.line("float v[2];");
+        self.line("#pragma unroll");
+        self.line(&format!(
+            "for (int j = 0; j < 2; ++j) {{ const int c = cc + 2 * q + j; v[j] = {v}; }}"
+        ));
+        self.line(&format!("w[q] = {pack}(v[0], v[1]);"));
+        self.indent -= 1;
+        self.line("}");
+        self.line(&format!(
+            "if (col + 8 <= {cols} && (reinterpret_cast<uintptr_t>(cake_row + cc) & 15) == 0) {{"
+        ));
+        self.indent += 1;
+        self.line("*reinterpret_cast<uint4*>(cake_row + cc) = make_uint4(w[0], w[1], w[2], w[3]);");
+        self.indent -= 1;
+        self.line("} else {");
+        self.indent += 1;
+        self.line("#pragma unroll");
+        self.line(&format!(
+            "for (int e = 0; e < 8; ++e) if (col + e < {cols}) cake_row[cc + e] = (uint16_t)(w[e / 2] >> (16 * (e % 2)));"
+        ));
+        self.indent -= 1;
+        self.line("}");
+        self.indent -= 1;
+        self.line("}");
+        self.indent -= 1;
+        self.line("}");
+        self.indent -= 1;
+        self.line("}");
+    }
+
+    /// Whether `e` is computed element by element from one-row-per-thread tiles, scalars and
+    /// constants (what `Site::Lane` can evaluate).
+    fn row_elementwise(&self, e: ExprId) -> bool {
+        match &self.k.exprs[e].kind {
+            ExprKind::Frag(f) => matches!(
+                self.frag_layouts.get(f),
+                Some(FragLayout::TmemRow { .. } | FragLayout::LaneScalar)
+            ),
+            ExprKind::Expand { arg, axis: 1 } => self.row_elementwise(*arg),
+            ExprKind::Reduce { arg, axis: 1, .. } => {
+                matches!(self.tile_of(*arg), Some(FragLayout::TmemRow { .. }))
+                    && self.row_elementwise(*arg)
+            }
+            ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) | ExprKind::Scalar(_) => true,
+            ExprKind::Cast(_, a) | ExprKind::Unary(_, a) => self.row_elementwise(*a),
+            ExprKind::Binary(_, a, b) | ExprKind::Cmp(_, a, b) => {
+                self.row_elementwise(*a) && self.row_elementwise(*b)
+            }
+            ExprKind::Select(c, a, b) => {
+                self.row_elementwise(*c) && self.row_elementwise(*a) && self.row_elementwise(*b)
+            }
+            _ => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Table 42 (§9.7.16.4.2), worked by hand for M = 128, N = 128, BF16 inputs, F32 D, both
+    // operands K-major (no transpose):
+    //   dtype F32 = 1 at bit 4         -> 0x0000_0010
+    //   atype BF16 = 1 at bit 7        -> 0x0000_0080
+    //   btype BF16 = 1 at bit 10       -> 0x0000_0400
+    //   N >> 3 = 16 at bits 17-22      -> 0x0020_0000
+    //   M >> 4 = 8 at bits 24-28       -> 0x0800_0000
+    //                                    = 0x0820_0490
+    #[test]
+    fn idesc_bf16_m128_n128_k_major() {
+        assert_eq!(
+            idesc_f16(F16Kind::BF16, true, 128, 128, false, false),
+            0x0820_0490
+        );
+    }
+
+    // M = 64, N = 256, F16 inputs, F16 D, A M-major, B N-major:
+    //   dtype F16 = 0; atype = btype = F16 = 0
+    //   transpose A at bit 15          -> 0x0000_8000
+    //   transpose B at bit 16          -> 0x0001_0000
+    //   N >> 3 = 32 at bits 17-22      -> 0x0040_0000
+    //   M >> 4 = 4 at bits 24-28       -> 0x0400_0000
+    //                                    = 0x0441_8000
+    #[test]
+    fn idesc_f16_m64_n256_mn_major() {
+        assert_eq!(
+            idesc_f16(F16Kind::F16, false, 64, 256, true, true),
+            0x0441_8000
+        );
+    }
+
+    // The smallest legal N (8) and the widest field values stay inside their fields:
+    // N >> 3 = 1 -> bit 17; M >> 4 = 8 -> bit 27; BF16 + F32 as above.
+    #[test]
+    fn idesc_fields_do_not_overlap() {
+        let d = idesc_f16(F16Kind::BF16, true, 128, 8, false, false);
+        assert_eq!(d, 0x0802_0490);
+        assert_eq!(d & (1 << 23), 0, "bit 23 is reserved");
+        assert_eq!(d & (1 << 29), 0, "bit 29 is reserved");
+        assert_eq!(d & (1 << 6), 0, "bit 6 is reserved");
+    }
+
+    // §9.7.16.4.1, K-major operand with 128B swizzle at shared address 0x400 (1 KiB):
+    //   start 0x400 >> 4 = 0x40 at bits 0-13   -> 0x0000_0000_0000_0040
+    //   LBO 16 B >> 4 = 1 at bits 16-29        -> 0x0000_0000_0001_0000
+    //   SBO 1024 B >> 4 = 64 at bits 32-45     -> 0x0000_0040_0000_0000
+    //   fixed 0b001 at bits 46-48              -> 0x0000_4000_0000_0000
+    //   base offset 0 at bits 49-51
+    //   swizzle 128B = 2 at bits 61-63         -> 0x4000_0000_0000_0000
+    //                                            = 0x4000_4040_0001_0040
+    #[test]
+    fn smem_desc_k_major_sw128() {
+        let mode = smem_desc_swizzle(128).unwrap();
+        assert_eq!(mode, 2);
+        assert_eq!(smem_desc(0x400, 16, 1024, 0, mode), 0x4000_4040_0001_0040);
+    }
+
+    // 64B swizzle (mode 4 -> bit 63), SBO 512 B, base offset 3, address 0x1_2340 (bit 17 set;
+    // the field keeps address bits 4-17):
+    //   0x12340 >> 4 = 0x1234                  -> 0x0000_0000_0000_1234
+    //   LBO 32 >> 4 = 2                        -> 0x0000_0000_0002_0000
+    //   SBO 512 >> 4 = 32                      -> 0x0000_0020_0000_0000
+    //   fixed 0b001                            -> 0x0000_4000_0000_0000
+    //   base offset 3 at 49                    -> 0x0006_0000_0000_0000
+    //   swizzle 4 at 61                        -> 0x8000_0000_0000_0000
+    //                                            = 0x8006_4020_0002_1234
+    #[test]
+    fn smem_desc_sw64_with_base_offset() {
+        let mode = smem_desc_swizzle(64).unwrap();
+        assert_eq!(smem_desc(0x1_2340, 32, 512, 3, mode), 0x8006_4020_0002_1234);
+    }
+
+    // The swizzle encodings of §9.7.16.4.1 against sm_90's wgmma field (1/2/3 at bit 62): the
+    // same bits for 128B/64B/32B, and no swizzle is 0 in both.
+    #[test]
+    fn smem_desc_swizzle_modes() {
+        for (bytes, wgmma) in [(0u32, 0u64), (128, 1), (64, 2), (32, 3)] {
+            let t = smem_desc_swizzle(bytes).unwrap();
+            assert_eq!(t << 61, wgmma << 62, "{bytes}B");
+        }
+        assert_eq!(smem_desc_swizzle(16), None);
+    }
+
+    #[test]
+    fn alloc_is_a_power_of_two_of_at_least_32_columns() {
+        assert_eq!(alloc_columns(0), 32);
+        assert_eq!(alloc_columns(16), 32);
+        assert_eq!(alloc_columns(128), 128);
+        assert_eq!(alloc_columns(128 + 64 + 64), 256);
+        assert_eq!(alloc_columns(320), 512);
+    }
+}
