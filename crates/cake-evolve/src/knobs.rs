@@ -19,6 +19,7 @@ pub struct Knob {
 /// plain decimal integers; anything else (an expression, a float, a call) is not a knob.
 pub fn knobs(source: &str) -> Vec<Knob> {
     let src = Source::new(source);
+    let interface = interface_names(source);
     let mut out = Vec::new();
     for st in &src.stmts {
         if st.indent != 0 {
@@ -46,6 +47,11 @@ pub fn knobs(source: &str) -> Vec<Knob> {
             let Ok(value) = text(*v).replace('_', "").parse::<i64>() else {
                 continue;
             };
+            // A constant in a tensor's type is part of the kernel's interface (a fixed extent
+            // the contract's shapes must match), not a schedule choice.
+            if interface.contains(text(*n)) {
+                continue;
+            }
             out.push(Knob {
                 name: text(*n).to_string(),
                 value,
@@ -53,6 +59,34 @@ pub fn knobs(source: &str) -> Vec<Knob> {
                 end: st.toks[*v].end,
             });
         }
+    }
+    out
+}
+
+/// Names used inside `lm.tensor[...]` annotations.
+fn interface_names(source: &str) -> std::collections::HashSet<&str> {
+    let mut out = std::collections::HashSet::new();
+    let mut rest = source;
+    while let Some(at) = rest.find("tensor[") {
+        let body = &rest[at + "tensor[".len()..];
+        let mut depth = 1usize;
+        let end = body
+            .char_indices()
+            .find(|&(_, c)| {
+                match c {
+                    '[' => depth += 1,
+                    ']' => depth -= 1,
+                    _ => {}
+                }
+                depth == 0
+            })
+            .map_or(body.len(), |(i, _)| i);
+        out.extend(
+            body[..end]
+                .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .filter(|w| w.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')),
+        );
+        rest = &body[end..];
     }
     out
 }
@@ -106,6 +140,13 @@ mod tests {
         let out = apply(SRC, &[(&ks[1], 128), (&ks[3], 4)]);
         assert!(out.contains("BM, BN, BK = 128, 128, 64\nSTAGES = 4  # comment\n"));
         assert_eq!(out.len(), SRC.len());
+    }
+
+    #[test]
+    fn extents_in_a_tensor_type_are_interface_not_knobs() {
+        let src = "D = 128\nBC = 64\n\ndef k(X: lm.tensor[lm.bf16, \"B\", \"N\", D],\n      S: lm.tensor[lm.f32, \"B\"]):\n    pass\n";
+        let names: Vec<String> = knobs(src).into_iter().map(|k| k.name).collect();
+        assert_eq!(names, ["BC"]);
     }
 
     #[test]
