@@ -1,10 +1,10 @@
-# CAKE-V001: a named-barrier sync, which the sm_90a lowering does not implement yet (a note for `cake check`, an error for `cake build`)
+# CAKE-V001: a TMA load multicast across a cluster, which the sm_90a lowering does not implement yet (a note for `cake check`, an error for `cake build`)
 import cake
 from cake import lm
 
 
-@cake.schedule(targets=["sm_90a"], persistent=True)
-def gemm(A: lm.tensor[lm.bf16, "M", "K"],
+@cake.schedule(targets=["sm_90a"], persistent=True, cluster=(2, 1, 1))
+def gemm(A: lm.tensor[lm.bf16, "M", "K"],  # note[CAKE-V002]
          B: lm.tensor[lm.bf16, "N", "K"],
          C: lm.tensor[lm.bf16, "M", "N"]):
     pool = lm.smem()
@@ -15,17 +15,15 @@ def gemm(A: lm.tensor[lm.bf16, "M", "K"],
     pipe = lm.pipeline(stages=4)
     full = lm.barrier(pipe, producers=[load], consumers=[math])
     empty = lm.barrier(pipe, producers=[math], consumers=[load])
-    nb = lm.named_barrier(roles=[math])
     acc = math.fragment(shape=(64, 256), dtype=lm.f32)
     for tm, tn in lm.tiles(lm.cdiv(M, 128), lm.cdiv(N, 256)):
         with load:
             for k in lm.range(lm.cdiv(K, 64), pipeline=pipe):
                 lm.wait(empty)
                 sA.tma_load(A, coords=(tm * 128, k * 64), barrier=full)
-                sB.tma_load(B, coords=(tn * 256, k * 64), barrier=full)
+                sB.tma_load(B, coords=(tn * 256, k * 64), barrier=full, multicast=2)  # note[CAKE-V001] note[CAKE-V002]
         with math:
             for k in lm.range(lm.cdiv(K, 64), pipeline=pipe):
                 lm.wait(full)
                 lm.mma(acc, sA.rows(math.index * 64, 64), sB.T, accumulate=k > 0, release=empty)
-            lm.sync(nb)  # note[CAKE-V001]
             lm.store(C, lm.cast(acc, lm.bf16), coords=(tm * 128 + math.index * 64, tn * 256))

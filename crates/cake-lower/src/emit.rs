@@ -1841,6 +1841,7 @@ impl<'a> Emitter<'a> {
             Op::Store { dst, value, coords } => self.store(*dst, *value, coords, sp),
             Op::Assign { dst, value } => self.assign(*dst, *value, sp),
             Op::SmemStore { dst, value } => self.smem_store(dst, *value, sp),
+            Op::Sync { barrier } => self.named_sync(*barrier, sp),
             Op::FenceProxyAsync => {
                 self.line(&format!("cake_fence_proxy_async();  // ({})", self.loc(sp)))
             }
@@ -2395,6 +2396,36 @@ impl<'a> Emitter<'a> {
         }
         self.line(&format!(
             "cake_named_sync({first_id} + {name}_index, {threads});"
+        ));
+    }
+
+    /// `lm.sync(nb)`: `bar.sync` on the named barrier's hardware id with the thread count of
+    /// its roles. Ids 1–7 go to named barriers in declaration order (0 is `__syncthreads`, 8–15
+    /// the per-replica barriers of TMA stores).
+    fn named_sync(&mut self, nb: NamedBarrierId, sp: Span) {
+        const LAST_ID: u32 = 7;
+        let k = self.k;
+        let id = 1 + nb.index() as u32;
+        if id > LAST_ID {
+            self.unsupported(
+                sp,
+                format!("more than {LAST_ID} named barriers: hardware ids 1..={LAST_ID} are theirs (8..=15 belong to TMA stores)"),
+            );
+            return;
+        }
+        if let Some((_, true)) = self.role {
+            self.unsupported(
+                sp,
+                "lm.sync in a role whose body one thread issues is not lowered yet: every warp of the role must reach bar.sync",
+            );
+            return;
+        }
+        let b = &k.named_barriers[nb];
+        let threads: u32 = b.roles.iter().map(|r| k.roles[*r].threads()).sum();
+        self.line(&format!(
+            "cake_named_sync({id}, {threads});  // sync {} ({})",
+            b.name,
+            self.loc(sp)
         ));
     }
 

@@ -6,6 +6,11 @@ struct alignas(64) CakeTensorMap { unsigned long long opaque[16]; };
 
 static __device__ __forceinline__ int cake_cdiv(int a, int b) { return (a + b - 1) / b; }
 
+// Synchronise the `count` threads that use hardware barrier `id`.
+static __device__ __forceinline__ void cake_named_sync(uint32_t id, uint32_t count) {
+  asm volatile("bar.sync %0, %1;" :: "r"(id), "r"(count) : "memory");
+}
+
 static __device__ __forceinline__ uint32_t cake_smem_addr(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }

@@ -6,6 +6,11 @@ struct alignas(64) CakeTensorMap { unsigned long long opaque[16]; };
 
 static __device__ __forceinline__ int cake_cdiv(int a, int b) { return (a + b - 1) / b; }
 
+// Synchronise the `count` threads that use hardware barrier `id`.
+static __device__ __forceinline__ void cake_named_sync(uint32_t id, uint32_t count) {
+  asm volatile("bar.sync %0, %1;" :: "r"(id), "r"(count) : "memory");
+}
+
 static __device__ __forceinline__ uint32_t cake_smem_addr(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
@@ -61,10 +66,6 @@ static __device__ __forceinline__ void cake_bulk_wait_read() {
 // Wait until earlier bulk stores are complete (before the CTA exits).
 static __device__ __forceinline__ void cake_bulk_wait() {
   asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
-}
-// Synchronise the `count` threads that use hardware barrier `id`.
-static __device__ __forceinline__ void cake_named_sync(uint32_t id, uint32_t count) {
-  asm volatile("bar.sync %0, %1;" :: "r"(id), "r"(count) : "memory");
 }
 static __device__ __forceinline__ void cake_st_shared_b32(uint32_t addr, uint32_t v) {
   asm volatile("st.shared.b32 [%0], %1;" :: "r"(addr), "r"(v) : "memory");
