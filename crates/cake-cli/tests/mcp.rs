@@ -118,6 +118,7 @@ fn session() {
         "build",
         "test",
         "bench",
+        "cost",
         "evolve_status",
     ] {
         let t = tools

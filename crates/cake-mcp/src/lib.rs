@@ -105,6 +105,36 @@ pub struct LowerInput {
     pub target: String,
 }
 
+/// A schedule, the target and the shape to estimate it at.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct CostInput {
+    /// Path of the schedule file (`.py`). Give this or `source`.
+    #[serde(default)]
+    pub path: Option<String>,
+    /// The schedule's text, when it is not in a file. Give this or `path`.
+    #[serde(default)]
+    pub source: Option<String>,
+    /// The file name findings are reported against when `source` is given (default
+    /// `schedule.py`).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// The exact target, e.g. `sm_90a`; it needs a calibration table (sm_90a today).
+    pub target: String,
+    /// Every symbolic dimension of the kernel, e.g. `M=4096,N=7168,K=4096`.
+    pub shape: String,
+}
+
+/// The cost model's estimates, one per kernel of the file.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct CostOutput {
+    /// `cake.cost/v0`: predicted time and throughput, the bound, the terms that add up to the
+    /// time, utilization, grid and waves, per-loop breakdown, hints, the calibration used
+    /// (docs/cost-model.md).
+    pub estimates: Vec<Value>,
+    /// The same, as `cake cost` prints it.
+    pub report: String,
+}
+
 /// A schedule file, the target, and where to write the build.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct BuildInput {
@@ -507,6 +537,33 @@ fn do_build(input: BuildInput) -> Result<BuildOutput, String> {
     }
 }
 
+fn do_cost(input: CostInput) -> Result<CostOutput, String> {
+    let (name, bytes) = schedule(
+        input.path.as_deref(),
+        input.source.as_deref(),
+        input.name.as_deref(),
+    )?;
+    known_target(&input.target)?;
+    let target = cake_target::lookup(&input.target).map_err(|e| e.to_string())?;
+    let shape = cake_cost::parse_shape(&input.shape).map_err(|e| format!("shape: {e}"))?;
+    let calibration = cake_cost::Calibration::builtin(target).map_err(|e| e.to_string())?;
+    let checked = cake_driver::check(&name, &bytes, Some(&input.target));
+    if checked.has_errors() {
+        return Err(format!(
+            "the schedule has {} error(s); the cost model estimates verified schedules only (`check` lists them)",
+            errors(&checked.findings)
+        ));
+    }
+    let mut estimates = Vec::new();
+    let mut report = String::new();
+    for k in &checked.kernels {
+        let e = cake_cost::estimate(k, target, &shape, &calibration).map_err(|e| e.to_string())?;
+        report.push_str(&e.render());
+        estimates.push(serde_json::to_value(&e).unwrap_or(Value::Null));
+    }
+    Ok(CostOutput { estimates, report })
+}
+
 fn do_eval(
     mode: cake_eval::Mode,
     input: EvalInput,
@@ -685,6 +742,18 @@ impl CakeServer {
             do_eval(cake_eval::Mode::Bench, input.eval, input.baseline)
         })
         .await
+    }
+
+    /// The cost model's estimate of a schedule at a shape.
+    #[tool(
+        name = "cost",
+        description = "Estimate a verified schedule's time at a shape before compiling it (as `cake cost --format json`, docs/cost-model.md): predicted time and throughput, the bound (tensor cores, memory, latency, synchronization, epilogue, tail wave, launch), the terms that add up to the time, utilization, grid and waves, a per-loop breakdown and non-blocking hints. A target without a calibration table is refused (CAKE-V003), never estimated with another target's numbers. Microseconds; no GPU needed."
+    )]
+    async fn cost(
+        &self,
+        Parameters(input): Parameters<CostInput>,
+    ) -> Result<Json<CostOutput>, String> {
+        blocking(move || do_cost(input)).await
     }
 
     /// Where an evolution run stands.

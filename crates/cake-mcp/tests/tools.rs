@@ -71,6 +71,7 @@ async fn lists_every_tool_with_schemas() {
         "build",
         "test",
         "bench",
+        "cost",
         "evolve_status",
     ] {
         let tool = tools
@@ -141,6 +142,40 @@ async fn check_reports_findings_with_lines() {
     );
     assert_eq!(out["errors"], 0, "{out:#}");
     assert_eq!(out["file"], "good.py");
+    client.cancel().await.ok();
+}
+
+#[tokio::test]
+async fn cost_estimates_a_schedule_and_declines_an_uncalibrated_target() {
+    let client = connect().await;
+    let r = call(
+        &client,
+        "cost",
+        json!({"path": at_root("examples/gemm_sm90.py"), "target": "sm_90a",
+               "shape": "M=4096,N=7168,K=4096"}),
+    )
+    .await;
+    let out = structured(&r);
+    let e = &out["estimates"][0];
+    assert!(e["time_us"].as_f64().unwrap() > 0.0, "{out:#}");
+    assert!(e["bound"].is_string(), "{out:#}");
+    assert!(
+        out["report"].as_str().unwrap().contains("gemm on sm_90a"),
+        "{out:#}"
+    );
+    // sm_100a lowers but has no calibration: a clear refusal, not sm_90a's numbers.
+    let r = call(
+        &client,
+        "cost",
+        json!({"path": at_root("examples/gemm_sm100.py"), "target": "sm_100a",
+               "shape": "M=4096,N=4096,K=4096"}),
+    )
+    .await;
+    assert!(
+        is_error(&r) && text(&r).contains("no calibration for sm_100a"),
+        "{}",
+        text(&r)
+    );
     client.cancel().await.ok();
 }
 
