@@ -11,4 +11,4 @@ pub mod worker;
 pub use contract::{Contract, ContractError};
 pub use evidence::Evidence;
 pub use run::{check_options, run, Mode, Options, RunError, WORKER_HELP};
-pub use worker::{Failure, Supervisor, WorkerCommand};
+pub use worker::{Cancel, Failure, Supervisor, WorkerCommand};

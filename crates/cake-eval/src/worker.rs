@@ -7,9 +7,43 @@ use serde_json::{json, Value};
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+/// Stops a supervisor from another thread (an MCP client's cancellation, for example): the
+/// running worker's process group is killed at once, and every later request of that supervisor
+/// fails with [`Failure::Cancelled`] without starting a new worker.
+#[derive(Clone, Debug, Default)]
+pub struct Cancel {
+    cancelled: Arc<AtomicBool>,
+    /// The running worker's process id (= its process group), while one runs.
+    worker: Arc<Mutex<Option<i32>>>,
+}
+
+impl Cancel {
+    pub fn cancel(&self) {
+        self.cancelled.store(true, Ordering::SeqCst);
+        #[cfg(unix)]
+        if let Some(pid) = self.worker.lock().ok().and_then(|w| *w) {
+            // SAFETY: kill(2) on the worker's own process group; no memory is touched.
+            unsafe {
+                libc::kill(-pid, libc::SIGKILL);
+            }
+        }
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::SeqCst)
+    }
+
+    fn set_worker(&self, pid: Option<i32>) {
+        if let Ok(mut w) = self.worker.lock() {
+            *w = pid;
+        }
+    }
+}
 
 /// How to start a worker.
 #[derive(Clone, Debug)]
@@ -54,6 +88,8 @@ pub enum Failure {
         message: String,
         sticky: bool,
     },
+    /// The caller cancelled the evaluation ([`Cancel`]); the worker was killed.
+    Cancelled,
 }
 
 impl Failure {
@@ -76,6 +112,7 @@ impl std::fmt::Display for Failure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Failure::Spawn { message } => write!(f, "the worker did not start: {message}"),
+            Failure::Cancelled => write!(f, "cancelled by the caller; the worker was killed"),
             Failure::Hang { timeout_s } => {
                 write!(
                     f,
@@ -135,6 +172,7 @@ pub struct Supervisor {
     pub startup_timeout: Duration,
     /// Echo the worker's stderr to ours.
     pub verbose: bool,
+    cancel: Cancel,
 }
 
 impl Supervisor {
@@ -148,7 +186,13 @@ impl Supervisor {
             restarts: 0,
             startup_timeout: Duration::from_secs(180),
             verbose: false,
+            cancel: Cancel::default(),
         }
+    }
+
+    /// A handle that cancels this supervisor's evaluation from another thread.
+    pub fn cancel_handle(&self) -> Cancel {
+        self.cancel.clone()
     }
 
     fn spawn(&mut self) -> Result<(), Failure> {
@@ -186,6 +230,11 @@ impl Supervisor {
         let mut child = cmd.spawn().map_err(|e| Failure::Spawn {
             message: format!("cannot run `{}`: {e}", self.command.program),
         })?;
+        self.cancel.set_worker(Some(child.id() as i32));
+        if self.cancel.is_cancelled() {
+            // Cancelled while the worker was starting: the handle may have missed it.
+            self.cancel.cancel();
+        }
         let (stdin, stdout, stderr) =
             match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
                 (Some(i), Some(o), Some(e)) => (i, o, e),
@@ -252,6 +301,7 @@ impl Supervisor {
         if let Some(r) = self.running.take() {
             Self::end(r);
         }
+        self.cancel.set_worker(None);
     }
 
     /// Kill a worker's process group, reap it and wait for its stderr to drain; returns the exit
@@ -298,7 +348,12 @@ impl Supervisor {
             Err(_) => Err(RecvTimeoutError::Disconnected),
             Ok(()) => loop {
                 let left = deadline.saturating_duration_since(std::time::Instant::now());
-                match r.lines.recv_timeout(left) {
+                if self.cancel.is_cancelled() {
+                    break Err(RecvTimeoutError::Disconnected);
+                }
+                // Wake up now and then to notice a cancellation.
+                match r.lines.recv_timeout(left.min(Duration::from_millis(200))) {
+                    Err(RecvTimeoutError::Timeout) if !left.is_zero() => continue,
                     Ok(line) => match serde_json::from_str::<Value>(&line) {
                         Ok(v) if v.get("id") == Some(&json!(id)) => break Ok(v),
                         // A stray line (or an answer to an abandoned request): keep waiting.
@@ -308,6 +363,10 @@ impl Supervisor {
                 }
             },
         };
+        if self.cancel.is_cancelled() {
+            self.kill();
+            return Err(Failure::Cancelled);
+        }
         match answer {
             Ok(v) if v.get("ok") == Some(&json!(true)) => Ok(v),
             Ok(v) => {
@@ -343,6 +402,9 @@ impl Supervisor {
 
     /// Start the worker if none runs (saying hello and replaying loads).
     pub fn ensure_running(&mut self) -> Result<(), Failure> {
+        if self.cancel.is_cancelled() {
+            return Err(Failure::Cancelled);
+        }
         if self.running.is_none() {
             if self.env.is_some() {
                 self.restarts += 1;

@@ -339,3 +339,32 @@ fn usage_mistakes_are_found_before_any_worker_starts() {
         "{e}"
     );
 }
+
+#[test]
+fn a_cancelled_supervisor_kills_its_worker_and_starts_no_other() {
+    // A worker that never answers: without the cancel, `hello` would wait out its 180 s.
+    let mut sup = Supervisor::new(WorkerCommand {
+        program: "sleep".into(),
+        args: vec!["600".into()],
+    });
+    let cancel = sup.cancel_handle();
+    let t = Instant::now();
+    let canceller = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        cancel.cancel();
+    });
+    assert_eq!(sup.ensure_running(), Err(cake_eval::Failure::Cancelled));
+    assert!(t.elapsed().as_secs() < 5, "{:?}", t.elapsed());
+    canceller.join().unwrap();
+    // Every later request fails at once, without a new worker.
+    let t = Instant::now();
+    assert_eq!(
+        sup.request(
+            serde_json::json!({"op": "hello"}),
+            std::time::Duration::from_secs(60)
+        ),
+        Err(cake_eval::Failure::Cancelled)
+    );
+    assert!(t.elapsed().as_millis() < 500);
+    assert_eq!(sup.restarts, 0);
+}

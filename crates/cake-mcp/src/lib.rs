@@ -22,8 +22,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rmcp::handler::server::{router::tool::ToolRouter, wrapper::Parameters};
-use rmcp::model::{Implementation, ServerCapabilities, ServerConfig};
-use rmcp::{tool, tool_handler, tool_router, Json, ServerHandler, ServiceExt};
+use rmcp::model::{Implementation, ProgressNotificationParam, ServerCapabilities, ServerConfig};
+use rmcp::service::RequestContext;
+use rmcp::{tool, tool_handler, tool_router, Json, RoleServer, ServerHandler, ServiceExt};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -34,7 +35,10 @@ A good session: `check` the schedule and repair every error finding by its code 
 (`explain` a code for its rule, a bad and a good example); `lower` to read the CUDA and launch \
 metadata; `build` to compile it (needs the CUDA toolchain); `test` a workload contract for \
 correctness, then `bench` it against the contract's baselines (both need a GPU host) and read \
-the evidence record's `verdict`. `evolve_status` reads the archive of a `cake evolve` / `cake tune` \
+the evidence record's `verdict`; `test` and `bench` report each check and timing line as a \
+progress notification when the request carries a progress token, and a cancelled request stops \
+the evaluation (its worker is killed). `cost` estimates a schedule's time at a shape before \
+compiling. `evolve_status` reads the archive of a `cake evolve` / `cake tune` \
 run directory (budget spent, best so far, recent candidates, recurring failures). Relative paths are resolved against the server's working \
 directory.";
 
@@ -568,6 +572,8 @@ fn do_eval(
     mode: cake_eval::Mode,
     input: EvalInput,
     baseline: Option<String>,
+    mut sup: cake_eval::Supervisor,
+    on_line: &mut dyn FnMut(&str),
 ) -> Result<EvalOutput, String> {
     let contract_path = PathBuf::from(&input.contract);
     let contract = cake_eval::Contract::load(&contract_path).map_err(|errors| {
@@ -591,9 +597,9 @@ fn do_eval(
     // Usage mistakes (no bench shapes, an unknown baseline, shape set or target, a missing
     // candidate) come back from cake_eval::check_options before the worker starts.
     cake_eval::check_options(&contract, mode, &options).map_err(|e| e.to_string())?;
-    let mut sup = cake_eval::Supervisor::new(cake_eval::WorkerCommand::from_env());
     let mut progress = Vec::new();
     let result = cake_eval::run(&contract, mode, &options, &mut sup, &mut |line: &str| {
+        on_line(line);
         progress.push(line.to_string())
     });
     sup.shutdown();
@@ -652,6 +658,51 @@ fn do_evolve_status(input: EvolveStatusInput) -> Result<EvolveStatusOutput, Stri
 
 // ---------------------------------------------------------------------------------------------
 // The server
+
+impl CakeServer {
+    /// `test` and `bench`: one evaluation at a time on the GPU; each progress line goes to the
+    /// client as a progress notification (when the request carries a progress token), and a
+    /// cancelled request kills the worker, which ends the run.
+    async fn evaluate(
+        &self,
+        mode: cake_eval::Mode,
+        input: EvalInput,
+        baseline: Option<String>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<Json<EvalOutput>, String> {
+        let sup = cake_eval::Supervisor::new(cake_eval::WorkerCommand::from_env());
+        let cancel = sup.cancel_handle();
+        let ct = ctx.ct.clone();
+        let watcher = tokio::spawn(async move {
+            ct.cancelled().await;
+            cancel.cancel();
+        });
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+        let (token, peer) = (ctx.meta.get_progress_token(), ctx.peer.clone());
+        let forward = tokio::spawn(async move {
+            let mut n = 0u32;
+            while let Some(line) = rx.recv().await {
+                n += 1;
+                if let Some(t) = &token {
+                    let p =
+                        ProgressNotificationParam::new(t.clone(), f64::from(n)).with_message(line);
+                    let _ = peer.notify_progress(p).await;
+                }
+            }
+        });
+        let gpu = self.gpu.clone();
+        let result = blocking(move || {
+            let _held = gpu.lock().unwrap_or_else(|p| p.into_inner());
+            do_eval(mode, input, baseline, sup, &mut |line: &str| {
+                let _ = tx.send(line.to_string());
+            })
+        })
+        .await;
+        watcher.abort();
+        let _ = forward.await; // every notification is sent before the result
+        result
+    }
+}
 
 #[tool_router(router = tool_router)]
 impl CakeServer {
@@ -718,13 +769,9 @@ impl CakeServer {
     async fn test(
         &self,
         Parameters(input): Parameters<EvalInput>,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<Json<EvalOutput>, String> {
-        let gpu = self.gpu.clone();
-        blocking(move || {
-            let _held = gpu.lock().unwrap_or_else(|p| p.into_inner());
-            do_eval(cake_eval::Mode::Test, input, None)
-        })
-        .await
+        self.evaluate(cake_eval::Mode::Test, input, None, ctx).await
     }
 
     /// Check a candidate, then time it against the contract's baselines.
@@ -735,13 +782,10 @@ impl CakeServer {
     async fn bench(
         &self,
         Parameters(input): Parameters<BenchInput>,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<Json<EvalOutput>, String> {
-        let gpu = self.gpu.clone();
-        blocking(move || {
-            let _held = gpu.lock().unwrap_or_else(|p| p.into_inner());
-            do_eval(cake_eval::Mode::Bench, input.eval, input.baseline)
-        })
-        .await
+        self.evaluate(cake_eval::Mode::Bench, input.eval, input.baseline, ctx)
+            .await
     }
 
     /// The cost model's estimate of a schedule at a shape.

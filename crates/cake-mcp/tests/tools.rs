@@ -415,3 +415,72 @@ async fn evolve_status_reads_a_runs_archive() {
     client.cancel().await.ok();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A client that keeps every progress message it is sent.
+#[derive(Clone, Default)]
+struct Recorder(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+impl rmcp::ClientHandler for Recorder {
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        self.0
+            .lock()
+            .unwrap()
+            .push(params.message.unwrap_or_default());
+    }
+}
+
+#[tokio::test]
+async fn test_reports_each_check_as_a_progress_notification() {
+    // cake-eval's fake worker (no GPU) as the evaluation worker of this server process.
+    let data = root().join("crates/cake-eval/tests/data");
+    // SAFETY (edition 2021 API): set once, before the server starts any worker; no other test
+    // of this binary starts a worker.
+    std::env::set_var(
+        "CAKE_WORKER",
+        format!("python3 {}", data.join("fake_worker.py").display()),
+    );
+    let (server_io, client_io) = tokio::io::duplex(1 << 20);
+    tokio::spawn(async move {
+        let server = cake_mcp::CakeServer::new()
+            .serve(server_io)
+            .await
+            .expect("server initializes");
+        let _ = server.waiting().await;
+    });
+    let recorder = Recorder::default();
+    let client = recorder.clone().serve(client_io).await.expect("client");
+    let args = json!({"contract": data.join("small.contract.toml").display().to_string(),
+                      "kernel": data.join("good.launch.json").display().to_string(),
+                      "seed": 7});
+    let mut params = CallToolRequestParams::new("test".to_string())
+        .with_arguments(args.as_object().unwrap().clone());
+    params.meta = Some(rmcp::model::RequestMetaObject::with_progress_token(
+        rmcp::model::ProgressToken(rmcp::model::NumberOrString::Number(1)),
+    ));
+    let r = client.call_tool(params).await.expect("tools/call test");
+    let out = structured(&r);
+    assert_eq!(out["verdict"], "passed", "{out:#}");
+    let lines: Vec<&str> = out["progress"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect();
+    assert!(!lines.is_empty());
+    // The server sends every notification before the result; give the client's handler a
+    // moment in case it runs them on another task.
+    let t = std::time::Instant::now();
+    while recorder.0.lock().unwrap().len() < lines.len() && t.elapsed().as_secs() < 5 {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let sent = recorder.0.lock().unwrap().clone();
+    assert_eq!(
+        sent, lines,
+        "every progress line is also a notification, in order"
+    );
+    client.cancel().await.ok();
+}
