@@ -106,14 +106,14 @@ pub const STREAM_ROW_BYTES: f64 = 128.0;
 /// `n64` -> 64.
 fn parse_n_key(k: &str) -> Option<u32> {
     let n: u32 = k.strip_prefix('n')?.parse().ok()?;
-    (n >= 8 && n <= 256 && n % 8 == 0 && format!("n{n}") == k).then_some(n)
+    ((8..=256).contains(&n) && n.is_multiple_of(8) && format!("n{n}") == k).then_some(n)
 }
 
 /// `bm128_s2` -> (128, 2).
 fn parse_stream_key(k: &str) -> Option<(u32, u32)> {
     let (bm, s) = k.strip_prefix("bm")?.split_once("_s")?;
     let (bm, s): (u32, u32) = (bm.parse().ok()?, s.parse().ok()?);
-    (bm >= 8 && bm <= 256 && (1..=16).contains(&s) && format!("bm{bm}_s{s}") == k)
+    ((8..=256).contains(&bm) && (1..=16).contains(&s) && format!("bm{bm}_s{s}") == k)
         .then_some((bm, s))
 }
 
@@ -268,13 +268,15 @@ impl Calibration {
 
     /// The loaded TMA latency the stream table implies, as (bytes per µs per SM, µs), by
     /// rate: a ring of S boxes of B bytes per SM moving r bytes per µs per SM has, by Little's
-    /// law, S·B ÷ r µs per copy round trip; less the handoff the probe's consumer adds to each
-    /// round, that is the latency of a copy while every SM draws r (never less than the
-    /// unloaded `tma_latency_us`, and never less than at a lower rate: queueing does not
-    /// shorten with load, so measurement noise is flattened).
+    /// law, S·B ÷ r µs per copy round trip. Less the handoff the probe's consumer adds to each
+    /// round and the box's own transfer at the SM's share of `l2_gbps` (the model charges that
+    /// separately, per stage), that is the latency of a copy while every SM draws r — never
+    /// less than the unloaded `tma_latency_us`, and never less than at a lower rate (queueing
+    /// does not shorten with load, so measurement noise is flattened).
     pub fn loaded_latency(&self) -> Vec<(f64, f64)> {
         let sms = self.get("sm_count");
         let (bar, lat) = (self.get("barrier_us"), self.get("tma_latency_us"));
+        let l2_per_sm = self.get("l2_gbps") * 1e3 / sms;
         let mut pts: Vec<(f64, f64)> = self
             .tma_stream_gbps
             .iter()
@@ -282,7 +284,8 @@ impl Calibration {
                 let (bm, s) = parse_stream_key(k)?;
                 let inflight = s as f64 * bm as f64 * STREAM_ROW_BYTES;
                 let per_sm = p.value * 1e3 / sms; // bytes per µs per SM
-                Some((per_sm, (inflight / per_sm - bar).max(lat)))
+                let transfer = bm as f64 * STREAM_ROW_BYTES / l2_per_sm;
+                Some((per_sm, (inflight / per_sm - bar - transfer).max(lat)))
             })
             .collect();
         pts.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));

@@ -463,13 +463,18 @@ impl P {
         prev.1
     }
 
-    /// The ring limit of `stages` stages moving `bytes` per iteration per SM, with `other` the
-    /// iteration's other limits: (latency + consume + handoff) ÷ stages, with the latency at
-    /// the rate the iteration itself draws. That rate falls as the iteration lengthens, so the
-    /// iteration is the fixed point it = max(other, ring(it)) (ring decreases in it; bisection).
-    fn ring_us(&self, stages: f64, bytes: f64, consume: f64, handoff: f64, other: f64) -> f64 {
-        let ring =
-            |it: f64| (self.loaded_latency(bytes / it.max(1e-9)) + consume + handoff) / stages;
+    /// The ring limit of `stages` stages moving `bytes` per iteration per SM: (latency +
+    /// consume + handoff) ÷ stages, with the latency at the rate the iteration itself draws.
+    /// That rate falls as the iteration lengthens, so the iteration is the fixed point
+    /// it = max(load, consume, handoff, ring(it)) (ring decreases in it; bisection). With the
+    /// stream table a stage's copy also takes its own transfer (`load`, the stage's bytes at the
+    /// CTA's share of bandwidth): the table's latency excludes it.
+    fn ring_us(&self, stages: f64, bytes: f64, load: f64, consume: f64, handoff: f64) -> f64 {
+        let transfer = if self.loaded.is_empty() { 0.0 } else { load };
+        let other = load.max(consume).max(handoff);
+        let ring = |it: f64| {
+            (self.loaded_latency(bytes / it.max(1e-9)) + transfer + consume + handoff) / stages
+        };
         let base = other.max(1e-9);
         if ring(base) <= base {
             return ring(base);
@@ -707,8 +712,7 @@ pub fn estimate(
                         assumptions.push(note.into());
                     }
                     let per_sm = load_bytes * active / p.sms;
-                    let other = load_us.max(c).max(handoff);
-                    p.ring_us(s as f64, per_sm, c, handoff, other)
+                    p.ring_us(s as f64, per_sm, load_us, c, handoff)
                 }
                 _ => 0.0,
             };

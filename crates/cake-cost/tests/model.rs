@@ -305,11 +305,15 @@ fn calibration_tables_parse_and_validate() {
     assert_eq!(pts.len(), 4, "{pts:?}");
     let (x, l) = pts[1];
     assert!((x - 6000.0e3 / 132.0).abs() < 1e-9, "{x}");
-    let want = 32768.0 / (6000.0e3 / 132.0) - cal.get("barrier_us");
-    assert!((l - want).abs() < 1e-9, "{l} vs {want}");
+    let l2_sm = cal.get("l2_gbps") * 1e3 / 132.0;
+    let want = 32768.0 / (6000.0e3 / 132.0) - cal.get("barrier_us") - 16384.0 / l2_sm;
+    assert!(
+        (l - want.max(cal.get("tma_latency_us"))).abs() < 1e-9,
+        "{l} vs {want}"
+    );
     let (x, l) = pts[3];
     assert!((x - 11000.0e3 / 132.0).abs() < 1e-9, "{x}");
-    assert!((l - (131072.0 / x - cal.get("barrier_us"))).abs() < 1e-9);
+    assert!((l - (131072.0 / x - cal.get("barrier_us") - 32768.0 / l2_sm)).abs() < 1e-9);
     // Latency never falls with load, never below the unloaded latency.
     assert!(pts.windows(2).all(|w| w[0].1 <= w[1].1));
     assert!(pts[0].1 >= cal.get("tma_latency_us"));
@@ -491,7 +495,7 @@ fn model_uses_the_loaded_latency() {
         pts[i],
     );
     let lat = p0.1 + (p1.1 - p0.1) * (rate - p0.0) / (p1.0 - p0.0);
-    let want = (lat + l.consume_us + l.handoff_us) / 2.0;
+    let want = (lat + l.load_us + l.consume_us + l.handoff_us) / 2.0;
     assert!((r2l - want).abs() < 1e-6, "{r2l} vs {want} at {rate} B/µs");
     assert!(r2l > r2 && t2l > t2, "{r2} -> {r2l}, {t2} -> {t2l}");
     // Deeper rings divide the loaded latency by more stages: 2 -> 4 stages gains more with it.
