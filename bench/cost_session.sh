@@ -4,7 +4,8 @@
 #
 #   bench/cost_session.sh        # on the GPU host, from the repository root; carry: dist
 #
-# Expects dist/cake and dist/cake-*.whl (scripts/wheel.sh). About 5–7 minutes.
+# Expects dist/cake and dist/cake-*.whl (scripts/wheel.sh). About 2 minutes (75 s on 2026-11-29,
+# before the per-N wgmma, stream-table and named-barrier probes).
 set -u
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-out/cost-session}
@@ -21,8 +22,11 @@ echo "$COMMIT" > "$OUT/commit.txt"
 DATE=$(date -u +%F)
 
 echo "== calibrate"
-timeout 200 dist/cake calibrate --target sm_90a -o "$OUT/sm_90a.toml" --keep "$OUT/calibrate-raw.json"
+timeout 240 dist/cake calibrate --target sm_90a -o "$OUT/sm_90a.toml" --keep "$OUT/calibrate-raw.json"
 echo "exit $?"
+# The new tables and what the model derives from them, for the record.
+[ -s "$OUT/sm_90a.toml" ] && grep -A12 -E '^\[(mma_tflops_16bit_by_n|tma_stream_gbps)\]' "$OUT/sm_90a.toml"
+grep -E '^named_barrier_us' "$OUT/sm_90a.toml" 2>/dev/null
 CAL=()
 [ -s "$OUT/sm_90a.toml" ] && CAL=(--calibration "$OUT/sm_90a.toml")
 

@@ -13,7 +13,15 @@ Probes (name: schedule, constants, shape → what it measures):
   l2_stream:   stream.py with REUSE = 8 (8 row blocks, 2 MiB) → L2 rate (l2_gbps)
   tma_latency: stream.py, 1 CTA, STAGES = 1 → µs per iteration (tma_latency_us)
   barrier:     stream.py, 1 CTA, STAGES = 8, L2-resident → µs per iteration (barrier_us, an upper bound)
-  wgmma:       wgmma.py, 4 CTAs per SM, REPS = 2048 → FLOP/s (mma_tflops_16bit)
+  wgmma:       wgmma.py, 4 CTAs per SM, REPS = 2048 → FLOP/s (mma_tflops_16bit, and N = 256 of
+               [mma_tflops_16bit_by_n])
+  wgmma_n64, wgmma_n128: wgmma.py with BN = 64, 128 → the per-N table [mma_tflops_16bit_by_n]
+  stream_bm<BM>_s<S>: stream.py with REUSE = 8 at BM in {64, 128, 256} x STAGES in {1, 2, 4}, 8
+               tiles of 128 rows per SM, one CTA per SM → L2 rate by box and depth
+               ([tma_stream_gbps]; BM = 128, 4 stages is l2_stream); the Rust side derives the
+               loaded TMA latency from it (Little's law)
+  named_barrier: named_barrier.py, one CTA of two warpgroups, REPS = 65536 syncs → µs per
+               `bar.sync` (named_barrier_us)
   alu:         alu.py, 2 CTAs (8 warps) per SM, REPS = 2048 → element operations/s (alu_gops_per_sm)
   store, tma_store: store.py, C of 262144 x 256 bf16 → bytes/s (store_gbps, tma_store_gbps)
   launch:      store.py (store_direct), one CTA → time of a near-empty launch (launch_us)
@@ -87,7 +95,16 @@ def probes(sms: int) -> List[Dict[str, Any]]:
         dict(name="barrier", schedule="stream", kernel="stream", consts=dict(STAGES=8, BM=64, REUSE=1),
              dims=dict(M=64, K=64 * 4096), work=dict(iterations=4096)),
         dict(name="wgmma", schedule="wgmma", kernel="wgmma", consts={},
-             dims=dict(M=wg_m, REPS=2048), work=dict(flops=2 * wg_m * 256 * 64 * 2048)),
+             dims=dict(M=wg_m, REPS=2048), work=dict(flops=2 * wg_m * 256 * 64 * 2048), group="wgmma"),
+        *[dict(name=f"wgmma_n{n}", schedule="wgmma", kernel="wgmma", consts=dict(BN=n),
+               dims=dict(M=wg_m, REPS=2048), work=dict(flops=2 * wg_m * n * 64 * 2048), group="wgmma")
+          for n in (64, 128)],
+        *[dict(name=f"stream_bm{bm}_s{st}", schedule="stream", kernel="stream",
+               consts=dict(BM=bm, STAGES=st, REUSE=8), dims=dict(M=stream_m, K=4096),
+               work=dict(bytes=stream_m * 4096 * 2), group="stream_table")
+          for bm in (64, 128, 256) for st in (1, 2, 4) if (bm, st) != (128, 4)],
+        dict(name="named_barrier", schedule="named_barrier", kernel="named_barrier", consts={},
+             dims=dict(M=256, REPS=65536), work=dict(iterations=65536)),
         # Two CTAs (eight warps) per SM: the occupancy of the usual two consumer warpgroups.
         dict(name="alu", schedule="alu", kernel="alu", consts={},
              dims=dict(M=2 * sms * 64, REPS=2048), work=dict(ops=3 * 2 * sms * 64 * 256 * 2048)),
@@ -216,10 +233,20 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--launch", help=argparse.SUPPRESS)  # child mode: the probe's prebuilt kernel
     a = ap.parse_args(argv)
     if a.probe:
+        # Child mode: `--probe a,b` with `--launch x,y` (or none) runs each probe in this process
+        # and prints one JSON object of name → result (a probe that fails gets its error).
         import torch
 
         table = {p["name"]: p for p in probes(torch.cuda.get_device_properties(0).multi_processor_count)}
-        print(json.dumps(run_probe(table[a.probe], a.schedules, a.target, a.samples, a.launch)))
+        names = a.probe.split(",")
+        launches = a.launch.split(",") if a.launch else [""] * len(names)
+        out: Dict[str, Any] = {}
+        for name, launch in zip(names, launches):
+            try:
+                out[name] = run_probe(table[name], a.schedules, a.target, a.samples, launch or None)
+            except Exception as e:  # noqa: BLE001 - recorded, the other probes still run
+                out[name] = dict(error=f"{type(e).__name__}: {e}"[-2000:])
+            print(json.dumps({name: out[name]}), flush=True)
         return 0
     env = environment()
     results: Dict[str, Any] = {}
@@ -228,23 +255,41 @@ def main(argv: Optional[List[str]] = None) -> int:
     # loads its cubin (without it, each child compiles its probe with cake.compile).
     launches = build_probes(table, a.schedules, a.target, a.cake, tempfile.mkdtemp(prefix="cake-calibrate-")) \
         if a.cake and os.path.exists(a.cake) else {}
+    # Probes of one `group` share a child process (one CUDA start-up for the table probes).
+    groups: List[List[Dict[str, Any]]] = []
     for p in table:
-        cmd = [sys.executable, "-m", "cake.calibrate", "--probe", p["name"], "--target", a.target,
+        g = next((g for g in groups if p.get("group") and g[0].get("group") == p["group"]), None)
+        if g is None:
+            groups.append([p])
+        else:
+            g.append(p)
+    for g in groups:
+        names = [p["name"] for p in g]
+        cmd = [sys.executable, "-m", "cake.calibrate", "--probe", ",".join(names), "--target", a.target,
                "--schedules", a.schedules, "--out", "-", "--samples", str(a.samples)]
-        if p["name"] in launches:
-            cmd += ["--launch", launches[p["name"]]]
+        if all(n in launches for n in names):
+            cmd += ["--launch", ",".join(launches[n] for n in names)]
+        timeout = a.timeout + 10.0 * (len(g) - 1)
+        stdout, err = "", None
         try:
-            r = subprocess.run(cmd, capture_output=True, text=True, timeout=a.timeout)
-            if r.returncode == 0:
-                results[p["name"]] = json.loads(r.stdout.strip().splitlines()[-1])
-            else:
-                results[p["name"]] = dict(error=(r.stderr or r.stdout)[-2000:])
-        except subprocess.TimeoutExpired:
-            results[p["name"]] = dict(error=f"timed out after {a.timeout} s")
-        status = results[p["name"]].get("median_ms")
-        print(f"probe {p['name']:<12} " + (f"{status:.4f} ms" if status is not None else
-              "FAILED: " + (results[p["name"]]["error"].strip().splitlines() or ["?"])[-1][:200]),
-              file=sys.stderr, flush=True)
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+            stdout = r.stdout
+            if r.returncode != 0:
+                err = (r.stderr or r.stdout)[-2000:]
+        except subprocess.TimeoutExpired as e:
+            stdout = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+            err = f"timed out after {timeout} s"
+        for line in stdout.strip().splitlines():
+            try:
+                results.update(json.loads(line))
+            except ValueError:
+                pass
+        for n in names:
+            results.setdefault(n, dict(error=err or "no result"))
+            status = results[n].get("median_ms")
+            print(f"probe {n:<18} " + (f"{status:.4f} ms" if status is not None else
+                  "FAILED: " + (results[n]["error"].strip().splitlines() or ["?"])[-1][:200]),
+                  file=sys.stderr, flush=True)
     doc = dict(schema=SCHEMA, target=a.target, date=datetime.date.today().isoformat(),
                commit=os.environ.get("COMMIT"), environment=env, probes=results)
     with open(a.out, "w", encoding="utf-8") as fh:

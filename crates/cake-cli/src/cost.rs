@@ -213,6 +213,8 @@ pub fn cmd_calibrate(
             commit: None,
         },
         params: Default::default(),
+        mma_tflops_16bit_by_n: Default::default(),
+        tma_stream_gbps: Default::default(),
     });
     let cal = match Calibration::from_measurements(&seed, &m) {
         Ok(c) => c,

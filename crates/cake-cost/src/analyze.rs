@@ -22,6 +22,8 @@ pub struct Work {
     /// Tensor-core work in FLOPs, by input width (16-bit, 8-bit).
     pub mma_flops_16: f64,
     pub mma_flops_8: f64,
+    /// The 16-bit MMA FLOPs by the accumulator's N (the per-N rate table's key).
+    pub mma_flops_16_by_n: BTreeMap<i64, f64>,
     /// MMA instructions (wgmma: one per 64 rows × 16-K step; mma.sync: per 16×8×16).
     pub mma_instrs: f64,
     /// Element-wise thread operations (register math, reductions, conversions, shuffles,
@@ -49,6 +51,9 @@ impl Work {
         self.copies += o.copies;
         self.mma_flops_16 += o.mma_flops_16 * k;
         self.mma_flops_8 += o.mma_flops_8 * k;
+        for (n, f) in &o.mma_flops_16_by_n {
+            *self.mma_flops_16_by_n.entry(*n).or_default() += f * k;
+        }
         self.mma_instrs += o.mma_instrs * k;
         self.alu_ops += o.alu_ops * k;
         self.int_ops += o.int_ops * k;
@@ -438,6 +443,7 @@ impl Analyzer<'_> {
                     w.mma_flops_8 = flops;
                 } else {
                     w.mma_flops_16 = flops;
+                    w.mma_flops_16_by_n.insert(n as i64, flops);
                 }
                 let k_step = if dtype.bits() <= 8 { 32.0 } else { 16.0 };
                 w.mma_instrs = (m as f64 / 64.0).max(1.0) * (kk as f64 / k_step).max(1.0) * r;

@@ -33,6 +33,10 @@ pub const PARAMS: &[(&str, &str)] = &[
     ),
     ("barrier_us", "one pipeline handoff (arrive + wait), µs"),
     (
+        "named_barrier_us",
+        "one named-barrier sync (`bar.sync` of two warpgroups), µs",
+    ),
+    (
         "alu_gops_per_sm",
         "element-wise thread operations per ns per SM (register math of epilogues)",
     ),
@@ -80,9 +84,52 @@ pub struct Param {
 
 /// One target's constants.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Calibration {
     pub meta: Meta,
     pub params: BTreeMap<String, Param>,
+    /// The wgmma rate (16-bit inputs, TFLOP/s, whole GPU) by the accumulator's N: keys `n64`,
+    /// `n128`, ... (`kernels/calibrate/wgmma.py` at each BN). Optional: without it every N gets
+    /// `mma_tflops_16bit`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub mma_tflops_16bit_by_n: BTreeMap<String, Param>,
+    /// The full-grid TMA ring's L2 rate (GB/s, whole GPU, one CTA per SM) by box rows and stage
+    /// depth: keys `bm128_s2` (`kernels/calibrate/stream.py`, boxes of BM x 64 bf16, STAGES,
+    /// REUSE = 8). Optional: without it the ring uses the unloaded `tma_latency_us`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tma_stream_gbps: BTreeMap<String, Param>,
+}
+
+/// The bytes of one row of the stream probe's box (64 bf16 columns).
+pub const STREAM_ROW_BYTES: f64 = 128.0;
+
+/// `n64` -> 64.
+fn parse_n_key(k: &str) -> Option<u32> {
+    let n: u32 = k.strip_prefix('n')?.parse().ok()?;
+    ((8..=256).contains(&n) && n.is_multiple_of(8) && format!("n{n}") == k).then_some(n)
+}
+
+/// `bm128_s2` -> (128, 2).
+fn parse_stream_key(k: &str) -> Option<(u32, u32)> {
+    let (bm, s) = k.strip_prefix("bm")?.split_once("_s")?;
+    let (bm, s): (u32, u32) = (bm.parse().ok()?, s.parse().ok()?);
+    ((8..=256).contains(&bm) && (1..=16).contains(&s) && format!("bm{bm}_s{s}") == k)
+        .then_some((bm, s))
+}
+
+fn check_param(section: &str, name: &str, p: &Param) -> Result<(), CostError> {
+    if !(p.value.is_finite() && p.value > 0.0) {
+        return Err(CostError::BadCalibration(format!(
+            "{section} `{name}` must be a positive number, not {}",
+            p.value
+        )));
+    }
+    if p.source.trim().is_empty() {
+        return Err(CostError::BadCalibration(format!(
+            "{section} `{name}` has no source"
+        )));
+    }
+    Ok(())
 }
 
 impl Calibration {
@@ -128,6 +175,22 @@ impl Calibration {
                 _ => {}
             }
         }
+        for (k, p) in &self.mma_tflops_16bit_by_n {
+            if parse_n_key(k).is_none() {
+                return Err(CostError::BadCalibration(format!(
+                    "unknown key `{k}` in [mma_tflops_16bit_by_n] (expected n<N>, N a multiple of 8 up to 256)"
+                )));
+            }
+            check_param("[mma_tflops_16bit_by_n]", k, p)?;
+        }
+        for (k, p) in &self.tma_stream_gbps {
+            if parse_stream_key(k).is_none() {
+                return Err(CostError::BadCalibration(format!(
+                    "unknown key `{k}` in [tma_stream_gbps] (expected bm<rows>_s<stages>)"
+                )));
+            }
+            check_param("[tma_stream_gbps]", k, p)?;
+        }
         if let Some(extra) = self
             .params
             .keys()
@@ -171,7 +234,67 @@ impl Calibration {
                 );
             }
         }
+        let mut section = |title: &str, rows: Vec<(&String, &Param)>| {
+            if !rows.is_empty() {
+                out += &format!("\n[{title}]\n");
+                for (k, p) in rows {
+                    out += &format!(
+                        "{k} = {{ value = {:?}, source = {} }}\n",
+                        p.value,
+                        q(&p.source)
+                    );
+                }
+            }
+        };
+        let mut by_n: Vec<_> = self.mma_tflops_16bit_by_n.iter().collect();
+        by_n.sort_by_key(|(k, _)| parse_n_key(k));
+        section("mma_tflops_16bit_by_n", by_n);
+        let mut stream: Vec<_> = self.tma_stream_gbps.iter().collect();
+        stream.sort_by_key(|(k, _)| parse_stream_key(k));
+        section("tma_stream_gbps", stream);
         out
+    }
+
+    /// The per-N wgmma table as (N, TFLOP/s), by N.
+    pub fn mma_by_n(&self) -> Vec<(f64, f64)> {
+        let mut v: Vec<(f64, f64)> = self
+            .mma_tflops_16bit_by_n
+            .iter()
+            .filter_map(|(k, p)| Some((parse_n_key(k)? as f64, p.value)))
+            .collect();
+        v.sort_by(|a, b| a.0.total_cmp(&b.0));
+        v
+    }
+
+    /// The loaded TMA latency the stream table implies, as (bytes per µs per SM, µs), by
+    /// rate: a ring of S boxes of B bytes per SM moving r bytes per µs per SM has, by Little's
+    /// law, S·B ÷ r µs per copy round trip. Less the handoff the probe's consumer adds to each
+    /// round and the box's own transfer at the SM's share of `l2_gbps` (the model charges that
+    /// separately, per stage), that is the latency of a copy while every SM draws r — never
+    /// less than the unloaded `tma_latency_us`, and never less than at a lower rate (queueing
+    /// does not shorten with load, so measurement noise is flattened).
+    pub fn loaded_latency(&self) -> Vec<(f64, f64)> {
+        let sms = self.get("sm_count");
+        let (bar, lat) = (self.get("barrier_us"), self.get("tma_latency_us"));
+        let l2_per_sm = self.get("l2_gbps") * 1e3 / sms;
+        let mut pts: Vec<(f64, f64)> = self
+            .tma_stream_gbps
+            .iter()
+            .filter_map(|(k, p)| {
+                let (bm, s) = parse_stream_key(k)?;
+                let inflight = s as f64 * bm as f64 * STREAM_ROW_BYTES;
+                let per_sm = p.value * 1e3 / sms; // bytes per µs per SM
+                let transfer = bm as f64 * STREAM_ROW_BYTES / l2_per_sm;
+                Some((per_sm, (inflight / per_sm - bar - transfer).max(lat)))
+            })
+            .collect();
+        pts.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
+        let mut top = lat;
+        for p in &mut pts {
+            top = top.max(p.1);
+            p.1 = top;
+        }
+        pts
     }
 
     /// A parameter's value (validated tables have them all).
@@ -214,7 +337,12 @@ impl Calibration {
             method: "cake calibrate (kernels/calibrate/*.py on this GPU)".into(),
             commit: m["commit"].as_str().map(str::to_string),
         };
-        for p in out.params.values_mut() {
+        for p in out
+            .params
+            .values_mut()
+            .chain(out.mma_tflops_16bit_by_n.values_mut())
+            .chain(out.tma_stream_gbps.values_mut())
+        {
             if !p.source.starts_with("seed:") {
                 p.source = format!("seed: {}", p.source);
             }
@@ -276,6 +404,48 @@ impl Calibration {
                 ),
             );
         }
+        // wgmma per N: the `wgmma` probe is N = 256, `wgmma_n<N>` the others.
+        for (key, name) in [
+            ("n64", "wgmma_n64"),
+            ("n128", "wgmma_n128"),
+            ("n256", "wgmma"),
+        ] {
+            let p = &probes[name];
+            if let Some(r) = rate(p, "flops") {
+                out.mma_tflops_16bit_by_n.insert(
+                    key.to_string(),
+                    Param {
+                        value: round4(r / 1e12),
+                        source: probe_src("wgmma", p),
+                    },
+                );
+            }
+        }
+        // The stream ring at full occupancy, L2-resident, by box rows and stages
+        // (`stream_bm<BM>_s<S>`; BM = 128, 4 stages is the L2 probe).
+        if let Some(obj) = probes.as_object() {
+            for (name, p) in obj {
+                let key = if name == "l2_stream" {
+                    "bm128_s4".to_string()
+                } else if let Some(k) = name.strip_prefix("stream_") {
+                    k.to_string()
+                } else {
+                    continue;
+                };
+                if parse_stream_key(&key).is_none() {
+                    continue;
+                }
+                if let Some(r) = rate(p, "bytes") {
+                    out.tma_stream_gbps.insert(
+                        key,
+                        Param {
+                            value: round4(r / 1e9),
+                            source: probe_src("stream", p),
+                        },
+                    );
+                }
+            }
+        }
         let p = &probes["dram_stream"];
         set(
             "dram_gbps",
@@ -307,6 +477,12 @@ impl Calibration {
                 _ => t,
             }),
             format!("{} less one handoff", probe_src("latency", p)),
+        );
+        let p = &probes["named_barrier"];
+        set(
+            "named_barrier_us",
+            per_iter(p),
+            probe_src("named_barrier", p),
         );
         let p = &probes["alu"];
         let sms = f(&env["sm_count"]).unwrap_or(seed.get("sm_count"));

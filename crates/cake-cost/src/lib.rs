@@ -393,6 +393,11 @@ struct P {
     l2: f64,
     lat: f64,
     bar: f64,
+    named_bar: f64,
+    /// The wgmma rate by N (TFLOP/s), by N; empty without a table.
+    mma_by_n: Vec<(f64, f64)>,
+    /// The loaded TMA latency by bytes in flight per SM; empty without a table.
+    loaded: Vec<(f64, f64)>,
     alu: f64,
     int_ratio: f64,
     store: f64,
@@ -412,6 +417,9 @@ impl P {
             l2: c.get("l2_gbps"),
             lat: c.get("tma_latency_us"),
             bar: c.get("barrier_us"),
+            named_bar: c.get("named_barrier_us"),
+            mma_by_n: c.mma_by_n(),
+            loaded: c.loaded_latency(),
             alu: c.get("alu_gops_per_sm"),
             int_ratio: c.get("alu_int_ratio"),
             store: c.get("store_gbps"),
@@ -419,6 +427,68 @@ impl P {
             launch: c.get("launch_us"),
             setup: c.get("cta_setup_us"),
         }
+    }
+
+    /// The 16-bit MMA rate for an accumulator `n` wide (TFLOP/s): the per-N table, linear
+    /// between its points; `None` when the table is empty or `n` lies outside it (the caller
+    /// then uses `mma_tflops_16bit`).
+    fn mma_rate_n(&self, n: f64) -> Option<f64> {
+        let t = &self.mma_by_n;
+        let (first, last) = (t.first()?, t.last()?);
+        if n < first.0 || n > last.0 {
+            return None;
+        }
+        for w in t.windows(2) {
+            let ((n0, r0), (n1, r1)) = (w[0], w[1]);
+            if n >= n0 && n <= n1 {
+                return Some(r0 + (r1 - r0) * (n - n0) / (n1 - n0).max(1e-9));
+            }
+        }
+        Some(first.1)
+    }
+
+    /// The TMA latency a copy sees while every SM draws `rate` bytes per µs: the stream
+    /// table's Little's-law latency, linear between its points and from the unloaded latency
+    /// at rate zero; beyond its fastest point, that point's latency (more load than the probe
+    /// reached is the load term's business). Without a table: `tma_latency_us`.
+    fn loaded_latency(&self, rate: f64) -> f64 {
+        let mut prev = (0.0, self.lat);
+        for &(x, l) in &self.loaded {
+            if rate <= x {
+                let f = (rate - prev.0) / (x - prev.0).max(1e-9);
+                return prev.1 + (l - prev.1) * f.clamp(0.0, 1.0);
+            }
+            prev = (x, l);
+        }
+        prev.1
+    }
+
+    /// The ring limit of `stages` stages moving `bytes` per iteration per SM: (latency +
+    /// consume + handoff) ÷ stages, with the latency at the rate the iteration itself draws.
+    /// That rate falls as the iteration lengthens, so the iteration is the fixed point
+    /// it = max(load, consume, handoff, ring(it)) (ring decreases in it; bisection). With the
+    /// stream table a stage's copy also takes its own transfer (`load`, the stage's bytes at the
+    /// CTA's share of bandwidth): the table's latency excludes it.
+    fn ring_us(&self, stages: f64, bytes: f64, load: f64, consume: f64, handoff: f64) -> f64 {
+        let transfer = if self.loaded.is_empty() { 0.0 } else { load };
+        let other = load.max(consume).max(handoff);
+        let ring = |it: f64| {
+            (self.loaded_latency(bytes / it.max(1e-9)) + transfer + consume + handoff) / stages
+        };
+        let base = other.max(1e-9);
+        if ring(base) <= base {
+            return ring(base);
+        }
+        let (mut lo, mut hi) = (base, ring(base));
+        for _ in 0..60 {
+            let mid = 0.5 * (lo + hi);
+            if ring(mid) > mid {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        ring(hi)
     }
 }
 
@@ -439,14 +509,22 @@ impl Rates<'_> {
     fn mma_us(&self, w: &analyze::Work) -> f64 {
         let per_sm16 = self.p.tf16 * 1e6 / self.p.sms;
         let per_sm8 = self.p.tf8 * 1e6 / self.p.sms;
-        w.mma_flops_16 / per_sm16 + w.mma_flops_8 / per_sm8
+        let mut rest16 = w.mma_flops_16;
+        let mut t = 0.0;
+        for (n, f) in &w.mma_flops_16_by_n {
+            if let Some(r) = self.p.mma_rate_n(*n as f64) {
+                t += f / (r * 1e6 / self.p.sms);
+                rest16 -= f;
+            }
+        }
+        t + rest16.max(0.0) / per_sm16 + w.mma_flops_8 / per_sm8
     }
     fn alu_us(&self, w: &analyze::Work) -> f64 {
         (w.alu_ops / (self.p.alu * 1e3)).max(w.int_ops / (self.p.alu * self.p.int_ratio * 1e3))
             + w.store_bytes / (self.p.store * 1e3 / self.active)
             + w.tma_store_bytes / (self.p.tma_store * 1e3 / self.active)
             + w.reg_load_bytes / (self.p.l2 * 1e3 / self.active)
-            + w.syncs * self.p.bar
+            + w.syncs * self.p.named_bar
     }
 }
 
@@ -467,6 +545,35 @@ pub fn estimate(
     let p = P::new(calibration);
     let a = analyze::analyze(kernel, shape);
     let mut assumptions = a.assumptions.clone();
+    {
+        let mut ns: Vec<i64> = Vec::new();
+        for r in &a.roles {
+            for w in [&r.before, &r.after]
+                .into_iter()
+                .chain(r.loops.iter().map(|l| &l.work))
+            {
+                ns.extend(w.mma_flops_16_by_n.keys().copied());
+            }
+        }
+        ns.sort_unstable();
+        ns.dedup();
+        let missing: Vec<String> = ns
+            .iter()
+            .filter(|n| p.mma_rate_n(**n as f64).is_none())
+            .map(|n| n.to_string())
+            .collect();
+        if !missing.is_empty() {
+            assumptions.push(format!(
+                "no measured wgmma rate for N = {} (the table's per-N rates cover {}): mma_tflops_16bit for those MMAs",
+                missing.join(", "),
+                if p.mma_by_n.is_empty() {
+                    "nothing".to_string()
+                } else {
+                    p.mma_by_n.iter().map(|(n, _)| n.to_string()).collect::<Vec<_>>().join(", ")
+                }
+            ));
+        }
+    }
 
     // ---- grid and occupancy
     let tiles: i64 = a.tiles.as_ref().map_or(1, |t| t.counts.iter().product());
@@ -596,8 +703,17 @@ pub fn estimate(
             let waits = members.iter().any(|(_, m)| m.work.waits > 0.0);
             let stages = l.pipeline.map(|pp| kernel.pipelines[pp].stages);
             let handoff = if waits { p.bar } else { 0.0 };
+            // The latency under the load the loop itself puts on L2 (every SM runs it).
             let ring = match stages {
-                Some(s) if copies > 0 => (p.lat + c + handoff) / s as f64,
+                Some(s) if copies > 0 => {
+                    let note =
+                        "no [tma_stream_gbps] table: rings cover the unloaded tma_latency_us";
+                    if p.loaded.is_empty() && !assumptions.iter().any(|a| a == note) {
+                        assumptions.push(note.into());
+                    }
+                    let per_sm = load_bytes * active / p.sms;
+                    p.ring_us(s as f64, per_sm, load_us, c, handoff)
+                }
                 _ => 0.0,
             };
             let it = load_us.max(c).max(ring).max(handoff);

@@ -258,3 +258,278 @@ fn hints_only_where_built_to_trigger() {
     assert_eq!(codes, ["CAKE-P006"], "{:?}", e.hints);
     let _: BTreeMap<String, i64> = e.shape;
 }
+
+/// The built-in table with extra TOML sections appended.
+fn with_sections(extra: &str) -> Result<Calibration, CostError> {
+    let base = Calibration::builtin(sm90()).unwrap().to_toml();
+    Calibration::from_toml(&format!("{base}\n{extra}"))
+}
+
+/// A schedule file with some module constants replaced (`NAME = old` lines, whole line).
+fn kernel_with(path: &str, lines: &[(&str, &str)]) -> cake_ir::Kernel {
+    let mut text = std::fs::read_to_string(root().join(path)).unwrap();
+    for (old, new) in lines {
+        assert!(text.contains(old), "{path}: no `{old}`");
+        text = text.replacen(old, new, 1);
+    }
+    let (_, front) = cake_front::check_bytes(path, text.as_bytes());
+    assert!(!front.findings.has_errors(), "{path} must parse");
+    front.kernels.into_iter().next().unwrap()
+}
+
+const TABLES: &str = r#"
+[mma_tflops_16bit_by_n]
+n64 = { value = 600.0, source = "test" }
+n128 = { value = 700.0, source = "test" }
+n256 = { value = 900.0, source = "test" }
+
+[tma_stream_gbps]
+bm128_s1 = { value = 3000.0, source = "test" }
+bm128_s2 = { value = 6000.0, source = "test" }
+bm128_s4 = { value = 10000.0, source = "test" }
+bm256_s4 = { value = 11000.0, source = "test" }
+"#;
+
+#[test]
+fn calibration_tables_parse_and_validate() {
+    let cal = with_sections(TABLES).unwrap();
+    assert_eq!(
+        cal.mma_by_n(),
+        [(64.0, 600.0), (128.0, 700.0), (256.0, 900.0)]
+    );
+    assert_eq!(Calibration::from_toml(&cal.to_toml()).unwrap(), cal);
+    // Little's law: 2 x 128 rows x 128 B = 32 KiB in flight per SM at 6000 GB/s over 132 SMs
+    // is 0.704 µs per round trip, less one handoff.
+    // The points are (bytes per µs per SM, µs), by rate.
+    let pts = cal.loaded_latency();
+    assert_eq!(pts.len(), 4, "{pts:?}");
+    let (x, l) = pts[1];
+    assert!((x - 6000.0e3 / 132.0).abs() < 1e-9, "{x}");
+    let l2_sm = cal.get("l2_gbps") * 1e3 / 132.0;
+    let want = 32768.0 / (6000.0e3 / 132.0) - cal.get("barrier_us") - 16384.0 / l2_sm;
+    assert!(
+        (l - want.max(cal.get("tma_latency_us"))).abs() < 1e-9,
+        "{l} vs {want}"
+    );
+    let (x, l) = pts[3];
+    assert!((x - 11000.0e3 / 132.0).abs() < 1e-9, "{x}");
+    assert!((l - (131072.0 / x - cal.get("barrier_us") - 32768.0 / l2_sm)).abs() < 1e-9);
+    // Latency never falls with load, never below the unloaded latency.
+    assert!(pts.windows(2).all(|w| w[0].1 <= w[1].1));
+    assert!(pts[0].1 >= cal.get("tma_latency_us"));
+    // Every value positive, with a source; unknown keys and sections refused.
+    for (bad, needle) in [
+        (
+            "[mma_tflops_16bit_by_n]\nn65 = { value = 1.0, source = \"x\" }",
+            "unknown key `n65`",
+        ),
+        (
+            "[mma_tflops_16bit_by_n]\nwide = { value = 1.0, source = \"x\" }",
+            "unknown key `wide`",
+        ),
+        (
+            "[mma_tflops_16bit_by_n]\nn64 = { value = 0.0, source = \"x\" }",
+            "positive",
+        ),
+        (
+            "[mma_tflops_16bit_by_n]\nn64 = { value = 1.0, source = \" \" }",
+            "no source",
+        ),
+        (
+            "[tma_stream_gbps]\nbm128 = { value = 1.0, source = \"x\" }",
+            "unknown key `bm128`",
+        ),
+        (
+            "[tma_stream_gbps]\nbm128_s0 = { value = 1.0, source = \"x\" }",
+            "unknown key",
+        ),
+        (
+            "[tma_stream_gbps]\nbm128_s2 = { value = -3.0, source = \"x\" }",
+            "positive",
+        ),
+        ("[tma_stream_gbps]\nbm128_s2 = { value = 3.0 }", "source"),
+        (
+            "[mma_rates]\nn64 = { value = 1.0, source = \"x\" }",
+            "mma_rates",
+        ),
+    ] {
+        let e = with_sections(bad).unwrap_err().to_string();
+        assert!(e.contains(needle), "{bad}: {e}");
+    }
+    // A table without `named_barrier_us` is incomplete.
+    let base = Calibration::builtin(sm90()).unwrap().to_toml();
+    let e = Calibration::from_toml(&base.replace("named_barrier_us", "named_barrier_ms"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("named_barrier_us"), "{e}");
+}
+
+#[test]
+fn calibration_tables_from_measurements() {
+    let seed =
+        with_sections("[tma_stream_gbps]\nbm64_s1 = { value = 1.0, source = \"guess\" }").unwrap();
+    let probe = |cfg: &str, ms: f64, work: &str, v: f64| serde_json::json!({"schedule": "x", "config": cfg, "samples": 30, "median_ms": ms, work: v});
+    let m = serde_json::json!({
+        "schema": "cake.calibrate/v0", "target": "sm_90a", "date": "2026-11-30",
+        "environment": {"gpu": "NVIDIA H200", "driver": "580.159.04", "sm_count": 132,
+                        "l2_bytes": 62914560, "clock_max_mhz": 1980.0},
+        "probes": {
+            "wgmma": probe("BN=256", 2.0, "flops", 1.8e12),
+            "wgmma_n64": probe("BN=64", 1.0, "flops", 0.6e12),
+            "wgmma_n128": probe("BN=128", 1.0, "flops", 0.75e12),
+            "l2_stream": probe("REUSE=8", 0.1, "bytes", 1.2e9),
+            "stream_bm128_s2": probe("BM=128, STAGES=2", 0.2, "bytes", 1.2e9),
+            "stream_bm256_s9": {"error": "timed out"},
+            "stream_bogus": probe("?", 0.2, "bytes", 1.2e9),
+            "named_barrier": probe("REPS=65536", 1.31072, "iterations", 65536.0),
+            "barrier": probe("", 0.4096, "iterations", 4096.0)
+        }
+    });
+    let cal = Calibration::from_measurements(&seed, &m).unwrap();
+    assert_eq!(
+        cal.mma_by_n(),
+        [(64.0, 600.0), (128.0, 750.0), (256.0, 900.0)]
+    );
+    assert_eq!(cal.get("mma_tflops_16bit"), 900.0);
+    let s = &cal.tma_stream_gbps;
+    assert_eq!(s["bm128_s4"].value, 12000.0);
+    assert_eq!(s["bm128_s2"].value, 6000.0);
+    assert!(s["bm128_s2"]
+        .source
+        .contains("BM=128, STAGES=2 (median of 30"));
+    // An unmeasured entry keeps the seed's, marked; failed or foreign probes add nothing.
+    assert!(s["bm64_s1"].source.starts_with("seed: "));
+    assert_eq!(s.len(), 3, "{s:?}");
+    assert!((cal.get("named_barrier_us") - 0.02).abs() < 1e-9);
+    assert!(cal.params["named_barrier_us"].source.contains("REPS=65536"));
+    assert_eq!(Calibration::from_toml(&cal.to_toml()).unwrap(), cal);
+}
+
+#[test]
+fn model_uses_the_per_n_rate() {
+    let shape = parse_shape("M=4096,N=4096,K=4096").unwrap();
+    let plain = Calibration::builtin(sm90()).unwrap();
+    let tables = with_sections(TABLES).unwrap();
+    let tensor = |k: &cake_ir::Kernel, c: &Calibration| {
+        let e = estimate(k, sm90(), &shape, c).unwrap();
+        (e.terms.tensor_us, e.assumptions)
+    };
+    // N = 128: 700 instead of the single rate (897.5): the tensor term grows by that ratio.
+    let bn128 = kernel_with(
+        "examples/gemm_sm90.py",
+        &[("BM, BN, BK = 128, 256, 64", "BM, BN, BK = 128, 128, 64")],
+    );
+    let (t0, a0) = tensor(&bn128, &plain);
+    let (t1, a1) = tensor(&bn128, &tables);
+    let ratio = plain.get("mma_tflops_16bit") / 700.0;
+    assert!((t1 / t0 - ratio).abs() < 1e-6, "{t0} -> {t1}");
+    assert!(
+        a0.iter()
+            .any(|a| a.contains("no measured wgmma rate for N = 128")),
+        "{a0:?}"
+    );
+    assert!(!a1.iter().any(|a| a.contains("wgmma rate")), "{a1:?}");
+    // N = 256 at 900 vs 897.5: nearly unchanged; between points the rate is interpolated.
+    let bn256 = kernel("examples/gemm_sm90.py");
+    let (u0, _) = tensor(&bn256, &plain);
+    let (u1, _) = tensor(&bn256, &tables);
+    assert!((u1 / u0 - 897.5 / 900.0).abs() < 1e-6, "{u0} -> {u1}");
+    let bn192 = kernel_with(
+        "examples/gemm_sm90.py",
+        &[("BM, BN, BK = 128, 256, 64", "BM, BN, BK = 128, 192, 64")],
+    );
+    let (v0, _) = tensor(&bn192, &plain);
+    let (v1, _) = tensor(&bn192, &tables);
+    assert!((v1 / v0 - 897.5 / 800.0).abs() < 1e-6, "{v0} -> {v1}");
+    // A table that lacks the shape falls back to the single rate, and says so.
+    let only64 =
+        with_sections("[mma_tflops_16bit_by_n]\nn64 = { value = 100.0, source = \"t\" }").unwrap();
+    let (w, a) = tensor(&bn256, &only64);
+    assert!((w - u0).abs() < 1e-9);
+    assert!(
+        a.iter()
+            .any(|a| a.contains("N = 256") && a.contains("cover 64")),
+        "{a:?}"
+    );
+}
+
+#[test]
+fn model_uses_the_loaded_latency() {
+    let shape = parse_shape("M=4096,N=7168,K=4096").unwrap();
+    let plain = Calibration::builtin(sm90()).unwrap();
+    let tables = with_sections(TABLES).unwrap();
+    let ring = |stages: &str, c: &Calibration| {
+        let k = kernel_with("examples/gemm_sm90.py", &[("STAGES = 3", stages)]);
+        let e = estimate(&k, sm90(), &shape, c).unwrap();
+        (e.loops[0].ring_us, e.time_us, e.assumptions)
+    };
+    let (r2, t2, a2) = ring("STAGES = 2", &plain);
+    let (r2l, t2l, a2l) = ring("STAGES = 2", &tables);
+    let (r4, t4, _) = ring("STAGES = 4", &plain);
+    let (r4l, t4l, _) = ring("STAGES = 4", &tables);
+    assert!(
+        a2.iter().any(|a| a.contains("unloaded tma_latency_us")),
+        "{a2:?}"
+    );
+    assert!(!a2l.iter().any(|a| a.contains("unloaded")), "{a2l:?}");
+    // The iteration is the fixed point of max(load, consume, ring) with the ring's latency
+    // at the rate the iteration draws (48 KiB per iteration per SM): above the unloaded latency.
+    let e = estimate(
+        &kernel_with("examples/gemm_sm90.py", &[("STAGES = 3", "STAGES = 2")]),
+        sm90(),
+        &shape,
+        &tables,
+    )
+    .unwrap();
+    let l = &e.loops[0];
+    assert!((l.iteration_us - l.ring_us).abs() < 1e-6, "{l:?}");
+    let rate = l.load_bytes / l.iteration_us;
+    let pts = tables.loaded_latency();
+    let i = pts.iter().position(|p| p.0 >= rate).unwrap();
+    let (p0, p1) = (
+        if i == 0 {
+            (0.0, tables.get("tma_latency_us"))
+        } else {
+            pts[i - 1]
+        },
+        pts[i],
+    );
+    let lat = p0.1 + (p1.1 - p0.1) * (rate - p0.0) / (p1.0 - p0.0);
+    let want = (lat + l.load_us + l.consume_us + l.handoff_us) / 2.0;
+    assert!((r2l - want).abs() < 1e-6, "{r2l} vs {want} at {rate} B/µs");
+    assert!(r2l > r2 && t2l > t2, "{r2} -> {r2l}, {t2} -> {t2l}");
+    // Deeper rings divide the loaded latency by more stages: 2 -> 4 stages gains more with it.
+    assert!(t2l / t4l > t2 / t4, "{t2}/{t4} vs {t2l}/{t4l}");
+    assert!(r4l < r2l && r4 < r2);
+}
+
+#[test]
+fn model_charges_named_barrier_syncs() {
+    let k = kernel("kernels/calibrate/named_barrier.py");
+    let shape = parse_shape("M=256,REPS=10000").unwrap();
+    let cal = Calibration::builtin(sm90()).unwrap();
+    let slow = Calibration::from_toml(&cal.to_toml().replace(
+        &format!(
+            "named_barrier_us = {{ value = {:?}",
+            cal.get("named_barrier_us")
+        ),
+        "named_barrier_us = { value = 0.5",
+    ))
+    .unwrap();
+    assert_eq!(slow.get("named_barrier_us"), 0.5);
+    let t0 = estimate(&k, sm90(), &shape, &cal).unwrap();
+    let t1 = estimate(&k, sm90(), &shape, &slow).unwrap();
+    let d = t1.loops[0].iteration_us - t0.loops[0].iteration_us;
+    let want = 0.5 - cal.get("named_barrier_us");
+    assert!((d - want).abs() < 1e-9, "{d} vs {want}");
+    assert!(t1.time_us > t0.time_us + 10000.0 * want * 0.99);
+    // The mbarrier handoff is not what a named barrier costs.
+    let bar = Calibration::from_toml(&cal.to_toml().replace(
+        &format!("\nbarrier_us = {{ value = {:?}", cal.get("barrier_us")),
+        "\nbarrier_us = { value = 0.5",
+    ))
+    .unwrap();
+    assert_eq!(bar.get("barrier_us"), 0.5);
+    let t2 = estimate(&k, sm90(), &shape, &bar).unwrap();
+    assert!((t2.time_us - t0.time_us).abs() < 1e-9);
+}
