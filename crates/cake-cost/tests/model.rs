@@ -260,9 +260,24 @@ fn hints_only_where_built_to_trigger() {
 }
 
 /// The built-in table with extra TOML sections appended.
+/// The built-in table without its optional sections (per-N MMA rates, stream table): the
+/// single-number model the section tests start from.
+fn plain_toml() -> String {
+    let full = Calibration::builtin(sm90()).unwrap().to_toml();
+    let cut = ["\n[mma_tflops_16bit_by_n]", "\n[tma_stream_gbps]"]
+        .iter()
+        .filter_map(|h| full.find(h))
+        .min()
+        .unwrap_or(full.len());
+    full[..cut].to_string()
+}
+
+fn plain() -> Calibration {
+    Calibration::from_toml(&plain_toml()).unwrap()
+}
+
 fn with_sections(extra: &str) -> Result<Calibration, CostError> {
-    let base = Calibration::builtin(sm90()).unwrap().to_toml();
-    Calibration::from_toml(&format!("{base}\n{extra}"))
+    Calibration::from_toml(&format!("{}\n{extra}", plain_toml()))
 }
 
 /// A schedule file with some module constants replaced (`NAME = old` lines, whole line).
@@ -408,13 +423,13 @@ fn calibration_tables_from_measurements() {
 #[test]
 fn model_uses_the_per_n_rate() {
     let shape = parse_shape("M=4096,N=4096,K=4096").unwrap();
-    let plain = Calibration::builtin(sm90()).unwrap();
+    let plain = plain();
     let tables = with_sections(TABLES).unwrap();
     let tensor = |k: &cake_ir::Kernel, c: &Calibration| {
         let e = estimate(k, sm90(), &shape, c).unwrap();
         (e.terms.tensor_us, e.assumptions)
     };
-    // N = 128: 700 instead of the single rate (897.5): the tensor term grows by that ratio.
+    // N = 128: 700 instead of the single rate: the tensor term grows by that ratio.
     let bn128 = kernel_with(
         "examples/gemm_sm90.py",
         &[("BM, BN, BK = 128, 256, 64", "BM, BN, BK = 128, 128, 64")],
@@ -429,18 +444,19 @@ fn model_uses_the_per_n_rate() {
         "{a0:?}"
     );
     assert!(!a1.iter().any(|a| a.contains("wgmma rate")), "{a1:?}");
-    // N = 256 at 900 vs 897.5: nearly unchanged; between points the rate is interpolated.
+    // N = 256 at 900 instead of the single rate; between points the rate is interpolated.
     let bn256 = kernel("examples/gemm_sm90.py");
     let (u0, _) = tensor(&bn256, &plain);
     let (u1, _) = tensor(&bn256, &tables);
-    assert!((u1 / u0 - 897.5 / 900.0).abs() < 1e-6, "{u0} -> {u1}");
+    let single = plain.get("mma_tflops_16bit");
+    assert!((u1 / u0 - single / 900.0).abs() < 1e-6, "{u0} -> {u1}");
     let bn192 = kernel_with(
         "examples/gemm_sm90.py",
         &[("BM, BN, BK = 128, 256, 64", "BM, BN, BK = 128, 192, 64")],
     );
     let (v0, _) = tensor(&bn192, &plain);
     let (v1, _) = tensor(&bn192, &tables);
-    assert!((v1 / v0 - 897.5 / 800.0).abs() < 1e-6, "{v0} -> {v1}");
+    assert!((v1 / v0 - single / 800.0).abs() < 1e-6, "{v0} -> {v1}");
     // A table that lacks the shape falls back to the single rate, and says so.
     let only64 =
         with_sections("[mma_tflops_16bit_by_n]\nn64 = { value = 100.0, source = \"t\" }").unwrap();
@@ -456,7 +472,7 @@ fn model_uses_the_per_n_rate() {
 #[test]
 fn model_uses_the_loaded_latency() {
     let shape = parse_shape("M=4096,N=7168,K=4096").unwrap();
-    let plain = Calibration::builtin(sm90()).unwrap();
+    let plain = plain();
     let tables = with_sections(TABLES).unwrap();
     let ring = |stages: &str, c: &Calibration| {
         let k = kernel_with("examples/gemm_sm90.py", &[("STAGES = 3", stages)]);
