@@ -19,7 +19,7 @@ pub struct Knob {
 /// plain decimal integers; anything else (an expression, a float, a call) is not a knob.
 pub fn knobs(source: &str) -> Vec<Knob> {
     let src = Source::new(source);
-    let interface = interface_names(source);
+    let interface = interface_names(&src);
     let mut out = Vec::new();
     for st in &src.stmts {
         if st.indent != 0 {
@@ -63,30 +63,35 @@ pub fn knobs(source: &str) -> Vec<Knob> {
     out
 }
 
-/// Names used inside `lm.tensor[...]` annotations.
-fn interface_names(source: &str) -> std::collections::HashSet<&str> {
+/// Names used inside `tensor[...]` annotations (`lm.tensor[lm.bf16, "N", D]`), from the same
+/// token stream as the knobs, so comments and strings never count.
+fn interface_names(src: &Source) -> std::collections::HashSet<String> {
     let mut out = std::collections::HashSet::new();
-    let mut rest = source;
-    while let Some(at) = rest.find("tensor[") {
-        let body = &rest[at + "tensor[".len()..];
-        let mut depth = 1usize;
-        let end = body
-            .char_indices()
-            .find(|&(_, c)| {
-                match c {
-                    '[' => depth += 1,
-                    ']' => depth -= 1,
+    for st in &src.stmts {
+        let text = |i: usize| src.tok_text(&st.toks[i]);
+        let mut i = 0;
+        while i + 1 < st.toks.len() {
+            if !(st.toks[i].kind == Kind::Name && text(i) == "tensor" && text(i + 1) == "[") {
+                i += 1;
+                continue;
+            }
+            let mut depth = 0usize;
+            i += 1;
+            while i < st.toks.len() {
+                match text(i) {
+                    "[" => depth += 1,
+                    "]" => depth -= 1,
+                    _ if st.toks[i].kind == Kind::Name => {
+                        out.insert(text(i).to_string());
+                    }
                     _ => {}
                 }
-                depth == 0
-            })
-            .map_or(body.len(), |(i, _)| i);
-        out.extend(
-            body[..end]
-                .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                .filter(|w| w.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')),
-        );
-        rest = &body[end..];
+                i += 1;
+                if depth == 0 {
+                    break;
+                }
+            }
+        }
     }
     out
 }

@@ -20,6 +20,12 @@ mod tcgen05;
 /// 128B-swizzle repeat) whatever alignment the driver gives.
 const SMEM_ALIGN_SLACK: u64 = 1024;
 
+/// The CTA's 16 hardware barriers (`bar.sync id`): 0 is `__syncthreads`, named barriers
+/// (`lm.named_barrier`) take ids in declaration order from the first range, and the per-replica
+/// barriers around TMA stores take the second.
+const NAMED_BARRIER_IDS: std::ops::RangeInclusive<u32> = 1..=7;
+const TMA_STORE_BARRIER_IDS: std::ops::RangeInclusive<u32> = 8..=15;
+
 /// How a fragment's elements are spread over a warpgroup's registers.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum FragLayout {
@@ -2363,8 +2369,7 @@ impl<'a> Emitter<'a> {
     /// replica of each role that stores through TMA, with ids from 8 up (clear of the ids
     /// libraries reserve) to 15, the last one the hardware has.
     fn replica_sync(&mut self, sp: Span) {
-        const FIRST_ID: u32 = 8;
-        const LAST_ID: u32 = 15;
+        let (lowest, highest) = (*TMA_STORE_BARRIER_IDS.start(), *TMA_STORE_BARRIER_IDS.end());
         let (role, _) = self.role.expect("role");
         let r = &self.k.roles[role];
         let name = c_ident(&r.name);
@@ -2377,18 +2382,18 @@ impl<'a> Emitter<'a> {
             .map(|(h, _)| h)
             .take_while(|h| *h != role)
             .collect();
-        let first_id = FIRST_ID
+        let first_id = lowest
             + earlier
                 .into_iter()
                 .filter(|h| self.role_stores_tma(*h))
                 .map(|h| self.k.roles[h].replicas())
                 .sum::<u32>();
-        if first_id + replicas - 1 > LAST_ID {
+        if first_id + replicas - 1 > highest {
             self.unsupported(
                 sp,
                 format!(
-                    "the roles that store through TMA need {} named barriers (ids {FIRST_ID}..={}); the hardware has ids up to {LAST_ID}",
-                    first_id + replicas - FIRST_ID,
+                    "the roles that store through TMA need {} named barriers (ids {lowest}..={}); the hardware has ids up to {highest}",
+                    first_id + replicas - lowest,
                     first_id + replicas - 1
                 ),
             );
@@ -2403,13 +2408,15 @@ impl<'a> Emitter<'a> {
     /// its roles. Ids 1–7 go to named barriers in declaration order (0 is `__syncthreads`, 8–15
     /// the per-replica barriers of TMA stores).
     fn named_sync(&mut self, nb: NamedBarrierId, sp: Span) {
-        const LAST_ID: u32 = 7;
         let k = self.k;
-        let id = 1 + nb.index() as u32;
-        if id > LAST_ID {
+        let id = NAMED_BARRIER_IDS.start() + nb.index() as u32;
+        if !NAMED_BARRIER_IDS.contains(&id) {
             self.unsupported(
                 sp,
-                format!("more than {LAST_ID} named barriers: hardware ids 1..={LAST_ID} are theirs (8..=15 belong to TMA stores)"),
+                format!(
+                    "more than {} named barriers: hardware ids {NAMED_BARRIER_IDS:?} are theirs ({TMA_STORE_BARRIER_IDS:?} belong to TMA stores)",
+                    NAMED_BARRIER_IDS.end()
+                ),
             );
             return;
         }

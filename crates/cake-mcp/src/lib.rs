@@ -60,9 +60,9 @@ impl Default for CakeServer {
 // ---------------------------------------------------------------------------------------------
 // Inputs
 
-/// A schedule: a file on disk, or its text.
+/// A schedule: a file on disk, or its text (the first fields of `check`, `lower` and `cost`).
 #[derive(Debug, Default, Deserialize, JsonSchema)]
-pub struct CheckInput {
+pub struct Schedule {
     /// Path of the schedule file (`.py`). Give this or `source`.
     #[serde(default)]
     pub path: Option<String>,
@@ -73,6 +73,13 @@ pub struct CheckInput {
     /// `schedule.py`).
     #[serde(default)]
     pub name: Option<String>,
+}
+
+/// A schedule to check, and how.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+pub struct CheckInput {
+    #[serde(flatten)]
+    pub schedule: Schedule,
     /// Check for this exact target (e.g. `sm_90a`); default: every target the schedule declares.
     #[serde(default)]
     pub target: Option<String>,
@@ -95,16 +102,8 @@ pub struct ExplainInput {
 /// A schedule and the target to lower it for.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct LowerInput {
-    /// Path of the schedule file (`.py`). Give this or `source`.
-    #[serde(default)]
-    pub path: Option<String>,
-    /// The schedule's text, when it is not in a file. Give this or `path`.
-    #[serde(default)]
-    pub source: Option<String>,
-    /// The file name findings are reported against when `source` is given (default
-    /// `schedule.py`).
-    #[serde(default)]
-    pub name: Option<String>,
+    #[serde(flatten)]
+    pub schedule: Schedule,
     /// The exact target, e.g. `sm_90a`.
     pub target: String,
 }
@@ -112,16 +111,8 @@ pub struct LowerInput {
 /// A schedule, the target and the shape to estimate it at.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct CostInput {
-    /// Path of the schedule file (`.py`). Give this or `source`.
-    #[serde(default)]
-    pub path: Option<String>,
-    /// The schedule's text, when it is not in a file. Give this or `path`.
-    #[serde(default)]
-    pub source: Option<String>,
-    /// The file name findings are reported against when `source` is given (default
-    /// `schedule.py`).
-    #[serde(default)]
-    pub name: Option<String>,
+    #[serde(flatten)]
+    pub schedule: Schedule,
     /// The exact target, e.g. `sm_90a`; it needs a calibration table (sm_90a today).
     pub target: String,
     /// Every symbolic dimension of the kernel, e.g. `M=4096,N=7168,K=4096`.
@@ -360,6 +351,17 @@ where
     }
 }
 
+impl Schedule {
+    /// Its name and bytes.
+    fn read(&self) -> Result<(String, Vec<u8>), String> {
+        schedule(
+            self.path.as_deref(),
+            self.source.as_deref(),
+            self.name.as_deref(),
+        )
+    }
+}
+
 /// The schedule named by `path` or given as `source`: its name and bytes.
 fn schedule(
     path: Option<&str>,
@@ -417,11 +419,7 @@ fn path_string(p: &Path) -> String {
 // The tools' bodies, synchronous: each runs on a blocking thread.
 
 fn do_check(input: CheckInput) -> Result<CheckOutput, String> {
-    let (name, bytes) = schedule(
-        input.path.as_deref(),
-        input.source.as_deref(),
-        input.name.as_deref(),
-    )?;
+    let (name, bytes) = input.schedule.read()?;
     if let Some(t) = &input.target {
         known_target(t)?;
     }
@@ -470,11 +468,7 @@ fn do_explain(input: ExplainInput) -> Result<ExplainOutput, String> {
 }
 
 fn do_lower(input: LowerInput) -> Result<LowerOutput, String> {
-    let (name, bytes) = schedule(
-        input.path.as_deref(),
-        input.source.as_deref(),
-        input.name.as_deref(),
-    )?;
+    let (name, bytes) = input.schedule.read()?;
     known_target(&input.target)?;
     match cake_driver::lower(&name, &bytes, &input.target) {
         Ok((checked, lowered)) => Ok(LowerOutput {
@@ -542,11 +536,7 @@ fn do_build(input: BuildInput) -> Result<BuildOutput, String> {
 }
 
 fn do_cost(input: CostInput) -> Result<CostOutput, String> {
-    let (name, bytes) = schedule(
-        input.path.as_deref(),
-        input.source.as_deref(),
-        input.name.as_deref(),
-    )?;
+    let (name, bytes) = input.schedule.read()?;
     known_target(&input.target)?;
     let target = cake_target::lookup(&input.target).map_err(|e| e.to_string())?;
     let shape = cake_cost::parse_shape(&input.shape).map_err(|e| format!("shape: {e}"))?;
