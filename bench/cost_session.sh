@@ -7,18 +7,8 @@
 # Expects dist/cake and dist/cake-*.whl (scripts/wheel.sh). About 2 minutes (75 s on 2026-11-29,
 # before the per-N wgmma, stream-table and named-barrier probes).
 set -u
-export PYTHONUNBUFFERED=1
 OUT=${OUT:-out/cost-session}
-mkdir -p "$OUT"
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/cake-site dist/cake-*.whl || exit 1
-export PYTHONPATH=/tmp/cake-site
-export CAKE_CACHE_DIR=/tmp/cake-cache
-if [ -z "${CUDA_HOME:-}" ] && [ -x /usr/local/cuda/bin/nvcc ]; then export CUDA_HOME=/usr/local/cuda; fi
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw \
-    --format=csv,noheader | tee "$OUT/gpu.txt"
-export COMMIT=${COMMIT:-$(git rev-parse HEAD 2>/dev/null)}
-echo "$COMMIT" > "$OUT/commit.txt"
+. "$(dirname "$0")/gpu_env.sh" || exit 1
 DATE=$(date -u +%F)
 
 echo "== calibrate"

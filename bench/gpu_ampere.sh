@@ -9,19 +9,8 @@
 #
 #   bench/gpu_ampere.sh        # on the GPU host, from a directory holding dist/, examples/, kernels/
 set -u
-export PYTHONUNBUFFERED=1
 OUT=${OUT:-out/gpu-ampere}
-mkdir -p "$OUT"
-CAKE=$PWD/dist/cake
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/cake-site dist/cake-*.whl || exit 1
-export PYTHONPATH=/tmp/cake-site
-export CAKE_CACHE_DIR=/tmp/cake-cache
-if [ -z "${CUDA_HOME:-}" ] && [ -x /usr/local/cuda/bin/nvcc ]; then export CUDA_HOME=/usr/local/cuda; fi
-
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw \
-    --format=csv,noheader | tee "$OUT/gpu.txt"
-echo "${COMMIT:-unknown}" | tee "$OUT/commit.txt"
+. "$(dirname "$0")/gpu_env.sh" || exit 1
 
 CONTRACT=kernels/gemm/gemm.contract.toml
 KERNEL=examples/gemm_sm80.py

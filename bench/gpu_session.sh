@@ -8,20 +8,8 @@
 # Expects dist/cake (the release binary) and dist/cake-*.whl (scripts/wheel.sh builds both), and
 # .whl/flash_kmeans-0.3.1-py3-none-any.whl for the k-means baseline (carry: dist, .whl).
 set -u
-export PYTHONUNBUFFERED=1
 OUT=${OUT:-out/gpu-session}
-mkdir -p "$OUT"
-CAKE=$PWD/dist/cake
-# The wheel, and pure-Python baselines carried as wheels in .whl/ (flash-kmeans for k-means).
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/cake-site dist/cake-*.whl $(ls .whl/*.whl 2>/dev/null) || exit 1
-export PYTHONPATH=/tmp/cake-site
-export CAKE_CACHE_DIR=/tmp/cake-cache
-if [ -z "${CUDA_HOME:-}" ] && [ -x /usr/local/cuda/bin/nvcc ]; then export CUDA_HOME=/usr/local/cuda; fi
-
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw \
-    --format=csv,noheader | tee "$OUT/gpu.txt"
-echo "${COMMIT:-$(git rev-parse HEAD 2>/dev/null)}" | tee "$OUT/commit.txt"  # COMMIT: where the copy has no git history
+. "$(dirname "$0")/gpu_env.sh" || exit 1
 
 echo "== pytest (GPU tests of the package, and the CPU suite against the built wheel)"
 timeout 300 python3 -m pytest -q python/tests 2>&1 | tee "$OUT/pytest.txt" | tail -5

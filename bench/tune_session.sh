@@ -7,18 +7,8 @@
 #
 # Expects dist/cake, dist/cake-*.whl and .whl/flash_kmeans-0.3.1-*.whl (carry: dist, .whl).
 set -u
-export PYTHONUNBUFFERED=1
 OUT=${OUT:-out/tune-session}
-mkdir -p "$OUT"
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/cake-site dist/cake-*.whl $(ls .whl/*.whl 2>/dev/null) || exit 1
-export PYTHONPATH=/tmp/cake-site
-export CAKE_CACHE_DIR=/tmp/cake-cache
-if [ -z "${CUDA_HOME:-}" ] && [ -x /usr/local/cuda/bin/nvcc ]; then export CUDA_HOME=/usr/local/cuda; fi
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw \
-    --format=csv,noheader | tee "$OUT/gpu.txt"
-echo "${COMMIT:-$(git rev-parse HEAD 2>/dev/null)}" | tee "$OUT/commit.txt"
-CAKE=$PWD/dist/cake
+. "$(dirname "$0")/gpu_env.sh" || exit 1
 RUN=/tmp/tune-run
 
 echo "== cake tune (gpu=${GPU_BUDGET:-150s})"
