@@ -31,3 +31,4 @@ def copy(A: lm.tensor[lm.bf16, "M", "K"], B: lm.tensor["bf16", "M", "K"], t):  #
             q = tm / 2  # error[CAKE-L004]: `/` on integer indices is ambiguous
             r = lm.exp2(tm)  # error[CAKE-L004]: needs a float value
             c = lm.cast(tm > 0, lm.f32)  # error[CAKE-L004]: cast a number, not a condition
+            m = lm.argmin(acc, axis=1, packed=1)  # error[CAKE-L004]: `packed` is a compile-time bool

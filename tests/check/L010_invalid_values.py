@@ -36,3 +36,4 @@ def copy(A: lm.tensor[lm.bf16, "M", 0], B: lm.tensor[lm.bf16, "bad name", "K"]):
             q = 9223372036854775807 + 1  # error[CAKE-L010]: overflow
             f = load.fragment(shape=(64, 64), dtype=lm.f32)
             s = lm.sum(f, axis=2)  # error[CAKE-L010]: axis 2 is out of range
+            p = lm.sum(f, axis=1, packed=True)  # error[CAKE-L010]: a sum has no index to pack

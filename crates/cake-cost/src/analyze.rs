@@ -528,22 +528,44 @@ impl Analyzer<'_> {
                 own + self.ops(*a, rw, seen)
             }
             ExprKind::Cast(_, a) => int + self.ops(*a, rw, seen),
-            ExprKind::Reduce { op, arg, .. } => {
+            ExprKind::Reduce {
+                op, arg, packed, ..
+            } => {
                 let inner = elements(&k.exprs[*arg].ty);
-                let own = match op {
-                    ReduceOp::Sum => Ops {
-                        all: inner,
-                        int: 0.0,
-                    },
-                    ReduceOp::Min | ReduceOp::Max => Ops {
-                        all: inner,
-                        int: inner,
-                    },
-                    // A compare and a select per element.
-                    ReduceOp::ArgMin | ReduceOp::ArgMax => Ops {
-                        all: 2.0 * inner,
-                        int: 2.0 * inner,
-                    },
+                // Min and argmin (max and argmax) of one argument share one pass in the
+                // lowering: charge the pass once, to whichever is met first.
+                let family = |o: ReduceOp| match o {
+                    ReduceOp::Min | ReduceOp::ArgMin => Some(true),
+                    ReduceOp::Max | ReduceOp::ArgMax => Some(false),
+                    ReduceOp::Sum => None,
+                };
+                let mut with_index = matches!(op, ReduceOp::ArgMin | ReduceOp::ArgMax);
+                for (other, ox) in k.exprs.iter() {
+                    if let ExprKind::Reduce {
+                        op: o,
+                        arg: a,
+                        packed: p,
+                        ..
+                    } = &ox.kind
+                    {
+                        if other != e && a == arg && p == packed && family(*o) == family(*op) {
+                            seen.insert(other);
+                            with_index |= matches!(o, ReduceOp::ArgMin | ReduceOp::ArgMax);
+                        }
+                    }
+                }
+                // Per element on the ALU pipe: a sum is one FADD (FMA pipe); a min alone one
+                // FMNMX; with its index, a compare and two selects (FSETP, SEL, SEL), or with
+                // packed keys one LOP3 and one FMNMX.
+                let alu: f64 = match (op, with_index, packed) {
+                    (ReduceOp::Sum, _, _) => 0.0,
+                    (_, false, _) => 1.0,
+                    (_, true, false) => 3.0,
+                    (_, true, true) => 2.0,
+                };
+                let own = Ops {
+                    all: inner * alu.max(1.0),
+                    int: inner * alu,
                 };
                 // Then two rounds of quad shuffles (shuffle + combine) per result.
                 own + Ops {

@@ -549,3 +549,28 @@ fn model_charges_named_barrier_syncs() {
     let t2 = estimate(&k, sm90(), &shape, &bar).unwrap();
     assert!((t2.time_us - t0.time_us).abs() < 1e-9);
 }
+
+/// An argmin epilogue: min and argmin of one value share a pass (FSETP + two SELs per
+/// element); packed keys make it an LOP3 and an FMNMX, so the epilogue term shrinks by a third
+/// of its reduction work and nothing else changes.
+#[test]
+fn packed_argmin_costs_two_alu_operations_per_element() {
+    let shape = parse_shape("B=32,N=65536,K=1024").unwrap();
+    let cal = Calibration::builtin(sm90()).unwrap();
+    let exact = kernel("examples/kmeans_assign_sm90.py");
+    let packed = kernel_with(
+        "examples/kmeans_assign_sm90.py",
+        &[
+            ("lm.min(dist, axis=1)", "lm.min(dist, axis=1, packed=True)"),
+            ("lm.argmin(dist, axis=1)", "lm.argmin(dist, axis=1, packed=True)"),
+        ],
+    );
+    // Only one of the pair packed: two passes, the exact one and the packed one.
+    let mixed = kernel_with(
+        "examples/kmeans_assign_sm90.py",
+        &[("lm.min(dist, axis=1)", "lm.min(dist, axis=1, packed=True)")],
+    );
+    let epilogue = |k: &cake_ir::Kernel| estimate(k, sm90(), &shape, &cal).unwrap().terms.epilogue_us;
+    let (e, p, m) = (epilogue(&exact), epilogue(&packed), epilogue(&mixed));
+    assert!(p < e && e < m, "exact {e}, packed {p}, mixed {m}");
+}

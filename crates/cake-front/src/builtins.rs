@@ -685,10 +685,32 @@ impl Interp<'_> {
                     ArgMin => ReduceOp::ArgMin,
                     _ => ReduceOp::ArgMax,
                 };
-                let a = self.bind_args(&format!("lm.{}", b.lm_name()), &["x", "axis"], args)?;
+                let a = self.bind_args(
+                    &format!("lm.{}", b.lm_name()),
+                    &["x", "axis", "packed?"],
+                    args,
+                )?;
                 let (v, vsp) = a[0].clone().expect("required");
                 let (axv, axsp) = a[1].clone().expect("required");
                 let axis = self.const_int(&axv, axsp, "axis")?;
+                let packed = match &a[2] {
+                    None => false,
+                    Some((Value::Bool(p), _)) if op != ReduceOp::Sum => *p,
+                    Some((Value::Bool(_), psp)) => {
+                        return self.err(
+                            &codes::INVALID_VALUE,
+                            *psp,
+                            "`packed` applies to min, max, argmin and argmax: a sum has no index to pack",
+                        )
+                    }
+                    Some((_, psp)) => {
+                        return self.err(
+                            &codes::TYPE_MISMATCH,
+                            *psp,
+                            "`packed` is a compile-time bool (True or False)",
+                        )
+                    }
+                };
                 let e = self.expr_of(v, vsp, None)?;
                 let Ty::Frag { dtype, shape, role } = self.k.exprs[e].ty.clone() else {
                     return self.err(
@@ -726,6 +748,7 @@ impl Interp<'_> {
                         op,
                         axis: ax as usize,
                         arg: e,
+                        packed,
                     },
                     ty,
                     sp,

@@ -358,11 +358,15 @@ pub enum ExprKind {
     Cmp(CmpOp, ExprId, ExprId),
     Select(ExprId, ExprId, ExprId),
     Cast(DType, ExprId),
-    /// Reduce a fragment along `axis`; the axis disappears from the shape.
+    /// Reduce a fragment along `axis`; the axis disappears from the shape. `packed` (min/max
+    /// and their arg forms only) lets the lowering rank by a key that carries the column in
+    /// the value's low mantissa bits: one min/max per element instead of a compare and two
+    /// selects, at the cost of those bits' precision and of the tie order.
     Reduce {
         op: ReduceOp,
         axis: usize,
         arg: ExprId,
+        packed: bool,
     },
     /// Insert a unit axis (NumPy `v[:, None]`) so the value broadcasts along it.
     Expand {

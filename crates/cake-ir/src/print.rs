@@ -394,7 +394,12 @@ impl Printer<'_> {
                 )
             }
             ExprKind::Cast(d, a) => format!("cast({}, {})", self.expr(*a), d),
-            ExprKind::Reduce { op, axis, arg } => {
+            ExprKind::Reduce {
+                op,
+                axis,
+                arg,
+                packed,
+            } => {
                 let name = match op {
                     ReduceOp::Sum => "sum",
                     ReduceOp::Max => "max",
@@ -402,7 +407,8 @@ impl Printer<'_> {
                     ReduceOp::ArgMin => "argmin",
                     ReduceOp::ArgMax => "argmax",
                 };
-                format!("{}({}, axis={})", name, self.expr(*arg), axis)
+                let packed = if *packed { ", packed=True" } else { "" };
+                format!("{}({}, axis={}{})", name, self.expr(*arg), axis, packed)
             }
             ExprKind::Expand { arg, axis } => format!("expand({}, axis={})", self.expr(*arg), axis),
             ExprKind::Load {

@@ -108,9 +108,9 @@ pub struct Emitter<'a> {
     /// Depth of the current role's `with` regions around the statement being emitted.
     indent_role_depth: u32,
     /// Row reductions already computed in the current block: expression → array name, and
-    /// (argument, op) → array name for reuse by structurally equal reductions.
+    /// (argument, op, packed) → array name for reuse by structurally equal reductions.
     reductions: HashMap<ExprId, String>,
-    reduction_keys: Vec<(ExprId, ReduceOp, String)>,
+    reduction_keys: Vec<(ExprId, ReduceOp, bool, String)>,
     reduction_counter: u32,
     /// Per-column vector loads hoisted out of a row loop: expression → local name.
     col_loads: HashMap<ExprId, String>,
@@ -931,7 +931,13 @@ impl<'a> Emitter<'a> {
         for c in children {
             self.precompute_reductions(c);
         }
-        let ExprKind::Reduce { op, axis, arg } = k.exprs[e].kind.clone() else {
+        let ExprKind::Reduce {
+            op,
+            axis,
+            arg,
+            packed,
+        } = k.exprs[e].kind.clone()
+        else {
             return;
         };
         if self.reductions.contains_key(&e) {
@@ -941,8 +947,8 @@ impl<'a> Emitter<'a> {
         let twin = self
             .reduction_keys
             .iter()
-            .find(|(a, o, _)| *a == arg && *o == op)
-            .map(|(_, _, n)| n.clone());
+            .find(|(a, o, p, _)| *a == arg && *o == op && *p == packed)
+            .map(|(_, _, _, n)| n.clone());
         if let Some(name) = twin {
             self.reductions.insert(e, name);
             return;
@@ -950,7 +956,7 @@ impl<'a> Emitter<'a> {
         let layout = match self.tile_of(arg) {
             Some(FragLayout::WgmmaAcc { n }) if axis == 1 => n,
             Some(FragLayout::TmemRow { n }) if axis == 1 => {
-                return self.lane_reduction(e, op, arg, n);
+                return self.lane_reduction(e, op, arg, n, packed);
             }
             _ => {
                 self.unsupported(
@@ -970,8 +976,15 @@ impl<'a> Emitter<'a> {
         };
         let mut loads = Vec::new();
         self.column_loads(arg, &mut loads);
+        // A thread holds layout/4 columns of each of its rows: that many slots to pack.
+        let mask = packed_slot_mask(layout / 4);
+        let how = if packed {
+            ", packed (value, column) keys"
+        } else {
+            ""
+        };
         self.line(&format!(
-            "float {vname}[2]; int {iname}[2];  // row {combine} over {layout} columns ({})",
+            "float {vname}[2]; int {iname}[2];  // row {combine} over {layout} columns{how} ({})",
             self.loc(k.exprs.span(e))
         ));
         // Both rows of the thread in one pass over its columns, so each column's operands
@@ -979,42 +992,35 @@ impl<'a> Emitter<'a> {
         self.line(&format!(
             "float bv[2] = {{{init}, {init}}}; int bi[2] = {{0, 0}};"
         ));
-        self.line("#pragma unroll");
-        self.line(&format!("for (int i = 0; i < {}; ++i) {{", layout / 8));
-        self.indent += 1;
-        self.line("#pragma unroll");
-        self.line("for (int j = 0; j < 2; ++j) {");
-        self.indent += 1;
-        // Per-column operands do not depend on the row: load each once for both rows.
-        for (n, l) in loads.iter().enumerate() {
-            let code = self.elem(*l, Site::Tile);
-            let name = format!("col{id}_{n}");
-            self.line(&format!("const float {name} = {code};"));
-            self.col_loads.insert(*l, name);
-        }
-        let value = self.elem(arg, Site::Tile);
-        self.col_loads.clear();
-        self.line("#pragma unroll");
-        self.line("for (int h = 0; h < 2; ++h) {");
-        self.indent += 1;
-        self.line(&format!("const float v = {value};"));
-        if op == ReduceOp::Sum {
-            self.line("bv[h] += v;");
-        } else {
+        let element = if op == ReduceOp::Sum {
+            "bv[h] += v;".to_string()
+        } else if packed {
+            // The thread's column slot 2i + j replaces the value's low mantissa bits: one
+            // LOP3 and one FMNMX per element instead of FSETP and two SELs (the ALU pipe is the
+            // limit of an argmin epilogue). ptxas folds a constant mask into an immediate, and
+            // LOP3 takes one immediate, so the mask is a value it cannot fold (blockDim.x >> 31
+            // is 0). An infinite value becomes a NaN key, which fminf/fmaxf skip, so it never
+            // wins — as with the exact compare.
             self.line(&format!(
-                "if (v {better} bv[h]) {{ bv[h] = v; bi[h] = 8 * i + j; }}"
+                "const int red{id}_keymask = ~{mask} | ((int)blockDim.x >> 31);"
             ));
-        }
-        self.indent -= 1;
-        self.line("}");
-        self.indent -= 1;
-        self.line("}");
-        self.indent -= 1;
-        self.line("}");
+            format!(
+                "bv[h] = f{combine}f(bv[h], __int_as_float((__float_as_int(v) & red{id}_keymask) | (2 * i + j)));"
+            )
+        } else {
+            format!("if (v {better} bv[h]) {{ bv[h] = v; bi[h] = 8 * i + j; }}")
+        };
+        self.reduction_columns(id, arg, layout, &loads, &element);
         // The four threads of a quad hold the same two rows: combine across them.
         self.line("#pragma unroll");
         self.line("for (int h = 0; h < 2; ++h) {");
         self.indent += 1;
+        if packed {
+            // Unpack: the slot gives the column, the value keeps its truncated bits.
+            self.line(&format!(
+                "{{ const int slot = __float_as_int(bv[h]) & {mask}; bi[h] = 8 * (slot >> 1) + (slot & 1); bv[h] = __int_as_float(__float_as_int(bv[h]) & ~{mask}); }}"
+            ));
+        }
         // The column offset of this thread is added once, not per element: inside the unrolled
         // loop the index stays a constant.
         if op != ReduceOp::Sum {
@@ -1049,8 +1055,46 @@ impl<'a> Emitter<'a> {
             ReduceOp::Sum => &[ReduceOp::Sum],
         };
         for o in siblings {
-            self.reduction_keys.push((arg, *o, pick(*o)));
+            self.reduction_keys.push((arg, *o, packed, pick(*o)));
         }
+    }
+
+    /// One pass of a row reduction over the thread's columns of a `layout`-column tile, both
+    /// rows at once, applying `element` to each value `v`.
+    fn reduction_columns(
+        &mut self,
+        id: u32,
+        arg: ExprId,
+        layout: u32,
+        loads: &[ExprId],
+        element: &str,
+    ) {
+        self.line("#pragma unroll");
+        self.line(&format!("for (int i = 0; i < {}; ++i) {{", layout / 8));
+        self.indent += 1;
+        self.line("#pragma unroll");
+        self.line("for (int j = 0; j < 2; ++j) {");
+        self.indent += 1;
+        // Per-column operands do not depend on the row: load each once for both rows.
+        for (n, l) in loads.iter().enumerate() {
+            let code = self.elem(*l, Site::Tile);
+            let name = format!("col{id}_{n}");
+            self.line(&format!("const float {name} = {code};"));
+            self.col_loads.insert(*l, name);
+        }
+        let value = self.elem(arg, Site::Tile);
+        self.col_loads.clear();
+        self.line("#pragma unroll");
+        self.line("for (int h = 0; h < 2; ++h) {");
+        self.indent += 1;
+        self.line(&format!("const float v = {value};"));
+        self.line(element);
+        self.indent -= 1;
+        self.line("}");
+        self.indent -= 1;
+        self.line("}");
+        self.indent -= 1;
+        self.line("}");
     }
 
     /// Per-column vector loads (`lm.load` of shape (N,)) inside `e`.
@@ -1106,7 +1150,7 @@ impl<'a> Emitter<'a> {
             Some(f) => {
                 self.reductions.retain(|e, _| !k.expr_reads_fragment(*e, f));
                 self.reduction_keys
-                    .retain(|(a, _, _)| !k.expr_reads_fragment(*a, f));
+                    .retain(|(a, _, _, _)| !k.expr_reads_fragment(*a, f));
             }
         }
     }
@@ -2765,6 +2809,12 @@ impl<'a> Emitter<'a> {
 
 /// How a dtype is held in generated code: 16-bit and 8-bit floats as raw bits, so the file needs
 /// no CUDA half/bfloat16 headers.
+/// The low-bit mask that holds a column slot in a packed (value, column) key when a thread
+/// ranks `slots` columns of a row: ⌈log2 slots⌉ bits of the value's mantissa.
+fn packed_slot_mask(slots: u32) -> u32 {
+    slots.max(1).next_power_of_two() - 1
+}
+
 fn storage_type(d: DType) -> &'static str {
     match d {
         DType::BF16 | DType::F16 => "uint16_t",

@@ -358,7 +358,17 @@ impl Emitter<'_> {
     /// A row reduction (axis 1) of a one-row-per-thread tile: the thread owns its whole row, so
     /// it is a loop over the row's columns, with no exchange between threads. Ties of arg-min /
     /// arg-max keep the lowest column.
-    pub(super) fn lane_reduction(&mut self, e: ExprId, op: ReduceOp, arg: ExprId, n: u32) {
+    ///
+    /// `packed` is a permission, not an obligation: here the exact compare is kept (the key's
+    /// cost is in the ALU-bound quad layout of wgmma, not measured for TMEM rows).
+    pub(super) fn lane_reduction(
+        &mut self,
+        e: ExprId,
+        op: ReduceOp,
+        arg: ExprId,
+        n: u32,
+        packed: bool,
+    ) {
         let k = self.k;
         let id = self.reduction_counter;
         self.reduction_counter += 1;
@@ -401,7 +411,7 @@ impl Emitter<'_> {
             ReduceOp::Sum => &[ReduceOp::Sum],
         };
         for o in siblings {
-            self.reduction_keys.push((arg, *o, pick(*o)));
+            self.reduction_keys.push((arg, *o, packed, pick(*o)));
         }
     }
 
