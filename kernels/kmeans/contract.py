@@ -69,3 +69,59 @@ def flash_kmeans_assign(X, Cen, XSQ, CSQ, IDS) -> None:
     from flash_kmeans.assign_euclid_triton import euclid_assign_triton
 
     euclid_assign_triton(X, Cen, XSQ, IDS, CSQ)
+
+
+# --- Centroid update (update.contract.toml) -------------------------------------------------
+
+def make_update_inputs(shape: dict, distribution: str, generator: torch.Generator) -> dict:
+    """X (B, N, 128) bf16, the current centroids Cen (B, K, 128) bf16 (the update API passes
+    them; they fix K) and unsorted ids (B, N) i32 in [0, K): spread evenly ("uniform"), 90% of
+    the rows on four centroids ("clustered": contention on the same sums), or K·u⁴ for uniform u
+    ("heavy_tailed": a few large clusters and many empty ones, which must come out as zero sums
+    and counts)."""
+    B, N, K, D = shape["B"], shape["N"], shape["K"], 128
+    g = dict(device="cuda", generator=generator)
+    x = torch.randn(B, N, D, **g).to(torch.bfloat16).contiguous()
+    c = torch.randn(B, K, D, **g).to(torch.bfloat16).contiguous()
+    if distribution == "uniform":
+        ids = torch.randint(0, K, (B, N), **g)
+    elif distribution == "clustered":
+        hot = torch.randint(0, min(K, 4), (B, N), **g)
+        ids = torch.where(torch.rand(B, N, **g) < 0.9, hot, torch.randint(0, K, (B, N), **g))
+    elif distribution == "heavy_tailed":
+        ids = (K * torch.rand(B, N, **g) ** 4).long().clamp(max=K - 1)
+    else:
+        raise ValueError(f"unknown distribution {distribution!r}")
+    return {"X": x, "Cen": c, "IDS": ids.to(torch.int32).contiguous()}
+
+
+def update_oracle(X, Cen, IDS) -> dict:
+    """Per-cluster f32 sums of the bf16 rows (index_add_) and the cluster sizes (bincount)."""
+    B, N, D = X.shape
+    K = Cen.shape[1]
+    flat = (IDS.long() + K * torch.arange(B, device=X.device)[:, None]).reshape(-1)
+    sums = torch.zeros(B * K, D, dtype=torch.float32, device=X.device)
+    sums.index_add_(0, flat, X.reshape(-1, D).float())
+    counts = torch.bincount(flat, minlength=B * K).to(torch.int32)
+    return {"SUMS": sums.reshape(B, K, D), "COUNTS": counts.reshape(B, K)}
+
+
+def flash_kmeans_update(X, Cen, IDS, SUMS, COUNTS) -> None:
+    """flash-kmeans 0.3.1's update from unsorted ids up to sums and counts: its zeroed
+    accumulators and its atomic Triton kernel, launched as `triton_centroid_update_euclid`
+    launches it. The division into centroids that follows there is left out here, as it is
+    of the Cake kernel (the same element-wise pass over B·K·D for both)."""
+    from flash_kmeans.centroid_update_triton import _centroid_update_kernel
+
+    B, N, D = X.shape
+    K = Cen.shape[1]
+    SUMS.zero_()
+    COUNTS.zero_()
+    _centroid_update_kernel[(B * N,)](
+        X, IDS, SUMS, COUNTS,
+        X.stride(0), X.stride(1), X.stride(2),
+        SUMS.stride(0), SUMS.stride(1), SUMS.stride(2),
+        COUNTS.stride(0), COUNTS.stride(1),
+        B, N, D, K,
+        BLOCK_D=128,
+    )

@@ -459,6 +459,13 @@ impl Analyzer<'_> {
                 w.alu_ops = (o.all + el) * r;
                 w.int_ops = o.int * r;
             }
+            Op::ScatterAdd { src, .. } => {
+                // Per element: a shared load, a conversion and a shared-memory atomic add (the
+                // model has no atomic pipe: charged as thread operations, the add on the ALU).
+                let el: f64 = k.views[src.view].shape.iter().map(|&d| d as f64).product();
+                w.alu_ops = 3.0 * el * r;
+                w.int_ops = el * r;
+            }
             Op::SmemStore { value, .. } => {
                 let el = elements(&k.exprs[*value].ty);
                 let o = self.ops(*value, rw, seen);

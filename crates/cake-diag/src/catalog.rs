@@ -789,6 +789,7 @@ pub const ALL: &[&CodeInfo] = &[
     &semantics::UNUSED_RESOURCE,
     &semantics::NAMED_BARRIER_ROLES,
     &semantics::BUFFERED_FRAGMENT,
+    &semantics::REPLICATED_SCATTER,
     &performance::REGISTER_SPILL,
     &performance::WGMMA_SERIALIZED,
     &performance::EXPOSED_LATENCY,

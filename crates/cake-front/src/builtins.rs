@@ -1285,6 +1285,10 @@ impl Interp<'_> {
                 self.emit_op(Op::SmemStore { dst: v, value }, sp)?;
                 Ok(Value::None)
             }
+            (Value::View(v), "scatter_add") => {
+                self.scatter_add(v, args)?;
+                Ok(Value::None)
+            }
             (Value::Role(r), "fragment") => {
                 let a = self.bind_args("fragment", &["shape", "dtype", "buffers?"], args)?;
                 let shape = self.shape(&a[0], "shape")?;
@@ -1315,6 +1319,102 @@ impl Interp<'_> {
                 self.err(&codes::UNKNOWN_NAME, sp, msg)
             }
         }
+    }
+
+    /// `dst.scatter_add(src, index, offset=0, valid_rows=None, counts=None)`: rows of `src` added
+    /// to the rows of `dst` that a 1-D index view names.
+    fn scatter_add(&mut self, dst: ViewRef, args: CallArgs) -> R<()> {
+        let sp = args.span;
+        let a = self.bind_args(
+            "scatter_add",
+            &["src", "index", "offset?", "valid_rows?", "counts?"],
+            args,
+        )?;
+        let span_of = |i: usize| a[i].as_ref().map_or(sp, |x| x.1);
+        let src = self.view_arg(&a[0], "`src`")?;
+        let index = self.view_arg(&a[1], "`index`")?;
+        let offset = match &a[2] {
+            None => self.mk(ExprKind::Int(0), Ty::Index, sp),
+            Some((v, s)) => self.index_of(v.clone(), *s)?,
+        };
+        let valid_rows = match &a[3] {
+            None | Some((Value::None, _)) => None,
+            Some((v, s)) => Some(self.index_of(v.clone(), *s)?),
+        };
+        let counts = match &a[4] {
+            None | Some((Value::None, _)) => None,
+            Some(_) => Some(self.view_arg(&a[4], "`counts`")?),
+        };
+        let (dshape, sshape) = (self.view_ref_shape(&dst), self.view_ref_shape(&src));
+        let (dname, sname) = (
+            self.k.views[dst.view].name.clone(),
+            self.k.views[src.view].name.clone(),
+        );
+        if dshape.len() != 2 || sshape.len() != 2 || dst.transposed || src.transposed {
+            return self.err(
+                &codes::SHAPE_MISMATCH,
+                sp,
+                format!("scatter_add adds rows of a 2-D view to rows of a 2-D view; `{dname}` is {dshape:?} and `{sname}` is {sshape:?}"),
+            );
+        }
+        if dshape[1] != sshape[1] {
+            let f = Finding::new(
+                &codes::SHAPE_MISMATCH,
+                span_of(0),
+                format!("`{sname}` rows have {} columns, `{dname}` rows {}", sshape[1], dshape[1]),
+            )
+            .expected(dshape[1])
+            .actual(sshape[1]);
+            return Err(self.report(f));
+        }
+        if self.k.views[dst.view].dtype != DType::F32 {
+            return self.err(
+                &codes::DTYPE_MISMATCH,
+                sp,
+                format!("scatter_add accumulates in f32; `{dname}` is {}", self.k.views[dst.view].dtype),
+            );
+        }
+        if !matches!(
+            self.k.views[src.view].dtype,
+            DType::F32 | DType::BF16 | DType::F16
+        ) {
+            return self.err(
+                &codes::DTYPE_MISMATCH,
+                span_of(0),
+                format!("scatter_add adds f32, bf16 or f16 rows; `{sname}` is {}", self.k.views[src.view].dtype),
+            );
+        }
+        // One i32 per row: of `src` for the index, of `dst` for the counts.
+        let mut per_row = |v: &ViewRef, rows: u32, what: &str, i: usize| -> R<()> {
+            let shape = self.view_ref_shape(v);
+            let view = &self.k.views[v.view];
+            if view.dtype == DType::I32 && shape == [rows] {
+                return Ok(());
+            }
+            let f = Finding::new(
+                &codes::SHAPE_MISMATCH,
+                span_of(i),
+                format!("{what} `{}` is {shape:?} {}", view.name, view.dtype),
+            )
+            .expected(format!("[{rows}] i32"))
+            .actual(format!("{shape:?} {}", view.dtype));
+            Err(self.report(f))
+        };
+        per_row(&index, sshape[0], &format!("the index holds one i32 per row of `{sname}`;"), 1)?;
+        if let Some(c) = &counts {
+            per_row(c, dshape[0], &format!("`counts` holds one i32 per row of `{dname}`;"), 4)?;
+        }
+        self.emit_op(
+            Op::ScatterAdd {
+                dst,
+                src,
+                index,
+                offset,
+                valid_rows,
+                counts,
+            },
+            sp,
+        )
     }
 
     /// A copy between a view and a tensor moves elements of one dtype.

@@ -458,6 +458,7 @@ impl Interp<'_> {
                     "rows",
                     "stage",
                     "store",
+                    "scatter_add",
                 ],
             },
             Value::Role(r) => match attr {

@@ -498,6 +498,18 @@ pub enum Op {
     },
     /// Write a register value into a shared-memory view (generic proxy).
     SmemStore { dst: ViewRef, value: ExprId },
+    /// `dst[index[r] - offset, :] += src[r, :]` for each of the first `valid_rows` rows `r` of
+    /// `src` (all when None), with `index` a 1-D i32 view of one entry per row; indices outside
+    /// `dst`'s rows are skipped, and `counts[i] += 1` for each row added to row `i`.
+    /// Shared-memory atomics (generic proxy), by all threads of the role.
+    ScatterAdd {
+        dst: ViewRef,
+        src: ViewRef,
+        index: ViewRef,
+        offset: ExprId,
+        valid_rows: Option<ExprId>,
+        counts: Option<ViewRef>,
+    },
     /// Overwrite a fragment (`frag[:] = value`).
     Assign { dst: FragId, value: ExprId },
     /// Block until the barrier's current phase (of the current stage) completes.
@@ -521,6 +533,14 @@ impl Kernel {
     pub fn const_int(&self, e: ExprId) -> Option<i64> {
         match self.exprs[e].kind {
             ExprKind::Int(v) => Some(v),
+            _ => None,
+        }
+    }
+    /// Value of a numeric literal (int or float), if `e` is one.
+    pub fn const_number(&self, e: ExprId) -> Option<f64> {
+        match self.exprs[e].kind {
+            ExprKind::Int(v) => Some(v as f64),
+            ExprKind::Float(v) => Some(v),
             _ => None,
         }
     }

@@ -336,6 +336,29 @@ impl Printer<'_> {
             Op::Assign { dst, value } => {
                 format!("assign {} <- {}", k.fragments[*dst].name, self.expr(*value))
             }
+            Op::ScatterAdd {
+                dst,
+                src,
+                index,
+                offset,
+                valid_rows,
+                counts,
+            } => {
+                let valid = valid_rows
+                    .map_or(String::new(), |e| format!(" valid_rows={}", self.expr(e)));
+                let counts = counts
+                    .as_ref()
+                    .map_or(String::new(), |c| format!(" counts={}", self.view_ref(c)));
+                format!(
+                    "scatter_add {} <- {} rows by {} - {}{}{}",
+                    self.view_ref(dst),
+                    self.view_ref(src),
+                    self.view_ref(index),
+                    self.expr(*offset),
+                    valid,
+                    counts
+                )
+            }
             Op::Wait { barrier } => format!("wait {}", bar(barrier)),
             Op::Arrive { barrier } => format!("arrive {}", bar(barrier)),
             Op::Commit { barrier } => format!("commit {}", bar(barrier)),

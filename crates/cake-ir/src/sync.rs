@@ -174,7 +174,8 @@ fn wait_copy_pairs(k: &Kernel, block: &Block, out: &mut Vec<(BarrierId, ViewId)>
     }
 }
 
-/// (role, view) for every role that reads a view (MMA operands, ldmatrix, TMA store, TMEM copy).
+/// (role, view) for every role that reads a view (MMA operands, ldmatrix, TMA store, TMEM copy,
+/// the rows a scatter_add adds).
 fn view_readers(k: &Kernel) -> Vec<(RoleId, ViewId)> {
     let mut out = Vec::new();
     k.walk(|_, stmt, ctx| {
@@ -192,6 +193,7 @@ fn view_readers(k: &Kernel) -> Vec<(RoleId, ViewId)> {
             Op::Ldmatrix { src, .. } | Op::TmaStore { src, .. } | Op::TmemCopy { src, .. } => {
                 vec![src.view]
             }
+            Op::ScatterAdd { src, index, .. } => vec![src.view, index.view],
             _ => vec![],
         };
         for v in views {

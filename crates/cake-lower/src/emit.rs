@@ -96,6 +96,10 @@ pub struct Emitter<'a> {
     mma_sync_shapes: BTreeSet<(u32, &'static str, &'static str)>,
     /// Swizzle modes whose address function the generated code uses.
     swizzles: BTreeSet<u32>,
+    /// Prelude sections the body turned out to need beyond the target's (shared-memory
+    /// atomics and fills; TMA stores of rank other than 2).
+    needs_shared_ops: bool,
+    tma_store_ranks: BTreeSet<usize>,
     errors: Vec<Unsupported>,
     out: String,
     indent: usize,
@@ -200,6 +204,8 @@ impl<'a> Emitter<'a> {
             wgmma_shapes: BTreeSet::new(),
             mma_sync_shapes: BTreeSet::new(),
             swizzles: BTreeSet::new(),
+            needs_shared_ops: false,
+            tma_store_ranks: BTreeSet::new(),
             errors: Vec::new(),
             out: String::new(),
             indent: 0,
@@ -290,6 +296,12 @@ impl<'a> Emitter<'a> {
         }
         if self.target.has(Feature::SetMaxNReg) {
             cuda.push_str(prelude::SETMAXNREG);
+        }
+        for rank in &self.tma_store_ranks {
+            cuda.push_str(&prelude::tma_store_fn(*rank));
+        }
+        if self.needs_shared_ops {
+            cuda.push_str(prelude::SHARED_OPS);
         }
         if self.mma_sync() {
             cuda.push_str(prelude::CP_ASYNC);
@@ -470,6 +482,12 @@ impl<'a> Emitter<'a> {
         // Innermost first: one swizzle panel wide, then the view's other extents (the row range
         // when the copy fills only `.rows(...)`), then 1s for the tensor's leading dimensions the
         // view does not cover.
+        if view.shape.len() == 1 {
+            // A 1-D view (or a range of it) is one box row.
+            let mut b = vec![rows.unwrap_or(view.shape[0])];
+            b.resize(rank.max(1), 1);
+            return b;
+        }
         let mut b = vec![view.panel_cols()];
         let outer = view.shape.len().saturating_sub(1);
         for (axis, d) in view.shape.iter().enumerate().rev().skip(1) {
@@ -1846,13 +1864,13 @@ impl<'a> Emitter<'a> {
                     let bytes = self.role_tx_bytes(*barrier, role);
                     self.line(&format!("cake_mbar_arrive_expect_tx({slot}, {bytes});"));
                 }
-                let panel_bytes = view.shape[0] as u64
+                // Bytes of one swizzle panel (the whole view when it has one panel).
+                let panel_bytes = view.shape[..view.shape.len() - 1]
+                    .iter()
+                    .map(|&d| d as u64)
+                    .product::<u64>()
                     * view.panel_cols() as u64
-                    * view.dtype.bytes() as u64
-                    * view.shape[1..view.shape.len() - 1]
-                        .iter()
-                        .map(|&d| d as u64)
-                        .product::<u64>();
+                    * view.dtype.bytes() as u64;
                 for p in 0..view.panels() {
                     let mut cc = c.clone();
                     if p > 0 {
@@ -1890,7 +1908,18 @@ impl<'a> Emitter<'a> {
             }
             Op::Store { dst, value, coords } => self.store(*dst, *value, coords, sp),
             Op::Assign { dst, value } => self.assign(*dst, *value, sp),
+            Op::SmemStore { dst, value } if self.k.const_number(*value).is_some() => {
+                self.smem_fill(dst, *value, sp)
+            }
             Op::SmemStore { dst, value } => self.smem_store(dst, *value, sp),
+            Op::ScatterAdd {
+                dst,
+                src,
+                index,
+                offset,
+                valid_rows,
+                counts,
+            } => self.scatter_add(dst, src, index, *offset, *valid_rows, counts.as_ref(), sp),
             Op::Sync { barrier } => self.named_sync(*barrier, sp),
             Op::FenceProxyAsync => {
                 self.line(&format!("cake_fence_proxy_async();  // ({})", self.loc(sp)))
@@ -2399,11 +2428,21 @@ impl<'a> Emitter<'a> {
         self.line("}");
     }
 
+    /// Whether the role's replicas synchronise their own threads (`replica_sync`): around TMA
+    /// stores, shared-memory fills and scatter-adds.
     fn role_stores_tma(&self, role: RoleId) -> bool {
         let mut found = false;
         self.k.walk(|_, stmt, ctx| {
-            if ctx.role == Some(role) && matches!(stmt, Stmt::Op(Op::TmaStore { .. })) {
+            if ctx.role == Some(role)
+                && matches!(
+                    stmt,
+                    Stmt::Op(Op::TmaStore { .. } | Op::ScatterAdd { .. })
+                )
+            {
                 found = true;
+            }
+            if let (Some(r), Stmt::Op(Op::SmemStore { value, .. })) = (ctx.role, stmt) {
+                found |= r == role && self.k.const_number(*value).is_some();
             }
         });
         found
@@ -2533,14 +2572,197 @@ impl<'a> Emitter<'a> {
         self.close_accumulator_pairs(FragLayout::WgmmaAcc { n });
     }
 
+    /// `view.store(constant)`: the replica's threads fill the view with 16-byte stores (the
+    /// value is the same everywhere, so the swizzle does not matter), after the view's last
+    /// TMA store has read it, then synchronise so every later access sees the fill.
+    fn smem_fill(&mut self, dst: &ViewRef, value: ExprId, sp: Span) {
+        let k = self.k;
+        let view = k.views[dst.view].clone();
+        let Some((role, threads)) = self.single_replica_role(sp, "view.store of a constant") else {
+            return;
+        };
+        if dst.rows.is_some() || dst.transposed {
+            self.unsupported(sp, "view.store of a constant is lowered for a whole view");
+            return;
+        }
+        let bits = match (k.const_number(value), view.dtype) {
+            (Some(v), DType::F32) => (v as f32).to_bits(),
+            (Some(v), DType::I32) => v as i32 as u32,
+            (Some(v), DType::BF16) => {
+                let h = ((v as f32).to_bits() + 0x7fff + (((v as f32).to_bits() >> 16) & 1)) >> 16;
+                h | (h << 16)
+            }
+            _ => {
+                self.unsupported(
+                    sp,
+                    format!("view.store of a constant is lowered into f32, i32 and bf16 views; `{}` is {}", view.name, view.dtype),
+                );
+                return;
+            }
+        };
+        let bytes: u64 = view.shape.iter().map(|&d| d as u64).product::<u64>()
+            * view.dtype.bytes() as u64;
+        if bytes % 16 != 0 {
+            self.unsupported(sp, format!("view.store of a constant fills whole 16-byte chunks; `{}` is {bytes} bytes", view.name));
+            return;
+        }
+        self.needs_shared_ops = true;
+        let rname = c_ident(&k.roles[role].name);
+        let base = self.view_base(dst);
+        let number = k.const_number(value).expect("a constant");
+        self.line(&format!("// {}.store({number}) ({})", view.name, self.loc(sp)));
+        // The buffer may still be read by this replica's previous TMA store.
+        self.line(&format!("if ({rname}_thread == 0) cake_bulk_wait_read();"));
+        self.replica_sync(sp);
+        self.line(&format!(
+            "for (int chunk = {rname}_thread; chunk < {}; chunk += {threads}) cake_st_shared_v4({base} + 16 * chunk, 0x{bits:08x}u);",
+            bytes / 16
+        ));
+        self.replica_sync(sp);
+    }
+
+    /// `dst.scatter_add(src, index, coords, offset, counts)`: each warp of the replica takes 32
+    /// consecutive rows of `src`, loads their 32 indices with one coalesced load, and adds each
+    /// row (its index broadcast by a shuffle, so the branch is warp-uniform) to `dst` with
+    /// shared-memory atomics, lane `l` taking columns l, l + 32, ...
+    #[allow(clippy::too_many_arguments)]
+    fn scatter_add(
+        &mut self,
+        dst: &ViewRef,
+        src: &ViewRef,
+        index: &ViewRef,
+        offset: ExprId,
+        valid_rows: Option<ExprId>,
+        counts: Option<&ViewRef>,
+        sp: Span,
+    ) {
+        let k = self.k;
+        let Some((role, threads)) = self.single_replica_role(sp, "scatter_add") else {
+            return;
+        };
+        let (dview, sview) = (k.views[dst.view].clone(), k.views[src.view].clone());
+        let whole = |v: &ViewRef| v.rows.is_none() && !v.transposed;
+        if !whole(dst) || !whole(src) || !whole(index) || counts.is_some_and(|c| !whole(c)) {
+            self.unsupported(sp, "scatter_add is lowered for whole views (no .rows, no .T)");
+            return;
+        }
+        if dview.swizzle != 0 || sview.swizzle != 0 {
+            self.unsupported(sp, format!("scatter_add is lowered for unswizzled views; `{}` has swizzle {} and `{}` swizzle {}", dview.name, dview.swizzle, sview.name, sview.swizzle));
+            return;
+        }
+        let load = match sview.dtype {
+            DType::BF16 => "cake_ld_shared_bf16",
+            DType::F16 => "cake_ld_shared_f16",
+            _ => "cake_ld_shared_f32",
+        };
+        self.needs_shared_ops = true;
+        let rname = c_ident(&k.roles[role].name);
+        let (rows, cols, dst_rows) = (sview.shape[0], sview.shape[1], dview.shape[0]);
+        let esize = sview.dtype.bytes();
+        let valid = match valid_rows {
+            Some(e) => format!(" && r0 + lane < ({})", self.ix(e)),
+            None => String::new(),
+        };
+        let off = self.ix(offset);
+        let ibase = self.view_base(index);
+        let (sbase, dbase) = (self.view_base(src), self.view_base(dst));
+        let cbase = counts.map(|c| self.view_base(c));
+        self.line(&format!(
+            "// {}.scatter_add({} rows by {}) ({})",
+            dview.name,
+            sview.name,
+            k.views[index.view].name,
+            self.loc(sp)
+        ));
+        self.line("{");
+        self.indent += 1;
+        self.line(&format!("const int lane = {rname}_thread % 32;"));
+        self.line(&format!(
+            "for (int r0 = ({rname}_thread / 32) * 32; r0 < {rows}; r0 += {}) {{",
+            threads
+        ));
+        self.indent += 1;
+        self.line(&format!(
+            "const int mine = (r0 + lane < {rows}{valid}) ? cake_ld_shared_s32({ibase} + 4 * (r0 + lane)) - ({off}) : -1;"
+        ));
+        // Eight rows at a time: their loads are issued before their atomics, so the loads'
+        // latency overlaps (the helpers are volatile asm: the compiler keeps this order).
+        let per_lane = cols.div_ceil(32);
+        let guard = if cols % 32 == 0 {
+            String::new()
+        } else {
+            format!("if (lane + 32 * cc < {cols}) ")
+        };
+        self.line("#pragma unroll 1");
+        self.line("for (int j0 = 0; j0 < 32; j0 += 8) {");
+        self.indent += 1;
+        self.line(&format!("int i[8]; float v[8][{per_lane}];"));
+        self.line("#pragma unroll");
+        self.line("for (int u = 0; u < 8; ++u) {");
+        self.indent += 1;
+        self.line("i[u] = __shfl_sync(0xffffffffu, mine, j0 + u);");
+        self.line("#pragma unroll");
+        self.line(&format!(
+            "for (int cc = 0; cc < {per_lane}; ++cc) {guard}v[u][cc] = {load}({sbase} + {esize} * ((r0 + j0 + u) * {cols} + lane + 32 * cc));"
+        ));
+        self.indent -= 1;
+        self.line("}");
+        self.line("#pragma unroll");
+        self.line("for (int u = 0; u < 8; ++u) {");
+        self.indent += 1;
+        self.line(&format!("if ((unsigned)i[u] < {dst_rows}u) {{  // the same for the whole warp"));
+        self.indent += 1;
+        self.line("#pragma unroll");
+        self.line(&format!(
+            "for (int cc = 0; cc < {per_lane}; ++cc) {guard}cake_red_shared_add_f32({dbase} + 4 * (i[u] * {cols} + lane + 32 * cc), v[u][cc]);"
+        ));
+        if let Some(cb) = cbase {
+            self.line(&format!("if (lane == 0) cake_red_shared_add_u32({cb} + 4 * i[u], 1u);"));
+        }
+        self.indent -= 1;
+        self.line("}");
+        self.indent -= 1;
+        self.line("}");
+        self.indent -= 1;
+        self.line("}");
+        self.indent -= 1;
+        self.line("}");
+        self.indent -= 1;
+        self.line("}");
+    }
+
+    /// The current role and its thread count, when it has one replica (what the shared-memory
+    /// fills and scatter-adds are lowered for: their threads share the work and synchronise).
+    fn single_replica_role(&mut self, sp: Span, what: &str) -> Option<(RoleId, u32)> {
+        let (role, issue_only) = self.role.expect("role");
+        let r = &self.k.roles[role];
+        if r.replicas() != 1 || issue_only {
+            let msg = format!(
+                "{what} is lowered for a role of one warpgroup or one warp whose threads all run; `{}` has {} replicas",
+                r.name,
+                r.replicas()
+            );
+            self.unsupported(sp, msg);
+            return None;
+        }
+        Some((role, r.threads()))
+    }
+
     /// `view.tma_store(tensor, coords)`: every thread of the replica has written and fenced; one
     /// thread issues one bulk store per swizzle panel and commits them as a group.
     fn tma_store(&mut self, dst: ParamId, src: &ViewRef, coords: &[ExprId], sp: Span) {
         let k = self.k;
         let view = k.views[src.view].clone();
         let rank = self.rank(dst);
-        if rank != 2 || view.shape.len() != 2 || src.transposed {
-            self.unsupported(sp, "TMA stores are lowered for 2-D views into 2-D tensors");
+        if !(1..=3).contains(&rank)
+            || view.shape.len() > rank
+            || src.transposed
+            || (view.shape.len() != 2 && view.panels() != 1)
+        {
+            self.unsupported(
+                sp,
+                "TMA stores are lowered for 2-D views (or whole 1-D views) into tensors of rank 1 to 3",
+            );
             return;
         }
         let (role, _) = self.role.expect("role");
@@ -2552,10 +2774,20 @@ impl<'a> Emitter<'a> {
             ..src.clone()
         });
         if let Some((start, _)) = src.rows {
-            let row_bytes = view.panel_cols() * view.dtype.bytes();
+            // A row of a 1-D view is one element.
+            let row_bytes = if view.shape.len() == 1 {
+                view.dtype.bytes()
+            } else {
+                view.panel_cols() * view.dtype.bytes()
+            };
             base = format!("({base} + ({}) * {row_bytes})", self.ix(start));
         }
-        let (c1, c0) = (self.ix(coords[0]), self.ix(coords[1]));
+        // Innermost first, as the tensor map orders them.
+        let mut c: Vec<String> = coords.iter().map(|e| self.ix(*e)).collect();
+        c.reverse();
+        if rank != 2 {
+            self.tma_store_ranks.insert(rank);
+        }
         let panel_bytes =
             view.shape[0] as u64 * view.panel_cols() as u64 * view.dtype.bytes() as u64;
         self.line(&format!(
@@ -2573,12 +2805,14 @@ impl<'a> Emitter<'a> {
             } else {
                 format!("{base} + {}", p as u64 * panel_bytes)
             };
-            let col = if p == 0 {
-                c0.clone()
-            } else {
-                format!("{c0} + {}", p * view.panel_cols())
-            };
-            self.line(&format!("cake_tma_store_2d(&{tmap}, {addr}, {col}, {c1});"));
+            let mut cc = c.clone();
+            if p > 0 {
+                cc[0] = format!("{} + {}", c[0], p * view.panel_cols());
+            }
+            self.line(&format!(
+                "cake_tma_store_{rank}d(&{tmap}, {addr}, {});",
+                cc.join(", ")
+            ));
         }
         self.line("cake_bulk_commit();");
         self.indent -= 1;

@@ -256,3 +256,51 @@ pub fn wgmma_fn(n: u32, input: &str) -> String {
     out.push_str("\n      : \"l\"(desc_a), \"l\"(desc_b), \"r\"(scale_d));\n}\n");
     out
 }
+
+/// Shared-memory fills and atomics (`view.store` of a constant, `scatter_add`).
+pub const SHARED_OPS: &str = r#"
+static __device__ __forceinline__ void cake_st_shared_v4(uint32_t addr, uint32_t v) {
+  asm volatile("st.shared.v4.b32 [%0], {%1, %1, %1, %1};" :: "r"(addr), "r"(v) : "memory");
+}
+static __device__ __forceinline__ float cake_ld_shared_f32(uint32_t addr) {
+  float v;
+  asm volatile("ld.shared.f32 %0, [%1];" : "=f"(v) : "r"(addr) : "memory");
+  return v;
+}
+static __device__ __forceinline__ int cake_ld_shared_s32(uint32_t addr) {
+  int v;
+  asm volatile("ld.shared.s32 %0, [%1];" : "=r"(v) : "r"(addr) : "memory");
+  return v;
+}
+static __device__ __forceinline__ float cake_ld_shared_bf16(uint32_t addr) {
+  unsigned short h;
+  asm volatile("ld.shared.u16 %0, [%1];" : "=h"(h) : "r"(addr) : "memory");
+  return __uint_as_float((uint32_t)h << 16);
+}
+static __device__ __forceinline__ float cake_ld_shared_f16(uint32_t addr) {
+  unsigned short h;
+  float v;
+  asm volatile("ld.shared.b16 %0, [%1];" : "=h"(h) : "r"(addr) : "memory");
+  asm("cvt.f32.f16 %0, %1;" : "=f"(v) : "h"(h));
+  return v;
+}
+static __device__ __forceinline__ void cake_red_shared_add_f32(uint32_t addr, float v) {
+  asm volatile("red.shared.add.f32 [%0], %1;" :: "r"(addr), "f"(v) : "memory");
+}
+static __device__ __forceinline__ void cake_red_shared_add_u32(uint32_t addr, uint32_t v) {
+  asm volatile("red.shared.add.u32 [%0], %1;" :: "r"(addr), "r"(v) : "memory");
+}
+"#;
+
+/// `cake_tma_store_<rank>d` for a TMA store of rank other than 2 (the 2-D one is in [`TMA`]).
+pub fn tma_store_fn(rank: usize) -> String {
+    let params: Vec<String> = (0..rank).map(|i| format!("int c{i}")).collect();
+    let operands: Vec<String> = (0..rank).map(|i| format!("%{}", i + 2)).collect();
+    let inputs: Vec<String> = (0..rank).map(|i| format!(", \"r\"(c{i})")).collect();
+    format!(
+        "static __device__ __forceinline__ void cake_tma_store_{rank}d(const CakeTensorMap* map, uint32_t src, {}) {{\n  asm volatile(\"cp.async.bulk.tensor.{rank}d.global.shared::cta.bulk_group [%0, {{{}}}], [%1];\"\n               :: \"l\"(map), \"r\"(src){} : \"memory\");\n}}\n",
+        params.join(", "),
+        operands.join(", "),
+        inputs.concat()
+    )
+}

@@ -111,6 +111,22 @@ fn accesses(k: &Kernel, op: &Op) -> (Vec<Res>, Vec<Res>) {
             w.push(Res::View(dst.view.index()));
             expr_tensors(k, *value, &mut r);
         }
+        Op::ScatterAdd {
+            dst,
+            src,
+            index,
+            counts,
+            ..
+        } => {
+            w.push(Res::View(dst.view.index()));
+            if let Some(c) = counts {
+                w.push(Res::View(c.view.index()));
+            }
+            // Atomic adds also read what they add to.
+            r.push(Res::View(dst.view.index()));
+            r.push(Res::View(src.view.index()));
+            r.push(Res::View(index.view.index()));
+        }
         Op::Assign { value, .. } => expr_tensors(k, *value, &mut r),
         Op::Wait { .. }
         | Op::Arrive { .. }

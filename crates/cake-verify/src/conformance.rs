@@ -353,7 +353,17 @@ fn tma_boxes(cx: &Ctx, out: &mut Vec<Finding>) {
                 .actual(rank),
             );
         }
-        let inner_bytes = v.panel_cols() * v.dtype.bytes();
+        // The box a copy moves: `.rows(start, n)` copies n rows (of a 1-D view, n elements).
+        let rows = view.rows.map(|(_, n)| n);
+        let inner = match v.shape.len() {
+            1 => rows.unwrap_or(v.shape[0]),
+            _ => v.panel_cols(),
+        };
+        let mut outer: Vec<u32> = v.shape.iter().rev().skip(1).copied().collect();
+        if let (Some(n), Some(first)) = (rows, outer.last_mut()) {
+            *first = n;
+        }
+        let inner_bytes = inner * v.dtype.bytes();
         if !inner_bytes.is_multiple_of(16) {
             out.push(
                 Finding::new(&TMA_BOX, sp, format!("the innermost box extent of `{}` is {inner_bytes} B; TMA needs a multiple of 16 B", v.name))
@@ -362,7 +372,7 @@ fn tma_boxes(cx: &Ctx, out: &mut Vec<Finding>) {
                     .actual(format!("{inner_bytes} B")),
             );
         }
-        for (axis, &d) in v.shape.iter().rev().skip(1).enumerate() {
+        for (axis, &d) in outer.iter().enumerate() {
             if d > 256 {
                 out.push(
                     Finding::new(
@@ -381,19 +391,16 @@ fn tma_boxes(cx: &Ctx, out: &mut Vec<Finding>) {
                 );
             }
         }
-        if v.panel_cols() > 256 {
+        if inner > 256 {
             out.push(
                 Finding::new(
                     &TMA_BOX,
                     sp,
-                    format!(
-                        "innermost box extent {} of `{}` exceeds 256",
-                        v.panel_cols(),
-                        v.name
-                    ),
+                    format!("innermost box extent {inner} of `{}` exceeds 256", v.name),
                 )
                 .expected("<= 256")
-                .actual(v.panel_cols()),
+                .actual(inner)
+                .help("copy ranges of at most 256 elements with `.rows(start, count)`"),
             );
         }
     }

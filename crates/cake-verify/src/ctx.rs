@@ -87,6 +87,16 @@ impl<'a> Ctx<'a> {
             Op::TmaStore { src, .. } | Op::Ldmatrix { src, .. } | Op::TmemCopy { src, .. } => {
                 (vec![], vec![src])
             }
+            Op::ScatterAdd {
+                dst,
+                src,
+                index,
+                counts,
+                ..
+            } => (
+                std::iter::once(dst).chain(counts.as_ref()).collect(),
+                vec![src, index],
+            ),
             Op::Mma { a, b, .. } => (
                 vec![],
                 [a, b].into_iter().filter_map(Self::operand_view).collect(),

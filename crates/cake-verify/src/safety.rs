@@ -488,6 +488,12 @@ fn proxy_fence(cx: &Ctx, out: &mut Vec<Finding>) {
     for site in &cx.ops {
         match &site.op {
             Op::SmemStore { dst, .. } => dirty.push((site.role, dst.view, site.stmt)),
+            Op::ScatterAdd { dst, counts, .. } => {
+                dirty.push((site.role, dst.view, site.stmt));
+                if let Some(c) = counts {
+                    dirty.push((site.role, c.view, site.stmt));
+                }
+            }
             Op::FenceProxyAsync => dirty.retain(|(r, _, _)| *r != site.role),
             op => {
                 let async_reads: Vec<ViewId> = match op {

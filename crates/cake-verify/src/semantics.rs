@@ -15,6 +15,37 @@ pub fn check(cx: &Ctx, out: &mut Vec<Finding>) {
     unused(cx, out);
     named_barriers(cx, out);
     buffered_fragments(cx, out);
+    replicated_scatter(cx, out);
+}
+
+/// Every replica of a role runs its operations: a scatter_add in a role of several replicas
+/// adds each row once per replica.
+fn replicated_scatter(cx: &Ctx, out: &mut Vec<Finding>) {
+    let k = cx.k;
+    for site in &cx.ops {
+        let (Op::ScatterAdd { dst, .. }, Some(role)) = (&site.op, site.role) else {
+            continue;
+        };
+        let r = &k.roles[role];
+        if r.replicas() > 1 {
+            out.push(
+                Finding::new(
+                    &REPLICATED_SCATTER,
+                    cx.span(site.stmt),
+                    format!(
+                        "role `{}` has {} replicas, and each would add every row into `{}`",
+                        r.name,
+                        r.replicas(),
+                        k.views[dst.view].name
+                    ),
+                )
+                .subject("role", &r.name)
+                .expected("a role of one warpgroup or one warp")
+                .actual(format!("{} replicas", r.replicas()))
+                .label(k.roles.span(role), "the role is declared here"),
+            );
+        }
+    }
 }
 
 /// A `buffers=2` fragment must be the accumulator of exactly the double-buffered pattern.

@@ -92,3 +92,16 @@ Use `buffers=1`, or restructure the loop into that shape."#,
     bad: include_str!("../../../../tests/check/CAKE-M007-bad.py"),
     good: include_str!("../../../../tests/check/CAKE-M007-good.py"),
 };
+
+pub const REPLICATED_SCATTER: CodeInfo = CodeInfo {
+    code: "CAKE-M008",
+    name: "replicated-scatter",
+    category: Category::Semantics,
+    severity: Severity::Error,
+    summary: r#"A `scatter_add` is issued by a role of more than one replica, so every row would be added once per replica."#,
+    explanation: r#"Operations in a role region run on every replica of the role (each warpgroup of `warpgroups=[...]`, each warp of `warps=[...]`). A `scatter_add` adds all the rows of its source view into a shared view, so a role of n replicas adds each row n times: the sums come out n times too large, and the counts too.
+
+Issue it from a role of one warpgroup (or one warp): its threads share the rows between them."#,
+    bad: include_str!("../../../../tests/check/CAKE-M008-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-M008-good.py"),
+};
