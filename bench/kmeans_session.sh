@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# k-means assign schedules, each in its own `cake bench` against flash-kmeans 0.3.1 (issue #6),
+# k-means schedules (assign by default; CONTRACT= picks another contract), each in its own
+# `cake bench` against flash-kmeans 0.3.1 (issue #6),
 # in the order given, so an A B ... A B list measures each candidate twice, interleaved.
 #
 #   KERNELS="examples/kmeans_assign_sm90.py path/to/variant.py examples/kmeans_assign_sm90.py ..." \
@@ -9,7 +10,7 @@
 set -u
 OUT=${OUT:-out/kmeans-session}
 . "$(dirname "$0")/gpu_env.sh" || exit 1
-CONTRACT=kernels/kmeans/assign.contract.toml
+CONTRACT=${CONTRACT:-kernels/kmeans/assign.contract.toml}
 i=0
 for kernel in ${KERNELS:-examples/kmeans_assign_sm90.py}; do
     i=$((i + 1))
