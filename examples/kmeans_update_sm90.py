@@ -10,18 +10,17 @@ Per persistent tile (batch b, a block of KC centroids, a slice of DS feature col
 - the producer warpgroup streams the batch's rows of X, only the tile's DS columns, and their
   ids through a ring of BR-row stages;
 - the consumer warpgroup adds each row into the block's sums in shared memory (KC × DS f32,
-  128 KiB) with shared-memory atomics (`scatter_add`): a row whose id falls outside the block
-  is skipped, rows past N are skipped, and `counts` counts the rows each centroid received;
-  the ids travel by TMA, so IDS's rows (N × 4 B) must be a multiple of 16 bytes (N % 4 == 0);
+  128 KiB) with `scatter_add`: a row whose id falls outside the block is skipped, rows past N
+  are skipped, and `counts` counts the rows each centroid received; the ids travel by TMA, so
+  IDS's rows (N × 4 B) must be a multiple of 16 bytes (N % 4 == 0);
 - then it stores the block with TMA (a box has at most 256 rows, hence the loops), and the
   counts once per block (from the slice with ds = 0).
 
 Every tile owns its part of SUMS and COUNTS outright, so no CTA adds into another's output and
 the outputs need no zeroing first. With D = 128 and DS = 32, the four slices of a batch read X
 exactly once between them (0.5 GB at the primary shape); a K beyond KC takes more tiles, each
-of which reads X again. Shared-memory atomics make the sums' rounding depend on the order rows
-arrive in, so two runs may differ in the last bits (the contract does not ask for bitwise
-determinism).
+of which reads X again. Each sum is added to by one warp in row order (see scatter_add in
+docs/language.md), so the result is the same bit for bit from run to run.
 """
 import cake
 from cake import lm

@@ -2621,10 +2621,12 @@ impl<'a> Emitter<'a> {
         self.replica_sync(sp);
     }
 
-    /// `dst.scatter_add(src, index, coords, offset, counts)`: each warp of the replica takes 32
-    /// consecutive rows of `src`, loads their 32 indices with one coalesced load, and adds each
-    /// row (its index broadcast by a shuffle, so the branch is warp-uniform) to `dst` with
-    /// shared-memory atomics, lane `l` taking columns l, l + 32, ...
+    /// `dst.scatter_add(src, index, offset, valid_rows, counts)`: warp w of the replica owns the
+    /// rows of `dst` whose index is w modulo the warps, so every element has one writer and
+    /// plain loads and stores suffice (shared memory has no native float atomic add). Each warp
+    /// reads the indices of 32 rows at a time, and adds the rows it owns, lane l taking columns
+    /// l, l + 32, ...: up to eight rows side by side when their indices are distinct, else row
+    /// by row. The counts use native integer atomics.
     #[allow(clippy::too_many_arguments)]
     fn scatter_add(
         &mut self,
@@ -2667,6 +2669,15 @@ impl<'a> Emitter<'a> {
         let ibase = self.view_base(index);
         let (sbase, dbase) = (self.view_base(src), self.view_base(dst));
         let cbase = counts.map(|c| self.view_base(c));
+        let warps = threads / 32;
+        let per_lane = cols.div_ceil(32);
+        let guard = if cols % 32 == 0 {
+            String::new()
+        } else {
+            format!("if (lane + 32 * cc < {cols}) ")
+        };
+        let x_at = |row: &str| format!("{load}({sbase} + {esize} * (({row}) * {cols} + lane + 32 * cc))");
+        let sum_at = |i: &str| format!("{dbase} + 4 * (({i}) * {cols} + lane + 32 * cc)");
         self.line(&format!(
             "// {}.scatter_add({} rows by {}) ({})",
             dview.name,
@@ -2674,53 +2685,68 @@ impl<'a> Emitter<'a> {
             k.views[index.view].name,
             self.loc(sp)
         ));
+        self.line(&format!(
+            "// Warp w of the {warps} owns the rows i of `{}` with i % {warps} == w: each sum is updated by one warp, in row order, with plain loads and stores (no float atomics, which shared memory lacks: they would be compare-and-swap loops)."
+        , dview.name));
         self.line("{");
         self.indent += 1;
-        self.line(&format!("const int lane = {rname}_thread % 32;"));
-        self.line(&format!(
-            "for (int r0 = ({rname}_thread / 32) * 32; r0 < {rows}; r0 += {}) {{",
-            threads
-        ));
+        self.line(&format!("const int lane = {rname}_thread % 32, owner = {rname}_thread / 32;"));
+        self.line(&format!("for (int r0 = 0; r0 < {rows}; r0 += 32) {{"));
         self.indent += 1;
         self.line(&format!(
             "const int mine = (r0 + lane < {rows}{valid}) ? cake_ld_shared_s32({ibase} + 4 * (r0 + lane)) - ({off}) : -1;"
         ));
-        // Eight rows at a time: their loads are issued before their atomics, so the loads'
-        // latency overlaps (the helpers are volatile asm: the compiler keeps this order).
-        let per_lane = cols.div_ceil(32);
-        let guard = if cols % 32 == 0 {
-            String::new()
-        } else {
-            format!("if (lane + 32 * cc < {cols}) ")
-        };
-        self.line("#pragma unroll 1");
-        self.line("for (int j0 = 0; j0 < 32; j0 += 8) {");
-        self.indent += 1;
-        self.line(&format!("int i[8]; float v[8][{per_lane}];"));
-        self.line("#pragma unroll");
-        self.line("for (int u = 0; u < 8; ++u) {");
-        self.indent += 1;
-        self.line("i[u] = __shfl_sync(0xffffffffu, mine, j0 + u);");
-        self.line("#pragma unroll");
         self.line(&format!(
-            "for (int cc = 0; cc < {per_lane}; ++cc) {guard}v[u][cc] = {load}({sbase} + {esize} * ((r0 + j0 + u) * {cols} + lane + 32 * cc));"
+            "const bool owned = (unsigned)mine < {dst_rows}u && mine % {warps} == owner;"
         ));
-        self.indent -= 1;
-        self.line("}");
-        self.line("#pragma unroll");
-        self.line("for (int u = 0; u < 8; ++u) {");
-        self.indent += 1;
-        self.line(&format!("if ((unsigned)i[u] < {dst_rows}u) {{  // the same for the whole warp"));
-        self.indent += 1;
-        self.line("#pragma unroll");
-        self.line(&format!(
-            "for (int cc = 0; cc < {per_lane}; ++cc) {guard}cake_red_shared_add_f32({dbase} + 4 * (i[u] * {cols} + lane + 32 * cc), v[u][cc]);"
-        ));
-        if let Some(cb) = cbase {
-            self.line(&format!("if (lane == 0) cake_red_shared_add_u32({cb} + 4 * i[u], 1u);"));
+        if let Some(cb) = &cbase {
+            self.line(&format!("if (owned) cake_red_shared_add_u32({cb} + 4 * mine, 1u);"));
         }
+        self.line("unsigned todo = __ballot_sync(0xffffffffu, owned);");
+        self.line("// Rows with distinct indices can be added side by side; a repeated index is added row by row.");
+        self.line("const unsigned peers = __match_any_sync(0xffffffffu, owned ? mine : ~lane);");
+        self.line("if (!__any_sync(0xffffffffu, owned && __popc(peers) > 1)) {");
+        self.indent += 1;
+        self.line("while (todo) {  // up to eight rows at a time: their loads are issued before their stores");
+        self.indent += 1;
+        self.line(&format!("int row[8], at[8]; float x[8][{per_lane}], acc[8][{per_lane}];"));
+        self.line("#pragma unroll");
+        self.line("for (int u = 0; u < 8; ++u) {");
+        self.indent += 1;
+        self.line("row[u] = todo ? __ffs(todo) - 1 : -1;");
+        self.line("todo &= todo - 1;");
+        self.line("at[u] = __shfl_sync(0xffffffffu, mine, row[u] & 31);");
+        self.line("#pragma unroll");
+        self.line(&format!(
+            "for (int cc = 0; cc < {per_lane}; ++cc) if (row[u] >= 0) {guard}{{ x[u][cc] = {}; acc[u][cc] = cake_ld_shared_f32({}); }}",
+            x_at("r0 + row[u]"),
+            sum_at("at[u]")
+        ));
         self.indent -= 1;
         self.line("}");
+        self.line("#pragma unroll");
+        self.line("for (int u = 0; u < 8; ++u)");
+        self.line("  #pragma unroll");
+        self.line(&format!(
+            "  for (int cc = 0; cc < {per_lane}; ++cc) if (row[u] >= 0) {guard}cake_st_shared_f32({}, acc[u][cc] + x[u][cc]);",
+            sum_at("at[u]")
+        ));
+        self.indent -= 1;
+        self.line("}");
+        self.indent -= 1;
+        self.line("} else {");
+        self.indent += 1;
+        self.line("for (; todo; todo &= todo - 1) {");
+        self.indent += 1;
+        self.line("const int r = __ffs(todo) - 1;");
+        self.line("const int i = __shfl_sync(0xffffffffu, mine, r);");
+        self.line("#pragma unroll");
+        self.line(&format!(
+            "for (int cc = 0; cc < {per_lane}; ++cc) {guard}cake_st_shared_f32({}, cake_ld_shared_f32({}) + {});",
+            sum_at("i"),
+            sum_at("i"),
+            x_at("r0 + r")
+        ));
         self.indent -= 1;
         self.line("}");
         self.indent -= 1;
