@@ -594,6 +594,11 @@ impl Kernel {
         self.expr_any(e, |k| matches!(k, ExprKind::LoopVar(v) if *v == l))
     }
 
+    /// Whether expression `e` reads the replica index of role `r` (`role.index`).
+    pub fn expr_reads_role_index(&self, e: ExprId, r: RoleId) -> bool {
+        self.expr_any(e, |k| matches!(k, ExprKind::RoleIndex(q) if *q == r))
+    }
+
     /// Whether expression `e` reads fragment `f`.
     pub fn expr_reads_fragment(&self, e: ExprId, f: FragId) -> bool {
         self.expr_any(e, |k| matches!(k, ExprKind::Frag(g) if *g == f))

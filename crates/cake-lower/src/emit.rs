@@ -2578,11 +2578,11 @@ impl<'a> Emitter<'a> {
     fn smem_fill(&mut self, dst: &ViewRef, value: ExprId, sp: Span) {
         let k = self.k;
         let view = k.views[dst.view].clone();
-        let Some((role, threads)) = self.single_replica_role(sp, "view.store of a constant") else {
+        let Some((role, threads)) = self.replica_threads(sp, "view.store of a constant") else {
             return;
         };
-        if dst.rows.is_some() || dst.transposed {
-            self.unsupported(sp, "view.store of a constant is lowered for a whole view");
+        if dst.transposed || (dst.rows.is_some() && view.swizzle != 0) {
+            self.unsupported(sp, "view.store of a constant is lowered for a whole view, or rows of an unswizzled one");
             return;
         }
         let bits = match (k.const_number(value), view.dtype) {
@@ -2600,7 +2600,9 @@ impl<'a> Emitter<'a> {
                 return;
             }
         };
-        let bytes: u64 = view.shape.iter().map(|&d| d as u64).product::<u64>()
+        let rows = dst.rows.map_or(view.shape[0], |(_, n)| n);
+        let bytes: u64 = rows as u64
+            * view.shape[1..].iter().map(|&d| d as u64).product::<u64>()
             * view.dtype.bytes() as u64;
         if bytes % 16 != 0 {
             self.unsupported(sp, format!("view.store of a constant fills whole 16-byte chunks; `{}` is {bytes} bytes", view.name));
@@ -2608,7 +2610,7 @@ impl<'a> Emitter<'a> {
         }
         self.needs_shared_ops = true;
         let rname = c_ident(&k.roles[role].name);
-        let base = self.view_base(dst);
+        let base = self.row_range_base(dst);
         let number = k.const_number(value).expect("a constant");
         self.line(&format!("// {}.store({number}) ({})", view.name, self.loc(sp)));
         // The buffer may still be read by this replica's previous TMA store.
@@ -2639,13 +2641,12 @@ impl<'a> Emitter<'a> {
         sp: Span,
     ) {
         let k = self.k;
-        let Some((role, threads)) = self.single_replica_role(sp, "scatter_add") else {
+        let Some((role, threads)) = self.replica_threads(sp, "scatter_add") else {
             return;
         };
         let (dview, sview) = (k.views[dst.view].clone(), k.views[src.view].clone());
-        let whole = |v: &ViewRef| v.rows.is_none() && !v.transposed;
-        if !whole(dst) || !whole(src) || !whole(index) || counts.is_some_and(|c| !whole(c)) {
-            self.unsupported(sp, "scatter_add is lowered for whole views (no .rows, no .T)");
+        if dst.transposed || src.transposed {
+            self.unsupported(sp, "scatter_add is lowered for views without .T");
             return;
         }
         if dview.swizzle != 0 || sview.swizzle != 0 {
@@ -2659,16 +2660,18 @@ impl<'a> Emitter<'a> {
         };
         self.needs_shared_ops = true;
         let rname = c_ident(&k.roles[role].name);
-        let (rows, cols, dst_rows) = (sview.shape[0], sview.shape[1], dview.shape[0]);
+        let rows = src.rows.map_or(sview.shape[0], |(_, n)| n);
+        let dst_rows = dst.rows.map_or(dview.shape[0], |(_, n)| n);
+        let cols = sview.shape[1];
         let esize = sview.dtype.bytes();
         let valid = match valid_rows {
             Some(e) => format!(" && r0 + lane < ({})", self.ix(e)),
             None => String::new(),
         };
         let off = self.ix(offset);
-        let ibase = self.view_base(index);
-        let (sbase, dbase) = (self.view_base(src), self.view_base(dst));
-        let cbase = counts.map(|c| self.view_base(c));
+        let ibase = self.row_range_base(index);
+        let (sbase, dbase) = (self.row_range_base(src), self.row_range_base(dst));
+        let cbase = counts.map(|c| self.row_range_base(c));
         let warps = threads / 32;
         let per_lane = cols.div_ceil(32);
         let guard = if cols % 32 == 0 {
@@ -2757,21 +2760,36 @@ impl<'a> Emitter<'a> {
         self.line("}");
     }
 
-    /// The current role and its thread count, when it has one replica (what the shared-memory
-    /// fills and scatter-adds are lowered for: their threads share the work and synchronise).
-    fn single_replica_role(&mut self, sp: Span, what: &str) -> Option<(RoleId, u32)> {
+    /// The current role and the thread count of one replica, for the shared-memory fills and
+    /// scatter-adds (each replica's threads share its work and synchronise on its own barrier).
+    fn replica_threads(&mut self, sp: Span, what: &str) -> Option<(RoleId, u32)> {
         let (role, issue_only) = self.role.expect("role");
-        let r = &self.k.roles[role];
-        if r.replicas() != 1 || issue_only {
+        if issue_only {
             let msg = format!(
-                "{what} is lowered for a role of one warpgroup or one warp whose threads all run; `{}` has {} replicas",
-                r.name,
-                r.replicas()
+                "{what} needs every thread of role `{}`, whose body one thread issues",
+                self.k.roles[role].name
             );
             self.unsupported(sp, msg);
             return None;
         }
-        Some((role, r.threads()))
+        Some((role, self.k.roles[role].unit.threads()))
+    }
+
+    /// The shared address of a view reference, with `.rows(start, n)` applied (unswizzled
+    /// layout: a row is the last axis's elements, or one element of a 1-D view).
+    fn row_range_base(&mut self, v: &ViewRef) -> String {
+        let view = self.k.views[v.view].clone();
+        let base = self.view_base(&ViewRef {
+            rows: None,
+            ..v.clone()
+        });
+        match v.rows {
+            None => base,
+            Some((start, _)) => {
+                let row_bytes = view.shape[1..].iter().product::<u32>() * view.dtype.bytes();
+                format!("({base} + ({}) * {row_bytes})", self.ix(start))
+            }
+        }
     }
 
     /// `view.tma_store(tensor, coords)`: every thread of the replica has written and fenced; one

@@ -19,7 +19,8 @@ pub fn check(cx: &Ctx, out: &mut Vec<Finding>) {
 }
 
 /// Every replica of a role runs its operations: a scatter_add in a role of several replicas
-/// adds each row once per replica.
+/// adds each row once per replica, unless each replica adds into its own rows of the view
+/// (`view.rows(f(role.index), n)`).
 fn replicated_scatter(cx: &Ctx, out: &mut Vec<Finding>) {
     let k = cx.k;
     for site in &cx.ops {
@@ -27,7 +28,10 @@ fn replicated_scatter(cx: &Ctx, out: &mut Vec<Finding>) {
             continue;
         };
         let r = &k.roles[role];
-        if r.replicas() > 1 {
+        let partitioned = dst
+            .rows
+            .is_some_and(|(start, _)| k.expr_reads_role_index(start, role));
+        if r.replicas() > 1 && !partitioned {
             out.push(
                 Finding::new(
                     &REPLICATED_SCATTER,
@@ -40,7 +44,7 @@ fn replicated_scatter(cx: &Ctx, out: &mut Vec<Finding>) {
                     ),
                 )
                 .subject("role", &r.name)
-                .expected("a role of one warpgroup or one warp")
+                .expected("a role of one replica, or each replica's own rows: view.rows(f(role.index), n)")
                 .actual(format!("{} replicas", r.replicas()))
                 .label(k.roles.span(role), "the role is declared here"),
             );

@@ -101,7 +101,7 @@ pub const REPLICATED_SCATTER: CodeInfo = CodeInfo {
     summary: r#"A `scatter_add` is issued by a role of more than one replica, so every row would be added once per replica."#,
     explanation: r#"Operations in a role region run on every replica of the role (each warpgroup of `warpgroups=[...]`, each warp of `warps=[...]`). A `scatter_add` adds all the rows of its source view into a shared view, so a role of n replicas adds each row n times: the sums come out n times too large, and the counts too.
 
-Issue it from a role of one warpgroup (or one warp): its threads share the rows between them."#,
+Issue it from a role of one warpgroup (or one warp), whose threads share the rows between them, or give each replica its own rows of the view: `sSum.rows(math.index * n, n).scatter_add(..., offset=base + math.index * n)` adds into disjoint rows."#,
     bad: include_str!("../../../../tests/check/CAKE-M008-bad.py"),
     good: include_str!("../../../../tests/check/CAKE-M008-good.py"),
 };
