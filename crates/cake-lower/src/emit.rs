@@ -2712,28 +2712,34 @@ impl<'a> Emitter<'a> {
         self.indent += 1;
         self.line("while (todo) {  // up to eight rows at a time: their loads are issued before their stores");
         self.indent += 1;
-        self.line(&format!("int row[8], at[8]; float x[8][{per_lane}], acc[8][{per_lane}];"));
+        self.line(&format!("int row[8], at[8], n = 0; float x[8][{per_lane}], acc[8][{per_lane}];"));
         self.line("#pragma unroll");
         self.line("for (int u = 0; u < 8; ++u) {");
         self.indent += 1;
-        self.line("row[u] = todo ? __ffs(todo) - 1 : -1;");
+        self.line("if (!todo) break;  // the same for the whole warp");
+        self.line("row[u] = __ffs(todo) - 1;");
         self.line("todo &= todo - 1;");
-        self.line("at[u] = __shfl_sync(0xffffffffu, mine, row[u] & 31);");
+        self.line("n = u + 1;");
+        self.line("at[u] = __shfl_sync(0xffffffffu, mine, row[u]);");
         self.line("#pragma unroll");
         self.line(&format!(
-            "for (int cc = 0; cc < {per_lane}; ++cc) if (row[u] >= 0) {guard}{{ x[u][cc] = {}; acc[u][cc] = cake_ld_shared_f32({}); }}",
+            "for (int cc = 0; cc < {per_lane}; ++cc) {guard}{{ x[u][cc] = {}; acc[u][cc] = cake_ld_shared_f32({}); }}",
             x_at("r0 + row[u]"),
             sum_at("at[u]")
         ));
         self.indent -= 1;
         self.line("}");
         self.line("#pragma unroll");
-        self.line("for (int u = 0; u < 8; ++u)");
-        self.line("  #pragma unroll");
+        self.line("for (int u = 0; u < 8; ++u) {");
+        self.indent += 1;
+        self.line("if (u == n) break;");
+        self.line("#pragma unroll");
         self.line(&format!(
-            "  for (int cc = 0; cc < {per_lane}; ++cc) if (row[u] >= 0) {guard}cake_st_shared_f32({}, acc[u][cc] + x[u][cc]);",
+            "for (int cc = 0; cc < {per_lane}; ++cc) {guard}cake_st_shared_f32({}, acc[u][cc] + x[u][cc]);",
             sum_at("at[u]")
         ));
+        self.indent -= 1;
+        self.line("}");
         self.indent -= 1;
         self.line("}");
         self.indent -= 1;

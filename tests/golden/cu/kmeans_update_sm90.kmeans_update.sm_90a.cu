@@ -258,19 +258,23 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_kmeans_update(
             const unsigned peers = __match_any_sync(0xffffffffu, owned ? mine : ~lane);
             if (!__any_sync(0xffffffffu, owned && __popc(peers) > 1)) {
               while (todo) {  // up to eight rows at a time: their loads are issued before their stores
-                int row[8], at[8]; float x[8][1], acc[8][1];
+                int row[8], at[8], n = 0; float x[8][1], acc[8][1];
                 #pragma unroll
                 for (int u = 0; u < 8; ++u) {
-                  row[u] = todo ? __ffs(todo) - 1 : -1;
+                  if (!todo) break;  // the same for the whole warp
+                  row[u] = __ffs(todo) - 1;
                   todo &= todo - 1;
-                  at[u] = __shfl_sync(0xffffffffu, mine, row[u] & 31);
+                  n = u + 1;
+                  at[u] = __shfl_sync(0xffffffffu, mine, row[u]);
                   #pragma unroll
-                  for (int cc = 0; cc < 1; ++cc) if (row[u] >= 0) { x[u][cc] = cake_ld_shared_bf16((sX + 16384 * pipe_stage) + 2 * ((r0 + row[u]) * 32 + lane + 32 * cc)); acc[u][cc] = cake_ld_shared_f32(sSum + 4 * ((at[u]) * 32 + lane + 32 * cc)); }
+                  for (int cc = 0; cc < 1; ++cc) { x[u][cc] = cake_ld_shared_bf16((sX + 16384 * pipe_stage) + 2 * ((r0 + row[u]) * 32 + lane + 32 * cc)); acc[u][cc] = cake_ld_shared_f32(sSum + 4 * ((at[u]) * 32 + lane + 32 * cc)); }
                 }
                 #pragma unroll
-                for (int u = 0; u < 8; ++u)
+                for (int u = 0; u < 8; ++u) {
+                  if (u == n) break;
                   #pragma unroll
-                  for (int cc = 0; cc < 1; ++cc) if (row[u] >= 0) cake_st_shared_f32(sSum + 4 * ((at[u]) * 32 + lane + 32 * cc), acc[u][cc] + x[u][cc]);
+                  for (int cc = 0; cc < 1; ++cc) cake_st_shared_f32(sSum + 4 * ((at[u]) * 32 + lane + 32 * cc), acc[u][cc] + x[u][cc]);
+                }
               }
             } else {
               for (; todo; todo &= todo - 1) {
