@@ -78,8 +78,8 @@ def gemm_variants() -> List[Dict[str, Any]]:
 
 def kmeans_variants() -> List[Dict[str, Any]]:
     out = []
-    for consumers, path in ((2, "examples/kmeans_assign_sm90.py"),
-                            (3, "kernels/kmeans/variants/kmeans_assign_3wg_sm90.py")):
+    for consumers, path in ((3, "examples/kmeans_assign_sm90.py"),
+                            (2, "kernels/kmeans/variants/kmeans_assign_2wg_sm90.py")):
         text = open(os.path.join(ROOT, path), encoding="utf-8").read()
         for bc in (64, 128, 256):
             for stages in (2, 3, 4):

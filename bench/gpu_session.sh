@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# One GPU session for the runtime (docs/gpu.md): install the carried wheel, run the Python
-# package's GPU tests, `cake test` and `cake bench` on the GEMM contract, then the planted
-# faults. Everything it measures lands under $OUT; a short summary is printed last.
+# One GPU session for the runtime and the kernels (docs/gpu.md, issue #6): install the carried
+# wheel, run the Python package's GPU tests, `cake test` and `cake bench` on the GEMM contract,
+# `cake bench` on the k-means assign and update contracts, then the planted faults. Everything
+# it measures lands under $OUT, also packed as $OUT.tar.gz (the device tool returns few files);
+# bench-summary.json and a Markdown table of every bench come last.
 #
 #   bench/gpu_session.sh            # on the GPU host, from the repository root
 #
@@ -22,6 +24,8 @@ timeout 600 "$CAKE" bench $CONTRACT --record "$OUT/gemm-bench.json"; echo "exit 
 
 echo "== k-means assign vs flash-kmeans"
 timeout 600 "$CAKE" bench kernels/kmeans/assign.contract.toml --record "$OUT/kmeans-bench.json"; echo "exit $?"
+echo "== k-means centroid update vs flash-kmeans"
+timeout 600 "$CAKE" bench kernels/kmeans/update.contract.toml --record "$OUT/kmeans-update-bench.json"; echo "exit $?"
 
 echo "== planted faults"
 "$CAKE" build examples/gemm_sm90.py --target sm_90a -o /tmp/gemm-build >/dev/null &&
@@ -35,3 +39,8 @@ done
 
 echo "== launch overhead (host)"
 timeout 120 python3 bench/launch_overhead.py --out "$OUT/launch-overhead.json"
+
+echo "== summary of the benches"
+python3 bench/summarize.py "$OUT/bench-summary.json" "$OUT/gemm-bench.json" "$OUT/kmeans-bench.json" \
+    "$OUT/kmeans-update-bench.json" | tee "$OUT/bench-summary.md"
+tar -czf "$OUT.tar.gz" -C "$(dirname "$OUT")" "$(basename "$OUT")"

@@ -6,14 +6,17 @@ cannot change which centroid is nearest: the kernel ranks centroids by ‖c‖²
 reads XSQ (it stays in the signature so the kernel is a drop-in for the usual assign API, which
 passes both norm vectors).
 
-Per persistent tile (batch b, 128 rows of X):
-- each consumer warpgroup TMA-loads its own 64 rows of the x tile, which stay resident while
-  every centroid tile of the batch streams past;
-- the producer warpgroup streams 128-centroid tiles of `Cen` through a 4-stage ring;
+Per persistent tile (batch b, 192 rows of X):
+- each of the three consumer warpgroups TMA-loads its own 64 rows of the x tile, which stay
+  resident while every centroid tile of the batch streams past;
+- the producer warpgroup streams 128-centroid tiles of `Cen` through a 5-stage ring;
 - per centroid tile, a consumer computes acc = x · cᵀ (64 × 128, f32) with wgmma, forms
   ‖c‖² − 2·acc, reduces it per row with lm.min / lm.argmin and folds the result into its
-  running best distance and index with lm.select. A strict `<` keeps the earlier tile on ties,
-  so the lowest index wins, as in torch.argmin.
+  running best distance and index with lm.select. The reductions rank by packed keys
+  (`packed=True`, docs/language.md §10.4): the column rides in the distance's low 5 mantissa
+  bits, so one min per element finds both (the exact form's compare and two selects are what
+  limits this epilogue, kernels/kmeans/NOTES.md). Within a tile, distances equal to 2⁻¹⁸
+  relative may resolve to either column; across tiles a strict `<` keeps the earlier one.
 - Centroids past K read as zero from TMA and get ‖c‖² = +inf from the fill of lm.load, so they
   never win.
 
@@ -30,10 +33,10 @@ retire without any cross-role release.
 import cake
 from cake import lm
 
-BN = 128        # rows of X per tile (two consumer warpgroups × 64: wgmma M is 64)
+BN = 192        # rows of X per tile (three consumer warpgroups × 64: wgmma M is 64)
 BC = 128        # centroids per pipeline stage
 D = 128         # feature dimension, fixed
-STAGES = 4      # x 32 KiB + 4 × 32 KiB of centroids = 160 KiB of shared memory
+STAGES = 5      # x 48 KiB + 5 × 32 KiB of centroids = 208 KiB of shared memory
 
 
 def wg_rows(index):
@@ -51,8 +54,9 @@ def kmeans_assign(X: lm.tensor[lm.bf16, "B", "N", D],
     sX = pool.view(shape=(BN, D), dtype=lm.bf16, swizzle=128)
     sC = pool.view(shape=(BC, D), dtype=lm.bf16, stages=STAGES, swizzle=128)
 
-    load = lm.role(warpgroup=0, regs=40)
-    math = lm.role(warpgroups=[1, 2], regs=232)
+    # 512 threads: 128 × 56 + 384 × 152 = 65536 registers.
+    load = lm.role(warpgroup=0, regs=56)
+    math = lm.role(warpgroups=[1, 2, 3], regs=152)
 
     pipe = lm.pipeline(stages=STAGES)
     x_full = lm.barrier(producers=[math], consumers=[math])
@@ -81,8 +85,8 @@ def kmeans_assign(X: lm.tensor[lm.bf16, "B", "N", D],
                        accumulate=False, release=c_empty)
                 csq = lm.load(CSQ, coords=(b, c * BC), shape=(BC,), fill=lm.inf)
                 dist = csq[None, :] - 2.0 * acc                 # ‖c‖² − 2·x·c, (64, BC)
-                tile_d = lm.min(dist, axis=1)
-                tile_i = lm.argmin(dist, axis=1) + c * BC       # global centroid index
+                tile_d = lm.min(dist, axis=1, packed=True)
+                tile_i = lm.argmin(dist, axis=1, packed=True) + c * BC   # global centroid index
                 # A name binds an expression, not a snapshot: `better` reads best_d where it is
                 # used, so best_i is updated first and best_d last.
                 better = tile_d < best_d

@@ -6,31 +6,34 @@
 (the new centroid is SUMS / COUNTS, or the old one where COUNTS is 0). `Cen`, the current
 centroids, is not read: it stays in the signature, as in the usual update API, and gives K.
 
-Per persistent tile (batch b, a block of KC centroids, a slice of DS feature columns):
-- the producer warpgroup streams the batch's rows of X, only the tile's DS columns, and their
-  ids through a ring of BR-row stages;
-- the consumer warpgroup adds each row into the block's sums in shared memory (KC × DS f32,
-  128 KiB) with `scatter_add`: a row whose id falls outside the block is skipped, rows past N
-  are skipped, and `counts` counts the rows each centroid received; the ids travel by TMA, so
-  IDS's rows (N × 4 B) must be a multiple of 16 bytes (N % 4 == 0);
-- then it stores the block with TMA (a box has at most 256 rows, hence the loops), and the
-  counts once per block (from the slice with ds = 0).
+Per persistent tile (batch b, a block of KC = 256 centroids):
+- the producer warpgroup streams the batch's rows of X (whole 256-byte rows) and their ids
+  through a ring of BR-row stages; the ids travel by TMA, so IDS's rows (N × 4 B) must be a
+  multiple of 16 bytes (N % 4 == 0);
+- each of the two consumer warpgroups owns half of the block's centroids: its rows of the sums
+  (128 × 128 f32, 64 KiB) and counts in shared memory, which it zeroes, adds every row of X
+  whose id it owns into with `scatter_add` (rows past N and ids outside its half are skipped),
+  and finally stores with TMA.
 
 Every tile owns its part of SUMS and COUNTS outright, so no CTA adds into another's output and
-the outputs need no zeroing first. With D = 128 and DS = 32, the four slices of a batch read X
-exactly once between them (0.5 GB at the primary shape); a K beyond KC takes more tiles, each
-of which reads X again. Each sum is added to by one warp in row order (see scatter_add in
-docs/language.md), so the result is the same bit for bit from run to run.
+the outputs need no zeroing first. The four tiles of a batch each read all of the batch's X;
+they run side by side (the tile loop's last axis is the fastest), so three of the four reads
+come from L2. Each sum is added to by one warp in row order (see scatter_add in
+docs/language.md), so the result is the same bit for bit from run to run. Measured against
+narrower slices (32 or 64 columns of X per tile, 512 or 1024 centroids) and one or four
+consumer warpgroups: kernels/kmeans/NOTES.md.
 """
 import cake
 from cake import lm
 
 D = 128         # feature dimension, fixed
-DS = 32         # feature columns per tile: 64-byte rows of X
-KC = 1024       # centroids per tile: KC × DS × 4 B = 128 KiB of sums
-BR = 256        # rows of X per pipeline stage (16 KiB)
-STAGES = 4
-BOX = 256       # rows per TMA store (the hardware's box limit)
+DS = 128        # feature columns per tile: all of them
+KC = 256        # centroids per tile: KC × DS × 4 B = 128 KiB of sums
+BR = 64         # rows of X per pipeline stage (16 KiB)
+STAGES = 5
+CONSUMERS = 2   # consumer warpgroups, each owning KC / CONSUMERS centroids of the block
+PART = KC // CONSUMERS
+BOX = min(PART, 256)  # rows per TMA store (the hardware's box limit)
 
 
 @cake.schedule(targets=["sm_90a"], persistent=True)
@@ -46,7 +49,7 @@ def kmeans_update(X: lm.tensor[lm.bf16, "B", "N", D],
     sCnt = pool.view(shape=(KC,), dtype=lm.i32)
 
     load = lm.role(warpgroup=0)
-    math = lm.role(warpgroup=1)
+    math = lm.role(warpgroups=[1, 2])
 
     pipe = lm.pipeline(stages=STAGES)
     full = lm.barrier(pipe, producers=[load], consumers=[math])
@@ -59,18 +62,25 @@ def kmeans_update(X: lm.tensor[lm.bf16, "B", "N", D],
                 sX.tma_load(X, coords=(b, r * BR, ds * DS), barrier=full)
                 sI.tma_load(IDS, coords=(b, r * BR), barrier=full)
         with math:
-            sSum.store(0.0)
-            sCnt.store(0)
+            # Each consumer warpgroup owns PART centroids of the block: its rows of the sums and
+            # counts, which it zeroes, adds into and stores.
+            part = math.index * PART
+            my_sum = sSum.rows(part, PART)
+            my_cnt = sCnt.rows(part, PART)
+            my_sum.store(0.0)
+            my_cnt.store(0)
             for r in lm.range(lm.cdiv(N, BR), pipeline=pipe):
                 lm.wait(full)
                 # Rows past N read as zeros from TMA: `valid_rows` leaves them out.
-                sSum.scatter_add(sX, index=sI, offset=kc * KC, valid_rows=N - r * BR,
-                                 counts=sCnt)
+                my_sum.scatter_add(sX, index=sI, offset=kc * KC + part, valid_rows=N - r * BR,
+                                   counts=my_cnt)
                 lm.arrive(empty)
             # The sums were written by ordinary stores; TMA reads them.
             lm.fence_proxy_async()
-            for q in range(KC // BOX):
-                sSum.rows(q * BOX, BOX).tma_store(SUMS, coords=(b, kc * KC + q * BOX, ds * DS))
+            for q in range(PART // BOX):
+                sSum.rows(part + q * BOX, BOX).tma_store(
+                    SUMS, coords=(b, kc * KC + part + q * BOX, ds * DS))
             if ds == 0:
-                for q in range(KC // BOX):
-                    sCnt.rows(q * BOX, BOX).tma_store(COUNTS, coords=(b, kc * KC + q * BOX))
+                for q in range(PART // BOX):
+                    sCnt.rows(part + q * BOX, BOX).tma_store(
+                        COUNTS, coords=(b, kc * KC + part + q * BOX))

@@ -1,13 +1,15 @@
-# CAKE-M008: the passing near-miss — the k-means update, its scatter_add in a one-warpgroup role
+# CAKE-M008: the passing near-miss — two consumer warpgroups, each adding into its own rows (math.index)
 import cake
 from cake import lm
 
 D = 128         # feature dimension, fixed
-DS = 32         # feature columns per tile: 64-byte rows of X
-KC = 1024       # centroids per tile: KC × DS × 4 B = 128 KiB of sums
-BR = 256        # rows of X per pipeline stage (16 KiB)
-STAGES = 4
-BOX = 256       # rows per TMA store (the hardware's box limit)
+DS = 128        # feature columns per tile: all of them
+KC = 256        # centroids per tile: KC × DS × 4 B = 128 KiB of sums
+BR = 64         # rows of X per pipeline stage (16 KiB)
+STAGES = 5
+CONSUMERS = 2   # consumer warpgroups, each owning KC / CONSUMERS centroids of the block
+PART = KC // CONSUMERS
+BOX = min(PART, 256)  # rows per TMA store (the hardware's box limit)
 
 
 @cake.schedule(targets=["sm_90a"], persistent=True)
@@ -23,7 +25,7 @@ def kmeans_update(X: lm.tensor[lm.bf16, "B", "N", D],
     sCnt = pool.view(shape=(KC,), dtype=lm.i32)
 
     load = lm.role(warpgroup=0)
-    math = lm.role(warpgroup=1)
+    math = lm.role(warpgroups=[1, 2])
 
     pipe = lm.pipeline(stages=STAGES)
     full = lm.barrier(pipe, producers=[load], consumers=[math])
@@ -36,18 +38,25 @@ def kmeans_update(X: lm.tensor[lm.bf16, "B", "N", D],
                 sX.tma_load(X, coords=(b, r * BR, ds * DS), barrier=full)
                 sI.tma_load(IDS, coords=(b, r * BR), barrier=full)
         with math:
-            sSum.store(0.0)
-            sCnt.store(0)
+            # Each consumer warpgroup owns PART centroids of the block: its rows of the sums and
+            # counts, which it zeroes, adds into and stores.
+            part = math.index * PART
+            my_sum = sSum.rows(part, PART)
+            my_cnt = sCnt.rows(part, PART)
+            my_sum.store(0.0)
+            my_cnt.store(0)
             for r in lm.range(lm.cdiv(N, BR), pipeline=pipe):
                 lm.wait(full)
                 # Rows past N read as zeros from TMA: `valid_rows` leaves them out.
-                sSum.scatter_add(sX, index=sI, offset=kc * KC, valid_rows=N - r * BR,
-                                 counts=sCnt)
+                my_sum.scatter_add(sX, index=sI, offset=kc * KC + part, valid_rows=N - r * BR,
+                                   counts=my_cnt)
                 lm.arrive(empty)
             # The sums were written by ordinary stores; TMA reads them.
             lm.fence_proxy_async()
-            for q in range(KC // BOX):
-                sSum.rows(q * BOX, BOX).tma_store(SUMS, coords=(b, kc * KC + q * BOX, ds * DS))
+            for q in range(PART // BOX):
+                sSum.rows(part + q * BOX, BOX).tma_store(
+                    SUMS, coords=(b, kc * KC + part + q * BOX, ds * DS))
             if ds == 0:
-                for q in range(KC // BOX):
-                    sCnt.rows(q * BOX, BOX).tma_store(COUNTS, coords=(b, kc * KC + q * BOX))
+                for q in range(PART // BOX):
+                    sCnt.rows(part + q * BOX, BOX).tma_store(
+                        COUNTS, coords=(b, kc * KC + part + q * BOX))

@@ -557,9 +557,9 @@ fn model_charges_named_barrier_syncs() {
 fn packed_argmin_costs_two_alu_operations_per_element() {
     let shape = parse_shape("B=32,N=65536,K=1024").unwrap();
     let cal = Calibration::builtin(sm90()).unwrap();
-    let exact = kernel("examples/kmeans_assign_sm90.py");
+    let exact = kernel("kernels/kmeans/variants/kmeans_assign_2wg_sm90.py");
     let packed = kernel_with(
-        "examples/kmeans_assign_sm90.py",
+        "kernels/kmeans/variants/kmeans_assign_2wg_sm90.py",
         &[
             ("lm.min(dist, axis=1)", "lm.min(dist, axis=1, packed=True)"),
             ("lm.argmin(dist, axis=1)", "lm.argmin(dist, axis=1, packed=True)"),
@@ -567,7 +567,7 @@ fn packed_argmin_costs_two_alu_operations_per_element() {
     );
     // Only one of the pair packed: two passes, the exact one and the packed one.
     let mixed = kernel_with(
-        "examples/kmeans_assign_sm90.py",
+        "kernels/kmeans/variants/kmeans_assign_2wg_sm90.py",
         &[("lm.min(dist, axis=1)", "lm.min(dist, axis=1, packed=True)")],
     );
     let epilogue = |k: &cake_ir::Kernel| estimate(k, sm90(), &shape, &cal).unwrap().terms.epilogue_us;

@@ -134,7 +134,7 @@ static __device__ __forceinline__ void cake_wgmma_m64n128k16_f32_bf16(float (&d)
       : "l"(desc_a), "l"(desc_b), "r"(scale_d));
 }
 
-extern "C" __global__ void __launch_bounds__(384, 1) cake_kmeans_assign(
+extern "C" __global__ void __launch_bounds__(512, 1) cake_kmeans_assign(
     const __grid_constant__ CakeTensorMap tmap_Cen_0,
     const __grid_constant__ CakeTensorMap tmap_X_1,
     uint16_t* __restrict__ X,
@@ -148,24 +148,24 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_kmeans_assign(
   // Dynamic shared memory, rounded up to 1024 B: swizzled views repeat every 8 rows of 128 B.
   extern __shared__ __align__(16) uint8_t cake_smem_raw[];
   const uint32_t cake_smem = (cake_smem_addr(cake_smem_raw) + 1023u) & ~1023u;
-  const uint32_t sX = cake_smem + 0;  // view sX: bf16 x [128, 128], 1 stage(s) of 32768 B, swizzle 128
-  const uint32_t sC = cake_smem + 32768;  // view sC: bf16 x [128, 128], 4 stage(s) of 32768 B, swizzle 128
-  const uint32_t x_full = cake_smem + 163840;  // mbarrier x_full: 1 slot(s), 2 arrival(s) per phase
-  const uint32_t c_full = cake_smem + 163848;  // mbarrier c_full: 4 slot(s), 1 arrival(s) per phase
-  const uint32_t c_empty = cake_smem + 163880;  // mbarrier c_empty: 4 slot(s), 256 arrival(s) per phase
+  const uint32_t sX = cake_smem + 0;  // view sX: bf16 x [192, 128], 1 stage(s) of 49152 B, swizzle 128
+  const uint32_t sC = cake_smem + 49152;  // view sC: bf16 x [128, 128], 5 stage(s) of 32768 B, swizzle 128
+  const uint32_t x_full = cake_smem + 212992;  // mbarrier x_full: 1 slot(s), 3 arrival(s) per phase
+  const uint32_t c_full = cake_smem + 213000;  // mbarrier c_full: 5 slot(s), 1 arrival(s) per phase
+  const uint32_t c_empty = cake_smem + 213040;  // mbarrier c_empty: 5 slot(s), 384 arrival(s) per phase
   const int warp = __shfl_sync(0xffffffffu, (int)threadIdx.x / 32, 0);
   const int tiles_0 = dim_B;
-  const int tiles_1 = cake_cdiv(dim_N, 128);
+  const int tiles_1 = cake_cdiv(dim_N, 192);
   const int tiles_total = tiles_0 * tiles_1;
   if (threadIdx.x == 0) {
-    for (int s = 0; s < 1; ++s) cake_mbar_init(x_full + 8 * s, 2);
-    for (int s = 0; s < 4; ++s) cake_mbar_init(c_full + 8 * s, 1);
-    for (int s = 0; s < 4; ++s) cake_mbar_init(c_empty + 8 * s, 256);
+    for (int s = 0; s < 1; ++s) cake_mbar_init(x_full + 8 * s, 3);
+    for (int s = 0; s < 5; ++s) cake_mbar_init(c_full + 8 * s, 1);
+    for (int s = 0; s < 5; ++s) cake_mbar_init(c_empty + 8 * s, 384);
     cake_fence_barrier_init();
   }
   __syncthreads();
-  if (warp >= 0 && warp < 4) {  // role load (kmeans_assign_sm90.py:54)
-    cake_setmaxnreg_dec<40>();
+  if (warp >= 0 && warp < 4) {  // role load (kmeans_assign_sm90.py:58)
+    cake_setmaxnreg_dec<56>();
     const int load_index = (warp - 0) / 4;
     const int load_thread = (int)threadIdx.x - 0 - load_index * 128;
     const int lane_row = 16 * (load_thread / 32) + (load_thread % 32) / 4;  // and +8
@@ -173,19 +173,19 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_kmeans_assign(
     (void)lane_row; (void)lane_col;
     uint32_t pipe_it = 0;  // iterations of pipeline pipe completed by this role
     if (load_thread == 0) {  // issue-only role: one thread per replica
-      for (int tile = blockIdx.x; tile < tiles_total; tile += gridDim.x) {  // tiles (b, tn) (kmeans_assign_sm90.py:67)
+      for (int tile = blockIdx.x; tile < tiles_total; tile += gridDim.x) {  // tiles (b, tn) (kmeans_assign_sm90.py:71)
         int tile_rest = tile;
         const int tile_1 = tile_rest % tiles_1;
         tile_rest /= tiles_1;
         const int tile_0 = tile_rest % tiles_0;
         tile_rest /= tiles_0;
         (void)tile_rest;
-        // with load: (kmeans_assign_sm90.py:68)
-        for (int c_1 = 0; c_1 < cake_cdiv(dim_K, 128); ++c_1) {  // kmeans_assign_sm90.py:69
-          const uint32_t pipe_stage = pipe_it % 4;
-          const uint32_t pipe_phase = (pipe_it / 4) & 1;
-          cake_mbar_wait(c_empty + 8 * pipe_stage, pipe_phase ^ 1);  // wait c_empty (kmeans_assign_sm90.py:70)
-          // tma_load sC <- Cen (kmeans_assign_sm90.py:71)
+        // with load: (kmeans_assign_sm90.py:72)
+        for (int c_1 = 0; c_1 < cake_cdiv(dim_K, 128); ++c_1) {  // kmeans_assign_sm90.py:73
+          const uint32_t pipe_stage = pipe_it % 5;
+          const uint32_t pipe_phase = (pipe_it / 5) & 1;
+          cake_mbar_wait(c_empty + 8 * pipe_stage, pipe_phase ^ 1);  // wait c_empty (kmeans_assign_sm90.py:74)
+          // tma_load sC <- Cen (kmeans_assign_sm90.py:75)
           cake_mbar_arrive_expect_tx(c_full + 8 * pipe_stage, 32768);
           cake_tma_load_3d((sC + 32768 * pipe_stage), &tmap_Cen_0, c_full + 8 * pipe_stage, 0, (c_1 * 128), tile_0);
           cake_tma_load_3d((sC + 32768 * pipe_stage) + 16384, &tmap_Cen_0, c_full + 8 * pipe_stage, 0 + 64, (c_1 * 128), tile_0);
@@ -194,8 +194,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_kmeans_assign(
       }
     }
   }
-  if (warp >= 4 && warp < 12) {  // role math (kmeans_assign_sm90.py:55)
-    cake_setmaxnreg_inc<232>();
+  if (warp >= 4 && warp < 16) {  // role math (kmeans_assign_sm90.py:59)
+    cake_setmaxnreg_inc<152>();
     const int math_index = (warp - 4) / 4;
     const int math_thread = (int)threadIdx.x - 128 - math_index * 128;
     const int lane_row = 16 * (math_thread / 32) + (math_thread % 32) / 4;  // and +8
@@ -206,44 +206,45 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_kmeans_assign(
     int32_t best_i[2];  // fragment best_i [64] i32
     uint32_t pipe_it = 0;  // iterations of pipeline pipe completed by this role
     uint32_t x_full_waits = 0;
-    for (int tile = blockIdx.x; tile < tiles_total; tile += gridDim.x) {  // tiles (b, tn) (kmeans_assign_sm90.py:67)
+    for (int tile = blockIdx.x; tile < tiles_total; tile += gridDim.x) {  // tiles (b, tn) (kmeans_assign_sm90.py:71)
       int tile_rest = tile;
       const int tile_1 = tile_rest % tiles_1;
       tile_rest /= tiles_1;
       const int tile_0 = tile_rest % tiles_0;
       tile_rest /= tiles_0;
       (void)tile_rest;
-      // with math: (kmeans_assign_sm90.py:72)
-      // tma_load sX <- X (kmeans_assign_sm90.py:73)
+      // with math: (kmeans_assign_sm90.py:76)
+      // tma_load sX <- X (kmeans_assign_sm90.py:77)
       if (math_thread == 0) {
         cake_mbar_arrive_expect_tx(x_full, 16384);
-        cake_tma_load_3d((sX + ((math_index * 64)) * 128), &tmap_X_1, x_full, 0, ((tile_1 * 128) + (math_index * 64)), tile_0);
-        cake_tma_load_3d((sX + ((math_index * 64)) * 128) + 16384, &tmap_X_1, x_full, 0 + 64, ((tile_1 * 128) + (math_index * 64)), tile_0);
+        cake_tma_load_3d((sX + ((math_index * 64)) * 128), &tmap_X_1, x_full, 0, ((tile_1 * 192) + (math_index * 64)), tile_0);
+        cake_tma_load_3d((sX + ((math_index * 64)) * 128) + 24576, &tmap_X_1, x_full, 0 + 64, ((tile_1 * 192) + (math_index * 64)), tile_0);
       }
-      #pragma unroll  // best_d <- ... (kmeans_assign_sm90.py:75)
+      #pragma unroll  // best_d <- ... (kmeans_assign_sm90.py:79)
       for (int h = 0; h < 2; ++h) best_d[h] = (float)(__int_as_float(0x7f800000));
-      #pragma unroll  // best_i <- ... (kmeans_assign_sm90.py:76)
+      #pragma unroll  // best_i <- ... (kmeans_assign_sm90.py:80)
       for (int h = 0; h < 2; ++h) best_i[h] = (int32_t)(0);
-      cake_mbar_wait(x_full, (x_full_waits++ & 1));  // wait x_full (kmeans_assign_sm90.py:77)
-      for (int c_2 = 0; c_2 < cake_cdiv(dim_K, 128); ++c_2) {  // kmeans_assign_sm90.py:78
-        const uint32_t pipe_stage = pipe_it % 4;
-        const uint32_t pipe_phase = (pipe_it / 4) & 1;
-        cake_mbar_wait(c_full + 8 * pipe_stage, pipe_phase);  // wait c_full (kmeans_assign_sm90.py:79)
-        // mma acc += sX * sC.T (kmeans_assign_sm90.py:80)
+      cake_mbar_wait(x_full, (x_full_waits++ & 1));  // wait x_full (kmeans_assign_sm90.py:81)
+      for (int c_2 = 0; c_2 < cake_cdiv(dim_K, 128); ++c_2) {  // kmeans_assign_sm90.py:82
+        const uint32_t pipe_stage = pipe_it % 5;
+        const uint32_t pipe_phase = (pipe_it / 5) & 1;
+        cake_mbar_wait(c_full + 8 * pipe_stage, pipe_phase);  // wait c_full (kmeans_assign_sm90.py:83)
+        // mma acc += sX * sC.T (kmeans_assign_sm90.py:84)
         cake_wgmma_fence();
         cake_wgmma_m64n128k16_f32_bf16(acc, cake_wgmma_desc(sX + 0 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sC + 32768 * pipe_stage) + 0, 16, 1024, 1), (false) ? 1 : 0);
         cake_wgmma_m64n128k16_f32_bf16(acc, cake_wgmma_desc(sX + 32 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sC + 32768 * pipe_stage) + 32, 16, 1024, 1), 1);
         cake_wgmma_m64n128k16_f32_bf16(acc, cake_wgmma_desc(sX + 64 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sC + 32768 * pipe_stage) + 64, 16, 1024, 1), 1);
         cake_wgmma_m64n128k16_f32_bf16(acc, cake_wgmma_desc(sX + 96 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sC + 32768 * pipe_stage) + 96, 16, 1024, 1), 1);
-        cake_wgmma_m64n128k16_f32_bf16(acc, cake_wgmma_desc(sX + 16384 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sC + 32768 * pipe_stage) + 16384, 16, 1024, 1), 1);
-        cake_wgmma_m64n128k16_f32_bf16(acc, cake_wgmma_desc(sX + 16416 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sC + 32768 * pipe_stage) + 16416, 16, 1024, 1), 1);
-        cake_wgmma_m64n128k16_f32_bf16(acc, cake_wgmma_desc(sX + 16448 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sC + 32768 * pipe_stage) + 16448, 16, 1024, 1), 1);
-        cake_wgmma_m64n128k16_f32_bf16(acc, cake_wgmma_desc(sX + 16480 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sC + 32768 * pipe_stage) + 16480, 16, 1024, 1), 1);
+        cake_wgmma_m64n128k16_f32_bf16(acc, cake_wgmma_desc(sX + 24576 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sC + 32768 * pipe_stage) + 16384, 16, 1024, 1), 1);
+        cake_wgmma_m64n128k16_f32_bf16(acc, cake_wgmma_desc(sX + 24608 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sC + 32768 * pipe_stage) + 16416, 16, 1024, 1), 1);
+        cake_wgmma_m64n128k16_f32_bf16(acc, cake_wgmma_desc(sX + 24640 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sC + 32768 * pipe_stage) + 16448, 16, 1024, 1), 1);
+        cake_wgmma_m64n128k16_f32_bf16(acc, cake_wgmma_desc(sX + 24672 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sC + 32768 * pipe_stage) + 16480, 16, 1024, 1), 1);
         cake_wgmma_commit();
         cake_wgmma_wait<0>();
         cake_mbar_arrive(c_empty + 8 * pipe_stage);  // release
-        float red0_v[2]; int red0_i[2];  // row min over 128 columns (kmeans_assign_sm90.py:84)
+        float red0_v[2]; int red0_i[2];  // row min over 128 columns, packed (value, column) keys (kmeans_assign_sm90.py:88)
         float bv[2] = {__int_as_float(0x7f800000), __int_as_float(0x7f800000)}; int bi[2] = {0, 0};
+        const int red0_keymask = ~31 | ((int)blockDim.x >> 31);
         #pragma unroll
         for (int i = 0; i < 16; ++i) {
           #pragma unroll
@@ -252,12 +253,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_kmeans_assign(
             #pragma unroll
             for (int h = 0; h < 2; ++h) {
               const float v = (col0_0 - (2.0f * acc[4 * i + 2 * h + j]));
-              if (v < bv[h]) { bv[h] = v; bi[h] = 8 * i + j; }
+              bv[h] = fminf(bv[h], __int_as_float((__float_as_int(v) & red0_keymask) | (2 * i + j)));
             }
           }
         }
         #pragma unroll
         for (int h = 0; h < 2; ++h) {
+          { const int slot = __float_as_int(bv[h]) & 31; bi[h] = 8 * (slot >> 1) + (slot & 1); bv[h] = __int_as_float(__float_as_int(bv[h]) & ~31); }
           bi[h] += lane_col;
           #pragma unroll
           for (int off = 1; off < 4; off <<= 1) {
@@ -267,17 +269,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_kmeans_assign(
           }
           red0_v[h] = bv[h]; red0_i[h] = bi[h];
         }
-        #pragma unroll  // best_i <- ... (kmeans_assign_sm90.py:89)
+        #pragma unroll  // best_i <- ... (kmeans_assign_sm90.py:93)
         for (int h = 0; h < 2; ++h) best_i[h] = (int32_t)(((red0_v[h] < best_d[h]) ? (red0_i[h] + (c_2 * 128)) : best_i[h]));
-        #pragma unroll  // best_d <- ... (kmeans_assign_sm90.py:90)
+        #pragma unroll  // best_d <- ... (kmeans_assign_sm90.py:94)
         for (int h = 0; h < 2; ++h) best_d[h] = (float)(((red0_v[h] < best_d[h]) ? red0_v[h] : best_d[h]));
         ++pipe_it;
       }
       cake_wgmma_wait<0>();  // every MMA of the loop has retired
-      if (math_thread % 4 == 0) {  // store IDS <- per-row values (kmeans_assign_sm90.py:91)
+      if (math_thread % 4 == 0) {  // store IDS <- per-row values (kmeans_assign_sm90.py:95)
         #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          const int row = ((tile_1 * 128) + (math_index * 64)) + lane_row + 8 * h;
+          const int row = ((tile_1 * 192) + (math_index * 64)) + lane_row + 8 * h;
           if (row < dim_N) IDS[((size_t)(tile_0) * dim_N + (row))] = (int32_t)(best_i[h]);
         }
       }

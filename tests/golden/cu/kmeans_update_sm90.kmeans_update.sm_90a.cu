@@ -149,7 +149,7 @@ static __device__ __forceinline__ uint64_t cake_wgmma_desc(uint32_t addr, uint32
        | ((uint64_t)swizzle_mode << 62);
 }
 
-extern "C" __global__ void __launch_bounds__(256, 1) cake_kmeans_update(
+extern "C" __global__ void __launch_bounds__(384, 1) cake_kmeans_update(
     const __grid_constant__ CakeTensorMap tmap_X_0,
     const __grid_constant__ CakeTensorMap tmap_IDS_1,
     const __grid_constant__ CakeTensorMap tmap_SUMS_2,
@@ -165,24 +165,24 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_kmeans_update(
   // Dynamic shared memory, rounded up to 1024 B: swizzled views repeat every 8 rows of 128 B.
   extern __shared__ __align__(16) uint8_t cake_smem_raw[];
   const uint32_t cake_smem = (cake_smem_addr(cake_smem_raw) + 1023u) & ~1023u;
-  const uint32_t sX = cake_smem + 0;  // view sX: bf16 x [256, 32], 4 stage(s) of 16384 B, swizzle 0
-  const uint32_t sI = cake_smem + 65536;  // view sI: i32 x [256], 4 stage(s) of 1024 B, swizzle 0
-  const uint32_t sSum = cake_smem + 69632;  // view sSum: f32 x [1024, 32], 1 stage(s) of 131072 B, swizzle 0
-  const uint32_t sCnt = cake_smem + 200704;  // view sCnt: i32 x [1024], 1 stage(s) of 4096 B, swizzle 0
-  const uint32_t full = cake_smem + 204800;  // mbarrier full: 4 slot(s), 1 arrival(s) per phase
-  const uint32_t empty = cake_smem + 204832;  // mbarrier empty: 4 slot(s), 128 arrival(s) per phase
+  const uint32_t sX = cake_smem + 0;  // view sX: bf16 x [64, 128], 5 stage(s) of 16384 B, swizzle 0
+  const uint32_t sI = cake_smem + 81920;  // view sI: i32 x [64], 5 stage(s) of 256 B, swizzle 0
+  const uint32_t sSum = cake_smem + 83200;  // view sSum: f32 x [256, 128], 1 stage(s) of 131072 B, swizzle 0
+  const uint32_t sCnt = cake_smem + 214272;  // view sCnt: i32 x [256], 1 stage(s) of 1024 B, swizzle 0
+  const uint32_t full = cake_smem + 215296;  // mbarrier full: 5 slot(s), 1 arrival(s) per phase
+  const uint32_t empty = cake_smem + 215336;  // mbarrier empty: 5 slot(s), 256 arrival(s) per phase
   const int warp = __shfl_sync(0xffffffffu, (int)threadIdx.x / 32, 0);
   const int tiles_0 = dim_B;
-  const int tiles_1 = cake_cdiv(dim_K, 1024);
-  const int tiles_2 = 4;
+  const int tiles_1 = cake_cdiv(dim_K, 256);
+  const int tiles_2 = 1;
   const int tiles_total = tiles_0 * tiles_1 * tiles_2;
   if (threadIdx.x == 0) {
-    for (int s = 0; s < 4; ++s) cake_mbar_init(full + 8 * s, 1);
-    for (int s = 0; s < 4; ++s) cake_mbar_init(empty + 8 * s, 128);
+    for (int s = 0; s < 5; ++s) cake_mbar_init(full + 8 * s, 1);
+    for (int s = 0; s < 5; ++s) cake_mbar_init(empty + 8 * s, 256);
     cake_fence_barrier_init();
   }
   __syncthreads();
-  if (warp >= 0 && warp < 4) {  // role load (kmeans_update_sm90.py:48)
+  if (warp >= 0 && warp < 4) {  // role load (kmeans_update_sm90.py:51)
     const int load_index = (warp - 0) / 4;
     const int load_thread = (int)threadIdx.x - 0 - load_index * 128;
     const int lane_row = 16 * (load_thread / 32) + (load_thread % 32) / 4;  // and +8
@@ -190,7 +190,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_kmeans_update(
     (void)lane_row; (void)lane_col;
     uint32_t pipe_it = 0;  // iterations of pipeline pipe completed by this role
     if (load_thread == 0) {  // issue-only role: one thread per replica
-      for (int tile = blockIdx.x; tile < tiles_total; tile += gridDim.x) {  // tiles (b, kc, ds) (kmeans_update_sm90.py:55)
+      for (int tile = blockIdx.x; tile < tiles_total; tile += gridDim.x) {  // tiles (b, kc, ds) (kmeans_update_sm90.py:58)
         int tile_rest = tile;
         const int tile_2 = tile_rest % tiles_2;
         tile_rest /= tiles_2;
@@ -199,29 +199,29 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_kmeans_update(
         const int tile_0 = tile_rest % tiles_0;
         tile_rest /= tiles_0;
         (void)tile_rest;
-        // with load: (kmeans_update_sm90.py:56)
-        for (int r_1 = 0; r_1 < cake_cdiv(dim_N, 256); ++r_1) {  // kmeans_update_sm90.py:57
-          const uint32_t pipe_stage = pipe_it % 4;
-          const uint32_t pipe_phase = (pipe_it / 4) & 1;
-          cake_mbar_wait(empty + 8 * pipe_stage, pipe_phase ^ 1);  // wait empty (kmeans_update_sm90.py:58)
-          // tma_load sX <- X (kmeans_update_sm90.py:59)
-          cake_mbar_arrive_expect_tx(full + 8 * pipe_stage, 17408);
-          cake_tma_load_3d((sX + 16384 * pipe_stage), &tmap_X_0, full + 8 * pipe_stage, (tile_2 * 32), (r_1 * 256), tile_0);
-          // tma_load sI <- IDS (kmeans_update_sm90.py:60)
-          cake_tma_load_2d((sI + 1024 * pipe_stage), &tmap_IDS_1, full + 8 * pipe_stage, (r_1 * 256), tile_0);
+        // with load: (kmeans_update_sm90.py:59)
+        for (int r_1 = 0; r_1 < cake_cdiv(dim_N, 64); ++r_1) {  // kmeans_update_sm90.py:60
+          const uint32_t pipe_stage = pipe_it % 5;
+          const uint32_t pipe_phase = (pipe_it / 5) & 1;
+          cake_mbar_wait(empty + 8 * pipe_stage, pipe_phase ^ 1);  // wait empty (kmeans_update_sm90.py:61)
+          // tma_load sX <- X (kmeans_update_sm90.py:62)
+          cake_mbar_arrive_expect_tx(full + 8 * pipe_stage, 16640);
+          cake_tma_load_3d((sX + 16384 * pipe_stage), &tmap_X_0, full + 8 * pipe_stage, (tile_2 * 128), (r_1 * 64), tile_0);
+          // tma_load sI <- IDS (kmeans_update_sm90.py:63)
+          cake_tma_load_2d((sI + 256 * pipe_stage), &tmap_IDS_1, full + 8 * pipe_stage, (r_1 * 64), tile_0);
           ++pipe_it;
         }
       }
     }
   }
-  if (warp >= 4 && warp < 8) {  // role math (kmeans_update_sm90.py:49)
+  if (warp >= 4 && warp < 12) {  // role math (kmeans_update_sm90.py:52)
     const int math_index = (warp - 4) / 4;
     const int math_thread = (int)threadIdx.x - 128 - math_index * 128;
     const int lane_row = 16 * (math_thread / 32) + (math_thread % 32) / 4;  // and +8
     const int lane_col = 2 * (math_thread % 4);  // and +1, every 8 columns
     (void)lane_row; (void)lane_col;
     uint32_t pipe_it = 0;  // iterations of pipeline pipe completed by this role
-    for (int tile = blockIdx.x; tile < tiles_total; tile += gridDim.x) {  // tiles (b, kc, ds) (kmeans_update_sm90.py:55)
+    for (int tile = blockIdx.x; tile < tiles_total; tile += gridDim.x) {  // tiles (b, kc, ds) (kmeans_update_sm90.py:58)
       int tile_rest = tile;
       const int tile_2 = tile_rest % tiles_2;
       tile_rest /= tiles_2;
@@ -230,35 +230,35 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_kmeans_update(
       const int tile_0 = tile_rest % tiles_0;
       tile_rest /= tiles_0;
       (void)tile_rest;
-      // with math: (kmeans_update_sm90.py:61)
-      // sSum.store(0) (kmeans_update_sm90.py:62)
+      // with math: (kmeans_update_sm90.py:64)
+      // sSum.store(0) (kmeans_update_sm90.py:70)
       if (math_thread == 0) cake_bulk_wait_read();
       cake_named_sync(8 + math_index, 128);
-      for (int chunk = math_thread; chunk < 8192; chunk += 128) cake_st_shared_v4(sSum + 16 * chunk, 0x00000000u);
+      for (int chunk = math_thread; chunk < 4096; chunk += 128) cake_st_shared_v4((sSum + ((math_index * 128)) * 512) + 16 * chunk, 0x00000000u);
       cake_named_sync(8 + math_index, 128);
-      // sCnt.store(0) (kmeans_update_sm90.py:63)
+      // sCnt.store(0) (kmeans_update_sm90.py:71)
       if (math_thread == 0) cake_bulk_wait_read();
       cake_named_sync(8 + math_index, 128);
-      for (int chunk = math_thread; chunk < 256; chunk += 128) cake_st_shared_v4(sCnt + 16 * chunk, 0x00000000u);
+      for (int chunk = math_thread; chunk < 32; chunk += 128) cake_st_shared_v4((sCnt + ((math_index * 128)) * 4) + 16 * chunk, 0x00000000u);
       cake_named_sync(8 + math_index, 128);
-      for (int r_2 = 0; r_2 < cake_cdiv(dim_N, 256); ++r_2) {  // kmeans_update_sm90.py:64
-        const uint32_t pipe_stage = pipe_it % 4;
-        const uint32_t pipe_phase = (pipe_it / 4) & 1;
-        cake_mbar_wait(full + 8 * pipe_stage, pipe_phase);  // wait full (kmeans_update_sm90.py:65)
-        // sSum.scatter_add(sX rows by sI) (kmeans_update_sm90.py:67)
+      for (int r_2 = 0; r_2 < cake_cdiv(dim_N, 64); ++r_2) {  // kmeans_update_sm90.py:72
+        const uint32_t pipe_stage = pipe_it % 5;
+        const uint32_t pipe_phase = (pipe_it / 5) & 1;
+        cake_mbar_wait(full + 8 * pipe_stage, pipe_phase);  // wait full (kmeans_update_sm90.py:73)
+        // sSum.scatter_add(sX rows by sI) (kmeans_update_sm90.py:75)
         // Warp w of the 4 owns the rows i of `sSum` with i % 4 == w: each sum is updated by one warp, in row order, with plain loads and stores (no float atomics, which shared memory lacks: they would be compare-and-swap loops).
         {
           const int lane = math_thread % 32, owner = math_thread / 32;
-          for (int r0 = 0; r0 < 256; r0 += 32) {
-            const int mine = (r0 + lane < 256 && r0 + lane < ((dim_N - (r_2 * 256)))) ? cake_ld_shared_s32((sI + 1024 * pipe_stage) + 4 * (r0 + lane)) - ((tile_1 * 1024)) : -1;
-            const bool owned = (unsigned)mine < 1024u && mine % 4 == owner;
-            if (owned) cake_red_shared_add_u32(sCnt + 4 * mine, 1u);
+          for (int r0 = 0; r0 < 64; r0 += 32) {
+            const int mine = (r0 + lane < 64 && r0 + lane < ((dim_N - (r_2 * 64)))) ? cake_ld_shared_s32((sI + 256 * pipe_stage) + 4 * (r0 + lane)) - (((tile_1 * 256) + (math_index * 128))) : -1;
+            const bool owned = (unsigned)mine < 128u && mine % 4 == owner;
+            if (owned) cake_red_shared_add_u32((sCnt + ((math_index * 128)) * 4) + 4 * mine, 1u);
             unsigned todo = __ballot_sync(0xffffffffu, owned);
             // Rows with distinct indices can be added side by side; a repeated index is added row by row.
             const unsigned peers = __match_any_sync(0xffffffffu, owned ? mine : ~lane);
             if (!__any_sync(0xffffffffu, owned && __popc(peers) > 1)) {
               while (todo) {  // up to eight rows at a time: their loads are issued before their stores
-                int row[8], at[8], n = 0; float x[8][1], acc[8][1];
+                int row[8], at[8], n = 0; float x[8][4], acc[8][4];
                 #pragma unroll
                 for (int u = 0; u < 8; ++u) {
                   if (!todo) break;  // the same for the whole warp
@@ -267,13 +267,13 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_kmeans_update(
                   n = u + 1;
                   at[u] = __shfl_sync(0xffffffffu, mine, row[u]);
                   #pragma unroll
-                  for (int cc = 0; cc < 1; ++cc) { x[u][cc] = cake_ld_shared_bf16((sX + 16384 * pipe_stage) + 2 * ((r0 + row[u]) * 32 + lane + 32 * cc)); acc[u][cc] = cake_ld_shared_f32(sSum + 4 * ((at[u]) * 32 + lane + 32 * cc)); }
+                  for (int cc = 0; cc < 4; ++cc) { x[u][cc] = cake_ld_shared_bf16((sX + 16384 * pipe_stage) + 2 * ((r0 + row[u]) * 128 + lane + 32 * cc)); acc[u][cc] = cake_ld_shared_f32((sSum + ((math_index * 128)) * 512) + 4 * ((at[u]) * 128 + lane + 32 * cc)); }
                 }
                 #pragma unroll
                 for (int u = 0; u < 8; ++u) {
                   if (u == n) break;
                   #pragma unroll
-                  for (int cc = 0; cc < 1; ++cc) cake_st_shared_f32(sSum + 4 * ((at[u]) * 32 + lane + 32 * cc), acc[u][cc] + x[u][cc]);
+                  for (int cc = 0; cc < 4; ++cc) cake_st_shared_f32((sSum + ((math_index * 128)) * 512) + 4 * ((at[u]) * 128 + lane + 32 * cc), acc[u][cc] + x[u][cc]);
                 }
               }
             } else {
@@ -281,62 +281,26 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_kmeans_update(
                 const int r = __ffs(todo) - 1;
                 const int i = __shfl_sync(0xffffffffu, mine, r);
                 #pragma unroll
-                for (int cc = 0; cc < 1; ++cc) cake_st_shared_f32(sSum + 4 * ((i) * 32 + lane + 32 * cc), cake_ld_shared_f32(sSum + 4 * ((i) * 32 + lane + 32 * cc)) + cake_ld_shared_bf16((sX + 16384 * pipe_stage) + 2 * ((r0 + r) * 32 + lane + 32 * cc)));
+                for (int cc = 0; cc < 4; ++cc) cake_st_shared_f32((sSum + ((math_index * 128)) * 512) + 4 * ((i) * 128 + lane + 32 * cc), cake_ld_shared_f32((sSum + ((math_index * 128)) * 512) + 4 * ((i) * 128 + lane + 32 * cc)) + cake_ld_shared_bf16((sX + 16384 * pipe_stage) + 2 * ((r0 + r) * 128 + lane + 32 * cc)));
               }
             }
           }
         }
-        cake_mbar_arrive(empty + 8 * pipe_stage);  // arrive empty (kmeans_update_sm90.py:69)
+        cake_mbar_arrive(empty + 8 * pipe_stage);  // arrive empty (kmeans_update_sm90.py:77)
         ++pipe_it;
       }
-      cake_fence_proxy_async();  // (kmeans_update_sm90.py:71)
-      // tma_store sSum -> SUMS (kmeans_update_sm90.py:73)
+      cake_fence_proxy_async();  // (kmeans_update_sm90.py:79)
+      // tma_store sSum -> SUMS (kmeans_update_sm90.py:81)
       cake_named_sync(8 + math_index, 128);
       if (math_thread == 0) {
-        cake_tma_store_3d(&tmap_SUMS_2, (sSum + (0) * 128), (tile_2 * 32), ((tile_1 * 1024) + 0), tile_0);
+        cake_tma_store_3d(&tmap_SUMS_2, (sSum + (((math_index * 128) + 0)) * 512), (tile_2 * 128), (((tile_1 * 256) + (math_index * 128)) + 0), tile_0);
         cake_bulk_commit();
       }
-      // tma_store sSum -> SUMS (kmeans_update_sm90.py:73)
-      cake_named_sync(8 + math_index, 128);
-      if (math_thread == 0) {
-        cake_tma_store_3d(&tmap_SUMS_2, (sSum + (256) * 128), (tile_2 * 32), ((tile_1 * 1024) + 256), tile_0);
-        cake_bulk_commit();
-      }
-      // tma_store sSum -> SUMS (kmeans_update_sm90.py:73)
-      cake_named_sync(8 + math_index, 128);
-      if (math_thread == 0) {
-        cake_tma_store_3d(&tmap_SUMS_2, (sSum + (512) * 128), (tile_2 * 32), ((tile_1 * 1024) + 512), tile_0);
-        cake_bulk_commit();
-      }
-      // tma_store sSum -> SUMS (kmeans_update_sm90.py:73)
-      cake_named_sync(8 + math_index, 128);
-      if (math_thread == 0) {
-        cake_tma_store_3d(&tmap_SUMS_2, (sSum + (768) * 128), (tile_2 * 32), ((tile_1 * 1024) + 768), tile_0);
-        cake_bulk_commit();
-      }
-      if ((tile_2 == 0)) {  // kmeans_update_sm90.py:74
-        // tma_store sCnt -> COUNTS (kmeans_update_sm90.py:76)
+      if ((tile_2 == 0)) {  // kmeans_update_sm90.py:83
+        // tma_store sCnt -> COUNTS (kmeans_update_sm90.py:85)
         cake_named_sync(8 + math_index, 128);
         if (math_thread == 0) {
-          cake_tma_store_2d(&tmap_COUNTS_3, (sCnt + (0) * 4), ((tile_1 * 1024) + 0), tile_0);
-          cake_bulk_commit();
-        }
-        // tma_store sCnt -> COUNTS (kmeans_update_sm90.py:76)
-        cake_named_sync(8 + math_index, 128);
-        if (math_thread == 0) {
-          cake_tma_store_2d(&tmap_COUNTS_3, (sCnt + (256) * 4), ((tile_1 * 1024) + 256), tile_0);
-          cake_bulk_commit();
-        }
-        // tma_store sCnt -> COUNTS (kmeans_update_sm90.py:76)
-        cake_named_sync(8 + math_index, 128);
-        if (math_thread == 0) {
-          cake_tma_store_2d(&tmap_COUNTS_3, (sCnt + (512) * 4), ((tile_1 * 1024) + 512), tile_0);
-          cake_bulk_commit();
-        }
-        // tma_store sCnt -> COUNTS (kmeans_update_sm90.py:76)
-        cake_named_sync(8 + math_index, 128);
-        if (math_thread == 0) {
-          cake_tma_store_2d(&tmap_COUNTS_3, (sCnt + (768) * 4), ((tile_1 * 1024) + 768), tile_0);
+          cake_tma_store_2d(&tmap_COUNTS_3, (sCnt + (((math_index * 128) + 0)) * 4), (((tile_1 * 256) + (math_index * 128)) + 0), tile_0);
           cake_bulk_commit();
         }
       }
