@@ -39,6 +39,10 @@ enum FragLayout {
     /// m16n8, four registers each. Lane t holds rows 16·mt + t/4 (+8) and columns
     /// 8·nt + 2·(t%4) (+1); register 4·(mt·n/8 + nt) + 2h + j.
     MmaAcc { m: u32, n: u32 },
+    /// A wgmma A operand in registers: a 16-bit (64, k) tile of a warpgroup, in the
+    /// accumulator's element order (row +8h, column 8i + 2·(t%4) + j), two elements per 32-bit
+    /// register: register 2i + h holds elements j = 0, 1. k/16 k-steps of four registers each.
+    WgmmaA { k: u32 },
     /// An mma.sync A operand of an (m, k) tile held by one warp, loaded by ldmatrix.x4: m/16
     /// row tiles × (k bytes)/32 k-steps, four 32-bit registers each, in the order ldmatrix
     /// returns them (rows +0/+8 of the first 16 bytes, then of the second 16 bytes).
@@ -59,6 +63,7 @@ impl FragLayout {
             FragLayout::AccRows => 2,
             FragLayout::MmaAcc { m, n } => m * n / 32,
             FragLayout::MmaA { m, k_bytes } => m * k_bytes / 128,
+            FragLayout::WgmmaA { k } => k / 4,
             FragLayout::TmemRow { n } => n,
             FragLayout::LaneScalar => 1,
         }
@@ -96,6 +101,11 @@ pub struct Emitter<'a> {
     mma_sync_shapes: BTreeSet<(u32, &'static str, &'static str)>,
     /// Swizzle modes whose address function the generated code uses.
     swizzles: BTreeSet<u32>,
+    /// Accumulators of wgmma groups committed and not yet waited for (sm_90a): an operation
+    /// that reads or overwrites one must first wait for them to retire.
+    mma_in_flight: BTreeSet<FragId>,
+    /// wgmma shapes whose A operand is in registers: (N, input type).
+    wgmma_rs_shapes: BTreeSet<(u32, &'static str)>,
     /// Prelude sections the body turned out to need beyond the target's (shared-memory
     /// atomics and fills; TMA stores of rank other than 2).
     needs_shared_ops: bool,
@@ -204,6 +214,8 @@ impl<'a> Emitter<'a> {
             wgmma_shapes: BTreeSet::new(),
             mma_sync_shapes: BTreeSet::new(),
             swizzles: BTreeSet::new(),
+            wgmma_rs_shapes: BTreeSet::new(),
+            mma_in_flight: BTreeSet::new(),
             needs_shared_ops: false,
             tma_store_ranks: BTreeSet::new(),
             errors: Vec::new(),
@@ -325,6 +337,10 @@ impl<'a> Emitter<'a> {
                 cuda.push('\n');
                 cuda.push_str(&prelude::wgmma_fn(*n, input));
             }
+            for (n, input) in &self.wgmma_rs_shapes {
+                cuda.push('\n');
+                cuda.push_str(&prelude::wgmma_rs_fn(*n, input));
+            }
         }
         let threads = self.k.block_threads();
         let _ = writeln!(
@@ -380,6 +396,30 @@ impl<'a> Emitter<'a> {
                 self.frag_layouts
                     .insert(f, FragLayout::WgmmaAcc { n: frag.shape[1] });
             }
+        }
+        // Register A operands: a 16-bit (64, K) tile of a warpgroup role.
+        for (sid, op, _) in self.ops() {
+            let Op::Mma {
+                a: Operand::Frag(f),
+                ..
+            } = op
+            else {
+                continue;
+            };
+            let frag = &self.k.fragments[f];
+            let role = &self.k.roles[frag.role];
+            let ok = role.unit == RoleUnit::Warpgroup
+                && frag.shape.len() == 2
+                && frag.shape[0] == 64
+                && frag.shape[1] % 16 == 0
+                && matches!(frag.dtype, DType::BF16 | DType::F16);
+            if !ok {
+                let sp = self.k.stmts.span(sid);
+                self.unsupported(sp, format!("a wgmma A operand in registers is a bf16 or f16 (64, K) fragment of a warpgroup role, K a multiple of 16; `{}` is {:?} {} on role `{}`", frag.name, frag.shape, frag.dtype, role.name));
+                continue;
+            }
+            self.frag_layouts
+                .insert(f, FragLayout::WgmmaA { k: frag.shape[1] });
         }
         // Per-row vectors of a warpgroup role take the row layout of its 64-row tiles.
         for (f, frag) in self.k.fragments.iter() {
@@ -1307,10 +1347,15 @@ impl<'a> Emitter<'a> {
             for (fid, f) in k.fragments.iter() {
                 if f.role == rid {
                     let n: u32 = match self.frag_layouts.get(&fid) {
-                        Some(FragLayout::MmaA { .. }) => {
+                        Some(FragLayout::MmaA { .. } | FragLayout::WgmmaA { .. }) => {
                             let l = self.frag_layouts[&fid];
+                            let what = if matches!(l, FragLayout::WgmmaA { .. }) {
+                                "wgmma A registers"
+                            } else {
+                                "mma.sync A registers"
+                            };
                             self.line(&format!(
-                                "uint32_t {}[{}];  // fragment {} {:?} {}: mma.sync A registers, {} per register",
+                                "uint32_t {}[{}];  // fragment {} {:?} {}: {what}, {} per register",
                                 c_ident(&f.name),
                                 l.registers(),
                                 f.name,
@@ -1611,6 +1656,7 @@ impl<'a> Emitter<'a> {
         self.line("}");
         if has_mma {
             self.line("cake_wgmma_wait<0>();  // every MMA of the loop has retired");
+            self.mma_in_flight.clear();
         }
         for (bar, _) in &deferred {
             let bn = c_ident(&self.k.barriers[*bar].name);
@@ -1772,6 +1818,7 @@ impl<'a> Emitter<'a> {
 
     fn op(&mut self, op: &Op, sp: Span) {
         let k = self.k;
+        self.retire_mmas_before(op);
         let (role, issue_only) = self.role.expect("inside a role");
         let rname = c_ident(&k.roles[role].name);
         match op {
@@ -2000,6 +2047,74 @@ impl<'a> Emitter<'a> {
         Some(format!("{base} + {off}{row_off}"))
     }
 
+    /// `lm.mma(acc, frag, view.T)` on sm_90a: wgmma with A from registers (a [`FragLayout::WgmmaA`]
+    /// fragment, four registers per k-step) and B from shared memory.
+    fn wgmma_register_a(
+        &mut self,
+        accf: FragId,
+        af: FragId,
+        bv: &ViewRef,
+        accumulate: ExprId,
+        release: Option<BarrierId>,
+        sp: Span,
+    ) {
+        let k = self.k;
+        let (Some(FragLayout::WgmmaAcc { n }), Some(FragLayout::WgmmaA { k: kdim })) = (
+            self.frag_layouts.get(&accf).copied(),
+            self.frag_layouts.get(&af).copied(),
+        ) else {
+            return;
+        };
+        if !bv.transposed {
+            self.unsupported(sp, "only a K-major `b` is lowered yet: the transpose of an (N, K) view");
+            return;
+        }
+        let input = match k.fragments[af].dtype {
+            DType::BF16 => "bf16",
+            _ => "f16",
+        };
+        if k.views[bv.view].dtype != k.fragments[af].dtype {
+            self.unsupported(sp, "wgmma takes `a` and `b` of the same 16-bit type");
+            return;
+        }
+        self.wgmma_rs_shapes.insert((n, input));
+        let (accn, an) = (self.frag_name(accf), self.frag_name(af));
+        let acc_pred = self.ix(accumulate);
+        self.line(&format!(
+            "// mma {accn} += {} (registers) * {}.T ({})",
+            k.fragments[af].name,
+            k.views[bv.view].name,
+            self.loc(sp)
+        ));
+        self.line("cake_wgmma_fence();");
+        for kk in 0..kdim / 16 {
+            let Some(bd) = self.wgmma_operand(bv, kk, 16, sp) else {
+                return;
+            };
+            let scale = if kk == 0 {
+                format!("({acc_pred}) ? 1 : 0")
+            } else {
+                "1".into()
+            };
+            let r = 4 * kk;
+            self.line(&format!(
+                "cake_wgmma_m64n{n}k16_f32_{input}_rs({accn}, {an}[{r}], {an}[{}], {an}[{}], {an}[{}], cake_wgmma_desc({bd}, 16, 1024, 1), {scale});",
+                r + 1,
+                r + 2,
+                r + 3
+            ));
+        }
+        self.line("cake_wgmma_commit();");
+        if let Some(bar) = release {
+            let slot = self.barrier_slot(bar);
+            self.line("cake_wgmma_wait<0>();");
+            self.mma_in_flight.clear();
+            self.line(&format!("cake_mbar_arrive({slot});  // release"));
+        } else {
+            self.mma_in_flight.insert(accf);
+        }
+    }
+
     fn mma(
         &mut self,
         acc: &Operand,
@@ -2013,8 +2128,11 @@ impl<'a> Emitter<'a> {
             return self.mma_sync_op(acc, a, b, accumulate, release, sp);
         }
         let k = self.k;
+        if let (Operand::Frag(accf), Operand::Frag(af), Operand::Smem(bv)) = (acc, a, b) {
+            return self.wgmma_register_a(*accf, *af, bv, accumulate, release, sp);
+        }
         let (Operand::Frag(accf), Operand::Smem(av), Operand::Smem(bv)) = (acc, a, b) else {
-            self.unsupported(sp, "on sm_90a, lm.mma is lowered with the accumulator in registers and both operands in shared memory");
+            self.unsupported(sp, "on sm_90a, lm.mma is lowered with the accumulator in registers, `b` in shared memory and `a` in shared memory or registers");
             return;
         };
         let Some(FragLayout::WgmmaAcc { n }) = self.frag_layouts.get(accf).copied() else {
@@ -2077,8 +2195,36 @@ impl<'a> Emitter<'a> {
             } else {
                 let slot = self.barrier_slot(bar);
                 self.line("cake_wgmma_wait<0>();");
+                self.mma_in_flight.clear();
                 self.line(&format!("cake_mbar_arrive({slot});  // release"));
             }
+        } else if self.deferred_release.is_empty() {
+            self.mma_in_flight.insert(*accf);
+        }
+    }
+
+    /// Before an operation that reads or overwrites the accumulator of a wgmma group still in
+    /// flight, wait for the groups to retire (the registers are the tensor cores' until then).
+    fn retire_mmas_before(&mut self, op: &Op) {
+        if self.mma_in_flight.is_empty() {
+            return;
+        }
+        let k = self.k;
+        let reads = |e: &ExprId, f: &FragId| k.expr_reads_fragment(*e, *f);
+        let hit = self.mma_in_flight.iter().find(|f| match op {
+            Op::Assign { dst, value } => dst == *f || reads(value, f),
+            Op::Store { value, .. } | Op::SmemStore { value, .. } | Op::TmemStore { src: value, .. } => {
+                reads(value, f)
+            }
+            Op::Mma { a: Operand::Frag(a), .. } => a == *f,
+            _ => false,
+        });
+        if let Some(&f) = hit {
+            self.line(&format!(
+                "cake_wgmma_wait<0>();  // the MMAs into `{}` have retired",
+                k.fragments[f].name
+            ));
+            self.mma_in_flight.clear();
         }
     }
 
@@ -2897,6 +3043,32 @@ impl<'a> Emitter<'a> {
                 self.line(&format!(
                     "for (int i = 0; i < {}; ++i) for (int h = 0; h < 2; ++h) for (int j = 0; j < 2; ++j) {name}[4 * i + 2 * h + j] = ({ty})({v});",
                     n / 8
+                ));
+            }
+            Some(FragLayout::WgmmaA { k: kdim }) => {
+                // A cast to 16 bits of an accumulator-layout tile of the same width: element
+                // pairs (j = 0, 1) pack into one register, 2i + h.
+                let (inner, pack) = match (&k.exprs[value].kind, k.fragments[dst].dtype) {
+                    (ExprKind::Cast(DType::BF16, x), DType::BF16) => (*x, "cake_pack_bf16x2"),
+                    (ExprKind::Cast(DType::F16, x), DType::F16) => (*x, "cake_pack_f16x2"),
+                    _ => {
+                        self.unsupported(sp, "a wgmma A fragment is written as lm.cast(value, bf16 or f16) of an f32 accumulator-layout value");
+                        return;
+                    }
+                };
+                if self.tile_of(inner) != Some(FragLayout::WgmmaAcc { n: kdim }) {
+                    self.unsupported(sp, format!("a wgmma A fragment of {kdim} columns is computed from a (64, {kdim}) accumulator tile"));
+                    return;
+                }
+                let v = self.elem(inner, Site::Tile);
+                self.line(&format!(
+                    "#pragma unroll  // {} <- ... ({})",
+                    k.fragments[dst].name,
+                    self.loc(sp)
+                ));
+                self.line(&format!(
+                    "for (int i = 0; i < {}; ++i) for (int h = 0; h < 2; ++h) {{ float e[2]; for (int j = 0; j < 2; ++j) e[j] = {v}; {name}[2 * i + h] = {pack}(e[0], e[1]); }}",
+                    kdim / 8
                 ));
             }
             Some(FragLayout::MmaAcc { m, n }) => {

@@ -214,17 +214,36 @@ template <int R> static __device__ __forceinline__ void cake_setmaxnreg_dec() {
 /// One wgmma wrapper for an `m64nNk16` shape with f32 accumulators and bf16/f16 inputs from
 /// shared-memory descriptors.
 pub fn wgmma_fn(n: u32, input: &str) -> String {
+    wgmma_fn_with(n, input, false)
+}
+
+/// `cake_wgmma_m64n<N>k16_f32_<input>_rs`: the wgmma whose A operand is in registers (four
+/// 32-bit registers of packed 16-bit pairs per k-step, the accumulator's element order).
+pub fn wgmma_rs_fn(n: u32, input: &str) -> String {
+    wgmma_fn_with(n, input, true)
+}
+
+fn wgmma_fn_with(n: u32, input: &str, a_in_registers: bool) -> String {
     let regs = n / 2;
-    let name = format!("cake_wgmma_m64n{n}k16_f32_{input}");
+    let suffix = if a_in_registers { "_rs" } else { "" };
+    let name = format!("cake_wgmma_m64n{n}k16_f32_{input}{suffix}");
+    let a_params = if a_in_registers {
+        "uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3"
+    } else {
+        "uint64_t desc_a"
+    };
+    // Operand numbers after the accumulator registers: A (one descriptor or four registers),
+    // then B's descriptor, then the scale-d flag.
+    let a_count = if a_in_registers { 4 } else { 1 };
+    let (b_op, scale_op) = (regs + a_count, regs + a_count + 1);
     let mut out = String::new();
     out.push_str(&format!(
-        "static __device__ __forceinline__ void {name}(float (&d)[{regs}], uint64_t desc_a, uint64_t desc_b, int scale_d) {{\n"
+        "static __device__ __forceinline__ void {name}(float (&d)[{regs}], {a_params}, uint64_t desc_b, int scale_d) {{\n"
     ));
     let list: Vec<String> = (0..regs).map(|i| format!("%{i}")).collect();
     out.push_str("  asm volatile(\n      \"{\\n\\t.reg .pred p;\\n\\t\"\n");
     out.push_str(&format!(
-        "      \"setp.ne.b32 p, %{}, 0;\\n\\t\"\n",
-        regs + 2
+        "      \"setp.ne.b32 p, %{scale_op}, 0;\\n\\t\"\n"
     ));
     out.push_str(&format!(
         "      \"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{input}.{input} \"\n"
@@ -240,11 +259,20 @@ pub fn wgmma_fn(n: u32, input: &str) -> String {
     // Replace the trailing comma of the register list with the closing brace.
     let pos = out.rfind(",\"\n").expect("non-empty register list");
     out.replace_range(pos..pos + 3, "},\"\n");
-    out.push_str(&format!(
-        "      \" %{}, %{}, p, 1, 1, 0, 0;\\n\\t}}\\n\"\n",
-        regs,
-        regs + 1
-    ));
+    if a_in_registers {
+        // Register A: no transpose flag for A; B K-major.
+        out.push_str(&format!(
+            "      \" {{%{}, %{}, %{}, %{}}}, %{b_op}, p, 1, 1, 0;\\n\\t}}\\n\"\n",
+            regs,
+            regs + 1,
+            regs + 2,
+            regs + 3
+        ));
+    } else {
+        out.push_str(&format!(
+            "      \" %{regs}, %{b_op}, p, 1, 1, 0, 0;\\n\\t}}\\n\"\n"
+        ));
+    }
     let outs: Vec<String> = (0..regs).map(|i| format!("\"+f\"(d[{i}])")).collect();
     out.push_str("      : ");
     for (i, chunk) in outs.chunks(8).enumerate() {
@@ -253,7 +281,11 @@ pub fn wgmma_fn(n: u32, input: &str) -> String {
         }
         out.push_str(&chunk.join(", "));
     }
-    out.push_str("\n      : \"l\"(desc_a), \"l\"(desc_b), \"r\"(scale_d));\n}\n");
+    if a_in_registers {
+        out.push_str("\n      : \"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3), \"l\"(desc_b), \"r\"(scale_d));\n}\n");
+    } else {
+        out.push_str("\n      : \"l\"(desc_a), \"l\"(desc_b), \"r\"(scale_d));\n}\n");
+    }
     out
 }
 
