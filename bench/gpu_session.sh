@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One GPU session for the runtime and the kernels (docs/gpu.md, issue #6): install the carried
 # wheel, run the Python package's GPU tests, `cake test` and `cake bench` on the GEMM contract,
-# `cake bench` on the k-means assign and update contracts, then the planted faults. Everything
+# `cake bench` on the k-means assign and update contracts and on the Ampere-path GEMM, then the
+# planted faults. Everything
 # it measures lands under $OUT, also packed as $OUT.tar.gz (the device tool returns few files);
 # bench-summary.json and a Markdown table of every bench come last.
 #
@@ -27,6 +28,10 @@ timeout 600 "$CAKE" bench kernels/kmeans/assign.contract.toml --record "$OUT/kme
 echo "== k-means centroid update vs flash-kmeans"
 timeout 600 "$CAKE" bench kernels/kmeans/update.contract.toml --record "$OUT/kmeans-update-bench.json"; echo "exit $?"
 
+echo "== Ampere-path GEMM (examples/gemm_sm80.py, sm_80 code through the driver's PTX JIT)"
+timeout 300 "$CAKE" bench $CONTRACT --kernel examples/gemm_sm80.py --target sm_80 --embed-ptx \
+    --record "$OUT/gemm-sm80-bench.json" | grep -E "^bench|correctness|verdict"; echo "exit ${PIPESTATUS[0]}"
+
 echo "== planted faults"
 "$CAKE" build examples/gemm_sm90.py --target sm_90a -o /tmp/gemm-build >/dev/null &&
     python3 bench/planted.py /tmp/gemm-build /tmp/planted >/dev/null || exit 1
@@ -42,5 +47,5 @@ timeout 120 python3 bench/launch_overhead.py --out "$OUT/launch-overhead.json"
 
 echo "== summary of the benches"
 python3 bench/summarize.py "$OUT/bench-summary.json" "$OUT/gemm-bench.json" "$OUT/kmeans-bench.json" \
-    "$OUT/kmeans-update-bench.json" | tee "$OUT/bench-summary.md"
+    "$OUT/kmeans-update-bench.json" "$OUT/gemm-sm80-bench.json" | tee "$OUT/bench-summary.md"
 tar -czf "$OUT.tar.gz" -C "$(dirname "$OUT")" "$(basename "$OUT")"
