@@ -1062,14 +1062,8 @@ impl<'a> Emitter<'a> {
             self.line(&format!(
                 "const int red{id}_keymask = ~{mask} | ((int)blockDim.x >> 31);"
             ));
-            // Four partial minima per row (by column group i mod 4): four short dependency
-            // chains instead of one of every column; keys are distinct, so the order of the
-            // minima does not change the result.
-            self.line(&format!(
-                "float part[2][4]; for (int h = 0; h < 2; ++h) for (int q = 0; q < 4; ++q) part[h][q] = {init};"
-            ));
             format!(
-                "part[h][i & 3] = f{combine}f(part[h][i & 3], __int_as_float((__float_as_int(v) & red{id}_keymask) | (2 * i + j)));"
+                "bv[h] = f{combine}f(bv[h], __int_as_float((__float_as_int(v) & red{id}_keymask) | (2 * i + j)));"
             )
         } else {
             format!("if (v {better} bv[h]) {{ bv[h] = v; bi[h] = 8 * i + j; }}")
@@ -1080,9 +1074,6 @@ impl<'a> Emitter<'a> {
         self.line("for (int h = 0; h < 2; ++h) {");
         self.indent += 1;
         if packed {
-            self.line(&format!(
-                "bv[h] = f{combine}f(f{combine}f(part[h][0], part[h][1]), f{combine}f(part[h][2], part[h][3]));"
-            ));
             // Unpack: the slot gives the column, the value keeps its truncated bits.
             self.line(&format!(
                 "{{ const int slot = __float_as_int(bv[h]) & {mask}; bi[h] = 8 * (slot >> 1) + (slot & 1); bv[h] = __int_as_float(__float_as_int(bv[h]) & ~{mask}); }}"
