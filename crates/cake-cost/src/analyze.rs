@@ -239,7 +239,10 @@ impl Analyzer<'_> {
         Some(match &k.exprs[e].kind {
             ExprKind::Int(v) => *v,
             ExprKind::Dim(d) => *self.shape.get(&k.dims[*d].name)?,
-            ExprKind::LoopVar(_) | ExprKind::TileCoord { .. } | ExprKind::RoleIndex(_) => 0,
+            ExprKind::LoopVar(_)
+            | ExprKind::TileCoord { .. }
+            | ExprKind::RoleIndex(_)
+            | ExprKind::PipelineStage(_) => 0,
             ExprKind::Binary(op, a, b) => {
                 let (a, b) = (self.eval(*a)?, self.eval(*b)?);
                 match op {

@@ -461,6 +461,30 @@ impl Interp<'_> {
                     "scatter_add",
                 ],
             },
+            Value::Pipeline(p) => match attr {
+                "stage" => {
+                    let p = *p;
+                    let inside = self.loops.iter().any(|l| {
+                        matches!(
+                            self.k.loops[*l].kind,
+                            LoopKind::Range { pipeline: Some(q), .. } if q == p
+                        )
+                    });
+                    if !inside {
+                        let name = self.k.pipelines[p].name.clone();
+                        let f = Finding::new(
+                            &codes::MISPLACED_OPERATION,
+                            sp,
+                            format!("`{name}.stage` names the stage of a loop over `{name}`, and no enclosing loop runs over it"),
+                        )
+                        .help(format!("read it inside `for ... in lm.range(..., pipeline={name})`"));
+                        return Err(self.report(f));
+                    }
+                    let e = self.mk(ExprKind::PipelineStage(p), Ty::Index, sp);
+                    return Ok(Value::Expr(e));
+                }
+                _ => &[],
+            },
             Value::Role(r) => match attr {
                 "index" => {
                     let e = self.mk(ExprKind::RoleIndex(*r), Ty::Index, sp);

@@ -351,6 +351,8 @@ pub enum ExprKind {
     },
     /// Which replica (warpgroup or warp) of the role is executing.
     RoleIndex(RoleId),
+    /// The stage of pipeline `p` the innermost enclosing loop over it is at (`pipe.stage`).
+    PipelineStage(PipelineId),
     /// The current value of a fragment.
     Frag(FragId),
     Binary(BinOp, ExprId, ExprId),

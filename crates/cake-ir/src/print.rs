@@ -391,6 +391,7 @@ impl Printer<'_> {
                 LoopKind::Range { .. } => format!("%{}.{}", tiles.index(), axis),
             },
             ExprKind::RoleIndex(r) => format!("{}.index", k.roles[*r].name),
+            ExprKind::PipelineStage(p) => format!("{}.stage", k.pipelines[*p].name),
             ExprKind::Frag(f) => k.fragments[*f].name.clone(),
             ExprKind::Binary(op, a, b) => op.python(&self.expr(*a), &self.expr(*b)),
             ExprKind::Unary(op, a) => {

@@ -785,6 +785,15 @@ impl<'a> Emitter<'a> {
             ExprKind::LoopVar(l) => format!("{}_{}", c_ident(&k.loops[*l].var_name), l.index()),
             ExprKind::TileCoord { axis, .. } => format!("tile_{axis}"),
             ExprKind::RoleIndex(r) => format!("{}_index", c_ident(&k.roles[*r].name)),
+            ExprKind::PipelineStage(p) => {
+                if !self.pipes.iter().any(|(_, q)| q == p) {
+                    self.unsupported(
+                        k.exprs.span(e),
+                        format!("`{}.stage` is read outside every loop over that pipeline", k.pipelines[*p].name),
+                    );
+                }
+                format!("{}_stage", c_ident(&k.pipelines[*p].name))
+            }
             ExprKind::Binary(op, a, b) => c_binary(*op, &self.ix(*a), &self.ix(*b), false),
             ExprKind::Cmp(op, a, b) => {
                 let sym = op.symbol();

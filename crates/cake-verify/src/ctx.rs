@@ -152,6 +152,7 @@ impl<'a> Ctx<'a> {
             ExprKind::LoopVar(l) => k.loops[*l].var_name.clone(),
             ExprKind::TileCoord { axis, .. } => format!("tile[{axis}]"),
             ExprKind::RoleIndex(r) => format!("{}.index", k.roles[*r].name),
+            ExprKind::PipelineStage(p) => format!("{}.stage", k.pipelines[*p].name),
             ExprKind::Binary(op, a, b) => op.python(&self.expr_text(*a), &self.expr_text(*b)),
             other => format!("{other:?}"),
         }

@@ -330,7 +330,11 @@ fn stage_hazards(cx: &Ctx, out: &mut Vec<Finding>) {
                 }
                 let view = &k.views[v.view];
                 let staged = view.stages > 1;
-                let ok = if staged {
+                // A view staged by this loop's pipeline is waited for in this loop's body; one
+                // filled through another pipeline (an outer loop's: `view.stage(outer.stage)`) is
+                // waited for before, in program order, like an unstaged one.
+                let this_loops = writers.iter().any(|b| k.barriers[*b].pipeline == Some(p));
+                let ok = if staged && this_loops {
                     before
                         .iter()
                         .filter_map(|s| waits_on(s))
