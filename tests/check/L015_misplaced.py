@@ -46,3 +46,18 @@ def nested(A: lm.tensor[lm.bf16, "M", "K"]):
     for tm in lm.tiles(4):
         with load:
             x = pick(tm)
+
+
+@cake.schedule(targets=["sm_90a"])
+def stage_outside(A: lm.tensor[lm.bf16, "M", 64]):
+    pool = lm.smem()
+    sA = pool.view(shape=(64, 64), dtype=lm.bf16, stages=2)
+    load = lm.role(warpgroup=0)
+    pipe = lm.pipeline(stages=2)
+    full = lm.barrier(pipe, producers=[load], consumers=[load])
+    for tm in lm.tiles(4):
+        with load:
+            s = pipe.stage  # error[CAKE-L015]: no enclosing loop runs over it
+            for k in lm.range(2, pipeline=pipe):
+                sA.stage(pipe.stage).tma_load(A, coords=(tm * 64, 0), barrier=full)
+                lm.wait(full)
