@@ -562,7 +562,10 @@ fn packed_argmin_costs_two_alu_operations_per_element() {
         "kernels/kmeans/variants/kmeans_assign_2wg_sm90.py",
         &[
             ("lm.min(dist, axis=1)", "lm.min(dist, axis=1, packed=True)"),
-            ("lm.argmin(dist, axis=1)", "lm.argmin(dist, axis=1, packed=True)"),
+            (
+                "lm.argmin(dist, axis=1)",
+                "lm.argmin(dist, axis=1, packed=True)",
+            ),
         ],
     );
     // Only one of the pair packed: two passes, the exact one and the packed one.
@@ -570,7 +573,8 @@ fn packed_argmin_costs_two_alu_operations_per_element() {
         "kernels/kmeans/variants/kmeans_assign_2wg_sm90.py",
         &[("lm.min(dist, axis=1)", "lm.min(dist, axis=1, packed=True)")],
     );
-    let epilogue = |k: &cake_ir::Kernel| estimate(k, sm90(), &shape, &cal).unwrap().terms.epilogue_us;
+    let epilogue =
+        |k: &cake_ir::Kernel| estimate(k, sm90(), &shape, &cal).unwrap().terms.epilogue_us;
     let (e, p, m) = (epilogue(&exact), epilogue(&packed), epilogue(&mixed));
     assert!(p < e && e < m, "exact {e}, packed {p}, mixed {m}");
 }

@@ -1361,7 +1361,10 @@ impl Interp<'_> {
             let f = Finding::new(
                 &codes::SHAPE_MISMATCH,
                 span_of(0),
-                format!("`{sname}` rows have {} columns, `{dname}` rows {}", sshape[1], dshape[1]),
+                format!(
+                    "`{sname}` rows have {} columns, `{dname}` rows {}",
+                    sshape[1], dshape[1]
+                ),
             )
             .expected(dshape[1])
             .actual(sshape[1]);
@@ -1371,7 +1374,10 @@ impl Interp<'_> {
             return self.err(
                 &codes::DTYPE_MISMATCH,
                 sp,
-                format!("scatter_add accumulates in f32; `{dname}` is {}", self.k.views[dst.view].dtype),
+                format!(
+                    "scatter_add accumulates in f32; `{dname}` is {}",
+                    self.k.views[dst.view].dtype
+                ),
             );
         }
         if !matches!(
@@ -1381,7 +1387,10 @@ impl Interp<'_> {
             return self.err(
                 &codes::DTYPE_MISMATCH,
                 span_of(0),
-                format!("scatter_add adds f32, bf16 or f16 rows; `{sname}` is {}", self.k.views[src.view].dtype),
+                format!(
+                    "scatter_add adds f32, bf16 or f16 rows; `{sname}` is {}",
+                    self.k.views[src.view].dtype
+                ),
             );
         }
         // One i32 per row: of `src` for the index, of `dst` for the counts.
@@ -1400,9 +1409,19 @@ impl Interp<'_> {
             .actual(format!("{shape:?} {}", view.dtype));
             Err(self.report(f))
         };
-        per_row(&index, sshape[0], &format!("the index holds one i32 per row of `{sname}`;"), 1)?;
+        per_row(
+            &index,
+            sshape[0],
+            &format!("the index holds one i32 per row of `{sname}`;"),
+            1,
+        )?;
         if let Some(c) = &counts {
-            per_row(c, dshape[0], &format!("`counts` holds one i32 per row of `{dname}`;"), 4)?;
+            per_row(
+                c,
+                dshape[0],
+                &format!("`counts` holds one i32 per row of `{dname}`;"),
+                4,
+            )?;
         }
         self.emit_op(
             Op::ScatterAdd {

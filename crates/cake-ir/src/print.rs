@@ -344,8 +344,8 @@ impl Printer<'_> {
                 valid_rows,
                 counts,
             } => {
-                let valid = valid_rows
-                    .map_or(String::new(), |e| format!(" valid_rows={}", self.expr(e)));
+                let valid =
+                    valid_rows.map_or(String::new(), |e| format!(" valid_rows={}", self.expr(e)));
                 let counts = counts
                     .as_ref()
                     .map_or(String::new(), |c| format!(" counts={}", self.view_ref(c)));

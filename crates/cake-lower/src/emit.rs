@@ -411,7 +411,7 @@ impl<'a> Emitter<'a> {
             let ok = role.unit == RoleUnit::Warpgroup
                 && frag.shape.len() == 2
                 && frag.shape[0] == 64
-                && frag.shape[1] % 16 == 0
+                && frag.shape[1].is_multiple_of(16)
                 && matches!(frag.dtype, DType::BF16 | DType::F16);
             if !ok {
                 let sp = self.k.stmts.span(sid);
@@ -789,7 +789,10 @@ impl<'a> Emitter<'a> {
                 if !self.pipes.iter().any(|(_, q)| q == p) {
                     self.unsupported(
                         k.exprs.span(e),
-                        format!("`{}.stage` is read outside every loop over that pipeline", k.pipelines[*p].name),
+                        format!(
+                            "`{}.stage` is read outside every loop over that pipeline",
+                            k.pipelines[*p].name
+                        ),
                     );
                 }
                 format!("{}_stage", c_ident(&k.pipelines[*p].name))
@@ -1427,7 +1430,7 @@ impl<'a> Emitter<'a> {
             let body = k.body.clone();
             self.block(&body);
             self.role = None;
-            if self.role_stores_tma(rid) {
+            if self.role_syncs_replicas(rid) {
                 // Shared memory must outlive the bulk stores still reading it.
                 self.line(&format!("if ({name}_thread == 0) cake_bulk_wait();"));
             }
@@ -2075,7 +2078,10 @@ impl<'a> Emitter<'a> {
             return;
         };
         if !bv.transposed {
-            self.unsupported(sp, "only a K-major `b` is lowered yet: the transpose of an (N, K) view");
+            self.unsupported(
+                sp,
+                "only a K-major `b` is lowered yet: the transpose of an (N, K) view",
+            );
             return;
         }
         let input = match k.fragments[af].dtype {
@@ -2222,10 +2228,13 @@ impl<'a> Emitter<'a> {
         let reads = |e: &ExprId, f: &FragId| k.expr_reads_fragment(*e, *f);
         let hit = self.mma_in_flight.iter().find(|f| match op {
             Op::Assign { dst, value } => dst == *f || reads(value, f),
-            Op::Store { value, .. } | Op::SmemStore { value, .. } | Op::TmemStore { src: value, .. } => {
-                reads(value, f)
-            }
-            Op::Mma { a: Operand::Frag(a), .. } => a == *f,
+            Op::Store { value, .. }
+            | Op::SmemStore { value, .. }
+            | Op::TmemStore { src: value, .. } => reads(value, f),
+            Op::Mma {
+                a: Operand::Frag(a),
+                ..
+            } => a == *f,
             _ => false,
         });
         if let Some(&f) = hit {
@@ -2585,14 +2594,11 @@ impl<'a> Emitter<'a> {
 
     /// Whether the role's replicas synchronise their own threads (`replica_sync`): around TMA
     /// stores, shared-memory fills and scatter-adds.
-    fn role_stores_tma(&self, role: RoleId) -> bool {
+    fn role_syncs_replicas(&self, role: RoleId) -> bool {
         let mut found = false;
         self.k.walk(|_, stmt, ctx| {
             if ctx.role == Some(role)
-                && matches!(
-                    stmt,
-                    Stmt::Op(Op::TmaStore { .. } | Op::ScatterAdd { .. })
-                )
+                && matches!(stmt, Stmt::Op(Op::TmaStore { .. } | Op::ScatterAdd { .. }))
             {
                 found = true;
             }
@@ -2623,7 +2629,7 @@ impl<'a> Emitter<'a> {
         let first_id = lowest
             + earlier
                 .into_iter()
-                .filter(|h| self.role_stores_tma(*h))
+                .filter(|h| self.role_syncs_replicas(*h))
                 .map(|h| self.k.roles[h].replicas())
                 .sum::<u32>();
         if first_id + replicas - 1 > highest {
@@ -2759,15 +2765,25 @@ impl<'a> Emitter<'a> {
         let bytes: u64 = rows as u64
             * view.shape[1..].iter().map(|&d| d as u64).product::<u64>()
             * view.dtype.bytes() as u64;
-        if bytes % 16 != 0 {
-            self.unsupported(sp, format!("view.store of a constant fills whole 16-byte chunks; `{}` is {bytes} bytes", view.name));
+        if !bytes.is_multiple_of(16) {
+            self.unsupported(
+                sp,
+                format!(
+                    "view.store of a constant fills whole 16-byte chunks; `{}` is {bytes} bytes",
+                    view.name
+                ),
+            );
             return;
         }
         self.needs_shared_ops = true;
         let rname = c_ident(&k.roles[role].name);
         let base = self.row_range_base(dst);
         let number = k.const_number(value).expect("a constant");
-        self.line(&format!("// {}.store({number}) ({})", view.name, self.loc(sp)));
+        self.line(&format!(
+            "// {}.store({number}) ({})",
+            view.name,
+            self.loc(sp)
+        ));
         // The buffer may still be read by this replica's previous TMA store.
         self.line(&format!("if ({rname}_thread == 0) cake_bulk_wait_read();"));
         self.replica_sync(sp);
@@ -2834,7 +2850,8 @@ impl<'a> Emitter<'a> {
         } else {
             format!("if (lane + 32 * cc < {cols}) ")
         };
-        let x_at = |row: &str| format!("{load}({sbase} + {esize} * (({row}) * {cols} + lane + 32 * cc))");
+        let x_at =
+            |row: &str| format!("{load}({sbase} + {esize} * (({row}) * {cols} + lane + 32 * cc))");
         let sum_at = |i: &str| format!("{dbase} + 4 * (({i}) * {cols} + lane + 32 * cc)");
         self.line(&format!(
             "// {}.scatter_add({} rows by {}) ({})",
@@ -2848,7 +2865,9 @@ impl<'a> Emitter<'a> {
         , dview.name));
         self.line("{");
         self.indent += 1;
-        self.line(&format!("const int lane = {rname}_thread % 32, owner = {rname}_thread / 32;"));
+        self.line(&format!(
+            "const int lane = {rname}_thread % 32, owner = {rname}_thread / 32;"
+        ));
         self.line(&format!("for (int r0 = 0; r0 < {rows}; r0 += 32) {{"));
         self.indent += 1;
         self.line(&format!(
@@ -2858,7 +2877,9 @@ impl<'a> Emitter<'a> {
             "const bool owned = (unsigned)mine < {dst_rows}u && mine % {warps} == owner;"
         ));
         if let Some(cb) = &cbase {
-            self.line(&format!("if (owned) cake_red_shared_add_u32({cb} + 4 * mine, 1u);"));
+            self.line(&format!(
+                "if (owned) cake_red_shared_add_u32({cb} + 4 * mine, 1u);"
+            ));
         }
         self.line("unsigned todo = __ballot_sync(0xffffffffu, owned);");
         self.line("// Rows with distinct indices can be added side by side; a repeated index is added row by row.");
@@ -2867,7 +2888,9 @@ impl<'a> Emitter<'a> {
         self.indent += 1;
         self.line("while (todo) {  // up to eight rows at a time: their loads are issued before their stores");
         self.indent += 1;
-        self.line(&format!("int row[8], at[8], n = 0; float x[8][{per_lane}], acc[8][{per_lane}];"));
+        self.line(&format!(
+            "int row[8], at[8], n = 0; float x[8][{per_lane}], acc[8][{per_lane}];"
+        ));
         self.line("#pragma unroll");
         self.line("for (int u = 0; u < 8; ++u) {");
         self.indent += 1;

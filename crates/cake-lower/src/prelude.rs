@@ -242,9 +242,7 @@ fn wgmma_fn_with(n: u32, input: &str, a_in_registers: bool) -> String {
     ));
     let list: Vec<String> = (0..regs).map(|i| format!("%{i}")).collect();
     out.push_str("  asm volatile(\n      \"{\\n\\t.reg .pred p;\\n\\t\"\n");
-    out.push_str(&format!(
-        "      \"setp.ne.b32 p, %{scale_op}, 0;\\n\\t\"\n"
-    ));
+    out.push_str(&format!("      \"setp.ne.b32 p, %{scale_op}, 0;\\n\\t\"\n"));
     out.push_str(&format!(
         "      \"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{input}.{input} \"\n"
     ));
