@@ -19,8 +19,8 @@ def rows(path):
     with open(path, encoding="utf-8") as f:
         rec = json.load(f)
     cand = rec.get("candidate", {})
-    base = {"record": path.split("/")[-1], "kernel": cand.get("path"), "contract": rec.get("contract", {}).get("name"),
-            "verdict": rec.get("verdict")}
+    base = {"record": path.split("/")[-1], "kernel": cand.get("path"), "target": cand.get("target"),
+            "contract": rec.get("contract", {}).get("name"), "verdict": rec.get("verdict")}
     timing = rec.get("timing") or {}
     if rec.get("verdict") != "passed" or not timing.get("shapes"):
         yield base
@@ -44,16 +44,16 @@ def main():
     table = [r for p in records for r in rows(p)]
     with open(out, "w", encoding="utf-8") as f:
         json.dump({"schema": "cake.bench-summary/v0", "rows": table}, f, indent=1)
-    print("| contract | shape | Cake ms (events / CUPTI) | baseline ms (events / CUPTI) | speedup (events / CUPTI) | of floor |")
-    print("|---|---|---|---|---|---|")
+    print("| contract | kernel (target) | shape | Cake ms (events / CUPTI) | baseline ms (events / CUPTI) | speedup (events / CUPTI) | of floor |")
+    print("|---|---|---|---|---|---|---|")
     for r in table:
         if "shape" not in r:
-            print(f"| {r['contract']} | — | {r['verdict']} | | | |")
+            print(f"| {r['contract']} | {r['kernel']} ({r['target']}) | — | {r['verdict']} | | | |")
             continue
         shape = ",".join(f"{k}={v}" for k, v in r["shape"].items())
         for name, b in r["baselines"].items():
             x = (r.get("speedup") or {}).get(name) or {}
-            print(f"| {r['contract']} | {shape} | {fmt(r['candidate_ms']['events'])} / {fmt(r['candidate_ms']['cupti'])} "
+            print(f"| {r['contract']} | {r['kernel']} ({r['target']}) | {shape} | {fmt(r['candidate_ms']['events'])} / {fmt(r['candidate_ms']['cupti'])} "
                   f"| {name} {fmt(b['events'])} / {fmt(b['cupti'])} | {fmt(x.get('events'))}x / {fmt(x.get('cupti'))}x "
                   f"| {fmt((r.get('rate') or {}).get('of_floor'))} |")
 
