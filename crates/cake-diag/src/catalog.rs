@@ -765,6 +765,7 @@ pub const ALL: &[&CodeInfo] = &[
     &safety::PHASE_OVERRUN,
     &safety::TMEM_READ_BEFORE_READY,
     &safety::TMA_OOB_FILL,
+    &safety::ROWS_OUT_OF_RANGE,
     &conformance::INSTRUCTION_UNAVAILABLE,
     &conformance::SMEM_LIMIT,
     &conformance::THREAD_LIMIT,

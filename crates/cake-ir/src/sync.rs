@@ -221,6 +221,7 @@ pub fn is_issue_only(k: &Kernel, role: RoleId) -> bool {
                 op,
                 Op::Wait { .. }
                     | Op::TmaLoad { .. }
+                    | Op::TmemCopy { .. }
                     | Op::Arrive { .. }
                     | Op::Commit { .. }
                     | Op::Mma {

@@ -1994,6 +1994,7 @@ impl<'a> Emitter<'a> {
             Op::Commit { barrier } if self.is_tcgen05() => self.tcgen05_commit(*barrier, sp),
             Op::TmemLoad { dst, src } if self.is_tcgen05() => self.tmem_load(*dst, *src, sp),
             Op::TmemStore { dst, src } if self.is_tcgen05() => self.tmem_store(*dst, *src, sp),
+            Op::TmemCopy { dst, src } if self.is_tcgen05() => self.tmem_copy(*dst, src, sp),
             other => {
                 let name = format!("{other:?}");
                 let short = name.split([' ', '{', '(']).next().unwrap_or("").to_string();

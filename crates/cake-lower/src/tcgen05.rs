@@ -146,6 +146,11 @@ static __device__ __forceinline__ void cake_tcgen05_mma_f16_ts(uint32_t d_tmem, 
       "tcgen05.mma.cta_group::1.kind::f16 [%0], [%1], %2, %3, p;\n\t}"
       :: "r"(d_tmem), "r"(a_tmem), "l"(b_desc), "r"(idesc), "r"(accumulate) : "memory");
 }
+// Shared memory -> TMEM, 128 lanes x 256 bits, one thread issues (tcgen05.cp, §9.7.16.9.2); the
+// source is described like an MMA operand.
+static __device__ __forceinline__ void cake_tcgen05_cp_128x256b(uint32_t tmem, uint64_t s_desc) {
+  asm volatile("tcgen05.cp.cta_group::1.128x256b [%0], %1;" :: "r"(tmem), "l"(s_desc) : "memory");
+}
 // Stores by tcgen05.st are complete (visible to later tcgen05 operations once fenced) after this
 // (tcgen05.wait).
 static __device__ __forceinline__ void cake_tmem_wait_st() {
@@ -734,6 +739,63 @@ impl Emitter<'_> {
             self.line(&format!(
                 "cake_tcgen05_commit({slot});  // release {} when these MMAs complete",
                 k.barriers[bar].name
+            ));
+        }
+        if !issue_only {
+            self.indent -= 1;
+            self.line("}");
+        }
+    }
+
+    /// `lm.tmem_copy(region, view)`: `tcgen05.cp.cta_group::1.128x256b` per 16 elements of K,
+    /// one thread issuing. The view is what a tcgen05.mma `a` operand would read (K-major,
+    /// 128B swizzle, 128 rows), so each copy takes the same shared-memory descriptor as that
+    /// MMA's K step, and lands in the region as a TMEM `a` operand is read: row r in lane r,
+    /// 16-bit elements two per column, eight columns per step. tcgen05.cp and a later
+    /// tcgen05.mma of the same thread run in issue order (§9.7.16.6.3), so an MMA may read the
+    /// region right after.
+    pub(super) fn tmem_copy(&mut self, dst: TmemId, src: &ViewRef, sp: Span) {
+        let k = self.k;
+        let (region, view) = (&k.tmems[dst], &k.views[src.view]);
+        let rows = src.rows.map_or(view.shape[0], |(_, n)| n);
+        let ok = !src.transposed
+            && view.shape.len() == 2
+            && view.swizzle == 128
+            && rows == 128
+            && region.lanes == 128
+            && region.dtype.bytes() == 2
+            && region.dtype == view.dtype
+            && region.shape.len() == 2
+            && region.shape[1] == view.shape[1]
+            && view.shape[1].is_multiple_of(16)
+            && view.shape[1] / 2 <= region.cols;
+        if !ok {
+            self.unsupported(sp, format!("lm.tmem_copy is lowered from a (128, K) 16-bit view with 128B swizzle, as stored, into a region of the same dtype and K over 128 lanes (two elements per column); `{}` is {:?} {} (swizzle {}) and `{}` {:?} {} over {} lanes", view.name, view.shape, view.dtype, view.swizzle, region.name, region.shape, region.dtype, region.lanes));
+            return;
+        }
+        let kdim = view.shape[1];
+        let fixed_k = smem_desc(0, 16, 1024, 0, smem_desc_swizzle(128).expect("128B"));
+        let d = self.tmem_addr(dst);
+        let (role, issue_only) = self.role.expect("role");
+        let rname = c_ident(&k.roles[role].name);
+        self.line(&format!(
+            "// tmem_copy {} <- {} ({}): tcgen05.cp 128x256b, {} steps",
+            region.name,
+            view.name,
+            self.loc(sp),
+            kdim / 16
+        ));
+        if !issue_only {
+            self.line(&format!("if ({rname}_thread == 0) {{"));
+            self.indent += 1;
+        }
+        for kk in 0..kdim / 16 {
+            let Some(desc) = self.wgmma_operand(src, kk, 16, sp) else {
+                return;
+            };
+            self.line(&format!(
+                "cake_tcgen05_cp_128x256b({d} + {}, cake_umma_desc({desc}, {fixed_k:#018x}ull));",
+                kk * 8
             ));
         }
         if !issue_only {

@@ -915,7 +915,9 @@ fn misalign_role(src: &Source, f: &Facts, out: &mut Vec<Plan>) {
                 Site::Edited,
             ),
             f.names_in(src, st),
-            &[Category::Conformance, Category::Semantics],
+            // A warpgroup role moved onto warps also has four times the replicas, so row ranges
+            // that follow `role.index` may leave their views (safety).
+            &[Category::Conformance, Category::Semantics, Category::Safety],
         ));
         out.last_mut().expect("pushed").equivalent = equivalent;
     }

@@ -282,6 +282,7 @@ fn mma_shapes(cx: &Ctx, out: &mut Vec<Finding>) {
                     out.push(
                         Finding::new(&WARPGROUP_REQUIRED, sp, format!("wgmma is issued per warpgroup, but role `{}` is not made of whole warpgroups", k.roles[role].name))
                             .role(&k.roles[role].name)
+                            .label(k.roles.span(role), "the role is declared here")
                             .help("declare the role with warpgroup= or warpgroups="),
                     );
                 }

@@ -22,6 +22,73 @@ pub fn check(cx: &Ctx, out: &mut Vec<Finding>) {
     placement(cx, out);
     tmem_read_before_ready(cx, out);
     oob_fill(cx, out);
+    rows_in_range(cx, out);
+}
+
+/// `view.rows(start, n)` whose start follows `role.index`: in range for every replica.
+fn rows_in_range(cx: &Ctx, out: &mut Vec<Finding>) {
+    let k = cx.k;
+    let mut reported = std::collections::BTreeSet::new();
+    for site in &cx.ops {
+        let Some(role) = site.role else { continue };
+        let replicas = k.roles[role].replicas() as i64;
+        let (writes, reads) = Ctx::view_accesses(&site.op);
+        for v in writes.into_iter().chain(reads) {
+            let Some((start, n)) = v.rows else { continue };
+            if !k.expr_reads_role_index(start, role) || !reported.insert((site.stmt, v.view)) {
+                continue;
+            }
+            let rows = k.views[v.view].shape[0] as i64;
+            let bad = (0..replicas).find_map(|i| {
+                let s = eval_with_index(k, start, role, i)?;
+                (s < 0 || s + n as i64 > rows).then_some((i, s))
+            });
+            if let Some((i, s)) = bad {
+                let view = &k.views[v.view];
+                out.push(
+                    Finding::new(
+                        &ROWS_OUT_OF_RANGE,
+                        cx.span(site.stmt),
+                        format!(
+                            "replica {i} of role `{}` reads or writes rows {s}..{} of `{}`, which has {rows}",
+                            k.roles[role].name,
+                            s + n as i64,
+                            view.name
+                        ),
+                    )
+                    .subject("view", &view.name)
+                    .role(&k.roles[role].name)
+                    .expected(format!("rows within 0..{rows} for replicas 0..{replicas}"))
+                    .actual(format!("{s}..{}", s + n as i64))
+                    .label(k.roles.span(role), format!("{replicas} replicas"))
+                    .label(k.views.span(v.view), format!("{rows} rows")),
+                );
+            }
+        }
+    }
+}
+
+/// The value of an index expression made of constants and `role.index` (= `index`).
+fn eval_with_index(k: &Kernel, e: ExprId, role: RoleId, index: i64) -> Option<i64> {
+    let ev = |x: ExprId| eval_with_index(k, x, role, index);
+    match &k.exprs[e].kind {
+        ExprKind::Int(v) => Some(*v),
+        ExprKind::RoleIndex(r) if *r == role => Some(index),
+        ExprKind::Binary(op, a, b) => {
+            let (a, b) = (ev(*a)?, ev(*b)?);
+            match op {
+                BinOp::Add => a.checked_add(b),
+                BinOp::Sub => a.checked_sub(b),
+                BinOp::Mul => a.checked_mul(b),
+                BinOp::FloorDiv if b != 0 => Some(a.div_euclid(b)),
+                BinOp::Mod if b != 0 => Some(a.rem_euclid(b)),
+                BinOp::Min => Some(a.min(b)),
+                BinOp::Max => Some(a.max(b)),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
 }
 
 /// A TMEM region written by MMAs of one role is read by another only after a wait on a barrier

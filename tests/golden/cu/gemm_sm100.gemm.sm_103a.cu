@@ -129,6 +129,11 @@ static __device__ __forceinline__ void cake_tcgen05_mma_f16_ts(uint32_t d_tmem, 
       "tcgen05.mma.cta_group::1.kind::f16 [%0], [%1], %2, %3, p;\n\t}"
       :: "r"(d_tmem), "r"(a_tmem), "l"(b_desc), "r"(idesc), "r"(accumulate) : "memory");
 }
+// Shared memory -> TMEM, 128 lanes x 256 bits, one thread issues (tcgen05.cp, §9.7.16.9.2); the
+// source is described like an MMA operand.
+static __device__ __forceinline__ void cake_tcgen05_cp_128x256b(uint32_t tmem, uint64_t s_desc) {
+  asm volatile("tcgen05.cp.cta_group::1.128x256b [%0], %1;" :: "r"(tmem), "l"(s_desc) : "memory");
+}
 // Stores by tcgen05.st are complete (visible to later tcgen05 operations once fenced) after this
 // (tcgen05.wait).
 static __device__ __forceinline__ void cake_tmem_wait_st() {

@@ -200,3 +200,16 @@ Mask the tail in the epilogue, or choose a box that divides the extent."#,
     bad: include_str!("../../../../tests/check/CAKE-S015-bad.py"),
     good: include_str!("../../../../tests/check/CAKE-S015-good.py"),
 };
+
+pub const ROWS_OUT_OF_RANGE: CodeInfo = CodeInfo {
+    code: "CAKE-S016",
+    name: "rows-out-of-range",
+    category: Category::Safety,
+    severity: Severity::Error,
+    summary: r#"A `view.rows(start, n)` range that follows the role's replica index runs past the view for some replica."#,
+    explanation: r#"Every replica of a role runs its operations, each with its own `role.index` (0 for the first warpgroup or warp, 1 for the next, ...). A row range computed from it, such as `sX.rows(math.index * 64, 64)`, must lie inside the view for every replica: past the last row, the replica reads or writes whatever shared memory follows the view (another view, another stage, or nothing). The front-end checks ranges whose start is a constant; this rule evaluates the start for each replica.
+
+Size the view for all replicas (rows = replicas × n), or give the role as many replicas as the view has ranges."#,
+    bad: include_str!("../../../../tests/check/CAKE-S016-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-S016-good.py"),
+};
