@@ -6,7 +6,7 @@
 
 the shape of an attention block's two products (scores, then scores · values) without the
 softmax between them. Per 64-row tile of A, one warpgroup TMA-loads A's tile and the whole of B1
-and B2 (64 × 64 and 128 × 64), multiplies S = A · B1ᵀ from shared memory, casts S to bf16 into
+and B2 (64 × 128 and 128 × 64), multiplies S = A · B1ᵀ from shared memory, casts S to bf16 into
 `p`, and multiplies O = P · B2ᵀ with `p` as wgmma's A operand straight from registers
 (docs/language.md §9.6): S never goes through shared memory.
 
@@ -18,7 +18,7 @@ import cake
 from cake import lm
 
 BM = 64         # rows of A per tile: one warpgroup, wgmma M
-K1 = 64         # A's columns (the first product's K)
+K1 = 128        # A's columns (the first product's K)
 N1 = 64         # B1's rows: S's columns, the second product's K
 N2 = 128        # B2's rows: O's columns
 

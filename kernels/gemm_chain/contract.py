@@ -7,12 +7,12 @@ import torch
 
 
 def make_inputs(shape: dict, distribution: str, generator: torch.Generator) -> dict:
-    """A (M, 64), B1 (64, 64), B2 (128, 64) in bf16, scaled by 64^-1/4 so each product's sums
-    of 64 terms have variance about 1 (an absolute tolerance stays meaningful)."""
+    """A (M, 128), B1 (64, 128), B2 (128, 64) in bf16, each scaled by its K^-1/4 so each
+    product's sums have variance about 1 (an absolute tolerance stays meaningful)."""
     M = shape["M"]
     g = dict(device="cuda", generator=generator)
 
-    def draw(rows: int, cols: int) -> torch.Tensor:
+    def draw(rows: int, cols: int) -> torch.Tensor:  # cols is the K the tensor is summed over
         if distribution == "normal":
             x = torch.randn(rows, cols, **g)
         elif distribution == "uniform":
@@ -23,9 +23,9 @@ def make_inputs(shape: dict, distribution: str, generator: torch.Generator) -> d
             return torch.randint(-1, 2, (rows, cols), **g).to(torch.bfloat16)
         else:
             raise ValueError(f"unknown distribution {distribution!r}")
-        return (x * 64 ** -0.25).to(torch.bfloat16)
+        return (x * cols ** -0.25).to(torch.bfloat16)
 
-    return {"A": draw(M, 64), "B1": draw(64, 64), "B2": draw(128, 64)}
+    return {"A": draw(M, 128), "B1": draw(64, 128), "B2": draw(128, 64)}
 
 
 def oracle(A: torch.Tensor, B1: torch.Tensor, B2: torch.Tensor) -> dict:

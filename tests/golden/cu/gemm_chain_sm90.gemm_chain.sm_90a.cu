@@ -161,10 +161,10 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_gemm_chain(
   // Dynamic shared memory, rounded up to 1024 B: swizzled views repeat every 8 rows of 128 B.
   extern __shared__ __align__(16) uint8_t cake_smem_raw[];
   const uint32_t cake_smem = (cake_smem_addr(cake_smem_raw) + 1023u) & ~1023u;
-  const uint32_t sA = cake_smem + 0;  // view sA: bf16 x [64, 64], 1 stage(s) of 8192 B, swizzle 128
-  const uint32_t sB1 = cake_smem + 8192;  // view sB1: bf16 x [64, 64], 1 stage(s) of 8192 B, swizzle 128
-  const uint32_t sB2 = cake_smem + 16384;  // view sB2: bf16 x [128, 64], 1 stage(s) of 16384 B, swizzle 128
-  const uint32_t loaded = cake_smem + 32768;  // mbarrier loaded: 1 slot(s), 1 arrival(s) per phase
+  const uint32_t sA = cake_smem + 0;  // view sA: bf16 x [64, 128], 1 stage(s) of 16384 B, swizzle 128
+  const uint32_t sB1 = cake_smem + 16384;  // view sB1: bf16 x [64, 128], 1 stage(s) of 16384 B, swizzle 128
+  const uint32_t sB2 = cake_smem + 32768;  // view sB2: bf16 x [128, 64], 1 stage(s) of 16384 B, swizzle 128
+  const uint32_t loaded = cake_smem + 49152;  // mbarrier loaded: 1 slot(s), 1 arrival(s) per phase
   const int warp = __shfl_sync(0xffffffffu, (int)threadIdx.x / 32, 0);
   const int tiles_0 = cake_cdiv(dim_M, 64);
   const int tiles_total = tiles_0;
@@ -191,12 +191,14 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_gemm_chain(
       // with math: (gemm_chain_sm90.py:44)
       // tma_load sA <- A (gemm_chain_sm90.py:45)
       if (math_thread == 0) {
-        cake_mbar_arrive_expect_tx(loaded, 32768);
+        cake_mbar_arrive_expect_tx(loaded, 49152);
         cake_tma_load_2d(sA, &tmap_A_0, loaded, 0, (tile_0 * 64));
+        cake_tma_load_2d(sA + 8192, &tmap_A_0, loaded, 0 + 64, (tile_0 * 64));
       }
       // tma_load sB1 <- B1 (gemm_chain_sm90.py:46)
       if (math_thread == 0) {
         cake_tma_load_2d(sB1, &tmap_B1_1, loaded, 0, 0);
+        cake_tma_load_2d(sB1 + 8192, &tmap_B1_1, loaded, 0 + 64, 0);
       }
       // tma_load sB2 <- B2 (gemm_chain_sm90.py:47)
       if (math_thread == 0) {
@@ -209,6 +211,10 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_gemm_chain(
       cake_wgmma_m64n64k16_f32_bf16(s, cake_wgmma_desc(sA + 32, 16, 1024, 1), cake_wgmma_desc(sB1 + 32, 16, 1024, 1), 1);
       cake_wgmma_m64n64k16_f32_bf16(s, cake_wgmma_desc(sA + 64, 16, 1024, 1), cake_wgmma_desc(sB1 + 64, 16, 1024, 1), 1);
       cake_wgmma_m64n64k16_f32_bf16(s, cake_wgmma_desc(sA + 96, 16, 1024, 1), cake_wgmma_desc(sB1 + 96, 16, 1024, 1), 1);
+      cake_wgmma_m64n64k16_f32_bf16(s, cake_wgmma_desc(sA + 8192, 16, 1024, 1), cake_wgmma_desc(sB1 + 8192, 16, 1024, 1), 1);
+      cake_wgmma_m64n64k16_f32_bf16(s, cake_wgmma_desc(sA + 8224, 16, 1024, 1), cake_wgmma_desc(sB1 + 8224, 16, 1024, 1), 1);
+      cake_wgmma_m64n64k16_f32_bf16(s, cake_wgmma_desc(sA + 8256, 16, 1024, 1), cake_wgmma_desc(sB1 + 8256, 16, 1024, 1), 1);
+      cake_wgmma_m64n64k16_f32_bf16(s, cake_wgmma_desc(sA + 8288, 16, 1024, 1), cake_wgmma_desc(sB1 + 8288, 16, 1024, 1), 1);
       cake_wgmma_commit();
       cake_wgmma_wait<0>();  // the MMAs into `s` have retired
       #pragma unroll  // p <- ... (gemm_chain_sm90.py:50)
