@@ -153,7 +153,7 @@ pub const DEADLOCK: CodeInfo = CodeInfo {
     category: Category::Safety,
     severity: Severity::Error,
     summary: r#"Bounded exploration of the roles' interleavings reaches a state where every unfinished role waits forever."#,
-    explanation: r#"The verifier unrolls each role for small scenarios (zero, one and two tiles; every distinct loop range running zero times, once, and one more time than the deepest pipeline has stages) and simulates the mbarrier phases the lowering emits. If every role that has not finished is blocked on a wait whose phase can no longer complete, the kernel would hang on the GPU, where no sanitizer reports it. The finding names the scenario, the barrier, stage and phase each blocked role waits for.
+    explanation: r#"The verifier unrolls each role for small scenarios (zero, one and two tiles; every distinct loop range that depends on the shape running zero times, once, and one more time than the deepest pipeline has stages; a range with constant bounds runs its own trip count) and simulates the mbarrier phases the lowering emits. If every role that has not finished is blocked on a wait whose phase can no longer complete, the kernel would hang on the GPU, where no sanitizer reports it. The finding names the scenario, the barrier, stage and phase each blocked role waits for.
 
 Make every wait's arrivals happen on every path, in an order that lets each role progress: a role must not wait for something that another role does only after waiting for the first role."#,
     bad: include_str!("../../../../tests/check/CAKE-S012-bad.py"),
