@@ -2120,15 +2120,7 @@ impl<'a> Emitter<'a> {
                 r + 3
             ));
         }
-        self.line("cake_wgmma_commit();");
-        if let Some(bar) = release {
-            let slot = self.barrier_slot(bar);
-            self.line("cake_wgmma_wait<0>();");
-            self.mma_in_flight.clear();
-            self.line(&format!("cake_mbar_arrive({slot});  // release"));
-        } else {
-            self.mma_in_flight.insert(accf);
-        }
+        self.wgmma_commit(accf, release);
     }
 
     fn mma(
@@ -2194,6 +2186,14 @@ impl<'a> Emitter<'a> {
                 "cake_wgmma_m64n{n}k16_f32_{input}({accn}, cake_wgmma_desc({ad}, 16, 1024, 1), cake_wgmma_desc({bd}, 16, 1024, 1), {scale});"
             ));
         }
+        self.wgmma_commit(*accf, release);
+    }
+
+    /// Close a group of wgmma into `accf`: commit it, then release `release` once the MMAs have
+    /// retired — right away, or one iteration later when the loop keeps a group in flight
+    /// (deferred release) — or, without a release, remember the accumulator as in flight.
+    fn wgmma_commit(&mut self, accf: FragId, release: Option<BarrierId>) {
+        let k = self.k;
         self.line("cake_wgmma_commit();");
         if let Some(bar) = release {
             let bn = c_ident(&k.barriers[bar].name);
@@ -2215,7 +2215,7 @@ impl<'a> Emitter<'a> {
                 self.line(&format!("cake_mbar_arrive({slot});  // release"));
             }
         } else if self.deferred_release.is_empty() {
-            self.mma_in_flight.insert(*accf);
+            self.mma_in_flight.insert(accf);
         }
     }
 
@@ -2751,7 +2751,7 @@ impl<'a> Emitter<'a> {
             (Some(v), DType::F32) => (v as f32).to_bits(),
             (Some(v), DType::I32) => v as i32 as u32,
             (Some(v), DType::BF16) => {
-                let h = ((v as f32).to_bits() + 0x7fff + (((v as f32).to_bits() >> 16) & 1)) >> 16;
+                let h = u32::from(cake_target::f32_to_bf16_bits(v as f32));
                 h | (h << 16)
             }
             _ => {

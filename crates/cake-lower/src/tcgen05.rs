@@ -97,6 +97,15 @@ pub(crate) fn smem_desc(addr: u32, lbo: u32, sbo: u32, base_offset: u32, swizzle
         | ((swizzle_mode & 0x7) << 61)
 }
 
+/// The constant part of the descriptor of a K-major, 128B-swizzled operand (a tcgen05.mma K
+/// step, or the tcgen05.cp of one). LBO / SBO as the ISA defines them for swizzled layouts
+/// (§9.7.15.5.1.2.1.1-2, used by tcgen05's relative LBO mode, §9.7.16.3.1.1), in a matrix
+/// normalised to 128-bit elements: LBO "not used, assumed to be 1" (16 B); SBO = from the first
+/// 8 rows to the next 8 rows = 8 × 128 B.
+pub(crate) fn k_major_sw128_desc() -> u64 {
+    smem_desc(0, 16, 1024, 0, smem_desc_swizzle(128).expect("128B"))
+}
+
 /// Columns `tcgen05.alloc` takes for regions of `cols` columns in total: a power of two, at
 /// least 32 (§9.7.16.1.2).
 pub(crate) fn alloc_columns(cols: u32) -> u32 {
@@ -671,11 +680,7 @@ impl Emitter<'_> {
         let k_step = 16;
         let idesc = idesc_f16(input, true, m, n, false, b_mn_major);
         let sw128 = smem_desc_swizzle(128).expect("128B");
-        // LBO / SBO as the ISA defines them for swizzled layouts (§9.7.15.5.1.2.1.1-2, used by
-        // tcgen05's relative LBO mode, §9.7.16.3.1.1), in a matrix normalised to 128-bit elements.
-        // K-major: LBO "not used, assumed to be 1" (16 B); SBO = from the first 8 rows to the
-        // next 8 rows = 8 × 128 B.
-        let fixed_k = smem_desc(0, 16, 1024, 0, sw128);
+        let fixed_k = k_major_sw128_desc();
         // N-major (the view's rows are K): SBO = "from the first 8 columns to the next 8
         // columns" = 8 K-rows × 128 B; LBO = "from the first (swizzle bytes / 16) rows to the
         // next" = from one 128-byte atom along N to the next, the panel stride (unused while N
@@ -774,7 +779,7 @@ impl Emitter<'_> {
             return;
         }
         let kdim = view.shape[1];
-        let fixed_k = smem_desc(0, 16, 1024, 0, smem_desc_swizzle(128).expect("128B"));
+        let fixed_k = k_major_sw128_desc();
         let d = self.tmem_addr(dst);
         let (role, issue_only) = self.role.expect("role");
         let rname = c_ident(&k.roles[role].name);

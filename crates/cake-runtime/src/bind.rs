@@ -548,15 +548,8 @@ pub fn f64_to_f16_bits(v: f64) -> Option<u16> {
     Some(sign | (exp << 10) as u16 | n as u16)
 }
 
-/// bfloat16 bits of `x`, rounded to nearest even; NaN stays NaN.
-pub fn f32_to_bf16_bits(x: f32) -> u16 {
-    let bits = x.to_bits();
-    if x.is_nan() {
-        return ((bits >> 16) | 0x40) as u16;
-    }
-    let rounded = bits.wrapping_add(0x7fff + ((bits >> 16) & 1));
-    (rounded >> 16) as u16
-}
+/// bfloat16 bits of `x`, rounded to nearest even (shared with the compiler).
+pub use cake_target::f32_to_bf16_bits;
 
 #[cfg(test)]
 mod contiguity {

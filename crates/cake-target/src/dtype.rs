@@ -161,6 +161,17 @@ impl FromStr for DType {
     }
 }
 
+/// bfloat16 bits of `x`, rounded to nearest even; NaN stays NaN. The one conversion the
+/// compiler (constants it writes into bf16 buffers) and the runtime (bf16 scalar arguments) share.
+pub fn f32_to_bf16_bits(x: f32) -> u16 {
+    let bits = x.to_bits();
+    if x.is_nan() {
+        return ((bits >> 16) | 0x40) as u16;
+    }
+    let rounded = bits.wrapping_add(0x7fff + ((bits >> 16) & 1));
+    (rounded >> 16) as u16
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -17,7 +17,7 @@ mod peak;
 mod render;
 mod target;
 
-pub use dtype::{DType, UnknownDType};
+pub use dtype::{f32_to_bf16_bits, DType, UnknownDType};
 pub use feature::Feature;
 pub use mma::{
     check_mma_shape, check_tcgen05_pair_shape, mma_acc_dtypes, mma_feature, mma_instr_k,
