@@ -4,7 +4,7 @@ from cake import lm
 
 
 @cake.schedule(targets=["sm_90a"], persistent=True, cluster=(2, 1, 1))
-def gemm(A: lm.tensor[lm.bf16, "M", "K"],  # note[CAKE-V002]
+def gemm(A: lm.tensor[lm.bf16, "M", "K"],
          B: lm.tensor[lm.bf16, "N", "K"],
          C: lm.tensor[lm.bf16, "M", "N"]):
     pool = lm.smem()

@@ -391,7 +391,14 @@ impl Analyzer<'_> {
                 dst, src, coords, ..
             } => {
                 let bytes = self.view_ref_bytes(dst) * r;
-                w.load_bytes = bytes;
+                // A multicast load fetches 1/n of the box per CTA from L2; the cluster's network
+                // delivers the rest. DRAM traffic is unchanged: L2 reuse already counts the
+                // tiles the cluster's CTAs share.
+                let share = match op {
+                    Op::TmaLoad { multicast, .. } => f64::from((*multicast).max(1)),
+                    _ => 1.0,
+                };
+                w.load_bytes = bytes / share;
                 w.load_by_tensor.insert(src.index(), bytes);
                 w.copies = 1;
                 let mask = coords.iter().fold(0, |m, &c| m | self.tile_axes(c));

@@ -315,7 +315,7 @@ impl Interp<'_> {
             BarrierDecl => {
                 let a = self.bind_args(
                     "lm.barrier",
-                    &["pipeline?", "producers", "consumers", "count?"],
+                    &["pipeline?", "producers", "consumers", "count?", "cluster?"],
                     args,
                 )?;
                 let pipeline = match &a[0] {
@@ -344,6 +344,17 @@ impl Interp<'_> {
                         );
                     }
                 };
+                let cluster = match &a[4] {
+                    None => false,
+                    Some((Value::Bool(c), _)) => *c,
+                    Some((_, csp)) => {
+                        return self.err(
+                            &codes::TYPE_MISMATCH,
+                            *csp,
+                            "`cluster` is a compile-time bool (True or False)",
+                        )
+                    }
+                };
                 let name = self.take_name("barrier");
                 let id = self.k.barriers.push(
                     Barrier {
@@ -352,6 +363,7 @@ impl Interp<'_> {
                         producers,
                         consumers,
                         count,
+                        cluster,
                     },
                     sp,
                 );

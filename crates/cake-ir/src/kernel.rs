@@ -221,6 +221,9 @@ pub struct Barrier {
     pub consumers: Vec<RoleId>,
     /// Arrival count stated by the author; the verifier compares it with the derived count.
     pub count: Option<u32>,
+    /// A cluster barrier (`cluster=True`): each arrival also counts in every peer CTA of the
+    /// cluster, so a phase completes when the arriving roles of every CTA have arrived.
+    pub cluster: bool,
 }
 
 /// A hardware named barrier (`bar.sync id, threads`); id and thread count are derived.
@@ -601,6 +604,14 @@ impl Kernel {
         self.expr_any(e, |k| matches!(k, ExprKind::RoleIndex(q) if *q == r))
     }
 
+    /// Whether expression `e` reads the tile coordinate of `axis` (`lm.tiles`).
+    pub fn expr_reads_tile_coord(&self, e: ExprId, axis: usize) -> bool {
+        self.expr_any(
+            e,
+            |k| matches!(k, ExprKind::TileCoord { axis: a, .. } if *a == axis),
+        )
+    }
+
     /// Whether expression `e` reads fragment `f`.
     pub fn expr_reads_fragment(&self, e: ExprId, f: FragId) -> bool {
         self.expr_any(e, |k| matches!(k, ExprKind::Frag(g) if *g == f))
@@ -650,6 +661,11 @@ impl Kernel {
             .flat_map(|(_, r)| r.warps())
             .max()
             .map_or(32, |w| (w + 1) * 32)
+    }
+
+    /// CTAs per thread-block cluster (1 without a cluster).
+    pub fn cluster_size(&self) -> u32 {
+        self.cluster.iter().product()
     }
 }
 

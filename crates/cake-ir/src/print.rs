@@ -126,13 +126,15 @@ impl Printer<'_> {
                 .pipeline
                 .map_or("none".to_string(), |p| k.pipelines[p].name.clone());
             let count = b.count.map_or(String::new(), |c| format!(" count={c}"));
+            let scope = if b.cluster { " cluster" } else { "" };
             let text = format!(
-                "barrier {}: pipeline={} producers=[{}] consumers=[{}]{}",
+                "barrier {}: pipeline={} producers=[{}] consumers=[{}]{}{}",
                 b.name,
                 pipe,
                 list(&b.producers, |r| k.roles[*r].name.clone()),
                 list(&b.consumers, |r| k.roles[*r].name.clone()),
-                count
+                count,
+                scope
             );
             self.line(1, &text);
         }

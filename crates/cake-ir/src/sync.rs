@@ -97,6 +97,16 @@ pub fn barrier_facts(k: &Kernel) -> Vec<BarrierFacts> {
         } else {
             k.roles[role].threads()
         };
+        // Arrivals on a cluster barrier reach every CTA of the cluster. A role's threads spread
+        // theirs over the CTAs (lane l of each warp arrives in CTA l mod n, so each CTA still
+        // counts one arrival per thread); one issuing thread arrives in every CTA.
+        let cluster_arrivals = |b: &BarrierId| {
+            if k.barriers[*b].cluster && is_issue_only(k, role) {
+                per_thread * k.cluster_size()
+            } else {
+                per_thread
+            }
+        };
         let mut add = |b: BarrierId, kind: ArriveKind, count: u32, tx: u64| {
             let f = &mut facts[b.index()];
             // Several TMA loads of one role in one iteration share a single expect_tx arrival.
@@ -125,11 +135,13 @@ pub fn barrier_facts(k: &Kernel) -> Vec<BarrierFacts> {
             Op::CpAsync { barrier, .. } => {
                 add(*barrier, ArriveKind::CpAsync, k.roles[role].threads(), 0)
             }
-            Op::Arrive { barrier } => add(*barrier, ArriveKind::Arrive, per_thread, 0),
+            Op::Arrive { barrier } => {
+                add(*barrier, ArriveKind::Arrive, cluster_arrivals(barrier), 0)
+            }
             Op::Commit { barrier } => add(*barrier, ArriveKind::Commit, replicas, 0),
             Op::Mma {
                 release: Some(b), ..
-            } => add(*b, ArriveKind::Release, per_thread, 0),
+            } => add(*b, ArriveKind::Release, cluster_arrivals(b), 0),
             Op::Wait { barrier } => facts[barrier.index()].waits.push((sid, role)),
             _ => {}
         }

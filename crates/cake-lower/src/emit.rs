@@ -309,6 +309,9 @@ impl<'a> Emitter<'a> {
         if self.target.has(Feature::SetMaxNReg) {
             cuda.push_str(prelude::SETMAXNREG);
         }
+        if self.clustered() {
+            cuda.push_str(prelude::CLUSTER);
+        }
         for rank in &self.tma_store_ranks {
             cuda.push_str(&prelude::tma_store_fn(*rank));
         }
@@ -545,21 +548,38 @@ impl<'a> Emitter<'a> {
 
     fn collect_tensor_maps(&mut self) {
         for (_, op, _) in self.ops() {
-            let (v, t) = match &op {
-                Op::TmaLoad { dst, src, .. } => (dst, *src),
-                Op::TmaStore { src, dst, .. } => (src, *dst),
+            let (v, t, multicast) = match &op {
+                Op::TmaLoad {
+                    dst,
+                    src,
+                    multicast,
+                    ..
+                } => (dst, *src, *multicast),
+                Op::TmaStore { src, dst, .. } => (src, *dst, 1),
                 _ => continue,
             };
             let view = &self.k.views[v.view];
             let rank = self.rank(t);
             let key = (
                 t,
-                self.tma_box(view, v.rows.map(|(_, n)| n), rank),
+                self.tma_box(view, self.box_rows(v, multicast), rank),
                 view.swizzle,
             );
             if !self.tmaps.contains(&key) {
                 self.tmaps.push(key);
             }
+        }
+    }
+
+    /// Rows of the box one TMA copy into `v` moves: the row range, or the view's rows, split
+    /// over the CTAs a multicast load delivers to (each issues its share).
+    fn box_rows(&self, v: &ViewRef, multicast: u32) -> Option<u32> {
+        let rows = v.rows.map(|(_, n)| n);
+        if multicast > 1 {
+            let all = rows.unwrap_or(self.k.views[v.view].shape[0]);
+            Some(all / multicast)
+        } else {
+            rows
         }
     }
 
@@ -673,11 +693,16 @@ impl<'a> Emitter<'a> {
     }
 
     fn launch_meta(&self, symbol: String, args: Vec<Arg>) -> LaunchMeta {
-        let tiles: Vec<serde_json::Value> = self
+        let mut tiles: Vec<serde_json::Value> = self
             .tile_counts()
             .iter()
             .map(|e| self.json_expr(*e))
             .collect();
+        let n = self.cluster_ctas();
+        if let (true, Some(first)) = (n > 1, tiles.first_mut()) {
+            // A cluster takes n tiles of axis 0 together: the grid counts whole clusters.
+            *first = serde_json::json!(["mul", ["cdiv", first.take(), n], n]);
+        }
         let grid = if self.k.persistent {
             Grid::Persistent { tiles }
         } else {
@@ -1269,11 +1294,18 @@ impl<'a> Emitter<'a> {
             let text = format!("const int tiles_{i} = {};", self.ix(*c));
             self.line(&text);
         }
+        let n = self.cluster_ctas();
+        if n > 1 && !counts.is_empty() {
+            // The CTAs of a cluster take `n` neighbouring tiles of axis 0 together.
+            self.line(&format!(
+                "const int cluster_rows = cake_cdiv(tiles_0, {n});  // tiles of axis 0, in clusters"
+            ));
+        }
         let total = if counts.is_empty() {
             "1".to_string()
         } else {
             (0..counts.len())
-                .map(|i| format!("tiles_{i}"))
+                .map(|i| self.tile_rows(i))
                 .collect::<Vec<_>>()
                 .join(" * ")
         };
@@ -1299,8 +1331,14 @@ impl<'a> Emitter<'a> {
             }
             self.indent -= 1;
             self.line("}");
-            self.line("__syncthreads();");
-        } else if self.layout.tmem_slot.is_some() {
+        }
+        if self.clustered() {
+            // Peers multicast into this CTA's shared memory and arrive on its barriers: not
+            // before every CTA of the cluster has initialised them.
+            self.line("cake_cluster_sync();");
+            self.line("const uint32_t cta_rank = cake_cluster_ctarank();");
+            self.line("(void)cta_rank;");
+        } else if !self.layout.barriers.is_empty() || self.layout.tmem_slot.is_some() {
             self.line("__syncthreads();");
         }
         self.tmem_base_after_sync();
@@ -1442,6 +1480,10 @@ impl<'a> Emitter<'a> {
             self.line("}");
         }
         self.tmem_dealloc_epilogue();
+        if self.clustered() {
+            self.line("// No CTA leaves while a peer may still arrive on its barriers or write its shared memory.");
+            self.line("cake_cluster_sync();");
+        }
         std::mem::replace(&mut self.out, saved)
     }
 
@@ -1549,43 +1591,67 @@ impl<'a> Emitter<'a> {
         sp: Span,
     ) {
         let names_text = names.join(", ");
-        if self.k.persistent {
-            self.line(&format!(
-                "for (int tile = blockIdx.x; tile < tiles_total; tile += gridDim.x) {{  // tiles ({names_text}) ({})",
-                self.loc(sp)
-            ));
-        } else {
-            self.line(&format!(
-                "for (int tile = blockIdx.x; tile < tiles_total; tile += tiles_total) {{  // one tile ({names_text}) per CTA ({})",
-                self.loc(sp)
-            ));
-        }
+        // With a cluster of n CTAs, `tile` counts cluster tiles: n neighbouring tiles of axis 0,
+        // one per CTA, so every CTA of a cluster runs the same iterations and the tiles of a
+        // cluster differ in axis 0 only.
+        let n = self.cluster_ctas();
+        let (first, step) = match (n > 1, self.k.persistent) {
+            (false, true) => ("blockIdx.x".to_string(), "gridDim.x".to_string()),
+            (false, false) => ("blockIdx.x".to_string(), "tiles_total".to_string()),
+            (true, true) => (format!("blockIdx.x / {n}"), format!("gridDim.x / {n}")),
+            (true, false) => (format!("blockIdx.x / {n}"), "tiles_total".to_string()),
+        };
+        let what = match (n > 1, self.k.persistent) {
+            (false, true) => format!("tiles ({names_text})"),
+            (false, false) => format!("one tile ({names_text}) per CTA"),
+            (true, true) => format!("tiles ({names_text}), {n} per cluster"),
+            (true, false) => format!("one tile ({names_text}) per CTA, {n} per cluster"),
+        };
+        self.line(&format!(
+            "for (int tile = {first}; tile < tiles_total; tile += {step}) {{  // {what} ({})",
+            self.loc(sp)
+        ));
         self.indent += 1;
+        let rows0 = self.tile_rows(0);
+        // Axis 0 is decoded into `tile_row` when the CTA's rank within the cluster completes it.
+        let axis0 = if n > 1 { "tile_row" } else { "tile_0" };
         match group {
             Some(g) if counts.len() == 2 => {
                 // Groups of `g` rows of axis 0, walked column by column, so the CTAs in flight
                 // share A and B tiles in L2.
+                let g = if n > 1 { g.div_ceil(n) } else { g };
                 self.line(&format!("const int group_tiles = {g} * tiles_1;"));
                 self.line(&format!(
                     "const int group_first = (tile / group_tiles) * {g};"
                 ));
                 self.line(&format!(
-                    "const int group_rows = min(tiles_0 - group_first, {g});"
+                    "const int group_rows = min({rows0} - group_first, {g});"
                 ));
-                self.line("const int tile_0 = group_first + (tile % group_tiles) % group_rows;");
+                self.line(&format!(
+                    "const int {axis0} = group_first + (tile % group_tiles) % group_rows;"
+                ));
                 self.line("const int tile_1 = (tile % group_tiles) / group_rows;");
             }
             _ => {
                 // Row-major over the tile axes: the last axis varies fastest.
                 self.line("int tile_rest = tile;");
                 for axis in (0..counts.len()).rev() {
-                    self.line(&format!(
-                        "const int tile_{axis} = tile_rest % tiles_{axis};"
-                    ));
-                    self.line(&format!("tile_rest /= tiles_{axis};"));
+                    let rows = self.tile_rows(axis);
+                    let var = if axis == 0 {
+                        axis0.to_string()
+                    } else {
+                        format!("tile_{axis}")
+                    };
+                    self.line(&format!("const int {var} = tile_rest % {rows};"));
+                    self.line(&format!("tile_rest /= {rows};"));
                 }
                 self.line("(void)tile_rest;");
             }
+        }
+        if n > 1 {
+            self.line(&format!(
+                "const int tile_0 = tile_row * {n} + (int)cta_rank;  // may pass tiles_0: loads fill zeros, stores clip"
+            ));
         }
         self.block(body);
         self.indent -= 1;
@@ -1672,9 +1738,8 @@ impl<'a> Emitter<'a> {
         }
         for (bar, _) in &deferred {
             let bn = c_ident(&self.k.barriers[*bar].name);
-            self.line(&format!(
-                "if ({bn}_pending >= 0) cake_mbar_arrive({bn} + 8 * {bn}_pending);"
-            ));
+            let arrive = self.arrive(*bar, &format!("{bn} + 8 * {bn}_pending"));
+            self.line(&format!("if ({bn}_pending >= 0) {arrive}"));
         }
     }
 
@@ -1760,10 +1825,8 @@ impl<'a> Emitter<'a> {
             self.line(&format!("cake_wgmma_fence_regs({fname}_{cur});"));
             if let Some(bar) = release {
                 let slot = self.barrier_slot(bar);
-                self.line(&format!(
-                    "cake_mbar_arrive({slot});  // release ({})",
-                    self.loc(msp)
-                ));
+                let arrive = self.arrive(bar, &slot);
+                self.line(&format!("{arrive}  // release ({})", self.loc(msp)));
             }
             self.frag_alias.insert(f, format!("{fname}_{cur}"));
             self.invalidate_reductions(None);
@@ -1784,6 +1847,47 @@ impl<'a> Emitter<'a> {
         self.pipes.pop();
         self.indent -= 1;
         self.line("}");
+    }
+
+    /// CTAs per cluster when the kernel runs in clusters (1 otherwise).
+    fn cluster_ctas(&self) -> u32 {
+        if self.target.has(Feature::Clusters) {
+            self.k.cluster_size()
+        } else {
+            1
+        }
+    }
+
+    fn clustered(&self) -> bool {
+        self.cluster_ctas() > 1
+    }
+
+    /// The number of tiles the tile loop walks along `axis`: clusters of tiles on axis 0.
+    fn tile_rows(&self, axis: usize) -> String {
+        if axis == 0 && self.clustered() {
+            "cluster_rows".into()
+        } else {
+            format!("tiles_{axis}")
+        }
+    }
+
+    /// The statement that arrives on barrier `b` at `slot` from the current role. Arrivals on a
+    /// cluster barrier reach every CTA: an issuing thread arrives in each one; a role's threads
+    /// spread theirs (lane l in CTA l mod n) after the warp converges, so each CTA counts one
+    /// arrival per thread and every lane's accesses are ordered before the warp's arrivals.
+    fn arrive(&self, b: BarrierId, slot: &str) -> String {
+        if !self.k.barriers[b].cluster || !self.clustered() {
+            return format!("cake_mbar_arrive({slot});");
+        }
+        let n = self.cluster_ctas();
+        match self.role {
+            Some((_, true)) => format!(
+                "for (uint32_t cta = 0; cta < {n}; ++cta) cake_mbar_arrive_cluster({slot}, cta);"
+            ),
+            _ => format!(
+                "{{ __syncwarp(); cake_mbar_arrive_cluster({slot}, (threadIdx.x % 32) % {n}); }}"
+            ),
+        }
     }
 
     /// Address of the barrier slot for the current iteration.
@@ -1848,8 +1952,13 @@ impl<'a> Emitter<'a> {
                         format!("({n}_waits++ & 1){flip}")
                     }
                 };
+                let wait = if bar.cluster {
+                    "cake_mbar_wait_cluster"
+                } else {
+                    "cake_mbar_wait"
+                };
                 self.line(&format!(
-                    "cake_mbar_wait({slot}, {parity});  // wait {} ({})",
+                    "{wait}({slot}, {parity});  // wait {} ({})",
                     bar.name,
                     self.loc(sp)
                 ));
@@ -1862,8 +1971,9 @@ impl<'a> Emitter<'a> {
                 if self.is_tcgen05() && self.role_uses_tcgen05(role) {
                     self.line("cake_tcgen05_fence_before();");
                 }
+                let arrive = self.arrive(*barrier, &slot);
                 self.line(&format!(
-                    "cake_mbar_arrive({slot});  // arrive {} ({})",
+                    "{arrive}  // arrive {} ({})",
                     k.barriers[*barrier].name,
                     self.loc(sp)
                 ));
@@ -1875,8 +1985,18 @@ impl<'a> Emitter<'a> {
                 barrier,
                 multicast,
             } => {
-                if *multicast > 1 {
-                    self.unsupported(sp, "TMA multicast is not lowered yet");
+                let mc = *multicast;
+                if mc > 1
+                    && (mc != self.cluster_ctas()
+                        || dst.rows.is_some()
+                        || k.views[dst.view].shape.len() != 2
+                        || k.views[dst.view].shape[0] % mc != 0)
+                {
+                    self.unsupported(
+                        sp,
+                        "a multicast TMA load is lowered into a whole 2-D view whose rows split \
+                         evenly over a cluster of exactly `multicast` CTAs",
+                    );
                     return;
                 }
                 if dst.transposed || (dst.rows.is_some() && k.views[dst.view].shape.len() != 2) {
@@ -1895,7 +2015,8 @@ impl<'a> Emitter<'a> {
                     );
                     return;
                 }
-                let box_dims = self.tma_box(&view, dst.rows.map(|(_, n)| n), rank);
+                let box_rows = self.box_rows(dst, mc);
+                let box_dims = self.tma_box(&view, box_rows, rank);
                 let tmap = self.tmap_name(*src, &box_dims, view.swizzle);
                 let slot = self.barrier_slot(*barrier);
                 let mut dst_base = self.view_base(dst);
@@ -1930,6 +2051,17 @@ impl<'a> Emitter<'a> {
                     .product::<u64>()
                     * view.panel_cols() as u64
                     * view.dtype.bytes() as u64;
+                if mc > 1 {
+                    // This CTA loads its share of the rows and delivers it to every CTA.
+                    let share = box_rows.unwrap_or(0);
+                    let row_bytes = view.panel_cols() * view.dtype.bytes();
+                    self.line(&format!(
+                        "// multicast to {mc} CTAs: this one loads rows [{share} * cta_rank, +{share}) of the box"
+                    ));
+                    dst_base = format!("{dst_base} + cta_rank * {}", share * row_bytes);
+                    c[1] = format!("{} + (int)cta_rank * {share}", c[1]);
+                }
+                let mask = (1u32 << mc) - 1;
                 for p in 0..view.panels() {
                     let mut cc = c.clone();
                     if p > 0 {
@@ -1940,10 +2072,17 @@ impl<'a> Emitter<'a> {
                     } else {
                         format!("{dst_base} + {}", p as u64 * panel_bytes)
                     };
-                    self.line(&format!(
-                        "cake_tma_load_{rank}d({dst_addr}, &{tmap}, {slot}, {});",
-                        cc.join(", ")
-                    ));
+                    if mc > 1 {
+                        self.line(&format!(
+                            "cake_tma_load_{rank}d_multicast({dst_addr}, &{tmap}, {slot}, {mask:#x}, {});",
+                            cc.join(", ")
+                        ));
+                    } else {
+                        self.line(&format!(
+                            "cake_tma_load_{rank}d({dst_addr}, &{tmap}, {slot}, {});",
+                            cc.join(", ")
+                        ));
+                    }
                 }
                 if guard {
                     self.indent -= 1;
@@ -2204,15 +2343,15 @@ impl<'a> Emitter<'a> {
                     .map(|(_, p)| c_ident(&k.pipelines[*p].name))
                     .unwrap_or_default();
                 self.line("cake_wgmma_wait<1>();  // the previous iteration's MMAs have retired");
-                self.line(&format!(
-                    "if ({bn}_pending >= 0) cake_mbar_arrive({bn} + 8 * {bn}_pending);  // release"
-                ));
+                let arrive = self.arrive(bar, &format!("{bn} + 8 * {bn}_pending"));
+                self.line(&format!("if ({bn}_pending >= 0) {arrive}  // release"));
                 self.line(&format!("{bn}_pending = (int){pipe}_stage;"));
             } else {
                 let slot = self.barrier_slot(bar);
                 self.line("cake_wgmma_wait<0>();");
                 self.mma_in_flight.clear();
-                self.line(&format!("cake_mbar_arrive({slot});  // release"));
+                let arrive = self.arrive(bar, &slot);
+                self.line(&format!("{arrive}  // release"));
             }
         } else if self.deferred_release.is_empty() {
             self.mma_in_flight.insert(accf);
@@ -2584,8 +2723,9 @@ impl<'a> Emitter<'a> {
         self.line("}");
         if let Some(bar) = release {
             let slot = self.barrier_slot(bar);
+            let arrive = self.arrive(bar, &slot);
             self.line(&format!(
-                "cake_mbar_arrive({slot});  // release {}: this thread's reads of the stage are done (mma.sync is synchronous)",
+                "{arrive}  // release {}: this thread's reads of the stage are done (mma.sync is synchronous)",
                 k.barriers[bar].name
             ));
         }

@@ -334,3 +334,45 @@ pub fn tma_store_fn(rank: usize) -> String {
         inputs.concat()
     )
 }
+
+/// Thread-block cluster helpers (sm_90a and the sm_100 family), emitted when the kernel declares
+/// a cluster of more than one CTA: the CTA's rank, the cluster-wide barrier, arrivals on a peer
+/// CTA's mbarrier and TMA loads multicast to several CTAs.
+pub const CLUSTER: &str = r#"
+static __device__ __forceinline__ uint32_t cake_cluster_ctarank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+// Every thread of every CTA of the cluster: what each wrote before is visible to all after.
+static __device__ __forceinline__ void cake_cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
+}
+// Arrive on the mbarrier at the same offset in CTA `cta` of the cluster.
+static __device__ __forceinline__ void cake_mbar_arrive_cluster(uint32_t bar, uint32_t cta) {
+  asm volatile(
+      "{\n\t.reg .b32 remote;\n\tmapa.shared::cluster.u32 remote, %0, %1;\n\t"
+      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n\t}"
+      :: "r"(bar), "r"(cta) : "memory");
+}
+// Wait on a barrier whose arrivals come from the whole cluster (acquire at cluster scope).
+static __device__ __forceinline__ void cake_mbar_wait_cluster(uint32_t bar, uint32_t parity) {
+  asm volatile(
+      "{\n\t.reg .pred done;\n"
+      "CAKE_WAIT_%=:\n\t"
+      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n\t"
+      "@!done bra CAKE_WAIT_%=;\n\t}"
+      :: "r"(bar), "r"(parity) : "memory");
+}
+// The box lands at the same offset in every CTA of `mask`, completing on each one's barrier.
+static __device__ __forceinline__ void cake_tma_load_2d_multicast(uint32_t dst, const CakeTensorMap* map, uint32_t bar, uint16_t mask, int c0, int c1) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%4, %5}], [%2], %3;"
+      :: "r"(dst), "l"(map), "r"(bar), "h"(mask), "r"(c0), "r"(c1) : "memory");
+}
+static __device__ __forceinline__ void cake_tma_load_3d_multicast(uint32_t dst, const CakeTensorMap* map, uint32_t bar, uint16_t mask, int c0, int c1, int c2) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%4, %5, %6}], [%2], %3;"
+      :: "r"(dst), "l"(map), "r"(bar), "h"(mask), "r"(c0), "r"(c1), "r"(c2) : "memory");
+}
+"#;

@@ -18,7 +18,7 @@ use crate::pack::ParamSlot;
 use crate::tensormap::TensorMapFields;
 
 /// Every entry point used here; probed at load so an old driver is a clear error, not a panic.
-const REQUIRED: [&str; 14] = [
+const REQUIRED: [&str; 15] = [
     "cuInit",
     "cuGetErrorName",
     "cuGetErrorString",
@@ -33,6 +33,7 @@ const REQUIRED: [&str; 14] = [
     "cuFuncGetAttribute",
     "cuTensorMapEncodeTiled",
     "cuLaunchKernelEx",
+    "cuOccupancyMaxActiveClusters",
 ];
 
 /// A `CUresult` as (name, description), e.g. ("CUDA_ERROR_INVALID_VALUE", "invalid argument").
@@ -393,6 +394,43 @@ pub struct Config {
     /// A `CUstream` handle as an integer (`torch.cuda.Stream.cuda_stream`); 0 is the legacy
     /// default stream.
     pub stream: u64,
+}
+
+/// How many clusters of `cfg`'s shape can run at once (`cuOccupancyMaxActiveClusters`): a
+/// persistent grid of clusters larger than this would leave whole clusters waiting for a
+/// second wave. `f` must be loaded in the current context.
+pub fn max_active_clusters(f: Function, cfg: &Config) -> Result<u32> {
+    // SAFETY: the config points at one live attribute for the duration of the call.
+    unsafe {
+        let mut attr: sys::CUlaunchAttribute = std::mem::zeroed();
+        attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+        attr.value.clusterDim.x = cfg.cluster[0];
+        attr.value.clusterDim.y = cfg.cluster[1];
+        attr.value.clusterDim.z = cfg.cluster[2];
+        let config = sys::CUlaunchConfig {
+            gridDimX: cfg.grid[0],
+            gridDimY: cfg.grid[1],
+            gridDimZ: cfg.grid[2],
+            blockDimX: cfg.block[0],
+            blockDimY: cfg.block[1],
+            blockDimZ: cfg.block[2],
+            sharedMemBytes: cfg.dynamic_smem,
+            hStream: std::ptr::null_mut(),
+            attrs: &mut attr,
+            numAttrs: 1,
+        };
+        let mut n: std::ffi::c_int = 0;
+        check(
+            sys::cuOccupancyMaxActiveClusters(&mut n, f.0, &config),
+            || {
+                format!(
+                    "cuOccupancyMaxActiveClusters(block={:?}, cluster={:?}, smem={})",
+                    cfg.block, cfg.cluster, cfg.dynamic_smem
+                )
+            },
+        )?;
+        Ok(n.max(0) as u32)
+    }
 }
 
 /// `cuLaunchKernelEx` on the current context, with a cluster-dimension attribute when the

@@ -202,7 +202,7 @@ impl Kernel {
         let binding = self.bind(tensors, scalars, None, device)?;
         let device = binding.bound.device;
         let m = &self.spec.meta;
-        let config = Config {
+        let mut config = Config {
             grid: binding.bound.grid,
             block: m.block,
             cluster: m.cluster,
@@ -220,6 +220,14 @@ impl Kernel {
         let drv = driver::driver()?;
         drv.make_current(device)?;
         let function = self.function(device)?;
+        if self.spec.grid_kind == GridKind::Persistent && m.cluster != [1, 1, 1] {
+            // Not every SM can host a CTA of a cluster (clusters stay within a GPC): size the
+            // persistent grid by the clusters that fit at once.
+            let fit = driver::max_active_clusters(function, &config)? * m.cluster[0];
+            if fit > 0 && fit < config.grid[0] {
+                config.grid = bind::compute_grid(&self.spec, &binding.bound.env(), fit)?;
+            }
+        }
         let packed = Packed::new(&plan, |f, slot| self.encode_cached(drv, f, slot))?;
         Ok(Prepared {
             function: Some(function),

@@ -4,6 +4,7 @@
 use crate::ctx::Ctx;
 use cake_diag::catalog::conformance::*;
 use cake_diag::{Finding, Span};
+use cake_ir::sync::ArriveKind;
 use cake_ir::*;
 use cake_target::{check_mma_shape, mma_feature, mma_instr_k, Feature, MmaFamily};
 
@@ -408,13 +409,14 @@ fn tma_boxes(cx: &Ctx, out: &mut Vec<Finding>) {
 }
 
 fn cluster(cx: &Ctx, out: &mut Vec<Finding>) {
-    let n: u32 = cx.k.cluster.iter().product();
+    let k = cx.k;
+    let n = k.cluster_size();
     let lim = &cx.target.limits;
     if n > 1 && lim.cluster_portable > 0 && n > lim.cluster_max {
         out.push(
             Finding::new(
                 &CLUSTER_LIMIT,
-                cx.k.span,
+                k.span,
                 format!(
                     "a cluster of {n} CTAs exceeds {}'s maximum of {}",
                     cx.target.name, lim.cluster_max
@@ -423,6 +425,137 @@ fn cluster(cx: &Ctx, out: &mut Vec<Finding>) {
             .expected(format!("<= {}", lim.cluster_max))
             .actual(n),
         );
+    } else if n > 1 && (k.cluster[1] != 1 || k.cluster[2] != 1) {
+        out.push(
+            Finding::new(
+                &CLUSTER_LIMIT,
+                k.span,
+                format!(
+                    "cluster {:?}: Cake's grids are one-dimensional, so a cluster is (n, 1, 1)",
+                    k.cluster
+                ),
+            )
+            .expected(format!("({n}, 1, 1)"))
+            .actual(format!("{:?}", k.cluster)),
+        );
+    }
+    multicast_shapes(cx, out);
+    cluster_barriers(cx, out);
+}
+
+/// A multicast load fills a whole 2-D view in each of the cluster's `(n, 1, 1)` CTAs, one share
+/// of 8·j rows per CTA.
+fn multicast_shapes(cx: &Ctx, out: &mut Vec<Finding>) {
+    let k = cx.k;
+    for site in &cx.ops {
+        let Op::TmaLoad { dst, multicast, .. } = &site.op else {
+            continue;
+        };
+        let m = *multicast;
+        if m <= 1 || !cx.target.has(Feature::TmaMulticast) {
+            continue;
+        }
+        let view = &k.views[dst.view];
+        let sp = cx.span(site.stmt);
+        let problem = if k.cluster != [m, 1, 1] {
+            Some((
+                format!(
+                    "multicast={m} delivers to a cluster of {m} CTAs, but the kernel's cluster is {:?}",
+                    k.cluster
+                ),
+                format!("cluster=({m}, 1, 1)"),
+                format!("{:?}", k.cluster),
+            ))
+        } else if dst.rows.is_some() || view.shape.len() != 2 {
+            Some((
+                format!(
+                    "a multicast load fills a whole 2-D view; this one fills {} of `{}` {:?}",
+                    if dst.rows.is_some() {
+                        "a row range"
+                    } else {
+                        "all"
+                    },
+                    view.name,
+                    view.shape
+                ),
+                "a whole 2-D view".into(),
+                format!("{:?}", view.shape),
+            ))
+        } else if view.shape[0] % (8 * m) != 0 {
+            Some((
+                format!(
+                    "`{}` has {} rows, which do not split into {m} shares of a multiple of 8 rows",
+                    view.name, view.shape[0]
+                ),
+                format!("rows a multiple of {}", 8 * m),
+                view.shape[0].to_string(),
+            ))
+        } else {
+            None
+        };
+        if let Some((msg, expected, actual)) = problem {
+            out.push(
+                Finding::new(&MULTICAST_SHAPE, sp, msg)
+                    .subject("view", &view.name)
+                    .role(cx.role_name(site.role))
+                    .expected(expected)
+                    .actual(actual),
+            );
+        }
+    }
+}
+
+/// `cluster=True` needs a cluster whose size divides a warp, and arrivals the compiler issues.
+fn cluster_barriers(cx: &Ctx, out: &mut Vec<Finding>) {
+    let k = cx.k;
+    let n = k.cluster_size();
+    for (b, bar) in k.barriers.iter() {
+        if !bar.cluster || !cx.target.has(Feature::Clusters) {
+            continue;
+        }
+        let sp = k.barriers.span(b);
+        if n < 2 || 32 % n != 0 {
+            out.push(
+                Finding::new(
+                    &CLUSTER_BARRIER,
+                    sp,
+                    format!(
+                        "`{}` is a cluster barrier, but the kernel's cluster has {n} CTA(s)",
+                        bar.name
+                    ),
+                )
+                .subject("barrier", &bar.name)
+                .expected("a cluster of 2, 4, 8 or 16 CTAs")
+                .actual(format!("{:?}", k.cluster))
+                .help(
+                    "declare cluster=(2, 1, 1) (or 4, 8, 16) on the schedule, or drop cluster=True",
+                ),
+            );
+            continue;
+        }
+        for a in &cx.facts[b.index()].arrivals {
+            if !matches!(a.kind, ArriveKind::Arrive | ArriveKind::Release) {
+                out.push(
+                    Finding::new(
+                        &CLUSTER_BARRIER,
+                        cx.span(a.stmt),
+                        format!(
+                            "a {} completes on the barrier of its own CTA; `{}` is a cluster barrier",
+                            match a.kind {
+                                ArriveKind::Tma => "TMA load",
+                                ArriveKind::CpAsync => "cp.async",
+                                _ => "tcgen05 commit",
+                            },
+                            bar.name
+                        ),
+                    )
+                    .subject("barrier", &bar.name)
+                    .role(cx.role_name(Some(a.role)))
+                    .label(sp, "declared with cluster=True here")
+                    .help("signal a CTA barrier (without cluster=True) from this operation"),
+                );
+            }
+        }
     }
 }
 

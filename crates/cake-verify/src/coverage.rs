@@ -20,11 +20,6 @@ pub fn check(cx: &Ctx, out: &mut Vec<Finding>) {
                     .role(cx.role_name(site.role)),
             );
         }
-        if let Op::TmaLoad { multicast, .. } = site.op {
-            if multicast > 1 {
-                out.push(Finding::new(&NOT_VERIFIED, sp, "not verified: multicast arrival counts across the cluster are not modelled yet"));
-            }
-        }
     }
     // Arrival counts are derived per phase assuming every arrival site of a barrier runs once per
     // phase; sites at different loop depths break that assumption.
@@ -52,8 +47,5 @@ pub fn check(cx: &Ctx, out: &mut Vec<Finding>) {
                 }
             }
         }
-    }
-    if k.cluster.iter().product::<u32>() > 1 {
-        out.push(Finding::new(&NOT_VERIFIED, k.span, "not verified: cluster-scope barriers and distributed shared memory are not modelled yet"));
     }
 }

@@ -4,7 +4,7 @@
 
 use crate::ctx::{Ctx, OpSite};
 use cake_diag::catalog::safety::*;
-use cake_diag::Finding;
+use cake_diag::{Finding, Span};
 use cake_ir::layout::view_alignment;
 use cake_ir::sync::ArriveKind;
 use cake_ir::*;
@@ -23,6 +23,123 @@ pub fn check(cx: &Ctx, out: &mut Vec<Finding>) {
     tmem_read_before_ready(cx, out);
     oob_fill(cx, out);
     rows_in_range(cx, out);
+    multicast_guard(cx, out);
+    cluster_divergence(cx, out);
+}
+
+/// A multicast load writes the view in every CTA of the cluster: the wait before it must be on a
+/// cluster barrier, which counts the releases of all of them.
+fn multicast_guard(cx: &Ctx, out: &mut Vec<Finding>) {
+    let k = cx.k;
+    if k.cluster_size() < 2 {
+        return;
+    }
+    for (i, site) in cx.ops.iter().enumerate() {
+        let Op::TmaLoad { dst, multicast, .. } = &site.op else {
+            continue;
+        };
+        if *multicast <= 1 {
+            continue;
+        }
+        // Waits of the same role earlier in the same loop body.
+        let waits: Vec<BarrierId> = cx.ops[..i]
+            .iter()
+            .filter(|s| s.role == site.role && s.loops == site.loops)
+            .filter_map(waits_on)
+            .collect();
+        if waits.iter().any(|b| k.barriers[*b].cluster) {
+            continue;
+        }
+        let view = &k.views[dst.view].name;
+        let mut f = Finding::new(
+            &MULTICAST_UNGUARDED,
+            cx.span(site.stmt),
+            match waits.last() {
+                Some(b) => format!(
+                    "this load writes `{view}` in every CTA of the cluster, but `{}` counts only this CTA's releases: a peer's readers may still be reading the stage",
+                    k.barriers[*b].name
+                ),
+                None => format!(
+                    "this load writes `{view}` in every CTA of the cluster without waiting for a cluster barrier that says the stage is free in all of them"
+                ),
+            },
+        )
+        .subject("view", view)
+        .role(cx.role_name(site.role));
+        f = match waits.last() {
+            Some(b) => f
+                .label(k.barriers.span(*b), "a CTA barrier")
+                .help(format!("declare `{}` with cluster=True", k.barriers[*b].name)),
+            None => f.help("wait on a cluster barrier (lm.barrier(..., cluster=True)) released by the view's readers first"),
+        };
+        out.push(f);
+    }
+}
+
+/// The CTAs of a cluster differ only in the first tile coordinate: a multicast box must not
+/// depend on it, nor may the trip counts and conditions around cluster-wide synchronisation.
+fn cluster_divergence(cx: &Ctx, out: &mut Vec<Finding>) {
+    let k = cx.k;
+    if k.cluster_size() < 2 {
+        return;
+    }
+    let varies = |e: ExprId| k.expr_reads_tile_coord(e, 0);
+    let mut reported: Vec<Span> = Vec::new();
+    for site in &cx.ops {
+        let what = match &site.op {
+            Op::TmaLoad {
+                multicast, coords, ..
+            } if *multicast > 1 => {
+                if let Some(&c) = coords.iter().find(|&&c| varies(c)) {
+                    out.push(
+                        Finding::new(
+                            &CLUSTER_DIVERGENCE,
+                            cx.span(site.stmt),
+                            "the coordinates of this multicast load follow the first tile index, which differs between the CTAs of a cluster: each would deliver a share of a different box",
+                        )
+                        .label(k.exprs.span(c), "differs between the cluster's CTAs")
+                        .role(cx.role_name(site.role))
+                        .help("multicast the operand the cluster's tiles share (indexed by the other tile axes)"),
+                    );
+                }
+                "a multicast load"
+            }
+            Op::Wait { barrier } | Op::Arrive { barrier } if k.barriers[*barrier].cluster => {
+                "an operation on a cluster barrier"
+            }
+            Op::Mma {
+                release: Some(b), ..
+            } if k.barriers[*b].cluster => "a release of a cluster barrier",
+            _ => continue,
+        };
+        let loop_bounds = site.loops.iter().filter_map(|&l| match &k.loops[l].kind {
+            LoopKind::Range { start, stop, .. } if varies(*start) || varies(*stop) => {
+                Some(k.loops.span(l))
+            }
+            _ => None,
+        });
+        let conds = site
+            .guards
+            .iter()
+            .filter(|g| varies(g.cond))
+            .map(|g| k.exprs.span(g.cond));
+        for sp in loop_bounds.chain(conds).collect::<Vec<_>>() {
+            if reported.contains(&sp) {
+                continue;
+            }
+            reported.push(sp);
+            out.push(
+                Finding::new(
+                    &CLUSTER_DIVERGENCE,
+                    sp,
+                    format!("this runs a different number of times in each CTA of the cluster (it follows the first tile index), but it holds {what}: a CTA would wait for shares or arrivals its peers never send"),
+                )
+                .label(cx.span(site.stmt), what)
+                .role(cx.role_name(site.role))
+                .help("keep trip counts and conditions around cluster synchronisation independent of the first tile index"),
+            );
+        }
+    }
 }
 
 /// `view.rows(start, n)` whose start follows `role.index`: in range for every replica.

@@ -159,3 +159,29 @@ Read 128-lane regions from a warpgroup role."#,
     bad: include_str!("../../../../tests/check/CAKE-C012-bad.py"),
     good: include_str!("../../../../tests/check/CAKE-C012-good.py"),
 };
+
+pub const MULTICAST_SHAPE: CodeInfo = CodeInfo {
+    code: "CAKE-C013",
+    name: "multicast-shape",
+    category: Category::Conformance,
+    severity: Severity::Error,
+    summary: r#"A multicast TMA load does not fit the cluster it is delivered to."#,
+    explanation: r#"`view.tma_load(..., multicast=n)` delivers the same box to every CTA of a cluster of n CTAs: each CTA loads 1/n of the box's rows and the hardware writes that share into the view in all of them. So n must equal the cluster's CTA count, the cluster must be `(n, 1, 1)` (the grid is one-dimensional), and the load must fill a whole two-dimensional view (no `.rows(...)` range) whose rows split into n shares of a multiple of 8 rows, so each share starts on a swizzle-pattern boundary (1024 bytes for 128-byte rows).
+
+Declare `cluster=(n, 1, 1)` with the same n, and size the view's rows as a multiple of 8·n."#,
+    bad: include_str!("../../../../tests/check/CAKE-C013-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-C013-good.py"),
+};
+
+pub const CLUSTER_BARRIER: CodeInfo = CodeInfo {
+    code: "CAKE-C014",
+    name: "cluster-barrier",
+    category: Category::Conformance,
+    severity: Severity::Error,
+    summary: r#"A cluster barrier (`cluster=True`) is declared where it cannot work."#,
+    explanation: r#"An arrival on a cluster barrier counts in every CTA of the cluster: a role's threads spread their arrivals over the CTAs (lane l of each warp arrives in CTA l mod n), an issuing thread arrives in each one. That needs a cluster of at least two CTAs whose count divides a warp's 32 lanes (2, 4, 8 or 16), and arrivals the compiler issues itself: plain `lm.arrive` and MMA releases. TMA loads, cp.async and tcgen05 commits signal the barrier of the CTA they complete in; give them a CTA barrier.
+
+Declare a cluster of 2, 4, 8 or 16 CTAs, or drop `cluster=True`."#,
+    bad: include_str!("../../../../tests/check/CAKE-C014-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-C014-good.py"),
+};

@@ -213,3 +213,29 @@ Size the view for all replicas (rows = replicas × n), or give the role as many 
     bad: include_str!("../../../../tests/check/CAKE-S016-bad.py"),
     good: include_str!("../../../../tests/check/CAKE-S016-good.py"),
 };
+
+pub const MULTICAST_UNGUARDED: CodeInfo = CodeInfo {
+    code: "CAKE-S017",
+    name: "multicast-unguarded",
+    category: Category::Safety,
+    severity: Severity::Error,
+    summary: r#"A multicast TMA load may overwrite a stage that another CTA of the cluster is still reading."#,
+    explanation: r#"A multicast load writes its share of the box into the view in every CTA of the cluster. The barrier a producer waits on before it must therefore count the releases of the readers in all of those CTAs: with a CTA barrier, a producer refills the stage as soon as its own CTA's consumers are done, while a peer's consumers may still be reading it (and the peer's full barrier may receive bytes of the next phase early). Declare the barrier that guards the stage with `cluster=True`, so each release arrives in every CTA and a stage is free only when the whole cluster has released it.
+
+Wait on a cluster barrier (`lm.barrier(..., cluster=True)`) before every multicast load."#,
+    bad: include_str!("../../../../tests/check/CAKE-S017-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-S017-good.py"),
+};
+
+pub const CLUSTER_DIVERGENCE: CodeInfo = CodeInfo {
+    code: "CAKE-S018",
+    name: "cluster-divergence",
+    category: Category::Safety,
+    severity: Severity::Error,
+    summary: r#"The CTAs of a cluster would disagree about a multicast box or about how often they synchronise."#,
+    explanation: r#"In a cluster of n CTAs, `lm.tiles` gives the CTAs n neighbouring tiles of the first axis and the same tiles of the others: the first tile index is the only value that differs between them. A multicast load delivers one box to all of them, so its coordinates must not depend on that index (each CTA would deliver a share of a different box). Likewise the loops and `if`s around a multicast load or an operation on a cluster barrier must run the same number of times in every CTA, or a CTA waits for shares and arrivals its peers never send: a deadlock.
+
+Multicast the operand that the cluster's tiles share (B, indexed by the second tile axis, when the CTAs split M), and keep trip counts independent of the first tile index."#,
+    bad: include_str!("../../../../tests/check/CAKE-S018-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-S018-good.py"),
+};
