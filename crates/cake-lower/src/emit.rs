@@ -1990,7 +1990,7 @@ impl<'a> Emitter<'a> {
                     && (mc != self.cluster_ctas()
                         || dst.rows.is_some()
                         || k.views[dst.view].shape.len() != 2
-                        || k.views[dst.view].shape[0] % mc != 0)
+                        || !k.views[dst.view].shape[0].is_multiple_of(mc))
                 {
                     self.unsupported(
                         sp,

@@ -481,7 +481,7 @@ fn multicast_shapes(cx: &Ctx, out: &mut Vec<Finding>) {
                 "a whole 2-D view".into(),
                 format!("{:?}", view.shape),
             ))
-        } else if view.shape[0] % (8 * m) != 0 {
+        } else if !view.shape[0].is_multiple_of(8 * m) {
             Some((
                 format!(
                     "`{}` has {} rows, which do not split into {m} shares of a multiple of 8 rows",
@@ -514,7 +514,7 @@ fn cluster_barriers(cx: &Ctx, out: &mut Vec<Finding>) {
             continue;
         }
         let sp = k.barriers.span(b);
-        if n < 2 || 32 % n != 0 {
+        if n < 2 || !32u32.is_multiple_of(n) {
             out.push(
                 Finding::new(
                     &CLUSTER_BARRIER,
