@@ -97,14 +97,17 @@ pub fn barrier_facts(k: &Kernel) -> Vec<BarrierFacts> {
         } else {
             k.roles[role].threads()
         };
-        // Arrivals on a cluster barrier reach every CTA of the cluster. A role's threads spread
-        // theirs over the CTAs (lane l of each warp arrives in CTA l mod n, so each CTA still
-        // counts one arrival per thread); one issuing thread arrives in every CTA.
+        // Arrivals on a cluster barrier reach every CTA of the cluster, and each is a message
+        // over the cluster's network: one per warp (lane c arrives in CTA c once the warp has
+        // converged, which orders every lane's accesses before it), or from the one issuing
+        // thread of an issue-only role, which arrives in every CTA.
         let cluster_arrivals = |b: &BarrierId| {
-            if k.barriers[*b].cluster && is_issue_only(k, role) {
-                per_thread * k.cluster_size()
-            } else {
+            if !k.barriers[*b].cluster {
                 per_thread
+            } else if is_issue_only(k, role) {
+                replicas * k.cluster_size()
+            } else {
+                k.roles[role].threads() / 32 * k.cluster_size()
             }
         };
         let mut add = |b: BarrierId, kind: ArriveKind, count: u32, tx: u64| {

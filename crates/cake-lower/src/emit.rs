@@ -1872,9 +1872,9 @@ impl<'a> Emitter<'a> {
     }
 
     /// The statement that arrives on barrier `b` at `slot` from the current role. Arrivals on a
-    /// cluster barrier reach every CTA: an issuing thread arrives in each one; a role's threads
-    /// spread theirs (lane l in CTA l mod n) after the warp converges, so each CTA counts one
-    /// arrival per thread and every lane's accesses are ordered before the warp's arrivals.
+    /// cluster barrier reach every CTA (`cake_ir::sync` counts them): an issuing thread arrives
+    /// in each one; a warp converges, which orders every lane's accesses before the arrivals,
+    /// and lane c arrives in CTA c.
     fn arrive(&self, b: BarrierId, slot: &str) -> String {
         if !self.k.barriers[b].cluster || !self.clustered() {
             return format!("cake_mbar_arrive({slot});");
@@ -1885,7 +1885,7 @@ impl<'a> Emitter<'a> {
                 "for (uint32_t cta = 0; cta < {n}; ++cta) cake_mbar_arrive_cluster({slot}, cta);"
             ),
             _ => format!(
-                "{{ __syncwarp(); cake_mbar_arrive_cluster({slot}, (threadIdx.x % 32) % {n}); }}"
+                "{{ __syncwarp(); if (threadIdx.x % 32 < {n}) cake_mbar_arrive_cluster({slot}, threadIdx.x % 32); }}"
             ),
         }
     }
