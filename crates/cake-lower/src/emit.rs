@@ -1952,13 +1952,8 @@ impl<'a> Emitter<'a> {
                         format!("({n}_waits++ & 1){flip}")
                     }
                 };
-                let wait = if bar.cluster {
-                    "cake_mbar_wait_cluster"
-                } else {
-                    "cake_mbar_wait"
-                };
                 self.line(&format!(
-                    "{wait}({slot}, {parity});  // wait {} ({})",
+                    "cake_mbar_wait({slot}, {parity});  // wait {} ({})",
                     bar.name,
                     self.loc(sp)
                 ));
