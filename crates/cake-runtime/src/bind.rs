@@ -403,6 +403,7 @@ pub fn compute_grid(spec: &Spec, env: &BTreeMap<String, i128>, num_sms: u32) -> 
     if total == 0 {
         return Ok([0, 1, 1]);
     }
+    let cx = i128::from(spec.meta.cluster[0]);
     let mut x = match spec.grid_kind {
         GridKind::Persistent => {
             if num_sms == 0 {
@@ -410,14 +411,15 @@ pub fn compute_grid(spec: &Spec, env: &BTreeMap<String, i128>, num_sms: u32) -> 
                     "a persistent grid needs the device's SM count, got 0",
                 ));
             }
-            total.min(i128::from(num_sms))
+            // Whole clusters that fit on the SMs (at least one).
+            let sms = (i128::from(num_sms) / cx * cx).max(cx);
+            total.min(sms)
         }
         GridKind::Tiles => total,
     };
     // A cluster launch needs gridDim.x divisible by the cluster width. Round up: the extra CTAs
     // find no tile (the kernel's tile loop is guarded by the tile count), while rounding down
     // would drop tiles.
-    let cx = i128::from(spec.meta.cluster[0]);
     x = (x + cx - 1) / cx * cx;
     const LIMIT: i128 = i32::MAX as i128;
     if x > LIMIT {

@@ -923,3 +923,22 @@ fn without_a_driver_launching_is_a_cuda_error_not_a_panic() {
     }
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn cluster_tile_rule_counts_whole_clusters() {
+    // The lowering's rule for a cluster of 2 (tests/golden/cu/gemm_cluster_sm90...launch.json):
+    // the CTAs of a cluster take neighbouring M tiles, so the M tile count rounds up to 2.
+    let mut m = gemm_meta();
+    m["cluster"] = json!([2, 1, 1]);
+    m["grid"] = json!({"kind": "tiles", "tiles": [["mul", ["cdiv", ["cdiv", "M", 128], 2], 2], ["cdiv", "N", 256]]});
+    // 7 M tiles (777 rows) -> 8, times 4 N tiles.
+    let b = bind_with(&m, &gemm_tensors(777, 1000, 64), 132).unwrap();
+    assert_eq!(b.grid, [32, 1, 1]);
+    // Persistent: whole clusters within the SMs given (the launch path caps it again by the
+    // clusters that fit at once).
+    m["grid"]["kind"] = json!("persistent");
+    let b = bind_with(&m, &gemm_tensors(4096, 7168, 64), 131).unwrap();
+    assert_eq!(b.grid, [130, 1, 1]);
+    let b = bind_with(&m, &gemm_tensors(4096, 7168, 64), 1).unwrap();
+    assert_eq!(b.grid, [2, 1, 1]);
+}
