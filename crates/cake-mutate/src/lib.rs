@@ -3,7 +3,7 @@
 //! [`mutants`] plants one hazard at a time into a valid schedule — a dropped wait or arrival, a
 //! wrong arrival count or stage count, an undersized pool, a misaligned view, a flipped swizzle
 //! or operand majorness, a role moved off warpgroup alignment, a dropped proxy fence, a stage
-//! released before its MMA retires — by editing the source text, so every mutant is a schedule
+//! released before its MMA retires, a cluster barrier declared for one CTA — by editing the source text, so every mutant is a schedule
 //! an author could have written. [`evaluate`] compiles a mutant with the same session `cake
 //! check` runs and decides whether it was caught: an error of an expected category whose
 //! primary span or one of whose labels sits on a line that is about the mutation.
@@ -27,7 +27,7 @@ use cake_target::MmaFamily;
 use text::{Kind, Source, Stmt, Tok};
 
 /// Every operator, in the order [`mutants`] applies them and [`catch_table`] lists them.
-pub const OPERATORS: [&str; 11] = [
+pub const OPERATORS: [&str; 12] = [
     "drop-wait",
     "drop-arrive",
     "change-count",
@@ -39,6 +39,7 @@ pub const OPERATORS: [&str; 11] = [
     "misalign-role",
     "drop-fence",
     "early-release",
+    "drop-cluster-scope",
 ];
 
 /// One planted hazard.
@@ -1015,6 +1016,45 @@ fn early_release(src: &Source, f: &Facts, out: &mut Vec<Plan>) {
     }
 }
 
+/// A cluster barrier declared as a CTA barrier: the producers of a multicast load would refill a
+/// stage the peers' consumers may still be reading.
+fn drop_cluster_scope(src: &Source, f: &Facts, out: &mut Vec<Plan>) {
+    let found = decls(src, f, |k| {
+        k.barriers.handles().map(|h| k.barriers.span(h)).collect()
+    });
+    for (si, ki, bi) in found {
+        let st = &src.stmts[si];
+        let Some(open) = method_open(src, st, "barrier") else {
+            continue;
+        };
+        let Some(call) = parse_call(src, st, open) else {
+            continue;
+        };
+        let Some(idx) = call
+            .args
+            .iter()
+            .position(|a| a.kw.as_deref() == Some("cluster"))
+        else {
+            continue;
+        };
+        let bname = &f.kernels[ki]
+            .barriers
+            .iter()
+            .nth(bi)
+            .expect("barrier")
+            .1
+            .name;
+        out.push(plan(
+            "drop-cluster-scope",
+            tok(st, call.args[idx].first).line,
+            format!("declare `{bname}` without cluster=True (its arrivals count in this CTA only)"),
+            (vec![remove_arg(src, st, &call, idx)], Site::Edited),
+            f.names_in(src, st),
+            &[Category::Safety],
+        ));
+    }
+}
+
 /// Every mutant of `source`, operator by operator in [`OPERATORS`] order and, within one
 /// operator, in source order. A file the front-end rejects has no mutants.
 pub fn mutants(source: &str) -> Vec<Mutant> {
@@ -1024,7 +1064,7 @@ pub fn mutants(source: &str) -> Vec<Mutant> {
     }
     let src = Source::new(source);
     let mut plans = Vec::new();
-    let ops: [fn(&Source, &Facts, &mut Vec<Plan>); 11] = [
+    let ops: [fn(&Source, &Facts, &mut Vec<Plan>); 12] = [
         drop_wait,
         drop_arrive,
         change_count,
@@ -1036,6 +1076,7 @@ pub fn mutants(source: &str) -> Vec<Mutant> {
         misalign_role,
         drop_fence,
         early_release,
+        drop_cluster_scope,
     ];
     for op in ops {
         op(&src, &f, &mut plans);
