@@ -3,6 +3,7 @@
 //! free. The author never writes these; the verifier checks them and the lowering emits them.
 
 use crate::kernel::*;
+use cake_target::{MmaFamily, Target};
 
 /// One site that contributes arrivals to a barrier phase.
 #[derive(Clone, Debug, PartialEq)]
@@ -24,7 +25,8 @@ pub enum ArriveKind {
     CpAsync,
     /// `lm.arrive(bar)`: every thread of the role (one per replica in issue-only roles).
     Arrive,
-    /// `release=bar` on an MMA: every thread arrives once its MMAs have retired.
+    /// `release=bar` on an MMA: once its MMAs have retired, every thread arrives (mma.sync), or
+    /// one thread per warpgroup (wgmma, whose groups complete for the warpgroup at once).
     Release,
     /// `lm.commit(bar)` (tcgen05.commit).
     Commit,
@@ -74,8 +76,11 @@ pub fn tma_bytes(k: &Kernel, dst: &ViewRef) -> u64 {
     }
 }
 
-/// Collect arrival and wait sites for every barrier.
-pub fn barrier_facts(k: &Kernel) -> Vec<BarrierFacts> {
+/// Collect arrival and wait sites for every barrier, as the lowering for `target` issues them.
+pub fn barrier_facts(k: &Kernel, target: &Target) -> Vec<BarrierFacts> {
+    // A wgmma group completes for its whole warpgroup at once, so once it has retired one
+    // thread per warpgroup may release the stage its operands came from.
+    let wgmma = target.mma == MmaFamily::Wgmma;
     let mut facts: Vec<BarrierFacts> = k
         .barriers
         .handles()
@@ -142,6 +147,18 @@ pub fn barrier_facts(k: &Kernel) -> Vec<BarrierFacts> {
                 add(*barrier, ArriveKind::Arrive, cluster_arrivals(barrier), 0)
             }
             Op::Commit { barrier } => add(*barrier, ArriveKind::Commit, replicas, 0),
+            Op::Mma {
+                acc: Operand::Frag(_),
+                release: Some(b),
+                ..
+            } if wgmma => {
+                let per_warpgroup = if k.barriers[*b].cluster {
+                    replicas * k.cluster_size()
+                } else {
+                    replicas
+                };
+                add(*b, ArriveKind::Release, per_warpgroup, 0)
+            }
             Op::Mma {
                 release: Some(b), ..
             } => add(*b, ArriveKind::Release, cluster_arrivals(b), 0),

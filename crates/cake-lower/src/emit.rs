@@ -208,7 +208,7 @@ impl<'a> Emitter<'a> {
             file,
             target,
             layout: smem_layout(k),
-            facts: barrier_facts(k),
+            facts: barrier_facts(k, target),
             frag_layouts: HashMap::new(),
             tmaps: Vec::new(),
             wgmma_shapes: BTreeSet::new(),
@@ -1738,8 +1738,10 @@ impl<'a> Emitter<'a> {
         }
         for (bar, _) in &deferred {
             let bn = c_ident(&self.k.barriers[*bar].name);
-            let arrive = self.arrive(*bar, &format!("{bn} + 8 * {bn}_pending"));
-            self.line(&format!("if ({bn}_pending >= 0) {arrive}"));
+            let pending = format!("{bn}_pending >= 0");
+            let arrive =
+                self.wgmma_release(*bar, &format!("{bn} + 8 * {bn}_pending"), Some(&pending));
+            self.line(&arrive);
         }
     }
 
@@ -1825,7 +1827,7 @@ impl<'a> Emitter<'a> {
             self.line(&format!("cake_wgmma_fence_regs({fname}_{cur});"));
             if let Some(bar) = release {
                 let slot = self.barrier_slot(bar);
-                let arrive = self.arrive(bar, &slot);
+                let arrive = self.wgmma_release(bar, &slot, None);
                 self.line(&format!("{arrive}  // release ({})", self.loc(msp)));
             }
             self.frag_alias.insert(f, format!("{fname}_{cur}"));
@@ -1887,6 +1889,22 @@ impl<'a> Emitter<'a> {
             _ => format!(
                 "{{ __syncwarp(); if (threadIdx.x % 32 < {n}) cake_mbar_arrive_cluster({slot}, threadIdx.x % 32); }}"
             ),
+        }
+    }
+
+    /// The statement that releases barrier `b` at `slot` once the current role's wgmma groups
+    /// have retired: one thread per warpgroup (a group completes for the whole warpgroup), thread
+    /// c of each warpgroup in CTA c for a cluster barrier (`cake_ir::sync` counts them).
+    /// `when` is a further condition (a deferred release has a stage pending).
+    fn wgmma_release(&self, b: BarrierId, slot: &str, when: Option<&str>) -> String {
+        let (role, _) = self.role.expect("inside a role");
+        let t = format!("{}_thread", c_ident(&self.k.roles[role].name));
+        let when = when.map(|w| format!("{w} && ")).unwrap_or_default();
+        if self.k.barriers[b].cluster && self.clustered() {
+            let n = self.cluster_ctas();
+            format!("if ({when}{t} < {n}) cake_mbar_arrive_cluster({slot}, {t});")
+        } else {
+            format!("if ({when}{t} == 0) cake_mbar_arrive({slot});")
         }
     }
 
@@ -2338,14 +2356,16 @@ impl<'a> Emitter<'a> {
                     .map(|(_, p)| c_ident(&k.pipelines[*p].name))
                     .unwrap_or_default();
                 self.line("cake_wgmma_wait<1>();  // the previous iteration's MMAs have retired");
-                let arrive = self.arrive(bar, &format!("{bn} + 8 * {bn}_pending"));
-                self.line(&format!("if ({bn}_pending >= 0) {arrive}  // release"));
+                let pending = format!("{bn}_pending >= 0");
+                let arrive =
+                    self.wgmma_release(bar, &format!("{bn} + 8 * {bn}_pending"), Some(&pending));
+                self.line(&format!("{arrive}  // release"));
                 self.line(&format!("{bn}_pending = (int){pipe}_stage;"));
             } else {
                 let slot = self.barrier_slot(bar);
                 self.line("cake_wgmma_wait<0>();");
                 self.mma_in_flight.clear();
-                let arrive = self.arrive(bar, &slot);
+                let arrive = self.wgmma_release(bar, &slot, None);
                 self.line(&format!("{arrive}  // release"));
             }
         } else if self.deferred_release.is_empty() {

@@ -237,7 +237,8 @@ fn waited_before(all: &[Site], at: usize, pred: impl Fn(BarrierId) -> bool) -> b
 /// waiting role stays throttled everywhere it arrives. Returns the reason.
 pub fn drop_wait(k: &Kernel, wait_stmt: StmtId) -> Option<String> {
     let all = sites(k);
-    let facts = barrier_facts(k);
+    // Which arrivals and waits exist does not depend on the target, only their counts.
+    let facts = barrier_facts(k, crate::targets_of(k).next()?);
     let at = all.iter().position(|s| s.stmt == wait_stmt)?;
     let b = waits_on(all[at].op)?;
     let c = all[at].role?;

@@ -526,8 +526,12 @@ fn change_count(src: &Source, f: &Facts, out: &mut Vec<Plan>) {
         let Some(call) = parse_call(src, st, open) else {
             continue;
         };
-        let facts = barrier_facts(k);
-        let derived = facts[bi].arrival_count();
+        // The count is derived per target (wgmma releases once per warpgroup, mma.sync once per
+        // thread): one past the largest is wrong for every target.
+        let derived = targets_of(k)
+            .map(|t| barrier_facts(k, t)[bi].arrival_count())
+            .max()
+            .unwrap_or(0);
         let bname = &k.barriers.iter().nth(bi).expect("barrier").1.name;
         let new = derived + 1;
         let (edit, line, what) = match kwarg(&call, "count") {
@@ -1014,6 +1018,11 @@ fn early_release(src: &Source, f: &Facts, out: &mut Vec<Plan>) {
         }
         out.push(p);
     }
+}
+
+/// The targets a kernel declares that Cake knows.
+pub(crate) fn targets_of(k: &Kernel) -> impl Iterator<Item = &'static cake_target::Target> + '_ {
+    k.targets.iter().filter_map(|t| cake_target::lookup(t).ok())
 }
 
 /// A cluster barrier declared as a CTA barrier: the producers of a multicast load would refill a

@@ -44,7 +44,7 @@ impl<'a> Ctx<'a> {
             k,
             target,
             layout: smem_layout(k),
-            facts: barrier_facts(k),
+            facts: barrier_facts(k, target),
             ops,
         }
     }

@@ -194,7 +194,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
   const uint32_t sB = cake_smem + 49152;  // view sB: bf16 x [256, 64], 3 stage(s) of 32768 B, swizzle 128
   const uint32_t sC = cake_smem + 147456;  // view sC: bf16 x [128, 256], 1 stage(s) of 65536 B, swizzle 128
   const uint32_t full = cake_smem + 212992;  // mbarrier full: 3 slot(s), 1 arrival(s) per phase
-  const uint32_t empty = cake_smem + 213016;  // mbarrier empty: 3 slot(s), 16 arrival(s) per phase
+  const uint32_t empty = cake_smem + 213016;  // mbarrier empty: 3 slot(s), 4 arrival(s) per phase
   const int warp = __shfl_sync(0xffffffffu, (int)threadIdx.x / 32, 0);
   const int tiles_0 = cake_cdiv(dim_M, 128);
   const int tiles_1 = cake_cdiv(dim_N, 256);
@@ -202,7 +202,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
   const int tiles_total = cluster_rows * tiles_1;
   if (threadIdx.x == 0) {
     for (int s = 0; s < 3; ++s) cake_mbar_init(full + 8 * s, 1);
-    for (int s = 0; s < 3; ++s) cake_mbar_init(empty + 8 * s, 16);
+    for (int s = 0; s < 3; ++s) cake_mbar_init(empty + 8 * s, 4);
     cake_fence_barrier_init();
   }
   cake_cluster_sync();
@@ -270,12 +270,12 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
         cake_wgmma_m64n256k16_f32_bf16(acc, cake_wgmma_desc((sA + 16384 * pipe_stage) + 96 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sB + 32768 * pipe_stage) + 96, 16, 1024, 1), 1);
         cake_wgmma_commit();
         cake_wgmma_wait<1>();  // the previous iteration's MMAs have retired
-        if (empty_pending >= 0) { __syncwarp(); if (threadIdx.x % 32 < 2) cake_mbar_arrive_cluster(empty + 8 * empty_pending, threadIdx.x % 32); }  // release
+        if (empty_pending >= 0 && math_thread < 2) cake_mbar_arrive_cluster(empty + 8 * empty_pending, math_thread);  // release
         empty_pending = (int)pipe_stage;
         ++pipe_it;
       }
       cake_wgmma_wait<0>();  // every MMA of the loop has retired
-      if (empty_pending >= 0) { __syncwarp(); if (threadIdx.x % 32 < 2) cake_mbar_arrive_cluster(empty + 8 * empty_pending, threadIdx.x % 32); }
+      if (empty_pending >= 0 && math_thread < 2) cake_mbar_arrive_cluster(empty + 8 * empty_pending, math_thread);
       // sC.store(...) (gemm_cluster_sm90.py:47)
       if (math_thread == 0) cake_bulk_wait_read();
       cake_named_sync(8 + math_index, 128);

@@ -152,7 +152,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) cake_kmeans_assign(
   const uint32_t sC = cake_smem + 49152;  // view sC: bf16 x [128, 128], 5 stage(s) of 32768 B, swizzle 128
   const uint32_t x_full = cake_smem + 212992;  // mbarrier x_full: 1 slot(s), 3 arrival(s) per phase
   const uint32_t c_full = cake_smem + 213000;  // mbarrier c_full: 5 slot(s), 1 arrival(s) per phase
-  const uint32_t c_empty = cake_smem + 213040;  // mbarrier c_empty: 5 slot(s), 384 arrival(s) per phase
+  const uint32_t c_empty = cake_smem + 213040;  // mbarrier c_empty: 5 slot(s), 3 arrival(s) per phase
   const int warp = __shfl_sync(0xffffffffu, (int)threadIdx.x / 32, 0);
   const int tiles_0 = dim_B;
   const int tiles_1 = cake_cdiv(dim_N, 192);
@@ -160,7 +160,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) cake_kmeans_assign(
   if (threadIdx.x == 0) {
     for (int s = 0; s < 1; ++s) cake_mbar_init(x_full + 8 * s, 3);
     for (int s = 0; s < 5; ++s) cake_mbar_init(c_full + 8 * s, 1);
-    for (int s = 0; s < 5; ++s) cake_mbar_init(c_empty + 8 * s, 384);
+    for (int s = 0; s < 5; ++s) cake_mbar_init(c_empty + 8 * s, 3);
     cake_fence_barrier_init();
   }
   __syncthreads();
@@ -241,7 +241,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) cake_kmeans_assign(
         cake_wgmma_m64n128k16_f32_bf16(acc, cake_wgmma_desc(sX + 24672 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sC + 32768 * pipe_stage) + 16480, 16, 1024, 1), 1);
         cake_wgmma_commit();
         cake_wgmma_wait<0>();
-        cake_mbar_arrive(c_empty + 8 * pipe_stage);  // release
+        if (math_thread == 0) cake_mbar_arrive(c_empty + 8 * pipe_stage);  // release
         float red0_v[2]; int red0_i[2];  // row min over 128 columns, packed (value, column) keys (kmeans_assign_sm90.py:88)
         float bv[2] = {__int_as_float(0x7f800000), __int_as_float(0x7f800000)}; int bi[2] = {0, 0};
         const int red0_keymask = ~31 | ((int)blockDim.x >> 31);
