@@ -106,8 +106,9 @@ pub fn barrier_facts(k: &Kernel, target: &Target) -> Vec<BarrierFacts> {
         // over the cluster's network: one per warp (lane c arrives in CTA c once the warp has
         // converged, which orders every lane's accesses before it), or from the one issuing
         // thread of an issue-only role, which arrives in every CTA.
+        let clustered = |b: &BarrierId| k.barriers[*b].cluster && k.cluster_size() > 1;
         let cluster_arrivals = |b: &BarrierId| {
-            if !k.barriers[*b].cluster {
+            if !clustered(b) {
                 per_thread
             } else if is_issue_only(k, role) {
                 replicas * k.cluster_size()
@@ -152,7 +153,7 @@ pub fn barrier_facts(k: &Kernel, target: &Target) -> Vec<BarrierFacts> {
                 release: Some(b),
                 ..
             } if wgmma => {
-                let per_warpgroup = if k.barriers[*b].cluster {
+                let per_warpgroup = if clustered(b) {
                     replicas * k.cluster_size()
                 } else {
                     replicas

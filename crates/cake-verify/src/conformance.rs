@@ -505,12 +505,13 @@ fn multicast_shapes(cx: &Ctx, out: &mut Vec<Finding>) {
     }
 }
 
-/// `cluster=True` needs a cluster whose size divides a warp, and arrivals the compiler issues.
+/// `cluster=True` needs a cluster of two or more CTAs, and arrivals the compiler issues (not a
+/// TMA, cp.async or tcgen05 completion, which signals its own CTA's barrier).
 fn cluster_barriers(cx: &Ctx, out: &mut Vec<Finding>) {
     let k = cx.k;
     let n = k.cluster_size();
     for (b, bar) in k.barriers.iter() {
-        if !bar.cluster || !cx.target.has(Feature::Clusters) {
+        if !bar.cluster {
             continue;
         }
         let sp = k.barriers.span(b);
@@ -527,14 +528,20 @@ fn cluster_barriers(cx: &Ctx, out: &mut Vec<Finding>) {
                 .subject("barrier", &bar.name)
                 .expected("a cluster of 2 or more CTAs")
                 .actual(format!("{:?}", k.cluster))
-                .help(
-                    "declare cluster=(2, 1, 1) (or 4, 8, 16) on the schedule, or drop cluster=True",
-                ),
+                .help("declare a cluster such as cluster=(2, 1, 1) on the schedule, or drop cluster=True"),
             );
             continue;
         }
         for a in &cx.facts[b.index()].arrivals {
-            if !matches!(a.kind, ArriveKind::Arrive | ArriveKind::Release) {
+            // A TMEM accumulator's release is a tcgen05.commit, like `lm.commit`.
+            let commits = matches!(
+                k.stmts[a.stmt],
+                Stmt::Op(Op::Mma {
+                    acc: Operand::Tmem(_),
+                    ..
+                })
+            );
+            if commits || !matches!(a.kind, ArriveKind::Arrive | ArriveKind::Release) {
                 out.push(
                     Finding::new(
                         &CLUSTER_BARRIER,
