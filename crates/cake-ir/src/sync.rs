@@ -147,7 +147,17 @@ pub fn barrier_facts(k: &Kernel, target: &Target) -> Vec<BarrierFacts> {
             Op::Arrive { barrier } => {
                 add(*barrier, ArriveKind::Arrive, cluster_arrivals(barrier), 0)
             }
-            Op::Commit { barrier } => add(*barrier, ArriveKind::Commit, replicas, 0),
+            // A commit to a cluster barrier is multicast: one arrival in every CTA.
+            Op::Commit { barrier } => add(
+                *barrier,
+                ArriveKind::Commit,
+                if clustered(barrier) {
+                    replicas * k.cluster_size()
+                } else {
+                    replicas
+                },
+                0,
+            ),
             Op::Mma {
                 acc: Operand::Frag(_),
                 release: Some(b),

@@ -170,6 +170,10 @@ static __device__ __forceinline__ void cake_tmem_wait_st() {
 static __device__ __forceinline__ void cake_tcgen05_commit(uint32_t bar) {
   asm volatile("tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [%0];" :: "r"(bar) : "memory");
 }
+// The same arrival, on the mbarrier at the same offset in every CTA of `mask` (a cluster barrier).
+static __device__ __forceinline__ void cake_tcgen05_commit_multicast(uint32_t bar, uint16_t mask) {
+  asm volatile("tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.multicast::cluster.b64 [%0], %1;" :: "r"(bar), "h"(mask) : "memory");
+}
 // Registers written by tcgen05.ld are valid only after this (tcgen05.wait).
 static __device__ __forceinline__ void cake_tmem_wait_ld() {
   asm volatile("tcgen05.wait::ld.sync.aligned;" ::: "memory");
@@ -740,9 +744,9 @@ impl Emitter<'_> {
             }
         }
         if let Some(bar) = release {
-            let slot = self.barrier_slot(bar);
+            let commit = self.tcgen05_commit_call(bar);
             self.line(&format!(
-                "cake_tcgen05_commit({slot});  // release {} when these MMAs complete",
+                "{commit};  // release {} when these MMAs complete",
                 k.barriers[bar].name
             ));
         }
@@ -810,17 +814,32 @@ impl Emitter<'_> {
     }
 
     /// `lm.commit(bar)`: one arrival once every tcgen05 operation this thread issued completes.
+    /// `tcgen05.commit` to `barrier`'s current slot; to a cluster barrier, multicast to every
+    /// CTA of the cluster (`cake_ir::sync` counts one arrival per CTA).
+    fn tcgen05_commit_call(&self, barrier: BarrierId) -> String {
+        let slot = self.barrier_slot(barrier);
+        let n = self.k.cluster_size();
+        if self.k.barriers[barrier].cluster && n > 1 {
+            format!(
+                "cake_tcgen05_commit_multicast({slot}, {:#x})",
+                (1u32 << n) - 1
+            )
+        } else {
+            format!("cake_tcgen05_commit({slot})")
+        }
+    }
+
     pub(super) fn tcgen05_commit(&mut self, barrier: BarrierId, sp: Span) {
         let (role, issue_only) = self.role.expect("role");
         let rname = c_ident(&self.k.roles[role].name);
-        let slot = self.barrier_slot(barrier);
         let guard = if issue_only {
             String::new()
         } else {
             format!("if ({rname}_thread == 0) ")
         };
+        let commit = self.tcgen05_commit_call(barrier);
         self.line(&format!(
-            "{guard}cake_tcgen05_commit({slot});  // commit {} ({})",
+            "{guard}{commit};  // commit {} ({})",
             self.k.barriers[barrier].name,
             self.loc(sp)
         ));

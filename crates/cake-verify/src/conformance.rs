@@ -505,8 +505,8 @@ fn multicast_shapes(cx: &Ctx, out: &mut Vec<Finding>) {
     }
 }
 
-/// `cluster=True` needs a cluster of two or more CTAs, and arrivals the compiler issues (not a
-/// TMA, cp.async or tcgen05 completion, which signals its own CTA's barrier).
+/// `cluster=True` needs a cluster of two or more CTAs, and arrivals the compiler can send to
+/// every CTA (not a TMA or cp.async completion, which signals the CTA it lands in).
 fn cluster_barriers(cx: &Ctx, out: &mut Vec<Finding>) {
     let k = cx.k;
     let n = k.cluster_size();
@@ -533,25 +533,19 @@ fn cluster_barriers(cx: &Ctx, out: &mut Vec<Finding>) {
             continue;
         }
         for a in &cx.facts[b.index()].arrivals {
-            // A TMEM accumulator's release is a tcgen05.commit, like `lm.commit`.
-            let commits = matches!(
-                k.stmts[a.stmt],
-                Stmt::Op(Op::Mma {
-                    acc: Operand::Tmem(_),
-                    ..
-                })
-            );
-            if commits || !matches!(a.kind, ArriveKind::Arrive | ArriveKind::Release) {
+            // Copies complete on the barrier of the CTA they land in; arrivals, releases and
+            // tcgen05 commits (multicast) reach every CTA.
+            if matches!(a.kind, ArriveKind::Tma | ArriveKind::CpAsync) {
                 out.push(
                     Finding::new(
                         &CLUSTER_BARRIER,
                         cx.span(a.stmt),
                         format!(
                             "a {} completes on the barrier of its own CTA; `{}` is a cluster barrier",
-                            match a.kind {
-                                ArriveKind::Tma => "TMA load",
-                                ArriveKind::CpAsync => "cp.async",
-                                _ => "tcgen05 commit",
+                            if a.kind == ArriveKind::Tma {
+                                "TMA load"
+                            } else {
+                                "cp.async"
                             },
                             bar.name
                         ),

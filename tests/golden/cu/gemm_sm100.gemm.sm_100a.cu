@@ -144,6 +144,10 @@ static __device__ __forceinline__ void cake_tmem_wait_st() {
 static __device__ __forceinline__ void cake_tcgen05_commit(uint32_t bar) {
   asm volatile("tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [%0];" :: "r"(bar) : "memory");
 }
+// The same arrival, on the mbarrier at the same offset in every CTA of `mask` (a cluster barrier).
+static __device__ __forceinline__ void cake_tcgen05_commit_multicast(uint32_t bar, uint16_t mask) {
+  asm volatile("tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.multicast::cluster.b64 [%0], %1;" :: "r"(bar), "h"(mask) : "memory");
+}
 // Registers written by tcgen05.ld are valid only after this (tcgen05.wait).
 static __device__ __forceinline__ void cake_tmem_wait_ld() {
   asm volatile("tcgen05.wait::ld.sync.aligned;" ::: "memory");

@@ -179,7 +179,7 @@ pub const CLUSTER_BARRIER: CodeInfo = CodeInfo {
     category: Category::Conformance,
     severity: Severity::Error,
     summary: r#"A cluster barrier (`cluster=True`) is declared where it cannot work."#,
-    explanation: r#"An arrival on a cluster barrier counts in every CTA of the cluster: each warp of an arriving role converges and arrives once in every CTA (lane c in CTA c); the one thread of an issue-only role arrives in each CTA. That needs a kernel with a cluster of at least two CTAs, and arrivals the compiler issues itself: plain `lm.arrive` and the releases of register-accumulator MMAs (wgmma, mma.sync). TMA loads, cp.async and tcgen05 commits — including the release of an MMA into TMEM, which is a commit — signal the barrier of the CTA they complete in; give them a CTA barrier.
+    explanation: r#"An arrival on a cluster barrier counts in every CTA of the cluster: each warp of an arriving role converges and arrives once in every CTA (lane c in CTA c), a wgmma release arrives from one thread per warpgroup in each CTA, the one thread of an issue-only role arrives in each CTA, and a tcgen05 commit (`lm.commit`, or the release of an MMA into TMEM) is multicast to every CTA. That needs a kernel with a cluster of at least two CTAs. TMA loads and cp.async signal the barrier of the CTA they complete in; give them a CTA barrier.
 
 Declare a cluster of two or more CTAs on the schedule, or drop `cluster=True`."#,
     bad: include_str!("../../../../tests/check/CAKE-C014-bad.py"),
