@@ -10,7 +10,7 @@ use cake_ir::layout::{smem_layout, SmemLayout};
 use cake_ir::sync::{barrier_facts, is_issue_only, tma_bytes, BarrierFacts};
 use cake_ir::*;
 use cake_target::{Feature, MmaFamily, Target};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt::Write;
 
 #[path = "tcgen05.rs"]
@@ -128,6 +128,9 @@ pub struct Emitter<'a> {
     reduction_counter: u32,
     /// Per-column vector loads hoisted out of a row loop: expression → local name.
     col_loads: HashMap<ExprId, String>,
+    /// Per-column vector loads issued at the top of the current loop iteration: expression →
+    /// register array (`[i][j]`, the thread's columns).
+    prefetched: HashMap<ExprId, String>,
     /// The register array currently standing for a double-buffered fragment.
     frag_alias: HashMap<FragId, String>,
 }
@@ -229,6 +232,7 @@ impl<'a> Emitter<'a> {
             reduction_keys: Vec::new(),
             reduction_counter: 0,
             col_loads: HashMap::new(),
+            prefetched: HashMap::new(),
             frag_alias: HashMap::new(),
         }
     }
@@ -1172,7 +1176,10 @@ impl<'a> Emitter<'a> {
         self.indent += 1;
         // Per-column operands do not depend on the row: load each once for both rows.
         for (n, l) in loads.iter().enumerate() {
-            let code = self.elem(*l, Site::Tile);
+            let code = match self.prefetched.get(l) {
+                Some(array) => format!("{array}[i][j]"),
+                None => self.elem(*l, Site::Tile),
+            };
             let name = format!("col{id}_{n}");
             self.line(&format!("const float {name} = {code};"));
             self.col_loads.insert(*l, name);
@@ -1190,6 +1197,75 @@ impl<'a> Emitter<'a> {
         self.line("}");
         self.indent -= 1;
         self.line("}");
+    }
+
+    /// Issue the per-column vector loads of this loop body's row reductions at the top of the
+    /// iteration, into registers, so their latency overlaps the barrier wait and the MMA: the
+    /// wgmma wait before the reduction is an asm barrier that nothing moves across, so loads
+    /// written after it would wait out their whole latency there. Only loads of tensors the
+    /// kernel never writes, in the current role's statements. Returns the previous prefetches
+    /// (restored after the body: the arrays live in its scope).
+    fn prefetch_column_loads(&mut self, body: &Block) -> HashMap<ExprId, String> {
+        let saved = self.prefetched.clone();
+        if !self.in_role_region() || self.mma_sync() {
+            return saved;
+        }
+        let k = self.k;
+        let written: HashSet<ParamId> = self
+            .ops()
+            .iter()
+            .filter_map(|(_, op, _)| match op {
+                Op::Store { dst, .. } | Op::TmaStore { dst, .. } => Some(*dst),
+                _ => None,
+            })
+            .collect();
+        let mut reductions = Vec::new();
+        for &s in body {
+            if let Stmt::Op(
+                Op::Assign { value, .. } | Op::Store { value, .. } | Op::SmemStore { value, .. },
+            ) = &k.stmts[s]
+            {
+                reductions_in(k, *value, &mut reductions);
+            }
+        }
+        for r in reductions {
+            let ExprKind::Reduce { arg, axis: 1, .. } = k.exprs[r].kind else {
+                continue;
+            };
+            let Some(FragLayout::WgmmaAcc { n }) = self.tile_of(arg) else {
+                continue;
+            };
+            let mut loads = Vec::new();
+            self.column_loads(arg, &mut loads);
+            for l in loads {
+                let ExprKind::Load { tensor, .. } = k.exprs[l].kind else {
+                    continue;
+                };
+                if written.contains(&tensor) || self.prefetched.contains_key(&l) {
+                    continue;
+                }
+                let array = format!("pre{}", self.reduction_counter);
+                self.reduction_counter += 1;
+                self.line(&format!(
+                    "float {array}[{}][2];  // lm.load({}) for this iteration's row reductions, issued early ({})",
+                    n / 8,
+                    k.params[tensor].name,
+                    self.loc(k.exprs.span(l))
+                ));
+                self.line("#pragma unroll");
+                self.line(&format!("for (int i = 0; i < {}; ++i) {{", n / 8));
+                self.indent += 1;
+                self.line("#pragma unroll");
+                let code = self.elem(l, Site::Tile);
+                self.line(&format!(
+                    "for (int j = 0; j < 2; ++j) {array}[i][j] = {code};"
+                ));
+                self.indent -= 1;
+                self.line("}");
+                self.prefetched.insert(l, array);
+            }
+        }
+        saved
     }
 
     /// Per-column vector loads (`lm.load` of shape (N,)) inside `e`.
@@ -1724,7 +1800,9 @@ impl<'a> Emitter<'a> {
             self.pipes.push((id, p));
         }
         let saved = std::mem::replace(&mut self.deferred_release, deferred.clone());
+        let saved_prefetch = self.prefetch_column_loads(body);
         self.block(body);
+        self.prefetched = saved_prefetch;
         self.deferred_release = saved;
         if let Some(p) = pipeline {
             self.pipes.pop();
@@ -3488,5 +3566,25 @@ fn c_binary(op: BinOp, a: &str, b: &str, float: bool) -> String {
         BinOp::Max => format!("max({a}, {b})"),
         BinOp::And => format!("({a} && {b})"),
         BinOp::Or => format!("({a} || {b})"),
+    }
+}
+
+/// The reductions inside `e` (each once).
+fn reductions_in(k: &Kernel, e: ExprId, out: &mut Vec<ExprId>) {
+    match &k.exprs[e].kind {
+        ExprKind::Reduce { .. } if !out.contains(&e) => out.push(e),
+        ExprKind::Binary(_, a, b) | ExprKind::Cmp(_, a, b) => {
+            reductions_in(k, *a, out);
+            reductions_in(k, *b, out);
+        }
+        ExprKind::Select(c, a, b) => {
+            reductions_in(k, *c, out);
+            reductions_in(k, *a, out);
+            reductions_in(k, *b, out);
+        }
+        ExprKind::Unary(_, a) | ExprKind::Cast(_, a) | ExprKind::Expand { arg: a, .. } => {
+            reductions_in(k, *a, out)
+        }
+        _ => {}
     }
 }

@@ -228,6 +228,12 @@ extern "C" __global__ void __launch_bounds__(512, 1) cake_kmeans_assign(
       for (int c_2 = 0; c_2 < cake_cdiv(dim_K, 128); ++c_2) {  // kmeans_assign_sm90.py:82
         const uint32_t pipe_stage = pipe_it % 5;
         const uint32_t pipe_phase = (pipe_it / 5) & 1;
+        float pre0[16][2];  // lm.load(CSQ) for this iteration's row reductions, issued early (kmeans_assign_sm90.py:86)
+        #pragma unroll
+        for (int i = 0; i < 16; ++i) {
+          #pragma unroll
+          for (int j = 0; j < 2; ++j) pre0[i][j] = (((c_2 * 128) + lane_col + 8 * i + j) < dim_K ? __ldg(CSQ + ((size_t)(tile_0) * dim_K + (((c_2 * 128) + lane_col + 8 * i + j)))) : __int_as_float(0x7f800000));
+        }
         cake_mbar_wait(c_full + 8 * pipe_stage, pipe_phase);  // wait c_full (kmeans_assign_sm90.py:83)
         // mma acc += sX * sC.T (kmeans_assign_sm90.py:84)
         cake_wgmma_fence();
@@ -242,18 +248,18 @@ extern "C" __global__ void __launch_bounds__(512, 1) cake_kmeans_assign(
         cake_wgmma_commit();
         cake_wgmma_wait<0>();
         if (math_thread == 0) cake_mbar_arrive(c_empty + 8 * pipe_stage);  // release
-        float red0_v[2]; int red0_i[2];  // row min over 128 columns, packed (value, column) keys (kmeans_assign_sm90.py:88)
+        float red1_v[2]; int red1_i[2];  // row min over 128 columns, packed (value, column) keys (kmeans_assign_sm90.py:88)
         float bv[2] = {__int_as_float(0x7f800000), __int_as_float(0x7f800000)}; int bi[2] = {0, 0};
-        const int red0_keymask = ~31 | ((int)blockDim.x >> 31);
+        const int red1_keymask = ~31 | ((int)blockDim.x >> 31);
         #pragma unroll
         for (int i = 0; i < 16; ++i) {
           #pragma unroll
           for (int j = 0; j < 2; ++j) {
-            const float col0_0 = (((c_2 * 128) + lane_col + 8 * i + j) < dim_K ? __ldg(CSQ + ((size_t)(tile_0) * dim_K + (((c_2 * 128) + lane_col + 8 * i + j)))) : __int_as_float(0x7f800000));
+            const float col1_0 = pre0[i][j];
             #pragma unroll
             for (int h = 0; h < 2; ++h) {
-              const float v = (col0_0 - (2.0f * acc[4 * i + 2 * h + j]));
-              bv[h] = fminf(bv[h], __int_as_float((__float_as_int(v) & red0_keymask) | (2 * i + j)));
+              const float v = (col1_0 - (2.0f * acc[4 * i + 2 * h + j]));
+              bv[h] = fminf(bv[h], __int_as_float((__float_as_int(v) & red1_keymask) | (2 * i + j)));
             }
           }
         }
@@ -267,12 +273,12 @@ extern "C" __global__ void __launch_bounds__(512, 1) cake_kmeans_assign(
             const int oi = __shfl_xor_sync(0xffffffffu, bi[h], off);
             if (ov < bv[h] || (ov == bv[h] && oi < bi[h])) { bv[h] = ov; bi[h] = oi; }
           }
-          red0_v[h] = bv[h]; red0_i[h] = bi[h];
+          red1_v[h] = bv[h]; red1_i[h] = bi[h];
         }
         #pragma unroll  // best_i <- ... (kmeans_assign_sm90.py:93)
-        for (int h = 0; h < 2; ++h) best_i[h] = (int32_t)(((red0_v[h] < best_d[h]) ? (red0_i[h] + (c_2 * 128)) : best_i[h]));
+        for (int h = 0; h < 2; ++h) best_i[h] = (int32_t)(((red1_v[h] < best_d[h]) ? (red1_i[h] + (c_2 * 128)) : best_i[h]));
         #pragma unroll  // best_d <- ... (kmeans_assign_sm90.py:94)
-        for (int h = 0; h < 2; ++h) best_d[h] = (float)(((red0_v[h] < best_d[h]) ? red0_v[h] : best_d[h]));
+        for (int h = 0; h < 2; ++h) best_d[h] = (float)(((red1_v[h] < best_d[h]) ? red1_v[h] : best_d[h]));
         ++pipe_it;
       }
       cake_wgmma_wait<0>();  // every MMA of the loop has retired
