@@ -542,13 +542,15 @@ def fake_libcuda(tmp_path_factory):
     return d
 
 
-def fake_launch(fake_libcuda, tmp_path, meta, nparams, fail=None):
+def fake_launch(fake_libcuda, tmp_path, meta, nparams, fail=None, max_clusters=None):
     path = write_kernel(tmp_path, meta)
     log = tmp_path / "calls.log"
     env = {"LD_LIBRARY_PATH": os.pathsep.join(p for p in (str(fake_libcuda), os.environ.get("LD_LIBRARY_PATH")) if p),
            "FAKE_CUDA_LOG": str(log), "FAKE_CUDA_NPARAMS": str(nparams)}
     if fail:
         env["FAKE_CUDA_FAIL"] = fail
+    if max_clusters is not None:
+        env["FAKE_CUDA_MAX_CLUSTERS"] = str(max_clusters)
     r = subprocess.run([sys.executable, "-c", FAKE_LAUNCH, str(path)], capture_output=True, text=True,
                        env=dict(os.environ, PYTHONPATH=os.pathsep.join(
                            p for p in (os.path.join(ROOT, "python"), os.environ.get("PYTHONPATH")) if p), **env))
@@ -605,6 +607,12 @@ def test_fake_driver_cluster_launch(fake_libcuda, tmp_path):
     assert not any(c.startswith("cuFuncSetAttribute") for c in calls)
     launch = next(c for c in calls if c.startswith("cuLaunchKernelEx"))
     assert "smem=1024" in launch and "attrs=1 attr4=2,1,1" in launch  # CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+    # A persistent cluster grid is asked how many clusters fit at once, and capped by it when
+    # fewer fit than the grid would launch.
+    assert any(c.startswith("cuOccupancyMaxActiveClusters") and "cluster=2" in c for c in calls)
+    out, calls = fake_launch(fake_libcuda, tmp_path, meta, nparams=0, max_clusters=4)
+    assert out["grid"] == [8, 1, 1]
+    assert "grid=8,1,1" in [c for c in calls if c.startswith("cuLaunchKernelEx")][-1]
 
 
 def test_fake_driver_errors_are_cuda_errors(fake_libcuda, tmp_path):

@@ -139,6 +139,16 @@ CUresult cuTensorMapEncodeTiled(void *tm, int dtype, unsigned rank, void *addr,
     return 0;
 }
 
+/* $FAKE_CUDA_MAX_CLUSTERS clusters fit at once (default 64). */
+CUresult cuOccupancyMaxActiveClusters(int *n, CUfunction f, const CUlaunchConfig *c) {
+    const char *m = getenv("FAKE_CUDA_MAX_CLUSTERS");
+    *n = m ? atoi(m) : 64;
+    logf_("cuOccupancyMaxActiveClusters f=%#lx block=%u smem=%u cluster=%u -> %d",
+          (unsigned long)(uintptr_t)f, c->blockDimX, c->sharedMemBytes,
+          c->numAttrs ? c->attrs[0].value.clusterDim.x : 1, *n);
+    return 0;
+}
+
 CUresult cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **params, void **extra) {
     char text[1024];
     int n = snprintf(text, sizeof text,
