@@ -21,6 +21,8 @@ pub struct Kernel {
     image: Vec<u8>,
     path: Option<PathBuf>,
     functions: Mutex<HashMap<i32, Function>>,
+    /// Per device: CTAs of whole clusters that can run at once (persistent cluster grids only).
+    cluster_fit: Mutex<HashMap<i32, u32>>,
     /// `cuTensorMapEncodeTiled` results by their arguments. A descriptor is a pure function of
     /// its fields (address, shape, strides, box, ...), independent of context and device, so a
     /// repeated call with the same tensors reuses it instead of encoding again.
@@ -78,6 +80,7 @@ impl Kernel {
             image,
             path,
             functions: Mutex::new(HashMap::new()),
+            cluster_fit: Mutex::new(HashMap::new()),
             tensormaps: Mutex::new(HashMap::new()),
         }
     }
@@ -223,7 +226,15 @@ impl Kernel {
         if self.spec.grid_kind == GridKind::Persistent && m.cluster != [1, 1, 1] {
             // Not every SM can host a CTA of a cluster (clusters stay within a GPC): size the
             // persistent grid by the clusters that fit at once.
-            let fit = driver::max_active_clusters(function, &config)? * m.cluster[0];
+            let cached = self.cluster_fit.lock().expect("lock").get(&device).copied();
+            let fit = match cached {
+                Some(f) => f,
+                None => {
+                    let f = driver::max_active_clusters(function, &config)? * m.cluster[0];
+                    self.cluster_fit.lock().expect("lock").insert(device, f);
+                    f
+                }
+            };
             if fit > 0 && fit < config.grid[0] {
                 config.grid = bind::compute_grid(&self.spec, &binding.bound.env(), fit)?;
             }

@@ -104,7 +104,9 @@ fn cluster_divergence(cx: &Ctx, out: &mut Vec<Finding>) {
                 }
                 "a multicast load"
             }
-            Op::Wait { barrier } | Op::Arrive { barrier } if k.barriers[*barrier].cluster => {
+            Op::Wait { barrier } | Op::Arrive { barrier } | Op::Commit { barrier }
+                if k.barriers[*barrier].cluster =>
+            {
                 "an operation on a cluster barrier"
             }
             Op::Mma {

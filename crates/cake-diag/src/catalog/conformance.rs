@@ -100,10 +100,10 @@ pub const CLUSTER_LIMIT: CodeInfo = CodeInfo {
     name: "cluster-limit",
     category: Category::Conformance,
     severity: Severity::Error,
-    summary: r#"The cluster shape exceeds the target's limit."#,
-    explanation: r#"Thread-block clusters hold at most 8 CTAs portably (16 with an opt-in on sm_90a). Larger clusters fail to launch.
+    summary: r#"The cluster shape exceeds the target's limit, or is not `(n, 1, 1)`."#,
+    explanation: r#"Thread-block clusters hold at most 8 CTAs portably (16 with an opt-in on sm_90a). Larger clusters fail to launch. Cake's grids are one-dimensional (the tile loop linearises the tiles), so a cluster extends along x only: `(n, 1, 1)`.
 
-Use a smaller cluster."#,
+Use a smaller cluster, along x."#,
     bad: include_str!("../../../../tests/check/CAKE-C008-bad.py"),
     good: include_str!("../../../../tests/check/CAKE-C008-good.py"),
 };
