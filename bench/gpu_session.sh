@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One GPU session for the runtime and the kernels (docs/gpu.md, issue #6): install the carried
-# wheel, run the Python package's GPU tests, `cake test` and `cake bench` on the GEMM contract,
-# `cake bench` on the k-means assign and update contracts and on the Ampere-path GEMM, then the
+# wheel, run the Python package's GPU tests, `cake test` and `cake bench` on the GEMM contract
+# (and the cluster GEMM), `cake bench` on the k-means assign and update contracts and on the
+# Ampere-path GEMM, then the
 # planted faults. Everything
 # it measures lands under $OUT, also packed as $OUT.tar.gz (the device tool returns few files);
 # bench-summary.json and a Markdown table of every bench come last.
@@ -22,6 +23,10 @@ echo "== cake test"
 timeout 300 "$CAKE" test $CONTRACT --record "$OUT/gemm-test.json"; echo "exit $?"
 echo "== cake bench"
 timeout 600 "$CAKE" bench $CONTRACT --record "$OUT/gemm-bench.json"; echo "exit $?"
+
+echo "== GEMM in clusters of two, B multicast (examples/gemm_cluster_sm90.py)"
+timeout 300 "$CAKE" bench $CONTRACT --kernel examples/gemm_cluster_sm90.py \
+    --record "$OUT/gemm-cluster-bench.json" | grep -E "^bench|correctness|verdict"; echo "exit ${PIPESTATUS[0]}"
 
 echo "== k-means assign vs flash-kmeans"
 timeout 600 "$CAKE" bench kernels/kmeans/assign.contract.toml --record "$OUT/kmeans-bench.json"; echo "exit $?"
@@ -46,6 +51,6 @@ echo "== launch overhead (host)"
 timeout 120 python3 bench/launch_overhead.py --out "$OUT/launch-overhead.json"
 
 echo "== summary of the benches"
-python3 bench/summarize.py "$OUT/bench-summary.json" "$OUT/gemm-bench.json" "$OUT/kmeans-bench.json" \
+python3 bench/summarize.py "$OUT/bench-summary.json" "$OUT/gemm-bench.json" "$OUT/gemm-cluster-bench.json" "$OUT/kmeans-bench.json" \
     "$OUT/kmeans-update-bench.json" "$OUT/gemm-sm80-bench.json" | tee "$OUT/bench-summary.md"
 tar -czf "$OUT.tar.gz" -C "$(dirname "$OUT")" "$(basename "$OUT")"
