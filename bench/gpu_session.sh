@@ -2,9 +2,8 @@
 # One GPU session for the runtime and the kernels (docs/gpu.md, issue #6): install the carried
 # wheel, run the Python package's GPU tests, `cake test` and `cake bench` on the GEMM contract
 # (and the cluster GEMM), `cake bench` on the k-means assign and update contracts and on the
-# Ampere-path GEMM, then the
-# planted faults. Everything
-# it measures lands under $OUT, also packed as $OUT.tar.gz (the device tool returns few files);
+# Ampere-path GEMM, then the planted faults. Everything it measures lands under $OUT, also
+# packed as $OUT.tar.gz (the device tool returns few files);
 # bench-summary.json and a Markdown table of every bench come last.
 #
 #   bench/gpu_session.sh            # on the GPU host, from the repository root
