@@ -49,10 +49,11 @@ fn tune_model_only_then_resume_then_report() {
             CONTRACT,
             "--seed",
             SEED,
-            // Short enough to stop before the cost model has ranked every reachable knob
-            // setting (it converges in ~25 generations on this seed).
+            // Spent by the first candidate on any machine, so the run stops on its wall
+            // budget long before the cost model has ranked every reachable knob setting (that
+            // takes ~0.6 s and ~116 candidates of a debug build on a 2-core VM).
             "--budget",
-            "wall=0.1s",
+            "wall=0.001s",
             "--model-only",
             "--run",
             r,
@@ -64,7 +65,7 @@ fn tune_model_only_then_resume_then_report() {
     assert!(err.contains("stopped: budget spent: wall"), "{err}");
     assert!(run.join("archive.sqlite").exists() && run.join("report.svg").exists());
     let first = report_json(&run)["counts"]["candidates"].as_u64().unwrap();
-    assert!(first > 1);
+    assert!(first >= 1);
     // A second start in the same directory is refused; --resume with a larger budget goes on.
     let again = cake(
         &[
