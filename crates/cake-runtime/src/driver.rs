@@ -396,57 +396,27 @@ pub struct Config {
     pub stream: u64,
 }
 
-/// How many clusters of `cfg`'s shape can run at once (`cuOccupancyMaxActiveClusters`): a
-/// persistent grid of clusters larger than this would leave whole clusters waiting for a
-/// second wave. `f` must be loaded in the current context.
-pub fn max_active_clusters(f: Function, cfg: &Config) -> Result<u32> {
-    // SAFETY: the config points at one live attribute for the duration of the call.
-    unsafe {
-        let mut attr: sys::CUlaunchAttribute = std::mem::zeroed();
-        attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-        attr.value.clusterDim.x = cfg.cluster[0];
-        attr.value.clusterDim.y = cfg.cluster[1];
-        attr.value.clusterDim.z = cfg.cluster[2];
-        let config = sys::CUlaunchConfig {
-            gridDimX: cfg.grid[0],
-            gridDimY: cfg.grid[1],
-            gridDimZ: cfg.grid[2],
-            blockDimX: cfg.block[0],
-            blockDimY: cfg.block[1],
-            blockDimZ: cfg.block[2],
-            sharedMemBytes: cfg.dynamic_smem,
-            hStream: std::ptr::null_mut(),
-            attrs: &mut attr,
-            numAttrs: 1,
-        };
-        let mut n: std::ffi::c_int = 0;
-        check(
-            sys::cuOccupancyMaxActiveClusters(&mut n, f.0, &config),
-            || {
-                format!(
-                    "cuOccupancyMaxActiveClusters(block={:?}, cluster={:?}, smem={})",
-                    cfg.block, cfg.cluster, cfg.dynamic_smem
-                )
-            },
-        )?;
-        Ok(n.max(0) as u32)
-    }
-}
-
-/// `cuLaunchKernelEx` on the current context, with a cluster-dimension attribute when the
-/// cluster is not 1×1×1.
-///
-/// # Safety
-/// `params` must point at one valid pointer per kernel parameter, each to that parameter's
-/// bytes; `f` must be loaded in the current context, and the stream must belong to it.
-pub unsafe fn launch(f: Function, cfg: &Config, params: *mut *mut c_void) -> Result<()> {
-    let mut attr: sys::CUlaunchAttribute = std::mem::zeroed();
+/// The cluster-dimension launch attribute of `cfg`.
+fn cluster_attribute(cfg: &Config) -> sys::CUlaunchAttribute {
+    // SAFETY: an all-zero attribute is valid plain data; the id and the union member set
+    // below agree.
+    let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
     attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
     attr.value.clusterDim.x = cfg.cluster[0];
     attr.value.clusterDim.y = cfg.cluster[1];
     attr.value.clusterDim.z = cfg.cluster[2];
-    let clustered = cfg.cluster != [1, 1, 1];
-    let config = sys::CUlaunchConfig {
+    attr
+}
+
+/// `cfg` as the driver's launch configuration. `attr` (the cluster attribute) is referenced
+/// when the cluster is not 1×1×1 or `always_cluster` is set, and must outlive the result.
+fn launch_config(
+    cfg: &Config,
+    attr: &mut sys::CUlaunchAttribute,
+    always_cluster: bool,
+) -> sys::CUlaunchConfig {
+    let clustered = always_cluster || cfg.cluster != [1, 1, 1];
+    sys::CUlaunchConfig {
         gridDimX: cfg.grid[0],
         gridDimY: cfg.grid[1],
         gridDimZ: cfg.grid[2],
@@ -456,12 +426,41 @@ pub unsafe fn launch(f: Function, cfg: &Config, params: *mut *mut c_void) -> Res
         sharedMemBytes: cfg.dynamic_smem,
         hStream: cfg.stream as usize as sys::CUstream,
         attrs: if clustered {
-            &mut attr
+            attr
         } else {
             std::ptr::null_mut()
         },
         numAttrs: u32::from(clustered),
-    };
+    }
+}
+
+/// How many clusters of `cfg`'s shape can run at once (`cuOccupancyMaxActiveClusters`): a
+/// persistent grid of clusters larger than this would leave whole clusters waiting for a
+/// second wave. `f` must be loaded in the current context.
+pub fn max_active_clusters(f: Function, cfg: &Config) -> Result<u32> {
+    let mut attr = cluster_attribute(cfg);
+    let config = launch_config(cfg, &mut attr, true);
+    let mut n: std::ffi::c_int = 0;
+    // SAFETY: the config and its attribute live across the call; `f` is a loaded function.
+    let res = unsafe { sys::cuOccupancyMaxActiveClusters(&mut n, f.0, &config) };
+    check(res, || {
+        format!(
+            "cuOccupancyMaxActiveClusters(block={:?}, cluster={:?}, smem={})",
+            cfg.block, cfg.cluster, cfg.dynamic_smem
+        )
+    })?;
+    Ok(n.max(0) as u32)
+}
+
+/// `cuLaunchKernelEx` on the current context, with a cluster-dimension attribute when the
+/// cluster is not 1×1×1.
+///
+/// # Safety
+/// `params` must point at one valid pointer per kernel parameter, each to that parameter's
+/// bytes; `f` must be loaded in the current context, and the stream must belong to it.
+pub unsafe fn launch(f: Function, cfg: &Config, params: *mut *mut c_void) -> Result<()> {
+    let mut attr = cluster_attribute(cfg);
+    let config = launch_config(cfg, &mut attr, false);
     check(
         sys::cuLaunchKernelEx(&config, f.0, params, std::ptr::null_mut()),
         || {
