@@ -1980,7 +1980,7 @@ impl<'a> Emitter<'a> {
         let when = when.map(|w| format!("{w} && ")).unwrap_or_default();
         if self.k.barriers[b].cluster && self.clustered() {
             let n = self.cluster_ctas();
-            format!("if ({when}{t} < {n}) cake_mbar_arrive_cluster({slot}, {t});")
+            format!("if ({when}{t} < {n}) cake_mbar_release_cluster({slot}, {t});")
         } else {
             format!("if ({when}{t} == 0) cake_mbar_arrive({slot});")
         }

@@ -348,11 +348,18 @@ static __device__ __forceinline__ uint32_t cake_cluster_ctarank() {
 static __device__ __forceinline__ void cake_cluster_sync() {
   asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
 }
-// Arrive on the mbarrier at the same offset in CTA `cta` of the cluster. The default (.cta)
-// release semantics: `.release.cluster` puts MEMBAR.ALL.GPU before every arrival, which made the
-// consumers of a cluster GEMM 42% slower; what it would order here are MMA operand reads, which
-// the wgmma wait before the release has already completed.
+// Arrive on the mbarrier at the same offset in CTA `cta` of the cluster, ordering this thread's
+// earlier memory accesses before it at cluster scope (an `lm.arrive` after generic accesses).
 static __device__ __forceinline__ void cake_mbar_arrive_cluster(uint32_t bar, uint32_t cta) {
+  asm volatile(
+      "{\n\t.reg .b32 remote;\n\tmapa.shared::cluster.u32 remote, %0, %1;\n\t"
+      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n\t}"
+      :: "r"(bar), "r"(cta) : "memory");
+}
+// The same arrival with the default (CTA-scope) semantics, for releasing a stage whose readers
+// were MMAs that have retired: there is nothing left to order. `.release.cluster` puts
+// MEMBAR.ALL.GPU before every arrival, which made the consumers of a cluster GEMM 42% slower.
+static __device__ __forceinline__ void cake_mbar_release_cluster(uint32_t bar, uint32_t cta) {
   asm volatile(
       "{\n\t.reg .b32 remote;\n\tmapa.shared::cluster.u32 remote, %0, %1;\n\t"
       "mbarrier.arrive.shared::cluster.b64 _, [remote];\n\t}"

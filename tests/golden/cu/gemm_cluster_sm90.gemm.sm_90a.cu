@@ -97,11 +97,18 @@ static __device__ __forceinline__ uint32_t cake_cluster_ctarank() {
 static __device__ __forceinline__ void cake_cluster_sync() {
   asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
 }
-// Arrive on the mbarrier at the same offset in CTA `cta` of the cluster. The default (.cta)
-// release semantics: `.release.cluster` puts MEMBAR.ALL.GPU before every arrival, which made the
-// consumers of a cluster GEMM 42% slower; what it would order here are MMA operand reads, which
-// the wgmma wait before the release has already completed.
+// Arrive on the mbarrier at the same offset in CTA `cta` of the cluster, ordering this thread's
+// earlier memory accesses before it at cluster scope (an `lm.arrive` after generic accesses).
 static __device__ __forceinline__ void cake_mbar_arrive_cluster(uint32_t bar, uint32_t cta) {
+  asm volatile(
+      "{\n\t.reg .b32 remote;\n\tmapa.shared::cluster.u32 remote, %0, %1;\n\t"
+      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n\t}"
+      :: "r"(bar), "r"(cta) : "memory");
+}
+// The same arrival with the default (CTA-scope) semantics, for releasing a stage whose readers
+// were MMAs that have retired: there is nothing left to order. `.release.cluster` puts
+// MEMBAR.ALL.GPU before every arrival, which made the consumers of a cluster GEMM 42% slower.
+static __device__ __forceinline__ void cake_mbar_release_cluster(uint32_t bar, uint32_t cta) {
   asm volatile(
       "{\n\t.reg .b32 remote;\n\tmapa.shared::cluster.u32 remote, %0, %1;\n\t"
       "mbarrier.arrive.shared::cluster.b64 _, [remote];\n\t}"
@@ -270,12 +277,12 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
         cake_wgmma_m64n256k16_f32_bf16(acc, cake_wgmma_desc((sA + 16384 * pipe_stage) + 96 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sB + 32768 * pipe_stage) + 96, 16, 1024, 1), 1);
         cake_wgmma_commit();
         cake_wgmma_wait<1>();  // the previous iteration's MMAs have retired
-        if (empty_pending >= 0 && math_thread < 2) cake_mbar_arrive_cluster(empty + 8 * empty_pending, math_thread);  // release
+        if (empty_pending >= 0 && math_thread < 2) cake_mbar_release_cluster(empty + 8 * empty_pending, math_thread);  // release
         empty_pending = (int)pipe_stage;
         ++pipe_it;
       }
       cake_wgmma_wait<0>();  // every MMA of the loop has retired
-      if (empty_pending >= 0 && math_thread < 2) cake_mbar_arrive_cluster(empty + 8 * empty_pending, math_thread);
+      if (empty_pending >= 0 && math_thread < 2) cake_mbar_release_cluster(empty + 8 * empty_pending, math_thread);
       // sC.store(...) (gemm_cluster_sm90.py:47)
       if (math_thread == 0) cake_bulk_wait_read();
       cake_named_sync(8 + math_index, 128);
