@@ -3,7 +3,7 @@ import cake
 from cake import lm
 
 
-@cake.schedule(targets=["sm_100a"], persistent=True)
+@cake.schedule(targets=["sm_100a"])
 def gemm(A: lm.tensor[lm.bf16, "M", "K"],
          B: lm.tensor[lm.bf16, "N", "K"],
          C: lm.tensor[lm.bf16, "M", "N"]):

@@ -3,7 +3,7 @@ import cake
 from cake import lm
 
 
-@cake.schedule(targets=["sm_100a"], persistent=True)
+@cake.schedule(targets=["sm_100a"])
 def gemm(A: lm.tensor[lm.bf16, "M", "K"],
          B: lm.tensor[lm.bf16, "N", "K"],
          C: lm.tensor[lm.bf16, "M", "N"]):
@@ -28,7 +28,7 @@ def gemm(A: lm.tensor[lm.bf16, "M", "K"],
         with issue:
             for k in lm.range(lm.cdiv(K, 64), pipeline=pipe):
                 lm.wait(full)
-                lm.mma(tacc, sA, sB.T, accumulate=k > 0)  # note[CAKE-V001]
+                lm.mma(tacc, sA, sB.T, accumulate=k > 0)
                 lm.commit(empty)
             lm.commit(done)
         with epi:

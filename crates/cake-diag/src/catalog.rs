@@ -768,6 +768,7 @@ pub const ALL: &[&CodeInfo] = &[
     &safety::ROWS_OUT_OF_RANGE,
     &safety::MULTICAST_UNGUARDED,
     &safety::CLUSTER_DIVERGENCE,
+    &safety::TMEM_OVERWRITE,
     &conformance::INSTRUCTION_UNAVAILABLE,
     &conformance::SMEM_LIMIT,
     &conformance::THREAD_LIMIT,

@@ -189,7 +189,138 @@ pub fn barrier_facts(k: &Kernel, target: &Target) -> Vec<BarrierFacts> {
             f.guards_copies = true;
         }
     }
+    // Likewise a wait before the MMAs that overwrite a TMEM accumulator, when everyone who
+    // arrives reads the accumulator (`lm.tmem_load`) and hands the waiter nothing it reads:
+    // "accumulator empty". (A softmax role that reads O and writes P for the MMA role arrives on
+    // a "P full" barrier, which must not start free.)
+    for (b, t) in tmem_guards(k) {
+        if releases_tmem(k, &facts[b.index()], t) {
+            facts[b.index()].guards_copies = true;
+        }
+    }
     facts
+}
+
+/// Whether barrier `f` is the release of TMEM region `t`: it has arrivals, every arriving role
+/// reads `t`, and none of them writes shared or tensor memory that a waiting role reads.
+pub fn releases_tmem(k: &Kernel, f: &BarrierFacts, t: TmemId) -> bool {
+    let readers = tmem_readers(k, t);
+    if f.arrivals.is_empty() || !f.arrivals.iter().all(|a| readers.contains(&a.role)) {
+        return false;
+    }
+    let (written, read) = memory_by_role(k);
+    let waiters: Vec<RoleId> = f.waits.iter().map(|(_, r)| *r).collect();
+    !f.arrivals.iter().any(|a| {
+        written
+            .iter()
+            .any(|(r, m)| *r == a.role && read.iter().any(|(w, n)| waiters.contains(w) && n == m))
+    })
+}
+
+/// A place in shared or tensor memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Memory {
+    View(ViewId),
+    Tmem(TmemId),
+}
+
+/// (role, memory) written and (role, memory) read, over the whole kernel.
+fn memory_by_role(k: &Kernel) -> (Vec<(RoleId, Memory)>, Vec<(RoleId, Memory)>) {
+    let (mut written, mut read) = (Vec::new(), Vec::new());
+    k.walk(|_, stmt, ctx| {
+        let (Stmt::Op(op), Some(r)) = (stmt, ctx.role) else {
+            return;
+        };
+        let operand = |o: &Operand| match o {
+            Operand::Smem(v) => Some(Memory::View(v.view)),
+            Operand::Tmem(t) => Some(Memory::Tmem(*t)),
+            Operand::Frag(_) => None,
+        };
+        match op {
+            Op::TmaLoad { dst, .. } | Op::CpAsync { dst, .. } | Op::SmemStore { dst, .. } => {
+                written.push((r, Memory::View(dst.view)))
+            }
+            Op::ScatterAdd {
+                dst, src, index, ..
+            } => {
+                written.push((r, Memory::View(dst.view)));
+                read.push((r, Memory::View(src.view)));
+                read.push((r, Memory::View(index.view)));
+            }
+            Op::TmemStore { dst, .. } => written.push((r, Memory::Tmem(*dst))),
+            Op::TmemCopy { dst, src } => {
+                written.push((r, Memory::Tmem(*dst)));
+                read.push((r, Memory::View(src.view)));
+            }
+            Op::TmemLoad { src, .. } => read.push((r, Memory::Tmem(*src))),
+            Op::Mma { acc, a, b, .. } => {
+                read.extend([a, b].into_iter().filter_map(operand).map(|m| (r, m)));
+                if let Some(m) = operand(acc) {
+                    written.push((r, m));
+                }
+            }
+            Op::Ldmatrix { src, .. } | Op::TmaStore { src, .. } => {
+                read.push((r, Memory::View(src.view)))
+            }
+            _ => {}
+        }
+    });
+    (written, read)
+}
+
+/// (barrier, TMEM region) for every wait followed, later in the same block or in a loop or `if`
+/// there, by an MMA into the region: the waits that guard the accumulator's overwrite.
+pub fn tmem_guards(k: &Kernel) -> Vec<(BarrierId, TmemId)> {
+    fn go(
+        k: &Kernel,
+        block: &Block,
+        waited: &mut Vec<BarrierId>,
+        out: &mut Vec<(BarrierId, TmemId)>,
+    ) {
+        let depth = waited.len();
+        for &s in block {
+            match &k.stmts[s] {
+                Stmt::Op(Op::Wait { barrier }) => waited.push(*barrier),
+                Stmt::Op(Op::Mma {
+                    acc: Operand::Tmem(t),
+                    ..
+                }) => {
+                    for b in waited.iter() {
+                        if !out.contains(&(*b, *t)) {
+                            out.push((*b, *t));
+                        }
+                    }
+                }
+                Stmt::Role { body, .. } | Stmt::Loop { body, .. } => go(k, body, waited, out),
+                Stmt::If {
+                    then_body,
+                    else_body,
+                    ..
+                } => {
+                    go(k, then_body, waited, out);
+                    go(k, else_body, waited, out);
+                }
+                Stmt::Op(_) => {}
+            }
+        }
+        waited.truncate(depth);
+    }
+    let mut out = Vec::new();
+    go(k, &k.body, &mut Vec::new(), &mut out);
+    out
+}
+
+/// The roles that read TMEM region `t` (`lm.tmem_load`).
+pub fn tmem_readers(k: &Kernel, t: TmemId) -> Vec<RoleId> {
+    let mut out = Vec::new();
+    k.walk(|_, stmt, ctx| {
+        if let (Stmt::Op(Op::TmemLoad { src, .. }), Some(r)) = (stmt, ctx.role) {
+            if *src == t && !out.contains(&r) {
+                out.push(r);
+            }
+        }
+    });
+    out
 }
 
 /// (barrier, view) for every wait followed, later in the same block, by a copy into the view.

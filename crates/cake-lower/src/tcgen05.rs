@@ -600,13 +600,6 @@ impl Emitter<'_> {
         sp: Span,
     ) {
         let k = self.k;
-        if k.persistent {
-            // A CTA that runs several tiles rewrites the accumulator while the previous tile's
-            // readers may still hold it; the "accumulator empty" barrier that would order them
-            // needs stages that start free, which §11.3 of the language cannot derive for TMEM.
-            self.unsupported(sp, format!("tcgen05.mma into TMEM is lowered for kernels with one tile per CTA; a persistent kernel would overwrite `{}` while the previous tile's readers may still hold it", k.tmems[acc].name));
-            return;
-        }
         let Operand::Smem(bv) = b else {
             self.unsupported(
                 sp,

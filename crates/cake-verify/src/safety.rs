@@ -25,6 +25,50 @@ pub fn check(cx: &Ctx, out: &mut Vec<Finding>) {
     rows_in_range(cx, out);
     multicast_guard(cx, out);
     cluster_divergence(cx, out);
+    tmem_overwrite(cx, out);
+}
+
+/// In a persistent kernel, MMAs into a TMEM accumulator that another role reads must wait on an
+/// "accumulator empty" barrier the readers release (it starts free, `cake_ir::sync`).
+fn tmem_overwrite(cx: &Ctx, out: &mut Vec<Finding>) {
+    let k = cx.k;
+    if !k.persistent {
+        return;
+    }
+    let guards = cake_ir::sync::tmem_guards(k);
+    let mut reported: Vec<TmemId> = Vec::new();
+    for site in &cx.ops {
+        let Op::Mma {
+            acc: Operand::Tmem(t),
+            ..
+        } = &site.op
+        else {
+            continue;
+        };
+        let readers = cake_ir::sync::tmem_readers(k, *t);
+        if reported.contains(t) || readers.iter().all(|r| Some(*r) == site.role) {
+            continue;
+        }
+        let guarded = guards
+            .iter()
+            .any(|(b, g)| g == t && cake_ir::sync::releases_tmem(k, &cx.facts[b.index()], *t));
+        if guarded {
+            continue;
+        }
+        reported.push(*t);
+        let name = &k.tmems[*t].name;
+        let reader = cx.role_name(readers.iter().copied().find(|r| Some(*r) != site.role));
+        out.push(
+            Finding::new(
+                &TMEM_OVERWRITE,
+                cx.span(site.stmt),
+                format!("in a persistent kernel the next tile's MMAs overwrite `{name}` while `{reader}` may still be reading the previous tile's values"),
+            )
+            .subject("tmem", name)
+            .role(cx.role_name(site.role))
+            .help(format!("wait, before the tile's MMAs, on a barrier that `{reader}` arrives on after its lm.tmem_load of `{name}` (it starts free)")),
+        );
+    }
 }
 
 /// A multicast load writes the view in every CTA of the cluster: the wait before it must be on a

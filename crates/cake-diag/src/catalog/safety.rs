@@ -239,3 +239,16 @@ Multicast the operand that the cluster's tiles share (B, indexed by the second t
     bad: include_str!("../../../../tests/check/CAKE-S018-bad.py"),
     good: include_str!("../../../../tests/check/CAKE-S018-good.py"),
 };
+
+pub const TMEM_OVERWRITE: CodeInfo = CodeInfo {
+    code: "CAKE-S019",
+    name: "tmem-overwrite",
+    category: Category::Safety,
+    severity: Severity::Error,
+    summary: r#"A persistent kernel's MMAs overwrite a TMEM accumulator that another role may still be reading."#,
+    explanation: r#"In a persistent kernel each CTA runs several tiles, and the MMAs of the next tile write the TMEM accumulator again. The role that reads it (`lm.tmem_load`, usually the epilogue) runs concurrently: without synchronisation the next tile's first MMA can overwrite values the epilogue has not read yet. The MMA role must wait, before its first MMA of each tile, on a barrier that the readers arrive on after their last `lm.tmem_load` of the accumulator — an "accumulator empty" barrier. Cake derives that such a barrier starts free (language.md §11.3), so the first tile does not wait.
+
+Declare `acc_empty = lm.barrier(producers=[epilogue], consumers=[mma])`, `lm.wait(acc_empty)` in the MMA role before the tile's K loop, and `lm.arrive(acc_empty)` in the epilogue after `lm.tmem_load`."#,
+    bad: include_str!("../../../../tests/check/CAKE-S019-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-S019-good.py"),
+};

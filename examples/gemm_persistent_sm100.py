@@ -1,0 +1,55 @@
+"""BF16 GEMM for Blackwell (sm_100a / sm_103a), persistent: the gemm_sm100 example with one CTA
+per SM walking the tiles. The TMEM accumulator is reused by every tile, so the MMA warp waits on
+`acc_empty` before a tile's first MMA, and the epilogue arrives on it once its tcgen05.ld of the
+accumulator is done. Cake derives that `acc_empty` starts free (its wait guards the MMAs that
+overwrite `acc`, and its only arriver reads `acc`: language.md §11.3), so the first tile does
+not wait. The next tile's loads still run ahead through the 4-stage ring while the epilogue
+drains the accumulator. No Blackwell GPU is available here: proven by ptxas and the golden only.
+"""
+import cake
+from cake import lm
+
+BM, BN, BK = 128, 128, 64
+STAGES = 4  # 4 × 32 KiB of operands
+
+
+@cake.schedule(targets=["sm_100a", "sm_103a"], persistent=True)
+def gemm(A: lm.tensor[lm.bf16, "M", "K"],
+         B: lm.tensor[lm.bf16, "N", "K"],
+         C: lm.tensor[lm.bf16, "M", "N"]):
+    pool = lm.smem()
+    sA = pool.view(shape=(BM, BK), dtype=lm.bf16, stages=STAGES, swizzle=128)
+    sB = pool.view(shape=(BN, BK), dtype=lm.bf16, stages=STAGES, swizzle=128)
+
+    # 128 lanes (one per output row) × 128 f32 columns.
+    acc = lm.tmem(cols=BN, shape=(BM, BN), dtype=lm.f32)
+
+    epilogue = lm.role(warpgroup=0)
+    load = lm.role(warp=4)
+    mma = lm.role(warp=5)
+
+    pipe = lm.pipeline(stages=STAGES)
+    full = lm.barrier(pipe, producers=[load], consumers=[mma])
+    empty = lm.barrier(pipe, producers=[mma], consumers=[load])
+    acc_full = lm.barrier(producers=[mma], consumers=[epilogue])
+    acc_empty = lm.barrier(producers=[epilogue], consumers=[mma])
+
+    out = epilogue.fragment(shape=(BM, BN), dtype=lm.f32)
+
+    for tm, tn in lm.tiles(lm.cdiv(M, BM), lm.cdiv(N, BN)):
+        with load:
+            for k in lm.range(lm.cdiv(K, BK), pipeline=pipe):
+                lm.wait(empty)
+                sA.tma_load(A, coords=(tm * BM, k * BK), barrier=full)
+                sB.tma_load(B, coords=(tn * BN, k * BK), barrier=full)
+        with mma:
+            lm.wait(acc_empty)
+            for k in lm.range(lm.cdiv(K, BK), pipeline=pipe):
+                lm.wait(full)
+                lm.mma(acc, sA, sB.T, accumulate=k > 0, release=empty)
+            lm.commit(acc_full)
+        with epilogue:
+            lm.wait(acc_full)
+            lm.tmem_load(out, acc)
+            lm.arrive(acc_empty)
+            lm.store(C, lm.cast(out, lm.bf16), coords=(tm * BM, tn * BN))
