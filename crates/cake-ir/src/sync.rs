@@ -224,8 +224,11 @@ enum Memory {
     Tmem(TmemId),
 }
 
+/// Which role touches which memory.
+type Accesses = Vec<(RoleId, Memory)>;
+
 /// (role, memory) written and (role, memory) read, over the whole kernel.
-fn memory_by_role(k: &Kernel) -> (Vec<(RoleId, Memory)>, Vec<(RoleId, Memory)>) {
+fn memory_by_role(k: &Kernel) -> (Accesses, Accesses) {
     let (mut written, mut read) = (Vec::new(), Vec::new());
     k.walk(|_, stmt, ctx| {
         let (Stmt::Op(op), Some(r)) = (stmt, ctx.role) else {
