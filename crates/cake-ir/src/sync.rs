@@ -39,6 +39,10 @@ pub struct BarrierFacts {
     pub waits: Vec<(StmtId, RoleId)>,
     /// Some role waits on it and then, in the same loop body, copies into a staged view.
     pub guards_copies: bool,
+    /// The TMEM accumulators it releases: a role waits on it before the MMAs that overwrite
+    /// one, and its arrivers read that accumulator and hand the waiter nothing ("accumulator
+    /// empty").
+    pub releases_tmem: Vec<TmemId>,
 }
 
 impl BarrierFacts {
@@ -55,10 +59,12 @@ impl BarrierFacts {
             .sum()
     }
     /// A barrier that counts free stages: a waiter's first pass over each stage must not block
-    /// (the stage starts empty). Derived when every arrival is a release, or when a role waits on
-    /// it right before copying into a staged view (it guards the overwrite).
+    /// (the stage starts empty). Derived when every arrival is a release, when a role waits on
+    /// it right before copying into a staged view (it guards the overwrite), or when it releases
+    /// a TMEM accumulator.
     pub fn starts_free(&self) -> bool {
         self.guards_copies
+            || !self.releases_tmem.is_empty()
             || (!self.arrivals.is_empty()
                 && self.arrivals.iter().all(|a| a.kind == ArriveKind::Release))
     }
@@ -89,32 +95,36 @@ pub fn barrier_facts(k: &Kernel, target: &Target) -> Vec<BarrierFacts> {
             arrivals: Vec::new(),
             waits: Vec::new(),
             guards_copies: false,
+            releases_tmem: Vec::new(),
         })
         .collect();
     k.walk(|sid, stmt, ctx| {
         let Stmt::Op(op) = stmt else { return };
         let Some(role) = ctx.role else { return };
         let replicas = k.roles[role].replicas();
-        // Plain arrivals and releases come from every thread of the role (each after its own
-        // prior accesses), except in issue-only roles, where one thread per replica runs.
-        let per_thread = if is_issue_only(k, role) {
-            replicas
-        } else {
-            k.roles[role].threads()
-        };
-        // Arrivals on a cluster barrier reach every CTA of the cluster, and each is a message
-        // over the cluster's network: one per warp (lane c arrives in CTA c once the warp has
-        // converged, which orders every lane's accesses before it), or from the one issuing
-        // thread of an issue-only role, which arrives in every CTA.
-        let clustered = |b: &BarrierId| k.barriers[*b].cluster && k.cluster_size() > 1;
-        let cluster_arrivals = |b: &BarrierId| {
-            if !clustered(b) {
-                per_thread
-            } else if is_issue_only(k, role) {
-                replicas * k.cluster_size()
+        // An arrival on a cluster barrier reaches every CTA of the cluster: each site counts
+        // its arriving threads once per CTA.
+        let ctas = |b: &BarrierId| {
+            if k.barriers[*b].cluster && k.cluster_size() > 1 {
+                k.cluster_size()
             } else {
-                k.roles[role].threads() / 32 * k.cluster_size()
+                1
             }
+        };
+        // Plain arrivals and releases come from every thread of the role (each after its own
+        // prior accesses), except in issue-only roles, where one thread per replica runs. On a
+        // cluster barrier each is a message over the cluster's network, so one thread per warp
+        // arrives (lane c in CTA c, once the warp has converged, which orders every lane's
+        // accesses before it).
+        let per_thread = |b: &BarrierId| {
+            let threads = if is_issue_only(k, role) {
+                replicas
+            } else if ctas(b) > 1 {
+                k.roles[role].threads() / 32
+            } else {
+                k.roles[role].threads()
+            };
+            threads * ctas(b)
         };
         let mut add = |b: BarrierId, kind: ArriveKind, count: u32, tx: u64| {
             let f = &mut facts[b.index()];
@@ -144,92 +154,100 @@ pub fn barrier_facts(k: &Kernel, target: &Target) -> Vec<BarrierFacts> {
             Op::CpAsync { barrier, .. } => {
                 add(*barrier, ArriveKind::CpAsync, k.roles[role].threads(), 0)
             }
-            Op::Arrive { barrier } => {
-                add(*barrier, ArriveKind::Arrive, cluster_arrivals(barrier), 0)
-            }
+            Op::Arrive { barrier } => add(*barrier, ArriveKind::Arrive, per_thread(barrier), 0),
             // A commit to a cluster barrier is multicast: one arrival in every CTA.
-            Op::Commit { barrier } => add(
-                *barrier,
-                ArriveKind::Commit,
-                if clustered(barrier) {
-                    replicas * k.cluster_size()
-                } else {
-                    replicas
-                },
-                0,
-            ),
+            Op::Commit { barrier } => {
+                add(*barrier, ArriveKind::Commit, replicas * ctas(barrier), 0)
+            }
             Op::Mma {
                 acc: Operand::Frag(_),
                 release: Some(b),
                 ..
-            } if wgmma => {
-                let per_warpgroup = if clustered(b) {
-                    replicas * k.cluster_size()
-                } else {
-                    replicas
-                };
-                add(*b, ArriveKind::Release, per_warpgroup, 0)
-            }
+            } if wgmma => add(*b, ArriveKind::Release, replicas * ctas(b), 0),
             Op::Mma {
                 release: Some(b), ..
-            } => add(*b, ArriveKind::Release, cluster_arrivals(b), 0),
+            } => add(*b, ArriveKind::Release, per_thread(b), 0),
             Op::Wait { barrier } => facts[barrier.index()].waits.push((sid, role)),
             _ => {}
         }
     });
     // A wait that precedes a copy into view V guards V's overwrite when everyone who arrives on
     // the barrier reads V: it is the readers' release, so its stages start free.
+    let memory = MemoryAccesses::of(k);
     let mut pairs = Vec::new();
     wait_copy_pairs(k, &k.body, &mut pairs);
-    let readers = view_readers(k);
     for (b, v) in pairs {
         let f = &mut facts[b.index()];
-        let arrivers: Vec<RoleId> = f.arrivals.iter().map(|a| a.role).collect();
-        if !arrivers.is_empty() && arrivers.iter().all(|r| readers.contains(&(*r, v))) {
+        if memory.all_arrivers_read(f, Memory::View(v)) {
             f.guards_copies = true;
         }
     }
     // Likewise a wait before the MMAs that overwrite a TMEM accumulator, when everyone who
-    // arrives reads the accumulator (`lm.tmem_load`) and hands the waiter nothing it reads:
-    // "accumulator empty". (A softmax role that reads O and writes P for the MMA role arrives on
-    // a "P full" barrier, which must not start free.)
+    // arrives reads the accumulator and hands the waiter nothing it reads: "accumulator empty".
+    // (A softmax role that reads O and writes P for the MMA role arrives on a "P full" barrier,
+    // which must not start free.)
     for (b, t) in tmem_guards(k) {
-        if releases_tmem(k, &facts[b.index()], t) {
-            facts[b.index()].guards_copies = true;
+        let f = &mut facts[b.index()];
+        if memory.all_arrivers_read(f, Memory::Tmem(t)) && !memory.hands_off(f) {
+            f.releases_tmem.push(t);
         }
     }
     facts
 }
 
-/// Whether barrier `f` is the release of TMEM region `t`: it has arrivals, every arriving role
-/// reads `t`, and none of them writes shared or tensor memory that a waiting role reads.
-pub fn releases_tmem(k: &Kernel, f: &BarrierFacts, t: TmemId) -> bool {
-    let readers = tmem_readers(k, t);
-    if f.arrivals.is_empty() || !f.arrivals.iter().all(|a| readers.contains(&a.role)) {
-        return false;
-    }
-    let (written, read) = memory_by_role(k);
-    let waiters: Vec<RoleId> = f.waits.iter().map(|(_, r)| *r).collect();
-    !f.arrivals.iter().any(|a| {
-        written
-            .iter()
-            .any(|(r, m)| *r == a.role && read.iter().any(|(w, n)| waiters.contains(w) && n == m))
-    })
-}
-
 /// A place in shared or tensor memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Memory {
+pub enum Memory {
     View(ViewId),
     Tmem(TmemId),
 }
 
-/// Which role touches which memory.
-type Accesses = Vec<(RoleId, Memory)>;
+/// Which role writes and which reads each place in shared and tensor memory (MMA operands,
+/// copies, stores, TMEM transfers, the rows a scatter_add adds).
+pub struct MemoryAccesses {
+    written: Vec<(RoleId, Memory)>,
+    read: Vec<(RoleId, Memory)>,
+}
 
-/// (role, memory) written and (role, memory) read, over the whole kernel.
-fn memory_by_role(k: &Kernel) -> (Accesses, Accesses) {
-    let (mut written, mut read) = (Vec::new(), Vec::new());
+impl MemoryAccesses {
+    /// The roles that read `m`.
+    pub fn readers(&self, m: Memory) -> Vec<RoleId> {
+        let mut out = Vec::new();
+        for (r, n) in &self.read {
+            if *n == m && !out.contains(r) {
+                out.push(*r);
+            }
+        }
+        out
+    }
+
+    /// Barrier `f` has arrivals and every arriving role reads `m`.
+    fn all_arrivers_read(&self, f: &BarrierFacts, m: Memory) -> bool {
+        !f.arrivals.is_empty() && f.arrivals.iter().all(|a| self.read.contains(&(a.role, m)))
+    }
+
+    /// Some role arriving on `f` writes memory that a role waiting on it reads: the barrier
+    /// hands data over.
+    fn hands_off(&self, f: &BarrierFacts) -> bool {
+        f.arrivals.iter().any(|a| {
+            self.written.iter().any(|(r, m)| {
+                *r == a.role && f.waits.iter().any(|(_, w)| self.read.contains(&(*w, *m)))
+            })
+        })
+    }
+
+    pub fn of(k: &Kernel) -> Self {
+        let (mut written, mut read) = (Vec::new(), Vec::new());
+        collect_accesses(k, &mut written, &mut read);
+        MemoryAccesses { written, read }
+    }
+}
+
+fn collect_accesses(
+    k: &Kernel,
+    written: &mut Vec<(RoleId, Memory)>,
+    read: &mut Vec<(RoleId, Memory)>,
+) {
     k.walk(|_, stmt, ctx| {
         let (Stmt::Op(op), Some(r)) = (stmt, ctx.role) else {
             return;
@@ -268,12 +286,11 @@ fn memory_by_role(k: &Kernel) -> (Accesses, Accesses) {
             _ => {}
         }
     });
-    (written, read)
 }
 
 /// (barrier, TMEM region) for every wait followed, later in the same block or in a loop or `if`
 /// there, by an MMA into the region: the waits that guard the accumulator's overwrite.
-pub fn tmem_guards(k: &Kernel) -> Vec<(BarrierId, TmemId)> {
+fn tmem_guards(k: &Kernel) -> Vec<(BarrierId, TmemId)> {
     fn go(
         k: &Kernel,
         block: &Block,
@@ -313,19 +330,6 @@ pub fn tmem_guards(k: &Kernel) -> Vec<(BarrierId, TmemId)> {
     out
 }
 
-/// The roles that read TMEM region `t` (`lm.tmem_load`).
-pub fn tmem_readers(k: &Kernel, t: TmemId) -> Vec<RoleId> {
-    let mut out = Vec::new();
-    k.walk(|_, stmt, ctx| {
-        if let (Stmt::Op(Op::TmemLoad { src, .. }), Some(r)) = (stmt, ctx.role) {
-            if *src == t && !out.contains(&r) {
-                out.push(r);
-            }
-        }
-    });
-    out
-}
-
 /// (barrier, view) for every wait followed, later in the same block, by a copy into the view.
 fn wait_copy_pairs(k: &Kernel, block: &Block, out: &mut Vec<(BarrierId, ViewId)>) {
     let mut waited: Vec<BarrierId> = Vec::new();
@@ -349,35 +353,6 @@ fn wait_copy_pairs(k: &Kernel, block: &Block, out: &mut Vec<(BarrierId, ViewId)>
             Stmt::Op(_) => {}
         }
     }
-}
-
-/// (role, view) for every role that reads a view (MMA operands, ldmatrix, TMA store, TMEM copy,
-/// the rows a scatter_add adds).
-fn view_readers(k: &Kernel) -> Vec<(RoleId, ViewId)> {
-    let mut out = Vec::new();
-    k.walk(|_, stmt, ctx| {
-        let (Stmt::Op(op), Some(role)) = (stmt, ctx.role) else {
-            return;
-        };
-        let views: Vec<ViewId> = match op {
-            Op::Mma { a, b, .. } => [a, b]
-                .into_iter()
-                .filter_map(|o| match o {
-                    Operand::Smem(v) => Some(v.view),
-                    _ => None,
-                })
-                .collect(),
-            Op::Ldmatrix { src, .. } | Op::TmaStore { src, .. } | Op::TmemCopy { src, .. } => {
-                vec![src.view]
-            }
-            Op::ScatterAdd { src, index, .. } => vec![src.view, index.view],
-            _ => vec![],
-        };
-        for v in views {
-            out.push((role, v));
-        }
-    });
-    out
 }
 
 /// A role whose regions only issue asynchronous copies and wait/arrive on barriers runs on one

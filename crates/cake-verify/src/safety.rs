@@ -6,7 +6,7 @@ use crate::ctx::{Ctx, OpSite};
 use cake_diag::catalog::safety::*;
 use cake_diag::{Finding, Span};
 use cake_ir::layout::view_alignment;
-use cake_ir::sync::ArriveKind;
+use cake_ir::sync::{ArriveKind, Memory, MemoryAccesses};
 use cake_ir::*;
 use cake_target::MmaFamily;
 
@@ -35,7 +35,7 @@ fn tmem_overwrite(cx: &Ctx, out: &mut Vec<Finding>) {
     if !k.persistent {
         return;
     }
-    let guards = cake_ir::sync::tmem_guards(k);
+    let memory = MemoryAccesses::of(k);
     let mut reported: Vec<TmemId> = Vec::new();
     for site in &cx.ops {
         let Op::Mma {
@@ -45,14 +45,11 @@ fn tmem_overwrite(cx: &Ctx, out: &mut Vec<Finding>) {
         else {
             continue;
         };
-        let readers = cake_ir::sync::tmem_readers(k, *t);
+        let readers = memory.readers(Memory::Tmem(*t));
         if reported.contains(t) || readers.iter().all(|r| Some(*r) == site.role) {
             continue;
         }
-        let guarded = guards
-            .iter()
-            .any(|(b, g)| g == t && cake_ir::sync::releases_tmem(k, &cx.facts[b.index()], *t));
-        if guarded {
+        if cx.facts.iter().any(|f| f.releases_tmem.contains(t)) {
             continue;
         }
         reported.push(*t);
