@@ -1671,17 +1671,23 @@ impl<'a> Emitter<'a> {
         // one per CTA, so every CTA of a cluster runs the same iterations and the tiles of a
         // cluster differ in axis 0 only.
         let n = self.cluster_ctas();
-        let (first, step) = match (n > 1, self.k.persistent) {
-            (false, true) => ("blockIdx.x".to_string(), "gridDim.x".to_string()),
-            (false, false) => ("blockIdx.x".to_string(), "tiles_total".to_string()),
-            (true, true) => (format!("blockIdx.x / {n}"), format!("gridDim.x / {n}")),
-            (true, false) => (format!("blockIdx.x / {n}"), "tiles_total".to_string()),
+        let (first, per_cluster) = if n > 1 {
+            (format!("blockIdx.x / {n}"), format!(", {n} per cluster"))
+        } else {
+            ("blockIdx.x".to_string(), String::new())
         };
-        let what = match (n > 1, self.k.persistent) {
-            (false, true) => format!("tiles ({names_text})"),
-            (false, false) => format!("one tile ({names_text}) per CTA"),
-            (true, true) => format!("tiles ({names_text}), {n} per cluster"),
-            (true, false) => format!("one tile ({names_text}) per CTA, {n} per cluster"),
+        let (step, what) = if self.k.persistent {
+            let grid = if n > 1 {
+                format!("gridDim.x / {n}")
+            } else {
+                "gridDim.x".into()
+            };
+            (grid, format!("tiles ({names_text}){per_cluster}"))
+        } else {
+            (
+                "tiles_total".to_string(),
+                format!("one tile ({names_text}) per CTA{per_cluster}"),
+            )
         };
         self.line(&format!(
             "for (int tile = {first}; tile < tiles_total; tile += {step}) {{  // {what} ({})",
@@ -3287,25 +3293,22 @@ impl<'a> Emitter<'a> {
         let name = c_ident(&k.fragments[dst].name);
         self.precompute_reductions(value);
         let ty = storage_type(k.fragments[dst].dtype);
+        let header = format!(
+            "#pragma unroll  // {} <- ... ({})",
+            k.fragments[dst].name,
+            self.loc(sp)
+        );
         match self.frag_layouts.get(&dst).copied() {
             Some(FragLayout::AccRows) => {
                 let v = self.elem(value, Site::Rows);
-                self.line(&format!(
-                    "#pragma unroll  // {} <- ... ({})",
-                    k.fragments[dst].name,
-                    self.loc(sp)
-                ));
+                self.line(&header);
                 self.line(&format!(
                     "for (int h = 0; h < 2; ++h) {name}[h] = ({ty})({v});"
                 ));
             }
             Some(FragLayout::WgmmaAcc { n }) => {
                 let v = self.elem(value, Site::Tile);
-                self.line(&format!(
-                    "#pragma unroll  // {} <- ... ({})",
-                    k.fragments[dst].name,
-                    self.loc(sp)
-                ));
+                self.line(&header);
                 self.line(&format!(
                     "for (int i = 0; i < {}; ++i) for (int h = 0; h < 2; ++h) for (int j = 0; j < 2; ++j) {name}[4 * i + 2 * h + j] = ({ty})({v});",
                     n / 8
@@ -3327,11 +3330,7 @@ impl<'a> Emitter<'a> {
                     return;
                 }
                 let v = self.elem(inner, Site::Tile);
-                self.line(&format!(
-                    "#pragma unroll  // {} <- ... ({})",
-                    k.fragments[dst].name,
-                    self.loc(sp)
-                ));
+                self.line(&header);
                 self.line(&format!(
                     "for (int i = 0; i < {}; ++i) for (int h = 0; h < 2; ++h) {{ float e[2]; for (int j = 0; j < 2; ++j) e[j] = {v}; {name}[2 * i + h] = {pack}(e[0], e[1]); }}",
                     kdim / 8
@@ -3339,11 +3338,7 @@ impl<'a> Emitter<'a> {
             }
             Some(FragLayout::MmaAcc { m, n }) => {
                 let v = self.elem(value, Site::Tile);
-                self.line(&format!(
-                    "#pragma unroll  // {} <- ... ({})",
-                    k.fragments[dst].name,
-                    self.loc(sp)
-                ));
+                self.line(&header);
                 self.line(&format!(
                     "for (int mt = 0; mt < {}; ++mt) for (int i = 0; i < {}; ++i) for (int h = 0; h < 2; ++h) for (int j = 0; j < 2; ++j) {name}[4 * (mt * {} + i) + 2 * h + j] = ({ty})({v});",
                     m / 16,

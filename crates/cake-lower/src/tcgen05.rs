@@ -811,7 +811,7 @@ impl Emitter<'_> {
     /// CTA of the cluster (`cake_ir::sync` counts one arrival per CTA).
     fn tcgen05_commit_call(&self, barrier: BarrierId) -> String {
         let slot = self.barrier_slot(barrier);
-        let n = self.k.cluster_size();
+        let n = self.cluster_ctas();
         if self.k.barriers[barrier].cluster && n > 1 {
             format!(
                 "cake_tcgen05_commit_multicast({slot}, {:#x})",
