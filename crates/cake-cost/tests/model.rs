@@ -140,6 +140,32 @@ fn gemm_example_is_tensor_bound_and_plausible() {
     );
 }
 
+/// A multicast load is charged its CTA's share of L2 traffic: the cluster GEMM, identical to
+/// the CTA GEMM but for the B tile multicast to 2 CTAs, moves B's L2 bytes once per cluster.
+/// Its DRAM traffic and FLOPs do not change.
+#[test]
+fn multicast_halves_the_shared_operands_l2_traffic() {
+    let cal = Calibration::builtin(sm90()).unwrap();
+    let shape = parse_shape("M=4096,N=7168,K=4096").unwrap();
+    let cta = estimate(&kernel("examples/gemm_sm90.py"), sm90(), &shape, &cal).unwrap();
+    let cluster = estimate(
+        &kernel("examples/gemm_cluster_sm90.py"),
+        sm90(),
+        &shape,
+        &cal,
+    )
+    .unwrap();
+    // Per tile and k-step: A 128 x 64 and B 256 x 64 bf16 (16 + 32 KiB), of which B is halved.
+    let expected = cta.l2_bytes * (16.0 + 32.0 / 2.0) / (16.0 + 32.0);
+    assert!(
+        (cluster.l2_bytes - expected).abs() < 1e-6 * expected,
+        "{} vs {expected}",
+        cluster.l2_bytes
+    );
+    assert_eq!(cluster.dram_bytes, cta.dram_bytes);
+    assert_eq!(cluster.flops, cta.flops);
+}
+
 #[test]
 fn uncalibrated_target_declines() {
     let t = cake_target::lookup("sm_100a").unwrap();
