@@ -667,6 +667,33 @@ impl Kernel {
     pub fn cluster_size(&self) -> u32 {
         self.cluster.iter().product()
     }
+
+    /// Why a TMA load into `dst` multicast to `multicast` CTAs cannot be delivered in this
+    /// kernel: each CTA of a `(multicast, 1, 1)` cluster loads one share of a whole 2-D view's
+    /// rows, a multiple of 8 rows so every share starts on a swizzle-pattern boundary.
+    pub fn multicast_problem(&self, dst: &ViewRef, multicast: u32) -> Option<MulticastProblem> {
+        let view = &self.views[dst.view];
+        if self.cluster != [multicast, 1, 1] {
+            Some(MulticastProblem::ClusterShape)
+        } else if dst.rows.is_some() || view.shape.len() != 2 {
+            Some(MulticastProblem::NotWholeView)
+        } else if !view.shape[0].is_multiple_of(8 * multicast) {
+            Some(MulticastProblem::RowShares)
+        } else {
+            None
+        }
+    }
+}
+
+/// See [`Kernel::multicast_problem`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MulticastProblem {
+    /// The kernel's cluster is not `(multicast, 1, 1)`.
+    ClusterShape,
+    /// The load fills a row range, or a view that is not 2-D.
+    NotWholeView,
+    /// The view's rows do not split into `multicast` shares of a multiple of 8 rows.
+    RowShares,
 }
 
 /// Context passed to `Kernel::walk` callbacks.

@@ -10,7 +10,7 @@ use cake_ir::layout::{smem_layout, SmemLayout};
 use cake_ir::sync::{barrier_facts, is_issue_only, tma_bytes, BarrierFacts};
 use cake_ir::*;
 use cake_target::{Feature, MmaFamily, Target};
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write;
 
 #[path = "tcgen05.rs"]
@@ -712,23 +712,7 @@ impl<'a> Emitter<'a> {
         } else {
             Grid::Tiles { tiles }
         };
-        let mut access: HashMap<ParamId, (bool, bool)> = HashMap::new();
-        for (_, op, _) in self.ops() {
-            match op {
-                Op::TmaLoad { src, .. } | Op::CpAsync { src, .. } => {
-                    access.entry(src).or_default().0 = true
-                }
-                Op::Store { dst, .. } | Op::TmaStore { dst, .. } => {
-                    access.entry(dst).or_default().1 = true
-                }
-                _ => {}
-            }
-        }
-        for (_, e) in self.k.exprs.iter() {
-            if let ExprKind::Load { tensor, .. } = e.kind {
-                access.entry(tensor).or_default().0 = true;
-            }
-        }
+        let access = self.tensor_access();
         let mut tensors = Vec::new();
         let mut scalars = Vec::new();
         for (pid, p) in self.k.params.iter() {
@@ -774,6 +758,28 @@ impl<'a> Emitter<'a> {
             scalars,
             args,
         }
+    }
+
+    /// Per tensor parameter: (read, written) by the kernel.
+    fn tensor_access(&self) -> HashMap<ParamId, (bool, bool)> {
+        let mut access: HashMap<ParamId, (bool, bool)> = HashMap::new();
+        for (_, op, _) in self.ops() {
+            match op {
+                Op::TmaLoad { src, .. } | Op::CpAsync { src, .. } => {
+                    access.entry(src).or_default().0 = true
+                }
+                Op::Store { dst, .. } | Op::TmaStore { dst, .. } => {
+                    access.entry(dst).or_default().1 = true
+                }
+                _ => {}
+            }
+        }
+        for (_, e) in self.k.exprs.iter() {
+            if let ExprKind::Load { tensor, .. } = e.kind {
+                access.entry(tensor).or_default().0 = true;
+            }
+        }
+        access
     }
 
     fn json_expr(&self, e: ExprId) -> serde_json::Value {
@@ -1211,14 +1217,8 @@ impl<'a> Emitter<'a> {
             return saved;
         }
         let k = self.k;
-        let written: HashSet<ParamId> = self
-            .ops()
-            .iter()
-            .filter_map(|(_, op, _)| match op {
-                Op::Store { dst, .. } | Op::TmaStore { dst, .. } => Some(*dst),
-                _ => None,
-            })
-            .collect();
+        let access = self.tensor_access();
+        let written = |t: &ParamId| access.get(t).is_some_and(|a| a.1);
         let mut reductions = Vec::new();
         for &s in body {
             if let Stmt::Op(
@@ -1241,7 +1241,7 @@ impl<'a> Emitter<'a> {
                 let ExprKind::Load { tensor, .. } = k.exprs[l].kind else {
                     continue;
                 };
-                if written.contains(&tensor) || self.prefetched.contains_key(&l) {
+                if written(&tensor) || self.prefetched.contains_key(&l) {
                     continue;
                 }
                 let array = format!("pre{}", self.reduction_counter);
@@ -2083,12 +2083,8 @@ impl<'a> Emitter<'a> {
                 multicast,
             } => {
                 let mc = *multicast;
-                if mc > 1
-                    && (mc != self.cluster_ctas()
-                        || dst.rows.is_some()
-                        || k.views[dst.view].shape.len() != 2
-                        || !k.views[dst.view].shape[0].is_multiple_of(mc))
-                {
+                // `CAKE-C013` reports these; a verified schedule never gets here.
+                if mc > 1 && (mc != self.cluster_ctas() || k.multicast_problem(dst, mc).is_some()) {
                     self.unsupported(
                         sp,
                         "a multicast TMA load is lowered into a whole 2-D view whose rows split \

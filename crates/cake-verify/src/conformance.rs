@@ -457,17 +457,16 @@ fn multicast_shapes(cx: &Ctx, out: &mut Vec<Finding>) {
         }
         let view = &k.views[dst.view];
         let sp = cx.span(site.stmt);
-        let problem = if k.cluster != [m, 1, 1] {
-            Some((
+        let problem = k.multicast_problem(dst, m).map(|p| match p {
+            MulticastProblem::ClusterShape => (
                 format!(
                     "multicast={m} delivers to a cluster of {m} CTAs, but the kernel's cluster is {:?}",
                     k.cluster
                 ),
                 format!("cluster=({m}, 1, 1)"),
                 format!("{:?}", k.cluster),
-            ))
-        } else if dst.rows.is_some() || view.shape.len() != 2 {
-            Some((
+            ),
+            MulticastProblem::NotWholeView => (
                 format!(
                     "a multicast load fills a whole 2-D view; this one fills {} of `{}` {:?}",
                     if dst.rows.is_some() {
@@ -480,19 +479,16 @@ fn multicast_shapes(cx: &Ctx, out: &mut Vec<Finding>) {
                 ),
                 "a whole 2-D view".into(),
                 format!("{:?}", view.shape),
-            ))
-        } else if !view.shape[0].is_multiple_of(8 * m) {
-            Some((
+            ),
+            MulticastProblem::RowShares => (
                 format!(
                     "`{}` has {} rows, which do not split into {m} shares of a multiple of 8 rows",
                     view.name, view.shape[0]
                 ),
                 format!("rows a multiple of {}", 8 * m),
                 view.shape[0].to_string(),
-            ))
-        } else {
-            None
-        };
+            ),
+        });
         if let Some((msg, expected, actual)) = problem {
             out.push(
                 Finding::new(&MULTICAST_SHAPE, sp, msg)
