@@ -359,23 +359,12 @@ impl Analyzer<'_> {
 
     fn tile_axes(&self, e: ExprId) -> u32 {
         let mut mask = 0;
-        let mut stack = vec![e];
-        let mut seen = HashSet::new();
-        while let Some(e) = stack.pop() {
-            if !seen.insert(e) {
-                continue;
+        self.k.visit_expr(e, |_, kind| {
+            if let ExprKind::TileCoord { axis, .. } = kind {
+                mask |= 1 << axis;
             }
-            match &self.k.exprs[e].kind {
-                ExprKind::TileCoord { axis, .. } => mask |= 1 << axis,
-                ExprKind::Binary(_, a, b) | ExprKind::Cmp(_, a, b) => stack.extend([*a, *b]),
-                ExprKind::Select(c, a, b) => stack.extend([*c, *a, *b]),
-                ExprKind::Unary(_, a)
-                | ExprKind::Cast(_, a)
-                | ExprKind::Reduce { arg: a, .. }
-                | ExprKind::Expand { arg: a, .. } => stack.push(*a),
-                _ => {}
-            }
-        }
+            true
+        });
         mask
     }
 
@@ -604,7 +593,17 @@ impl Analyzer<'_> {
                     int: 0.0,
                 }
             }
-            _ => Ops::default(),
+            // Constants, indices and fragment reads are operands, not operations.
+            ExprKind::Int(_)
+            | ExprKind::Float(_)
+            | ExprKind::Bool(_)
+            | ExprKind::Dim(_)
+            | ExprKind::Scalar(_)
+            | ExprKind::LoopVar(_)
+            | ExprKind::TileCoord { .. }
+            | ExprKind::RoleIndex(_)
+            | ExprKind::PipelineStage(_)
+            | ExprKind::Frag(_) => Ops::default(),
         }
     }
 }

@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 
 use cake_diag::{catalog::performance as perf, CodeInfo, Finding, Span};
-use cake_ir::Kernel;
+use cake_ir::{Kernel, KernelFacts};
 use cake_target::Target;
 use serde::Serialize;
 
@@ -531,10 +531,26 @@ impl Rates<'_> {
 /// Predict `kernel` on `target` at `shape` with `calibration`.
 pub fn estimate(
     kernel: &Kernel,
-    target: &Target,
+    target: &'static Target,
     shape: &BTreeMap<String, i64>,
     calibration: &Calibration,
 ) -> Result<Estimate, CostError> {
+    estimate_with(
+        kernel,
+        &KernelFacts::new(kernel, target),
+        shape,
+        calibration,
+    )
+}
+
+/// [`estimate`] with the kernel's facts already derived.
+pub fn estimate_with(
+    kernel: &Kernel,
+    facts: &KernelFacts,
+    shape: &BTreeMap<String, i64>,
+    calibration: &Calibration,
+) -> Result<Estimate, CostError> {
+    let target = facts.target;
     if calibration.meta.target != target.name {
         return Err(CostError::WrongCalibration {
             target: target.name.into(),
@@ -577,8 +593,7 @@ pub fn estimate(
 
     // ---- grid and occupancy
     let tiles: i64 = a.tiles.as_ref().map_or(1, |t| t.counts.iter().product());
-    let layout = cake_ir::layout::smem_layout(kernel);
-    let smem = layout.total;
+    let smem = facts.layout.total;
     let threads = kernel.block_threads();
     let lim = &target.limits;
     let budgets = kernel.roles.iter().any(|(_, r)| r.regs.is_some());
@@ -895,7 +910,7 @@ pub fn estimate(
                 .collect(),
         },
     };
-    est.hints = hints(kernel, target, &a, &p, &est, &by_tensor, tile_us, slots);
+    est.hints = hints(kernel, facts, &a, &p, &est, &by_tensor, tile_us, slots);
     Ok(est)
 }
 
@@ -979,7 +994,7 @@ fn dram_load_bytes(
 #[allow(clippy::too_many_arguments)]
 fn hints(
     kernel: &Kernel,
-    target: &Target,
+    facts: &KernelFacts,
     a: &analyze::Analysis,
     p: &P,
     est: &Estimate,
@@ -995,6 +1010,7 @@ fn hints(
         span,
         info,
     };
+    let target = facts.target;
     let time = est.time_us;
     // 1. Stages that leave TMA latency exposed.
     for l in &est.loops {
@@ -1016,7 +1032,7 @@ fn hints(
             continue;
         };
         // Shared memory with `need` stages: every view staged like this pipeline grows.
-        let layout = cake_ir::layout::smem_layout(kernel);
+        let layout = &facts.layout;
         let grow: u64 = kernel
             .views
             .iter()

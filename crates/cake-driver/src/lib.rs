@@ -64,7 +64,8 @@ pub fn verify_all(source: &SourceFile, kernels: &[Kernel], target: Option<&str>)
                 );
                 continue;
             }
-            let mut found = cake_verify::verify(k, t);
+            let facts = cake_ir::KernelFacts::new(k, t);
+            let mut found = cake_verify::verify_with(k, &facts);
             if !found.iter().any(|f| f.is_error()) {
                 if let Err(errors) = cake_lower::lower(k, source, t) {
                     for e in errors {

@@ -12,7 +12,7 @@ pub trait Estimator {
     fn predict_us(
         &self,
         kernel: &Kernel,
-        target: &Target,
+        target: &'static Target,
         shape: &BTreeMap<String, i64>,
     ) -> Option<f64>;
 
@@ -20,7 +20,7 @@ pub trait Estimator {
     fn bottleneck(
         &self,
         _kernel: &Kernel,
-        _target: &Target,
+        _target: &'static Target,
         _shape: &BTreeMap<String, i64>,
     ) -> Option<String> {
         None
@@ -38,7 +38,7 @@ impl CostModel {
     fn estimate(
         &self,
         kernel: &Kernel,
-        target: &Target,
+        target: &'static Target,
         shape: &BTreeMap<String, i64>,
     ) -> Option<cake_cost::Estimate> {
         let mut tables = self.tables.borrow_mut();
@@ -53,7 +53,7 @@ impl Estimator for CostModel {
     fn predict_us(
         &self,
         kernel: &Kernel,
-        target: &Target,
+        target: &'static Target,
         shape: &BTreeMap<String, i64>,
     ) -> Option<f64> {
         self.estimate(kernel, target, shape).map(|e| e.time_us)
@@ -62,7 +62,7 @@ impl Estimator for CostModel {
     fn bottleneck(
         &self,
         kernel: &Kernel,
-        target: &Target,
+        target: &'static Target,
         shape: &BTreeMap<String, i64>,
     ) -> Option<String> {
         let e = self.estimate(kernel, target, shape)?;
@@ -79,7 +79,7 @@ impl Estimator for CostModel {
 pub fn over_shapes(
     e: &dyn Estimator,
     kernel: &Kernel,
-    target: &Target,
+    target: &'static Target,
     shapes: &[BTreeMap<String, i64>],
 ) -> (Option<f64>, Option<String>) {
     let mut total = 0.0;

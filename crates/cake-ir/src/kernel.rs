@@ -617,32 +617,6 @@ impl Kernel {
         self.expr_any(e, |k| matches!(k, ExprKind::Frag(g) if *g == f))
     }
 
-    /// Whether `e` or any expression under it satisfies `leaf`.
-    fn expr_any(&self, e: ExprId, leaf: impl Fn(&ExprKind) -> bool) -> bool {
-        // Expressions form a DAG (names share subexpressions): visit each node once.
-        let mut seen = std::collections::HashSet::new();
-        let mut stack = vec![e];
-        while let Some(e) = stack.pop() {
-            if !seen.insert(e) {
-                continue;
-            }
-            let kind = &self.exprs[e].kind;
-            if leaf(kind) {
-                return true;
-            }
-            match kind {
-                ExprKind::Binary(_, a, b) | ExprKind::Cmp(_, a, b) => stack.extend([*a, *b]),
-                ExprKind::Select(c, a, b) => stack.extend([*c, *a, *b]),
-                ExprKind::Unary(_, a)
-                | ExprKind::Cast(_, a)
-                | ExprKind::Reduce { arg: a, .. }
-                | ExprKind::Expand { arg: a, .. } => stack.push(*a),
-                _ => {}
-            }
-        }
-        false
-    }
-
     /// The innermost enclosing pipeline bound by a loop in `loops`.
     pub fn enclosing_pipeline(&self, loops: &[LoopId]) -> Option<(LoopId, PipelineId)> {
         loops.iter().rev().find_map(|&l| match self.loops[l].kind {

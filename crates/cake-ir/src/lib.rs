@@ -6,11 +6,15 @@
 //! placement that the verifier checks and the lowering emits.
 
 pub mod arena;
+pub mod facts;
 pub mod kernel;
 pub mod layout;
 pub mod print;
 pub mod sync;
+pub mod visit;
 
 pub use arena::{Arena, Handle};
 pub use cake_target::DType;
+pub use facts::{KernelFacts, OpSite};
 pub use kernel::*;
+pub use visit::{BarrierUse, OpEffects};

@@ -2,6 +2,7 @@
 //! transaction bytes the TMA loads that signal it deliver, and whether its stages start out
 //! free. The author never writes these; the verifier checks them and the lowering emits them.
 
+use crate::facts::mma_family;
 use crate::kernel::*;
 use cake_target::{MmaFamily, Target};
 
@@ -84,9 +85,15 @@ pub fn tma_bytes(k: &Kernel, dst: &ViewRef) -> u64 {
 
 /// Collect arrival and wait sites for every barrier, as the lowering for `target` issues them.
 pub fn barrier_facts(k: &Kernel, target: &Target) -> Vec<BarrierFacts> {
-    // A wgmma group completes for its whole warpgroup at once, so once it has retired one
-    // thread per warpgroup may release the stage its operands came from.
-    let wgmma = target.mma == MmaFamily::Wgmma;
+    barrier_facts_with(k, target, &MemoryAccesses::of(k))
+}
+
+/// [`barrier_facts`] with the kernel's memory accesses already collected.
+pub fn barrier_facts_with(
+    k: &Kernel,
+    target: &Target,
+    memory: &MemoryAccesses,
+) -> Vec<BarrierFacts> {
     let mut facts: Vec<BarrierFacts> = k
         .barriers
         .handles()
@@ -160,20 +167,34 @@ pub fn barrier_facts(k: &Kernel, target: &Target) -> Vec<BarrierFacts> {
                 add(*barrier, ArriveKind::Commit, replicas * ctas(barrier), 0)
             }
             Op::Mma {
-                acc: Operand::Frag(_),
+                acc,
                 release: Some(b),
                 ..
-            } if wgmma => add(*b, ArriveKind::Release, replicas * ctas(b), 0),
+            // A wgmma group completes for its whole warpgroup at once, so once it has retired
+            // one thread per warpgroup may release the stage its operands came from.
+            } if mma_family(target, acc) == MmaFamily::Wgmma => {
+                add(*b, ArriveKind::Release, replicas * ctas(b), 0)
+            }
             Op::Mma {
                 release: Some(b), ..
             } => add(*b, ArriveKind::Release, per_thread(b), 0),
+            Op::Mma { release: None, .. } => {}
             Op::Wait { barrier } => facts[barrier.index()].waits.push((sid, role)),
-            _ => {}
+            Op::TmaStore { .. }
+            | Op::Ldmatrix { .. }
+            | Op::TmemLoad { .. }
+            | Op::TmemStore { .. }
+            | Op::TmemCopy { .. }
+            | Op::Store { .. }
+            | Op::SmemStore { .. }
+            | Op::ScatterAdd { .. }
+            | Op::Assign { .. }
+            | Op::FenceProxyAsync
+            | Op::Sync { .. } => {}
         }
     });
     // A wait that precedes a copy into view V guards V's overwrite when everyone who arrives on
     // the barrier reads V: it is the readers' release, so its stages start free.
-    let memory = MemoryAccesses::of(k);
     let mut pairs = Vec::new();
     wait_copy_pairs(k, &k.body, &mut pairs);
     for (b, v) in pairs {
@@ -204,6 +225,7 @@ pub enum Memory {
 
 /// Which role writes and which reads each place in shared and tensor memory (MMA operands,
 /// copies, stores, TMEM transfers, the rows a scatter_add adds).
+#[derive(Clone, Debug)]
 pub struct MemoryAccesses {
     written: Vec<(RoleId, Memory)>,
     read: Vec<(RoleId, Memory)>,
@@ -252,39 +274,11 @@ fn collect_accesses(
         let (Stmt::Op(op), Some(r)) = (stmt, ctx.role) else {
             return;
         };
-        let operand = |o: &Operand| match o {
-            Operand::Smem(v) => Some(Memory::View(v.view)),
-            Operand::Tmem(t) => Some(Memory::Tmem(*t)),
-            Operand::Frag(_) => None,
-        };
-        match op {
-            Op::TmaLoad { dst, .. } | Op::CpAsync { dst, .. } | Op::SmemStore { dst, .. } => {
-                written.push((r, Memory::View(dst.view)))
-            }
-            Op::ScatterAdd {
-                dst, src, index, ..
-            } => {
-                written.push((r, Memory::View(dst.view)));
-                read.push((r, Memory::View(src.view)));
-                read.push((r, Memory::View(index.view)));
-            }
-            Op::TmemStore { dst, .. } => written.push((r, Memory::Tmem(*dst))),
-            Op::TmemCopy { dst, src } => {
-                written.push((r, Memory::Tmem(*dst)));
-                read.push((r, Memory::View(src.view)));
-            }
-            Op::TmemLoad { src, .. } => read.push((r, Memory::Tmem(*src))),
-            Op::Mma { acc, a, b, .. } => {
-                read.extend([a, b].into_iter().filter_map(operand).map(|m| (r, m)));
-                if let Some(m) = operand(acc) {
-                    written.push((r, m));
-                }
-            }
-            Op::Ldmatrix { src, .. } | Op::TmaStore { src, .. } => {
-                read.push((r, Memory::View(src.view)))
-            }
-            _ => {}
-        }
+        let e = op.effects();
+        written.extend(e.smem_writes.iter().map(|v| (r, Memory::View(v.view))));
+        written.extend(e.tmem_writes.iter().map(|t| (r, Memory::Tmem(*t))));
+        read.extend(e.smem_reads.iter().map(|v| (r, Memory::View(v.view))));
+        read.extend(e.tmem_reads.iter().map(|t| (r, Memory::Tmem(*t))));
     });
 }
 
@@ -413,19 +407,17 @@ pub fn defers_release(k: &Kernel, body: &Block, mma: StmtId) -> bool {
 
 fn block_reads_fragment(k: &Kernel, body: &Block, f: FragId) -> bool {
     body.iter().any(|&s| match &k.stmts[s] {
-        Stmt::Op(
-            Op::Assign { value, .. }
-            | Op::Store { value, .. }
-            | Op::SmemStore { value, .. }
-            | Op::TmemStore { src: value, .. },
-        ) => k.expr_reads_fragment(*value, f),
+        Stmt::Op(op) => op
+            .effects()
+            .exprs
+            .iter()
+            .any(|e| k.expr_reads_fragment(*e, f)),
         Stmt::Loop { body, .. } | Stmt::Role { body, .. } => block_reads_fragment(k, body, f),
         Stmt::If {
             then_body,
             else_body,
             ..
         } => block_reads_fragment(k, then_body, f) || block_reads_fragment(k, else_body, f),
-        Stmt::Op(_) => false,
     })
 }
 

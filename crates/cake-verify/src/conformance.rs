@@ -528,7 +528,7 @@ fn cluster_barriers(cx: &Ctx, out: &mut Vec<Finding>) {
             );
             continue;
         }
-        for a in &cx.facts[b.index()].arrivals {
+        for a in &cx.barriers[b.index()].arrivals {
             // Copies complete on the barrier of the CTA they land in; arrivals, releases and
             // tcgen05 commits (multicast) reach every CTA.
             if matches!(a.kind, ArriveKind::Tma | ArriveKind::CpAsync) {

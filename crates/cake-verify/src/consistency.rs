@@ -150,11 +150,11 @@ fn ownership(cx: &Ctx, out: &mut Vec<Finding>) {
         match &site.op {
             Op::Assign { dst, value } => {
                 frags.push(*dst);
-                cx.fragments_in(*value, &mut frags);
+                cx.k.fragments_in(*value, &mut frags);
             }
             Op::Store { value, .. }
             | Op::SmemStore { value, .. }
-            | Op::TmemStore { src: value, .. } => cx.fragments_in(*value, &mut frags),
+            | Op::TmemStore { src: value, .. } => cx.k.fragments_in(*value, &mut frags),
             Op::Ldmatrix { dst, .. } | Op::TmemLoad { dst, .. } => frags.push(*dst),
             Op::Mma { acc, a, .. } => {
                 for o in [acc, a] {

@@ -23,7 +23,7 @@ pub fn check(cx: &Ctx, out: &mut Vec<Finding>) {
     }
     // Arrival counts are derived per phase assuming every arrival site of a barrier runs once per
     // phase; sites at different loop depths break that assumption.
-    for f in &cx.facts {
+    for f in &cx.barriers {
         let loops_of = |stmt| {
             cx.ops
                 .iter()

@@ -1,51 +1,32 @@
-//! Facts every rule needs, computed once per kernel and target.
+//! The rules' view of one kernel on one target: the facts `cake_ir` derives once, plus helpers
+//! for naming things in findings.
 
 use cake_diag::Span;
-use cake_ir::layout::{smem_layout, SmemLayout};
-use cake_ir::sync::{barrier_facts, BarrierFacts};
 use cake_ir::*;
-use cake_target::{MmaFamily, Target};
+use cake_target::Target;
 
-/// One operation in program order, with where it sits.
-#[derive(Clone, Debug)]
-pub struct OpSite {
-    pub stmt: StmtId,
-    pub op: Op,
-    pub role: Option<RoleId>,
-    pub loops: Vec<LoopId>,
-    pub if_depth: u32,
-    pub guards: Vec<Guard>,
-}
+pub use cake_ir::OpSite;
 
+/// What every rule reads: the kernel, the target and the facts derived once for both.
 pub struct Ctx<'a> {
     pub k: &'a Kernel,
     pub target: &'a Target,
-    pub layout: SmemLayout,
-    pub facts: Vec<BarrierFacts>,
-    pub ops: Vec<OpSite>,
+    pub facts: &'a KernelFacts,
+}
+
+impl std::ops::Deref for Ctx<'_> {
+    type Target = KernelFacts;
+    fn deref(&self) -> &KernelFacts {
+        self.facts
+    }
 }
 
 impl<'a> Ctx<'a> {
-    pub fn new(k: &'a Kernel, target: &'a Target) -> Self {
-        let mut ops = Vec::new();
-        k.walk(|sid, stmt, ctx| {
-            if let Stmt::Op(op) = stmt {
-                ops.push(OpSite {
-                    stmt: sid,
-                    op: op.clone(),
-                    role: ctx.role,
-                    loops: ctx.loops.clone(),
-                    if_depth: ctx.if_depth,
-                    guards: ctx.guards.clone(),
-                });
-            }
-        });
+    pub fn new(k: &'a Kernel, facts: &'a KernelFacts) -> Self {
         Ctx {
             k,
-            target,
-            layout: smem_layout(k),
-            facts: barrier_facts(k, target),
-            ops,
+            target: facts.target,
+            facts,
         }
     }
 
@@ -57,89 +38,29 @@ impl<'a> Ctx<'a> {
         r.map_or("<none>".into(), |r| self.k.roles[r].name.clone())
     }
 
-    /// The instruction family an MMA maps to on this target, from where its operands live.
-    pub fn mma_family(&self, acc: &Operand) -> MmaFamily {
-        match acc {
-            Operand::Tmem(_) => MmaFamily::Tcgen05,
-            _ if self.target.mma == MmaFamily::Wgmma => MmaFamily::Wgmma,
-            _ => MmaFamily::MmaSync,
-        }
-    }
-
     /// The pipeline bound by the innermost enclosing pipelined loop.
     pub fn loop_pipeline(&self, loops: &[LoopId]) -> Option<(LoopId, PipelineId)> {
         self.k.enclosing_pipeline(loops)
-    }
-
-    pub fn operand_view(o: &Operand) -> Option<&ViewRef> {
-        match o {
-            Operand::Smem(v) => Some(v),
-            _ => None,
-        }
-    }
-
-    /// Views an op writes and reads (shared memory only).
-    pub fn view_accesses(op: &Op) -> (Vec<&ViewRef>, Vec<&ViewRef>) {
-        match op {
-            Op::TmaLoad { dst, .. } | Op::CpAsync { dst, .. } | Op::SmemStore { dst, .. } => {
-                (vec![dst], vec![])
-            }
-            Op::TmaStore { src, .. } | Op::Ldmatrix { src, .. } | Op::TmemCopy { src, .. } => {
-                (vec![], vec![src])
-            }
-            Op::ScatterAdd {
-                dst,
-                src,
-                index,
-                counts,
-                ..
-            } => (
-                std::iter::once(dst).chain(counts.as_ref()).collect(),
-                vec![src, index],
-            ),
-            Op::Mma { a, b, .. } => (
-                vec![],
-                [a, b].into_iter().filter_map(Self::operand_view).collect(),
-            ),
-            _ => (vec![], vec![]),
-        }
     }
 
     /// Barriers that writes of `view` signal (their completion barriers).
     pub fn writer_barriers(&self, view: ViewId) -> Vec<BarrierId> {
         let mut out = Vec::new();
         for site in &self.ops {
-            match &site.op {
-                Op::TmaLoad { dst, barrier, .. } | Op::CpAsync { dst, barrier, .. }
-                    if dst.view == view && !out.contains(barrier) =>
+            let e = &site.effects;
+            if e.smem_writes.iter().any(|v| v.view == view) {
+                for (b, _) in e
+                    .barriers
+                    .iter()
+                    .filter(|(_, u)| *u == BarrierUse::Completion)
                 {
-                    out.push(*barrier)
+                    if !out.contains(b) {
+                        out.push(*b);
+                    }
                 }
-                _ => {}
             }
         }
         out
-    }
-
-    /// Every fragment an expression reads.
-    pub fn fragments_in(&self, e: ExprId, out: &mut Vec<FragId>) {
-        match &self.k.exprs[e].kind {
-            ExprKind::Frag(f) => out.push(*f),
-            ExprKind::Binary(_, a, b) | ExprKind::Cmp(_, a, b) => {
-                self.fragments_in(*a, out);
-                self.fragments_in(*b, out);
-            }
-            ExprKind::Select(c, a, b) => {
-                self.fragments_in(*c, out);
-                self.fragments_in(*a, out);
-                self.fragments_in(*b, out);
-            }
-            ExprKind::Unary(_, a)
-            | ExprKind::Cast(_, a)
-            | ExprKind::Reduce { arg: a, .. }
-            | ExprKind::Expand { arg: a, .. } => self.fragments_in(*a, out),
-            _ => {}
-        }
     }
 
     /// Canonical text of an expression (for comparing trip counts between roles).

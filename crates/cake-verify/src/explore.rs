@@ -181,7 +181,7 @@ impl Unroll<'_> {
 
     fn count_for(&self, stmt: StmtId, b: BarrierId) -> u32 {
         // Arrival contribution of this site, as derived for the barrier's phase count.
-        let f = &self.cx.facts[b.index()];
+        let f = &self.cx.barriers[b.index()];
         f.arrivals.iter().find(|a| a.stmt == stmt).map_or_else(
             // Several TMA loads of a role share the first one's site.
             || {
@@ -248,7 +248,7 @@ impl Unroll<'_> {
         match op {
             Op::Wait { barrier } => {
                 let slot = self.slot(*barrier);
-                let free = self.cx.facts[barrier.index()].starts_free();
+                let free = self.cx.barriers[barrier.index()].starts_free();
                 // The n-th wait of this role on this slot needs completion n (n - 1 for a barrier
                 // whose stages start free: its first pass needs nothing).
                 let n = match k.barriers[*barrier].pipeline {
@@ -324,7 +324,7 @@ impl Unroll<'_> {
     }
 
     fn first_tma(&self, s: StmtId, b: BarrierId) -> bool {
-        let f = &self.cx.facts[b.index()];
+        let f = &self.cx.barriers[b.index()];
         f.arrivals.iter().any(|a| a.stmt == s)
     }
 }
@@ -376,7 +376,7 @@ fn simulate(cx: &Ctx, sc: &Scenario) -> Option<Finding> {
                         count,
                         stmt,
                     } => {
-                        let total = cx.facts[barrier.index()].arrival_count().max(1);
+                        let total = cx.barriers[barrier.index()].arrival_count().max(1);
                         let p = pending.entry((*barrier, *slot)).or_insert(total);
                         *p = p.saturating_sub(*count);
                         if *p == 0 {

@@ -12,12 +12,17 @@ mod safety;
 mod semantics;
 
 use cake_diag::Finding;
-use cake_ir::Kernel;
+use cake_ir::{Kernel, KernelFacts};
 use cake_target::Target;
 
 /// Run every rule for one target.
-pub fn verify(k: &Kernel, target: &Target) -> Vec<Finding> {
-    let cx = ctx::Ctx::new(k, target);
+pub fn verify(k: &Kernel, target: &'static Target) -> Vec<Finding> {
+    verify_with(k, &KernelFacts::new(k, target))
+}
+
+/// [`verify`] with the kernel's facts already derived (the driver shares them with lowering).
+pub fn verify_with(k: &Kernel, facts: &KernelFacts) -> Vec<Finding> {
+    let cx = ctx::Ctx::new(k, facts);
     let mut out = Vec::new();
     semantics::check(&cx, &mut out);
     conformance::check(&cx, &mut out);

@@ -49,7 +49,7 @@ fn tmem_overwrite(cx: &Ctx, out: &mut Vec<Finding>) {
         if reported.contains(t) || readers.iter().all(|r| Some(*r) == site.role) {
             continue;
         }
-        if cx.facts.iter().any(|f| f.releases_tmem.contains(t)) {
+        if cx.barriers.iter().any(|f| f.releases_tmem.contains(t)) {
             continue;
         }
         reported.push(*t);
@@ -192,7 +192,7 @@ fn rows_in_range(cx: &Ctx, out: &mut Vec<Finding>) {
     for site in &cx.ops {
         let Some(role) = site.role else { continue };
         let replicas = k.roles[role].replicas() as i64;
-        let (writes, reads) = Ctx::view_accesses(&site.op);
+        let (writes, reads) = (&site.effects.smem_writes, &site.effects.smem_reads);
         for v in writes.into_iter().chain(reads) {
             let Some((start, n)) = v.rows else { continue };
             if !k.expr_reads_role_index(start, role) || !reported.insert((site.stmt, v.view)) {
@@ -370,7 +370,7 @@ fn oob_fill(cx: &Ctx, out: &mut Vec<Finding>) {
 
 fn counts(cx: &Ctx, out: &mut Vec<Finding>) {
     let k = cx.k;
-    for f in &cx.facts {
+    for f in &cx.barriers {
         let b = &k.barriers[f.barrier];
         let bspan = k.barriers.span(f.barrier);
         let derived = f.arrival_count();
@@ -449,7 +449,7 @@ fn stage_binding(cx: &Ctx, out: &mut Vec<Finding>) {
     for site in &cx.ops {
         let pipe = cx.loop_pipeline(&site.loops).map(|(_, p)| p);
         let sp = cx.span(site.stmt);
-        let (w, r) = Ctx::view_accesses(&site.op);
+        let (w, r) = (&site.effects.smem_writes, &site.effects.smem_reads);
         for v in w.into_iter().chain(r) {
             let view = &k.views[v.view];
             if view.stages > 1 && v.stage.is_none() && pipe.is_none() {
@@ -515,15 +515,15 @@ fn stage_hazards(cx: &Ctx, out: &mut Vec<Finding>) {
     for (_, p, body) in loop_bodies(cx) {
         for (i, site) in body.iter().enumerate() {
             let before = &body[..i];
-            let (writes, reads) = Ctx::view_accesses(&site.op);
+            let (writes, reads) = (&site.effects.smem_writes, &site.effects.smem_reads);
             // Write-after-read: the producer must first wait for the stage to be released.
             for v in writes.iter().filter(|v| k.views[v.view].stages > 1) {
                 let released = before.iter().filter_map(|s| waits_on(s)).any(|b| {
-                    let f = &cx.facts[b.index()];
+                    let f = &cx.barriers[b.index()];
                     k.barriers[b].pipeline == Some(p) && f.starts_free()
                 });
                 let has_release_barrier = cx
-                    .facts
+                    .barriers
                     .iter()
                     .any(|f| k.barriers[f.barrier].pipeline == Some(p) && f.starts_free());
                 if !released {
@@ -537,7 +537,7 @@ fn stage_hazards(cx: &Ctx, out: &mut Vec<Finding>) {
                     .role(cx.role_name(site.role));
                     f = if has_release_barrier {
                         let name = cx
-                            .facts
+                            .barriers
                             .iter()
                             .find(|f| k.barriers[f.barrier].pipeline == Some(p) && f.starts_free())
                             .map(|f| k.barriers[f.barrier].name.clone())
@@ -591,7 +591,7 @@ fn stage_hazards(cx: &Ctx, out: &mut Vec<Finding>) {
         .iter()
         .filter(|s| cx.loop_pipeline(&s.loops).is_none())
     {
-        let (_, reads) = Ctx::view_accesses(&site.op);
+        let (_, reads) = (&site.effects.smem_writes, &site.effects.smem_reads);
         for v in reads {
             let writers = cx.writer_barriers(v.view);
             if writers.is_empty() || waited_before(cx, site, &writers) {
@@ -668,7 +668,7 @@ fn release_before_retire(cx: &Ctx, out: &mut Vec<Finding>) {
             let Op::Arrive { barrier } = site.op else {
                 continue;
             };
-            if !cx.facts[barrier.index()]
+            if !cx.barriers[barrier.index()]
                 .arrivals
                 .iter()
                 .all(|a| matches!(a.kind, ArriveKind::Arrive | ArriveKind::Release))
@@ -729,11 +729,9 @@ fn proxy_fence(cx: &Ctx, out: &mut Vec<Finding>) {
             op => {
                 let async_reads: Vec<ViewId> = match op {
                     Op::TmaStore { src, .. } => vec![src.view],
-                    Op::Mma { acc, a, b, .. } if cx.mma_family(acc) != MmaFamily::MmaSync => [a, b]
-                        .into_iter()
-                        .filter_map(Ctx::operand_view)
-                        .map(|v| v.view)
-                        .collect(),
+                    Op::Mma { acc, .. } if cx.mma_family(acc) != MmaFamily::MmaSync => {
+                        site.effects.smem_reads.iter().map(|v| v.view).collect()
+                    }
                     Op::TmemCopy { src, .. } => vec![src.view],
                     _ => vec![],
                 };

@@ -93,7 +93,7 @@ fn buffered_fragments(cx: &Ctx, out: &mut Vec<Finding>) {
                     for s in &cx.ops {
                         let mut frags = Vec::new();
                         match &s.op {
-                            Op::Assign { value, .. } | Op::Store { value, .. } | Op::SmemStore { value, .. } | Op::TmemStore { src: value, .. } => cx.fragments_in(*value, &mut frags),
+                            Op::Assign { value, .. } | Op::Store { value, .. } | Op::SmemStore { value, .. } | Op::TmemStore { src: value, .. } => cx.k.fragments_in(*value, &mut frags),
                             _ => {}
                         }
                         if frags.contains(&f) && !s.loops.contains(&l) {
@@ -179,7 +179,7 @@ fn role_overlap(cx: &Ctx, out: &mut Vec<Finding>) {
 
 fn barrier_roles(cx: &Ctx, out: &mut Vec<Finding>) {
     let k = cx.k;
-    for f in &cx.facts {
+    for f in &cx.barriers {
         let b = &k.barriers[f.barrier];
         let bspan = k.barriers.span(f.barrier);
         for a in &f.arrivals {
@@ -264,7 +264,7 @@ fn stage_mismatch(cx: &Ctx, out: &mut Vec<Finding>) {
             continue;
         };
         let pipe = &k.pipelines[p];
-        let (writes, reads) = Ctx::view_accesses(&site.op);
+        let (writes, reads) = (&site.effects.smem_writes, &site.effects.smem_reads);
         for v in writes.into_iter().chain(reads) {
             let view = &k.views[v.view];
             if v.stage.is_none() && view.stages > 1 && view.stages != pipe.stages {
@@ -390,8 +390,8 @@ fn unused(cx: &Ctx, out: &mut Vec<Finding>) {
             }
         }
         Stmt::Op(op) => {
-            let (w, r) = Ctx::view_accesses(op);
-            for v in w.into_iter().chain(r) {
+            let e = op.effects();
+            for v in e.smem_writes.iter().chain(&e.smem_reads) {
                 views[v.view.index()] = true;
             }
             match op {

@@ -1,0 +1,89 @@
+//! Facts about one kernel on one target, derived once and handed to every later stage: the
+//! verifier's rules, the lowering, the cost model and the mutation tester read these instead of
+//! deriving their own copies (copies drift: two stages that disagree on where shared memory
+//! lives or which instruction an MMA becomes check one program and run another).
+
+use crate::kernel::*;
+use crate::layout::{smem_layout, SmemLayout};
+use crate::sync::{barrier_facts_with, BarrierFacts, MemoryAccesses};
+use crate::visit::OpEffects;
+use cake_target::{MmaFamily, Target};
+
+/// One operation in program order, with where it sits and what it does.
+#[derive(Clone, Debug)]
+pub struct OpSite {
+    pub stmt: StmtId,
+    pub op: Op,
+    pub role: Option<RoleId>,
+    /// Enclosing IR loops, outermost first.
+    pub loops: Vec<LoopId>,
+    pub if_depth: u32,
+    /// The run-time `if`s around the operation, outermost first.
+    pub guards: Vec<Guard>,
+    pub effects: OpEffects,
+}
+
+///
+/// The facts own their data (they borrow nothing from the kernel), so a compile session can keep
+/// them beside its kernels and hand them to each stage.
+#[derive(Clone, Debug)]
+pub struct KernelFacts {
+    pub target: &'static Target,
+    /// Every operation, in program order.
+    pub ops: Vec<OpSite>,
+    pub layout: SmemLayout,
+    /// Per barrier (indexed by `BarrierId::index`): arrivals, waits, derived phase facts.
+    pub barriers: Vec<BarrierFacts>,
+    /// Which role reads and writes which place in shared and tensor memory.
+    pub memory: MemoryAccesses,
+}
+
+impl KernelFacts {
+    pub fn new(kernel: &Kernel, target: &'static Target) -> Self {
+        let mut ops = Vec::new();
+        kernel.walk(|stmt, s, ctx| {
+            if let Stmt::Op(op) = s {
+                ops.push(OpSite {
+                    stmt,
+                    op: op.clone(),
+                    role: ctx.role,
+                    loops: ctx.loops.clone(),
+                    if_depth: ctx.if_depth,
+                    guards: ctx.guards.clone(),
+                    effects: op.effects(),
+                });
+            }
+        });
+        let memory = MemoryAccesses::of(kernel);
+        KernelFacts {
+            target,
+            layout: smem_layout(kernel),
+            barriers: barrier_facts_with(kernel, target, &memory),
+            memory,
+            ops,
+        }
+    }
+
+    /// The instruction family an MMA with accumulator `acc` maps to on this target.
+    pub fn mma_family(&self, acc: &Operand) -> MmaFamily {
+        mma_family(self.target, acc)
+    }
+
+    /// The facts of barrier `b`.
+    pub fn barrier(&self, b: BarrierId) -> &BarrierFacts {
+        &self.barriers[b.index()]
+    }
+}
+
+/// The one rule for which instruction family an MMA becomes: a TMEM accumulator means tcgen05;
+/// otherwise the accumulator is in registers, which is wgmma where the target has it and
+/// warp-level mma.sync everywhere else (tcgen05 targets keep mma.sync, not wgmma).
+pub fn mma_family(target: &Target, acc: &Operand) -> MmaFamily {
+    match (acc, target.mma) {
+        (Operand::Tmem(_), _) => MmaFamily::Tcgen05,
+        (Operand::Frag(_) | Operand::Smem(_), MmaFamily::Wgmma) => MmaFamily::Wgmma,
+        (Operand::Frag(_) | Operand::Smem(_), MmaFamily::MmaSync | MmaFamily::Tcgen05) => {
+            MmaFamily::MmaSync
+        }
+    }
+}

@@ -1,0 +1,252 @@
+//! The two traversals every analysis shares: the operands of an expression and the effects of
+//! an operation. Both are exhaustive `match`es without a catch-all arm, so a new expression kind
+//! or operation is a compile error here, not a node some walker silently skips.
+
+use crate::kernel::*;
+use std::collections::HashSet;
+
+impl ExprKind {
+    /// Calls `f` on each direct operand, left to right.
+    pub fn for_each_child(&self, mut f: impl FnMut(ExprId)) {
+        match self {
+            ExprKind::Int(_)
+            | ExprKind::Float(_)
+            | ExprKind::Bool(_)
+            | ExprKind::Dim(_)
+            | ExprKind::Scalar(_)
+            | ExprKind::LoopVar(_)
+            | ExprKind::TileCoord { .. }
+            | ExprKind::RoleIndex(_)
+            | ExprKind::PipelineStage(_)
+            | ExprKind::Frag(_) => {}
+            ExprKind::Binary(_, a, b) | ExprKind::Cmp(_, a, b) => {
+                f(*a);
+                f(*b);
+            }
+            ExprKind::Select(c, a, b) => {
+                f(*c);
+                f(*a);
+                f(*b);
+            }
+            ExprKind::Unary(_, a)
+            | ExprKind::Cast(_, a)
+            | ExprKind::Reduce { arg: a, .. }
+            | ExprKind::Expand { arg: a, .. } => f(*a),
+            ExprKind::Load { coords, .. } => coords.iter().copied().for_each(f),
+        }
+    }
+}
+
+impl Kernel {
+    /// Visits `e` and the expressions under it in pre-order, left to right, each node once
+    /// (expressions form a DAG: names share subexpressions). `f` returns whether to descend
+    /// into the node's operands.
+    pub fn visit_expr(&self, e: ExprId, mut f: impl FnMut(ExprId, &ExprKind) -> bool) {
+        let mut seen = HashSet::new();
+        let mut stack = vec![e];
+        while let Some(e) = stack.pop() {
+            if !seen.insert(e) {
+                continue;
+            }
+            let kind = &self.exprs[e].kind;
+            if f(e, kind) {
+                // Pushed in reverse so the leftmost operand is visited first.
+                let mut children = Vec::new();
+                kind.for_each_child(|c| children.push(c));
+                stack.extend(children.into_iter().rev());
+            }
+        }
+    }
+
+    /// Whether `e` or any expression under it satisfies `leaf`.
+    pub fn expr_any(&self, e: ExprId, leaf: impl Fn(&ExprKind) -> bool) -> bool {
+        let mut found = false;
+        self.visit_expr(e, |_, kind| {
+            found |= leaf(kind);
+            !found
+        });
+        found
+    }
+
+    /// Every fragment `e` reads, in first-use order.
+    pub fn fragments_in(&self, e: ExprId, out: &mut Vec<FragId>) {
+        self.visit_expr(e, |_, kind| {
+            if let ExprKind::Frag(f) = kind {
+                if !out.contains(f) {
+                    out.push(*f);
+                }
+            }
+            true
+        });
+    }
+}
+
+/// How an operation takes part in a barrier's phases.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BarrierUse {
+    /// `lm.wait`: blocks until the current phase completes.
+    Wait,
+    /// `lm.arrive`.
+    Arrive,
+    /// `lm.commit`: arrives once the issuing thread's tensor-core work completes.
+    Commit,
+    /// `release=` on an MMA: arrives once the MMA's operand reads have retired.
+    Release,
+    /// A TMA load or cp.async that completes on the barrier (bytes or arrivals).
+    Completion,
+}
+
+/// What one operation reads, writes and synchronises on. Fragment operands of an MMA are
+/// listed here; fragments read by expressions are found by walking `exprs`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct OpEffects {
+    pub smem_reads: Vec<ViewRef>,
+    pub smem_writes: Vec<ViewRef>,
+    pub tmem_reads: Vec<TmemId>,
+    pub tmem_writes: Vec<TmemId>,
+    pub frag_reads: Vec<FragId>,
+    pub frag_writes: Vec<FragId>,
+    /// Global tensors read and written.
+    pub global_reads: Vec<ParamId>,
+    pub global_writes: Vec<ParamId>,
+    pub barriers: Vec<(BarrierId, BarrierUse)>,
+    pub named_barriers: Vec<NamedBarrierId>,
+    /// The expressions the operation evaluates (coordinates, values, row starts, flags).
+    pub exprs: Vec<ExprId>,
+}
+
+impl OpEffects {
+    fn operand(&mut self, o: &Operand, write: bool) {
+        match (o, write) {
+            (Operand::Smem(v), false) => self.smem_reads.push(v.clone()),
+            (Operand::Smem(v), true) => self.smem_writes.push(v.clone()),
+            (Operand::Tmem(t), false) => self.tmem_reads.push(*t),
+            (Operand::Tmem(t), true) => self.tmem_writes.push(*t),
+            (Operand::Frag(f), false) => self.frag_reads.push(*f),
+            (Operand::Frag(f), true) => self.frag_writes.push(*f),
+        }
+        if let Operand::Smem(v) = o {
+            self.view_rows(v);
+        }
+    }
+
+    fn view_rows(&mut self, v: &ViewRef) {
+        if let Some((start, _)) = v.rows {
+            self.exprs.push(start);
+        }
+    }
+
+    fn smem_read(&mut self, v: &ViewRef) {
+        self.smem_reads.push(v.clone());
+        self.view_rows(v);
+    }
+
+    fn smem_write(&mut self, v: &ViewRef) {
+        self.smem_writes.push(v.clone());
+        self.view_rows(v);
+    }
+}
+
+impl Op {
+    /// This operation's effects.
+    pub fn effects(&self) -> OpEffects {
+        let mut e = OpEffects::default();
+        match self {
+            Op::TmaLoad {
+                dst,
+                src,
+                coords,
+                barrier,
+                multicast: _,
+            } => {
+                e.smem_write(dst);
+                e.global_reads.push(*src);
+                e.exprs.extend(coords);
+                e.barriers.push((*barrier, BarrierUse::Completion));
+            }
+            Op::CpAsync {
+                dst,
+                src,
+                coords,
+                barrier,
+            } => {
+                e.smem_write(dst);
+                e.global_reads.push(*src);
+                e.exprs.extend(coords);
+                e.barriers.push((*barrier, BarrierUse::Completion));
+            }
+            Op::TmaStore { dst, src, coords } => {
+                e.smem_read(src);
+                e.global_writes.push(*dst);
+                e.exprs.extend(coords);
+            }
+            Op::Ldmatrix { dst, src } => {
+                e.smem_read(src);
+                e.frag_writes.push(*dst);
+            }
+            Op::Mma {
+                acc,
+                a,
+                b,
+                accumulate,
+                release,
+            } => {
+                e.operand(a, false);
+                e.operand(b, false);
+                e.operand(acc, true);
+                e.exprs.push(*accumulate);
+                if let Some(r) = release {
+                    e.barriers.push((*r, BarrierUse::Release));
+                }
+            }
+            Op::TmemLoad { dst, src } => {
+                e.tmem_reads.push(*src);
+                e.frag_writes.push(*dst);
+            }
+            Op::TmemStore { dst, src } => {
+                e.tmem_writes.push(*dst);
+                e.exprs.push(*src);
+            }
+            Op::TmemCopy { dst, src } => {
+                e.smem_read(src);
+                e.tmem_writes.push(*dst);
+            }
+            Op::Store { dst, value, coords } => {
+                e.global_writes.push(*dst);
+                e.exprs.push(*value);
+                e.exprs.extend(coords);
+            }
+            Op::SmemStore { dst, value } => {
+                e.smem_write(dst);
+                e.exprs.push(*value);
+            }
+            Op::ScatterAdd {
+                dst,
+                src,
+                index,
+                offset,
+                valid_rows,
+                counts,
+            } => {
+                e.smem_write(dst);
+                if let Some(c) = counts {
+                    e.smem_write(c);
+                }
+                e.smem_read(src);
+                e.smem_read(index);
+                e.exprs.push(*offset);
+                e.exprs.extend(valid_rows);
+            }
+            Op::Assign { dst, value } => {
+                e.frag_writes.push(*dst);
+                e.exprs.push(*value);
+            }
+            Op::Wait { barrier } => e.barriers.push((*barrier, BarrierUse::Wait)),
+            Op::Arrive { barrier } => e.barriers.push((*barrier, BarrierUse::Arrive)),
+            Op::Commit { barrier } => e.barriers.push((*barrier, BarrierUse::Commit)),
+            Op::FenceProxyAsync => {}
+            Op::Sync { barrier } => e.named_barriers.push(*barrier),
+        }
+        e
+    }
+}
