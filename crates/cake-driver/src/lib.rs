@@ -3,7 +3,7 @@
 //! place so every front door (CLI, tests, Python, MCP) reports the same findings.
 
 use cake_diag::{Finding, SourceFile};
-use cake_ir::Kernel;
+use cake_ir::{Kernel, KernelFacts};
 
 mod build;
 pub use build::{build, build_with, lower, resource_findings, BuildError, Built, BuiltKernel};
@@ -12,6 +12,9 @@ pub use build::{build, build_with, lower, resource_findings, BuildError, Built, 
 pub struct Checked {
     pub file: SourceFile,
     pub kernels: Vec<Kernel>,
+    /// Per kernel, the facts derived for each target it was verified for (none when the
+    /// front-end reported errors). Later stages read these instead of deriving them again.
+    pub facts: Vec<Vec<KernelFacts>>,
     /// Every finding, sorted by position then code.
     pub findings: Vec<Finding>,
 }
@@ -20,6 +23,14 @@ impl Checked {
     pub fn has_errors(&self) -> bool {
         self.findings.iter().any(|f| f.is_error())
     }
+
+    /// The facts of kernel `kernel` on `target`, if it was verified for it.
+    pub fn facts_for(&self, kernel: usize, target: &str) -> Option<&KernelFacts> {
+        self.facts
+            .get(kernel)?
+            .iter()
+            .find(|f| f.target.name == target)
+    }
 }
 
 /// Check `bytes` (a schedule file named `name`) for `target`, or for every target each kernel
@@ -27,13 +38,17 @@ impl Checked {
 pub fn check(name: &str, bytes: &[u8], target: Option<&str>) -> Checked {
     let (file, front) = cake_front::check_bytes(name, bytes);
     let mut findings = front.findings.into_sorted();
+    let mut facts = Vec::new();
     if !findings.iter().any(|f| f.is_error()) {
-        findings.extend(verify_all(&file, &front.kernels, target));
+        let (found, derived) = verify_all_with_facts(&file, &front.kernels, target);
+        findings.extend(found);
+        facts = derived;
     }
     findings.sort_by_key(|f| (f.span.start, f.code));
     Checked {
         file,
         kernels: front.kernels,
+        facts,
         findings,
     }
 }
@@ -41,8 +56,19 @@ pub fn check(name: &str, bytes: &[u8], target: Option<&str>) -> Checked {
 /// Verify every kernel for the requested target, or for each target it declares, and check that
 /// lowering covers it (so a verified kernel never fails to lower).
 pub fn verify_all(source: &SourceFile, kernels: &[Kernel], target: Option<&str>) -> Vec<Finding> {
+    verify_all_with_facts(source, kernels, target).0
+}
+
+/// [`verify_all`], also returning the facts derived per kernel and verified target.
+fn verify_all_with_facts(
+    source: &SourceFile,
+    kernels: &[Kernel],
+    target: Option<&str>,
+) -> (Vec<Finding>, Vec<Vec<KernelFacts>>) {
     let mut out = Vec::new();
+    let mut all_facts = Vec::new();
     for k in kernels {
+        let mut kernel_facts = Vec::new();
         let targets: Vec<String> = match target {
             Some(t) => vec![t.to_string()],
             None => k.targets.clone(),
@@ -64,7 +90,7 @@ pub fn verify_all(source: &SourceFile, kernels: &[Kernel], target: Option<&str>)
                 );
                 continue;
             }
-            let facts = cake_ir::KernelFacts::new(k, t);
+            let facts = KernelFacts::new(k, t);
             let mut found = cake_verify::verify_with(k, &facts);
             if !found.iter().any(|f| f.is_error()) {
                 if let Err(errors) = cake_lower::lower(k, source, t) {
@@ -83,9 +109,11 @@ pub fn verify_all(source: &SourceFile, kernels: &[Kernel], target: Option<&str>)
                 }
             }
             out.extend(found);
+            kernel_facts.push(facts);
         }
+        all_facts.push(kernel_facts);
     }
-    out
+    (out, all_facts)
 }
 
 /// The cost model's hints for every kernel of a checked file at `shape`, as performance

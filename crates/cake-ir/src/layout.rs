@@ -37,6 +37,8 @@ pub struct BarrierPlacement {
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct SmemLayout {
     pub views: Vec<ViewPlacement>,
+    /// Byte offset of each pool's base, in declaration order.
+    pub pool_bases: Vec<u64>,
     pub barriers: Vec<BarrierPlacement>,
     /// Where `tcgen05.alloc` writes the TMEM base address, when the kernel uses TMEM.
     pub tmem_slot: Option<u64>,
@@ -71,6 +73,7 @@ pub fn smem_layout(k: &Kernel) -> SmemLayout {
     let mut cursor = 0u64;
     for (pool_id, pool) in k.pools.iter() {
         let pool_base = align_up(cursor, 1024);
+        layout.pool_bases.push(pool_base);
         let mut end = pool_base;
         let mut packed = pool_base;
         for (vid, view) in k.views.iter().filter(|(_, v)| v.pool == pool_id) {

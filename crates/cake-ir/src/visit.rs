@@ -113,6 +113,9 @@ pub struct OpEffects {
     pub named_barriers: Vec<NamedBarrierId>,
     /// The expressions the operation evaluates (coordinates, values, row starts, flags).
     pub exprs: Vec<ExprId>,
+    /// The writes also read what they overwrite: an MMA that may accumulate, scatter_add's
+    /// atomic adds.
+    pub read_modify_write: bool,
 }
 
 impl OpEffects {
@@ -144,6 +147,31 @@ impl OpEffects {
     fn smem_write(&mut self, v: &ViewRef) {
         self.smem_writes.push(v.clone());
         self.view_rows(v);
+    }
+}
+
+impl OpEffects {
+    /// Every fragment the operation writes or reads (operands, then expressions), each once.
+    pub fn fragments(&self, k: &Kernel) -> Vec<FragId> {
+        let mut out = self.frag_writes.clone();
+        out.extend(
+            self.frag_reads
+                .iter()
+                .filter(|f| !self.frag_writes.contains(f)),
+        );
+        for e in &self.exprs {
+            k.fragments_in(*e, &mut out);
+        }
+        out
+    }
+
+    /// Every fragment the operation reads, as an operand or in an expression, each once.
+    pub fn fragments_read(&self, k: &Kernel) -> Vec<FragId> {
+        let mut out = self.frag_reads.clone();
+        for e in &self.exprs {
+            k.fragments_in(*e, &mut out);
+        }
+        out
     }
 }
 
@@ -195,6 +223,7 @@ impl Op {
                 e.operand(b, false);
                 e.operand(acc, true);
                 e.exprs.push(*accumulate);
+                e.read_modify_write = true;
                 if let Some(r) = release {
                     e.barriers.push((*r, BarrierUse::Release));
                 }
@@ -236,6 +265,7 @@ impl Op {
                 e.smem_read(index);
                 e.exprs.push(*offset);
                 e.exprs.extend(valid_rows);
+                e.read_modify_write = true;
             }
             Op::Assign { dst, value } => {
                 e.frag_writes.push(*dst);

@@ -4,34 +4,14 @@
 
 use std::collections::BTreeSet;
 
-use cake_ir::sync::{barrier_facts, ArriveKind};
+use cake_ir::sync::ArriveKind;
 use cake_ir::*;
 
-/// One operation with the role running it, the loops around it and its place in program order.
-struct Site<'k> {
-    stmt: StmtId,
-    op: &'k Op,
-    role: Option<RoleId>,
-    /// Enclosing loops, outermost first.
-    loops: Vec<LoopId>,
-    /// Innermost enclosing loop, if any.
-    body: Option<LoopId>,
-}
+type Site = OpSite;
 
-fn sites(k: &Kernel) -> Vec<Site<'_>> {
-    let mut out = Vec::new();
-    k.walk(|stmt, s, ctx| {
-        if let Stmt::Op(op) = s {
-            out.push(Site {
-                stmt,
-                op,
-                role: ctx.role,
-                loops: ctx.loops.clone(),
-                body: ctx.loops.last().copied(),
-            });
-        }
-    });
-    out
+/// The innermost loop around a site, if any.
+fn body(s: &Site) -> Option<LoopId> {
+    s.loops.last().copied()
 }
 
 /// Memory a statement can hand over between roles.
@@ -42,97 +22,34 @@ enum Res {
     Tensor(usize),
 }
 
-fn expr_tensors(k: &Kernel, e: ExprId, out: &mut Vec<Res>) {
-    match &k.exprs[e].kind {
-        ExprKind::Load { tensor, coords, .. } => {
-            out.push(Res::Tensor(tensor.index()));
-            for c in coords {
-                expr_tensors(k, *c, out);
-            }
-        }
-        ExprKind::Binary(_, a, b) | ExprKind::Cmp(_, a, b) => {
-            expr_tensors(k, *a, out);
-            expr_tensors(k, *b, out);
-        }
-        ExprKind::Select(c, a, b) => {
-            expr_tensors(k, *c, out);
-            expr_tensors(k, *a, out);
-            expr_tensors(k, *b, out);
-        }
-        ExprKind::Unary(_, a)
-        | ExprKind::Cast(_, a)
-        | ExprKind::Reduce { arg: a, .. }
-        | ExprKind::Expand { arg: a, .. } => expr_tensors(k, *a, out),
-        _ => {}
+/// (writes, reads) of shared memory, TMEM and global tensors, from the op's effects.
+fn accesses(k: &Kernel, s: &Site) -> (Vec<Res>, Vec<Res>) {
+    let e = &s.effects;
+    let mut w: Vec<Res> = e
+        .smem_writes
+        .iter()
+        .map(|v| Res::View(v.view.index()))
+        .collect();
+    w.extend(e.tmem_writes.iter().map(|t| Res::Tmem(t.index())));
+    w.extend(e.global_writes.iter().map(|p| Res::Tensor(p.index())));
+    let mut r: Vec<Res> = e
+        .smem_reads
+        .iter()
+        .map(|v| Res::View(v.view.index()))
+        .collect();
+    r.extend(e.tmem_reads.iter().map(|t| Res::Tmem(t.index())));
+    r.extend(e.global_reads.iter().map(|p| Res::Tensor(p.index())));
+    // An accumulating MMA and scatter_add's atomic adds also read what they write.
+    if e.read_modify_write {
+        r.extend(w.iter().filter(|x| !matches!(x, Res::Tensor(_))).copied());
     }
-}
-
-/// (writes, reads) of shared memory, TMEM and global tensors.
-fn accesses(k: &Kernel, op: &Op) -> (Vec<Res>, Vec<Res>) {
-    let mut w = Vec::new();
-    let mut r = Vec::new();
-    let operand = |o: &Operand, r: &mut Vec<Res>| match o {
-        Operand::Smem(v) => r.push(Res::View(v.view.index())),
-        Operand::Tmem(t) => r.push(Res::Tmem(t.index())),
-        Operand::Frag(_) => {}
-    };
-    match op {
-        Op::TmaLoad { dst, src, .. } | Op::CpAsync { dst, src, .. } => {
-            w.push(Res::View(dst.view.index()));
-            r.push(Res::Tensor(src.index()));
-        }
-        Op::TmaStore { dst, src, .. } => {
-            w.push(Res::Tensor(dst.index()));
-            r.push(Res::View(src.view.index()));
-        }
-        Op::Ldmatrix { src, .. } => r.push(Res::View(src.view.index())),
-        Op::Mma { acc, a, b, .. } => {
-            if let Operand::Tmem(t) = acc {
-                w.push(Res::Tmem(t.index()));
+    for x in &e.exprs {
+        k.visit_expr(*x, |_, kind| {
+            if let ExprKind::Load { tensor, .. } = kind {
+                r.push(Res::Tensor(tensor.index()));
             }
-            operand(acc, &mut r);
-            operand(a, &mut r);
-            operand(b, &mut r);
-        }
-        Op::TmemLoad { src, .. } => r.push(Res::Tmem(src.index())),
-        Op::TmemStore { dst, src } => {
-            w.push(Res::Tmem(dst.index()));
-            expr_tensors(k, *src, &mut r);
-        }
-        Op::TmemCopy { dst, src } => {
-            w.push(Res::Tmem(dst.index()));
-            r.push(Res::View(src.view.index()));
-        }
-        Op::Store { dst, value, .. } => {
-            w.push(Res::Tensor(dst.index()));
-            expr_tensors(k, *value, &mut r);
-        }
-        Op::SmemStore { dst, value } => {
-            w.push(Res::View(dst.view.index()));
-            expr_tensors(k, *value, &mut r);
-        }
-        Op::ScatterAdd {
-            dst,
-            src,
-            index,
-            counts,
-            ..
-        } => {
-            w.push(Res::View(dst.view.index()));
-            if let Some(c) = counts {
-                w.push(Res::View(c.view.index()));
-            }
-            // Atomic adds also read what they add to.
-            r.push(Res::View(dst.view.index()));
-            r.push(Res::View(src.view.index()));
-            r.push(Res::View(index.view.index()));
-        }
-        Op::Assign { value, .. } => expr_tensors(k, *value, &mut r),
-        Op::Wait { .. }
-        | Op::Arrive { .. }
-        | Op::Commit { .. }
-        | Op::FenceProxyAsync
-        | Op::Sync { .. } => {}
+            true
+        });
     }
     (w, r)
 }
@@ -141,7 +58,7 @@ fn role_accesses(k: &Kernel, all: &[Site], role: RoleId) -> (BTreeSet<Res>, BTre
     let mut w = BTreeSet::new();
     let mut r = BTreeSet::new();
     for s in all.iter().filter(|s| s.role == Some(role)) {
-        let (a, b) = accesses(k, s.op);
+        let (a, b) = accesses(k, s);
         w.extend(a);
         r.extend(b);
     }
@@ -169,8 +86,8 @@ fn waits_on(op: &Op) -> Option<BarrierId> {
     }
 }
 
-fn touches(k: &Kernel, op: &Op, r: Res) -> bool {
-    let (w, rd) = accesses(k, op);
+fn touches(k: &Kernel, s: &Site, r: Res) -> bool {
+    let (w, rd) = accesses(k, s);
     w.contains(&r) || rd.contains(&r)
 }
 
@@ -197,24 +114,24 @@ fn guarded(
             return false;
         }
         all.iter().enumerate().all(|(j, t)| {
-            if t.role != Some(y) || arrives_on(t.op) != Some(g) {
+            if t.role != Some(y) || arrives_on(&t.op) != Some(g) {
                 return true;
             }
-            if touches(k, t.op, r) {
+            if touches(k, t, r) {
                 return true;
             }
             let copy = |op: &Op| matches!(op, Op::TmaLoad { barrier, .. } | Op::CpAsync { barrier, .. } if *barrier == g);
-            if copy(t.op)
+            if copy(&t.op)
                 && all
                     .iter()
-                    .any(|u| u.role == Some(y) && copy(u.op) && touches(k, u.op, r))
+                    .any(|u| u.role == Some(y) && copy(&u.op) && touches(k, u, r))
             {
                 return true;
             }
             let mine: Vec<usize> = all
                 .iter()
                 .enumerate()
-                .filter(|(_, u)| u.role == Some(y) && touches(k, u.op, r))
+                .filter(|(_, u)| u.role == Some(y) && touches(k, u, r))
                 .map(|(n, _)| n)
                 .collect();
             !mine.is_empty()
@@ -230,17 +147,17 @@ fn waited_before(all: &[Site], at: usize, pred: impl Fn(BarrierId) -> bool) -> b
     let site = &all[at];
     all[..at]
         .iter()
-        .any(|s| s.role == site.role && s.body == site.body && waits_on(s.op).is_some_and(&pred))
+        .any(|s| s.role == site.role && body(s) == body(site) && waits_on(&s.op).is_some_and(&pred))
 }
 
 /// Dropping the wait at `wait_stmt` is equivalent when the barrier carries nothing and the
 /// waiting role stays throttled everywhere it arrives. Returns the reason.
-pub fn drop_wait(k: &Kernel, wait_stmt: StmtId) -> Option<String> {
-    let all = sites(k);
+pub fn drop_wait(k: &Kernel, kf: &KernelFacts, wait_stmt: StmtId) -> Option<String> {
+    let all = &kf.ops;
     // Which arrivals and waits exist does not depend on the target, only their counts.
-    let facts = barrier_facts(k, crate::targets_of(k).next()?);
+    let facts = &kf.barriers;
     let at = all.iter().position(|s| s.stmt == wait_stmt)?;
-    let b = waits_on(all[at].op)?;
+    let b = waits_on(&all[at].op)?;
     let c = all[at].role?;
     let f = &facts[b.index()];
     let bname = &k.barriers[b].name;
@@ -272,7 +189,7 @@ pub fn drop_wait(k: &Kernel, wait_stmt: StmtId) -> Option<String> {
             shared.extend(xr.intersection(&yw).copied());
             for r in shared {
                 for (i, s) in all.iter().enumerate() {
-                    if s.role != Some(x) || !touches(k, s.op, r) {
+                    if s.role != Some(x) || !touches(k, s, r) {
                         continue;
                     }
                     if !guarded(k, &all, &facts, i, y, r, b) {
@@ -290,7 +207,7 @@ pub fn drop_wait(k: &Kernel, wait_stmt: StmtId) -> Option<String> {
         if s.role != Some(c) || s.stmt == wait_stmt {
             continue;
         }
-        let Some(e) = arrives_on(s.op) else { continue };
+        let Some(e) = arrives_on(&s.op) else { continue };
         let waiters: BTreeSet<RoleId> = facts[e.index()].waits.iter().map(|w| w.1).collect();
         if waiters.is_empty() {
             continue;
@@ -301,10 +218,9 @@ pub fn drop_wait(k: &Kernel, wait_stmt: StmtId) -> Option<String> {
             }
             let gp: BTreeSet<RoleId> = facts[g.index()].arrivals.iter().map(|a| a.role).collect();
             gp == waiters
-                && all
-                    .iter()
-                    .enumerate()
-                    .all(|(j, t)| arrives_on(t.op) != Some(g) || waited_before(&all, j, |x| x == e))
+                && all.iter().enumerate().all(|(j, t)| {
+                    arrives_on(&t.op) != Some(g) || waited_before(&all, j, |x| x == e)
+                })
         });
         if !throttled {
             return None;
@@ -327,7 +243,12 @@ pub fn drop_wait(k: &Kernel, wait_stmt: StmtId) -> Option<String> {
 
 /// Moving a warpgroup role onto `new_warps` is equivalent when nothing in it depends on
 /// warpgroup alignment or on how many replicas it has. Returns the reason.
-pub fn misalign_role(k: &Kernel, role: RoleId, new_warps: &[u32]) -> Option<String> {
+pub fn misalign_role(
+    k: &Kernel,
+    kf: &KernelFacts,
+    role: RoleId,
+    new_warps: &[u32],
+) -> Option<String> {
     let r = &k.roles[role];
     if r.regs.is_some() || new_warps.iter().any(|&w| w >= 32) {
         return None;
@@ -355,8 +276,7 @@ pub fn misalign_role(k: &Kernel, role: RoleId, new_warps: &[u32]) -> Option<Stri
     if elems > 64 * 32 {
         return None;
     }
-    let all = sites(k);
-    let simple = all.iter().filter(|s| s.role == Some(role)).all(|s| {
+    let simple = kf.ops.iter().filter(|s| s.role == Some(role)).all(|s| {
         matches!(
             s.op,
             Op::Wait { .. }

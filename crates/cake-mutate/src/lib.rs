@@ -20,9 +20,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use cake_diag::{Category, SourceFile};
-use cake_ir::layout::smem_layout;
-use cake_ir::sync::barrier_facts;
-use cake_ir::{Kernel, Op, Operand, RoleUnit, Stmt as IrStmt};
+use cake_ir::{Kernel, KernelFacts, Op, RoleUnit, Stmt as IrStmt};
 use cake_target::MmaFamily;
 use text::{Kind, Source, Stmt, Tok};
 
@@ -83,6 +81,8 @@ pub struct Outcome {
 struct Facts {
     file: SourceFile,
     kernels: Vec<Kernel>,
+    /// Per kernel, the compiler's facts for each target it declares.
+    facts: Vec<Vec<KernelFacts>>,
     /// Names of barriers, views, roles, pipelines, pools and TMEM regions.
     resources: BTreeSet<String>,
 }
@@ -102,8 +102,15 @@ impl Facts {
         Facts {
             file: checked.file,
             kernels: checked.kernels,
+            facts: checked.facts,
             resources,
         }
+    }
+
+    /// The facts of kernel `ki` on its first declared target (shared-memory placement and
+    /// which arrivals and waits exist do not depend on the target).
+    fn first(&self, ki: usize) -> Option<&KernelFacts> {
+        self.facts.get(ki)?.first()
     }
 
     /// 0-based line of a span start.
@@ -445,7 +452,7 @@ fn drop_wait(src: &Source, f: &Facts, out: &mut Vec<Plan>) {
             let ops = ir_ops(f, st);
             let reasons: Vec<Option<String>> = ops
                 .iter()
-                .map(|&(ki, sid)| equiv::drop_wait(&f.kernels[ki], sid))
+                .map(|&(ki, sid)| equiv::drop_wait(&f.kernels[ki], f.first(ki)?, sid))
                 .collect();
             if !reasons.is_empty() && reasons.iter().all(Option::is_some) {
                 p.equivalent = reasons.into_iter().next().flatten();
@@ -528,8 +535,9 @@ fn change_count(src: &Source, f: &Facts, out: &mut Vec<Plan>) {
         };
         // The count is derived per target (wgmma releases once per warpgroup, mma.sync once per
         // thread): one past the largest is wrong for every target.
-        let derived = targets_of(k)
-            .map(|t| barrier_facts(k, t)[bi].arrival_count())
+        let derived = f.facts[ki]
+            .iter()
+            .map(|t| t.barriers[bi].arrival_count())
             .max()
             .unwrap_or(0);
         let bname = &k.barriers.iter().nth(bi).expect("barrier").1.name;
@@ -639,26 +647,6 @@ fn change_stages(src: &Source, f: &Facts, out: &mut Vec<Plan>) {
     out.extend(found.into_iter().map(|(_, p)| p));
 }
 
-/// Byte offset of every pool's base, computed as the layout computes it.
-fn pool_bases(k: &Kernel) -> Vec<u64> {
-    let layout = smem_layout(k);
-    let mut bases = Vec::new();
-    let mut cursor = 0u64;
-    for (pid, pool) in k.pools.iter() {
-        let base = cursor.div_ceil(1024) * 1024;
-        let mut end = base;
-        for p in layout.views.iter().filter(|p| k.views[p.view].pool == pid) {
-            end = end.max(p.offset + p.bytes);
-        }
-        if let Some(size) = pool.size {
-            end = end.max(base + size as u64);
-        }
-        bases.push(base);
-        cursor = end;
-    }
-    bases
-}
-
 fn shrink_pool(src: &Source, f: &Facts, out: &mut Vec<Plan>) {
     for (si, ki, pi) in decls(src, f, |k| {
         k.pools.handles().map(|h| k.pools.span(h)).collect()
@@ -672,8 +660,10 @@ fn shrink_pool(src: &Source, f: &Facts, out: &mut Vec<Plan>) {
         let Some(call) = parse_call(src, st, open) else {
             continue;
         };
-        let layout = smem_layout(k);
-        let base = pool_bases(k)[pi];
+        let Some(layout) = f.first(ki).map(|x| &x.layout) else {
+            continue;
+        };
+        let base = layout.pool_bases[pi];
         let need = layout
             .views
             .iter()
@@ -723,12 +713,10 @@ fn misalign_view(src: &Source, f: &Facts, out: &mut Vec<Plan>) {
         let Some(call) = parse_call(src, st, open) else {
             continue;
         };
-        let rel = match view.offset {
-            Some(o) => o as u64,
-            None => {
-                let base = pool_bases(k)[view.pool.index()];
-                smem_layout(k).view(vid).offset - base
-            }
+        let rel = match (view.offset, f.first(ki)) {
+            (Some(o), _) => o as u64,
+            (None, Some(x)) => x.layout.view(vid).offset - x.layout.pool_bases[view.pool.index()],
+            (None, None) => continue,
         };
         let new = rel + 16;
         let (edit, line) = match kwarg(&call, "offset") {
@@ -758,18 +746,10 @@ fn misalign_view(src: &Source, f: &Facts, out: &mut Vec<Plan>) {
 /// Views that an MMA reads (as an operand or through ldmatrix).
 fn mma_read_views(k: &Kernel) -> BTreeSet<usize> {
     let mut out = BTreeSet::new();
-    k.walk(|_, s, _| match s {
-        IrStmt::Op(Op::Mma { a, b, .. }) => {
-            for o in [a, b] {
-                if let Operand::Smem(v) = o {
-                    out.insert(v.view.index());
-                }
-            }
+    k.walk(|_, s, _| {
+        if let IrStmt::Op(op @ (Op::Mma { .. } | Op::Ldmatrix { .. })) = s {
+            out.extend(op.effects().smem_reads.iter().map(|v| v.view.index()));
         }
-        IrStmt::Op(Op::Ldmatrix { src, .. }) => {
-            out.insert(src.view.index());
-        }
-        _ => {}
     });
     out
 }
@@ -904,7 +884,9 @@ fn misalign_role(src: &Source, f: &Facts, out: &mut Vec<Plan>) {
         let warps: Vec<String> = shifted.iter().map(u32::to_string).collect();
         let new = format!("warps=[{}]", warps.join(", "));
         let rid = k.roles.handles().nth(ri).expect("role");
-        let equivalent = equiv::misalign_role(k, rid, &shifted);
+        let equivalent = f
+            .first(ki)
+            .and_then(|kf| equiv::misalign_role(k, kf, rid, &shifted));
         let (s, e) = span_of(st, a.first, a.last);
         let old = src.text[s..e].to_string();
         out.push(plan(
@@ -960,10 +942,7 @@ fn mma_families(st: &Stmt, f: &Facts) -> Vec<MmaFamily> {
                 let Ok(target) = cake_target::lookup(t) else {
                     continue;
                 };
-                out.push(match acc {
-                    Operand::Tmem(_) => MmaFamily::Tcgen05,
-                    _ => target.mma,
-                });
+                out.push(cake_ir::facts::mma_family(target, acc));
             }
         });
     }
@@ -1018,11 +997,6 @@ fn early_release(src: &Source, f: &Facts, out: &mut Vec<Plan>) {
         }
         out.push(p);
     }
-}
-
-/// The targets a kernel declares that Cake knows.
-pub(crate) fn targets_of(k: &Kernel) -> impl Iterator<Item = &'static cake_target::Target> + '_ {
-    k.targets.iter().filter_map(|t| cake_target::lookup(t).ok())
 }
 
 /// A cluster barrier declared as a CTA barrier: the producers of a multicast load would refill a

@@ -93,7 +93,14 @@ fn availability(cx: &Ctx, out: &mut Vec<Finding>) {
                     &format!("this MMA ({})", family.name()),
                 );
             }
-            _ => {}
+            // Available on every target Cake knows.
+            Op::Store { .. }
+            | Op::SmemStore { .. }
+            | Op::ScatterAdd { .. }
+            | Op::Assign { .. }
+            | Op::Wait { .. }
+            | Op::Arrive { .. }
+            | Op::Sync { .. } => {}
         }
     }
     for (rid, r) in k.roles.iter() {

@@ -146,27 +146,7 @@ fn ownership(cx: &Ctx, out: &mut Vec<Finding>) {
     let k = cx.k;
     for site in &cx.ops {
         let Some(role) = site.role else { continue };
-        let mut frags = Vec::new();
-        match &site.op {
-            Op::Assign { dst, value } => {
-                frags.push(*dst);
-                cx.k.fragments_in(*value, &mut frags);
-            }
-            Op::Store { value, .. }
-            | Op::SmemStore { value, .. }
-            | Op::TmemStore { src: value, .. } => cx.k.fragments_in(*value, &mut frags),
-            Op::Ldmatrix { dst, .. } | Op::TmemLoad { dst, .. } => frags.push(*dst),
-            Op::Mma { acc, a, .. } => {
-                for o in [acc, a] {
-                    if let Operand::Frag(f) = o {
-                        frags.push(*f);
-                    }
-                }
-            }
-            _ => {}
-        }
-        frags.dedup();
-        for f in frags {
+        for f in site.effects.fragments(k) {
             let frag = &k.fragments[f];
             if frag.role != role {
                 out.push(

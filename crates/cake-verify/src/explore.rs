@@ -319,7 +319,19 @@ impl Unroll<'_> {
                     stmt: s,
                 });
             }
-            _ => {}
+            // No barrier phase moves.
+            Op::Mma { release: None, .. }
+            | Op::TmaStore { .. }
+            | Op::Ldmatrix { .. }
+            | Op::TmemLoad { .. }
+            | Op::TmemStore { .. }
+            | Op::TmemCopy { .. }
+            | Op::Store { .. }
+            | Op::SmemStore { .. }
+            | Op::ScatterAdd { .. }
+            | Op::Assign { .. }
+            | Op::FenceProxyAsync
+            | Op::Sync { .. } => {}
         }
     }
 

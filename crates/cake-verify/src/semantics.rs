@@ -91,12 +91,7 @@ fn buffered_fragments(cx: &Ctx, out: &mut Vec<Finding>) {
                 Some(l) => {
                     // Every read of the fragment sits inside that loop.
                     for s in &cx.ops {
-                        let mut frags = Vec::new();
-                        match &s.op {
-                            Op::Assign { value, .. } | Op::Store { value, .. } | Op::SmemStore { value, .. } | Op::TmemStore { src: value, .. } => cx.k.fragments_in(*value, &mut frags),
-                            _ => {}
-                        }
-                        if frags.contains(&f) && !s.loops.contains(&l) {
+                        if s.effects.fragments_read(cx.k).contains(&f) && !s.loops.contains(&l) {
                             why = Some("it is read outside the loop whose MMA writes it".into());
                             at = cx.span(s.stmt);
                         }
@@ -394,38 +389,14 @@ fn unused(cx: &Ctx, out: &mut Vec<Finding>) {
             for v in e.smem_writes.iter().chain(&e.smem_reads) {
                 views[v.view.index()] = true;
             }
-            match op {
-                Op::Wait { barrier }
-                | Op::Arrive { barrier }
-                | Op::Commit { barrier }
-                | Op::TmaLoad { barrier, .. }
-                | Op::CpAsync { barrier, .. } => barriers[barrier.index()] = true,
-                _ => {}
+            for (b, _) in &e.barriers {
+                barriers[b.index()] = true;
             }
-            if let Op::Mma {
-                acc, a, release, ..
-            } = op
-            {
-                if let Some(b) = release {
-                    barriers[b.index()] = true;
-                }
-                for o in [acc, a] {
-                    match o {
-                        Operand::Frag(f) => frags[f.index()] = true,
-                        Operand::Tmem(t) => tmems[t.index()] = true,
-                        Operand::Smem(_) => {}
-                    }
-                }
+            for f in e.frag_writes.iter().chain(&e.frag_reads) {
+                frags[f.index()] = true;
             }
-            match op {
-                Op::Ldmatrix { dst, .. } | Op::TmemLoad { dst, .. } | Op::Assign { dst, .. } => {
-                    frags[dst.index()] = true
-                }
-                Op::TmemStore { dst, .. } | Op::TmemCopy { dst, .. } => tmems[dst.index()] = true,
-                _ => {}
-            }
-            if let Op::TmemLoad { src, .. } = op {
-                tmems[src.index()] = true;
+            for t in e.tmem_writes.iter().chain(&e.tmem_reads) {
+                tmems[t.index()] = true;
             }
         }
         Stmt::If { .. } => {}
