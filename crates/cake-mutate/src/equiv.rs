@@ -181,8 +181,8 @@ pub fn drop_wait(k: &Kernel, kf: &KernelFacts, wait_stmt: StmtId) -> Option<Stri
     let producers: BTreeSet<RoleId> = f.arrivals.iter().map(|a| a.role).collect();
     for &p in &producers {
         for (x, y) in [(c, p), (p, c)] {
-            let (xw, xr) = role_accesses(k, &all, x);
-            let (yw, yr) = role_accesses(k, &all, y);
+            let (xw, xr) = role_accesses(k, all, x);
+            let (yw, yr) = role_accesses(k, all, y);
             let mut shared: BTreeSet<Res> = BTreeSet::new();
             shared.extend(xw.intersection(&yw).copied());
             shared.extend(xw.intersection(&yr).copied());
@@ -192,7 +192,7 @@ pub fn drop_wait(k: &Kernel, kf: &KernelFacts, wait_stmt: StmtId) -> Option<Stri
                     if s.role != Some(x) || !touches(k, s, r) {
                         continue;
                     }
-                    if !guarded(k, &all, &facts, i, y, r, b) {
+                    if !guarded(k, all, facts, i, y, r, b) {
                         return None;
                     }
                 }
@@ -212,15 +212,16 @@ pub fn drop_wait(k: &Kernel, kf: &KernelFacts, wait_stmt: StmtId) -> Option<Stri
         if waiters.is_empty() {
             continue;
         }
-        let throttled = waited_before(&all, i, |g| {
+        let throttled = waited_before(all, i, |g| {
             if g == b {
                 return false;
             }
             let gp: BTreeSet<RoleId> = facts[g.index()].arrivals.iter().map(|a| a.role).collect();
             gp == waiters
-                && all.iter().enumerate().all(|(j, t)| {
-                    arrives_on(&t.op) != Some(g) || waited_before(&all, j, |x| x == e)
-                })
+                && all
+                    .iter()
+                    .enumerate()
+                    .all(|(j, t)| arrives_on(&t.op) != Some(g) || waited_before(all, j, |x| x == e))
         });
         if !throttled {
             return None;

@@ -193,7 +193,7 @@ fn rows_in_range(cx: &Ctx, out: &mut Vec<Finding>) {
         let Some(role) = site.role else { continue };
         let replicas = k.roles[role].replicas() as i64;
         let (writes, reads) = (&site.effects.smem_writes, &site.effects.smem_reads);
-        for v in writes.into_iter().chain(reads) {
+        for v in writes.iter().chain(reads) {
             let Some((start, n)) = v.rows else { continue };
             if !k.expr_reads_role_index(start, role) || !reported.insert((site.stmt, v.view)) {
                 continue;
@@ -450,7 +450,7 @@ fn stage_binding(cx: &Ctx, out: &mut Vec<Finding>) {
         let pipe = cx.loop_pipeline(&site.loops).map(|(_, p)| p);
         let sp = cx.span(site.stmt);
         let (w, r) = (&site.effects.smem_writes, &site.effects.smem_reads);
-        for v in w.into_iter().chain(r) {
+        for v in w.iter().chain(r) {
             let view = &k.views[v.view];
             if view.stages > 1 && v.stage.is_none() && pipe.is_none() {
                 out.push(

@@ -260,7 +260,7 @@ fn stage_mismatch(cx: &Ctx, out: &mut Vec<Finding>) {
         };
         let pipe = &k.pipelines[p];
         let (writes, reads) = (&site.effects.smem_writes, &site.effects.smem_reads);
-        for v in writes.into_iter().chain(reads) {
+        for v in writes.iter().chain(reads) {
             let view = &k.views[v.view];
             if v.stage.is_none() && view.stages > 1 && view.stages != pipe.stages {
                 out.push(
