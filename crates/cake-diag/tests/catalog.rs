@@ -100,8 +100,8 @@ fn front_end_codes_block_except_unused_value() {
 
 #[test]
 fn catalog_is_in_code_order() {
-    // `ALL` is the registry people append to; keeping it sorted makes a
-    // missing or misplaced entry obvious in review.
+    // `ALL` is the category modules' lists, concatenated; keeping it sorted
+    // makes a misplaced entry obvious in review.
     let rank = |c: Category| Category::ALL.iter().position(|&x| x == c);
     let keys: Vec<_> = catalog::all()
         .iter()
@@ -125,7 +125,7 @@ fn rules_doc_is_generated_from_the_catalog() {
     let actual = std::fs::read_to_string(&path).unwrap_or_default();
     if actual != expected {
         panic!(
-            "docs/rules.md is out of date with the catalog in crates/cake-diag/src/catalog.rs.\n\
+            "docs/rules.md is out of date with the catalog in crates/cake-diag/src/catalog/.\n\
              Regenerate it with:\n\n    CAKE_BLESS=1 cargo test -p cake-diag --test catalog\n"
         );
     }

@@ -577,53 +577,42 @@ fn every_language_code_is_exercised() {
     );
 }
 
-/// Catalog examples the front-end disagrees with today: (code, which example, why). An entry
-/// that starts to agree fails the test, so the list is removed from as bugs are fixed.
-const KNOWN_CATALOG_DISAGREEMENTS: &[(&str, &str, &str)] = &[];
-
-/// The catalog's bad/good examples of the language codes (shown by `cake explain`) behave as
-/// documented: the bad one reports its code, the good one does not.
+/// Every example the catalog documents (`cake explain`, docs/rules.md) is the text of its
+/// annotated file, `tests/check/CAKE-<code>-bad.py` / `-good.py`, so `annotated_check_files`
+/// checks it the way `cake check` would: the bad one marks at least one finding of its code and
+/// the good one none, and each reports exactly what it marks.
 #[test]
-fn catalog_language_examples() {
+fn catalog_examples_are_check_files() {
+    let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/check"));
     let mut problems = Vec::new();
     for info in cake_diag::catalog::all() {
-        if !info.code.starts_with("CAKE-L") || info.bad.is_empty() {
-            continue;
-        }
-        let known = |which: &str| {
-            KNOWN_CATALOG_DISAGREEMENTS
-                .iter()
-                .any(|(c, w, _)| *c == info.code && *w == which)
-        };
-        let (bad_file, bad) = cake_front::check_bytes("bad.py", info.bad.as_bytes());
-        let bad_ok = bad.findings.iter().any(|f| f.code == info.code);
-        if !bad_ok && !known("bad") {
-            problems.push(format!(
-                "{}: the bad example does not report it; it reports:\n{}",
-                info.code,
-                render::human(&bad_file, bad.findings.as_slice(), false)
-            ));
-        }
-        if bad_ok && known("bad") {
-            problems.push(format!(
-                "{}: the bad example now reports it: remove it from KNOWN_CATALOG_DISAGREEMENTS",
-                info.code
-            ));
-        }
-        if !info.good.is_empty() {
-            let (good_file, good) = cake_front::check_bytes("good.py", info.good.as_bytes());
-            let good_ok = !good.findings.iter().any(|f| f.code == info.code);
-            if !good_ok && !known("good") {
+        for (which, example) in [("bad", info.bad), ("good", info.good)] {
+            if example.is_empty() {
+                continue;
+            }
+            let path = dir.join(format!("{}-{which}.py", info.code));
+            let text = match std::fs::read_to_string(&path) {
+                Ok(text) => text,
+                Err(e) => {
+                    problems.push(format!("{}: {}: {e}", info.code, display(&path)));
+                    continue;
+                }
+            };
+            if text != example {
                 problems.push(format!(
-                    "{}: the good example reports it:\n{}",
+                    "{}: the {which} example is not the text of {}: include it with include_str!",
                     info.code,
-                    render::human(&good_file, good.findings.as_slice(), false)
+                    display(&path)
                 ));
             }
-            if good_ok && known("good") {
+            let marks_code = expectations(&text)
+                .is_ok_and(|expected| expected.iter().any(|e| e.code == info.code));
+            if marks_code != (which == "bad") {
                 problems.push(format!(
-                    "{}: the good example no longer reports it: remove it from KNOWN_CATALOG_DISAGREEMENTS",
-                    info.code
+                    "{}: {} {} a finding of its own code",
+                    info.code,
+                    display(&path),
+                    if which == "bad" { "must mark" } else { "marks" }
                 ));
             }
         }

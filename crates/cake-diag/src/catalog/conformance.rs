@@ -185,3 +185,21 @@ Declare a cluster of two or more CTAs on the schedule, or drop `cluster=True`."#
     bad: include_str!("../../../../tests/check/CAKE-C014-bad.py"),
     good: include_str!("../../../../tests/check/CAKE-C014-good.py"),
 };
+
+/// Every code of this module, in number order; [`super::ALL`] is made of these lists.
+pub const ALL: &[&CodeInfo] = &[
+    &INSTRUCTION_UNAVAILABLE,
+    &SMEM_LIMIT,
+    &THREAD_LIMIT,
+    &REGISTER_BUDGET,
+    &WARPGROUP_REQUIRED,
+    &MMA_SHAPE,
+    &TMA_BOX,
+    &CLUSTER_LIMIT,
+    &TMEM_ALLOCATION,
+    &SETMAXNREG_IGNORED,
+    &NAMED_BARRIER_LIMIT,
+    &TMEM_LANES,
+    &MULTICAST_SHAPE,
+    &CLUSTER_BARRIER,
+];

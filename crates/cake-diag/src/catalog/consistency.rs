@@ -68,3 +68,12 @@ Transpose the operand that is wrong: `a` is (M, K) as stored; `b` is (K, N), usu
     bad: include_str!("../../../../tests/check/CAKE-D005-bad.py"),
     good: include_str!("../../../../tests/check/CAKE-D005-good.py"),
 };
+
+/// Every code of this module, in number order; [`super::ALL`] is made of these lists.
+pub const ALL: &[&CodeInfo] = &[
+    &FRAGMENT_OWNERSHIP,
+    &OPERAND_LAYOUT,
+    &LDMATRIX_ROWS,
+    &FP8_ACCUMULATION,
+    &CONTRACTION_MISMATCH,
+];

@@ -40,3 +40,6 @@ Run `cake calibrate --target <target> -o FILE` on a GPU of that target and pass 
     bad: "",
     good: "",
 };
+
+/// Every code of this module, in number order; [`super::ALL`] is made of these lists.
+pub const ALL: &[&CodeInfo] = &[&NOT_LOWERED, &NOT_VERIFIED, &NO_CALIBRATION];

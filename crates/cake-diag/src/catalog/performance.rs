@@ -97,3 +97,14 @@ A grouped raster (`lm.tiles(..., group=8)`) raises operand reuse in L2; larger t
     bad: "",
     good: "",
 };
+
+/// Every code of this module, in number order; [`super::ALL`] is made of these lists.
+pub const ALL: &[&CodeInfo] = &[
+    &REGISTER_SPILL,
+    &WGMMA_SERIALIZED,
+    &EXPOSED_LATENCY,
+    &TAIL_WAVE,
+    &SERIALIZED_EPILOGUE,
+    &EXPOSED_EPILOGUE,
+    &MEMORY_BOUND,
+];

@@ -252,3 +252,26 @@ Declare `acc_empty = lm.barrier(producers=[epilogue], consumers=[mma])`, `lm.wai
     bad: include_str!("../../../../tests/check/CAKE-S019-bad.py"),
     good: include_str!("../../../../tests/check/CAKE-S019-good.py"),
 };
+
+/// Every code of this module, in number order; [`super::ALL`] is made of these lists.
+pub const ALL: &[&CodeInfo] = &[
+    &ARRIVAL_COUNT,
+    &TX_LIMIT,
+    &WAIT_WITHOUT_ARRIVALS,
+    &STAGE_UNBOUND,
+    &STAGE_OVERWRITE,
+    &READ_BEFORE_READY,
+    &RELEASE_BEFORE_RETIRE,
+    &PROXY_FENCE,
+    &SMEM_ALIGNMENT,
+    &VIEW_OVERLAP,
+    &POOL_OVERFLOW,
+    &DEADLOCK,
+    &PHASE_OVERRUN,
+    &TMEM_READ_BEFORE_READY,
+    &TMA_OOB_FILL,
+    &ROWS_OUT_OF_RANGE,
+    &MULTICAST_UNGUARDED,
+    &CLUSTER_DIVERGENCE,
+    &TMEM_OVERWRITE,
+];

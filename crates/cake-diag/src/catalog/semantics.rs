@@ -105,3 +105,15 @@ Issue it from a role of one warpgroup (or one warp), whose threads share the row
     bad: include_str!("../../../../tests/check/CAKE-M008-bad.py"),
     good: include_str!("../../../../tests/check/CAKE-M008-good.py"),
 };
+
+/// Every code of this module, in number order; [`super::ALL`] is made of these lists.
+pub const ALL: &[&CodeInfo] = &[
+    &ROLE_OVERLAP,
+    &BARRIER_ROLES,
+    &STAGE_MISMATCH,
+    &TRIP_COUNT_MISMATCH,
+    &UNUSED_RESOURCE,
+    &NAMED_BARRIER_ROLES,
+    &BUFFERED_FRAGMENT,
+    &REPLICATED_SCATTER,
+];
