@@ -187,8 +187,9 @@ pub fn rules_markdown() -> String {
 
     let mut out = String::new();
     out.push_str(
-        "<!-- Generated from crates/cake-diag/src/catalog.rs by `catalog::rules_markdown()`. \
-         Do not edit: change the catalog and run `CAKE_BLESS=1 cargo test -p cake-diag`. -->\n\n",
+        "<!-- Generated from crates/cake-diag/src/catalog/*.rs by `catalog::rules_markdown()`. \
+         Do not edit: change the catalog and run \
+         `CAKE_BLESS=1 cargo test -p cake-diag --test catalog`. -->\n\n",
     );
     out.push_str("# Cake rules\n\n");
     out.push_str(
