@@ -56,8 +56,13 @@ pub fn lower(
         return Err(BuildError::Findings(Box::new(checked)));
     }
     let mut out = Vec::new();
-    for k in &checked.kernels {
-        match cake_lower::lower(k, &checked.file, t) {
+    for ki in 0..checked.kernels.len() {
+        // The check lowered every kernel it verified; lower again only if it did not.
+        let lowered = match checked.take_lowered(ki, t.name) {
+            Some(l) => Ok(l),
+            None => cake_lower::lower(&checked.kernels[ki], &checked.file, t),
+        };
+        match lowered {
             Ok(l) => out.push(l),
             Err(errors) => {
                 // The check's coverage rule makes this unreachable; report rather than panic.

@@ -15,6 +15,9 @@ pub struct Checked {
     /// Per kernel, the facts derived for each target it was verified for (none when the
     /// front-end reported errors). Later stages read these instead of deriving them again.
     pub facts: Vec<Vec<KernelFacts>>,
+    /// Per kernel and verified target (as `facts`), the lowering the coverage check produced,
+    /// kept so a build does not lower a second time.
+    lowered: Vec<Vec<Option<cake_lower::Lowered>>>,
     /// Every finding, sorted by position then code.
     pub findings: Vec<Finding>,
 }
@@ -22,6 +25,12 @@ pub struct Checked {
 impl Checked {
     pub fn has_errors(&self) -> bool {
         self.findings.iter().any(|f| f.is_error())
+    }
+
+    /// Takes the lowering of kernel `kernel` for `target` that the check produced, if any.
+    pub(crate) fn take_lowered(&mut self, kernel: usize, target: &str) -> Option<cake_lower::Lowered> {
+        let at = self.facts.get(kernel)?.iter().position(|f| f.target.name == target)?;
+        self.lowered.get_mut(kernel)?.get_mut(at)?.take()
     }
 
     /// The facts of kernel `kernel` on `target`, if it was verified for it.
@@ -38,17 +47,19 @@ impl Checked {
 pub fn check(name: &str, bytes: &[u8], target: Option<&str>) -> Checked {
     let (file, front) = cake_front::check_bytes(name, bytes);
     let mut findings = front.findings.into_sorted();
-    let mut facts = Vec::new();
+    let (mut facts, mut lowered) = (Vec::new(), Vec::new());
     if !findings.iter().any(|f| f.is_error()) {
-        let (found, derived) = verify_all_with_facts(&file, &front.kernels, target);
-        findings.extend(found);
-        facts = derived;
+        let session = verify_session(&file, &front.kernels, target);
+        findings.extend(session.findings);
+        facts = session.facts;
+        lowered = session.lowered;
     }
     findings.sort_by_key(|f| (f.span.start, f.code));
     Checked {
         file,
         kernels: front.kernels,
         facts,
+        lowered,
         findings,
     }
 }
@@ -56,19 +67,21 @@ pub fn check(name: &str, bytes: &[u8], target: Option<&str>) -> Checked {
 /// Verify every kernel for the requested target, or for each target it declares, and check that
 /// lowering covers it (so a verified kernel never fails to lower).
 pub fn verify_all(source: &SourceFile, kernels: &[Kernel], target: Option<&str>) -> Vec<Finding> {
-    verify_all_with_facts(source, kernels, target).0
+    verify_session(source, kernels, target).findings
 }
 
-/// [`verify_all`], also returning the facts derived per kernel and verified target.
-fn verify_all_with_facts(
-    source: &SourceFile,
-    kernels: &[Kernel],
-    target: Option<&str>,
-) -> (Vec<Finding>, Vec<Vec<KernelFacts>>) {
+/// What verifying a file produced besides its findings, per kernel and verified target.
+struct Session {
+    findings: Vec<Finding>,
+    facts: Vec<Vec<KernelFacts>>,
+    lowered: Vec<Vec<Option<cake_lower::Lowered>>>,
+}
+
+fn verify_session(source: &SourceFile, kernels: &[Kernel], target: Option<&str>) -> Session {
     let mut out = Vec::new();
-    let mut all_facts = Vec::new();
+    let (mut all_facts, mut all_lowered) = (Vec::new(), Vec::new());
     for k in kernels {
-        let mut kernel_facts = Vec::new();
+        let (mut kernel_facts, mut kernel_lowered) = (Vec::new(), Vec::new());
         let targets: Vec<String> = match target {
             Some(t) => vec![t.to_string()],
             None => k.targets.clone(),
@@ -92,14 +105,18 @@ fn verify_all_with_facts(
             }
             let facts = KernelFacts::new(k, t);
             let mut found = cake_verify::verify_with(k, &facts);
+            let mut lowered = None;
             if !found.iter().any(|f| f.is_error()) {
-                if let Err(errors) = cake_lower::lower(k, source, t) {
-                    for e in errors {
-                        found.push(Finding::new(
-                            &cake_diag::catalog::coverage::NOT_LOWERED,
-                            e.span,
-                            format!("{}: {}", t.name, e.message),
-                        ));
+                match cake_lower::lower(k, source, t) {
+                    Ok(l) => lowered = Some(l),
+                    Err(errors) => {
+                        for e in errors {
+                            found.push(Finding::new(
+                                &cake_diag::catalog::coverage::NOT_LOWERED,
+                                e.span,
+                                format!("{}: {}", t.name, e.message),
+                            ));
+                        }
                     }
                 }
             }
@@ -110,10 +127,16 @@ fn verify_all_with_facts(
             }
             out.extend(found);
             kernel_facts.push(facts);
+            kernel_lowered.push(lowered);
         }
         all_facts.push(kernel_facts);
+        all_lowered.push(kernel_lowered);
     }
-    (out, all_facts)
+    Session {
+        findings: out,
+        facts: all_facts,
+        lowered: all_lowered,
+    }
 }
 
 /// The cost model's hints for every kernel of a checked file at `shape`, as performance
