@@ -2,8 +2,9 @@
 //! metadata any runtime needs to call it. Output is deterministic: the same IR and target always
 //! produce the same bytes.
 
-mod emit;
+pub(crate) mod emit;
 mod launch;
+mod mma;
 mod prelude;
 
 use cake_diag::{SourceFile, Span};

@@ -7,7 +7,9 @@
 //! Instructions"). Nothing here has run on hardware: ptxas accepts it, and the descriptor
 //! encoders are unit-tested against values derived by hand from the ISA's tables.
 
-use super::*;
+use crate::emit::*;
+use cake_diag::Span;
+use cake_ir::*;
 
 /// Element types of `.kind::f16` operands, as the instruction descriptor encodes them
 /// (Table 42, bits 7-9 / 10-12: F16 = 0, BF16 = 1).
@@ -231,12 +233,12 @@ pub(crate) fn tmem_st_fn() -> String {
 }
 
 impl Emitter<'_> {
-    pub(super) fn is_tcgen05(&self) -> bool {
+    pub(crate) fn is_tcgen05(&self) -> bool {
         self.target.mma == cake_target::MmaFamily::Tcgen05
     }
 
     /// Column offset of each TMEM region (declaration order, packed) and the allocation size.
-    fn tmem_columns(&self) -> (Vec<u32>, u32) {
+    pub(crate) fn tmem_columns(&self) -> (Vec<u32>, u32) {
         let mut offs = Vec::new();
         let mut cur = 0;
         for (_, t) in self.k.tmems.iter() {
@@ -246,7 +248,7 @@ impl Emitter<'_> {
         (offs, alloc_columns(cur))
     }
 
-    fn tmem_addr(&self, t: TmemId) -> String {
+    pub(crate) fn tmem_addr(&self, t: TmemId) -> String {
         let (offs, _) = self.tmem_columns();
         match offs[t.index()] {
             0 => "cake_tmem".into(),
@@ -256,7 +258,7 @@ impl Emitter<'_> {
 
     /// Before the barrier-initialisation sync: warp 0 allocates the kernel's TMEM and gives up
     /// the right to allocate more, then fences its tcgen05 work before the sync (§9.7.16.7).
-    pub(super) fn tmem_alloc_prologue(&mut self) {
+    pub(crate) fn tmem_alloc_prologue(&mut self) {
         if self.k.tmems.is_empty() {
             return;
         }
@@ -287,7 +289,7 @@ impl Emitter<'_> {
     }
 
     /// After the sync: every thread reads the TMEM base address.
-    pub(super) fn tmem_base_after_sync(&mut self) {
+    pub(crate) fn tmem_base_after_sync(&mut self) {
         let Some(slot) = self.layout.tmem_slot else {
             return;
         };
@@ -299,7 +301,7 @@ impl Emitter<'_> {
 
     /// After every role: all TMEM reads and MMAs are complete (every reader waited for them), so
     /// warp 0 frees the allocation behind a CTA barrier fenced on both sides.
-    pub(super) fn tmem_dealloc_epilogue(&mut self) {
+    pub(crate) fn tmem_dealloc_epilogue(&mut self) {
         if self.k.tmems.is_empty() {
             return;
         }
@@ -316,7 +318,7 @@ impl Emitter<'_> {
     }
 
     /// Whether the role issues or reads tcgen05 work (MMAs into TMEM, TMEM transfers, commits).
-    pub(super) fn role_uses_tcgen05(&self, role: RoleId) -> bool {
+    pub(crate) fn role_uses_tcgen05(&self, role: RoleId) -> bool {
         let mut found = false;
         self.k.walk(|_, stmt, ctx| {
             if ctx.role == Some(role) {
@@ -338,7 +340,7 @@ impl Emitter<'_> {
     }
 
     /// Fragments filled by `lm.tmem_load`: one TMEM lane (row) per thread of a warpgroup.
-    pub(super) fn infer_tmem_fragment_layouts(&mut self) {
+    pub(crate) fn infer_tmem_fragment_layouts(&mut self) {
         for (sid, op, _) in self.ops() {
             let Op::TmemLoad { dst, src } = op else {
                 continue;
@@ -373,93 +375,11 @@ impl Emitter<'_> {
         }
     }
 
-    /// A row reduction (axis 1) of a one-row-per-thread tile: the thread owns its whole row, so
-    /// it is a loop over the row's columns, with no exchange between threads. Ties of arg-min /
-    /// arg-max keep the lowest column.
-    ///
-    /// `packed` is a permission, not an obligation: here the exact compare is kept (the key's
-    /// cost is in the ALU-bound quad layout of wgmma, not measured for TMEM rows).
-    pub(super) fn lane_reduction(
-        &mut self,
-        e: ExprId,
-        op: ReduceOp,
-        arg: ExprId,
-        n: u32,
-        packed: bool,
-    ) {
-        let k = self.k;
-        let id = self.reduction_counter;
-        self.reduction_counter += 1;
-        let (vname, iname) = (format!("red{id}_v"), format!("red{id}_i"));
-        let (better, init, combine) = match op {
-            ReduceOp::Min | ReduceOp::ArgMin => ("<", "__int_as_float(0x7f800000)", "min"),
-            ReduceOp::Max | ReduceOp::ArgMax => (">", "__int_as_float(0xff800000)", "max"),
-            ReduceOp::Sum => ("", "0.0f", "sum"),
-        };
-        let value = self.elem(arg, Site::Lane);
-        self.line(&format!(
-            "float {vname}[1] = {{{init}}}; int {iname}[1] = {{0}};  // row {combine} over {n} columns, one row per thread ({})",
-            self.loc(k.exprs.span(e))
-        ));
-        self.line("#pragma unroll");
-        self.line(&format!("for (int c = 0; c < {n}; ++c) {{"));
-        self.indent += 1;
-        self.line(&format!("const float v = {value};"));
-        if op == ReduceOp::Sum {
-            self.line(&format!("{vname}[0] += v;"));
-        } else {
-            self.line(&format!(
-                "if (v {better} {vname}[0]) {{ {vname}[0] = v; {iname}[0] = c; }}"
-            ));
-        }
-        self.indent -= 1;
-        self.line("}");
-        self.line(&format!("(void){iname};"));
-        let pick = |o: ReduceOp| {
-            if matches!(o, ReduceOp::ArgMin | ReduceOp::ArgMax) {
-                iname.clone()
-            } else {
-                vname.clone()
-            }
-        };
-        self.reductions.insert(e, pick(op));
-        let siblings: &[ReduceOp] = match op {
-            ReduceOp::Min | ReduceOp::ArgMin => &[ReduceOp::Min, ReduceOp::ArgMin],
-            ReduceOp::Max | ReduceOp::ArgMax => &[ReduceOp::Max, ReduceOp::ArgMax],
-            ReduceOp::Sum => &[ReduceOp::Sum],
-        };
-        for o in siblings {
-            self.reduction_keys.push((arg, *o, packed, pick(*o)));
-        }
-    }
-
-    /// `frag[:] = value` for a one-row-per-thread tile (`n` columns) or a per-row value (`n` = 1).
-    pub(super) fn assign_lanes(&mut self, dst: FragId, value: ExprId, n: u32, sp: Span) {
-        let k = self.k;
-        if !self.row_elementwise(value) {
-            self.unsupported(sp, "this value is not lowered for a TMEM tile yet");
-            return;
-        }
-        self.precompute_reductions(value);
-        let name = self.frag_name(dst);
-        let ty = storage_type(k.fragments[dst].dtype);
-        let v = self.elem(value, Site::Lane);
-        self.line(&format!(
-            "#pragma unroll  // {} <- ... ({})",
-            k.fragments[dst].name,
-            self.loc(sp)
-        ));
-        self.line(&format!(
-            "for (int c = 0; c < {n}; ++c) {name}[c] = ({ty})({v});"
-        ));
-        self.invalidate_reductions(Some(dst));
-    }
-
     /// `lm.tmem_store(region, value)`: each warp writes its 32-lane quarter, 32 columns per
     /// `tcgen05.st`, then waits for the stores. An f32 region takes the value's bits; a bf16/f16
     /// region takes `lm.cast(value, that dtype)` packed two elements per 32-bit column (lower
     /// column in the low half).
-    pub(super) fn tmem_store(&mut self, dst: TmemId, value: ExprId, sp: Span) {
+    pub(crate) fn tmem_store(&mut self, dst: TmemId, value: ExprId, sp: Span) {
         let k = self.k;
         let region = k.tmems[dst].clone();
         let (inner, pack) = match (&k.exprs[value].kind, region.dtype) {
@@ -536,7 +456,7 @@ impl Emitter<'_> {
     /// `lm.tmem_load(frag, region)`: each warp of the warpgroup reads its 32-lane quarter
     /// (warp w: lanes 32·(w mod 4)..+31, the access restriction of §9.7.16.1) 32 columns at a
     /// time, then waits.
-    pub(super) fn tmem_load(&mut self, dst: FragId, src: TmemId, sp: Span) {
+    pub(crate) fn tmem_load(&mut self, dst: FragId, src: TmemId, sp: Span) {
         let Some(FragLayout::TmemRow { n }) = self.frag_layouts.get(&dst).copied() else {
             return;
         };
@@ -566,7 +486,7 @@ impl Emitter<'_> {
 
     /// `lm.mma` on a tcgen05 target: a TMEM accumulator is tcgen05.mma; a register accumulator
     /// would be mma.sync, which is not lowered yet (never wgmma, which these targets lack).
-    pub(super) fn tcgen05_mma_op(
+    pub(crate) fn tcgen05_mma_op(
         &mut self,
         acc: &Operand,
         a: &Operand,
@@ -590,7 +510,7 @@ impl Emitter<'_> {
     /// `lm.mma` with a TMEM accumulator: `tcgen05.mma.cta_group::1.kind::f16`, one instruction
     /// per 16-deep K step, issued by one thread; `release=` is a `tcgen05.commit` to the stage's
     /// mbarrier, which arrives when these MMAs (and every earlier one) have completed.
-    pub(super) fn tcgen05_mma(
+    pub(crate) fn tcgen05_mma(
         &mut self,
         acc: TmemId,
         a: &Operand,
@@ -756,7 +676,7 @@ impl Emitter<'_> {
     /// 16-bit elements two per column, eight columns per step. tcgen05.cp and a later
     /// tcgen05.mma of the same thread run in issue order (§9.7.16.6.3), so an MMA may read the
     /// region right after.
-    pub(super) fn tmem_copy(&mut self, dst: TmemId, src: &ViewRef, sp: Span) {
+    pub(crate) fn tmem_copy(&mut self, dst: TmemId, src: &ViewRef, sp: Span) {
         let k = self.k;
         let (region, view) = (&k.tmems[dst], &k.views[src.view]);
         let rows = src.rows.map_or(view.shape[0], |(_, n)| n);
@@ -809,7 +729,7 @@ impl Emitter<'_> {
     /// `lm.commit(bar)`: one arrival once every tcgen05 operation this thread issued completes.
     /// `tcgen05.commit` to `barrier`'s current slot; to a cluster barrier, multicast to every
     /// CTA of the cluster (`cake_ir::sync` counts one arrival per CTA).
-    fn tcgen05_commit_call(&self, barrier: BarrierId) -> String {
+    pub(crate) fn tcgen05_commit_call(&self, barrier: BarrierId) -> String {
         let slot = self.barrier_slot(barrier);
         let n = self.cluster_ctas();
         if self.k.barriers[barrier].cluster && n > 1 {
@@ -822,7 +742,7 @@ impl Emitter<'_> {
         }
     }
 
-    pub(super) fn tcgen05_commit(&mut self, barrier: BarrierId, sp: Span) {
+    pub(crate) fn tcgen05_commit(&mut self, barrier: BarrierId, sp: Span) {
         let (role, issue_only) = self.role.expect("role");
         let rname = c_ident(&self.k.roles[role].name);
         let guard = if issue_only {
@@ -836,125 +756,6 @@ impl Emitter<'_> {
             self.k.barriers[barrier].name,
             self.loc(sp)
         ));
-    }
-
-    /// `lm.store` of a value computed element-wise from a one-row-per-thread TMEM tile: thread t
-    /// of the warpgroup writes row t, eight columns (16 bytes of bf16/f16) at a time when the row
-    /// is in bounds and aligned, element by element otherwise.
-    pub(super) fn store_tmem_rows(
-        &mut self,
-        dst: ParamId,
-        value: ExprId,
-        coords: &[ExprId],
-        n: u32,
-        sp: Span,
-    ) {
-        let k = self.k;
-        let ParamKind::Tensor { dtype, dims } = k.params[dst].kind.clone() else {
-            return;
-        };
-        if dims.len() < 2 || coords.len() != dims.len() {
-            self.unsupported(
-                sp,
-                "lm.store of a TMEM tile writes the two innermost axes of a tensor",
-            );
-            return;
-        }
-        let (ra, ca) = (dims.len() - 2, dims.len() - 1);
-        let (inner, pack) = match (&k.exprs[value].kind, dtype) {
-            (ExprKind::Cast(DType::BF16, x), DType::BF16) => (*x, "cake_pack_bf16x2"),
-            (ExprKind::Cast(DType::F16, x), DType::F16) => (*x, "cake_pack_f16x2"),
-            _ => {
-                self.unsupported(sp, "lm.store of a TMEM tile is lowered for lm.cast(value, lm.bf16 / lm.f16) into a tensor of that dtype");
-                return;
-            }
-        };
-        if !self.row_elementwise(inner) {
-            self.unsupported(sp, "lm.store of a TMEM tile is lowered for element-wise values of the tile (no reductions, broadcasts or loads yet)");
-            return;
-        }
-        let (role, _) = self.role.expect("role");
-        let rname = c_ident(&k.roles[role].name);
-        let (rows, cols) = (self.extent_text(&dims[ra]), self.extent_text(&dims[ca]));
-        let r0 = self.ix(coords[ra]);
-        let c0 = self.ix(coords[ca]);
-        let tname = c_ident(&k.params[dst].name);
-        self.precompute_reductions(inner);
-        let v = self.elem(inner, Site::Lane);
-        self.line(&format!(
-            "{{  // store {} <- TMEM tile, one row per thread ({})",
-            k.params[dst].name,
-            self.loc(sp)
-        ));
-        self.indent += 1;
-        self.line(&format!("const int row = {r0} + {rname}_thread;"));
-        self.line(&format!("if (row < {rows}) {{"));
-        self.indent += 1;
-        let offset = self.linear_offset(&dims, coords, ra, "row");
-        self.line(&format!(
-            "uint16_t* cake_row = {tname} + {offset};  // element (row, {c0})"
-        ));
-        self.line("#pragma unroll");
-        self.line(&format!("for (int cc = 0; cc < {n}; cc += 8) {{"));
-        self.indent += 1;
-        self.line(&format!("const int col = {c0} + cc;"));
-        self.line("uint32_t w[4];");
-        self.line("#pragma unroll");
-        self.line("for (int q = 0; q < 4; ++q) {");
-        self.indent += 1;
-        self.line("float v[2];");
-        self.line("#pragma unroll");
-        self.line(&format!(
-            "for (int j = 0; j < 2; ++j) {{ const int c = cc + 2 * q + j; v[j] = {v}; }}"
-        ));
-        self.line(&format!("w[q] = {pack}(v[0], v[1]);"));
-        self.indent -= 1;
-        self.line("}");
-        self.line(&format!(
-            "if (col + 8 <= {cols} && (reinterpret_cast<uintptr_t>(cake_row + cc) & 15) == 0) {{"
-        ));
-        self.indent += 1;
-        self.line("*reinterpret_cast<uint4*>(cake_row + cc) = make_uint4(w[0], w[1], w[2], w[3]);");
-        self.indent -= 1;
-        self.line("} else {");
-        self.indent += 1;
-        self.line("#pragma unroll");
-        self.line(&format!(
-            "for (int e = 0; e < 8; ++e) if (col + e < {cols}) cake_row[cc + e] = (uint16_t)(w[e / 2] >> (16 * (e % 2)));"
-        ));
-        self.indent -= 1;
-        self.line("}");
-        self.indent -= 1;
-        self.line("}");
-        self.indent -= 1;
-        self.line("}");
-        self.indent -= 1;
-        self.line("}");
-    }
-
-    /// Whether `e` is computed element by element from one-row-per-thread tiles, scalars and
-    /// constants (what `Site::Lane` can evaluate).
-    fn row_elementwise(&self, e: ExprId) -> bool {
-        match &self.k.exprs[e].kind {
-            ExprKind::Frag(f) => matches!(
-                self.frag_layouts.get(f),
-                Some(FragLayout::TmemRow { .. } | FragLayout::LaneScalar)
-            ),
-            ExprKind::Expand { arg, axis: 1 } => self.row_elementwise(*arg),
-            ExprKind::Reduce { arg, axis: 1, .. } => {
-                matches!(self.tile_of(*arg), Some(FragLayout::TmemRow { .. }))
-                    && self.row_elementwise(*arg)
-            }
-            ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) | ExprKind::Scalar(_) => true,
-            ExprKind::Cast(_, a) | ExprKind::Unary(_, a) => self.row_elementwise(*a),
-            ExprKind::Binary(_, a, b) | ExprKind::Cmp(_, a, b) => {
-                self.row_elementwise(*a) && self.row_elementwise(*b)
-            }
-            ExprKind::Select(c, a, b) => {
-                self.row_elementwise(*c) && self.row_elementwise(*a) && self.row_elementwise(*b)
-            }
-            _ => false,
-        }
     }
 }
 

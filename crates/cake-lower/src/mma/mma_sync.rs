@@ -1,0 +1,436 @@
+use crate::emit::*;
+use crate::prelude;
+use cake_diag::Span;
+use cake_ir::*;
+use cake_target::MmaFamily;
+
+impl Emitter<'_> {
+    /// mma.sync register layouts: each MMA's accumulator and its `a` fragment (loaded by
+    /// ldmatrix), per warp. Anything else in registers is a coverage gap of this generator.
+    pub(crate) fn infer_mma_sync_layouts(&mut self) {
+        for (sid, op, _) in self.ops() {
+            // An ldmatrix destination holds the A-operand layout whether or not an MMA reads it.
+            if let Op::Ldmatrix { dst, .. } = op {
+                let f = &self.k.fragments[dst];
+                let k_bytes = f.shape.get(1).copied().unwrap_or(0) * f.dtype.bytes();
+                if f.shape.len() == 2
+                    && f.shape[0].is_multiple_of(16)
+                    && k_bytes.is_multiple_of(32)
+                    && f.buffers == 1
+                {
+                    self.frag_layouts.insert(
+                        dst,
+                        FragLayout::MmaA {
+                            m: f.shape[0],
+                            k_bytes,
+                        },
+                    );
+                }
+                continue;
+            }
+            let Op::Mma { acc, a, .. } = op else { continue };
+            let sp = self.k.stmts.span(sid);
+            let Operand::Frag(f) = acc else {
+                self.unsupported(
+                    sp,
+                    "mma.sync keeps its accumulator in registers: `acc` must be a fragment",
+                );
+                continue;
+            };
+            let frag = &self.k.fragments[f];
+            let role = &self.k.roles[frag.role];
+            let (m, n) = (
+                frag.shape.first().copied().unwrap_or(0),
+                frag.shape.get(1).copied().unwrap_or(0),
+            );
+            if role.unit != RoleUnit::Warp || frag.shape.len() != 2 || m % 16 != 0 || n % 16 != 0 {
+                self.unsupported(sp, format!("an mma.sync accumulator is an (M, N) fragment of a warp role with M a multiple of 16 and N of 16; `{}` is {:?} on role `{}` ({})", frag.name, frag.shape, role.name, if role.unit == RoleUnit::Warp { "warps" } else { "warpgroups" }));
+                continue;
+            }
+            if frag.dtype != DType::F32 {
+                self.unsupported(
+                    sp,
+                    format!(
+                        "mma.sync accumulators are lowered in f32; `{}` is {}",
+                        frag.name, frag.dtype
+                    ),
+                );
+                continue;
+            }
+            if frag.buffers != 1 {
+                self.unsupported(
+                    sp,
+                    format!(
+                        "double-buffered fragments (`{}`) are lowered for wgmma only",
+                        frag.name
+                    ),
+                );
+                continue;
+            }
+            self.frag_layouts.insert(f, FragLayout::MmaAcc { m, n });
+            if let Operand::Frag(af) = a {
+                let fa = &self.k.fragments[af];
+                let k_bytes = fa.shape.get(1).copied().unwrap_or(0) * fa.dtype.bytes();
+                if fa.shape.len() != 2
+                    || !fa.shape[0].is_multiple_of(16)
+                    || !k_bytes.is_multiple_of(32)
+                    || fa.buffers != 1
+                {
+                    self.unsupported(sp, format!("an mma.sync `a` fragment is (M, K) with M a multiple of 16 and K a multiple of 32 bytes; `{}` is {:?} {}", fa.name, fa.shape, fa.dtype));
+                    continue;
+                }
+                self.frag_layouts.insert(
+                    af,
+                    FragLayout::MmaA {
+                        m: fa.shape[0],
+                        k_bytes,
+                    },
+                );
+            }
+        }
+    }
+
+    /// Byte address of element row `row`, byte column `cb` of one stage of `view` (`base` is the
+    /// stage's address), through the view's panels and swizzle — the one address function the
+    /// cp.async writes and the ldmatrix reads of a view share.
+    pub(crate) fn smem_addr(&mut self, view: &View, base: &str, row: &str, cb: &str) -> String {
+        let eb = view.dtype.bytes();
+        let prb = view.panel_cols() * eb;
+        if view.swizzle == 0 {
+            return format!("{base} + ({row}) * {prb} + ({cb})");
+        }
+        self.swizzles.insert(view.swizzle);
+        let s = view.swizzle;
+        if view.panels() == 1 {
+            format!("{base} + cake_swizzle{s}(({row}) * {prb} + ({cb}))")
+        } else {
+            let panel_bytes = view.shape[0] as u64 * prb as u64;
+            format!(
+                "{base} + cake_swizzle{s}((({cb}) / {prb}) * {panel_bytes} + ({row}) * {prb} + ({cb}) % {prb})"
+            )
+        }
+    }
+
+    /// `view.cp_async(tensor, coords, barrier)`: every thread of the role copies its share of the
+    /// tile in 16-byte chunks (chunk c of the tile goes to thread c mod threads), zero-filling
+    /// what lies past the tensor's rows or columns through the source-size operand, then arrives
+    /// on the barrier's current slot once its copies have landed (`cp.async.mbarrier.arrive
+    /// .noinc`: one of the role's `threads` arrivals per phase this statement contributes).
+    pub(crate) fn cp_async(
+        &mut self,
+        dst: &ViewRef,
+        src: ParamId,
+        coords: &[ExprId],
+        barrier: BarrierId,
+        sp: Span,
+    ) {
+        let k = self.k;
+        let view = k.views[dst.view].clone();
+        let ParamKind::Tensor { dims, .. } = k.params[src].kind.clone() else {
+            return;
+        };
+        if view.shape.len() != 2 || dims.len() != 2 || dst.transposed || dst.rows.is_some() {
+            self.unsupported(
+                sp,
+                "cp_async is lowered for a whole 2-D view (no .rows, no .T) from a 2-D tensor",
+            );
+            return;
+        }
+        let eb = view.dtype.bytes();
+        let (rows, cols) = (view.shape[0], view.shape[1]);
+        if !(cols * eb).is_multiple_of(16) {
+            self.unsupported(
+                sp,
+                format!(
+                    "cp_async copies 16-byte chunks; a row of `{}` is {} bytes",
+                    view.name,
+                    cols * eb
+                ),
+            );
+            return;
+        }
+        let (role, _) = self.role.expect("role");
+        let r = &k.roles[role];
+        let threads = r.threads();
+        let first = r.warps().into_iter().min().unwrap_or(0) * 32;
+        let per_row = cols * eb / 16;
+        let elems = 16 / eb;
+        let total = rows * per_row;
+        let per_thread = total.div_ceil(threads);
+        let (r0, c0) = (self.ix(coords[0]), self.ix(coords[1]));
+        let (rext, cext) = (self.extent_text(&dims[0]), self.extent_text(&dims[1]));
+        let base = self.view_base(dst);
+        let slot = self.barrier_slot(barrier);
+        let tname = c_ident(&k.params[src].name);
+        let addr = self.smem_addr(&view, &base, "row", &format!("col * {eb}"));
+        let arrivals = self.facts[barrier.index()].arrival_count();
+        self.line(&format!(
+            "{{  // cp_async {} <- {} ({}): {total} chunks of 16 B, {per_thread} per thread of role {}",
+            view.name,
+            k.params[src].name,
+            self.loc(sp),
+            r.name
+        ));
+        self.indent += 1;
+        self.line("#pragma unroll");
+        self.line(&format!("for (int c = 0; c < {per_thread}; ++c) {{"));
+        self.indent += 1;
+        self.line(&format!(
+            "const int chunk = ((int)threadIdx.x - {first}) + {threads} * c;"
+        ));
+        if !total.is_multiple_of(threads) {
+            self.line(&format!("if (chunk >= {total}) break;"));
+        }
+        self.line(&format!("const int row = chunk / {per_row};"));
+        self.line(&format!("const int col = (chunk % {per_row}) * {elems};"));
+        self.line(&format!("const int g_row = {r0} + row;"));
+        self.line(&format!("const int g_col = {c0} + col;"));
+        self.line("// Bytes of the chunk inside the tensor; the rest is zero-filled (none: nothing is read).");
+        self.line(&format!(
+            "const int valid = g_row < {rext} ? max(0, min({elems}, {cext} - g_col)) * {eb} : 0;"
+        ));
+        self.line(&format!(
+            "cake_cp_async_16({addr}, {tname} + (valid > 0 ? (size_t)g_row * {cext} + g_col : 0), valid);"
+        ));
+        self.indent -= 1;
+        self.line("}");
+        self.line(&format!(
+            "cake_cp_async_mbar_arrive({slot});  // completes on {} once this thread's copies land (1 of {arrivals} arrivals per phase)",
+            k.barriers[barrier].name
+        ));
+        self.indent -= 1;
+        self.line("}");
+    }
+
+    /// `lm.ldmatrix(frag, view)` into an mma.sync `a` fragment: one ldmatrix.x4 per 16 rows and
+    /// 32 bytes of K. Lanes 0-15 address rows 0-15 at the k-step's first 16 bytes, lanes 16-31
+    /// the same rows at its second 16 bytes, so the four registers are the m16n8k16 A fragment
+    /// (a0: rows 0-7, a1: rows 8-15, a2/a3: the same rows 16 bytes on).
+    pub(crate) fn ldmatrix(&mut self, dst: FragId, src: &ViewRef, sp: Span) {
+        let k = self.k;
+        let Some(FragLayout::MmaA { m, k_bytes }) = self.frag_layouts.get(&dst).copied() else {
+            self.unsupported(
+                sp,
+                format!(
+                    "lm.ldmatrix is lowered into the `a` fragment of an mma.sync; `{}` is not one",
+                    k.fragments[dst].name
+                ),
+            );
+            return;
+        };
+        let view = k.views[src.view].clone();
+        if view.shape.len() != 2 || src.transposed {
+            self.unsupported(
+                sp,
+                "lm.ldmatrix is lowered from a 2-D view as stored (ldmatrix .trans is not lowered yet)",
+            );
+            return;
+        }
+        let start = match src.rows {
+            Some((start, _)) => self.ix(start),
+            None => "0".into(),
+        };
+        let base = self.view_base(src);
+        let kt = k_bytes / 32;
+        let name = self.frag_name(dst);
+        let addr = self.smem_addr(&view, &base, "row", "cb");
+        self.line(&format!(
+            "{{  // ldmatrix {} <- {} ({}): {} x {kt} ldmatrix.x4",
+            k.fragments[dst].name,
+            view.name,
+            self.loc(sp),
+            m / 16
+        ));
+        self.indent += 1;
+        self.line("#pragma unroll");
+        self.line(&format!("for (int mt = 0; mt < {}; ++mt) {{", m / 16));
+        self.indent += 1;
+        self.line("#pragma unroll");
+        self.line(&format!("for (int kt = 0; kt < {kt}; ++kt) {{"));
+        self.indent += 1;
+        self.line(&format!("const int row = {start} + 16 * mt + lane % 16;"));
+        self.line("const int cb = 32 * kt + (lane / 16) * 16;");
+        self.line(&format!(
+            "cake_ldmatrix_x4({name} + 4 * (mt * {kt} + kt), {addr});"
+        ));
+        self.indent -= 1;
+        self.line("}");
+        self.indent -= 1;
+        self.line("}");
+        self.indent -= 1;
+        self.line("}");
+    }
+
+    /// `lm.mma(acc, a_frag, view.T)` on mma.sync: for each 32-byte k-step and each pair of
+    /// 8-column tiles, the B registers are loaded with one ldmatrix.x4 from the (N, K) view — its
+    /// rows are B's columns with K contiguous, which is the `.col` B operand as stored, so no
+    /// `.trans` — and one m16n8 MMA per 16-row tile and column tile follows. mma.sync is
+    /// synchronous: a release arrives right after, every thread's shared reads being done.
+    pub(crate) fn mma_sync_op(
+        &mut self,
+        acc: &Operand,
+        a: &Operand,
+        b: &Operand,
+        accumulate: ExprId,
+        release: Option<BarrierId>,
+        sp: Span,
+    ) {
+        let k = self.k;
+        let (Operand::Frag(accf), Operand::Smem(bv)) = (acc, b) else {
+            self.unsupported(sp, format!("on {}, lm.mma is lowered with the accumulator in a fragment and `b` in shared memory", self.target.name));
+            return;
+        };
+        let Some(FragLayout::MmaAcc { m, n }) = self.frag_layouts.get(accf).copied() else {
+            return;
+        };
+        // `a` in registers (an lm.ldmatrix fragment), or in shared memory: then its registers
+        // are loaded here, per k-step, with the same ldmatrix.x4 pattern lm.ldmatrix uses.
+        let (k_bytes, adt) = match a {
+            Operand::Frag(af) => match self.frag_layouts.get(af).copied() {
+                Some(FragLayout::MmaA { k_bytes, .. }) => (k_bytes, k.fragments[*af].dtype),
+                _ => return,
+            },
+            Operand::Smem(av) if !av.transposed && k.views[av.view].shape.len() == 2 => {
+                let v = &k.views[av.view];
+                (v.shape[1] * v.dtype.bytes(), v.dtype)
+            }
+            _ => {
+                self.unsupported(sp, "on mma.sync, `a` is a fragment loaded by lm.ldmatrix or an (M, K) view as stored (no .T)");
+                return;
+            }
+        };
+        if k_bytes % 32 != 0 {
+            self.unsupported(
+                sp,
+                format!("mma.sync k-steps are 32 bytes; K of `a` is {k_bytes} bytes"),
+            );
+            return;
+        }
+        let bview = k.views[bv.view].clone();
+        if !bv.transposed || bview.shape.len() != 2 {
+            self.unsupported(
+                sp,
+                "only a K-major `b` is lowered: the transpose of an (N, K) view",
+            );
+            return;
+        }
+        let bdt = bview.dtype;
+        let ptx = |d: DType| match d {
+            DType::BF16 => Some("bf16"),
+            DType::F16 => Some("f16"),
+            DType::E4M3 => Some("e4m3"),
+            DType::E5M2 => Some("e5m2"),
+            _ => None,
+        };
+        let (Some(an), Some(bn)) = (ptx(adt), ptx(bdt)) else {
+            self.unsupported(
+                sp,
+                format!("mma.sync with {adt} x {bdt} inputs is not lowered yet"),
+            );
+            return;
+        };
+        let Some(kk) = cake_target::mma_instr_k(MmaFamily::MmaSync, adt) else {
+            return;
+        };
+        if kk * adt.bytes() != 32 {
+            self.unsupported(sp, format!("mma.sync k{kk} with {adt} is not lowered yet"));
+            return;
+        }
+        self.mma_sync_shapes.insert((kk, an, bn));
+        let func = prelude::mma_sync_name(kk, an, bn);
+        let (mt, nt, kt) = (m / 16, n / 8, k_bytes / 32);
+        let bstart = match bv.rows {
+            Some((start, _)) => self.ix(start),
+            None => "0".into(),
+        };
+        let bbase = self.view_base(bv);
+        let baddr = self.smem_addr(&bview, &bbase, "row", "cb");
+        let accn = self.frag_name(*accf);
+        // The A registers of (16-row tile mt, k-step kt): the fragment's, or `a_regs[mt]` loaded
+        // at the top of each k-step.
+        let (afn, a_of) = match a {
+            Operand::Frag(af) => {
+                let n = self.frag_name(*af);
+                (n.clone(), format!("{n} + 4 * (mt * {kt} + kt)"))
+            }
+            Operand::Smem(av) => (k.views[av.view].name.clone(), "a_regs[mt]".to_string()),
+            _ => unreachable!(),
+        };
+        let pred = self.ix(accumulate);
+        self.line(&format!(
+            "{{  // mma {accn} += {afn} * {}.T ({}): mma.sync m16n8k{kk}, {mt} x {nt} tiles, {kt} k-step(s); B through ldmatrix.x4",
+            bview.name,
+            self.loc(sp)
+        ));
+        self.indent += 1;
+        if !matches!(k.exprs[accumulate].kind, ExprKind::Bool(true)) {
+            self.line(&format!("if (!({pred})) {{"));
+            self.indent += 1;
+            self.line("#pragma unroll");
+            self.line(&format!(
+                "for (int r = 0; r < {}; ++r) {accn}[r] = 0.0f;",
+                m * n / 32
+            ));
+            self.indent -= 1;
+            self.line("}");
+        }
+        self.line("#pragma unroll");
+        self.line(&format!("for (int kt = 0; kt < {kt}; ++kt) {{"));
+        self.indent += 1;
+        if let Operand::Smem(av) = a {
+            let view = k.views[av.view].clone();
+            let start = match av.rows {
+                Some((start, _)) => self.ix(start),
+                None => "0".into(),
+            };
+            let base = self.view_base(av);
+            let addr = self.smem_addr(&view, &base, "row", "cb");
+            self.line(&format!(
+                "uint32_t a_regs[{mt}][4];  // A of this k-step, as lm.ldmatrix would load it"
+            ));
+            self.line("#pragma unroll");
+            self.line(&format!("for (int mt = 0; mt < {mt}; ++mt) {{"));
+            self.indent += 1;
+            self.line(&format!("const int row = {start} + 16 * mt + lane % 16;"));
+            self.line("const int cb = 32 * kt + (lane / 16) * 16;");
+            self.line(&format!("cake_ldmatrix_x4(a_regs[mt], {addr});"));
+            self.indent -= 1;
+            self.line("}");
+        }
+        self.line("#pragma unroll");
+        self.line(&format!("for (int np = 0; np < {}; ++np) {{", nt / 2));
+        self.indent += 1;
+        self.line("// Column tiles 2np and 2np+1: lanes 0-7 and 16-23 address their rows of the view, lanes 8-15 and 24-31 the same rows 16 bytes on.");
+        self.line(&format!(
+            "const int row = {bstart} + 16 * np + (lane / 16) * 8 + lane % 8;"
+        ));
+        self.line("const int cb = 32 * kt + ((lane / 8) % 2) * 16;");
+        self.line("uint32_t b_regs[4];");
+        self.line(&format!("cake_ldmatrix_x4(b_regs, {baddr});"));
+        self.line("#pragma unroll");
+        self.line(&format!("for (int mt = 0; mt < {mt}; ++mt) {{"));
+        self.indent += 1;
+        self.line(&format!(
+            "{func}({accn} + 4 * (mt * {nt} + 2 * np), {a_of}, b_regs);"
+        ));
+        self.line(&format!(
+            "{func}({accn} + 4 * (mt * {nt} + 2 * np + 1), {a_of}, b_regs + 2);"
+        ));
+        self.indent -= 1;
+        self.line("}");
+        self.indent -= 1;
+        self.line("}");
+        self.indent -= 1;
+        self.line("}");
+        if let Some(bar) = release {
+            let slot = self.barrier_slot(bar);
+            let arrive = self.arrive(bar, &slot);
+            self.line(&format!(
+                "{arrive}  // release {}: this thread's reads of the stage are done (mma.sync is synchronous)",
+                k.barriers[bar].name
+            ));
+        }
+        self.indent -= 1;
+        self.line("}");
+    }
+}
