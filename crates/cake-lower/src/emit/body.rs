@@ -1,4 +1,19 @@
+//! The walk: the kernel's prologue, one branch per role, and inside it the role's statements in
+//! program order — `with` regions, tile loops, range loops, conditionals — down to the dispatch
+//! of each operation to the file that emits it, or to the backend where families differ.
+
 use super::*;
+use crate::mma::MmaCall;
+
+/// A range loop as the backend sees it: the loop, its C variable and bounds, where it is.
+#[derive(Clone, Copy)]
+pub(crate) struct RangeLoop<'s> {
+    pub(crate) id: LoopId,
+    pub(crate) var: &'s str,
+    pub(crate) start: &'s str,
+    pub(crate) stop: &'s str,
+    pub(crate) sp: Span,
+}
 
 impl Emitter<'_> {
     pub(crate) fn kernel_body(&mut self) -> String {
@@ -135,12 +150,9 @@ impl Emitter<'_> {
                     "const int lane_col = 2 * ({name}_thread % 4);  // and +1, every 8 columns"
                 ));
                 self.line("(void)lane_row; (void)lane_col;");
-            } else if self.mma_sync() {
-                // Where this thread's mma.sync accumulator registers sit in each m16n8 tile.
-                self.line("const int lane = (int)threadIdx.x % 32;");
-                self.line("const int lane_row = lane / 4;  // and +8, every 16 rows");
-                self.line("const int lane_col = 2 * (lane % 4);  // and +1, every 8 columns");
-                self.line("(void)lane; (void)lane_row; (void)lane_col;");
+            } else {
+                let backend = self.backend;
+                backend.warp_role_lanes(self);
             }
             for (fid, f) in k.fragments.iter() {
                 if f.role == rid {
@@ -423,42 +435,34 @@ impl Emitter<'_> {
     ) {
         let var = format!("{}_{}", c_ident(&self.k.loops[id].var_name), id.index());
         let (a, b) = (self.ix(start), self.ix(stop));
-        if let Some(p) = pipeline.filter(|_| !self.mma_sync()) {
-            if let Some((wait, mma)) = cake_ir::sync::double_buffered_mma(self.k, body, p) {
-                return self.double_buffered_loop(id, &var, (a, b), p, (wait, mma), body, sp);
+        let backend = self.backend;
+        let lp = RangeLoop {
+            id,
+            var: &var,
+            start: &a,
+            stop: &b,
+            sp,
+        };
+        if let Some(p) = pipeline {
+            if backend.double_buffered_loop(self, &lp, p, body) {
+                return;
             }
         }
-        // A release after wgmma lags one iteration so one MMA group stays in flight. mma.sync is
-        // synchronous, and tcgen05.commit releases a stage when its MMAs complete: neither is
-        // deferred.
-        let deferred: Vec<(BarrierId, PipelineId)> =
-            match pipeline.filter(|_| !self.mma_sync() && !self.is_tcgen05()) {
-                Some(p) => body
-                    .iter()
-                    .filter_map(|&s| match &self.k.stmts[s] {
-                        Stmt::Op(Op::Mma {
-                            release: Some(b), ..
-                        }) if self.k.barriers[*b].pipeline == Some(p)
-                            && cake_ir::sync::defers_release(self.k, body, s) =>
-                        {
-                            Some((*b, p))
-                        }
-                        _ => None,
-                    })
-                    .collect(),
-                None => Vec::new(),
-            };
-        let has_mma = !self.mma_sync()
-            && !self.is_tcgen05()
-            && body
-                .iter()
-                .any(|&s| matches!(&self.k.stmts[s], Stmt::Op(Op::Mma { .. })));
-        for (bar, _) in &deferred {
-            self.line(&format!(
-                "int {}_pending = -1;  // stage whose release waits for its MMAs to retire",
-                c_ident(&self.k.barriers[*bar].name)
-            ));
-        }
+        backend.range_loop(self, pipeline, body, &mut |e| {
+            e.plain_range_loop(&lp, pipeline, body)
+        });
+    }
+
+    /// The loop itself: one iteration per value of the loop variable, the pipeline's stage and
+    /// phase derived from its iteration count.
+    fn plain_range_loop(&mut self, lp: &RangeLoop, pipeline: Option<PipelineId>, body: &Block) {
+        let RangeLoop {
+            id,
+            var,
+            start: a,
+            stop: b,
+            sp,
+        } = *lp;
         self.line(&format!(
             "for (int {var} = {a}; {var} < {b}; ++{var}) {{  // {}",
             self.loc(sp)
@@ -477,33 +481,21 @@ impl Emitter<'_> {
             ));
             self.pipes.push((id, p));
         }
-        let saved = std::mem::replace(&mut self.deferred_release, deferred.clone());
         let saved_prefetch = self.prefetch_column_loads(body);
         self.block(body);
         self.prefetched = saved_prefetch;
-        self.deferred_release = saved;
         if let Some(p) = pipeline {
             self.pipes.pop();
             self.line(&format!("++{}_it;", c_ident(&self.k.pipelines[p].name)));
         }
         self.indent -= 1;
         self.line("}");
-        if has_mma {
-            self.line("cake_wgmma_wait<0>();  // every MMA of the loop has retired");
-            self.mma_in_flight.clear();
-        }
-        for (bar, _) in &deferred {
-            let bn = c_ident(&self.k.barriers[*bar].name);
-            let pending = format!("{bn}_pending >= 0");
-            let arrive =
-                self.wgmma_release(*bar, &format!("{bn} + 8 * {bn}_pending"), Some(&pending));
-            self.line(&arrive);
-        }
     }
 
     pub(crate) fn op(&mut self, op: &Op, sp: Span) {
         let k = self.k;
-        self.retire_mmas_before(op);
+        let backend = self.backend;
+        backend.before_op(self, op);
         let (role, issue_only) = self.role.expect("inside a role");
         let rname = c_ident(&k.roles[role].name);
         match op {
@@ -526,15 +518,11 @@ impl Emitter<'_> {
                     bar.name,
                     self.loc(sp)
                 ));
-                if self.is_tcgen05() && self.role_uses_tcgen05(role) {
-                    self.line("cake_tcgen05_fence_after();");
-                }
+                backend.after_wait(self, role);
             }
             Op::Arrive { barrier } => {
                 let slot = self.barrier_slot(*barrier);
-                if self.is_tcgen05() && self.role_uses_tcgen05(role) {
-                    self.line("cake_tcgen05_fence_before();");
-                }
+                backend.before_arrive(self, role);
                 let arrive = self.arrive(*barrier, &slot);
                 self.line(&format!(
                     "{arrive}  // arrive {} ({})",
@@ -656,10 +644,16 @@ impl Emitter<'_> {
                 accumulate,
                 release,
             } => {
-                if self.is_tcgen05() {
-                    return self.tcgen05_mma_op(acc, a, b, *accumulate, *release, sp);
-                }
-                self.mma(acc, a, b, *accumulate, *release, sp);
+                let call = MmaCall {
+                    acc,
+                    a,
+                    b,
+                    accumulate: *accumulate,
+                    release: *release,
+                    sp,
+                };
+                backend.mma(self, &call);
+                // Cached reductions of a register accumulator the MMA wrote are stale.
                 if let Operand::Frag(f) = acc {
                     self.invalidate_reductions(Some(*f));
                 }
@@ -683,25 +677,18 @@ impl Emitter<'_> {
                 self.line(&format!("cake_fence_proxy_async();  // ({})", self.loc(sp)))
             }
             Op::TmaStore { dst, src, coords } => self.tma_store(*dst, src, coords, sp),
+            // Operations only some families have an instruction for.
             Op::CpAsync {
                 dst,
                 src,
                 coords,
                 barrier,
-            } if self.mma_sync() => self.cp_async(dst, *src, coords, *barrier, sp),
-            Op::Ldmatrix { dst, src } if self.mma_sync() => self.ldmatrix(*dst, src, sp),
-            Op::Commit { barrier } if self.is_tcgen05() => self.tcgen05_commit(*barrier, sp),
-            Op::TmemLoad { dst, src } if self.is_tcgen05() => self.tmem_load(*dst, *src, sp),
-            Op::TmemStore { dst, src } if self.is_tcgen05() => self.tmem_store(*dst, *src, sp),
-            Op::TmemCopy { dst, src } if self.is_tcgen05() => self.tmem_copy(*dst, src, sp),
-            other => {
-                let name = format!("{other:?}");
-                let short = name.split([' ', '{', '(']).next().unwrap_or("").to_string();
-                self.unsupported(
-                    sp,
-                    format!("`{short}` is not lowered for {} yet", self.target.name),
-                );
-            }
+            } => backend.cp_async(self, dst, *src, coords, *barrier, sp),
+            Op::Ldmatrix { dst, src } => backend.ldmatrix(self, *dst, src, sp),
+            Op::Commit { barrier } => backend.commit(self, *barrier, sp),
+            Op::TmemLoad { dst, src } => backend.tmem_load(self, *dst, *src, sp),
+            Op::TmemStore { dst, src } => backend.tmem_store(self, *dst, *src, sp),
+            Op::TmemCopy { dst, src } => backend.tmem_copy(self, *dst, src, sp),
         }
     }
 }

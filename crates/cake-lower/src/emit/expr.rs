@@ -1,3 +1,6 @@
+//! Expressions: index arithmetic (`ix`), register values evaluated at one element of a
+//! fragment layout (`elem`), and `frag[:] = value` in each layout.
+
 use super::*;
 
 impl Emitter<'_> {

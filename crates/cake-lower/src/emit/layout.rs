@@ -1,3 +1,7 @@
+//! Register layouts of fragments, and the inference shared by the warpgroup families (wgmma and
+//! tcgen05): accumulators, register A operands and per-row vectors of 64-row tiles. Each
+//! backend's `infer_layouts` decides which inference runs.
+
 use super::*;
 
 /// How a fragment's elements are spread over a warpgroup's registers.
@@ -72,7 +76,7 @@ impl Emitter<'_> {
         out
     }
 
-    pub(crate) fn infer_fragment_layouts(&mut self) {
+    pub(crate) fn infer_warpgroup_layouts(&mut self) {
         for (sid, op, _) in self.ops() {
             if let Op::Mma {
                 acc: Operand::Frag(f),

@@ -1,15 +1,23 @@
 //! The CUDA emitter. One branch per role; inside it, the tile loop, the role's loops and its
 //! operations in program order. Mechanical facts come from `cake_ir` analyses: shared-memory
-//! offsets from `layout`, arrival counts and transaction bytes from `sync`.
+//! offsets from `layout`, arrival counts and transaction bytes from `sync`. Where the MMA
+//! families differ, the emitter asks its backend (`crate::mma`), never the target's family.
+//!
+//! Split by job: this file holds the emitter's state and assembles the file; `body` walks roles,
+//! loops and statements and dispatches operations; `sync` emits barriers and TMA loads; `expr`
+//! and `reduce` evaluate register expressions and row reductions; `store` writes results out;
+//! `params` builds parameters, tensor maps and launch metadata; `layout` defines register
+//! layouts of fragments.
 
 use crate::launch::*;
+use crate::mma::{MmaBackend, MmaState};
 use crate::prelude;
 use crate::{Lowered, Unsupported};
 use cake_diag::{SourceFile, Span};
 use cake_ir::layout::{smem_layout, SmemLayout};
 use cake_ir::sync::{barrier_facts, is_issue_only, tma_bytes, BarrierFacts};
 use cake_ir::*;
-use cake_target::{Feature, MmaFamily, Target};
+use cake_target::{Feature, Target};
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write;
 
@@ -20,7 +28,9 @@ mod params;
 mod reduce;
 mod store;
 mod sync;
+mod tmem;
 
+pub(crate) use body::RangeLoop;
 pub(crate) use layout::{FragLayout, Site};
 
 /// Slack added to dynamic shared memory so the base can be rounded up to 1024 bytes (the
@@ -41,16 +51,9 @@ pub(crate) struct Emitter<'a> {
     pub(crate) facts: Vec<BarrierFacts>,
     pub(crate) frag_layouts: HashMap<FragId, FragLayout>,
     pub(crate) tmaps: Vec<(ParamId, Vec<u32>, u32)>,
-    pub(crate) wgmma_shapes: BTreeSet<(u32, &'static str)>,
-    /// mma.sync instructions used: (k, A type, B type).
-    pub(crate) mma_sync_shapes: BTreeSet<(u32, &'static str, &'static str)>,
-    /// Swizzle modes whose address function the generated code uses.
-    pub(crate) swizzles: BTreeSet<u32>,
-    /// Accumulators of wgmma groups committed and not yet waited for (sm_90a): an operation
-    /// that reads or overwrites one must first wait for them to retire.
-    pub(crate) mma_in_flight: BTreeSet<FragId>,
-    /// wgmma shapes whose A operand is in registers: (N, input type).
-    pub(crate) wgmma_rs_shapes: BTreeSet<(u32, &'static str)>,
+    /// The MMA family's lowering, picked once from the target, and what it records.
+    pub(crate) backend: &'static dyn MmaBackend,
+    pub(crate) mma: MmaState,
     /// Prelude sections the body turned out to need beyond the target's (shared-memory
     /// atomics and fills; TMA stores of rank other than 2).
     pub(crate) needs_shared_ops: bool,
@@ -62,8 +65,6 @@ pub(crate) struct Emitter<'a> {
     pub(crate) role: Option<(RoleId, bool)>,
     /// Pipelined loops enclosing the current statement: (loop, pipeline).
     pub(crate) pipes: Vec<(LoopId, PipelineId)>,
-    /// Barrier whose release is deferred by one iteration (wgmma keeps one group in flight).
-    pub(crate) deferred_release: Vec<(BarrierId, PipelineId)>,
     /// Depth of the current role's `with` regions around the statement being emitted.
     pub(crate) indent_role_depth: u32,
     /// Row reductions already computed in the current block: expression → array name, and
@@ -150,20 +151,22 @@ pub(crate) fn c_ident(name: &str) -> String {
 }
 
 impl<'a> Emitter<'a> {
-    pub(crate) fn new(k: &'a Kernel, file: &'a SourceFile, target: &'a Target) -> Self {
+    pub(crate) fn new(
+        k: &'a Kernel,
+        file: &'a SourceFile,
+        target: &'a Target,
+        backend: &'static dyn MmaBackend,
+    ) -> Self {
         Emitter {
             k,
             file,
             target,
+            backend,
+            mma: MmaState::default(),
             layout: smem_layout(k),
             facts: barrier_facts(k, target),
             frag_layouts: HashMap::new(),
             tmaps: Vec::new(),
-            wgmma_shapes: BTreeSet::new(),
-            mma_sync_shapes: BTreeSet::new(),
-            swizzles: BTreeSet::new(),
-            wgmma_rs_shapes: BTreeSet::new(),
-            mma_in_flight: BTreeSet::new(),
             needs_shared_ops: false,
             tma_store_ranks: BTreeSet::new(),
             errors: Vec::new(),
@@ -171,7 +174,6 @@ impl<'a> Emitter<'a> {
             indent: 0,
             role: None,
             pipes: Vec::new(),
-            deferred_release: Vec::new(),
             indent_role_depth: 0,
             reductions: HashMap::new(),
             reduction_keys: Vec::new(),
@@ -209,31 +211,16 @@ impl<'a> Emitter<'a> {
         format!("{}:{}", name, self.file.line_of(span.start))
     }
 
-    /// Whether this target's MMAs lower to warp-level mma.sync (sm_80, sm_89) rather than wgmma.
-    pub(crate) fn mma_sync(&self) -> bool {
-        self.target.mma == MmaFamily::MmaSync
+    /// Records `op` (named as the IR spells it) as not lowered for this target: an operation the
+    /// target's MMA family has no instruction for.
+    pub(crate) fn not_lowered(&mut self, op: &str, sp: Span) {
+        let msg = format!("`{op}` is not lowered for {} yet", self.target.name);
+        self.unsupported(sp, msg);
     }
 
     pub(crate) fn run(mut self) -> Result<Lowered, Vec<Unsupported>> {
-        if !crate::has_code_generator(self.target) {
-            self.unsupported(
-                self.k.span,
-                format!(
-                    "code generation for {} ({}) is not implemented yet; sm_80, sm_89, sm_120a and sm_121a (mma.sync), sm_90a (wgmma), sm_100a and sm_103a (tcgen05) have it",
-                    self.target.name,
-                    self.target.mma.name()
-                ),
-            );
-            return Err(self.errors);
-        }
-        if self.mma_sync() {
-            self.infer_mma_sync_layouts();
-        } else {
-            self.infer_fragment_layouts();
-            if self.is_tcgen05() {
-                self.infer_tmem_fragment_layouts();
-            }
-        }
+        let backend = self.backend;
+        backend.infer_layouts(&mut self);
         self.collect_tensor_maps();
         let args = self.args();
         let symbol = format!("cake_{}", c_ident(&self.k.name));
@@ -267,33 +254,7 @@ impl<'a> Emitter<'a> {
         if self.needs_shared_ops {
             cuda.push_str(prelude::SHARED_OPS);
         }
-        if self.mma_sync() {
-            cuda.push_str(prelude::CP_ASYNC);
-            cuda.push_str(prelude::MMA_SYNC);
-            for s in &self.swizzles {
-                cuda.push_str(&prelude::swizzle_fn(*s));
-            }
-            for (kk, a, b) in &self.mma_sync_shapes {
-                cuda.push('\n');
-                cuda.push_str(&prelude::mma_sync_fn(*kk, a, b));
-            }
-        } else if self.is_tcgen05() {
-            cuda.push_str(crate::mma::tcgen05::PRELUDE);
-            cuda.push('\n');
-            cuda.push_str(&crate::mma::tcgen05::tmem_ld_fn());
-            cuda.push('\n');
-            cuda.push_str(&crate::mma::tcgen05::tmem_st_fn());
-        } else {
-            cuda.push_str(prelude::WGMMA);
-            for (n, input) in &self.wgmma_shapes {
-                cuda.push('\n');
-                cuda.push_str(&prelude::wgmma_fn(*n, input));
-            }
-            for (n, input) in &self.wgmma_rs_shapes {
-                cuda.push('\n');
-                cuda.push_str(&prelude::wgmma_rs_fn(*n, input));
-            }
-        }
+        backend.prelude(&self, &mut cuda);
         let threads = self.k.block_threads();
         let _ = writeln!(
             cuda,

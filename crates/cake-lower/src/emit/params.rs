@@ -1,3 +1,6 @@
+//! The kernel's parameters (tensor maps, pointers, dimensions, scalars), the TMA boxes its
+//! copies need, and the launch metadata a runtime reads.
+
 use super::*;
 
 impl Emitter<'_> {

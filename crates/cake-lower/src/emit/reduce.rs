@@ -1,3 +1,7 @@
+//! Row reductions of register tiles, computed once per block into per-thread arrays and reused
+//! by structurally equal reductions: across the quad of a wgmma-layout tile, or along the row a
+//! thread owns in a TMEM-row tile. Also the early issue of their per-column loads.
+
 use super::*;
 
 impl Emitter<'_> {
@@ -254,7 +258,7 @@ impl Emitter<'_> {
     /// (restored after the body: the arrays live in its scope).
     pub(crate) fn prefetch_column_loads(&mut self, body: &Block) -> HashMap<ExprId, String> {
         let saved = self.prefetched.clone();
-        if !self.in_role_region() || self.mma_sync() {
+        if !self.in_role_region() {
             return saved;
         }
         let k = self.k;

@@ -1,3 +1,7 @@
+//! Results out of registers and shared memory: `lm.store` of tiles and per-row values to global
+//! memory, `view.store` into shared memory (values or a constant), `scatter_add`, and TMA stores,
+//! with the per-replica synchronisation around them.
+
 use super::*;
 
 impl Emitter<'_> {

@@ -1,3 +1,6 @@
+//! Barriers: the arrival statement for a barrier slot, named barriers and the per-replica syncs
+//! of TMA stores, and the expect-tx bookkeeping of TMA loads.
+
 use super::*;
 
 impl Emitter<'_> {

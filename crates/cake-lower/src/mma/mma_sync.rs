@@ -1,13 +1,75 @@
+//! The mma.sync backend (sm_80, sm_89, sm_120a, sm_121a): warp-level, synchronous MMAs on
+//! register tiles, fed by cp.async copies into shared memory and ldmatrix loads out of it. Being
+//! synchronous, nothing stays in flight: a release arrives right after its MMA.
+
+use super::{MmaBackend, MmaCall};
 use crate::emit::*;
-use crate::prelude;
 use cake_diag::Span;
 use cake_ir::*;
 use cake_target::MmaFamily;
+use std::collections::BTreeSet;
+
+pub(crate) struct MmaSync;
+
+/// What the mma.sync backend records while it emits.
+#[derive(Default)]
+pub(crate) struct State {
+    /// mma.sync instructions used: (k, A type, B type).
+    shapes: BTreeSet<(u32, &'static str, &'static str)>,
+    /// Swizzle modes whose address function the generated code uses.
+    swizzles: BTreeSet<u32>,
+}
+
+impl MmaBackend for MmaSync {
+    fn infer_layouts(&self, e: &mut Emitter) {
+        e.infer_mma_sync_layouts();
+    }
+
+    fn prelude(&self, e: &Emitter, out: &mut String) {
+        out.push_str(CP_ASYNC);
+        out.push_str(MMA_SYNC);
+        for s in &e.mma.mma_sync.swizzles {
+            out.push_str(&swizzle_fn(*s));
+        }
+        for (kk, a, b) in &e.mma.mma_sync.shapes {
+            out.push('\n');
+            out.push_str(&mma_sync_fn(*kk, a, b));
+        }
+    }
+
+    /// Where this thread's mma.sync accumulator registers sit in each m16n8 tile.
+    fn warp_role_lanes(&self, e: &mut Emitter) {
+        e.line("const int lane = (int)threadIdx.x % 32;");
+        e.line("const int lane_row = lane / 4;  // and +8, every 16 rows");
+        e.line("const int lane_col = 2 * (lane % 4);  // and +1, every 8 columns");
+        e.line("(void)lane; (void)lane_row; (void)lane_col;");
+    }
+
+    fn mma(&self, e: &mut Emitter, m: &MmaCall) {
+        e.mma_sync_op(m);
+    }
+
+    fn cp_async(
+        &self,
+        e: &mut Emitter,
+        dst: &ViewRef,
+        src: ParamId,
+        coords: &[ExprId],
+        barrier: BarrierId,
+        sp: Span,
+    ) {
+        e.cp_async(dst, src, coords, barrier, sp);
+    }
+
+    fn ldmatrix(&self, e: &mut Emitter, dst: FragId, src: &ViewRef, sp: Span) {
+        e.ldmatrix(dst, src, sp);
+    }
+}
 
 impl Emitter<'_> {
     /// mma.sync register layouts: each MMA's accumulator and its `a` fragment (loaded by
     /// ldmatrix), per warp. Anything else in registers is a coverage gap of this generator.
-    pub(crate) fn infer_mma_sync_layouts(&mut self) {
+    fn infer_mma_sync_layouts(&mut self) {
         for (sid, op, _) in self.ops() {
             // An ldmatrix destination holds the A-operand layout whether or not an MMA reads it.
             if let Op::Ldmatrix { dst, .. } = op {
@@ -93,13 +155,13 @@ impl Emitter<'_> {
     /// Byte address of element row `row`, byte column `cb` of one stage of `view` (`base` is the
     /// stage's address), through the view's panels and swizzle — the one address function the
     /// cp.async writes and the ldmatrix reads of a view share.
-    pub(crate) fn smem_addr(&mut self, view: &View, base: &str, row: &str, cb: &str) -> String {
+    fn smem_addr(&mut self, view: &View, base: &str, row: &str, cb: &str) -> String {
         let eb = view.dtype.bytes();
         let prb = view.panel_cols() * eb;
         if view.swizzle == 0 {
             return format!("{base} + ({row}) * {prb} + ({cb})");
         }
-        self.swizzles.insert(view.swizzle);
+        self.mma.mma_sync.swizzles.insert(view.swizzle);
         let s = view.swizzle;
         if view.panels() == 1 {
             format!("{base} + cake_swizzle{s}(({row}) * {prb} + ({cb}))")
@@ -116,7 +178,7 @@ impl Emitter<'_> {
     /// what lies past the tensor's rows or columns through the source-size operand, then arrives
     /// on the barrier's current slot once its copies have landed (`cp.async.mbarrier.arrive
     /// .noinc`: one of the role's `threads` arrivals per phase this statement contributes).
-    pub(crate) fn cp_async(
+    fn cp_async(
         &mut self,
         dst: &ViewRef,
         src: ParamId,
@@ -206,7 +268,7 @@ impl Emitter<'_> {
     /// 32 bytes of K. Lanes 0-15 address rows 0-15 at the k-step's first 16 bytes, lanes 16-31
     /// the same rows at its second 16 bytes, so the four registers are the m16n8k16 A fragment
     /// (a0: rows 0-7, a1: rows 8-15, a2/a3: the same rows 16 bytes on).
-    pub(crate) fn ldmatrix(&mut self, dst: FragId, src: &ViewRef, sp: Span) {
+    fn ldmatrix(&mut self, dst: FragId, src: &ViewRef, sp: Span) {
         let k = self.k;
         let Some(FragLayout::MmaA { m, k_bytes }) = self.frag_layouts.get(&dst).copied() else {
             self.unsupported(
@@ -266,15 +328,8 @@ impl Emitter<'_> {
     /// rows are B's columns with K contiguous, which is the `.col` B operand as stored, so no
     /// `.trans` — and one m16n8 MMA per 16-row tile and column tile follows. mma.sync is
     /// synchronous: a release arrives right after, every thread's shared reads being done.
-    pub(crate) fn mma_sync_op(
-        &mut self,
-        acc: &Operand,
-        a: &Operand,
-        b: &Operand,
-        accumulate: ExprId,
-        release: Option<BarrierId>,
-        sp: Span,
-    ) {
+    fn mma_sync_op(&mut self, m: &MmaCall) {
+        let (acc, a, b, accumulate, release, sp) = (m.acc, m.a, m.b, m.accumulate, m.release, m.sp);
         let k = self.k;
         let (Operand::Frag(accf), Operand::Smem(bv)) = (acc, b) else {
             self.unsupported(sp, format!("on {}, lm.mma is lowered with the accumulator in a fragment and `b` in shared memory", self.target.name));
@@ -336,8 +391,8 @@ impl Emitter<'_> {
             self.unsupported(sp, format!("mma.sync k{kk} with {adt} is not lowered yet"));
             return;
         }
-        self.mma_sync_shapes.insert((kk, an, bn));
-        let func = prelude::mma_sync_name(kk, an, bn);
+        self.mma.mma_sync.shapes.insert((kk, an, bn));
+        let func = mma_sync_name(kk, an, bn);
         let (mt, nt, kt) = (m / 16, n / 8, k_bytes / 32);
         let bstart = match bv.rows {
             Some((start, _)) => self.ix(start),
@@ -433,4 +488,66 @@ impl Emitter<'_> {
         self.indent -= 1;
         self.line("}");
     }
+}
+
+/// cp.async (sm_80 and later): one 16-byte chunk global → shared, zero-filled beyond `src_bytes`
+/// (0 fills the whole chunk: the source is not read), and the arrive that completes on an
+/// mbarrier once every cp.async this thread issued before it has landed. `.noinc`: the arrival
+/// is one of those the barrier was initialised to expect.
+const CP_ASYNC: &str = r#"
+static __device__ __forceinline__ void cake_cp_async_16(uint32_t dst, const void* src, uint32_t src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
+static __device__ __forceinline__ void cake_cp_async_mbar_arrive(uint32_t bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared.b64 [%0];" :: "r"(bar) : "memory");
+}
+"#;
+
+/// ldmatrix and mma.sync (sm_80 and later).
+const MMA_SYNC: &str = r#"
+// Four 8x8 b16 matrices: lanes 8i..8i+7 give the row addresses of matrix i; thread t receives
+// row t/4, elements 2(t%4) and 2(t%4)+1 of each matrix, one 32-bit register per matrix.
+static __device__ __forceinline__ void cake_ldmatrix_x4(uint32_t* r, uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
+}
+"#;
+
+/// The wrapper's name: `cake_mma_m16n8k16_f32_bf16`, or `..._e4m3_e5m2` for mixed FP8 inputs.
+fn mma_sync_name(k: u32, a: &str, b: &str) -> String {
+    if a == b {
+        format!("cake_mma_m16n8k{k}_f32_{a}")
+    } else {
+        format!("cake_mma_m16n8k{k}_f32_{a}_{b}")
+    }
+}
+
+/// One `mma.sync.aligned.m16n8k{k}.row.col.f32.{a}.{b}.f32` wrapper: `a` points at the four A
+/// registers, `b` at the two B registers, `d` at the four f32 accumulators.
+fn mma_sync_fn(k: u32, a: &str, b: &str) -> String {
+    let name = mma_sync_name(k, a, b);
+    format!(
+        r#"static __device__ __forceinline__ void {name}(float* d, const uint32_t* a, const uint32_t* b) {{
+  asm volatile("mma.sync.aligned.m16n8k{k}.row.col.f32.{a}.{b}.f32 {{%0, %1, %2, %3}}, {{%4, %5, %6, %7}}, {{%8, %9}}, {{%0, %1, %2, %3}};"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}}
+"#
+    )
+}
+
+/// The shared-memory swizzle of a view, as a function of the byte offset from a 1024-byte aligned
+/// base: the 16-byte chunk index (bits 4..) XOR the 128-byte line index (bits 7..), over 1, 2 or
+/// 3 bits for the 32B, 64B and 128B modes — the pattern TMA and wgmma use for the same tags.
+fn swizzle_fn(swizzle: u32) -> String {
+    let bits = match swizzle {
+        32 => 1,
+        64 => 2,
+        128 => 3,
+        _ => 0,
+    };
+    let mask = (1u32 << bits) - 1;
+    format!(
+        "static __device__ __forceinline__ uint32_t cake_swizzle{swizzle}(uint32_t off) {{ return off ^ (((off >> 7) & {mask}u) << 4); }}\n"
+    )
 }

@@ -1,22 +1,134 @@
+//! The wgmma backend (sm_90a): warpgroup MMAs issued asynchronously in committed groups. What
+//! sets it apart is keeping groups in flight — a stage's release can lag one iteration, a
+//! double-buffered accumulator lets the next MMA overlap this iteration's epilogue — and
+//! retiring them before anything touches their accumulator registers.
+
+use super::{MmaBackend, MmaCall};
 use crate::emit::*;
 use cake_diag::Span;
 use cake_ir::*;
+use std::collections::BTreeSet;
+
+pub(crate) struct Wgmma;
+
+/// What the wgmma backend records while it emits.
+#[derive(Default)]
+pub(crate) struct State {
+    /// wgmma shapes used with both operands in shared memory: (N, input type).
+    shapes: BTreeSet<(u32, &'static str)>,
+    /// wgmma shapes whose A operand is in registers: (N, input type).
+    rs_shapes: BTreeSet<(u32, &'static str)>,
+    /// Accumulators of groups committed and not yet waited for: an operation that reads or
+    /// overwrites one must first wait for them to retire.
+    in_flight: BTreeSet<FragId>,
+    /// Barriers whose release is deferred by one iteration (one group stays in flight).
+    deferred_release: Vec<(BarrierId, PipelineId)>,
+}
+
+impl MmaBackend for Wgmma {
+    fn infer_layouts(&self, e: &mut Emitter) {
+        e.infer_warpgroup_layouts();
+    }
+
+    fn prelude(&self, e: &Emitter, out: &mut String) {
+        out.push_str(WGMMA);
+        for (n, input) in &e.mma.wgmma.shapes {
+            out.push('\n');
+            out.push_str(&wgmma_fn(*n, input));
+        }
+        for (n, input) in &e.mma.wgmma.rs_shapes {
+            out.push('\n');
+            out.push_str(&wgmma_rs_fn(*n, input));
+        }
+    }
+
+    fn before_op(&self, e: &mut Emitter, op: &Op) {
+        e.retire_mmas_before(op);
+    }
+
+    fn mma(&self, e: &mut Emitter, m: &MmaCall) {
+        e.wgmma(m);
+    }
+
+    fn double_buffered_loop(
+        &self,
+        e: &mut Emitter,
+        lp: &RangeLoop,
+        p: PipelineId,
+        body: &Block,
+    ) -> bool {
+        match cake_ir::sync::double_buffered_mma(e.k, body, p) {
+            Some(pair) => {
+                e.double_buffered_loop(lp, p, pair, body);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// A release after wgmma lags one iteration so one MMA group stays in flight; after the
+    /// loop, every group of it retires and the last deferred releases arrive.
+    fn range_loop(
+        &self,
+        e: &mut Emitter,
+        pipeline: Option<PipelineId>,
+        body: &Block,
+        emit: &mut dyn FnMut(&mut Emitter),
+    ) {
+        let k = e.k;
+        let deferred: Vec<(BarrierId, PipelineId)> = match pipeline {
+            Some(p) => body
+                .iter()
+                .filter_map(|&s| match &k.stmts[s] {
+                    Stmt::Op(Op::Mma {
+                        release: Some(b), ..
+                    }) if k.barriers[*b].pipeline == Some(p)
+                        && cake_ir::sync::defers_release(k, body, s) =>
+                    {
+                        Some((*b, p))
+                    }
+                    _ => None,
+                })
+                .collect(),
+            None => Vec::new(),
+        };
+        let has_mma = body
+            .iter()
+            .any(|&s| matches!(&k.stmts[s], Stmt::Op(Op::Mma { .. })));
+        for (bar, _) in &deferred {
+            e.line(&format!(
+                "int {}_pending = -1;  // stage whose release waits for its MMAs to retire",
+                c_ident(&k.barriers[*bar].name)
+            ));
+        }
+        let saved = std::mem::replace(&mut e.mma.wgmma.deferred_release, deferred.clone());
+        emit(e);
+        e.mma.wgmma.deferred_release = saved;
+        if has_mma {
+            e.line("cake_wgmma_wait<0>();  // every MMA of the loop has retired");
+            e.mma.wgmma.in_flight.clear();
+        }
+        for (bar, _) in &deferred {
+            let bn = c_ident(&k.barriers[*bar].name);
+            let pending = format!("{bn}_pending >= 0");
+            let arrive = e.wgmma_release(*bar, &format!("{bn} + 8 * {bn}_pending"), Some(&pending));
+            e.line(&arrive);
+        }
+    }
+}
 
 impl Emitter<'_> {
     /// A pipelined loop whose MMA writes a double-buffered accumulator: iteration k+1's wait and
     /// MMA are issued before the rest of iteration k, which reads the other buffer, so the tensor
     /// cores work through the epilogue. Unrolled by two so each buffer is a fixed register array.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn double_buffered_loop(
+    fn double_buffered_loop(
         &mut self,
-        id: LoopId,
-        var: &str,
-        (start, stop): (String, String),
+        lp: &RangeLoop,
         p: PipelineId,
         (wait, mma): (StmtId, StmtId),
         body: &Block,
-        sp: Span,
     ) {
+        let (id, var, start, stop, sp) = (lp.id, lp.var, lp.start, lp.stop, lp.sp);
         let k = self.k;
         let Stmt::Op(Op::Mma {
             acc: Operand::Frag(f),
@@ -46,7 +158,14 @@ impl Emitter<'_> {
             stage_lines(me, it);
             me.op(&wait_op, wsp);
             me.frag_alias.insert(f, buf.to_string());
-            me.mma(&Operand::Frag(f), &a, &b, accumulate, None, msp);
+            me.wgmma(&MmaCall {
+                acc: &Operand::Frag(f),
+                a: &a,
+                b: &b,
+                accumulate,
+                release: None,
+                sp: msp,
+            });
             me.frag_alias.remove(&f);
         };
         self.line(&format!("{{  // {} ({}): double-buffered `{}` — the MMA of iteration k+1 overlaps the rest of iteration k", var, self.loc(sp), k.fragments[f].name));
@@ -113,7 +232,7 @@ impl Emitter<'_> {
     /// have retired: one thread per warpgroup (a group completes for the whole warpgroup), thread
     /// c of each warpgroup in CTA c for a cluster barrier (`cake_ir::sync` counts them).
     /// `when` is a further condition (a deferred release has a stage pending).
-    pub(crate) fn wgmma_release(&self, b: BarrierId, slot: &str, when: Option<&str>) -> String {
+    fn wgmma_release(&self, b: BarrierId, slot: &str, when: Option<&str>) -> String {
         let (role, _) = self.role.expect("inside a role");
         let t = format!("{}_thread", c_ident(&self.k.roles[role].name));
         let when = when.map(|w| format!("{w} && ")).unwrap_or_default();
@@ -127,7 +246,7 @@ impl Emitter<'_> {
 
     /// `lm.mma(acc, frag, view.T)` on sm_90a: wgmma with A from registers (a [`FragLayout::WgmmaA`]
     /// fragment, four registers per k-step) and B from shared memory.
-    pub(crate) fn wgmma_register_a(
+    fn wgmma_register_a(
         &mut self,
         accf: FragId,
         af: FragId,
@@ -158,7 +277,7 @@ impl Emitter<'_> {
             self.unsupported(sp, "wgmma takes `a` and `b` of the same 16-bit type");
             return;
         }
-        self.wgmma_rs_shapes.insert((n, input));
+        self.mma.wgmma.rs_shapes.insert((n, input));
         let (accn, an) = (self.frag_name(accf), self.frag_name(af));
         let acc_pred = self.ix(accumulate);
         self.line(&format!(
@@ -188,18 +307,10 @@ impl Emitter<'_> {
         self.wgmma_commit(accf, release);
     }
 
-    pub(crate) fn mma(
-        &mut self,
-        acc: &Operand,
-        a: &Operand,
-        b: &Operand,
-        accumulate: ExprId,
-        release: Option<BarrierId>,
-        sp: Span,
-    ) {
-        if self.mma_sync() {
-            return self.mma_sync_op(acc, a, b, accumulate, release, sp);
-        }
+    /// `lm.mma` on sm_90a: wgmma with the accumulator in registers, `b` in shared memory and `a`
+    /// in shared memory or registers.
+    fn wgmma(&mut self, m: &MmaCall) {
+        let (acc, a, b, accumulate, release, sp) = (m.acc, m.a, m.b, m.accumulate, m.release, m.sp);
         let k = self.k;
         if let (Operand::Frag(accf), Operand::Frag(af), Operand::Smem(bv)) = (acc, a, b) {
             return self.wgmma_register_a(*accf, *af, bv, accumulate, release, sp);
@@ -225,7 +336,7 @@ impl Emitter<'_> {
         };
         let kdim = k.views[av.view].shape[1];
         let k_step = 16;
-        self.wgmma_shapes.insert((n, input));
+        self.mma.wgmma.shapes.insert((n, input));
         let accn = self.frag_name(*accf);
         let acc_pred = self.ix(accumulate);
         self.line(&format!(
@@ -257,12 +368,18 @@ impl Emitter<'_> {
     /// Close a group of wgmma into `accf`: commit it, then release `release` once the MMAs have
     /// retired — right away, or one iteration later when the loop keeps a group in flight
     /// (deferred release) — or, without a release, remember the accumulator as in flight.
-    pub(crate) fn wgmma_commit(&mut self, accf: FragId, release: Option<BarrierId>) {
+    fn wgmma_commit(&mut self, accf: FragId, release: Option<BarrierId>) {
         let k = self.k;
         self.line("cake_wgmma_commit();");
         if let Some(bar) = release {
             let bn = c_ident(&k.barriers[bar].name);
-            if self.deferred_release.iter().any(|(b, _)| *b == bar) {
+            if self
+                .mma
+                .wgmma
+                .deferred_release
+                .iter()
+                .any(|(b, _)| *b == bar)
+            {
                 let pipe = self
                     .pipes
                     .last()
@@ -277,24 +394,24 @@ impl Emitter<'_> {
             } else {
                 let slot = self.barrier_slot(bar);
                 self.line("cake_wgmma_wait<0>();");
-                self.mma_in_flight.clear();
+                self.mma.wgmma.in_flight.clear();
                 let arrive = self.wgmma_release(bar, &slot, None);
                 self.line(&format!("{arrive}  // release"));
             }
-        } else if self.deferred_release.is_empty() {
-            self.mma_in_flight.insert(accf);
+        } else if self.mma.wgmma.deferred_release.is_empty() {
+            self.mma.wgmma.in_flight.insert(accf);
         }
     }
 
     /// Before an operation that reads or overwrites the accumulator of a wgmma group still in
     /// flight, wait for the groups to retire (the registers are the tensor cores' until then).
-    pub(crate) fn retire_mmas_before(&mut self, op: &Op) {
-        if self.mma_in_flight.is_empty() {
+    fn retire_mmas_before(&mut self, op: &Op) {
+        if self.mma.wgmma.in_flight.is_empty() {
             return;
         }
         let k = self.k;
         let reads = |e: &ExprId, f: &FragId| k.expr_reads_fragment(*e, *f);
-        let hit = self.mma_in_flight.iter().find(|f| match op {
+        let hit = self.mma.wgmma.in_flight.iter().find(|f| match op {
             Op::Assign { dst, value } => dst == *f || reads(value, f),
             Op::Store { value, .. }
             | Op::SmemStore { value, .. }
@@ -310,7 +427,111 @@ impl Emitter<'_> {
                 "cake_wgmma_wait<0>();  // the MMAs into `{}` have retired",
                 k.fragments[f].name
             ));
-            self.mma_in_flight.clear();
+            self.mma.wgmma.in_flight.clear();
         }
     }
+}
+
+/// wgmma protocol helpers (sm_90a).
+const WGMMA: &str = r#"
+static __device__ __forceinline__ void cake_wgmma_fence() {
+  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+}
+static __device__ __forceinline__ void cake_wgmma_commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+}
+template <int N>
+static __device__ __forceinline__ void cake_wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory");
+}
+// An empty asm that "redefines" every accumulator register: code that reads the registers cannot
+// be moved above the wait_group before it. Without it nvcc may hoist those reads above the wait,
+// and ptxas then serialises every wgmma of the function (C7514/C7517).
+template <int N>
+static __device__ __forceinline__ void cake_wgmma_fence_regs(float (&r)[N]) {
+  #pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i]) :: "memory");
+}
+// Shared-memory matrix descriptor: start address, leading and stride byte offsets (all >> 4),
+// and the swizzle mode in bits 62-63 (1 = 128B, 2 = 64B, 3 = 32B).
+static __device__ __forceinline__ uint64_t cake_wgmma_desc(uint32_t addr, uint32_t lbo, uint32_t sbo, uint32_t swizzle_mode) {
+  return (uint64_t)((addr & 0x3FFFF) >> 4) | ((uint64_t)(lbo >> 4) << 16) | ((uint64_t)(sbo >> 4) << 32)
+       | ((uint64_t)swizzle_mode << 62);
+}
+"#;
+
+/// One wgmma wrapper for an `m64nNk16` shape with f32 accumulators and bf16/f16 inputs from
+/// shared-memory descriptors.
+fn wgmma_fn(n: u32, input: &str) -> String {
+    wgmma_fn_with(n, input, false)
+}
+
+/// `cake_wgmma_m64n<N>k16_f32_<input>_rs`: the wgmma whose A operand is in registers (four
+/// 32-bit registers of packed 16-bit pairs per k-step, the accumulator's element order).
+fn wgmma_rs_fn(n: u32, input: &str) -> String {
+    wgmma_fn_with(n, input, true)
+}
+
+fn wgmma_fn_with(n: u32, input: &str, a_in_registers: bool) -> String {
+    let regs = n / 2;
+    let suffix = if a_in_registers { "_rs" } else { "" };
+    let name = format!("cake_wgmma_m64n{n}k16_f32_{input}{suffix}");
+    let a_params = if a_in_registers {
+        "uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3"
+    } else {
+        "uint64_t desc_a"
+    };
+    // Operand numbers after the accumulator registers: A (one descriptor or four registers),
+    // then B's descriptor, then the scale-d flag.
+    let a_count = if a_in_registers { 4 } else { 1 };
+    let (b_op, scale_op) = (regs + a_count, regs + a_count + 1);
+    let mut out = String::new();
+    out.push_str(&format!(
+        "static __device__ __forceinline__ void {name}(float (&d)[{regs}], {a_params}, uint64_t desc_b, int scale_d) {{\n"
+    ));
+    let list: Vec<String> = (0..regs).map(|i| format!("%{i}")).collect();
+    out.push_str("  asm volatile(\n      \"{\\n\\t.reg .pred p;\\n\\t\"\n");
+    out.push_str(&format!("      \"setp.ne.b32 p, %{scale_op}, 0;\\n\\t\"\n"));
+    out.push_str(&format!(
+        "      \"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{input}.{input} \"\n"
+    ));
+    for chunk in list.chunks(16) {
+        let first = chunk[0] == "%0";
+        out.push_str(&format!(
+            "      \"{}{},\"\n",
+            if first { "{" } else { " " },
+            chunk.join(", ")
+        ));
+    }
+    // Replace the trailing comma of the register list with the closing brace.
+    let pos = out.rfind(",\"\n").expect("non-empty register list");
+    out.replace_range(pos..pos + 3, "},\"\n");
+    if a_in_registers {
+        // Register A: no transpose flag for A; B K-major.
+        out.push_str(&format!(
+            "      \" {{%{}, %{}, %{}, %{}}}, %{b_op}, p, 1, 1, 0;\\n\\t}}\\n\"\n",
+            regs,
+            regs + 1,
+            regs + 2,
+            regs + 3
+        ));
+    } else {
+        out.push_str(&format!(
+            "      \" %{regs}, %{b_op}, p, 1, 1, 0, 0;\\n\\t}}\\n\"\n"
+        ));
+    }
+    let outs: Vec<String> = (0..regs).map(|i| format!("\"+f\"(d[{i}])")).collect();
+    out.push_str("      : ");
+    for (i, chunk) in outs.chunks(8).enumerate() {
+        if i > 0 {
+            out.push_str(",\n        ");
+        }
+        out.push_str(&chunk.join(", "));
+    }
+    if a_in_registers {
+        out.push_str("\n      : \"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3), \"l\"(desc_b), \"r\"(scale_d));\n}\n");
+    } else {
+        out.push_str("\n      : \"l\"(desc_a), \"l\"(desc_b), \"r\"(scale_d));\n}\n");
+    }
+    out
 }
