@@ -373,11 +373,19 @@ impl Emitter<'_> {
                 format!("one tile ({names_text}) per CTA{per_cluster}"),
             )
         };
-        self.line(&format!(
+        let open = format!(
             "for (int tile = {first}; tile < tiles_total; tile += {step}) {{  // {what} ({})",
             self.loc(sp)
-        ));
-        self.indent += 1;
+        );
+        self.braced(&open, |me| {
+            me.tile_coords(counts, group);
+            me.block(body);
+        });
+    }
+
+    /// Decode the loop's `tile` into one coordinate per tile axis (`tile_0`, `tile_1`, …).
+    fn tile_coords(&mut self, counts: &[ExprId], group: Option<u32>) {
+        let n = self.cluster_ctas();
         let rows0 = self.tile_rows(0);
         // Axis 0 is decoded into `tile_row` when the CTA's rank within the cluster completes it.
         let axis0 = if n > 1 { "tile_row" } else { "tile_0" };
@@ -419,9 +427,6 @@ impl Emitter<'_> {
                 "const int tile_0 = tile_row * {n} + (int)cta_rank;  // may pass tiles_0: loads fill zeros, stores clip"
             ));
         }
-        self.block(body);
-        self.indent -= 1;
-        self.line("}");
     }
 
     pub(crate) fn range_loop(
@@ -463,41 +468,31 @@ impl Emitter<'_> {
             stop: b,
             sp,
         } = *lp;
-        self.line(&format!(
+        let open = format!(
             "for (int {var} = {a}; {var} < {b}; ++{var}) {{  // {}",
             self.loc(sp)
-        ));
-        self.indent += 1;
-        if let Some(p) = pipeline {
-            let pipe = &self.k.pipelines[p];
-            let pn = c_ident(&pipe.name);
-            self.line(&format!(
-                "const uint32_t {pn}_stage = {pn}_it % {};",
-                pipe.stages
-            ));
-            self.line(&format!(
-                "const uint32_t {pn}_phase = ({pn}_it / {}) & 1;",
-                pipe.stages
-            ));
-            self.pipes.push((id, p));
-        }
-        let saved_prefetch = self.prefetch_column_loads(body);
-        self.block(body);
-        self.prefetched = saved_prefetch;
-        if let Some(p) = pipeline {
-            self.pipes.pop();
-            self.line(&format!("++{}_it;", c_ident(&self.k.pipelines[p].name)));
-        }
-        self.indent -= 1;
-        self.line("}");
+        );
+        self.braced(&open, |me| {
+            if let Some(p) = pipeline {
+                let pn = c_ident(&me.k.pipelines[p].name);
+                me.stage_lines(p, &format!("{pn}_it"));
+                me.pipes.push((id, p));
+            }
+            let saved_prefetch = me.prefetch_column_loads(body);
+            me.block(body);
+            me.prefetched = saved_prefetch;
+            if let Some(p) = pipeline {
+                me.pipes.pop();
+                me.line(&format!("++{}_it;", c_ident(&me.k.pipelines[p].name)));
+            }
+        });
     }
 
     pub(crate) fn op(&mut self, op: &Op, sp: Span) {
         let k = self.k;
         let backend = self.backend;
         backend.before_op(self, op);
-        let (role, issue_only) = self.role.expect("inside a role");
-        let rname = c_ident(&k.roles[role].name);
+        let (role, _) = self.role.expect("inside a role");
         match op {
             Op::Wait { barrier } => {
                 let facts = &self.facts[barrier.index()];
@@ -536,107 +531,7 @@ impl Emitter<'_> {
                 coords,
                 barrier,
                 multicast,
-            } => {
-                let mc = *multicast;
-                // `CAKE-C013` reports these; a verified schedule never gets here.
-                if mc > 1 && (mc != self.cluster_ctas() || k.multicast_problem(dst, mc).is_some()) {
-                    self.unsupported(
-                        sp,
-                        "a multicast TMA load is lowered into a whole 2-D view whose rows split \
-                         evenly over a cluster of exactly `multicast` CTAs",
-                    );
-                    return;
-                }
-                if dst.transposed || (dst.rows.is_some() && k.views[dst.view].shape.len() != 2) {
-                    self.unsupported(
-                        sp,
-                        "a TMA load writes a 2-D view or a row range of one (no .T)",
-                    );
-                    return;
-                }
-                let view = k.views[dst.view].clone();
-                let rank = self.rank(*src);
-                if !(2..=3).contains(&rank) {
-                    self.unsupported(
-                        sp,
-                        "TMA loads of rank other than 2 or 3 are not lowered yet",
-                    );
-                    return;
-                }
-                let box_rows = self.box_rows(dst, mc);
-                let box_dims = self.tma_box(&view, box_rows, rank);
-                let tmap = self.tmap_name(*src, &box_dims, view.swizzle);
-                let slot = self.barrier_slot(*barrier);
-                let mut dst_base = self.view_base(dst);
-                if let Some((start, _)) = dst.rows {
-                    // A row range of a panel-major view starts `start` rows into every panel.
-                    let row_bytes = view.panel_cols() * view.dtype.bytes();
-                    dst_base = format!("({dst_base} + ({}) * {row_bytes})", self.ix(start));
-                }
-                let mut c: Vec<String> = coords.iter().map(|e| self.ix(*e)).collect();
-                c.reverse(); // innermost first
-                let guard = !issue_only;
-                self.line(&format!(
-                    "// tma_load {} <- {} ({})",
-                    view.name,
-                    k.params[*src].name,
-                    self.loc(sp)
-                ));
-                if guard {
-                    self.line(&format!("if ({rname}_thread == 0) {{"));
-                    self.indent += 1;
-                }
-                // One expect_tx per phase covers every load of this role signalling the barrier.
-                let first_to_barrier = self.first_tma_to(*barrier, role, sp);
-                if first_to_barrier {
-                    let bytes = self.role_tx_bytes(*barrier, role);
-                    self.line(&format!("cake_mbar_arrive_expect_tx({slot}, {bytes});"));
-                }
-                // Bytes of one swizzle panel (the whole view when it has one panel).
-                let panel_bytes = view.shape[..view.shape.len() - 1]
-                    .iter()
-                    .map(|&d| d as u64)
-                    .product::<u64>()
-                    * view.panel_cols() as u64
-                    * view.dtype.bytes() as u64;
-                if mc > 1 {
-                    // This CTA loads its share of the rows and delivers it to every CTA.
-                    let share = box_rows.unwrap_or(0);
-                    let row_bytes = view.panel_cols() * view.dtype.bytes();
-                    self.line(&format!(
-                        "// multicast to {mc} CTAs: this one loads rows [{share} * cta_rank, +{share}) of the box"
-                    ));
-                    dst_base = format!("{dst_base} + cta_rank * {}", share * row_bytes);
-                    c[1] = format!("{} + (int)cta_rank * {share}", c[1]);
-                }
-                let mask = (1u32 << mc) - 1;
-                for p in 0..view.panels() {
-                    let mut cc = c.clone();
-                    if p > 0 {
-                        cc[0] = format!("{} + {}", c[0], p * view.panel_cols());
-                    }
-                    let dst_addr = if p == 0 {
-                        dst_base.clone()
-                    } else {
-                        format!("{dst_base} + {}", p as u64 * panel_bytes)
-                    };
-                    if mc > 1 {
-                        self.line(&format!(
-                            "cake_tma_load_{rank}d_multicast({dst_addr}, &{tmap}, {slot}, {mask:#x}, {});",
-                            cc.join(", ")
-                        ));
-                    } else {
-                        self.line(&format!(
-                            "cake_tma_load_{rank}d({dst_addr}, &{tmap}, {slot}, {});",
-                            cc.join(", ")
-                        ));
-                    }
-                }
-                if guard {
-                    self.indent -= 1;
-                    self.line("}");
-                }
-            }
+            } => self.tma_load(dst, *src, coords, *barrier, *multicast, sp),
             Op::Mma {
                 acc,
                 a,

@@ -211,6 +211,44 @@ impl<'a> Emitter<'a> {
         format!("{}:{}", name, self.file.line_of(span.start))
     }
 
+    /// `open` (a line ending in `{`), then `body` one level deeper, then the closing `}`: the one
+    /// builder of every braced block — loops, guards, scopes.
+    pub(crate) fn braced(&mut self, open: &str, body: impl FnOnce(&mut Self)) {
+        self.line(open);
+        self.indent += 1;
+        body(self);
+        self.indent -= 1;
+        self.line("}");
+    }
+
+    /// `#pragma unroll` and a braced loop (`header` ends in `{`).
+    pub(crate) fn unrolled(&mut self, header: &str, body: impl FnOnce(&mut Self)) {
+        self.line("#pragma unroll");
+        self.braced(header, body);
+    }
+
+    /// Run `body` on one thread of the current role's replica: as it is in an issue-only role
+    /// (whose body one thread runs), under `if (<role>_thread == 0)` otherwise.
+    pub(crate) fn on_one_thread(&mut self, body: impl FnOnce(&mut Self)) {
+        let (role, issue_only) = self.role.expect("inside a role");
+        if issue_only {
+            body(self);
+        } else {
+            let guard = format!("if ({}_thread == 0) {{", c_ident(&self.k.roles[role].name));
+            self.braced(&guard, body);
+        }
+    }
+
+    /// The stage and phase of pipeline `p` at its iteration `it` (a C expression).
+    pub(crate) fn stage_lines(&mut self, p: PipelineId, it: &str) {
+        let pipe = &self.k.pipelines[p];
+        let (pn, stages) = (c_ident(&pipe.name), pipe.stages);
+        self.line(&format!("const uint32_t {pn}_stage = {it} % {stages};"));
+        self.line(&format!(
+            "const uint32_t {pn}_phase = ({it} / {stages}) & 1;"
+        ));
+    }
+
     /// Records `op` (named as the IR spells it) as not lowered for this target: an operation the
     /// target's MMA family has no instruction for.
     pub(crate) fn not_lowered(&mut self, op: &str, sp: Span) {

@@ -43,11 +43,9 @@ impl Emitter<'_> {
             self.reductions.insert(e, name);
             return;
         }
-        let layout = match self.tile_of(arg) {
-            Some(FragLayout::WgmmaAcc { n }) if axis == 1 => n,
-            Some(FragLayout::TmemRow { n }) if axis == 1 => {
-                return self.lane_reduction(e, op, arg, n, packed);
-            }
+        let (n, one_row_per_thread) = match self.tile_of(arg) {
+            Some(FragLayout::WgmmaAcc { n }) if axis == 1 => (n, false),
+            Some(FragLayout::TmemRow { n }) if axis == 1 => (n, true),
             _ => {
                 self.unsupported(
                     k.exprs.span(e),
@@ -56,14 +54,72 @@ impl Emitter<'_> {
                 return;
             }
         };
+        let pass = self.reduction_pass(op);
+        if one_row_per_thread {
+            self.lane_reduction(e, &pass, op, arg, n);
+        } else {
+            self.quad_reduction(e, &pass, op, arg, n, packed);
+        }
+        // Record the arrays for `e` and for the other reductions the same pass computes:
+        // min/argmin (max/argmax) of one argument share it.
+        let pick = |o: ReduceOp| {
+            if matches!(o, ReduceOp::ArgMin | ReduceOp::ArgMax) {
+                pass.iname.clone()
+            } else {
+                pass.vname.clone()
+            }
+        };
+        self.reductions.insert(e, pick(op));
+        let siblings: &[ReduceOp] = match op {
+            ReduceOp::Min | ReduceOp::ArgMin => &[ReduceOp::Min, ReduceOp::ArgMin],
+            ReduceOp::Max | ReduceOp::ArgMax => &[ReduceOp::Max, ReduceOp::ArgMax],
+            ReduceOp::Sum => &[ReduceOp::Sum],
+        };
+        for o in siblings {
+            self.reduction_keys.push((arg, *o, packed, pick(*o)));
+        }
+    }
+
+    /// A fresh reduction: its value and index arrays, and how its operator compares, starts
+    /// and is named in comments.
+    fn reduction_pass(&mut self, op: ReduceOp) -> Pass {
         let id = self.reduction_counter;
         self.reduction_counter += 1;
-        let (vname, iname) = (format!("red{id}_v"), format!("red{id}_i"));
         let (better, init, combine) = match op {
             ReduceOp::Min | ReduceOp::ArgMin => ("<", "__int_as_float(0x7f800000)", "min"),
             ReduceOp::Max | ReduceOp::ArgMax => (">", "__int_as_float(0xff800000)", "max"),
             ReduceOp::Sum => ("", "0.0f", "sum"),
         };
+        Pass {
+            id,
+            vname: format!("red{id}_v"),
+            iname: format!("red{id}_i"),
+            better,
+            init,
+            combine,
+        }
+    }
+
+    /// A row reduction of a wgmma-layout tile of `layout` columns: both rows of the thread in one
+    /// pass over its columns, then combined across the four threads of its quad.
+    fn quad_reduction(
+        &mut self,
+        e: ExprId,
+        pass: &Pass,
+        op: ReduceOp,
+        arg: ExprId,
+        layout: u32,
+        packed: bool,
+    ) {
+        let k = self.k;
+        let Pass {
+            id,
+            ref vname,
+            ref iname,
+            better,
+            init,
+            combine,
+        } = *pass;
         let mut loads = Vec::new();
         self.column_loads(arg, &mut loads);
         // A thread holds layout/4 columns of each of its rows: that many slots to pack.
@@ -131,22 +187,6 @@ impl Emitter<'_> {
         self.line(&format!("{vname}[h] = bv[h]; {iname}[h] = bi[h];"));
         self.indent -= 1;
         self.line("}");
-        let pick = |o: ReduceOp| {
-            if matches!(o, ReduceOp::ArgMin | ReduceOp::ArgMax) {
-                iname.clone()
-            } else {
-                vname.clone()
-            }
-        };
-        self.reductions.insert(e, pick(op));
-        let siblings: &[ReduceOp] = match op {
-            ReduceOp::Min | ReduceOp::ArgMin => &[ReduceOp::Min, ReduceOp::ArgMin],
-            ReduceOp::Max | ReduceOp::ArgMax => &[ReduceOp::Max, ReduceOp::ArgMax],
-            ReduceOp::Sum => &[ReduceOp::Sum],
-        };
-        for o in siblings {
-            self.reduction_keys.push((arg, *o, packed, pick(*o)));
-        }
     }
 
     /// A row reduction (axis 1) of a one-row-per-thread tile: the thread owns its whole row, so
@@ -155,23 +195,16 @@ impl Emitter<'_> {
     ///
     /// `packed` is a permission, not an obligation: here the exact compare is kept (the key's
     /// cost is in the ALU-bound quad layout of wgmma, not measured for TMEM rows).
-    pub(crate) fn lane_reduction(
-        &mut self,
-        e: ExprId,
-        op: ReduceOp,
-        arg: ExprId,
-        n: u32,
-        packed: bool,
-    ) {
+    fn lane_reduction(&mut self, e: ExprId, pass: &Pass, op: ReduceOp, arg: ExprId, n: u32) {
         let k = self.k;
-        let id = self.reduction_counter;
-        self.reduction_counter += 1;
-        let (vname, iname) = (format!("red{id}_v"), format!("red{id}_i"));
-        let (better, init, combine) = match op {
-            ReduceOp::Min | ReduceOp::ArgMin => ("<", "__int_as_float(0x7f800000)", "min"),
-            ReduceOp::Max | ReduceOp::ArgMax => (">", "__int_as_float(0xff800000)", "max"),
-            ReduceOp::Sum => ("", "0.0f", "sum"),
-        };
+        let Pass {
+            ref vname,
+            ref iname,
+            better,
+            init,
+            combine,
+            ..
+        } = *pass;
         let value = self.elem(arg, Site::Lane);
         self.line(&format!(
             "float {vname}[1] = {{{init}}}; int {iname}[1] = {{0}};  // row {combine} over {n} columns, one row per thread ({})",
@@ -191,22 +224,6 @@ impl Emitter<'_> {
         self.indent -= 1;
         self.line("}");
         self.line(&format!("(void){iname};"));
-        let pick = |o: ReduceOp| {
-            if matches!(o, ReduceOp::ArgMin | ReduceOp::ArgMax) {
-                iname.clone()
-            } else {
-                vname.clone()
-            }
-        };
-        self.reductions.insert(e, pick(op));
-        let siblings: &[ReduceOp] = match op {
-            ReduceOp::Min | ReduceOp::ArgMin => &[ReduceOp::Min, ReduceOp::ArgMin],
-            ReduceOp::Max | ReduceOp::ArgMax => &[ReduceOp::Max, ReduceOp::ArgMax],
-            ReduceOp::Sum => &[ReduceOp::Sum],
-        };
-        for o in siblings {
-            self.reduction_keys.push((arg, *o, packed, pick(*o)));
-        }
     }
 
     /// One pass of a row reduction over the thread's columns of a `layout`-column tile, both
@@ -356,4 +373,14 @@ pub(crate) fn reductions_in(k: &Kernel, e: ExprId, out: &mut Vec<ExprId>) {
         }
         _ => {}
     }
+}
+
+/// The arrays and operator text of one row reduction (see `reduction_pass`).
+struct Pass {
+    id: u32,
+    vname: String,
+    iname: String,
+    better: &'static str,
+    init: &'static str,
+    combine: &'static str,
 }

@@ -4,6 +4,114 @@
 use super::*;
 
 impl Emitter<'_> {
+    /// `view.tma_load(tensor, coords, barrier, multicast)`: one thread issues one bulk tensor copy
+    /// per swizzle panel, after one `expect_tx` per phase for all of this role's loads signalling
+    /// the barrier; a multicast load fetches this CTA's share of the rows for every CTA.
+    pub(crate) fn tma_load(
+        &mut self,
+        dst: &ViewRef,
+        src: ParamId,
+        coords: &[ExprId],
+        barrier: BarrierId,
+        multicast: u32,
+        sp: Span,
+    ) {
+        let k = self.k;
+        let mc = multicast;
+        // `CAKE-C013` reports these; a verified schedule never gets here.
+        if mc > 1 && (mc != self.cluster_ctas() || k.multicast_problem(dst, mc).is_some()) {
+            self.unsupported(
+                sp,
+                "a multicast TMA load is lowered into a whole 2-D view whose rows split \
+                 evenly over a cluster of exactly `multicast` CTAs",
+            );
+            return;
+        }
+        if dst.transposed || (dst.rows.is_some() && k.views[dst.view].shape.len() != 2) {
+            self.unsupported(
+                sp,
+                "a TMA load writes a 2-D view or a row range of one (no .T)",
+            );
+            return;
+        }
+        let view = k.views[dst.view].clone();
+        let rank = self.rank(src);
+        if !(2..=3).contains(&rank) {
+            self.unsupported(
+                sp,
+                "TMA loads of rank other than 2 or 3 are not lowered yet",
+            );
+            return;
+        }
+        let box_rows = self.box_rows(dst, mc);
+        let box_dims = self.tma_box(&view, box_rows, rank);
+        let tmap = self.tmap_name(src, &box_dims, view.swizzle);
+        let slot = self.barrier_slot(barrier);
+        let mut dst_base = self.view_base(dst);
+        if let Some((start, _)) = dst.rows {
+            // A row range of a panel-major view starts `start` rows into every panel.
+            let row_bytes = view.panel_cols() * view.dtype.bytes();
+            dst_base = format!("({dst_base} + ({}) * {row_bytes})", self.ix(start));
+        }
+        let mut c: Vec<String> = coords.iter().map(|e| self.ix(*e)).collect();
+        c.reverse(); // innermost first
+        self.line(&format!(
+            "// tma_load {} <- {} ({})",
+            view.name,
+            k.params[src].name,
+            self.loc(sp)
+        ));
+        let (role, _) = self.role.expect("inside a role");
+        self.on_one_thread(|me| {
+            // One expect_tx per phase covers every load of this role signalling the barrier.
+            let first_to_barrier = me.first_tma_to(barrier, role, sp);
+            if first_to_barrier {
+                let bytes = me.role_tx_bytes(barrier, role);
+                me.line(&format!("cake_mbar_arrive_expect_tx({slot}, {bytes});"));
+            }
+            // Bytes of one swizzle panel (the whole view when it has one panel).
+            let panel_bytes = view.shape[..view.shape.len() - 1]
+                .iter()
+                .map(|&d| d as u64)
+                .product::<u64>()
+                * view.panel_cols() as u64
+                * view.dtype.bytes() as u64;
+            if mc > 1 {
+                // This CTA loads its share of the rows and delivers it to every CTA.
+                let share = box_rows.unwrap_or(0);
+                let row_bytes = view.panel_cols() * view.dtype.bytes();
+                me.line(&format!(
+                    "// multicast to {mc} CTAs: this one loads rows [{share} * cta_rank, +{share}) of the box"
+                ));
+                dst_base = format!("{dst_base} + cta_rank * {}", share * row_bytes);
+                c[1] = format!("{} + (int)cta_rank * {share}", c[1]);
+            }
+            let mask = (1u32 << mc) - 1;
+            for p in 0..view.panels() {
+                let mut cc = c.clone();
+                if p > 0 {
+                    cc[0] = format!("{} + {}", c[0], p * view.panel_cols());
+                }
+                let dst_addr = if p == 0 {
+                    dst_base.clone()
+                } else {
+                    format!("{dst_base} + {}", p as u64 * panel_bytes)
+                };
+                if mc > 1 {
+                    me.line(&format!(
+                        "cake_tma_load_{rank}d_multicast({dst_addr}, &{tmap}, {slot}, {mask:#x}, {});",
+                        cc.join(", ")
+                    ));
+                } else {
+                    me.line(&format!(
+                        "cake_tma_load_{rank}d({dst_addr}, &{tmap}, {slot}, {});",
+                        cc.join(", ")
+                    ));
+                }
+            }
+        });
+    }
+
     /// The statement that arrives on barrier `b` at `slot` from the current role. Arrivals on a
     /// cluster barrier reach every CTA (`cake_ir::sync` counts them): an issuing thread arrives
     /// in each one; a warp converges, which orders every lane's accesses before the arrivals,

@@ -296,31 +296,32 @@ impl Emitter<'_> {
         let kt = k_bytes / 32;
         let name = self.frag_name(dst);
         let addr = self.smem_addr(&view, &base, "row", "cb");
-        self.line(&format!(
+        let open = format!(
             "{{  // ldmatrix {} <- {} ({}): {} x {kt} ldmatrix.x4",
             k.fragments[dst].name,
             view.name,
             self.loc(sp),
             m / 16
-        ));
-        self.indent += 1;
-        self.line("#pragma unroll");
-        self.line(&format!("for (int mt = 0; mt < {}; ++mt) {{", m / 16));
-        self.indent += 1;
-        self.line("#pragma unroll");
-        self.line(&format!("for (int kt = 0; kt < {kt}; ++kt) {{"));
-        self.indent += 1;
+        );
+        self.braced(&open, |me| {
+            me.unrolled(
+                &format!("for (int mt = 0; mt < {}; ++mt) {{", m / 16),
+                |me| {
+                    me.unrolled(&format!("for (int kt = 0; kt < {kt}; ++kt) {{"), |me| {
+                        me.ldmatrix_a(&start, &format!("{name} + 4 * (mt * {kt} + kt)"), &addr)
+                    })
+                },
+            )
+        });
+    }
+
+    /// One ldmatrix.x4 of the A registers of 16-row tile `mt` at k-step `kt` (both in scope):
+    /// lanes 0-15 address rows 0-15 at the k-step's first 16 bytes, lanes 16-31 the same rows
+    /// at its second 16 bytes. `start` is the first row, `addr` the address of (`row`, `cb`).
+    fn ldmatrix_a(&mut self, start: &str, dst: &str, addr: &str) {
         self.line(&format!("const int row = {start} + 16 * mt + lane % 16;"));
         self.line("const int cb = 32 * kt + (lane / 16) * 16;");
-        self.line(&format!(
-            "cake_ldmatrix_x4({name} + 4 * (mt * {kt} + kt), {addr});"
-        ));
-        self.indent -= 1;
-        self.line("}");
-        self.indent -= 1;
-        self.line("}");
-        self.indent -= 1;
-        self.line("}");
+        self.line(&format!("cake_ldmatrix_x4({dst}, {addr});"));
     }
 
     /// `lm.mma(acc, a_frag, view.T)` on mma.sync: for each 32-byte k-step and each pair of
@@ -443,14 +444,9 @@ impl Emitter<'_> {
             self.line(&format!(
                 "uint32_t a_regs[{mt}][4];  // A of this k-step, as lm.ldmatrix would load it"
             ));
-            self.line("#pragma unroll");
-            self.line(&format!("for (int mt = 0; mt < {mt}; ++mt) {{"));
-            self.indent += 1;
-            self.line(&format!("const int row = {start} + 16 * mt + lane % 16;"));
-            self.line("const int cb = 32 * kt + (lane / 16) * 16;");
-            self.line(&format!("cake_ldmatrix_x4(a_regs[mt], {addr});"));
-            self.indent -= 1;
-            self.line("}");
+            self.unrolled(&format!("for (int mt = 0; mt < {mt}; ++mt) {{"), |me| {
+                me.ldmatrix_a(&start, "a_regs[mt]", &addr)
+            });
         }
         self.line("#pragma unroll");
         self.line(&format!("for (int np = 0; np < {}; ++np) {{", nt / 2));
@@ -462,17 +458,14 @@ impl Emitter<'_> {
         self.line("const int cb = 32 * kt + ((lane / 8) % 2) * 16;");
         self.line("uint32_t b_regs[4];");
         self.line(&format!("cake_ldmatrix_x4(b_regs, {baddr});"));
-        self.line("#pragma unroll");
-        self.line(&format!("for (int mt = 0; mt < {mt}; ++mt) {{"));
-        self.indent += 1;
-        self.line(&format!(
-            "{func}({accn} + 4 * (mt * {nt} + 2 * np), {a_of}, b_regs);"
-        ));
-        self.line(&format!(
-            "{func}({accn} + 4 * (mt * {nt} + 2 * np + 1), {a_of}, b_regs + 2);"
-        ));
-        self.indent -= 1;
-        self.line("}");
+        self.unrolled(&format!("for (int mt = 0; mt < {mt}; ++mt) {{"), |me| {
+            me.line(&format!(
+                "{func}({accn} + 4 * (mt * {nt} + 2 * np), {a_of}, b_regs);"
+            ));
+            me.line(&format!(
+                "{func}({accn} + 4 * (mt * {nt} + 2 * np + 1), {a_of}, b_regs + 2);"
+            ));
+        });
         self.indent -= 1;
         self.line("}");
         self.indent -= 1;

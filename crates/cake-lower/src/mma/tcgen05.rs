@@ -582,8 +582,6 @@ impl Emitter<'_> {
         let fixed_mn = smem_desc(0, panel, 1024, 0, sw128);
         let pred = self.ix(accumulate);
         let d = self.tmem_addr(acc);
-        let (_, issue_only) = self.role.expect("role");
-        let rname = c_ident(&k.roles[self.role.expect("role").0].name);
         self.line(&format!(
             "// mma {} += {a_name} * {}{} ({}): tcgen05.mma M={m} N={n} K={k_step}, idesc {idesc:#010x}",
             region.name,
@@ -591,58 +589,52 @@ impl Emitter<'_> {
             if b_mn_major { "" } else { ".T" },
             self.loc(sp)
         ));
-        if !issue_only {
-            self.line(&format!("if ({rname}_thread == 0) {{"));
-            self.indent += 1;
-        }
-        for kk in 0..kdim / k_step {
-            let bdesc = if b_mn_major {
-                // 16 K-rows of 128 B per step.
-                let base = self.view_base(bv);
-                let off = kk * k_step * 128;
-                format!("cake_umma_desc({base} + {off}, {fixed_mn:#018x}ull)")
-            } else {
-                let Some(bd) = self.wgmma_operand(bv, kk, k_step, sp) else {
-                    return;
-                };
-                format!("cake_umma_desc({bd}, {fixed_k:#018x}ull)")
-            };
-            let acc_in = if kk == 0 {
-                format!("({pred}) ? 1u : 0u")
-            } else {
-                "1u".into()
-            };
-            match a {
-                Operand::Tmem(t) => {
-                    // 16 elements of 16 bits = 8 columns per K step.
-                    let at = self.tmem_addr(*t);
-                    let col = kk * k_step / 2;
-                    self.line(&format!(
-                        "cake_tcgen05_mma_f16_ts({d}, {at} + {col}, {bdesc}, {idesc:#010x}u, {acc_in});"
-                    ));
-                }
-                Operand::Smem(av) => {
-                    let Some(ad) = self.wgmma_operand(av, kk, k_step, sp) else {
+        self.on_one_thread(|me| {
+            for kk in 0..kdim / k_step {
+                let bdesc = if b_mn_major {
+                    // 16 K-rows of 128 B per step.
+                    let base = me.view_base(bv);
+                    let off = kk * k_step * 128;
+                    format!("cake_umma_desc({base} + {off}, {fixed_mn:#018x}ull)")
+                } else {
+                    let Some(bd) = me.wgmma_operand(bv, kk, k_step, sp) else {
                         return;
                     };
-                    self.line(&format!(
-                        "cake_tcgen05_mma_f16_ss({d}, cake_umma_desc({ad}, {fixed_k:#018x}ull), {bdesc}, {idesc:#010x}u, {acc_in});"
-                    ));
+                    format!("cake_umma_desc({bd}, {fixed_k:#018x}ull)")
+                };
+                let acc_in = if kk == 0 {
+                    format!("({pred}) ? 1u : 0u")
+                } else {
+                    "1u".into()
+                };
+                match a {
+                    Operand::Tmem(t) => {
+                        // 16 elements of 16 bits = 8 columns per K step.
+                        let at = me.tmem_addr(*t);
+                        let col = kk * k_step / 2;
+                        me.line(&format!(
+                            "cake_tcgen05_mma_f16_ts({d}, {at} + {col}, {bdesc}, {idesc:#010x}u, {acc_in});"
+                        ));
+                    }
+                    Operand::Smem(av) => {
+                        let Some(ad) = me.wgmma_operand(av, kk, k_step, sp) else {
+                            return;
+                        };
+                        me.line(&format!(
+                            "cake_tcgen05_mma_f16_ss({d}, cake_umma_desc({ad}, {fixed_k:#018x}ull), {bdesc}, {idesc:#010x}u, {acc_in});"
+                        ));
+                    }
+                    _ => return,
                 }
-                _ => return,
             }
-        }
-        if let Some(bar) = release {
-            let commit = self.tcgen05_commit_call(bar);
-            self.line(&format!(
-                "{commit};  // release {} when these MMAs complete",
-                k.barriers[bar].name
-            ));
-        }
-        if !issue_only {
-            self.indent -= 1;
-            self.line("}");
-        }
+            if let Some(bar) = release {
+                let commit = me.tcgen05_commit_call(bar);
+                me.line(&format!(
+                    "{commit};  // release {} when these MMAs complete",
+                    k.barriers[bar].name
+                ));
+            }
+        });
     }
 
     /// `lm.tmem_copy(region, view)`: `tcgen05.cp.cta_group::1.128x256b` per 16 elements of K,
@@ -674,8 +666,6 @@ impl Emitter<'_> {
         let kdim = view.shape[1];
         let fixed_k = k_major_sw128_desc();
         let d = self.tmem_addr(dst);
-        let (role, issue_only) = self.role.expect("role");
-        let rname = c_ident(&k.roles[role].name);
         self.line(&format!(
             "// tmem_copy {} <- {} ({}): tcgen05.cp 128x256b, {} steps",
             region.name,
@@ -683,23 +673,17 @@ impl Emitter<'_> {
             self.loc(sp),
             kdim / 16
         ));
-        if !issue_only {
-            self.line(&format!("if ({rname}_thread == 0) {{"));
-            self.indent += 1;
-        }
-        for kk in 0..kdim / 16 {
-            let Some(desc) = self.wgmma_operand(src, kk, 16, sp) else {
-                return;
-            };
-            self.line(&format!(
-                "cake_tcgen05_cp_128x256b({d} + {}, cake_umma_desc({desc}, {fixed_k:#018x}ull));",
-                kk * 8
-            ));
-        }
-        if !issue_only {
-            self.indent -= 1;
-            self.line("}");
-        }
+        self.on_one_thread(|me| {
+            for kk in 0..kdim / 16 {
+                let Some(desc) = me.wgmma_operand(src, kk, 16, sp) else {
+                    return;
+                };
+                me.line(&format!(
+                    "cake_tcgen05_cp_128x256b({d} + {}, cake_umma_desc({desc}, {fixed_k:#018x}ull));",
+                    kk * 8
+                ));
+            }
+        });
     }
 
     /// `lm.commit(bar)`: one arrival once every tcgen05 operation this thread issued completes.

@@ -143,19 +143,12 @@ impl Emitter<'_> {
         let Stmt::Op(wait_op) = k.stmts[wait].clone() else {
             return;
         };
-        let pipe = &k.pipelines[p];
-        let (pn, stages) = (c_ident(&pipe.name), pipe.stages);
+        let pn = c_ident(&k.pipelines[p].name);
         let fname = c_ident(&k.fragments[f].name);
         let (wsp, msp) = (k.stmts.span(wait), k.stmts.span(mma));
-        let stage_lines = |me: &mut Self, it: &str| {
-            me.line(&format!("const uint32_t {pn}_stage = ({it}) % {stages};"));
-            me.line(&format!(
-                "const uint32_t {pn}_phase = (({it}) / {stages}) & 1;"
-            ));
-        };
         // Issue one iteration's wait and MMA (into `buf`), for pipeline iteration `it`.
         let issue = |me: &mut Self, it: &str, buf: &str| {
-            stage_lines(me, it);
+            me.stage_lines(p, &format!("({it})"));
             me.op(&wait_op, wsp);
             me.frag_alias.insert(f, buf.to_string());
             me.wgmma(&MmaCall {
@@ -168,64 +161,55 @@ impl Emitter<'_> {
             });
             me.frag_alias.remove(&f);
         };
-        self.line(&format!("{{  // {} ({}): double-buffered `{}` — the MMA of iteration k+1 overlaps the rest of iteration k", var, self.loc(sp), k.fragments[f].name));
-        self.indent += 1;
-        self.line(&format!("const int {var}_end = {stop};"));
-        self.pipes.push((id, p));
-        self.line(&format!(
-            "if ({start} < {var}_end) {{  // first iteration's MMA"
-        ));
-        self.indent += 1;
-        issue(self, &format!("{pn}_it"), &format!("{fname}_b0"));
-        self.line("cake_wgmma_wait<0>();");
-        self.indent -= 1;
-        self.line("}");
-        self.line(&format!(
-            "for (int {var}_pair = {start}; {var}_pair < {var}_end; {var}_pair += 2) {{"
-        ));
-        self.indent += 1;
-        for (half, (cur, nxt)) in [("b0", "b1"), ("b1", "b0")].into_iter().enumerate() {
-            if half == 1 {
-                self.line(&format!("if ({var}_pair + 1 < {var}_end) {{"));
-                self.indent += 1;
-            } else {
-                self.line("{");
-                self.indent += 1;
-            }
-            self.line(&format!("const int {var} = {var}_pair + {half};"));
-            stage_lines(self, &format!("{pn}_it"));
-            // This iteration's MMA retired before the iteration began; the next one is issued
-            // now and runs while the rest of this iteration reads `cur`.
-            self.line(&format!("if ({var} + 1 < {var}_end) {{"));
-            self.indent += 1;
-            issue(self, &format!("{pn}_it + 1"), &format!("{fname}_{nxt}"));
-            self.indent -= 1;
-            self.line("}");
-            self.line(&format!("cake_wgmma_fence_regs({fname}_{cur});"));
-            if let Some(bar) = release {
-                let slot = self.barrier_slot(bar);
-                let arrive = self.wgmma_release(bar, &slot, None);
-                self.line(&format!("{arrive}  // release ({})", self.loc(msp)));
-            }
-            self.frag_alias.insert(f, format!("{fname}_{cur}"));
-            self.invalidate_reductions(None);
-            for &s in &body[2..] {
-                self.stmt(s);
-            }
-            self.invalidate_reductions(None);
-            self.frag_alias.remove(&f);
-            // Nothing stays in flight across the loop's back edge: ptxas cannot follow a
-            // wgmma group through it and would serialise every MMA (C7514).
-            self.line("cake_wgmma_wait<0>();");
-            self.line(&format!("++{pn}_it;"));
-            self.indent -= 1;
-            self.line("}");
-        }
-        self.indent -= 1;
-        self.line("}");
-        self.pipes.pop();
-        self.indent -= 1;
-        self.line("}");
+        let open = format!("{{  // {} ({}): double-buffered `{}` — the MMA of iteration k+1 overlaps the rest of iteration k", var, self.loc(sp), k.fragments[f].name);
+        self.braced(&open, |me| {
+            me.line(&format!("const int {var}_end = {stop};"));
+            me.pipes.push((id, p));
+            let first = format!("if ({start} < {var}_end) {{  // first iteration's MMA");
+            me.braced(&first, |me| {
+                issue(me, &format!("{pn}_it"), &format!("{fname}_b0"));
+                me.line("cake_wgmma_wait<0>();");
+            });
+            let pairs = format!(
+                "for (int {var}_pair = {start}; {var}_pair < {var}_end; {var}_pair += 2) {{"
+            );
+            me.braced(&pairs, |me| {
+                for (half, (cur, nxt)) in [("b0", "b1"), ("b1", "b0")].into_iter().enumerate() {
+                    let open = if half == 1 {
+                        format!("if ({var}_pair + 1 < {var}_end) {{")
+                    } else {
+                        "{".to_string()
+                    };
+                    me.braced(&open, |me| {
+                        me.line(&format!("const int {var} = {var}_pair + {half};"));
+                        me.stage_lines(p, &format!("({pn}_it)"));
+                        // This iteration's MMA retired before the iteration began; the next one
+                        // is issued now and runs while the rest of this iteration reads `cur`.
+                        me.braced(&format!("if ({var} + 1 < {var}_end) {{"), |me| {
+                            issue(me, &format!("{pn}_it + 1"), &format!("{fname}_{nxt}"))
+                        });
+                        me.line(&format!("cake_wgmma_fence_regs({fname}_{cur});"));
+                        if let Some(bar) = release {
+                            let slot = me.barrier_slot(bar);
+                            let arrive = me.wgmma_release(bar, &slot, None);
+                            me.line(&format!("{arrive}  // release ({})", me.loc(msp)));
+                        }
+                        me.frag_alias.insert(f, format!("{fname}_{cur}"));
+                        me.invalidate_reductions(None);
+                        for &s in &body[2..] {
+                            me.stmt(s);
+                        }
+                        me.invalidate_reductions(None);
+                        me.frag_alias.remove(&f);
+                        // Nothing stays in flight across the loop's back edge: ptxas cannot
+                        // follow a wgmma group through it and would serialise every MMA (C7514).
+                        me.line("cake_wgmma_wait<0>();");
+                        me.line(&format!("++{pn}_it;"));
+                    });
+                }
+            });
+            me.pipes.pop();
+        });
     }
 
     /// The statement that releases barrier `b` at `slot` once the current role's wgmma groups
