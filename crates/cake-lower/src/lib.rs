@@ -4,11 +4,12 @@
 
 mod emit;
 mod launch;
+mod mma;
 mod prelude;
 
 use cake_diag::{SourceFile, Span};
 use cake_ir::Kernel;
-use cake_target::Target;
+use cake_target::{MmaFamily, Target};
 
 pub use launch::{Arg, Grid, LaunchMeta, ScalarMeta, TensorMeta};
 
@@ -38,11 +39,28 @@ pub const MMA_SYNC_TARGETS: &[&str] = &["sm_80", "sm_89", "sm_120a", "sm_121a"];
 /// other targets every kernel comes back as one `Unsupported`.
 pub fn has_code_generator(target: &Target) -> bool {
     match target.mma {
-        cake_target::MmaFamily::Wgmma | cake_target::MmaFamily::Tcgen05 => true,
-        cake_target::MmaFamily::MmaSync => MMA_SYNC_TARGETS.contains(&target.name),
+        MmaFamily::Wgmma | MmaFamily::Tcgen05 => true,
+        MmaFamily::MmaSync => MMA_SYNC_TARGETS.contains(&target.name),
     }
 }
 
 pub fn lower(k: &Kernel, file: &SourceFile, target: &Target) -> Result<Lowered, Vec<Unsupported>> {
-    emit::Emitter::new(k, file, target).run()
+    if !has_code_generator(target) {
+        return Err(vec![Unsupported {
+            span: k.span,
+            message: format!(
+                "code generation for {} ({}) is not implemented yet; sm_80, sm_89, sm_120a and sm_121a (mma.sync), sm_90a (wgmma), sm_100a and sm_103a (tcgen05) have it",
+                target.name,
+                target.mma.name()
+            ),
+        }]);
+    }
+    // The one place the MMA family is tested: everything that differs between families is a
+    // method of the backend picked here. No `_` arm, so a new family must choose one.
+    let backend: &'static dyn mma::MmaBackend = match target.mma {
+        MmaFamily::MmaSync => &mma::MmaSync,
+        MmaFamily::Wgmma => &mma::Wgmma,
+        MmaFamily::Tcgen05 => &mma::Tcgen05,
+    };
+    emit::Emitter::new(k, file, target, backend).run()
 }

@@ -69,68 +69,6 @@ static __device__ __forceinline__ void cake_mbar_wait(uint32_t bar, uint32_t par
 }
 "#;
 
-/// cp.async (sm_80 and later): one 16-byte chunk global → shared, zero-filled beyond `src_bytes`
-/// (0 fills the whole chunk: the source is not read), and the arrive that completes on an
-/// mbarrier once every cp.async this thread issued before it has landed. `.noinc`: the arrival
-/// is one of those the barrier was initialised to expect.
-pub const CP_ASYNC: &str = r#"
-static __device__ __forceinline__ void cake_cp_async_16(uint32_t dst, const void* src, uint32_t src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(dst), "l"(src), "r"(src_bytes) : "memory");
-}
-static __device__ __forceinline__ void cake_cp_async_mbar_arrive(uint32_t bar) {
-  asm volatile("cp.async.mbarrier.arrive.noinc.shared.b64 [%0];" :: "r"(bar) : "memory");
-}
-"#;
-
-/// ldmatrix and mma.sync (sm_80 and later).
-pub const MMA_SYNC: &str = r#"
-// Four 8x8 b16 matrices: lanes 8i..8i+7 give the row addresses of matrix i; thread t receives
-// row t/4, elements 2(t%4) and 2(t%4)+1 of each matrix, one 32-bit register per matrix.
-static __device__ __forceinline__ void cake_ldmatrix_x4(uint32_t* r, uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
-}
-"#;
-
-/// The wrapper's name: `cake_mma_m16n8k16_f32_bf16`, or `..._e4m3_e5m2` for mixed FP8 inputs.
-pub fn mma_sync_name(k: u32, a: &str, b: &str) -> String {
-    if a == b {
-        format!("cake_mma_m16n8k{k}_f32_{a}")
-    } else {
-        format!("cake_mma_m16n8k{k}_f32_{a}_{b}")
-    }
-}
-
-/// One `mma.sync.aligned.m16n8k{k}.row.col.f32.{a}.{b}.f32` wrapper: `a` points at the four A
-/// registers, `b` at the two B registers, `d` at the four f32 accumulators.
-pub fn mma_sync_fn(k: u32, a: &str, b: &str) -> String {
-    let name = mma_sync_name(k, a, b);
-    format!(
-        r#"static __device__ __forceinline__ void {name}(float* d, const uint32_t* a, const uint32_t* b) {{
-  asm volatile("mma.sync.aligned.m16n8k{k}.row.col.f32.{a}.{b}.f32 {{%0, %1, %2, %3}}, {{%4, %5, %6, %7}}, {{%8, %9}}, {{%0, %1, %2, %3}};"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}}
-"#
-    )
-}
-
-/// The shared-memory swizzle of a view, as a function of the byte offset from a 1024-byte aligned
-/// base: the 16-byte chunk index (bits 4..) XOR the 128-byte line index (bits 7..), over 1, 2 or
-/// 3 bits for the 32B, 64B and 128B modes — the pattern TMA and wgmma use for the same tags.
-pub fn swizzle_fn(swizzle: u32) -> String {
-    let bits = match swizzle {
-        32 => 1,
-        64 => 2,
-        128 => 3,
-        _ => 0,
-    };
-    let mask = (1u32 << bits) - 1;
-    format!(
-        "static __device__ __forceinline__ uint32_t cake_swizzle{swizzle}(uint32_t off) {{ return off ^ (((off >> 7) & {mask}u) << 4); }}\n"
-    )
-}
-
 /// TMA, expect-tx and proxy fences (sm_90 and later).
 pub const TMA: &str = r#"
 static __device__ __forceinline__ void cake_mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
@@ -173,34 +111,6 @@ static __device__ __forceinline__ void cake_tma_load_3d(uint32_t dst, const Cake
 }
 "#;
 
-/// wgmma protocol helpers (sm_90a).
-pub const WGMMA: &str = r#"
-static __device__ __forceinline__ void cake_wgmma_fence() {
-  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-}
-static __device__ __forceinline__ void cake_wgmma_commit() {
-  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-}
-template <int N>
-static __device__ __forceinline__ void cake_wgmma_wait() {
-  asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory");
-}
-// An empty asm that "redefines" every accumulator register: code that reads the registers cannot
-// be moved above the wait_group before it. Without it nvcc may hoist those reads above the wait,
-// and ptxas then serialises every wgmma of the function (C7514/C7517).
-template <int N>
-static __device__ __forceinline__ void cake_wgmma_fence_regs(float (&r)[N]) {
-  #pragma unroll
-  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i]) :: "memory");
-}
-// Shared-memory matrix descriptor: start address, leading and stride byte offsets (all >> 4),
-// and the swizzle mode in bits 62-63 (1 = 128B, 2 = 64B, 3 = 32B).
-static __device__ __forceinline__ uint64_t cake_wgmma_desc(uint32_t addr, uint32_t lbo, uint32_t sbo, uint32_t swizzle_mode) {
-  return (uint64_t)((addr & 0x3FFFF) >> 4) | ((uint64_t)(lbo >> 4) << 16) | ((uint64_t)(sbo >> 4) << 32)
-       | ((uint64_t)swizzle_mode << 62);
-}
-"#;
-
 /// setmaxnreg (sm_90a and later).
 pub const SETMAXNREG: &str = r#"
 template <int R> static __device__ __forceinline__ void cake_setmaxnreg_inc() {
@@ -210,82 +120,6 @@ template <int R> static __device__ __forceinline__ void cake_setmaxnreg_dec() {
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(R));
 }
 "#;
-
-/// One wgmma wrapper for an `m64nNk16` shape with f32 accumulators and bf16/f16 inputs from
-/// shared-memory descriptors.
-pub fn wgmma_fn(n: u32, input: &str) -> String {
-    wgmma_fn_with(n, input, false)
-}
-
-/// `cake_wgmma_m64n<N>k16_f32_<input>_rs`: the wgmma whose A operand is in registers (four
-/// 32-bit registers of packed 16-bit pairs per k-step, the accumulator's element order).
-pub fn wgmma_rs_fn(n: u32, input: &str) -> String {
-    wgmma_fn_with(n, input, true)
-}
-
-fn wgmma_fn_with(n: u32, input: &str, a_in_registers: bool) -> String {
-    let regs = n / 2;
-    let suffix = if a_in_registers { "_rs" } else { "" };
-    let name = format!("cake_wgmma_m64n{n}k16_f32_{input}{suffix}");
-    let a_params = if a_in_registers {
-        "uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3"
-    } else {
-        "uint64_t desc_a"
-    };
-    // Operand numbers after the accumulator registers: A (one descriptor or four registers),
-    // then B's descriptor, then the scale-d flag.
-    let a_count = if a_in_registers { 4 } else { 1 };
-    let (b_op, scale_op) = (regs + a_count, regs + a_count + 1);
-    let mut out = String::new();
-    out.push_str(&format!(
-        "static __device__ __forceinline__ void {name}(float (&d)[{regs}], {a_params}, uint64_t desc_b, int scale_d) {{\n"
-    ));
-    let list: Vec<String> = (0..regs).map(|i| format!("%{i}")).collect();
-    out.push_str("  asm volatile(\n      \"{\\n\\t.reg .pred p;\\n\\t\"\n");
-    out.push_str(&format!("      \"setp.ne.b32 p, %{scale_op}, 0;\\n\\t\"\n"));
-    out.push_str(&format!(
-        "      \"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{input}.{input} \"\n"
-    ));
-    for chunk in list.chunks(16) {
-        let first = chunk[0] == "%0";
-        out.push_str(&format!(
-            "      \"{}{},\"\n",
-            if first { "{" } else { " " },
-            chunk.join(", ")
-        ));
-    }
-    // Replace the trailing comma of the register list with the closing brace.
-    let pos = out.rfind(",\"\n").expect("non-empty register list");
-    out.replace_range(pos..pos + 3, "},\"\n");
-    if a_in_registers {
-        // Register A: no transpose flag for A; B K-major.
-        out.push_str(&format!(
-            "      \" {{%{}, %{}, %{}, %{}}}, %{b_op}, p, 1, 1, 0;\\n\\t}}\\n\"\n",
-            regs,
-            regs + 1,
-            regs + 2,
-            regs + 3
-        ));
-    } else {
-        out.push_str(&format!(
-            "      \" %{regs}, %{b_op}, p, 1, 1, 0, 0;\\n\\t}}\\n\"\n"
-        ));
-    }
-    let outs: Vec<String> = (0..regs).map(|i| format!("\"+f\"(d[{i}])")).collect();
-    out.push_str("      : ");
-    for (i, chunk) in outs.chunks(8).enumerate() {
-        if i > 0 {
-            out.push_str(",\n        ");
-        }
-        out.push_str(&chunk.join(", "));
-    }
-    if a_in_registers {
-        out.push_str("\n      : \"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3), \"l\"(desc_b), \"r\"(scale_d));\n}\n");
-    } else {
-        out.push_str("\n      : \"l\"(desc_a), \"l\"(desc_b), \"r\"(scale_d));\n}\n");
-    }
-    out
-}
 
 /// Shared-memory fills and atomics (`view.store` of a constant, `scatter_add`).
 pub const SHARED_OPS: &str = r#"

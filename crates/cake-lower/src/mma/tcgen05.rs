@@ -1,18 +1,23 @@
-//! The tcgen05 / TMEM code generator (sm_100a, sm_103a). A child module of `emit`: the emitter
-//! walks the schedule as for sm_90a and calls in here for what differs — TMEM allocation and
-//! deallocation, `tcgen05.mma` with its descriptors, `tcgen05.commit`, `tcgen05.ld`, and the
-//! `tcgen05.fence::*_thread_sync` fences around barrier handoffs.
+//! The tcgen05 backend (sm_100a, sm_103a): MMAs into tensor memory (TMEM), issued by one thread
+//! and completed asynchronously, signalled by `tcgen05.commit` to an mbarrier. What it adds to
+//! the walk — TMEM allocation and deallocation, `tcgen05.mma` with its descriptors, commits,
+//! TMEM loads, stores and copies, and the `tcgen05.fence::*_thread_sync` fences around barrier
+//! handoffs — is here; fragments read out of TMEM (one row per thread) are ordinary register
+//! layouts the emitter evaluates itself.
 //!
 //! Section numbers are those of the PTX ISA 9.1 (§9.7.16 "TensorCore 5th Generation Family
 //! Instructions"). Nothing here has run on hardware: ptxas accepts it, and the descriptor
 //! encoders are unit-tested against values derived by hand from the ISA's tables.
 
-use super::*;
+use super::{MmaBackend, MmaCall};
+use crate::emit::*;
+use cake_diag::Span;
+use cake_ir::*;
 
 /// Element types of `.kind::f16` operands, as the instruction descriptor encodes them
 /// (Table 42, bits 7-9 / 10-12: F16 = 0, BF16 = 1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum F16Kind {
+enum F16Kind {
     F16,
     BF16,
 }
@@ -38,7 +43,7 @@ pub(crate) enum F16Kind {
 /// | 24-28 | M >> 4                        |                                  |
 /// | 29    | reserved                      | 0                                |
 /// | 30-31 | max shift (`.ws` only)        | 0                                |
-pub(crate) fn idesc_f16(
+fn idesc_f16(
     input: F16Kind,
     acc_f32: bool,
     m: u32,
@@ -60,7 +65,7 @@ pub(crate) fn idesc_f16(
 }
 
 /// Swizzle modes of the tcgen05 shared-memory descriptor (§9.7.16.4.1, bits 61-63).
-pub(crate) fn smem_desc_swizzle(swizzle_bytes: u32) -> Option<u64> {
+fn smem_desc_swizzle(swizzle_bytes: u32) -> Option<u64> {
     match swizzle_bytes {
         0 => Some(0),
         128 => Some(2),
@@ -88,7 +93,7 @@ pub(crate) fn smem_desc_swizzle(swizzle_bytes: u32) -> Option<u64> {
 /// constant 0b001 (wgmma leaves them 0); the swizzle field is 3 bits at 61-63 instead of 2 at
 /// 62-63 — for 128B/64B/32B the values (2, 4, 6 at bit 61 against 1, 2, 3 at bit 62) set the
 /// same bits, and 1 (128B with 32-byte atoms) is new; bit 52 selects the LBO mode.
-pub(crate) fn smem_desc(addr: u32, lbo: u32, sbo: u32, base_offset: u32, swizzle_mode: u64) -> u64 {
+fn smem_desc(addr: u32, lbo: u32, sbo: u32, base_offset: u32, swizzle_mode: u64) -> u64 {
     (u64::from((addr & 0x3FFFF) >> 4))
         | (u64::from((lbo >> 4) & 0x3FFF) << 16)
         | (u64::from((sbo >> 4) & 0x3FFF) << 32)
@@ -102,18 +107,12 @@ pub(crate) fn smem_desc(addr: u32, lbo: u32, sbo: u32, base_offset: u32, swizzle
 /// (§9.7.15.5.1.2.1.1-2, used by tcgen05's relative LBO mode, §9.7.16.3.1.1), in a matrix
 /// normalised to 128-bit elements: LBO "not used, assumed to be 1" (16 B); SBO = from the first
 /// 8 rows to the next 8 rows = 8 × 128 B.
-pub(crate) fn k_major_sw128_desc() -> u64 {
+fn k_major_sw128_desc() -> u64 {
     smem_desc(0, 16, 1024, 0, smem_desc_swizzle(128).expect("128B"))
 }
 
-/// Columns `tcgen05.alloc` takes for regions of `cols` columns in total: a power of two, at
-/// least 32 (§9.7.16.1.2).
-pub(crate) fn alloc_columns(cols: u32) -> u32 {
-    cols.max(32).next_power_of_two()
-}
-
 /// tcgen05 helpers (sm_100a, sm_103a).
-pub(crate) const PRELUDE: &str = r#"
+const PRELUDE: &str = r#"
 // tcgen05 / tensor memory (PTX ISA 9.1 §9.7.16). One warp allocates; the base address lands in
 // shared memory (§9.7.16.1.2, §9.7.16.7).
 static __device__ __forceinline__ void cake_tmem_alloc(uint32_t slot, uint32_t ncols) {
@@ -187,7 +186,7 @@ static __device__ __forceinline__ uint64_t cake_umma_desc(uint32_t addr, uint64_
 
 /// `tcgen05.ld.sync.aligned.32x32b.x32.b32`: 32 consecutive columns of this warp's 32 lanes, one
 /// lane per thread (tcgen05.ld, shape 32x32b: thread t of the warp gets lane base + t).
-pub(crate) fn tmem_ld_fn() -> String {
+fn tmem_ld_fn() -> String {
     let mut out = String::from(
         "static __device__ __forceinline__ void cake_tmem_ld_32x32b_x32(uint32_t taddr, float* r) {\n  asm volatile(\n      \"tcgen05.ld.sync.aligned.32x32b.x32.b32 {\"\n",
     );
@@ -209,7 +208,7 @@ pub(crate) fn tmem_ld_fn() -> String {
 }
 
 /// `tcgen05.st.sync.aligned.32x32b.x32.b32`: the store counterpart of `tmem_ld_fn`.
-pub(crate) fn tmem_st_fn() -> String {
+fn tmem_st_fn() -> String {
     let mut out = String::from(
         "static __device__ __forceinline__ void cake_tmem_st_32x32b_x32(uint32_t taddr, const uint32_t* r) {\n  asm volatile(\n      \"tcgen05.st.sync.aligned.32x32b.x32.b32 [%0], {\"\n",
     );
@@ -230,93 +229,79 @@ pub(crate) fn tmem_st_fn() -> String {
     out
 }
 
+pub(crate) struct Tcgen05;
+
+impl MmaBackend for Tcgen05 {
+    /// The warpgroup register layouts (as on sm_90a), then the fragments filled from TMEM.
+    fn infer_layouts(&self, e: &mut Emitter) {
+        e.infer_warpgroup_layouts();
+        e.infer_tmem_fragment_layouts();
+    }
+
+    fn prelude(&self, _e: &Emitter, out: &mut String) {
+        out.push_str(PRELUDE);
+        out.push('\n');
+        out.push_str(&tmem_ld_fn());
+        out.push('\n');
+        out.push_str(&tmem_st_fn());
+    }
+
+    fn after_wait(&self, e: &mut Emitter, role: RoleId) {
+        if e.role_uses_tcgen05(role) {
+            e.line("cake_tcgen05_fence_after();");
+        }
+    }
+
+    fn before_arrive(&self, e: &mut Emitter, role: RoleId) {
+        if e.role_uses_tcgen05(role) {
+            e.line("cake_tcgen05_fence_before();");
+        }
+    }
+
+    /// FIXME (kept from before the backends were split, so output is unchanged): retires the
+    /// wgmma groups the wgmma double-buffered loop below leaves in flight.
+    fn before_op(&self, e: &mut Emitter, op: &Op) {
+        super::Wgmma.before_op(e, op);
+    }
+
+    fn mma(&self, e: &mut Emitter, m: &MmaCall) {
+        e.tcgen05_mma_op(m);
+    }
+
+    /// FIXME (kept from before the backends were split, so output is unchanged): a
+    /// double-buffered register accumulator takes the wgmma loop here, which emits wgmma
+    /// instructions these targets lack, instead of reporting the register-accumulator MMA as not
+    /// lowered the way `mma` does. The verifier does not reject the schedule.
+    fn double_buffered_loop(
+        &self,
+        e: &mut Emitter,
+        lp: &RangeLoop,
+        p: PipelineId,
+        body: &Block,
+    ) -> bool {
+        super::Wgmma.double_buffered_loop(e, lp, p, body)
+    }
+
+    fn commit(&self, e: &mut Emitter, barrier: BarrierId, sp: Span) {
+        e.tcgen05_commit(barrier, sp);
+    }
+
+    fn tmem_load(&self, e: &mut Emitter, dst: FragId, src: TmemId, sp: Span) {
+        e.tmem_load(dst, src, sp);
+    }
+
+    fn tmem_store(&self, e: &mut Emitter, dst: TmemId, value: ExprId, sp: Span) {
+        e.tmem_store(dst, value, sp);
+    }
+
+    fn tmem_copy(&self, e: &mut Emitter, dst: TmemId, src: &ViewRef, sp: Span) {
+        e.tmem_copy(dst, src, sp);
+    }
+}
+
 impl Emitter<'_> {
-    pub(super) fn is_tcgen05(&self) -> bool {
-        self.target.mma == cake_target::MmaFamily::Tcgen05
-    }
-
-    /// Column offset of each TMEM region (declaration order, packed) and the allocation size.
-    fn tmem_columns(&self) -> (Vec<u32>, u32) {
-        let mut offs = Vec::new();
-        let mut cur = 0;
-        for (_, t) in self.k.tmems.iter() {
-            offs.push(cur);
-            cur += t.cols;
-        }
-        (offs, alloc_columns(cur))
-    }
-
-    fn tmem_addr(&self, t: TmemId) -> String {
-        let (offs, _) = self.tmem_columns();
-        match offs[t.index()] {
-            0 => "cake_tmem".into(),
-            c => format!("(cake_tmem + {c})"),
-        }
-    }
-
-    /// Before the barrier-initialisation sync: warp 0 allocates the kernel's TMEM and gives up
-    /// the right to allocate more, then fences its tcgen05 work before the sync (§9.7.16.7).
-    pub(super) fn tmem_alloc_prologue(&mut self) {
-        if self.k.tmems.is_empty() {
-            return;
-        }
-        let slot = self
-            .layout
-            .tmem_slot
-            .expect("layout reserves the TMEM slot");
-        let (offs, ncols) = self.tmem_columns();
-        let regions: Vec<String> = self
-            .k
-            .tmems
-            .iter()
-            .zip(&offs)
-            .map(|((_, t), o)| format!("{} at column {o}", t.name))
-            .collect();
-        self.line(&format!(
-            "// TMEM: {} column(s) allocated ({}); base address written to shared memory.",
-            ncols,
-            regions.join(", ")
-        ));
-        self.line("if (warp == 0) {");
-        self.indent += 1;
-        self.line(&format!("cake_tmem_alloc(cake_smem + {slot}, {ncols});"));
-        self.line("cake_tmem_relinquish();");
-        self.line("cake_tcgen05_fence_before();");
-        self.indent -= 1;
-        self.line("}");
-    }
-
-    /// After the sync: every thread reads the TMEM base address.
-    pub(super) fn tmem_base_after_sync(&mut self) {
-        let Some(slot) = self.layout.tmem_slot else {
-            return;
-        };
-        self.line("cake_tcgen05_fence_after();");
-        self.line(&format!(
-            "const uint32_t cake_tmem = cake_ld_shared_b32(cake_smem + {slot});  // lane 0, column of the allocation"
-        ));
-    }
-
-    /// After every role: all TMEM reads and MMAs are complete (every reader waited for them), so
-    /// warp 0 frees the allocation behind a CTA barrier fenced on both sides.
-    pub(super) fn tmem_dealloc_epilogue(&mut self) {
-        if self.k.tmems.is_empty() {
-            return;
-        }
-        let (_, ncols) = self.tmem_columns();
-        self.line("// Free TMEM once every role is done with it.");
-        self.line("cake_tcgen05_fence_before();");
-        self.line("__syncthreads();");
-        self.line("if (warp == 0) {");
-        self.indent += 1;
-        self.line("cake_tcgen05_fence_after();");
-        self.line(&format!("cake_tmem_dealloc(cake_tmem, {ncols});"));
-        self.indent -= 1;
-        self.line("}");
-    }
-
     /// Whether the role issues or reads tcgen05 work (MMAs into TMEM, TMEM transfers, commits).
-    pub(super) fn role_uses_tcgen05(&self, role: RoleId) -> bool {
+    fn role_uses_tcgen05(&self, role: RoleId) -> bool {
         let mut found = false;
         self.k.walk(|_, stmt, ctx| {
             if ctx.role == Some(role) {
@@ -338,7 +323,7 @@ impl Emitter<'_> {
     }
 
     /// Fragments filled by `lm.tmem_load`: one TMEM lane (row) per thread of a warpgroup.
-    pub(super) fn infer_tmem_fragment_layouts(&mut self) {
+    fn infer_tmem_fragment_layouts(&mut self) {
         for (sid, op, _) in self.ops() {
             let Op::TmemLoad { dst, src } = op else {
                 continue;
@@ -373,93 +358,11 @@ impl Emitter<'_> {
         }
     }
 
-    /// A row reduction (axis 1) of a one-row-per-thread tile: the thread owns its whole row, so
-    /// it is a loop over the row's columns, with no exchange between threads. Ties of arg-min /
-    /// arg-max keep the lowest column.
-    ///
-    /// `packed` is a permission, not an obligation: here the exact compare is kept (the key's
-    /// cost is in the ALU-bound quad layout of wgmma, not measured for TMEM rows).
-    pub(super) fn lane_reduction(
-        &mut self,
-        e: ExprId,
-        op: ReduceOp,
-        arg: ExprId,
-        n: u32,
-        packed: bool,
-    ) {
-        let k = self.k;
-        let id = self.reduction_counter;
-        self.reduction_counter += 1;
-        let (vname, iname) = (format!("red{id}_v"), format!("red{id}_i"));
-        let (better, init, combine) = match op {
-            ReduceOp::Min | ReduceOp::ArgMin => ("<", "__int_as_float(0x7f800000)", "min"),
-            ReduceOp::Max | ReduceOp::ArgMax => (">", "__int_as_float(0xff800000)", "max"),
-            ReduceOp::Sum => ("", "0.0f", "sum"),
-        };
-        let value = self.elem(arg, Site::Lane);
-        self.line(&format!(
-            "float {vname}[1] = {{{init}}}; int {iname}[1] = {{0}};  // row {combine} over {n} columns, one row per thread ({})",
-            self.loc(k.exprs.span(e))
-        ));
-        self.line("#pragma unroll");
-        self.line(&format!("for (int c = 0; c < {n}; ++c) {{"));
-        self.indent += 1;
-        self.line(&format!("const float v = {value};"));
-        if op == ReduceOp::Sum {
-            self.line(&format!("{vname}[0] += v;"));
-        } else {
-            self.line(&format!(
-                "if (v {better} {vname}[0]) {{ {vname}[0] = v; {iname}[0] = c; }}"
-            ));
-        }
-        self.indent -= 1;
-        self.line("}");
-        self.line(&format!("(void){iname};"));
-        let pick = |o: ReduceOp| {
-            if matches!(o, ReduceOp::ArgMin | ReduceOp::ArgMax) {
-                iname.clone()
-            } else {
-                vname.clone()
-            }
-        };
-        self.reductions.insert(e, pick(op));
-        let siblings: &[ReduceOp] = match op {
-            ReduceOp::Min | ReduceOp::ArgMin => &[ReduceOp::Min, ReduceOp::ArgMin],
-            ReduceOp::Max | ReduceOp::ArgMax => &[ReduceOp::Max, ReduceOp::ArgMax],
-            ReduceOp::Sum => &[ReduceOp::Sum],
-        };
-        for o in siblings {
-            self.reduction_keys.push((arg, *o, packed, pick(*o)));
-        }
-    }
-
-    /// `frag[:] = value` for a one-row-per-thread tile (`n` columns) or a per-row value (`n` = 1).
-    pub(super) fn assign_lanes(&mut self, dst: FragId, value: ExprId, n: u32, sp: Span) {
-        let k = self.k;
-        if !self.row_elementwise(value) {
-            self.unsupported(sp, "this value is not lowered for a TMEM tile yet");
-            return;
-        }
-        self.precompute_reductions(value);
-        let name = self.frag_name(dst);
-        let ty = storage_type(k.fragments[dst].dtype);
-        let v = self.elem(value, Site::Lane);
-        self.line(&format!(
-            "#pragma unroll  // {} <- ... ({})",
-            k.fragments[dst].name,
-            self.loc(sp)
-        ));
-        self.line(&format!(
-            "for (int c = 0; c < {n}; ++c) {name}[c] = ({ty})({v});"
-        ));
-        self.invalidate_reductions(Some(dst));
-    }
-
     /// `lm.tmem_store(region, value)`: each warp writes its 32-lane quarter, 32 columns per
     /// `tcgen05.st`, then waits for the stores. An f32 region takes the value's bits; a bf16/f16
     /// region takes `lm.cast(value, that dtype)` packed two elements per 32-bit column (lower
     /// column in the low half).
-    pub(super) fn tmem_store(&mut self, dst: TmemId, value: ExprId, sp: Span) {
+    fn tmem_store(&mut self, dst: TmemId, value: ExprId, sp: Span) {
         let k = self.k;
         let region = k.tmems[dst].clone();
         let (inner, pack) = match (&k.exprs[value].kind, region.dtype) {
@@ -536,7 +439,7 @@ impl Emitter<'_> {
     /// `lm.tmem_load(frag, region)`: each warp of the warpgroup reads its 32-lane quarter
     /// (warp w: lanes 32·(w mod 4)..+31, the access restriction of §9.7.16.1) 32 columns at a
     /// time, then waits.
-    pub(super) fn tmem_load(&mut self, dst: FragId, src: TmemId, sp: Span) {
+    fn tmem_load(&mut self, dst: FragId, src: TmemId, sp: Span) {
         let Some(FragLayout::TmemRow { n }) = self.frag_layouts.get(&dst).copied() else {
             return;
         };
@@ -566,17 +469,10 @@ impl Emitter<'_> {
 
     /// `lm.mma` on a tcgen05 target: a TMEM accumulator is tcgen05.mma; a register accumulator
     /// would be mma.sync, which is not lowered yet (never wgmma, which these targets lack).
-    pub(super) fn tcgen05_mma_op(
-        &mut self,
-        acc: &Operand,
-        a: &Operand,
-        b: &Operand,
-        accumulate: ExprId,
-        release: Option<BarrierId>,
-        sp: Span,
-    ) {
-        match acc {
-            Operand::Tmem(t) => self.tcgen05_mma(*t, a, b, accumulate, release, sp),
+    fn tcgen05_mma_op(&mut self, m: &MmaCall) {
+        let sp = m.sp;
+        match m.acc {
+            Operand::Tmem(t) => self.tcgen05_mma(*t, m.a, m.b, m.accumulate, m.release, sp),
             _ => self.unsupported(
                 sp,
                 format!(
@@ -590,7 +486,7 @@ impl Emitter<'_> {
     /// `lm.mma` with a TMEM accumulator: `tcgen05.mma.cta_group::1.kind::f16`, one instruction
     /// per 16-deep K step, issued by one thread; `release=` is a `tcgen05.commit` to the stage's
     /// mbarrier, which arrives when these MMAs (and every earlier one) have completed.
-    pub(super) fn tcgen05_mma(
+    fn tcgen05_mma(
         &mut self,
         acc: TmemId,
         a: &Operand,
@@ -686,8 +582,6 @@ impl Emitter<'_> {
         let fixed_mn = smem_desc(0, panel, 1024, 0, sw128);
         let pred = self.ix(accumulate);
         let d = self.tmem_addr(acc);
-        let (_, issue_only) = self.role.expect("role");
-        let rname = c_ident(&k.roles[self.role.expect("role").0].name);
         self.line(&format!(
             "// mma {} += {a_name} * {}{} ({}): tcgen05.mma M={m} N={n} K={k_step}, idesc {idesc:#010x}",
             region.name,
@@ -695,58 +589,52 @@ impl Emitter<'_> {
             if b_mn_major { "" } else { ".T" },
             self.loc(sp)
         ));
-        if !issue_only {
-            self.line(&format!("if ({rname}_thread == 0) {{"));
-            self.indent += 1;
-        }
-        for kk in 0..kdim / k_step {
-            let bdesc = if b_mn_major {
-                // 16 K-rows of 128 B per step.
-                let base = self.view_base(bv);
-                let off = kk * k_step * 128;
-                format!("cake_umma_desc({base} + {off}, {fixed_mn:#018x}ull)")
-            } else {
-                let Some(bd) = self.wgmma_operand(bv, kk, k_step, sp) else {
-                    return;
-                };
-                format!("cake_umma_desc({bd}, {fixed_k:#018x}ull)")
-            };
-            let acc_in = if kk == 0 {
-                format!("({pred}) ? 1u : 0u")
-            } else {
-                "1u".into()
-            };
-            match a {
-                Operand::Tmem(t) => {
-                    // 16 elements of 16 bits = 8 columns per K step.
-                    let at = self.tmem_addr(*t);
-                    let col = kk * k_step / 2;
-                    self.line(&format!(
-                        "cake_tcgen05_mma_f16_ts({d}, {at} + {col}, {bdesc}, {idesc:#010x}u, {acc_in});"
-                    ));
-                }
-                Operand::Smem(av) => {
-                    let Some(ad) = self.wgmma_operand(av, kk, k_step, sp) else {
+        self.on_one_thread(|me| {
+            for kk in 0..kdim / k_step {
+                let bdesc = if b_mn_major {
+                    // 16 K-rows of 128 B per step.
+                    let base = me.view_base(bv);
+                    let off = kk * k_step * 128;
+                    format!("cake_umma_desc({base} + {off}, {fixed_mn:#018x}ull)")
+                } else {
+                    let Some(bd) = me.wgmma_operand(bv, kk, k_step, sp) else {
                         return;
                     };
-                    self.line(&format!(
-                        "cake_tcgen05_mma_f16_ss({d}, cake_umma_desc({ad}, {fixed_k:#018x}ull), {bdesc}, {idesc:#010x}u, {acc_in});"
-                    ));
+                    format!("cake_umma_desc({bd}, {fixed_k:#018x}ull)")
+                };
+                let acc_in = if kk == 0 {
+                    format!("({pred}) ? 1u : 0u")
+                } else {
+                    "1u".into()
+                };
+                match a {
+                    Operand::Tmem(t) => {
+                        // 16 elements of 16 bits = 8 columns per K step.
+                        let at = me.tmem_addr(*t);
+                        let col = kk * k_step / 2;
+                        me.line(&format!(
+                            "cake_tcgen05_mma_f16_ts({d}, {at} + {col}, {bdesc}, {idesc:#010x}u, {acc_in});"
+                        ));
+                    }
+                    Operand::Smem(av) => {
+                        let Some(ad) = me.wgmma_operand(av, kk, k_step, sp) else {
+                            return;
+                        };
+                        me.line(&format!(
+                            "cake_tcgen05_mma_f16_ss({d}, cake_umma_desc({ad}, {fixed_k:#018x}ull), {bdesc}, {idesc:#010x}u, {acc_in});"
+                        ));
+                    }
+                    _ => return,
                 }
-                _ => return,
             }
-        }
-        if let Some(bar) = release {
-            let commit = self.tcgen05_commit_call(bar);
-            self.line(&format!(
-                "{commit};  // release {} when these MMAs complete",
-                k.barriers[bar].name
-            ));
-        }
-        if !issue_only {
-            self.indent -= 1;
-            self.line("}");
-        }
+            if let Some(bar) = release {
+                let commit = me.tcgen05_commit_call(bar);
+                me.line(&format!(
+                    "{commit};  // release {} when these MMAs complete",
+                    k.barriers[bar].name
+                ));
+            }
+        });
     }
 
     /// `lm.tmem_copy(region, view)`: `tcgen05.cp.cta_group::1.128x256b` per 16 elements of K,
@@ -756,7 +644,7 @@ impl Emitter<'_> {
     /// 16-bit elements two per column, eight columns per step. tcgen05.cp and a later
     /// tcgen05.mma of the same thread run in issue order (§9.7.16.6.3), so an MMA may read the
     /// region right after.
-    pub(super) fn tmem_copy(&mut self, dst: TmemId, src: &ViewRef, sp: Span) {
+    fn tmem_copy(&mut self, dst: TmemId, src: &ViewRef, sp: Span) {
         let k = self.k;
         let (region, view) = (&k.tmems[dst], &k.views[src.view]);
         let rows = src.rows.map_or(view.shape[0], |(_, n)| n);
@@ -778,8 +666,6 @@ impl Emitter<'_> {
         let kdim = view.shape[1];
         let fixed_k = k_major_sw128_desc();
         let d = self.tmem_addr(dst);
-        let (role, issue_only) = self.role.expect("role");
-        let rname = c_ident(&k.roles[role].name);
         self.line(&format!(
             "// tmem_copy {} <- {} ({}): tcgen05.cp 128x256b, {} steps",
             region.name,
@@ -787,23 +673,17 @@ impl Emitter<'_> {
             self.loc(sp),
             kdim / 16
         ));
-        if !issue_only {
-            self.line(&format!("if ({rname}_thread == 0) {{"));
-            self.indent += 1;
-        }
-        for kk in 0..kdim / 16 {
-            let Some(desc) = self.wgmma_operand(src, kk, 16, sp) else {
-                return;
-            };
-            self.line(&format!(
-                "cake_tcgen05_cp_128x256b({d} + {}, cake_umma_desc({desc}, {fixed_k:#018x}ull));",
-                kk * 8
-            ));
-        }
-        if !issue_only {
-            self.indent -= 1;
-            self.line("}");
-        }
+        self.on_one_thread(|me| {
+            for kk in 0..kdim / 16 {
+                let Some(desc) = me.wgmma_operand(src, kk, 16, sp) else {
+                    return;
+                };
+                me.line(&format!(
+                    "cake_tcgen05_cp_128x256b({d} + {}, cake_umma_desc({desc}, {fixed_k:#018x}ull));",
+                    kk * 8
+                ));
+            }
+        });
     }
 
     /// `lm.commit(bar)`: one arrival once every tcgen05 operation this thread issued completes.
@@ -822,7 +702,7 @@ impl Emitter<'_> {
         }
     }
 
-    pub(super) fn tcgen05_commit(&mut self, barrier: BarrierId, sp: Span) {
+    fn tcgen05_commit(&mut self, barrier: BarrierId, sp: Span) {
         let (role, issue_only) = self.role.expect("role");
         let rname = c_ident(&self.k.roles[role].name);
         let guard = if issue_only {
@@ -836,125 +716,6 @@ impl Emitter<'_> {
             self.k.barriers[barrier].name,
             self.loc(sp)
         ));
-    }
-
-    /// `lm.store` of a value computed element-wise from a one-row-per-thread TMEM tile: thread t
-    /// of the warpgroup writes row t, eight columns (16 bytes of bf16/f16) at a time when the row
-    /// is in bounds and aligned, element by element otherwise.
-    pub(super) fn store_tmem_rows(
-        &mut self,
-        dst: ParamId,
-        value: ExprId,
-        coords: &[ExprId],
-        n: u32,
-        sp: Span,
-    ) {
-        let k = self.k;
-        let ParamKind::Tensor { dtype, dims } = k.params[dst].kind.clone() else {
-            return;
-        };
-        if dims.len() < 2 || coords.len() != dims.len() {
-            self.unsupported(
-                sp,
-                "lm.store of a TMEM tile writes the two innermost axes of a tensor",
-            );
-            return;
-        }
-        let (ra, ca) = (dims.len() - 2, dims.len() - 1);
-        let (inner, pack) = match (&k.exprs[value].kind, dtype) {
-            (ExprKind::Cast(DType::BF16, x), DType::BF16) => (*x, "cake_pack_bf16x2"),
-            (ExprKind::Cast(DType::F16, x), DType::F16) => (*x, "cake_pack_f16x2"),
-            _ => {
-                self.unsupported(sp, "lm.store of a TMEM tile is lowered for lm.cast(value, lm.bf16 / lm.f16) into a tensor of that dtype");
-                return;
-            }
-        };
-        if !self.row_elementwise(inner) {
-            self.unsupported(sp, "lm.store of a TMEM tile is lowered for element-wise values of the tile (no reductions, broadcasts or loads yet)");
-            return;
-        }
-        let (role, _) = self.role.expect("role");
-        let rname = c_ident(&k.roles[role].name);
-        let (rows, cols) = (self.extent_text(&dims[ra]), self.extent_text(&dims[ca]));
-        let r0 = self.ix(coords[ra]);
-        let c0 = self.ix(coords[ca]);
-        let tname = c_ident(&k.params[dst].name);
-        self.precompute_reductions(inner);
-        let v = self.elem(inner, Site::Lane);
-        self.line(&format!(
-            "{{  // store {} <- TMEM tile, one row per thread ({})",
-            k.params[dst].name,
-            self.loc(sp)
-        ));
-        self.indent += 1;
-        self.line(&format!("const int row = {r0} + {rname}_thread;"));
-        self.line(&format!("if (row < {rows}) {{"));
-        self.indent += 1;
-        let offset = self.linear_offset(&dims, coords, ra, "row");
-        self.line(&format!(
-            "uint16_t* cake_row = {tname} + {offset};  // element (row, {c0})"
-        ));
-        self.line("#pragma unroll");
-        self.line(&format!("for (int cc = 0; cc < {n}; cc += 8) {{"));
-        self.indent += 1;
-        self.line(&format!("const int col = {c0} + cc;"));
-        self.line("uint32_t w[4];");
-        self.line("#pragma unroll");
-        self.line("for (int q = 0; q < 4; ++q) {");
-        self.indent += 1;
-        self.line("float v[2];");
-        self.line("#pragma unroll");
-        self.line(&format!(
-            "for (int j = 0; j < 2; ++j) {{ const int c = cc + 2 * q + j; v[j] = {v}; }}"
-        ));
-        self.line(&format!("w[q] = {pack}(v[0], v[1]);"));
-        self.indent -= 1;
-        self.line("}");
-        self.line(&format!(
-            "if (col + 8 <= {cols} && (reinterpret_cast<uintptr_t>(cake_row + cc) & 15) == 0) {{"
-        ));
-        self.indent += 1;
-        self.line("*reinterpret_cast<uint4*>(cake_row + cc) = make_uint4(w[0], w[1], w[2], w[3]);");
-        self.indent -= 1;
-        self.line("} else {");
-        self.indent += 1;
-        self.line("#pragma unroll");
-        self.line(&format!(
-            "for (int e = 0; e < 8; ++e) if (col + e < {cols}) cake_row[cc + e] = (uint16_t)(w[e / 2] >> (16 * (e % 2)));"
-        ));
-        self.indent -= 1;
-        self.line("}");
-        self.indent -= 1;
-        self.line("}");
-        self.indent -= 1;
-        self.line("}");
-        self.indent -= 1;
-        self.line("}");
-    }
-
-    /// Whether `e` is computed element by element from one-row-per-thread tiles, scalars and
-    /// constants (what `Site::Lane` can evaluate).
-    fn row_elementwise(&self, e: ExprId) -> bool {
-        match &self.k.exprs[e].kind {
-            ExprKind::Frag(f) => matches!(
-                self.frag_layouts.get(f),
-                Some(FragLayout::TmemRow { .. } | FragLayout::LaneScalar)
-            ),
-            ExprKind::Expand { arg, axis: 1 } => self.row_elementwise(*arg),
-            ExprKind::Reduce { arg, axis: 1, .. } => {
-                matches!(self.tile_of(*arg), Some(FragLayout::TmemRow { .. }))
-                    && self.row_elementwise(*arg)
-            }
-            ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) | ExprKind::Scalar(_) => true,
-            ExprKind::Cast(_, a) | ExprKind::Unary(_, a) => self.row_elementwise(*a),
-            ExprKind::Binary(_, a, b) | ExprKind::Cmp(_, a, b) => {
-                self.row_elementwise(*a) && self.row_elementwise(*b)
-            }
-            ExprKind::Select(c, a, b) => {
-                self.row_elementwise(*c) && self.row_elementwise(*a) && self.row_elementwise(*b)
-            }
-            _ => false,
-        }
     }
 }
 
@@ -1043,14 +804,5 @@ mod tests {
             assert_eq!(t << 61, wgmma << 62, "{bytes}B");
         }
         assert_eq!(smem_desc_swizzle(16), None);
-    }
-
-    #[test]
-    fn alloc_is_a_power_of_two_of_at_least_32_columns() {
-        assert_eq!(alloc_columns(0), 32);
-        assert_eq!(alloc_columns(16), 32);
-        assert_eq!(alloc_columns(128), 128);
-        assert_eq!(alloc_columns(128 + 64 + 64), 256);
-        assert_eq!(alloc_columns(320), 512);
     }
 }

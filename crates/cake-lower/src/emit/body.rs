@@ -1,0 +1,589 @@
+//! The walk: the kernel's prologue, one branch per role, and inside it the role's statements in
+//! program order — `with` regions, tile loops, range loops, conditionals — down to the dispatch
+//! of each operation to the file that emits it, or to the backend where families differ.
+
+use super::*;
+use crate::mma::MmaCall;
+
+/// A range loop as the backend sees it: the loop, its C variable and bounds, where it is.
+#[derive(Clone, Copy)]
+pub(crate) struct RangeLoop<'s> {
+    pub(crate) id: LoopId,
+    pub(crate) var: &'s str,
+    pub(crate) start: &'s str,
+    pub(crate) stop: &'s str,
+    pub(crate) sp: Span,
+}
+
+impl Emitter<'_> {
+    pub(crate) fn kernel_body(&mut self) -> String {
+        let saved = std::mem::take(&mut self.out);
+        self.indent = 1;
+        let k = self.k;
+        self.line("// Dynamic shared memory, rounded up to 1024 B: swizzled views repeat every 8 rows of 128 B.");
+        self.line("extern __shared__ __align__(16) uint8_t cake_smem_raw[];");
+        self.line("const uint32_t cake_smem = (cake_smem_addr(cake_smem_raw) + 1023u) & ~1023u;");
+        for p in self.layout.views.clone() {
+            let v = &k.views[p.view];
+            let line = format!(
+                "const uint32_t {} = cake_smem + {};  // view {}: {} x {:?}, {} stage(s) of {} B, swizzle {}",
+                c_ident(&v.name),
+                p.offset,
+                v.name,
+                v.dtype,
+                v.shape,
+                v.stages,
+                p.stage_stride,
+                v.swizzle
+            );
+            self.line(&line);
+        }
+        for p in self.layout.barriers.clone() {
+            let b = &k.barriers[p.barrier];
+            let count = self.facts[p.barrier.index()].arrival_count().max(1);
+            let line = format!(
+                "const uint32_t {} = cake_smem + {};  // mbarrier {}: {} slot(s), {} arrival(s) per phase",
+                c_ident(&b.name),
+                p.offset,
+                b.name,
+                p.slots,
+                count
+            );
+            self.line(&line);
+        }
+        self.line("const int warp = __shfl_sync(0xffffffffu, (int)threadIdx.x / 32, 0);");
+        let counts = self.tile_counts();
+        for (i, c) in counts.iter().enumerate() {
+            let text = format!("const int tiles_{i} = {};", self.ix(*c));
+            self.line(&text);
+        }
+        let n = self.cluster_ctas();
+        if n > 1 && !counts.is_empty() {
+            // The CTAs of a cluster take `n` neighbouring tiles of axis 0 together.
+            self.line(&format!(
+                "const int cluster_rows = cake_cdiv(tiles_0, {n});  // tiles of axis 0, in clusters"
+            ));
+        }
+        let total = if counts.is_empty() {
+            "1".to_string()
+        } else {
+            (0..counts.len())
+                .map(|i| self.tile_rows(i))
+                .collect::<Vec<_>>()
+                .join(" * ")
+        };
+        self.line(&format!("const int tiles_total = {total};"));
+        self.tmem_alloc_prologue();
+        if !self.layout.barriers.is_empty() {
+            self.line("if (threadIdx.x == 0) {");
+            self.indent += 1;
+            for p in self.layout.barriers.clone() {
+                let b = &k.barriers[p.barrier];
+                let count = self.facts[p.barrier.index()].arrival_count().max(1);
+                let line = format!(
+                    "for (int s = 0; s < {}; ++s) cake_mbar_init({} + 8 * s, {count});",
+                    p.slots,
+                    c_ident(&b.name)
+                );
+                self.line(&line);
+            }
+            if self.target.has(Feature::Clusters) {
+                // Visible to the async proxy and the cluster; without clusters (sm_80, sm_89)
+                // the __syncthreads below is the whole publication.
+                self.line("cake_fence_barrier_init();");
+            }
+            self.indent -= 1;
+            self.line("}");
+        }
+        if self.clustered() {
+            // Peers multicast into this CTA's shared memory and arrive on its barriers: not
+            // before every CTA of the cluster has initialised them.
+            self.line("cake_cluster_sync();");
+            self.line("const uint32_t cta_rank = cake_cluster_ctarank();");
+            self.line("(void)cta_rank;");
+        } else if !self.layout.barriers.is_empty() || self.layout.tmem_slot.is_some() {
+            self.line("__syncthreads();");
+        }
+        self.tmem_base_after_sync();
+        let threads = k.block_threads();
+        let default_regs = ((65536 / threads.max(1)) / 8 * 8).min(255);
+        for (rid, role) in k.roles.iter() {
+            let warps = role.warps();
+            let (first, last) = (
+                *warps.iter().min().unwrap_or(&0),
+                *warps.iter().max().unwrap_or(&0) + 1,
+            );
+            if (last - first) as usize != warps.len() {
+                let sp = k.roles.span(rid);
+                self.unsupported(sp, "roles with non-contiguous warps are not lowered yet");
+                continue;
+            }
+            let issue_only = is_issue_only(k, rid);
+            let name = c_ident(&role.name);
+            let header = format!(
+                "if (warp >= {first} && warp < {last}) {{  // role {} ({})",
+                role.name,
+                self.loc(k.roles.span(rid))
+            );
+            self.line(&header);
+            self.indent += 1;
+            if let Some(r) = role.regs {
+                if r < default_regs {
+                    self.line(&format!("cake_setmaxnreg_dec<{r}>();"));
+                } else if r > default_regs {
+                    self.line(&format!("cake_setmaxnreg_inc<{r}>();"));
+                }
+            }
+            let unit_warps = role.unit.warps();
+            self.line(&format!(
+                "const int {name}_index = (warp - {first}) / {unit_warps};"
+            ));
+            self.line(&format!(
+                "const int {name}_thread = (int)threadIdx.x - {} - {name}_index * {};",
+                first * 32,
+                unit_warps * 32
+            ));
+            if role.unit == RoleUnit::Warpgroup {
+                // Where this thread's accumulator registers sit in a 64-row tile.
+                self.line(&format!("const int lane_row = 16 * ({name}_thread / 32) + ({name}_thread % 32) / 4;  // and +8"));
+                self.line(&format!(
+                    "const int lane_col = 2 * ({name}_thread % 4);  // and +1, every 8 columns"
+                ));
+                self.line("(void)lane_row; (void)lane_col;");
+            } else {
+                let backend = self.backend;
+                backend.warp_role_lanes(self);
+            }
+            for (fid, f) in k.fragments.iter() {
+                if f.role == rid {
+                    let n: u32 = match self.frag_layouts.get(&fid) {
+                        Some(FragLayout::MmaA { .. } | FragLayout::WgmmaA { .. }) => {
+                            let l = self.frag_layouts[&fid];
+                            let what = if matches!(l, FragLayout::WgmmaA { .. }) {
+                                "wgmma A registers"
+                            } else {
+                                "mma.sync A registers"
+                            };
+                            self.line(&format!(
+                                "uint32_t {}[{}];  // fragment {} {:?} {}: {what}, {} per register",
+                                c_ident(&f.name),
+                                l.registers(),
+                                f.name,
+                                f.shape,
+                                f.dtype,
+                                4 / f.dtype.bytes()
+                            ));
+                            continue;
+                        }
+                        Some(l) => l.registers(),
+                        None => {
+                            let sp = k.fragments.span(fid);
+                            self.unsupported(sp, format!("fragment `{}` is not an MMA accumulator; other register layouts are not lowered yet", f.name));
+                            continue;
+                        }
+                    };
+                    if f.buffers == 2 {
+                        let name = c_ident(&f.name);
+                        self.line(&format!(
+                            "{} {name}_b0[{n}], {name}_b1[{n}];  // fragment {} {:?} {}, double-buffered",
+                            storage_type(f.dtype),
+                            f.name,
+                            f.shape,
+                            f.dtype
+                        ));
+                        continue;
+                    }
+                    self.line(&format!(
+                        "{} {}[{n}];  // fragment {} {:?} {}",
+                        storage_type(f.dtype),
+                        c_ident(&f.name),
+                        f.name,
+                        f.shape,
+                        f.dtype
+                    ));
+                }
+            }
+            for (pid, p) in k.pipelines.iter() {
+                let _ = pid;
+                self.line(&format!(
+                    "uint32_t {}_it = 0;  // iterations of pipeline {} completed by this role",
+                    c_ident(&p.name),
+                    p.name
+                ));
+            }
+            for (bid, b) in k.barriers.iter() {
+                if b.pipeline.is_none()
+                    && self.facts[bid.index()].waits.iter().any(|(_, r)| *r == rid)
+                {
+                    self.line(&format!("uint32_t {}_waits = 0;", c_ident(&b.name)));
+                }
+            }
+            if issue_only {
+                self.line(&format!(
+                    "if ({name}_thread == 0) {{  // issue-only role: one thread per replica"
+                ));
+                self.indent += 1;
+            }
+            self.role = Some((rid, issue_only));
+            let body = k.body.clone();
+            self.block(&body);
+            self.role = None;
+            if self.role_syncs_replicas(rid) {
+                // Shared memory must outlive the bulk stores still reading it.
+                self.line(&format!("if ({name}_thread == 0) cake_bulk_wait();"));
+            }
+            if issue_only {
+                self.indent -= 1;
+                self.line("}");
+            }
+            self.indent -= 1;
+            self.line("}");
+        }
+        self.tmem_dealloc_epilogue();
+        if self.clustered() {
+            self.line("// No CTA leaves while a peer may still arrive on its barriers or write its shared memory.");
+            self.line("cake_cluster_sync();");
+        }
+        std::mem::replace(&mut self.out, saved)
+    }
+
+    /// Whether `block` holds anything the current role runs.
+    pub(crate) fn has_role_work(&self, block: &Block, inside: bool) -> bool {
+        let (role, _) = self.role.expect("emitting a role");
+        block.iter().any(|&s| match &self.k.stmts[s] {
+            Stmt::Role { role: r, body } => *r == role && !body.is_empty(),
+            Stmt::Loop { body, .. } => self.has_role_work(body, inside),
+            Stmt::If {
+                then_body,
+                else_body,
+                ..
+            } => self.has_role_work(then_body, inside) || self.has_role_work(else_body, inside),
+            Stmt::Op(_) => inside,
+        })
+    }
+
+    pub(crate) fn block(&mut self, block: &Block) {
+        for &s in block {
+            self.stmt(s);
+        }
+    }
+
+    pub(crate) fn in_role_region(&self) -> bool {
+        // Ops are emitted only inside the current role's `with` region; `stmt` tracks entry.
+        self.indent_role_depth > 0
+    }
+
+    pub(crate) fn stmt(&mut self, s: StmtId) {
+        let k = self.k;
+        let sp = k.stmts.span(s);
+        // Cached reductions live in the C scope of the block that computed them.
+        if !matches!(k.stmts[s], Stmt::Op(_)) {
+            self.invalidate_reductions(None);
+        }
+        match &k.stmts[s] {
+            Stmt::Role { role, body } => {
+                if Some(*role) == self.role.map(|r| r.0) {
+                    self.line(&format!(
+                        "// with {}: ({})",
+                        k.roles[*role].name,
+                        self.loc(sp)
+                    ));
+                    self.indent_role_depth += 1;
+                    self.block(body);
+                    self.indent_role_depth -= 1;
+                }
+            }
+            Stmt::Loop { id, body } => {
+                let inside = self.in_role_region();
+                if !self.has_role_work(body, inside) {
+                    return;
+                }
+                match k.loops[*id].kind.clone() {
+                    LoopKind::Tiles {
+                        counts,
+                        names,
+                        group,
+                    } => self.tile_loop(&counts, &names, group, body, sp),
+                    LoopKind::Range {
+                        start,
+                        stop,
+                        pipeline,
+                    } => self.range_loop(*id, start, stop, pipeline, body, sp),
+                }
+            }
+            Stmt::If {
+                cond,
+                then_body,
+                else_body,
+            } => {
+                let inside = self.in_role_region();
+                if !self.has_role_work(then_body, inside) && !self.has_role_work(else_body, inside)
+                {
+                    return;
+                }
+                let c = self.ix(*cond);
+                self.line(&format!("if ({c}) {{  // {}", self.loc(sp)));
+                self.indent += 1;
+                self.block(then_body);
+                self.indent -= 1;
+                if !else_body.is_empty() {
+                    self.line("} else {");
+                    self.indent += 1;
+                    self.block(else_body);
+                    self.indent -= 1;
+                }
+                self.line("}");
+            }
+            Stmt::Op(op) => {
+                if self.in_role_region() {
+                    self.op(op, sp);
+                }
+            }
+        }
+    }
+
+    pub(crate) fn tile_loop(
+        &mut self,
+        counts: &[ExprId],
+        names: &[String],
+        group: Option<u32>,
+        body: &Block,
+        sp: Span,
+    ) {
+        let names_text = names.join(", ");
+        // With a cluster of n CTAs, `tile` counts cluster tiles: n neighbouring tiles of axis 0,
+        // one per CTA, so every CTA of a cluster runs the same iterations and the tiles of a
+        // cluster differ in axis 0 only.
+        let n = self.cluster_ctas();
+        let (first, per_cluster) = if n > 1 {
+            (format!("blockIdx.x / {n}"), format!(", {n} per cluster"))
+        } else {
+            ("blockIdx.x".to_string(), String::new())
+        };
+        let (step, what) = if self.k.persistent {
+            let grid = if n > 1 {
+                format!("gridDim.x / {n}")
+            } else {
+                "gridDim.x".into()
+            };
+            (grid, format!("tiles ({names_text}){per_cluster}"))
+        } else {
+            (
+                "tiles_total".to_string(),
+                format!("one tile ({names_text}) per CTA{per_cluster}"),
+            )
+        };
+        let open = format!(
+            "for (int tile = {first}; tile < tiles_total; tile += {step}) {{  // {what} ({})",
+            self.loc(sp)
+        );
+        self.braced(&open, |me| {
+            me.tile_coords(counts, group);
+            me.block(body);
+        });
+    }
+
+    /// Decode the loop's `tile` into one coordinate per tile axis (`tile_0`, `tile_1`, …).
+    fn tile_coords(&mut self, counts: &[ExprId], group: Option<u32>) {
+        let n = self.cluster_ctas();
+        let rows0 = self.tile_rows(0);
+        // Axis 0 is decoded into `tile_row` when the CTA's rank within the cluster completes it.
+        let axis0 = if n > 1 { "tile_row" } else { "tile_0" };
+        match group {
+            Some(g) if counts.len() == 2 => {
+                // Groups of `g` rows of axis 0, walked column by column, so the CTAs in flight
+                // share A and B tiles in L2.
+                let g = if n > 1 { g.div_ceil(n) } else { g };
+                self.line(&format!("const int group_tiles = {g} * tiles_1;"));
+                self.line(&format!(
+                    "const int group_first = (tile / group_tiles) * {g};"
+                ));
+                self.line(&format!(
+                    "const int group_rows = min({rows0} - group_first, {g});"
+                ));
+                self.line(&format!(
+                    "const int {axis0} = group_first + (tile % group_tiles) % group_rows;"
+                ));
+                self.line("const int tile_1 = (tile % group_tiles) / group_rows;");
+            }
+            _ => {
+                // Row-major over the tile axes: the last axis varies fastest.
+                self.line("int tile_rest = tile;");
+                for axis in (0..counts.len()).rev() {
+                    let rows = self.tile_rows(axis);
+                    let var = if axis == 0 {
+                        axis0.to_string()
+                    } else {
+                        format!("tile_{axis}")
+                    };
+                    self.line(&format!("const int {var} = tile_rest % {rows};"));
+                    self.line(&format!("tile_rest /= {rows};"));
+                }
+                self.line("(void)tile_rest;");
+            }
+        }
+        if n > 1 {
+            self.line(&format!(
+                "const int tile_0 = tile_row * {n} + (int)cta_rank;  // may pass tiles_0: loads fill zeros, stores clip"
+            ));
+        }
+    }
+
+    pub(crate) fn range_loop(
+        &mut self,
+        id: LoopId,
+        start: ExprId,
+        stop: ExprId,
+        pipeline: Option<PipelineId>,
+        body: &Block,
+        sp: Span,
+    ) {
+        let var = format!("{}_{}", c_ident(&self.k.loops[id].var_name), id.index());
+        let (a, b) = (self.ix(start), self.ix(stop));
+        let backend = self.backend;
+        let lp = RangeLoop {
+            id,
+            var: &var,
+            start: &a,
+            stop: &b,
+            sp,
+        };
+        if let Some(p) = pipeline {
+            if backend.double_buffered_loop(self, &lp, p, body) {
+                return;
+            }
+        }
+        backend.range_loop(self, pipeline, body, &mut |e| {
+            e.plain_range_loop(&lp, pipeline, body)
+        });
+    }
+
+    /// The loop itself: one iteration per value of the loop variable, the pipeline's stage and
+    /// phase derived from its iteration count.
+    fn plain_range_loop(&mut self, lp: &RangeLoop, pipeline: Option<PipelineId>, body: &Block) {
+        let RangeLoop {
+            id,
+            var,
+            start: a,
+            stop: b,
+            sp,
+        } = *lp;
+        let open = format!(
+            "for (int {var} = {a}; {var} < {b}; ++{var}) {{  // {}",
+            self.loc(sp)
+        );
+        self.braced(&open, |me| {
+            if let Some(p) = pipeline {
+                let pn = c_ident(&me.k.pipelines[p].name);
+                me.stage_lines(p, &format!("{pn}_it"));
+                me.pipes.push((id, p));
+            }
+            let saved_prefetch = me.prefetch_column_loads(body);
+            me.block(body);
+            me.prefetched = saved_prefetch;
+            if let Some(p) = pipeline {
+                me.pipes.pop();
+                me.line(&format!("++{}_it;", c_ident(&me.k.pipelines[p].name)));
+            }
+        });
+    }
+
+    pub(crate) fn op(&mut self, op: &Op, sp: Span) {
+        let k = self.k;
+        let backend = self.backend;
+        backend.before_op(self, op);
+        let (role, _) = self.role.expect("inside a role");
+        match op {
+            Op::Wait { barrier } => {
+                let facts = &self.facts[barrier.index()];
+                let flip = if facts.starts_free() { " ^ 1" } else { "" };
+                let bar = &k.barriers[*barrier];
+                let slot = self.barrier_slot(*barrier);
+                let parity = match bar.pipeline {
+                    Some(p) if self.pipes.iter().any(|(_, q)| *q == p) => {
+                        format!("{}_phase{flip}", c_ident(&k.pipelines[p].name))
+                    }
+                    _ => {
+                        let n = c_ident(&bar.name);
+                        format!("({n}_waits++ & 1){flip}")
+                    }
+                };
+                self.line(&format!(
+                    "cake_mbar_wait({slot}, {parity});  // wait {} ({})",
+                    bar.name,
+                    self.loc(sp)
+                ));
+                backend.after_wait(self, role);
+            }
+            Op::Arrive { barrier } => {
+                let slot = self.barrier_slot(*barrier);
+                backend.before_arrive(self, role);
+                let arrive = self.arrive(*barrier, &slot);
+                self.line(&format!(
+                    "{arrive}  // arrive {} ({})",
+                    k.barriers[*barrier].name,
+                    self.loc(sp)
+                ));
+            }
+            Op::TmaLoad {
+                dst,
+                src,
+                coords,
+                barrier,
+                multicast,
+            } => self.tma_load(dst, *src, coords, *barrier, *multicast, sp),
+            Op::Mma {
+                acc,
+                a,
+                b,
+                accumulate,
+                release,
+            } => {
+                let call = MmaCall {
+                    acc,
+                    a,
+                    b,
+                    accumulate: *accumulate,
+                    release: *release,
+                    sp,
+                };
+                backend.mma(self, &call);
+                // Cached reductions of a register accumulator the MMA wrote are stale.
+                if let Operand::Frag(f) = acc {
+                    self.invalidate_reductions(Some(*f));
+                }
+            }
+            Op::Store { dst, value, coords } => self.store(*dst, *value, coords, sp),
+            Op::Assign { dst, value } => self.assign(*dst, *value, sp),
+            Op::SmemStore { dst, value } if self.k.const_number(*value).is_some() => {
+                self.smem_fill(dst, *value, sp)
+            }
+            Op::SmemStore { dst, value } => self.smem_store(dst, *value, sp),
+            Op::ScatterAdd {
+                dst,
+                src,
+                index,
+                offset,
+                valid_rows,
+                counts,
+            } => self.scatter_add(dst, src, index, *offset, *valid_rows, counts.as_ref(), sp),
+            Op::Sync { barrier } => self.named_sync(*barrier, sp),
+            Op::FenceProxyAsync => {
+                self.line(&format!("cake_fence_proxy_async();  // ({})", self.loc(sp)))
+            }
+            Op::TmaStore { dst, src, coords } => self.tma_store(*dst, src, coords, sp),
+            // Operations only some families have an instruction for.
+            Op::CpAsync {
+                dst,
+                src,
+                coords,
+                barrier,
+            } => backend.cp_async(self, dst, *src, coords, *barrier, sp),
+            Op::Ldmatrix { dst, src } => backend.ldmatrix(self, *dst, src, sp),
+            Op::Commit { barrier } => backend.commit(self, *barrier, sp),
+            Op::TmemLoad { dst, src } => backend.tmem_load(self, *dst, *src, sp),
+            Op::TmemStore { dst, src } => backend.tmem_store(self, *dst, *src, sp),
+            Op::TmemCopy { dst, src } => backend.tmem_copy(self, *dst, src, sp),
+        }
+    }
+}

@@ -1,0 +1,396 @@
+//! Expressions: index arithmetic (`ix`), register values evaluated at one element of a
+//! fragment layout (`elem`), and `frag[:] = value` in each layout.
+
+use super::*;
+
+impl Emitter<'_> {
+    pub(crate) fn ix(&mut self, e: ExprId) -> String {
+        let k = self.k;
+        match &k.exprs[e].kind {
+            ExprKind::Int(v) => v.to_string(),
+            ExprKind::Bool(b) => b.to_string(),
+            ExprKind::Float(f) => format!("{f:?}f"),
+            ExprKind::Dim(d) => format!("dim_{}", c_ident(&k.dims[*d].name)),
+            ExprKind::Scalar(p) => c_ident(&k.params[*p].name),
+            ExprKind::LoopVar(l) => format!("{}_{}", c_ident(&k.loops[*l].var_name), l.index()),
+            ExprKind::TileCoord { axis, .. } => format!("tile_{axis}"),
+            ExprKind::RoleIndex(r) => format!("{}_index", c_ident(&k.roles[*r].name)),
+            ExprKind::PipelineStage(p) => {
+                if !self.pipes.iter().any(|(_, q)| q == p) {
+                    self.unsupported(
+                        k.exprs.span(e),
+                        format!(
+                            "`{}.stage` is read outside every loop over that pipeline",
+                            k.pipelines[*p].name
+                        ),
+                    );
+                }
+                format!("{}_stage", c_ident(&k.pipelines[*p].name))
+            }
+            ExprKind::Binary(op, a, b) => c_binary(*op, &self.ix(*a), &self.ix(*b), false),
+            ExprKind::Cmp(op, a, b) => {
+                let sym = op.symbol();
+                format!("({} {} {})", self.ix(*a), sym, self.ix(*b))
+            }
+            ExprKind::Unary(UnOp::Neg, a) => format!("(-{})", self.ix(*a)),
+            ExprKind::Unary(UnOp::Not, a) => format!("(!{})", self.ix(*a)),
+            _ => {
+                let sp = k.exprs.span(e);
+                self.unsupported(sp, "this expression is not lowered as a scalar yet");
+                "0".into()
+            }
+        }
+    }
+
+    /// The C array of a fragment (the current buffer of a double-buffered one).
+    pub(crate) fn frag_name(&self, f: FragId) -> String {
+        self.frag_alias
+            .get(&f)
+            .cloned()
+            .unwrap_or_else(|| c_ident(&self.k.fragments[f].name))
+    }
+
+    pub(crate) fn float_lit(v: f64) -> String {
+        if v.is_infinite() {
+            if v > 0.0 {
+                "__int_as_float(0x7f800000)".into()
+            } else {
+                "__int_as_float(0xff800000)".into()
+            }
+        } else {
+            format!("{v:?}f")
+        }
+    }
+
+    /// One element of a register expression, at `site` (loop variables i, h, j in scope).
+    pub(crate) fn elem(&mut self, e: ExprId, site: Site) -> String {
+        let k = self.k;
+        if k.exprs[e].ty == Ty::Index || k.exprs[e].ty == Ty::Bool {
+            return self.ix(e);
+        }
+        match &k.exprs[e].kind {
+            ExprKind::Frag(f) => {
+                let name = self.frag_name(*f);
+                match (self.frag_layouts.get(f).copied(), site) {
+                    (Some(FragLayout::WgmmaAcc { .. }), Site::Tile) => {
+                        format!("{name}[4 * i + 2 * h + j]")
+                    }
+                    (Some(FragLayout::MmaAcc { n, .. }), Site::Tile) => {
+                        format!("{name}[4 * (mt * {} + i) + 2 * h + j]", n / 8)
+                    }
+                    (Some(FragLayout::AccRows), _) => format!("{name}[h]"),
+                    (Some(FragLayout::TmemRow { .. }), Site::Lane) => format!("{name}[c]"),
+                    (Some(FragLayout::LaneScalar), _) => format!("{name}[0]"),
+                    _ => {
+                        self.unsupported(
+                            k.exprs.span(e),
+                            format!(
+                                "fragment `{}` cannot be read per row here",
+                                k.fragments[*f].name
+                            ),
+                        );
+                        "0".into()
+                    }
+                }
+            }
+            ExprKind::Int(v) => format!("{v}"),
+            ExprKind::Float(v) => Self::float_lit(*v),
+            ExprKind::Bool(b) => b.to_string(),
+            ExprKind::Scalar(p) => c_ident(&k.params[*p].name),
+            ExprKind::Cast(d, a) => {
+                let inner = self.elem(*a, site);
+                match d {
+                    DType::F32 => format!("static_cast<float>({inner})"),
+                    DType::I32 => format!("static_cast<int32_t>({inner})"),
+                    other => {
+                        self.unsupported(k.exprs.span(e), format!("casting a register value to {other} is lowered only inside lm.store"));
+                        inner
+                    }
+                }
+            }
+            ExprKind::Binary(op, a, b) => {
+                let float = matches!(&k.exprs[e].ty, Ty::Frag { dtype, .. } | Ty::Scalar(dtype) if dtype.is_float());
+                c_binary(*op, &self.elem(*a, site), &self.elem(*b, site), float)
+            }
+            ExprKind::Cmp(op, a, b) => {
+                let sym = op.symbol();
+                format!("({} {sym} {})", self.elem(*a, site), self.elem(*b, site))
+            }
+            ExprKind::Select(c, a, b) => format!(
+                "({} ? {} : {})",
+                self.elem(*c, site),
+                self.elem(*a, site),
+                self.elem(*b, site)
+            ),
+            ExprKind::Unary(op, a) => {
+                let a = self.elem(*a, site);
+                match op {
+                    UnOp::Neg => format!("(-{a})"),
+                    UnOp::Exp2 => format!("exp2f({a})"),
+                    UnOp::Log2 => format!("log2f({a})"),
+                    UnOp::Sqrt => format!("sqrtf({a})"),
+                    UnOp::Rsqrt => format!("rsqrtf({a})"),
+                    UnOp::Abs => format!("fabsf({a})"),
+                    UnOp::Not => format!("(!{a})"),
+                }
+            }
+            // A per-row value broadcast along the columns, read at the row of this site.
+            ExprKind::Expand { arg, axis: 1 } if site == Site::Lane => self.elem(*arg, site),
+            ExprKind::Expand { arg, axis: 1 } => self.elem(*arg, Site::Rows),
+            // A per-column vector broadcast along the rows.
+            ExprKind::Expand { arg, axis: 0 } => self.elem(*arg, site),
+            ExprKind::Reduce { .. } => match self.reductions.get(&e) {
+                Some(name) if site == Site::Lane => format!("{name}[0]"),
+                Some(name) => format!("{name}[h]"),
+                None => {
+                    self.unsupported(k.exprs.span(e), "this reduction is not lowered here");
+                    "0".into()
+                }
+            },
+            ExprKind::Load { .. } if self.col_loads.contains_key(&e) => self.col_loads[&e].clone(),
+            ExprKind::Load {
+                tensor,
+                coords,
+                shape,
+                fill,
+            } if shape.len() == 1 && site == Site::Tile => {
+                // A vector along the tile's columns: this thread's column of it.
+                let ParamKind::Tensor { dims, .. } = k.params[*tensor].kind.clone() else {
+                    return "0".into();
+                };
+                let last = dims.len() - 1;
+                let extent = self.extent_text(&dims[last]);
+                let c0 = self.ix(coords[last]);
+                let offset = self.linear_offset(
+                    &dims,
+                    coords,
+                    last,
+                    &format!("({c0} + lane_col + 8 * i + j)"),
+                );
+                format!(
+                    "(({c0} + lane_col + 8 * i + j) < {extent} ? __ldg({} + {offset}) : {})",
+                    c_ident(&k.params[*tensor].name),
+                    Self::float_lit(*fill)
+                )
+            }
+            _ => {
+                self.unsupported(
+                    k.exprs.span(e),
+                    "this register expression is not lowered yet",
+                );
+                "0".into()
+            }
+        }
+    }
+
+    pub(crate) fn extent_text(&self, d: &Extent) -> String {
+        match d {
+            Extent::Fixed(v) => v.to_string(),
+            Extent::Sym(s) => format!("dim_{}", c_ident(&self.k.dims[*s].name)),
+        }
+    }
+
+    /// Row-major element offset of `coords` in a tensor with `dims`, with coordinate `axis`
+    /// replaced by `at`.
+    pub(crate) fn linear_offset(
+        &mut self,
+        dims: &[Extent],
+        coords: &[ExprId],
+        axis: usize,
+        at: &str,
+    ) -> String {
+        let mut off = String::new();
+        for (i, d) in dims.iter().enumerate() {
+            let c = if i == axis {
+                at.to_string()
+            } else {
+                self.ix(coords[i])
+            };
+            off = if off.is_empty() {
+                format!("(size_t)({c})")
+            } else {
+                format!("({off} * {} + ({c}))", self.extent_text(d))
+            };
+        }
+        off
+    }
+
+    /// Per-column vector loads (`lm.load` of shape (N,)) inside `e`.
+    pub(crate) fn column_loads(&self, e: ExprId, out: &mut Vec<ExprId>) {
+        match &self.k.exprs[e].kind {
+            ExprKind::Load { shape, .. } if shape.len() == 1 && !out.contains(&e) => out.push(e),
+            ExprKind::Binary(_, a, b) | ExprKind::Cmp(_, a, b) => {
+                self.column_loads(*a, out);
+                self.column_loads(*b, out);
+            }
+            ExprKind::Select(c, a, b) => {
+                self.column_loads(*c, out);
+                self.column_loads(*a, out);
+                self.column_loads(*b, out);
+            }
+            ExprKind::Unary(_, a) | ExprKind::Cast(_, a) => self.column_loads(*a, out),
+            ExprKind::Expand { arg, axis: 0 } => self.column_loads(*arg, out),
+            _ => {}
+        }
+    }
+
+    /// The tile layout an element-wise expression is computed over.
+    pub(crate) fn tile_of(&self, e: ExprId) -> Option<FragLayout> {
+        match &self.k.exprs[e].kind {
+            ExprKind::Frag(f) => self.frag_layouts.get(f).copied(),
+            ExprKind::Cast(_, a) | ExprKind::Unary(_, a) => self.tile_of(*a),
+            ExprKind::Binary(_, a, b) | ExprKind::Cmp(_, a, b) => {
+                let (x, y) = (self.tile_of(*a), self.tile_of(*b));
+                match (x, y) {
+                    (Some(l), _) | (_, Some(l)) if l.is_accumulator() => Some(l),
+                    (Some(l), _) | (_, Some(l)) => Some(l),
+                    _ => None,
+                }
+            }
+            ExprKind::Select(c, a, b) => self
+                .tile_of(*a)
+                .or_else(|| self.tile_of(*b))
+                .or_else(|| self.tile_of(*c)),
+            ExprKind::Reduce { .. } => Some(FragLayout::AccRows),
+            ExprKind::Expand { arg, .. } => self.tile_of(*arg),
+            _ => None,
+        }
+    }
+
+    /// Whether `e` is computed element by element from one-row-per-thread tiles, scalars and
+    /// constants (what `Site::Lane` can evaluate).
+    pub(crate) fn row_elementwise(&self, e: ExprId) -> bool {
+        match &self.k.exprs[e].kind {
+            ExprKind::Frag(f) => matches!(
+                self.frag_layouts.get(f),
+                Some(FragLayout::TmemRow { .. } | FragLayout::LaneScalar)
+            ),
+            ExprKind::Expand { arg, axis: 1 } => self.row_elementwise(*arg),
+            ExprKind::Reduce { arg, axis: 1, .. } => {
+                matches!(self.tile_of(*arg), Some(FragLayout::TmemRow { .. }))
+                    && self.row_elementwise(*arg)
+            }
+            ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) | ExprKind::Scalar(_) => true,
+            ExprKind::Cast(_, a) | ExprKind::Unary(_, a) => self.row_elementwise(*a),
+            ExprKind::Binary(_, a, b) | ExprKind::Cmp(_, a, b) => {
+                self.row_elementwise(*a) && self.row_elementwise(*b)
+            }
+            ExprKind::Select(c, a, b) => {
+                self.row_elementwise(*c) && self.row_elementwise(*a) && self.row_elementwise(*b)
+            }
+            _ => false,
+        }
+    }
+
+    /// `frag[:] = value`, element by element in the fragment's layout.
+    pub(crate) fn assign(&mut self, dst: FragId, value: ExprId, sp: Span) {
+        let k = self.k;
+        let name = c_ident(&k.fragments[dst].name);
+        self.precompute_reductions(value);
+        let ty = storage_type(k.fragments[dst].dtype);
+        let header = format!(
+            "#pragma unroll  // {} <- ... ({})",
+            k.fragments[dst].name,
+            self.loc(sp)
+        );
+        match self.frag_layouts.get(&dst).copied() {
+            Some(FragLayout::AccRows) => {
+                let v = self.elem(value, Site::Rows);
+                self.line(&header);
+                self.line(&format!(
+                    "for (int h = 0; h < 2; ++h) {name}[h] = ({ty})({v});"
+                ));
+            }
+            Some(FragLayout::WgmmaAcc { n }) => {
+                let v = self.elem(value, Site::Tile);
+                self.line(&header);
+                self.line(&format!(
+                    "for (int i = 0; i < {}; ++i) for (int h = 0; h < 2; ++h) for (int j = 0; j < 2; ++j) {name}[4 * i + 2 * h + j] = ({ty})({v});",
+                    n / 8
+                ));
+            }
+            Some(FragLayout::WgmmaA { k: kdim }) => {
+                // A cast to 16 bits of an accumulator-layout tile of the same width: element
+                // pairs (j = 0, 1) pack into one register, 2i + h.
+                let (inner, pack) = match (&k.exprs[value].kind, k.fragments[dst].dtype) {
+                    (ExprKind::Cast(DType::BF16, x), DType::BF16) => (*x, "cake_pack_bf16x2"),
+                    (ExprKind::Cast(DType::F16, x), DType::F16) => (*x, "cake_pack_f16x2"),
+                    _ => {
+                        self.unsupported(sp, "a wgmma A fragment is written as lm.cast(value, bf16 or f16) of an f32 accumulator-layout value");
+                        return;
+                    }
+                };
+                if self.tile_of(inner) != Some(FragLayout::WgmmaAcc { n: kdim }) {
+                    self.unsupported(sp, format!("a wgmma A fragment of {kdim} columns is computed from a (64, {kdim}) accumulator tile"));
+                    return;
+                }
+                let v = self.elem(inner, Site::Tile);
+                self.line(&header);
+                self.line(&format!(
+                    "for (int i = 0; i < {}; ++i) for (int h = 0; h < 2; ++h) {{ float e[2]; for (int j = 0; j < 2; ++j) e[j] = {v}; {name}[2 * i + h] = {pack}(e[0], e[1]); }}",
+                    kdim / 8
+                ));
+            }
+            Some(FragLayout::MmaAcc { m, n }) => {
+                let v = self.elem(value, Site::Tile);
+                self.line(&header);
+                self.line(&format!(
+                    "for (int mt = 0; mt < {}; ++mt) for (int i = 0; i < {}; ++i) for (int h = 0; h < 2; ++h) for (int j = 0; j < 2; ++j) {name}[4 * (mt * {} + i) + 2 * h + j] = ({ty})({v});",
+                    m / 16,
+                    n / 8,
+                    n / 8
+                ));
+            }
+            Some(FragLayout::TmemRow { n }) => self.assign_lanes(dst, value, n, sp),
+            Some(FragLayout::LaneScalar) => self.assign_lanes(dst, value, 1, sp),
+            Some(FragLayout::MmaA { .. }) | None => self.unsupported(
+                sp,
+                format!(
+                    "fragment `{}` has no register layout the lowering knows",
+                    k.fragments[dst].name
+                ),
+            ),
+        }
+        self.invalidate_reductions(Some(dst));
+    }
+
+    /// `frag[:] = value` for a one-row-per-thread tile (`n` columns) or a per-row value (`n` = 1).
+    pub(crate) fn assign_lanes(&mut self, dst: FragId, value: ExprId, n: u32, sp: Span) {
+        let k = self.k;
+        if !self.row_elementwise(value) {
+            self.unsupported(sp, "this value is not lowered for a TMEM tile yet");
+            return;
+        }
+        self.precompute_reductions(value);
+        let name = self.frag_name(dst);
+        let ty = storage_type(k.fragments[dst].dtype);
+        let v = self.elem(value, Site::Lane);
+        self.line(&format!(
+            "#pragma unroll  // {} <- ... ({})",
+            k.fragments[dst].name,
+            self.loc(sp)
+        ));
+        self.line(&format!(
+            "for (int c = 0; c < {n}; ++c) {name}[c] = ({ty})({v});"
+        ));
+        self.invalidate_reductions(Some(dst));
+    }
+}
+
+/// A binary operation in CUDA C++: `float` picks the float forms of min and max.
+pub(crate) fn c_binary(op: BinOp, a: &str, b: &str, float: bool) -> String {
+    match op {
+        BinOp::Add => format!("({a} + {b})"),
+        BinOp::Sub => format!("({a} - {b})"),
+        BinOp::Mul => format!("({a} * {b})"),
+        BinOp::Div | BinOp::FloorDiv => format!("({a} / {b})"),
+        BinOp::Mod => format!("({a} % {b})"),
+        BinOp::CeilDiv => format!("cake_cdiv({a}, {b})"),
+        BinOp::Min if float => format!("fminf({a}, {b})"),
+        BinOp::Max if float => format!("fmaxf({a}, {b})"),
+        BinOp::Min => format!("min({a}, {b})"),
+        BinOp::Max => format!("max({a}, {b})"),
+        BinOp::And => format!("({a} && {b})"),
+        BinOp::Or => format!("({a} || {b})"),
+    }
+}

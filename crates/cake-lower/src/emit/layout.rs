@@ -1,0 +1,133 @@
+//! Register layouts of fragments, and the inference shared by the warpgroup families (wgmma and
+//! tcgen05): accumulators, register A operands and per-row vectors of 64-row tiles. Each
+//! backend's `infer_layouts` decides which inference runs.
+
+use super::*;
+
+/// How a fragment's elements are spread over a warpgroup's registers.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum FragLayout {
+    /// The wgmma accumulator of an m64nN tile: thread t holds rows 16·(t/32) + (t%32)/4 (+8)
+    /// and column pairs 8i + 2·(t%4).
+    WgmmaAcc { n: u32 },
+    /// One value per row of a 64-row accumulator tile: each thread holds its two rows (+0, +8),
+    /// replicated across the four threads of a quad — what a row reduction of the tile yields.
+    AccRows,
+    /// An mma.sync accumulator of an (m, n) tile held by one warp: m/16 × n/8 tiles of
+    /// m16n8, four registers each. Lane t holds rows 16·mt + t/4 (+8) and columns
+    /// 8·nt + 2·(t%4) (+1); register 4·(mt·n/8 + nt) + 2h + j.
+    MmaAcc { m: u32, n: u32 },
+    /// A wgmma A operand in registers: a 16-bit (64, k) tile of a warpgroup, in the
+    /// accumulator's element order (row +8h, column 8i + 2·(t%4) + j), two elements per 32-bit
+    /// register: register 2i + h holds elements j = 0, 1. k/16 k-steps of four registers each.
+    WgmmaA { k: u32 },
+    /// An mma.sync A operand of an (m, k) tile held by one warp, loaded by ldmatrix.x4: m/16
+    /// row tiles × (k bytes)/32 k-steps, four 32-bit registers each, in the order ldmatrix
+    /// returns them (rows +0/+8 of the first 16 bytes, then of the second 16 bytes).
+    MmaA { m: u32, k_bytes: u32 },
+    /// One TMEM lane (a row of `n` columns) per thread of a warpgroup: what `tcgen05.ld` of the
+    /// 32x32b shape gives, thread t holding row t (sm_100a family).
+    TmemRow { n: u32 },
+    /// One value per TMEM lane (row), held by that lane's thread: a row reduction of a
+    /// `TmemRow` tile, or a `(128,)` fragment of the same warpgroup role.
+    LaneScalar,
+}
+
+impl FragLayout {
+    /// 32-bit registers one thread holds.
+    pub(crate) fn registers(self) -> u32 {
+        match self {
+            FragLayout::WgmmaAcc { n } => n / 2,
+            FragLayout::AccRows => 2,
+            FragLayout::MmaAcc { m, n } => m * n / 32,
+            FragLayout::MmaA { m, k_bytes } => m * k_bytes / 128,
+            FragLayout::WgmmaA { k } => k / 4,
+            FragLayout::TmemRow { n } => n,
+            FragLayout::LaneScalar => 1,
+        }
+    }
+    pub(crate) fn is_accumulator(self) -> bool {
+        matches!(
+            self,
+            FragLayout::WgmmaAcc { .. } | FragLayout::MmaAcc { .. }
+        )
+    }
+}
+
+/// Which register element of a warpgroup tile an element-wise expression is evaluated for.
+#[derive(Clone, Copy, PartialEq)]
+pub(crate) enum Site {
+    /// Element (i, h, j) of an accumulator tile: register 4i + 2h + j, row +8h, column 8i + j.
+    Tile,
+    /// Row h of the tile (h in 0..2).
+    Rows,
+    /// Column `c` (a C variable in scope) of a one-row-per-thread TMEM tile
+    /// (`FragLayout::TmemRow`).
+    Lane,
+}
+impl Emitter<'_> {
+    pub(crate) fn ops(&self) -> Vec<(StmtId, Op, Option<RoleId>)> {
+        let mut out = Vec::new();
+        self.k.walk(|sid, stmt, ctx| {
+            if let Stmt::Op(op) = stmt {
+                out.push((sid, op.clone(), ctx.role));
+            }
+        });
+        out
+    }
+
+    pub(crate) fn infer_warpgroup_layouts(&mut self) {
+        for (sid, op, _) in self.ops() {
+            if let Op::Mma {
+                acc: Operand::Frag(f),
+                ..
+            } = op
+            {
+                let frag = &self.k.fragments[f];
+                let role = &self.k.roles[frag.role];
+                if role.unit != RoleUnit::Warpgroup || frag.shape.len() != 2 || frag.shape[0] != 64
+                {
+                    let sp = self.k.stmts.span(sid);
+                    self.unsupported(sp, format!("a wgmma accumulator is a (64, N) fragment of a warpgroup role; `{}` is {:?} on role `{}`", frag.name, frag.shape, role.name));
+                    continue;
+                }
+                self.frag_layouts
+                    .insert(f, FragLayout::WgmmaAcc { n: frag.shape[1] });
+            }
+        }
+        // Register A operands: a 16-bit (64, K) tile of a warpgroup role.
+        for (sid, op, _) in self.ops() {
+            let Op::Mma {
+                a: Operand::Frag(f),
+                ..
+            } = op
+            else {
+                continue;
+            };
+            let frag = &self.k.fragments[f];
+            let role = &self.k.roles[frag.role];
+            let ok = role.unit == RoleUnit::Warpgroup
+                && frag.shape.len() == 2
+                && frag.shape[0] == 64
+                && frag.shape[1].is_multiple_of(16)
+                && matches!(frag.dtype, DType::BF16 | DType::F16);
+            if !ok {
+                let sp = self.k.stmts.span(sid);
+                self.unsupported(sp, format!("a wgmma A operand in registers is a bf16 or f16 (64, K) fragment of a warpgroup role, K a multiple of 16; `{}` is {:?} {} on role `{}`", frag.name, frag.shape, frag.dtype, role.name));
+                continue;
+            }
+            self.frag_layouts
+                .insert(f, FragLayout::WgmmaA { k: frag.shape[1] });
+        }
+        // Per-row vectors of a warpgroup role take the row layout of its 64-row tiles.
+        for (f, frag) in self.k.fragments.iter() {
+            let role = &self.k.roles[frag.role];
+            if !self.frag_layouts.contains_key(&f)
+                && role.unit == RoleUnit::Warpgroup
+                && frag.shape == [64]
+            {
+                self.frag_layouts.insert(f, FragLayout::AccRows);
+            }
+        }
+    }
+}

@@ -1,0 +1,380 @@
+//! The CUDA emitter. One branch per role; inside it, the tile loop, the role's loops and its
+//! operations in program order. Mechanical facts come from `cake_ir` analyses: shared-memory
+//! offsets from `layout`, arrival counts and transaction bytes from `sync`. Where the MMA
+//! families differ, the emitter asks its backend (`crate::mma`), never the target's family.
+//!
+//! Split by job: this file holds the emitter's state and assembles the file; `body` walks roles,
+//! loops and statements and dispatches operations; `sync` emits barriers and TMA loads; `expr`
+//! and `reduce` evaluate register expressions and row reductions; `store` writes results out;
+//! `params` builds parameters, tensor maps and launch metadata; `layout` defines register
+//! layouts of fragments.
+
+use crate::launch::*;
+use crate::mma::{MmaBackend, MmaState};
+use crate::prelude;
+use crate::{Lowered, Unsupported};
+use cake_diag::{SourceFile, Span};
+use cake_ir::layout::{smem_layout, SmemLayout};
+use cake_ir::sync::{barrier_facts, is_issue_only, tma_bytes, BarrierFacts};
+use cake_ir::*;
+use cake_target::{Feature, Target};
+use std::collections::{BTreeSet, HashMap};
+use std::fmt::Write;
+
+mod body;
+mod expr;
+mod layout;
+mod params;
+mod reduce;
+mod store;
+mod sync;
+mod tmem;
+
+pub(crate) use body::RangeLoop;
+pub(crate) use layout::{FragLayout, Site};
+
+/// Slack added to dynamic shared memory so the base can be rounded up to 1024 bytes (the
+/// 128B-swizzle repeat) whatever alignment the driver gives.
+pub(crate) const SMEM_ALIGN_SLACK: u64 = 1024;
+
+/// The CTA's 16 hardware barriers (`bar.sync id`): 0 is `__syncthreads`, named barriers
+/// (`lm.named_barrier`) take ids in declaration order from the first range, and the per-replica
+/// barriers around TMA stores take the second.
+pub(crate) const NAMED_BARRIER_IDS: std::ops::RangeInclusive<u32> = 1..=7;
+pub(crate) const TMA_STORE_BARRIER_IDS: std::ops::RangeInclusive<u32> = 8..=15;
+
+pub(crate) struct Emitter<'a> {
+    pub(crate) k: &'a Kernel,
+    pub(crate) file: &'a SourceFile,
+    pub(crate) target: &'a Target,
+    pub(crate) layout: SmemLayout,
+    pub(crate) facts: Vec<BarrierFacts>,
+    pub(crate) frag_layouts: HashMap<FragId, FragLayout>,
+    pub(crate) tmaps: Vec<(ParamId, Vec<u32>, u32)>,
+    /// The MMA family's lowering, picked once from the target, and what it records.
+    pub(crate) backend: &'static dyn MmaBackend,
+    pub(crate) mma: MmaState,
+    /// Prelude sections the body turned out to need beyond the target's (shared-memory
+    /// atomics and fills; TMA stores of rank other than 2).
+    pub(crate) needs_shared_ops: bool,
+    pub(crate) tma_store_ranks: BTreeSet<usize>,
+    pub(crate) errors: Vec<Unsupported>,
+    pub(crate) out: String,
+    pub(crate) indent: usize,
+    /// Role whose branch is being emitted, and whether it runs on one thread per replica.
+    pub(crate) role: Option<(RoleId, bool)>,
+    /// Pipelined loops enclosing the current statement: (loop, pipeline).
+    pub(crate) pipes: Vec<(LoopId, PipelineId)>,
+    /// Depth of the current role's `with` regions around the statement being emitted.
+    pub(crate) indent_role_depth: u32,
+    /// Row reductions already computed in the current block: expression → array name, and
+    /// (argument, op, packed) → array name for reuse by structurally equal reductions.
+    pub(crate) reductions: HashMap<ExprId, String>,
+    pub(crate) reduction_keys: Vec<(ExprId, ReduceOp, bool, String)>,
+    pub(crate) reduction_counter: u32,
+    /// Per-column vector loads hoisted out of a row loop: expression → local name.
+    pub(crate) col_loads: HashMap<ExprId, String>,
+    /// Per-column vector loads issued at the top of the current loop iteration: expression →
+    /// register array (`[i][j]`, the thread's columns).
+    pub(crate) prefetched: HashMap<ExprId, String>,
+    /// The register array currently standing for a double-buffered fragment.
+    pub(crate) frag_alias: HashMap<FragId, String>,
+}
+
+pub(crate) fn c_ident(name: &str) -> String {
+    const RESERVED: &[&str] = &[
+        "int",
+        "float",
+        "double",
+        "char",
+        "void",
+        "if",
+        "else",
+        "for",
+        "while",
+        "do",
+        "return",
+        "const",
+        "static",
+        "auto",
+        "break",
+        "case",
+        "default",
+        "switch",
+        "struct",
+        "union",
+        "enum",
+        "long",
+        "short",
+        "signed",
+        "unsigned",
+        "volatile",
+        "register",
+        "goto",
+        "continue",
+        "sizeof",
+        "typedef",
+        "extern",
+        "inline",
+        "bool",
+        "true",
+        "false",
+        "new",
+        "delete",
+        "this",
+        "class",
+        "template",
+        "namespace",
+        "using",
+        "warp",
+        "lane",
+        "tile",
+    ];
+    let clean: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if RESERVED.contains(&clean.as_str())
+        || clean.starts_with("cake_")
+        || clean.starts_with(|c: char| c.is_ascii_digit())
+    {
+        format!("{clean}_")
+    } else {
+        clean
+    }
+}
+
+impl<'a> Emitter<'a> {
+    pub(crate) fn new(
+        k: &'a Kernel,
+        file: &'a SourceFile,
+        target: &'a Target,
+        backend: &'static dyn MmaBackend,
+    ) -> Self {
+        Emitter {
+            k,
+            file,
+            target,
+            backend,
+            mma: MmaState::default(),
+            layout: smem_layout(k),
+            facts: barrier_facts(k, target),
+            frag_layouts: HashMap::new(),
+            tmaps: Vec::new(),
+            needs_shared_ops: false,
+            tma_store_ranks: BTreeSet::new(),
+            errors: Vec::new(),
+            out: String::new(),
+            indent: 0,
+            role: None,
+            pipes: Vec::new(),
+            indent_role_depth: 0,
+            reductions: HashMap::new(),
+            reduction_keys: Vec::new(),
+            reduction_counter: 0,
+            col_loads: HashMap::new(),
+            prefetched: HashMap::new(),
+            frag_alias: HashMap::new(),
+        }
+    }
+
+    pub(crate) fn unsupported(&mut self, span: Span, message: impl Into<String>) {
+        // Unrolled and duplicated code (compile-time loops, double buffering) reaches the same
+        // construct more than once: report it once.
+        let u = Unsupported {
+            span,
+            message: message.into(),
+        };
+        if !self.errors.contains(&u) {
+            self.errors.push(u);
+        }
+    }
+
+    pub(crate) fn line(&mut self, text: &str) {
+        for _ in 0..self.indent {
+            self.out.push_str("  ");
+        }
+        self.out.push_str(text);
+        self.out.push('\n');
+    }
+
+    pub(crate) fn loc(&self, span: Span) -> String {
+        let name = std::path::Path::new(&self.file.name)
+            .file_name()
+            .map_or(self.file.name.clone(), |n| n.to_string_lossy().into_owned());
+        format!("{}:{}", name, self.file.line_of(span.start))
+    }
+
+    /// `open` (a line ending in `{`), then `body` one level deeper, then the closing `}`: the one
+    /// builder of every braced block — loops, guards, scopes.
+    pub(crate) fn braced(&mut self, open: &str, body: impl FnOnce(&mut Self)) {
+        self.line(open);
+        self.indent += 1;
+        body(self);
+        self.indent -= 1;
+        self.line("}");
+    }
+
+    /// `#pragma unroll` and a braced loop (`header` ends in `{`).
+    pub(crate) fn unrolled(&mut self, header: &str, body: impl FnOnce(&mut Self)) {
+        self.line("#pragma unroll");
+        self.braced(header, body);
+    }
+
+    /// Run `body` on one thread of the current role's replica: as it is in an issue-only role
+    /// (whose body one thread runs), under `if (<role>_thread == 0)` otherwise.
+    pub(crate) fn on_one_thread(&mut self, body: impl FnOnce(&mut Self)) {
+        let (role, issue_only) = self.role.expect("inside a role");
+        if issue_only {
+            body(self);
+        } else {
+            let guard = format!("if ({}_thread == 0) {{", c_ident(&self.k.roles[role].name));
+            self.braced(&guard, body);
+        }
+    }
+
+    /// The stage and phase of pipeline `p` at its iteration `it` (a C expression).
+    pub(crate) fn stage_lines(&mut self, p: PipelineId, it: &str) {
+        let pipe = &self.k.pipelines[p];
+        let (pn, stages) = (c_ident(&pipe.name), pipe.stages);
+        self.line(&format!("const uint32_t {pn}_stage = {it} % {stages};"));
+        self.line(&format!(
+            "const uint32_t {pn}_phase = ({it} / {stages}) & 1;"
+        ));
+    }
+
+    /// Records `op` (named as the IR spells it) as not lowered for this target: an operation the
+    /// target's MMA family has no instruction for.
+    pub(crate) fn not_lowered(&mut self, op: &str, sp: Span) {
+        let msg = format!("`{op}` is not lowered for {} yet", self.target.name);
+        self.unsupported(sp, msg);
+    }
+
+    pub(crate) fn run(mut self) -> Result<Lowered, Vec<Unsupported>> {
+        let backend = self.backend;
+        backend.infer_layouts(&mut self);
+        self.collect_tensor_maps();
+        let args = self.args();
+        let symbol = format!("cake_{}", c_ident(&self.k.name));
+        let body = self.kernel_body();
+        if !self.errors.is_empty() {
+            return Err(self.errors);
+        }
+        let mut cuda = String::new();
+        let _ = writeln!(cuda, "// Generated by cake {} from {} for {}. Do not edit: change the schedule and run `cake lower`.", env!("CARGO_PKG_VERSION"), self.file_name(), self.target.name);
+        cuda.push_str(prelude::COMMON);
+        // mbarrier.try_wait arrived with the transaction counts (sm_90); before it, test_wait.
+        if self.target.has(Feature::MbarrierExpectTx) {
+            cuda.push_str(prelude::MBARRIER);
+        } else {
+            cuda.push_str(prelude::MBARRIER_TEST_WAIT);
+        }
+        // TMA and register reallocation follow the target, not its MMA family (sm_120a/121a
+        // have both beside mma.sync).
+        if self.target.has(Feature::Tma) {
+            cuda.push_str(prelude::TMA);
+        }
+        if self.target.has(Feature::SetMaxNReg) {
+            cuda.push_str(prelude::SETMAXNREG);
+        }
+        if self.clustered() {
+            cuda.push_str(prelude::CLUSTER);
+        }
+        for rank in &self.tma_store_ranks {
+            cuda.push_str(&prelude::tma_store_fn(*rank));
+        }
+        if self.needs_shared_ops {
+            cuda.push_str(prelude::SHARED_OPS);
+        }
+        backend.prelude(&self, &mut cuda);
+        let threads = self.k.block_threads();
+        let _ = writeln!(
+            cuda,
+            "\nextern \"C\" __global__ void __launch_bounds__({threads}, 1) {symbol}("
+        );
+        let params: Vec<String> = args.iter().map(|a| self.param_decl(a)).collect();
+        let _ = writeln!(cuda, "    {}) {{", params.join(",\n    "));
+        cuda.push_str(&body);
+        cuda.push_str("}\n");
+        let launch = self.launch_meta(symbol.clone(), args);
+        Ok(Lowered {
+            symbol,
+            cuda,
+            launch,
+        })
+    }
+
+    pub(crate) fn file_name(&self) -> String {
+        std::path::Path::new(&self.file.name)
+            .file_name()
+            .map_or(self.file.name.clone(), |n| n.to_string_lossy().into_owned())
+    }
+
+    /// CTAs per cluster when the kernel runs in clusters (1 otherwise).
+    pub(crate) fn cluster_ctas(&self) -> u32 {
+        if self.target.has(Feature::Clusters) {
+            self.k.cluster_size()
+        } else {
+            1
+        }
+    }
+
+    pub(crate) fn clustered(&self) -> bool {
+        self.cluster_ctas() > 1
+    }
+
+    /// The number of tiles the tile loop walks along `axis`: clusters of tiles on axis 0.
+    pub(crate) fn tile_rows(&self, axis: usize) -> String {
+        if axis == 0 && self.clustered() {
+            "cluster_rows".into()
+        } else {
+            format!("tiles_{axis}")
+        }
+    }
+
+    pub(crate) fn view_stage(&mut self, v: &ViewRef) -> String {
+        let view = &self.k.views[v.view];
+        if let Some(st) = v.stage {
+            return self.ix(st);
+        }
+        if view.stages <= 1 {
+            return "0".into();
+        }
+        match self.pipes.last() {
+            Some((_, p)) => format!("{}_stage", c_ident(&self.k.pipelines[*p].name)),
+            None => "0".into(),
+        }
+    }
+
+    pub(crate) fn view_base(&mut self, v: &ViewRef) -> String {
+        let view = &self.k.views[v.view];
+        let stride = self.layout.view(v.view).stage_stride;
+        let stage = self.view_stage(v);
+        let name = c_ident(&view.name);
+        if stage == "0" {
+            name
+        } else {
+            format!("({name} + {stride} * {stage})")
+        }
+    }
+}
+
+pub(crate) fn storage_type(d: DType) -> &'static str {
+    match d {
+        DType::BF16 | DType::F16 => "uint16_t",
+        DType::E4M3 | DType::E5M2 | DType::U8 => "uint8_t",
+        DType::I8 => "int8_t",
+        DType::F32 | DType::TF32 => "float",
+        DType::F64 => "double",
+        DType::I32 => "int32_t",
+        DType::U32 => "uint32_t",
+        DType::I64 => "int64_t",
+        DType::Bool => "bool",
+    }
+}

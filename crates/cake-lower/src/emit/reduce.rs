@@ -1,0 +1,386 @@
+//! Row reductions of register tiles, computed once per block into per-thread arrays and reused
+//! by structurally equal reductions: across the quad of a wgmma-layout tile, or along the row a
+//! thread owns in a TMEM-row tile. Also the early issue of their per-column loads.
+
+use super::*;
+
+impl Emitter<'_> {
+    /// Compute every row reduction inside `e` into per-thread arrays (both rows of the thread),
+    /// reusing results already computed in this block. Min/argmin (max/argmax) of one argument
+    /// share one pass; ties keep the lowest column, as torch.argmin does.
+    pub(crate) fn precompute_reductions(&mut self, e: ExprId) {
+        let k = self.k;
+        let children: Vec<ExprId> = match &k.exprs[e].kind {
+            ExprKind::Binary(_, a, b) | ExprKind::Cmp(_, a, b) => vec![*a, *b],
+            ExprKind::Select(c, a, b) => vec![*c, *a, *b],
+            ExprKind::Unary(_, a) | ExprKind::Cast(_, a) | ExprKind::Expand { arg: a, .. } => {
+                vec![*a]
+            }
+            _ => vec![],
+        };
+        for c in children {
+            self.precompute_reductions(c);
+        }
+        let ExprKind::Reduce {
+            op,
+            axis,
+            arg,
+            packed,
+        } = k.exprs[e].kind.clone()
+        else {
+            return;
+        };
+        if self.reductions.contains_key(&e) {
+            return;
+        }
+        // A structurally equal reduction already computed in this block (same op, same argument).
+        let twin = self
+            .reduction_keys
+            .iter()
+            .find(|(a, o, p, _)| *a == arg && *o == op && *p == packed)
+            .map(|(_, _, _, n)| n.clone());
+        if let Some(name) = twin {
+            self.reductions.insert(e, name);
+            return;
+        }
+        let (n, one_row_per_thread) = match self.tile_of(arg) {
+            Some(FragLayout::WgmmaAcc { n }) if axis == 1 => (n, false),
+            Some(FragLayout::TmemRow { n }) if axis == 1 => (n, true),
+            _ => {
+                self.unsupported(
+                    k.exprs.span(e),
+                    "reductions are lowered along the columns (axis=1) of an accumulator tile",
+                );
+                return;
+            }
+        };
+        let pass = self.reduction_pass(op);
+        if one_row_per_thread {
+            self.lane_reduction(e, &pass, op, arg, n);
+        } else {
+            self.quad_reduction(e, &pass, op, arg, n, packed);
+        }
+        // Record the arrays for `e` and for the other reductions the same pass computes:
+        // min/argmin (max/argmax) of one argument share it.
+        let pick = |o: ReduceOp| {
+            if matches!(o, ReduceOp::ArgMin | ReduceOp::ArgMax) {
+                pass.iname.clone()
+            } else {
+                pass.vname.clone()
+            }
+        };
+        self.reductions.insert(e, pick(op));
+        let siblings: &[ReduceOp] = match op {
+            ReduceOp::Min | ReduceOp::ArgMin => &[ReduceOp::Min, ReduceOp::ArgMin],
+            ReduceOp::Max | ReduceOp::ArgMax => &[ReduceOp::Max, ReduceOp::ArgMax],
+            ReduceOp::Sum => &[ReduceOp::Sum],
+        };
+        for o in siblings {
+            self.reduction_keys.push((arg, *o, packed, pick(*o)));
+        }
+    }
+
+    /// A fresh reduction: its value and index arrays, and how its operator compares, starts
+    /// and is named in comments.
+    fn reduction_pass(&mut self, op: ReduceOp) -> Pass {
+        let id = self.reduction_counter;
+        self.reduction_counter += 1;
+        let (better, init, combine) = match op {
+            ReduceOp::Min | ReduceOp::ArgMin => ("<", "__int_as_float(0x7f800000)", "min"),
+            ReduceOp::Max | ReduceOp::ArgMax => (">", "__int_as_float(0xff800000)", "max"),
+            ReduceOp::Sum => ("", "0.0f", "sum"),
+        };
+        Pass {
+            id,
+            vname: format!("red{id}_v"),
+            iname: format!("red{id}_i"),
+            better,
+            init,
+            combine,
+        }
+    }
+
+    /// A row reduction of a wgmma-layout tile of `layout` columns: both rows of the thread in one
+    /// pass over its columns, then combined across the four threads of its quad.
+    fn quad_reduction(
+        &mut self,
+        e: ExprId,
+        pass: &Pass,
+        op: ReduceOp,
+        arg: ExprId,
+        layout: u32,
+        packed: bool,
+    ) {
+        let k = self.k;
+        let Pass {
+            id,
+            ref vname,
+            ref iname,
+            better,
+            init,
+            combine,
+        } = *pass;
+        let mut loads = Vec::new();
+        self.column_loads(arg, &mut loads);
+        // A thread holds layout/4 columns of each of its rows: that many slots to pack.
+        let mask = packed_slot_mask(layout / 4);
+        let how = if packed {
+            ", packed (value, column) keys"
+        } else {
+            ""
+        };
+        self.line(&format!(
+            "float {vname}[2]; int {iname}[2];  // row {combine} over {layout} columns{how} ({})",
+            self.loc(k.exprs.span(e))
+        ));
+        // Both rows of the thread in one pass over its columns, so each column's operands
+        // (e.g. a per-column vector load) are fetched once.
+        self.line(&format!(
+            "float bv[2] = {{{init}, {init}}}; int bi[2] = {{0, 0}};"
+        ));
+        let element = if op == ReduceOp::Sum {
+            "bv[h] += v;".to_string()
+        } else if packed {
+            // The thread's column slot 2i + j replaces the value's low mantissa bits: one
+            // LOP3 and one FMNMX per element instead of FSETP and two SELs (the ALU pipe is the
+            // limit of an argmin epilogue). ptxas folds a constant mask into an immediate, and
+            // LOP3 takes one immediate, so the mask is a value it cannot fold (blockDim.x >> 31
+            // is 0). An infinite value becomes a NaN key, which fminf/fmaxf skip, so it never
+            // wins — as with the exact compare.
+            self.line(&format!(
+                "const int red{id}_keymask = ~{mask} | ((int)blockDim.x >> 31);"
+            ));
+            format!(
+                "bv[h] = f{combine}f(bv[h], __int_as_float((__float_as_int(v) & red{id}_keymask) | (2 * i + j)));"
+            )
+        } else {
+            format!("if (v {better} bv[h]) {{ bv[h] = v; bi[h] = 8 * i + j; }}")
+        };
+        self.reduction_columns(id, arg, layout, &loads, &element);
+        // The four threads of a quad hold the same two rows: combine across them.
+        self.line("#pragma unroll");
+        self.line("for (int h = 0; h < 2; ++h) {");
+        self.indent += 1;
+        if packed {
+            // Unpack: the slot gives the column, the value keeps its truncated bits.
+            self.line(&format!(
+                "{{ const int slot = __float_as_int(bv[h]) & {mask}; bi[h] = 8 * (slot >> 1) + (slot & 1); bv[h] = __int_as_float(__float_as_int(bv[h]) & ~{mask}); }}"
+            ));
+        }
+        // The column offset of this thread is added once, not per element: inside the unrolled
+        // loop the index stays a constant.
+        if op != ReduceOp::Sum {
+            self.line("bi[h] += lane_col;");
+        }
+        self.line("#pragma unroll");
+        self.line("for (int off = 1; off < 4; off <<= 1) {");
+        self.indent += 1;
+        self.line("const float ov = __shfl_xor_sync(0xffffffffu, bv[h], off);");
+        if op == ReduceOp::Sum {
+            self.line("bv[h] += ov;");
+        } else {
+            self.line("const int oi = __shfl_xor_sync(0xffffffffu, bi[h], off);");
+            self.line(&format!("if (ov {better} bv[h] || (ov == bv[h] && oi < bi[h])) {{ bv[h] = ov; bi[h] = oi; }}"));
+        }
+        self.indent -= 1;
+        self.line("}");
+        self.line(&format!("{vname}[h] = bv[h]; {iname}[h] = bi[h];"));
+        self.indent -= 1;
+        self.line("}");
+    }
+
+    /// A row reduction (axis 1) of a one-row-per-thread tile: the thread owns its whole row, so
+    /// it is a loop over the row's columns, with no exchange between threads. Ties of arg-min /
+    /// arg-max keep the lowest column.
+    ///
+    /// `packed` is a permission, not an obligation: here the exact compare is kept (the key's
+    /// cost is in the ALU-bound quad layout of wgmma, not measured for TMEM rows).
+    fn lane_reduction(&mut self, e: ExprId, pass: &Pass, op: ReduceOp, arg: ExprId, n: u32) {
+        let k = self.k;
+        let Pass {
+            ref vname,
+            ref iname,
+            better,
+            init,
+            combine,
+            ..
+        } = *pass;
+        let value = self.elem(arg, Site::Lane);
+        self.line(&format!(
+            "float {vname}[1] = {{{init}}}; int {iname}[1] = {{0}};  // row {combine} over {n} columns, one row per thread ({})",
+            self.loc(k.exprs.span(e))
+        ));
+        self.line("#pragma unroll");
+        self.line(&format!("for (int c = 0; c < {n}; ++c) {{"));
+        self.indent += 1;
+        self.line(&format!("const float v = {value};"));
+        if op == ReduceOp::Sum {
+            self.line(&format!("{vname}[0] += v;"));
+        } else {
+            self.line(&format!(
+                "if (v {better} {vname}[0]) {{ {vname}[0] = v; {iname}[0] = c; }}"
+            ));
+        }
+        self.indent -= 1;
+        self.line("}");
+        self.line(&format!("(void){iname};"));
+    }
+
+    /// One pass of a row reduction over the thread's columns of a `layout`-column tile, both
+    /// rows at once, applying `element` to each value `v`.
+    pub(crate) fn reduction_columns(
+        &mut self,
+        id: u32,
+        arg: ExprId,
+        layout: u32,
+        loads: &[ExprId],
+        element: &str,
+    ) {
+        self.line("#pragma unroll");
+        self.line(&format!("for (int i = 0; i < {}; ++i) {{", layout / 8));
+        self.indent += 1;
+        self.line("#pragma unroll");
+        self.line("for (int j = 0; j < 2; ++j) {");
+        self.indent += 1;
+        // Per-column operands do not depend on the row: load each once for both rows.
+        for (n, l) in loads.iter().enumerate() {
+            let code = match self.prefetched.get(l) {
+                Some(array) => format!("{array}[i][j]"),
+                None => self.elem(*l, Site::Tile),
+            };
+            let name = format!("col{id}_{n}");
+            self.line(&format!("const float {name} = {code};"));
+            self.col_loads.insert(*l, name);
+        }
+        let value = self.elem(arg, Site::Tile);
+        self.col_loads.clear();
+        self.line("#pragma unroll");
+        self.line("for (int h = 0; h < 2; ++h) {");
+        self.indent += 1;
+        self.line(&format!("const float v = {value};"));
+        self.line(element);
+        self.indent -= 1;
+        self.line("}");
+        self.indent -= 1;
+        self.line("}");
+        self.indent -= 1;
+        self.line("}");
+    }
+
+    /// Issue the per-column vector loads of this loop body's row reductions at the top of the
+    /// iteration, into registers, so their latency overlaps the barrier wait and the MMA: the
+    /// wgmma wait before the reduction is an asm barrier that nothing moves across, so loads
+    /// written after it would wait out their whole latency there. Only loads of tensors the
+    /// kernel never writes, in the current role's statements. Returns the previous prefetches
+    /// (restored after the body: the arrays live in its scope).
+    pub(crate) fn prefetch_column_loads(&mut self, body: &Block) -> HashMap<ExprId, String> {
+        let saved = self.prefetched.clone();
+        if !self.in_role_region() {
+            return saved;
+        }
+        let k = self.k;
+        let access = self.tensor_access();
+        let written = |t: &ParamId| access.get(t).is_some_and(|a| a.1);
+        let mut reductions = Vec::new();
+        for &s in body {
+            if let Stmt::Op(
+                Op::Assign { value, .. } | Op::Store { value, .. } | Op::SmemStore { value, .. },
+            ) = &k.stmts[s]
+            {
+                reductions_in(k, *value, &mut reductions);
+            }
+        }
+        for r in reductions {
+            let ExprKind::Reduce { arg, axis: 1, .. } = k.exprs[r].kind else {
+                continue;
+            };
+            let Some(FragLayout::WgmmaAcc { n }) = self.tile_of(arg) else {
+                continue;
+            };
+            let mut loads = Vec::new();
+            self.column_loads(arg, &mut loads);
+            for l in loads {
+                let ExprKind::Load { tensor, .. } = k.exprs[l].kind else {
+                    continue;
+                };
+                if written(&tensor) || self.prefetched.contains_key(&l) {
+                    continue;
+                }
+                let array = format!("pre{}", self.reduction_counter);
+                self.reduction_counter += 1;
+                self.line(&format!(
+                    "float {array}[{}][2];  // lm.load({}) for this iteration's row reductions, issued early ({})",
+                    n / 8,
+                    k.params[tensor].name,
+                    self.loc(k.exprs.span(l))
+                ));
+                self.line("#pragma unroll");
+                self.line(&format!("for (int i = 0; i < {}; ++i) {{", n / 8));
+                self.indent += 1;
+                self.line("#pragma unroll");
+                let code = self.elem(l, Site::Tile);
+                self.line(&format!(
+                    "for (int j = 0; j < 2; ++j) {array}[i][j] = {code};"
+                ));
+                self.indent -= 1;
+                self.line("}");
+                self.prefetched.insert(l, array);
+            }
+        }
+        saved
+    }
+
+    /// Forget cached reductions that read `f` (it is about to change) — or all of them.
+    pub(crate) fn invalidate_reductions(&mut self, f: Option<FragId>) {
+        let k = self.k;
+        match f {
+            None => {
+                self.reductions.clear();
+                self.reduction_keys.clear();
+            }
+            Some(f) => {
+                self.reductions.retain(|e, _| !k.expr_reads_fragment(*e, f));
+                self.reduction_keys
+                    .retain(|(a, _, _, _)| !k.expr_reads_fragment(*a, f));
+            }
+        }
+    }
+}
+
+/// How a dtype is held in generated code: 16-bit and 8-bit floats as raw bits, so the file needs
+/// no CUDA half/bfloat16 headers.
+/// The low-bit mask that holds a column slot in a packed (value, column) key when a thread
+/// ranks `slots` columns of a row: ⌈log2 slots⌉ bits of the value's mantissa.
+pub(crate) fn packed_slot_mask(slots: u32) -> u32 {
+    slots.max(1).next_power_of_two() - 1
+}
+
+/// The reductions inside `e` (each once).
+pub(crate) fn reductions_in(k: &Kernel, e: ExprId, out: &mut Vec<ExprId>) {
+    match &k.exprs[e].kind {
+        ExprKind::Reduce { .. } if !out.contains(&e) => out.push(e),
+        ExprKind::Binary(_, a, b) | ExprKind::Cmp(_, a, b) => {
+            reductions_in(k, *a, out);
+            reductions_in(k, *b, out);
+        }
+        ExprKind::Select(c, a, b) => {
+            reductions_in(k, *c, out);
+            reductions_in(k, *a, out);
+            reductions_in(k, *b, out);
+        }
+        ExprKind::Unary(_, a) | ExprKind::Cast(_, a) | ExprKind::Expand { arg: a, .. } => {
+            reductions_in(k, *a, out)
+        }
+        _ => {}
+    }
+}
+
+/// The arrays and operator text of one row reduction (see `reduction_pass`).
+struct Pass {
+    id: u32,
+    vname: String,
+    iname: String,
+    better: &'static str,
+    init: &'static str,
+    combine: &'static str,
+}

@@ -1,0 +1,632 @@
+//! Results out of registers and shared memory: `lm.store` of tiles and per-row values to global
+//! memory, `view.store` into shared memory (values or a constant), `scatter_add`, and TMA stores,
+//! with the per-replica synchronisation around them.
+
+use super::*;
+
+impl Emitter<'_> {
+    pub(crate) fn store(&mut self, dst: ParamId, value: ExprId, coords: &[ExprId], sp: Span) {
+        let k = self.k;
+        let ParamKind::Tensor { dtype, dims } = k.params[dst].kind.clone() else {
+            return;
+        };
+        let tname = c_ident(&k.params[dst].name);
+        let (role, _) = self.role.expect("role");
+        let rname = c_ident(&k.roles[role].name);
+        self.precompute_reductions(value);
+        match self.tile_of(value) {
+            Some(FragLayout::AccRows) => {
+                // One value per row: the first thread of each quad writes the quad's two rows.
+                let last = dims.len() - 1;
+                let r0 = self.ix(coords[last]);
+                let rows = self.extent_text(&dims[last]);
+                let v = self.elem(value, Site::Rows);
+                let offset = self.linear_offset(&dims, coords, last, "row");
+                let ty = storage_type(dtype);
+                self.line(&format!("if ({rname}_thread % 4 == 0) {{  // store {} <- per-row values ({})", k.params[dst].name, self.loc(sp)));
+                self.indent += 1;
+                self.line("#pragma unroll");
+                self.line("for (int h = 0; h < 2; ++h) {");
+                self.indent += 1;
+                self.line(&format!("const int row = {r0} + lane_row + 8 * h;"));
+                self.line(&format!("if (row < {rows}) {tname}[{offset}] = ({ty})({v});"));
+                self.indent -= 1;
+                self.line("}");
+                self.indent -= 1;
+                self.line("}");
+            }
+            Some(FragLayout::TmemRow { n }) => self.store_tmem_rows(dst, value, coords, n, sp),
+            Some(FragLayout::LaneScalar) => self.unsupported(sp, "lm.store of per-row values of a TMEM tile is not lowered yet"),
+            Some(l) if l.is_accumulator() => self.store_tile(dst, value, coords, l, sp),
+            _ => self.unsupported(sp, "lm.store is lowered for values computed from an accumulator tile or its row reductions"),
+        }
+    }
+
+    pub(crate) fn store_tile(
+        &mut self,
+        dst: ParamId,
+        value: ExprId,
+        coords: &[ExprId],
+        layout: FragLayout,
+        sp: Span,
+    ) {
+        let k = self.k;
+        let ParamKind::Tensor { dtype, dims } = k.params[dst].kind.clone() else {
+            return;
+        };
+        if dims.len() != 2 || coords.len() != 2 {
+            self.unsupported(
+                sp,
+                "lm.store of an accumulator tile is lowered for 2-D tensors",
+            );
+            return;
+        }
+        let (rows, cols) = (self.extent_text(&dims[0]), self.extent_text(&dims[1]));
+        let r0 = self.ix(coords[0]);
+        let c0 = self.ix(coords[1]);
+        let tname = c_ident(&k.params[dst].name);
+        // A cast to a 16-bit float is done by the store itself: two floats pack into one word.
+        let (inner, pack) = match (&k.exprs[value].kind, dtype) {
+            (ExprKind::Cast(DType::BF16, x), DType::BF16) => (*x, Some("cake_pack_bf16x2")),
+            (ExprKind::Cast(DType::F16, x), DType::F16) => (*x, Some("cake_pack_f16x2")),
+            _ => (value, None),
+        };
+        if pack.is_none() && dtype != DType::F32 && dtype != DType::I32 {
+            self.unsupported(sp, format!("storing {dtype} values is lowered through lm.cast(..., lm.{dtype}) of an f32 accumulator"));
+            return;
+        }
+        let v = self.elem(inner, Site::Tile);
+        self.line(&format!(
+            "{{  // store {} <- accumulator tile ({})",
+            k.params[dst].name,
+            self.loc(sp)
+        ));
+        self.indent += 1;
+        self.open_accumulator_pairs(layout, &r0, Some(&c0), &v);
+        self.line(&format!("if (row < {rows}) {{"));
+        self.indent += 1;
+        let ct = storage_type(dtype);
+        self.line(&format!(
+            "{ct}* out = {tname} + (size_t)row * {cols} + col;"
+        ));
+        match pack {
+            Some(f) => {
+                self.line(&format!("const uint32_t both = {f}(v[0], v[1]);"));
+                self.line(&format!("if (col + 1 < {cols} && ({cols} % 2) == 0) {{"));
+                self.indent += 1;
+                self.line("*reinterpret_cast<uint32_t*>(out) = both;  // 4-byte aligned: col and the row pitch are even");
+                self.indent -= 1;
+                self.line("} else {");
+                self.indent += 1;
+                self.line(&format!(
+                    "if (col < {cols}) out[0] = (uint16_t)(both & 0xFFFFu);"
+                ));
+                self.line(&format!(
+                    "if (col + 1 < {cols}) out[1] = (uint16_t)(both >> 16);"
+                ));
+                self.indent -= 1;
+                self.line("}");
+            }
+            None => {
+                self.line(&format!("if (col < {cols}) out[0] = ({ct})(v[0]);"));
+                self.line(&format!("if (col + 1 < {cols}) out[1] = ({ct})(v[1]);"));
+            }
+        }
+        self.indent -= 1;
+        self.line("}");
+        self.close_accumulator_pairs(layout);
+        self.indent -= 1;
+        self.line("}");
+    }
+
+    /// `lm.store` of a value computed element-wise from a one-row-per-thread TMEM tile: thread t
+    /// of the warpgroup writes row t, eight columns (16 bytes of bf16/f16) at a time when the row
+    /// is in bounds and aligned, element by element otherwise.
+    pub(crate) fn store_tmem_rows(
+        &mut self,
+        dst: ParamId,
+        value: ExprId,
+        coords: &[ExprId],
+        n: u32,
+        sp: Span,
+    ) {
+        let k = self.k;
+        let ParamKind::Tensor { dtype, dims } = k.params[dst].kind.clone() else {
+            return;
+        };
+        if dims.len() < 2 || coords.len() != dims.len() {
+            self.unsupported(
+                sp,
+                "lm.store of a TMEM tile writes the two innermost axes of a tensor",
+            );
+            return;
+        }
+        let (ra, ca) = (dims.len() - 2, dims.len() - 1);
+        let (inner, pack) = match (&k.exprs[value].kind, dtype) {
+            (ExprKind::Cast(DType::BF16, x), DType::BF16) => (*x, "cake_pack_bf16x2"),
+            (ExprKind::Cast(DType::F16, x), DType::F16) => (*x, "cake_pack_f16x2"),
+            _ => {
+                self.unsupported(sp, "lm.store of a TMEM tile is lowered for lm.cast(value, lm.bf16 / lm.f16) into a tensor of that dtype");
+                return;
+            }
+        };
+        if !self.row_elementwise(inner) {
+            self.unsupported(sp, "lm.store of a TMEM tile is lowered for element-wise values of the tile (no reductions, broadcasts or loads yet)");
+            return;
+        }
+        let (role, _) = self.role.expect("role");
+        let rname = c_ident(&k.roles[role].name);
+        let (rows, cols) = (self.extent_text(&dims[ra]), self.extent_text(&dims[ca]));
+        let r0 = self.ix(coords[ra]);
+        let c0 = self.ix(coords[ca]);
+        let tname = c_ident(&k.params[dst].name);
+        self.precompute_reductions(inner);
+        let v = self.elem(inner, Site::Lane);
+        self.line(&format!(
+            "{{  // store {} <- TMEM tile, one row per thread ({})",
+            k.params[dst].name,
+            self.loc(sp)
+        ));
+        self.indent += 1;
+        self.line(&format!("const int row = {r0} + {rname}_thread;"));
+        self.line(&format!("if (row < {rows}) {{"));
+        self.indent += 1;
+        let offset = self.linear_offset(&dims, coords, ra, "row");
+        self.line(&format!(
+            "uint16_t* cake_row = {tname} + {offset};  // element (row, {c0})"
+        ));
+        self.line("#pragma unroll");
+        self.line(&format!("for (int cc = 0; cc < {n}; cc += 8) {{"));
+        self.indent += 1;
+        self.line(&format!("const int col = {c0} + cc;"));
+        self.line("uint32_t w[4];");
+        self.line("#pragma unroll");
+        self.line("for (int q = 0; q < 4; ++q) {");
+        self.indent += 1;
+        self.line("float v[2];");
+        self.line("#pragma unroll");
+        self.line(&format!(
+            "for (int j = 0; j < 2; ++j) {{ const int c = cc + 2 * q + j; v[j] = {v}; }}"
+        ));
+        self.line(&format!("w[q] = {pack}(v[0], v[1]);"));
+        self.indent -= 1;
+        self.line("}");
+        self.line(&format!(
+            "if (col + 8 <= {cols} && (reinterpret_cast<uintptr_t>(cake_row + cc) & 15) == 0) {{"
+        ));
+        self.indent += 1;
+        self.line("*reinterpret_cast<uint4*>(cake_row + cc) = make_uint4(w[0], w[1], w[2], w[3]);");
+        self.indent -= 1;
+        self.line("} else {");
+        self.indent += 1;
+        self.line("#pragma unroll");
+        self.line(&format!(
+            "for (int e = 0; e < 8; ++e) if (col + e < {cols}) cake_row[cc + e] = (uint16_t)(w[e / 2] >> (16 * (e % 2)));"
+        ));
+        self.indent -= 1;
+        self.line("}");
+        self.indent -= 1;
+        self.line("}");
+        self.indent -= 1;
+        self.line("}");
+        self.indent -= 1;
+        self.line("}");
+    }
+
+    /// Open the loops over the register pairs of an accumulator tile: `i` walks the 8-column
+    /// groups, `h` the two rows a thread holds (and, for an mma.sync tile, `mt` its 16-row
+    /// tiles). Inside, `row` and `col` (offset by `row0` / `col0`) name the pair's first element
+    /// and `v[2]` holds its two values, `value` evaluated at `j`. `close_accumulator_pairs` ends
+    /// them.
+    pub(crate) fn open_accumulator_pairs(
+        &mut self,
+        layout: FragLayout,
+        row0: &str,
+        col0: Option<&str>,
+        value: &str,
+    ) {
+        let (n, row0) = match layout {
+            FragLayout::MmaAcc { m, n } => {
+                self.line("#pragma unroll");
+                self.line(&format!("for (int mt = 0; mt < {}; ++mt) {{", m / 16));
+                self.indent += 1;
+                (n, format!("{row0} + 16 * mt"))
+            }
+            FragLayout::WgmmaAcc { n } => (n, row0.to_string()),
+            _ => unreachable!("accumulator layouts only"),
+        };
+        self.line("#pragma unroll");
+        self.line(&format!("for (int i = 0; i < {}; ++i) {{", n / 8));
+        self.indent += 1;
+        self.line("#pragma unroll");
+        self.line("for (int h = 0; h < 2; ++h) {");
+        self.indent += 1;
+        self.line(&format!("const int row = {row0} + lane_row + 8 * h;"));
+        match col0 {
+            Some(c0) => self.line(&format!("const int col = {c0} + lane_col + 8 * i;")),
+            None => self.line("const int col = lane_col + 8 * i;"),
+        }
+        self.line("float v[2];");
+        self.line("#pragma unroll");
+        self.line(&format!("for (int j = 0; j < 2; ++j) v[j] = {value};"));
+    }
+
+    pub(crate) fn close_accumulator_pairs(&mut self, layout: FragLayout) {
+        let levels = if matches!(layout, FragLayout::MmaAcc { .. }) {
+            3
+        } else {
+            2
+        };
+        for _ in 0..levels {
+            self.indent -= 1;
+            self.line("}");
+        }
+    }
+
+    /// `view.store(value)`: an accumulator tile (or a cast of one) written into a 128B-swizzled
+    /// view in the layout TMA reads, 4 bytes (two 16-bit elements) per store.
+    pub(crate) fn smem_store(&mut self, dst: &ViewRef, value: ExprId, sp: Span) {
+        let k = self.k;
+        let view = k.views[dst.view].clone();
+        let Some(FragLayout::WgmmaAcc { n }) = self.tile_of(value) else {
+            self.unsupported(
+                sp,
+                "view.store is lowered for values computed from an accumulator tile",
+            );
+            return;
+        };
+        let (inner, pack) = match (&k.exprs[value].kind, view.dtype) {
+            (ExprKind::Cast(DType::BF16, x), DType::BF16) => (*x, "cake_pack_bf16x2"),
+            (ExprKind::Cast(DType::F16, x), DType::F16) => (*x, "cake_pack_f16x2"),
+            _ => {
+                self.unsupported(
+                    sp,
+                    "view.store is lowered for lm.cast(..., bf16 or f16) of an f32 accumulator",
+                );
+                return;
+            }
+        };
+        if view.swizzle != 128 || view.shape.len() != 2 || dst.transposed {
+            self.unsupported(sp, "view.store is lowered into 2-D views with 128B swizzle");
+            return;
+        }
+        let (role, _) = self.role.expect("role");
+        let rname = c_ident(&k.roles[role].name);
+        self.precompute_reductions(value);
+        let v = self.elem(inner, Site::Tile);
+        let base = self.view_base(&ViewRef {
+            rows: None,
+            ..dst.clone()
+        });
+        let row0 = match dst.rows {
+            Some((start, _)) => self.ix(start),
+            None => "0".into(),
+        };
+        let panel_bytes = view.shape[0] as u64 * 128;
+        self.line(&format!("// {}.store(...) ({})", view.name, self.loc(sp)));
+        // The buffer may still be read by this replica's previous TMA store.
+        self.line(&format!("if ({rname}_thread == 0) cake_bulk_wait_read();"));
+        self.replica_sync(sp);
+        self.open_accumulator_pairs(FragLayout::WgmmaAcc { n }, &row0, None, &v);
+        // 128B swizzle: the 16-byte chunk index within a 128-byte row is XORed with row % 8.
+        self.line(&format!(
+            "const uint32_t addr = {base} + (col / 64) * {panel_bytes} + row * 128 + ((((col % 64) * 2 / 16) ^ (row % 8)) * 16) + ((col % 64) * 2) % 16;"
+        ));
+        self.line(&format!("cake_st_shared_b32(addr, {pack}(v[0], v[1]));"));
+        self.close_accumulator_pairs(FragLayout::WgmmaAcc { n });
+    }
+
+    /// `view.store(constant)`: the replica's threads fill the view with 16-byte stores (the
+    /// value is the same everywhere, so the swizzle does not matter), after the view's last
+    /// TMA store has read it, then synchronise so every later access sees the fill.
+    pub(crate) fn smem_fill(&mut self, dst: &ViewRef, value: ExprId, sp: Span) {
+        let k = self.k;
+        let view = k.views[dst.view].clone();
+        let Some((role, threads)) = self.replica_threads(sp, "view.store of a constant") else {
+            return;
+        };
+        if dst.transposed || (dst.rows.is_some() && view.swizzle != 0) {
+            self.unsupported(sp, "view.store of a constant is lowered for a whole view, or rows of an unswizzled one");
+            return;
+        }
+        let bits = match (k.const_number(value), view.dtype) {
+            (Some(v), DType::F32) => (v as f32).to_bits(),
+            (Some(v), DType::I32) => v as i32 as u32,
+            (Some(v), DType::BF16) => {
+                let h = u32::from(cake_target::f32_to_bf16_bits(v as f32));
+                h | (h << 16)
+            }
+            _ => {
+                self.unsupported(
+                    sp,
+                    format!("view.store of a constant is lowered into f32, i32 and bf16 views; `{}` is {}", view.name, view.dtype),
+                );
+                return;
+            }
+        };
+        let rows = dst.rows.map_or(view.shape[0], |(_, n)| n);
+        let bytes: u64 = rows as u64
+            * view.shape[1..].iter().map(|&d| d as u64).product::<u64>()
+            * view.dtype.bytes() as u64;
+        if !bytes.is_multiple_of(16) {
+            self.unsupported(
+                sp,
+                format!(
+                    "view.store of a constant fills whole 16-byte chunks; `{}` is {bytes} bytes",
+                    view.name
+                ),
+            );
+            return;
+        }
+        self.needs_shared_ops = true;
+        let rname = c_ident(&k.roles[role].name);
+        let base = self.row_range_base(dst);
+        let number = k.const_number(value).expect("a constant");
+        self.line(&format!(
+            "// {}.store({number}) ({})",
+            view.name,
+            self.loc(sp)
+        ));
+        // The buffer may still be read by this replica's previous TMA store.
+        self.line(&format!("if ({rname}_thread == 0) cake_bulk_wait_read();"));
+        self.replica_sync(sp);
+        self.line(&format!(
+            "for (int chunk = {rname}_thread; chunk < {}; chunk += {threads}) cake_st_shared_v4({base} + 16 * chunk, 0x{bits:08x}u);",
+            bytes / 16
+        ));
+        self.replica_sync(sp);
+    }
+
+    /// `dst.scatter_add(src, index, offset, valid_rows, counts)`: warp w of the replica owns the
+    /// rows of `dst` whose index is w modulo the warps, so every element has one writer and
+    /// plain loads and stores suffice (shared memory has no native float atomic add). Each warp
+    /// reads the indices of 32 rows at a time, and adds the rows it owns, lane l taking columns
+    /// l, l + 32, ...: up to eight rows side by side when their indices are distinct, else row
+    /// by row. The counts use native integer atomics.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn scatter_add(
+        &mut self,
+        dst: &ViewRef,
+        src: &ViewRef,
+        index: &ViewRef,
+        offset: ExprId,
+        valid_rows: Option<ExprId>,
+        counts: Option<&ViewRef>,
+        sp: Span,
+    ) {
+        let k = self.k;
+        let Some((role, threads)) = self.replica_threads(sp, "scatter_add") else {
+            return;
+        };
+        let (dview, sview) = (k.views[dst.view].clone(), k.views[src.view].clone());
+        if dst.transposed || src.transposed {
+            self.unsupported(sp, "scatter_add is lowered for views without .T");
+            return;
+        }
+        if dview.swizzle != 0 || sview.swizzle != 0 {
+            self.unsupported(sp, format!("scatter_add is lowered for unswizzled views; `{}` has swizzle {} and `{}` swizzle {}", dview.name, dview.swizzle, sview.name, sview.swizzle));
+            return;
+        }
+        let load = match sview.dtype {
+            DType::BF16 => "cake_ld_shared_bf16",
+            DType::F16 => "cake_ld_shared_f16",
+            _ => "cake_ld_shared_f32",
+        };
+        self.needs_shared_ops = true;
+        let rname = c_ident(&k.roles[role].name);
+        let rows = src.rows.map_or(sview.shape[0], |(_, n)| n);
+        let dst_rows = dst.rows.map_or(dview.shape[0], |(_, n)| n);
+        let cols = sview.shape[1];
+        let esize = sview.dtype.bytes();
+        let valid = match valid_rows {
+            Some(e) => format!(" && r0 + lane < ({})", self.ix(e)),
+            None => String::new(),
+        };
+        let off = self.ix(offset);
+        let ibase = self.row_range_base(index);
+        let (sbase, dbase) = (self.row_range_base(src), self.row_range_base(dst));
+        let cbase = counts.map(|c| self.row_range_base(c));
+        let warps = threads / 32;
+        let per_lane = cols.div_ceil(32);
+        let guard = if cols % 32 == 0 {
+            String::new()
+        } else {
+            format!("if (lane + 32 * cc < {cols}) ")
+        };
+        let x_at =
+            |row: &str| format!("{load}({sbase} + {esize} * (({row}) * {cols} + lane + 32 * cc))");
+        let sum_at = |i: &str| format!("{dbase} + 4 * (({i}) * {cols} + lane + 32 * cc)");
+        self.line(&format!(
+            "// {}.scatter_add({} rows by {}) ({})",
+            dview.name,
+            sview.name,
+            k.views[index.view].name,
+            self.loc(sp)
+        ));
+        self.line(&format!(
+            "// Warp w of the {warps} owns the rows i of `{}` with i % {warps} == w: each sum is updated by one warp, in row order, with plain loads and stores (no float atomics, which shared memory lacks: they would be compare-and-swap loops)."
+        , dview.name));
+        self.line("{");
+        self.indent += 1;
+        self.line(&format!(
+            "const int lane = {rname}_thread % 32, owner = {rname}_thread / 32;"
+        ));
+        self.line(&format!("for (int r0 = 0; r0 < {rows}; r0 += 32) {{"));
+        self.indent += 1;
+        self.line(&format!(
+            "const int mine = (r0 + lane < {rows}{valid}) ? cake_ld_shared_s32({ibase} + 4 * (r0 + lane)) - ({off}) : -1;"
+        ));
+        self.line(&format!(
+            "const bool owned = (unsigned)mine < {dst_rows}u && mine % {warps} == owner;"
+        ));
+        if let Some(cb) = &cbase {
+            self.line(&format!(
+                "if (owned) cake_red_shared_add_u32({cb} + 4 * mine, 1u);"
+            ));
+        }
+        self.line("unsigned todo = __ballot_sync(0xffffffffu, owned);");
+        self.line("// Rows with distinct indices can be added side by side; a repeated index is added row by row.");
+        self.line("const unsigned peers = __match_any_sync(0xffffffffu, owned ? mine : ~lane);");
+        self.line("if (!__any_sync(0xffffffffu, owned && __popc(peers) > 1)) {");
+        self.indent += 1;
+        self.line("while (todo) {  // up to eight rows at a time: their loads are issued before their stores");
+        self.indent += 1;
+        self.line(&format!(
+            "int row[8], at[8], n = 0; float x[8][{per_lane}], acc[8][{per_lane}];"
+        ));
+        self.line("#pragma unroll");
+        self.line("for (int u = 0; u < 8; ++u) {");
+        self.indent += 1;
+        self.line("if (!todo) break;  // the same for the whole warp");
+        self.line("row[u] = __ffs(todo) - 1;");
+        self.line("todo &= todo - 1;");
+        self.line("n = u + 1;");
+        self.line("at[u] = __shfl_sync(0xffffffffu, mine, row[u]);");
+        self.line("#pragma unroll");
+        self.line(&format!(
+            "for (int cc = 0; cc < {per_lane}; ++cc) {guard}{{ x[u][cc] = {}; acc[u][cc] = cake_ld_shared_f32({}); }}",
+            x_at("r0 + row[u]"),
+            sum_at("at[u]")
+        ));
+        self.indent -= 1;
+        self.line("}");
+        self.line("#pragma unroll");
+        self.line("for (int u = 0; u < 8; ++u) {");
+        self.indent += 1;
+        self.line("if (u == n) break;");
+        self.line("#pragma unroll");
+        self.line(&format!(
+            "for (int cc = 0; cc < {per_lane}; ++cc) {guard}cake_st_shared_f32({}, acc[u][cc] + x[u][cc]);",
+            sum_at("at[u]")
+        ));
+        self.indent -= 1;
+        self.line("}");
+        self.indent -= 1;
+        self.line("}");
+        self.indent -= 1;
+        self.line("} else {");
+        self.indent += 1;
+        self.line("for (; todo; todo &= todo - 1) {");
+        self.indent += 1;
+        self.line("const int r = __ffs(todo) - 1;");
+        self.line("const int i = __shfl_sync(0xffffffffu, mine, r);");
+        self.line("#pragma unroll");
+        self.line(&format!(
+            "for (int cc = 0; cc < {per_lane}; ++cc) {guard}cake_st_shared_f32({}, cake_ld_shared_f32({}) + {});",
+            sum_at("i"),
+            sum_at("i"),
+            x_at("r0 + r")
+        ));
+        self.indent -= 1;
+        self.line("}");
+        self.indent -= 1;
+        self.line("}");
+        self.indent -= 1;
+        self.line("}");
+        self.indent -= 1;
+        self.line("}");
+    }
+
+    /// The current role and the thread count of one replica, for the shared-memory fills and
+    /// scatter-adds (each replica's threads share its work and synchronise on its own barrier).
+    pub(crate) fn replica_threads(&mut self, sp: Span, what: &str) -> Option<(RoleId, u32)> {
+        let (role, issue_only) = self.role.expect("role");
+        if issue_only {
+            let msg = format!(
+                "{what} needs every thread of role `{}`, whose body one thread issues",
+                self.k.roles[role].name
+            );
+            self.unsupported(sp, msg);
+            return None;
+        }
+        Some((role, self.k.roles[role].unit.threads()))
+    }
+
+    /// The shared address of a view reference, with `.rows(start, n)` applied (unswizzled
+    /// layout: a row is the last axis's elements, or one element of a 1-D view).
+    pub(crate) fn row_range_base(&mut self, v: &ViewRef) -> String {
+        let view = self.k.views[v.view].clone();
+        let base = self.view_base(&ViewRef {
+            rows: None,
+            ..v.clone()
+        });
+        match v.rows {
+            None => base,
+            Some((start, _)) => {
+                let row_bytes = view.shape[1..].iter().product::<u32>() * view.dtype.bytes();
+                format!("({base} + ({}) * {row_bytes})", self.ix(start))
+            }
+        }
+    }
+
+    /// `view.tma_store(tensor, coords)`: every thread of the replica has written and fenced; one
+    /// thread issues one bulk store per swizzle panel and commits them as a group.
+    pub(crate) fn tma_store(&mut self, dst: ParamId, src: &ViewRef, coords: &[ExprId], sp: Span) {
+        let k = self.k;
+        let view = k.views[src.view].clone();
+        let rank = self.rank(dst);
+        if !(1..=3).contains(&rank)
+            || view.shape.len() > rank
+            || src.transposed
+            || (view.shape.len() != 2 && view.panels() != 1)
+        {
+            self.unsupported(
+                sp,
+                "TMA stores are lowered for 2-D views (or whole 1-D views) into tensors of rank 1 to 3",
+            );
+            return;
+        }
+        let (role, _) = self.role.expect("role");
+        let rname = c_ident(&k.roles[role].name);
+        let box_dims = self.tma_box(&view, src.rows.map(|(_, n)| n), rank);
+        let tmap = self.tmap_name(dst, &box_dims, view.swizzle);
+        let mut base = self.view_base(&ViewRef {
+            rows: None,
+            ..src.clone()
+        });
+        if let Some((start, _)) = src.rows {
+            // A row of a 1-D view is one element.
+            let row_bytes = if view.shape.len() == 1 {
+                view.dtype.bytes()
+            } else {
+                view.panel_cols() * view.dtype.bytes()
+            };
+            base = format!("({base} + ({}) * {row_bytes})", self.ix(start));
+        }
+        // Innermost first, as the tensor map orders them.
+        let mut c: Vec<String> = coords.iter().map(|e| self.ix(*e)).collect();
+        c.reverse();
+        if rank != 2 {
+            self.tma_store_ranks.insert(rank);
+        }
+        let panel_bytes =
+            view.shape[0] as u64 * view.panel_cols() as u64 * view.dtype.bytes() as u64;
+        self.line(&format!(
+            "// tma_store {} -> {} ({})",
+            view.name,
+            k.params[dst].name,
+            self.loc(sp)
+        ));
+        self.replica_sync(sp);
+        self.line(&format!("if ({rname}_thread == 0) {{"));
+        self.indent += 1;
+        for p in 0..view.panels() {
+            let addr = if p == 0 {
+                base.clone()
+            } else {
+                format!("{base} + {}", p as u64 * panel_bytes)
+            };
+            let mut cc = c.clone();
+            if p > 0 {
+                cc[0] = format!("{} + {}", c[0], p * view.panel_cols());
+            }
+            self.line(&format!(
+                "cake_tma_store_{rank}d(&{tmap}, {addr}, {});",
+                cc.join(", ")
+            ));
+        }
+        self.line("cake_bulk_commit();");
+        self.indent -= 1;
+        self.line("}");
+    }
+}

@@ -1,0 +1,269 @@
+//! Barriers: the arrival statement for a barrier slot, named barriers and the per-replica syncs
+//! of TMA stores, and the expect-tx bookkeeping of TMA loads.
+
+use super::*;
+
+impl Emitter<'_> {
+    /// `view.tma_load(tensor, coords, barrier, multicast)`: one thread issues one bulk tensor copy
+    /// per swizzle panel, after one `expect_tx` per phase for all of this role's loads signalling
+    /// the barrier; a multicast load fetches this CTA's share of the rows for every CTA.
+    pub(crate) fn tma_load(
+        &mut self,
+        dst: &ViewRef,
+        src: ParamId,
+        coords: &[ExprId],
+        barrier: BarrierId,
+        multicast: u32,
+        sp: Span,
+    ) {
+        let k = self.k;
+        let mc = multicast;
+        // `CAKE-C013` reports these; a verified schedule never gets here.
+        if mc > 1 && (mc != self.cluster_ctas() || k.multicast_problem(dst, mc).is_some()) {
+            self.unsupported(
+                sp,
+                "a multicast TMA load is lowered into a whole 2-D view whose rows split \
+                 evenly over a cluster of exactly `multicast` CTAs",
+            );
+            return;
+        }
+        if dst.transposed || (dst.rows.is_some() && k.views[dst.view].shape.len() != 2) {
+            self.unsupported(
+                sp,
+                "a TMA load writes a 2-D view or a row range of one (no .T)",
+            );
+            return;
+        }
+        let view = k.views[dst.view].clone();
+        let rank = self.rank(src);
+        if !(2..=3).contains(&rank) {
+            self.unsupported(
+                sp,
+                "TMA loads of rank other than 2 or 3 are not lowered yet",
+            );
+            return;
+        }
+        let box_rows = self.box_rows(dst, mc);
+        let box_dims = self.tma_box(&view, box_rows, rank);
+        let tmap = self.tmap_name(src, &box_dims, view.swizzle);
+        let slot = self.barrier_slot(barrier);
+        let mut dst_base = self.view_base(dst);
+        if let Some((start, _)) = dst.rows {
+            // A row range of a panel-major view starts `start` rows into every panel.
+            let row_bytes = view.panel_cols() * view.dtype.bytes();
+            dst_base = format!("({dst_base} + ({}) * {row_bytes})", self.ix(start));
+        }
+        let mut c: Vec<String> = coords.iter().map(|e| self.ix(*e)).collect();
+        c.reverse(); // innermost first
+        self.line(&format!(
+            "// tma_load {} <- {} ({})",
+            view.name,
+            k.params[src].name,
+            self.loc(sp)
+        ));
+        let (role, _) = self.role.expect("inside a role");
+        self.on_one_thread(|me| {
+            // One expect_tx per phase covers every load of this role signalling the barrier.
+            let first_to_barrier = me.first_tma_to(barrier, role, sp);
+            if first_to_barrier {
+                let bytes = me.role_tx_bytes(barrier, role);
+                me.line(&format!("cake_mbar_arrive_expect_tx({slot}, {bytes});"));
+            }
+            // Bytes of one swizzle panel (the whole view when it has one panel).
+            let panel_bytes = view.shape[..view.shape.len() - 1]
+                .iter()
+                .map(|&d| d as u64)
+                .product::<u64>()
+                * view.panel_cols() as u64
+                * view.dtype.bytes() as u64;
+            if mc > 1 {
+                // This CTA loads its share of the rows and delivers it to every CTA.
+                let share = box_rows.unwrap_or(0);
+                let row_bytes = view.panel_cols() * view.dtype.bytes();
+                me.line(&format!(
+                    "// multicast to {mc} CTAs: this one loads rows [{share} * cta_rank, +{share}) of the box"
+                ));
+                dst_base = format!("{dst_base} + cta_rank * {}", share * row_bytes);
+                c[1] = format!("{} + (int)cta_rank * {share}", c[1]);
+            }
+            let mask = (1u32 << mc) - 1;
+            for p in 0..view.panels() {
+                let mut cc = c.clone();
+                if p > 0 {
+                    cc[0] = format!("{} + {}", c[0], p * view.panel_cols());
+                }
+                let dst_addr = if p == 0 {
+                    dst_base.clone()
+                } else {
+                    format!("{dst_base} + {}", p as u64 * panel_bytes)
+                };
+                if mc > 1 {
+                    me.line(&format!(
+                        "cake_tma_load_{rank}d_multicast({dst_addr}, &{tmap}, {slot}, {mask:#x}, {});",
+                        cc.join(", ")
+                    ));
+                } else {
+                    me.line(&format!(
+                        "cake_tma_load_{rank}d({dst_addr}, &{tmap}, {slot}, {});",
+                        cc.join(", ")
+                    ));
+                }
+            }
+        });
+    }
+
+    /// The statement that arrives on barrier `b` at `slot` from the current role. Arrivals on a
+    /// cluster barrier reach every CTA (`cake_ir::sync` counts them): an issuing thread arrives
+    /// in each one; a warp converges, which orders every lane's accesses before the arrivals,
+    /// and lane c arrives in CTA c.
+    pub(crate) fn arrive(&self, b: BarrierId, slot: &str) -> String {
+        if !self.k.barriers[b].cluster || !self.clustered() {
+            return format!("cake_mbar_arrive({slot});");
+        }
+        let n = self.cluster_ctas();
+        match self.role {
+            Some((_, true)) => format!(
+                "for (uint32_t cta = 0; cta < {n}; ++cta) cake_mbar_arrive_cluster({slot}, cta);"
+            ),
+            _ => format!(
+                "{{ __syncwarp(); if (threadIdx.x % 32 < {n}) cake_mbar_arrive_cluster({slot}, threadIdx.x % 32); }}"
+            ),
+        }
+    }
+
+    /// Address of the barrier slot for the current iteration.
+    pub(crate) fn barrier_slot(&self, b: BarrierId) -> String {
+        let bar = &self.k.barriers[b];
+        let name = c_ident(&bar.name);
+        match bar.pipeline {
+            Some(p) => {
+                if self.pipes.iter().any(|(_, q)| *q == p) {
+                    format!("{name} + 8 * {}_stage", c_ident(&self.k.pipelines[p].name))
+                } else {
+                    name
+                }
+            }
+            None => name,
+        }
+    }
+
+    pub(crate) fn first_tma_to(&self, barrier: BarrierId, role: RoleId, sp: Span) -> bool {
+        // The first TMA op (in program order) of this role signalling this barrier.
+        let mut first: Option<Span> = None;
+        self.k.walk(|sid, stmt, ctx| {
+            if first.is_none() && ctx.role == Some(role) {
+                if let Stmt::Op(Op::TmaLoad { barrier: b, .. }) = stmt {
+                    if *b == barrier {
+                        first = Some(self.k.stmts.span(sid));
+                    }
+                }
+            }
+        });
+        first == Some(sp)
+    }
+
+    pub(crate) fn role_tx_bytes(&self, barrier: BarrierId, role: RoleId) -> u64 {
+        let mut bytes = 0;
+        self.k.walk(|_, stmt, ctx| {
+            if ctx.role == Some(role) {
+                if let Stmt::Op(Op::TmaLoad {
+                    dst, barrier: b, ..
+                }) = stmt
+                {
+                    if *b == barrier {
+                        bytes += tma_bytes(self.k, dst);
+                    }
+                }
+            }
+        });
+        bytes
+    }
+
+    /// Whether the role's replicas synchronise their own threads (`replica_sync`): around TMA
+    /// stores, shared-memory fills and scatter-adds.
+    pub(crate) fn role_syncs_replicas(&self, role: RoleId) -> bool {
+        let mut found = false;
+        self.k.walk(|_, stmt, ctx| {
+            if ctx.role == Some(role)
+                && matches!(stmt, Stmt::Op(Op::TmaStore { .. } | Op::ScatterAdd { .. }))
+            {
+                found = true;
+            }
+            if let (Some(r), Stmt::Op(Op::SmemStore { value, .. })) = (ctx.role, stmt) {
+                found |= r == role && self.k.const_number(*value).is_some();
+            }
+        });
+        found
+    }
+
+    /// Synchronise the threads of the current role replica: one hardware named barrier per
+    /// replica of each role that stores through TMA, with ids from 8 up (clear of the ids
+    /// libraries reserve) to 15, the last one the hardware has.
+    pub(crate) fn replica_sync(&mut self, sp: Span) {
+        let (lowest, highest) = (*TMA_STORE_BARRIER_IDS.start(), *TMA_STORE_BARRIER_IDS.end());
+        let (role, _) = self.role.expect("role");
+        let r = &self.k.roles[role];
+        let name = c_ident(&r.name);
+        let threads = r.unit.threads();
+        let replicas = r.replicas();
+        let earlier: Vec<RoleId> = self
+            .k
+            .roles
+            .iter()
+            .map(|(h, _)| h)
+            .take_while(|h| *h != role)
+            .collect();
+        let first_id = lowest
+            + earlier
+                .into_iter()
+                .filter(|h| self.role_syncs_replicas(*h))
+                .map(|h| self.k.roles[h].replicas())
+                .sum::<u32>();
+        if first_id + replicas - 1 > highest {
+            self.unsupported(
+                sp,
+                format!(
+                    "the roles that store through TMA need {} named barriers (ids {lowest}..={}); the hardware has ids up to {highest}",
+                    first_id + replicas - lowest,
+                    first_id + replicas - 1
+                ),
+            );
+            return;
+        }
+        self.line(&format!(
+            "cake_named_sync({first_id} + {name}_index, {threads});"
+        ));
+    }
+
+    /// `lm.sync(nb)`: `bar.sync` on the named barrier's hardware id with the thread count of
+    /// its roles. Ids 1–7 go to named barriers in declaration order (0 is `__syncthreads`, 8–15
+    /// the per-replica barriers of TMA stores).
+    pub(crate) fn named_sync(&mut self, nb: NamedBarrierId, sp: Span) {
+        let k = self.k;
+        let id = NAMED_BARRIER_IDS.start() + nb.index() as u32;
+        if !NAMED_BARRIER_IDS.contains(&id) {
+            self.unsupported(
+                sp,
+                format!(
+                    "more than {} named barriers: hardware ids {NAMED_BARRIER_IDS:?} are theirs ({TMA_STORE_BARRIER_IDS:?} belong to TMA stores)",
+                    NAMED_BARRIER_IDS.end()
+                ),
+            );
+            return;
+        }
+        if let Some((_, true)) = self.role {
+            self.unsupported(
+                sp,
+                "lm.sync in a role whose body one thread issues is not lowered yet: every warp of the role must reach bar.sync",
+            );
+            return;
+        }
+        let b = &k.named_barriers[nb];
+        let threads: u32 = b.roles.iter().map(|r| k.roles[*r].threads()).sum();
+        self.line(&format!(
+            "cake_named_sync({id}, {threads});  // sync {} ({})",
+            b.name,
+            self.loc(sp)
+        ));
+    }
+}

@@ -1,0 +1,108 @@
+//! Tensor memory as a declared resource: the kernel's TMEM regions are allocated in the prologue
+//! (warp 0, before the barrier-initialisation sync), every thread reads the base address after
+//! it, and warp 0 frees the allocation after every role. Keyed on what the kernel declares, like
+//! barrier initialisation; the verifier admits TMEM only on targets that have it (tcgen05).
+
+use super::*;
+
+impl Emitter<'_> {
+    /// Column offset of each TMEM region (declaration order, packed) and the allocation size.
+    fn tmem_columns(&self) -> (Vec<u32>, u32) {
+        let mut offs = Vec::new();
+        let mut cur = 0;
+        for (_, t) in self.k.tmems.iter() {
+            offs.push(cur);
+            cur += t.cols;
+        }
+        (offs, alloc_columns(cur))
+    }
+
+    pub(crate) fn tmem_addr(&self, t: TmemId) -> String {
+        let (offs, _) = self.tmem_columns();
+        match offs[t.index()] {
+            0 => "cake_tmem".into(),
+            c => format!("(cake_tmem + {c})"),
+        }
+    }
+
+    /// Before the barrier-initialisation sync: warp 0 allocates the kernel's TMEM and gives up
+    /// the right to allocate more, then fences its tcgen05 work before the sync (§9.7.16.7).
+    pub(crate) fn tmem_alloc_prologue(&mut self) {
+        if self.k.tmems.is_empty() {
+            return;
+        }
+        let slot = self
+            .layout
+            .tmem_slot
+            .expect("layout reserves the TMEM slot");
+        let (offs, ncols) = self.tmem_columns();
+        let regions: Vec<String> = self
+            .k
+            .tmems
+            .iter()
+            .zip(&offs)
+            .map(|((_, t), o)| format!("{} at column {o}", t.name))
+            .collect();
+        self.line(&format!(
+            "// TMEM: {} column(s) allocated ({}); base address written to shared memory.",
+            ncols,
+            regions.join(", ")
+        ));
+        self.line("if (warp == 0) {");
+        self.indent += 1;
+        self.line(&format!("cake_tmem_alloc(cake_smem + {slot}, {ncols});"));
+        self.line("cake_tmem_relinquish();");
+        self.line("cake_tcgen05_fence_before();");
+        self.indent -= 1;
+        self.line("}");
+    }
+
+    /// After the sync: every thread reads the TMEM base address.
+    pub(crate) fn tmem_base_after_sync(&mut self) {
+        let Some(slot) = self.layout.tmem_slot else {
+            return;
+        };
+        self.line("cake_tcgen05_fence_after();");
+        self.line(&format!(
+            "const uint32_t cake_tmem = cake_ld_shared_b32(cake_smem + {slot});  // lane 0, column of the allocation"
+        ));
+    }
+
+    /// After every role: all TMEM reads and MMAs are complete (every reader waited for them), so
+    /// warp 0 frees the allocation behind a CTA barrier fenced on both sides.
+    pub(crate) fn tmem_dealloc_epilogue(&mut self) {
+        if self.k.tmems.is_empty() {
+            return;
+        }
+        let (_, ncols) = self.tmem_columns();
+        self.line("// Free TMEM once every role is done with it.");
+        self.line("cake_tcgen05_fence_before();");
+        self.line("__syncthreads();");
+        self.line("if (warp == 0) {");
+        self.indent += 1;
+        self.line("cake_tcgen05_fence_after();");
+        self.line(&format!("cake_tmem_dealloc(cake_tmem, {ncols});"));
+        self.indent -= 1;
+        self.line("}");
+    }
+}
+
+/// Columns `tcgen05.alloc` takes for regions of `cols` columns in total: a power of two, at
+/// least 32 (PTX ISA 9.1 §9.7.16.1.2).
+fn alloc_columns(cols: u32) -> u32 {
+    cols.max(32).next_power_of_two()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn alloc_is_a_power_of_two_of_at_least_32_columns() {
+        assert_eq!(alloc_columns(0), 32);
+        assert_eq!(alloc_columns(16), 32);
+        assert_eq!(alloc_columns(128), 128);
+        assert_eq!(alloc_columns(128 + 64 + 64), 256);
+        assert_eq!(alloc_columns(320), 512);
+    }
+}

@@ -1,0 +1,546 @@
+//! The mma.sync backend (sm_80, sm_89, sm_120a, sm_121a): warp-level, synchronous MMAs on
+//! register tiles, fed by cp.async copies into shared memory and ldmatrix loads out of it. Being
+//! synchronous, nothing stays in flight: a release arrives right after its MMA.
+
+use super::{MmaBackend, MmaCall};
+use crate::emit::*;
+use cake_diag::Span;
+use cake_ir::*;
+use cake_target::MmaFamily;
+use std::collections::BTreeSet;
+
+pub(crate) struct MmaSync;
+
+/// What the mma.sync backend records while it emits.
+#[derive(Default)]
+pub(crate) struct State {
+    /// mma.sync instructions used: (k, A type, B type).
+    shapes: BTreeSet<(u32, &'static str, &'static str)>,
+    /// Swizzle modes whose address function the generated code uses.
+    swizzles: BTreeSet<u32>,
+}
+
+impl MmaBackend for MmaSync {
+    fn infer_layouts(&self, e: &mut Emitter) {
+        e.infer_mma_sync_layouts();
+    }
+
+    fn prelude(&self, e: &Emitter, out: &mut String) {
+        out.push_str(CP_ASYNC);
+        out.push_str(MMA_SYNC);
+        for s in &e.mma.mma_sync.swizzles {
+            out.push_str(&swizzle_fn(*s));
+        }
+        for (kk, a, b) in &e.mma.mma_sync.shapes {
+            out.push('\n');
+            out.push_str(&mma_sync_fn(*kk, a, b));
+        }
+    }
+
+    /// Where this thread's mma.sync accumulator registers sit in each m16n8 tile.
+    fn warp_role_lanes(&self, e: &mut Emitter) {
+        e.line("const int lane = (int)threadIdx.x % 32;");
+        e.line("const int lane_row = lane / 4;  // and +8, every 16 rows");
+        e.line("const int lane_col = 2 * (lane % 4);  // and +1, every 8 columns");
+        e.line("(void)lane; (void)lane_row; (void)lane_col;");
+    }
+
+    fn mma(&self, e: &mut Emitter, m: &MmaCall) {
+        e.mma_sync_op(m);
+    }
+
+    fn cp_async(
+        &self,
+        e: &mut Emitter,
+        dst: &ViewRef,
+        src: ParamId,
+        coords: &[ExprId],
+        barrier: BarrierId,
+        sp: Span,
+    ) {
+        e.cp_async(dst, src, coords, barrier, sp);
+    }
+
+    fn ldmatrix(&self, e: &mut Emitter, dst: FragId, src: &ViewRef, sp: Span) {
+        e.ldmatrix(dst, src, sp);
+    }
+}
+
+impl Emitter<'_> {
+    /// mma.sync register layouts: each MMA's accumulator and its `a` fragment (loaded by
+    /// ldmatrix), per warp. Anything else in registers is a coverage gap of this generator.
+    fn infer_mma_sync_layouts(&mut self) {
+        for (sid, op, _) in self.ops() {
+            // An ldmatrix destination holds the A-operand layout whether or not an MMA reads it.
+            if let Op::Ldmatrix { dst, .. } = op {
+                let f = &self.k.fragments[dst];
+                let k_bytes = f.shape.get(1).copied().unwrap_or(0) * f.dtype.bytes();
+                if f.shape.len() == 2
+                    && f.shape[0].is_multiple_of(16)
+                    && k_bytes.is_multiple_of(32)
+                    && f.buffers == 1
+                {
+                    self.frag_layouts.insert(
+                        dst,
+                        FragLayout::MmaA {
+                            m: f.shape[0],
+                            k_bytes,
+                        },
+                    );
+                }
+                continue;
+            }
+            let Op::Mma { acc, a, .. } = op else { continue };
+            let sp = self.k.stmts.span(sid);
+            let Operand::Frag(f) = acc else {
+                self.unsupported(
+                    sp,
+                    "mma.sync keeps its accumulator in registers: `acc` must be a fragment",
+                );
+                continue;
+            };
+            let frag = &self.k.fragments[f];
+            let role = &self.k.roles[frag.role];
+            let (m, n) = (
+                frag.shape.first().copied().unwrap_or(0),
+                frag.shape.get(1).copied().unwrap_or(0),
+            );
+            if role.unit != RoleUnit::Warp || frag.shape.len() != 2 || m % 16 != 0 || n % 16 != 0 {
+                self.unsupported(sp, format!("an mma.sync accumulator is an (M, N) fragment of a warp role with M a multiple of 16 and N of 16; `{}` is {:?} on role `{}` ({})", frag.name, frag.shape, role.name, if role.unit == RoleUnit::Warp { "warps" } else { "warpgroups" }));
+                continue;
+            }
+            if frag.dtype != DType::F32 {
+                self.unsupported(
+                    sp,
+                    format!(
+                        "mma.sync accumulators are lowered in f32; `{}` is {}",
+                        frag.name, frag.dtype
+                    ),
+                );
+                continue;
+            }
+            if frag.buffers != 1 {
+                self.unsupported(
+                    sp,
+                    format!(
+                        "double-buffered fragments (`{}`) are lowered for wgmma only",
+                        frag.name
+                    ),
+                );
+                continue;
+            }
+            self.frag_layouts.insert(f, FragLayout::MmaAcc { m, n });
+            if let Operand::Frag(af) = a {
+                let fa = &self.k.fragments[af];
+                let k_bytes = fa.shape.get(1).copied().unwrap_or(0) * fa.dtype.bytes();
+                if fa.shape.len() != 2
+                    || !fa.shape[0].is_multiple_of(16)
+                    || !k_bytes.is_multiple_of(32)
+                    || fa.buffers != 1
+                {
+                    self.unsupported(sp, format!("an mma.sync `a` fragment is (M, K) with M a multiple of 16 and K a multiple of 32 bytes; `{}` is {:?} {}", fa.name, fa.shape, fa.dtype));
+                    continue;
+                }
+                self.frag_layouts.insert(
+                    af,
+                    FragLayout::MmaA {
+                        m: fa.shape[0],
+                        k_bytes,
+                    },
+                );
+            }
+        }
+    }
+
+    /// Byte address of element row `row`, byte column `cb` of one stage of `view` (`base` is the
+    /// stage's address), through the view's panels and swizzle — the one address function the
+    /// cp.async writes and the ldmatrix reads of a view share.
+    fn smem_addr(&mut self, view: &View, base: &str, row: &str, cb: &str) -> String {
+        let eb = view.dtype.bytes();
+        let prb = view.panel_cols() * eb;
+        if view.swizzle == 0 {
+            return format!("{base} + ({row}) * {prb} + ({cb})");
+        }
+        self.mma.mma_sync.swizzles.insert(view.swizzle);
+        let s = view.swizzle;
+        if view.panels() == 1 {
+            format!("{base} + cake_swizzle{s}(({row}) * {prb} + ({cb}))")
+        } else {
+            let panel_bytes = view.shape[0] as u64 * prb as u64;
+            format!(
+                "{base} + cake_swizzle{s}((({cb}) / {prb}) * {panel_bytes} + ({row}) * {prb} + ({cb}) % {prb})"
+            )
+        }
+    }
+
+    /// `view.cp_async(tensor, coords, barrier)`: every thread of the role copies its share of the
+    /// tile in 16-byte chunks (chunk c of the tile goes to thread c mod threads), zero-filling
+    /// what lies past the tensor's rows or columns through the source-size operand, then arrives
+    /// on the barrier's current slot once its copies have landed (`cp.async.mbarrier.arrive
+    /// .noinc`: one of the role's `threads` arrivals per phase this statement contributes).
+    fn cp_async(
+        &mut self,
+        dst: &ViewRef,
+        src: ParamId,
+        coords: &[ExprId],
+        barrier: BarrierId,
+        sp: Span,
+    ) {
+        let k = self.k;
+        let view = k.views[dst.view].clone();
+        let ParamKind::Tensor { dims, .. } = k.params[src].kind.clone() else {
+            return;
+        };
+        if view.shape.len() != 2 || dims.len() != 2 || dst.transposed || dst.rows.is_some() {
+            self.unsupported(
+                sp,
+                "cp_async is lowered for a whole 2-D view (no .rows, no .T) from a 2-D tensor",
+            );
+            return;
+        }
+        let eb = view.dtype.bytes();
+        let (rows, cols) = (view.shape[0], view.shape[1]);
+        if !(cols * eb).is_multiple_of(16) {
+            self.unsupported(
+                sp,
+                format!(
+                    "cp_async copies 16-byte chunks; a row of `{}` is {} bytes",
+                    view.name,
+                    cols * eb
+                ),
+            );
+            return;
+        }
+        let (role, _) = self.role.expect("role");
+        let r = &k.roles[role];
+        let threads = r.threads();
+        let first = r.warps().into_iter().min().unwrap_or(0) * 32;
+        let per_row = cols * eb / 16;
+        let elems = 16 / eb;
+        let total = rows * per_row;
+        let per_thread = total.div_ceil(threads);
+        let (r0, c0) = (self.ix(coords[0]), self.ix(coords[1]));
+        let (rext, cext) = (self.extent_text(&dims[0]), self.extent_text(&dims[1]));
+        let base = self.view_base(dst);
+        let slot = self.barrier_slot(barrier);
+        let tname = c_ident(&k.params[src].name);
+        let addr = self.smem_addr(&view, &base, "row", &format!("col * {eb}"));
+        let arrivals = self.facts[barrier.index()].arrival_count();
+        self.line(&format!(
+            "{{  // cp_async {} <- {} ({}): {total} chunks of 16 B, {per_thread} per thread of role {}",
+            view.name,
+            k.params[src].name,
+            self.loc(sp),
+            r.name
+        ));
+        self.indent += 1;
+        self.line("#pragma unroll");
+        self.line(&format!("for (int c = 0; c < {per_thread}; ++c) {{"));
+        self.indent += 1;
+        self.line(&format!(
+            "const int chunk = ((int)threadIdx.x - {first}) + {threads} * c;"
+        ));
+        if !total.is_multiple_of(threads) {
+            self.line(&format!("if (chunk >= {total}) break;"));
+        }
+        self.line(&format!("const int row = chunk / {per_row};"));
+        self.line(&format!("const int col = (chunk % {per_row}) * {elems};"));
+        self.line(&format!("const int g_row = {r0} + row;"));
+        self.line(&format!("const int g_col = {c0} + col;"));
+        self.line("// Bytes of the chunk inside the tensor; the rest is zero-filled (none: nothing is read).");
+        self.line(&format!(
+            "const int valid = g_row < {rext} ? max(0, min({elems}, {cext} - g_col)) * {eb} : 0;"
+        ));
+        self.line(&format!(
+            "cake_cp_async_16({addr}, {tname} + (valid > 0 ? (size_t)g_row * {cext} + g_col : 0), valid);"
+        ));
+        self.indent -= 1;
+        self.line("}");
+        self.line(&format!(
+            "cake_cp_async_mbar_arrive({slot});  // completes on {} once this thread's copies land (1 of {arrivals} arrivals per phase)",
+            k.barriers[barrier].name
+        ));
+        self.indent -= 1;
+        self.line("}");
+    }
+
+    /// `lm.ldmatrix(frag, view)` into an mma.sync `a` fragment: one ldmatrix.x4 per 16 rows and
+    /// 32 bytes of K. Lanes 0-15 address rows 0-15 at the k-step's first 16 bytes, lanes 16-31
+    /// the same rows at its second 16 bytes, so the four registers are the m16n8k16 A fragment
+    /// (a0: rows 0-7, a1: rows 8-15, a2/a3: the same rows 16 bytes on).
+    fn ldmatrix(&mut self, dst: FragId, src: &ViewRef, sp: Span) {
+        let k = self.k;
+        let Some(FragLayout::MmaA { m, k_bytes }) = self.frag_layouts.get(&dst).copied() else {
+            self.unsupported(
+                sp,
+                format!(
+                    "lm.ldmatrix is lowered into the `a` fragment of an mma.sync; `{}` is not one",
+                    k.fragments[dst].name
+                ),
+            );
+            return;
+        };
+        let view = k.views[src.view].clone();
+        if view.shape.len() != 2 || src.transposed {
+            self.unsupported(
+                sp,
+                "lm.ldmatrix is lowered from a 2-D view as stored (ldmatrix .trans is not lowered yet)",
+            );
+            return;
+        }
+        let start = match src.rows {
+            Some((start, _)) => self.ix(start),
+            None => "0".into(),
+        };
+        let base = self.view_base(src);
+        let kt = k_bytes / 32;
+        let name = self.frag_name(dst);
+        let addr = self.smem_addr(&view, &base, "row", "cb");
+        let open = format!(
+            "{{  // ldmatrix {} <- {} ({}): {} x {kt} ldmatrix.x4",
+            k.fragments[dst].name,
+            view.name,
+            self.loc(sp),
+            m / 16
+        );
+        self.braced(&open, |me| {
+            me.unrolled(
+                &format!("for (int mt = 0; mt < {}; ++mt) {{", m / 16),
+                |me| {
+                    me.unrolled(&format!("for (int kt = 0; kt < {kt}; ++kt) {{"), |me| {
+                        me.ldmatrix_a(&start, &format!("{name} + 4 * (mt * {kt} + kt)"), &addr)
+                    })
+                },
+            )
+        });
+    }
+
+    /// One ldmatrix.x4 of the A registers of 16-row tile `mt` at k-step `kt` (both in scope):
+    /// lanes 0-15 address rows 0-15 at the k-step's first 16 bytes, lanes 16-31 the same rows
+    /// at its second 16 bytes. `start` is the first row, `addr` the address of (`row`, `cb`).
+    fn ldmatrix_a(&mut self, start: &str, dst: &str, addr: &str) {
+        self.line(&format!("const int row = {start} + 16 * mt + lane % 16;"));
+        self.line("const int cb = 32 * kt + (lane / 16) * 16;");
+        self.line(&format!("cake_ldmatrix_x4({dst}, {addr});"));
+    }
+
+    /// `lm.mma(acc, a_frag, view.T)` on mma.sync: for each 32-byte k-step and each pair of
+    /// 8-column tiles, the B registers are loaded with one ldmatrix.x4 from the (N, K) view — its
+    /// rows are B's columns with K contiguous, which is the `.col` B operand as stored, so no
+    /// `.trans` — and one m16n8 MMA per 16-row tile and column tile follows. mma.sync is
+    /// synchronous: a release arrives right after, every thread's shared reads being done.
+    fn mma_sync_op(&mut self, m: &MmaCall) {
+        let (acc, a, b, accumulate, release, sp) = (m.acc, m.a, m.b, m.accumulate, m.release, m.sp);
+        let k = self.k;
+        let (Operand::Frag(accf), Operand::Smem(bv)) = (acc, b) else {
+            self.unsupported(sp, format!("on {}, lm.mma is lowered with the accumulator in a fragment and `b` in shared memory", self.target.name));
+            return;
+        };
+        let Some(FragLayout::MmaAcc { m, n }) = self.frag_layouts.get(accf).copied() else {
+            return;
+        };
+        // `a` in registers (an lm.ldmatrix fragment), or in shared memory: then its registers
+        // are loaded here, per k-step, with the same ldmatrix.x4 pattern lm.ldmatrix uses.
+        let (k_bytes, adt) = match a {
+            Operand::Frag(af) => match self.frag_layouts.get(af).copied() {
+                Some(FragLayout::MmaA { k_bytes, .. }) => (k_bytes, k.fragments[*af].dtype),
+                _ => return,
+            },
+            Operand::Smem(av) if !av.transposed && k.views[av.view].shape.len() == 2 => {
+                let v = &k.views[av.view];
+                (v.shape[1] * v.dtype.bytes(), v.dtype)
+            }
+            _ => {
+                self.unsupported(sp, "on mma.sync, `a` is a fragment loaded by lm.ldmatrix or an (M, K) view as stored (no .T)");
+                return;
+            }
+        };
+        if k_bytes % 32 != 0 {
+            self.unsupported(
+                sp,
+                format!("mma.sync k-steps are 32 bytes; K of `a` is {k_bytes} bytes"),
+            );
+            return;
+        }
+        let bview = k.views[bv.view].clone();
+        if !bv.transposed || bview.shape.len() != 2 {
+            self.unsupported(
+                sp,
+                "only a K-major `b` is lowered: the transpose of an (N, K) view",
+            );
+            return;
+        }
+        let bdt = bview.dtype;
+        let ptx = |d: DType| match d {
+            DType::BF16 => Some("bf16"),
+            DType::F16 => Some("f16"),
+            DType::E4M3 => Some("e4m3"),
+            DType::E5M2 => Some("e5m2"),
+            _ => None,
+        };
+        let (Some(an), Some(bn)) = (ptx(adt), ptx(bdt)) else {
+            self.unsupported(
+                sp,
+                format!("mma.sync with {adt} x {bdt} inputs is not lowered yet"),
+            );
+            return;
+        };
+        let Some(kk) = cake_target::mma_instr_k(MmaFamily::MmaSync, adt) else {
+            return;
+        };
+        if kk * adt.bytes() != 32 {
+            self.unsupported(sp, format!("mma.sync k{kk} with {adt} is not lowered yet"));
+            return;
+        }
+        self.mma.mma_sync.shapes.insert((kk, an, bn));
+        let func = mma_sync_name(kk, an, bn);
+        let (mt, nt, kt) = (m / 16, n / 8, k_bytes / 32);
+        let bstart = match bv.rows {
+            Some((start, _)) => self.ix(start),
+            None => "0".into(),
+        };
+        let bbase = self.view_base(bv);
+        let baddr = self.smem_addr(&bview, &bbase, "row", "cb");
+        let accn = self.frag_name(*accf);
+        // The A registers of (16-row tile mt, k-step kt): the fragment's, or `a_regs[mt]` loaded
+        // at the top of each k-step.
+        let (afn, a_of) = match a {
+            Operand::Frag(af) => {
+                let n = self.frag_name(*af);
+                (n.clone(), format!("{n} + 4 * (mt * {kt} + kt)"))
+            }
+            Operand::Smem(av) => (k.views[av.view].name.clone(), "a_regs[mt]".to_string()),
+            _ => unreachable!(),
+        };
+        let pred = self.ix(accumulate);
+        self.line(&format!(
+            "{{  // mma {accn} += {afn} * {}.T ({}): mma.sync m16n8k{kk}, {mt} x {nt} tiles, {kt} k-step(s); B through ldmatrix.x4",
+            bview.name,
+            self.loc(sp)
+        ));
+        self.indent += 1;
+        if !matches!(k.exprs[accumulate].kind, ExprKind::Bool(true)) {
+            self.line(&format!("if (!({pred})) {{"));
+            self.indent += 1;
+            self.line("#pragma unroll");
+            self.line(&format!(
+                "for (int r = 0; r < {}; ++r) {accn}[r] = 0.0f;",
+                m * n / 32
+            ));
+            self.indent -= 1;
+            self.line("}");
+        }
+        self.line("#pragma unroll");
+        self.line(&format!("for (int kt = 0; kt < {kt}; ++kt) {{"));
+        self.indent += 1;
+        if let Operand::Smem(av) = a {
+            let view = k.views[av.view].clone();
+            let start = match av.rows {
+                Some((start, _)) => self.ix(start),
+                None => "0".into(),
+            };
+            let base = self.view_base(av);
+            let addr = self.smem_addr(&view, &base, "row", "cb");
+            self.line(&format!(
+                "uint32_t a_regs[{mt}][4];  // A of this k-step, as lm.ldmatrix would load it"
+            ));
+            self.unrolled(&format!("for (int mt = 0; mt < {mt}; ++mt) {{"), |me| {
+                me.ldmatrix_a(&start, "a_regs[mt]", &addr)
+            });
+        }
+        self.line("#pragma unroll");
+        self.line(&format!("for (int np = 0; np < {}; ++np) {{", nt / 2));
+        self.indent += 1;
+        self.line("// Column tiles 2np and 2np+1: lanes 0-7 and 16-23 address their rows of the view, lanes 8-15 and 24-31 the same rows 16 bytes on.");
+        self.line(&format!(
+            "const int row = {bstart} + 16 * np + (lane / 16) * 8 + lane % 8;"
+        ));
+        self.line("const int cb = 32 * kt + ((lane / 8) % 2) * 16;");
+        self.line("uint32_t b_regs[4];");
+        self.line(&format!("cake_ldmatrix_x4(b_regs, {baddr});"));
+        self.unrolled(&format!("for (int mt = 0; mt < {mt}; ++mt) {{"), |me| {
+            me.line(&format!(
+                "{func}({accn} + 4 * (mt * {nt} + 2 * np), {a_of}, b_regs);"
+            ));
+            me.line(&format!(
+                "{func}({accn} + 4 * (mt * {nt} + 2 * np + 1), {a_of}, b_regs + 2);"
+            ));
+        });
+        self.indent -= 1;
+        self.line("}");
+        self.indent -= 1;
+        self.line("}");
+        if let Some(bar) = release {
+            let slot = self.barrier_slot(bar);
+            let arrive = self.arrive(bar, &slot);
+            self.line(&format!(
+                "{arrive}  // release {}: this thread's reads of the stage are done (mma.sync is synchronous)",
+                k.barriers[bar].name
+            ));
+        }
+        self.indent -= 1;
+        self.line("}");
+    }
+}
+
+/// cp.async (sm_80 and later): one 16-byte chunk global → shared, zero-filled beyond `src_bytes`
+/// (0 fills the whole chunk: the source is not read), and the arrive that completes on an
+/// mbarrier once every cp.async this thread issued before it has landed. `.noinc`: the arrival
+/// is one of those the barrier was initialised to expect.
+const CP_ASYNC: &str = r#"
+static __device__ __forceinline__ void cake_cp_async_16(uint32_t dst, const void* src, uint32_t src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
+static __device__ __forceinline__ void cake_cp_async_mbar_arrive(uint32_t bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared.b64 [%0];" :: "r"(bar) : "memory");
+}
+"#;
+
+/// ldmatrix and mma.sync (sm_80 and later).
+const MMA_SYNC: &str = r#"
+// Four 8x8 b16 matrices: lanes 8i..8i+7 give the row addresses of matrix i; thread t receives
+// row t/4, elements 2(t%4) and 2(t%4)+1 of each matrix, one 32-bit register per matrix.
+static __device__ __forceinline__ void cake_ldmatrix_x4(uint32_t* r, uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
+}
+"#;
+
+/// The wrapper's name: `cake_mma_m16n8k16_f32_bf16`, or `..._e4m3_e5m2` for mixed FP8 inputs.
+fn mma_sync_name(k: u32, a: &str, b: &str) -> String {
+    if a == b {
+        format!("cake_mma_m16n8k{k}_f32_{a}")
+    } else {
+        format!("cake_mma_m16n8k{k}_f32_{a}_{b}")
+    }
+}
+
+/// One `mma.sync.aligned.m16n8k{k}.row.col.f32.{a}.{b}.f32` wrapper: `a` points at the four A
+/// registers, `b` at the two B registers, `d` at the four f32 accumulators.
+fn mma_sync_fn(k: u32, a: &str, b: &str) -> String {
+    let name = mma_sync_name(k, a, b);
+    format!(
+        r#"static __device__ __forceinline__ void {name}(float* d, const uint32_t* a, const uint32_t* b) {{
+  asm volatile("mma.sync.aligned.m16n8k{k}.row.col.f32.{a}.{b}.f32 {{%0, %1, %2, %3}}, {{%4, %5, %6, %7}}, {{%8, %9}}, {{%0, %1, %2, %3}};"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}}
+"#
+    )
+}
+
+/// The shared-memory swizzle of a view, as a function of the byte offset from a 1024-byte aligned
+/// base: the 16-byte chunk index (bits 4..) XOR the 128-byte line index (bits 7..), over 1, 2 or
+/// 3 bits for the 32B, 64B and 128B modes — the pattern TMA and wgmma use for the same tags.
+fn swizzle_fn(swizzle: u32) -> String {
+    let bits = match swizzle {
+        32 => 1,
+        64 => 2,
+        128 => 3,
+        _ => 0,
+    };
+    let mask = (1u32 << bits) - 1;
+    format!(
+        "static __device__ __forceinline__ uint32_t cake_swizzle{swizzle}(uint32_t off) {{ return off ^ (((off >> 7) & {mask}u) << 4); }}\n"
+    )
+}

@@ -1,0 +1,155 @@
+//! The MMA families as backends. Everything that differs between mma.sync (sm_80 … sm_121a),
+//! wgmma (sm_90a) and tcgen05 (sm_100a, sm_103a) is a method of [`MmaBackend`]; the emitter
+//! holds the backend `lower` picked from the target's MMA family and asks it at each of those
+//! points, never testing the family itself. Adding a family is one file here, one arm in
+//! `lower`'s match, and the target's data — and the compiler lists every method to decide.
+//!
+//! Backends are zero-sized: their per-kernel state (instruction variants used, MMA groups in
+//! flight) lives in [`MmaState`] inside the emitter, so a method borrows the emitter mutably and
+//! the backend immutably without a fight (`let b = e.backend; b.method(e, …)`).
+
+mod mma_sync;
+mod tcgen05;
+mod wgmma;
+
+pub(crate) use mma_sync::MmaSync;
+pub(crate) use tcgen05::Tcgen05;
+pub(crate) use wgmma::Wgmma;
+
+use crate::emit::*;
+use cake_diag::Span;
+use cake_ir::*;
+
+/// One `lm.mma` as the emitter hands it to the backend.
+pub(crate) struct MmaCall<'o> {
+    pub(crate) acc: &'o Operand,
+    pub(crate) a: &'o Operand,
+    pub(crate) b: &'o Operand,
+    pub(crate) accumulate: ExprId,
+    pub(crate) release: Option<BarrierId>,
+    pub(crate) sp: Span,
+}
+
+/// What backends record while the body is emitted, read back for the prelude and for ordering.
+#[derive(Default)]
+pub(crate) struct MmaState {
+    pub(crate) mma_sync: mma_sync::State,
+    pub(crate) wgmma: wgmma::State,
+}
+
+/// The points where MMA families differ. Defaults are what a family without the feature does:
+/// nothing, or — for an operation it has no instruction for — the same "not lowered" record
+/// every family gives.
+pub(crate) trait MmaBackend: Sync {
+    /// Register layouts of the fragments this family's MMAs and loads use; what it cannot
+    /// place is recorded as not lowered.
+    fn infer_layouts(&self, e: &mut Emitter);
+
+    /// The family's prelude sections (helpers and one wrapper per instruction variant used),
+    /// after the target's common ones.
+    fn prelude(&self, e: &Emitter, out: &mut String);
+
+    /// Inside a role made of warps (not warpgroups): the per-lane coordinates the family's
+    /// register tiles need.
+    fn warp_role_lanes(&self, _e: &mut Emitter) {}
+
+    /// Before any operation of a role (wgmma: retire in-flight groups whose accumulator the
+    /// operation reads or overwrites).
+    fn before_op(&self, _e: &mut Emitter, _op: &Op) {}
+
+    /// After an mbarrier wait of `role` (tcgen05: order the role's tcgen05 work after it).
+    fn after_wait(&self, _e: &mut Emitter, _role: RoleId) {}
+
+    /// Before an arrival of `role` (tcgen05: order the role's tcgen05 work before it).
+    fn before_arrive(&self, _e: &mut Emitter, _role: RoleId) {}
+
+    /// `lm.mma`.
+    fn mma(&self, e: &mut Emitter, m: &MmaCall);
+
+    /// A pipelined loop whose body fits the family's double-buffered-accumulator pattern, emitted
+    /// whole; `false` (the default) when there is none and the plain loop follows.
+    fn double_buffered_loop(
+        &self,
+        _e: &mut Emitter,
+        _lp: &RangeLoop,
+        _p: PipelineId,
+        _body: &Block,
+    ) -> bool {
+        false
+    }
+
+    /// Around a range loop: `emit` writes the loop itself; the family adds what must precede or
+    /// follow it (wgmma: releases deferred by one iteration, retiring the loop's MMA groups).
+    fn range_loop(
+        &self,
+        e: &mut Emitter,
+        _pipeline: Option<PipelineId>,
+        _body: &Block,
+        emit: &mut dyn FnMut(&mut Emitter),
+    ) {
+        emit(e)
+    }
+
+    /// `view.cp_async(tensor, coords, barrier)`.
+    fn cp_async(
+        &self,
+        e: &mut Emitter,
+        _dst: &ViewRef,
+        _src: ParamId,
+        _coords: &[ExprId],
+        _barrier: BarrierId,
+        sp: Span,
+    ) {
+        e.not_lowered("CpAsync", sp)
+    }
+
+    /// `lm.ldmatrix(frag, view)`.
+    fn ldmatrix(&self, e: &mut Emitter, _dst: FragId, _src: &ViewRef, sp: Span) {
+        e.not_lowered("Ldmatrix", sp)
+    }
+
+    /// `lm.commit(barrier)`.
+    fn commit(&self, e: &mut Emitter, _barrier: BarrierId, sp: Span) {
+        e.not_lowered("Commit", sp)
+    }
+
+    /// `lm.tmem_load(frag, region)`.
+    fn tmem_load(&self, e: &mut Emitter, _dst: FragId, _src: TmemId, sp: Span) {
+        e.not_lowered("TmemLoad", sp)
+    }
+
+    /// `lm.tmem_store(region, value)`.
+    fn tmem_store(&self, e: &mut Emitter, _dst: TmemId, _value: ExprId, sp: Span) {
+        e.not_lowered("TmemStore", sp)
+    }
+
+    /// `lm.tmem_copy(region, view)`.
+    fn tmem_copy(&self, e: &mut Emitter, _dst: TmemId, _src: &ViewRef, sp: Span) {
+        e.not_lowered("TmemCopy", sp)
+    }
+}
+
+impl Emitter<'_> {
+    /// Byte address (expression) of the K-major operand tile at k-step `kk` of a 2-D view with
+    /// 128B swizzle: what a wgmma or tcgen05 shared-memory descriptor starts at.
+    fn wgmma_operand(&mut self, v: &ViewRef, kk: u32, k_step: u32, sp: Span) -> Option<String> {
+        let view = self.k.views[v.view].clone();
+        if view.shape.len() != 2 || view.swizzle != 128 {
+            self.unsupported(sp, format!("wgmma operands are lowered from 2-D views with 128B swizzle; `{}` has swizzle {}", view.name, view.swizzle));
+            return None;
+        }
+        let elem = view.dtype.bytes();
+        let panel_cols = view.panel_cols();
+        let k_elem = kk * k_step;
+        let panel = k_elem / panel_cols;
+        let within = (k_elem % panel_cols) * elem;
+        let rows_total = view.shape[0];
+        let base = self.view_base(v);
+        let row_off = match v.rows {
+            Some((start, _)) => format!(" + ({}) * {}", self.ix(start), panel_cols * elem),
+            None => String::new(),
+        };
+        let off = panel as u64 * rows_total as u64 * (panel_cols * elem) as u64 + within as u64;
+        Some(format!("{base} + {off}{row_off}"))
+    }
+}

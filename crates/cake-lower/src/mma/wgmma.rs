@@ -1,0 +1,521 @@
+//! The wgmma backend (sm_90a): warpgroup MMAs issued asynchronously in committed groups. What
+//! sets it apart is keeping groups in flight — a stage's release can lag one iteration, a
+//! double-buffered accumulator lets the next MMA overlap this iteration's epilogue — and
+//! retiring them before anything touches their accumulator registers.
+
+use super::{MmaBackend, MmaCall};
+use crate::emit::*;
+use cake_diag::Span;
+use cake_ir::*;
+use std::collections::BTreeSet;
+
+pub(crate) struct Wgmma;
+
+/// What the wgmma backend records while it emits.
+#[derive(Default)]
+pub(crate) struct State {
+    /// wgmma shapes used with both operands in shared memory: (N, input type).
+    shapes: BTreeSet<(u32, &'static str)>,
+    /// wgmma shapes whose A operand is in registers: (N, input type).
+    rs_shapes: BTreeSet<(u32, &'static str)>,
+    /// Accumulators of groups committed and not yet waited for: an operation that reads or
+    /// overwrites one must first wait for them to retire.
+    in_flight: BTreeSet<FragId>,
+    /// Barriers whose release is deferred by one iteration (one group stays in flight).
+    deferred_release: Vec<(BarrierId, PipelineId)>,
+}
+
+impl MmaBackend for Wgmma {
+    fn infer_layouts(&self, e: &mut Emitter) {
+        e.infer_warpgroup_layouts();
+    }
+
+    fn prelude(&self, e: &Emitter, out: &mut String) {
+        out.push_str(WGMMA);
+        for (n, input) in &e.mma.wgmma.shapes {
+            out.push('\n');
+            out.push_str(&wgmma_fn(*n, input));
+        }
+        for (n, input) in &e.mma.wgmma.rs_shapes {
+            out.push('\n');
+            out.push_str(&wgmma_rs_fn(*n, input));
+        }
+    }
+
+    fn before_op(&self, e: &mut Emitter, op: &Op) {
+        e.retire_mmas_before(op);
+    }
+
+    fn mma(&self, e: &mut Emitter, m: &MmaCall) {
+        e.wgmma(m);
+    }
+
+    fn double_buffered_loop(
+        &self,
+        e: &mut Emitter,
+        lp: &RangeLoop,
+        p: PipelineId,
+        body: &Block,
+    ) -> bool {
+        match cake_ir::sync::double_buffered_mma(e.k, body, p) {
+            Some(pair) => {
+                e.double_buffered_loop(lp, p, pair, body);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// A release after wgmma lags one iteration so one MMA group stays in flight; after the
+    /// loop, every group of it retires and the last deferred releases arrive.
+    fn range_loop(
+        &self,
+        e: &mut Emitter,
+        pipeline: Option<PipelineId>,
+        body: &Block,
+        emit: &mut dyn FnMut(&mut Emitter),
+    ) {
+        let k = e.k;
+        let deferred: Vec<(BarrierId, PipelineId)> = match pipeline {
+            Some(p) => body
+                .iter()
+                .filter_map(|&s| match &k.stmts[s] {
+                    Stmt::Op(Op::Mma {
+                        release: Some(b), ..
+                    }) if k.barriers[*b].pipeline == Some(p)
+                        && cake_ir::sync::defers_release(k, body, s) =>
+                    {
+                        Some((*b, p))
+                    }
+                    _ => None,
+                })
+                .collect(),
+            None => Vec::new(),
+        };
+        let has_mma = body
+            .iter()
+            .any(|&s| matches!(&k.stmts[s], Stmt::Op(Op::Mma { .. })));
+        for (bar, _) in &deferred {
+            e.line(&format!(
+                "int {}_pending = -1;  // stage whose release waits for its MMAs to retire",
+                c_ident(&k.barriers[*bar].name)
+            ));
+        }
+        let saved = std::mem::replace(&mut e.mma.wgmma.deferred_release, deferred.clone());
+        emit(e);
+        e.mma.wgmma.deferred_release = saved;
+        if has_mma {
+            e.line("cake_wgmma_wait<0>();  // every MMA of the loop has retired");
+            e.mma.wgmma.in_flight.clear();
+        }
+        for (bar, _) in &deferred {
+            let bn = c_ident(&k.barriers[*bar].name);
+            let pending = format!("{bn}_pending >= 0");
+            let arrive = e.wgmma_release(*bar, &format!("{bn} + 8 * {bn}_pending"), Some(&pending));
+            e.line(&arrive);
+        }
+    }
+}
+
+impl Emitter<'_> {
+    /// A pipelined loop whose MMA writes a double-buffered accumulator: iteration k+1's wait and
+    /// MMA are issued before the rest of iteration k, which reads the other buffer, so the tensor
+    /// cores work through the epilogue. Unrolled by two so each buffer is a fixed register array.
+    fn double_buffered_loop(
+        &mut self,
+        lp: &RangeLoop,
+        p: PipelineId,
+        (wait, mma): (StmtId, StmtId),
+        body: &Block,
+    ) {
+        let (id, var, start, stop, sp) = (lp.id, lp.var, lp.start, lp.stop, lp.sp);
+        let k = self.k;
+        let Stmt::Op(Op::Mma {
+            acc: Operand::Frag(f),
+            a,
+            b,
+            accumulate,
+            release,
+        }) = k.stmts[mma].clone()
+        else {
+            return;
+        };
+        let Stmt::Op(wait_op) = k.stmts[wait].clone() else {
+            return;
+        };
+        let pn = c_ident(&k.pipelines[p].name);
+        let fname = c_ident(&k.fragments[f].name);
+        let (wsp, msp) = (k.stmts.span(wait), k.stmts.span(mma));
+        // Issue one iteration's wait and MMA (into `buf`), for pipeline iteration `it`.
+        let issue = |me: &mut Self, it: &str, buf: &str| {
+            me.stage_lines(p, &format!("({it})"));
+            me.op(&wait_op, wsp);
+            me.frag_alias.insert(f, buf.to_string());
+            me.wgmma(&MmaCall {
+                acc: &Operand::Frag(f),
+                a: &a,
+                b: &b,
+                accumulate,
+                release: None,
+                sp: msp,
+            });
+            me.frag_alias.remove(&f);
+        };
+        let open = format!("{{  // {} ({}): double-buffered `{}` — the MMA of iteration k+1 overlaps the rest of iteration k", var, self.loc(sp), k.fragments[f].name);
+        self.braced(&open, |me| {
+            me.line(&format!("const int {var}_end = {stop};"));
+            me.pipes.push((id, p));
+            let first = format!("if ({start} < {var}_end) {{  // first iteration's MMA");
+            me.braced(&first, |me| {
+                issue(me, &format!("{pn}_it"), &format!("{fname}_b0"));
+                me.line("cake_wgmma_wait<0>();");
+            });
+            let pairs = format!(
+                "for (int {var}_pair = {start}; {var}_pair < {var}_end; {var}_pair += 2) {{"
+            );
+            me.braced(&pairs, |me| {
+                for (half, (cur, nxt)) in [("b0", "b1"), ("b1", "b0")].into_iter().enumerate() {
+                    let open = if half == 1 {
+                        format!("if ({var}_pair + 1 < {var}_end) {{")
+                    } else {
+                        "{".to_string()
+                    };
+                    me.braced(&open, |me| {
+                        me.line(&format!("const int {var} = {var}_pair + {half};"));
+                        me.stage_lines(p, &format!("({pn}_it)"));
+                        // This iteration's MMA retired before the iteration began; the next one
+                        // is issued now and runs while the rest of this iteration reads `cur`.
+                        me.braced(&format!("if ({var} + 1 < {var}_end) {{"), |me| {
+                            issue(me, &format!("{pn}_it + 1"), &format!("{fname}_{nxt}"))
+                        });
+                        me.line(&format!("cake_wgmma_fence_regs({fname}_{cur});"));
+                        if let Some(bar) = release {
+                            let slot = me.barrier_slot(bar);
+                            let arrive = me.wgmma_release(bar, &slot, None);
+                            me.line(&format!("{arrive}  // release ({})", me.loc(msp)));
+                        }
+                        me.frag_alias.insert(f, format!("{fname}_{cur}"));
+                        me.invalidate_reductions(None);
+                        for &s in &body[2..] {
+                            me.stmt(s);
+                        }
+                        me.invalidate_reductions(None);
+                        me.frag_alias.remove(&f);
+                        // Nothing stays in flight across the loop's back edge: ptxas cannot
+                        // follow a wgmma group through it and would serialise every MMA (C7514).
+                        me.line("cake_wgmma_wait<0>();");
+                        me.line(&format!("++{pn}_it;"));
+                    });
+                }
+            });
+            me.pipes.pop();
+        });
+    }
+
+    /// The statement that releases barrier `b` at `slot` once the current role's wgmma groups
+    /// have retired: one thread per warpgroup (a group completes for the whole warpgroup), thread
+    /// c of each warpgroup in CTA c for a cluster barrier (`cake_ir::sync` counts them).
+    /// `when` is a further condition (a deferred release has a stage pending).
+    fn wgmma_release(&self, b: BarrierId, slot: &str, when: Option<&str>) -> String {
+        let (role, _) = self.role.expect("inside a role");
+        let t = format!("{}_thread", c_ident(&self.k.roles[role].name));
+        let when = when.map(|w| format!("{w} && ")).unwrap_or_default();
+        if self.k.barriers[b].cluster && self.clustered() {
+            let n = self.cluster_ctas();
+            format!("if ({when}{t} < {n}) cake_mbar_release_cluster({slot}, {t});")
+        } else {
+            format!("if ({when}{t} == 0) cake_mbar_arrive({slot});")
+        }
+    }
+
+    /// `lm.mma(acc, frag, view.T)` on sm_90a: wgmma with A from registers (a [`FragLayout::WgmmaA`]
+    /// fragment, four registers per k-step) and B from shared memory.
+    fn wgmma_register_a(
+        &mut self,
+        accf: FragId,
+        af: FragId,
+        bv: &ViewRef,
+        accumulate: ExprId,
+        release: Option<BarrierId>,
+        sp: Span,
+    ) {
+        let k = self.k;
+        let (Some(FragLayout::WgmmaAcc { n }), Some(FragLayout::WgmmaA { k: kdim })) = (
+            self.frag_layouts.get(&accf).copied(),
+            self.frag_layouts.get(&af).copied(),
+        ) else {
+            return;
+        };
+        if !bv.transposed {
+            self.unsupported(
+                sp,
+                "only a K-major `b` is lowered yet: the transpose of an (N, K) view",
+            );
+            return;
+        }
+        let input = match k.fragments[af].dtype {
+            DType::BF16 => "bf16",
+            _ => "f16",
+        };
+        if k.views[bv.view].dtype != k.fragments[af].dtype {
+            self.unsupported(sp, "wgmma takes `a` and `b` of the same 16-bit type");
+            return;
+        }
+        self.mma.wgmma.rs_shapes.insert((n, input));
+        let (accn, an) = (self.frag_name(accf), self.frag_name(af));
+        let acc_pred = self.ix(accumulate);
+        self.line(&format!(
+            "// mma {accn} += {} (registers) * {}.T ({})",
+            k.fragments[af].name,
+            k.views[bv.view].name,
+            self.loc(sp)
+        ));
+        self.line("cake_wgmma_fence();");
+        for kk in 0..kdim / 16 {
+            let Some(bd) = self.wgmma_operand(bv, kk, 16, sp) else {
+                return;
+            };
+            let scale = if kk == 0 {
+                format!("({acc_pred}) ? 1 : 0")
+            } else {
+                "1".into()
+            };
+            let r = 4 * kk;
+            self.line(&format!(
+                "cake_wgmma_m64n{n}k16_f32_{input}_rs({accn}, {an}[{r}], {an}[{}], {an}[{}], {an}[{}], cake_wgmma_desc({bd}, 16, 1024, 1), {scale});",
+                r + 1,
+                r + 2,
+                r + 3
+            ));
+        }
+        self.wgmma_commit(accf, release);
+    }
+
+    /// `lm.mma` on sm_90a: wgmma with the accumulator in registers, `b` in shared memory and `a`
+    /// in shared memory or registers.
+    fn wgmma(&mut self, m: &MmaCall) {
+        let (acc, a, b, accumulate, release, sp) = (m.acc, m.a, m.b, m.accumulate, m.release, m.sp);
+        let k = self.k;
+        if let (Operand::Frag(accf), Operand::Frag(af), Operand::Smem(bv)) = (acc, a, b) {
+            return self.wgmma_register_a(*accf, *af, bv, accumulate, release, sp);
+        }
+        let (Operand::Frag(accf), Operand::Smem(av), Operand::Smem(bv)) = (acc, a, b) else {
+            self.unsupported(sp, "on sm_90a, lm.mma is lowered with the accumulator in registers, `b` in shared memory and `a` in shared memory or registers");
+            return;
+        };
+        let Some(FragLayout::WgmmaAcc { n }) = self.frag_layouts.get(accf).copied() else {
+            return;
+        };
+        if av.transposed || !bv.transposed {
+            self.unsupported(sp, "only K-major operands are lowered yet: `a` as stored (M, K) and `b` as the transpose of an (N, K) view");
+            return;
+        }
+        let input = match k.views[av.view].dtype {
+            DType::BF16 => "bf16",
+            DType::F16 => "f16",
+            other => {
+                self.unsupported(sp, format!("wgmma with {other} inputs is not lowered yet"));
+                return;
+            }
+        };
+        let kdim = k.views[av.view].shape[1];
+        let k_step = 16;
+        self.mma.wgmma.shapes.insert((n, input));
+        let accn = self.frag_name(*accf);
+        let acc_pred = self.ix(accumulate);
+        self.line(&format!(
+            "// mma {accn} += {} * {}.T ({})",
+            k.views[av.view].name,
+            k.views[bv.view].name,
+            self.loc(sp)
+        ));
+        self.line("cake_wgmma_fence();");
+        for kk in 0..kdim / k_step {
+            let (Some(ad), Some(bd)) = (
+                self.wgmma_operand(av, kk, k_step, sp),
+                self.wgmma_operand(bv, kk, k_step, sp),
+            ) else {
+                return;
+            };
+            let scale = if kk == 0 {
+                format!("({acc_pred}) ? 1 : 0")
+            } else {
+                "1".into()
+            };
+            self.line(&format!(
+                "cake_wgmma_m64n{n}k16_f32_{input}({accn}, cake_wgmma_desc({ad}, 16, 1024, 1), cake_wgmma_desc({bd}, 16, 1024, 1), {scale});"
+            ));
+        }
+        self.wgmma_commit(*accf, release);
+    }
+
+    /// Close a group of wgmma into `accf`: commit it, then release `release` once the MMAs have
+    /// retired — right away, or one iteration later when the loop keeps a group in flight
+    /// (deferred release) — or, without a release, remember the accumulator as in flight.
+    fn wgmma_commit(&mut self, accf: FragId, release: Option<BarrierId>) {
+        let k = self.k;
+        self.line("cake_wgmma_commit();");
+        if let Some(bar) = release {
+            let bn = c_ident(&k.barriers[bar].name);
+            if self
+                .mma
+                .wgmma
+                .deferred_release
+                .iter()
+                .any(|(b, _)| *b == bar)
+            {
+                let pipe = self
+                    .pipes
+                    .last()
+                    .map(|(_, p)| c_ident(&k.pipelines[*p].name))
+                    .unwrap_or_default();
+                self.line("cake_wgmma_wait<1>();  // the previous iteration's MMAs have retired");
+                let pending = format!("{bn}_pending >= 0");
+                let arrive =
+                    self.wgmma_release(bar, &format!("{bn} + 8 * {bn}_pending"), Some(&pending));
+                self.line(&format!("{arrive}  // release"));
+                self.line(&format!("{bn}_pending = (int){pipe}_stage;"));
+            } else {
+                let slot = self.barrier_slot(bar);
+                self.line("cake_wgmma_wait<0>();");
+                self.mma.wgmma.in_flight.clear();
+                let arrive = self.wgmma_release(bar, &slot, None);
+                self.line(&format!("{arrive}  // release"));
+            }
+        } else if self.mma.wgmma.deferred_release.is_empty() {
+            self.mma.wgmma.in_flight.insert(accf);
+        }
+    }
+
+    /// Before an operation that reads or overwrites the accumulator of a wgmma group still in
+    /// flight, wait for the groups to retire (the registers are the tensor cores' until then).
+    fn retire_mmas_before(&mut self, op: &Op) {
+        if self.mma.wgmma.in_flight.is_empty() {
+            return;
+        }
+        let k = self.k;
+        let reads = |e: &ExprId, f: &FragId| k.expr_reads_fragment(*e, *f);
+        let hit = self.mma.wgmma.in_flight.iter().find(|f| match op {
+            Op::Assign { dst, value } => dst == *f || reads(value, f),
+            Op::Store { value, .. }
+            | Op::SmemStore { value, .. }
+            | Op::TmemStore { src: value, .. } => reads(value, f),
+            Op::Mma {
+                a: Operand::Frag(a),
+                ..
+            } => a == *f,
+            _ => false,
+        });
+        if let Some(&f) = hit {
+            self.line(&format!(
+                "cake_wgmma_wait<0>();  // the MMAs into `{}` have retired",
+                k.fragments[f].name
+            ));
+            self.mma.wgmma.in_flight.clear();
+        }
+    }
+}
+
+/// wgmma protocol helpers (sm_90a).
+const WGMMA: &str = r#"
+static __device__ __forceinline__ void cake_wgmma_fence() {
+  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+}
+static __device__ __forceinline__ void cake_wgmma_commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+}
+template <int N>
+static __device__ __forceinline__ void cake_wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory");
+}
+// An empty asm that "redefines" every accumulator register: code that reads the registers cannot
+// be moved above the wait_group before it. Without it nvcc may hoist those reads above the wait,
+// and ptxas then serialises every wgmma of the function (C7514/C7517).
+template <int N>
+static __device__ __forceinline__ void cake_wgmma_fence_regs(float (&r)[N]) {
+  #pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i]) :: "memory");
+}
+// Shared-memory matrix descriptor: start address, leading and stride byte offsets (all >> 4),
+// and the swizzle mode in bits 62-63 (1 = 128B, 2 = 64B, 3 = 32B).
+static __device__ __forceinline__ uint64_t cake_wgmma_desc(uint32_t addr, uint32_t lbo, uint32_t sbo, uint32_t swizzle_mode) {
+  return (uint64_t)((addr & 0x3FFFF) >> 4) | ((uint64_t)(lbo >> 4) << 16) | ((uint64_t)(sbo >> 4) << 32)
+       | ((uint64_t)swizzle_mode << 62);
+}
+"#;
+
+/// One wgmma wrapper for an `m64nNk16` shape with f32 accumulators and bf16/f16 inputs from
+/// shared-memory descriptors.
+fn wgmma_fn(n: u32, input: &str) -> String {
+    wgmma_fn_with(n, input, false)
+}
+
+/// `cake_wgmma_m64n<N>k16_f32_<input>_rs`: the wgmma whose A operand is in registers (four
+/// 32-bit registers of packed 16-bit pairs per k-step, the accumulator's element order).
+fn wgmma_rs_fn(n: u32, input: &str) -> String {
+    wgmma_fn_with(n, input, true)
+}
+
+fn wgmma_fn_with(n: u32, input: &str, a_in_registers: bool) -> String {
+    let regs = n / 2;
+    let suffix = if a_in_registers { "_rs" } else { "" };
+    let name = format!("cake_wgmma_m64n{n}k16_f32_{input}{suffix}");
+    let a_params = if a_in_registers {
+        "uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3"
+    } else {
+        "uint64_t desc_a"
+    };
+    // Operand numbers after the accumulator registers: A (one descriptor or four registers),
+    // then B's descriptor, then the scale-d flag.
+    let a_count = if a_in_registers { 4 } else { 1 };
+    let (b_op, scale_op) = (regs + a_count, regs + a_count + 1);
+    let mut out = String::new();
+    out.push_str(&format!(
+        "static __device__ __forceinline__ void {name}(float (&d)[{regs}], {a_params}, uint64_t desc_b, int scale_d) {{\n"
+    ));
+    let list: Vec<String> = (0..regs).map(|i| format!("%{i}")).collect();
+    out.push_str("  asm volatile(\n      \"{\\n\\t.reg .pred p;\\n\\t\"\n");
+    out.push_str(&format!("      \"setp.ne.b32 p, %{scale_op}, 0;\\n\\t\"\n"));
+    out.push_str(&format!(
+        "      \"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{input}.{input} \"\n"
+    ));
+    for chunk in list.chunks(16) {
+        let first = chunk[0] == "%0";
+        out.push_str(&format!(
+            "      \"{}{},\"\n",
+            if first { "{" } else { " " },
+            chunk.join(", ")
+        ));
+    }
+    // Replace the trailing comma of the register list with the closing brace.
+    let pos = out.rfind(",\"\n").expect("non-empty register list");
+    out.replace_range(pos..pos + 3, "},\"\n");
+    if a_in_registers {
+        // Register A: no transpose flag for A; B K-major.
+        out.push_str(&format!(
+            "      \" {{%{}, %{}, %{}, %{}}}, %{b_op}, p, 1, 1, 0;\\n\\t}}\\n\"\n",
+            regs,
+            regs + 1,
+            regs + 2,
+            regs + 3
+        ));
+    } else {
+        out.push_str(&format!(
+            "      \" %{regs}, %{b_op}, p, 1, 1, 0, 0;\\n\\t}}\\n\"\n"
+        ));
+    }
+    let outs: Vec<String> = (0..regs).map(|i| format!("\"+f\"(d[{i}])")).collect();
+    out.push_str("      : ");
+    for (i, chunk) in outs.chunks(8).enumerate() {
+        if i > 0 {
+            out.push_str(",\n        ");
+        }
+        out.push_str(&chunk.join(", "));
+    }
+    if a_in_registers {
+        out.push_str("\n      : \"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3), \"l\"(desc_b), \"r\"(scale_d));\n}\n");
+    } else {
+        out.push_str("\n      : \"l\"(desc_a), \"l\"(desc_b), \"r\"(scale_d));\n}\n");
+    }
+    out
+}
