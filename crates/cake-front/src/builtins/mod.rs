@@ -308,7 +308,7 @@ impl Interp<'_> {
         Ok(out)
     }
 
-    pub fn tensor_rank(&self, p: ParamId) -> usize {
+    fn tensor_rank(&self, p: ParamId) -> usize {
         match &self.k.params[p].kind {
             ParamKind::Tensor { dims, .. } => dims.len(),
             ParamKind::Scalar { .. } => 0,
