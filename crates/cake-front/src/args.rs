@@ -1,6 +1,7 @@
 //! Binding call arguments to a builtin's signature, with located errors for every mismatch.
 
 use crate::value::Value;
+use crate::vocab::Param;
 use cake_diag::Span;
 
 /// Arguments of one call, evaluated.
@@ -17,14 +18,14 @@ pub struct ArgError {
     pub help: Option<String>,
 }
 
-/// Bind `args` to `params` (names in positional order; a trailing `?` marks an optional
-/// parameter). Returns one slot per parameter.
+/// Bind `args` to `params` (in positional order) of the function `func` names. Returns one
+/// slot per parameter.
 pub fn bind(
     func: &str,
-    params: &[&str],
+    params: &[Param<'_>],
     args: CallArgs,
 ) -> Result<Vec<Option<(Value, Span)>>, ArgError> {
-    let names: Vec<&str> = params.iter().map(|p| p.trim_end_matches('?')).collect();
+    let names: Vec<&str> = params.iter().map(|p| p.name).collect();
     let mut slots: Vec<Option<(Value, Span)>> = vec![None; params.len()];
     if args.positional.len() > params.len() {
         let (_, extra) = &args.positional[params.len()];
@@ -64,16 +65,25 @@ pub fn bind(
         slots[i] = Some((v, s));
     }
     for (i, p) in params.iter().enumerate() {
-        if !p.ends_with('?') && slots[i].is_none() {
+        if p.required && slots[i].is_none() {
             return Err(ArgError {
                 span: args.span,
                 message: format!("`{func}` is missing its argument `{}`", names[i]),
-                help: Some(format!(
-                    "`{func}` takes: {}",
-                    params.join(", ").replace('?', " (optional)")
-                )),
+                help: Some(format!("`{func}` takes: {}", signature(params))),
             });
         }
     }
     Ok(slots)
+}
+
+/// `a, b (optional)`: the parameters as help text lists them.
+fn signature(params: &[Param<'_>]) -> String {
+    let shown: Vec<String> = params
+        .iter()
+        .map(|p| match p.required {
+            true => p.name.to_string(),
+            false => format!("{} (optional)", p.name),
+        })
+        .collect();
+    shown.join(", ")
 }

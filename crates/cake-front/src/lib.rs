@@ -11,7 +11,9 @@ pub mod codes;
 mod expr;
 mod interp;
 mod suggest;
+mod typing;
 mod value;
+mod vocab;
 
 use cake_diag::{Finding, Findings, SourceFile, Span};
 use cake_ir::*;
@@ -224,8 +226,7 @@ fn collect_top_level<'a>(
             let snapshot = globals.clone();
             let mut it = Interp::new(file, &mut local, &snapshot, &empty_funcs);
             let ok = it.exec_block(std::slice::from_ref(stmt)).is_ok();
-            let frame = it.frames.pop().expect("kernel frame");
-            for (k, v) in frame.vars {
+            for (k, v) in it.into_top_level_names() {
                 if is_constant(&v) {
                     globals.insert(k, v);
                 } else if ok {
@@ -303,7 +304,7 @@ fn build_kernel(it: &mut Interp<'_>, def: &ast::StmtFunctionDef) -> R<()> {
     let params_ok = params(it, def).is_ok();
     let body_ok = it.exec_block(&def.body).is_ok();
     it.finish_body();
-    if it.tiles_loop.is_none() && body_ok {
+    if !it.has_tile_loop() && body_ok {
         it.report(
             Finding::new(&codes::MISPLACED_OPERATION, span(def.name.range), "the schedule has no tile loop")
                 .help("wrap the role regions in `for tm, tn in lm.tiles(...)`: the grid is derived from it"),
@@ -339,6 +340,10 @@ fn decorator(it: &mut Interp<'_>, d: &ast::Decorator) -> R<()> {
                 )
             });
     }
+    let vocab::Kind::Decorator(params) = vocab::entry(vocab::Builtin::Schedule).kind else {
+        unreachable!("cake.schedule is a decorator")
+    };
+    let keywords: Vec<&str> = params.iter().map(|p| p.name).collect();
     let mut saw_targets = false;
     let mut failed = false;
     for kw in call.arguments.keywords.iter() {
@@ -450,11 +455,11 @@ fn decorator(it: &mut Interp<'_>, d: &ast::Decorator) -> R<()> {
                     format!("`@cake.schedule` has no parameter `{other}`"),
                 )
                 .help(
-                    match crate::suggest::closest(other, ["targets", "persistent", "cluster"]) {
+                    match crate::suggest::closest(other, keywords.iter().copied()) {
                         Some(c) => {
-                            format!("did you mean `{c}`? it accepts: targets, persistent, cluster")
+                            format!("did you mean `{c}`? it accepts: {}", keywords.join(", "))
                         }
-                        None => "it accepts: targets, persistent, cluster".to_string(),
+                        None => format!("it accepts: {}", keywords.join(", ")),
                     },
                 );
                 if other == "target" {

@@ -2,6 +2,7 @@
 //! `range` loops unroll and helpers inline, while everything that exists at run time becomes an
 //! IR expression (`Value::Expr`) or a declared resource handle.
 
+use crate::vocab::{Builtin, Recv};
 use cake_ir::*;
 
 #[derive(Clone, Debug)]
@@ -15,9 +16,10 @@ pub enum Value {
     DType(DType),
     /// The `cake` module or its `lm` namespace.
     Namespace(Namespace),
-    /// A function of `lm`, a Python builtin, or a method bound to a resource.
+    /// A function of `lm` or a Python builtin.
     Builtin(Builtin),
-    Method(Box<Value>, &'static str),
+    /// A method (a vocabulary row) bound to its receiver.
+    Method(Box<Value>, Builtin),
     /// A helper function defined in the same file (inlined at each call).
     Func(String),
     /// A run-time value.
@@ -50,56 +52,6 @@ pub enum Namespace {
     Lm,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Builtin {
-    // Python builtins folded at compile time.
-    Range,
-    Len,
-    PyMin,
-    PyMax,
-    // lm: declarations
-    Smem,
-    Tmem,
-    RoleDecl,
-    PipelineDecl,
-    BarrierDecl,
-    NamedBarrierDecl,
-    Tiles,
-    LmRange,
-    // lm: index math
-    Cdiv,
-    // lm: operations
-    Wait,
-    Arrive,
-    Commit,
-    FenceProxyAsync,
-    Sync,
-    Mma,
-    Store,
-    Load,
-    Ldmatrix,
-    TmemLoad,
-    TmemStore,
-    TmemCopy,
-    // lm: elementwise and reductions
-    Cast,
-    Select,
-    Maximum,
-    Minimum,
-    Exp2,
-    Log2,
-    Sqrt,
-    Rsqrt,
-    Abs,
-    Sum,
-    Max,
-    Min,
-    ArgMin,
-    ArgMax,
-    // decorator
-    Schedule,
-}
-
 impl Value {
     pub fn kind_name(&self) -> &'static str {
         match self {
@@ -126,117 +78,17 @@ impl Value {
             Value::Poison => "an invalid value",
         }
     }
-}
 
-impl Builtin {
-    /// The `lm` name of a builtin, for messages.
-    pub fn lm_name(self) -> &'static str {
-        LM_NAMES
-            .iter()
-            .copied()
-            .find(|n| lm_attr(n).is_some_and(|v| matches!(v, Value::Builtin(b) if b == self)))
-            .unwrap_or("function")
+    /// Which vocabulary rows `value.<name>` looks up, if the value has any.
+    pub fn recv(&self) -> Option<Recv> {
+        Some(match self {
+            Value::Pool(_) => Recv::Pool,
+            Value::View(_) => Recv::View,
+            Value::Role(_) => Recv::Role,
+            Value::Pipeline(_) => Recv::Pipeline,
+            Value::Frag(_) => Recv::Frag,
+            Value::Tensor(_) => Recv::Tensor,
+            _ => return None,
+        })
     }
 }
-
-/// `lm.<name>` lookup.
-pub fn lm_attr(name: &str) -> Option<Value> {
-    use Builtin::*;
-    if let Some(d) = DType::from_name(name) {
-        return Some(Value::DType(d));
-    }
-    let b = match name {
-        "smem" => Smem,
-        "tmem" => Tmem,
-        "role" => RoleDecl,
-        "pipeline" => PipelineDecl,
-        "barrier" => BarrierDecl,
-        "named_barrier" => NamedBarrierDecl,
-        "tiles" => Tiles,
-        "range" => LmRange,
-        "cdiv" => Cdiv,
-        "wait" => Wait,
-        "arrive" => Arrive,
-        "commit" => Commit,
-        "fence_proxy_async" => FenceProxyAsync,
-        "sync" => Sync,
-        "mma" => Mma,
-        "store" => Store,
-        "load" => Load,
-        "ldmatrix" => Ldmatrix,
-        "tmem_load" => TmemLoad,
-        "tmem_store" => TmemStore,
-        "tmem_copy" => TmemCopy,
-        "cast" => Cast,
-        "select" => Select,
-        "maximum" => Maximum,
-        "minimum" => Minimum,
-        "exp2" => Exp2,
-        "log2" => Log2,
-        "sqrt" => Sqrt,
-        "rsqrt" => Rsqrt,
-        "abs" => Abs,
-        "sum" => Sum,
-        "max" => Max,
-        "min" => Min,
-        "argmin" => ArgMin,
-        "argmax" => ArgMax,
-        "inf" => return Some(Value::Float(f64::INFINITY)),
-        _ => return None,
-    };
-    Some(Value::Builtin(b))
-}
-
-/// Every public name of `lm`, for "did you mean" suggestions.
-pub const LM_NAMES: &[&str] = &[
-    "smem",
-    "tmem",
-    "role",
-    "pipeline",
-    "barrier",
-    "named_barrier",
-    "tiles",
-    "range",
-    "cdiv",
-    "wait",
-    "arrive",
-    "commit",
-    "fence_proxy_async",
-    "sync",
-    "mma",
-    "store",
-    "load",
-    "ldmatrix",
-    "tmem_load",
-    "tmem_store",
-    "tmem_copy",
-    "cast",
-    "select",
-    "maximum",
-    "minimum",
-    "exp2",
-    "log2",
-    "sqrt",
-    "rsqrt",
-    "abs",
-    "sum",
-    "max",
-    "min",
-    "argmin",
-    "argmax",
-    "inf",
-    "tensor",
-    "bf16",
-    "f16",
-    "f32",
-    "f64",
-    "tf32",
-    "e4m3",
-    "e5m2",
-    "i8",
-    "u8",
-    "i32",
-    "u32",
-    "i64",
-    "bool",
-];

@@ -1,88 +1,26 @@
-//! The interpreter: walks the Ruff AST of one file and builds one `Kernel` per schedule.
-//! Statements are interpreted in order; a statement that fails reports a finding and the walk
-//! continues with the next, so one run reports every independent mistake.
+//! Statements: interpreted in order; a statement that fails reports a finding and the walk
+//! continues with the next, so one run reports every independent mistake. Run-time loops,
+//! role regions and helper inlining live here too: they are what gives statements scope.
 
-use crate::args::CallArgs;
+use super::{span, Frame, Interp, LoopLog, Reported, R};
+use crate::args::{bind, CallArgs};
 use crate::codes;
-use crate::value::{Builtin, Namespace, Value};
-use cake_diag::{Finding, Findings, SourceFile, Span};
+use crate::expr::is_full_slice;
+use crate::typing::broadcast;
+use crate::value::Value;
+use crate::vocab::Param;
+use cake_diag::{Finding, Span};
 use cake_ir::*;
 use ruff_python_ast as ast;
-use ruff_text_size::{Ranged, TextRange};
+use ruff_text_size::Ranged;
 use std::collections::{HashMap, HashSet};
-
-/// Marker: a finding has been pushed for this failure.
-#[derive(Debug)]
-pub struct Reported;
-pub type R<T> = Result<T, Reported>;
 
 /// How many helper calls may be active at once before we call it runaway recursion.
 const MAX_INLINE_DEPTH: usize = 32;
 
-pub fn span(r: TextRange) -> Span {
-    Span::new(r.start().to_u32(), r.end().to_u32())
-}
-
 pub(crate) enum Flow {
     Normal,
     Return(Value, Span),
-}
-
-pub(crate) struct Frame {
-    pub vars: HashMap<String, Value>,
-    /// Helper frames may `return`; the kernel frame may not.
-    pub is_helper: bool,
-    /// Names whose value reads a fragment that was overwritten after they were bound: using them
-    /// would see the new contents, where Python would see the old.
-    pub stale: HashMap<String, (FragId, Span)>,
-    /// The run-time loops whose bodies are being interpreted in this frame, innermost last.
-    pub loop_logs: Vec<LoopLog>,
-}
-
-/// What a run-time loop's body did with the names bound before the loop. The body is
-/// interpreted once but runs many times: a name bound before the loop to an expression that
-/// reads a fragment, read in the body and the fragment overwritten later in the body, reads
-/// the overwritten fragment from the second iteration on, where Python reads the value from
-/// before the loop.
-#[derive(Default)]
-pub(crate) struct LoopLog {
-    /// The frame's names when the loop began.
-    before: HashMap<String, Value>,
-    /// Names bound in the body so far: reads of them see the body's binding, not `before`.
-    rebound: HashSet<String>,
-    /// Reads of names bound before the loop, in source order.
-    reads: Vec<(String, Span)>,
-    /// Fragments overwritten in the body (including in helpers it calls).
-    overwrites: Vec<(FragId, Span)>,
-}
-
-pub struct Interp<'a> {
-    pub file: &'a SourceFile,
-    pub findings: &'a mut Findings,
-    pub k: Kernel,
-    pub globals: &'a HashMap<String, Value>,
-    pub funcs: &'a HashMap<String, &'a ast::StmtFunctionDef>,
-    pub(crate) frames: Vec<Frame>,
-    blocks: Vec<Block>,
-    pub role: Option<(RoleId, Span)>,
-    /// Loops that exist at run time (IR loops), innermost last.
-    pub loops: Vec<LoopId>,
-    /// Nesting of run-time `if`s; a helper may not `return` from inside one.
-    pub runtime_ifs: u32,
-    pub tiles_loop: Option<LoopId>,
-    /// Name given to the resource the current assignment declares.
-    pub pending_name: Option<String>,
-    counters: HashMap<&'static str, u32>,
-    /// Expanded tree size of every expression, by handle (see `mk`).
-    tree_sizes: Vec<u64>,
-    reported_tree_size: bool,
-    /// Inside the body of `with` on a role whose declaration failed.
-    pub in_poisoned_role: bool,
-    /// Span of the declaration call being evaluated (for duplicate-name findings).
-    pub current_decl_span: Span,
-    /// Reads already reported as stale from a loop's second iteration (an inner and an outer
-    /// loop both see them).
-    reported_loop_reads: HashSet<Span>,
 }
 
 /// Whether two bindings of a name are the same value, so rebinding one to the other changes
@@ -111,141 +49,7 @@ fn value_reads_fragment(k: &Kernel, v: &Value, frag: FragId) -> bool {
     }
 }
 
-/// Largest expanded expression tree the front-end accepts.
-const MAX_TREE_SIZE: u64 = 1 << 16;
-
-impl<'a> Interp<'a> {
-    pub fn new(
-        file: &'a SourceFile,
-        findings: &'a mut Findings,
-        globals: &'a HashMap<String, Value>,
-        funcs: &'a HashMap<String, &'a ast::StmtFunctionDef>,
-    ) -> Self {
-        Interp {
-            file,
-            findings,
-            k: Kernel::default(),
-            globals,
-            funcs,
-            frames: vec![Frame {
-                vars: HashMap::new(),
-                is_helper: false,
-                stale: HashMap::new(),
-                loop_logs: Vec::new(),
-            }],
-            blocks: vec![Vec::new()],
-            role: None,
-            loops: Vec::new(),
-            runtime_ifs: 0,
-            tiles_loop: None,
-            pending_name: None,
-            counters: HashMap::new(),
-            tree_sizes: Vec::new(),
-            reported_tree_size: false,
-            in_poisoned_role: false,
-            current_decl_span: Span::default(),
-            reported_loop_reads: HashSet::new(),
-        }
-    }
-
-    // -----------------------------------------------------------------------------------------
-    // Findings
-
-    pub fn report(&mut self, f: Finding) -> Reported {
-        self.findings.push(f);
-        Reported
-    }
-
-    pub fn err<T>(
-        &mut self,
-        code: &'static cake_diag::CodeInfo,
-        span: Span,
-        msg: impl Into<String>,
-    ) -> R<T> {
-        Err(self.report(Finding::new(code, span, msg)))
-    }
-
-    /// A resource name: the assignment target if there is one, else `<kind><n>`.
-    pub fn take_name(&mut self, kind: &'static str) -> String {
-        if let Some(n) = self.pending_name.take() {
-            // Two resources under one name would be indistinguishable in findings, the IR and
-            // the generated code.
-            if let Some(prev) = self.resource_span(&n) {
-                let f = Finding::new(
-                    &codes::DUPLICATE_DEFINITION,
-                    self.current_decl_span,
-                    format!("`{n}` already names a resource"),
-                )
-                .label(prev, "first declared here")
-                .help(
-                    "give each resource its own name (declarations inside unrolled loops repeat)",
-                );
-                self.report(f);
-                let c = self.counters.entry(kind).or_insert(0);
-                *c += 1;
-                return format!("{n}_{c}");
-            }
-            return n;
-        }
-        let n = self.counters.entry(kind).or_insert(0);
-        *n += 1;
-        format!("{kind}{n}")
-    }
-
-    /// Where the resource called `name` was declared, if one is.
-    fn resource_span(&self, name: &str) -> Option<Span> {
-        let k = &self.k;
-        macro_rules! find {
-            ($arena:expr) => {
-                if let Some((h, _)) = $arena.iter().find(|(_, r)| r.name == name) {
-                    return Some($arena.span(h));
-                }
-            };
-        }
-        find!(k.pools);
-        find!(k.views);
-        find!(k.tmems);
-        find!(k.roles);
-        find!(k.fragments);
-        find!(k.pipelines);
-        find!(k.barriers);
-        find!(k.named_barriers);
-        None
-    }
-
-    // -----------------------------------------------------------------------------------------
-    // Scopes
-
-    pub fn lookup(&self, name: &str) -> Option<Value> {
-        if let Some(v) = self.frames.last().and_then(|f| f.vars.get(name)) {
-            return Some(v.clone());
-        }
-        // Helpers see module globals only; the kernel frame sees its own names and globals.
-        self.globals
-            .get(name)
-            .cloned()
-            .or_else(|| self.funcs.get(name).map(|_| Value::Func(name.to_string())))
-    }
-
-    pub fn bind(&mut self, name: &str, v: Value) {
-        let frame = self.frames.last_mut().expect("a frame");
-        frame.stale.remove(name);
-        for log in &mut frame.loop_logs {
-            log.rebound.insert(name.to_string());
-        }
-        frame.vars.insert(name.to_string(), v);
-    }
-
-    /// Records a read of `name` for the run-time loops around it (see [`LoopLog`]).
-    pub fn note_read(&mut self, name: &str, at: Span) {
-        let frame = self.frames.last_mut().expect("a frame");
-        for log in &mut frame.loop_logs {
-            if !log.rebound.contains(name) && log.before.contains_key(name) {
-                log.reads.push((name.to_string(), at));
-            }
-        }
-    }
-
+impl Interp<'_> {
     /// Interprets a run-time loop's body with a [`LoopLog`], then reports the names it read
     /// that the body's own fragment writes make stale from the second iteration on.
     fn run_loop_body<T>(&mut self, body: impl FnOnce(&mut Self) -> T) -> (T, bool) {
@@ -346,101 +150,6 @@ impl<'a> Interp<'a> {
         }
     }
 
-    /// The stale entry of `name` in the current frame, if any.
-    pub fn stale(&self, name: &str) -> Option<(FragId, Span)> {
-        self.frames.last().and_then(|f| f.stale.get(name).copied())
-    }
-
-    pub fn visible_names(&self) -> Vec<String> {
-        let mut names: Vec<String> = self
-            .frames
-            .last()
-            .map(|f| f.vars.keys().cloned().collect())
-            .unwrap_or_default();
-        names.extend(self.globals.keys().cloned());
-        names.extend(self.funcs.keys().cloned());
-        names.sort();
-        names
-    }
-
-    // -----------------------------------------------------------------------------------------
-    // Emitting IR
-
-    pub fn emit(&mut self, stmt: Stmt, span: Span) -> StmtId {
-        let id = self.k.stmts.push(stmt, span);
-        self.blocks.last_mut().expect("a block").push(id);
-        id
-    }
-
-    pub fn emit_op(&mut self, op: Op, span: Span) -> R<()> {
-        if self.role.is_none() && self.in_poisoned_role {
-            return Err(Reported);
-        }
-        if self.role.is_none() {
-            return self
-                .err(
-                    &codes::MISPLACED_OPERATION,
-                    span,
-                    "operations must be issued inside a role region",
-                )
-                .inspect_err(|_r| {
-                    if let Some(last) = self.findings_last_mut() {
-                        last.help = Some(
-                            "wrap it in `with <role>:` so the compiler knows which warps run it"
-                                .into(),
-                        );
-                    }
-                });
-        }
-        self.emit(Stmt::Op(op), span);
-        Ok(())
-    }
-
-    /// Move the statements interpreted so far into the kernel body.
-    pub fn finish_body(&mut self) {
-        self.k.body = std::mem::take(&mut self.blocks[0]);
-    }
-
-    fn findings_last_mut(&mut self) -> Option<&mut Finding> {
-        self.findings.last_mut()
-    }
-
-    pub fn mk(&mut self, kind: ExprKind, ty: Ty, span: Span) -> ExprId {
-        // Names substitute their expressions, so a value reused through a chain of names grows
-        // the expanded tree exponentially; everything that prints or lowers expressions walks it
-        // expanded. Bound it where it is built.
-        let children: u64 = match &kind {
-            ExprKind::Binary(_, a, b) | ExprKind::Cmp(_, a, b) => {
-                self.tree_size(*a) + self.tree_size(*b)
-            }
-            ExprKind::Select(c, a, b) => {
-                self.tree_size(*c) + self.tree_size(*a) + self.tree_size(*b)
-            }
-            ExprKind::Unary(_, a)
-            | ExprKind::Cast(_, a)
-            | ExprKind::Reduce { arg: a, .. }
-            | ExprKind::Expand { arg: a, .. } => self.tree_size(*a),
-            ExprKind::Load { coords, .. } => coords.iter().map(|c| self.tree_size(*c)).sum(),
-            _ => 0,
-        };
-        let size = (children + 1).min(u64::MAX / 4);
-        let id = self.k.exprs.push(Expr { kind, ty }, span);
-        self.tree_sizes.push(size);
-        if size > MAX_TREE_SIZE && !self.reported_tree_size {
-            self.reported_tree_size = true;
-            self.report(
-                Finding::new(&codes::EXPRESSION_TOO_LARGE, span, format!("this expression expands to more than {MAX_TREE_SIZE} terms"))
-                    .note("a name stands for its whole expression, so reusing a value through a chain of names doubles it each time")
-                    .help("keep intermediate values in a fragment (`frag[:] = value`) instead of in names"),
-            );
-        }
-        id
-    }
-
-    fn tree_size(&self, e: ExprId) -> u64 {
-        self.tree_sizes.get(e.index()).copied().unwrap_or(1)
-    }
-
     fn with_block(&mut self, f: impl FnOnce(&mut Self) -> R<Flow>) -> (Block, R<Flow>) {
         self.blocks.push(Vec::new());
         let r = f(self);
@@ -526,7 +235,7 @@ impl<'a> Interp<'a> {
                     span(a.range),
                     "chained assignment (`a = b = ...`) is not supported",
                 )
-                .map_err(|r| self.with_help(r, "assign each name on its own line"));
+                .map_err(|r| self.help_last(r, "assign each name on its own line"));
         }
         let target = &a.targets[0];
         // `frag[:] = value` overwrites a fragment in place.
@@ -550,13 +259,6 @@ impl<'a> Interp<'a> {
         }
     }
 
-    fn with_help(&mut self, r: Reported, help: &str) -> Reported {
-        if let Some(last) = self.findings_last_mut() {
-            last.help = Some(help.to_string());
-        }
-        r
-    }
-
     fn assign_fragment(&mut self, sub: &ast::ExprSubscript, value: &ast::Expr, sp: Span) -> R<()> {
         let base = self.eval(&sub.value)?;
         let Value::Frag(frag) = base else {
@@ -577,7 +279,7 @@ impl<'a> Interp<'a> {
                     "fragments are assigned whole",
                 )
                 .map_err(|r| {
-                    self.with_help(
+                    self.help_last(
                         r,
                         "write `frag[:] = value`; use lm.select to update part of it",
                     )
@@ -611,7 +313,7 @@ impl<'a> Interp<'a> {
                     .help(format!("convert with lm.cast(value, lm.{})", decl.dtype));
                     return Err(self.report(f));
                 }
-                if crate::expr::broadcast(&shape, &decl.shape).as_deref() != Some(&decl.shape[..]) {
+                if broadcast(&shape, &decl.shape).as_deref() != Some(&decl.shape[..]) {
                     let f = Finding::new(
                         &codes::SHAPE_MISMATCH,
                         vspan,
@@ -741,7 +443,7 @@ impl<'a> Interp<'a> {
                             "fragments are updated whole",
                         )
                         .map_err(|r| {
-                            self.with_help(
+                            self.help_last(
                                 r,
                                 "write `frag[:] += value`; use lm.select to update part of it",
                             )
@@ -776,7 +478,7 @@ impl<'a> Interp<'a> {
             Value::Poison => return Err(Reported),
             _ => {
                 return self.err(&codes::NOT_CONSTANT, tspan, "`assert` checks compile-time conditions only")
-                    .map_err(|r| self.with_help(r, "assert on constants such as tile sizes; run-time values are checked by the verifier"));
+                    .map_err(|r| self.help_last(r, "assert on constants such as tile sizes; run-time values are checked by the verifier"));
             }
         };
         if !ok {
@@ -798,7 +500,7 @@ impl<'a> Interp<'a> {
                     sp,
                     "a schedule does not return a value",
                 )
-                .map_err(|r| self.with_help(r, "write results with lm.store or a TMA store"));
+                .map_err(|r| self.help_last(r, "write results with lm.store or a TMA store"));
         }
         if self.runtime_ifs > 0 {
             return self
@@ -807,7 +509,7 @@ impl<'a> Interp<'a> {
                     sp,
                     "a helper cannot return from inside a run-time `if`",
                 )
-                .map_err(|r| self.with_help(r, "compute both values and pick one with lm.select"));
+                .map_err(|r| self.help_last(r, "compute both values and pick one with lm.select"));
         }
         let v = match &r.value {
             Some(e) => self.eval(e)?,
@@ -899,7 +601,7 @@ impl<'a> Interp<'a> {
             other => {
                 let msg = format!("cannot loop over {}", other.kind_name());
                 self.err(&codes::TYPE_MISMATCH, iter_span, msg).map_err(|r| {
-                    self.with_help(r, "loop over `range(n)` (unrolled at compile time), `lm.range(...)` or `lm.tiles(...)`")
+                    self.help_last(r, "loop over `range(n)` (unrolled at compile time), `lm.range(...)` or `lm.tiles(...)`")
                 })
             }
         }
@@ -1144,18 +846,14 @@ impl<'a> Interp<'a> {
             .iter()
             .map(|p| p.name().as_str().to_string())
             .collect();
-        let sig: Vec<String> = params
+        let sig: Vec<Param<'_>> = params
             .iter()
-            .map(|p| {
-                if p.default.is_some() {
-                    format!("{}?", p.name().as_str())
-                } else {
-                    p.name().as_str().to_string()
-                }
+            .map(|p| Param {
+                name: p.name().as_str(),
+                required: p.default.is_none(),
             })
             .collect();
-        let sig_refs: Vec<&str> = sig.iter().map(|s| s.as_str()).collect();
-        let slots = crate::args::bind(name, &sig_refs, args).map_err(|e| {
+        let slots = bind(name, &sig, args).map_err(|e| {
             let mut f = Finding::new(&codes::BAD_ARGUMENTS, e.span, e.message)
                 .label(span(def.name.range), "helper defined here");
             if let Some(h) = e.help {
@@ -1204,10 +902,6 @@ impl<'a> Interp<'a> {
     }
 }
 
-pub fn is_full_slice(e: &ast::Expr) -> bool {
-    matches!(e, ast::Expr::Slice(s) if s.lower.is_none() && s.upper.is_none() && s.step.is_none())
-}
-
 /// What an unsupported statement is and what to write instead.
 fn unsupported_stmt(s: &ast::Stmt) -> (&'static str, &'static str) {
     use ast::Stmt as S;
@@ -1247,46 +941,5 @@ fn unsupported_stmt(s: &ast::Stmt) -> (&'static str, &'static str) {
             "this statement",
             "see docs/language.md for the supported subset",
         ),
-    }
-}
-
-impl Interp<'_> {
-    pub fn namespace_attr(&mut self, ns: Namespace, attr: &str, sp: Span) -> R<Value> {
-        match ns {
-            Namespace::Cake => match attr {
-                "schedule" => Ok(Value::Builtin(Builtin::Schedule)),
-                "lm" => Ok(Value::Namespace(Namespace::Lm)),
-                _ => self.err(
-                    &codes::UNKNOWN_NAME,
-                    sp,
-                    format!("`cake.{attr}` does not exist"),
-                ),
-            },
-            Namespace::Lm if attr == "tensor" => {
-                let f = Finding::new(
-                    &codes::TYPE_MISMATCH,
-                    sp,
-                    "`lm.tensor[...]` is a parameter annotation, not a value",
-                )
-                .help("annotate a schedule parameter: `A: lm.tensor[lm.bf16, \"M\", \"K\"]`");
-                Err(self.report(f))
-            }
-            Namespace::Lm => match crate::value::lm_attr(attr) {
-                Some(v) => Ok(v),
-                None => {
-                    let mut f = Finding::new(
-                        &codes::UNKNOWN_NAME,
-                        sp,
-                        format!("`lm.{attr}` does not exist"),
-                    );
-                    if let Some(c) =
-                        crate::suggest::closest(attr, crate::value::LM_NAMES.iter().copied())
-                    {
-                        f = f.help(format!("did you mean `lm.{c}`?"));
-                    }
-                    Err(self.report(f))
-                }
-            },
-        }
     }
 }

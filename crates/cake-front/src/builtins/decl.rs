@@ -1,0 +1,387 @@
+//! Declaration handlers: resources (`lm.smem`, `pool.view`, `lm.tmem`, `lm.role`,
+//! `role.fragment`, `lm.pipeline`, `lm.barrier`, `lm.named_barrier`), views of them, and the
+//! loop iterators (`lm.tiles`, `lm.range`).
+
+use super::Slot;
+use crate::args::CallArgs;
+use crate::codes;
+use crate::interp::{Interp, Reported, R};
+use crate::value::Value;
+use cake_diag::{Finding, Span};
+use cake_ir::*;
+
+impl Interp<'_> {
+    /// `lm.smem(size=None)`
+    pub(super) fn smem(&mut self, a: &[Slot], sp: Span) -> R<Value> {
+        let size = self.opt_int(&a[0], "pool size")?;
+        if let Some(s) = size {
+            if !(1..=1 << 24).contains(&s) {
+                return self.err(
+                    &codes::INVALID_VALUE,
+                    a[0].as_ref().map_or(sp, |x| x.1),
+                    format!("pool size {s} is out of range"),
+                );
+            }
+        }
+        let name = self.take_name("pool");
+        let id = self.k.pools.push(
+            Pool {
+                name,
+                size: size.map(|s| s as u32),
+            },
+            sp,
+        );
+        Ok(Value::Pool(id))
+    }
+
+    /// `lm.tmem(cols, shape, dtype, lanes=128)`
+    pub(super) fn tmem(&mut self, a: &[Slot], sp: Span) -> R<Value> {
+        let cols = self.positive(&a[0], "cols", None)?;
+        let shape = self.shape(&a[1], "shape")?;
+        let dtype = self.dtype(&a[2], "dtype")?;
+        let lanes = self.positive(&a[3], "lanes", Some(128))?;
+        let name = self.take_name("tmem");
+        Ok(Value::Tmem(self.k.tmems.push(
+            cake_ir::Tmem {
+                name,
+                cols,
+                lanes,
+                dtype,
+                shape,
+            },
+            sp,
+        )))
+    }
+
+    /// `lm.pipeline(stages)`
+    pub(super) fn pipeline(&mut self, a: &[Slot], sp: Span) -> R<Value> {
+        let stages = self.positive(&a[0], "stages", None)?;
+        let name = self.take_name("pipeline");
+        Ok(Value::Pipeline(
+            self.k.pipelines.push(Pipeline { name, stages }, sp),
+        ))
+    }
+
+    /// `lm.barrier(pipeline, producers, consumers, count=None, cluster=False)`
+    pub(super) fn barrier(&mut self, a: &[Slot], sp: Span) -> R<Value> {
+        let pipeline = match &a[0] {
+            None | Some((Value::None, _)) => None,
+            Some((Value::Pipeline(p), _)) => Some(*p),
+            Some((Value::Poison, _)) => return Err(Reported),
+            Some((other, s)) => {
+                let msg = format!(
+                    "the first argument of lm.barrier is a pipeline, found {}",
+                    other.kind_name()
+                );
+                return self.err(&codes::TYPE_MISMATCH, *s, msg);
+            }
+        };
+        let producers = self.roles(&a[1], "producers")?;
+        let consumers = self.roles(&a[2], "consumers")?;
+        let count = match self.opt_int(&a[3], "count")? {
+            None => None,
+            Some(c) if (1..1 << 20).contains(&c) => Some(c as u32),
+            Some(c) => {
+                let s = a[3].as_ref().map_or(sp, |x| x.1);
+                return self.err(
+                    &codes::INVALID_VALUE,
+                    s,
+                    format!("an mbarrier count must be in 1..=1048575, got {c}"),
+                );
+            }
+        };
+        let cluster = match &a[4] {
+            None => false,
+            Some((Value::Bool(c), _)) => *c,
+            Some((_, csp)) => {
+                return self.err(
+                    &codes::TYPE_MISMATCH,
+                    *csp,
+                    "`cluster` is a compile-time bool (True or False)",
+                )
+            }
+        };
+        let name = self.take_name("barrier");
+        let id = self.k.barriers.push(
+            Barrier {
+                name,
+                pipeline,
+                producers,
+                consumers,
+                count,
+                cluster,
+            },
+            sp,
+        );
+        Ok(Value::Barrier(id))
+    }
+
+    /// `lm.named_barrier(roles)`
+    pub(super) fn named_barrier(&mut self, a: &[Slot], sp: Span) -> R<Value> {
+        let roles = self.roles(&a[0], "roles")?;
+        let name = self.take_name("named_barrier");
+        Ok(Value::NamedBarrier(
+            self.k.named_barriers.push(NamedBarrier { name, roles }, sp),
+        ))
+    }
+
+    /// `lm.tiles(count0, ..., group=G)`: variadic, so it checks its own arguments.
+    pub(super) fn tiles(&mut self, args: CallArgs, usage: &str) -> R<Value> {
+        let sp = args.span;
+        let mut group = None;
+        for (name, v, s) in &args.keywords {
+            if name != "group" {
+                return self
+                    .err(
+                        &codes::BAD_ARGUMENTS,
+                        *s,
+                        format!("`lm.tiles` has no parameter `{name}`"),
+                    )
+                    .map_err(|r| self.help_last(r, usage));
+            }
+            let g = self.const_int(v, *s, "group")?;
+            if !(1..=65535).contains(&g) {
+                return self.err(
+                    &codes::INVALID_VALUE,
+                    *s,
+                    format!("group must be in 1..=65535, got {g}"),
+                );
+            }
+            if args.positional.len() != 2 {
+                return self.err(
+                    &codes::BAD_ARGUMENTS,
+                    *s,
+                    "group= applies to two-axis tile loops",
+                );
+            }
+            group = Some(g as u32);
+        }
+        if args.positional.is_empty() || args.positional.len() > 3 {
+            return self.err(
+                &codes::BAD_ARGUMENTS,
+                sp,
+                "`lm.tiles` takes 1 to 3 tile counts",
+            );
+        }
+        Ok(Value::TilesIter(
+            args.positional.into_iter().map(|(v, _)| v).collect(),
+            group,
+        ))
+    }
+
+    /// `lm.range(start_or_stop, stop=None, pipeline=None)`
+    pub(super) fn lm_range(&mut self, a: &[Slot], _sp: Span) -> R<Value> {
+        let first = a[0].clone().expect("required");
+        let (start, stop) = match &a[1] {
+            Some((v, _)) => (first.0, v.clone()),
+            None => (Value::Int(0), first.0),
+        };
+        let pipeline = match &a[2] {
+            None | Some((Value::None, _)) => None,
+            Some((Value::Pipeline(p), _)) => Some(*p),
+            Some((other, s)) => {
+                let msg = format!("`pipeline=` takes a pipeline, found {}", other.kind_name());
+                return self.err(&codes::TYPE_MISMATCH, *s, msg);
+            }
+        };
+        Ok(Value::RangeIter {
+            start: Box::new(start),
+            stop: Box::new(stop),
+            pipeline,
+        })
+    }
+
+    /// `pool.view(shape, dtype, stages=1, swizzle=0, offset=None)`
+    pub(super) fn pool_view(&mut self, pool: PoolId, a: &[Slot], sp: Span) -> R<Value> {
+        let shape = self.shape(&a[0], "shape")?;
+        let dtype = self.dtype(&a[1], "dtype")?;
+        let stages = self.positive(&a[2], "stages", Some(1))?;
+        let swizzle = self.opt_int(&a[3], "swizzle")?.unwrap_or(0);
+        if ![0, 32, 64, 128].contains(&swizzle) {
+            let s = a[3].as_ref().map_or(sp, |x| x.1);
+            return self.err(
+                &codes::INVALID_VALUE,
+                s,
+                format!("swizzle must be 0, 32, 64 or 128 (bytes), got {swizzle}"),
+            );
+        }
+        let offset = match self.opt_int(&a[4], "offset")? {
+            None => None,
+            Some(o) if (0..1 << 24).contains(&o) => Some(o as u32),
+            Some(o) => {
+                let s = a[4].as_ref().map_or(sp, |x| x.1);
+                return self.err(
+                    &codes::INVALID_VALUE,
+                    s,
+                    format!("offset {o} is out of range"),
+                );
+            }
+        };
+        let vname = self.take_name("view");
+        let view = View {
+            name: vname,
+            pool,
+            offset,
+            shape,
+            dtype,
+            stages,
+            swizzle: swizzle as u32,
+        };
+        let id = self.k.views.push(view, sp);
+        Ok(Value::View(ViewRef {
+            view: id,
+            rows: None,
+            transposed: false,
+            stage: None,
+        }))
+    }
+
+    /// `view.rows(start, count)`
+    pub(super) fn view_rows(&mut self, v: ViewRef, a: &[Slot], sp: Span) -> R<Value> {
+        let (start, ssp) = a[0].clone().expect("required");
+        let start = self.index_of(start, ssp)?;
+        let (cnt, csp) = a[1].clone().expect("required");
+        let count = self.const_int(&cnt, csp, "the row count")?;
+        let rows = self.view_ref_shape(&ViewRef {
+            rows: None,
+            transposed: false,
+            ..v.clone()
+        })[0] as i64;
+        if v.rows.is_some() || v.transposed {
+            return self.err(
+                &codes::UNSUPPORTED_PYTHON,
+                sp,
+                "take `.rows(...)` of the view itself, before `.T`",
+            );
+        }
+        if count < 1 || count > rows {
+            return self.err(
+                &codes::INVALID_VALUE,
+                csp,
+                format!("row count must be in 1..={rows}, got {count}"),
+            );
+        }
+        if let Some(s) = self.k.const_int(start) {
+            if s < 0 || s.saturating_add(count) > rows {
+                let f = Finding::new(
+                    &codes::SHAPE_MISMATCH,
+                    ssp,
+                    format!(
+                        "rows {s}..{} are outside the view's {rows} rows",
+                        s.saturating_add(count)
+                    ),
+                )
+                .expected(format!("start in 0..={}", rows - count))
+                .actual(s);
+                return Err(self.report(f));
+            }
+        }
+        Ok(Value::View(ViewRef {
+            rows: Some((start, count as u32)),
+            ..v
+        }))
+    }
+
+    /// `view.stage(index)`
+    pub(super) fn view_stage(&mut self, v: ViewRef, a: &[Slot], _sp: Span) -> R<Value> {
+        let (i, isp) = a[0].clone().expect("required");
+        let i = self.index_of(i, isp)?;
+        Ok(Value::View(ViewRef {
+            stage: Some(i),
+            ..v
+        }))
+    }
+
+    /// `role.fragment(shape, dtype, buffers=1)`
+    pub(super) fn role_fragment(&mut self, r: RoleId, a: &[Slot], sp: Span) -> R<Value> {
+        let shape = self.shape(&a[0], "shape")?;
+        let dtype = self.dtype(&a[1], "dtype")?;
+        let buffers = self.positive(&a[2], "buffers", Some(1))?;
+        if buffers > 2 {
+            let s = a[2].as_ref().map_or(sp, |x| x.1);
+            return self.err(
+                &codes::INVALID_VALUE,
+                s,
+                format!("a fragment has 1 or 2 buffers, got {buffers}"),
+            );
+        }
+        let name = self.take_name("fragment");
+        Ok(Value::Frag(self.k.fragments.push(
+            Fragment {
+                name,
+                role: r,
+                shape,
+                dtype,
+                buffers,
+            },
+            sp,
+        )))
+    }
+
+    /// `lm.role(warp= | warps= | warpgroup= | warpgroups=, regs=None)`
+    pub(super) fn role_decl(&mut self, a: &[Slot], sp: Span) -> R<Value> {
+        let given: Vec<usize> = (0..4).filter(|i| a[*i].is_some()).collect();
+        if given.len() != 1 {
+            return self
+                .err(
+                    &codes::BAD_ARGUMENTS,
+                    sp,
+                    "a role is declared with exactly one of warp=, warps=, warpgroup=, warpgroups=",
+                )
+                .map_err(|r| {
+                    self.help_last(
+                        r,
+                        "e.g. lm.role(warpgroup=0, regs=40) or lm.role(warps=[0, 1, 2, 3])",
+                    )
+                });
+        }
+        let i = given[0];
+        let unit = if i < 2 {
+            RoleUnit::Warp
+        } else {
+            RoleUnit::Warpgroup
+        };
+        let (v, s) = a[i].clone().expect("given");
+        let items = match v {
+            Value::Tuple(items) => items,
+            other => vec![other],
+        };
+        let mut units = Vec::new();
+        for item in items {
+            let n = self.const_int(&item, s, "a warp index")?;
+            if !(0..32).contains(&n) {
+                return self.err(
+                    &codes::INVALID_VALUE,
+                    s,
+                    format!("warp and warpgroup indices must be in 0..32, got {n}"),
+                );
+            }
+            units.push(n as u32);
+        }
+        if units.is_empty() {
+            return self.err(&codes::INVALID_VALUE, s, "a role needs at least one warp");
+        }
+        let regs = match self.opt_int(&a[4], "regs")? {
+            None => None,
+            Some(r) if (1..=255).contains(&r) => Some(r as u32),
+            Some(r) => {
+                let s = a[4].as_ref().map_or(sp, |x| x.1);
+                return self.err(
+                    &codes::INVALID_VALUE,
+                    s,
+                    format!("a register budget must be in 1..=255 per thread, got {r}"),
+                );
+            }
+        };
+        let name = self.take_name("role");
+        Ok(Value::Role(self.k.roles.push(
+            Role {
+                name,
+                unit,
+                units,
+                regs,
+            },
+            sp,
+        )))
+    }
+}
