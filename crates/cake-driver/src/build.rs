@@ -60,7 +60,10 @@ pub fn lower(
         // The check lowered every kernel it verified; lower again only if it did not.
         let lowered = match checked.take_lowered(ki, t.name) {
             Some(l) => Ok(l),
-            None => cake_lower::lower(&checked.kernels[ki], &checked.file, t),
+            None => match checked.facts_for(ki, t.name) {
+                Some(kf) => cake_lower::lower_with(&checked.kernels[ki], kf, &checked.file),
+                None => cake_lower::lower(&checked.kernels[ki], &checked.file, t),
+            },
         };
         match lowered {
             Ok(l) => out.push(l),

@@ -28,8 +28,16 @@ impl Checked {
     }
 
     /// Takes the lowering of kernel `kernel` for `target` that the check produced, if any.
-    pub(crate) fn take_lowered(&mut self, kernel: usize, target: &str) -> Option<cake_lower::Lowered> {
-        let at = self.facts.get(kernel)?.iter().position(|f| f.target.name == target)?;
+    pub(crate) fn take_lowered(
+        &mut self,
+        kernel: usize,
+        target: &str,
+    ) -> Option<cake_lower::Lowered> {
+        let at = self
+            .facts
+            .get(kernel)?
+            .iter()
+            .position(|f| f.target.name == target)?;
         self.lowered.get_mut(kernel)?.get_mut(at)?.take()
     }
 
@@ -107,7 +115,7 @@ fn verify_session(source: &SourceFile, kernels: &[Kernel], target: Option<&str>)
             let mut found = cake_verify::verify_with(k, &facts);
             let mut lowered = None;
             if !found.iter().any(|f| f.is_error()) {
-                match cake_lower::lower(k, source, t) {
+                match cake_lower::lower_with(k, &facts, source) {
                     Ok(l) => lowered = Some(l),
                     Err(errors) => {
                         for e in errors {

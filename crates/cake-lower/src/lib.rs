@@ -8,10 +8,20 @@ mod mma;
 mod prelude;
 
 use cake_diag::{SourceFile, Span};
-use cake_ir::Kernel;
+use cake_ir::{Kernel, KernelFacts};
 use cake_target::{MmaFamily, Target};
 
 pub use launch::{Arg, Grid, LaunchMeta, ScalarMeta, TensorMeta};
+
+thread_local! {
+    static LOWERINGS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many kernels this thread has lowered: lets a test prove a compile session lowers each
+/// kernel once.
+pub fn lowerings_on_this_thread() -> u64 {
+    LOWERINGS.with(|n| n.get())
+}
 
 /// What lowering produced for one kernel.
 #[derive(Clone, Debug)]
@@ -44,7 +54,23 @@ pub fn has_code_generator(target: &Target) -> bool {
     }
 }
 
-pub fn lower(k: &Kernel, file: &SourceFile, target: &Target) -> Result<Lowered, Vec<Unsupported>> {
+pub fn lower(
+    k: &Kernel,
+    file: &SourceFile,
+    target: &'static Target,
+) -> Result<Lowered, Vec<Unsupported>> {
+    lower_with(k, &KernelFacts::new(k, target), file)
+}
+
+/// [`lower`] with the kernel's facts already derived (the compile session shares them with the
+/// verifier).
+pub fn lower_with(
+    k: &Kernel,
+    facts: &KernelFacts,
+    file: &SourceFile,
+) -> Result<Lowered, Vec<Unsupported>> {
+    LOWERINGS.with(|n| n.set(n.get() + 1));
+    let target = facts.target;
     if !has_code_generator(target) {
         return Err(vec![Unsupported {
             span: k.span,
@@ -62,5 +88,5 @@ pub fn lower(k: &Kernel, file: &SourceFile, target: &Target) -> Result<Lowered, 
         MmaFamily::Wgmma => &mma::Wgmma,
         MmaFamily::Tcgen05 => &mma::Tcgen05,
     };
-    emit::Emitter::new(k, file, target, backend).run()
+    emit::Emitter::new(k, facts, file, backend).run()
 }

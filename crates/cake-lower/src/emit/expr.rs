@@ -216,22 +216,20 @@ impl Emitter<'_> {
     }
 
     /// Per-column vector loads (`lm.load` of shape (N,)) inside `e`.
+    /// Reductions are not entered (they read their argument per element themselves), nor
+    /// broadcasts along any axis but the first.
     pub(crate) fn column_loads(&self, e: ExprId, out: &mut Vec<ExprId>) {
-        match &self.k.exprs[e].kind {
-            ExprKind::Load { shape, .. } if shape.len() == 1 && !out.contains(&e) => out.push(e),
-            ExprKind::Binary(_, a, b) | ExprKind::Cmp(_, a, b) => {
-                self.column_loads(*a, out);
-                self.column_loads(*b, out);
+        self.k.visit_expr(e, |id, kind| match kind {
+            ExprKind::Load { shape, .. } => {
+                if shape.len() == 1 && !out.contains(&id) {
+                    out.push(id);
+                }
+                false
             }
-            ExprKind::Select(c, a, b) => {
-                self.column_loads(*c, out);
-                self.column_loads(*a, out);
-                self.column_loads(*b, out);
-            }
-            ExprKind::Unary(_, a) | ExprKind::Cast(_, a) => self.column_loads(*a, out),
-            ExprKind::Expand { arg, axis: 0 } => self.column_loads(*arg, out),
-            _ => {}
-        }
+            ExprKind::Reduce { .. } => false,
+            ExprKind::Expand { axis, .. } => *axis == 0,
+            _ => true,
+        });
     }
 
     /// The tile layout an element-wise expression is computed over.

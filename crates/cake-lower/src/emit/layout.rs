@@ -67,13 +67,16 @@ pub(crate) enum Site {
 }
 impl Emitter<'_> {
     pub(crate) fn ops(&self) -> Vec<(StmtId, Op, Option<RoleId>)> {
-        let mut out = Vec::new();
-        self.k.walk(|sid, stmt, ctx| {
-            if let Stmt::Op(op) = stmt {
-                out.push((sid, op.clone(), ctx.role));
-            }
-        });
-        out
+        self.kf
+            .ops
+            .iter()
+            .map(|s| (s.stmt, s.op.clone(), s.role))
+            .collect()
+    }
+
+    /// The operations of `role`, in program order.
+    pub(crate) fn role_ops(&self, role: RoleId) -> impl Iterator<Item = &OpSite> + '_ {
+        self.kf.ops.iter().filter(move |s| s.role == Some(role))
     }
 
     pub(crate) fn infer_warpgroup_layouts(&mut self) {

@@ -14,8 +14,8 @@ use crate::mma::{MmaBackend, MmaState};
 use crate::prelude;
 use crate::{Lowered, Unsupported};
 use cake_diag::{SourceFile, Span};
-use cake_ir::layout::{smem_layout, SmemLayout};
-use cake_ir::sync::{barrier_facts, is_issue_only, tma_bytes, BarrierFacts};
+use cake_ir::layout::SmemLayout;
+use cake_ir::sync::{is_issue_only, tma_bytes, BarrierFacts};
 use cake_ir::*;
 use cake_target::{Feature, Target};
 use std::collections::{BTreeSet, HashMap};
@@ -47,8 +47,10 @@ pub(crate) struct Emitter<'a> {
     pub(crate) k: &'a Kernel,
     pub(crate) file: &'a SourceFile,
     pub(crate) target: &'a Target,
-    pub(crate) layout: SmemLayout,
-    pub(crate) facts: Vec<BarrierFacts>,
+    /// What the compile session derived once for this kernel and target.
+    pub(crate) kf: &'a KernelFacts,
+    pub(crate) layout: &'a SmemLayout,
+    pub(crate) facts: &'a [BarrierFacts],
     pub(crate) frag_layouts: HashMap<FragId, FragLayout>,
     pub(crate) tmaps: Vec<(ParamId, Vec<u32>, u32)>,
     /// The MMA family's lowering, picked once from the target, and what it records.
@@ -153,18 +155,19 @@ pub(crate) fn c_ident(name: &str) -> String {
 impl<'a> Emitter<'a> {
     pub(crate) fn new(
         k: &'a Kernel,
+        kf: &'a KernelFacts,
         file: &'a SourceFile,
-        target: &'a Target,
         backend: &'static dyn MmaBackend,
     ) -> Self {
         Emitter {
             k,
             file,
-            target,
+            target: kf.target,
+            kf,
             backend,
             mma: MmaState::default(),
-            layout: smem_layout(k),
-            facts: barrier_facts(k, target),
+            layout: &kf.layout,
+            facts: &kf.barriers,
             frag_layouts: HashMap::new(),
             tmaps: Vec::new(),
             needs_shared_ops: false,

@@ -242,15 +242,12 @@ impl Emitter<'_> {
     /// Per tensor parameter: (read, written) by the kernel.
     pub(crate) fn tensor_access(&self) -> HashMap<ParamId, (bool, bool)> {
         let mut access: HashMap<ParamId, (bool, bool)> = HashMap::new();
-        for (_, op, _) in self.ops() {
-            match op {
-                Op::TmaLoad { src, .. } | Op::CpAsync { src, .. } => {
-                    access.entry(src).or_default().0 = true
-                }
-                Op::Store { dst, .. } | Op::TmaStore { dst, .. } => {
-                    access.entry(dst).or_default().1 = true
-                }
-                _ => {}
+        for site in &self.kf.ops {
+            for p in &site.effects.global_reads {
+                access.entry(*p).or_default().0 = true;
+            }
+            for p in &site.effects.global_writes {
+                access.entry(*p).or_default().1 = true;
             }
         }
         for (_, e) in self.k.exprs.iter() {

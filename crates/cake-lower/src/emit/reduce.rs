@@ -356,23 +356,17 @@ pub(crate) fn packed_slot_mask(slots: u32) -> u32 {
 }
 
 /// The reductions inside `e` (each once).
+/// A reduction's own argument is not entered: its inner reductions are its own business.
 pub(crate) fn reductions_in(k: &Kernel, e: ExprId, out: &mut Vec<ExprId>) {
-    match &k.exprs[e].kind {
-        ExprKind::Reduce { .. } if !out.contains(&e) => out.push(e),
-        ExprKind::Binary(_, a, b) | ExprKind::Cmp(_, a, b) => {
-            reductions_in(k, *a, out);
-            reductions_in(k, *b, out);
+    k.visit_expr(e, |id, kind| match kind {
+        ExprKind::Reduce { .. } => {
+            if !out.contains(&id) {
+                out.push(id);
+            }
+            false
         }
-        ExprKind::Select(c, a, b) => {
-            reductions_in(k, *c, out);
-            reductions_in(k, *a, out);
-            reductions_in(k, *b, out);
-        }
-        ExprKind::Unary(_, a) | ExprKind::Cast(_, a) | ExprKind::Expand { arg: a, .. } => {
-            reductions_in(k, *a, out)
-        }
-        _ => {}
-    }
+        _ => true,
+    });
 }
 
 /// The arrays and operator text of one row reduction (see `reduction_pass`).

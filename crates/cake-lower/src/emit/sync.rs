@@ -149,51 +149,31 @@ impl Emitter<'_> {
 
     pub(crate) fn first_tma_to(&self, barrier: BarrierId, role: RoleId, sp: Span) -> bool {
         // The first TMA op (in program order) of this role signalling this barrier.
-        let mut first: Option<Span> = None;
-        self.k.walk(|sid, stmt, ctx| {
-            if first.is_none() && ctx.role == Some(role) {
-                if let Stmt::Op(Op::TmaLoad { barrier: b, .. }) = stmt {
-                    if *b == barrier {
-                        first = Some(self.k.stmts.span(sid));
-                    }
-                }
-            }
-        });
-        first == Some(sp)
+        let first = self
+            .role_ops(role)
+            .find(|s| matches!(s.op, Op::TmaLoad { barrier: b, .. } if b == barrier));
+        first.map(|s| self.k.stmts.span(s.stmt)) == Some(sp)
     }
 
     pub(crate) fn role_tx_bytes(&self, barrier: BarrierId, role: RoleId) -> u64 {
-        let mut bytes = 0;
-        self.k.walk(|_, stmt, ctx| {
-            if ctx.role == Some(role) {
-                if let Stmt::Op(Op::TmaLoad {
+        self.role_ops(role)
+            .map(|s| match &s.op {
+                Op::TmaLoad {
                     dst, barrier: b, ..
-                }) = stmt
-                {
-                    if *b == barrier {
-                        bytes += tma_bytes(self.k, dst);
-                    }
-                }
-            }
-        });
-        bytes
+                } if *b == barrier => tma_bytes(self.k, dst),
+                _ => 0,
+            })
+            .sum()
     }
 
     /// Whether the role's replicas synchronise their own threads (`replica_sync`): around TMA
     /// stores, shared-memory fills and scatter-adds.
     pub(crate) fn role_syncs_replicas(&self, role: RoleId) -> bool {
-        let mut found = false;
-        self.k.walk(|_, stmt, ctx| {
-            if ctx.role == Some(role)
-                && matches!(stmt, Stmt::Op(Op::TmaStore { .. } | Op::ScatterAdd { .. }))
-            {
-                found = true;
-            }
-            if let (Some(r), Stmt::Op(Op::SmemStore { value, .. })) = (ctx.role, stmt) {
-                found |= r == role && self.k.const_number(*value).is_some();
-            }
-        });
-        found
+        self.role_ops(role).any(|s| match &s.op {
+            Op::TmaStore { .. } | Op::ScatterAdd { .. } => true,
+            Op::SmemStore { value, .. } => self.k.const_number(*value).is_some(),
+            _ => false,
+        })
     }
 
     /// Synchronise the threads of the current role replica: one hardware named barrier per

@@ -302,24 +302,12 @@ impl MmaBackend for Tcgen05 {
 impl Emitter<'_> {
     /// Whether the role issues or reads tcgen05 work (MMAs into TMEM, TMEM transfers, commits).
     fn role_uses_tcgen05(&self, role: RoleId) -> bool {
-        let mut found = false;
-        self.k.walk(|_, stmt, ctx| {
-            if ctx.role == Some(role) {
-                if let Stmt::Op(op) = stmt {
-                    found |= matches!(
-                        op,
-                        Op::Mma {
-                            acc: Operand::Tmem(_),
-                            ..
-                        } | Op::TmemLoad { .. }
-                            | Op::TmemStore { .. }
-                            | Op::TmemCopy { .. }
-                            | Op::Commit { .. }
-                    );
-                }
-            }
-        });
-        found
+        self.role_ops(role).any(|s| {
+            let e = &s.effects;
+            !e.tmem_reads.is_empty()
+                || !e.tmem_writes.is_empty()
+                || e.barriers.iter().any(|(_, u)| *u == BarrierUse::Commit)
+        })
     }
 
     /// Fragments filled by `lm.tmem_load`: one TMEM lane (row) per thread of a warpgroup.
