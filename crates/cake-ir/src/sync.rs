@@ -4,6 +4,7 @@
 
 use crate::facts::mma_family;
 use crate::kernel::*;
+use crate::visit::BarrierUse;
 use cake_target::{MmaFamily, Target};
 
 /// One site that contributes arrivals to a barrier phase.
@@ -105,6 +106,7 @@ pub fn barrier_facts_with(
             releases_tmem: Vec::new(),
         })
         .collect();
+    let mut waits = Vec::new();
     k.walk(|sid, stmt, ctx| {
         let Stmt::Op(op) = stmt else { return };
         let Some(role) = ctx.role else { return };
@@ -154,45 +156,32 @@ pub fn barrier_facts_with(
                 tx_bytes: tx,
             });
         };
-        match op {
-            Op::TmaLoad { dst, barrier, .. } => {
-                add(*barrier, ArriveKind::Tma, replicas, tma_bytes(k, dst))
+        let e = op.effects();
+        for &(b, u) in &e.barriers {
+            match u {
+                BarrierUse::Tma => {
+                    let bytes = e.smem_writes.iter().map(|v| tma_bytes(k, v)).sum();
+                    add(b, ArriveKind::Tma, replicas, bytes)
+                }
+                BarrierUse::CpAsync => add(b, ArriveKind::CpAsync, k.roles[role].threads(), 0),
+                BarrierUse::Arrive => add(b, ArriveKind::Arrive, per_thread(&b), 0),
+                // A commit to a cluster barrier is multicast: one arrival in every CTA.
+                BarrierUse::Commit => add(b, ArriveKind::Commit, replicas * ctas(&b), 0),
+                // A wgmma group completes for its whole warpgroup at once, so once it has
+                // retired one thread per warpgroup may release the stage its operands came from.
+                BarrierUse::Release => match &e.mma_accumulator {
+                    Some(acc) if mma_family(target, acc) == MmaFamily::Wgmma => {
+                        add(b, ArriveKind::Release, replicas * ctas(&b), 0)
+                    }
+                    _ => add(b, ArriveKind::Release, per_thread(&b), 0),
+                },
+                BarrierUse::Wait => waits.push((b, sid, role)),
             }
-            Op::CpAsync { barrier, .. } => {
-                add(*barrier, ArriveKind::CpAsync, k.roles[role].threads(), 0)
-            }
-            Op::Arrive { barrier } => add(*barrier, ArriveKind::Arrive, per_thread(barrier), 0),
-            // A commit to a cluster barrier is multicast: one arrival in every CTA.
-            Op::Commit { barrier } => {
-                add(*barrier, ArriveKind::Commit, replicas * ctas(barrier), 0)
-            }
-            Op::Mma {
-                acc,
-                release: Some(b),
-                ..
-            // A wgmma group completes for its whole warpgroup at once, so once it has retired
-            // one thread per warpgroup may release the stage its operands came from.
-            } if mma_family(target, acc) == MmaFamily::Wgmma => {
-                add(*b, ArriveKind::Release, replicas * ctas(b), 0)
-            }
-            Op::Mma {
-                release: Some(b), ..
-            } => add(*b, ArriveKind::Release, per_thread(b), 0),
-            Op::Mma { release: None, .. } => {}
-            Op::Wait { barrier } => facts[barrier.index()].waits.push((sid, role)),
-            Op::TmaStore { .. }
-            | Op::Ldmatrix { .. }
-            | Op::TmemLoad { .. }
-            | Op::TmemStore { .. }
-            | Op::TmemCopy { .. }
-            | Op::Store { .. }
-            | Op::SmemStore { .. }
-            | Op::ScatterAdd { .. }
-            | Op::Assign { .. }
-            | Op::FenceProxyAsync
-            | Op::Sync { .. } => {}
         }
     });
+    for (b, sid, role) in waits {
+        facts[b.index()].waits.push((sid, role));
+    }
     // A wait that precedes a copy into view V guards V's overwrite when everyone who arrives on
     // the barrier reads V: it is the readers' release, so its stages start free.
     let mut pairs = Vec::new();

@@ -92,8 +92,22 @@ pub enum BarrierUse {
     Commit,
     /// `release=` on an MMA: arrives once the MMA's operand reads have retired.
     Release,
-    /// A TMA load or cp.async that completes on the barrier (bytes or arrivals).
-    Completion,
+    /// A TMA load completing on the barrier: its bytes land as transactions.
+    Tma,
+    /// cp.async completing on the barrier: one arrival per thread.
+    CpAsync,
+}
+
+impl BarrierUse {
+    /// A copy that completes on the barrier (it writes the memory the barrier hands over).
+    pub fn is_completion(self) -> bool {
+        match self {
+            BarrierUse::Tma | BarrierUse::CpAsync => true,
+            BarrierUse::Wait | BarrierUse::Arrive | BarrierUse::Commit | BarrierUse::Release => {
+                false
+            }
+        }
+    }
 }
 
 /// What one operation reads, writes and synchronises on. Fragment operands of an MMA are
@@ -110,6 +124,8 @@ pub struct OpEffects {
     pub global_reads: Vec<ParamId>,
     pub global_writes: Vec<ParamId>,
     pub barriers: Vec<(BarrierId, BarrierUse)>,
+    /// The accumulator an MMA writes (its place decides the instruction family).
+    pub mma_accumulator: Option<Operand>,
     pub named_barriers: Vec<NamedBarrierId>,
     /// The expressions the operation evaluates (coordinates, values, row starts, flags).
     pub exprs: Vec<ExprId>,
@@ -190,7 +206,7 @@ impl Op {
                 e.smem_write(dst);
                 e.global_reads.push(*src);
                 e.exprs.extend(coords);
-                e.barriers.push((*barrier, BarrierUse::Completion));
+                e.barriers.push((*barrier, BarrierUse::Tma));
             }
             Op::CpAsync {
                 dst,
@@ -201,7 +217,7 @@ impl Op {
                 e.smem_write(dst);
                 e.global_reads.push(*src);
                 e.exprs.extend(coords);
-                e.barriers.push((*barrier, BarrierUse::Completion));
+                e.barriers.push((*barrier, BarrierUse::CpAsync));
             }
             Op::TmaStore { dst, src, coords } => {
                 e.smem_read(src);
@@ -222,6 +238,7 @@ impl Op {
                 e.operand(a, false);
                 e.operand(b, false);
                 e.operand(acc, true);
+                e.mma_accumulator = Some(acc.clone());
                 e.exprs.push(*accumulate);
                 e.read_modify_write = true;
                 if let Some(r) = release {

@@ -66,24 +66,20 @@ fn role_accesses(k: &Kernel, all: &[Site], role: RoleId) -> (BTreeSet<Res>, BTre
 }
 
 /// The barrier a site arrives on (plain arrive, commit, TMA or cp.async completion, release=).
-fn arrives_on(op: &Op) -> Option<BarrierId> {
-    match op {
-        Op::Arrive { barrier }
-        | Op::Commit { barrier }
-        | Op::TmaLoad { barrier, .. }
-        | Op::CpAsync { barrier, .. } => Some(*barrier),
-        Op::Mma {
-            release: Some(b), ..
-        } => Some(*b),
-        _ => None,
-    }
+fn arrives_on(s: &Site) -> Option<BarrierId> {
+    s.effects
+        .barriers
+        .iter()
+        .find(|(_, u)| *u != BarrierUse::Wait)
+        .map(|(b, _)| *b)
 }
 
-fn waits_on(op: &Op) -> Option<BarrierId> {
-    match op {
-        Op::Wait { barrier } => Some(*barrier),
-        _ => None,
-    }
+fn waits_on(s: &Site) -> Option<BarrierId> {
+    s.effects
+        .barriers
+        .iter()
+        .find(|(_, u)| *u == BarrierUse::Wait)
+        .map(|(b, _)| *b)
 }
 
 fn touches(k: &Kernel, s: &Site, r: Res) -> bool {
@@ -114,17 +110,22 @@ fn guarded(
             return false;
         }
         all.iter().enumerate().all(|(j, t)| {
-            if t.role != Some(y) || arrives_on(&t.op) != Some(g) {
+            if t.role != Some(y) || arrives_on(t) != Some(g) {
                 return true;
             }
             if touches(k, t, r) {
                 return true;
             }
-            let copy = |op: &Op| matches!(op, Op::TmaLoad { barrier, .. } | Op::CpAsync { barrier, .. } if *barrier == g);
-            if copy(&t.op)
+            let copy = |s: &Site| {
+                s.effects
+                    .barriers
+                    .iter()
+                    .any(|(b, u)| *b == g && u.is_completion())
+            };
+            if copy(t)
                 && all
                     .iter()
-                    .any(|u| u.role == Some(y) && copy(&u.op) && touches(k, u, r))
+                    .any(|u| u.role == Some(y) && copy(u) && touches(k, u, r))
             {
                 return true;
             }
@@ -147,7 +148,7 @@ fn waited_before(all: &[Site], at: usize, pred: impl Fn(BarrierId) -> bool) -> b
     let site = &all[at];
     all[..at]
         .iter()
-        .any(|s| s.role == site.role && body(s) == body(site) && waits_on(&s.op).is_some_and(&pred))
+        .any(|s| s.role == site.role && body(s) == body(site) && waits_on(s).is_some_and(&pred))
 }
 
 /// Dropping the wait at `wait_stmt` is equivalent when the barrier carries nothing and the
@@ -157,7 +158,7 @@ pub fn drop_wait(k: &Kernel, kf: &KernelFacts, wait_stmt: StmtId) -> Option<Stri
     // Which arrivals and waits exist does not depend on the target, only their counts.
     let facts = &kf.barriers;
     let at = all.iter().position(|s| s.stmt == wait_stmt)?;
-    let b = waits_on(&all[at].op)?;
+    let b = waits_on(&all[at])?;
     let c = all[at].role?;
     let f = &facts[b.index()];
     let bname = &k.barriers[b].name;
@@ -207,7 +208,7 @@ pub fn drop_wait(k: &Kernel, kf: &KernelFacts, wait_stmt: StmtId) -> Option<Stri
         if s.role != Some(c) || s.stmt == wait_stmt {
             continue;
         }
-        let Some(e) = arrives_on(&s.op) else { continue };
+        let Some(e) = arrives_on(s) else { continue };
         let waiters: BTreeSet<RoleId> = facts[e.index()].waits.iter().map(|w| w.1).collect();
         if waiters.is_empty() {
             continue;
@@ -221,7 +222,7 @@ pub fn drop_wait(k: &Kernel, kf: &KernelFacts, wait_stmt: StmtId) -> Option<Stri
                 && all
                     .iter()
                     .enumerate()
-                    .all(|(j, t)| arrives_on(&t.op) != Some(g) || waited_before(all, j, |x| x == e))
+                    .all(|(j, t)| arrives_on(t) != Some(g) || waited_before(all, j, |x| x == e))
         });
         if !throttled {
             return None;

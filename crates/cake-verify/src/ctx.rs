@@ -49,11 +49,7 @@ impl<'a> Ctx<'a> {
         for site in &self.ops {
             let e = &site.effects;
             if e.smem_writes.iter().any(|v| v.view == view) {
-                for (b, _) in e
-                    .barriers
-                    .iter()
-                    .filter(|(_, u)| *u == BarrierUse::Completion)
-                {
+                for (b, _) in e.barriers.iter().filter(|(_, u)| u.is_completion()) {
                     if !out.contains(b) {
                         out.push(*b);
                     }

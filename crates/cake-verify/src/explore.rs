@@ -244,20 +244,26 @@ impl Unroll<'_> {
     }
 
     fn op(&mut self, s: StmtId, op: &Op) {
+        for (b, u) in op.effects().barriers {
+            self.barrier_use(s, b, u);
+        }
+    }
+
+    fn barrier_use(&mut self, s: StmtId, barrier: BarrierId, u: BarrierUse) {
         let k = self.cx.k;
-        match op {
-            Op::Wait { barrier } => {
-                let slot = self.slot(*barrier);
+        match u {
+            BarrierUse::Wait => {
+                let slot = self.slot(barrier);
                 let free = self.cx.barriers[barrier.index()].starts_free();
                 // The n-th wait of this role on this slot needs completion n (n - 1 for a barrier
                 // whose stages start free: its first pass needs nothing).
-                let n = match k.barriers[*barrier].pipeline {
+                let n = match k.barriers[barrier].pipeline {
                     Some(p) if self.stages.iter().any(|(q, _)| *q == p) => {
                         let stages = k.pipelines[p].stages.max(1) as u64;
                         *self.pipe_it.get(&p).unwrap_or(&0) / stages
                     }
                     _ => {
-                        let e = self.waits_done.entry((*barrier, slot)).or_insert(0);
+                        let e = self.waits_done.entry((barrier, slot)).or_insert(0);
                         *e += 1;
                         *e - 1
                     }
@@ -267,41 +273,36 @@ impl Unroll<'_> {
                 }
                 let need = if free { n - 1 } else { n };
                 self.events.push(Ev::Wait {
-                    barrier: *barrier,
+                    barrier,
                     slot,
                     need,
                     stmt: s,
                 });
             }
-            Op::Arrive { barrier }
-            | Op::Commit { barrier }
-            | Op::TmaLoad { barrier, .. }
-            | Op::CpAsync { barrier, .. } => {
-                let count = self.count_for(s, *barrier);
-                let slot = self.slot(*barrier);
+            BarrierUse::Arrive | BarrierUse::Commit | BarrierUse::Tma | BarrierUse::CpAsync => {
+                let count = self.count_for(s, barrier);
+                let slot = self.slot(barrier);
                 // Only the first TMA load of a role to a barrier per iteration carries the arrival.
-                if matches!(op, Op::TmaLoad { .. }) && !self.first_tma(s, *barrier) {
+                if u == BarrierUse::Tma && !self.first_tma(s, barrier) {
                     return;
                 }
                 self.events.push(Ev::Arrive {
-                    barrier: *barrier,
+                    barrier,
                     slot,
                     count,
                     stmt: s,
                 });
             }
-            Op::Mma {
-                release: Some(b), ..
-            } => {
-                let count = self.count_for(s, *b);
-                let slot = self.slot(*b);
+            BarrierUse::Release => {
+                let count = self.count_for(s, barrier);
+                let slot = self.slot(barrier);
                 if self
                     .loop_body
                     .as_ref()
                     .is_some_and(|body| cake_ir::sync::defers_release(self.cx.k, body, s))
                 {
                     if let Some(top) = self.deferred.last_mut() {
-                        if let Some((pb, ps, pc, pst)) = top.replace((*b, slot, count, s)) {
+                        if let Some((pb, ps, pc, pst)) = top.replace((barrier, slot, count, s)) {
                             self.events.push(Ev::Arrive {
                                 barrier: pb,
                                 slot: ps,
@@ -313,25 +314,12 @@ impl Unroll<'_> {
                     }
                 }
                 self.events.push(Ev::Arrive {
-                    barrier: *b,
+                    barrier,
                     slot,
                     count,
                     stmt: s,
                 });
             }
-            // No barrier phase moves.
-            Op::Mma { release: None, .. }
-            | Op::TmaStore { .. }
-            | Op::Ldmatrix { .. }
-            | Op::TmemLoad { .. }
-            | Op::TmemStore { .. }
-            | Op::TmemCopy { .. }
-            | Op::Store { .. }
-            | Op::SmemStore { .. }
-            | Op::ScatterAdd { .. }
-            | Op::Assign { .. }
-            | Op::FenceProxyAsync
-            | Op::Sync { .. } => {}
         }
     }
 
