@@ -285,20 +285,8 @@ impl<'a> Interp<'a> {
         // Names substitute their expressions, so a value reused through a chain of names grows
         // the expanded tree exponentially; everything that prints or lowers expressions walks it
         // expanded. Bound it where it is built.
-        let children: u64 = match &kind {
-            ExprKind::Binary(_, a, b) | ExprKind::Cmp(_, a, b) => {
-                self.tree_size(*a) + self.tree_size(*b)
-            }
-            ExprKind::Select(c, a, b) => {
-                self.tree_size(*c) + self.tree_size(*a) + self.tree_size(*b)
-            }
-            ExprKind::Unary(_, a)
-            | ExprKind::Cast(_, a)
-            | ExprKind::Reduce { arg: a, .. }
-            | ExprKind::Expand { arg: a, .. } => self.tree_size(*a),
-            ExprKind::Load { coords, .. } => coords.iter().map(|c| self.tree_size(*c)).sum(),
-            _ => 0,
-        };
+        let mut children: u64 = 0;
+        kind.for_each_child(|c| children = children.saturating_add(self.tree_size(c)));
         let size = (children + 1).min(u64::MAX / 4);
         let id = self.k.exprs.push(Expr { kind, ty }, span);
         self.tree_sizes.push(size);
