@@ -78,11 +78,11 @@ pub fn cmd_cost(
         return ExitCode::from(1);
     }
     let mut estimates = Vec::new();
-    for k in &checked.kernels {
+    for (ki, k) in checked.kernels.iter().enumerate() {
         if only.is_some_and(|n| n != k.name) {
             continue;
         }
-        match cake_cost::estimate(k, t, &shape, &cal) {
+        match checked.estimate(ki, t, &shape, &cal) {
             Ok(e) => estimates.push(e),
             Err(e @ CostError::Shape(_)) => {
                 eprintln!("error: --shape: {e}");

@@ -467,12 +467,11 @@ fn cmd_check(
             return ExitCode::from(2);
         }
     }
-    let checked = cake_driver::check(&file.display().to_string(), &bytes, target);
-    let mut findings = checked.findings;
+    let mut checked = cake_driver::check(&file.display().to_string(), &bytes, target);
+    let mut findings = std::mem::take(&mut checked.findings);
     if let Some(shape) = &shape {
         if !findings.iter().any(|f| f.is_error()) {
-            match cake_driver::cost_findings(&checked.kernels, target, shape, calibration.as_ref())
-            {
+            match cake_driver::cost_findings(&checked, target, shape, calibration.as_ref()) {
                 Ok(extra) => {
                     findings.extend(extra);
                     findings.sort_by_key(|f| (f.span.start, f.code));

@@ -41,6 +41,22 @@ impl Checked {
         self.lowered.get_mut(kernel)?.get_mut(at)?.take()
     }
 
+    /// The cost model's estimate of kernel `kernel` on `target`, from the session's facts when
+    /// the check derived them.
+    pub fn estimate(
+        &self,
+        kernel: usize,
+        target: &'static cake_target::Target,
+        shape: &std::collections::BTreeMap<String, i64>,
+        calibration: &cake_cost::Calibration,
+    ) -> Result<cake_cost::Estimate, cake_cost::CostError> {
+        let k = &self.kernels[kernel];
+        match self.facts_for(kernel, target.name) {
+            Some(kf) => cake_cost::estimate_with(k, kf, shape, calibration),
+            None => cake_cost::estimate(k, target, shape, calibration),
+        }
+    }
+
     /// The facts of kernel `kernel` on `target`, if it was verified for it.
     pub fn facts_for(&self, kernel: usize, target: &str) -> Option<&KernelFacts> {
         self.facts
@@ -152,13 +168,13 @@ fn verify_session(source: &SourceFile, kernels: &[Kernel], target: Option<&str>)
 /// one `CAKE-V003` note per kernel instead. `calibration` (default: the target's committed
 /// table) applies to the targets it was made for. Shape errors are returned, not reported.
 pub fn cost_findings(
-    kernels: &[Kernel],
+    checked: &Checked,
     target: Option<&str>,
     shape: &std::collections::BTreeMap<String, i64>,
     calibration: Option<&cake_cost::Calibration>,
 ) -> Result<Vec<Finding>, cake_cost::CostError> {
     let mut out = Vec::new();
-    for k in kernels {
+    for (ki, k) in checked.kernels.iter().enumerate() {
         let targets: Vec<String> = match target {
             Some(t) => vec![t.to_string()],
             None => k.targets.clone(),
@@ -185,7 +201,7 @@ pub fn cost_findings(
                     Err(e) => return Err(e),
                 },
             };
-            let est = cake_cost::estimate(k, t, shape, &cal)?;
+            let est = checked.estimate(ki, t, shape, &cal)?;
             out.extend(est.findings());
         }
     }

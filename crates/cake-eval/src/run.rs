@@ -186,10 +186,12 @@ fn cost_estimates(
     };
     let mut out = Vec::new();
     let mut docs = Vec::new();
+    // The facts do not depend on the shape: derive them once for every shape.
+    let facts = cake_ir::KernelFacts::new(kernel, t);
     for shape in shapes {
         let s: std::collections::BTreeMap<String, i64> =
             shape.iter().map(|(k, v)| (k.clone(), *v)).collect();
-        match cake_cost::estimate(kernel, t, &s, &cal) {
+        match cake_cost::estimate_with(kernel, &facts, &s, &cal) {
             Ok(e) => {
                 docs.push(serde_json::to_value(&e).unwrap_or_default());
                 out.push(Some(e));

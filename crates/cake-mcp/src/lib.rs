@@ -423,14 +423,13 @@ fn do_check(input: CheckInput) -> Result<CheckOutput, String> {
     if let Some(t) = &input.target {
         known_target(t)?;
     }
-    let checked = cake_driver::check(&name, &bytes, input.target.as_deref());
-    let mut findings = checked.findings;
+    let mut checked = cake_driver::check(&name, &bytes, input.target.as_deref());
+    let mut findings = std::mem::take(&mut checked.findings);
     if let Some(shape) = &input.shape {
         let shape = cake_cost::parse_shape(shape).map_err(|e| format!("shape: {e}"))?;
         if !findings.iter().any(|f| f.is_error()) {
-            let extra =
-                cake_driver::cost_findings(&checked.kernels, input.target.as_deref(), &shape, None)
-                    .map_err(|e| format!("shape: {e}"))?;
+            let extra = cake_driver::cost_findings(&checked, input.target.as_deref(), &shape, None)
+                .map_err(|e| format!("shape: {e}"))?;
             findings.extend(extra);
             findings.sort_by_key(|f| (f.span.start, f.code));
         }
@@ -550,8 +549,10 @@ fn do_cost(input: CostInput) -> Result<CostOutput, String> {
     }
     let mut estimates = Vec::new();
     let mut report = String::new();
-    for k in &checked.kernels {
-        let e = cake_cost::estimate(k, target, &shape, &calibration).map_err(|e| e.to_string())?;
+    for ki in 0..checked.kernels.len() {
+        let e = checked
+            .estimate(ki, target, &shape, &calibration)
+            .map_err(|e| e.to_string())?;
         report.push_str(&e.render());
         estimates.push(serde_json::to_value(&e).unwrap_or(Value::Null));
     }
