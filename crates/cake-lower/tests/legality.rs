@@ -110,3 +110,46 @@ fn tcgen05_does_not_lower_a_register_accumulator_loop() {
     let lowered = cake_lower::lower_with(k, &KernelFacts::new(k, sm90), &file).expect("lowers");
     assert!(lowered.cuda.contains("double-buffered"));
 }
+
+/// The same over every mutant `cake-mutate` plants in the examples and kernels (flipped
+/// swizzles and majorness, misaligned views and roles, changed stages and counts, ...): schedules
+/// one edit away from lowering, where the two reports would part first.
+#[test]
+fn lowerable_is_exact_on_mutants() {
+    let mut paths = Vec::new();
+    for dir in ["examples", "kernels"] {
+        schedules(&repo().join(dir), &mut paths);
+    }
+    paths.sort();
+    let (mut compared, mut refused) = (0, 0);
+    for path in &paths {
+        let source = std::fs::read_to_string(path).expect("read");
+        for m in cake_mutate::mutants(&source) {
+            let name = format!("{} ({} at line {})", path.display(), m.operator, m.line);
+            let (file, front) = cake_front::check_bytes(&name, m.source.as_bytes());
+            if front.findings.iter().any(|f| f.is_error()) {
+                continue;
+            }
+            for k in &front.kernels {
+                for target in cake_target::TARGETS {
+                    let facts = KernelFacts::new(k, target);
+                    let pass = cake_lower::lowerable(k, &facts);
+                    let lowering = cake_lower::lower_with(k, &facts, &file)
+                        .err()
+                        .unwrap_or_default();
+                    assert_eq!(
+                        pass, lowering,
+                        "{name}, kernel `{}` on {}",
+                        k.name, target.name
+                    );
+                    compared += 1;
+                    refused += usize::from(!lowering.is_empty());
+                }
+            }
+        }
+    }
+    assert!(
+        compared > 1000 && refused > 0,
+        "{compared} compared, {refused} refused"
+    );
+}

@@ -241,53 +241,30 @@ impl Emitter<'_> {
             return saved;
         }
         let k = self.k;
-        let access = self.tensor_access();
-        let written = |t: &ParamId| access.get(t).is_some_and(|a| a.1);
-        let mut reductions = Vec::new();
-        for &s in body {
-            if let Stmt::Op(
-                Op::Assign { value, .. } | Op::Store { value, .. } | Op::SmemStore { value, .. },
-            ) = &k.stmts[s]
-            {
-                legal::reductions_in(k, *value, &mut reductions);
-            }
-        }
-        for r in reductions {
-            let ExprKind::Reduce { arg, axis: 1, .. } = k.exprs[r].kind else {
+        let loads = self.loads_to_prefetch(self.kf, body, &|l| self.prefetched.contains_key(&l));
+        for (l, n) in loads {
+            let ExprKind::Load { tensor, .. } = k.exprs[l].kind else {
                 continue;
             };
-            let Some(FragLayout::WgmmaAcc { n }) = self.tile_of(arg) else {
-                continue;
-            };
-            let mut loads = Vec::new();
-            self.column_loads(arg, &mut loads);
-            for l in loads {
-                let ExprKind::Load { tensor, .. } = k.exprs[l].kind else {
-                    continue;
-                };
-                if written(&tensor) || self.prefetched.contains_key(&l) {
-                    continue;
-                }
-                let array = format!("pre{}", self.reduction_counter);
-                self.reduction_counter += 1;
-                self.line(&format!(
+            let array = format!("pre{}", self.reduction_counter);
+            self.reduction_counter += 1;
+            self.line(&format!(
                     "float {array}[{}][2];  // lm.load({}) for this iteration's row reductions, issued early ({})",
                     n / 8,
                     k.params[tensor].name,
                     self.loc(k.exprs.span(l))
                 ));
-                self.line("#pragma unroll");
-                self.line(&format!("for (int i = 0; i < {}; ++i) {{", n / 8));
-                self.indent += 1;
-                self.line("#pragma unroll");
-                let code = self.elem(l, Site::Tile);
-                self.line(&format!(
-                    "for (int j = 0; j < 2; ++j) {array}[i][j] = {code};"
-                ));
-                self.indent -= 1;
-                self.line("}");
-                self.prefetched.insert(l, array);
-            }
+            self.line("#pragma unroll");
+            self.line(&format!("for (int i = 0; i < {}; ++i) {{", n / 8));
+            self.indent += 1;
+            self.line("#pragma unroll");
+            let code = self.elem(l, Site::Tile);
+            self.line(&format!(
+                "for (int j = 0; j < 2; ++j) {array}[i][j] = {code};"
+            ));
+            self.indent -= 1;
+            self.line("}");
+            self.prefetched.insert(l, array);
         }
         saved
     }

@@ -197,6 +197,50 @@ pub(crate) trait Scope {
         });
     }
 
+    /// The per-column loads of `body`'s row reductions over wgmma-layout tiles that are issued
+    /// at the top of a loop iteration, with the tile's columns: loads of tensors the kernel never
+    /// writes, in statements of the body itself, not issued already (`issued`), each once.
+    fn loads_to_prefetch(
+        &self,
+        kf: &KernelFacts,
+        body: &Block,
+        issued: &dyn Fn(ExprId) -> bool,
+    ) -> Vec<(ExprId, u32)> {
+        let k = self.kernel();
+        let access = super::tensor_access(k, kf);
+        let written = |t: &ParamId| access.get(t).is_some_and(|a| a.1);
+        let mut reductions = Vec::new();
+        for &s in body {
+            if let Stmt::Op(
+                Op::Assign { value, .. } | Op::Store { value, .. } | Op::SmemStore { value, .. },
+            ) = &k.stmts[s]
+            {
+                reductions_in(k, *value, &mut reductions);
+            }
+        }
+        let mut out: Vec<(ExprId, u32)> = Vec::new();
+        for r in reductions {
+            let ExprKind::Reduce { arg, axis: 1, .. } = k.exprs[r].kind else {
+                continue;
+            };
+            let Some(FragLayout::WgmmaAcc { n }) = self.tile_of(arg) else {
+                continue;
+            };
+            let mut loads = Vec::new();
+            self.column_loads(arg, &mut loads);
+            for l in loads {
+                let ExprKind::Load { tensor, .. } = k.exprs[l].kind else {
+                    continue;
+                };
+                if written(&tensor) || issued(l) || out.iter().any(|(x, _)| *x == l) {
+                    continue;
+                }
+                out.push((l, n));
+            }
+        }
+        out
+    }
+
     /// A row reduction of `arg` along `axis`: the columns of the tile it runs over, and whether
     /// the tile is one row per thread (TMEM) rather than a wgmma-layout quad.
     fn reduction_tile(&self, arg: ExprId, axis: usize) -> Result<(u32, bool), String> {
@@ -234,7 +278,7 @@ pub(crate) fn cast_to_16bit(k: &Kernel, value: ExprId, dst: DType) -> Option<(Ex
 
 /// The reductions inside `e` (each once).
 /// A reduction's own argument is not entered: its inner reductions are its own business.
-pub(crate) fn reductions_in(k: &Kernel, e: ExprId, out: &mut Vec<ExprId>) {
+fn reductions_in(k: &Kernel, e: ExprId, out: &mut Vec<ExprId>) {
     k.visit_expr(e, |id, kind| match kind {
         ExprKind::Reduce { .. } => {
             if !out.contains(&id) {

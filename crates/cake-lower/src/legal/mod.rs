@@ -20,7 +20,7 @@ mod layout;
 mod ops;
 mod walk;
 
-pub(crate) use expr::{cast_to_16bit, reduction_operands, reductions_in, Reductions, Scope};
+pub(crate) use expr::{cast_to_16bit, reduction_operands, Reductions, Scope};
 pub(crate) use layout::{FragLayout, Site};
 pub(crate) use ops::*;
 pub(crate) use walk::Checker;

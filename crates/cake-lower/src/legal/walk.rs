@@ -283,36 +283,10 @@ impl<'a> Checker<'a> {
         if self.depth == 0 {
             return saved;
         }
-        let k = self.k;
-        let access = tensor_access(k, self.kf);
-        let mut reductions = Vec::new();
-        for &s in body {
-            if let Stmt::Op(
-                Op::Assign { value, .. } | Op::Store { value, .. } | Op::SmemStore { value, .. },
-            ) = &k.stmts[s]
-            {
-                super::reductions_in(k, *value, &mut reductions);
-            }
-        }
-        for r in reductions {
-            let ExprKind::Reduce { arg, axis: 1, .. } = k.exprs[r].kind else {
-                continue;
-            };
-            let Some(FragLayout::WgmmaAcc { .. }) = self.tile_of(arg) else {
-                continue;
-            };
-            let mut loads = Vec::new();
-            self.column_loads(arg, &mut loads);
-            for l in loads {
-                let ExprKind::Load { tensor, .. } = k.exprs[l].kind else {
-                    continue;
-                };
-                if access.get(&tensor).is_some_and(|a| a.1) || self.prefetched.contains(&l) {
-                    continue;
-                }
-                self.elem(l, Site::Tile);
-                self.prefetched.insert(l);
-            }
+        let loads = self.loads_to_prefetch(self.kf, body, &|l| self.prefetched.contains(&l));
+        for (l, _) in loads {
+            self.elem(l, Site::Tile);
+            self.prefetched.insert(l);
         }
         saved
     }
