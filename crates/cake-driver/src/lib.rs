@@ -1,6 +1,7 @@
 //! One compile session over one file: parse and type (front-end), verify for each target, and
-//! confirm the lowering covers every construct — the exact sequence `cake check` runs, in one
-//! place so every front door (CLI, tests, Python, MCP) reports the same findings.
+//! confirm the lowering covers every construct (`cake_lower::lowerable`, which generates no
+//! code) — the exact sequence `cake check` runs, in one place so every front door (CLI, tests,
+//! Python, MCP) reports the same findings.
 
 use cake_diag::{Finding, SourceFile};
 use cake_ir::{Kernel, KernelFacts};
@@ -15,9 +16,6 @@ pub struct Checked {
     /// Per kernel, the facts derived for each target it was verified for (none when the
     /// front-end reported errors). Later stages read these instead of deriving them again.
     pub facts: Vec<Vec<KernelFacts>>,
-    /// Per kernel and verified target (as `facts`), the lowering the coverage check produced,
-    /// kept so a build does not lower a second time.
-    lowered: Vec<Vec<Option<cake_lower::Lowered>>>,
     /// Every finding, sorted by position then code.
     pub findings: Vec<Finding>,
 }
@@ -25,20 +23,6 @@ pub struct Checked {
 impl Checked {
     pub fn has_errors(&self) -> bool {
         self.findings.iter().any(|f| f.is_error())
-    }
-
-    /// Takes the lowering of kernel `kernel` for `target` that the check produced, if any.
-    pub(crate) fn take_lowered(
-        &mut self,
-        kernel: usize,
-        target: &str,
-    ) -> Option<cake_lower::Lowered> {
-        let at = self
-            .facts
-            .get(kernel)?
-            .iter()
-            .position(|f| f.target.name == target)?;
-        self.lowered.get_mut(kernel)?.get_mut(at)?.take()
     }
 
     /// The cost model's estimate of kernel `kernel` on `target`, from the session's facts when
@@ -71,41 +55,38 @@ impl Checked {
 pub fn check(name: &str, bytes: &[u8], target: Option<&str>) -> Checked {
     let (file, front) = cake_front::check_bytes(name, bytes);
     let mut findings = front.findings.into_sorted();
-    let (mut facts, mut lowered) = (Vec::new(), Vec::new());
+    let mut facts = Vec::new();
     if !findings.iter().any(|f| f.is_error()) {
-        let session = verify_session(&file, &front.kernels, target);
+        let session = verify_session(&front.kernels, target);
         findings.extend(session.findings);
         facts = session.facts;
-        lowered = session.lowered;
     }
     findings.sort_by_key(|f| (f.span.start, f.code));
     Checked {
         file,
         kernels: front.kernels,
         facts,
-        lowered,
         findings,
     }
 }
 
 /// Verify every kernel for the requested target, or for each target it declares, and check that
 /// lowering covers it (so a verified kernel never fails to lower).
-pub fn verify_all(source: &SourceFile, kernels: &[Kernel], target: Option<&str>) -> Vec<Finding> {
-    verify_session(source, kernels, target).findings
+pub fn verify_all(kernels: &[Kernel], target: Option<&str>) -> Vec<Finding> {
+    verify_session(kernels, target).findings
 }
 
 /// What verifying a file produced besides its findings, per kernel and verified target.
 struct Session {
     findings: Vec<Finding>,
     facts: Vec<Vec<KernelFacts>>,
-    lowered: Vec<Vec<Option<cake_lower::Lowered>>>,
 }
 
-fn verify_session(source: &SourceFile, kernels: &[Kernel], target: Option<&str>) -> Session {
+fn verify_session(kernels: &[Kernel], target: Option<&str>) -> Session {
     let mut out = Vec::new();
-    let (mut all_facts, mut all_lowered) = (Vec::new(), Vec::new());
+    let mut all_facts = Vec::new();
     for k in kernels {
-        let (mut kernel_facts, mut kernel_lowered) = (Vec::new(), Vec::new());
+        let mut kernel_facts = Vec::new();
         let targets: Vec<String> = match target {
             Some(t) => vec![t.to_string()],
             None => k.targets.clone(),
@@ -129,19 +110,14 @@ fn verify_session(source: &SourceFile, kernels: &[Kernel], target: Option<&str>)
             }
             let facts = KernelFacts::new(k, t);
             let mut found = cake_verify::verify_with(k, &facts);
-            let mut lowered = None;
             if !found.iter().any(|f| f.is_error()) {
-                match cake_lower::lower_with(k, &facts, source) {
-                    Ok(l) => lowered = Some(l),
-                    Err(errors) => {
-                        for e in errors {
-                            found.push(Finding::new(
-                                &cake_diag::catalog::coverage::NOT_LOWERED,
-                                e.span,
-                                format!("{}: {}", t.name, e.message),
-                            ));
-                        }
-                    }
+                // Coverage: what the lowering would refuse, decided without generating code.
+                for e in cake_lower::lowerable(k, &facts) {
+                    found.push(Finding::new(
+                        &cake_diag::catalog::coverage::NOT_LOWERED,
+                        e.span,
+                        format!("{}: {}", t.name, e.message),
+                    ));
                 }
             }
             if k.targets.len() > 1 && target.is_none() {
@@ -151,15 +127,12 @@ fn verify_session(source: &SourceFile, kernels: &[Kernel], target: Option<&str>)
             }
             out.extend(found);
             kernel_facts.push(facts);
-            kernel_lowered.push(lowered);
         }
         all_facts.push(kernel_facts);
-        all_lowered.push(kernel_lowered);
     }
     Session {
         findings: out,
         facts: all_facts,
-        lowered: all_lowered,
     }
 }
 

@@ -1,10 +1,28 @@
-//! One compile session derives each stage's inputs once: a build lowers every kernel exactly
-//! once (the lowering its check produced is the one it returns), and the facts the verifier read
-//! are the ones kept for later stages.
+//! One compile session derives each stage's inputs once: a check lowers nothing (it asks
+//! `cake_lower::lowerable`), a build lowers every kernel exactly once, and the facts the
+//! verifier read are the ones kept for later stages.
 
 fn example(name: &str) -> Vec<u8> {
     let path = format!("{}/../../examples/{name}", env!("CARGO_MANIFEST_DIR"));
     std::fs::read(&path).expect("the example")
+}
+
+#[test]
+fn check_lowers_nothing() {
+    for file in ["gemm_sm90.py", "gemm_sm80.py", "gemm_sm100.py"] {
+        let before = cake_lower::lowerings_on_this_thread();
+        let checked = cake_driver::check(file, &example(file), None);
+        assert!(!checked.has_errors(), "{file}: {:?}", checked.findings);
+        assert!(
+            checked.facts.iter().flatten().count() > 0,
+            "{file} was verified"
+        );
+        assert_eq!(
+            cake_lower::lowerings_on_this_thread(),
+            before,
+            "{file}: cake check lowered"
+        );
+    }
 }
 
 #[test]

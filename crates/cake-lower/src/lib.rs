@@ -4,6 +4,7 @@
 
 mod emit;
 mod launch;
+mod legal;
 mod mma;
 mod prelude;
 
@@ -12,6 +13,7 @@ use cake_ir::{Kernel, KernelFacts};
 use cake_target::{MmaFamily, Target};
 
 pub use launch::{Arg, Grid, LaunchMeta, ScalarMeta, TensorMeta};
+pub use legal::lowerable;
 
 thread_local! {
     static LOWERINGS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
@@ -70,23 +72,17 @@ pub fn lower_with(
     file: &SourceFile,
 ) -> Result<Lowered, Vec<Unsupported>> {
     LOWERINGS.with(|n| n.set(n.get() + 1));
-    let target = facts.target;
-    if !has_code_generator(target) {
-        return Err(vec![Unsupported {
-            span: k.span,
-            message: format!(
-                "code generation for {} ({}) is not implemented yet; sm_80, sm_89, sm_120a and sm_121a (mma.sync), sm_90a (wgmma), sm_100a and sm_103a (tcgen05) have it",
-                target.name,
-                target.mma.name()
-            ),
-        }]);
-    }
-    // The one place the MMA family is tested: everything that differs between families is a
-    // method of the backend picked here. No `_` arm, so a new family must choose one.
-    let backend: &'static dyn mma::MmaBackend = match target.mma {
-        MmaFamily::MmaSync => &mma::MmaSync,
-        MmaFamily::Wgmma => &mma::Wgmma,
-        MmaFamily::Tcgen05 => &mma::Tcgen05,
+    let backend = match legal::backend_for(facts.target) {
+        Ok(b) => b,
+        Err(message) => {
+            return Err(vec![Unsupported {
+                span: k.span,
+                message,
+            }])
+        }
     };
-    emit::Emitter::new(k, facts, file, backend).run()
+    // Register layouts are inferred once, by the legality pass's plan; the emitter asks the
+    // same conditions the pass does as it goes (`lowerable` returns exactly its findings).
+    let plan = legal::Plan::new(k, facts, backend);
+    emit::Emitter::new(k, facts, file, backend, &plan).run()
 }

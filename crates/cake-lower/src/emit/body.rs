@@ -108,16 +108,13 @@ impl Emitter<'_> {
         let threads = k.block_threads();
         let default_regs = ((65536 / threads.max(1)) / 8 * 8).min(255);
         for (rid, role) in k.roles.iter() {
-            let warps = role.warps();
-            let (first, last) = (
-                *warps.iter().min().unwrap_or(&0),
-                *warps.iter().max().unwrap_or(&0) + 1,
-            );
-            if (last - first) as usize != warps.len() {
-                let sp = k.roles.span(rid);
-                self.unsupported(sp, "roles with non-contiguous warps are not lowered yet");
-                continue;
-            }
+            let (first, last) = match legal::role_warp_range(k, rid) {
+                Ok(range) => range,
+                Err(m) => {
+                    self.unsupported(k.roles.span(rid), m);
+                    continue;
+                }
+            };
             let issue_only = is_issue_only(k, rid);
             let name = c_ident(&role.name);
             let header = format!(
@@ -156,9 +153,8 @@ impl Emitter<'_> {
             }
             for (fid, f) in k.fragments.iter() {
                 if f.role == rid {
-                    let n: u32 = match self.frag_layouts.get(&fid) {
-                        Some(FragLayout::MmaA { .. } | FragLayout::WgmmaA { .. }) => {
-                            let l = self.frag_layouts[&fid];
+                    let n: u32 = match legal::declared_layout(k, fid, self.layout(fid)) {
+                        Ok(l @ (FragLayout::MmaA { .. } | FragLayout::WgmmaA { .. })) => {
                             let what = if matches!(l, FragLayout::WgmmaA { .. }) {
                                 "wgmma A registers"
                             } else {
@@ -175,10 +171,9 @@ impl Emitter<'_> {
                             ));
                             continue;
                         }
-                        Some(l) => l.registers(),
-                        None => {
-                            let sp = k.fragments.span(fid);
-                            self.unsupported(sp, format!("fragment `{}` is not an MMA accumulator; other register layouts are not lowered yet", f.name));
+                        Ok(l) => l.registers(),
+                        Err(m) => {
+                            self.unsupported(k.fragments.span(fid), m);
                             continue;
                         }
                     };
@@ -250,16 +245,7 @@ impl Emitter<'_> {
     /// Whether `block` holds anything the current role runs.
     pub(crate) fn has_role_work(&self, block: &Block, inside: bool) -> bool {
         let (role, _) = self.role.expect("emitting a role");
-        block.iter().any(|&s| match &self.k.stmts[s] {
-            Stmt::Role { role: r, body } => *r == role && !body.is_empty(),
-            Stmt::Loop { body, .. } => self.has_role_work(body, inside),
-            Stmt::If {
-                then_body,
-                else_body,
-                ..
-            } => self.has_role_work(then_body, inside) || self.has_role_work(else_body, inside),
-            Stmt::Op(_) => inside,
-        })
+        legal::has_role_work(self.k, role, block, inside)
     }
 
     pub(crate) fn block(&mut self, block: &Block) {
@@ -449,8 +435,8 @@ impl Emitter<'_> {
             sp,
         };
         if let Some(p) = pipeline {
-            if backend.double_buffered_loop(self, &lp, p, body) {
-                return;
+            if let Some(pair) = backend.double_buffered(self.k, body, p) {
+                return backend.double_buffered_loop(self, &lp, p, pair, body);
             }
         }
         backend.range_loop(self, pipeline, body, &mut |e| {
@@ -573,6 +559,22 @@ impl Emitter<'_> {
             }
             Op::TmaStore { dst, src, coords } => self.tma_store(*dst, src, coords, sp),
             // Operations only some families have an instruction for.
+            Op::CpAsync { .. }
+            | Op::Ldmatrix { .. }
+            | Op::Commit { .. }
+            | Op::TmemLoad { .. }
+            | Op::TmemStore { .. }
+            | Op::TmemCopy { .. } => match legal::family_op(backend, op, self.target) {
+                Err(m) => self.unsupported(sp, m),
+                Ok(()) => self.family_op(op, sp),
+            },
+        }
+    }
+
+    /// An operation the backend lists in `family_ops`.
+    fn family_op(&mut self, op: &Op, sp: Span) {
+        let backend = self.backend;
+        match op {
             Op::CpAsync {
                 dst,
                 src,
@@ -584,6 +586,7 @@ impl Emitter<'_> {
             Op::TmemLoad { dst, src } => backend.tmem_load(self, *dst, *src, sp),
             Op::TmemStore { dst, src } => backend.tmem_store(self, *dst, *src, sp),
             Op::TmemCopy { dst, src } => backend.tmem_copy(self, *dst, src, sp),
+            _ => {}
         }
     }
 }

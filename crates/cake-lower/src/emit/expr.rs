@@ -4,7 +4,16 @@
 use super::*;
 
 impl Emitter<'_> {
+    /// Index expression `e` as C. What it cannot evaluate (`Scope::scalar_problems`) is
+    /// recorded.
     pub(crate) fn ix(&mut self, e: ExprId) -> String {
+        let mut problems = Vec::new();
+        self.scalar_problems(e, &mut problems);
+        self.report(problems);
+        self.ix_text(e)
+    }
+
+    fn ix_text(&self, e: ExprId) -> String {
         let k = self.k;
         match &k.exprs[e].kind {
             ExprKind::Int(v) => v.to_string(),
@@ -15,30 +24,18 @@ impl Emitter<'_> {
             ExprKind::LoopVar(l) => format!("{}_{}", c_ident(&k.loops[*l].var_name), l.index()),
             ExprKind::TileCoord { axis, .. } => format!("tile_{axis}"),
             ExprKind::RoleIndex(r) => format!("{}_index", c_ident(&k.roles[*r].name)),
-            ExprKind::PipelineStage(p) => {
-                if !self.pipes.iter().any(|(_, q)| q == p) {
-                    self.unsupported(
-                        k.exprs.span(e),
-                        format!(
-                            "`{}.stage` is read outside every loop over that pipeline",
-                            k.pipelines[*p].name
-                        ),
-                    );
-                }
-                format!("{}_stage", c_ident(&k.pipelines[*p].name))
+            ExprKind::PipelineStage(p) => format!("{}_stage", c_ident(&k.pipelines[*p].name)),
+            ExprKind::Binary(op, a, b) => {
+                c_binary(*op, &self.ix_text(*a), &self.ix_text(*b), false)
             }
-            ExprKind::Binary(op, a, b) => c_binary(*op, &self.ix(*a), &self.ix(*b), false),
             ExprKind::Cmp(op, a, b) => {
                 let sym = op.symbol();
-                format!("({} {} {})", self.ix(*a), sym, self.ix(*b))
+                format!("({} {} {})", self.ix_text(*a), sym, self.ix_text(*b))
             }
-            ExprKind::Unary(UnOp::Neg, a) => format!("(-{})", self.ix(*a)),
-            ExprKind::Unary(UnOp::Not, a) => format!("(!{})", self.ix(*a)),
-            _ => {
-                let sp = k.exprs.span(e);
-                self.unsupported(sp, "this expression is not lowered as a scalar yet");
-                "0".into()
-            }
+            ExprKind::Unary(UnOp::Neg, a) => format!("(-{})", self.ix_text(*a)),
+            ExprKind::Unary(UnOp::Not, a) => format!("(!{})", self.ix_text(*a)),
+            // Not lowered (`scalar_problems` records it).
+            _ => "0".into(),
         }
     }
 
@@ -63,10 +60,19 @@ impl Emitter<'_> {
     }
 
     /// One element of a register expression, at `site` (loop variables i, h, j in scope).
+    /// What it cannot evaluate (`Scope::elem_problems`) is recorded.
     pub(crate) fn elem(&mut self, e: ExprId, site: Site) -> String {
+        let mut problems = Vec::new();
+        self.elem_problems(e, site, &mut problems);
+        self.report(problems);
+        self.elem_text(e, site)
+    }
+
+    /// `elem` without the checks: what is not lowered reads as 0.
+    fn elem_text(&self, e: ExprId, site: Site) -> String {
         let k = self.k;
         if k.exprs[e].ty == Ty::Index || k.exprs[e].ty == Ty::Bool {
-            return self.ix(e);
+            return self.ix_text(e);
         }
         match &k.exprs[e].kind {
             ExprKind::Frag(f) => {
@@ -81,16 +87,7 @@ impl Emitter<'_> {
                     (Some(FragLayout::AccRows), _) => format!("{name}[h]"),
                     (Some(FragLayout::TmemRow { .. }), Site::Lane) => format!("{name}[c]"),
                     (Some(FragLayout::LaneScalar), _) => format!("{name}[0]"),
-                    _ => {
-                        self.unsupported(
-                            k.exprs.span(e),
-                            format!(
-                                "fragment `{}` cannot be read per row here",
-                                k.fragments[*f].name
-                            ),
-                        );
-                        "0".into()
-                    }
+                    _ => "0".into(),
                 }
             }
             ExprKind::Int(v) => format!("{v}"),
@@ -98,32 +95,38 @@ impl Emitter<'_> {
             ExprKind::Bool(b) => b.to_string(),
             ExprKind::Scalar(p) => c_ident(&k.params[*p].name),
             ExprKind::Cast(d, a) => {
-                let inner = self.elem(*a, site);
+                let inner = self.elem_text(*a, site);
                 match d {
                     DType::F32 => format!("static_cast<float>({inner})"),
                     DType::I32 => format!("static_cast<int32_t>({inner})"),
-                    other => {
-                        self.unsupported(k.exprs.span(e), format!("casting a register value to {other} is lowered only inside lm.store"));
-                        inner
-                    }
+                    _ => inner,
                 }
             }
             ExprKind::Binary(op, a, b) => {
                 let float = matches!(&k.exprs[e].ty, Ty::Frag { dtype, .. } | Ty::Scalar(dtype) if dtype.is_float());
-                c_binary(*op, &self.elem(*a, site), &self.elem(*b, site), float)
+                c_binary(
+                    *op,
+                    &self.elem_text(*a, site),
+                    &self.elem_text(*b, site),
+                    float,
+                )
             }
             ExprKind::Cmp(op, a, b) => {
                 let sym = op.symbol();
-                format!("({} {sym} {})", self.elem(*a, site), self.elem(*b, site))
+                format!(
+                    "({} {sym} {})",
+                    self.elem_text(*a, site),
+                    self.elem_text(*b, site)
+                )
             }
             ExprKind::Select(c, a, b) => format!(
                 "({} ? {} : {})",
-                self.elem(*c, site),
-                self.elem(*a, site),
-                self.elem(*b, site)
+                self.elem_text(*c, site),
+                self.elem_text(*a, site),
+                self.elem_text(*b, site)
             ),
             ExprKind::Unary(op, a) => {
-                let a = self.elem(*a, site);
+                let a = self.elem_text(*a, site);
                 match op {
                     UnOp::Neg => format!("(-{a})"),
                     UnOp::Exp2 => format!("exp2f({a})"),
@@ -135,17 +138,14 @@ impl Emitter<'_> {
                 }
             }
             // A per-row value broadcast along the columns, read at the row of this site.
-            ExprKind::Expand { arg, axis: 1 } if site == Site::Lane => self.elem(*arg, site),
-            ExprKind::Expand { arg, axis: 1 } => self.elem(*arg, Site::Rows),
+            ExprKind::Expand { arg, axis: 1 } if site == Site::Lane => self.elem_text(*arg, site),
+            ExprKind::Expand { arg, axis: 1 } => self.elem_text(*arg, Site::Rows),
             // A per-column vector broadcast along the rows.
-            ExprKind::Expand { arg, axis: 0 } => self.elem(*arg, site),
-            ExprKind::Reduce { .. } => match self.reductions.get(&e) {
+            ExprKind::Expand { arg, axis: 0 } => self.elem_text(*arg, site),
+            ExprKind::Reduce { .. } => match self.reductions.get(e) {
                 Some(name) if site == Site::Lane => format!("{name}[0]"),
                 Some(name) => format!("{name}[h]"),
-                None => {
-                    self.unsupported(k.exprs.span(e), "this reduction is not lowered here");
-                    "0".into()
-                }
+                None => "0".into(),
             },
             ExprKind::Load { .. } if self.col_loads.contains_key(&e) => self.col_loads[&e].clone(),
             ExprKind::Load {
@@ -160,8 +160,8 @@ impl Emitter<'_> {
                 };
                 let last = dims.len() - 1;
                 let extent = self.extent_text(&dims[last]);
-                let c0 = self.ix(coords[last]);
-                let offset = self.linear_offset(
+                let c0 = self.ix_text(coords[last]);
+                let offset = self.offset_text(
                     &dims,
                     coords,
                     last,
@@ -173,13 +173,8 @@ impl Emitter<'_> {
                     Self::float_lit(*fill)
                 )
             }
-            _ => {
-                self.unsupported(
-                    k.exprs.span(e),
-                    "this register expression is not lowered yet",
-                );
-                "0".into()
-            }
+            // Not lowered (`elem_problems` records it).
+            _ => "0".into(),
         }
     }
 
@@ -199,12 +194,21 @@ impl Emitter<'_> {
         axis: usize,
         at: &str,
     ) -> String {
+        for (i, c) in coords.iter().enumerate().take(dims.len()) {
+            if i != axis {
+                self.ix(*c);
+            }
+        }
+        self.offset_text(dims, coords, axis, at)
+    }
+
+    fn offset_text(&self, dims: &[Extent], coords: &[ExprId], axis: usize, at: &str) -> String {
         let mut off = String::new();
         for (i, d) in dims.iter().enumerate() {
             let c = if i == axis {
                 at.to_string()
             } else {
-                self.ix(coords[i])
+                self.ix_text(coords[i])
             };
             off = if off.is_empty() {
                 format!("(size_t)({c})")
@@ -213,71 +217,6 @@ impl Emitter<'_> {
             };
         }
         off
-    }
-
-    /// Per-column vector loads (`lm.load` of shape (N,)) inside `e`.
-    /// Reductions are not entered (they read their argument per element themselves), nor
-    /// broadcasts along any axis but the first.
-    pub(crate) fn column_loads(&self, e: ExprId, out: &mut Vec<ExprId>) {
-        self.k.visit_expr(e, |id, kind| match kind {
-            ExprKind::Load { shape, .. } => {
-                if shape.len() == 1 && !out.contains(&id) {
-                    out.push(id);
-                }
-                false
-            }
-            ExprKind::Reduce { .. } => false,
-            ExprKind::Expand { axis, .. } => *axis == 0,
-            _ => true,
-        });
-    }
-
-    /// The tile layout an element-wise expression is computed over.
-    pub(crate) fn tile_of(&self, e: ExprId) -> Option<FragLayout> {
-        match &self.k.exprs[e].kind {
-            ExprKind::Frag(f) => self.frag_layouts.get(f).copied(),
-            ExprKind::Cast(_, a) | ExprKind::Unary(_, a) => self.tile_of(*a),
-            ExprKind::Binary(_, a, b) | ExprKind::Cmp(_, a, b) => {
-                let (x, y) = (self.tile_of(*a), self.tile_of(*b));
-                match (x, y) {
-                    (Some(l), _) | (_, Some(l)) if l.is_accumulator() => Some(l),
-                    (Some(l), _) | (_, Some(l)) => Some(l),
-                    _ => None,
-                }
-            }
-            ExprKind::Select(c, a, b) => self
-                .tile_of(*a)
-                .or_else(|| self.tile_of(*b))
-                .or_else(|| self.tile_of(*c)),
-            ExprKind::Reduce { .. } => Some(FragLayout::AccRows),
-            ExprKind::Expand { arg, .. } => self.tile_of(*arg),
-            _ => None,
-        }
-    }
-
-    /// Whether `e` is computed element by element from one-row-per-thread tiles, scalars and
-    /// constants (what `Site::Lane` can evaluate).
-    pub(crate) fn row_elementwise(&self, e: ExprId) -> bool {
-        match &self.k.exprs[e].kind {
-            ExprKind::Frag(f) => matches!(
-                self.frag_layouts.get(f),
-                Some(FragLayout::TmemRow { .. } | FragLayout::LaneScalar)
-            ),
-            ExprKind::Expand { arg, axis: 1 } => self.row_elementwise(*arg),
-            ExprKind::Reduce { arg, axis: 1, .. } => {
-                matches!(self.tile_of(*arg), Some(FragLayout::TmemRow { .. }))
-                    && self.row_elementwise(*arg)
-            }
-            ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) | ExprKind::Scalar(_) => true,
-            ExprKind::Cast(_, a) | ExprKind::Unary(_, a) => self.row_elementwise(*a),
-            ExprKind::Binary(_, a, b) | ExprKind::Cmp(_, a, b) => {
-                self.row_elementwise(*a) && self.row_elementwise(*b)
-            }
-            ExprKind::Select(c, a, b) => {
-                self.row_elementwise(*c) && self.row_elementwise(*a) && self.row_elementwise(*b)
-            }
-            _ => false,
-        }
     }
 
     /// `frag[:] = value`, element by element in the fragment's layout.
@@ -291,15 +230,23 @@ impl Emitter<'_> {
             k.fragments[dst].name,
             self.loc(sp)
         );
-        match self.frag_layouts.get(&dst).copied() {
-            Some(FragLayout::AccRows) => {
+        let layout = match legal::assign_layout(k, dst, self.layout(dst)) {
+            Ok(l) => l,
+            Err(m) => {
+                self.unsupported(sp, m);
+                self.invalidate_reductions(Some(dst));
+                return;
+            }
+        };
+        match layout {
+            FragLayout::AccRows => {
                 let v = self.elem(value, Site::Rows);
                 self.line(&header);
                 self.line(&format!(
                     "for (int h = 0; h < 2; ++h) {name}[h] = ({ty})({v});"
                 ));
             }
-            Some(FragLayout::WgmmaAcc { n }) => {
+            FragLayout::WgmmaAcc { n } => {
                 let v = self.elem(value, Site::Tile);
                 self.line(&header);
                 self.line(&format!(
@@ -307,21 +254,14 @@ impl Emitter<'_> {
                     n / 8
                 ));
             }
-            Some(FragLayout::WgmmaA { k: kdim }) => {
+            FragLayout::WgmmaA { k: kdim } => {
                 // A cast to 16 bits of an accumulator-layout tile of the same width: element
                 // pairs (j = 0, 1) pack into one register, 2i + h.
-                let (inner, pack) = match (&k.exprs[value].kind, k.fragments[dst].dtype) {
-                    (ExprKind::Cast(DType::BF16, x), DType::BF16) => (*x, "cake_pack_bf16x2"),
-                    (ExprKind::Cast(DType::F16, x), DType::F16) => (*x, "cake_pack_f16x2"),
-                    _ => {
-                        self.unsupported(sp, "a wgmma A fragment is written as lm.cast(value, bf16 or f16) of an f32 accumulator-layout value");
-                        return;
-                    }
-                };
-                if self.tile_of(inner) != Some(FragLayout::WgmmaAcc { n: kdim }) {
-                    self.unsupported(sp, format!("a wgmma A fragment of {kdim} columns is computed from a (64, {kdim}) accumulator tile"));
-                    return;
-                }
+                let (inner, pack) =
+                    match legal::wgmma_a_value(k, dst, value, kdim, |e| self.tile_of(e)) {
+                        Ok((inner, d)) => (inner, pack_fn(d)),
+                        Err(m) => return self.unsupported(sp, m),
+                    };
                 let v = self.elem(inner, Site::Tile);
                 self.line(&header);
                 self.line(&format!(
@@ -329,7 +269,7 @@ impl Emitter<'_> {
                     kdim / 8
                 ));
             }
-            Some(FragLayout::MmaAcc { m, n }) => {
+            FragLayout::MmaAcc { m, n } => {
                 let v = self.elem(value, Site::Tile);
                 self.line(&header);
                 self.line(&format!(
@@ -339,15 +279,10 @@ impl Emitter<'_> {
                     n / 8
                 ));
             }
-            Some(FragLayout::TmemRow { n }) => self.assign_lanes(dst, value, n, sp),
-            Some(FragLayout::LaneScalar) => self.assign_lanes(dst, value, 1, sp),
-            Some(FragLayout::MmaA { .. }) | None => self.unsupported(
-                sp,
-                format!(
-                    "fragment `{}` has no register layout the lowering knows",
-                    k.fragments[dst].name
-                ),
-            ),
+            FragLayout::TmemRow { n } => self.assign_lanes(dst, value, n, sp),
+            FragLayout::LaneScalar => self.assign_lanes(dst, value, 1, sp),
+            // `assign_layout` refuses it.
+            FragLayout::MmaA { .. } => {}
         }
         self.invalidate_reductions(Some(dst));
     }
@@ -355,9 +290,8 @@ impl Emitter<'_> {
     /// `frag[:] = value` for a one-row-per-thread tile (`n` columns) or a per-row value (`n` = 1).
     pub(crate) fn assign_lanes(&mut self, dst: FragId, value: ExprId, n: u32, sp: Span) {
         let k = self.k;
-        if !self.row_elementwise(value) {
-            self.unsupported(sp, "this value is not lowered for a TMEM tile yet");
-            return;
+        if let Err(m) = legal::lanes_value(self.row_elementwise(value)) {
+            return self.unsupported(sp, m);
         }
         self.precompute_reductions(value);
         let name = self.frag_name(dst);

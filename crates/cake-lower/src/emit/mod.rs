@@ -6,10 +6,13 @@
 //! Split by job: this file holds the emitter's state and assembles the file; `body` walks roles,
 //! loops and statements and dispatches operations; `sync` emits barriers and TMA loads; `expr`
 //! and `reduce` evaluate register expressions and row reductions; `store` writes results out;
-//! `params` builds parameters, tensor maps and launch metadata; `layout` defines register
-//! layouts of fragments.
+//! `params` builds parameters, tensor maps and launch metadata. Whether a construct can be
+//! lowered at all is decided by the conditions of `crate::legal`, which the emitter asks at the
+//! same points (and the legality pass asks without emitting); register layouts come from the
+//! pass's `Plan`.
 
 use crate::launch::*;
+use crate::legal::{self, Plan, Reductions, Scope};
 use crate::mma::{MmaBackend, MmaState};
 use crate::prelude;
 use crate::{Lowered, Unsupported};
@@ -23,25 +26,18 @@ use std::fmt::Write;
 
 mod body;
 mod expr;
-mod layout;
 mod params;
 mod reduce;
 mod store;
 mod sync;
 mod tmem;
 
+pub(crate) use crate::legal::{FragLayout, Site};
 pub(crate) use body::RangeLoop;
-pub(crate) use layout::{FragLayout, Site};
 
 /// Slack added to dynamic shared memory so the base can be rounded up to 1024 bytes (the
 /// 128B-swizzle repeat) whatever alignment the driver gives.
 pub(crate) const SMEM_ALIGN_SLACK: u64 = 1024;
-
-/// The CTA's 16 hardware barriers (`bar.sync id`): 0 is `__syncthreads`, named barriers
-/// (`lm.named_barrier`) take ids in declaration order from the first range, and the per-replica
-/// barriers around TMA stores take the second.
-pub(crate) const NAMED_BARRIER_IDS: std::ops::RangeInclusive<u32> = 1..=7;
-pub(crate) const TMA_STORE_BARRIER_IDS: std::ops::RangeInclusive<u32> = 8..=15;
 
 pub(crate) struct Emitter<'a> {
     pub(crate) k: &'a Kernel,
@@ -51,7 +47,8 @@ pub(crate) struct Emitter<'a> {
     pub(crate) kf: &'a KernelFacts,
     pub(crate) layout: &'a SmemLayout,
     pub(crate) facts: &'a [BarrierFacts],
-    pub(crate) frag_layouts: HashMap<FragId, FragLayout>,
+    /// Register layouts of the fragments, from the legality pass's plan.
+    pub(crate) frag_layouts: &'a HashMap<FragId, FragLayout>,
     pub(crate) tmaps: Vec<(ParamId, Vec<u32>, u32)>,
     /// The MMA family's lowering, picked once from the target, and what it records.
     pub(crate) backend: &'static dyn MmaBackend,
@@ -69,10 +66,8 @@ pub(crate) struct Emitter<'a> {
     pub(crate) pipes: Vec<(LoopId, PipelineId)>,
     /// Depth of the current role's `with` regions around the statement being emitted.
     pub(crate) indent_role_depth: u32,
-    /// Row reductions already computed in the current block: expression → array name, and
-    /// (argument, op, packed) → array name for reuse by structurally equal reductions.
-    pub(crate) reductions: HashMap<ExprId, String>,
-    pub(crate) reduction_keys: Vec<(ExprId, ReduceOp, bool, String)>,
+    /// Row reductions already computed in the current block, by array name.
+    pub(crate) reductions: Reductions<String>,
     pub(crate) reduction_counter: u32,
     /// Per-column vector loads hoisted out of a row loop: expression → local name.
     pub(crate) col_loads: HashMap<ExprId, String>,
@@ -158,6 +153,7 @@ impl<'a> Emitter<'a> {
         kf: &'a KernelFacts,
         file: &'a SourceFile,
         backend: &'static dyn MmaBackend,
+        plan: &'a Plan,
     ) -> Self {
         Emitter {
             k,
@@ -168,18 +164,17 @@ impl<'a> Emitter<'a> {
             mma: MmaState::default(),
             layout: &kf.layout,
             facts: &kf.barriers,
-            frag_layouts: HashMap::new(),
+            frag_layouts: &plan.frag_layouts,
             tmaps: Vec::new(),
             needs_shared_ops: false,
             tma_store_ranks: BTreeSet::new(),
-            errors: Vec::new(),
+            errors: plan.errors.clone(),
             out: String::new(),
             indent: 0,
             role: None,
             pipes: Vec::new(),
             indent_role_depth: 0,
-            reductions: HashMap::new(),
-            reduction_keys: Vec::new(),
+            reductions: Reductions::default(),
             reduction_counter: 0,
             col_loads: HashMap::new(),
             prefetched: HashMap::new(),
@@ -187,16 +182,31 @@ impl<'a> Emitter<'a> {
         }
     }
 
+    /// Records a not-lowered finding (once). The emitter asks the conditions of `crate::legal`
+    /// the legality pass asks, so a kernel that reaches emission has none; this is the defensive
+    /// copy of the pass's report.
     pub(crate) fn unsupported(&mut self, span: Span, message: impl Into<String>) {
-        // Unrolled and duplicated code (compile-time loops, double buffering) reaches the same
-        // construct more than once: report it once.
-        let u = Unsupported {
-            span,
-            message: message.into(),
-        };
-        if !self.errors.contains(&u) {
-            self.errors.push(u);
+        legal::record(&mut self.errors, span, message);
+    }
+
+    /// Records what evaluating an expression here cannot do.
+    pub(crate) fn report(&mut self, problems: Vec<(Span, String)>) {
+        for (sp, m) in problems {
+            self.unsupported(sp, m);
         }
+    }
+
+    pub(crate) fn ops(&self) -> Vec<(StmtId, Op, Option<RoleId>)> {
+        self.kf
+            .ops
+            .iter()
+            .map(|s| (s.stmt, s.op.clone(), s.role))
+            .collect()
+    }
+
+    /// The operations of `role`, in program order.
+    pub(crate) fn role_ops(&self, role: RoleId) -> impl Iterator<Item = &OpSite> + '_ {
+        legal::role_ops(self.kf, role)
     }
 
     pub(crate) fn line(&mut self, text: &str) {
@@ -252,16 +262,8 @@ impl<'a> Emitter<'a> {
         ));
     }
 
-    /// Records `op` (named as the IR spells it) as not lowered for this target: an operation the
-    /// target's MMA family has no instruction for.
-    pub(crate) fn not_lowered(&mut self, op: &str, sp: Span) {
-        let msg = format!("`{op}` is not lowered for {} yet", self.target.name);
-        self.unsupported(sp, msg);
-    }
-
     pub(crate) fn run(mut self) -> Result<Lowered, Vec<Unsupported>> {
         let backend = self.backend;
-        backend.infer_layouts(&mut self);
         self.collect_tensor_maps();
         let args = self.args();
         let symbol = format!("cake_{}", c_ident(&self.k.name));
@@ -321,11 +323,7 @@ impl<'a> Emitter<'a> {
 
     /// CTAs per cluster when the kernel runs in clusters (1 otherwise).
     pub(crate) fn cluster_ctas(&self) -> u32 {
-        if self.target.has(Feature::Clusters) {
-            self.k.cluster_size()
-        } else {
-            1
-        }
+        legal::cluster_ctas(self.k, self.target)
     }
 
     pub(crate) fn clustered(&self) -> bool {
@@ -365,6 +363,32 @@ impl<'a> Emitter<'a> {
         } else {
             format!("({name} + {stride} * {stage})")
         }
+    }
+}
+
+impl Scope for Emitter<'_> {
+    fn kernel(&self) -> &Kernel {
+        self.k
+    }
+    fn layout(&self, f: FragId) -> Option<FragLayout> {
+        self.frag_layouts.get(&f).copied()
+    }
+    fn in_pipeline(&self, p: PipelineId) -> bool {
+        self.pipes.iter().any(|(_, q)| *q == p)
+    }
+    fn reduced(&self, e: ExprId) -> bool {
+        self.reductions.contains(e)
+    }
+    fn col_loaded(&self, e: ExprId) -> bool {
+        self.col_loads.contains_key(&e)
+    }
+}
+
+/// The packing helper of a 16-bit float type: two elements into one 32-bit word.
+pub(crate) fn pack_fn(d: DType) -> &'static str {
+    match d {
+        DType::BF16 => "cake_pack_bf16x2",
+        _ => "cake_pack_f16x2",
     }
 }
 

@@ -76,10 +76,7 @@ impl Emitter<'_> {
     }
 
     pub(crate) fn rank(&self, p: ParamId) -> usize {
-        match &self.k.params[p].kind {
-            ParamKind::Tensor { dims, .. } => dims.len(),
-            ParamKind::Scalar { .. } => 0,
-        }
+        legal::rank(self.k, p)
     }
 
     pub(crate) fn args(&self) -> Vec<Arg> {
@@ -165,14 +162,7 @@ impl Emitter<'_> {
     }
 
     pub(crate) fn tile_counts(&self) -> Vec<ExprId> {
-        self.k
-            .loops
-            .iter()
-            .find_map(|(_, l)| match &l.kind {
-                LoopKind::Tiles { counts, .. } => Some(counts.clone()),
-                _ => None,
-            })
-            .unwrap_or_default()
+        legal::tile_counts(self.k)
     }
 
     pub(crate) fn launch_meta(&self, symbol: String, args: Vec<Arg>) -> LaunchMeta {
@@ -241,21 +231,7 @@ impl Emitter<'_> {
 
     /// Per tensor parameter: (read, written) by the kernel.
     pub(crate) fn tensor_access(&self) -> HashMap<ParamId, (bool, bool)> {
-        let mut access: HashMap<ParamId, (bool, bool)> = HashMap::new();
-        for site in &self.kf.ops {
-            for p in &site.effects.global_reads {
-                access.entry(*p).or_default().0 = true;
-            }
-            for p in &site.effects.global_writes {
-                access.entry(*p).or_default().1 = true;
-            }
-        }
-        for (_, e) in self.k.exprs.iter() {
-            if let ExprKind::Load { tensor, .. } = e.kind {
-                access.entry(tensor).or_default().0 = true;
-            }
-        }
-        access
+        legal::tensor_access(self.k, self.kf)
     }
 
     pub(crate) fn json_expr(&self, e: ExprId) -> serde_json::Value {

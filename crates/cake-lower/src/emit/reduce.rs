@@ -10,15 +10,7 @@ impl Emitter<'_> {
     /// share one pass; ties keep the lowest column, as torch.argmin does.
     pub(crate) fn precompute_reductions(&mut self, e: ExprId) {
         let k = self.k;
-        let children: Vec<ExprId> = match &k.exprs[e].kind {
-            ExprKind::Binary(_, a, b) | ExprKind::Cmp(_, a, b) => vec![*a, *b],
-            ExprKind::Select(c, a, b) => vec![*c, *a, *b],
-            ExprKind::Unary(_, a) | ExprKind::Cast(_, a) | ExprKind::Expand { arg: a, .. } => {
-                vec![*a]
-            }
-            _ => vec![],
-        };
-        for c in children {
+        for c in legal::reduction_operands(k, e) {
             self.precompute_reductions(c);
         }
         let ExprKind::Reduce {
@@ -30,29 +22,13 @@ impl Emitter<'_> {
         else {
             return;
         };
-        if self.reductions.contains_key(&e) {
+        // Computed already, or a structurally equal reduction was (same op, same argument).
+        if self.reductions.contains(e) || self.reductions.reuse_twin(e, arg, op, packed) {
             return;
         }
-        // A structurally equal reduction already computed in this block (same op, same argument).
-        let twin = self
-            .reduction_keys
-            .iter()
-            .find(|(a, o, p, _)| *a == arg && *o == op && *p == packed)
-            .map(|(_, _, _, n)| n.clone());
-        if let Some(name) = twin {
-            self.reductions.insert(e, name);
-            return;
-        }
-        let (n, one_row_per_thread) = match self.tile_of(arg) {
-            Some(FragLayout::WgmmaAcc { n }) if axis == 1 => (n, false),
-            Some(FragLayout::TmemRow { n }) if axis == 1 => (n, true),
-            _ => {
-                self.unsupported(
-                    k.exprs.span(e),
-                    "reductions are lowered along the columns (axis=1) of an accumulator tile",
-                );
-                return;
-            }
+        let (n, one_row_per_thread) = match self.reduction_tile(arg, axis) {
+            Ok(tile) => tile,
+            Err(m) => return self.unsupported(k.exprs.span(e), m),
         };
         let pass = self.reduction_pass(op);
         if one_row_per_thread {
@@ -62,22 +38,8 @@ impl Emitter<'_> {
         }
         // Record the arrays for `e` and for the other reductions the same pass computes:
         // min/argmin (max/argmax) of one argument share it.
-        let pick = |o: ReduceOp| {
-            if matches!(o, ReduceOp::ArgMin | ReduceOp::ArgMax) {
-                pass.iname.clone()
-            } else {
-                pass.vname.clone()
-            }
-        };
-        self.reductions.insert(e, pick(op));
-        let siblings: &[ReduceOp] = match op {
-            ReduceOp::Min | ReduceOp::ArgMin => &[ReduceOp::Min, ReduceOp::ArgMin],
-            ReduceOp::Max | ReduceOp::ArgMax => &[ReduceOp::Max, ReduceOp::ArgMax],
-            ReduceOp::Sum => &[ReduceOp::Sum],
-        };
-        for o in siblings {
-            self.reduction_keys.push((arg, *o, packed, pick(*o)));
-        }
+        self.reductions
+            .computed(e, (arg, op, packed), pass.vname, pass.iname);
     }
 
     /// A fresh reduction: its value and index arrays, and how its operator compares, starts
@@ -279,94 +241,44 @@ impl Emitter<'_> {
             return saved;
         }
         let k = self.k;
-        let access = self.tensor_access();
-        let written = |t: &ParamId| access.get(t).is_some_and(|a| a.1);
-        let mut reductions = Vec::new();
-        for &s in body {
-            if let Stmt::Op(
-                Op::Assign { value, .. } | Op::Store { value, .. } | Op::SmemStore { value, .. },
-            ) = &k.stmts[s]
-            {
-                reductions_in(k, *value, &mut reductions);
-            }
-        }
-        for r in reductions {
-            let ExprKind::Reduce { arg, axis: 1, .. } = k.exprs[r].kind else {
+        let loads = self.loads_to_prefetch(self.kf, body, &|l| self.prefetched.contains_key(&l));
+        for (l, n) in loads {
+            let ExprKind::Load { tensor, .. } = k.exprs[l].kind else {
                 continue;
             };
-            let Some(FragLayout::WgmmaAcc { n }) = self.tile_of(arg) else {
-                continue;
-            };
-            let mut loads = Vec::new();
-            self.column_loads(arg, &mut loads);
-            for l in loads {
-                let ExprKind::Load { tensor, .. } = k.exprs[l].kind else {
-                    continue;
-                };
-                if written(&tensor) || self.prefetched.contains_key(&l) {
-                    continue;
-                }
-                let array = format!("pre{}", self.reduction_counter);
-                self.reduction_counter += 1;
-                self.line(&format!(
+            let array = format!("pre{}", self.reduction_counter);
+            self.reduction_counter += 1;
+            self.line(&format!(
                     "float {array}[{}][2];  // lm.load({}) for this iteration's row reductions, issued early ({})",
                     n / 8,
                     k.params[tensor].name,
                     self.loc(k.exprs.span(l))
                 ));
-                self.line("#pragma unroll");
-                self.line(&format!("for (int i = 0; i < {}; ++i) {{", n / 8));
-                self.indent += 1;
-                self.line("#pragma unroll");
-                let code = self.elem(l, Site::Tile);
-                self.line(&format!(
-                    "for (int j = 0; j < 2; ++j) {array}[i][j] = {code};"
-                ));
-                self.indent -= 1;
-                self.line("}");
-                self.prefetched.insert(l, array);
-            }
+            self.line("#pragma unroll");
+            self.line(&format!("for (int i = 0; i < {}; ++i) {{", n / 8));
+            self.indent += 1;
+            self.line("#pragma unroll");
+            let code = self.elem(l, Site::Tile);
+            self.line(&format!(
+                "for (int j = 0; j < 2; ++j) {array}[i][j] = {code};"
+            ));
+            self.indent -= 1;
+            self.line("}");
+            self.prefetched.insert(l, array);
         }
         saved
     }
 
     /// Forget cached reductions that read `f` (it is about to change) — or all of them.
     pub(crate) fn invalidate_reductions(&mut self, f: Option<FragId>) {
-        let k = self.k;
-        match f {
-            None => {
-                self.reductions.clear();
-                self.reduction_keys.clear();
-            }
-            Some(f) => {
-                self.reductions.retain(|e, _| !k.expr_reads_fragment(*e, f));
-                self.reduction_keys
-                    .retain(|(a, _, _, _)| !k.expr_reads_fragment(*a, f));
-            }
-        }
+        self.reductions.invalidate(self.k, f);
     }
 }
 
-/// How a dtype is held in generated code: 16-bit and 8-bit floats as raw bits, so the file needs
-/// no CUDA half/bfloat16 headers.
 /// The low-bit mask that holds a column slot in a packed (value, column) key when a thread
 /// ranks `slots` columns of a row: ⌈log2 slots⌉ bits of the value's mantissa.
 pub(crate) fn packed_slot_mask(slots: u32) -> u32 {
     slots.max(1).next_power_of_two() - 1
-}
-
-/// The reductions inside `e` (each once).
-/// A reduction's own argument is not entered: its inner reductions are its own business.
-pub(crate) fn reductions_in(k: &Kernel, e: ExprId, out: &mut Vec<ExprId>) {
-    k.visit_expr(e, |id, kind| match kind {
-        ExprKind::Reduce { .. } => {
-            if !out.contains(&id) {
-                out.push(id);
-            }
-            false
-        }
-        _ => true,
-    });
 }
 
 /// The arrays and operator text of one row reduction (see `reduction_pass`).

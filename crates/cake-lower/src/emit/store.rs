@@ -14,8 +14,12 @@ impl Emitter<'_> {
         let (role, _) = self.role.expect("role");
         let rname = c_ident(&k.roles[role].name);
         self.precompute_reductions(value);
-        match self.tile_of(value) {
-            Some(FragLayout::AccRows) => {
+        let kind = match legal::store_kind(self.tile_of(value)) {
+            Ok(kind) => kind,
+            Err(m) => return self.unsupported(sp, m),
+        };
+        match kind {
+            legal::StoreKind::Rows => {
                 // One value per row: the first thread of each quad writes the quad's two rows.
                 let last = dims.len() - 1;
                 let r0 = self.ix(coords[last]);
@@ -23,22 +27,26 @@ impl Emitter<'_> {
                 let v = self.elem(value, Site::Rows);
                 let offset = self.linear_offset(&dims, coords, last, "row");
                 let ty = storage_type(dtype);
-                self.line(&format!("if ({rname}_thread % 4 == 0) {{  // store {} <- per-row values ({})", k.params[dst].name, self.loc(sp)));
+                self.line(&format!(
+                    "if ({rname}_thread % 4 == 0) {{  // store {} <- per-row values ({})",
+                    k.params[dst].name,
+                    self.loc(sp)
+                ));
                 self.indent += 1;
                 self.line("#pragma unroll");
                 self.line("for (int h = 0; h < 2; ++h) {");
                 self.indent += 1;
                 self.line(&format!("const int row = {r0} + lane_row + 8 * h;"));
-                self.line(&format!("if (row < {rows}) {tname}[{offset}] = ({ty})({v});"));
+                self.line(&format!(
+                    "if (row < {rows}) {tname}[{offset}] = ({ty})({v});"
+                ));
                 self.indent -= 1;
                 self.line("}");
                 self.indent -= 1;
                 self.line("}");
             }
-            Some(FragLayout::TmemRow { n }) => self.store_tmem_rows(dst, value, coords, n, sp),
-            Some(FragLayout::LaneScalar) => self.unsupported(sp, "lm.store of per-row values of a TMEM tile is not lowered yet"),
-            Some(l) if l.is_accumulator() => self.store_tile(dst, value, coords, l, sp),
-            _ => self.unsupported(sp, "lm.store is lowered for values computed from an accumulator tile or its row reductions"),
+            legal::StoreKind::TmemRows(n) => self.store_tmem_rows(dst, value, coords, n, sp),
+            legal::StoreKind::Tile(l) => self.store_tile(dst, value, coords, l, sp),
         }
     }
 
@@ -54,27 +62,18 @@ impl Emitter<'_> {
         let ParamKind::Tensor { dtype, dims } = k.params[dst].kind.clone() else {
             return;
         };
-        if dims.len() != 2 || coords.len() != 2 {
-            self.unsupported(
-                sp,
-                "lm.store of an accumulator tile is lowered for 2-D tensors",
-            );
-            return;
+        if let Err(m) = legal::store_tile_shape(&dims, coords) {
+            return self.unsupported(sp, m);
         }
         let (rows, cols) = (self.extent_text(&dims[0]), self.extent_text(&dims[1]));
         let r0 = self.ix(coords[0]);
         let c0 = self.ix(coords[1]);
         let tname = c_ident(&k.params[dst].name);
         // A cast to a 16-bit float is done by the store itself: two floats pack into one word.
-        let (inner, pack) = match (&k.exprs[value].kind, dtype) {
-            (ExprKind::Cast(DType::BF16, x), DType::BF16) => (*x, Some("cake_pack_bf16x2")),
-            (ExprKind::Cast(DType::F16, x), DType::F16) => (*x, Some("cake_pack_f16x2")),
-            _ => (value, None),
+        let (inner, pack) = match legal::store_tile_value(k, value, dtype) {
+            Ok((inner, packed)) => (inner, packed.map(pack_fn)),
+            Err(m) => return self.unsupported(sp, m),
         };
-        if pack.is_none() && dtype != DType::F32 && dtype != DType::I32 {
-            self.unsupported(sp, format!("storing {dtype} values is lowered through lm.cast(..., lm.{dtype}) of an f32 accumulator"));
-            return;
-        }
         let v = self.elem(inner, Site::Tile);
         self.line(&format!(
             "{{  // store {} <- accumulator tile ({})",
@@ -134,26 +133,13 @@ impl Emitter<'_> {
         let ParamKind::Tensor { dtype, dims } = k.params[dst].kind.clone() else {
             return;
         };
-        if dims.len() < 2 || coords.len() != dims.len() {
-            self.unsupported(
-                sp,
-                "lm.store of a TMEM tile writes the two innermost axes of a tensor",
-            );
-            return;
-        }
-        let (ra, ca) = (dims.len() - 2, dims.len() - 1);
-        let (inner, pack) = match (&k.exprs[value].kind, dtype) {
-            (ExprKind::Cast(DType::BF16, x), DType::BF16) => (*x, "cake_pack_bf16x2"),
-            (ExprKind::Cast(DType::F16, x), DType::F16) => (*x, "cake_pack_f16x2"),
-            _ => {
-                self.unsupported(sp, "lm.store of a TMEM tile is lowered for lm.cast(value, lm.bf16 / lm.f16) into a tensor of that dtype");
-                return;
-            }
+        let (inner, pack) = match legal::store_tmem_rows(k, value, dtype, &dims, coords, |e| {
+            self.row_elementwise(e)
+        }) {
+            Ok((inner, d)) => (inner, pack_fn(d)),
+            Err(m) => return self.unsupported(sp, m),
         };
-        if !self.row_elementwise(inner) {
-            self.unsupported(sp, "lm.store of a TMEM tile is lowered for element-wise values of the tile (no reductions, broadcasts or loads yet)");
-            return;
-        }
+        let (ra, ca) = (dims.len() - 2, dims.len() - 1);
         let (role, _) = self.role.expect("role");
         let rname = c_ident(&k.roles[role].name);
         let (rows, cols) = (self.extent_text(&dims[ra]), self.extent_text(&dims[ca]));
@@ -268,28 +254,10 @@ impl Emitter<'_> {
     pub(crate) fn smem_store(&mut self, dst: &ViewRef, value: ExprId, sp: Span) {
         let k = self.k;
         let view = k.views[dst.view].clone();
-        let Some(FragLayout::WgmmaAcc { n }) = self.tile_of(value) else {
-            self.unsupported(
-                sp,
-                "view.store is lowered for values computed from an accumulator tile",
-            );
-            return;
+        let (n, inner, pack) = match legal::smem_store(k, dst, value, self.tile_of(value)) {
+            Ok((n, inner, d)) => (n, inner, pack_fn(d)),
+            Err(m) => return self.unsupported(sp, m),
         };
-        let (inner, pack) = match (&k.exprs[value].kind, view.dtype) {
-            (ExprKind::Cast(DType::BF16, x), DType::BF16) => (*x, "cake_pack_bf16x2"),
-            (ExprKind::Cast(DType::F16, x), DType::F16) => (*x, "cake_pack_f16x2"),
-            _ => {
-                self.unsupported(
-                    sp,
-                    "view.store is lowered for lm.cast(..., bf16 or f16) of an f32 accumulator",
-                );
-                return;
-            }
-        };
-        if view.swizzle != 128 || view.shape.len() != 2 || dst.transposed {
-            self.unsupported(sp, "view.store is lowered into 2-D views with 128B swizzle");
-            return;
-        }
         let (role, _) = self.role.expect("role");
         let rname = c_ident(&k.roles[role].name);
         self.precompute_reductions(value);
@@ -325,39 +293,10 @@ impl Emitter<'_> {
         let Some((role, threads)) = self.replica_threads(sp, "view.store of a constant") else {
             return;
         };
-        if dst.transposed || (dst.rows.is_some() && view.swizzle != 0) {
-            self.unsupported(sp, "view.store of a constant is lowered for a whole view, or rows of an unswizzled one");
-            return;
-        }
-        let bits = match (k.const_number(value), view.dtype) {
-            (Some(v), DType::F32) => (v as f32).to_bits(),
-            (Some(v), DType::I32) => v as i32 as u32,
-            (Some(v), DType::BF16) => {
-                let h = u32::from(cake_target::f32_to_bf16_bits(v as f32));
-                h | (h << 16)
-            }
-            _ => {
-                self.unsupported(
-                    sp,
-                    format!("view.store of a constant is lowered into f32, i32 and bf16 views; `{}` is {}", view.name, view.dtype),
-                );
-                return;
-            }
+        let (bits, bytes) = match legal::smem_fill(k, dst, value) {
+            Ok(fill) => fill,
+            Err(m) => return self.unsupported(sp, m),
         };
-        let rows = dst.rows.map_or(view.shape[0], |(_, n)| n);
-        let bytes: u64 = rows as u64
-            * view.shape[1..].iter().map(|&d| d as u64).product::<u64>()
-            * view.dtype.bytes() as u64;
-        if !bytes.is_multiple_of(16) {
-            self.unsupported(
-                sp,
-                format!(
-                    "view.store of a constant fills whole 16-byte chunks; `{}` is {bytes} bytes",
-                    view.name
-                ),
-            );
-            return;
-        }
         self.needs_shared_ops = true;
         let rname = c_ident(&k.roles[role].name);
         let base = self.row_range_base(dst);
@@ -399,13 +338,8 @@ impl Emitter<'_> {
             return;
         };
         let (dview, sview) = (k.views[dst.view].clone(), k.views[src.view].clone());
-        if dst.transposed || src.transposed {
-            self.unsupported(sp, "scatter_add is lowered for views without .T");
-            return;
-        }
-        if dview.swizzle != 0 || sview.swizzle != 0 {
-            self.unsupported(sp, format!("scatter_add is lowered for unswizzled views; `{}` has swizzle {} and `{}` swizzle {}", dview.name, dview.swizzle, sview.name, sview.swizzle));
-            return;
+        if let Err(m) = legal::scatter_add(k, dst, src) {
+            return self.unsupported(sp, m);
         }
         let load = match sview.dtype {
             DType::BF16 => "cake_ld_shared_bf16",
@@ -531,15 +465,13 @@ impl Emitter<'_> {
     /// scatter-adds (each replica's threads share its work and synchronise on its own barrier).
     pub(crate) fn replica_threads(&mut self, sp: Span, what: &str) -> Option<(RoleId, u32)> {
         let (role, issue_only) = self.role.expect("role");
-        if issue_only {
-            let msg = format!(
-                "{what} needs every thread of role `{}`, whose body one thread issues",
-                self.k.roles[role].name
-            );
-            self.unsupported(sp, msg);
-            return None;
+        match legal::replica_threads(self.k, role, issue_only, what) {
+            Ok(threads) => Some((role, threads)),
+            Err(m) => {
+                self.unsupported(sp, m);
+                None
+            }
         }
-        Some((role, self.k.roles[role].unit.threads()))
     }
 
     /// The shared address of a view reference, with `.rows(start, n)` applied (unswizzled
@@ -565,16 +497,8 @@ impl Emitter<'_> {
         let k = self.k;
         let view = k.views[src.view].clone();
         let rank = self.rank(dst);
-        if !(1..=3).contains(&rank)
-            || view.shape.len() > rank
-            || src.transposed
-            || (view.shape.len() != 2 && view.panels() != 1)
-        {
-            self.unsupported(
-                sp,
-                "TMA stores are lowered for 2-D views (or whole 1-D views) into tensors of rank 1 to 3",
-            );
-            return;
+        if let Err(m) = legal::tma_store(k, dst, src) {
+            return self.unsupported(sp, m);
         }
         let (role, _) = self.role.expect("role");
         let rname = c_ident(&k.roles[role].name);

@@ -18,31 +18,11 @@ impl Emitter<'_> {
     ) {
         let k = self.k;
         let mc = multicast;
-        // `CAKE-C013` reports these; a verified schedule never gets here.
-        if mc > 1 && (mc != self.cluster_ctas() || k.multicast_problem(dst, mc).is_some()) {
-            self.unsupported(
-                sp,
-                "a multicast TMA load is lowered into a whole 2-D view whose rows split \
-                 evenly over a cluster of exactly `multicast` CTAs",
-            );
-            return;
-        }
-        if dst.transposed || (dst.rows.is_some() && k.views[dst.view].shape.len() != 2) {
-            self.unsupported(
-                sp,
-                "a TMA load writes a 2-D view or a row range of one (no .T)",
-            );
-            return;
+        if let Err(m) = legal::tma_load(k, self.target, dst, src, mc) {
+            return self.unsupported(sp, m);
         }
         let view = k.views[dst.view].clone();
         let rank = self.rank(src);
-        if !(2..=3).contains(&rank) {
-            self.unsupported(
-                sp,
-                "TMA loads of rank other than 2 or 3 are not lowered yet",
-            );
-            return;
-        }
         let box_rows = self.box_rows(dst, mc);
         let box_dims = self.tma_box(&view, box_rows, rank);
         let tmap = self.tmap_name(src, &box_dims, view.swizzle);
@@ -169,47 +149,21 @@ impl Emitter<'_> {
     /// Whether the role's replicas synchronise their own threads (`replica_sync`): around TMA
     /// stores, shared-memory fills and scatter-adds.
     pub(crate) fn role_syncs_replicas(&self, role: RoleId) -> bool {
-        self.role_ops(role).any(|s| match &s.op {
-            Op::TmaStore { .. } | Op::ScatterAdd { .. } => true,
-            Op::SmemStore { value, .. } => self.k.const_number(*value).is_some(),
-            _ => false,
-        })
+        legal::role_syncs_replicas(self.k, self.kf, role)
     }
 
     /// Synchronise the threads of the current role replica: one hardware named barrier per
     /// replica of each role that stores through TMA, with ids from 8 up (clear of the ids
     /// libraries reserve) to 15, the last one the hardware has.
     pub(crate) fn replica_sync(&mut self, sp: Span) {
-        let (lowest, highest) = (*TMA_STORE_BARRIER_IDS.start(), *TMA_STORE_BARRIER_IDS.end());
         let (role, _) = self.role.expect("role");
         let r = &self.k.roles[role];
         let name = c_ident(&r.name);
         let threads = r.unit.threads();
-        let replicas = r.replicas();
-        let earlier: Vec<RoleId> = self
-            .k
-            .roles
-            .iter()
-            .map(|(h, _)| h)
-            .take_while(|h| *h != role)
-            .collect();
-        let first_id = lowest
-            + earlier
-                .into_iter()
-                .filter(|h| self.role_syncs_replicas(*h))
-                .map(|h| self.k.roles[h].replicas())
-                .sum::<u32>();
-        if first_id + replicas - 1 > highest {
-            self.unsupported(
-                sp,
-                format!(
-                    "the roles that store through TMA need {} named barriers (ids {lowest}..={}); the hardware has ids up to {highest}",
-                    first_id + replicas - lowest,
-                    first_id + replicas - 1
-                ),
-            );
-            return;
-        }
+        let first_id = match legal::replica_barrier(self.k, self.kf, role) {
+            Ok(id) => id,
+            Err(m) => return self.unsupported(sp, m),
+        };
         self.line(&format!(
             "cake_named_sync({first_id} + {name}_index, {threads});"
         ));
@@ -220,24 +174,11 @@ impl Emitter<'_> {
     /// the per-replica barriers of TMA stores).
     pub(crate) fn named_sync(&mut self, nb: NamedBarrierId, sp: Span) {
         let k = self.k;
-        let id = NAMED_BARRIER_IDS.start() + nb.index() as u32;
-        if !NAMED_BARRIER_IDS.contains(&id) {
-            self.unsupported(
-                sp,
-                format!(
-                    "more than {} named barriers: hardware ids {NAMED_BARRIER_IDS:?} are theirs ({TMA_STORE_BARRIER_IDS:?} belong to TMA stores)",
-                    NAMED_BARRIER_IDS.end()
-                ),
-            );
-            return;
-        }
-        if let Some((_, true)) = self.role {
-            self.unsupported(
-                sp,
-                "lm.sync in a role whose body one thread issues is not lowered yet: every warp of the role must reach bar.sync",
-            );
-            return;
-        }
+        let issue_only = matches!(self.role, Some((_, true)));
+        let id = match legal::named_sync(nb, issue_only) {
+            Ok(id) => id,
+            Err(m) => return self.unsupported(sp, m),
+        };
         let b = &k.named_barriers[nb];
         let threads: u32 = b.roles.iter().map(|r| k.roles[*r].threads()).sum();
         self.line(&format!(

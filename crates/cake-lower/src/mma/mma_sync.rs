@@ -4,9 +4,10 @@
 
 use super::{MmaBackend, MmaCall};
 use crate::emit::*;
+use crate::legal::{Checker, Planner, Scope};
 use cake_diag::Span;
 use cake_ir::*;
-use cake_target::MmaFamily;
+use cake_target::{MmaFamily, Target};
 use std::collections::BTreeSet;
 
 pub(crate) struct MmaSync;
@@ -21,8 +22,54 @@ pub(crate) struct State {
 }
 
 impl MmaBackend for MmaSync {
-    fn infer_layouts(&self, e: &mut Emitter) {
-        e.infer_mma_sync_layouts();
+    fn plan_layouts(&self, p: &mut Planner) {
+        p.infer_mma_sync_layouts();
+    }
+
+    /// The MMA's conditions, then what its emission evaluates: `b`'s first row and stage, the
+    /// accumulate flag, and `a`'s first row and stage when it is read from shared memory.
+    fn check_mma(&self, c: &mut Checker, m: &MmaCall) {
+        match mma_form(c.k, c.target, |f| c.layout(f), m) {
+            Err(msg) => c.unsupported(m.sp, msg),
+            Ok(None) => {}
+            Ok(Some(form)) => {
+                c.rows_start(form.b);
+                c.view_base(form.b);
+                c.ix(m.accumulate);
+                if let Operand::Smem(av) = m.a {
+                    c.rows_start(av);
+                    c.view_base(av);
+                }
+            }
+        }
+    }
+
+    fn family_ops(&self) -> &'static [&'static str] {
+        &["CpAsync", "Ldmatrix"]
+    }
+
+    fn check_family_op(&self, c: &mut Checker, op: &Op, sp: Span) {
+        match op {
+            Op::CpAsync {
+                dst, src, coords, ..
+            } => match cp_async_form(c.k, dst, *src) {
+                Err(m) => c.unsupported(sp, m),
+                Ok(None) => {}
+                Ok(Some(_)) => {
+                    c.ix(coords[0]);
+                    c.ix(coords[1]);
+                    c.view_base(dst);
+                }
+            },
+            Op::Ldmatrix { dst, src } => match ldmatrix_form(c.k, *dst, c.layout(*dst), src) {
+                Err(m) => c.unsupported(sp, m),
+                Ok(_) => {
+                    c.rows_start(src);
+                    c.view_base(src);
+                }
+            },
+            _ => {}
+        }
     }
 
     fn prelude(&self, e: &Emitter, out: &mut String) {
@@ -66,7 +113,138 @@ impl MmaBackend for MmaSync {
     }
 }
 
-impl Emitter<'_> {
+/// An `lm.mma` mma.sync lowers: the accumulator tile, `a`'s K in bytes and type, the
+/// instruction (k, A and B types) and `b`.
+struct MmaForm<'o> {
+    accf: FragId,
+    m: u32,
+    n: u32,
+    k_bytes: u32,
+    kk: u32,
+    an: &'static str,
+    bn: &'static str,
+    b: &'o ViewRef,
+}
+
+/// The conditions of an mma.sync `lm.mma`. `Ok(None)`: nothing is emitted and nothing reported
+/// (a fragment layout inference already refused).
+fn mma_form<'o>(
+    k: &Kernel,
+    target: &Target,
+    layout: impl Fn(FragId) -> Option<FragLayout>,
+    call: &MmaCall<'o>,
+) -> Result<Option<MmaForm<'o>>, String> {
+    let (Operand::Frag(accf), Operand::Smem(bv)) = (call.acc, call.b) else {
+        return Err(format!(
+            "on {}, lm.mma is lowered with the accumulator in a fragment and `b` in shared memory",
+            target.name
+        ));
+    };
+    let Some(FragLayout::MmaAcc { m, n }) = layout(*accf) else {
+        return Ok(None);
+    };
+    // `a` in registers (an lm.ldmatrix fragment), or in shared memory: then its registers
+    // are loaded per k-step, with the same ldmatrix.x4 pattern lm.ldmatrix uses.
+    let (k_bytes, adt) = match call.a {
+        Operand::Frag(af) => match layout(*af) {
+            Some(FragLayout::MmaA { k_bytes, .. }) => (k_bytes, k.fragments[*af].dtype),
+            _ => return Ok(None),
+        },
+        Operand::Smem(av) if !av.transposed && k.views[av.view].shape.len() == 2 => {
+            let v = &k.views[av.view];
+            (v.shape[1] * v.dtype.bytes(), v.dtype)
+        }
+        _ => {
+            return Err("on mma.sync, `a` is a fragment loaded by lm.ldmatrix or an (M, K) view as stored (no .T)".into());
+        }
+    };
+    if k_bytes % 32 != 0 {
+        return Err(format!(
+            "mma.sync k-steps are 32 bytes; K of `a` is {k_bytes} bytes"
+        ));
+    }
+    let bview = &k.views[bv.view];
+    if !bv.transposed || bview.shape.len() != 2 {
+        return Err("only a K-major `b` is lowered: the transpose of an (N, K) view".into());
+    }
+    let bdt = bview.dtype;
+    let ptx = |d: DType| match d {
+        DType::BF16 => Some("bf16"),
+        DType::F16 => Some("f16"),
+        DType::E4M3 => Some("e4m3"),
+        DType::E5M2 => Some("e5m2"),
+        _ => None,
+    };
+    let (Some(an), Some(bn)) = (ptx(adt), ptx(bdt)) else {
+        return Err(format!(
+            "mma.sync with {adt} x {bdt} inputs is not lowered yet"
+        ));
+    };
+    let Some(kk) = cake_target::mma_instr_k(MmaFamily::MmaSync, adt) else {
+        return Ok(None);
+    };
+    if kk * adt.bytes() != 32 {
+        return Err(format!("mma.sync k{kk} with {adt} is not lowered yet"));
+    }
+    Ok(Some(MmaForm {
+        accf: *accf,
+        m,
+        n,
+        k_bytes,
+        kk,
+        an,
+        bn,
+        b: bv,
+    }))
+}
+
+/// The conditions of `view.cp_async(tensor, ...)`: a whole 2-D view from a 2-D tensor, rows of
+/// whole 16-byte chunks. `Ok(None)` for a scalar source (nothing emitted).
+fn cp_async_form(k: &Kernel, dst: &ViewRef, src: ParamId) -> Result<Option<()>, String> {
+    let view = &k.views[dst.view];
+    let ParamKind::Tensor { dims, .. } = &k.params[src].kind else {
+        return Ok(None);
+    };
+    if view.shape.len() != 2 || dims.len() != 2 || dst.transposed || dst.rows.is_some() {
+        return Err(
+            "cp_async is lowered for a whole 2-D view (no .rows, no .T) from a 2-D tensor".into(),
+        );
+    }
+    let eb = view.dtype.bytes();
+    if !(view.shape[1] * eb).is_multiple_of(16) {
+        return Err(format!(
+            "cp_async copies 16-byte chunks; a row of `{}` is {} bytes",
+            view.name,
+            view.shape[1] * eb
+        ));
+    }
+    Ok(Some(()))
+}
+
+/// The conditions of `lm.ldmatrix(frag, view)`: into an mma.sync `a` fragment, from a 2-D view
+/// as stored. The fragment's rows and K bytes.
+fn ldmatrix_form(
+    k: &Kernel,
+    dst: FragId,
+    layout: Option<FragLayout>,
+    src: &ViewRef,
+) -> Result<(u32, u32), String> {
+    let Some(FragLayout::MmaA { m, k_bytes }) = layout else {
+        return Err(format!(
+            "lm.ldmatrix is lowered into the `a` fragment of an mma.sync; `{}` is not one",
+            k.fragments[dst].name
+        ));
+    };
+    if k.views[src.view].shape.len() != 2 || src.transposed {
+        return Err(
+            "lm.ldmatrix is lowered from a 2-D view as stored (ldmatrix .trans is not lowered yet)"
+                .into(),
+        );
+    }
+    Ok((m, k_bytes))
+}
+
+impl Planner<'_> {
     /// mma.sync register layouts: each MMA's accumulator and its `a` fragment (loaded by
     /// ldmatrix), per warp. Anything else in registers is a coverage gap of this generator.
     fn infer_mma_sync_layouts(&mut self) {
@@ -151,7 +329,9 @@ impl Emitter<'_> {
             }
         }
     }
+}
 
+impl Emitter<'_> {
     /// Byte address of element row `row`, byte column `cb` of one stage of `view` (`base` is the
     /// stage's address), through the view's panels and swizzle — the one address function the
     /// cp.async writes and the ldmatrix reads of a view share.
@@ -188,29 +368,16 @@ impl Emitter<'_> {
     ) {
         let k = self.k;
         let view = k.views[dst.view].clone();
+        match cp_async_form(k, dst, src) {
+            Ok(Some(())) => {}
+            Ok(None) => return,
+            Err(m) => return self.unsupported(sp, m),
+        }
         let ParamKind::Tensor { dims, .. } = k.params[src].kind.clone() else {
             return;
         };
-        if view.shape.len() != 2 || dims.len() != 2 || dst.transposed || dst.rows.is_some() {
-            self.unsupported(
-                sp,
-                "cp_async is lowered for a whole 2-D view (no .rows, no .T) from a 2-D tensor",
-            );
-            return;
-        }
         let eb = view.dtype.bytes();
         let (rows, cols) = (view.shape[0], view.shape[1]);
-        if !(cols * eb).is_multiple_of(16) {
-            self.unsupported(
-                sp,
-                format!(
-                    "cp_async copies 16-byte chunks; a row of `{}` is {} bytes",
-                    view.name,
-                    cols * eb
-                ),
-            );
-            return;
-        }
         let (role, _) = self.role.expect("role");
         let r = &k.roles[role];
         let threads = r.threads();
@@ -270,24 +437,11 @@ impl Emitter<'_> {
     /// (a0: rows 0-7, a1: rows 8-15, a2/a3: the same rows 16 bytes on).
     fn ldmatrix(&mut self, dst: FragId, src: &ViewRef, sp: Span) {
         let k = self.k;
-        let Some(FragLayout::MmaA { m, k_bytes }) = self.frag_layouts.get(&dst).copied() else {
-            self.unsupported(
-                sp,
-                format!(
-                    "lm.ldmatrix is lowered into the `a` fragment of an mma.sync; `{}` is not one",
-                    k.fragments[dst].name
-                ),
-            );
-            return;
+        let (m, k_bytes) = match ldmatrix_form(k, dst, self.layout(dst), src) {
+            Ok(form) => form,
+            Err(msg) => return self.unsupported(sp, msg),
         };
         let view = k.views[src.view].clone();
-        if view.shape.len() != 2 || src.transposed {
-            self.unsupported(
-                sp,
-                "lm.ldmatrix is lowered from a 2-D view as stored (ldmatrix .trans is not lowered yet)",
-            );
-            return;
-        }
         let start = match src.rows {
             Some((start, _)) => self.ix(start),
             None => "0".into(),
@@ -330,68 +484,25 @@ impl Emitter<'_> {
     /// `.trans` — and one m16n8 MMA per 16-row tile and column tile follows. mma.sync is
     /// synchronous: a release arrives right after, every thread's shared reads being done.
     fn mma_sync_op(&mut self, m: &MmaCall) {
-        let (acc, a, b, accumulate, release, sp) = (m.acc, m.a, m.b, m.accumulate, m.release, m.sp);
+        let (a, accumulate, release, sp) = (m.a, m.accumulate, m.release, m.sp);
         let k = self.k;
-        let (Operand::Frag(accf), Operand::Smem(bv)) = (acc, b) else {
-            self.unsupported(sp, format!("on {}, lm.mma is lowered with the accumulator in a fragment and `b` in shared memory", self.target.name));
-            return;
+        let form = match mma_form(k, self.target, |f| self.layout(f), m) {
+            Ok(Some(form)) => form,
+            Ok(None) => return,
+            Err(msg) => return self.unsupported(sp, msg),
         };
-        let Some(FragLayout::MmaAcc { m, n }) = self.frag_layouts.get(accf).copied() else {
-            return;
-        };
-        // `a` in registers (an lm.ldmatrix fragment), or in shared memory: then its registers
-        // are loaded here, per k-step, with the same ldmatrix.x4 pattern lm.ldmatrix uses.
-        let (k_bytes, adt) = match a {
-            Operand::Frag(af) => match self.frag_layouts.get(af).copied() {
-                Some(FragLayout::MmaA { k_bytes, .. }) => (k_bytes, k.fragments[*af].dtype),
-                _ => return,
-            },
-            Operand::Smem(av) if !av.transposed && k.views[av.view].shape.len() == 2 => {
-                let v = &k.views[av.view];
-                (v.shape[1] * v.dtype.bytes(), v.dtype)
-            }
-            _ => {
-                self.unsupported(sp, "on mma.sync, `a` is a fragment loaded by lm.ldmatrix or an (M, K) view as stored (no .T)");
-                return;
-            }
-        };
-        if k_bytes % 32 != 0 {
-            self.unsupported(
-                sp,
-                format!("mma.sync k-steps are 32 bytes; K of `a` is {k_bytes} bytes"),
-            );
-            return;
-        }
+        let MmaForm {
+            accf,
+            m,
+            n,
+            k_bytes,
+            kk,
+            an,
+            bn,
+            b: bv,
+        } = form;
+        let accf = &accf;
         let bview = k.views[bv.view].clone();
-        if !bv.transposed || bview.shape.len() != 2 {
-            self.unsupported(
-                sp,
-                "only a K-major `b` is lowered: the transpose of an (N, K) view",
-            );
-            return;
-        }
-        let bdt = bview.dtype;
-        let ptx = |d: DType| match d {
-            DType::BF16 => Some("bf16"),
-            DType::F16 => Some("f16"),
-            DType::E4M3 => Some("e4m3"),
-            DType::E5M2 => Some("e5m2"),
-            _ => None,
-        };
-        let (Some(an), Some(bn)) = (ptx(adt), ptx(bdt)) else {
-            self.unsupported(
-                sp,
-                format!("mma.sync with {adt} x {bdt} inputs is not lowered yet"),
-            );
-            return;
-        };
-        let Some(kk) = cake_target::mma_instr_k(MmaFamily::MmaSync, adt) else {
-            return;
-        };
-        if kk * adt.bytes() != 32 {
-            self.unsupported(sp, format!("mma.sync k{kk} with {adt} is not lowered yet"));
-            return;
-        }
         self.mma.mma_sync.shapes.insert((kk, an, bn));
         let func = mma_sync_name(kk, an, bn);
         let (mt, nt, kt) = (m / 16, n / 8, k_bytes / 32);

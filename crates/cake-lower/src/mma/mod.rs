@@ -2,7 +2,9 @@
 //! wgmma (sm_90a) and tcgen05 (sm_100a, sm_103a) is a method of [`MmaBackend`]; the emitter
 //! holds the backend `lower` picked from the target's MMA family and asks it at each of those
 //! points, never testing the family itself. Adding a family is one file here, one arm in
-//! `lower`'s match, and the target's data — and the compiler lists every method to decide.
+//! `legal::backend_for`'s match, and the target's data — and the compiler lists every method to
+//! decide, its legality (`plan_layouts`, `check_mma`, `family_ops`, `check_family_op`,
+//! `double_buffered`) as well as its emission.
 //!
 //! Backends are zero-sized: their per-kernel state (instruction variants used, MMA groups in
 //! flight) lives in [`MmaState`] inside the emitter, so a method borrows the emitter mutably and
@@ -17,6 +19,7 @@ pub(crate) use tcgen05::Tcgen05;
 pub(crate) use wgmma::Wgmma;
 
 use crate::emit::*;
+use crate::legal::{self, Checker, Planner};
 use cake_diag::Span;
 use cake_ir::*;
 
@@ -38,12 +41,37 @@ pub(crate) struct MmaState {
 }
 
 /// The points where MMA families differ. Defaults are what a family without the feature does:
-/// nothing, or — for an operation it has no instruction for — the same "not lowered" record
-/// every family gives.
+/// nothing. The first group is legality — what the legality pass (`crate::legal`) asks and the
+/// emitter asks again through the same functions; the rest is emission.
 pub(crate) trait MmaBackend: Sync {
     /// Register layouts of the fragments this family's MMAs and loads use; what it cannot
-    /// place is recorded as not lowered.
-    fn infer_layouts(&self, e: &mut Emitter);
+    /// place is recorded as not lowered. Runs once per lowering, for the plan.
+    fn plan_layouts(&self, p: &mut Planner);
+
+    /// The legality pass at an `lm.mma`: what `mma` would report, in the same order.
+    fn check_mma(&self, c: &mut Checker, m: &MmaCall);
+
+    /// The operations only some families have (as the IR spells them: `CpAsync`, `Ldmatrix`,
+    /// `Commit`, `TmemLoad`, `TmemStore`, `TmemCopy`) this family lowers; the others are
+    /// reported not lowered for the target without asking the backend.
+    fn family_ops(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// The legality pass at one of the `family_ops`: what its emission would report.
+    fn check_family_op(&self, _c: &mut Checker, _op: &Op, _sp: Span) {}
+
+    /// The wait and the MMA of a pipelined loop body that fits the family's
+    /// double-buffered-accumulator pattern (the loop is then `double_buffered_loop`); `None`
+    /// (the default) when there is none.
+    fn double_buffered(
+        &self,
+        _k: &Kernel,
+        _body: &Block,
+        _p: PipelineId,
+    ) -> Option<(StmtId, StmtId)> {
+        None
+    }
 
     /// The family's prelude sections (helpers and one wrapper per instruction variant used),
     /// after the target's common ones.
@@ -66,16 +94,15 @@ pub(crate) trait MmaBackend: Sync {
     /// `lm.mma`.
     fn mma(&self, e: &mut Emitter, m: &MmaCall);
 
-    /// A pipelined loop whose body fits the family's double-buffered-accumulator pattern, emitted
-    /// whole; `false` (the default) when there is none and the plain loop follows.
+    /// A pipelined loop for which `double_buffered` gave (wait, MMA), emitted whole.
     fn double_buffered_loop(
         &self,
         _e: &mut Emitter,
         _lp: &RangeLoop,
         _p: PipelineId,
+        _pair: (StmtId, StmtId),
         _body: &Block,
-    ) -> bool {
-        false
+    ) {
     }
 
     /// Around a range loop: `emit` writes the loop itself; the family adds what must precede or
@@ -90,43 +117,47 @@ pub(crate) trait MmaBackend: Sync {
         emit(e)
     }
 
+    // The `family_ops`, called only for those the family lists.
+
     /// `view.cp_async(tensor, coords, barrier)`.
     fn cp_async(
         &self,
-        e: &mut Emitter,
+        _e: &mut Emitter,
         _dst: &ViewRef,
         _src: ParamId,
         _coords: &[ExprId],
         _barrier: BarrierId,
-        sp: Span,
+        _sp: Span,
     ) {
-        e.not_lowered("CpAsync", sp)
     }
 
     /// `lm.ldmatrix(frag, view)`.
-    fn ldmatrix(&self, e: &mut Emitter, _dst: FragId, _src: &ViewRef, sp: Span) {
-        e.not_lowered("Ldmatrix", sp)
-    }
+    fn ldmatrix(&self, _e: &mut Emitter, _dst: FragId, _src: &ViewRef, _sp: Span) {}
 
     /// `lm.commit(barrier)`.
-    fn commit(&self, e: &mut Emitter, _barrier: BarrierId, sp: Span) {
-        e.not_lowered("Commit", sp)
-    }
+    fn commit(&self, _e: &mut Emitter, _barrier: BarrierId, _sp: Span) {}
 
     /// `lm.tmem_load(frag, region)`.
-    fn tmem_load(&self, e: &mut Emitter, _dst: FragId, _src: TmemId, sp: Span) {
-        e.not_lowered("TmemLoad", sp)
-    }
+    fn tmem_load(&self, _e: &mut Emitter, _dst: FragId, _src: TmemId, _sp: Span) {}
 
     /// `lm.tmem_store(region, value)`.
-    fn tmem_store(&self, e: &mut Emitter, _dst: TmemId, _value: ExprId, sp: Span) {
-        e.not_lowered("TmemStore", sp)
-    }
+    fn tmem_store(&self, _e: &mut Emitter, _dst: TmemId, _value: ExprId, _sp: Span) {}
 
     /// `lm.tmem_copy(region, view)`.
-    fn tmem_copy(&self, e: &mut Emitter, _dst: TmemId, _src: &ViewRef, sp: Span) {
-        e.not_lowered("TmemCopy", sp)
+    fn tmem_copy(&self, _e: &mut Emitter, _dst: TmemId, _src: &ViewRef, _sp: Span) {}
+}
+
+/// The legality pass at a K-major operand tile read through a shared-memory descriptor (what
+/// `Emitter::wgmma_operand` evaluates): the condition, then the stage and the first row.
+/// `false` when it is not lowered (the MMA stops there).
+pub(crate) fn check_sw128_operand(c: &mut Checker, v: &ViewRef, sp: Span) -> bool {
+    if let Err(m) = legal::sw128_operand(&c.k.views[v.view]) {
+        c.unsupported(sp, m);
+        return false;
     }
+    c.view_base(v);
+    c.rows_start(v);
+    true
 }
 
 impl Emitter<'_> {
@@ -134,8 +165,8 @@ impl Emitter<'_> {
     /// 128B swizzle: what a wgmma or tcgen05 shared-memory descriptor starts at.
     fn wgmma_operand(&mut self, v: &ViewRef, kk: u32, k_step: u32, sp: Span) -> Option<String> {
         let view = self.k.views[v.view].clone();
-        if view.shape.len() != 2 || view.swizzle != 128 {
-            self.unsupported(sp, format!("wgmma operands are lowered from 2-D views with 128B swizzle; `{}` has swizzle {}", view.name, view.swizzle));
+        if let Err(m) = legal::sw128_operand(&view) {
+            self.unsupported(sp, m);
             return None;
         }
         let elem = view.dtype.bytes();

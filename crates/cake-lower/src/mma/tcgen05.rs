@@ -9,10 +9,12 @@
 //! Instructions"). Nothing here has run on hardware: ptxas accepts it, and the descriptor
 //! encoders are unit-tested against values derived by hand from the ISA's tables.
 
-use super::{MmaBackend, MmaCall};
+use super::{check_sw128_operand, MmaBackend, MmaCall};
 use crate::emit::*;
+use crate::legal::{self, Checker, Planner, Scope};
 use cake_diag::Span;
 use cake_ir::*;
+use cake_target::Target;
 
 /// Element types of `.kind::f16` operands, as the instruction descriptor encodes them
 /// (Table 42, bits 7-9 / 10-12: F16 = 0, BF16 = 1).
@@ -233,9 +235,69 @@ pub(crate) struct Tcgen05;
 
 impl MmaBackend for Tcgen05 {
     /// The warpgroup register layouts (as on sm_90a), then the fragments filled from TMEM.
-    fn infer_layouts(&self, e: &mut Emitter) {
-        e.infer_warpgroup_layouts();
-        e.infer_tmem_fragment_layouts();
+    fn plan_layouts(&self, p: &mut Planner) {
+        p.infer_warpgroup_layouts();
+        p.infer_tmem_fragment_layouts();
+    }
+
+    /// The MMA's conditions, then what its emission evaluates: the accumulate flag, and for the
+    /// first k-step `b`'s stage (N-major) or descriptor, then `a`'s descriptor (from shared
+    /// memory), either of which stops the MMA when not lowered.
+    fn check_mma(&self, c: &mut Checker, m: &MmaCall) {
+        let form = match mma_form(c.k, c.target, m) {
+            Ok(form) => form,
+            Err(msg) => return c.unsupported(m.sp, msg),
+        };
+        c.ix(m.accumulate);
+        if form.kdim / 16 == 0 {
+            return;
+        }
+        if form.b_mn_major {
+            c.view_base(form.b);
+        } else if !check_sw128_operand(c, form.b, m.sp) {
+            return;
+        }
+        if let Operand::Smem(av) = m.a {
+            check_sw128_operand(c, av, m.sp);
+        }
+    }
+
+    fn family_ops(&self) -> &'static [&'static str] {
+        &["Commit", "TmemLoad", "TmemStore", "TmemCopy"]
+    }
+
+    fn check_family_op(&self, c: &mut Checker, op: &Op, sp: Span) {
+        match op {
+            Op::TmemLoad { dst, .. } => {
+                if let Some(FragLayout::TmemRow { .. }) = c.layout(*dst) {
+                    c.invalidate(*dst);
+                }
+            }
+            Op::TmemStore { dst, src: value } => {
+                match tmem_store_form(
+                    c.k,
+                    *dst,
+                    *value,
+                    |e| c.tile_of(e),
+                    |e| c.row_elementwise(e),
+                ) {
+                    Err(m) => c.unsupported(sp, m),
+                    Ok((inner, ..)) => {
+                        c.precompute_reductions(inner);
+                        c.elem(inner, Site::Lane);
+                    }
+                }
+            }
+            Op::TmemCopy { dst, src } => match tmem_copy_form(c.k, *dst, src) {
+                Err(m) => c.unsupported(sp, m),
+                Ok(kdim) => {
+                    if kdim / 16 > 0 {
+                        check_sw128_operand(c, src, sp);
+                    }
+                }
+            },
+            _ => {}
+        }
     }
 
     fn prelude(&self, _e: &Emitter, out: &mut String) {
@@ -258,28 +320,8 @@ impl MmaBackend for Tcgen05 {
         }
     }
 
-    /// FIXME (kept from before the backends were split, so output is unchanged): retires the
-    /// wgmma groups the wgmma double-buffered loop below leaves in flight.
-    fn before_op(&self, e: &mut Emitter, op: &Op) {
-        super::Wgmma.before_op(e, op);
-    }
-
     fn mma(&self, e: &mut Emitter, m: &MmaCall) {
         e.tcgen05_mma_op(m);
-    }
-
-    /// FIXME (kept from before the backends were split, so output is unchanged): a
-    /// double-buffered register accumulator takes the wgmma loop here, which emits wgmma
-    /// instructions these targets lack, instead of reporting the register-accumulator MMA as not
-    /// lowered the way `mma` does. The verifier does not reject the schedule.
-    fn double_buffered_loop(
-        &self,
-        e: &mut Emitter,
-        lp: &RangeLoop,
-        p: PipelineId,
-        body: &Block,
-    ) -> bool {
-        super::Wgmma.double_buffered_loop(e, lp, p, body)
     }
 
     fn commit(&self, e: &mut Emitter, barrier: BarrierId, sp: Span) {
@@ -299,17 +341,160 @@ impl MmaBackend for Tcgen05 {
     }
 }
 
-impl Emitter<'_> {
-    /// Whether the role issues or reads tcgen05 work (MMAs into TMEM, TMEM transfers, commits).
-    fn role_uses_tcgen05(&self, role: RoleId) -> bool {
-        self.role_ops(role).any(|s| {
-            let e = &s.effects;
-            !e.tmem_reads.is_empty()
-                || !e.tmem_writes.is_empty()
-                || e.barriers.iter().any(|(_, u)| *u == BarrierUse::Commit)
-        })
-    }
+/// A `tcgen05.mma` as lowered: `b`, whether it is N-major, the input type, M, N and K.
+struct MmaForm<'o> {
+    b: &'o ViewRef,
+    b_mn_major: bool,
+    input: F16Kind,
+    m: u32,
+    n: u32,
+    kdim: u32,
+    a_name: String,
+}
 
+/// The conditions of an `lm.mma` on a tcgen05 target: a TMEM accumulator (a register one would
+/// be mma.sync, not lowered here — never wgmma, which these targets lack), `a` a K-major view or
+/// a TMEM region, `b` a 2-D 128B-swizzled view, bf16 or f16 inputs, M = 128, N in 16..=256.
+/// (The operand descriptors' conditions are checked per k-step, as they are emitted.)
+fn mma_form<'o>(k: &Kernel, target: &Target, call: &MmaCall<'o>) -> Result<MmaForm<'o>, String> {
+    let Operand::Tmem(acc) = call.acc else {
+        return Err(format!(
+            "on {}, an MMA with a register accumulator is mma.sync, which is not lowered yet; a TMEM accumulator (lm.tmem) is tcgen05.mma, which is",
+            target.name
+        ));
+    };
+    let Operand::Smem(bv) = call.b else {
+        return Err(format!(
+            "on {}, lm.mma reads `b` from shared memory",
+            target.name
+        ));
+    };
+    let vb = &k.views[bv.view];
+    // `a`: a K-major view (as stored, (M, K)), or a TMEM region (M lanes, K packed columns).
+    let (a_dtype, m, kdim, a_name) = match call.a {
+        Operand::Smem(av) if !av.transposed => {
+            let va = &k.views[av.view];
+            (
+                va.dtype,
+                av.rows.map_or(va.shape[0], |(_, n)| n),
+                va.shape[1],
+                va.name.clone(),
+            )
+        }
+        Operand::Tmem(t) => {
+            let r = &k.tmems[*t];
+            if r.shape.len() != 2
+                || r.lanes != 128
+                || r.dtype.bytes() != 2
+                || r.shape[1] / 2 > r.cols
+            {
+                return Err(format!("a TMEM `a` operand is lowered from a 16-bit region of 128 lanes holding its K elements two per column; `{}` is {:?} {} over {} columns", r.name, r.shape, r.dtype, r.cols));
+            }
+            (r.dtype, r.shape[0], r.shape[1], r.name.clone())
+        }
+        _ => {
+            return Err("`a` is lowered as a view stored (M, K) (K-major) or a TMEM region; an M-major `a` (`.T`) is not lowered yet".into());
+        }
+    };
+    // `b`: `.T` of an (N, K) view is K-major; an untransposed (K, N) view is N-major.
+    let b_mn_major = !bv.transposed;
+    if b_mn_major && vb.shape.len() == 2 && vb.panels() != 1 {
+        return Err(
+            "an N-major `b` is lowered when N fits one swizzle span (N × element bytes ≤ swizzle)"
+                .into(),
+        );
+    }
+    let input = match (a_dtype, vb.dtype) {
+        (DType::BF16, DType::BF16) => F16Kind::BF16,
+        (DType::F16, DType::F16) => F16Kind::F16,
+        (x, _) => {
+            return Err(format!(
+                "tcgen05.mma with {x} inputs is not lowered yet (bf16 and f16 are)"
+            ));
+        }
+    };
+    if vb.shape.len() != 2 || vb.swizzle != 128 {
+        return Err(format!("tcgen05.mma operands are lowered from 2-D views with 128B swizzle; `{}` has swizzle {}", vb.name, vb.swizzle));
+    }
+    let region = &k.tmems[*acc];
+    let n = if b_mn_major {
+        vb.shape[1]
+    } else {
+        bv.rows.map_or(vb.shape[0], |(_, n)| n)
+    };
+    if region.dtype != DType::F32 || region.lanes != 128 || m != 128 {
+        return Err(format!("tcgen05.mma is lowered for M = 128 with an f32 accumulator over 128 lanes; `{}` is {} over {} lanes, M = {m}", region.name, region.dtype, region.lanes));
+    }
+    if !n.is_multiple_of(16) || !(16..=256).contains(&n) || n > region.cols {
+        return Err(format!("tcgen05.mma is lowered for N in 16..=256, a multiple of 16, within the region's columns; N = {n}"));
+    }
+    Ok(MmaForm {
+        b: bv,
+        b_mn_major,
+        input,
+        m,
+        n,
+        kdim,
+        a_name,
+    })
+}
+
+/// The conditions of `lm.tmem_store(region, value)`: an f32 region takes an f32 value, a 16-bit
+/// one a cast to its type; the value element-wise over a TMEM tile of the region's width, 32
+/// columns per store. The value to evaluate, its packed type and the tile's columns.
+fn tmem_store_form(
+    k: &Kernel,
+    dst: TmemId,
+    value: ExprId,
+    tile_of: impl Fn(ExprId) -> Option<FragLayout>,
+    row_elementwise: impl Fn(ExprId) -> bool,
+) -> Result<(ExprId, Option<DType>, u32), String> {
+    let region = &k.tmems[dst];
+    let (inner, packed) = match legal::cast_to_16bit(k, value, region.dtype) {
+        _ if region.dtype == DType::F32 => (value, None),
+        Some((inner, d)) => (inner, Some(d)),
+        None => return Err(format!("lm.tmem_store into the {} region `{}` is lowered for an f32 value, or lm.cast(value, lm.{}) of one", region.dtype, region.name, region.dtype)),
+    };
+    let n = match tile_of(inner) {
+        Some(FragLayout::TmemRow { n }) if row_elementwise(inner) => n,
+        _ => return Err("lm.tmem_store is lowered for element-wise values of a tile read from TMEM (one row per thread)".into()),
+    };
+    let words = if packed.is_some() { n / 2 } else { n };
+    if region.lanes != 128
+        || region.shape.len() != 2
+        || region.shape[1] != n
+        || !words.is_multiple_of(32)
+        || words > region.cols
+    {
+        return Err(format!("lm.tmem_store is lowered for 128-lane regions written whole, 32 columns at a time; `{}` is {:?} over {} columns, the value {n} wide", region.name, region.shape, region.cols));
+    }
+    Ok((inner, packed, n))
+}
+
+/// The conditions of `lm.tmem_copy(region, view)`: what a tcgen05.mma `a` operand would read
+/// (a (128, K) 16-bit view with 128B swizzle, as stored) into a region of the same dtype and K
+/// over 128 lanes. K.
+fn tmem_copy_form(k: &Kernel, dst: TmemId, src: &ViewRef) -> Result<u32, String> {
+    let (region, view) = (&k.tmems[dst], &k.views[src.view]);
+    let rows = src.rows.map_or(view.shape[0], |(_, n)| n);
+    let ok = !src.transposed
+        && view.shape.len() == 2
+        && view.swizzle == 128
+        && rows == 128
+        && region.lanes == 128
+        && region.dtype.bytes() == 2
+        && region.dtype == view.dtype
+        && region.shape.len() == 2
+        && region.shape[1] == view.shape[1]
+        && view.shape[1].is_multiple_of(16)
+        && view.shape[1] / 2 <= region.cols;
+    if !ok {
+        return Err(format!("lm.tmem_copy is lowered from a (128, K) 16-bit view with 128B swizzle, as stored, into a region of the same dtype and K over 128 lanes (two elements per column); `{}` is {:?} {} (swizzle {}) and `{}` {:?} {} over {} lanes", view.name, view.shape, view.dtype, view.swizzle, region.name, region.shape, region.dtype, region.lanes));
+    }
+    Ok(view.shape[1])
+}
+
+impl Planner<'_> {
     /// Fragments filled by `lm.tmem_load`: one TMEM lane (row) per thread of a warpgroup.
     fn infer_tmem_fragment_layouts(&mut self) {
         for (sid, op, _) in self.ops() {
@@ -345,6 +530,18 @@ impl Emitter<'_> {
             }
         }
     }
+}
+
+impl Emitter<'_> {
+    /// Whether the role issues or reads tcgen05 work (MMAs into TMEM, TMEM transfers, commits).
+    fn role_uses_tcgen05(&self, role: RoleId) -> bool {
+        self.role_ops(role).any(|s| {
+            let e = &s.effects;
+            !e.tmem_reads.is_empty()
+                || !e.tmem_writes.is_empty()
+                || e.barriers.iter().any(|(_, u)| *u == BarrierUse::Commit)
+        })
+    }
 
     /// `lm.tmem_store(region, value)`: each warp writes its 32-lane quarter, 32 columns per
     /// `tcgen05.st`, then waits for the stores. An f32 region takes the value's bits; a bf16/f16
@@ -353,32 +550,17 @@ impl Emitter<'_> {
     fn tmem_store(&mut self, dst: TmemId, value: ExprId, sp: Span) {
         let k = self.k;
         let region = k.tmems[dst].clone();
-        let (inner, pack) = match (&k.exprs[value].kind, region.dtype) {
-            (_, DType::F32) => (value, None),
-            (ExprKind::Cast(DType::BF16, x), DType::BF16) => (*x, Some("cake_pack_bf16x2")),
-            (ExprKind::Cast(DType::F16, x), DType::F16) => (*x, Some("cake_pack_f16x2")),
-            _ => {
-                self.unsupported(sp, format!("lm.tmem_store into the {} region `{}` is lowered for an f32 value, or lm.cast(value, lm.{}) of one", region.dtype, region.name, region.dtype));
-                return;
-            }
-        };
-        let n = match self.tile_of(inner) {
-            Some(FragLayout::TmemRow { n }) if self.row_elementwise(inner) => n,
-            _ => {
-                self.unsupported(sp, "lm.tmem_store is lowered for element-wise values of a tile read from TMEM (one row per thread)");
-                return;
-            }
+        let (inner, pack, n) = match tmem_store_form(
+            k,
+            dst,
+            value,
+            |e| self.tile_of(e),
+            |e| self.row_elementwise(e),
+        ) {
+            Ok((inner, packed, n)) => (inner, packed.map(pack_fn), n),
+            Err(m) => return self.unsupported(sp, m),
         };
         let words = if pack.is_some() { n / 2 } else { n };
-        if region.lanes != 128
-            || region.shape.len() != 2
-            || region.shape[1] != n
-            || !words.is_multiple_of(32)
-            || words > region.cols
-        {
-            self.unsupported(sp, format!("lm.tmem_store is lowered for 128-lane regions written whole, 32 columns at a time; `{}` is {:?} over {} columns, the value {n} wide", region.name, region.shape, region.cols));
-            return;
-        }
         self.precompute_reductions(inner);
         let v = self.elem(inner, Site::Lane);
         let addr = self.tmem_addr(dst);
@@ -455,109 +637,30 @@ impl Emitter<'_> {
         self.invalidate_reductions(Some(dst));
     }
 
-    /// `lm.mma` on a tcgen05 target: a TMEM accumulator is tcgen05.mma; a register accumulator
-    /// would be mma.sync, which is not lowered yet (never wgmma, which these targets lack).
-    fn tcgen05_mma_op(&mut self, m: &MmaCall) {
-        let sp = m.sp;
-        match m.acc {
-            Operand::Tmem(t) => self.tcgen05_mma(*t, m.a, m.b, m.accumulate, m.release, sp),
-            _ => self.unsupported(
-                sp,
-                format!(
-                    "on {}, an MMA with a register accumulator is mma.sync, which is not lowered yet; a TMEM accumulator (lm.tmem) is tcgen05.mma, which is",
-                    self.target.name
-                ),
-            ),
-        }
-    }
-
     /// `lm.mma` with a TMEM accumulator: `tcgen05.mma.cta_group::1.kind::f16`, one instruction
     /// per 16-deep K step, issued by one thread; `release=` is a `tcgen05.commit` to the stage's
-    /// mbarrier, which arrives when these MMAs (and every earlier one) have completed.
-    fn tcgen05_mma(
-        &mut self,
-        acc: TmemId,
-        a: &Operand,
-        b: &Operand,
-        accumulate: ExprId,
-        release: Option<BarrierId>,
-        sp: Span,
-    ) {
+    /// mbarrier, which arrives when these MMAs (and every earlier one) have completed. A register
+    /// accumulator (mma.sync) is not lowered (`mma_form`).
+    fn tcgen05_mma_op(&mut self, call: &MmaCall) {
+        let (a, accumulate, release, sp) = (call.a, call.accumulate, call.release, call.sp);
         let k = self.k;
-        let Operand::Smem(bv) = b else {
-            self.unsupported(
-                sp,
-                format!(
-                    "on {}, lm.mma reads `b` from shared memory",
-                    self.target.name
-                ),
-            );
+        let MmaForm {
+            b: bv,
+            b_mn_major,
+            input,
+            m,
+            n,
+            kdim,
+            a_name,
+        } = match mma_form(k, self.target, call) {
+            Ok(form) => form,
+            Err(msg) => return self.unsupported(sp, msg),
+        };
+        let Operand::Tmem(acc) = *call.acc else {
             return;
         };
         let vb = &k.views[bv.view];
-        // `a`: a K-major view (as stored, (M, K)), or a TMEM region (M lanes, K packed columns).
-        let (a_dtype, m, kdim, a_name) = match a {
-            Operand::Smem(av) if !av.transposed => {
-                let va = &k.views[av.view];
-                (
-                    va.dtype,
-                    av.rows.map_or(va.shape[0], |(_, n)| n),
-                    va.shape[1],
-                    va.name.clone(),
-                )
-            }
-            Operand::Tmem(t) => {
-                let r = &k.tmems[*t];
-                if r.shape.len() != 2
-                    || r.lanes != 128
-                    || r.dtype.bytes() != 2
-                    || r.shape[1] / 2 > r.cols
-                {
-                    self.unsupported(sp, format!("a TMEM `a` operand is lowered from a 16-bit region of 128 lanes holding its K elements two per column; `{}` is {:?} {} over {} columns", r.name, r.shape, r.dtype, r.cols));
-                    return;
-                }
-                (r.dtype, r.shape[0], r.shape[1], r.name.clone())
-            }
-            _ => {
-                self.unsupported(sp, "`a` is lowered as a view stored (M, K) (K-major) or a TMEM region; an M-major `a` (`.T`) is not lowered yet");
-                return;
-            }
-        };
-        // `b`: `.T` of an (N, K) view is K-major; an untransposed (K, N) view is N-major.
-        let b_mn_major = !bv.transposed;
-        if b_mn_major && vb.shape.len() == 2 && vb.panels() != 1 {
-            self.unsupported(sp, "an N-major `b` is lowered when N fits one swizzle span (N × element bytes ≤ swizzle)");
-            return;
-        }
-        let input = match (a_dtype, vb.dtype) {
-            (DType::BF16, DType::BF16) => F16Kind::BF16,
-            (DType::F16, DType::F16) => F16Kind::F16,
-            (x, _) => {
-                self.unsupported(
-                    sp,
-                    format!("tcgen05.mma with {x} inputs is not lowered yet (bf16 and f16 are)"),
-                );
-                return;
-            }
-        };
-        if vb.shape.len() != 2 || vb.swizzle != 128 {
-            self.unsupported(sp, format!("tcgen05.mma operands are lowered from 2-D views with 128B swizzle; `{}` has swizzle {}", vb.name, vb.swizzle));
-            return;
-        }
         let region = &k.tmems[acc];
-        let n = if b_mn_major {
-            vb.shape[1]
-        } else {
-            bv.rows.map_or(vb.shape[0], |(_, n)| n)
-        };
-        if region.dtype != DType::F32 || region.lanes != 128 || m != 128 {
-            self.unsupported(sp, format!("tcgen05.mma is lowered for M = 128 with an f32 accumulator over 128 lanes; `{}` is {} over {} lanes, M = {m}", region.name, region.dtype, region.lanes));
-            return;
-        }
-        if !n.is_multiple_of(16) || !(16..=256).contains(&n) || n > region.cols {
-            self.unsupported(sp, format!("tcgen05.mma is lowered for N in 16..=256, a multiple of 16, within the region's columns; N = {n}"));
-            return;
-        }
         let k_step = 16;
         let idesc = idesc_f16(input, true, m, n, false, b_mn_major);
         let sw128 = smem_desc_swizzle(128).expect("128B");
@@ -635,23 +738,10 @@ impl Emitter<'_> {
     fn tmem_copy(&mut self, dst: TmemId, src: &ViewRef, sp: Span) {
         let k = self.k;
         let (region, view) = (&k.tmems[dst], &k.views[src.view]);
-        let rows = src.rows.map_or(view.shape[0], |(_, n)| n);
-        let ok = !src.transposed
-            && view.shape.len() == 2
-            && view.swizzle == 128
-            && rows == 128
-            && region.lanes == 128
-            && region.dtype.bytes() == 2
-            && region.dtype == view.dtype
-            && region.shape.len() == 2
-            && region.shape[1] == view.shape[1]
-            && view.shape[1].is_multiple_of(16)
-            && view.shape[1] / 2 <= region.cols;
-        if !ok {
-            self.unsupported(sp, format!("lm.tmem_copy is lowered from a (128, K) 16-bit view with 128B swizzle, as stored, into a region of the same dtype and K over 128 lanes (two elements per column); `{}` is {:?} {} (swizzle {}) and `{}` {:?} {} over {} lanes", view.name, view.shape, view.dtype, view.swizzle, region.name, region.shape, region.dtype, region.lanes));
-            return;
-        }
-        let kdim = view.shape[1];
+        let kdim = match tmem_copy_form(k, dst, src) {
+            Ok(kdim) => kdim,
+            Err(m) => return self.unsupported(sp, m),
+        };
         let fixed_k = k_major_sw128_desc();
         let d = self.tmem_addr(dst);
         self.line(&format!(

@@ -3,8 +3,9 @@
 //! double-buffered accumulator lets the next MMA overlap this iteration's epilogue — and
 //! retiring them before anything touches their accumulator registers.
 
-use super::{MmaBackend, MmaCall};
+use super::{check_sw128_operand, MmaBackend, MmaCall};
 use crate::emit::*;
+use crate::legal::{Checker, Planner, Scope};
 use cake_diag::Span;
 use cake_ir::*;
 use std::collections::BTreeSet;
@@ -26,8 +27,35 @@ pub(crate) struct State {
 }
 
 impl MmaBackend for Wgmma {
-    fn infer_layouts(&self, e: &mut Emitter) {
-        e.infer_warpgroup_layouts();
+    fn plan_layouts(&self, p: &mut Planner) {
+        p.infer_warpgroup_layouts();
+    }
+
+    /// The MMA's conditions, then what its emission evaluates: the accumulate flag, and the
+    /// operand descriptors of the first k-step (`a`'s, then `b`'s), which stop the MMA when not
+    /// lowered.
+    fn check_mma(&self, c: &mut Checker, m: &MmaCall) {
+        match mma_form(c.k, |f| c.layout(f), m) {
+            Err(msg) => c.unsupported(m.sp, msg),
+            Ok(None) => {}
+            Ok(Some(WgmmaForm::RegisterA { kdim, b, .. })) => {
+                c.ix(m.accumulate);
+                if kdim / 16 > 0 {
+                    check_sw128_operand(c, b, m.sp);
+                }
+            }
+            Ok(Some(WgmmaForm::Shared { kdim, a, b, .. })) => {
+                c.ix(m.accumulate);
+                if kdim / 16 > 0 {
+                    check_sw128_operand(c, a, m.sp);
+                    check_sw128_operand(c, b, m.sp);
+                }
+            }
+        }
+    }
+
+    fn double_buffered(&self, k: &Kernel, body: &Block, p: PipelineId) -> Option<(StmtId, StmtId)> {
+        cake_ir::sync::double_buffered_mma(k, body, p)
     }
 
     fn prelude(&self, e: &Emitter, out: &mut String) {
@@ -55,15 +83,10 @@ impl MmaBackend for Wgmma {
         e: &mut Emitter,
         lp: &RangeLoop,
         p: PipelineId,
+        pair: (StmtId, StmtId),
         body: &Block,
-    ) -> bool {
-        match cake_ir::sync::double_buffered_mma(e.k, body, p) {
-            Some(pair) => {
-                e.double_buffered_loop(lp, p, pair, body);
-                true
-            }
-            None => false,
-        }
+    ) {
+        e.double_buffered_loop(lp, p, pair, body);
     }
 
     /// A release after wgmma lags one iteration so one MMA group stays in flight; after the
@@ -115,6 +138,88 @@ impl MmaBackend for Wgmma {
             e.line(&arrive);
         }
     }
+}
+
+/// An `lm.mma` wgmma lowers: with `a` in registers or in shared memory, the accumulator's
+/// columns, K and the input type.
+enum WgmmaForm<'o> {
+    RegisterA {
+        accf: FragId,
+        af: FragId,
+        n: u32,
+        kdim: u32,
+        b: &'o ViewRef,
+        input: &'static str,
+    },
+    Shared {
+        accf: FragId,
+        n: u32,
+        kdim: u32,
+        a: &'o ViewRef,
+        b: &'o ViewRef,
+        input: &'static str,
+    },
+}
+
+/// The conditions of a wgmma `lm.mma` (the operand descriptors' are checked per k-step, as they
+/// are emitted). `Ok(None)`: nothing is emitted and nothing reported (layout inference already
+/// refused the fragments).
+fn mma_form<'o>(
+    k: &Kernel,
+    layout: impl Fn(FragId) -> Option<FragLayout>,
+    call: &MmaCall<'o>,
+) -> Result<Option<WgmmaForm<'o>>, String> {
+    if let (Operand::Frag(accf), Operand::Frag(af), Operand::Smem(bv)) = (call.acc, call.a, call.b)
+    {
+        let (Some(FragLayout::WgmmaAcc { n }), Some(FragLayout::WgmmaA { k: kdim })) =
+            (layout(*accf), layout(*af))
+        else {
+            return Ok(None);
+        };
+        if !bv.transposed {
+            return Err(
+                "only a K-major `b` is lowered yet: the transpose of an (N, K) view".into(),
+            );
+        }
+        let input = match k.fragments[*af].dtype {
+            DType::BF16 => "bf16",
+            _ => "f16",
+        };
+        if k.views[bv.view].dtype != k.fragments[*af].dtype {
+            return Err("wgmma takes `a` and `b` of the same 16-bit type".into());
+        }
+        return Ok(Some(WgmmaForm::RegisterA {
+            accf: *accf,
+            af: *af,
+            n,
+            kdim,
+            b: bv,
+            input,
+        }));
+    }
+    let (Operand::Frag(accf), Operand::Smem(av), Operand::Smem(bv)) = (call.acc, call.a, call.b)
+    else {
+        return Err("on sm_90a, lm.mma is lowered with the accumulator in registers, `b` in shared memory and `a` in shared memory or registers".into());
+    };
+    let Some(FragLayout::WgmmaAcc { n }) = layout(*accf) else {
+        return Ok(None);
+    };
+    if av.transposed || !bv.transposed {
+        return Err("only K-major operands are lowered yet: `a` as stored (M, K) and `b` as the transpose of an (N, K) view".into());
+    }
+    let input = match k.views[av.view].dtype {
+        DType::BF16 => "bf16",
+        DType::F16 => "f16",
+        other => return Err(format!("wgmma with {other} inputs is not lowered yet")),
+    };
+    Ok(Some(WgmmaForm::Shared {
+        accf: *accf,
+        n,
+        kdim: k.views[av.view].shape[1],
+        a: av,
+        b: bv,
+        input,
+    }))
 }
 
 impl Emitter<'_> {
@@ -230,37 +335,17 @@ impl Emitter<'_> {
 
     /// `lm.mma(acc, frag, view.T)` on sm_90a: wgmma with A from registers (a [`FragLayout::WgmmaA`]
     /// fragment, four registers per k-step) and B from shared memory.
+    #[allow(clippy::too_many_arguments)]
     fn wgmma_register_a(
         &mut self,
-        accf: FragId,
-        af: FragId,
+        (accf, af, n, kdim): (FragId, FragId, u32, u32),
         bv: &ViewRef,
+        input: &'static str,
         accumulate: ExprId,
         release: Option<BarrierId>,
         sp: Span,
     ) {
         let k = self.k;
-        let (Some(FragLayout::WgmmaAcc { n }), Some(FragLayout::WgmmaA { k: kdim })) = (
-            self.frag_layouts.get(&accf).copied(),
-            self.frag_layouts.get(&af).copied(),
-        ) else {
-            return;
-        };
-        if !bv.transposed {
-            self.unsupported(
-                sp,
-                "only a K-major `b` is lowered yet: the transpose of an (N, K) view",
-            );
-            return;
-        }
-        let input = match k.fragments[af].dtype {
-            DType::BF16 => "bf16",
-            _ => "f16",
-        };
-        if k.views[bv.view].dtype != k.fragments[af].dtype {
-            self.unsupported(sp, "wgmma takes `a` and `b` of the same 16-bit type");
-            return;
-        }
         self.mma.wgmma.rs_shapes.insert((n, input));
         let (accn, an) = (self.frag_name(accf), self.frag_name(af));
         let acc_pred = self.ix(accumulate);
@@ -294,31 +379,38 @@ impl Emitter<'_> {
     /// `lm.mma` on sm_90a: wgmma with the accumulator in registers, `b` in shared memory and `a`
     /// in shared memory or registers.
     fn wgmma(&mut self, m: &MmaCall) {
-        let (acc, a, b, accumulate, release, sp) = (m.acc, m.a, m.b, m.accumulate, m.release, m.sp);
+        let (accumulate, release, sp) = (m.accumulate, m.release, m.sp);
         let k = self.k;
-        if let (Operand::Frag(accf), Operand::Frag(af), Operand::Smem(bv)) = (acc, a, b) {
-            return self.wgmma_register_a(*accf, *af, bv, accumulate, release, sp);
-        }
-        let (Operand::Frag(accf), Operand::Smem(av), Operand::Smem(bv)) = (acc, a, b) else {
-            self.unsupported(sp, "on sm_90a, lm.mma is lowered with the accumulator in registers, `b` in shared memory and `a` in shared memory or registers");
-            return;
-        };
-        let Some(FragLayout::WgmmaAcc { n }) = self.frag_layouts.get(accf).copied() else {
-            return;
-        };
-        if av.transposed || !bv.transposed {
-            self.unsupported(sp, "only K-major operands are lowered yet: `a` as stored (M, K) and `b` as the transpose of an (N, K) view");
-            return;
-        }
-        let input = match k.views[av.view].dtype {
-            DType::BF16 => "bf16",
-            DType::F16 => "f16",
-            other => {
-                self.unsupported(sp, format!("wgmma with {other} inputs is not lowered yet"));
-                return;
+        let (accf, n, kdim, av, bv, input) = match mma_form(k, |f| self.layout(f), m) {
+            Err(msg) => return self.unsupported(sp, msg),
+            Ok(None) => return,
+            Ok(Some(WgmmaForm::RegisterA {
+                accf,
+                af,
+                n,
+                kdim,
+                b,
+                input,
+            })) => {
+                return self.wgmma_register_a(
+                    (accf, af, n, kdim),
+                    b,
+                    input,
+                    accumulate,
+                    release,
+                    sp,
+                )
             }
+            Ok(Some(WgmmaForm::Shared {
+                accf,
+                n,
+                kdim,
+                a,
+                b,
+                input,
+            })) => (accf, n, kdim, a, b, input),
         };
-        let kdim = k.views[av.view].shape[1];
+        let accf = &accf;
         let k_step = 16;
         self.mma.wgmma.shapes.insert((n, input));
         let accn = self.frag_name(*accf);

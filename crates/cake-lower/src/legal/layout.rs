@@ -1,8 +1,10 @@
 //! Register layouts of fragments, and the inference shared by the warpgroup families (wgmma and
 //! tcgen05): accumulators, register A operands and per-row vectors of 64-row tiles. Each
-//! backend's `infer_layouts` decides which inference runs.
+//! backend's `plan_layouts` decides which inference runs; it runs once per lowering, in the
+//! legality pass, and the emitter reads the result from the [`Plan`](super::Plan).
 
-use super::*;
+use super::Planner;
+use cake_ir::*;
 
 /// How a fragment's elements are spread over a warpgroup's registers.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -65,20 +67,7 @@ pub(crate) enum Site {
     /// (`FragLayout::TmemRow`).
     Lane,
 }
-impl Emitter<'_> {
-    pub(crate) fn ops(&self) -> Vec<(StmtId, Op, Option<RoleId>)> {
-        self.kf
-            .ops
-            .iter()
-            .map(|s| (s.stmt, s.op.clone(), s.role))
-            .collect()
-    }
-
-    /// The operations of `role`, in program order.
-    pub(crate) fn role_ops(&self, role: RoleId) -> impl Iterator<Item = &OpSite> + '_ {
-        self.kf.ops.iter().filter(move |s| s.role == Some(role))
-    }
-
+impl Planner<'_> {
     pub(crate) fn infer_warpgroup_layouts(&mut self) {
         for (sid, op, _) in self.ops() {
             if let Op::Mma {

@@ -1,0 +1,396 @@
+//! Expressions: which index expressions and register values can be evaluated where, the shape
+//! analyses of element-wise values (`tile_of`, `row_elementwise`), and the row reductions a block
+//! has computed. [`Scope`] is what a condition needs to know about where it is evaluated; the
+//! emitter and the legality pass both implement it, so both ask the same functions.
+
+use super::layout::{FragLayout, Site};
+use cake_diag::Span;
+use cake_ir::*;
+use std::collections::HashMap;
+
+/// Problems found in an expression, in the order evaluation meets them.
+pub(crate) type Problems = Vec<(Span, String)>;
+
+/// Where an expression is evaluated: the kernel, the register layouts, the pipelined loops
+/// around it, the row reductions already computed in its block and the column loads in
+/// registers.
+pub(crate) trait Scope {
+    fn kernel(&self) -> &Kernel;
+    fn layout(&self, f: FragId) -> Option<FragLayout>;
+    /// Whether a loop over pipeline `p` encloses the expression.
+    fn in_pipeline(&self, p: PipelineId) -> bool;
+    /// Whether reduction `e` has been computed in the current block.
+    fn reduced(&self, e: ExprId) -> bool;
+    /// Whether per-column load `e` is held in a register for the current reduction pass.
+    fn col_loaded(&self, e: ExprId) -> bool;
+
+    /// What evaluating index expression `e` (`ix`) cannot do.
+    fn scalar_problems(&self, e: ExprId, out: &mut Problems) {
+        let k = self.kernel();
+        match &k.exprs[e].kind {
+            ExprKind::Int(_)
+            | ExprKind::Bool(_)
+            | ExprKind::Float(_)
+            | ExprKind::Dim(_)
+            | ExprKind::Scalar(_)
+            | ExprKind::LoopVar(_)
+            | ExprKind::TileCoord { .. }
+            | ExprKind::RoleIndex(_) => {}
+            ExprKind::PipelineStage(p) => {
+                if !self.in_pipeline(*p) {
+                    out.push((
+                        k.exprs.span(e),
+                        format!(
+                            "`{}.stage` is read outside every loop over that pipeline",
+                            k.pipelines[*p].name
+                        ),
+                    ));
+                }
+            }
+            ExprKind::Binary(_, a, b) | ExprKind::Cmp(_, a, b) => {
+                self.scalar_problems(*a, out);
+                self.scalar_problems(*b, out);
+            }
+            ExprKind::Unary(UnOp::Neg | UnOp::Not, a) => self.scalar_problems(*a, out),
+            _ => out.push((
+                k.exprs.span(e),
+                "this expression is not lowered as a scalar yet".into(),
+            )),
+        }
+    }
+
+    /// What evaluating register expression `e` one element at a time, at `site` (`elem`),
+    /// cannot do.
+    fn elem_problems(&self, e: ExprId, site: Site, out: &mut Problems) {
+        let k = self.kernel();
+        if k.exprs[e].ty == Ty::Index || k.exprs[e].ty == Ty::Bool {
+            return self.scalar_problems(e, out);
+        }
+        let sp = k.exprs.span(e);
+        match &k.exprs[e].kind {
+            ExprKind::Frag(f) => {
+                if !readable_at(self.layout(*f), site) {
+                    out.push((
+                        sp,
+                        format!(
+                            "fragment `{}` cannot be read per row here",
+                            k.fragments[*f].name
+                        ),
+                    ));
+                }
+            }
+            ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) | ExprKind::Scalar(_) => {}
+            ExprKind::Cast(d, a) => {
+                self.elem_problems(*a, site, out);
+                if !matches!(d, DType::F32 | DType::I32) {
+                    out.push((
+                        sp,
+                        format!("casting a register value to {d} is lowered only inside lm.store"),
+                    ));
+                }
+            }
+            ExprKind::Binary(_, a, b) | ExprKind::Cmp(_, a, b) => {
+                self.elem_problems(*a, site, out);
+                self.elem_problems(*b, site, out);
+            }
+            ExprKind::Select(c, a, b) => {
+                self.elem_problems(*c, site, out);
+                self.elem_problems(*a, site, out);
+                self.elem_problems(*b, site, out);
+            }
+            ExprKind::Unary(_, a) => self.elem_problems(*a, site, out),
+            ExprKind::Expand { arg, axis: 1 } if site == Site::Lane => {
+                self.elem_problems(*arg, site, out)
+            }
+            ExprKind::Expand { arg, axis: 1 } => self.elem_problems(*arg, Site::Rows, out),
+            ExprKind::Expand { arg, axis: 0 } => self.elem_problems(*arg, site, out),
+            ExprKind::Reduce { .. } => {
+                if !self.reduced(e) {
+                    out.push((sp, "this reduction is not lowered here".into()));
+                }
+            }
+            ExprKind::Load { .. } if self.col_loaded(e) => {}
+            ExprKind::Load {
+                tensor,
+                coords,
+                shape,
+                ..
+            } if shape.len() == 1 && site == Site::Tile => {
+                // A vector along the tile's columns: the last coordinate, then the others.
+                let ParamKind::Tensor { dims, .. } = &k.params[*tensor].kind else {
+                    return;
+                };
+                let last = dims.len() - 1;
+                self.scalar_problems(coords[last], out);
+                for (i, _) in dims.iter().enumerate() {
+                    if i != last {
+                        self.scalar_problems(coords[i], out);
+                    }
+                }
+            }
+            _ => out.push((sp, "this register expression is not lowered yet".into())),
+        }
+    }
+
+    /// The tile layout an element-wise expression is computed over.
+    fn tile_of(&self, e: ExprId) -> Option<FragLayout> {
+        match &self.kernel().exprs[e].kind {
+            ExprKind::Frag(f) => self.layout(*f),
+            ExprKind::Cast(_, a) | ExprKind::Unary(_, a) => self.tile_of(*a),
+            ExprKind::Binary(_, a, b) | ExprKind::Cmp(_, a, b) => {
+                let (x, y) = (self.tile_of(*a), self.tile_of(*b));
+                match (x, y) {
+                    (Some(l), _) | (_, Some(l)) if l.is_accumulator() => Some(l),
+                    (Some(l), _) | (_, Some(l)) => Some(l),
+                    _ => None,
+                }
+            }
+            ExprKind::Select(c, a, b) => self
+                .tile_of(*a)
+                .or_else(|| self.tile_of(*b))
+                .or_else(|| self.tile_of(*c)),
+            ExprKind::Reduce { .. } => Some(FragLayout::AccRows),
+            ExprKind::Expand { arg, .. } => self.tile_of(*arg),
+            _ => None,
+        }
+    }
+
+    /// Whether `e` is computed element by element from one-row-per-thread tiles, scalars and
+    /// constants (what `Site::Lane` can evaluate).
+    fn row_elementwise(&self, e: ExprId) -> bool {
+        match &self.kernel().exprs[e].kind {
+            ExprKind::Frag(f) => matches!(
+                self.layout(*f),
+                Some(FragLayout::TmemRow { .. } | FragLayout::LaneScalar)
+            ),
+            ExprKind::Expand { arg, axis: 1 } => self.row_elementwise(*arg),
+            ExprKind::Reduce { arg, axis: 1, .. } => {
+                matches!(self.tile_of(*arg), Some(FragLayout::TmemRow { .. }))
+                    && self.row_elementwise(*arg)
+            }
+            ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) | ExprKind::Scalar(_) => true,
+            ExprKind::Cast(_, a) | ExprKind::Unary(_, a) => self.row_elementwise(*a),
+            ExprKind::Binary(_, a, b) | ExprKind::Cmp(_, a, b) => {
+                self.row_elementwise(*a) && self.row_elementwise(*b)
+            }
+            ExprKind::Select(c, a, b) => {
+                self.row_elementwise(*c) && self.row_elementwise(*a) && self.row_elementwise(*b)
+            }
+            _ => false,
+        }
+    }
+
+    /// Per-column vector loads (`lm.load` of shape (N,)) inside `e`.
+    /// Reductions are not entered (they read their argument per element themselves), nor
+    /// broadcasts along any axis but the first.
+    fn column_loads(&self, e: ExprId, out: &mut Vec<ExprId>) {
+        self.kernel().visit_expr(e, |id, kind| match kind {
+            ExprKind::Load { shape, .. } => {
+                if shape.len() == 1 && !out.contains(&id) {
+                    out.push(id);
+                }
+                false
+            }
+            ExprKind::Reduce { .. } => false,
+            ExprKind::Expand { axis, .. } => *axis == 0,
+            _ => true,
+        });
+    }
+
+    /// The per-column loads of `body`'s row reductions over wgmma-layout tiles that are issued
+    /// at the top of a loop iteration, with the tile's columns: loads of tensors the kernel never
+    /// writes, in statements of the body itself, not issued already (`issued`), each once.
+    fn loads_to_prefetch(
+        &self,
+        kf: &KernelFacts,
+        body: &Block,
+        issued: &dyn Fn(ExprId) -> bool,
+    ) -> Vec<(ExprId, u32)> {
+        let k = self.kernel();
+        let access = super::tensor_access(k, kf);
+        let written = |t: &ParamId| access.get(t).is_some_and(|a| a.1);
+        let mut reductions = Vec::new();
+        for &s in body {
+            if let Stmt::Op(
+                Op::Assign { value, .. } | Op::Store { value, .. } | Op::SmemStore { value, .. },
+            ) = &k.stmts[s]
+            {
+                reductions_in(k, *value, &mut reductions);
+            }
+        }
+        let mut out: Vec<(ExprId, u32)> = Vec::new();
+        for r in reductions {
+            let ExprKind::Reduce { arg, axis: 1, .. } = k.exprs[r].kind else {
+                continue;
+            };
+            let Some(FragLayout::WgmmaAcc { n }) = self.tile_of(arg) else {
+                continue;
+            };
+            let mut loads = Vec::new();
+            self.column_loads(arg, &mut loads);
+            for l in loads {
+                let ExprKind::Load { tensor, .. } = k.exprs[l].kind else {
+                    continue;
+                };
+                if written(&tensor) || issued(l) || out.iter().any(|(x, _)| *x == l) {
+                    continue;
+                }
+                out.push((l, n));
+            }
+        }
+        out
+    }
+
+    /// A row reduction of `arg` along `axis`: the columns of the tile it runs over, and whether
+    /// the tile is one row per thread (TMEM) rather than a wgmma-layout quad.
+    fn reduction_tile(&self, arg: ExprId, axis: usize) -> Result<(u32, bool), String> {
+        match self.tile_of(arg) {
+            Some(FragLayout::WgmmaAcc { n }) if axis == 1 => Ok((n, false)),
+            Some(FragLayout::TmemRow { n }) if axis == 1 => Ok((n, true)),
+            _ => Err(
+                "reductions are lowered along the columns (axis=1) of an accumulator tile".into(),
+            ),
+        }
+    }
+}
+
+/// Whether a fragment of `layout` can be read one element at a time at `site`.
+fn readable_at(layout: Option<FragLayout>, site: Site) -> bool {
+    matches!(
+        (layout, site),
+        (Some(FragLayout::WgmmaAcc { .. }), Site::Tile)
+            | (Some(FragLayout::MmaAcc { .. }), Site::Tile)
+            | (Some(FragLayout::AccRows), _)
+            | (Some(FragLayout::TmemRow { .. }), Site::Lane)
+            | (Some(FragLayout::LaneScalar), _)
+    )
+}
+
+/// `lm.cast(x, d)` written into a destination of the same 16-bit float type `d`: (x, d). The
+/// store packs two elements per 32-bit word.
+pub(crate) fn cast_to_16bit(k: &Kernel, value: ExprId, dst: DType) -> Option<(ExprId, DType)> {
+    match (&k.exprs[value].kind, dst) {
+        (ExprKind::Cast(DType::BF16, x), DType::BF16) => Some((*x, DType::BF16)),
+        (ExprKind::Cast(DType::F16, x), DType::F16) => Some((*x, DType::F16)),
+        _ => None,
+    }
+}
+
+/// The reductions inside `e` (each once).
+/// A reduction's own argument is not entered: its inner reductions are its own business.
+fn reductions_in(k: &Kernel, e: ExprId, out: &mut Vec<ExprId>) {
+    k.visit_expr(e, |id, kind| match kind {
+        ExprKind::Reduce { .. } => {
+            if !out.contains(&id) {
+                out.push(id);
+            }
+            false
+        }
+        _ => true,
+    });
+}
+
+/// Where row reductions inside `e` are searched for before `e` is evaluated: its operands,
+/// not a reduction's argument.
+pub(crate) fn reduction_operands(k: &Kernel, e: ExprId) -> Vec<ExprId> {
+    match &k.exprs[e].kind {
+        ExprKind::Binary(_, a, b) | ExprKind::Cmp(_, a, b) => vec![*a, *b],
+        ExprKind::Select(c, a, b) => vec![*c, *a, *b],
+        ExprKind::Unary(_, a) | ExprKind::Cast(_, a) | ExprKind::Expand { arg: a, .. } => {
+            vec![*a]
+        }
+        _ => vec![],
+    }
+}
+
+/// The row reductions computed in the current block: expression → what holds its result (the
+/// emitter's array name; nothing for the pass), and (argument, op, packed) → the same, for reuse
+/// by structurally equal reductions.
+pub(crate) struct Reductions<N> {
+    by_expr: HashMap<ExprId, N>,
+    keys: Vec<(ExprId, ReduceOp, bool, N)>,
+}
+
+impl<N> Default for Reductions<N> {
+    fn default() -> Self {
+        Reductions {
+            by_expr: HashMap::new(),
+            keys: Vec::new(),
+        }
+    }
+}
+
+impl<N: Clone> Reductions<N> {
+    pub(crate) fn get(&self, e: ExprId) -> Option<&N> {
+        self.by_expr.get(&e)
+    }
+
+    pub(crate) fn contains(&self, e: ExprId) -> bool {
+        self.by_expr.contains_key(&e)
+    }
+
+    /// A structurally equal reduction already computed in this block (same op, same argument):
+    /// `e` takes its result.
+    pub(crate) fn reuse_twin(
+        &mut self,
+        e: ExprId,
+        arg: ExprId,
+        op: ReduceOp,
+        packed: bool,
+    ) -> bool {
+        let twin = self
+            .keys
+            .iter()
+            .find(|(a, o, p, _)| *a == arg && *o == op && *p == packed)
+            .map(|(_, _, _, n)| n.clone());
+        match twin {
+            Some(n) => {
+                self.by_expr.insert(e, n);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Reduction `e` was computed into `value` and `index`: record it and the other reductions
+    /// the same pass computes (min/argmin, max/argmax of one argument share it).
+    pub(crate) fn computed(
+        &mut self,
+        e: ExprId,
+        (arg, op, packed): (ExprId, ReduceOp, bool),
+        value: N,
+        index: N,
+    ) {
+        let pick = |o: ReduceOp| {
+            if matches!(o, ReduceOp::ArgMin | ReduceOp::ArgMax) {
+                index.clone()
+            } else {
+                value.clone()
+            }
+        };
+        self.by_expr.insert(e, pick(op));
+        let siblings: &[ReduceOp] = match op {
+            ReduceOp::Min | ReduceOp::ArgMin => &[ReduceOp::Min, ReduceOp::ArgMin],
+            ReduceOp::Max | ReduceOp::ArgMax => &[ReduceOp::Max, ReduceOp::ArgMax],
+            ReduceOp::Sum => &[ReduceOp::Sum],
+        };
+        for o in siblings {
+            self.keys.push((arg, *o, packed, pick(*o)));
+        }
+    }
+
+    /// Forget reductions that read `f` (it is about to change) — or all of them.
+    pub(crate) fn invalidate(&mut self, k: &Kernel, f: Option<FragId>) {
+        match f {
+            None => {
+                self.by_expr.clear();
+                self.keys.clear();
+            }
+            Some(f) => {
+                self.by_expr.retain(|e, _| !k.expr_reads_fragment(*e, f));
+                self.keys
+                    .retain(|(a, _, _, _)| !k.expr_reads_fragment(*a, f));
+            }
+        }
+    }
+}

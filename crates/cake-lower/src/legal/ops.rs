@@ -1,0 +1,433 @@
+//! The legality conditions of roles, fragments and operations common to every MMA family. Each
+//! returns what the emitter needs when the construct is lowered, or the not-lowered message; the
+//! emitter and the pass call the same function (what one family decides is a method of its
+//! backend in `crate::mma`).
+
+use super::layout::FragLayout;
+use cake_ir::*;
+use cake_target::{Feature, Target};
+
+/// The CTA's 16 hardware barriers (`bar.sync id`): 0 is `__syncthreads`, named barriers
+/// (`lm.named_barrier`) take ids in declaration order from the first range, and the per-replica
+/// barriers around TMA stores take the second.
+pub(crate) const NAMED_BARRIER_IDS: std::ops::RangeInclusive<u32> = 1..=7;
+pub(crate) const TMA_STORE_BARRIER_IDS: std::ops::RangeInclusive<u32> = 8..=15;
+
+/// CTAs per cluster when the kernel runs in clusters (1 otherwise).
+pub(crate) fn cluster_ctas(k: &Kernel, target: &Target) -> u32 {
+    if target.has(Feature::Clusters) {
+        k.cluster_size()
+    } else {
+        1
+    }
+}
+
+/// The operations of `role`, in program order.
+pub(crate) fn role_ops(kf: &KernelFacts, role: RoleId) -> impl Iterator<Item = &OpSite> + '_ {
+    kf.ops.iter().filter(move |s| s.role == Some(role))
+}
+
+/// The rank of a tensor parameter (0 for a scalar).
+pub(crate) fn rank(k: &Kernel, p: ParamId) -> usize {
+    match &k.params[p].kind {
+        ParamKind::Tensor { dims, .. } => dims.len(),
+        ParamKind::Scalar { .. } => 0,
+    }
+}
+
+/// The tile counts of the kernel's tile loop (none without one).
+pub(crate) fn tile_counts(k: &Kernel) -> Vec<ExprId> {
+    k.loops
+        .iter()
+        .find_map(|(_, l)| match &l.kind {
+            LoopKind::Tiles { counts, .. } => Some(counts.clone()),
+            _ => None,
+        })
+        .unwrap_or_default()
+}
+
+/// The warps `[first, last)` of a role, which must be contiguous.
+pub(crate) fn role_warp_range(k: &Kernel, rid: RoleId) -> Result<(u32, u32), String> {
+    let warps = k.roles[rid].warps();
+    let (first, last) = (
+        *warps.iter().min().unwrap_or(&0),
+        *warps.iter().max().unwrap_or(&0) + 1,
+    );
+    if (last - first) as usize != warps.len() {
+        return Err("roles with non-contiguous warps are not lowered yet".into());
+    }
+    Ok((first, last))
+}
+
+/// A fragment's declaration needs a register layout.
+pub(crate) fn declared_layout(
+    k: &Kernel,
+    f: FragId,
+    layout: Option<FragLayout>,
+) -> Result<FragLayout, String> {
+    layout.ok_or_else(|| {
+        format!(
+            "fragment `{}` is not an MMA accumulator; other register layouts are not lowered yet",
+            k.fragments[f].name
+        )
+    })
+}
+
+/// Whether `block` holds anything `role` runs (`inside`: the block is in one of its `with`
+/// regions).
+pub(crate) fn has_role_work(k: &Kernel, role: RoleId, block: &Block, inside: bool) -> bool {
+    block.iter().any(|&s| match &k.stmts[s] {
+        Stmt::Role { role: r, body } => *r == role && !body.is_empty(),
+        Stmt::Loop { body, .. } => has_role_work(k, role, body, inside),
+        Stmt::If {
+            then_body,
+            else_body,
+            ..
+        } => has_role_work(k, role, then_body, inside) || has_role_work(k, role, else_body, inside),
+        Stmt::Op(_) => inside,
+    })
+}
+
+/// An operation only some MMA families have an instruction for, as the IR spells it.
+pub(crate) fn family_op_name(op: &Op) -> Option<&'static str> {
+    Some(match op {
+        Op::CpAsync { .. } => "CpAsync",
+        Op::Ldmatrix { .. } => "Ldmatrix",
+        Op::Commit { .. } => "Commit",
+        Op::TmemLoad { .. } => "TmemLoad",
+        Op::TmemStore { .. } => "TmemStore",
+        Op::TmemCopy { .. } => "TmemCopy",
+        _ => return None,
+    })
+}
+
+/// `view.tma_load(tensor, coords, barrier, multicast)`.
+pub(crate) fn tma_load(
+    k: &Kernel,
+    target: &Target,
+    dst: &ViewRef,
+    src: ParamId,
+    multicast: u32,
+) -> Result<(), String> {
+    let mc = multicast;
+    // `CAKE-C013` reports these; a verified schedule never gets here.
+    if mc > 1 && (mc != cluster_ctas(k, target) || k.multicast_problem(dst, mc).is_some()) {
+        return Err(
+            "a multicast TMA load is lowered into a whole 2-D view whose rows split \
+                 evenly over a cluster of exactly `multicast` CTAs"
+                .into(),
+        );
+    }
+    if dst.transposed || (dst.rows.is_some() && k.views[dst.view].shape.len() != 2) {
+        return Err("a TMA load writes a 2-D view or a row range of one (no .T)".into());
+    }
+    if !(2..=3).contains(&rank(k, src)) {
+        return Err("TMA loads of rank other than 2 or 3 are not lowered yet".into());
+    }
+    Ok(())
+}
+
+/// `view.tma_store(tensor, coords)`.
+pub(crate) fn tma_store(k: &Kernel, dst: ParamId, src: &ViewRef) -> Result<(), String> {
+    let view = &k.views[src.view];
+    let rank = rank(k, dst);
+    if !(1..=3).contains(&rank)
+        || view.shape.len() > rank
+        || src.transposed
+        || (view.shape.len() != 2 && view.panels() != 1)
+    {
+        return Err(
+            "TMA stores are lowered for 2-D views (or whole 1-D views) into tensors of rank 1 to 3"
+                .into(),
+        );
+    }
+    Ok(())
+}
+
+/// Whether the role's replicas synchronise their own threads (`replica_sync`): around TMA
+/// stores, shared-memory fills and scatter-adds.
+pub(crate) fn role_syncs_replicas(k: &Kernel, kf: &KernelFacts, role: RoleId) -> bool {
+    role_ops(kf, role).any(|s| match &s.op {
+        Op::TmaStore { .. } | Op::ScatterAdd { .. } => true,
+        Op::SmemStore { value, .. } => k.const_number(*value).is_some(),
+        _ => false,
+    })
+}
+
+/// The first hardware barrier id of `role`'s per-replica barriers: one per replica of each role
+/// that synchronises its replicas, from 8 up (clear of the ids libraries reserve) to 15.
+pub(crate) fn replica_barrier(k: &Kernel, kf: &KernelFacts, role: RoleId) -> Result<u32, String> {
+    let (lowest, highest) = (*TMA_STORE_BARRIER_IDS.start(), *TMA_STORE_BARRIER_IDS.end());
+    let replicas = k.roles[role].replicas();
+    let first_id = lowest
+        + k.roles
+            .iter()
+            .map(|(h, _)| h)
+            .take_while(|h| *h != role)
+            .filter(|h| role_syncs_replicas(k, kf, *h))
+            .map(|h| k.roles[h].replicas())
+            .sum::<u32>();
+    if first_id + replicas - 1 > highest {
+        return Err(format!(
+            "the roles that store through TMA need {} named barriers (ids {lowest}..={}); the hardware has ids up to {highest}",
+            first_id + replicas - lowest,
+            first_id + replicas - 1
+        ));
+    }
+    Ok(first_id)
+}
+
+/// `lm.sync(nb)` from a role (`issue_only`: one thread runs its body): the hardware id.
+pub(crate) fn named_sync(nb: NamedBarrierId, issue_only: bool) -> Result<u32, String> {
+    let id = NAMED_BARRIER_IDS.start() + nb.index() as u32;
+    if !NAMED_BARRIER_IDS.contains(&id) {
+        return Err(format!(
+            "more than {} named barriers: hardware ids {NAMED_BARRIER_IDS:?} are theirs ({TMA_STORE_BARRIER_IDS:?} belong to TMA stores)",
+            NAMED_BARRIER_IDS.end()
+        ));
+    }
+    if issue_only {
+        return Err("lm.sync in a role whose body one thread issues is not lowered yet: every warp of the role must reach bar.sync".into());
+    }
+    Ok(id)
+}
+
+/// Work every thread of a role replica shares (`what`: shared-memory fills, scatter-adds): the
+/// replica's thread count.
+pub(crate) fn replica_threads(
+    k: &Kernel,
+    role: RoleId,
+    issue_only: bool,
+    what: &str,
+) -> Result<u32, String> {
+    if issue_only {
+        return Err(format!(
+            "{what} needs every thread of role `{}`, whose body one thread issues",
+            k.roles[role].name
+        ));
+    }
+    Ok(k.roles[role].unit.threads())
+}
+
+/// `view.store(constant)`: the 32-bit pattern to fill with and the bytes to fill.
+pub(crate) fn smem_fill(k: &Kernel, dst: &ViewRef, value: ExprId) -> Result<(u32, u64), String> {
+    let view = &k.views[dst.view];
+    if dst.transposed || (dst.rows.is_some() && view.swizzle != 0) {
+        return Err(
+            "view.store of a constant is lowered for a whole view, or rows of an unswizzled one"
+                .into(),
+        );
+    }
+    let bits = match (k.const_number(value), view.dtype) {
+        (Some(v), DType::F32) => (v as f32).to_bits(),
+        (Some(v), DType::I32) => v as i32 as u32,
+        (Some(v), DType::BF16) => {
+            let h = u32::from(cake_target::f32_to_bf16_bits(v as f32));
+            h | (h << 16)
+        }
+        _ => {
+            return Err(format!(
+                "view.store of a constant is lowered into f32, i32 and bf16 views; `{}` is {}",
+                view.name, view.dtype
+            ))
+        }
+    };
+    let rows = dst.rows.map_or(view.shape[0], |(_, n)| n);
+    let bytes: u64 = rows as u64
+        * view.shape[1..].iter().map(|&d| d as u64).product::<u64>()
+        * view.dtype.bytes() as u64;
+    if !bytes.is_multiple_of(16) {
+        return Err(format!(
+            "view.store of a constant fills whole 16-byte chunks; `{}` is {bytes} bytes",
+            view.name
+        ));
+    }
+    Ok((bits, bytes))
+}
+
+/// `dst.scatter_add(src, ...)`: views without `.T`, unswizzled.
+pub(crate) fn scatter_add(k: &Kernel, dst: &ViewRef, src: &ViewRef) -> Result<(), String> {
+    let (dview, sview) = (&k.views[dst.view], &k.views[src.view]);
+    if dst.transposed || src.transposed {
+        return Err("scatter_add is lowered for views without .T".into());
+    }
+    if dview.swizzle != 0 || sview.swizzle != 0 {
+        return Err(format!(
+            "scatter_add is lowered for unswizzled views; `{}` has swizzle {} and `{}` swizzle {}",
+            dview.name, dview.swizzle, sview.name, sview.swizzle
+        ));
+    }
+    Ok(())
+}
+
+/// How `lm.store` writes a value, from the tile layout it is computed over.
+#[derive(Clone, Copy)]
+pub(crate) enum StoreKind {
+    /// One value per row of a 64-row tile.
+    Rows,
+    /// A one-row-per-thread TMEM tile of `n` columns.
+    TmemRows(u32),
+    /// An accumulator tile.
+    Tile(FragLayout),
+}
+
+pub(crate) fn store_kind(layout: Option<FragLayout>) -> Result<StoreKind, String> {
+    match layout {
+        Some(FragLayout::AccRows) => Ok(StoreKind::Rows),
+        Some(FragLayout::TmemRow { n }) => Ok(StoreKind::TmemRows(n)),
+        Some(FragLayout::LaneScalar) => {
+            Err("lm.store of per-row values of a TMEM tile is not lowered yet".into())
+        }
+        Some(l) if l.is_accumulator() => Ok(StoreKind::Tile(l)),
+        _ => Err(
+            "lm.store is lowered for values computed from an accumulator tile or its row reductions"
+                .into(),
+        ),
+    }
+}
+
+/// `lm.store` of an accumulator tile: into a 2-D tensor...
+pub(crate) fn store_tile_shape(dims: &[Extent], coords: &[ExprId]) -> Result<(), String> {
+    if dims.len() != 2 || coords.len() != 2 {
+        return Err("lm.store of an accumulator tile is lowered for 2-D tensors".into());
+    }
+    Ok(())
+}
+
+/// ... of f32 or i32 values, or of a cast to the tensor's 16-bit type (packed by the store):
+/// the value to evaluate and the packed type.
+pub(crate) fn store_tile_value(
+    k: &Kernel,
+    value: ExprId,
+    dtype: DType,
+) -> Result<(ExprId, Option<DType>), String> {
+    match super::cast_to_16bit(k, value, dtype) {
+        Some((inner, d)) => Ok((inner, Some(d))),
+        None if dtype == DType::F32 || dtype == DType::I32 => Ok((value, None)),
+        None => Err(format!("storing {dtype} values is lowered through lm.cast(..., lm.{dtype}) of an f32 accumulator")),
+    }
+}
+
+/// `lm.store` of a one-row-per-thread TMEM tile: the two innermost axes of a tensor, written as
+/// a 16-bit cast of an element-wise value of the tile (`row_elementwise` of the inner value).
+pub(crate) fn store_tmem_rows(
+    k: &Kernel,
+    value: ExprId,
+    dtype: DType,
+    dims: &[Extent],
+    coords: &[ExprId],
+    row_elementwise: impl Fn(ExprId) -> bool,
+) -> Result<(ExprId, DType), String> {
+    if dims.len() < 2 || coords.len() != dims.len() {
+        return Err("lm.store of a TMEM tile writes the two innermost axes of a tensor".into());
+    }
+    let Some((inner, d)) = super::cast_to_16bit(k, value, dtype) else {
+        return Err("lm.store of a TMEM tile is lowered for lm.cast(value, lm.bf16 / lm.f16) into a tensor of that dtype".into());
+    };
+    if !row_elementwise(inner) {
+        return Err("lm.store of a TMEM tile is lowered for element-wise values of the tile (no reductions, broadcasts or loads yet)".into());
+    }
+    Ok((inner, d))
+}
+
+/// `view.store(value)` of a wgmma accumulator tile (a cast of one to the view's 16-bit type)
+/// into a 2-D view with 128B swizzle: the tile's columns, the value to evaluate and its type.
+pub(crate) fn smem_store(
+    k: &Kernel,
+    dst: &ViewRef,
+    value: ExprId,
+    tile: Option<FragLayout>,
+) -> Result<(u32, ExprId, DType), String> {
+    let view = &k.views[dst.view];
+    let Some(FragLayout::WgmmaAcc { n }) = tile else {
+        return Err("view.store is lowered for values computed from an accumulator tile".into());
+    };
+    let Some((inner, d)) = super::cast_to_16bit(k, value, view.dtype) else {
+        return Err(
+            "view.store is lowered for lm.cast(..., bf16 or f16) of an f32 accumulator".into(),
+        );
+    };
+    if view.swizzle != 128 || view.shape.len() != 2 || dst.transposed {
+        return Err("view.store is lowered into 2-D views with 128B swizzle".into());
+    }
+    Ok((n, inner, d))
+}
+
+/// `frag[:] = value` into a wgmma A fragment of `kdim` columns: a 16-bit cast of a value over a
+/// (64, kdim) accumulator tile. The value to evaluate and its type.
+pub(crate) fn wgmma_a_value(
+    k: &Kernel,
+    dst: FragId,
+    value: ExprId,
+    kdim: u32,
+    tile_of: impl Fn(ExprId) -> Option<FragLayout>,
+) -> Result<(ExprId, DType), String> {
+    let Some((inner, d)) = super::cast_to_16bit(k, value, k.fragments[dst].dtype) else {
+        return Err("a wgmma A fragment is written as lm.cast(value, bf16 or f16) of an f32 accumulator-layout value".into());
+    };
+    if tile_of(inner) != Some(FragLayout::WgmmaAcc { n: kdim }) {
+        return Err(format!(
+            "a wgmma A fragment of {kdim} columns is computed from a (64, {kdim}) accumulator tile"
+        ));
+    }
+    Ok((inner, d))
+}
+
+/// `frag[:] = value` writes the fragment in its register layout; an ldmatrix (`a`) layout is not
+/// written element by element.
+pub(crate) fn assign_layout(
+    k: &Kernel,
+    dst: FragId,
+    layout: Option<FragLayout>,
+) -> Result<FragLayout, String> {
+    match layout {
+        Some(FragLayout::MmaA { .. }) | None => Err(format!(
+            "fragment `{}` has no register layout the lowering knows",
+            k.fragments[dst].name
+        )),
+        Some(l) => Ok(l),
+    }
+}
+
+/// `frag[:] = value` into a one-row-per-thread tile or per-row value.
+pub(crate) fn lanes_value(row_elementwise: bool) -> Result<(), String> {
+    if !row_elementwise {
+        return Err("this value is not lowered for a TMEM tile yet".into());
+    }
+    Ok(())
+}
+
+/// A K-major operand tile read through a wgmma / tcgen05 shared-memory descriptor: a 2-D view
+/// with 128B swizzle.
+pub(crate) fn sw128_operand(view: &View) -> Result<(), String> {
+    if view.shape.len() != 2 || view.swizzle != 128 {
+        return Err(format!(
+            "wgmma operands are lowered from 2-D views with 128B swizzle; `{}` has swizzle {}",
+            view.name, view.swizzle
+        ));
+    }
+    Ok(())
+}
+
+/// Per tensor parameter: (read, written) by the kernel.
+pub(crate) fn tensor_access(
+    k: &Kernel,
+    kf: &KernelFacts,
+) -> std::collections::HashMap<ParamId, (bool, bool)> {
+    let mut access: std::collections::HashMap<ParamId, (bool, bool)> =
+        std::collections::HashMap::new();
+    for site in &kf.ops {
+        for p in &site.effects.global_reads {
+            access.entry(*p).or_default().0 = true;
+        }
+        for p in &site.effects.global_writes {
+            access.entry(*p).or_default().1 = true;
+        }
+    }
+    for (_, e) in k.exprs.iter() {
+        if let ExprKind::Load { tensor, .. } = e.kind {
+            access.entry(tensor).or_default().0 = true;
+        }
+    }
+    access
+}
