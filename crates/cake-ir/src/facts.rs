@@ -5,7 +5,7 @@
 
 use crate::kernel::*;
 use crate::layout::{smem_layout, SmemLayout};
-use crate::sync::{barrier_facts_with, BarrierFacts, MemoryAccesses};
+use crate::sync::{barrier_facts, is_issue_only, BarrierFacts, MemoryAccesses};
 use crate::visit::OpEffects;
 use cake_target::{MmaFamily, Target};
 
@@ -36,6 +36,11 @@ pub struct KernelFacts {
     pub barriers: Vec<BarrierFacts>,
     /// Which role reads and writes which place in shared and tensor memory.
     pub memory: MemoryAccesses,
+    /// Per role (indexed by `RoleId::index`): whether it runs on one elected thread per replica
+    /// (`sync::is_issue_only`).
+    pub issue_only: Vec<bool>,
+    /// Per statement (indexed by `StmtId::index`): its position in `ops`, for operations.
+    site_of: Vec<Option<u32>>,
 }
 
 impl KernelFacts {
@@ -54,14 +59,31 @@ impl KernelFacts {
                 });
             }
         });
-        let memory = MemoryAccesses::of(kernel);
+        let memory = MemoryAccesses::of(&ops);
+        let issue_only: Vec<bool> = kernel
+            .roles
+            .handles()
+            .map(|r| is_issue_only(&ops, r))
+            .collect();
+        let mut site_of = vec![None; kernel.stmts.len()];
+        for (i, s) in ops.iter().enumerate() {
+            site_of[s.stmt.index()] = Some(i as u32);
+        }
         KernelFacts {
             target,
             layout: smem_layout(kernel),
-            barriers: barrier_facts_with(kernel, target, &memory),
+            barriers: barrier_facts(kernel, target, &ops, &memory, &issue_only),
             memory,
+            issue_only,
+            site_of,
             ops,
         }
+    }
+
+    /// The op site of statement `stmt`, if it is an operation.
+    pub fn site(&self, stmt: StmtId) -> Option<&OpSite> {
+        let i = (*self.site_of.get(stmt.index())?)?;
+        Some(&self.ops[i as usize])
     }
 
     /// The instruction family an MMA with accumulator `acc` maps to on this target.

@@ -2,7 +2,7 @@
 //! transaction bytes the TMA loads that signal it deliver, and whether its stages start out
 //! free. The author never writes these; the verifier checks them and the lowering emits them.
 
-use crate::facts::mma_family;
+use crate::facts::{mma_family, KernelFacts, OpSite};
 use crate::kernel::*;
 use crate::visit::BarrierUse;
 use cake_target::{MmaFamily, Target};
@@ -84,16 +84,15 @@ pub fn tma_bytes(k: &Kernel, dst: &ViewRef) -> u64 {
     }
 }
 
-/// Collect arrival and wait sites for every barrier, as the lowering for `target` issues them.
-pub fn barrier_facts(k: &Kernel, target: &Target) -> Vec<BarrierFacts> {
-    barrier_facts_with(k, target, &MemoryAccesses::of(k))
-}
-
-/// [`barrier_facts`] with the kernel's memory accesses already collected.
-pub fn barrier_facts_with(
+/// Collect arrival and wait sites for every barrier, as the lowering for `target` issues them,
+/// from the kernel's op sites (program order), its memory accesses and which roles are
+/// issue-only (indexed by role). `KernelFacts::new` is the one caller.
+pub(crate) fn barrier_facts(
     k: &Kernel,
     target: &Target,
+    sites: &[OpSite],
     memory: &MemoryAccesses,
+    issue_only: &[bool],
 ) -> Vec<BarrierFacts> {
     let mut facts: Vec<BarrierFacts> = k
         .barriers
@@ -107,9 +106,9 @@ pub fn barrier_facts_with(
         })
         .collect();
     let mut waits = Vec::new();
-    k.walk(|sid, stmt, ctx| {
-        let Stmt::Op(op) = stmt else { return };
-        let Some(role) = ctx.role else { return };
+    for site in sites {
+        let Some(role) = site.role else { continue };
+        let sid = site.stmt;
         let replicas = k.roles[role].replicas();
         // An arrival on a cluster barrier reaches every CTA of the cluster: each site counts
         // its arriving threads once per CTA.
@@ -126,7 +125,7 @@ pub fn barrier_facts_with(
         // arrives (lane c in CTA c, once the warp has converged, which orders every lane's
         // accesses before it).
         let per_thread = |b: &BarrierId| {
-            let threads = if is_issue_only(k, role) {
+            let threads = if issue_only[role.index()] {
                 replicas
             } else if ctas(b) > 1 {
                 k.roles[role].threads() / 32
@@ -156,7 +155,7 @@ pub fn barrier_facts_with(
                 tx_bytes: tx,
             });
         };
-        let e = op.effects();
+        let e = &site.effects;
         for &(b, u) in &e.barriers {
             match u {
                 BarrierUse::Tma => {
@@ -178,7 +177,7 @@ pub fn barrier_facts_with(
                 BarrierUse::Wait => waits.push((b, sid, role)),
             }
         }
-    });
+    }
     for (b, sid, role) in waits {
         facts[b.index()].waits.push((sid, role));
     }
@@ -247,28 +246,19 @@ impl MemoryAccesses {
         })
     }
 
-    pub fn of(k: &Kernel) -> Self {
+    /// From the op sites of a kernel (`KernelFacts::new` is the one caller).
+    pub(crate) fn of(sites: &[OpSite]) -> Self {
         let (mut written, mut read) = (Vec::new(), Vec::new());
-        collect_accesses(k, &mut written, &mut read);
+        for site in sites {
+            let Some(r) = site.role else { continue };
+            let e = &site.effects;
+            written.extend(e.smem_writes.iter().map(|v| (r, Memory::View(v.view))));
+            written.extend(e.tmem_writes.iter().map(|t| (r, Memory::Tmem(*t))));
+            read.extend(e.smem_reads.iter().map(|v| (r, Memory::View(v.view))));
+            read.extend(e.tmem_reads.iter().map(|t| (r, Memory::Tmem(*t))));
+        }
         MemoryAccesses { written, read }
     }
-}
-
-fn collect_accesses(
-    k: &Kernel,
-    written: &mut Vec<(RoleId, Memory)>,
-    read: &mut Vec<(RoleId, Memory)>,
-) {
-    k.walk(|_, stmt, ctx| {
-        let (Stmt::Op(op), Some(r)) = (stmt, ctx.role) else {
-            return;
-        };
-        let e = op.effects();
-        written.extend(e.smem_writes.iter().map(|v| (r, Memory::View(v.view))));
-        written.extend(e.tmem_writes.iter().map(|t| (r, Memory::Tmem(*t))));
-        read.extend(e.smem_reads.iter().map(|v| (r, Memory::View(v.view))));
-        read.extend(e.tmem_reads.iter().map(|t| (r, Memory::Tmem(*t))));
-    });
 }
 
 /// (barrier, TMEM region) for every wait followed, later in the same block or in a loop or `if`
@@ -341,19 +331,14 @@ fn wait_copy_pairs(k: &Kernel, block: &Block, out: &mut Vec<(BarrierId, ViewId)>
 /// A role whose regions only issue asynchronous copies and wait/arrive on barriers runs on one
 /// elected thread per replica: nothing in it needs the other threads, and fewer threads poll
 /// the barriers.
-pub fn is_issue_only(k: &Kernel, role: RoleId) -> bool {
-    let mut only = true;
-    let mut any = false;
-    k.walk(|_, stmt, ctx| {
-        if ctx.role != Some(role) {
-            return;
-        }
-        if let Stmt::Op(op) = stmt {
-            any = true;
+pub(crate) fn is_issue_only(sites: &[OpSite], role: RoleId) -> bool {
+    let mut ops = sites.iter().filter(|s| s.role == Some(role)).peekable();
+    ops.peek().is_some()
+        && ops.all(|s| {
             // tcgen05.mma is issued by a single thread, so an MMA role of TMEM accumulators is
             // issue-only too.
-            only &= matches!(
-                op,
+            matches!(
+                s.op,
                 Op::Wait { .. }
                     | Op::TmaLoad { .. }
                     | Op::TmemCopy { .. }
@@ -363,17 +348,15 @@ pub fn is_issue_only(k: &Kernel, role: RoleId) -> bool {
                         acc: Operand::Tmem(_),
                         ..
                     }
-            );
-        }
-    });
-    any && only
+            )
+        })
 }
 
 /// Whether the lowering defers the release of MMA `mma` (in a pipelined loop whose body is
 /// `body`) by one iteration, keeping one wgmma group in flight. It does when the pipeline has at
 /// least two stages (otherwise the producer would wait on the very stage being held) and nothing
 /// in the iteration reads the accumulator (which needs the MMA retired at once).
-pub fn defers_release(k: &Kernel, body: &Block, mma: StmtId) -> bool {
+pub fn defers_release(k: &Kernel, kf: &KernelFacts, body: &Block, mma: StmtId) -> bool {
     let Stmt::Op(Op::Mma {
         acc,
         release: Some(b),
@@ -389,24 +372,25 @@ pub fn defers_release(k: &Kernel, body: &Block, mma: StmtId) -> bool {
         return false;
     }
     match acc {
-        Operand::Frag(f) => !block_reads_fragment(k, body, *f),
+        Operand::Frag(f) => !block_reads_fragment(k, kf, body, *f),
         _ => true,
     }
 }
 
-fn block_reads_fragment(k: &Kernel, body: &Block, f: FragId) -> bool {
+fn block_reads_fragment(k: &Kernel, kf: &KernelFacts, body: &Block, f: FragId) -> bool {
     body.iter().any(|&s| match &k.stmts[s] {
-        Stmt::Op(op) => op
-            .effects()
-            .exprs
-            .iter()
-            .any(|e| k.expr_reads_fragment(*e, f)),
-        Stmt::Loop { body, .. } | Stmt::Role { body, .. } => block_reads_fragment(k, body, f),
+        Stmt::Op(_) => kf.site(s).is_some_and(|site| {
+            site.effects
+                .exprs
+                .iter()
+                .any(|e| k.expr_reads_fragment(*e, f))
+        }),
+        Stmt::Loop { body, .. } | Stmt::Role { body, .. } => block_reads_fragment(k, kf, body, f),
         Stmt::If {
             then_body,
             else_body,
             ..
-        } => block_reads_fragment(k, then_body, f) || block_reads_fragment(k, else_body, f),
+        } => block_reads_fragment(k, kf, then_body, f) || block_reads_fragment(k, kf, else_body, f),
     })
 }
 

@@ -237,14 +237,16 @@ impl Unroll<'_> {
                     }
                 },
                 Stmt::If { then_body, .. } => self.block(then_body, inside),
-                Stmt::Op(op) if inside => self.op(s, op),
+                Stmt::Op(_) if inside => self.op(s),
                 Stmt::Op(_) => {}
             }
         }
     }
 
-    fn op(&mut self, s: StmtId, op: &Op) {
-        for (b, u) in op.effects().barriers {
+    fn op(&mut self, s: StmtId) {
+        let cx = self.cx;
+        let Some(site) = cx.site(s) else { return };
+        for &(b, u) in &site.effects.barriers {
             self.barrier_use(s, b, u);
         }
     }
@@ -296,11 +298,9 @@ impl Unroll<'_> {
             BarrierUse::Release => {
                 let count = self.count_for(s, barrier);
                 let slot = self.slot(barrier);
-                if self
-                    .loop_body
-                    .as_ref()
-                    .is_some_and(|body| cake_ir::sync::defers_release(self.cx.k, body, s))
-                {
+                if self.loop_body.as_ref().is_some_and(|body| {
+                    cake_ir::sync::defers_release(self.cx.k, self.cx.facts, body, s)
+                }) {
                     if let Some(top) = self.deferred.last_mut() {
                         if let Some((pb, ps, pc, pst)) = top.replace((barrier, slot, count, s)) {
                             self.events.push(Ev::Arrive {

@@ -6,7 +6,7 @@ use crate::ctx::{Ctx, OpSite};
 use cake_diag::catalog::safety::*;
 use cake_diag::{Finding, Span};
 use cake_ir::layout::view_alignment;
-use cake_ir::sync::{ArriveKind, Memory, MemoryAccesses};
+use cake_ir::sync::{ArriveKind, Memory};
 use cake_ir::*;
 use cake_target::MmaFamily;
 
@@ -35,7 +35,7 @@ fn tmem_overwrite(cx: &Ctx, out: &mut Vec<Finding>) {
     if !k.persistent {
         return;
     }
-    let memory = MemoryAccesses::of(k);
+    let memory = &cx.memory;
     let mut reported: Vec<TmemId> = Vec::new();
     for site in &cx.ops {
         let Op::Mma {

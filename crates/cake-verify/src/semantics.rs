@@ -384,23 +384,23 @@ fn unused(cx: &Ctx, out: &mut Vec<Finding>) {
                 pipes[p.index()] = true;
             }
         }
-        Stmt::Op(op) => {
-            let e = op.effects();
-            for v in e.smem_writes.iter().chain(&e.smem_reads) {
-                views[v.view.index()] = true;
-            }
-            for (b, _) in &e.barriers {
-                barriers[b.index()] = true;
-            }
-            for f in e.frag_writes.iter().chain(&e.frag_reads) {
-                frags[f.index()] = true;
-            }
-            for t in e.tmem_writes.iter().chain(&e.tmem_reads) {
-                tmems[t.index()] = true;
-            }
-        }
-        Stmt::If { .. } => {}
+        Stmt::Op(_) | Stmt::If { .. } => {}
     });
+    for site in &cx.ops {
+        let e = &site.effects;
+        for v in e.smem_writes.iter().chain(&e.smem_reads) {
+            views[v.view.index()] = true;
+        }
+        for (b, _) in &e.barriers {
+            barriers[b.index()] = true;
+        }
+        for f in e.frag_writes.iter().chain(&e.frag_reads) {
+            frags[f.index()] = true;
+        }
+        for t in e.tmem_writes.iter().chain(&e.tmem_reads) {
+            tmems[t.index()] = true;
+        }
+    }
     for (_, e) in k.exprs.iter() {
         if let ExprKind::Frag(f) = e.kind {
             frags[f.index()] = true;

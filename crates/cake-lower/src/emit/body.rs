@@ -115,7 +115,7 @@ impl Emitter<'_> {
                     continue;
                 }
             };
-            let issue_only = is_issue_only(k, rid);
+            let issue_only = self.kf.issue_only[rid.index()];
             let name = c_ident(&role.name);
             let header = format!(
                 "if (warp >= {first} && warp < {last}) {{  // role {} ({})",

@@ -18,7 +18,7 @@ use crate::prelude;
 use crate::{Lowered, Unsupported};
 use cake_diag::{SourceFile, Span};
 use cake_ir::layout::SmemLayout;
-use cake_ir::sync::{is_issue_only, tma_bytes, BarrierFacts};
+use cake_ir::sync::{tma_bytes, BarrierFacts};
 use cake_ir::*;
 use cake_target::{Feature, Target};
 use std::collections::{BTreeSet, HashMap};

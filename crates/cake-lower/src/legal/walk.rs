@@ -11,7 +11,6 @@ use super::Plan;
 use crate::mma::{MmaBackend, MmaCall};
 use crate::Unsupported;
 use cake_diag::Span;
-use cake_ir::sync::is_issue_only;
 use cake_ir::*;
 use cake_target::Target;
 use std::collections::HashSet;
@@ -139,7 +138,7 @@ impl<'a> Checker<'a> {
                     }
                 }
             }
-            self.role = Some((rid, is_issue_only(k, rid)));
+            self.role = Some((rid, self.kf.issue_only[rid.index()]));
             self.block(&k.body);
             self.role = None;
         }

@@ -106,7 +106,7 @@ impl MmaBackend for Wgmma {
                     Stmt::Op(Op::Mma {
                         release: Some(b), ..
                     }) if k.barriers[*b].pipeline == Some(p)
-                        && cake_ir::sync::defers_release(k, body, s) =>
+                        && cake_ir::sync::defers_release(k, e.kf, body, s) =>
                     {
                         Some((*b, p))
                     }
