@@ -22,6 +22,11 @@ fn benches(c: &mut Criterion) {
         c.bench_function(&format!("estimate {name}"), |b| {
             b.iter(|| cake_cost::estimate(black_box(kernel), target, &shape, &cal))
         });
+        // What a compile session pays: the facts the check derived are reused.
+        let facts = cake_ir::KernelFacts::new(kernel, target);
+        c.bench_function(&format!("estimate {name} (facts shared)"), |b| {
+            b.iter(|| cake_cost::estimate_with(black_box(kernel), &facts, &shape, &cal))
+        });
     }
 }
 

@@ -18,12 +18,21 @@ fn benches(c: &mut Criterion) {
     c.bench_function("verify gemm_sm90", |b| {
         b.iter(|| cake_verify::verify(black_box(kernel), target))
     });
+    c.bench_function("derive KernelFacts gemm_sm90 for sm_90a", |b| {
+        b.iter(|| cake_ir::KernelFacts::new(black_box(kernel), target))
+    });
     let facts = checked.facts_for(0, "sm_90a").expect("verified for sm_90a");
+    c.bench_function("verify gemm_sm90 (facts shared)", |b| {
+        b.iter(|| cake_verify::verify_with(black_box(kernel), facts))
+    });
     c.bench_function("lowerable gemm_sm90 for sm_90a", |b| {
         b.iter(|| cake_lower::lowerable(black_box(kernel), facts))
     });
     c.bench_function("lower gemm_sm90 for sm_90a", |b| {
         b.iter(|| cake_lower::lower(black_box(kernel), &checked.file, target))
+    });
+    c.bench_function("lower gemm_sm90 for sm_90a (facts shared)", |b| {
+        b.iter(|| cake_lower::lower_with(black_box(kernel), facts, &checked.file))
     });
 }
 

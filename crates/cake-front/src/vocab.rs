@@ -14,6 +14,8 @@
 //! dtype needs no edit here.
 
 use cake_ir::DType;
+use std::collections::HashMap;
+use std::sync::OnceLock;
 
 /// One parameter of a signature: a builtin's (from the vocabulary table) or a helper's.
 #[derive(Clone, Copy, Debug)]
@@ -39,7 +41,7 @@ impl<'a> Param<'a> {
 }
 
 /// Identity of one row, and the key by which a call finds its handler.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Builtin {
     // Python builtins folded at compile time.
     Range,
@@ -271,17 +273,39 @@ pub const TABLE: &[Entry] = &[
     row!(Tensor "dtype" => TensorDType, Read, "the tensor's dtype"),
 ];
 
+/// Rows by name (several receivers may share one) and by identity, built on first use: every
+/// call and attribute of a schedule is looked up here.
+struct Index {
+    by_name: HashMap<&'static str, Vec<&'static Entry>>,
+    by_id: HashMap<Builtin, &'static Entry>,
+}
+
+fn index() -> &'static Index {
+    static INDEX: OnceLock<Index> = OnceLock::new();
+    INDEX.get_or_init(|| {
+        let mut by_name: HashMap<&'static str, Vec<&'static Entry>> = HashMap::new();
+        let mut by_id = HashMap::new();
+        for e in TABLE {
+            by_name.entry(e.name).or_default().push(e);
+            by_id.entry(e.id).or_insert(e);
+        }
+        Index { by_name, by_id }
+    })
+}
+
 /// The row named `name` under `recv`.
 pub fn lookup(recv: Recv, name: &str) -> Option<&'static Entry> {
-    TABLE.iter().find(|e| e.recv == recv && e.name == name)
+    index()
+        .by_name
+        .get(name)?
+        .iter()
+        .copied()
+        .find(|e| e.recv == recv)
 }
 
 /// The row of `id`.
 pub fn entry(id: Builtin) -> &'static Entry {
-    TABLE
-        .iter()
-        .find(|e| e.id == id)
-        .expect("every Builtin has a row")
+    index().by_id.get(&id).expect("every Builtin has a row")
 }
 
 /// The methods of `recv`, in table order: what "did you mean" offers after `value.`.

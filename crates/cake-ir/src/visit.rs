@@ -50,10 +50,10 @@ impl Kernel {
             }
             let kind = &self.exprs[e].kind;
             if f(e, kind) {
-                // Pushed in reverse so the leftmost operand is visited first.
-                let mut children = Vec::new();
-                kind.for_each_child(|c| children.push(c));
-                stack.extend(children.into_iter().rev());
+                // Reversed on the stack so the leftmost operand is visited first.
+                let start = stack.len();
+                kind.for_each_child(|c| stack.push(c));
+                stack[start..].reverse();
             }
         }
     }

@@ -77,6 +77,9 @@ pub struct Interp<'a> {
     counters: HashMap<&'static str, u32>,
     /// Expanded tree size of every expression, by handle (see `mk`).
     tree_sizes: Vec<u64>,
+    /// Per expression, the fragments it reads as a bit set (see [`frag_bit`]): the loop-staleness
+    /// checks ask this for every name in scope at every fragment write.
+    frag_reads: Vec<u64>,
     reported_tree_size: bool,
     /// Inside the body of `with` on a role whose declaration failed.
     in_poisoned_role: bool,
@@ -117,6 +120,7 @@ impl<'a> Interp<'a> {
             pending_name: None,
             counters: HashMap::new(),
             tree_sizes: Vec::new(),
+            frag_reads: Vec::new(),
             reported_tree_size: false,
             in_poisoned_role: false,
             current_decl_span: Span::default(),
@@ -286,10 +290,18 @@ impl<'a> Interp<'a> {
         // the expanded tree exponentially; everything that prints or lowers expressions walks it
         // expanded. Bound it where it is built.
         let mut children: u64 = 0;
-        kind.for_each_child(|c| children = children.saturating_add(self.tree_size(c)));
+        let mut reads = match &kind {
+            ExprKind::Frag(f) => frag_bit(*f),
+            _ => 0,
+        };
+        kind.for_each_child(|c| {
+            children = children.saturating_add(self.tree_size(c));
+            reads |= self.frag_mask(c);
+        });
         let size = (children + 1).min(u64::MAX / 4);
         let id = self.k.exprs.push(Expr { kind, ty }, span);
         self.tree_sizes.push(size);
+        self.frag_reads.push(reads);
         if size > MAX_TREE_SIZE && !self.reported_tree_size {
             self.reported_tree_size = true;
             self.report(
@@ -303,6 +315,23 @@ impl<'a> Interp<'a> {
 
     fn tree_size(&self, e: ExprId) -> u64 {
         self.tree_sizes.get(e.index()).copied().unwrap_or(1)
+    }
+
+    fn frag_mask(&self, e: ExprId) -> u64 {
+        self.frag_reads.get(e.index()).copied().unwrap_or(u64::MAX)
+    }
+
+    /// Whether `v` is computed from the contents of fragment `frag`.
+    pub fn value_reads_fragment(&self, v: &Value, frag: FragId) -> bool {
+        match v {
+            Value::Expr(e) => {
+                let hit = self.frag_mask(*e) & frag_bit(frag) != 0;
+                // Bits below 63 are exact; bit 63 only says some fragment from 63 on is read.
+                hit && (frag.index() < 63 || self.k.expr_reads_fragment(*e, frag))
+            }
+            Value::Tuple(items) => items.iter().any(|i| self.value_reads_fragment(i, frag)),
+            _ => false,
+        }
     }
 
     /// Attaches `help` to the finding just reported.
@@ -362,4 +391,10 @@ impl<'a> Interp<'a> {
     pub fn into_top_level_names(mut self) -> HashMap<String, Value> {
         self.frames.pop().expect("kernel frame").vars
     }
+}
+
+/// Fragment `f`'s bit in an expression's read set: its own bit for the first 63 fragments, and
+/// bit 63 shared by all later ones.
+fn frag_bit(f: FragId) -> u64 {
+    1 << f.index().min(63)
 }

@@ -40,15 +40,6 @@ fn same_binding(a: &Value, b: &Value) -> bool {
     }
 }
 
-/// Whether `v` is computed from the contents of fragment `frag`.
-fn value_reads_fragment(k: &Kernel, v: &Value, frag: FragId) -> bool {
-    match v {
-        Value::Expr(e) => k.expr_reads_fragment(*e, frag),
-        Value::Tuple(items) => items.iter().any(|i| value_reads_fragment(k, i, frag)),
-        _ => false,
-    }
-}
-
 impl Interp<'_> {
     /// Interprets a run-time loop's body with a [`LoopLog`], then reports the names it read
     /// that the body's own fragment writes make stale from the second iteration on.
@@ -109,7 +100,7 @@ impl Interp<'_> {
             let Some(&(frag, written)) = log
                 .overwrites
                 .iter()
-                .find(|(frag, _)| value_reads_fragment(&self.k, value, *frag))
+                .find(|(frag, _)| self.value_reads_fragment(value, *frag))
             else {
                 continue;
             };
@@ -138,7 +129,7 @@ impl Interp<'_> {
         let names: Vec<String> = frame
             .vars
             .iter()
-            .filter(|(_, v)| value_reads_fragment(&self.k, v, frag))
+            .filter(|(_, v)| self.value_reads_fragment(v, frag))
             .map(|(n, _)| n.clone())
             .collect();
         let frame = self.frames.last_mut().expect("a frame");
