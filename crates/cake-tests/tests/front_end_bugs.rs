@@ -179,9 +179,9 @@ fn messages_name_the_real_problem() {
     );
 }
 
-/// After CAKE-L018 the oversized value stays bound, and every later `frag[:] = ...` walks it
-/// expanded (`mark_stale` → `Kernel::expr_reads_fragment` has no memo): this file takes ~8 s
-/// in a debug build; it should take milliseconds.
+/// After CAKE-L018 the oversized value stays bound, and every later `frag[:] = ...` asks which
+/// names read the fragment; walking the value expanded took ~8 s in a debug build, the
+/// fragment sets recorded per expression answer at once.
 #[test]
 
 fn oversized_value_is_not_walked_expanded() {
