@@ -293,14 +293,14 @@ fn reductions_in(k: &Kernel, e: ExprId, out: &mut Vec<ExprId>) {
 /// Where row reductions inside `e` are searched for before `e` is evaluated: its operands,
 /// not a reduction's argument.
 pub(crate) fn reduction_operands(k: &Kernel, e: ExprId) -> Vec<ExprId> {
+    let mut out = Vec::new();
     match &k.exprs[e].kind {
-        ExprKind::Binary(_, a, b) | ExprKind::Cmp(_, a, b) => vec![*a, *b],
-        ExprKind::Select(c, a, b) => vec![*c, *a, *b],
-        ExprKind::Unary(_, a) | ExprKind::Cast(_, a) | ExprKind::Expand { arg: a, .. } => {
-            vec![*a]
-        }
-        _ => vec![],
+        // A reduction's own argument is reduced per element by its pass; a load's coordinates
+        // are indices.
+        ExprKind::Reduce { .. } | ExprKind::Load { .. } => {}
+        kind => kind.for_each_child(|c| out.push(c)),
     }
+    out
 }
 
 /// The row reductions computed in the current block: expression → what holds its result (the
