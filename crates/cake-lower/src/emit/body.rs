@@ -75,25 +75,23 @@ impl Emitter<'_> {
         self.line(&format!("const int tiles_total = {total};"));
         self.tmem_alloc_prologue();
         if !self.layout.barriers.is_empty() {
-            self.line("if (threadIdx.x == 0) {");
-            self.indent += 1;
-            for p in self.layout.barriers.clone() {
-                let b = &k.barriers[p.barrier];
-                let count = self.facts[p.barrier.index()].arrival_count().max(1);
-                let line = format!(
-                    "for (int s = 0; s < {}; ++s) cake_mbar_init({} + 8 * s, {count});",
-                    p.slots,
-                    c_ident(&b.name)
-                );
-                self.line(&line);
-            }
-            if self.target.has(Feature::Clusters) {
-                // Visible to the async proxy and the cluster; without clusters (sm_80, sm_89)
-                // the __syncthreads below is the whole publication.
-                self.line("cake_fence_barrier_init();");
-            }
-            self.indent -= 1;
-            self.line("}");
+            self.braced("if (threadIdx.x == 0) {", |e| {
+                for p in e.layout.barriers.clone() {
+                    let b = &k.barriers[p.barrier];
+                    let count = e.facts[p.barrier.index()].arrival_count().max(1);
+                    let line = format!(
+                        "for (int s = 0; s < {}; ++s) cake_mbar_init({} + 8 * s, {count});",
+                        p.slots,
+                        c_ident(&b.name)
+                    );
+                    e.line(&line);
+                }
+                if e.target.has(Feature::Clusters) {
+                    // Visible to the async proxy and the cluster; without clusters (sm_80, sm_89)
+                    // the __syncthreads below is the whole publication.
+                    e.line("cake_fence_barrier_init();");
+                }
+            });
         }
         if self.clustered() {
             // Peers multicast into this CTA's shared memory and arrive on its barriers: not
@@ -122,117 +120,114 @@ impl Emitter<'_> {
                 role.name,
                 self.loc(k.roles.span(rid))
             );
-            self.line(&header);
-            self.indent += 1;
-            if let Some(r) = role.regs {
-                if r < default_regs {
-                    self.line(&format!("cake_setmaxnreg_dec<{r}>();"));
-                } else if r > default_regs {
-                    self.line(&format!("cake_setmaxnreg_inc<{r}>();"));
+            self.braced(&header, |e| {
+                if let Some(r) = role.regs {
+                    if r < default_regs {
+                        e.line(&format!("cake_setmaxnreg_dec<{r}>();"));
+                    } else if r > default_regs {
+                        e.line(&format!("cake_setmaxnreg_inc<{r}>();"));
+                    }
                 }
-            }
-            let unit_warps = role.unit.warps();
-            self.line(&format!(
-                "const int {name}_index = (warp - {first}) / {unit_warps};"
-            ));
-            self.line(&format!(
-                "const int {name}_thread = (int)threadIdx.x - {} - {name}_index * {};",
-                first * 32,
-                unit_warps * 32
-            ));
-            if role.unit == RoleUnit::Warpgroup {
-                // Where this thread's accumulator registers sit in a 64-row tile.
-                self.line(&format!("const int lane_row = 16 * ({name}_thread / 32) + ({name}_thread % 32) / 4;  // and +8"));
-                self.line(&format!(
-                    "const int lane_col = 2 * ({name}_thread % 4);  // and +1, every 8 columns"
+                let unit_warps = role.unit.warps();
+                e.line(&format!(
+                    "const int {name}_index = (warp - {first}) / {unit_warps};"
                 ));
-                self.line("(void)lane_row; (void)lane_col;");
-            } else {
-                let backend = self.backend;
-                backend.warp_role_lanes(self);
-            }
-            for (fid, f) in k.fragments.iter() {
-                if f.role == rid {
-                    let n: u32 = match legal::declared_layout(k, fid, self.layout(fid)) {
-                        Ok(l @ (FragLayout::MmaA { .. } | FragLayout::WgmmaA { .. })) => {
-                            let what = if matches!(l, FragLayout::WgmmaA { .. }) {
-                                "wgmma A registers"
-                            } else {
-                                "mma.sync A registers"
-                            };
-                            self.line(&format!(
-                                "uint32_t {}[{}];  // fragment {} {:?} {}: {what}, {} per register",
-                                c_ident(&f.name),
-                                l.registers(),
+                e.line(&format!(
+                    "const int {name}_thread = (int)threadIdx.x - {} - {name}_index * {};",
+                    first * 32,
+                    unit_warps * 32
+                ));
+                if role.unit == RoleUnit::Warpgroup {
+                    // Where this thread's accumulator registers sit in a 64-row tile.
+                    e.line(&format!("const int lane_row = 16 * ({name}_thread / 32) + ({name}_thread % 32) / 4;  // and +8"));
+                    e.line(&format!(
+                        "const int lane_col = 2 * ({name}_thread % 4);  // and +1, every 8 columns"
+                    ));
+                    e.line("(void)lane_row; (void)lane_col;");
+                } else {
+                    let backend = e.backend;
+                    backend.warp_role_lanes(e);
+                }
+                for (fid, f) in k.fragments.iter() {
+                    if f.role == rid {
+                        let n: u32 = match legal::declared_layout(k, fid, e.layout(fid)) {
+                            Ok(l @ (FragLayout::MmaA { .. } | FragLayout::WgmmaA { .. })) => {
+                                let what = if matches!(l, FragLayout::WgmmaA { .. }) {
+                                    "wgmma A registers"
+                                } else {
+                                    "mma.sync A registers"
+                                };
+                                e.line(&format!(
+                                    "uint32_t {}[{}];  // fragment {} {:?} {}: {what}, {} per register",
+                                    c_ident(&f.name),
+                                    l.registers(),
+                                    f.name,
+                                    f.shape,
+                                    f.dtype,
+                                    4 / f.dtype.bytes()
+                                ));
+                                continue;
+                            }
+                            Ok(l) => l.registers(),
+                            Err(m) => {
+                                e.unsupported(k.fragments.span(fid), m);
+                                continue;
+                            }
+                        };
+                        if f.buffers == 2 {
+                            let name = c_ident(&f.name);
+                            e.line(&format!(
+                                "{} {name}_b0[{n}], {name}_b1[{n}];  // fragment {} {:?} {}, double-buffered",
+                                storage_type(f.dtype),
                                 f.name,
                                 f.shape,
-                                f.dtype,
-                                4 / f.dtype.bytes()
+                                f.dtype
                             ));
                             continue;
                         }
-                        Ok(l) => l.registers(),
-                        Err(m) => {
-                            self.unsupported(k.fragments.span(fid), m);
-                            continue;
-                        }
-                    };
-                    if f.buffers == 2 {
-                        let name = c_ident(&f.name);
-                        self.line(&format!(
-                            "{} {name}_b0[{n}], {name}_b1[{n}];  // fragment {} {:?} {}, double-buffered",
+                        e.line(&format!(
+                            "{} {}[{n}];  // fragment {} {:?} {}",
                             storage_type(f.dtype),
+                            c_ident(&f.name),
                             f.name,
                             f.shape,
                             f.dtype
                         ));
-                        continue;
                     }
-                    self.line(&format!(
-                        "{} {}[{n}];  // fragment {} {:?} {}",
-                        storage_type(f.dtype),
-                        c_ident(&f.name),
-                        f.name,
-                        f.shape,
-                        f.dtype
+                }
+                for (pid, p) in k.pipelines.iter() {
+                    let _ = pid;
+                    e.line(&format!(
+                        "uint32_t {}_it = 0;  // iterations of pipeline {} completed by this role",
+                        c_ident(&p.name),
+                        p.name
                     ));
                 }
-            }
-            for (pid, p) in k.pipelines.iter() {
-                let _ = pid;
-                self.line(&format!(
-                    "uint32_t {}_it = 0;  // iterations of pipeline {} completed by this role",
-                    c_ident(&p.name),
-                    p.name
-                ));
-            }
-            for (bid, b) in k.barriers.iter() {
-                if b.pipeline.is_none()
-                    && self.facts[bid.index()].waits.iter().any(|(_, r)| *r == rid)
-                {
-                    self.line(&format!("uint32_t {}_waits = 0;", c_ident(&b.name)));
+                for (bid, b) in k.barriers.iter() {
+                    if b.pipeline.is_none()
+                        && e.facts[bid.index()].waits.iter().any(|(_, r)| *r == rid)
+                    {
+                        e.line(&format!("uint32_t {}_waits = 0;", c_ident(&b.name)));
+                    }
                 }
-            }
-            if issue_only {
-                self.line(&format!(
-                    "if ({name}_thread == 0) {{  // issue-only role: one thread per replica"
-                ));
-                self.indent += 1;
-            }
-            self.role = Some((rid, issue_only));
-            let body = k.body.clone();
-            self.block(&body);
-            self.role = None;
-            if self.role_syncs_replicas(rid) {
-                // Shared memory must outlive the bulk stores still reading it.
-                self.line(&format!("if ({name}_thread == 0) cake_bulk_wait();"));
-            }
-            if issue_only {
-                self.indent -= 1;
-                self.line("}");
-            }
-            self.indent -= 1;
-            self.line("}");
+                let role_body = |e: &mut Self| {
+                    e.role = Some((rid, issue_only));
+                    let body = k.body.clone();
+                    e.block(&body);
+                    e.role = None;
+                    if e.role_syncs_replicas(rid) {
+                        // Shared memory must outlive the bulk stores still reading it.
+                        e.line(&format!("if ({name}_thread == 0) cake_bulk_wait();"));
+                    }
+                };
+                if issue_only {
+                    let guard =
+                        format!("if ({name}_thread == 0) {{  // issue-only role: one thread per replica");
+                    e.braced(&guard, role_body);
+                } else {
+                    role_body(e);
+                }
+            });
         }
         self.tmem_dealloc_epilogue();
         if self.clustered() {
@@ -308,17 +303,12 @@ impl Emitter<'_> {
                     return;
                 }
                 let c = self.ix(*cond);
-                self.line(&format!("if ({c}) {{  // {}", self.loc(sp)));
-                self.indent += 1;
-                self.block(then_body);
-                self.indent -= 1;
-                if !else_body.is_empty() {
-                    self.line("} else {");
-                    self.indent += 1;
-                    self.block(else_body);
-                    self.indent -= 1;
+                let open = format!("if ({c}) {{  // {}", self.loc(sp));
+                if else_body.is_empty() {
+                    self.braced(&open, |e| e.block(then_body));
+                } else {
+                    self.braced_else(&open, |e| e.block(then_body), |e| e.block(else_body));
                 }
-                self.line("}");
             }
             Stmt::Op(op) => {
                 if self.in_role_region() {

@@ -228,10 +228,31 @@ impl<'a> Emitter<'a> {
     /// builder of every braced block — loops, guards, scopes.
     pub(crate) fn braced(&mut self, open: &str, body: impl FnOnce(&mut Self)) {
         self.line(open);
+        self.nested(body);
+        self.line("}");
+    }
+
+    /// `open` (a line ending in `{`), `then` one level deeper, `} else {`, `otherwise` one level
+    /// deeper, and the closing `}`.
+    pub(crate) fn braced_else(
+        &mut self,
+        open: &str,
+        then: impl FnOnce(&mut Self),
+        otherwise: impl FnOnce(&mut Self),
+    ) {
+        self.line(open);
+        self.nested(then);
+        self.line("} else {");
+        self.nested(otherwise);
+        self.line("}");
+    }
+
+    /// `body` one indentation level deeper: the one place the indentation changes, for the
+    /// block builders above.
+    fn nested(&mut self, body: impl FnOnce(&mut Self)) {
         self.indent += 1;
         body(self);
         self.indent -= 1;
-        self.line("}");
     }
 
     /// `#pragma unroll` and a braced loop (`header` ends in `{`).

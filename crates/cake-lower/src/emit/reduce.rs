@@ -120,35 +120,29 @@ impl Emitter<'_> {
         };
         self.reduction_columns(id, arg, layout, &loads, &element);
         // The four threads of a quad hold the same two rows: combine across them.
-        self.line("#pragma unroll");
-        self.line("for (int h = 0; h < 2; ++h) {");
-        self.indent += 1;
-        if packed {
-            // Unpack: the slot gives the column, the value keeps its truncated bits.
-            self.line(&format!(
-                "{{ const int slot = __float_as_int(bv[h]) & {mask}; bi[h] = 8 * (slot >> 1) + (slot & 1); bv[h] = __int_as_float(__float_as_int(bv[h]) & ~{mask}); }}"
-            ));
-        }
-        // The column offset of this thread is added once, not per element: inside the unrolled
-        // loop the index stays a constant.
-        if op != ReduceOp::Sum {
-            self.line("bi[h] += lane_col;");
-        }
-        self.line("#pragma unroll");
-        self.line("for (int off = 1; off < 4; off <<= 1) {");
-        self.indent += 1;
-        self.line("const float ov = __shfl_xor_sync(0xffffffffu, bv[h], off);");
-        if op == ReduceOp::Sum {
-            self.line("bv[h] += ov;");
-        } else {
-            self.line("const int oi = __shfl_xor_sync(0xffffffffu, bi[h], off);");
-            self.line(&format!("if (ov {better} bv[h] || (ov == bv[h] && oi < bi[h])) {{ bv[h] = ov; bi[h] = oi; }}"));
-        }
-        self.indent -= 1;
-        self.line("}");
-        self.line(&format!("{vname}[h] = bv[h]; {iname}[h] = bi[h];"));
-        self.indent -= 1;
-        self.line("}");
+        self.unrolled("for (int h = 0; h < 2; ++h) {", |e| {
+            if packed {
+                // Unpack: the slot gives the column, the value keeps its truncated bits.
+                e.line(&format!(
+                    "{{ const int slot = __float_as_int(bv[h]) & {mask}; bi[h] = 8 * (slot >> 1) + (slot & 1); bv[h] = __int_as_float(__float_as_int(bv[h]) & ~{mask}); }}"
+                ));
+            }
+            // The column offset of this thread is added once, not per element: inside the
+            // unrolled loop the index stays a constant.
+            if op != ReduceOp::Sum {
+                e.line("bi[h] += lane_col;");
+            }
+            e.unrolled("for (int off = 1; off < 4; off <<= 1) {", |e| {
+                e.line("const float ov = __shfl_xor_sync(0xffffffffu, bv[h], off);");
+                if op == ReduceOp::Sum {
+                    e.line("bv[h] += ov;");
+                } else {
+                    e.line("const int oi = __shfl_xor_sync(0xffffffffu, bi[h], off);");
+                    e.line(&format!("if (ov {better} bv[h] || (ov == bv[h] && oi < bi[h])) {{ bv[h] = ov; bi[h] = oi; }}"));
+                }
+            });
+            e.line(&format!("{vname}[h] = bv[h]; {iname}[h] = bi[h];"));
+        });
     }
 
     /// A row reduction (axis 1) of a one-row-per-thread tile: the thread owns its whole row, so
@@ -172,19 +166,16 @@ impl Emitter<'_> {
             "float {vname}[1] = {{{init}}}; int {iname}[1] = {{0}};  // row {combine} over {n} columns, one row per thread ({})",
             self.loc(k.exprs.span(e))
         ));
-        self.line("#pragma unroll");
-        self.line(&format!("for (int c = 0; c < {n}; ++c) {{"));
-        self.indent += 1;
-        self.line(&format!("const float v = {value};"));
-        if op == ReduceOp::Sum {
-            self.line(&format!("{vname}[0] += v;"));
-        } else {
-            self.line(&format!(
-                "if (v {better} {vname}[0]) {{ {vname}[0] = v; {iname}[0] = c; }}"
-            ));
-        }
-        self.indent -= 1;
-        self.line("}");
+        self.unrolled(&format!("for (int c = 0; c < {n}; ++c) {{"), |e| {
+            e.line(&format!("const float v = {value};"));
+            if op == ReduceOp::Sum {
+                e.line(&format!("{vname}[0] += v;"));
+            } else {
+                e.line(&format!(
+                    "if (v {better} {vname}[0]) {{ {vname}[0] = v; {iname}[0] = c; }}"
+                ));
+            }
+        });
         self.line(&format!("(void){iname};"));
     }
 
@@ -198,35 +189,29 @@ impl Emitter<'_> {
         loads: &[ExprId],
         element: &str,
     ) {
-        self.line("#pragma unroll");
-        self.line(&format!("for (int i = 0; i < {}; ++i) {{", layout / 8));
-        self.indent += 1;
-        self.line("#pragma unroll");
-        self.line("for (int j = 0; j < 2; ++j) {");
-        self.indent += 1;
-        // Per-column operands do not depend on the row: load each once for both rows.
-        for (n, l) in loads.iter().enumerate() {
-            let code = match self.prefetched.get(l) {
-                Some(array) => format!("{array}[i][j]"),
-                None => self.elem(*l, Site::Tile),
-            };
-            let name = format!("col{id}_{n}");
-            self.line(&format!("const float {name} = {code};"));
-            self.col_loads.insert(*l, name);
-        }
-        let value = self.elem(arg, Site::Tile);
-        self.col_loads.clear();
-        self.line("#pragma unroll");
-        self.line("for (int h = 0; h < 2; ++h) {");
-        self.indent += 1;
-        self.line(&format!("const float v = {value};"));
-        self.line(element);
-        self.indent -= 1;
-        self.line("}");
-        self.indent -= 1;
-        self.line("}");
-        self.indent -= 1;
-        self.line("}");
+        self.unrolled(
+            &format!("for (int i = 0; i < {}; ++i) {{", layout / 8),
+            |e| {
+                e.unrolled("for (int j = 0; j < 2; ++j) {", |e| {
+                    // Per-column operands do not depend on the row: load each once for both rows.
+                    for (n, l) in loads.iter().enumerate() {
+                        let code = match e.prefetched.get(l) {
+                            Some(array) => format!("{array}[i][j]"),
+                            None => e.elem(*l, Site::Tile),
+                        };
+                        let name = format!("col{id}_{n}");
+                        e.line(&format!("const float {name} = {code};"));
+                        e.col_loads.insert(*l, name);
+                    }
+                    let value = e.elem(arg, Site::Tile);
+                    e.col_loads.clear();
+                    e.unrolled("for (int h = 0; h < 2; ++h) {", |e| {
+                        e.line(&format!("const float v = {value};"));
+                        e.line(element);
+                    });
+                })
+            },
+        );
     }
 
     /// Issue the per-column vector loads of this loop body's row reductions at the top of the
@@ -254,16 +239,13 @@ impl Emitter<'_> {
                     k.params[tensor].name,
                     self.loc(k.exprs.span(l))
                 ));
-            self.line("#pragma unroll");
-            self.line(&format!("for (int i = 0; i < {}; ++i) {{", n / 8));
-            self.indent += 1;
-            self.line("#pragma unroll");
-            let code = self.elem(l, Site::Tile);
-            self.line(&format!(
-                "for (int j = 0; j < 2; ++j) {array}[i][j] = {code};"
-            ));
-            self.indent -= 1;
-            self.line("}");
+            self.unrolled(&format!("for (int i = 0; i < {}; ++i) {{", n / 8), |e| {
+                e.line("#pragma unroll");
+                let code = e.elem(l, Site::Tile);
+                e.line(&format!(
+                    "for (int j = 0; j < 2; ++j) {array}[i][j] = {code};"
+                ));
+            });
             self.prefetched.insert(l, array);
         }
         saved

@@ -27,23 +27,19 @@ impl Emitter<'_> {
                 let v = self.elem(value, Site::Rows);
                 let offset = self.linear_offset(&dims, coords, last, "row");
                 let ty = storage_type(dtype);
-                self.line(&format!(
+                let open = format!(
                     "if ({rname}_thread % 4 == 0) {{  // store {} <- per-row values ({})",
                     k.params[dst].name,
                     self.loc(sp)
-                ));
-                self.indent += 1;
-                self.line("#pragma unroll");
-                self.line("for (int h = 0; h < 2; ++h) {");
-                self.indent += 1;
-                self.line(&format!("const int row = {r0} + lane_row + 8 * h;"));
-                self.line(&format!(
-                    "if (row < {rows}) {tname}[{offset}] = ({ty})({v});"
-                ));
-                self.indent -= 1;
-                self.line("}");
-                self.indent -= 1;
-                self.line("}");
+                );
+                self.braced(&open, |e| {
+                    e.unrolled("for (int h = 0; h < 2; ++h) {", |e| {
+                        e.line(&format!("const int row = {r0} + lane_row + 8 * h;"));
+                        e.line(&format!(
+                            "if (row < {rows}) {tname}[{offset}] = ({ty})({v});"
+                        ));
+                    })
+                });
             }
             legal::StoreKind::TmemRows(n) => self.store_tmem_rows(dst, value, coords, n, sp),
             legal::StoreKind::Tile(l) => self.store_tile(dst, value, coords, l, sp),
@@ -75,47 +71,42 @@ impl Emitter<'_> {
             Err(m) => return self.unsupported(sp, m),
         };
         let v = self.elem(inner, Site::Tile);
-        self.line(&format!(
+        let ct = storage_type(dtype);
+        let open = format!(
             "{{  // store {} <- accumulator tile ({})",
             k.params[dst].name,
             self.loc(sp)
-        ));
-        self.indent += 1;
-        self.open_accumulator_pairs(layout, &r0, Some(&c0), &v);
-        self.line(&format!("if (row < {rows}) {{"));
-        self.indent += 1;
-        let ct = storage_type(dtype);
-        self.line(&format!(
-            "{ct}* out = {tname} + (size_t)row * {cols} + col;"
-        ));
-        match pack {
-            Some(f) => {
-                self.line(&format!("const uint32_t both = {f}(v[0], v[1]);"));
-                self.line(&format!("if (col + 1 < {cols} && ({cols} % 2) == 0) {{"));
-                self.indent += 1;
-                self.line("*reinterpret_cast<uint32_t*>(out) = both;  // 4-byte aligned: col and the row pitch are even");
-                self.indent -= 1;
-                self.line("} else {");
-                self.indent += 1;
-                self.line(&format!(
-                    "if (col < {cols}) out[0] = (uint16_t)(both & 0xFFFFu);"
-                ));
-                self.line(&format!(
-                    "if (col + 1 < {cols}) out[1] = (uint16_t)(both >> 16);"
-                ));
-                self.indent -= 1;
-                self.line("}");
-            }
-            None => {
-                self.line(&format!("if (col < {cols}) out[0] = ({ct})(v[0]);"));
-                self.line(&format!("if (col + 1 < {cols}) out[1] = ({ct})(v[1]);"));
-            }
-        }
-        self.indent -= 1;
-        self.line("}");
-        self.close_accumulator_pairs(layout);
-        self.indent -= 1;
-        self.line("}");
+        );
+        self.braced(&open, |e| {
+            e.accumulator_pairs(layout, &r0, Some(&c0), &v, |e| {
+                e.braced(&format!("if (row < {rows}) {{"), |e| {
+                    e.line(&format!(
+                        "{ct}* out = {tname} + (size_t)row * {cols} + col;"
+                    ));
+                    match pack {
+                        Some(f) => {
+                            e.line(&format!("const uint32_t both = {f}(v[0], v[1]);"));
+                            e.braced_else(
+                                &format!("if (col + 1 < {cols} && ({cols} % 2) == 0) {{"),
+                                |e| e.line("*reinterpret_cast<uint32_t*>(out) = both;  // 4-byte aligned: col and the row pitch are even"),
+                                |e| {
+                                    e.line(&format!(
+                                        "if (col < {cols}) out[0] = (uint16_t)(both & 0xFFFFu);"
+                                    ));
+                                    e.line(&format!(
+                                        "if (col + 1 < {cols}) out[1] = (uint16_t)(both >> 16);"
+                                    ));
+                                },
+                            );
+                        }
+                        None => {
+                            e.line(&format!("if (col < {cols}) out[0] = ({ct})(v[0]);"));
+                            e.line(&format!("if (col + 1 < {cols}) out[1] = ({ct})(v[1]);"));
+                        }
+                    }
+                })
+            })
+        });
     }
 
     /// `lm.store` of a value computed element-wise from a one-row-per-thread TMEM tile: thread t
@@ -148,104 +139,83 @@ impl Emitter<'_> {
         let tname = c_ident(&k.params[dst].name);
         self.precompute_reductions(inner);
         let v = self.elem(inner, Site::Lane);
-        self.line(&format!(
+        let open = format!(
             "{{  // store {} <- TMEM tile, one row per thread ({})",
             k.params[dst].name,
             self.loc(sp)
-        ));
-        self.indent += 1;
-        self.line(&format!("const int row = {r0} + {rname}_thread;"));
-        self.line(&format!("if (row < {rows}) {{"));
-        self.indent += 1;
-        let offset = self.linear_offset(&dims, coords, ra, "row");
-        self.line(&format!(
-            "uint16_t* cake_row = {tname} + {offset};  // element (row, {c0})"
-        ));
-        self.line("#pragma unroll");
-        self.line(&format!("for (int cc = 0; cc < {n}; cc += 8) {{"));
-        self.indent += 1;
-        self.line(&format!("const int col = {c0} + cc;"));
-        self.line("uint32_t w[4];");
-        self.line("#pragma unroll");
-        self.line("for (int q = 0; q < 4; ++q) {");
-        self.indent += 1;
-        self.line("float v[2];");
-        self.line("#pragma unroll");
-        self.line(&format!(
-            "for (int j = 0; j < 2; ++j) {{ const int c = cc + 2 * q + j; v[j] = {v}; }}"
-        ));
-        self.line(&format!("w[q] = {pack}(v[0], v[1]);"));
-        self.indent -= 1;
-        self.line("}");
-        self.line(&format!(
-            "if (col + 8 <= {cols} && (reinterpret_cast<uintptr_t>(cake_row + cc) & 15) == 0) {{"
-        ));
-        self.indent += 1;
-        self.line("*reinterpret_cast<uint4*>(cake_row + cc) = make_uint4(w[0], w[1], w[2], w[3]);");
-        self.indent -= 1;
-        self.line("} else {");
-        self.indent += 1;
-        self.line("#pragma unroll");
-        self.line(&format!(
-            "for (int e = 0; e < 8; ++e) if (col + e < {cols}) cake_row[cc + e] = (uint16_t)(w[e / 2] >> (16 * (e % 2)));"
-        ));
-        self.indent -= 1;
-        self.line("}");
-        self.indent -= 1;
-        self.line("}");
-        self.indent -= 1;
-        self.line("}");
-        self.indent -= 1;
-        self.line("}");
+        );
+        self.braced(&open, |e| {
+            e.line(&format!("const int row = {r0} + {rname}_thread;"));
+            e.braced(&format!("if (row < {rows}) {{"), |e| {
+                let offset = e.linear_offset(&dims, coords, ra, "row");
+                e.line(&format!(
+                    "uint16_t* cake_row = {tname} + {offset};  // element (row, {c0})"
+                ));
+                e.unrolled(&format!("for (int cc = 0; cc < {n}; cc += 8) {{"), |e| {
+                    e.line(&format!("const int col = {c0} + cc;"));
+                    e.line("uint32_t w[4];");
+                    e.unrolled("for (int q = 0; q < 4; ++q) {", |e| {
+                        e.line("float v[2];");
+                        e.line("#pragma unroll");
+                        e.line(&format!(
+                            "for (int j = 0; j < 2; ++j) {{ const int c = cc + 2 * q + j; v[j] = {v}; }}"
+                        ));
+                        e.line(&format!("w[q] = {pack}(v[0], v[1]);"));
+                    });
+                    e.braced_else(
+                        &format!(
+                            "if (col + 8 <= {cols} && (reinterpret_cast<uintptr_t>(cake_row + cc) & 15) == 0) {{"
+                        ),
+                        |e| e.line("*reinterpret_cast<uint4*>(cake_row + cc) = make_uint4(w[0], w[1], w[2], w[3]);"),
+                        |e| {
+                            e.line("#pragma unroll");
+                            e.line(&format!(
+                                "for (int e = 0; e < 8; ++e) if (col + e < {cols}) cake_row[cc + e] = (uint16_t)(w[e / 2] >> (16 * (e % 2)));"
+                            ));
+                        },
+                    );
+                });
+            });
+        });
     }
 
-    /// Open the loops over the register pairs of an accumulator tile: `i` walks the 8-column
-    /// groups, `h` the two rows a thread holds (and, for an mma.sync tile, `mt` its 16-row
-    /// tiles). Inside, `row` and `col` (offset by `row0` / `col0`) name the pair's first element
-    /// and `v[2]` holds its two values, `value` evaluated at `j`. `close_accumulator_pairs` ends
-    /// them.
-    pub(crate) fn open_accumulator_pairs(
+    /// The loops over the register pairs of an accumulator tile, around `body`: `i` walks the
+    /// 8-column groups, `h` the two rows a thread holds (and, for an mma.sync tile, `mt` its
+    /// 16-row tiles). Inside, `row` and `col` (offset by `row0` / `col0`) name the pair's first
+    /// element and `v[2]` holds its two values, `value` evaluated at `j`.
+    pub(crate) fn accumulator_pairs(
         &mut self,
         layout: FragLayout,
         row0: &str,
         col0: Option<&str>,
         value: &str,
+        body: impl FnOnce(&mut Self),
     ) {
-        let (n, row0) = match layout {
+        let pairs = move |e: &mut Self, n: u32, first_row: &str| {
+            e.unrolled(&format!("for (int i = 0; i < {}; ++i) {{", n / 8), |e| {
+                e.unrolled("for (int h = 0; h < 2; ++h) {", |e| {
+                    e.line(&format!("const int row = {first_row} + lane_row + 8 * h;"));
+                    match col0 {
+                        Some(c0) => e.line(&format!("const int col = {c0} + lane_col + 8 * i;")),
+                        None => e.line("const int col = lane_col + 8 * i;"),
+                    }
+                    e.line("float v[2];");
+                    e.line("#pragma unroll");
+                    e.line(&format!("for (int j = 0; j < 2; ++j) v[j] = {value};"));
+                    body(e);
+                })
+            })
+        };
+        match layout {
             FragLayout::MmaAcc { m, n } => {
-                self.line("#pragma unroll");
-                self.line(&format!("for (int mt = 0; mt < {}; ++mt) {{", m / 16));
-                self.indent += 1;
-                (n, format!("{row0} + 16 * mt"))
+                let first_row = format!("{row0} + 16 * mt");
+                self.unrolled(
+                    &format!("for (int mt = 0; mt < {}; ++mt) {{", m / 16),
+                    |e| pairs(e, n, &first_row),
+                )
             }
-            FragLayout::WgmmaAcc { n } => (n, row0.to_string()),
+            FragLayout::WgmmaAcc { n } => pairs(self, n, row0),
             _ => unreachable!("accumulator layouts only"),
-        };
-        self.line("#pragma unroll");
-        self.line(&format!("for (int i = 0; i < {}; ++i) {{", n / 8));
-        self.indent += 1;
-        self.line("#pragma unroll");
-        self.line("for (int h = 0; h < 2; ++h) {");
-        self.indent += 1;
-        self.line(&format!("const int row = {row0} + lane_row + 8 * h;"));
-        match col0 {
-            Some(c0) => self.line(&format!("const int col = {c0} + lane_col + 8 * i;")),
-            None => self.line("const int col = lane_col + 8 * i;"),
-        }
-        self.line("float v[2];");
-        self.line("#pragma unroll");
-        self.line(&format!("for (int j = 0; j < 2; ++j) v[j] = {value};"));
-    }
-
-    pub(crate) fn close_accumulator_pairs(&mut self, layout: FragLayout) {
-        let levels = if matches!(layout, FragLayout::MmaAcc { .. }) {
-            3
-        } else {
-            2
-        };
-        for _ in 0..levels {
-            self.indent -= 1;
-            self.line("}");
         }
     }
 
@@ -275,13 +245,13 @@ impl Emitter<'_> {
         // The buffer may still be read by this replica's previous TMA store.
         self.line(&format!("if ({rname}_thread == 0) cake_bulk_wait_read();"));
         self.replica_sync(sp);
-        self.open_accumulator_pairs(FragLayout::WgmmaAcc { n }, &row0, None, &v);
-        // 128B swizzle: the 16-byte chunk index within a 128-byte row is XORed with row % 8.
-        self.line(&format!(
-            "const uint32_t addr = {base} + (col / 64) * {panel_bytes} + row * 128 + ((((col % 64) * 2 / 16) ^ (row % 8)) * 16) + ((col % 64) * 2) % 16;"
-        ));
-        self.line(&format!("cake_st_shared_b32(addr, {pack}(v[0], v[1]));"));
-        self.close_accumulator_pairs(FragLayout::WgmmaAcc { n });
+        self.accumulator_pairs(FragLayout::WgmmaAcc { n }, &row0, None, &v, |e| {
+            // 128B swizzle: the 16-byte chunk index within a 128-byte row is XORed with row % 8.
+            e.line(&format!(
+                "const uint32_t addr = {base} + (col / 64) * {panel_bytes} + row * 128 + ((((col % 64) * 2 / 16) ^ (row % 8)) * 16) + ((col % 64) * 2) % 16;"
+            ));
+            e.line(&format!("cake_st_shared_b32(addr, {pack}(v[0], v[1]));"));
+        });
     }
 
     /// `view.store(constant)`: the replica's threads fill the view with 16-byte stores (the
@@ -380,85 +350,71 @@ impl Emitter<'_> {
         self.line(&format!(
             "// Warp w of the {warps} owns the rows i of `{}` with i % {warps} == w: each sum is updated by one warp, in row order, with plain loads and stores (no float atomics, which shared memory lacks: they would be compare-and-swap loops)."
         , dview.name));
-        self.line("{");
-        self.indent += 1;
-        self.line(&format!(
-            "const int lane = {rname}_thread % 32, owner = {rname}_thread / 32;"
-        ));
-        self.line(&format!("for (int r0 = 0; r0 < {rows}; r0 += 32) {{"));
-        self.indent += 1;
-        self.line(&format!(
-            "const int mine = (r0 + lane < {rows}{valid}) ? cake_ld_shared_s32({ibase} + 4 * (r0 + lane)) - ({off}) : -1;"
-        ));
-        self.line(&format!(
-            "const bool owned = (unsigned)mine < {dst_rows}u && mine % {warps} == owner;"
-        ));
-        if let Some(cb) = &cbase {
-            self.line(&format!(
-                "if (owned) cake_red_shared_add_u32({cb} + 4 * mine, 1u);"
+        self.braced("{", |e| {
+            e.line(&format!(
+                "const int lane = {rname}_thread % 32, owner = {rname}_thread / 32;"
             ));
-        }
-        self.line("unsigned todo = __ballot_sync(0xffffffffu, owned);");
-        self.line("// Rows with distinct indices can be added side by side; a repeated index is added row by row.");
-        self.line("const unsigned peers = __match_any_sync(0xffffffffu, owned ? mine : ~lane);");
-        self.line("if (!__any_sync(0xffffffffu, owned && __popc(peers) > 1)) {");
-        self.indent += 1;
-        self.line("while (todo) {  // up to eight rows at a time: their loads are issued before their stores");
-        self.indent += 1;
-        self.line(&format!(
-            "int row[8], at[8], n = 0; float x[8][{per_lane}], acc[8][{per_lane}];"
-        ));
-        self.line("#pragma unroll");
-        self.line("for (int u = 0; u < 8; ++u) {");
-        self.indent += 1;
-        self.line("if (!todo) break;  // the same for the whole warp");
-        self.line("row[u] = __ffs(todo) - 1;");
-        self.line("todo &= todo - 1;");
-        self.line("n = u + 1;");
-        self.line("at[u] = __shfl_sync(0xffffffffu, mine, row[u]);");
-        self.line("#pragma unroll");
-        self.line(&format!(
-            "for (int cc = 0; cc < {per_lane}; ++cc) {guard}{{ x[u][cc] = {}; acc[u][cc] = cake_ld_shared_f32({}); }}",
-            x_at("r0 + row[u]"),
-            sum_at("at[u]")
-        ));
-        self.indent -= 1;
-        self.line("}");
-        self.line("#pragma unroll");
-        self.line("for (int u = 0; u < 8; ++u) {");
-        self.indent += 1;
-        self.line("if (u == n) break;");
-        self.line("#pragma unroll");
-        self.line(&format!(
-            "for (int cc = 0; cc < {per_lane}; ++cc) {guard}cake_st_shared_f32({}, acc[u][cc] + x[u][cc]);",
-            sum_at("at[u]")
-        ));
-        self.indent -= 1;
-        self.line("}");
-        self.indent -= 1;
-        self.line("}");
-        self.indent -= 1;
-        self.line("} else {");
-        self.indent += 1;
-        self.line("for (; todo; todo &= todo - 1) {");
-        self.indent += 1;
-        self.line("const int r = __ffs(todo) - 1;");
-        self.line("const int i = __shfl_sync(0xffffffffu, mine, r);");
-        self.line("#pragma unroll");
-        self.line(&format!(
-            "for (int cc = 0; cc < {per_lane}; ++cc) {guard}cake_st_shared_f32({}, cake_ld_shared_f32({}) + {});",
-            sum_at("i"),
-            sum_at("i"),
-            x_at("r0 + r")
-        ));
-        self.indent -= 1;
-        self.line("}");
-        self.indent -= 1;
-        self.line("}");
-        self.indent -= 1;
-        self.line("}");
-        self.indent -= 1;
-        self.line("}");
+            e.braced(&format!("for (int r0 = 0; r0 < {rows}; r0 += 32) {{"), |e| {
+                e.line(&format!(
+                    "const int mine = (r0 + lane < {rows}{valid}) ? cake_ld_shared_s32({ibase} + 4 * (r0 + lane)) - ({off}) : -1;"
+                ));
+                e.line(&format!(
+                    "const bool owned = (unsigned)mine < {dst_rows}u && mine % {warps} == owner;"
+                ));
+                if let Some(cb) = &cbase {
+                    e.line(&format!(
+                        "if (owned) cake_red_shared_add_u32({cb} + 4 * mine, 1u);"
+                    ));
+                }
+                e.line("unsigned todo = __ballot_sync(0xffffffffu, owned);");
+                e.line("// Rows with distinct indices can be added side by side; a repeated index is added row by row.");
+                e.line("const unsigned peers = __match_any_sync(0xffffffffu, owned ? mine : ~lane);");
+                e.braced_else(
+                    "if (!__any_sync(0xffffffffu, owned && __popc(peers) > 1)) {",
+                    |e| {
+                        e.braced("while (todo) {  // up to eight rows at a time: their loads are issued before their stores", |e| {
+                            e.line(&format!(
+                                "int row[8], at[8], n = 0; float x[8][{per_lane}], acc[8][{per_lane}];"
+                            ));
+                            e.unrolled("for (int u = 0; u < 8; ++u) {", |e| {
+                                e.line("if (!todo) break;  // the same for the whole warp");
+                                e.line("row[u] = __ffs(todo) - 1;");
+                                e.line("todo &= todo - 1;");
+                                e.line("n = u + 1;");
+                                e.line("at[u] = __shfl_sync(0xffffffffu, mine, row[u]);");
+                                e.line("#pragma unroll");
+                                e.line(&format!(
+                                    "for (int cc = 0; cc < {per_lane}; ++cc) {guard}{{ x[u][cc] = {}; acc[u][cc] = cake_ld_shared_f32({}); }}",
+                                    x_at("r0 + row[u]"),
+                                    sum_at("at[u]")
+                                ));
+                            });
+                            e.unrolled("for (int u = 0; u < 8; ++u) {", |e| {
+                                e.line("if (u == n) break;");
+                                e.line("#pragma unroll");
+                                e.line(&format!(
+                                    "for (int cc = 0; cc < {per_lane}; ++cc) {guard}cake_st_shared_f32({}, acc[u][cc] + x[u][cc]);",
+                                    sum_at("at[u]")
+                                ));
+                            });
+                        })
+                    },
+                    |e| {
+                        e.braced("for (; todo; todo &= todo - 1) {", |e| {
+                            e.line("const int r = __ffs(todo) - 1;");
+                            e.line("const int i = __shfl_sync(0xffffffffu, mine, r);");
+                            e.line("#pragma unroll");
+                            e.line(&format!(
+                                "for (int cc = 0; cc < {per_lane}; ++cc) {guard}cake_st_shared_f32({}, cake_ld_shared_f32({}) + {});",
+                                sum_at("i"),
+                                sum_at("i"),
+                                x_at("r0 + r")
+                            ));
+                        })
+                    },
+                );
+            })
+        });
     }
 
     /// The current role and the thread count of one replica, for the shared-memory fills and
@@ -532,25 +488,23 @@ impl Emitter<'_> {
             self.loc(sp)
         ));
         self.replica_sync(sp);
-        self.line(&format!("if ({rname}_thread == 0) {{"));
-        self.indent += 1;
-        for p in 0..view.panels() {
-            let addr = if p == 0 {
-                base.clone()
-            } else {
-                format!("{base} + {}", p as u64 * panel_bytes)
-            };
-            let mut cc = c.clone();
-            if p > 0 {
-                cc[0] = format!("{} + {}", c[0], p * view.panel_cols());
+        self.braced(&format!("if ({rname}_thread == 0) {{"), |e| {
+            for p in 0..view.panels() {
+                let addr = if p == 0 {
+                    base.clone()
+                } else {
+                    format!("{base} + {}", p as u64 * panel_bytes)
+                };
+                let mut cc = c.clone();
+                if p > 0 {
+                    cc[0] = format!("{} + {}", c[0], p * view.panel_cols());
+                }
+                e.line(&format!(
+                    "cake_tma_store_{rank}d(&{tmap}, {addr}, {});",
+                    cc.join(", ")
+                ));
             }
-            self.line(&format!(
-                "cake_tma_store_{rank}d(&{tmap}, {addr}, {});",
-                cc.join(", ")
-            ));
-        }
-        self.line("cake_bulk_commit();");
-        self.indent -= 1;
-        self.line("}");
+            e.line("cake_bulk_commit();");
+        });
     }
 }

@@ -48,13 +48,11 @@ impl Emitter<'_> {
             ncols,
             regions.join(", ")
         ));
-        self.line("if (warp == 0) {");
-        self.indent += 1;
-        self.line(&format!("cake_tmem_alloc(cake_smem + {slot}, {ncols});"));
-        self.line("cake_tmem_relinquish();");
-        self.line("cake_tcgen05_fence_before();");
-        self.indent -= 1;
-        self.line("}");
+        self.braced("if (warp == 0) {", |e| {
+            e.line(&format!("cake_tmem_alloc(cake_smem + {slot}, {ncols});"));
+            e.line("cake_tmem_relinquish();");
+            e.line("cake_tcgen05_fence_before();");
+        });
     }
 
     /// After the sync: every thread reads the TMEM base address.
@@ -78,12 +76,10 @@ impl Emitter<'_> {
         self.line("// Free TMEM once every role is done with it.");
         self.line("cake_tcgen05_fence_before();");
         self.line("__syncthreads();");
-        self.line("if (warp == 0) {");
-        self.indent += 1;
-        self.line("cake_tcgen05_fence_after();");
-        self.line(&format!("cake_tmem_dealloc(cake_tmem, {ncols});"));
-        self.indent -= 1;
-        self.line("}");
+        self.braced("if (warp == 0) {", |e| {
+            e.line("cake_tcgen05_fence_after();");
+            e.line(&format!("cake_tmem_dealloc(cake_tmem, {ncols});"));
+        });
     }
 }
 

@@ -393,42 +393,38 @@ impl Emitter<'_> {
         let tname = c_ident(&k.params[src].name);
         let addr = self.smem_addr(&view, &base, "row", &format!("col * {eb}"));
         let arrivals = self.facts[barrier.index()].arrival_count();
-        self.line(&format!(
+        let open = format!(
             "{{  // cp_async {} <- {} ({}): {total} chunks of 16 B, {per_thread} per thread of role {}",
             view.name,
             k.params[src].name,
             self.loc(sp),
             r.name
-        ));
-        self.indent += 1;
-        self.line("#pragma unroll");
-        self.line(&format!("for (int c = 0; c < {per_thread}; ++c) {{"));
-        self.indent += 1;
-        self.line(&format!(
-            "const int chunk = ((int)threadIdx.x - {first}) + {threads} * c;"
-        ));
-        if !total.is_multiple_of(threads) {
-            self.line(&format!("if (chunk >= {total}) break;"));
-        }
-        self.line(&format!("const int row = chunk / {per_row};"));
-        self.line(&format!("const int col = (chunk % {per_row}) * {elems};"));
-        self.line(&format!("const int g_row = {r0} + row;"));
-        self.line(&format!("const int g_col = {c0} + col;"));
-        self.line("// Bytes of the chunk inside the tensor; the rest is zero-filled (none: nothing is read).");
-        self.line(&format!(
-            "const int valid = g_row < {rext} ? max(0, min({elems}, {cext} - g_col)) * {eb} : 0;"
-        ));
-        self.line(&format!(
-            "cake_cp_async_16({addr}, {tname} + (valid > 0 ? (size_t)g_row * {cext} + g_col : 0), valid);"
-        ));
-        self.indent -= 1;
-        self.line("}");
-        self.line(&format!(
-            "cake_cp_async_mbar_arrive({slot});  // completes on {} once this thread's copies land (1 of {arrivals} arrivals per phase)",
-            k.barriers[barrier].name
-        ));
-        self.indent -= 1;
-        self.line("}");
+        );
+        self.braced(&open, |e| {
+            e.unrolled(&format!("for (int c = 0; c < {per_thread}; ++c) {{"), |e| {
+                e.line(&format!(
+                    "const int chunk = ((int)threadIdx.x - {first}) + {threads} * c;"
+                ));
+                if !total.is_multiple_of(threads) {
+                    e.line(&format!("if (chunk >= {total}) break;"));
+                }
+                e.line(&format!("const int row = chunk / {per_row};"));
+                e.line(&format!("const int col = (chunk % {per_row}) * {elems};"));
+                e.line(&format!("const int g_row = {r0} + row;"));
+                e.line(&format!("const int g_col = {c0} + col;"));
+                e.line("// Bytes of the chunk inside the tensor; the rest is zero-filled (none: nothing is read).");
+                e.line(&format!(
+                    "const int valid = g_row < {rext} ? max(0, min({elems}, {cext} - g_col)) * {eb} : 0;"
+                ));
+                e.line(&format!(
+                    "cake_cp_async_16({addr}, {tname} + (valid > 0 ? (size_t)g_row * {cext} + g_col : 0), valid);"
+                ));
+            });
+            e.line(&format!(
+                "cake_cp_async_mbar_arrive({slot});  // completes on {} once this thread's copies land (1 of {arrivals} arrivals per phase)",
+                k.barriers[barrier].name
+            ));
+        });
     }
 
     /// `lm.ldmatrix(frag, view)` into an mma.sync `a` fragment: one ldmatrix.x4 per 16 rows and
@@ -524,73 +520,64 @@ impl Emitter<'_> {
             _ => unreachable!(),
         };
         let pred = self.ix(accumulate);
-        self.line(&format!(
+        let open = format!(
             "{{  // mma {accn} += {afn} * {}.T ({}): mma.sync m16n8k{kk}, {mt} x {nt} tiles, {kt} k-step(s); B through ldmatrix.x4",
             bview.name,
             self.loc(sp)
-        ));
-        self.indent += 1;
-        if !matches!(k.exprs[accumulate].kind, ExprKind::Bool(true)) {
-            self.line(&format!("if (!({pred})) {{"));
-            self.indent += 1;
-            self.line("#pragma unroll");
-            self.line(&format!(
-                "for (int r = 0; r < {}; ++r) {accn}[r] = 0.0f;",
-                m * n / 32
-            ));
-            self.indent -= 1;
-            self.line("}");
-        }
-        self.line("#pragma unroll");
-        self.line(&format!("for (int kt = 0; kt < {kt}; ++kt) {{"));
-        self.indent += 1;
-        if let Operand::Smem(av) = a {
-            let view = k.views[av.view].clone();
-            let start = match av.rows {
-                Some((start, _)) => self.ix(start),
-                None => "0".into(),
-            };
-            let base = self.view_base(av);
-            let addr = self.smem_addr(&view, &base, "row", "cb");
-            self.line(&format!(
-                "uint32_t a_regs[{mt}][4];  // A of this k-step, as lm.ldmatrix would load it"
-            ));
-            self.unrolled(&format!("for (int mt = 0; mt < {mt}; ++mt) {{"), |me| {
-                me.ldmatrix_a(&start, "a_regs[mt]", &addr)
+        );
+        self.braced(&open, |e| {
+            if !matches!(k.exprs[accumulate].kind, ExprKind::Bool(true)) {
+                e.braced(&format!("if (!({pred})) {{"), |e| {
+                    e.line("#pragma unroll");
+                    e.line(&format!(
+                        "for (int r = 0; r < {}; ++r) {accn}[r] = 0.0f;",
+                        m * n / 32
+                    ));
+                });
+            }
+            e.unrolled(&format!("for (int kt = 0; kt < {kt}; ++kt) {{"), |e| {
+                if let Operand::Smem(av) = a {
+                    let view = k.views[av.view].clone();
+                    let start = match av.rows {
+                        Some((start, _)) => e.ix(start),
+                        None => "0".into(),
+                    };
+                    let base = e.view_base(av);
+                    let addr = e.smem_addr(&view, &base, "row", "cb");
+                    e.line(&format!(
+                        "uint32_t a_regs[{mt}][4];  // A of this k-step, as lm.ldmatrix would load it"
+                    ));
+                    e.unrolled(&format!("for (int mt = 0; mt < {mt}; ++mt) {{"), |me| {
+                        me.ldmatrix_a(&start, "a_regs[mt]", &addr)
+                    });
+                }
+                e.unrolled(&format!("for (int np = 0; np < {}; ++np) {{", nt / 2), |e| {
+                    e.line("// Column tiles 2np and 2np+1: lanes 0-7 and 16-23 address their rows of the view, lanes 8-15 and 24-31 the same rows 16 bytes on.");
+                    e.line(&format!(
+                        "const int row = {bstart} + 16 * np + (lane / 16) * 8 + lane % 8;"
+                    ));
+                    e.line("const int cb = 32 * kt + ((lane / 8) % 2) * 16;");
+                    e.line("uint32_t b_regs[4];");
+                    e.line(&format!("cake_ldmatrix_x4(b_regs, {baddr});"));
+                    e.unrolled(&format!("for (int mt = 0; mt < {mt}; ++mt) {{"), |me| {
+                        me.line(&format!(
+                            "{func}({accn} + 4 * (mt * {nt} + 2 * np), {a_of}, b_regs);"
+                        ));
+                        me.line(&format!(
+                            "{func}({accn} + 4 * (mt * {nt} + 2 * np + 1), {a_of}, b_regs + 2);"
+                        ));
+                    });
+                });
             });
-        }
-        self.line("#pragma unroll");
-        self.line(&format!("for (int np = 0; np < {}; ++np) {{", nt / 2));
-        self.indent += 1;
-        self.line("// Column tiles 2np and 2np+1: lanes 0-7 and 16-23 address their rows of the view, lanes 8-15 and 24-31 the same rows 16 bytes on.");
-        self.line(&format!(
-            "const int row = {bstart} + 16 * np + (lane / 16) * 8 + lane % 8;"
-        ));
-        self.line("const int cb = 32 * kt + ((lane / 8) % 2) * 16;");
-        self.line("uint32_t b_regs[4];");
-        self.line(&format!("cake_ldmatrix_x4(b_regs, {baddr});"));
-        self.unrolled(&format!("for (int mt = 0; mt < {mt}; ++mt) {{"), |me| {
-            me.line(&format!(
-                "{func}({accn} + 4 * (mt * {nt} + 2 * np), {a_of}, b_regs);"
-            ));
-            me.line(&format!(
-                "{func}({accn} + 4 * (mt * {nt} + 2 * np + 1), {a_of}, b_regs + 2);"
-            ));
+            if let Some(bar) = release {
+                let slot = e.barrier_slot(bar);
+                let arrive = e.arrive(bar, &slot);
+                e.line(&format!(
+                    "{arrive}  // release {}: this thread's reads of the stage are done (mma.sync is synchronous)",
+                    k.barriers[bar].name
+                ));
+            }
         });
-        self.indent -= 1;
-        self.line("}");
-        self.indent -= 1;
-        self.line("}");
-        if let Some(bar) = release {
-            let slot = self.barrier_slot(bar);
-            let arrive = self.arrive(bar, &slot);
-            self.line(&format!(
-                "{arrive}  // release {}: this thread's reads of the stage are done (mma.sync is synchronous)",
-                k.barriers[bar].name
-            ));
-        }
-        self.indent -= 1;
-        self.line("}");
     }
 }
 

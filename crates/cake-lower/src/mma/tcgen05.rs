@@ -569,41 +569,32 @@ impl Emitter<'_> {
             region.name,
             self.loc(sp)
         ));
-        self.line("{");
-        self.indent += 1;
-        self.line(&format!(
-            "const uint32_t taddr = {addr} + ((uint32_t)(32 * (warp % 4)) << 16);  // lane in bits 16-31"
-        ));
-        for w0 in (0..words).step_by(32) {
-            self.line("{");
-            self.indent += 1;
-            self.line("uint32_t r[32];");
-            self.line("#pragma unroll");
-            self.line("for (int w = 0; w < 32; ++w) {");
-            self.indent += 1;
-            match pack {
-                Some(f) => {
-                    self.line("float v[2];");
-                    self.line("#pragma unroll");
-                    self.line(&format!(
-                        "for (int j = 0; j < 2; ++j) {{ const int c = 2 * ({w0} + w) + j; v[j] = {v}; }}"
-                    ));
-                    self.line(&format!("r[w] = {f}(v[0], v[1]);"));
-                }
-                None => {
-                    self.line(&format!("const int c = {w0} + w;"));
-                    self.line(&format!("r[w] = __float_as_uint({v});"));
-                }
+        self.braced("{", |e| {
+            e.line(&format!(
+                "const uint32_t taddr = {addr} + ((uint32_t)(32 * (warp % 4)) << 16);  // lane in bits 16-31"
+            ));
+            for w0 in (0..words).step_by(32) {
+                e.braced("{", |e| {
+                    e.line("uint32_t r[32];");
+                    e.unrolled("for (int w = 0; w < 32; ++w) {", |e| match pack {
+                        Some(f) => {
+                            e.line("float v[2];");
+                            e.line("#pragma unroll");
+                            e.line(&format!(
+                                "for (int j = 0; j < 2; ++j) {{ const int c = 2 * ({w0} + w) + j; v[j] = {v}; }}"
+                            ));
+                            e.line(&format!("r[w] = {f}(v[0], v[1]);"));
+                        }
+                        None => {
+                            e.line(&format!("const int c = {w0} + w;"));
+                            e.line(&format!("r[w] = __float_as_uint({v});"));
+                        }
+                    });
+                    e.line(&format!("cake_tmem_st_32x32b_x32(taddr + {w0}, r);"));
+                });
             }
-            self.indent -= 1;
-            self.line("}");
-            self.line(&format!("cake_tmem_st_32x32b_x32(taddr + {w0}, r);"));
-            self.indent -= 1;
-            self.line("}");
-        }
-        self.line("cake_tmem_wait_st();");
-        self.indent -= 1;
-        self.line("}");
+            e.line("cake_tmem_wait_st();");
+        });
     }
 
     /// `lm.tmem_load(frag, region)`: each warp of the warpgroup reads its 32-lane quarter
@@ -621,19 +612,17 @@ impl Emitter<'_> {
             self.k.tmems[src].name,
             self.loc(sp)
         ));
-        self.line("{");
-        self.indent += 1;
-        self.line(&format!(
-            "const uint32_t taddr = {addr} + ((uint32_t)(32 * (warp % 4)) << 16);  // lane in bits 16-31"
-        ));
-        for c in (0..n).step_by(32) {
-            self.line(&format!(
-                "cake_tmem_ld_32x32b_x32(taddr + {c}, {name} + {c});"
+        self.braced("{", |e| {
+            e.line(&format!(
+                "const uint32_t taddr = {addr} + ((uint32_t)(32 * (warp % 4)) << 16);  // lane in bits 16-31"
             ));
-        }
-        self.line("cake_tmem_wait_ld();");
-        self.indent -= 1;
-        self.line("}");
+            for c in (0..n).step_by(32) {
+                e.line(&format!(
+                    "cake_tmem_ld_32x32b_x32(taddr + {c}, {name} + {c});"
+                ));
+            }
+            e.line("cake_tmem_wait_ld();");
+        });
         self.invalidate_reductions(Some(dst));
     }
 
