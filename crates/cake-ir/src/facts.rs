@@ -98,14 +98,10 @@ impl KernelFacts {
 }
 
 /// The one rule for which instruction family an MMA becomes: a TMEM accumulator means tcgen05;
-/// otherwise the accumulator is in registers, which is wgmma where the target has it and
-/// warp-level mma.sync everywhere else (tcgen05 targets keep mma.sync, not wgmma).
+/// otherwise the accumulator is in registers, and the target's data says which family takes it.
 pub fn mma_family(target: &Target, acc: &Operand) -> MmaFamily {
-    match (acc, target.mma) {
-        (Operand::Tmem(_), _) => MmaFamily::Tcgen05,
-        (Operand::Frag(_) | Operand::Smem(_), MmaFamily::Wgmma) => MmaFamily::Wgmma,
-        (Operand::Frag(_) | Operand::Smem(_), MmaFamily::MmaSync | MmaFamily::Tcgen05) => {
-            MmaFamily::MmaSync
-        }
+    match acc {
+        Operand::Tmem(_) => MmaFamily::Tcgen05,
+        Operand::Frag(_) | Operand::Smem(_) => target.mma.register_accumulator_family(),
     }
 }

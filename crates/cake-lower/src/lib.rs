@@ -10,7 +10,7 @@ mod prelude;
 
 use cake_diag::{SourceFile, Span};
 use cake_ir::{Kernel, KernelFacts};
-use cake_target::{MmaFamily, Target};
+use cake_target::Target;
 
 pub use launch::{Arg, Grid, LaunchMeta, ScalarMeta, TensorMeta};
 pub use legal::lowerable;
@@ -50,10 +50,7 @@ pub const MMA_SYNC_TARGETS: &[&str] = &["sm_80", "sm_89", "sm_120a", "sm_121a"];
 /// the tcgen05 family (sm_100a / sm_103a) and the mma.sync family on [`MMA_SYNC_TARGETS`]. For
 /// other targets every kernel comes back as one `Unsupported`.
 pub fn has_code_generator(target: &Target) -> bool {
-    match target.mma {
-        MmaFamily::Wgmma | MmaFamily::Tcgen05 => true,
-        MmaFamily::MmaSync => MMA_SYNC_TARGETS.contains(&target.name),
-    }
+    legal::family_backend(target.mma).generates_for(target)
 }
 
 pub fn lower(

@@ -34,6 +34,25 @@ impl MmaFamily {
             MmaFamily::Tcgen05 => "tcgen05.mma",
         }
     }
+
+    /// On a target whose tensor-core family is `self`, the family of an MMA whose accumulator
+    /// is in registers: wgmma where the target has it, warp-level mma.sync everywhere else
+    /// (tcgen05 targets keep mma.sync, not wgmma).
+    pub fn register_accumulator_family(self) -> MmaFamily {
+        match self {
+            MmaFamily::Wgmma => MmaFamily::Wgmma,
+            MmaFamily::MmaSync | MmaFamily::Tcgen05 => MmaFamily::MmaSync,
+        }
+    }
+
+    /// The (M, N) one instruction computes for an MMA tile of (m, n): the whole tile for wgmma
+    /// (per warpgroup) and tcgen05; m16n8 for mma.sync, whose warps tile the fragment with it.
+    pub fn instruction_tile(self, m: u32, n: u32) -> (u32, u32) {
+        match self {
+            MmaFamily::Wgmma | MmaFamily::Tcgen05 => (m, n),
+            MmaFamily::MmaSync => (16, 8),
+        }
+    }
 }
 
 impl fmt::Display for MmaFamily {

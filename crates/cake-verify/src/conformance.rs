@@ -304,12 +304,7 @@ fn mma_shapes(cx: &Ctx, out: &mut Vec<Finding>) {
             ));
             continue;
         };
-        // Per instruction: wgmma M is 64 per warpgroup; mma.sync tiles are m16n8 per warp.
-        let (im, in_) = match family {
-            MmaFamily::Wgmma => (m, n),
-            MmaFamily::MmaSync => (16, 8),
-            MmaFamily::Tcgen05 => (m, n),
-        };
+        let (im, in_) = family.instruction_tile(m, n);
         if let Err(msg) = check_mma_shape(family, a_dtype, b_dtype, acc_dtype, im, in_, ik) {
             out.push(
                 Finding::new(&MMA_SHAPE, sp, msg)

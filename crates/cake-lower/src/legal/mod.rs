@@ -96,21 +96,27 @@ pub(crate) fn not_lowered_message(op: &str, target: &Target) -> String {
     format!("`{op}` is not lowered for {} yet", target.name)
 }
 
-/// The MMA family's backend: the one place the family is tested. No `_` arm, so a new family
-/// must choose one. `None` when this lowering has no code generator for the target.
+/// The backend of an MMA family: the one place the family is tested. No `_` arm, so a new
+/// family must choose one.
+pub(crate) fn family_backend(family: MmaFamily) -> &'static dyn MmaBackend {
+    match family {
+        MmaFamily::MmaSync => &crate::mma::MmaSync,
+        MmaFamily::Wgmma => &crate::mma::Wgmma,
+        MmaFamily::Tcgen05 => &crate::mma::Tcgen05,
+    }
+}
+
+/// The target's backend, or why this lowering has no code generator for it.
 pub(crate) fn backend_for(target: &Target) -> Result<&'static dyn MmaBackend, String> {
-    if !crate::has_code_generator(target) {
+    let backend = family_backend(target.mma);
+    if !backend.generates_for(target) {
         return Err(format!(
             "code generation for {} ({}) is not implemented yet; sm_80, sm_89, sm_120a and sm_121a (mma.sync), sm_90a (wgmma), sm_100a and sm_103a (tcgen05) have it",
             target.name,
             target.mma.name()
         ));
     }
-    Ok(match target.mma {
-        MmaFamily::MmaSync => &crate::mma::MmaSync,
-        MmaFamily::Wgmma => &crate::mma::Wgmma,
-        MmaFamily::Tcgen05 => &crate::mma::Tcgen05,
-    })
+    Ok(backend)
 }
 
 /// The not-lowered findings of `k` on the facts' target, exactly as [`crate::lower_with`]

@@ -22,6 +22,10 @@ pub(crate) struct State {
 }
 
 impl MmaBackend for MmaSync {
+    fn generates_for(&self, target: &Target) -> bool {
+        crate::MMA_SYNC_TARGETS.contains(&target.name)
+    }
+
     fn plan_layouts(&self, p: &mut Planner) {
         p.infer_mma_sync_layouts();
     }

@@ -22,6 +22,7 @@ use crate::emit::*;
 use crate::legal::{self, Checker, Planner};
 use cake_diag::Span;
 use cake_ir::*;
+use cake_target::Target;
 
 /// One `lm.mma` as the emitter hands it to the backend.
 pub(crate) struct MmaCall<'o> {
@@ -44,6 +45,12 @@ pub(crate) struct MmaState {
 /// nothing. The first group is legality — what the legality pass (`crate::legal`) asks and the
 /// emitter asks again through the same functions; the rest is emission.
 pub(crate) trait MmaBackend: Sync {
+    /// Whether this generator is written and tested for `target` (every target of the family
+    /// unless the backend says otherwise).
+    fn generates_for(&self, _target: &Target) -> bool {
+        true
+    }
+
     /// Register layouts of the fragments this family's MMAs and loads use; what it cannot
     /// place is recorded as not lowered. Runs once per lowering, for the plan.
     fn plan_layouts(&self, p: &mut Planner);
