@@ -150,13 +150,14 @@ pub fn cmd_tune(flags: EvolveFlags) -> ExitCode {
         Ok(s) => s,
         Err(code) => return code,
     };
-    let ps =
-        match proposer_settings(&ProposerFlags::knobs(), stored.as_ref()) {
-            Ok(ps) => ps,
-            Err(e) => return usage(format!(
+    let ps = match proposer_settings(&ProposerFlags::knobs(), stored.as_ref()) {
+        Ok(ps) => ps,
+        Err(e) => {
+            return usage(format!(
                 "`cake tune` runs the knob mutator: {e}; continue it with `cake evolve --resume`"
-            )),
-        };
+            ))
+        }
+    };
     let seed = knob_seed(&flags, stored.as_ref());
     run(
         flags,
