@@ -5,10 +5,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use cake_evolve::search::{Event, Search, Settings};
+use cake_evolve::search::{Event, ProposerSettings, Search, Settings};
 use cake_evolve::{Budget, Estimator, Evaluator, Proposer};
 
-/// What `evolve` and `tune` share.
+/// What `evolve` and `tune` share. A run stores every setting when it starts; `--resume`
+/// restores them all, and a setting given again on resume must equal the stored one (else a
+/// usage error naming both): only --budget (and --verbose) may change.
 #[derive(clap::Args)]
 pub struct EvolveFlags {
     /// The workload contract (`*.contract.toml`); not needed with --resume.
@@ -33,15 +35,16 @@ pub struct EvolveFlags {
     /// Exact target (default: the contract's first).
     #[arg(long)]
     target: Option<String>,
-    /// Candidates evaluated on the GPU per generation (the best predicted, with a cost model).
-    #[arg(long, default_value_t = 2)]
-    top_k: usize,
-    /// Candidates asked of the proposer per generation.
-    #[arg(long, default_value_t = 8)]
-    per_generation: usize,
-    /// Seed of the knob mutator's choices.
-    #[arg(long, default_value_t = 1)]
-    rng_seed: u64,
+    /// Candidates evaluated on the GPU per generation (the best predicted, with a cost model);
+    /// default 2.
+    #[arg(long)]
+    top_k: Option<usize>,
+    /// Candidates asked of the proposer per generation; default 8.
+    #[arg(long)]
+    per_generation: Option<usize>,
+    /// Seed of the knob mutator's choices; default 1.
+    #[arg(long)]
+    rng_seed: Option<u64>,
     /// Time only this baseline (speedups are against it).
     #[arg(long)]
     baseline: Option<String>,
@@ -61,19 +64,30 @@ pub enum ProposerKind {
     Chat,
 }
 
+impl ProposerKind {
+    fn name(self) -> &'static str {
+        match self {
+            ProposerKind::Knobs => "knobs",
+            ProposerKind::Command => "command",
+            ProposerKind::Chat => "chat",
+        }
+    }
+}
+
 #[derive(clap::Args)]
 pub struct ProposerFlags {
-    #[arg(long, value_enum, default_value = "knobs")]
-    proposer: ProposerKind,
+    /// Who proposes candidates; default knobs.
+    #[arg(long, value_enum)]
+    proposer: Option<ProposerKind>,
     /// The external agent's command (`sh -c`, run in the task directory).
     #[arg(long)]
     command: Option<String>,
-    /// The external agent's wall-time limit per generation, in seconds.
-    #[arg(long, default_value_t = 600.0)]
-    command_timeout: f64,
-    /// Chat requests per generation.
-    #[arg(long, default_value_t = 4)]
-    chat_requests: usize,
+    /// The external agent's wall-time limit per generation, in seconds; default 600.
+    #[arg(long)]
+    command_timeout: Option<f64>,
+    /// Chat requests per generation; default 4.
+    #[arg(long)]
+    chat_requests: Option<usize>,
 }
 
 /// The cost model (cake-cost, with the target's built-in calibration). A target without a
@@ -89,33 +103,227 @@ fn usage(msg: impl std::fmt::Display) -> ExitCode {
 }
 
 pub fn cmd_evolve(flags: EvolveFlags, p: &ProposerFlags) -> ExitCode {
-    let proposer: Box<dyn Proposer> = match p.proposer {
-        ProposerKind::Knobs => Box::new(cake_evolve::KnobMutator::new(knob_seed(&flags))),
-        ProposerKind::Command => match &p.command {
+    let stored = match stored_settings(&flags) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let ps = match proposer_settings(p, stored.as_ref()) {
+        Ok(ps) => ps,
+        Err(e) => return usage(e),
+    };
+    let proposer: Box<dyn Proposer> = match ps.kind.as_str() {
+        "command" => match &ps.command {
             Some(c) => Box::new(cake_evolve::external::Command::new(
                 c.clone(),
-                Duration::from_secs_f64(p.command_timeout.max(1.0)),
+                Duration::from_secs_f64(ps.command_timeout_s.max(1.0)),
             )),
             None => return usage("--proposer command needs --command 'CMD'"),
         },
-        ProposerKind::Chat => match cake_evolve::chat::Chat::from_env() {
+        "chat" => match cake_evolve::chat::Chat::from_env() {
             Ok(mut c) => {
-                c.requests = p.chat_requests.max(1);
+                if let Some(m) = ps.chat_model.as_ref().filter(|m| **m != c.model) {
+                    return usage(format!(
+                        "{}={} conflicts with this run's stored chat model {m}; a resumed run keeps its settings",
+                        cake_evolve::chat::MODEL_VAR,
+                        c.model
+                    ));
+                }
+                c.requests = ps.chat_requests.max(1);
                 Box::new(c)
             }
             Err(e) => return usage(e),
         },
+        _ => Box::new(cake_evolve::KnobMutator::new(knob_seed(
+            &flags,
+            stored.as_ref(),
+        ))),
     };
-    run(flags, proposer)
+    let mut ps = ps;
+    if ps.kind == "chat" {
+        ps.chat_model = proposer.name().strip_prefix("chat:").map(str::to_string);
+    }
+    run(flags, stored, ps, proposer)
 }
 
 pub fn cmd_tune(flags: EvolveFlags) -> ExitCode {
-    let seed = knob_seed(&flags);
-    run(flags, Box::new(cake_evolve::KnobMutator::new(seed)))
+    let stored = match stored_settings(&flags) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let ps = match proposer_settings(&ProposerFlags::knobs(), stored.as_ref()) {
+        Ok(ps) => ps,
+        Err(e) => {
+            return usage(format!(
+                "`cake tune` runs the knob mutator: {e}; continue it with `cake evolve --resume`"
+            ))
+        }
+    };
+    let seed = knob_seed(&flags, stored.as_ref());
+    run(
+        flags,
+        stored,
+        ps,
+        Box::new(cake_evolve::KnobMutator::new(seed)),
+    )
+}
+
+impl ProposerFlags {
+    /// What `cake tune` implies.
+    fn knobs() -> ProposerFlags {
+        ProposerFlags {
+            proposer: Some(ProposerKind::Knobs),
+            command: None,
+            command_timeout: None,
+            chat_requests: None,
+        }
+    }
+}
+
+/// The stored settings of the run to resume (`None` when not resuming).
+fn stored_settings(flags: &EvolveFlags) -> Result<Option<(Settings, String)>, ExitCode> {
+    if !flags.resume {
+        return Ok(None);
+    }
+    let Some(dir) = &flags.run else {
+        return Err(usage("--resume needs --run DIR"));
+    };
+    let read = || -> Result<(Settings, String), String> {
+        let a = cake_evolve::Archive::open_existing(dir)?;
+        let run = a
+            .runs()?
+            .into_iter()
+            .next()
+            .ok_or_else(|| format!("{} holds no run to resume", dir.display()))?;
+        let s: Settings = serde_json::from_value(run.config)
+            .map_err(|e| format!("the stored run settings do not load: {e}"))?;
+        Ok((s, run.proposer))
+    };
+    let (settings, proposer) = read().map_err(usage)?;
+    conflicts(flags, &settings).map_err(usage)?;
+    Ok(Some((settings, proposer)))
+}
+
+/// A flag given on resume must say what the run stored.
+fn conflicts(flags: &EvolveFlags, s: &Settings) -> Result<(), String> {
+    fn differ<T: PartialEq + std::fmt::Debug>(
+        flag: &str,
+        given: Option<T>,
+        stored: T,
+    ) -> Result<(), String> {
+        match given {
+            Some(g) if g != stored => Err(format!(
+                "{flag} {g:?} conflicts with this run's stored {stored:?}; a resumed run keeps every setting it started with (only --budget may change): drop the flag, or start a new run"
+            )),
+            _ => Ok(()),
+        }
+    }
+    let same_file = |given: &Option<PathBuf>, stored: &PathBuf| {
+        given.as_ref().map(|g| {
+            if std::fs::canonicalize(g).is_ok_and(|g| g == *stored) {
+                stored.clone()
+            } else {
+                g.clone()
+            }
+        })
+    };
+    differ(
+        "the contract",
+        same_file(&flags.contract, &s.contract),
+        s.contract.clone(),
+    )?;
+    differ("--seed", same_file(&flags.seed, &s.seed), s.seed.clone())?;
+    differ("--target", flags.target.clone().map(Some), s.target.clone())?;
+    differ(
+        "--model-only",
+        flags.model_only.then_some(true),
+        s.model_only,
+    )?;
+    differ("--top-k", flags.top_k.map(|k| k.max(1)), s.top_k)?;
+    differ(
+        "--per-generation",
+        flags.per_generation.map(|k| k.max(1)),
+        s.per_generation,
+    )?;
+    differ("--rng-seed", flags.rng_seed, s.rng_seed)?;
+    differ(
+        "--baseline",
+        flags.baseline.clone().map(Some),
+        s.baseline.clone(),
+    )?;
+    Ok(())
+}
+
+/// The proposer's settings: the flags' (with their defaults) for a new run; the stored ones on
+/// resume, where a flag given must agree. A run stored before proposers' settings were stored
+/// resumes with the flags' proposer only when its kind is the one the run recorded.
+fn proposer_settings(
+    p: &ProposerFlags,
+    stored: Option<&(Settings, String)>,
+) -> Result<ProposerSettings, String> {
+    let from_flags = || ProposerSettings {
+        kind: p.proposer.unwrap_or(ProposerKind::Knobs).name().to_string(),
+        command: p.command.clone(),
+        command_timeout_s: p.command_timeout.unwrap_or(600.0),
+        chat_requests: p.chat_requests.unwrap_or(4),
+        chat_model: None,
+    };
+    let Some((settings, recorded)) = stored else {
+        return Ok(from_flags());
+    };
+    let Some(s) = &settings.proposer else {
+        let f = from_flags();
+        let kind = recorded.split(':').next().unwrap_or(recorded);
+        if f.kind != kind {
+            return Err(format!(
+                "--proposer {} conflicts with this run's proposer {recorded} (stored by an older cake without its settings: give them again)",
+                f.kind
+            ));
+        }
+        return Ok(f);
+    };
+    let clash = |flag: &str, given: String, stored: String| {
+        format!(
+            "{flag} {given} conflicts with this run's stored {stored}; a resumed run keeps its proposer and every setting it started with (only --budget may change): drop the flag, or start a new run"
+        )
+    };
+    if let Some(k) = p.proposer.filter(|k| k.name() != s.kind) {
+        return Err(clash(
+            "--proposer",
+            k.name().into(),
+            format!("proposer {}", s.kind),
+        ));
+    }
+    if let Some(c) = p
+        .command
+        .as_ref()
+        .filter(|c| Some(*c) != s.command.as_ref())
+    {
+        return Err(clash(
+            "--command",
+            format!("{c:?}"),
+            format!("command {:?}", s.command.as_deref().unwrap_or("(none)")),
+        ));
+    }
+    if let Some(t) = p.command_timeout.filter(|t| *t != s.command_timeout_s) {
+        return Err(clash(
+            "--command-timeout",
+            t.to_string(),
+            format!("command timeout {}", s.command_timeout_s),
+        ));
+    }
+    if let Some(n) = p.chat_requests.filter(|n| *n != s.chat_requests) {
+        return Err(clash(
+            "--chat-requests",
+            n.to_string(),
+            format!("chat requests {}", s.chat_requests),
+        ));
+    }
+    Ok(s.clone())
 }
 
 /// A resumed run continues with different knob choices than it started with.
-fn knob_seed(flags: &EvolveFlags) -> u64 {
+fn knob_seed(flags: &EvolveFlags, stored: Option<&(Settings, String)>) -> u64 {
+    let rng_seed = stored.map_or(flags.rng_seed.unwrap_or(1), |(s, _)| s.rng_seed);
     let done = flags
         .run
         .as_ref()
@@ -126,27 +334,29 @@ fn knob_seed(flags: &EvolveFlags) -> u64 {
             Some(a.candidates(&run.id).ok()?.len() as u64)
         })
         .unwrap_or(0);
-    flags.rng_seed.wrapping_add(done.wrapping_mul(1_000_003))
+    rng_seed.wrapping_add(done.wrapping_mul(1_000_003))
 }
 
-fn run(flags: EvolveFlags, proposer: Box<dyn Proposer>) -> ExitCode {
+fn run(
+    flags: EvolveFlags,
+    stored: Option<(Settings, String)>,
+    ps: ProposerSettings,
+    proposer: Box<dyn Proposer>,
+) -> ExitCode {
     let estimator = cost_model();
-    let search = if flags.resume {
+    let search = if let Some((stored, _)) = stored {
         let Some(dir) = &flags.run else {
             return usage("--resume needs --run DIR");
         };
-        let model_only = cake_evolve::Archive::open_existing(dir)
-            .ok()
-            .and_then(|a| a.runs().ok()?.into_iter().next())
-            .is_some_and(|r| r.config["model_only"] == true);
-        let evaluator = if model_only {
+        let evaluator = if stored.model_only {
             None
         } else {
-            let (contract, target) = match stored_contract(dir) {
-                Ok(c) => c,
-                Err(e) => return usage(e),
-            };
-            match harness(&contract, target, &flags) {
+            match harness(
+                &stored.contract,
+                stored.target.clone(),
+                stored.baseline.clone(),
+                flags.verbose,
+            ) {
                 Ok(h) => Some(h),
                 Err(code) => return code,
             }
@@ -174,13 +384,20 @@ fn run(flags: EvolveFlags, proposer: Box<dyn Proposer>) -> ExitCode {
         let mut s = Settings::new(dir, contract.clone(), seed, budget);
         s.model_only = flags.model_only;
         s.target = flags.target.clone();
-        s.top_k = flags.top_k.max(1);
-        s.per_generation = flags.per_generation.max(1);
-        s.rng_seed = flags.rng_seed;
+        s.top_k = flags.top_k.unwrap_or(2).max(1);
+        s.per_generation = flags.per_generation.unwrap_or(8).max(1);
+        s.rng_seed = flags.rng_seed.unwrap_or(1);
+        s.baseline = flags.baseline.clone();
+        s.proposer = Some(ps);
         let evaluator = if s.model_only {
             None
         } else {
-            match harness(&contract, flags.target.clone(), &flags) {
+            match harness(
+                &contract,
+                flags.target.clone(),
+                flags.baseline.clone(),
+                flags.verbose,
+            ) {
                 Ok(h) => Some(h),
                 Err(code) => return code,
             }
@@ -271,23 +488,13 @@ fn run(flags: EvolveFlags, proposer: Box<dyn Proposer>) -> ExitCode {
     }
 }
 
-fn stored_contract(dir: &std::path::Path) -> Result<(PathBuf, Option<String>), String> {
-    let a = cake_evolve::Archive::open_existing(dir)?;
-    let run = a
-        .runs()?
-        .into_iter()
-        .next()
-        .ok_or_else(|| format!("{} holds no run", dir.display()))?;
-    let target = run.config["target"].as_str().map(str::to_string);
-    Ok((PathBuf::from(run.contract), target))
-}
-
 /// The GPU evaluator: one supervised worker for the whole run, started now so a missing worker
 /// is a usage error before anything is spent.
 fn harness(
     contract: &std::path::Path,
     target: Option<String>,
-    flags: &EvolveFlags,
+    baseline: Option<String>,
+    verbose: bool,
 ) -> Result<Box<dyn Evaluator>, ExitCode> {
     let c = match cake_eval::Contract::load(contract) {
         Ok(c) => c,
@@ -299,7 +506,7 @@ fn harness(
         }
     };
     let mut sup = cake_eval::Supervisor::new(cake_eval::WorkerCommand::from_env());
-    sup.verbose = flags.verbose;
+    sup.verbose = verbose;
     if let Err(f) = sup.ensure_running() {
         eprintln!("error: evaluation worker: {f}");
         eprintln!("help: {}", cake_eval::WORKER_HELP);
@@ -310,7 +517,7 @@ fn harness(
         contract: c,
         supervisor: sup,
         target,
-        baseline: flags.baseline.clone(),
+        baseline,
         seed: None,
         build_root: None,
     }))

@@ -180,3 +180,42 @@ fn calibrate_from_measurements_writes_a_table() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(text(&o).contains("cake calibrate"), "{}", text(&o));
 }
+
+#[test]
+fn cost_rejects_shapes_the_kernel_cannot_index() {
+    let cost = |shape: &str| {
+        cake(&[
+            "cost",
+            "examples/gemm_sm90.py",
+            "--target",
+            "sm_90a",
+            "--shape",
+            shape,
+        ])
+    };
+    for (shape, why) in [
+        // 2^63 - 1 used to answer "7.3 µs".
+        (
+            "M=9223372036854775807,N=9223372036854775807,K=9223372036854775807",
+            "K = 9223372036854775807 is more than the kernel's 32-bit `int` dimensions can hold (at most 2147483647)",
+        ),
+        (
+            "M=4096,N=2147483648,K=4096",
+            "N = 2147483648 is more than the kernel's 32-bit `int` dimensions can hold",
+        ),
+        // Each dimension fits an int; the tile count does not.
+        (
+            "M=2147483647,N=2147483647,K=64",
+            "tiles: more than its 32-bit `int` tile index can count",
+        ),
+    ] {
+        let o = cost(shape);
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{shape}: {t}");
+        assert!(t.contains(why), "{shape}: {t}");
+        assert!(!t.contains("µs") && !t.contains(" us"), "{shape}: {t}");
+    }
+    // The largest shape it can index is still costed.
+    let o = cost("M=65536,N=65536,K=2147483647");
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+}

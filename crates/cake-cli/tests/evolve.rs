@@ -226,3 +226,113 @@ fn a_gpu_run_against_the_fake_worker_records_every_evaluation() {
     );
     let _ = std::fs::remove_dir_all(&run);
 }
+
+#[test]
+fn resume_keeps_the_stored_command_proposer() {
+    let run = tempdir("resume-command");
+    let r = run.to_str().unwrap();
+    std::fs::create_dir_all(&run).unwrap();
+    let marker = run.join("calls.txt");
+    // The agent: note the call, propose best.py with a new comment, report 10 tokens.
+    let script = format!(
+        "echo stored-agent >> '{}'; n=$(wc -l < '{}'); {{ cat best.py; echo \"# call $n\"; }} > candidates/c.py; echo '{{\"tokens\": 10}}' > usage.json",
+        marker.display(),
+        marker.display()
+    );
+    let calls = || {
+        std::fs::read_to_string(&marker)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    let o = cake(
+        &[
+            "evolve",
+            CONTRACT,
+            "--seed",
+            SEED,
+            "--budget",
+            "tokens=5,wall=120s",
+            "--model-only",
+            "--proposer",
+            "command",
+            "--command",
+            &script,
+            "--run",
+            r,
+        ],
+        &[],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(err.contains("stopped: budget spent: tokens"), "{err}");
+    assert_eq!(calls(), 1, "the seed, then one generation of the command");
+    let rep = report_json(&run);
+    let first = rep["counts"]["candidates"].as_u64().unwrap();
+    // A proposer flag that disagrees with the stored one is refused, naming both.
+    for (flag, value, stored) in [
+        ("--proposer", "knobs", "proposer command"),
+        ("--command", "true", "command \"echo stored-agent"),
+    ] {
+        let o = cake(
+            &[
+                "evolve",
+                "--resume",
+                "--run",
+                r,
+                "--budget",
+                "tokens=15",
+                flag,
+                value,
+            ],
+            &[],
+        );
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{flag}: {err}");
+        assert!(err.contains(value) && err.contains(stored), "{flag}: {err}");
+    }
+    let o = cake(
+        &["tune", "--resume", "--run", r, "--budget", "tokens=15"],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(2), "tune resumes knob runs only");
+    let o = cake(
+        &[
+            "evolve",
+            "--resume",
+            "--run",
+            r,
+            "--top-k",
+            "5",
+            "--budget",
+            "tokens=15",
+        ],
+        &[],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--top-k 5 conflicts with this run's stored 2"),
+        "{err}"
+    );
+    assert_eq!(calls(), 1, "refused resumes ran nothing");
+    // Resumed with no proposer flags: the stored command proposes again.
+    let o = cake(
+        &[
+            "evolve",
+            "--resume",
+            "--run",
+            r,
+            "--budget",
+            "tokens=15,wall=120s",
+        ],
+        &[],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(err.contains("stopped: budget spent: tokens"), "{err}");
+    assert_eq!(calls(), 2, "the stored command ran on resume: {err}");
+    let rep = report_json(&run);
+    assert_eq!(rep["counts"]["candidates"].as_u64().unwrap(), first + 1);
+    let _ = std::fs::remove_dir_all(&run);
+}

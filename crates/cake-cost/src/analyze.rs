@@ -245,13 +245,14 @@ impl Analyzer<'_> {
             | ExprKind::PipelineStage(_) => 0,
             ExprKind::Binary(op, a, b) => {
                 let (a, b) = (self.eval(*a)?, self.eval(*b)?);
+                // Overflow is no value (an assumption), never a wrapped one.
                 match op {
-                    BinOp::Add => a + b,
-                    BinOp::Sub => a - b,
-                    BinOp::Mul => a * b,
-                    BinOp::Div | BinOp::FloorDiv if b != 0 => a.div_euclid(b),
-                    BinOp::Mod if b != 0 => a.rem_euclid(b),
-                    BinOp::CeilDiv if b > 0 => (a + b - 1).div_euclid(b),
+                    BinOp::Add => a.checked_add(b)?,
+                    BinOp::Sub => a.checked_sub(b)?,
+                    BinOp::Mul => a.checked_mul(b)?,
+                    BinOp::Div | BinOp::FloorDiv if b != 0 => a.checked_div_euclid(b)?,
+                    BinOp::Mod if b != 0 => a.checked_rem_euclid(b)?,
+                    BinOp::CeilDiv if b > 0 => a.checked_add(b - 1)?.div_euclid(b),
                     BinOp::Min => a.min(b),
                     BinOp::Max => a.max(b),
                     _ => return None,

@@ -560,6 +560,9 @@ pub fn estimate_with(
     check_shape(kernel, shape)?;
     let p = P::new(calibration);
     let a = analyze::analyze(kernel, shape);
+    if let Some(t) = &a.tiles {
+        shape::check_tiles(kernel, &t.counts)?;
+    }
     let mut assumptions = a.assumptions.clone();
     {
         let mut ns: Vec<i64> = Vec::new();

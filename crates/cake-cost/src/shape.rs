@@ -67,7 +67,66 @@ pub fn check_shape(
             list(&dims)
         )));
     }
+    // The kernel takes each dimension as a 32-bit `int` (and indexes rows, columns and tiles
+    // with `int`): a larger value is not a shape it can run.
+    for (name, &v) in shape {
+        if v > i64::from(i32::MAX) {
+            return Err(CostError::Shape(format!(
+                "{name} = {v} is more than the kernel's 32-bit `int` dimensions can hold (at most {})",
+                i32::MAX
+            )));
+        }
+    }
+    // Every tensor must be addressable: its size in bytes fits a signed 64-bit offset.
+    for (_, p) in kernel.params.iter() {
+        let cake_ir::ParamKind::Tensor { dtype, dims: ext } = &p.kind else {
+            continue;
+        };
+        let bytes = ext.iter().try_fold(dtype.bytes() as i64, |acc, e| {
+            let n = match e {
+                cake_ir::Extent::Fixed(n) => i64::from(*n),
+                cake_ir::Extent::Sym(d) => shape[&kernel.dims[*d].name],
+            };
+            acc.checked_mul(n)
+        });
+        if bytes.is_none() {
+            let extents: Vec<String> = ext
+                .iter()
+                .map(|e| match e {
+                    cake_ir::Extent::Fixed(n) => n.to_string(),
+                    cake_ir::Extent::Sym(d) => {
+                        let name = &kernel.dims[*d].name;
+                        format!("{name}={}", shape[name])
+                    }
+                })
+                .collect();
+            return Err(CostError::Shape(format!(
+                "tensor `{}` ({} of {}) would hold more than 2^63 bytes: no GPU can address it",
+                p.name,
+                extents.join(" x "),
+                dtype
+            )));
+        }
+    }
     Ok(())
+}
+
+/// The product of the tile loop's counts must fit the kernel's 32-bit `int` tile index.
+pub fn check_tiles(kernel: &cake_ir::Kernel, counts: &[i64]) -> Result<(), CostError> {
+    let total = counts.iter().try_fold(1i64, |a, &c| a.checked_mul(c));
+    match total {
+        Some(t) if t <= i64::from(i32::MAX) => Ok(()),
+        _ => Err(CostError::Shape(format!(
+            "`{}` would walk {} tiles: more than its 32-bit `int` tile index can count (at most {})",
+            kernel.name,
+            counts
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(" x "),
+            i32::MAX
+        ))),
+    }
 }
 
 fn list(names: &[&str]) -> String {

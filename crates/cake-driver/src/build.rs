@@ -142,7 +142,15 @@ pub fn build_with(
     let mut findings = checked.findings.clone();
     let mut kernels = Vec::new();
     for (k, mut l) in checked.kernels.iter().zip(lowered) {
-        let stem = l.launch.kernel.clone();
+        // The kernel's name made a file name that stays in `out`; two kernels whose names
+        // make one stem would overwrite each other's files.
+        let stem = cake_lower::file_stem(&l.launch.kernel);
+        if kernels.iter().any(|b: &BuiltKernel| b.name == stem) {
+            return Err(BuildError::Tool(format!(
+                "two kernels would write {stem}.cu in {}; rename one",
+                out.display()
+            )));
+        }
         l.launch.cubin = format!("{stem}.{}", image.extension());
         let build = tc
             .compile_cached_image(&l.cuda, t, image, out, &stem)

@@ -23,4 +23,4 @@ pub use budget::{Budget, Spent};
 pub use estimate::{CostModel, Estimator};
 pub use evaluate::{Evaluation, Evaluator, Harness, Outcome};
 pub use propose::{KnobMutator, Proposer};
-pub use search::{Event, Search, Settings};
+pub use search::{Event, ProposerSettings, Search, Settings};

@@ -37,6 +37,28 @@ pub struct Settings {
     /// Elites handed to the proposer.
     pub parents: usize,
     pub rng_seed: u64,
+    /// How the proposer is made, so `--resume` continues with the one the run started with.
+    /// `None` in archives of runs started before it was stored.
+    #[serde(default)]
+    pub proposer: Option<ProposerSettings>,
+    /// The one baseline timed (speedups are against it); `None`: every baseline.
+    #[serde(default)]
+    pub baseline: Option<String>,
+}
+
+/// A run's proposer, as the front door that starts the run makes it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProposerSettings {
+    /// `knobs`, `command` or `chat`.
+    pub kind: String,
+    /// The external agent's command (`command`).
+    pub command: Option<String>,
+    /// The external agent's wall-time limit per generation, in seconds (`command`).
+    pub command_timeout_s: f64,
+    /// Chat requests per generation (`chat`).
+    pub chat_requests: usize,
+    /// The chat model (`chat`; the endpoint and key come from the environment).
+    pub chat_model: Option<String>,
 }
 
 impl Settings {
@@ -52,6 +74,8 @@ impl Settings {
             top_k: 2,
             parents: 6,
             rng_seed: 1,
+            proposer: None,
+            baseline: None,
         }
     }
 }

@@ -25,6 +25,28 @@ pub fn lowerings_on_this_thread() -> u64 {
     LOWERINGS.with(|n| n.get())
 }
 
+/// The file stem of a kernel's outputs (`<stem>.cu`, `.cubin`, `.launch.json`): the kernel's
+/// name with every character but letters, digits, `_` and `-` replaced by `_`, so no name reaches
+/// outside the output directory (`../`, `/abs`) or hides a file (`.x`). A Python identifier, as
+/// the front-end gives every kernel, is its own stem.
+pub fn file_stem(kernel: &str) -> String {
+    let stem: String = kernel
+        .chars()
+        .map(|c| {
+            if c.is_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if stem.is_empty() || stem.starts_with('-') {
+        format!("kernel{stem}")
+    } else {
+        stem
+    }
+}
+
 /// What lowering produced for one kernel.
 #[derive(Clone, Debug)]
 pub struct Lowered {

@@ -223,6 +223,19 @@ impl Spec {
                 )));
             }
         }
+        // The image is read from beside launch.json: a bare file name, never a path out of it.
+        if meta.cubin.contains(['/', '\\', '\0']) || meta.cubin.starts_with('.') {
+            return Err(launch(format!(
+                "launch.json field `cubin`: expected a file name beside launch.json, got {:?}",
+                meta.cubin
+            )));
+        }
+        if !is_c_identifier(&meta.symbol) {
+            return Err(launch(format!(
+                "launch.json field `symbol`: expected a C identifier, got {:?}",
+                meta.symbol
+            )));
+        }
         for (key, v) in [("block", meta.block), ("cluster", meta.cluster)] {
             if v.contains(&0) {
                 return Err(launch(format!(
@@ -556,4 +569,10 @@ fn parse_scalars(meta: &LaunchMeta) -> Result<Vec<ScalarSpec>> {
         });
     }
     Ok(out)
+}
+
+/// `[A-Za-z_][A-Za-z0-9_]*`: what the lowering's `extern "C"` symbols are.
+fn is_c_identifier(s: &str) -> bool {
+    s.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }

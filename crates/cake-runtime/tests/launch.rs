@@ -194,6 +194,27 @@ fn spec_errors() {
             "field `block`: expected 3 positive ints",
         ),
         (|m| m["cluster"] = json!([0, 1, 1]), "field `cluster`"),
+        // The image is read beside launch.json; a hostile path never reaches the file system.
+        (
+            |m| m["cubin"] = json!("../../etc/passwd"),
+            "field `cubin`: expected a file name beside launch.json",
+        ),
+        (
+            |m| m["cubin"] = json!("/abs/gemm.cubin"),
+            "field `cubin`: expected a file name beside launch.json",
+        ),
+        (
+            |m| m["cubin"] = json!(".hidden"),
+            "field `cubin`: expected a file name beside launch.json",
+        ),
+        (
+            |m| m["symbol"] = json!("cake_gemm\u{0}x"),
+            "field `symbol`: expected a C identifier",
+        ),
+        (
+            |m| m["symbol"] = json!("1gemm"),
+            "field `symbol`: expected a C identifier",
+        ),
         (
             |m| m["cluster"] = json!([1, 2, 1]),
             "cluster must be [x, 1, 1]",

@@ -15,6 +15,19 @@ use std::collections::BTreeMap;
 /// Distinct loop ranges beyond which the scenario product is not explored (a coverage note).
 const MAX_RANGES: usize = 3;
 
+/// The exploration's work budget, in steps (a statement visited, or a loop iteration begun,
+/// while unrolling a role for a scenario), summed over every scenario: `STEPS_PER_STMT` per
+/// statement of the schedule, at least `MIN_STEPS`. Shape-dependent ranges run at most
+/// stages + 1 times, so this covers them many times over; what it stops is a range with a large
+/// constant trip count (`lm.range(100000)`), whose unrolling would take minutes. Running out is
+/// a coverage note (CAKE-V002) on the range being unrolled, with the findings found so far.
+const STEPS_PER_STMT: u64 = 4_000;
+const MIN_STEPS: u64 = 200_000;
+
+fn step_budget(k: &Kernel) -> u64 {
+    (STEPS_PER_STMT * k.stmts.len() as u64).max(MIN_STEPS)
+}
+
 #[derive(Clone, Debug)]
 enum Ev {
     /// Wait for completion number `need` (0-based) of `slot` of `barrier`.
@@ -98,10 +111,30 @@ pub fn check(cx: &Ctx, out: &mut Vec<Finding>) {
     }
     // One counterexample of each kind is enough to act on.
     let mut found: Vec<Finding> = Vec::new();
+    let budget = step_budget(k);
+    let mut left = budget;
     for sc in &scenarios {
-        if let Some(f) = simulate(cx, sc) {
-            if !found.iter().any(|g| g.code == f.code) {
-                found.push(f);
+        match simulate(cx, sc, &mut left) {
+            Ok(Some(f)) => {
+                if !found.iter().any(|g| g.code == f.code) {
+                    found.push(f);
+                }
+            }
+            Ok(None) => {}
+            Err(at) => {
+                let span = at.map_or(k.span, |l| k.loops.span(l));
+                let range = at.and_then(|l| range_text(cx, l)).unwrap_or_default();
+                found.push(
+                    Finding::new(
+                        &cake_diag::catalog::coverage::NOT_VERIFIED,
+                        span,
+                        format!("not verified: deadlock exploration stopped at its budget of {budget} steps while unrolling {range}"),
+                    )
+                    .note(format!("scenario: {}", sc.describe()))
+                    .note(format!("the budget is {STEPS_PER_STMT} steps per statement of the schedule (at least {MIN_STEPS}); a range with a large constant trip count unrolls one step per iteration"))
+                    .help("a shape-dependent trip count (`lm.range(lm.cdiv(K, BK))`) is explored at a few small values"),
+                );
+                break;
             }
         }
     }
@@ -164,6 +197,12 @@ struct Unroll<'a> {
     /// Body of the pipelined loop being unrolled (releases there may be deferred).
     loop_body: Option<Block>,
     events: Vec<Ev>,
+    /// Steps left of the exploration's budget.
+    left: u64,
+    /// Range loops being unrolled, outermost first.
+    ranges: Vec<LoopId>,
+    /// Set when the budget ran out: the outermost range loop being unrolled then, if any.
+    exhausted: Option<Option<LoopId>>,
 }
 
 impl Unroll<'_> {
@@ -194,8 +233,24 @@ impl Unroll<'_> {
         )
     }
 
+    /// Take one step of the budget; false (and the place recorded) once it has run out.
+    fn step(&mut self) -> bool {
+        if self.exhausted.is_some() {
+            return false;
+        }
+        if self.left == 0 {
+            self.exhausted = Some(self.ranges.first().copied());
+            return false;
+        }
+        self.left -= 1;
+        true
+    }
+
     fn block(&mut self, block: &Block, inside: bool) {
         for &s in block {
+            if !self.step() {
+                return;
+            }
             match &self.cx.k.stmts[s] {
                 Stmt::Role { role, body } => {
                     if *role == self.role {
@@ -205,6 +260,9 @@ impl Unroll<'_> {
                 Stmt::Loop { id, body } => match &self.cx.k.loops[*id].kind {
                     LoopKind::Tiles { .. } => {
                         for _ in 0..self.sc.tiles {
+                            if !self.step() {
+                                return;
+                            }
                             self.block(body, inside);
                         }
                     }
@@ -212,7 +270,11 @@ impl Unroll<'_> {
                         let key = range_text(self.cx, *id).unwrap_or_default();
                         let trips = self.sc.trips.get(&key).copied().unwrap_or(1);
                         self.deferred.push(None);
+                        self.ranges.push(*id);
                         for _ in 0..trips {
+                            if !self.step() {
+                                break;
+                            }
                             if let Some(p) = pipeline {
                                 let it = *self.pipe_it.get(p).unwrap_or(&0);
                                 let stages = self.cx.k.pipelines[*p].stages.max(1) as u64;
@@ -226,6 +288,7 @@ impl Unroll<'_> {
                                 *self.pipe_it.entry(*p).or_insert(0) += 1;
                             }
                         }
+                        self.ranges.pop();
                         if let Some(Some((b, slot, count, stmt))) = self.deferred.pop() {
                             self.events.push(Ev::Arrive {
                                 barrier: b,
@@ -329,7 +392,9 @@ impl Unroll<'_> {
     }
 }
 
-fn simulate(cx: &Ctx, sc: &Scenario) -> Option<Finding> {
+/// Simulate one scenario: `Ok(Some(finding))` for a deadlock or phase overrun, `Err(loop)` when
+/// the step budget `left` ran out while unrolling (in `loop`, the outermost range then).
+fn simulate(cx: &Ctx, sc: &Scenario, left: &mut u64) -> Result<Option<Finding>, Option<LoopId>> {
     let k = cx.k;
     let mut progs: Vec<(RoleId, Vec<Ev>)> = Vec::new();
     for (rid, _) in k.roles.iter() {
@@ -343,10 +408,31 @@ fn simulate(cx: &Ctx, sc: &Scenario) -> Option<Finding> {
             deferred: Vec::new(),
             events: Vec::new(),
             loop_body: None,
+            left: *left,
+            ranges: Vec::new(),
+            exhausted: None,
         };
         u.block(&k.body, false);
+        *left = u.left;
+        if let Some(at) = u.exhausted {
+            return Err(at);
+        }
         progs.push((rid, u.events));
     }
+    // Per program: the positions of its waits on each barrier slot, so the next wait a
+    // completion could alias is a binary search, not a scan of the rest of the program.
+    let waits: Vec<BTreeMap<(BarrierId, u32), Vec<usize>>> = progs
+        .iter()
+        .map(|(_, evs)| {
+            let mut m: BTreeMap<(BarrierId, u32), Vec<usize>> = BTreeMap::new();
+            for (i, e) in evs.iter().enumerate() {
+                if let Ev::Wait { barrier, slot, .. } = e {
+                    m.entry((*barrier, *slot)).or_default().push(i);
+                }
+            }
+            m
+        })
+        .collect();
     // Barrier state per slot: completed phases and arrivals pending in the current phase.
     let mut completed: BTreeMap<(BarrierId, u32), u64> = BTreeMap::new();
     let mut pending: BTreeMap<(BarrierId, u32), u32> = BTreeMap::new();
@@ -386,10 +472,20 @@ fn simulate(cx: &Ctx, sc: &Scenario) -> Option<Finding> {
                             // A waiter that still needs an earlier completion of this slot would
                             // see its parity bit come round again.
                             for (j, (wrole, wevs)) in progs.iter().enumerate() {
-                                if let Some(Ev::Wait { barrier: wb, slot: ws, need, stmt: wst }) = wevs[pc[j]..].iter().find(|e| matches!(e, Ev::Wait { barrier: b2, slot: s2, .. } if b2 == barrier && s2 == slot)) {
+                                let next = waits[j].get(&(*barrier, *slot)).and_then(|at| {
+                                    at.get(at.partition_point(|&x| x < pc[j]))
+                                        .map(|&x| &wevs[x])
+                                });
+                                if let Some(Ev::Wait {
+                                    barrier: wb,
+                                    slot: ws,
+                                    need,
+                                    stmt: wst,
+                                }) = next
+                                {
                                     if *c >= need + 3 && wb == barrier && ws == slot {
                                         let bname = &k.barriers[*barrier].name;
-                                        return Some(
+                                        return Ok(Some(
                                             Finding::new(
                                                 &PHASE_OVERRUN,
                                                 cx.span(*stmt),
@@ -408,7 +504,7 @@ fn simulate(cx: &Ctx, sc: &Scenario) -> Option<Finding> {
                                             .label(cx.span(*wst), format!("`{}` waits here", k.roles[*wrole].name))
                                             .note(format!("scenario: {}", sc.describe()))
                                             .help("the producer must wait for the consumer to release the slot before signalling it again"),
-                                        );
+                                        ));
                                     }
                                 }
                             }
@@ -420,7 +516,7 @@ fn simulate(cx: &Ctx, sc: &Scenario) -> Option<Finding> {
             }
         }
         if progs.iter().enumerate().all(|(i, (_, e))| pc[i] >= e.len()) {
-            return None;
+            return Ok(None);
         }
         if !progressed {
             let blocked: Vec<(RoleId, &Ev)> = progs
@@ -437,7 +533,7 @@ fn simulate(cx: &Ctx, sc: &Scenario) -> Option<Finding> {
                 need,
             } = first_ev
             else {
-                return None;
+                return Ok(None);
             };
             let mut f = Finding::new(
                 &DEADLOCK,
@@ -477,7 +573,7 @@ fn simulate(cx: &Ctx, sc: &Scenario) -> Option<Finding> {
                     pc[progs.iter().position(|(x, _)| x == r).unwrap_or(0)]
                 ));
             }
-            return Some(f.help("every wait needs matching arrivals on every path; check the order of waits and arrivals across roles"));
+            return Ok(Some(f.help("every wait needs matching arrivals on every path; check the order of waits and arrivals across roles")));
         }
     }
 }

@@ -147,6 +147,41 @@ pub(crate) fn c_ident(name: &str) -> String {
     }
 }
 
+/// Text (generated code with names and file names in its comments) made safe for one line of
+/// the CUDA file: control characters (newlines above all), Unicode line separators and bidi
+/// controls become `<U+XXXX>`, as do the `/` of `*/` and a backslash or `??/` that would end the
+/// line (and continue it, or the comment, onto the next). Identity for every line the lowering
+/// writes itself: names enter code only through [`c_ident`].
+pub(crate) fn source_safe(text: &str) -> std::borrow::Cow<'_, str> {
+    fn unsafe_char(c: char) -> bool {
+        c.is_control()
+            || matches!(
+                c,
+                '\u{2028}' | '\u{2029}' | '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{feff}'
+            )
+            || ('\u{202a}'..='\u{202e}').contains(&c)
+            || ('\u{2066}'..='\u{2069}').contains(&c)
+    }
+    let ends_badly = text.ends_with('\\') || text.ends_with("??/");
+    if !ends_badly && !text.contains("*/") && !text.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len() + 16);
+    for (i, &c) in chars.iter().enumerate() {
+        let last = i + 1 == chars.len();
+        let escape = unsafe_char(c)
+            || (c == '/' && i > 0 && chars[i - 1] == '*')
+            || (last && (c == '\\' || (c == '/' && text.ends_with("??/"))));
+        if escape {
+            let _ = write!(out, "<U+{:04X}>", c as u32);
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 impl<'a> Emitter<'a> {
     pub(crate) fn new(
         k: &'a Kernel,
@@ -209,19 +244,18 @@ impl<'a> Emitter<'a> {
         legal::role_ops(self.kf, role)
     }
 
+    /// One line of the body. Names and file names reach it inside comments, so it goes through
+    /// [`source_safe`]: no line a name writes can become a directive or swallow the next one.
     pub(crate) fn line(&mut self, text: &str) {
         for _ in 0..self.indent {
             self.out.push_str("  ");
         }
-        self.out.push_str(text);
+        self.out.push_str(&source_safe(text));
         self.out.push('\n');
     }
 
     pub(crate) fn loc(&self, span: Span) -> String {
-        let name = std::path::Path::new(&self.file.name)
-            .file_name()
-            .map_or(self.file.name.clone(), |n| n.to_string_lossy().into_owned());
-        format!("{}:{}", name, self.file.line_of(span.start))
+        format!("{}:{}", self.file_name(), self.file.line_of(span.start))
     }
 
     /// `open` (a line ending in `{`), then `body` one level deeper, then the closing `}`: the one
@@ -336,10 +370,12 @@ impl<'a> Emitter<'a> {
         })
     }
 
+    /// The schedule's file name (without directories) as comments show it.
     pub(crate) fn file_name(&self) -> String {
-        std::path::Path::new(&self.file.name)
+        let name = std::path::Path::new(&self.file.name)
             .file_name()
-            .map_or(self.file.name.clone(), |n| n.to_string_lossy().into_owned())
+            .map_or(self.file.name.clone(), |n| n.to_string_lossy().into_owned());
+        source_safe(&name).into_owned()
     }
 
     /// CTAs per cluster when the kernel runs in clusters (1 otherwise).

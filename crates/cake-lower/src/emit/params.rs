@@ -218,7 +218,7 @@ impl Emitter<'_> {
             kernel: self.k.name.clone(),
             symbol,
             target: self.target.name.to_string(),
-            cubin: format!("{}.cubin", self.k.name),
+            cubin: format!("{}.cubin", crate::file_stem(&self.k.name)),
             block: [self.k.block_threads(), 1, 1],
             cluster: self.k.cluster,
             dynamic_smem: self.layout.total + SMEM_ALIGN_SLACK,
