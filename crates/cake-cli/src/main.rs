@@ -261,9 +261,27 @@ enum Command {
         #[arg(long, value_enum, default_value = "human")]
         format: DocFormat,
     },
-    /// Serve Cake's tools (check, explain, lower, build, test, bench) to a coding agent over
-    /// MCP on stdin/stdout (docs/agents.md).
-    Mcp,
+    #[command(about = cake_mcp::ABOUT, long_about = cake_mcp::LONG_ABOUT)]
+    Mcp {
+        /// A directory the tools may read and write besides the working directory (repeatable).
+        #[arg(long, value_name = "DIR")]
+        allow: Vec<PathBuf>,
+        /// Seconds one call of check, explain, lower, cost, build or evolve_status may run.
+        #[arg(long, value_name = "SECS", default_value_t = 120)]
+        timeout: u64,
+        /// Seconds one call of test or bench may run.
+        #[arg(long, value_name = "SECS", default_value_t = 1800)]
+        eval_timeout: u64,
+        /// Memory (address space) of each tool process: 4G, 512M, or bytes.
+        #[arg(long, value_name = "SIZE", default_value = "4G", value_parser = cake_mcp::limits::parse_size)]
+        memory: u64,
+        /// Tool processes running at once; later calls wait [default: the number of CPUs].
+        #[arg(long, value_name = "N")]
+        jobs: Option<usize>,
+    },
+    /// `cake mcp`'s tool process: one JSON request on stdin, the result on stdout.
+    #[command(name = "mcp-worker", hide = true)]
+    McpWorker,
     /// Explain a finding code (e.g. CAKE-L003), or list every code.
     Explain {
         code: Option<String>,
@@ -326,7 +344,16 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Command::Explain { code, markdown } => cmd_explain(code.as_deref(), markdown),
-        Command::Mcp => match cake_mcp::serve_stdio() {
+        Command::McpWorker => cake_mcp::worker_main(),
+        Command::Mcp {
+            allow,
+            timeout,
+            eval_timeout,
+            memory,
+            jobs,
+        } => match mcp_config(allow, timeout, eval_timeout, memory, jobs)
+            .and_then(cake_mcp::serve_stdio)
+        {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("error: {e}");
@@ -681,4 +708,28 @@ fn cmd_mutate(file: &Path, out: Option<&Path>) -> ExitCode {
     }
     out!("\n{}", cake_mutate::catch_table(&outcomes));
     ExitCode::SUCCESS
+}
+
+/// `cake mcp`'s limits; each tool call runs in `cake mcp-worker`, this same executable.
+fn mcp_config(
+    allow: Vec<PathBuf>,
+    timeout: u64,
+    eval_timeout: u64,
+    memory: u64,
+    jobs: Option<usize>,
+) -> Result<cake_mcp::Config, String> {
+    if timeout == 0 || eval_timeout == 0 {
+        return Err("--timeout and --eval-timeout take a positive number of seconds".into());
+    }
+    let exe =
+        std::env::current_exe().map_err(|e| format!("cannot find the cake executable: {e}"))?;
+    let defaults = cake_mcp::Config::default();
+    Ok(cake_mcp::Config {
+        timeout: std::time::Duration::from_secs(timeout),
+        eval_timeout: std::time::Duration::from_secs(eval_timeout),
+        memory,
+        allow,
+        worker: Some(exe),
+        jobs: jobs.unwrap_or(defaults.jobs).max(1),
+    })
 }

@@ -176,3 +176,29 @@ fn malformed_lines_do_not_end_the_server() {
     assert_eq!(r["structuredContent"]["code"], "CAKE-S005", "{r}");
     assert!(s.child.try_wait().unwrap().is_none(), "the server exited");
 }
+
+#[test]
+fn an_oversized_request_line_is_answered_with_an_error() {
+    let mut s = initialized();
+    // 17 MiB of schedule text in one request line: over the 16 MiB line cap.
+    let source = "#".repeat(17 << 20);
+    s.send(json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                  "params": {"name": "check", "arguments": {"source": source}}}));
+    let r = s.response(9);
+    assert_eq!(
+        r["error"]["code"],
+        -32600,
+        "{}",
+        &r.to_string()[..200.min(r.to_string().len())]
+    );
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("request too large"),
+        "{r}"
+    );
+    // Answered, and the server reads on.
+    let r = s.call(10, "explain", json!({"code": "S005"}));
+    assert_eq!(r["structuredContent"]["code"], "CAKE-S005", "{r}");
+}

@@ -16,13 +16,20 @@ fn at_root(p: &str) -> String {
     root().join(p).display().to_string()
 }
 
+/// A server whose path policy admits the checkout and the temporary directory, where these
+/// tests keep their files; tools run in this process (no `cake` executable here).
+fn server() -> cake_mcp::CakeServer {
+    cake_mcp::CakeServer::with_config(cake_mcp::Config {
+        allow: vec![root(), std::env::temp_dir()],
+        ..Default::default()
+    })
+    .expect("the roots exist")
+}
+
 async fn connect() -> RunningService<RoleClient, ()> {
     let (server_io, client_io) = tokio::io::duplex(1 << 20);
     tokio::spawn(async move {
-        let server = cake_mcp::CakeServer::new()
-            .serve(server_io)
-            .await
-            .expect("server initializes");
+        let server = server().serve(server_io).await.expect("server initializes");
         let _ = server.waiting().await;
     });
     ().serve(client_io).await.expect("client initializes")
@@ -445,10 +452,7 @@ async fn test_reports_each_check_as_a_progress_notification() {
     );
     let (server_io, client_io) = tokio::io::duplex(1 << 20);
     tokio::spawn(async move {
-        let server = cake_mcp::CakeServer::new()
-            .serve(server_io)
-            .await
-            .expect("server initializes");
+        let server = server().serve(server_io).await.expect("server initializes");
         let _ = server.waiting().await;
     });
     let recorder = Recorder::default();
@@ -483,4 +487,214 @@ async fn test_reports_each_check_as_a_progress_notification() {
         "every progress line is also a notification, in order"
     );
     client.cancel().await.ok();
+}
+
+#[tokio::test]
+async fn unknown_arguments_are_refused_and_the_schemas_say_so() {
+    let client = connect().await;
+    let tools = client.list_all_tools().await.expect("tools/list");
+    for t in &tools {
+        let schema = serde_json::to_value(&*t.input_schema).unwrap();
+        assert_eq!(
+            schema["additionalProperties"], false,
+            "{}: {schema}",
+            t.name
+        );
+    }
+    let path = at_root("tests/check/CAKE-S005-good.py");
+    for (tool, args) in [
+        ("check", json!({"path": path, "tagret": "sm_90a"})),
+        ("explain", json!({"code": "CAKE-S005", "verbose": true})),
+        (
+            "lower",
+            json!({"path": path, "target": "sm_90a", "out": "x"}),
+        ),
+        ("test", json!({"contract": "c.toml", "baseline": "cublas"})),
+        ("evolve_status", json!({"run": "r", "limit": 3})),
+    ] {
+        let r = call(&client, tool, args.clone()).await;
+        assert!(is_error(&r), "{tool} {args}: accepted");
+        assert!(text(&r).contains("unknown field"), "{tool}: {}", text(&r));
+    }
+    client.cancel().await.ok();
+}
+
+#[tokio::test]
+async fn tools_carry_annotations() {
+    let client = connect().await;
+    let tools = client.list_all_tools().await.expect("tools/list");
+    let hints = |name: &str| {
+        let t = tools.iter().find(|t| t.name == name).unwrap();
+        let a = t
+            .annotations
+            .as_ref()
+            .unwrap_or_else(|| panic!("{name}: no annotations"));
+        (
+            a.read_only_hint,
+            a.destructive_hint,
+            a.idempotent_hint,
+            a.open_world_hint,
+        )
+    };
+    for name in ["check", "explain", "lower", "cost", "evolve_status"] {
+        assert_eq!(hints(name).0, Some(true), "{name} is read-only");
+        assert_eq!(hints(name).3, Some(false), "{name} is closed-world");
+    }
+    assert_eq!(
+        hints("build"),
+        (Some(false), Some(false), Some(true), Some(false))
+    );
+    for name in ["test", "bench"] {
+        assert_eq!(hints(name).0, Some(false), "{name}");
+        assert_eq!(hints(name).3, Some(true), "{name} runs on a GPU host");
+    }
+    client.cancel().await.ok();
+}
+
+#[tokio::test]
+async fn paths_outside_the_roots_are_refused() {
+    let client = connect().await;
+    for (tool, args) in [
+        ("check", json!({"path": "/etc/passwd"})),
+        ("lower", json!({"path": "/etc/passwd", "target": "sm_90a"})),
+        (
+            "cost",
+            json!({"path": "/etc/hostname", "target": "sm_90a", "shape": "M=1"}),
+        ),
+        ("evolve_status", json!({"run": "/etc"})),
+        ("test", json!({"contract": "/etc/passwd"})),
+    ] {
+        let r = call(&client, tool, args.clone()).await;
+        assert!(is_error(&r), "{tool} {args}: accepted");
+        assert!(text(&r).starts_with("path policy:"), "{tool}: {}", text(&r));
+        assert!(
+            !text(&r).contains("root:"),
+            "{tool} leaks the file: {}",
+            text(&r)
+        );
+    }
+    // A symlink inside a root that points out of it is resolved first.
+    let dir = std::env::temp_dir().join(format!("cake-mcp-link-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::os::unix::fs::symlink("/etc/passwd", dir.join("passwd.py")).unwrap();
+    let r = call(
+        &client,
+        "check",
+        json!({"path": dir.join("passwd.py").display().to_string()}),
+    )
+    .await;
+    assert!(text(&r).starts_with("path policy:"), "{}", text(&r));
+
+    // `build` creates nothing outside the roots, even when the schedule is good.
+    let outside = format!("/var/tmp/cake-mcp-outside-{}/a/b", std::process::id());
+    let r = call(
+        &client,
+        "build",
+        json!({"path": at_root("examples/gemm_sm90.py"), "target": "sm_90a", "out_dir": outside}),
+    )
+    .await;
+    assert!(text(&r).starts_with("path policy:"), "{}", text(&r));
+    assert!(!std::path::Path::new(&outside)
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .exists());
+    // ... nor through a symlinked directory inside one.
+    std::os::unix::fs::symlink("/var/tmp", dir.join("out")).unwrap();
+    let r = call(
+        &client,
+        "build",
+        json!({"path": at_root("examples/gemm_sm90.py"), "target": "sm_90a",
+               "out_dir": dir.join("out/cake-mcp-escape").display().to_string()}),
+    )
+    .await;
+    assert!(text(&r).starts_with("path policy:"), "{}", text(&r));
+    assert!(!std::path::Path::new("/var/tmp/cake-mcp-escape").exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+    client.cancel().await.ok();
+}
+
+#[tokio::test]
+async fn oversized_and_irregular_inputs_are_refused() {
+    let client = connect().await;
+    let dir = std::env::temp_dir().join(format!("cake-mcp-inputs-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let big = dir.join("big.py");
+    std::fs::write(&big, vec![b'#'; (4 << 20) + 1]).unwrap();
+    let fifo = dir.join("fifo.py");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let start = std::time::Instant::now();
+    for (args, needle) in [
+        (
+            json!({"path": big.display().to_string()}),
+            "larger than 4 MiB",
+        ),
+        (
+            json!({"source": "#".repeat((4 << 20) + 1)}),
+            "over the 4 MiB limit",
+        ),
+        (
+            json!({"path": fifo.display().to_string()}),
+            "not a regular file",
+        ),
+        (json!({"path": dir.display().to_string()}), "a directory"),
+    ] {
+        let r = call(&client, "check", args).await;
+        assert!(is_error(&r));
+        assert!(text(&r).contains(needle), "{needle}: {}", text(&r));
+        assert!(text(&r).contains("input limit"), "{}", text(&r));
+    }
+    // No open of the FIFO waited for a writer.
+    assert!(start.elapsed().as_secs() < 10, "{:?}", start.elapsed());
+    std::fs::remove_dir_all(&dir).unwrap();
+    client.cancel().await.ok();
+}
+
+#[tokio::test]
+async fn an_oversized_line_is_answered_with_an_error() {
+    // The transport with a small cap, in process; crates/cake-cli/tests/mcp.rs sends the real
+    // binary 17 MiB.
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let (server_io, client_io) = tokio::io::duplex(1 << 16);
+    let (r, w) = tokio::io::split(server_io);
+    tokio::spawn(async move {
+        let t = cake_mcp::LineTransport::with_max_line(r, w, 1024);
+        if let Ok(s) = server().serve(t).await {
+            let _ = s.waiting().await;
+        }
+    });
+    let (cr, mut cw) = tokio::io::split(client_io);
+    let mut lines = BufReader::new(cr).lines();
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"}}});
+    cw.write_all(format!("{init}\n").as_bytes()).await.unwrap();
+    let first: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+    assert_eq!(first["id"], 1);
+    cw.write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")
+        .await
+        .unwrap();
+    let big = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "check", "arguments": {"source": "#".repeat(5000)}}});
+    cw.write_all(format!("{big}\n").as_bytes()).await.unwrap();
+    let answer: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+    assert_eq!(answer["id"], 7, "{answer}");
+    assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    assert!(answer["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("request too large"));
+    // The connection goes on.
+    let next = json!({"jsonrpc": "2.0", "id": 8, "method": "tools/list"});
+    cw.write_all(format!("{next}\n").as_bytes()).await.unwrap();
+    let answer: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+    assert_eq!(answer["id"], 8);
+    assert!(answer["result"]["tools"].is_array(), "{answer}");
 }
