@@ -7,7 +7,9 @@ use cake_diag::{Finding, SourceFile};
 use cake_ir::{Kernel, KernelFacts};
 
 mod build;
+mod read;
 pub use build::{build, build_with, lower, resource_findings, BuildError, Built, BuiltKernel};
+pub use read::{read_schedule, ReadError, MAX_SCHEDULE_BYTES};
 
 #[derive(Debug)]
 pub struct Checked {
