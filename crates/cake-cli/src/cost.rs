@@ -59,7 +59,7 @@ pub fn cmd_cost(
             }
         },
     };
-    let bytes = match std::fs::read(file) {
+    let bytes = match cake_driver::read_schedule(file) {
         Ok(b) => b,
         Err(e) => {
             eprintln!("error: cannot read {}: {e}", file.display());

@@ -421,7 +421,8 @@ fn main() -> ExitCode {
 }
 
 fn read(file: &Path) -> Result<Vec<u8>, ExitCode> {
-    std::fs::read(file).map_err(|e| {
+    // A regular file of at most 4 MiB (`cake_driver::read_schedule`): never a FIFO that blocks.
+    cake_driver::read_schedule(file).map_err(|e| {
         eprintln!("error: cannot read {}: {e}", file.display());
         ExitCode::from(2)
     })

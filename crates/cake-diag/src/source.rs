@@ -58,8 +58,8 @@ impl Span {
 ///
 /// Lines and columns are 1-based. Columns count Unicode scalar values
 /// (`char`s), which is what SARIF calls `unicodeCodePoints` and what an
-/// editor shows for non-ASCII text. Only `\n` ends a line; a `\r` before it is
-/// not part of the line's text.
+/// editor shows for non-ASCII text. `\n`, `\r\n` and a lone `\r` each end a
+/// line, as in Python; the terminator is not part of the line's text.
 ///
 /// Every query accepts any offset: one past the end of the text is clamped to
 /// the end, and one inside a UTF-8 sequence is rounded down to the start of
@@ -77,8 +77,11 @@ impl SourceFile {
     pub fn new(name: impl Into<String>, text: impl Into<String>) -> Self {
         let text = text.into();
         let mut line_starts = vec![0];
-        for (i, byte) in text.bytes().enumerate() {
-            if byte == b'\n' {
+        let bytes = text.as_bytes();
+        for (i, &byte) in bytes.iter().enumerate() {
+            // A `\r` ends a line unless a `\n` follows (then the `\n` ends it).
+            let ends = byte == b'\n' || (byte == b'\r' && bytes.get(i + 1) != Some(&b'\n'));
+            if ends {
                 match u32::try_from(i + 1) {
                     Ok(start) => line_starts.push(start),
                     // Offsets are u32: lines past 4 GiB are unreachable by any span.
@@ -161,8 +164,8 @@ impl SourceFile {
         &self.text[span.start as usize..span.end as usize]
     }
 
-    /// Byte span of the 1-based `line` without its terminator (`\n` or
-    /// `\r\n`); lines past the end give the empty span at the end of the text.
+    /// Byte span of the 1-based `line` without its terminator (`\n`, `\r\n`
+    /// or `\r`); lines past the end give the empty span at the end of the text.
     pub fn line_span(&self, line: u32) -> Span {
         if line == 0 || line > self.line_count() {
             return Span::at(self.len());
@@ -172,7 +175,12 @@ impl SourceFile {
             .line_starts
             .get(line as usize)
             .map_or(self.len(), |&next| next - 1);
-        if end > start && self.text.as_bytes().get(end as usize - 1) == Some(&b'\r') {
+        // `end` is the terminator's last byte; a `\n` may have a `\r` before it.
+        let bytes = self.text.as_bytes();
+        if end > start
+            && bytes.get(end as usize) == Some(&b'\n')
+            && bytes.get(end as usize - 1) == Some(&b'\r')
+        {
             end -= 1;
         }
         Span { start, end }
@@ -214,6 +222,22 @@ mod tests {
         assert_eq!(f.line_text(4), "last");
         assert_eq!(f.line_text(0), "");
         assert_eq!(f.line_text(5), "");
+    }
+
+    #[test]
+    fn carriage_returns_end_lines() {
+        // Old Mac line endings, and all three kinds mixed.
+        let f = SourceFile::new("t.py", "a = 1\rbb = 2\rx");
+        assert_eq!(f.line_count(), 3);
+        assert_eq!(f.line_col(f.text.find('x').unwrap() as u32), (3, 1));
+        assert_eq!(f.line_text(1), "a = 1");
+        assert_eq!(f.line_text(2), "bb = 2");
+        let m = SourceFile::new("m.py", "a\r\nb\rc\nd\r\re");
+        assert_eq!(m.line_count(), 6);
+        let texts: Vec<&str> = (1..=6).map(|l| m.line_text(l)).collect();
+        assert_eq!(texts, ["a", "b", "c", "d", "", "e"]);
+        assert_eq!(m.line_col(m.text.find('e').unwrap() as u32), (6, 1));
+        assert_eq!(m.line_col(m.text.find('c').unwrap() as u32), (3, 1));
     }
 
     #[test]

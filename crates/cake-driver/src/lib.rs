@@ -7,7 +7,9 @@ use cake_diag::{Finding, SourceFile};
 use cake_ir::{Kernel, KernelFacts};
 
 mod build;
+mod read;
 pub use build::{build, build_with, lower, resource_findings, BuildError, Built, BuiltKernel};
+pub use read::{read_schedule, ReadError, MAX_SCHEDULE_BYTES};
 
 #[derive(Debug)]
 pub struct Checked {
@@ -53,6 +55,12 @@ impl Checked {
 /// Check `bytes` (a schedule file named `name`) for `target`, or for every target each kernel
 /// declares. Verification runs only on files the front-end accepted.
 pub fn check(name: &str, bytes: &[u8], target: Option<&str>) -> Checked {
+    // The verifier and the lowering walk expressions recursively too: run the whole session on
+    // the front-end's large stack, whatever thread called (Python, an async worker).
+    cake_front::limits::on_big_stack(|| check_here(name, bytes, target))
+}
+
+fn check_here(name: &str, bytes: &[u8], target: Option<&str>) -> Checked {
     let (file, front) = cake_front::check_bytes(name, bytes);
     let mut findings = front.findings.into_sorted();
     let mut facts = Vec::new();

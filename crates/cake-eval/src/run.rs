@@ -357,7 +357,9 @@ fn prepare(c: &Contract, opts: &Options, target: &str) -> Result<Prepared, RunEr
             kernel: None,
         });
     }
-    let bytes = read(&path)?;
+    // A schedule: the front doors' rule (a regular file of at most 4 MiB).
+    let bytes = cake_driver::read_schedule(&path)
+        .map_err(|e| RunError::Usage(format!("cannot read {}: {e}", path.display())))?;
     // A build with the PTX embedded is another image: another candidate hash.
     let image: &[u8] = if opts.embed_ptx { b"+ptx" } else { b"" };
     let hash = sha256_hex(&[

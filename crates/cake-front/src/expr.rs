@@ -13,6 +13,13 @@ use ruff_text_size::Ranged;
 
 impl Interp<'_> {
     pub fn eval(&mut self, e: &ast::Expr) -> R<Value> {
+        self.enter(span(e.range()))?;
+        let r = self.eval_here(e);
+        self.leave();
+        r
+    }
+
+    fn eval_here(&mut self, e: &ast::Expr) -> R<Value> {
         use ast::Expr as E;
         let sp = span(e.range());
         match e {

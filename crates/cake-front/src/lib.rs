@@ -10,6 +10,7 @@ mod builtins;
 pub mod codes;
 mod expr;
 mod interp;
+pub mod limits;
 mod suggest;
 mod typing;
 mod value;
@@ -32,10 +33,14 @@ pub struct Checked {
 
 /// Read `bytes` as a schedule file named `name`.
 pub fn check_bytes(name: &str, bytes: &[u8]) -> (SourceFile, Checked) {
+    limits::on_big_stack(|| check_bytes_here(name, bytes))
+}
+
+fn check_bytes_here(name: &str, bytes: &[u8]) -> (SourceFile, Checked) {
     match std::str::from_utf8(bytes) {
         Ok(text) => {
             let file = SourceFile::new(name, text);
-            let checked = check(&file);
+            let checked = check_here(&file);
             (file, checked)
         }
         Err(e) => {
@@ -65,7 +70,20 @@ pub fn check_bytes(name: &str, bytes: &[u8]) -> (SourceFile, Checked) {
 
 /// Parse and interpret one file.
 pub fn check(file: &SourceFile) -> Checked {
+    limits::on_big_stack(|| check_here(file))
+}
+
+fn check_here(file: &SourceFile) -> Checked {
     let mut findings = Findings::default();
+    // Nesting is bounded before parsing (the parser's memory grows with it) and after (the
+    // interpreter recurses over the tree).
+    if let Some(f) = limits::prescan(&file.text) {
+        findings.push(f);
+        return Checked {
+            kernels: Vec::new(),
+            findings,
+        };
+    }
     let parsed = ruff_python_parser::parse_unchecked_source(&file.text, ast::PySourceType::Python);
     if !parsed.errors().is_empty() {
         for e in parsed.errors() {
@@ -88,13 +106,25 @@ pub fn check(file: &SourceFile) -> Checked {
         ));
     }
     let module = parsed.syntax();
+    if let Some(f) = limits::too_deep(module) {
+        findings.push(f);
+        return Checked {
+            kernels: Vec::new(),
+            findings,
+        };
+    }
     let mut globals: HashMap<String, Value> = HashMap::new();
     let mut funcs: HashMap<String, &ast::StmtFunctionDef> = HashMap::new();
     let mut schedules: Vec<&ast::StmtFunctionDef> = Vec::new();
 
+    // Compile-time work done so far in the file (see `limits::WORK_BUDGET`).
+    let mut work = 0;
     for (i, stmt) in module.body.iter().enumerate() {
+        if let ast::Stmt::Assign(_) = stmt {
+            work = module_constant(file, stmt, &mut globals, &mut findings, work);
+            continue;
+        }
         collect_top_level(
-            file,
             stmt,
             i,
             &mut globals,
@@ -117,8 +147,13 @@ pub fn check(file: &SourceFile) -> Checked {
     }
     let mut kernels = Vec::new();
     for def in schedules {
-        let mut it = Interp::new(file, &mut findings, &globals, &funcs);
+        let mut it = Interp::new(file, &mut findings, &globals, &funcs).with_work(work);
+        if it.exhausted() {
+            // The budget was reported where it ran out; nothing more is evaluated.
+            break;
+        }
         let _ = build_kernel(&mut it, def);
+        work = it.work();
         kernels.push(it.k);
     }
     Checked {
@@ -136,7 +171,6 @@ fn is_schedule_decorator(d: &ast::Decorator) -> bool {
 }
 
 fn collect_top_level<'a>(
-    file: &SourceFile,
     stmt: &'a ast::Stmt,
     index: usize,
     globals: &mut HashMap<String, Value>,
@@ -219,29 +253,8 @@ fn collect_top_level<'a>(
                 funcs.insert(name, def);
             }
         }
-        ast::Stmt::Assign(_) => {
-            // Module-level constants: evaluated once, in order.
-            let empty_funcs = HashMap::new();
-            let mut local = Findings::default();
-            let snapshot = globals.clone();
-            let mut it = Interp::new(file, &mut local, &snapshot, &empty_funcs);
-            let ok = it.exec_block(std::slice::from_ref(stmt)).is_ok();
-            for (k, v) in it.into_top_level_names() {
-                if is_constant(&v) {
-                    globals.insert(k, v);
-                } else if ok {
-                    local.push(
-                        Finding::new(
-                            &codes::NOT_CONSTANT,
-                            sp,
-                            format!("module-level `{k}` must be a compile-time constant"),
-                        )
-                        .help("declare resources inside the schedule function"),
-                    );
-                }
-            }
-            findings.extend(local.into_sorted());
-        }
+        // Read by `module_constant`.
+        ast::Stmt::Assign(_) => {}
         ast::Stmt::Expr(e) if index == 0 && e.value.is_string_literal_expr() => {}
         ast::Stmt::Pass(_) => {}
         other => {
@@ -263,15 +276,47 @@ fn collect_top_level<'a>(
     }
 }
 
+/// A module-level constant (`stmt` is an assignment): evaluated once, in order, with `work`
+/// units of the file's budget already spent; returns the work spent after it.
+fn module_constant(
+    file: &SourceFile,
+    stmt: &ast::Stmt,
+    globals: &mut HashMap<String, Value>,
+    findings: &mut Findings,
+    work: u64,
+) -> u64 {
+    let sp = span(stmt.range());
+    let empty_funcs = HashMap::new();
+    let mut local = Findings::default();
+    // Read the globals in place (copying them for every constant was quadratic).
+    let mut it = Interp::new(file, &mut local, globals, &empty_funcs).with_work(work);
+    let ok = it.exec_block(std::slice::from_ref(stmt)).is_ok();
+    let work = it.work();
+    for (k, v) in it.into_top_level_names() {
+        if is_constant(&v) {
+            globals.insert(k, v);
+        } else if ok {
+            local.push(
+                Finding::new(
+                    &codes::NOT_CONSTANT,
+                    sp,
+                    format!("module-level `{k}` must be a compile-time constant"),
+                )
+                .help("declare resources inside the schedule function"),
+            );
+        }
+    }
+    findings.extend(local.into_sorted());
+    work
+}
+
 /// One mistake reached several times (an unrolled `range`, a helper called twice) is one
 /// finding.
 fn dedup(findings: Findings) -> Findings {
+    let mut seen = std::collections::HashSet::new();
     let mut out: Vec<Finding> = Vec::new();
     for f in findings.into_sorted() {
-        if !out
-            .iter()
-            .any(|g| g.code == f.code && g.span == f.span && g.message == f.message)
-        {
+        if seen.insert((f.code, f.span, f.message.clone())) {
             out.push(f);
         }
     }
@@ -664,14 +709,19 @@ fn annotation(
                     });
                     extents.push(Extent::Sym(id));
                 }
-                Value::Int(n) if n >= 1 && n <= u32::MAX as i64 => {
+                // Extents are 32-bit `int`s in the generated code.
+                Value::Int(n) if n >= 1 && n <= i32::MAX as i64 => {
                     extents.push(Extent::Fixed(n as u32))
                 }
                 Value::Int(n) => {
                     return it.err(
                         &codes::INVALID_VALUE,
                         psp,
-                        format!("a fixed extent must be positive, got {n}"),
+                        if n < 1 {
+                            format!("a fixed extent must be positive, got {n}")
+                        } else {
+                            format!("a fixed extent must be at most {}, got {n}", i32::MAX)
+                        },
                     )
                 }
                 other => {

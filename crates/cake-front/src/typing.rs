@@ -118,7 +118,7 @@ impl Interp<'_> {
     /// A run-time integer index (or a constant folded into one).
     pub fn index_of(&mut self, v: Value, sp: Span) -> R<ExprId> {
         match v {
-            Value::Int(i) => Ok(self.mk(ExprKind::Int(i), Ty::Index, sp)),
+            Value::Int(i) => self.int_expr(i, sp),
             Value::Bool(b) => Ok(self.mk(ExprKind::Int(b as i64), Ty::Index, sp)),
             Value::Expr(e) if self.k.exprs[e].ty == Ty::Index => Ok(e),
             Value::Poison => Err(Reported),
@@ -162,6 +162,21 @@ impl Interp<'_> {
         }
     }
 
+    /// An integer constant entering the IR: the generated code computes indices, coordinates
+    /// and extents in 32-bit `int`, so the constant must fit one.
+    fn int_expr(&mut self, i: i64, sp: Span) -> R<ExprId> {
+        if i32::try_from(i).is_err() {
+            return self
+                .err(
+                    &codes::INVALID_VALUE,
+                    sp,
+                    format!("{i} does not fit in a 32-bit int, the type of indices, coordinates and extents in the generated code"),
+                )
+                .map_err(|r| self.help_last(r, "keep compile-time values used at run time within -2147483648..=2147483647"));
+        }
+        Ok(self.mk(ExprKind::Int(i), Ty::Index, sp))
+    }
+
     pub fn const_int(&mut self, v: &Value, sp: Span, what: &str) -> R<i64> {
         match v {
             Value::Int(i) => Ok(*i),
@@ -184,7 +199,7 @@ impl Interp<'_> {
         match v {
             Value::Int(i) => Ok(match hint {
                 Some(d) if d.is_float() => self.mk(ExprKind::Float(i as f64), Ty::Scalar(d), sp),
-                _ => self.mk(ExprKind::Int(i), Ty::Index, sp),
+                _ => self.int_expr(i, sp)?,
             }),
             Value::Float(f) => {
                 let d = hint.filter(|d| d.is_float()).unwrap_or(DType::F32);
@@ -245,6 +260,28 @@ impl Interp<'_> {
         (b, bsp): (Value, Span),
         sp: Span,
     ) -> R<Value> {
+        if matches!(a, Value::Poison) || matches!(b, Value::Poison) {
+            return Err(Reported);
+        }
+        let divides = matches!(
+            op,
+            BinOp::Div | BinOp::FloorDiv | BinOp::Mod | BinOp::CeilDiv
+        );
+        let zero = match &b {
+            Value::Int(0) | Value::Bool(false) => true,
+            Value::Float(f) => *f == 0.0,
+            Value::Expr(e) => self.k.const_number(*e) == Some(0.0),
+            _ => false,
+        };
+        if divides && zero {
+            // Folded or not: a zero divisor known at compile time is never what was meant, and
+            // on the GPU it is undefined for integers.
+            return self.err(
+                &codes::INVALID_VALUE,
+                bsp,
+                "division by zero: this divisor is 0 at compile time",
+            );
+        }
         match (&a, &b) {
             (Value::Poison, _) | (_, Value::Poison) => return Err(Reported),
             (Value::Int(x), Value::Int(y)) => {
@@ -253,11 +290,6 @@ impl Interp<'_> {
                 }
                 return match fold_int(op, *x, *y) {
                     Some(v) => Ok(Value::Int(v)),
-                    None if *y == 0 => self.err(
-                        &codes::INVALID_VALUE,
-                        bsp,
-                        "division by zero in a compile-time expression",
-                    ),
                     None => self.err(&codes::INVALID_VALUE, sp, "compile-time integer overflow"),
                 };
             }
@@ -271,6 +303,8 @@ impl Interp<'_> {
             }
             (Value::Tuple(_), _) | (_, Value::Tuple(_)) if op == BinOp::Add => {
                 if let (Value::Tuple(x), Value::Tuple(y)) = (&a, &b) {
+                    // `t = t + t` doubles a tuple each time: count what is built.
+                    self.charge((x.len() + y.len()) as u64, sp)?;
                     return Ok(Value::Tuple(x.iter().chain(y).cloned().collect()));
                 }
             }
@@ -344,6 +378,18 @@ impl Interp<'_> {
                     return Err(self.report(f));
                 }
                 match broadcast(sa, sb) {
+                    Some(shape)
+                        if shape
+                            .iter()
+                            .try_fold(1u64, |n, &d| n.checked_mul(d as u64))
+                            .is_none_or(|n| n > i32::MAX as u64) =>
+                    {
+                        let msg = format!(
+                            "shapes {sa:?} and {sb:?} broadcast to {shape:?}, more than {} elements",
+                            i32::MAX
+                        );
+                        self.err(&codes::INVALID_VALUE, sp, msg)
+                    }
                     Some(shape) => Ok(Frag {
                         dtype: *da,
                         shape,

@@ -116,6 +116,22 @@ impl View {
     pub fn total_bytes(&self) -> u64 {
         self.stage_bytes() * self.stages as u64
     }
+    /// [`View::elements`], or `None` when the product overflows.
+    pub fn checked_elements(&self) -> Option<u64> {
+        self.shape
+            .iter()
+            .try_fold(1u64, |acc, &d| acc.checked_mul(d as u64))
+    }
+    /// [`View::stage_bytes`], or `None` when it overflows.
+    pub fn checked_stage_bytes(&self) -> Option<u64> {
+        self.checked_elements()?
+            .checked_mul(self.dtype.bytes() as u64)
+    }
+    /// [`View::total_bytes`], or `None` when it overflows: the front-end rejects such a view
+    /// where it is declared, so the unchecked forms never wrap on a kernel it accepted.
+    pub fn checked_total_bytes(&self) -> Option<u64> {
+        self.checked_stage_bytes()?.checked_mul(self.stages as u64)
+    }
     /// Bytes of one row (the contiguous dimension).
     pub fn row_bytes(&self) -> u64 {
         self.shape.last().copied().unwrap_or(1) as u64 * self.dtype.bytes() as u64

@@ -32,14 +32,17 @@ fn runtime_err(e: Error) -> PyErr {
 }
 
 fn read(path: &str) -> PyResult<Vec<u8>> {
-    std::fs::read(path).map_err(|e| {
+    // A regular file of at most 4 MiB (`cake_driver::read_schedule`): never a FIFO that blocks.
+    cake_driver::read_schedule(std::path::Path::new(path)).map_err(|e| {
         let err = PyErr::from(std::io::Error::new(
             e.kind(),
             format!("cannot read {path}: {e}"),
         ));
         if matches!(
             e.kind(),
-            std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied
+            std::io::ErrorKind::NotFound
+                | std::io::ErrorKind::PermissionDenied
+                | std::io::ErrorKind::IsADirectory
         ) {
             err
         } else {

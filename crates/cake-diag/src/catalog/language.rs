@@ -254,6 +254,32 @@ Compute the value from the loop variable (`k * 16`), or carry run-time state in 
     good: include_str!("../../../../tests/check/CAKE-L019-good.py"),
 };
 
+pub const NESTING_TOO_DEEP: CodeInfo = CodeInfo {
+    code: "CAKE-L020",
+    name: "nesting-too-deep",
+    category: Category::Language,
+    severity: Severity::Error,
+    summary: r#"The source, or its evaluation, nests deeper than the compiler accepts."#,
+    explanation: r#"The front-end reads a schedule by walking its syntax tree recursively, so nesting is bounded: statements and expressions may nest at most 200 levels deep (brackets, operators in a chain such as `3 + 0 + 0 + ...`, a run of unary minus), a logical line may hold at most 20,000 brackets, operators and indentation before it is parsed at all, evaluation may nest at most 1,000 levels counted through inlined helpers, and an IR expression built through names bound to expressions (`x = x + 1` repeated) may nest at most 512 levels. Rather than overflow its stack, Cake stops at the limit and reports where it was crossed.
+
+Split the expression over several assignments, or keep intermediate values in a fragment (`frag[:] = value`). docs/language.md, "Limits", lists every bound."#,
+    bad: include_str!("../../../../tests/check/CAKE-L020-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-L020-good.py"),
+};
+
+pub const EVALUATION_BUDGET: CodeInfo = CodeInfo {
+    code: "CAKE-L021",
+    name: "evaluation-budget",
+    category: Category::Language,
+    severity: Severity::Error,
+    summary: r#"Compile-time evaluation does more work than the compiler accepts."#,
+    explanation: r#"Schedules are evaluated at compile time: `range(...)` loops are unrolled and helpers are inlined at every call. Each unrolled iteration, inlined call, IR statement and expression created and tuple element built counts against a budget of 1,048,576 units per file; a helper that calls itself twice per level, or nested `range(4096)` loops, would otherwise run for hours or exhaust memory. Cake stops at the budget, reports the construct that was being evaluated, and evaluates nothing more in the file.
+
+Unroll less: use `lm.range(...)` for loops that may run at run time, and do not multiply unrolled loops or recursive helpers."#,
+    bad: include_str!("../../../../tests/check/CAKE-L021-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-L021-good.py"),
+};
+
 /// Every code of this module, in number order; [`super::ALL`] is made of these lists.
 pub const ALL: &[&CodeInfo] = &[
     &SYNTAX_ERROR,
@@ -275,4 +301,6 @@ pub const ALL: &[&CodeInfo] = &[
     &STALE_VALUE,
     &EXPRESSION_TOO_LARGE,
     &LOOP_CARRIED_NAME,
+    &NESTING_TOO_DEEP,
+    &EVALUATION_BUDGET,
 ];

@@ -141,7 +141,7 @@ impl<'a> Excerpt<'a> {
         // zero columns when placing carets, so carets after a tab land to the
         // left of their text. A tab shown as one space keeps carets, columns
         // and byte offsets in step with the other renderings.
-        let mut source = self.source.replace('\t', " ");
+        let mut source = lone_cr_to_lf(&self.source.replace('\t', " "));
         // annotate-snippets shows no line at all for an empty last line, so a
         // span at the end of a file ending in a newline would lose its caret.
         // A space gives the caret a line to sit on.
@@ -431,4 +431,19 @@ fn summary_line(summary: Summary, color: bool) -> String {
         paint(worst.as_str(), severity_style(worst), color),
         paint(&format!(": {text} emitted"), bold(), color)
     )
+}
+
+/// annotate-snippets breaks lines only at `\n`; a lone `\r` (a line break for
+/// [`SourceFile`]) becomes `\n`, byte for byte, so offsets stay valid.
+fn lone_cr_to_lf(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = String::with_capacity(s.len());
+    for (i, c) in s.char_indices() {
+        if c == '\r' && b.get(i + 1) != Some(&b'\n') {
+            out.push('\n');
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }

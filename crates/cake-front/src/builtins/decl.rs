@@ -217,9 +217,8 @@ impl Interp<'_> {
                 );
             }
         };
-        let vname = self.take_name("view");
-        let view = View {
-            name: vname,
+        let mut view = View {
+            name: String::new(),
             pool,
             offset,
             shape,
@@ -227,6 +226,26 @@ impl Interp<'_> {
             stages,
             swizzle: swizzle as u32,
         };
+        // Placement and the generated code compute offsets from the size: it must not wrap,
+        // and must fit the 32-bit `int` offsets of the generated code.
+        if view
+            .checked_total_bytes()
+            .is_none_or(|b| b > i32::MAX as u64)
+        {
+            let s = a[0].as_ref().map_or(sp, |x| x.1);
+            let dims: Vec<String> = view.shape.iter().map(|d| d.to_string()).collect();
+            return self.err(
+                &codes::INVALID_VALUE,
+                s,
+                format!(
+                    "this view ({} x {} x {stages} stages) is more than {} bytes",
+                    dims.join(" x "),
+                    dtype,
+                    i32::MAX
+                ),
+            );
+        }
+        view.name = self.take_name("view");
         let id = self.k.views.push(view, sp);
         Ok(Value::View(ViewRef {
             view: id,

@@ -303,6 +303,8 @@ impl Interp<'_> {
                         )
                         .map_err(|r| self.help_last(r, "use `lm.range(...)` for a run-time loop"));
                 }
+                // Every `range(...)` evaluated builds its list: count it as work.
+                self.charge(count as u64, sp)?;
                 // count <= 4096, so every element fits between the bounds.
                 let out = (0..count)
                     .map(|n| (start128 + n * step128) as i64)

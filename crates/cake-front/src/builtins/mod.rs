@@ -116,7 +116,13 @@ impl Interp<'_> {
         let v = self.opt_int(slot, what)?;
         let span = slot.as_ref().map_or(Span::default(), |s| s.1);
         match v.or(default) {
-            Some(n) if n >= 1 && n <= u32::MAX as i64 => Ok(n as u32),
+            // The generated code holds counts in 32-bit `int`.
+            Some(n) if n >= 1 && n <= i32::MAX as i64 => Ok(n as u32),
+            Some(n) if n >= 1 => self.err(
+                &codes::INVALID_VALUE,
+                span,
+                format!("{what} must be at most {}, got {n}", i32::MAX),
+            ),
             Some(n) => self.err(
                 &codes::INVALID_VALUE,
                 span,
@@ -159,6 +165,23 @@ impl Interp<'_> {
                 &codes::INVALID_VALUE,
                 *s,
                 format!("{what} must have at least one extent"),
+            );
+        }
+        // Element counts are computed in 32-bit `int` by the generated code, and in `u32` and
+        // `u64` products by the stages before it.
+        let elements = out
+            .iter()
+            .try_fold(1u64, |acc, &d| acc.checked_mul(d as u64));
+        if elements.is_none_or(|n| n > i32::MAX as u64) {
+            let dims: Vec<String> = out.iter().map(|d| d.to_string()).collect();
+            return self.err(
+                &codes::INVALID_VALUE,
+                *s,
+                format!(
+                    "{what} ({}) has more than {} elements",
+                    dims.join(" x "),
+                    i32::MAX
+                ),
             );
         }
         Ok(out)

@@ -11,6 +11,7 @@
 mod stmt;
 
 use crate::codes;
+use crate::limits::{MAX_EVAL_DEPTH, MAX_EXPR_DEPTH, WORK_BUDGET};
 use crate::value::Value;
 use cake_diag::{Finding, Findings, SourceFile, Span};
 use cake_ir::*;
@@ -88,6 +89,16 @@ pub struct Interp<'a> {
     /// Reads already reported as stale from a loop's second iteration (an inner and an outer
     /// loop both see them).
     reported_loop_reads: HashSet<Span>,
+    /// Expressions and statements being interpreted, through inlined helpers.
+    depth: u32,
+    /// Work done so far in the file (see [`WORK_BUDGET`]); once over, nothing more is evaluated.
+    work: u64,
+    exhausted: bool,
+    /// Nesting depth of every expression, by handle (see `mk`).
+    expr_depths: Vec<u32>,
+    reported_expr_depth: bool,
+    /// Every name a resource was given, so a duplicate is found without scanning the arenas.
+    resource_names: HashSet<String>,
 }
 
 /// Largest expanded expression tree the front-end accepts.
@@ -125,7 +136,74 @@ impl<'a> Interp<'a> {
             in_poisoned_role: false,
             current_decl_span: Span::default(),
             reported_loop_reads: HashSet::new(),
+            depth: 0,
+            work: 0,
+            exhausted: false,
+            expr_depths: Vec::new(),
+            reported_expr_depth: false,
+            resource_names: HashSet::new(),
         }
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Limits
+
+    /// The work done so far, to carry into the next interpreter of the same file.
+    pub fn work(&self) -> u64 {
+        self.work
+    }
+
+    /// Starts this interpreter with `work` already done in the file.
+    pub fn with_work(mut self, work: u64) -> Self {
+        self.work = work;
+        self.exhausted = work > WORK_BUDGET;
+        self
+    }
+
+    /// Whether the file's work budget is spent.
+    pub fn exhausted(&self) -> bool {
+        self.exhausted
+    }
+
+    /// Counts `units` of work done at `sp`; past the budget, reports it once and fails.
+    pub fn charge(&mut self, units: u64, sp: Span) -> R<()> {
+        if self.exhausted {
+            return Err(Reported);
+        }
+        self.work = self.work.saturating_add(units);
+        if self.work > WORK_BUDGET {
+            self.exhausted = true;
+            let f = Finding::new(
+                &codes::EVALUATION_BUDGET,
+                sp,
+                format!("compile-time evaluation stops here: the file needs more than {WORK_BUDGET} units of work (unrolled iterations, inlined calls, IR built)"),
+            )
+            .help("unroll less: use `lm.range(...)` for a loop that can run at run time, and do not nest unrolled loops or recursive helpers");
+            return Err(self.report(f));
+        }
+        Ok(())
+    }
+
+    /// One more level of evaluation at `sp`; pair with [`Self::leave`]. Fails once the budget is
+    /// spent, and past [`MAX_EVAL_DEPTH`].
+    pub fn enter(&mut self, sp: Span) -> R<()> {
+        // Every expression and statement interpreted is work.
+        self.charge(1, sp)?;
+        if self.depth >= MAX_EVAL_DEPTH {
+            let f = Finding::new(
+                &codes::NESTING_TOO_DEEP,
+                sp,
+                format!("evaluation nests more than {MAX_EVAL_DEPTH} levels deep here (expressions and statements, through inlined helpers)"),
+            )
+            .help("inline fewer helpers into each other, or split deep expressions over several assignments");
+            return Err(self.report(f));
+        }
+        self.depth += 1;
+        Ok(())
+    }
+
+    pub fn leave(&mut self) {
+        self.depth -= 1;
     }
 
     // -----------------------------------------------------------------------------------------
@@ -147,10 +225,17 @@ impl<'a> Interp<'a> {
 
     /// A resource name: the assignment target if there is one, else `<kind><n>`.
     pub fn take_name(&mut self, kind: &'static str) -> String {
+        let name = self.pick_name(kind);
+        self.resource_names.insert(name.clone());
+        name
+    }
+
+    fn pick_name(&mut self, kind: &'static str) -> String {
         if let Some(n) = self.pending_name.take() {
             // Two resources under one name would be indistinguishable in findings, the IR and
-            // the generated code.
-            if let Some(prev) = self.resource_span(&n) {
+            // the generated code. The set answers the common case without scanning the arenas.
+            let seen = self.resource_names.contains(&n);
+            if let Some(prev) = seen.then(|| self.resource_span(&n)).flatten() {
                 let f = Finding::new(
                     &codes::DUPLICATE_DEFINITION,
                     self.current_decl_span,
@@ -247,6 +332,8 @@ impl<'a> Interp<'a> {
     // Emitting IR
 
     pub fn emit(&mut self, stmt: Stmt, span: Span) -> StmtId {
+        // Evaluation stops at the next step once this is over budget.
+        let _ = self.charge(1, span);
         let id = self.k.stmts.push(stmt, span);
         self.blocks.last_mut().expect("a block").push(id);
         id
@@ -289,19 +376,32 @@ impl<'a> Interp<'a> {
         // Names substitute their expressions, so a value reused through a chain of names grows
         // the expanded tree exponentially; everything that prints or lowers expressions walks it
         // expanded. Bound it where it is built.
+        let _ = self.charge(1, span);
         let mut children: u64 = 0;
+        let mut depth: u32 = 0;
         let mut reads = match &kind {
             ExprKind::Frag(f) => frag_bit(*f),
             _ => 0,
         };
         kind.for_each_child(|c| {
             children = children.saturating_add(self.tree_size(c));
+            depth = depth.max(self.expr_depths.get(c.index()).copied().unwrap_or(0));
             reads |= self.frag_mask(c);
         });
         let size = (children + 1).min(u64::MAX / 4);
+        let depth = depth + 1;
         let id = self.k.exprs.push(Expr { kind, ty }, span);
         self.tree_sizes.push(size);
+        self.expr_depths.push(depth);
         self.frag_reads.push(reads);
+        if depth > MAX_EXPR_DEPTH && !self.reported_expr_depth {
+            self.reported_expr_depth = true;
+            self.report(
+                Finding::new(&codes::NESTING_TOO_DEEP, span, format!("this expression nests more than {MAX_EXPR_DEPTH} levels deep"))
+                    .note("a name stands for its whole expression, so `x = x + 1` repeated nests it one level deeper each time")
+                    .help("keep intermediate values in a fragment (`frag[:] = value`) instead of in names"),
+            );
+        }
         if size > MAX_TREE_SIZE && !self.reported_tree_size {
             self.reported_tree_size = true;
             self.report(

@@ -43,8 +43,10 @@ fn same_binding(a: &Value, b: &Value) -> bool {
 impl Interp<'_> {
     /// Interprets a run-time loop's body with a [`LoopLog`], then reports the names it read
     /// that the body's own fragment writes make stale from the second iteration on.
-    fn run_loop_body<T>(&mut self, body: impl FnOnce(&mut Self) -> T) -> (T, bool) {
+    fn run_loop_body<T>(&mut self, at: Span, body: impl FnOnce(&mut Self) -> T) -> (T, bool) {
         let before = self.frames.last().expect("a frame").vars.clone();
+        // Copying the names is work too: a loop in an unrolled loop copies them every time.
+        let _ = self.charge(before.len() as u64, at);
         self.frames
             .last_mut()
             .expect("a frame")
@@ -62,11 +64,17 @@ impl Interp<'_> {
             .pop()
             .expect("the log pushed above");
         let mut reported_names = HashSet::new();
+        // Names found innocent: an unrolled body reads a name many times, and the answer is the
+        // same for every read.
+        let mut cleared: HashSet<&str> = HashSet::new();
         let mut any = false;
         // Names read in the body with their binding from before the loop, then bound again
         // later in the body to something else: Python's next iteration reads the new binding.
         for (name, at) in &log.reads {
-            if !log.rebound.contains(name) || reported_names.contains(name) {
+            if !log.rebound.contains(name)
+                || reported_names.contains(name)
+                || !cleared.insert(name.as_str())
+            {
                 continue;
             }
             let (Some(old), Some(new)) = (
@@ -90,8 +98,12 @@ impl Interp<'_> {
             .help("compute the value from the loop variable, or keep run-time state in a fragment (`frag[:] = ...`)");
             self.report(f);
         }
+        cleared.clear();
         for (name, at) in &log.reads {
-            if reported_names.contains(name) || self.reported_loop_reads.contains(at) {
+            if reported_names.contains(name)
+                || self.reported_loop_reads.contains(at)
+                || cleared.contains(name.as_str())
+            {
                 continue;
             }
             let Some(value) = log.before.get(name) else {
@@ -102,6 +114,7 @@ impl Interp<'_> {
                 .iter()
                 .find(|(frag, _)| self.value_reads_fragment(value, *frag))
             else {
+                cleared.insert(name.as_str());
                 continue;
             };
             reported_names.insert(name.clone());
@@ -126,6 +139,8 @@ impl Interp<'_> {
     /// and every run-time loop being interpreted records the overwrite.
     fn mark_stale(&mut self, frag: FragId, at: Span) {
         let frame = self.frames.last().expect("a frame");
+        let _ = self.charge(frame.vars.len() as u64, at);
+        let frame = self.frames.last().expect("a frame");
         let names: Vec<String> = frame
             .vars
             .iter()
@@ -137,7 +152,10 @@ impl Interp<'_> {
             frame.stale.entry(n).or_insert((frag, at));
         }
         for log in self.frames.iter_mut().flat_map(|f| f.loop_logs.iter_mut()) {
-            log.overwrites.push((frag, at));
+            // The first overwrite of each fragment is the one reported.
+            if !log.overwrites.iter().any(|(f, _)| *f == frag) {
+                log.overwrites.push((frag, at));
+            }
         }
     }
 
@@ -175,6 +193,13 @@ impl Interp<'_> {
     }
 
     fn exec(&mut self, s: &ast::Stmt) -> R<Flow> {
+        self.enter(span(s.range()))?;
+        let r = self.exec_here(s);
+        self.leave();
+        r
+    }
+
+    fn exec_here(&mut self, s: &ast::Stmt) -> R<Flow> {
         use ast::Stmt as S;
         let sp = span(s.range());
         match s {
@@ -536,6 +561,7 @@ impl Interp<'_> {
                 // Compile-time loop: unrolled.
                 let mut failed = false;
                 for v in values {
+                    self.charge(1, iter_span)?;
                     self.bind_target(&f.target, Value::Int(v), iter_span)?;
                     match self.exec_block(&f.body) {
                         Ok(Flow::Normal) => {}
@@ -581,7 +607,7 @@ impl Interp<'_> {
                 self.bind(&var, Value::Expr(var_expr));
                 self.loops.push(id);
                 let ((body, r), stale) =
-                    self.run_loop_body(|me| me.with_block(|me| me.exec_block(&f.body)));
+                    self.run_loop_body(iter_span, |me| me.with_block(|me| me.exec_block(&f.body)));
                 self.loops.pop();
                 self.emit(Stmt::Loop { id, body }, sp);
                 let r = if stale { Err(Reported) } else { r };
@@ -711,7 +737,7 @@ impl Interp<'_> {
         self.tiles_loop = Some(id);
         self.loops.push(id);
         let ((body, r), stale) =
-            self.run_loop_body(|me| me.with_block(|me| me.exec_block(&f.body)));
+            self.run_loop_body(iter_span, |me| me.with_block(|me| me.exec_block(&f.body)));
         self.loops.pop();
         self.emit(Stmt::Loop { id, body }, sp);
         let r = if stale { Err(Reported) } else { r };
@@ -719,59 +745,70 @@ impl Interp<'_> {
     }
 
     fn exec_if(&mut self, i: &ast::StmtIf) -> R<Flow> {
-        let cond_span = span(i.test.range());
-        let cond = self.eval(&i.test)?;
-        let folded = match cond {
-            Value::Bool(b) => Some(b),
-            Value::Int(v) => Some(v != 0),
-            Value::None => Some(false),
-            _ => None,
-        };
-        if let Some(taken) = folded {
-            // Compile-time `if`: only the taken branch is interpreted.
-            if taken {
-                return self.exec_block(&i.body);
-            }
-            return match i.elif_else_clauses.split_first() {
-                None => Ok(Flow::Normal),
-                Some((first, rest)) => self.exec_clause(first, rest),
-            };
-        }
-        let c = self.condition_of(cond, cond_span)?;
-        self.runtime_ifs += 1;
-        let (then_body, r1) = self.with_block(|me| me.exec_block(&i.body));
-        let (else_body, r2) = self.with_block(|me| match i.elif_else_clauses.split_first() {
-            None => Ok(Flow::Normal),
-            Some((first, rest)) => me.exec_clause(first, rest),
-        });
-        self.runtime_ifs -= 1;
-        self.emit(
-            Stmt::If {
-                cond: c,
-                then_body,
-                else_body,
-            },
-            span(i.range),
-        );
-        r1.and(r2).map(|_| Flow::Normal)
+        self.exec_if_chain(&i.test, &i.body, &i.elif_else_clauses, i.range)
     }
 
-    fn exec_clause(
+    /// `if test: body` followed by `clauses` (`elif`s and an `else`). Compile-time conditions
+    /// are followed in a loop; a run-time one nests the rest of the chain in its `else`.
+    fn exec_if_chain<'s>(
         &mut self,
-        clause: &ast::ElifElseClause,
-        rest: &[ast::ElifElseClause],
+        mut test: &'s ast::Expr,
+        mut body: &'s [ast::Stmt],
+        mut clauses: &'s [ast::ElifElseClause],
+        mut range: ruff_text_size::TextRange,
     ) -> R<Flow> {
-        match &clause.test {
-            None => self.exec_block(&clause.body),
+        loop {
+            let cond_span = span(test.range());
+            let cond = self.eval(test)?;
+            let folded = match cond {
+                Value::Bool(b) => Some(b),
+                Value::Int(v) => Some(v != 0),
+                Value::None => Some(false),
+                _ => None,
+            };
+            let Some(taken) = folded else {
+                let c = self.condition_of(cond, cond_span)?;
+                self.runtime_ifs += 1;
+                let (then_body, r1) = self.with_block(|me| me.exec_block(body));
+                let (else_body, r2) = self.with_block(|me| me.exec_else(clauses));
+                self.runtime_ifs -= 1;
+                self.emit(
+                    Stmt::If {
+                        cond: c,
+                        then_body,
+                        else_body,
+                    },
+                    span(range),
+                );
+                return r1.and(r2).map(|_| Flow::Normal);
+            };
+            // Compile-time `if`: only the taken branch is interpreted.
+            if taken {
+                return self.exec_block(body);
+            }
+            let Some((first, rest)) = clauses.split_first() else {
+                return Ok(Flow::Normal);
+            };
+            let Some(next) = &first.test else {
+                return self.exec_block(&first.body);
+            };
+            (test, body, clauses, range) = (next, &first.body, rest, first.range);
+        }
+    }
+
+    /// The `elif`/`else` clauses after a run-time condition.
+    fn exec_else(&mut self, clauses: &[ast::ElifElseClause]) -> R<Flow> {
+        let Some((first, rest)) = clauses.split_first() else {
+            return Ok(Flow::Normal);
+        };
+        match &first.test {
+            None => self.exec_block(&first.body),
             Some(test) => {
-                let synthetic = ast::StmtIf {
-                    node_index: Default::default(),
-                    range: clause.range,
-                    test: Box::new(test.clone()),
-                    body: clause.body.clone(),
-                    elif_else_clauses: rest.to_vec(),
-                };
-                self.exec_if(&synthetic)
+                // Each run-time `elif` nests one level deeper, like the `if` it stands for.
+                self.enter(span(first.range))?;
+                let r = self.exec_if_chain(test, &first.body, rest, first.range);
+                self.leave();
+                r
             }
         }
     }
@@ -825,6 +862,7 @@ impl Interp<'_> {
 
     pub fn call_helper(&mut self, name: &str, args: CallArgs) -> R<Value> {
         let def = *self.funcs.get(name).expect("Value::Func names a helper");
+        self.charge(1, args.span)?;
         if self.frames.len() > MAX_INLINE_DEPTH {
             return self.err(
                 &codes::INLINE_DEPTH,
