@@ -1,14 +1,14 @@
 //! What a client may make the server do: the limits of one tool call, the size of inputs, and
 //! the paths it may read and write (docs/agents.md, "Limits").
 
-use std::io::Read;
 use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-/// The largest schedule a tool reads, as a file or as `source` text.
-pub const MAX_INPUT_BYTES: u64 = 4 << 20;
+/// The largest schedule a tool reads, as a file or as `source` text: the same cap as every
+/// other front door's.
+pub const MAX_INPUT_BYTES: u64 = cake_driver::MAX_SCHEDULE_BYTES;
 
 /// The longest request line the server reads; a longer one is answered with a JSON-RPC error.
 pub const MAX_LINE_BYTES: usize = 16 << 20;
@@ -155,7 +155,10 @@ impl Policy {
     /// A schedule file's bytes: inside a root, a regular file, at most [`MAX_INPUT_BYTES`].
     pub fn read_schedule(&self, shown: &str) -> Result<Vec<u8>, String> {
         let real = self.readable(shown)?;
-        read_regular(&real, MAX_INPUT_BYTES).map_err(|e| format!("cannot read {shown}: {e}"))
+        cake_driver::read_schedule(&real).map_err(|e| match e {
+            cake_driver::ReadError::Io(e) => format!("cannot read {shown}: {e}"),
+            limit => format!("cannot read {shown}: input limit: {limit}"),
+        })
     }
 }
 
@@ -164,27 +167,6 @@ pub fn cwd() -> String {
     std::env::current_dir()
         .map(|d| d.display().to_string())
         .unwrap_or_else(|_| "the server's working directory".into())
-}
-
-/// Read a regular file of at most `cap` bytes. Opened non-blocking, so a FIFO cannot stall the
-/// open; the type is checked on the open handle; the read stops past `cap`.
-// TODO: replace with the shared reader cake-driver is getting (same rule) once both land.
-pub fn read_regular(path: &Path, cap: u64) -> Result<Vec<u8>, String> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| e.to_string())?;
-    check_regular(&file.metadata().map_err(|e| e.to_string())?, cap)?;
-    let mut bytes = Vec::new();
-    file.take(cap + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| e.to_string())?;
-    if bytes.len() as u64 > cap {
-        return Err(too_big(cap));
-    }
-    Ok(bytes)
 }
 
 /// A regular file of at most `cap` bytes (by its metadata).

@@ -634,7 +634,7 @@ async fn oversized_and_irregular_inputs_are_refused() {
     for (args, needle) in [
         (
             json!({"path": big.display().to_string()}),
-            "larger than 4 MiB",
+            "(4 MiB) a schedule may have",
         ),
         (
             json!({"source": "#".repeat((4 << 20) + 1)}),
