@@ -23,6 +23,7 @@ pub struct OpSite {
     pub effects: OpEffects,
 }
 
+/// What every stage after the front-end needs to know about one kernel on one target.
 ///
 /// The facts own their data (they borrow nothing from the kernel), so a compile session can keep
 /// them beside its kernels and hand them to each stage.
@@ -89,11 +90,6 @@ impl KernelFacts {
     /// The instruction family an MMA with accumulator `acc` maps to on this target.
     pub fn mma_family(&self, acc: &Operand) -> MmaFamily {
         mma_family(self.target, acc)
-    }
-
-    /// The facts of barrier `b`.
-    pub fn barrier(&self, b: BarrierId) -> &BarrierFacts {
-        &self.barriers[b.index()]
     }
 }
 

@@ -137,15 +137,12 @@ pub struct OpEffects {
 impl OpEffects {
     fn operand(&mut self, o: &Operand, write: bool) {
         match (o, write) {
-            (Operand::Smem(v), false) => self.smem_reads.push(v.clone()),
-            (Operand::Smem(v), true) => self.smem_writes.push(v.clone()),
+            (Operand::Smem(v), false) => self.smem_read(v),
+            (Operand::Smem(v), true) => self.smem_write(v),
             (Operand::Tmem(t), false) => self.tmem_reads.push(*t),
             (Operand::Tmem(t), true) => self.tmem_writes.push(*t),
             (Operand::Frag(f), false) => self.frag_reads.push(*f),
             (Operand::Frag(f), true) => self.frag_writes.push(*f),
-        }
-        if let Operand::Smem(v) = o {
-            self.view_rows(v);
         }
     }
 
@@ -164,9 +161,7 @@ impl OpEffects {
         self.smem_writes.push(v.clone());
         self.view_rows(v);
     }
-}
 
-impl OpEffects {
     /// Every fragment the operation writes or reads (operands, then expressions), each once.
     pub fn fragments(&self, k: &Kernel) -> Vec<FragId> {
         let mut out = self.frag_writes.clone();
