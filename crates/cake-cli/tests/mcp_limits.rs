@@ -220,8 +220,10 @@ async fn devices_fifos_and_outside_paths_are_refused_quickly() {
         .status()
         .unwrap()
         .success());
-    // /dev allowed, so /dev/zero meets the input rule rather than the path policy.
-    let mcp = start(&["--allow", "/dev"], &[]).await;
+    // /dev allowed, so /dev/zero meets the input rule rather than the path policy; the scratch
+    // directory too, which lies outside the server's directory when CARGO_TARGET_DIR does.
+    let scratch_dir = dir.display().to_string();
+    let mcp = start(&["--allow", "/dev", "--allow", &scratch_dir], &[]).await;
     let t = Instant::now();
     let e = tool_error(&mcp.call("check", json!({"path": "/dev/zero"})).await);
     assert!(e.contains("not a regular file"), "{e}");
