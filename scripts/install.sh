@@ -9,7 +9,7 @@ scripts/toolchain.sh >/dev/null
 # The checkout's target directory, so a release build from scripts/demo.sh is reused.
 CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}" \
   cargo install --quiet --locked --force --path crates/cake-cli
-bin="${CARGO_HOME:-$HOME/.cargo}/bin"
+bin="${CARGO_INSTALL_ROOT:-${CARGO_HOME:-$HOME/.cargo}}/bin"
 echo "installed $bin/cake"
 case ":$PATH:" in
   *":$bin:"*) ;;
