@@ -6,7 +6,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 export CUDA_HOME="$(scripts/toolchain.sh)"
 cargo build --release -q -p cake-cli
-cake=target/release/cake
+cake="${CARGO_TARGET_DIR:-target}/release/cake"
 echo "== cake check examples/gemm_sm90.py"
 $cake check examples/gemm_sm90.py && echo "clean"
 echo "== cake build examples/gemm_sm90.py --target sm_90a -o out/gemm"

@@ -4,8 +4,9 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
-# The pinned Python test tools (pytest, numpy, maturin); quick when they are already there.
-python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore -r .ci/requirements.txt
+# The pinned Python test tools (pytest, numpy, maturin) in the project's .venv/, never the active
+# interpreter; quick when they are already there.
+py="$(scripts/venv.sh)"
 export CUDA_HOME="${CUDA_HOME:-$(scripts/toolchain.sh)}"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -q -- -D warnings
@@ -17,8 +18,8 @@ cargo test --workspace -q
 # installed extension: cake/_native_loader.py finds it.
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
-python3 -m maturin build --quiet --out "$scratch/wheels" >&2
+"$py" -m maturin build --quiet --out "$scratch/wheels" >&2
 wheel="$(ls "$scratch"/wheels/cake-*.whl)"
-python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --no-deps --no-compile \
+"$py" -m pip install --quiet --disable-pip-version-check --no-deps --no-compile \
   --target "$scratch/site" "$wheel"
-PYTHONPATH="$scratch/site" CAKE_TEST_WHEEL="$wheel" python3 -m pytest -q python/tests
+PYTHONPATH="$scratch/site" CAKE_TEST_WHEEL="$wheel" "$py" -m pytest -q python/tests

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install the pinned compile-only CUDA toolchain into .toolchain/ (once) and print the
-# CUDA_HOME to use. Nothing is installed system-wide.
+# CUDA_HOME to use. Nothing is installed system-wide. `cake` finds it there without CUDA_HOME
+# (crates/cake-toolchain: CUDA_HOME, PATH, this checkout's .toolchain/, then the pip package).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 dest="$root/.toolchain"

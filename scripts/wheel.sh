@@ -9,7 +9,8 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 mkdir -p dist
 rm -f dist/cake-*.whl
-python3 -m maturin build --release --out dist
+# The pinned maturin from the project's .venv/ (scripts/venv.sh), not the active interpreter.
+"$(scripts/venv.sh)" -m maturin build --release --out dist
 cargo build --release -p cake-cli
 cp "${CARGO_TARGET_DIR:-target}/release/cake" dist/cake
 ls -l dist
