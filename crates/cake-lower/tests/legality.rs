@@ -11,9 +11,8 @@ fn repo() -> PathBuf {
 }
 
 fn schedules(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
+    // A corpus directory that cannot be read is a failure, not a smaller corpus.
+    let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
     for entry in entries {
         let path = entry.expect("entry").path();
         if path.is_dir() {

@@ -139,6 +139,7 @@ where
         loop {
             match self.read_line().await {
                 Ok(true) => {}
+                // End of input, or stdin broken: the client is gone and the session ends.
                 Ok(false) | Err(_) => return None,
             }
             let line = std::mem::take(&mut self.line);
