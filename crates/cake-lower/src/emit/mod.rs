@@ -231,14 +231,6 @@ impl<'a> Emitter<'a> {
         }
     }
 
-    pub(crate) fn ops(&self) -> Vec<(StmtId, Op, Option<RoleId>)> {
-        self.kf
-            .ops
-            .iter()
-            .map(|s| (s.stmt, s.op.clone(), s.role))
-            .collect()
-    }
-
     /// The operations of `role`, in program order.
     pub(crate) fn role_ops(&self, role: RoleId) -> impl Iterator<Item = &OpSite> + '_ {
         legal::role_ops(self.kf, role)

@@ -30,7 +30,8 @@ impl Emitter<'_> {
     }
 
     pub(crate) fn collect_tensor_maps(&mut self) {
-        for (_, op, _) in self.ops() {
+        let kf = self.kf;
+        for op in kf.ops.iter().map(|s| &s.op) {
             let (v, t, multicast) = match &op {
                 Op::TmaLoad {
                     dst,

@@ -69,13 +69,14 @@ pub(crate) enum Site {
 }
 impl Planner<'_> {
     pub(crate) fn infer_warpgroup_layouts(&mut self) {
-        for (sid, op, _) in self.ops() {
+        let kf = self.kf;
+        for (sid, op) in kf.ops.iter().map(|s| (s.stmt, &s.op)) {
             if let Op::Mma {
                 acc: Operand::Frag(f),
                 ..
             } = op
             {
-                let frag = &self.k.fragments[f];
+                let frag = &self.k.fragments[*f];
                 let role = &self.k.roles[frag.role];
                 if role.unit != RoleUnit::Warpgroup || frag.shape.len() != 2 || frag.shape[0] != 64
                 {
@@ -84,11 +85,12 @@ impl Planner<'_> {
                     continue;
                 }
                 self.frag_layouts
-                    .insert(f, FragLayout::WgmmaAcc { n: frag.shape[1] });
+                    .insert(*f, FragLayout::WgmmaAcc { n: frag.shape[1] });
             }
         }
         // Register A operands: a 16-bit (64, K) tile of a warpgroup role.
-        for (sid, op, _) in self.ops() {
+        let kf = self.kf;
+        for (sid, op) in kf.ops.iter().map(|s| (s.stmt, &s.op)) {
             let Op::Mma {
                 a: Operand::Frag(f),
                 ..
@@ -96,7 +98,7 @@ impl Planner<'_> {
             else {
                 continue;
             };
-            let frag = &self.k.fragments[f];
+            let frag = &self.k.fragments[*f];
             let role = &self.k.roles[frag.role];
             let ok = role.unit == RoleUnit::Warpgroup
                 && frag.shape.len() == 2
@@ -109,7 +111,7 @@ impl Planner<'_> {
                 continue;
             }
             self.frag_layouts
-                .insert(f, FragLayout::WgmmaA { k: frag.shape[1] });
+                .insert(*f, FragLayout::WgmmaA { k: frag.shape[1] });
         }
         // Per-row vectors of a warpgroup role take the row layout of its 64-row tiles.
         for (f, frag) in self.k.fragments.iter() {

@@ -65,14 +65,6 @@ pub(crate) struct Planner<'a> {
 }
 
 impl Planner<'_> {
-    pub(crate) fn ops(&self) -> Vec<(StmtId, Op, Option<RoleId>)> {
-        self.kf
-            .ops
-            .iter()
-            .map(|s| (s.stmt, s.op.clone(), s.role))
-            .collect()
-    }
-
     pub(crate) fn unsupported(&mut self, span: Span, message: impl Into<String>) {
         record(&mut self.errors, span, message);
     }

@@ -252,10 +252,11 @@ impl Planner<'_> {
     /// mma.sync register layouts: each MMA's accumulator and its `a` fragment (loaded by
     /// ldmatrix), per warp. Anything else in registers is a coverage gap of this generator.
     fn infer_mma_sync_layouts(&mut self) {
-        for (sid, op, _) in self.ops() {
+        let kf = self.kf;
+        for (sid, op) in kf.ops.iter().map(|s| (s.stmt, &s.op)) {
             // An ldmatrix destination holds the A-operand layout whether or not an MMA reads it.
             if let Op::Ldmatrix { dst, .. } = op {
-                let f = &self.k.fragments[dst];
+                let f = &self.k.fragments[*dst];
                 let k_bytes = f.shape.get(1).copied().unwrap_or(0) * f.dtype.bytes();
                 if f.shape.len() == 2
                     && f.shape[0].is_multiple_of(16)
@@ -263,7 +264,7 @@ impl Planner<'_> {
                     && f.buffers == 1
                 {
                     self.frag_layouts.insert(
-                        dst,
+                        *dst,
                         FragLayout::MmaA {
                             m: f.shape[0],
                             k_bytes,
@@ -281,7 +282,7 @@ impl Planner<'_> {
                 );
                 continue;
             };
-            let frag = &self.k.fragments[f];
+            let frag = &self.k.fragments[*f];
             let role = &self.k.roles[frag.role];
             let (m, n) = (
                 frag.shape.first().copied().unwrap_or(0),
@@ -311,9 +312,9 @@ impl Planner<'_> {
                 );
                 continue;
             }
-            self.frag_layouts.insert(f, FragLayout::MmaAcc { m, n });
+            self.frag_layouts.insert(*f, FragLayout::MmaAcc { m, n });
             if let Operand::Frag(af) = a {
-                let fa = &self.k.fragments[af];
+                let fa = &self.k.fragments[*af];
                 let k_bytes = fa.shape.get(1).copied().unwrap_or(0) * fa.dtype.bytes();
                 if fa.shape.len() != 2
                     || !fa.shape[0].is_multiple_of(16)
@@ -324,7 +325,7 @@ impl Planner<'_> {
                     continue;
                 }
                 self.frag_layouts.insert(
-                    af,
+                    *af,
                     FragLayout::MmaA {
                         m: fa.shape[0],
                         k_bytes,

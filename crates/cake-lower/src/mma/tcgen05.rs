@@ -497,13 +497,14 @@ fn tmem_copy_form(k: &Kernel, dst: TmemId, src: &ViewRef) -> Result<u32, String>
 impl Planner<'_> {
     /// Fragments filled by `lm.tmem_load`: one TMEM lane (row) per thread of a warpgroup.
     fn infer_tmem_fragment_layouts(&mut self) {
-        for (sid, op, _) in self.ops() {
+        let kf = self.kf;
+        for (sid, op) in kf.ops.iter().map(|s| (s.stmt, &s.op)) {
             let Op::TmemLoad { dst, src } = op else {
                 continue;
             };
-            let frag = &self.k.fragments[dst];
+            let frag = &self.k.fragments[*dst];
             let role = &self.k.roles[frag.role];
-            let region = &self.k.tmems[src];
+            let region = &self.k.tmems[*src];
             let sp = self.k.stmts.span(sid);
             if role.unit != RoleUnit::Warpgroup
                 || frag.shape.len() != 2
@@ -518,7 +519,7 @@ impl Planner<'_> {
                 continue;
             }
             self.frag_layouts
-                .insert(dst, FragLayout::TmemRow { n: frag.shape[1] });
+                .insert(*dst, FragLayout::TmemRow { n: frag.shape[1] });
         }
         // Per-row vectors of a warpgroup role: one value per thread, its TMEM lane.
         for (f, frag) in self.k.fragments.iter() {
