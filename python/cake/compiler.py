@@ -63,23 +63,38 @@ def current_target(device: int | None = None) -> str:
     return target_for_capability(*info["compute_capability"])
 
 
-def check(path: str | os.PathLike, target: str | None = None) -> dict:
-    """Every finding of a schedule file as the `cake.findings/v1` document, plus `errors` (the
-    error count) and `kernels` (the schedule names). `target`: one exact target, or each one the
-    schedules declare. Needs no GPU and no CUDA toolchain."""
-    return native().check(os.fspath(path), target)
+def _name(path, source) -> str:
+    """The name findings use: the path, or `<string>` for a source without one."""
+    if path is None:
+        if source is None:
+            raise TypeError("give a schedule path, or its text as source=")
+        return "<string>"
+    return os.fspath(path)
 
 
-def lower(path: str | os.PathLike, target: str) -> dict:
+def check(path: str | os.PathLike | None = None, target: str | None = None, *, source: str | None = None) -> dict:
+    """Every finding of a schedule as the `cake.findings/v1` document, plus `errors` (the error
+    count) and `kernels` (the schedule names). `target`: one exact target, or each one the
+    schedules declare. `source`: the schedule's text instead of a file (`path`, if given, only
+    names it). Needs no GPU and no CUDA toolchain."""
+    return native().check(_name(path, source), target, source)
+
+
+def lower(path: str | os.PathLike | None = None, target: str | None = None, *, source: str | None = None) -> dict:
     """Check and lower for one exact target: `{"schema": "cake.lower/v0", "kernels": [{"kernel",
-    "symbol", "target", "cuda", "launch"}], "findings"}`. Raises CompileError on errors."""
-    return native().lower(os.fspath(path), target)
+    "symbol", "target", "cuda", "launch"}], "findings"}`. Raises CompileError on errors.
+    `source`: the schedule's text instead of a file."""
+    if target is None:
+        raise TypeError("lower() needs an exact target, e.g. target='sm_90a'")
+    return native().lower(_name(path, source), target, source)
 
 
-def build(path: str | os.PathLike, target: str, out_dir: str | os.PathLike, embed_ptx: bool = False) -> dict:
+def build(path: str | os.PathLike | None, target: str, out_dir: str | os.PathLike, embed_ptx: bool = False, *,
+          source: str | None = None) -> dict:
     """Check, lower and compile into `out_dir` (`<kernel>.{cu,cubin,launch.json,
-    resources.json}`), as `cake build` does. Needs the CUDA toolchain (nvcc), not a GPU."""
-    return native().build(os.fspath(path), target, os.fspath(out_dir), embed_ptx)
+    resources.json}`), as `cake build` does. Needs the CUDA toolchain (nvcc), not a GPU.
+    `source`: the schedule's text instead of a file."""
+    return native().build(_name(path, source), target, os.fspath(out_dir), embed_ptx, source)
 
 
 def default_cache_dir() -> str:
@@ -138,8 +153,9 @@ def _load(path: str, target: str, directory: str, manifest: dict, cached: bool) 
     return Module(path, target, directory, kernels, manifest.get("findings"), cached)
 
 
-def compile(path: str | os.PathLike, target: str | None = None, cache_dir: str | os.PathLike | None = None,
-            embed_ptx: bool = False) -> Module:
+def compile(path: str | os.PathLike | None = None, target: str | None = None,
+            cache_dir: str | os.PathLike | None = None, embed_ptx: bool = False, *,
+            source: str | None = None) -> Module:
     """Check, lower and build a schedule file for `target` (default: the current GPU's exact
     target) and return its kernels as a module.
 
@@ -153,14 +169,21 @@ def compile(path: str | os.PathLike, target: str | None = None, cache_dir: str |
     `compile(path, target="sm_80", embed_ptx=True)` on an H200. Without it, a target other than
     the GPU's builds a cubin that GPU cannot load (the launch fails, naming both). Refused for the
     `a` targets, whose PTX runs only on their own architecture (docs/targets.md).
+
+    `source`: the schedule's text instead of a file (`path`, if given, only names it); the
+    cache keys on the text either way.
     """
-    path = os.fspath(path)
+    path = _name(path, source)
     if target is None:
         target = current_target()
-    with open(path, "rb") as fh:
-        source = fh.read()
+    text = source
+    if text is None:
+        with open(path, "rb") as fh:
+            source_bytes = fh.read()
+    else:
+        source_bytes = text.encode()
     root = os.path.join(os.fspath(cache_dir) if cache_dir is not None else default_cache_dir(), "python")
-    directory = os.path.join(root, _cache_key(source, target, embed_ptx))
+    directory = os.path.join(root, _cache_key(source_bytes, target, embed_ptx))
     manifest_path = os.path.join(directory, "manifest.json")
     try:
         with open(manifest_path, encoding="utf-8") as fh:
@@ -178,12 +201,12 @@ def compile(path: str | os.PathLike, target: str | None = None, cache_dir: str |
     tmp = f"{directory}.tmp-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     try:
-        built = build(path, target, tmp, embed_ptx)
+        built = build(path, target, tmp, embed_ptx, source=text)
         if built["errors"]:
             raise CompileError(built.get("human") or f"{path}: {built['errors']} error(s)", built["findings"])
         manifest = {
             "schema": CACHE_SCHEMA,
-            "source": os.path.abspath(path),
+            "source": os.path.abspath(path) if text is None else path,
             "target": target,
             "kernels": [k["kernel"] for k in built["kernels"]],
             "findings": built["findings"],

@@ -4,6 +4,7 @@
     gemm = load_kernel("out/gemm.launch.json")
     gemm(A, B, C)                      # positional: the tensors, then the scalars, as declared
     gemm(A=A, B=B, C=C, stream=s)      # or by name; stream: a torch.cuda.Stream or a raw handle
+    C = gemm.run(A, B)                 # outputs allocated from the launch metadata's shapes
 
 All checking, binding, tensor-map encoding and the launch itself happen in Rust (cake-runtime,
 through the CUDA driver API); this module only reads each tensor's description (`.shape`,
@@ -107,6 +108,9 @@ class Kernel:
         self.param_names: list[str] = list(native_kernel.param_names)
         self.tensor_names: list[str] = list(native_kernel.tensor_names)
         self.scalar_names: list[str] = list(native_kernel.scalar_names)
+        # Tensors the kernel only writes: what `run` allocates and returns.
+        self.output_names: list[str] = [t["name"] for t in self.meta.get("tensors", [])
+                                        if t.get("access") == "write"]
         self.last_grid: tuple[int, int, int] | None = None
 
     @property
@@ -193,11 +197,99 @@ class Kernel:
         handle, device = self._stream(stream, self._device(tensors))
         self.last_grid = tuple(self._k.launch(tensors, scalars, handle, device))
 
+    # ---- outputs allocated for the caller -------------------------------------------------
+
+    def output_specs(self, *args, **kwargs) -> dict[str, tuple[tuple, str]]:
+        """`{name: (shape, torch dtype name)}` of each output (a write-only tensor) not given,
+        its extents bound from the tensors that are given: what `run` allocates. Raises
+        LaunchError when an extent appears in no given tensor, or given tensors disagree."""
+        values = self._gather_inputs(args, kwargs)
+        tensors = {t["name"]: t for t in self.meta.get("tensors", [])}
+        dims: dict[str, Any] = {}
+        for name, value in values.items():
+            spec = tensors.get(name)
+            if spec is None:
+                continue
+            shape = getattr(value, "shape", None)
+            if shape is None or len(shape) != len(spec["dims"]):
+                continue  # the launch reports the mismatch with its own words
+            for d, extent in zip(spec["dims"], shape):
+                if isinstance(d, str):
+                    seen = dims.setdefault(d, extent)
+                    if _known(seen) and _known(extent) and seen != extent:
+                        raise LaunchError(f"kernel `{self.name}`: extent {d} is {seen} in one tensor "
+                                          f"and {extent} in `{name}`")
+        storage = _storage_names()
+        out = {}
+        for name in self.output_names:
+            if name in values:
+                continue
+            shape = []
+            for d in tensors[name]["dims"]:
+                if isinstance(d, str):
+                    if d not in dims:
+                        raise LaunchError(f"kernel `{self.name}`: cannot allocate `{name}`: its extent {d} "
+                                          f"is in no tensor given; pass `{name}` yourself")
+                    shape.append(dims[d])
+                else:
+                    shape.append(int(d))
+            out[name] = (tuple(shape), storage[tensors[name]["dtype"]])
+        return out
+
+    def _gather_inputs(self, args: tuple, kwargs: dict) -> dict:
+        """Arguments of a call that may leave outputs out: positionally, the parameters in
+        order without the outputs; by name, any parameter."""
+        names = [n for n in self.param_names if n not in self.output_names]
+        if len(args) > len(names):
+            raise LaunchError(f"kernel `{self.name}` takes {len(names)} inputs ({', '.join(names)}) "
+                              f"when its outputs are allocated, got {len(args)} positional")
+        values = dict(zip(names, args))
+        for k, v in kwargs.items():
+            if k not in self.param_names:
+                raise LaunchError(f"kernel `{self.name}`: unknown argument `{k}` "
+                                  f"(expected: {', '.join(self.param_names)})")
+            if k in values:
+                raise LaunchError(f"kernel `{self.name}`: argument `{k}` given both positionally and by name")
+            values[k] = v
+        return values
+
+    def run(self, *args, stream: Any = None, **kwargs):
+        """Launch with every output not given allocated (torch.empty on the first tensor's
+        device, shapes from the launch metadata), and return the outputs in declaration order:
+        one tensor, or a tuple when the kernel has several. `C = gemm.run(A, B)`."""
+        torch = _torch()
+        values = self._gather_inputs(args, kwargs)
+        specs = self.output_specs(**values)
+        device = next((v.device for v in values.values() if hasattr(v, "data_ptr")), None)
+        if device is None:
+            raise LaunchError(f"kernel `{self.name}`: run() allocates outputs on the inputs' device, "
+                              "but no tensor was given")
+        for name, (shape, dtype) in specs.items():
+            values[name] = torch.empty(shape, dtype=getattr(torch, dtype), device=device)
+        self(stream=stream, **values)
+        outs = tuple(values[n] for n in self.output_names)
+        return outs[0] if len(outs) == 1 else outs
+
     def func_attributes(self, device: int | None = None) -> dict:
         """Registers, static shared memory, local memory and limits of the loaded function."""
         if device is None:
             device = _torch().cuda.current_device()
         return dict(self._k.func_attributes(device))
+
+
+def _known(extent: Any) -> bool:
+    """A concrete extent (a torch SymInt while tracing is not compared here)."""
+    return isinstance(extent, int)
+
+
+_STORAGE: dict[str, str] = {}
+
+
+def _storage_names() -> dict[str, str]:
+    """Cake dtype name -> torch dtype attribute, from the compiled extension's table."""
+    if not _STORAGE:
+        _STORAGE.update(native().dtypes())
+    return _STORAGE
 
 
 def load_kernel(launch_json_path: str | os.PathLike) -> Kernel:

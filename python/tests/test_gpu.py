@@ -95,3 +95,84 @@ def test_unaligned_row_pitch_is_refused(mod):
     with pytest.raises(cake.LaunchError):
         mod.gemm(A, B, C)
     assert untouched(C)
+
+
+# ---- PyTorch integration on the GPU (docs/python.md "PyTorch") ---------------------------------
+
+
+def test_run_allocates_the_output(mod):
+    A, B, _ = inputs(300, 520, 128, seed=2)
+    C = mod.gemm.run(A, B)
+    torch.cuda.synchronize()
+    assert C.shape == (300, 520) and C.dtype == torch.bfloat16 and C.device == A.device
+    torch.testing.assert_close(C.float(), reference(A, B), rtol=2e-2, atol=2e-2)
+
+
+def test_torch_compile_fullgraph_with_inductor(mod):
+    from torch._dynamo.testing import CompileCounterWithBackend
+
+    op = cake.torch_op(mod.gemm, name="gemm_gpu_compile")
+    counter = CompileCounterWithBackend("inductor")
+
+    def f(A, B):
+        return torch.relu(op(A, B).float()) * 0.5
+
+    compiled = torch.compile(f, fullgraph=True, backend=counter)
+    for M, N, K in ((256, 512, 128), (1000, 1000, 512)):
+        A, B, _ = inputs(M, N, K, seed=3)
+        out = compiled(A, B)
+        torch.cuda.synchronize()
+        torch.testing.assert_close(out, torch.relu(reference(A, B)) * 0.5, rtol=2e-2, atol=2e-2)
+    assert counter.frame_count >= 1 and all(
+        any("gemm_gpu_compile" in str(n.target) for n in g.graph.nodes) for g in counter.graphs)
+
+
+def test_cuda_graph_capture_of_a_prepared_launch_and_of_a_call(mod):
+    A, B, C = inputs(512, 768, 256, seed=4)
+    mod.gemm(A, B, C)  # loads the cubin: module loading is not captured
+    torch.cuda.synchronize()
+    prepared = mod.gemm.prepare(A, B, C)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    g1, g2 = torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g1, stream=s):
+        # A launch prepared outside the capture is bound to the stream it was prepared for: a
+        # captured one is prepared inside, on the capture stream.
+        mod.gemm.prepare(A, B, C).launch()
+    with torch.cuda.graph(g2, stream=s):
+        mod.gemm(A, B, C)
+    for g, seed in ((g1, 5), (g2, 6)):
+        A2, B2, _ = inputs(512, 768, 256, seed=seed)
+        A.copy_(A2)
+        B.copy_(B2)
+        C.fill_(float("nan"))
+        g.replay()
+        torch.cuda.synchronize()
+        torch.testing.assert_close(C.float(), reference(A2, B2), rtol=2e-2, atol=2e-2)
+    prepared.launch()  # still valid outside the graph
+    torch.cuda.synchronize()
+
+
+def test_autotune_on_the_gpu_is_correct_and_cached(tmp_path):
+    A, B, C = inputs(1024, 1024, 512, seed=7)
+    tuned = cake.autotune(GEMM, "gemm", (A, B, C), knobs={"STAGES": [2, 3, 4], "BN": [128, 256]},
+                          cache_dir=tmp_path, warmup=2, reps=5)
+    ok = [t for t in tuned.trials if t.outcome == "ok"]
+    assert len(ok) >= 2 and tuned.us == min(t.us for t in ok) and tuned.us > 0
+    C.fill_(float("nan"))
+    tuned(A, B, C)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(C.float(), reference(A, B), rtol=2e-2, atol=2e-2)
+    again = cake.autotune(GEMM, "gemm", (A, B, C), knobs={"STAGES": [2, 3, 4], "BN": [128, 256]},
+                          cache_dir=tmp_path)
+    assert again.cached and again.knobs == tuned.knobs and not again.trials
+
+
+def test_torch_compile_reduce_overhead_captures_the_operator(mod):
+    op = cake.torch_op(mod.gemm, name="gemm_gpu_graphs")
+    f = torch.compile(lambda A, B: op(A, B).float() + 1.0, mode="reduce-overhead", fullgraph=True)
+    A, B, _ = inputs(256, 384, 128, seed=8)
+    for _ in range(3):  # the third call replays the recorded graph
+        out = f(A, B)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(out, reference(A, B) + 1.0, rtol=2e-2, atol=2e-2)

@@ -475,7 +475,8 @@ def test_wheel_contents_tags_and_install(tmp_path):
     with zipfile.ZipFile(wheel) as z:
         names = set(z.namelist())
         wheel_meta = next(z.read(n).decode() for n in names if n.endswith(".dist-info/WHEEL"))
-    assert {"cake/__init__.py", "cake/errors.py", "cake/runtime.py", "cake/compiler.py",
+    assert {"cake/__init__.py", "cake/errors.py", "cake/runtime.py", "cake/compiler.py", "cake/torch_ops.py",
+            "cake/tuning.py",
             "cake/_native.abi3.so"} <= names
     assert not any("__pycache__" in n or n.startswith("tests/") for n in names)
     assert "Tag: cp39-abi3-manylinux" in wheel_meta

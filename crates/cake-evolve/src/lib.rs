@@ -12,7 +12,8 @@ pub mod chat;
 pub mod estimate;
 pub mod evaluate;
 pub mod external;
-pub mod knobs;
+// The knob lexer lives in cake-mutate, so the Python extension can use it without the archive.
+pub use cake_mutate::knobs;
 pub mod logs;
 pub mod propose;
 pub mod report;

@@ -14,6 +14,7 @@
 //! out of the rate — never dropped silently.
 
 mod equiv;
+pub mod knobs;
 pub mod text;
 
 use std::collections::{BTreeMap, BTreeSet};

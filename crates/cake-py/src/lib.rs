@@ -51,6 +51,22 @@ fn read(path: &str) -> PyResult<Vec<u8>> {
     })
 }
 
+/// The schedule's bytes: `source` when given (then `path` only names it in findings), else the
+/// file at `path`. Both obey the same size cap.
+fn schedule(path: &str, source: Option<&str>) -> PyResult<Vec<u8>> {
+    let Some(text) = source else {
+        return read(path);
+    };
+    if text.len() as u64 > cake_driver::MAX_SCHEDULE_BYTES {
+        return Err(PyValueError::new_err(format!(
+            "{path}: the source is {} bytes; schedules are limited to {} bytes",
+            text.len(),
+            cake_driver::MAX_SCHEDULE_BYTES
+        )));
+    }
+    Ok(text.as_bytes().to_vec())
+}
+
 fn check_target(target: &str) -> PyResult<()> {
     cake_target::lookup(target).map(|_| ()).map_err(|e| {
         let mut msg = e.to_string();
@@ -89,11 +105,17 @@ fn build_err(py: Python<'_>, e: cake_driver::BuildError) -> PyErr {
 }
 
 /// Check a schedule file: every finding, as the `cake.findings/v1` JSON document plus an
-/// `errors` count. `target`: one exact target, or each target the schedule declares.
+/// `errors` count. `target`: one exact target, or each target the schedule declares. `source`:
+/// the schedule's text, checked instead of reading `path` (which then only names it).
 #[pyfunction]
-#[pyo3(signature = (path, target=None))]
-fn check<'py>(py: Python<'py>, path: &str, target: Option<&str>) -> PyResult<Bound<'py, PyAny>> {
-    let bytes = read(path)?;
+#[pyo3(signature = (path, target=None, source=None))]
+fn check<'py>(
+    py: Python<'py>,
+    path: &str,
+    target: Option<&str>,
+    source: Option<&str>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let bytes = schedule(path, source)?;
     if let Some(t) = target {
         check_target(t)?;
     }
@@ -107,8 +129,14 @@ fn check<'py>(py: Python<'py>, path: &str, target: Option<&str>) -> PyResult<Bou
 /// Check and lower a schedule for one target: per kernel its CUDA source and launch metadata.
 /// Raises CompileError (with the human-rendered findings) when the schedule has errors.
 #[pyfunction]
-fn lower<'py>(py: Python<'py>, path: &str, target: &str) -> PyResult<Bound<'py, PyAny>> {
-    let bytes = read(path)?;
+#[pyo3(signature = (path, target, source=None))]
+fn lower<'py>(
+    py: Python<'py>,
+    path: &str,
+    target: &str,
+    source: Option<&str>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let bytes = schedule(path, source)?;
     check_target(target)?;
     let (checked, lowered) = py
         .detach(|| cake_driver::lower(path, &bytes, target))
@@ -136,15 +164,16 @@ fn lower<'py>(py: Python<'py>, path: &str, target: &str) -> PyResult<Bound<'py, 
 /// The findings may include errors drawn from the ptxas report (`errors` > 0). `embed_ptx`:
 /// write `<kernel>.fatbin` with the target's PTX too (sm_80, sm_89), so a later GPU can run it.
 #[pyfunction]
-#[pyo3(signature = (path, target, out_dir, embed_ptx=false))]
+#[pyo3(signature = (path, target, out_dir, embed_ptx=false, source=None))]
 fn build<'py>(
     py: Python<'py>,
     path: &str,
     target: &str,
     out_dir: PathBuf,
     embed_ptx: bool,
+    source: Option<&str>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let bytes = read(path)?;
+    let bytes = schedule(path, source)?;
     check_target(target)?;
     let built = py
         .detach(|| cake_driver::build_with(path, &bytes, target, &out_dir, embed_ptx))
@@ -167,6 +196,61 @@ fn build<'py>(
     let human = cake_diag::render::human(&built.checked.file, &built.findings, false);
     doc.set_item("human", human)?;
     Ok(doc)
+}
+
+/// The schedule's knobs, as `cake tune` finds them: its module-level integer constants that are
+/// not tensor extents, `[{"name", "value", "line"}]` in source order.
+#[pyfunction]
+fn knobs<'py>(py: Python<'py>, source: &str) -> PyResult<Bound<'py, PyAny>> {
+    let found: Vec<serde_json::Value> = cake_mutate::knobs::knobs(source)
+        .iter()
+        .map(|k| {
+            let line = source[..k.start].bytes().filter(|&b| b == b'\n').count() + 1;
+            serde_json::json!({"name": k.name, "value": k.value, "line": line})
+        })
+        .collect();
+    to_py(py, &found)
+}
+
+/// The values `cake tune` tries next to a knob's `value`: ±1 for small counts, halving, doubling
+/// and the steps between for sizes.
+#[pyfunction]
+fn knob_neighbours(value: i64) -> Vec<i64> {
+    cake_mutate::knobs::neighbours(value)
+}
+
+/// `source` with knobs set to new values (`{"BM": 64}`), every other byte unchanged. An unknown
+/// knob name is a ValueError naming the knobs there are.
+#[pyfunction]
+fn with_knobs(source: &str, values: std::collections::BTreeMap<String, i64>) -> PyResult<String> {
+    let found = cake_mutate::knobs::knobs(source);
+    let mut edits = Vec::new();
+    for (name, value) in &values {
+        let Some(k) = found.iter().find(|k| &k.name == name) else {
+            let names: Vec<&str> = found.iter().map(|k| k.name.as_str()).collect();
+            return Err(PyValueError::new_err(format!(
+                "no knob `{name}` in the schedule (knobs: {})",
+                if names.is_empty() {
+                    "none".to_string()
+                } else {
+                    names.join(", ")
+                }
+            )));
+        };
+        edits.push((k, *value));
+    }
+    Ok(cake_mutate::knobs::apply(source, &edits))
+}
+
+/// Cake's tensor element types: canonical name (as launch.json writes it) -> the torch dtype
+/// attribute that stores it (`"bf16": "bfloat16"`), so Python allocates outputs without a
+/// second copy of the table.
+#[pyfunction]
+fn dtypes() -> std::collections::BTreeMap<&'static str, &'static str> {
+    cake_runtime::dtype::DTYPES
+        .iter()
+        .map(|d| (d.name, d.storage))
+        .collect()
 }
 
 /// The target database (what `cake targets --format json` prints).
@@ -482,6 +566,10 @@ fn cake_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(lower, m)?)?;
     m.add_function(wrap_pyfunction!(build, m)?)?;
     m.add_function(wrap_pyfunction!(targets, m)?)?;
+    m.add_function(wrap_pyfunction!(knobs, m)?)?;
+    m.add_function(wrap_pyfunction!(dtypes, m)?)?;
+    m.add_function(wrap_pyfunction!(knob_neighbours, m)?)?;
+    m.add_function(wrap_pyfunction!(with_knobs, m)?)?;
     m.add_function(wrap_pyfunction!(device_info, m)?)?;
     m.add_class::<PyKernel>()?;
     m.add_class::<PyPrepared>()?;

@@ -3,7 +3,7 @@
 //! cake-mutate's lexer; and edits that replace literals in place, leaving every other byte of
 //! the file (comments, formatting) as it was.
 
-use cake_mutate::text::{Kind, Source};
+use crate::text::{Kind, Source};
 
 /// One module-level integer constant.
 #[derive(Clone, Debug, PartialEq, Eq)]
