@@ -34,12 +34,20 @@ pub fn cmd_eval(mode: Mode, args: EvalArgs) -> ExitCode {
     let mut sup = Supervisor::new(WorkerCommand::from_env());
     sup.verbose = args.verbose;
     let human = !args.json;
+    let spinner = crate::progress::Spinner::start_when(
+        !args.verbose,
+        match mode {
+            Mode::Test => "checking on the GPU",
+            Mode::Bench => "checking and timing on the GPU",
+        },
+    );
     let mut progress = |line: &str| {
         if human {
-            println!("{line}");
+            spinner.println(line);
         }
     };
     let result = cake_eval::run(&contract, mode, &args.options, &mut sup, &mut progress);
+    drop(spinner);
     sup.shutdown();
     let evidence = match result {
         Ok(e) => e,

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 mod cost;
 mod eval;
 mod evolve;
+mod progress;
 
 /// Write to stdout; a closed pipe (`cake ... | head`) ends the program quietly instead of
 /// panicking.
@@ -605,13 +606,14 @@ fn cmd_build(file: &Path, target: &str, out: &Path, embed_ptx: bool, format: For
         Ok(b) => b,
         Err(code) => return code,
     };
-    let built = match cake_driver::build_with(
-        &file.display().to_string(),
-        &bytes,
-        target,
-        out,
-        embed_ptx,
-    ) {
+    let spinner = progress::Spinner::start(format!(
+        "compiling {} for {target} with nvcc",
+        file.display()
+    ));
+    let built =
+        cake_driver::build_with(&file.display().to_string(), &bytes, target, out, embed_ptx);
+    drop(spinner);
+    let built = match built {
         Ok(b) => b,
         Err(e) => return build_failed(e, format),
     };

@@ -82,12 +82,23 @@ fn model_only_tuning_improves_a_poor_seeds_predicted_time() {
     let r = cake_evolve::report::write(&dir).unwrap();
     assert_eq!(r.trajectory.len(), pop.len());
     let svg = std::fs::read_to_string(dir.join("report.svg")).unwrap();
-    assert!(svg.starts_with("<svg") && svg.contains("<path"), "{svg}");
-    assert_eq!(svg, cake_evolve::report::build(&dir).unwrap().svg());
+    assert_eq!(
+        svg,
+        cake_evolve::report::build(&dir).unwrap().svg().unwrap()
+    );
+    model_only_chart(&svg, pop);
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
     assert_eq!(json["schema"], "cake.evolve-report/v0");
-    assert!(r.text().contains("best:"));
+    // The summary says what is missing in words: a model-only run measured nothing.
+    let text = r.text();
+    let best_line = text.lines().find(|l| l.starts_with("best")).unwrap();
+    assert!(
+        best_line.starts_with("best predicted: ")
+            && best_line.ends_with(", not measured (model-only run)"),
+        "{best_line}"
+    );
+    assert!(!text.contains("null"), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -160,9 +171,11 @@ fn the_cascade_evaluates_only_the_top_k_and_routes_the_evidence() {
     assert!(
         r.trajectory.last().unwrap().best_speedup.unwrap() > r.trajectory[0].best_speedup.unwrap()
     );
-    assert!(std::fs::read_to_string(dir.join("report.svg"))
-        .unwrap()
-        .contains("GPU seconds spent"));
+    gpu_chart(
+        &std::fs::read_to_string(dir.join("report.svg")).unwrap(),
+        pop,
+    );
+    assert!(!r.text().contains("null"), "{}", r.text());
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -246,4 +259,74 @@ fn the_cost_model_ranks_the_poor_seed_below_its_tuned_mutants() {
         );
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A model-only run's chart: predicted points, the best predicted line, the 1× seed line, the
+/// verifier's rejections in the strip; one marker per candidate (plus one per legend entry) and
+/// not one label that says "measured".
+fn model_only_chart(svg: &str, pop: &[cake_evolve::Candidate]) {
+    use cake_chart::palette;
+    let chart = Svg::parse(svg);
+    for want in [
+        "candidate (index, in order proposed)",
+        "predicted speedup over the seed (×)",
+        "1× = the seed (predicted)",
+        "best predicted so far",
+    ] {
+        assert!(chart.has(want), "no {want:?} in {:?}", chart.texts);
+    }
+    let best = chart
+        .texts
+        .iter()
+        .find(|t| t.starts_with("best ") && t.ends_with("× (predicted)"));
+    assert!(best.is_some(), "{:?}", chart.texts);
+    assert!(
+        !chart
+            .texts
+            .iter()
+            .any(|t| t.to_lowercase().contains("measured")),
+        "a model-only chart must not say measured: {:?}",
+        chart.texts
+    );
+    let estimated = pop.iter().filter(|c| c.stage == Stage::Estimated).count();
+    let rejected = pop.iter().filter(|c| c.stage == Stage::Rejected).count();
+    assert_eq!(estimated + rejected, pop.len());
+    assert_eq!(chart.markers(palette::GREEN), estimated + 1);
+    let legend = 1 + usize::from(rejected > 0);
+    assert_eq!(
+        chart.markers(palette::ORANGE),
+        rejected + usize::from(rejected > 0)
+    );
+    assert_eq!(chart.all_markers(), pop.len() + legend);
+}
+
+/// A GPU run's chart: measured speedups against GPU seconds, the baseline the evidence names,
+/// every candidate once by outcome.
+fn gpu_chart(svg: &str, pop: &[cake_evolve::Candidate]) {
+    use cake_chart::palette;
+    let chart = Svg::parse(svg);
+    for want in [
+        "candidate (index, in order proposed)",
+        "measured speedup over torch_matmul (×)",
+        "1× = torch_matmul",
+        "best measured so far",
+    ] {
+        assert!(chart.has(want), "no {want:?} in {:?}", chart.texts);
+    }
+    let count = |f: &dyn Fn(&cake_evolve::Candidate) -> bool| pop.iter().filter(|c| f(c)).count();
+    let measured = count(&|c| c.validated() && c.speedup.is_some());
+    let ranked_out = count(&|c| c.stage == Stage::RankedOut);
+    let rejected = count(&|c| c.stage == Stage::Rejected);
+    assert!(measured > 0 && ranked_out > 0);
+    assert_eq!(measured + ranked_out + rejected, pop.len());
+    assert_eq!(chart.markers(palette::BLUE), measured + 1);
+    assert_eq!(chart.markers(palette::GREY), ranked_out + 1);
+    let legend = 2 + usize::from(rejected > 0);
+    assert_eq!(chart.all_markers(), pop.len() + legend);
+    assert!(
+        chart.has(&format!("correct, measured ({measured})")),
+        "{:?}",
+        chart.texts
+    );
+    assert!(chart.has(&format!("not run (ranked out) ({ranked_out})")));
 }

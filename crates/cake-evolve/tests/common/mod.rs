@@ -121,3 +121,53 @@ impl Evaluator for Scripted {
         from_evidence(evidence, 0.5)
     }
 }
+
+/// The report chart as XML (it must parse), its texts (trimmed) and a marker counter.
+pub struct Svg {
+    pub texts: Vec<String>,
+    /// (tag, fill, stroke) of every circle and polygon.
+    shapes: Vec<(String, String, String)>,
+}
+
+impl Svg {
+    pub fn parse(svg: &str) -> Svg {
+        let doc = roxmltree::Document::parse(svg).expect("report.svg is well-formed XML");
+        assert!(doc.root_element().has_tag_name("svg"));
+        let texts = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("text"))
+            .map(|n| n.text().unwrap_or("").trim().to_string())
+            .collect();
+        let attr = |n: &roxmltree::Node, a: &str| n.attribute(a).unwrap_or("").to_ascii_uppercase();
+        let shapes = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("circle") || n.has_tag_name("polygon"))
+            .map(|n| {
+                (
+                    n.tag_name().name().to_string(),
+                    attr(&n, "fill"),
+                    attr(&n, "stroke"),
+                )
+            })
+            .collect();
+        Svg { texts, shapes }
+    }
+
+    pub fn has(&self, text: &str) -> bool {
+        self.texts.iter().any(|t| t == text)
+    }
+
+    /// Markers drawn in colour `c`: filled circles and polygons, stroked rings.
+    pub fn markers(&self, c: (u8, u8, u8)) -> usize {
+        let hex = format!("#{:02X}{:02X}{:02X}", c.0, c.1, c.2);
+        self.shapes
+            .iter()
+            .filter(|(_, fill, stroke)| *fill == hex || *stroke == hex)
+            .count()
+    }
+
+    /// Every circle and polygon.
+    pub fn all_markers(&self) -> usize {
+        self.shapes.len()
+    }
+}
