@@ -296,6 +296,19 @@ fn mma_shapes(cx: &Ctx, out: &mut Vec<Finding>) {
                 }
             }
         }
+        if family == MmaFamily::MmaSync {
+            if let Some(role) = site.role.filter(|r| k.roles[*r].unit != RoleUnit::Warp) {
+                let r = &k.roles[role];
+                out.push(
+                    Finding::new(&MMA_ISSUER, sp, format!("mma.sync is issued per warp, each warp computing the accumulator tile it holds, but role `{}` is a warpgroup role", r.name))
+                        .role(&r.name)
+                        .label(k.roles.span(role), "the role is declared here")
+                        .note(format!("on {} an accumulator in registers lowers to mma.sync; warpgroup MMAs (wgmma) are sm_90a's", cx.target.name))
+                        .help("declare the role with warp= or warps= and give each warp its own (M, N) tile, or target sm_90a"),
+                );
+                continue;
+            }
+        }
         let Some(ik) = mma_instr_k(family, a_dtype) else {
             out.push(Finding::new(
                 &MMA_SHAPE,

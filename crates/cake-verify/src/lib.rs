@@ -8,6 +8,7 @@ mod consistency;
 mod coverage;
 mod ctx;
 mod explore;
+mod knock_on;
 mod safety;
 mod semantics;
 
@@ -34,5 +35,6 @@ pub fn verify_with(k: &Kernel, facts: &KernelFacts) -> Vec<Finding> {
     if !out.iter().any(|f| f.is_error()) {
         explore::check(&cx, &mut out);
     }
+    knock_on::mark(&cx, &mut out);
     out
 }

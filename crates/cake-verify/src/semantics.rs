@@ -172,6 +172,24 @@ fn role_overlap(cx: &Ctx, out: &mut Vec<Finding>) {
     }
 }
 
+/// The one other barrier of `b`'s pipeline (or, for a barrier without one, the one other
+/// barrier without a pipeline) that `fits` — the barrier a wait or arrival on `b` most likely
+/// meant. None when there is no such barrier or more than one.
+pub(crate) fn sibling(
+    k: &Kernel,
+    b: BarrierId,
+    fits: impl Fn(&Barrier) -> bool,
+) -> Option<BarrierId> {
+    let pipeline = k.barriers[b].pipeline;
+    let mut found = k
+        .barriers
+        .iter()
+        .filter(|(o, ob)| *o != b && ob.pipeline == pipeline && fits(ob))
+        .map(|(o, _)| o);
+    let first = found.next()?;
+    found.next().is_none().then_some(first)
+}
+
 fn barrier_roles(cx: &Ctx, out: &mut Vec<Finding>) {
     let k = cx.k;
     for f in &cx.barriers {
@@ -180,41 +198,64 @@ fn barrier_roles(cx: &Ctx, out: &mut Vec<Finding>) {
         for a in &f.arrivals {
             if !b.producers.contains(&a.role) {
                 let rn = &k.roles[a.role].name;
-                out.push(
-                    Finding::new(
-                        &BARRIER_ROLES,
-                        cx.span(a.stmt),
-                        format!(
-                            "role `{rn}` arrives on `{}` but is not one of its producers",
-                            b.name
-                        ),
-                    )
-                    .subject("barrier", &b.name)
-                    .role(rn)
-                    .label(bspan, "declared here")
-                    .help(format!(
+                let mut finding = Finding::new(
+                    &BARRIER_ROLES,
+                    cx.span(a.stmt),
+                    format!(
+                        "role `{rn}` arrives on `{}` but is not one of its producers",
+                        b.name
+                    ),
+                )
+                .subject("barrier", &b.name)
+                .role(rn)
+                .label(bspan, "declared here");
+                finding = match sibling(k, f.barrier, |o| o.producers.contains(&a.role)) {
+                    // The role signals a barrier of the same ring: the arrival most likely names
+                    // the wrong one, and declaring the role a producer here would keep the bug.
+                    Some(o) => finding
+                        .label(k.barriers.span(o), format!("`{rn}` is declared a producer of `{}`", k.barriers[o].name))
+                        .help(format!(
+                            "did you mean to signal `{}`? Adding `{rn}` to the producers of `{}` would make the wrong handoff legal",
+                            k.barriers[o].name, b.name
+                        )),
+                    None => finding.help(format!(
                         "add `{rn}` to producers=[...], or signal another barrier"
                     )),
-                );
+                };
+                out.push(finding);
             }
         }
         for (s, r) in &f.waits {
             if !b.consumers.contains(r) {
                 let rn = &k.roles[*r].name;
-                out.push(
-                    Finding::new(
-                        &BARRIER_ROLES,
-                        cx.span(*s),
-                        format!(
-                            "role `{rn}` waits on `{}` but is not one of its consumers",
-                            b.name
-                        ),
-                    )
-                    .subject("barrier", &b.name)
-                    .role(rn)
-                    .label(bspan, "declared here")
-                    .help(format!("add `{rn}` to consumers=[...]")),
-                );
+                let mut finding = Finding::new(
+                    &BARRIER_ROLES,
+                    cx.span(*s),
+                    format!(
+                        "role `{rn}` waits on `{}` but is not one of its consumers",
+                        b.name
+                    ),
+                )
+                .subject("barrier", &b.name)
+                .role(rn)
+                .label(bspan, "declared here");
+                finding = match sibling(k, f.barrier, |o| o.consumers.contains(r)) {
+                    Some(o) => {
+                        let own = if b.producers.contains(r) {
+                            format!(" (`{rn}` itself signals `{}`: this wait would wait for its own arrivals)", b.name)
+                        } else {
+                            String::new()
+                        };
+                        finding
+                            .label(k.barriers.span(o), format!("`{rn}` is declared a consumer of `{}`", k.barriers[o].name))
+                            .help(format!(
+                                "did you mean `lm.wait({})`?{own} Adding `{rn}` to the consumers of `{}` would make the wrong handoff legal",
+                                k.barriers[o].name, b.name
+                            ))
+                    }
+                    None => finding.help(format!("add `{rn}` to consumers=[...]")),
+                };
+                out.push(finding);
             }
         }
         for p in &b.producers {

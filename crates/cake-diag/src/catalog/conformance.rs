@@ -186,6 +186,19 @@ Declare a cluster of two or more CTAs on the schedule, or drop `cluster=True`."#
     good: include_str!("../../../../tests/check/CAKE-C014-good.py"),
 };
 
+pub const MMA_ISSUER: CodeInfo = CodeInfo {
+    code: "CAKE-C015",
+    name: "mma-issuer",
+    category: Category::Conformance,
+    severity: Severity::Error,
+    summary: r#"An MMA is issued by a role whose unit the instruction family cannot have: mma.sync from a warpgroup role."#,
+    explanation: r#"The instruction family follows from the operand locations and the target (docs/language.md §9.6), and each family is issued by a fixed unit: mma.sync by one warp for the accumulator tile that warp holds, wgmma by one aligned warpgroup (`CAKE-C005`), tcgen05.mma by one thread for the CTA. On a target without wgmma (sm_80, sm_89, sm_120a, sm_121a) an accumulator in registers lowers to mma.sync, so a fragment of a warpgroup role — one (64, N) tile per four warps, the wgmma shape — has no instruction that could compute it. No lowering of this target could accept it, so it is an error, not a not-lowered note.
+
+Declare the role with `warp=` or `warps=` and give each warp its own (M, N) tile (M a multiple of 16, N of 8), or target sm_90a for wgmma."#,
+    bad: include_str!("../../../../tests/check/CAKE-C015-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-C015-good.py"),
+};
+
 /// Every code of this module, in number order; [`super::ALL`] is made of these lists.
 pub const ALL: &[&CodeInfo] = &[
     &INSTRUCTION_UNAVAILABLE,
@@ -202,4 +215,5 @@ pub const ALL: &[&CodeInfo] = &[
     &TMEM_LANES,
     &MULTICAST_SHAPE,
     &CLUSTER_BARRIER,
+    &MMA_ISSUER,
 ];

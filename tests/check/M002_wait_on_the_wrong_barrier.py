@@ -1,5 +1,5 @@
-# CAKE-V001 on sm_100a: a register accumulator makes lm.mma an mma.sync there (wgmma does not exist on sm_100a);
-# mma.sync is not lowered yet, so it is a coverage note — never wgmma code that ptxas would reject
+# CAKE-M002: the MMA role waits on the ring's "empty" barrier instead of "full"; the finding names the
+# barrier it most likely meant instead of suggesting a declaration that would keep the bug
 import cake
 from cake import lm
 
@@ -12,7 +12,7 @@ def wg_rows(index):
     return index * 64
 
 
-@cake.schedule(targets=["sm_100a"], persistent=True)
+@cake.schedule(targets=["sm_90a"], persistent=True)
 def gemm(A: lm.tensor[lm.bf16, "M", "K"],
          B: lm.tensor[lm.bf16, "N", "K"],
          C: lm.tensor[lm.bf16, "M", "N"]):
@@ -25,7 +25,7 @@ def gemm(A: lm.tensor[lm.bf16, "M", "K"],
     math = lm.role(warpgroups=[1, 2], regs=232)
 
     pipe = lm.pipeline(stages=STAGES)
-    full = lm.barrier(pipe, producers=[load], consumers=[math])
+    full = lm.barrier(pipe, producers=[load], consumers=[math])  # warning[CAKE-M002]: follows from the wait on `empty`
     empty = lm.barrier(pipe, producers=[math], consumers=[load])
     acc = math.fragment(shape=(64, BN), dtype=lm.f32)
 
@@ -38,8 +38,8 @@ def gemm(A: lm.tensor[lm.bf16, "M", "K"],
                 sB.tma_load(B, coords=(tn * BN, k * BK), barrier=full)
         with math:
             for k in lm.range(lm.cdiv(K, BK), pipeline=pipe):
-                lm.wait(full)
-                lm.mma(acc, sA.rows(wg_rows(math.index), 64), sB.T, accumulate=k > 0, release=empty)  # note[CAKE-V001]
+                lm.wait(empty)  # error[CAKE-M002]: did you mean `lm.wait(full)`? (`math` itself signals `empty`
+                lm.mma(acc, sA.rows(wg_rows(math.index), 64), sB.T, accumulate=k > 0, release=empty)  # error[CAKE-S006]: follows from the wait on `empty`
             sC.rows(wg_rows(math.index), 64).store(lm.cast(acc, lm.bf16))
             lm.fence_proxy_async()
             sC.rows(wg_rows(math.index), 64).tma_store(C, coords=(tm * BM + wg_rows(math.index), tn * BN))
