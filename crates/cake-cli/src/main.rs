@@ -125,9 +125,12 @@ impl From<DocFormat> for Format {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Parse, type-check and verify a schedule; print every finding.
+    /// Parse, type-check and verify schedules; print every finding.
     Check {
-        file: PathBuf,
+        /// One or more schedules. Several go into one SARIF log (one run, one artifact each) or
+        /// one human report; `--format json` takes one file.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
         /// Check for this target (default: every target the schedule declares).
         #[arg(long)]
         target: Option<String>,
@@ -146,6 +149,13 @@ enum Command {
         /// The cost model's calibration table (default: the target's committed table).
         #[arg(long)]
         calibration: Option<PathBuf>,
+        /// SARIF: the directory file URIs are relative to (`uriBaseId` SRCROOT; default: the
+        /// current directory). Files outside it get absolute `file://` URIs.
+        #[arg(long)]
+        srcroot: Option<PathBuf>,
+        /// SARIF: the rules page each rule's `helpUri` points into (`URL#cake-l001`).
+        #[arg(long, default_value = render::RULES_URL)]
+        rules_url: String,
     },
     /// Predict a schedule's time at a shape with the cost model: time, throughput, bound,
     /// utilization and hints (docs/cost-model.md).
@@ -296,21 +306,27 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Check {
-            file,
+            files,
             target,
             format,
             strict,
             color,
             shape,
             calibration,
+            srcroot,
+            rules_url,
         } => cmd_check(
-            &file,
-            target.as_deref(),
-            format,
-            strict,
-            color,
-            shape.as_deref(),
-            calibration.as_deref(),
+            &files,
+            CheckFlags {
+                target: target.as_deref(),
+                format,
+                strict,
+                color,
+                shape: shape.as_deref(),
+                calibration: calibration.as_deref(),
+                srcroot: srcroot.as_deref(),
+                rules_url,
+            },
         ),
         Command::Cost {
             file,
@@ -452,26 +468,80 @@ fn emit(source: &SourceFile, findings: &[Finding], format: Format, color: bool) 
             "{}",
             serde_json::to_string_pretty(&render::json(source, findings)).expect("JSON")
         ),
-        Format::Sarif => {
-            let sarif = render::sarif(
-                &[(source, findings)],
-                cake_diag::catalog::all(),
-                env!("CARGO_PKG_VERSION"),
-            );
-            outln!("{}", serde_json::to_string_pretty(&sarif).expect("JSON"));
-        }
+        Format::Sarif => emit_sarif(
+            &mut [(source.clone(), findings.to_vec())],
+            None,
+            render::RULES_URL.into(),
+        ),
     }
 }
 
-fn cmd_check(
-    file: &Path,
-    target: Option<&str>,
+/// One SARIF log for every checked file: names made relative to `srcroot` (default: the
+/// current directory) where the file is inside it, absolute otherwise.
+fn emit_sarif(
+    checked: &mut [(SourceFile, Vec<Finding>)],
+    srcroot: Option<&Path>,
+    rules_url: String,
+) {
+    let root = std::fs::canonicalize(srcroot.unwrap_or(Path::new(".")));
+    for (file, _) in checked.iter_mut() {
+        let path = std::fs::canonicalize(&file.name);
+        file.name = match (&root, path) {
+            (Ok(root), Ok(path)) => match path.strip_prefix(root) {
+                Ok(rel) => rel
+                    .components()
+                    .map(|c| c.as_os_str().to_string_lossy())
+                    .collect::<Vec<_>>()
+                    .join("/"),
+                Err(_) => path.display().to_string(),
+            },
+            // An unreadable root or file: the name as given (it was read, so this is rare).
+            _ => std::mem::take(&mut file.name),
+        };
+    }
+    let options = render::SarifOptions {
+        tool_version: env!("CARGO_PKG_VERSION").into(),
+        srcroot: root.ok().map(|r| r.display().to_string()),
+        rules_url,
+    };
+    let files: Vec<(&SourceFile, &[Finding])> =
+        checked.iter().map(|(f, v)| (f, v.as_slice())).collect();
+    out!(
+        "{}",
+        render::sarif_string(&files, cake_diag::catalog::all(), &options)
+    );
+}
+
+/// `cake check`'s options.
+struct CheckFlags<'a> {
+    target: Option<&'a str>,
     format: Format,
     strict: bool,
     color: Option<bool>,
-    shape: Option<&str>,
-    calibration: Option<&Path>,
-) -> ExitCode {
+    shape: Option<&'a str>,
+    calibration: Option<&'a Path>,
+    srcroot: Option<&'a Path>,
+    rules_url: String,
+}
+
+fn cmd_check(files: &[PathBuf], flags: CheckFlags) -> ExitCode {
+    let CheckFlags {
+        target,
+        format,
+        strict,
+        color,
+        shape,
+        calibration,
+        srcroot,
+        rules_url,
+    } = flags;
+    if format == Format::Json && files.len() > 1 {
+        eprintln!(
+            "error: --format json describes one file (cake.findings/v1): check one file per \
+             call, or use --format sarif for several in one log"
+        );
+        return ExitCode::from(2);
+    }
     let shape = match shape.map(cake_cost::parse_shape).transpose() {
         Ok(s) => s,
         Err(e) => {
@@ -483,10 +553,6 @@ fn cmd_check(
         Ok(c) => c,
         Err(code) => return code,
     };
-    let bytes = match read(file) {
-        Ok(b) => b,
-        Err(code) => return code,
-    };
     if let Some(t) = target {
         if let Err(e) = cake_target::lookup(t) {
             eprintln!("error: {e}");
@@ -496,32 +562,49 @@ fn cmd_check(
             return ExitCode::from(2);
         }
     }
-    let mut checked = cake_driver::check(&file.display().to_string(), &bytes, target);
-    let mut findings = std::mem::take(&mut checked.findings);
-    if let Some(shape) = &shape {
-        if !findings.iter().any(|f| f.is_error()) {
-            match cake_driver::cost_findings(&checked, target, shape, calibration.as_ref()) {
-                Ok(extra) => {
-                    findings.extend(extra);
-                    findings.sort_by_key(|f| (f.span.start, f.code));
-                }
-                Err(e) => {
-                    eprintln!("error: --shape: {e}");
-                    return ExitCode::from(2);
+    let mut all = Vec::with_capacity(files.len());
+    for file in files {
+        let bytes = match read(file) {
+            Ok(b) => b,
+            Err(code) => return code,
+        };
+        let mut checked = cake_driver::check(&file.display().to_string(), &bytes, target);
+        let mut findings = std::mem::take(&mut checked.findings);
+        if let Some(shape) = &shape {
+            if !findings.iter().any(|f| f.is_error()) {
+                match cake_driver::cost_findings(&checked, target, shape, calibration.as_ref()) {
+                    Ok(extra) => {
+                        findings.extend(extra);
+                        findings.sort_by_key(|f| (f.span.start, f.code));
+                    }
+                    Err(e) => {
+                        eprintln!("error: --shape: {e}");
+                        return ExitCode::from(2);
+                    }
                 }
             }
         }
-    }
-    if strict {
-        for f in &mut findings {
-            if f.category == cake_diag::Category::Coverage {
-                f.severity = cake_diag::Severity::Error;
+        if strict {
+            for f in &mut findings {
+                if f.category == cake_diag::Category::Coverage {
+                    f.severity = cake_diag::Severity::Error;
+                }
             }
         }
+        all.push((checked.file, findings));
     }
-    let color = color.unwrap_or_else(|| std::io::IsTerminal::is_terminal(&std::io::stdout()));
-    emit(&checked.file, &findings, format, color);
-    if findings.iter().any(|f| f.is_error()) {
+    let errors = all
+        .iter()
+        .any(|(_, findings)| findings.iter().any(|f| f.is_error()));
+    if format == Format::Sarif {
+        emit_sarif(&mut all, srcroot, rules_url);
+    } else {
+        let color = color.unwrap_or_else(|| std::io::IsTerminal::is_terminal(&std::io::stdout()));
+        for (file, findings) in &all {
+            emit(file, findings, format, color);
+        }
+    }
+    if errors {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS

@@ -85,6 +85,120 @@ fn check_json_reports_every_finding_with_spans() {
     assert_eq!(doc["findings"][0]["span"]["start_line"], 26);
 }
 
+/// Several files: one SARIF log with one run and one artifact per file, URIs relative to the
+/// current directory (SRCROOT, stated as an absolute URI), one human report after another; the
+/// exit code is the worst file's. `--format json` takes one file.
+#[test]
+fn check_several_files_is_one_sarif_run() {
+    let files = ["tests/check/CAKE-S005-bad.py", "./examples/gemm_sm90.py"];
+    let o = cake(&["check", files[0], files[1], "--format", "sarif"]);
+    assert_eq!(o.status.code(), Some(1), "one file has errors");
+    let log = json(&o);
+    let runs = log["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 1);
+    let run = &runs[0];
+    let root =
+        std::fs::canonicalize(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
+            .unwrap();
+    assert_eq!(
+        run["originalUriBaseIds"]["SRCROOT"]["uri"],
+        format!("file://{}/", root.display())
+    );
+    let uris: Vec<&str> = run["artifacts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["location"]["uri"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        uris,
+        ["tests/check/CAKE-S005-bad.py", "examples/gemm_sm90.py"]
+    );
+    let results = run["results"].as_array().unwrap();
+    assert!(results.iter().any(|r| r["ruleId"] == "CAKE-S005"));
+    for r in results {
+        let at = &r["locations"][0]["physicalLocation"]["artifactLocation"];
+        assert_eq!(at["uriBaseId"], "SRCROOT");
+        assert!(r["partialFingerprints"]["cakeFinding/v1"].is_string());
+    }
+    let rule = &run["tool"]["driver"]["rules"][0];
+    assert!(rule["helpUri"]
+        .as_str()
+        .unwrap()
+        .ends_with("/docs/rules.md#cake-l001"));
+    assert!(!rule["help"]["markdown"].as_str().unwrap().is_empty());
+
+    // --srcroot elsewhere: the files are outside it, so their URIs are absolute.
+    let o = cake(&[
+        "check",
+        files[1],
+        "--format",
+        "sarif",
+        "--srcroot",
+        "tests",
+        "--rules-url",
+        "https://x.test/r.md",
+    ]);
+    assert_eq!(o.status.code(), Some(0));
+    let run = &json(&o)["runs"][0];
+    assert_eq!(
+        run["artifacts"][0]["location"]["uri"],
+        format!("file://{}/examples/gemm_sm90.py", root.display())
+    );
+    assert!(run["artifacts"][0]["location"].get("uriBaseId").is_none());
+    assert_eq!(
+        run["tool"]["driver"]["rules"][0]["helpUri"],
+        "https://x.test/r.md#cake-l001"
+    );
+
+    let o = cake(&["check", files[0], files[1]]);
+    assert_eq!(o.status.code(), Some(1));
+    let human = String::from_utf8_lossy(&o.stdout);
+    assert!(human.contains("CAKE-S005-bad.py:"), "{human}");
+
+    let o = cake(&["check", files[0], files[1], "--format", "json"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--format sarif"));
+    assert!(o.stdout.is_empty());
+    // A missing file among several is a usage error, as for one.
+    assert_eq!(
+        cake(&["check", files[1], "no/such/file.py", "--format", "sarif"])
+            .status
+            .code(),
+        Some(2)
+    );
+}
+
+/// What `cake check` writes validates against the official SARIF 2.1.0 schema (fetched by
+/// scripts/sarif-schema.sh; reported skipped without it, a failure under CAKE_REQUIRE_ALL=1).
+#[test]
+fn check_sarif_validates_against_the_official_schema() {
+    let Some(path) = cake_testkit::require(
+        std::env::var("CAKE_SARIF_SCHEMA").map_err(|_| "CAKE_SARIF_SCHEMA is not set"),
+        "the official SARIF schema (scripts/sarif-schema.sh fetches it)",
+    ) else {
+        return;
+    };
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let o = cake(&[
+        "check",
+        "tests/check/CAKE-S005-bad.py",
+        "tests/check/CAKE-L016-bad.py",
+        "examples/gemm_sm90.py",
+        "--format",
+        "sarif",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let log = json(&o);
+    let errors: Vec<String> = validator
+        .iter_errors(&log)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{}", errors.join("\n"));
+}
+
 #[test]
 fn strict_turns_coverage_notes_into_errors() {
     assert_eq!(

@@ -170,9 +170,30 @@ fn category_description(category: Category) -> &'static str {
     }
 }
 
-/// The Markdown anchor of a code's section: its lowercase code.
-fn anchor(info: &CodeInfo) -> String {
+/// The Markdown anchor of a code's section in docs/rules.md: its lowercase code (`cake-l001`).
+pub fn anchor(info: &CodeInfo) -> String {
     info.code.to_ascii_lowercase()
+}
+
+/// A code's section of docs/rules.md below its heading: category and severity, summary,
+/// explanation, and the failing and passing examples as Python code blocks. SARIF's rule help
+/// carries the same text.
+pub fn rule_markdown(info: &CodeInfo) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "Category: {}. Default severity: {}.\n",
+        info.category, info.severity
+    );
+    let _ = writeln!(out, "{}\n", info.summary);
+    let _ = writeln!(out, "{}", info.explanation.trim_end());
+    for (title, example) in [("Fails:", info.bad), ("Passes:", info.good)] {
+        if example.trim().is_empty() {
+            continue;
+        }
+        let _ = write!(out, "\n{title}\n\n```python\n{}\n```\n", example.trim_end());
+    }
+    out
 }
 
 /// The whole of docs/rules.md, generated so the page cannot drift from the
@@ -236,19 +257,7 @@ pub fn rules_markdown() -> String {
             info.code,
             info.name
         );
-        let _ = writeln!(
-            out,
-            "Category: {}. Default severity: {}.\n",
-            info.category, info.severity
-        );
-        let _ = writeln!(out, "{}\n", info.summary);
-        let _ = writeln!(out, "{}", info.explanation.trim_end());
-        for (title, example) in [("Fails:", info.bad), ("Passes:", info.good)] {
-            if example.trim().is_empty() {
-                continue;
-            }
-            let _ = write!(out, "\n{title}\n\n```python\n{}\n```\n", example.trim_end());
-        }
+        out.push_str(&rule_markdown(info));
     }
     out
 }

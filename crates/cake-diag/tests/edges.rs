@@ -13,7 +13,11 @@ fn all_renderings(file: &SourceFile, findings: &[Finding]) -> (String, serde_jso
     let human = render::human(file, findings, false);
     let _ = render::human(file, findings, true);
     let json = render::json(file, findings);
-    let _ = render::sarif(&[(file, findings)], catalog::all(), "0");
+    let _ = render::sarif(
+        &[(file, findings)],
+        catalog::all(),
+        &render::SarifOptions::new("0"),
+    );
     (human, json)
 }
 
@@ -31,7 +35,11 @@ fn zero_findings() {
             "findings": []
         })
     );
-    let sarif = render::sarif(&[(&file, &[])], catalog::all(), "0");
+    let sarif = render::sarif(
+        &[(&file, &[])],
+        catalog::all(),
+        &render::SarifOptions::new("0"),
+    );
     assert_eq!(sarif["runs"][0]["results"], serde_json::json!([]));
 }
 

@@ -220,7 +220,11 @@ fn sarif_log() {
     // A two-rule catalog keeps the snapshot about the format, not the
     // catalog's prose; `tests/sarif.rs` checks the log built from all of it.
     let rules = [&language::UNUSED_VALUE, &language::SHAPE_MISMATCH];
-    let text = render::sarif_string(&[(&file, &findings)], &rules, "0.1.0");
+    let options = render::SarifOptions {
+        srcroot: Some("/home/me/repo".into()),
+        ..render::SarifOptions::new("0.1.0")
+    };
+    let text = render::sarif_string(&[(&file, &findings)], &rules, &options);
     expect![[r#"
         {
           "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
@@ -242,6 +246,11 @@ fn sarif_log() {
                       "fullDescription": {
                         "text": "Operations with an effect (copies, MMAs, waits, arrives, stores) are written as statements. An expression without one, such as a sub-view, an arithmetic result or a comparison, does nothing as a statement; it is almost always a forgotten assignment or an argument that was meant to go to a call. Docstrings are exempt.\n\nAssign the value to a name, pass it where it was meant to go, or delete the line."
                       },
+                      "help": {
+                        "text": "CAKE-L016 unused-value\ncategory: language, default severity: warning\n\nAn expression statement computes a value that is thrown away.\n\nOperations with an effect (copies, MMAs, waits, arrives, stores) are written as statements. An expression without one, such as a sub-view, an arithmetic result or a comparison, does nothing as a statement; it is almost always a forgotten assignment or an argument that was meant to go to a call. Docstrings are exempt.\n\nAssign the value to a name, pass it where it was meant to go, or delete the line.\n\nFails:\n\n    # CAKE-L016: a sub-view computed and thrown away\n    import cake\n    from cake import lm\n\n\n    @cake.schedule(targets=[\"sm_90a\"])\n    def gemm(A: lm.tensor[lm.bf16, \"M\", \"K\"],\n             B: lm.tensor[lm.bf16, \"N\", \"K\"],\n             C: lm.tensor[lm.bf16, \"M\", \"N\"]):\n        pool = lm.smem()\n        sA = pool.view(shape=(64, 64), dtype=lm.bf16, stages=2, swizzle=128)\n        sB = pool.view(shape=(256, 64), dtype=lm.bf16, stages=2, swizzle=128)\n        sA.rows(0, 32)  # warning[CAKE-L016]\n        load = lm.role(warpgroup=0)\n        math = lm.role(warpgroup=1)\n        pipe = lm.pipeline(stages=2)\n        full = lm.barrier(pipe, producers=[load], consumers=[math])\n        empty = lm.barrier(pipe, producers=[math], consumers=[load])\n        acc = math.fragment(shape=(64, 256), dtype=lm.f32)\n        for tm, tn in lm.tiles(lm.cdiv(M, 64), lm.cdiv(N, 256)):\n            with load:\n                for k in lm.range(lm.cdiv(K, 64), pipeline=pipe):\n                    lm.wait(empty)\n                    sA.tma_load(A, coords=(tm * 64, k * 64), barrier=full)\n                    sB.tma_load(B, coords=(tn * 256, k * 64), barrier=full)\n            with math:\n                for k in lm.range(lm.cdiv(K, 64), pipeline=pipe):\n                    lm.wait(full)\n                    lm.mma(acc, sA, sB.T, accumulate=k > 0, release=empty)\n                lm.store(C, lm.cast(acc, lm.bf16), coords=(tm * 64, tn * 256))\n\nPasses:\n\n    # CAKE-L016: the passing near-miss\n    import cake\n    from cake import lm\n\n\n    @cake.schedule(targets=[\"sm_90a\"])\n    def gemm(A: lm.tensor[lm.bf16, \"M\", \"K\"],\n             B: lm.tensor[lm.bf16, \"N\", \"K\"],\n             C: lm.tensor[lm.bf16, \"M\", \"N\"]):\n        pool = lm.smem()\n        sA = pool.view(shape=(64, 64), dtype=lm.bf16, stages=2, swizzle=128)\n        sB = pool.view(shape=(256, 64), dtype=lm.bf16, stages=2, swizzle=128)\n        top = sA.rows(0, 32)\n        load = lm.role(warpgroup=0)\n        math = lm.role(warpgroup=1)\n        pipe = lm.pipeline(stages=2)\n        full = lm.barrier(pipe, producers=[load], consumers=[math])\n        empty = lm.barrier(pipe, producers=[math], consumers=[load])\n        acc = math.fragment(shape=(64, 256), dtype=lm.f32)\n        for tm, tn in lm.tiles(lm.cdiv(M, 64), lm.cdiv(N, 256)):\n            with load:\n                for k in lm.range(lm.cdiv(K, 64), pipeline=pipe):\n                    lm.wait(empty)\n                    sA.tma_load(A, coords=(tm * 64, k * 64), barrier=full)\n                    sB.tma_load(B, coords=(tn * 256, k * 64), barrier=full)\n            with math:\n                for k in lm.range(lm.cdiv(K, 64), pipeline=pipe):\n                    lm.wait(full)\n                    lm.mma(acc, sA, sB.T, accumulate=k > 0, release=empty)\n                lm.store(C, lm.cast(acc, lm.bf16), coords=(tm * 64, tn * 256))\n",
+                        "markdown": "Category: language. Default severity: warning.\n\nAn expression statement computes a value that is thrown away.\n\nOperations with an effect (copies, MMAs, waits, arrives, stores) are written as statements. An expression without one, such as a sub-view, an arithmetic result or a comparison, does nothing as a statement; it is almost always a forgotten assignment or an argument that was meant to go to a call. Docstrings are exempt.\n\nAssign the value to a name, pass it where it was meant to go, or delete the line.\n\nFails:\n\n```python\n# CAKE-L016: a sub-view computed and thrown away\nimport cake\nfrom cake import lm\n\n\n@cake.schedule(targets=[\"sm_90a\"])\ndef gemm(A: lm.tensor[lm.bf16, \"M\", \"K\"],\n         B: lm.tensor[lm.bf16, \"N\", \"K\"],\n         C: lm.tensor[lm.bf16, \"M\", \"N\"]):\n    pool = lm.smem()\n    sA = pool.view(shape=(64, 64), dtype=lm.bf16, stages=2, swizzle=128)\n    sB = pool.view(shape=(256, 64), dtype=lm.bf16, stages=2, swizzle=128)\n    sA.rows(0, 32)  # warning[CAKE-L016]\n    load = lm.role(warpgroup=0)\n    math = lm.role(warpgroup=1)\n    pipe = lm.pipeline(stages=2)\n    full = lm.barrier(pipe, producers=[load], consumers=[math])\n    empty = lm.barrier(pipe, producers=[math], consumers=[load])\n    acc = math.fragment(shape=(64, 256), dtype=lm.f32)\n    for tm, tn in lm.tiles(lm.cdiv(M, 64), lm.cdiv(N, 256)):\n        with load:\n            for k in lm.range(lm.cdiv(K, 64), pipeline=pipe):\n                lm.wait(empty)\n                sA.tma_load(A, coords=(tm * 64, k * 64), barrier=full)\n                sB.tma_load(B, coords=(tn * 256, k * 64), barrier=full)\n        with math:\n            for k in lm.range(lm.cdiv(K, 64), pipeline=pipe):\n                lm.wait(full)\n                lm.mma(acc, sA, sB.T, accumulate=k > 0, release=empty)\n            lm.store(C, lm.cast(acc, lm.bf16), coords=(tm * 64, tn * 256))\n```\n\nPasses:\n\n```python\n# CAKE-L016: the passing near-miss\nimport cake\nfrom cake import lm\n\n\n@cake.schedule(targets=[\"sm_90a\"])\ndef gemm(A: lm.tensor[lm.bf16, \"M\", \"K\"],\n         B: lm.tensor[lm.bf16, \"N\", \"K\"],\n         C: lm.tensor[lm.bf16, \"M\", \"N\"]):\n    pool = lm.smem()\n    sA = pool.view(shape=(64, 64), dtype=lm.bf16, stages=2, swizzle=128)\n    sB = pool.view(shape=(256, 64), dtype=lm.bf16, stages=2, swizzle=128)\n    top = sA.rows(0, 32)\n    load = lm.role(warpgroup=0)\n    math = lm.role(warpgroup=1)\n    pipe = lm.pipeline(stages=2)\n    full = lm.barrier(pipe, producers=[load], consumers=[math])\n    empty = lm.barrier(pipe, producers=[math], consumers=[load])\n    acc = math.fragment(shape=(64, 256), dtype=lm.f32)\n    for tm, tn in lm.tiles(lm.cdiv(M, 64), lm.cdiv(N, 256)):\n        with load:\n            for k in lm.range(lm.cdiv(K, 64), pipeline=pipe):\n                lm.wait(empty)\n                sA.tma_load(A, coords=(tm * 64, k * 64), barrier=full)\n                sB.tma_load(B, coords=(tn * 256, k * 64), barrier=full)\n        with math:\n            for k in lm.range(lm.cdiv(K, 64), pipeline=pipe):\n                lm.wait(full)\n                lm.mma(acc, sA, sB.T, accumulate=k > 0, release=empty)\n            lm.store(C, lm.cast(acc, lm.bf16), coords=(tm * 64, tn * 256))\n```\n"
+                      },
+                      "helpUri": "https://github.com/cake-compiler/cake/blob/main/docs/rules.md#cake-l016",
                       "defaultConfiguration": {
                         "level": "warning"
                       },
@@ -258,6 +267,11 @@ fn sarif_log() {
                       "fullDescription": {
                         "text": "Shapes are part of a value's type and are checked like types: an MMA of `(M, K)` by `(K, N)` accumulates into `(M, N)`, a copy needs equal shapes on both sides, and a tile split across warpgroups or stages must divide evenly. A mismatch here would otherwise become out-of-bounds shared-memory traffic or an instruction shape the hardware does not have.\n\nThe finding's expected and actual values give both shapes. Fix the declaration the label points at, or take a sub-view (`sA.rows(i, n)`) of the right size."
                       },
+                      "help": {
+                        "text": "CAKE-L007 shape-mismatch\ncategory: language, default severity: error\n\nOperand shapes disagree or do not divide evenly.\n\nShapes are part of a value's type and are checked like types: an MMA of `(M, K)` by `(K, N)` accumulates into `(M, N)`, a copy needs equal shapes on both sides, and a tile split across warpgroups or stages must divide evenly. A mismatch here would otherwise become out-of-bounds shared-memory traffic or an instruction shape the hardware does not have.\n\nThe finding's expected and actual values give both shapes. Fix the declaration the label points at, or take a sub-view (`sA.rows(i, n)`) of the right size.\n\nFails:\n\n    # CAKE-L007: an accumulator narrower than the MMA's B operand\n    import cake\n    from cake import lm\n\n\n    @cake.schedule(targets=[\"sm_90a\"])\n    def gemm(A: lm.tensor[lm.bf16, \"M\", \"K\"],\n             B: lm.tensor[lm.bf16, \"N\", \"K\"],\n             C: lm.tensor[lm.bf16, \"M\", \"N\"]):\n        pool = lm.smem()\n        sA = pool.view(shape=(64, 64), dtype=lm.bf16, stages=2, swizzle=128)\n        sB = pool.view(shape=(256, 64), dtype=lm.bf16, stages=2, swizzle=128)\n        load = lm.role(warpgroup=0)\n        math = lm.role(warpgroup=1)\n        pipe = lm.pipeline(stages=2)\n        full = lm.barrier(pipe, producers=[load], consumers=[math])\n        empty = lm.barrier(pipe, producers=[math], consumers=[load])\n        acc = math.fragment(shape=(64, 128), dtype=lm.f32)\n        for tm, tn in lm.tiles(lm.cdiv(M, 64), lm.cdiv(N, 256)):\n            with load:\n                for k in lm.range(lm.cdiv(K, 64), pipeline=pipe):\n                    lm.wait(empty)\n                    sA.tma_load(A, coords=(tm * 64, k * 64), barrier=full)\n                    sB.tma_load(B, coords=(tn * 256, k * 64), barrier=full)\n            with math:\n                for k in lm.range(lm.cdiv(K, 64), pipeline=pipe):\n                    lm.wait(full)\n                    lm.mma(acc, sA, sB.T, accumulate=k > 0, release=empty)  # error[CAKE-L007]\n                lm.store(C, lm.cast(acc, lm.bf16), coords=(tm * 64, tn * 256))\n\nPasses:\n\n    # CAKE-L007: the passing near-miss\n    import cake\n    from cake import lm\n\n\n    @cake.schedule(targets=[\"sm_90a\"])\n    def gemm(A: lm.tensor[lm.bf16, \"M\", \"K\"],\n             B: lm.tensor[lm.bf16, \"N\", \"K\"],\n             C: lm.tensor[lm.bf16, \"M\", \"N\"]):\n        pool = lm.smem()\n        sA = pool.view(shape=(64, 64), dtype=lm.bf16, stages=2, swizzle=128)\n        sB = pool.view(shape=(256, 64), dtype=lm.bf16, stages=2, swizzle=128)\n        load = lm.role(warpgroup=0)\n        math = lm.role(warpgroup=1)\n        pipe = lm.pipeline(stages=2)\n        full = lm.barrier(pipe, producers=[load], consumers=[math])\n        empty = lm.barrier(pipe, producers=[math], consumers=[load])\n        acc = math.fragment(shape=(64, 256), dtype=lm.f32)\n        for tm, tn in lm.tiles(lm.cdiv(M, 64), lm.cdiv(N, 256)):\n            with load:\n                for k in lm.range(lm.cdiv(K, 64), pipeline=pipe):\n                    lm.wait(empty)\n                    sA.tma_load(A, coords=(tm * 64, k * 64), barrier=full)\n                    sB.tma_load(B, coords=(tn * 256, k * 64), barrier=full)\n            with math:\n                for k in lm.range(lm.cdiv(K, 64), pipeline=pipe):\n                    lm.wait(full)\n                    lm.mma(acc, sA, sB.T, accumulate=k > 0, release=empty)\n                lm.store(C, lm.cast(acc, lm.bf16), coords=(tm * 64, tn * 256))\n",
+                        "markdown": "Category: language. Default severity: error.\n\nOperand shapes disagree or do not divide evenly.\n\nShapes are part of a value's type and are checked like types: an MMA of `(M, K)` by `(K, N)` accumulates into `(M, N)`, a copy needs equal shapes on both sides, and a tile split across warpgroups or stages must divide evenly. A mismatch here would otherwise become out-of-bounds shared-memory traffic or an instruction shape the hardware does not have.\n\nThe finding's expected and actual values give both shapes. Fix the declaration the label points at, or take a sub-view (`sA.rows(i, n)`) of the right size.\n\nFails:\n\n```python\n# CAKE-L007: an accumulator narrower than the MMA's B operand\nimport cake\nfrom cake import lm\n\n\n@cake.schedule(targets=[\"sm_90a\"])\ndef gemm(A: lm.tensor[lm.bf16, \"M\", \"K\"],\n         B: lm.tensor[lm.bf16, \"N\", \"K\"],\n         C: lm.tensor[lm.bf16, \"M\", \"N\"]):\n    pool = lm.smem()\n    sA = pool.view(shape=(64, 64), dtype=lm.bf16, stages=2, swizzle=128)\n    sB = pool.view(shape=(256, 64), dtype=lm.bf16, stages=2, swizzle=128)\n    load = lm.role(warpgroup=0)\n    math = lm.role(warpgroup=1)\n    pipe = lm.pipeline(stages=2)\n    full = lm.barrier(pipe, producers=[load], consumers=[math])\n    empty = lm.barrier(pipe, producers=[math], consumers=[load])\n    acc = math.fragment(shape=(64, 128), dtype=lm.f32)\n    for tm, tn in lm.tiles(lm.cdiv(M, 64), lm.cdiv(N, 256)):\n        with load:\n            for k in lm.range(lm.cdiv(K, 64), pipeline=pipe):\n                lm.wait(empty)\n                sA.tma_load(A, coords=(tm * 64, k * 64), barrier=full)\n                sB.tma_load(B, coords=(tn * 256, k * 64), barrier=full)\n        with math:\n            for k in lm.range(lm.cdiv(K, 64), pipeline=pipe):\n                lm.wait(full)\n                lm.mma(acc, sA, sB.T, accumulate=k > 0, release=empty)  # error[CAKE-L007]\n            lm.store(C, lm.cast(acc, lm.bf16), coords=(tm * 64, tn * 256))\n```\n\nPasses:\n\n```python\n# CAKE-L007: the passing near-miss\nimport cake\nfrom cake import lm\n\n\n@cake.schedule(targets=[\"sm_90a\"])\ndef gemm(A: lm.tensor[lm.bf16, \"M\", \"K\"],\n         B: lm.tensor[lm.bf16, \"N\", \"K\"],\n         C: lm.tensor[lm.bf16, \"M\", \"N\"]):\n    pool = lm.smem()\n    sA = pool.view(shape=(64, 64), dtype=lm.bf16, stages=2, swizzle=128)\n    sB = pool.view(shape=(256, 64), dtype=lm.bf16, stages=2, swizzle=128)\n    load = lm.role(warpgroup=0)\n    math = lm.role(warpgroup=1)\n    pipe = lm.pipeline(stages=2)\n    full = lm.barrier(pipe, producers=[load], consumers=[math])\n    empty = lm.barrier(pipe, producers=[math], consumers=[load])\n    acc = math.fragment(shape=(64, 256), dtype=lm.f32)\n    for tm, tn in lm.tiles(lm.cdiv(M, 64), lm.cdiv(N, 256)):\n        with load:\n            for k in lm.range(lm.cdiv(K, 64), pipeline=pipe):\n                lm.wait(empty)\n                sA.tma_load(A, coords=(tm * 64, k * 64), barrier=full)\n                sB.tma_load(B, coords=(tn * 256, k * 64), barrier=full)\n        with math:\n            for k in lm.range(lm.cdiv(K, 64), pipeline=pipe):\n                lm.wait(full)\n                lm.mma(acc, sA, sB.T, accumulate=k > 0, release=empty)\n            lm.store(C, lm.cast(acc, lm.bf16), coords=(tm * 64, tn * 256))\n```\n"
+                      },
+                      "helpUri": "https://github.com/cake-compiler/cake/blob/main/docs/rules.md#cake-l007",
                       "defaultConfiguration": {
                         "level": "error"
                       },
@@ -268,6 +282,21 @@ fn sarif_log() {
                   ]
                 }
               },
+              "originalUriBaseIds": {
+                "SRCROOT": {
+                  "uri": "file:///home/me/repo/"
+                }
+              },
+              "artifacts": [
+                {
+                  "location": {
+                    "uri": "examples/gemm.py",
+                    "uriBaseId": "SRCROOT"
+                  },
+                  "length": 469,
+                  "sourceLanguage": "python"
+                }
+              ],
               "results": [
                 {
                   "ruleId": "CAKE-L016",
@@ -280,7 +309,9 @@ fn sarif_log() {
                     {
                       "physicalLocation": {
                         "artifactLocation": {
-                          "uri": "examples/gemm.py"
+                          "uri": "examples/gemm.py",
+                          "uriBaseId": "SRCROOT",
+                          "index": 0
                         },
                         "region": {
                           "startLine": 11,
@@ -296,6 +327,9 @@ fn sarif_log() {
                       }
                     }
                   ],
+                  "partialFingerprints": {
+                    "cakeFinding/v1": "b491658a5fb97f34c2548f502766a544:1"
+                  },
                   "properties": {
                     "category": "language"
                   }
@@ -311,7 +345,9 @@ fn sarif_log() {
                     {
                       "physicalLocation": {
                         "artifactLocation": {
-                          "uri": "examples/gemm.py"
+                          "uri": "examples/gemm.py",
+                          "uriBaseId": "SRCROOT",
+                          "index": 0
                         },
                         "region": {
                           "startLine": 13,
@@ -332,7 +368,9 @@ fn sarif_log() {
                       "id": 0,
                       "physicalLocation": {
                         "artifactLocation": {
-                          "uri": "examples/gemm.py"
+                          "uri": "examples/gemm.py",
+                          "uriBaseId": "SRCROOT",
+                          "index": 0
                         },
                         "region": {
                           "startLine": 13,
@@ -354,7 +392,9 @@ fn sarif_log() {
                       "id": 1,
                       "physicalLocation": {
                         "artifactLocation": {
-                          "uri": "examples/gemm.py"
+                          "uri": "examples/gemm.py",
+                          "uriBaseId": "SRCROOT",
+                          "index": 0
                         },
                         "region": {
                           "startLine": 8,
@@ -373,6 +413,9 @@ fn sarif_log() {
                       }
                     }
                   ],
+                  "partialFingerprints": {
+                    "cakeFinding/v1": "d52760f21d045bf5cd09fb241d2cd367:1"
+                  },
                   "properties": {
                     "category": "language",
                     "subject": {
@@ -398,7 +441,10 @@ fn sarif_log() {
     "#]]
     .assert_eq(&text);
     let value: serde_json::Value = serde_json::from_str(&text).unwrap();
-    assert_eq!(value, render::sarif(&[(&file, &findings)], &rules, "0.1.0"));
+    assert_eq!(
+        value,
+        render::sarif(&[(&file, &findings)], &rules, &options)
+    );
 }
 
 #[test]
@@ -437,7 +483,11 @@ fn severity_override_shows_in_every_rendering() {
         render::json(&file, &findings)["findings"][0]["severity"],
         "error"
     );
-    let sarif = render::sarif(&[(&file, &findings)], catalog::all(), "0");
+    let sarif = render::sarif(
+        &[(&file, &findings)],
+        catalog::all(),
+        &render::SarifOptions::new("0"),
+    );
     assert_eq!(sarif["runs"][0]["results"][0]["level"], "error");
 }
 

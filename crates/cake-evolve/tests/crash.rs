@@ -22,6 +22,9 @@ fn evaluator(sleep_ms: u64) -> Option<Box<dyn cake_evolve::Evaluator>> {
 #[ignore = "run by crash_mid_run_loses_nothing_and_resume_duplicates_nothing"]
 fn crash_child() {
     let Ok(dir) = std::env::var(DIR_VAR) else {
+        cake_testkit::skip(&format!(
+            "runs only as the crash test's child ({DIR_VAR} unset)"
+        ));
         return;
     };
     let mut s = Settings::new(

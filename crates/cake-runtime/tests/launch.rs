@@ -925,7 +925,9 @@ fn load_errors() {
 fn without_a_driver_launching_is_a_cuda_error_not_a_panic() {
     // SAFETY: only probes for the library.
     if unsafe { cudarc::driver::sys::is_culib_present() } {
-        return; // a machine with a driver: nothing to check here
+        // CI has no driver, so there it always runs.
+        cake_testkit::skip("needs a machine without a CUDA driver: one is present");
+        return;
     }
     let d = temp_dir("nodriver");
     std::fs::write(d.join("gemm.launch.json"), gemm_meta().to_string()).unwrap();

@@ -20,7 +20,10 @@ use crate::finding::{Finding, Severity};
 
 pub use human::human;
 pub use json::{json, json_string, JSON_SCHEMA_ID};
-pub use sarif::{sarif, sarif_string, SARIF_SCHEMA_URI, TOOL_INFORMATION_URI};
+pub use sarif::{
+    fingerprint, sarif, sarif_string, SarifOptions, FINGERPRINT_KEY, RULES_URL, SARIF_SCHEMA_URI,
+    SRCROOT, TOOL_INFORMATION_URI,
+};
 
 /// How many findings of each severity a run produced.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
