@@ -140,7 +140,14 @@ def test_check_clean_schedule():
     assert doc["schema"] == "cake.findings/v1"
     assert doc["errors"] == 0 and doc["summary"]["errors"] == 0
     assert doc["kernels"] == ["gemm"]
+    assert doc["unbuildable"] == {}
     assert cake.check(GEMM, target="sm_90a")["errors"] == 0
+
+
+def test_check_names_the_targets_a_schedule_cannot_be_built_for():
+    doc = cake.check(os.path.join(ROOT, "tests", "check", "V001_tcgen05_unlowered.py"))
+    assert doc["errors"] == 0
+    assert list(doc["unbuildable"]) == ["sm_100a"] and doc["unbuildable"]["sm_100a"] >= 1
 
 
 def test_check_reports_findings():

@@ -139,6 +139,11 @@ enum Command {
         /// Treat coverage notes ("not verified: ...") as errors.
         #[arg(long)]
         strict: bool,
+        /// Exit 0 even when a declared target cannot be built (constructs not lowered for it,
+        /// CAKE-V001). Without it such a schedule fails the check, so a clean exit means every
+        /// declared target builds.
+        #[arg(long)]
+        allow_unbuildable: bool,
         /// Colour the human output (default: when stdout is a terminal).
         #[arg(long)]
         color: Option<bool>,
@@ -310,6 +315,7 @@ fn main() -> ExitCode {
             target,
             format,
             strict,
+            allow_unbuildable,
             color,
             shape,
             calibration,
@@ -321,6 +327,7 @@ fn main() -> ExitCode {
                 target: target.as_deref(),
                 format,
                 strict,
+                allow_unbuildable,
                 color,
                 shape: shape.as_deref(),
                 calibration: calibration.as_deref(),
@@ -517,6 +524,7 @@ struct CheckFlags<'a> {
     target: Option<&'a str>,
     format: Format,
     strict: bool,
+    allow_unbuildable: bool,
     color: Option<bool>,
     shape: Option<&'a str>,
     calibration: Option<&'a Path>,
@@ -529,6 +537,7 @@ fn cmd_check(files: &[PathBuf], flags: CheckFlags) -> ExitCode {
         target,
         format,
         strict,
+        allow_unbuildable,
         color,
         shape,
         calibration,
@@ -596,6 +605,38 @@ fn cmd_check(files: &[PathBuf], flags: CheckFlags) -> ExitCode {
     let errors = all
         .iter()
         .any(|(_, findings)| findings.iter().any(|f| f.is_error()));
+    // One summary line per file that some declared target cannot build: a clean exit must mean
+    // `cake build` would succeed for every target checked.
+    let mut unbuildable = false;
+    for (file, findings) in &all {
+        let targets = cake_driver::unbuildable_targets(findings);
+        if targets.is_empty() {
+            continue;
+        }
+        unbuildable = true;
+        let list: Vec<String> = targets
+            .iter()
+            .map(|(t, n)| {
+                format!(
+                    "{t} ({n} construct{} not lowered)",
+                    if *n == 1 { "" } else { "s" }
+                )
+            })
+            .collect();
+        let (lead, tail) = if allow_unbuildable {
+            ("note", "allowed by --allow-unbuildable")
+        } else {
+            (
+                "error",
+                "see the CAKE-V001 notes; --allow-unbuildable exits 0 anyway",
+            )
+        };
+        eprintln!(
+            "{lead}: {} cannot be built for {}: {tail}",
+            file.name,
+            list.join(", ")
+        );
+    }
     if format == Format::Sarif {
         emit_sarif(&mut all, srcroot, rules_url);
     } else {
@@ -604,7 +645,7 @@ fn cmd_check(files: &[PathBuf], flags: CheckFlags) -> ExitCode {
             emit(file, findings, format, color);
         }
     }
-    if errors {
+    if errors || (unbuildable && !allow_unbuildable) {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS

@@ -200,15 +200,65 @@ fn check_sarif_validates_against_the_official_schema() {
 }
 
 #[test]
+fn a_schedule_a_declared_target_cannot_build_fails_the_check() {
+    // Not lowered for its target: the notes, one summary line, exit 1 (an agent can trust a
+    // clean exit); --allow-unbuildable keeps the summary as a note and exits 0.
+    let o = cake(&["check", "tests/check/V001_tcgen05_unlowered.py"]);
+    assert_eq!(o.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with(
+            "error: tests/check/V001_tcgen05_unlowered.py cannot be built for sm_100a ("
+        ) && stderr.contains("--allow-unbuildable"),
+        "{stderr}"
+    );
+    assert!(String::from_utf8_lossy(&o.stdout).contains("note[CAKE-V001]"));
+    let o = cake(&[
+        "check",
+        "tests/check/V001_tcgen05_unlowered.py",
+        "--allow-unbuildable",
+    ]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&o.stderr).starts_with("note: "));
+    // JSON and SARIF stay parseable on stdout: the summary goes to stderr.
+    let o = cake(&[
+        "check",
+        "tests/check/V001_tcgen05_unlowered.py",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    serde_json::from_slice::<serde_json::Value>(&o.stdout).expect("JSON on stdout");
+    // A schedule every declared target builds: no summary at all.
+    let o = cake(&["check", "examples/gemm_sm90.py"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(
+        o.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+#[test]
 fn strict_turns_coverage_notes_into_errors() {
+    let o = cake(&[
+        "check",
+        "tests/check/V001_tcgen05_unlowered.py",
+        "--strict",
+        "--allow-unbuildable",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("error[CAKE-V001]"));
+    // V002 (not verified) is a coverage note too, and builds fine: only --strict fails it.
     assert_eq!(
-        cake(&["check", "tests/check/V001_tcgen05_unlowered.py"])
+        cake(&["check", "tests/check/CAKE-V002-bad.py"])
             .status
             .code(),
         Some(0)
     );
     assert_eq!(
-        cake(&["check", "tests/check/V001_tcgen05_unlowered.py", "--strict"])
+        cake(&["check", "tests/check/CAKE-V002-bad.py", "--strict"])
             .status
             .code(),
         Some(1)

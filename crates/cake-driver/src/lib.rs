@@ -188,3 +188,26 @@ pub fn cost_findings(
     }
     Ok(out)
 }
+
+/// The declared targets a schedule cannot be built for, from a check's findings: each target a
+/// not-lowered note (`CAKE-V001`, whose message starts with its target, `sm_80: ...`) names, with
+/// how many constructs it cannot lower, in target order. Empty means `cake build` succeeds for
+/// every target checked (once there are no errors). Every front door reports it the same way:
+/// `cake check` exits 1 on it, MCP and Python return it.
+pub fn unbuildable_targets(findings: &[cake_diag::Finding]) -> Vec<(&'static str, usize)> {
+    cake_target::TARGETS
+        .iter()
+        .map(|t| {
+            let prefix = format!("{}: ", t.name);
+            let n = findings
+                .iter()
+                .filter(|f| {
+                    f.code == cake_diag::catalog::coverage::NOT_LOWERED.code
+                        && f.message.starts_with(&prefix)
+                })
+                .count();
+            (t.name, n)
+        })
+        .filter(|(_, n)| *n > 0)
+        .collect()
+}

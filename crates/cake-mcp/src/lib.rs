@@ -300,10 +300,22 @@ pub struct CheckOutput {
     pub errors: usize,
     /// Findings of severity `warning`.
     pub warnings: usize,
+    /// Targets the schedule declares (or the one asked for) that it cannot be built for: each
+    /// with the number of constructs not lowered there (`CAKE-V001` notes). The schedule builds
+    /// for every target checked only when `errors` is 0 and this is empty.
+    pub unbuildable: Vec<Unbuildable>,
     /// Every finding, as `cake check --format json` prints them: a `cake.findings/v1` document
     /// (docs/diagnostics.md), each finding with its code, message, 1-based line and column,
     /// labels, help and notes.
     pub findings: Value,
+}
+
+/// A target a schedule cannot be built for.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct Unbuildable {
+    pub target: String,
+    /// Constructs not lowered for it.
+    pub constructs: usize,
 }
 
 /// A rule's page.
@@ -528,6 +540,13 @@ fn do_check(input: CheckInput, policy: &Policy) -> Result<CheckOutput, String> {
         file: name,
         errors: errors(&findings),
         warnings: count(&findings, cake_diag::Severity::Warning),
+        unbuildable: cake_driver::unbuildable_targets(&findings)
+            .into_iter()
+            .map(|(target, constructs)| Unbuildable {
+                target: target.to_string(),
+                constructs,
+            })
+            .collect(),
         findings: cake_diag::render::json(&checked.file, &findings),
     })
 }

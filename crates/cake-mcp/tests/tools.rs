@@ -149,6 +149,14 @@ async fn check_reports_findings_with_lines() {
     );
     assert_eq!(out["errors"], 0, "{out:#}");
     assert_eq!(out["file"], "good.py");
+    assert_eq!(out["unbuildable"], json!([]), "{out:#}");
+    // No errors, but a declared target it cannot be built for: the agent is told.
+    let source =
+        std::fs::read_to_string(root().join("tests/check/V001_tcgen05_unlowered.py")).unwrap();
+    let out = structured(&call(&client, "check", json!({"source": source, "name": "v.py"})).await);
+    assert_eq!(out["errors"], 0, "{out:#}");
+    assert_eq!(out["unbuildable"][0]["target"], "sm_100a", "{out:#}");
+    assert!(out["unbuildable"][0]["constructs"].as_u64().unwrap() >= 1);
     client.cancel().await.ok();
 }
 

@@ -123,6 +123,11 @@ fn check<'py>(
     let doc = findings_doc(py, &checked.file, &checked.findings)?;
     let kernels: Vec<&str> = checked.kernels.iter().map(|k| k.name.as_str()).collect();
     doc.set_item("kernels", kernels)?;
+    let unbuildable: std::collections::BTreeMap<&str, usize> =
+        cake_driver::unbuildable_targets(&checked.findings)
+            .into_iter()
+            .collect();
+    doc.set_item("unbuildable", unbuildable)?;
     Ok(doc)
 }
 
