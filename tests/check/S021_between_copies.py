@@ -39,7 +39,7 @@ def gemm(A: lm.tensor[lm.bf16, "M", "K"],
             for k in lm.range(lm.cdiv(K, BK), pipeline=pipe):
                 lm.wait(empty)                                   # the stage's last MMAs retired
                 sA.cp_async(A, coords=(tm * BM, k * BK), barrier=full)
-                lm.wait(full)  # error[CAKE-S021]: `sB.cp_async`
+                lm.wait(full)  # error[CAKE-S021]: completes on `full` after the wait
                 sB.cp_async(B, coords=(tn * BN, k * BK), barrier=full)
                 lm.ldmatrix(a_frag, sA.rows(warp_row(main.index), WM))
                 lm.mma(acc, a_frag, sB.rows(warp_col(main.index), WN).T,

@@ -52,7 +52,8 @@ fn deferred(cx: &Ctx, site: &OpSite) -> bool {
     let Some((l, _)) = cx.loop_pipeline(&site.loops) else {
         return false;
     };
-    loop_body(cx.k, l).is_some_and(|body| cake_ir::sync::defers_release(cx.k, cx.facts, &body, site.stmt))
+    loop_body(cx.k, l)
+        .is_some_and(|body| cake_ir::sync::defers_release(cx.k, cx.facts, &body, site.stmt))
 }
 
 fn memory_name(k: &Kernel, m: Memory) -> String {
