@@ -63,6 +63,14 @@ fn memory_name(k: &Kernel, m: Memory) -> String {
     }
 }
 
+/// The two sites sit in different branches of one `if`: never both in one iteration.
+fn exclusive(a: &OpSite, b: &OpSite) -> bool {
+    a.guards
+        .iter()
+        .zip(&b.guards)
+        .any(|(x, y)| x.cond == y.cond && x.negated != y.negated)
+}
+
 /// What a site reads of `freed`.
 fn reads_of(site: &OpSite, freed: &[Memory]) -> Option<Memory> {
     let e = &site.effects;
@@ -90,7 +98,8 @@ fn release_before_read(cx: &Ctx, out: &mut Vec<Finding>) {
             // Later operations of the role, while still inside the release's iteration.
             let later = cx.ops[i + 1..]
                 .iter()
-                .filter(|s| s.role == Some(role) && s.loops.starts_with(&rel.loops));
+                .filter(|s| s.role == Some(role) && s.loops.starts_with(&rel.loops))
+                .filter(|s| !exclusive(rel, s));
             let Some((read, m)) = later.filter_map(|s| Some((s, reads_of(s, &freed)?))).next()
             else {
                 continue;
