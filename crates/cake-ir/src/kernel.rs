@@ -593,13 +593,15 @@ impl Kernel {
                         else_body,
                     } => {
                         ctx.if_depth += 1;
-                        ctx.guards.push(Guard {
-                            cond: *cond,
-                            loop_depth: ctx.loops.len(),
-                        });
-                        go(k, then_body, ctx, f);
-                        go(k, else_body, ctx, f);
-                        ctx.guards.pop();
+                        for (body, negated) in [(then_body, false), (else_body, true)] {
+                            ctx.guards.push(Guard {
+                                cond: *cond,
+                                loop_depth: ctx.loops.len(),
+                                negated,
+                            });
+                            go(k, body, ctx, f);
+                            ctx.guards.pop();
+                        }
                         ctx.if_depth -= 1;
                     }
                     Stmt::Op(_) => {}
@@ -702,4 +704,6 @@ pub struct Guard {
     pub cond: ExprId,
     /// How many of the statement's loops enclose the `if`: `loops[..loop_depth]`.
     pub loop_depth: usize,
+    /// The statement is in the `else` branch.
+    pub negated: bool,
 }

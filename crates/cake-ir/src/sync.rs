@@ -421,3 +421,34 @@ pub fn double_buffered_mma(
         && matches!(k.exprs[*accumulate].kind, ExprKind::Bool(false));
     ok.then_some((w, m))
 }
+
+/// What a release ("empty") barrier frees for its waiters to overwrite: the views a role copies
+/// into after waiting on it, in the same loop body, and the TMEM accumulators it releases (§11.3
+/// of docs/language.md). Empty for a barrier that does not start free: only a release barrier
+/// frees anything.
+pub fn freed_by(kf: &KernelFacts, b: BarrierId) -> Vec<Memory> {
+    let f = &kf.barriers[b.index()];
+    if !f.starts_free() {
+        return Vec::new();
+    }
+    let mut out: Vec<Memory> = f.releases_tmem.iter().map(|t| Memory::Tmem(*t)).collect();
+    for (i, w) in kf.ops.iter().enumerate() {
+        if !matches!(w.op, Op::Wait { barrier } if barrier == b) {
+            continue;
+        }
+        for s in &kf.ops[i + 1..] {
+            // The copies of the wait's own block, as the derivation pairs them.
+            if s.role != w.role || s.loops != w.loops {
+                continue;
+            }
+            if matches!(s.op, Op::TmaLoad { .. } | Op::CpAsync { .. }) {
+                for v in &s.effects.smem_writes {
+                    if !out.contains(&Memory::View(v.view)) {
+                        out.push(Memory::View(v.view));
+                    }
+                }
+            }
+        }
+    }
+    out
+}

@@ -3,7 +3,9 @@
 //! [`mutants`] plants one hazard at a time into a valid schedule — a dropped wait or arrival, a
 //! wrong arrival count or stage count, an undersized pool, a misaligned view, a flipped swizzle
 //! or operand majorness, a role moved off warpgroup alignment, a dropped proxy fence, a stage
-//! released before its MMA retires, a cluster barrier declared for one CTA — by editing the source text, so every mutant is a schedule
+//! released before its MMA retires, a cluster barrier declared for one CTA, a consumer's release
+//! moved above its last read, a wait hoisted above the copies it waits for, an arrival made
+//! conditional — by editing the source text, so every mutant is a schedule
 //! an author could have written. [`evaluate`] compiles a mutant with the same session `cake
 //! check` runs and decides whether it was caught: an error of an expected category whose
 //! primary span or one of whose labels sits on a line that is about the mutation.
@@ -15,6 +17,7 @@
 
 mod equiv;
 pub mod knobs;
+mod sync_ops;
 pub mod text;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -26,7 +29,7 @@ use cake_target::MmaFamily;
 use text::{Kind, Source, Stmt, Tok};
 
 /// Every operator, in the order [`mutants`] applies them and [`catch_table`] lists them.
-pub const OPERATORS: [&str; 12] = [
+pub const OPERATORS: [&str; 15] = [
     "drop-wait",
     "drop-arrive",
     "change-count",
@@ -39,6 +42,9 @@ pub const OPERATORS: [&str; 12] = [
     "drop-fence",
     "early-release",
     "drop-cluster-scope",
+    "early-consumer-release",
+    "hoist-wait",
+    "conditional-arrive",
 ];
 
 /// One planted hazard.
@@ -1048,7 +1054,7 @@ pub fn mutants(source: &str) -> Vec<Mutant> {
     }
     let src = Source::new(source);
     let mut plans = Vec::new();
-    let ops: [fn(&Source, &Facts, &mut Vec<Plan>); 12] = [
+    let ops: [fn(&Source, &Facts, &mut Vec<Plan>); 15] = [
         drop_wait,
         drop_arrive,
         change_count,
@@ -1061,6 +1067,9 @@ pub fn mutants(source: &str) -> Vec<Mutant> {
         drop_fence,
         early_release,
         drop_cluster_scope,
+        sync_ops::early_consumer_release,
+        sync_ops::hoist_wait,
+        sync_ops::conditional_arrive,
     ];
     for op in ops {
         op(&src, &f, &mut plans);

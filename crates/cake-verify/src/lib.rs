@@ -11,6 +11,7 @@ mod explore;
 mod knock_on;
 mod safety;
 mod semantics;
+mod sync_order;
 
 use cake_diag::Finding;
 use cake_ir::{Kernel, KernelFacts};
@@ -28,6 +29,7 @@ pub fn verify_with(k: &Kernel, facts: &KernelFacts) -> Vec<Finding> {
     semantics::check(&cx, &mut out);
     conformance::check(&cx, &mut out);
     safety::check(&cx, &mut out);
+    sync_order::check(&cx, &mut out);
     consistency::check(&cx, &mut out);
     coverage::check(&cx, &mut out);
     // Interleavings are explored only for schedules that pass every other rule: a broken

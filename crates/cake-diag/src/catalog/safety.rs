@@ -253,6 +253,45 @@ Declare `acc_empty = lm.barrier(producers=[epilogue], consumers=[mma])`, `lm.wai
     good: include_str!("../../../../tests/check/CAKE-S019-good.py"),
 };
 
+pub const RELEASE_BEFORE_READ: CodeInfo = CodeInfo {
+    code: "CAKE-S020",
+    name: "release-before-read",
+    category: Category::Safety,
+    severity: Severity::Error,
+    summary: r#"A role releases a stage or an accumulator before its last read of it in the same iteration."#,
+    explanation: r#"A release barrier ("empty") tells the producer that the buffers behind it may be overwritten: the stage of the views its waiters copy into next, or the TMEM accumulator its waiters' MMAs write next. The release must come after every read of those buffers by the releasing role in that iteration. `lm.arrive` and `lm.commit` release at once (after the role's earlier accesses); `release=` on an MMA releases once that MMA has retired, not the MMAs issued after it. A read placed after the release — a `scatter_add`, an `ldmatrix` or plain load, an `lm.tmem_load`, or a later MMA of the same iteration (the release put on Q·Kᵀ while P·V still reads V) — races with the producer's next copy or MMA.
+
+Move the `lm.arrive`/`lm.commit` after the last read, or put `release=` on the last MMA that reads the stage."#,
+    bad: include_str!("../../../../tests/check/CAKE-S020-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-S020-good.py"),
+};
+
+pub const WAIT_BEFORE_COPY: CodeInfo = CodeInfo {
+    code: "CAKE-S021",
+    name: "wait-before-copy",
+    category: Category::Safety,
+    severity: Severity::Error,
+    summary: r#"A role waits on a barrier that copies complete before issuing, in the same iteration, the copies it guards."#,
+    explanation: r#"A "full" barrier completes when the TMA loads or cp.async copies that signal it have landed; the wait on it belongs after those copies are issued and before the reads. A wait placed above them cannot wait for them: either it waits for a phase that only its own later copies complete (a deadlock), or — because a wait that precedes a copy is how Cake recognises a release barrier (docs/language.md §11.3) — the barrier is derived to start free, the wait passes on the first round of every stage, and the reads after it see a stage whose copy has not landed.
+
+Move the wait below the copies that signal the barrier, just before the first read."#,
+    bad: include_str!("../../../../tests/check/CAKE-S021-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-S021-good.py"),
+};
+
+pub const CONDITIONAL_ARRIVAL: CodeInfo = CodeInfo {
+    code: "CAKE-S022",
+    name: "conditional-arrival",
+    category: Category::Safety,
+    severity: Severity::Error,
+    summary: r#"An arrival on a barrier runs only on some paths of a run-time `if`, but the barrier's waits or other arrivals run on others."#,
+    explanation: r#"Cake derives a barrier's arrival count (and transaction bytes) per phase from its arrival sites, each counted once per phase. An arrival inside a run-time `if` (`if j > 0:`, `if math.index == 0:`) runs only on the iterations or replicas where the condition holds: on the others the phase gets fewer arrivals than it needs and its waiter hangs; an `if`/`else` pair of arrivals is counted twice though each path makes one. This is safe only when every wait on the barrier and every other arrival on it sit under the same condition, so that a phase is either made and awaited in full or skipped by both sides.
+
+Make the arrival unconditional, or put the waits (and the other arrivals) under the same condition."#,
+    bad: include_str!("../../../../tests/check/CAKE-S022-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-S022-good.py"),
+};
+
 /// Every code of this module, in number order; [`super::ALL`] is made of these lists.
 pub const ALL: &[&CodeInfo] = &[
     &ARRIVAL_COUNT,
@@ -274,4 +313,7 @@ pub const ALL: &[&CodeInfo] = &[
     &MULTICAST_UNGUARDED,
     &CLUSTER_DIVERGENCE,
     &TMEM_OVERWRITE,
+    &RELEASE_BEFORE_READ,
+    &WAIT_BEFORE_COPY,
+    &CONDITIONAL_ARRIVAL,
 ];

@@ -1,0 +1,48 @@
+# CAKE-S020: the accumulator is released before the tcgen05.ld that reads it
+import cake
+from cake import lm
+
+BM, BN, BK = 128, 128, 64
+STAGES = 4  # 4 × 32 KiB of operands
+
+
+@cake.schedule(targets=["sm_100a", "sm_103a"], persistent=True)
+def gemm(A: lm.tensor[lm.bf16, "M", "K"],
+         B: lm.tensor[lm.bf16, "N", "K"],
+         C: lm.tensor[lm.bf16, "M", "N"]):
+    pool = lm.smem()
+    sA = pool.view(shape=(BM, BK), dtype=lm.bf16, stages=STAGES, swizzle=128)
+    sB = pool.view(shape=(BN, BK), dtype=lm.bf16, stages=STAGES, swizzle=128)
+
+    # 128 lanes (one per output row) × 128 f32 columns.
+    acc = lm.tmem(cols=BN, shape=(BM, BN), dtype=lm.f32)
+
+    epilogue = lm.role(warpgroup=0)
+    load = lm.role(warp=4)
+    mma = lm.role(warp=5)
+
+    pipe = lm.pipeline(stages=STAGES)
+    full = lm.barrier(pipe, producers=[load], consumers=[mma])
+    empty = lm.barrier(pipe, producers=[mma], consumers=[load])
+    acc_full = lm.barrier(producers=[mma], consumers=[epilogue])
+    acc_empty = lm.barrier(producers=[epilogue], consumers=[mma])
+
+    out = epilogue.fragment(shape=(BM, BN), dtype=lm.f32)
+
+    for tm, tn in lm.tiles(lm.cdiv(M, BM), lm.cdiv(N, BN)):
+        with load:
+            for k in lm.range(lm.cdiv(K, BK), pipeline=pipe):
+                lm.wait(empty)
+                sA.tma_load(A, coords=(tm * BM, k * BK), barrier=full)
+                sB.tma_load(B, coords=(tn * BN, k * BK), barrier=full)
+        with mma:
+            lm.wait(acc_empty)
+            for k in lm.range(lm.cdiv(K, BK), pipeline=pipe):
+                lm.wait(full)
+                lm.mma(acc, sA, sB.T, accumulate=k > 0, release=empty)
+            lm.commit(acc_full)
+        with epilogue:
+            lm.wait(acc_full)
+            lm.arrive(acc_empty)  # error[CAKE-S020]: accumulator `acc`
+            lm.tmem_load(out, acc)
+            lm.store(C, lm.cast(out, lm.bf16), coords=(tm * BM, tn * BN))
