@@ -32,7 +32,7 @@ def gemm(A: lm.tensor[lm.bf16, "M", "K"],
     for tm, tn in lm.tiles(lm.cdiv(M, BM), lm.cdiv(N, BN), group=8):
         with load:
             for k in lm.range(lm.cdiv(K, BK), pipeline=pipe):
-                lm.wait(full)  # error[CAKE-M002]: did you mean `lm.wait(empty)`? (`load` itself signals `full`
+                lm.wait(full)  # error[CAKE-M002]: did you mean `lm.wait(empty)`? (`load` itself signals `full` error[CAKE-S021]
                 sA.tma_load(A, coords=(tm * BM, k * BK), barrier=full)  # error[CAKE-S005]: follows from the wait on `full`
                 sB.tma_load(B, coords=(tn * BN, k * BK), barrier=full)  # error[CAKE-S005]: follows from the wait on `full`
         with math:
