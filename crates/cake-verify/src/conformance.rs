@@ -280,6 +280,22 @@ fn mma_shapes(cx: &Ctx, out: &mut Vec<Finding>) {
         let (acc_shape, acc_dtype) = shape_dtype(acc);
         let (a_shape, a_dtype) = shape_dtype(a);
         let (_, b_dtype) = shape_dtype(b);
+        // The shapes come from the operands' declarations: each gets a label there.
+        let declared = |f: Finding| -> Finding {
+            [("accumulator", acc), ("operand a", a), ("operand b", b)]
+                .into_iter()
+                .fold(f, |f, (what, o)| {
+                    let (name, span) = match o {
+                        Operand::Smem(v) => (&k.views[v.view].name, k.views.span(v.view)),
+                        Operand::Frag(x) => (&k.fragments[*x].name, k.fragments.span(*x)),
+                        Operand::Tmem(t) => (&k.tmems[*t].name, k.tmems.span(*t)),
+                    };
+                    if f.labels.iter().any(|l| l.span == span) {
+                        return f;
+                    }
+                    f.label(span, format!("{what} `{name}` is declared here"))
+                })
+        };
         if acc_shape.len() != 2 || a_shape.len() != 2 {
             continue; // the front-end already reported it
         }
@@ -310,34 +326,34 @@ fn mma_shapes(cx: &Ctx, out: &mut Vec<Finding>) {
             }
         }
         let Some(ik) = mma_instr_k(family, a_dtype) else {
-            out.push(Finding::new(
+            out.push(declared(Finding::new(
                 &MMA_SHAPE,
                 sp,
                 format!("{} does not take {a_dtype} inputs", family.name()),
-            ));
+            )));
             continue;
         };
         let (im, in_) = family.instruction_tile(m, n);
         if let Err(msg) = check_mma_shape(family, a_dtype, b_dtype, acc_dtype, im, in_, ik) {
-            out.push(
+            out.push(declared(
                 Finding::new(&MMA_SHAPE, sp, msg)
                     .note(format!("derived from acc {acc_shape:?} {acc_dtype}, a {a_shape:?} {a_dtype}, b {b_dtype} on {}", cx.target.name)),
-            );
+            ));
             continue;
         }
         if family == MmaFamily::MmaSync && (m % 16 != 0 || n % 8 != 0) {
-            out.push(
+            out.push(declared(
                 Finding::new(&MMA_SHAPE, sp, format!("an mma.sync accumulator tile is a multiple of 16 x 8 per warp; got {m} x {n}"))
                     .expected("M % 16 == 0 and N % 8 == 0")
                     .actual(format!("{m} x {n}")),
-            );
+            ));
         }
         if kdepth % ik != 0 {
-            out.push(
+            out.push(declared(
                 Finding::new(&MMA_SHAPE, sp, format!("the K depth {kdepth} is not a multiple of the instruction K ({ik}) for {} with {a_dtype}", family.name()))
                     .expected(format!("a multiple of {ik}"))
                     .actual(kdepth),
-            );
+            ));
         }
     }
 }

@@ -7,6 +7,7 @@ mod conformance;
 mod consistency;
 mod coverage;
 mod ctx;
+mod decl_labels;
 mod explore;
 mod knock_on;
 mod safety;
@@ -38,5 +39,6 @@ pub fn verify_with(k: &Kernel, facts: &KernelFacts) -> Vec<Finding> {
         explore::check(&cx, &mut out);
     }
     knock_on::mark(&cx, &mut out);
+    decl_labels::add(k, &mut out);
     out
 }
