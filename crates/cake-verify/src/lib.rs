@@ -5,11 +5,15 @@
 
 mod conformance;
 mod consistency;
+mod copies;
 mod coverage;
 mod ctx;
 mod explore;
+mod index;
+mod outputs;
 mod safety;
 mod semantics;
+mod sizes;
 
 use cake_diag::Finding;
 use cake_ir::{Kernel, KernelFacts};
@@ -28,6 +32,9 @@ pub fn verify_with(k: &Kernel, facts: &KernelFacts) -> Vec<Finding> {
     conformance::check(&cx, &mut out);
     safety::check(&cx, &mut out);
     consistency::check(&cx, &mut out);
+    copies::check(&cx, &mut out);
+    sizes::check(&cx, &mut out);
+    outputs::check(&cx, &mut out);
     coverage::check(&cx, &mut out);
     // Interleavings are explored only for schedules that pass every other rule: a broken
     // schedule deadlocks for reasons the other findings already name.
