@@ -27,5 +27,5 @@ def gemm(A: lm.tensor[lm.bf16, "M", "K"],
         with math:
             for k in lm.range(lm.cdiv(K, BK), pipeline=pipe):
                 lm.wait(full)
-                lm.mma(acc, sA.rows(math.index * 64, 64), sB.T, accumulate=k > 0, release=empty)
+                lm.mma(acc, sA.rows(math.index * 64, 64), sB.T, accumulate=k > 0, release=empty)  # error[CAKE-D006]: rows 128..256 are copied and never read
             lm.store(C, lm.cast(acc, lm.bf16), coords=(tm * BM + math.index * 64, tn * BN))  # error[CAKE-M009]: elements 128..256 of `M`

@@ -1,4 +1,4 @@
-# CAKE-M010: `sB` is filled from A as well: the kernel computes A·Aᵀ and never reads B
+# CAKE-M010: the similarities of two equally long sets, C = A·Bᵀ; `sB` is filled from A as well
 import cake
 from cake import lm
 
@@ -7,8 +7,8 @@ BM, BN, BK = 128, 128, 64
 
 @cake.schedule(targets=["sm_90a"], persistent=True)
 def gemm(A: lm.tensor[lm.bf16, "M", "K"],
-         B: lm.tensor[lm.bf16, "N", "K"],  # warning[CAKE-M005]: nothing loads or stores it
-         C: lm.tensor[lm.bf16, "M", "N"]):
+         B: lm.tensor[lm.bf16, "M", "K"],  # warning[CAKE-M005]: nothing loads or stores it
+         C: lm.tensor[lm.bf16, "M", "M"]):
     pool = lm.smem()
     sA = pool.view(shape=(BM, BK), dtype=lm.bf16, stages=3, swizzle=128)
     sB = pool.view(shape=(BN, BK), dtype=lm.bf16, stages=3, swizzle=128)
@@ -18,7 +18,7 @@ def gemm(A: lm.tensor[lm.bf16, "M", "K"],
     full = lm.barrier(pipe, producers=[load], consumers=[math])
     empty = lm.barrier(pipe, producers=[math], consumers=[load])
     acc = math.fragment(shape=(64, BN), dtype=lm.f32)
-    for tm, tn in lm.tiles(lm.cdiv(M, BM), lm.cdiv(N, BN)):
+    for tm, tn in lm.tiles(lm.cdiv(M, BM), lm.cdiv(M, BN)):
         with load:
             for k in lm.range(lm.cdiv(K, BK), pipeline=pipe):
                 lm.wait(empty)

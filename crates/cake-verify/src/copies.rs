@@ -84,6 +84,64 @@ fn rows(cx: &Ctx, out: &mut Vec<Finding>) {
         let Some((first, _)) = writers.first() else {
             continue;
         };
+        // Rows the copies bring in that no MMA or ldmatrix reads: the readers' slices were
+        // meant to cover the box (a replica's rows computed wrong), or the box is too tall.
+        let mut all_read = Some(Ranges::default());
+        let mut tensor_core = Vec::new();
+        for site in &cx.ops {
+            for (v, _) in reads(&site.op) {
+                if v.view != vid {
+                    continue;
+                }
+                // Only slices that follow the replica index are meant to partition the box (a
+                // probe may read a fixed corner of what it copies).
+                let per_replica = v.rows.is_some_and(|(start, _)| {
+                    site.role.is_some_and(|r| k.expr_reads_role_index(start, r))
+                });
+                if matches!(site.op, Op::Mma { .. } | Op::Ldmatrix { .. }) && per_replica {
+                    tensor_core.push(site);
+                } else if !matches!(site.op, Op::Mma { .. } | Op::Ldmatrix { .. }) {
+                    all_read = None;
+                }
+                match (rows_of(k, site, v), all_read.as_mut()) {
+                    (Some(r), Some(a)) => r.0.iter().for_each(|&(lo, hi)| a.add(lo, hi)),
+                    _ => all_read = None,
+                }
+            }
+        }
+        let copied = writers
+            .iter()
+            .all(|(w, _)| matches!(w.op, Op::TmaLoad { .. } | Op::CpAsync { .. }));
+        // Every tensor-core reader must slice by replica for the slices to mean a partition.
+        let all_sliced = cx.ops.iter().all(|site| {
+            !matches!(site.op, Op::Mma { .. } | Op::Ldmatrix { .. })
+                || reads(&site.op).iter().all(|(v, _)| v.view != vid)
+                || tensor_core.iter().any(|t| t.stmt == site.stmt)
+        });
+        if let (Some(read), Some(reader), true) =
+            (&all_read, tensor_core.first(), copied && all_sliced)
+        {
+            let unread = read.missing(&written);
+            if !unread.0.is_empty() {
+                out.push(
+                    Finding::new(
+                        &COPY_COVERAGE,
+                        cx.span(reader.stmt),
+                        format!(
+                            "the copies into `{}` write rows {}, but its readers read only rows {}: rows {} are copied and never read",
+                            view.name,
+                            written.text(),
+                            read.text(),
+                            unread.text()
+                        ),
+                    )
+                    .subject("view", &view.name)
+                    .label(cx.span(first.stmt), format!("writes rows {}", written.text()))
+                    .help("make the readers' row slices cover the box (one slice per replica), or copy only the rows that are read"),
+                );
+                continue 'views;
+            }
+        }
         for site in &cx.ops {
             for (v, what) in reads(&site.op) {
                 if v.view != vid {
@@ -214,6 +272,51 @@ fn strides(cx: &Ctx, out: &mut Vec<Finding>) {
         }
     }
     let mut reported: Vec<StmtId> = Vec::new();
+    // Loops that walk a dimension of the copied tensor must move its coordinate along it.
+    for site in &cx.ops {
+        let (src, coords) = match &site.op {
+            Op::TmaLoad { src, coords, .. } | Op::CpAsync { src, coords, .. } => (*src, coords),
+            _ => continue,
+        };
+        let ParamKind::Tensor { dims, .. } = &k.params[src].kind else {
+            continue;
+        };
+        let base = at_replica(site.role, 0);
+        for (var, trips, lp) in loop_vars(k, &site.loops) {
+            let Trips::Along { dim, step } = trips else {
+                continue;
+            };
+            // A tile axis need not move every copy (a K/V tile is the same for every query tile).
+            let must_move = matches!(var, Var::Loop(_));
+            let Some(problem) = walk_problem(k, dims, coords, var, dim, &base, must_move) else {
+                continue;
+            };
+            let name = var_name(k, var, lp);
+            let msg = match problem {
+                Walk::Other(d, other) => format!(
+                    "`{name}` counts steps of {step} along `{}`, but moves {} here (which holds `{}`)",
+                    k.dims[dim].name,
+                    dim_text(k, src, d),
+                    k.dims[other].name
+                ),
+                Walk::Still(d) => format!(
+                    "the loop over `{name}` walks `{}` in steps of {step}, but this copy's coordinate along it ({}) does not move: every step loads the same tile",
+                    k.dims[dim].name,
+                    dim_text(k, src, d)
+                ),
+            };
+            reported.push(site.stmt);
+            out.push(
+                Finding::new(&COPY_COVERAGE, cx.span(site.stmt), msg)
+                    .label(k.loops.span(lp), format!("`{name}` is counted here"))
+                    .help(format!(
+                        "move the coordinate of `{}` with the loop: `{name} * {step}`",
+                        k.dims[dim].name
+                    )),
+            );
+            break;
+        }
+    }
     for ((p, d, var), members) in &groups {
         // The extent one step fills along this dimension: the union of every box copied from it
         // (copies of the same tile into two views count once; a gap leaves it unknown).

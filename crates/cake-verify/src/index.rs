@@ -201,6 +201,44 @@ impl Ranges {
     }
 }
 
+/// What is wrong with how a loop that walks dimension `D` moves the coordinates of one access to
+/// tensor `dims`: it moves a dimension of another name (`tm`, counted along `M`, in the `N`
+/// coordinate), or — with `must_move` — none of the tensor's `D` coordinates (every step
+/// touches the same tile).
+pub enum Walk {
+    /// (tensor dimension moved, the dimension it holds).
+    Other(usize, DimId),
+    Still(usize),
+}
+
+pub fn walk_problem(
+    k: &Kernel,
+    dims: &[Extent],
+    coords: &[ExprId],
+    var: Var,
+    along: DimId,
+    base: &dyn Fn(Var) -> i64,
+    must_move: bool,
+) -> Option<Walk> {
+    let moves = |d: usize| step(k, coords[d], var, base).is_some_and(|s| s != 0);
+    for (d, e) in dims.iter().enumerate().take(coords.len()) {
+        if let Extent::Sym(other) = e {
+            if *other != along && moves(d) {
+                return Some(Walk::Other(d, *other));
+            }
+        }
+    }
+    let same: Vec<usize> = (0..dims.len().min(coords.len()))
+        .filter(|&d| dims[d] == Extent::Sym(along))
+        .collect();
+    // A coordinate that cannot be evaluated may move; only a constant one surely does not.
+    let still = |d: usize| step(k, coords[d], var, base) == Some(0);
+    if must_move && !same.is_empty() && same.iter().all(|&d| still(d)) {
+        return Some(Walk::Still(same[0]));
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -73,6 +73,16 @@ fn aliased_operands(cx: &Ctx, referenced: &BTreeSet<ParamId>, out: &mut Vec<Find
         ParamKind::Tensor { dtype, dims } => Some((*dtype, dims.len())),
         ParamKind::Scalar { .. } => None,
     };
+    let unread = |pa: ParamId| {
+        let shape = tensor(pa)?;
+        k.params.iter().map(|(q, _)| q).find(|q| {
+            *q != pa
+                && tensor(*q) == Some(shape)
+                && !referenced.contains(q)
+                && !k.unused_params.contains(q)
+        })
+    };
+    let mut reported: BTreeSet<ParamId> = BTreeSet::new();
     for site in &cx.ops {
         let Op::Mma {
             a: Operand::Smem(a),
@@ -97,14 +107,8 @@ fn aliased_operands(cx: &Ctx, referenced: &BTreeSet<ParamId>, out: &mut Vec<Find
             continue;
         }
         let Some(shape) = tensor(pa) else { continue };
-        let Some((other, _)) = k.params.iter().find(|(q, _)| {
-            *q != pa
-                && tensor(*q) == Some(shape)
-                && !referenced.contains(q)
-                && !k.unused_params.contains(q)
-        }) else {
-            continue;
-        };
+        let Some(other) = unread(pa) else { continue };
+        reported.insert(pa);
         let name = &k.params[pa].name;
         let mut f = Finding::new(
             &ALIASED_OPERANDS,
@@ -132,6 +136,40 @@ fn aliased_operands(cx: &Ctx, referenced: &BTreeSet<ParamId>, out: &mut Vec<Find
                 "load each operand from its own tensor; if {name}·{name}ᵀ is intended, `del {}`",
                 k.params[other].name
             )),
+        );
+    }
+    // The same tensor copied into two views (say K into both `sK` and `sV`) while a tensor of
+    // its type is never read, whichever operations read the views.
+    let mut views_of: BTreeMap<ParamId, Vec<(ViewId, StmtId)>> = BTreeMap::new();
+    for site in &cx.ops {
+        if let Op::TmaLoad { dst, src, .. } | Op::CpAsync { dst, src, .. } = &site.op {
+            let e = views_of.entry(*src).or_default();
+            if !e.iter().any(|(v, _)| *v == dst.view) {
+                e.push((dst.view, site.stmt));
+            }
+        }
+    }
+    for (pa, views) in views_of {
+        if views.len() < 2 || reported.contains(&pa) {
+            continue;
+        }
+        let Some(other) = unread(pa) else { continue };
+        let (name, oname) = (&k.params[pa].name, &k.params[other].name);
+        let (v0, s0) = views[0];
+        let (v1, s1) = views[views.len() - 1];
+        out.push(
+            Finding::new(
+                &ALIASED_OPERANDS,
+                cx.span(s1),
+                format!(
+                    "`{}` and `{}` are both copied from `{name}`, while `{oname}` (the same type) is never read: was one of them meant to come from `{oname}`?",
+                    k.views[v0].name, k.views[v1].name
+                ),
+            )
+            .subject("tensor", name)
+            .label(cx.span(s0), format!("`{}` is filled from `{name}` here", k.views[v0].name))
+            .label(k.params.span(other), format!("`{oname}` is declared here and never read"))
+            .help(format!("copy each view from its own tensor, or `del {oname}` if it is unused on purpose")),
         );
     }
 }
@@ -305,18 +343,59 @@ fn coverage(
     }
     let tname = &k.params[p].name;
     // Per dimension: the domain a tile must cover, from the first store that says.
-    let mut domains = vec![Domain::Unknown; rank];
-    for d in 0..rank {
-        if let Some(Extent::Fixed(n)) = dim_extent(k, p, d) {
-            domains[d] = Domain::Whole(n as i64);
+    let mut domains: Vec<Domain> = (0..rank)
+        .map(|d| match dim_extent(k, p, d) {
+            Some(Extent::Fixed(n)) => Domain::Whole(n as i64),
+            _ => Domain::Unknown,
+        })
+        .collect();
+    // Loops that walk a dimension of the output must move its coordinate along it: a store
+    // that stays put writes the same elements from every tile.
+    let dims = match &k.params[p].kind {
+        ParamKind::Tensor { dims, .. } => dims.clone(),
+        ParamKind::Scalar { .. } => return,
+    };
+    for s in stores {
+        let base = at_replica(s.site.role, 0);
+        for (var, trips, lp) in loop_vars(k, &s.site.loops) {
+            let Trips::Along { dim, step } = trips else {
+                continue;
+            };
+            let Some(problem) = walk_problem(k, &dims, s.coords, var, dim, &base, true) else {
+                continue;
+            };
+            let name = var_name(k, var, lp);
+            let msg = match problem {
+                Walk::Other(d, other) => format!(
+                    "`{name}` counts tiles of {step} along `{}`, but moves {} here (which holds `{}`): the stores land on other tiles' elements",
+                    k.dims[dim].name,
+                    dim_text(k, p, d),
+                    k.dims[other].name
+                ),
+                Walk::Still(d) => format!(
+                    "`{name}` counts tiles of {step} along `{}`, but this store's coordinate along it ({}) does not move: every tile writes the same elements and the rest are never written",
+                    k.dims[dim].name,
+                    dim_text(k, p, d)
+                ),
+            };
+            out.push(
+                Finding::new(&OUTPUT_COVERAGE, cx.span(s.site.stmt), msg)
+                    .subject("tensor", tname)
+                    .label(k.loops.span(lp), format!("`{name}` is counted here"))
+                    .help(format!(
+                        "move the coordinate of `{}` with the loop: `{name} * {step}`",
+                        k.dims[dim].name
+                    )),
+            );
+            return;
         }
     }
     let mut stride_errors = Vec::new();
     for s in stores {
         let base = at_replica(s.site.role, 0);
         for (var, trips, lp) in loop_vars(k, &s.site.loops) {
-            for d in 0..rank {
-                let Some(c) = step(k, s.coords[d], var, &base) else {
+            for (d, &coord) in s.coords.iter().enumerate() {
+                let Some(c) = step(k, coord, var, &base) else {
                     continue;
                 };
                 if c == 0 {
@@ -450,10 +529,15 @@ fn coverage(
         f
     };
     if let Some(cell) = missing {
+        // Dimensions a tile holds one element of (a batch index) go without saying.
+        let wide = |i: usize| want[i].1 - want[i].0 > 1;
+        let all_narrow = !(0..checked.len()).any(wide);
         let place: Vec<String> = checked
             .iter()
             .zip(&cell)
-            .map(|(&d, (a, b))| format!("{a}..{b} of {}", dim_text(k, p, d)))
+            .enumerate()
+            .filter(|(i, _)| all_narrow || wide(*i))
+            .map(|(_, (&d, (a, b)))| format!("{a}..{b} of {}", dim_text(k, p, d)))
             .collect();
         let scope = if checked
             .iter()

@@ -77,7 +77,9 @@ pub const COPY_COVERAGE: CodeInfo = CodeInfo {
     summary: r#"The copies into a view do not cover what its readers read, or successive tiles of a copy skip or overlap."#,
     explanation: r#"A TMA box or cp.async copy writes the rows of the view it names (`.rows(start, n)` writes n rows; a bare view, all of them); an MMA, ldmatrix, tcgen05.cp or TMA store reads the rows of its operand. Cake evaluates the row ranges for every replica of the issuing role and reports rows that are read but that no copy writes: they hold whatever an earlier stage or tile left there.
 
-It also follows each copy's coordinates through the loops around it. A coordinate that advances by `k * BM` while the boxes filled from that tensor dimension are `BK` wide skips tiles (or reads some twice); a loop whose trip count is `lm.cdiv(K, BK)` covers `K` only when each iteration moves `BK` along it.
+Rows a copy brings in that none of the replica slices of its MMA or ldmatrix readers read are reported too: slices that follow `role.index` are meant to partition the box.
+
+It also follows each copy's coordinates through the loops around it. A coordinate that advances by `k * BM` while the boxes filled from that tensor dimension are `BK` wide skips tiles (or reads some twice); a loop whose trip count is `lm.cdiv(K, BK)` covers `K` only when each iteration moves `BK` along it, and a copy inside it whose `K` coordinate does not move loads the same tile every iteration; a loop counted along one dimension (`tn`, along `N`) that moves another (`K`) reads the wrong tiles.
 
 Make the box as tall as what is read (the same `.rows(...)` on the copy and the reader, or none), and step each coordinate by the extent the copies fill: `k * BK` for a `BK`-wide box."#,
     bad: include_str!("../../../../tests/check/CAKE-D006-bad.py"),
