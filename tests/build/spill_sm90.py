@@ -1,9 +1,11 @@
-"""A GEMM whose consumer role holds two 64x256 f32 accumulators (256 registers per thread) with
-no register budget: ptxas must spill, and `cake build` must say so on the fragment's line."""
+"""A GEMM whose consumer role holds two 64x192 f32 accumulators (192 registers per thread) with
+no register budget, within what a thread can address but past the 168 of the launch
+allocation: `cake check` warns (CAKE-D008), ptxas must spill, and `cake build` must say so on
+the fragment's line."""
 import cake
 from cake import lm
 
-BM, BN, BK = 128, 256, 64
+BM, BN, BK = 128, 192, 64
 STAGES = 4
 
 
@@ -27,7 +29,7 @@ def gemm(A: lm.tensor[lm.bf16, "M", "K"],
     full = lm.barrier(pipe, producers=[load], consumers=[math])
     empty = lm.barrier(pipe, producers=[math], consumers=[load])
     acc = math.fragment(shape=(64, BN), dtype=lm.f32)
-    acc2 = math.fragment(shape=(64, BN), dtype=lm.f32)  # two 128-register accumulators per thread cannot fit in 168
+    acc2 = math.fragment(shape=(64, BN), dtype=lm.f32)  # two 96-register accumulators per thread cannot fit in 168
 
     # Grouped raster: 8 M-tiles at a time, so CTAs in flight share B tiles in L2.
     for tm, tn in lm.tiles(lm.cdiv(M, BM), lm.cdiv(N, BN), group=8):

@@ -26,4 +26,4 @@ def gemm(A: lm.tensor[lm.bf16, "M", "K"],  # error[CAKE-C003]
             for k in lm.range(lm.cdiv(K, 64), pipeline=pipe):
                 lm.wait(full)
                 lm.mma(acc, sA.rows(math.index * 64, 64), sB.T, accumulate=k > 0, release=empty)  # error[CAKE-S016]: replica 2 of role `math`
-            lm.store(C, lm.cast(acc, lm.bf16), coords=(tm * 128 + math.index * 64, tn * 256))
+            lm.store(C, lm.cast(acc, lm.bf16), coords=(tm * 128 + math.index * 64, tn * 256))  # error[CAKE-M009]: past the 128 the tile advances by

@@ -15,7 +15,7 @@ def gemm(A: lm.tensor[lm.bf16, "M", "K"],
     pipe = lm.pipeline(stages=4)
     full = lm.barrier(pipe, producers=[load], consumers=[math])
     empty = lm.barrier(pipe, producers=[math], consumers=[load])
-    acc = math.fragment(shape=(64, 256), dtype=lm.f32)
+    acc = math.fragment(shape=(64, 256), dtype=lm.f32)  # error[CAKE-D008]: a thread can address at most 255
     for tm, tn in lm.tiles(lm.cdiv(M, 128), lm.cdiv(N, 256)):
         with load:
             for k in lm.range(lm.cdiv(K, 64), pipeline=pipe):
@@ -26,4 +26,4 @@ def gemm(A: lm.tensor[lm.bf16, "M", "K"],
             for k in lm.range(lm.cdiv(K, 64), pipeline=pipe):
                 lm.wait(full)
                 lm.mma(acc, sA.rows(math.index * 64, 64), sB.T, accumulate=k > 0, release=empty)  # error[CAKE-C005] error[CAKE-S016]: replica 2 of role `math`
-            lm.store(C, lm.cast(acc, lm.bf16), coords=(tm * 128 + math.index * 64, tn * 256))
+            lm.store(C, lm.cast(acc, lm.bf16), coords=(tm * 128 + math.index * 64, tn * 256))  # error[CAKE-M009]: past the 128 the tile advances by

@@ -25,5 +25,5 @@ def gemm(A: lm.tensor[lm.bf16, "M", "K"],
         with math:
             for k in lm.range(lm.cdiv(K, 64), pipeline=pipe):
                 lm.wait(full)
-                lm.mma(acc, sA.rows(math.index * 64, 64), sB.T, accumulate=k > 0, release=empty)
-            lm.store(C, lm.cast(acc, lm.bf16), coords=(tm * 320 + math.index * 64, tn * 256))
+                lm.mma(acc, sA.rows(math.index * 64, 64), sB.T, accumulate=k > 0, release=empty)  # error[CAKE-D006]: copied and never read
+            lm.store(C, lm.cast(acc, lm.bf16), coords=(tm * 320 + math.index * 64, tn * 256))  # error[CAKE-M009]: are never written

@@ -10,7 +10,7 @@ def gemm(A: lm.tensor[lm.bf16, "M", "K"],
     pool = lm.smem()
     sA = pool.view(shape=(128, 64), dtype=lm.bf16, stages=4, swizzle=128)
     sB = pool.view(shape=(256, 64), dtype=lm.bf16, stages=4, swizzle=128)
-    tacc = lm.tmem(cols=100, shape=(128, 128), dtype=lm.f32)  # error[CAKE-C009] warning[CAKE-M005]
+    tacc = lm.tmem(cols=100, shape=(128, 128), dtype=lm.f32)  # error[CAKE-C009] warning[CAKE-M005] error[CAKE-D007]
     load = lm.role(warpgroup=0, regs=40)
     math = lm.role(warpgroups=[1, 2], regs=232)
     pipe = lm.pipeline(stages=4)

@@ -9,8 +9,8 @@ def gemm(A: lm.tensor[lm.bf16, "M", "K"],
          C: lm.tensor[lm.bf16, "M", "N"]):
     pool = lm.smem()
     sA = pool.view(shape=(128, 64), dtype=lm.bf16, stages=4, swizzle=128)
-    sB = pool.view(shape=(256, 64), dtype=lm.bf16, stages=4, swizzle=128)
-    tacc = lm.tmem(cols=256, shape=(128, 256), dtype=lm.f32)
+    sB = pool.view(shape=(128, 64), dtype=lm.bf16, stages=4, swizzle=128)
+    tacc = lm.tmem(cols=128, shape=(128, 128), dtype=lm.f32)
     load = lm.role(warp=0)
     issue = lm.role(warp=1)
     epi = lm.role(warp=4)
@@ -18,13 +18,13 @@ def gemm(A: lm.tensor[lm.bf16, "M", "K"],
     full = lm.barrier(pipe, producers=[load], consumers=[issue])
     empty = lm.barrier(pipe, producers=[issue], consumers=[load])
     done = lm.barrier(producers=[issue], consumers=[epi])
-    out = epi.fragment(shape=(128, 256), dtype=lm.f32)
-    for tm, tn in lm.tiles(lm.cdiv(M, 128), lm.cdiv(N, 256)):
+    out = epi.fragment(shape=(128, 128), dtype=lm.f32)  # error[CAKE-D008]: a thread can address at most 255
+    for tm, tn in lm.tiles(lm.cdiv(M, 128), lm.cdiv(N, 128)):
         with load:
             for k in lm.range(lm.cdiv(K, 64), pipeline=pipe):
                 lm.wait(empty)
                 sA.tma_load(A, coords=(tm * 128, k * 64), barrier=full)
-                sB.tma_load(B, coords=(tn * 256, k * 64), barrier=full)
+                sB.tma_load(B, coords=(tn * 128, k * 64), barrier=full)
         with issue:
             for k in lm.range(lm.cdiv(K, 64), pipeline=pipe):
                 lm.wait(full)
@@ -34,4 +34,4 @@ def gemm(A: lm.tensor[lm.bf16, "M", "K"],
         with epi:
             lm.wait(done)
             lm.tmem_load(out, tacc)  # error[CAKE-C012]
-            lm.store(C, lm.cast(out, lm.bf16), coords=(tm * 128, tn * 256))
+            lm.store(C, lm.cast(out, lm.bf16), coords=(tm * 128, tn * 128))

@@ -2,7 +2,7 @@
 import cake
 from cake import lm
 
-BM, BN, BK = 128, 128, 32     # a 32-wide bf16 row is 64 B: one 64B-swizzle span
+BM, BN, BK = 64, 128, 32     # one warpgroup tile of 64 rows
 STAGES = 4                    # 4 × (8 KiB + 8 KiB) = 64 KiB: fits sm_89's 99 KiB
 WM, WN = 64, 64               # per-warp output tile
 

@@ -18,6 +18,7 @@ def kmeans_update(X: lm.tensor[lm.bf16, "B", "N", D],
                   IDS: lm.tensor[lm.i32, "B", "N"],
                   SUMS: lm.tensor[lm.f32, "B", "K", D],
                   COUNTS: lm.tensor[lm.i32, "B", "K"]):
+    del Cen  # unused on purpose
     pool = lm.smem()
     sX = pool.view(shape=(BR, DS), dtype=lm.bf16, stages=STAGES)
     sI = pool.view(shape=(BR,), dtype=lm.i32, stages=STAGES)

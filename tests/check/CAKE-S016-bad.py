@@ -18,6 +18,7 @@ def kmeans_assign(X: lm.tensor[lm.bf16, "B", "N", D],
                   XSQ: lm.tensor[lm.f32, "B", "N"],
                   CSQ: lm.tensor[lm.f32, "B", "K"],
                   IDS: lm.tensor[lm.i32, "B", "N"]):
+    del XSQ  # unused on purpose
     pool = lm.smem()
     # 256 B rows with 128B swizzle: stored as two 64-column panels, the layout TMA writes.
     sX = pool.view(shape=(BN, D), dtype=lm.bf16, swizzle=128)
@@ -43,7 +44,7 @@ def kmeans_assign(X: lm.tensor[lm.bf16, "B", "N", D],
                 lm.wait(c_empty)
                 sC.tma_load(Cen, coords=(b, c * BC, 0), barrier=c_full)
         with math:
-            sX.rows(wg_rows(math.index), 64).tma_load(  # error[CAKE-S016]: replica 2 of role `math` reads or writes rows 128..192
+            sX.rows(wg_rows(math.index), 64).tma_load(  # error[CAKE-S016]: replica 2 of role `math` reads or writes rows 128..192 error[CAKE-D006]: successive steps load overlapping tiles
                 X, coords=(b, tn * BN + wg_rows(math.index), 0), barrier=x_full)
             best_d[:] = lm.inf
             best_i[:] = 0
@@ -61,4 +62,4 @@ def kmeans_assign(X: lm.tensor[lm.bf16, "B", "N", D],
                 better = tile_d < best_d
                 best_i[:] = lm.select(better, tile_i, best_i)
                 best_d[:] = lm.select(better, tile_d, best_d)
-            lm.store(IDS, best_i, coords=(b, tn * BN + wg_rows(math.index)))
+            lm.store(IDS, best_i, coords=(b, tn * BN + wg_rows(math.index)))  # error[CAKE-M009]: past the 128 the tile advances by

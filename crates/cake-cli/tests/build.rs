@@ -49,7 +49,7 @@ fn spills_are_reported_on_the_fragment_line() {
         "spill finding not on line {line}:\n{stdout}"
     );
     assert!(
-        stdout.contains("role `math` holds 256 registers per thread"),
+        stdout.contains("role `math` holds 192 registers per thread"),
         "{stdout}"
     );
     let _ = std::fs::remove_dir_all(&out_dir);

@@ -253,23 +253,11 @@ pub fn resource_findings(k: &cake_ir::Kernel, r: &cake_toolchain::KernelResource
     }
     if r.spill_stores > 0 || r.spill_loads > 0 {
         // The role whose fragments hold the most registers per thread is the usual cause.
-        let regs_of = |f: &cake_ir::Fragment| {
-            let threads = k.roles[f.role].unit.threads();
-            (f.shape.iter().product::<u32>() * f.dtype.bytes()).div_ceil(4 * threads)
-        };
+        let regs_of = |f: cake_ir::FragId| k.fragment_registers(f);
         let heaviest = k
             .roles
             .iter()
-            .map(|(rid, _)| {
-                (
-                    rid,
-                    k.fragments
-                        .iter()
-                        .filter(|(_, f)| f.role == rid)
-                        .map(|(_, f)| regs_of(f))
-                        .sum::<u32>(),
-                )
-            })
+            .map(|(rid, _)| (rid, k.role_fragment_registers(rid)))
             .max_by_key(|(rid, total)| (*total, std::cmp::Reverse(rid.index())));
         let msg = format!(
             "ptxas spilled {} B to local memory ({} B stores, {} B loads)",
@@ -281,7 +269,7 @@ pub fn resource_findings(k: &cake_ir::Kernel, r: &cake_toolchain::KernelResource
             k.fragments
                 .iter()
                 .filter(|(_, f)| f.role == rid)
-                .max_by_key(|(fid, f)| (regs_of(f), std::cmp::Reverse(fid.index())))
+                .max_by_key(|(fid, _)| (regs_of(*fid), std::cmp::Reverse(fid.index())))
                 .map(|(fid, _)| (rid, total, fid))
         });
         let f = match site {
@@ -291,7 +279,7 @@ pub fn resource_findings(k: &cake_ir::Kernel, r: &cake_toolchain::KernelResource
                     .fragments
                     .iter()
                     .filter(|(_, f)| f.role == rid)
-                    .map(|(_, f)| format!("`{}` ({} regs)", f.name, regs_of(f)))
+                    .map(|(fid, f)| format!("`{}` ({} regs)", f.name, regs_of(fid)))
                     .collect();
                 Finding::new(&cake_diag::catalog::performance::REGISTER_SPILL, k.fragments.span(fid), msg)
                     .role(&role.name)

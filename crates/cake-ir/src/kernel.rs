@@ -44,6 +44,9 @@ pub struct Kernel {
     pub exprs: Arena<Expr>,
     pub stmts: Arena<Stmt>,
     pub body: Block,
+    /// Tensor parameters the schedule marks as unused on purpose (`del NAME`): kept in the
+    /// signature for an API, never read or written.
+    pub unused_params: Vec<ParamId>,
 }
 
 pub type Block = Vec<StmtId>;
@@ -643,6 +646,29 @@ impl Kernel {
             } => Some((l, p)),
             _ => None,
         })
+    }
+
+    /// 32-bit registers per thread that fragment `f` holds: its bytes spread over the threads of
+    /// one replica of its role, times its buffers (what `cake build`'s spill note and the
+    /// verifier's register-demand rule both count).
+    pub fn fragment_registers(&self, f: FragId) -> u64 {
+        let frag = &self.fragments[f];
+        let threads = self.roles[frag.role].unit.threads() as u64;
+        let bytes = frag.shape.iter().fold(frag.dtype.bytes() as u64, |a, &d| {
+            a.saturating_mul(d as u64)
+        });
+        bytes
+            .div_ceil(4 * threads)
+            .saturating_mul(frag.buffers as u64)
+    }
+
+    /// [`Kernel::fragment_registers`] summed over the fragments of role `r`.
+    pub fn role_fragment_registers(&self, r: RoleId) -> u64 {
+        self.fragments
+            .iter()
+            .filter(|(_, f)| f.role == r)
+            .map(|(h, _)| self.fragment_registers(h))
+            .fold(0u64, u64::saturating_add)
     }
 
     /// Threads per CTA: every warp of every role (roles may leave gaps; the block covers up to

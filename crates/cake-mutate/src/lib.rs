@@ -15,6 +15,7 @@
 //! declaration). They are kept, marked [`Mutant::equivalent`] with the precise reason, and left
 //! out of the rate — never dropped silently.
 
+mod coverage_ops;
 mod equiv;
 pub mod knobs;
 mod sync_ops;
@@ -29,7 +30,7 @@ use cake_target::MmaFamily;
 use text::{Kind, Source, Stmt, Tok};
 
 /// Every operator, in the order [`mutants`] applies them and [`catch_table`] lists them.
-pub const OPERATORS: [&str; 15] = [
+pub const OPERATORS: [&str; 22] = [
     "drop-wait",
     "drop-arrive",
     "change-count",
@@ -45,6 +46,13 @@ pub const OPERATORS: [&str; 15] = [
     "early-consumer-release",
     "hoist-wait",
     "conditional-arrive",
+    "shrink-box",
+    "skew-coords",
+    "drop-store",
+    "narrow-store",
+    "swap-operand",
+    "shrink-tmem",
+    "grow-fragment",
 ];
 
 /// One planted hazard.
@@ -64,6 +72,9 @@ pub struct Mutant {
     /// Why this mutant introduces no hazard, when it provably does not. Equivalent mutants are
     /// counted on their own and left out of the catch rate.
     pub equivalent: Option<String>,
+    /// A warning of an expected category also catches it: the planted class is one the
+    /// verifier can only suspect (an operand loaded from the wrong tensor, a lost last store).
+    pub accept_warnings: bool,
 }
 
 /// The verdict on one mutant.
@@ -156,6 +167,7 @@ struct Plan {
     names: BTreeSet<String>,
     expected: Vec<Category>,
     equivalent: Option<String>,
+    accept_warnings: bool,
 }
 
 fn apply(text: &str, edits: &[Edit]) -> (String, Vec<(usize, usize)>) {
@@ -221,6 +233,7 @@ fn build(plan: Plan, src: &Source) -> Mutant {
         expected: plan.expected,
         accept_lines: lines.into_iter().map(|l| l as u32 + 1).collect(),
         equivalent: plan.equivalent,
+        accept_warnings: plan.accept_warnings,
     }
 }
 
@@ -426,6 +439,7 @@ fn plan(
         names,
         expected: expected.to_vec(),
         equivalent: None,
+        accept_warnings: false,
     }
 }
 
@@ -1054,7 +1068,7 @@ pub fn mutants(source: &str) -> Vec<Mutant> {
     }
     let src = Source::new(source);
     let mut plans = Vec::new();
-    let ops: [fn(&Source, &Facts, &mut Vec<Plan>); 15] = [
+    let ops: [fn(&Source, &Facts, &mut Vec<Plan>); 22] = [
         drop_wait,
         drop_arrive,
         change_count,
@@ -1070,6 +1084,13 @@ pub fn mutants(source: &str) -> Vec<Mutant> {
         sync_ops::early_consumer_release,
         sync_ops::hoist_wait,
         sync_ops::conditional_arrive,
+        coverage_ops::shrink_box,
+        coverage_ops::skew_coords,
+        coverage_ops::drop_store,
+        coverage_ops::narrow_store,
+        coverage_ops::swap_operand,
+        coverage_ops::shrink_tmem,
+        coverage_ops::grow_fragment,
     ];
     for op in ops {
         op(&src, &f, &mut plans);
@@ -1085,7 +1106,10 @@ pub fn evaluate(name: &str, m: &Mutant) -> Outcome {
     let checked = cake_driver::check(name, m.source.as_bytes(), None);
     let file = &checked.file;
     let mut caught_by: Option<Category> = None;
-    for fd in checked.findings.iter().filter(|f| f.is_error()) {
+    let counts = |f: &&cake_diag::Finding| {
+        f.is_error() || (m.accept_warnings && f.severity == cake_diag::Severity::Warning)
+    };
+    for fd in checked.findings.iter().filter(counts) {
         if !m.expected.contains(&fd.category) {
             continue;
         }

@@ -23,6 +23,8 @@ fn schedule(top: &str, decls: &str, body: &str) -> String {
     s.push_str(top);
     s.push_str("\n@cake.schedule(targets=[\"sm_90a\"])\n");
     s.push_str("def k(A: lm.tensor[lm.bf16, \"M\", \"K\"]):\n");
+    // The skeleton stores nothing; `del` says its tensor is unused on purpose (CAKE-M009).
+    s.push_str("    del A\n");
     s.push_str("    pool = lm.smem()\n");
     s.push_str("    sA = pool.view(shape=(128, 64), dtype=lm.bf16)\n");
     s.push_str("    load = lm.role(warpgroup=0)\n");

@@ -5,13 +5,17 @@
 
 mod conformance;
 mod consistency;
+mod copies;
 mod coverage;
 mod ctx;
 mod decl_labels;
 mod explore;
+mod index;
 mod knock_on;
+mod outputs;
 mod safety;
 mod semantics;
+mod sizes;
 mod sync_order;
 
 use cake_diag::Finding;
@@ -32,6 +36,9 @@ pub fn verify_with(k: &Kernel, facts: &KernelFacts) -> Vec<Finding> {
     safety::check(&cx, &mut out);
     sync_order::check(&cx, &mut out);
     consistency::check(&cx, &mut out);
+    copies::check(&cx, &mut out);
+    sizes::check(&cx, &mut out);
+    outputs::check(&cx, &mut out);
     coverage::check(&cx, &mut out);
     // Interleavings are explored only for schedules that pass every other rule: a broken
     // schedule deadlocks for reasons the other findings already name.

@@ -69,6 +69,49 @@ Transpose the operand that is wrong: `a` is (M, K) as stored; `b` is (K, N), usu
     good: include_str!("../../../../tests/check/CAKE-D005-good.py"),
 };
 
+pub const COPY_COVERAGE: CodeInfo = CodeInfo {
+    code: "CAKE-D006",
+    name: "copy-coverage",
+    category: Category::Consistency,
+    severity: Severity::Error,
+    summary: r#"The copies into a view do not cover what its readers read, or successive tiles of a copy skip or overlap."#,
+    explanation: r#"A TMA box or cp.async copy writes the rows of the view it names (`.rows(start, n)` writes n rows; a bare view, all of them); an MMA, ldmatrix, tcgen05.cp or TMA store reads the rows of its operand. Cake evaluates the row ranges for every replica of the issuing role and reports rows that are read but that no copy writes: they hold whatever an earlier stage or tile left there.
+
+Rows a copy brings in that none of the replica slices of its MMA or ldmatrix readers read are reported too: slices that follow `role.index` are meant to partition the box.
+
+It also follows each copy's coordinates through the loops around it. A coordinate that advances by `k * BM` while the boxes filled from that tensor dimension are `BK` wide skips tiles (or reads some twice); a loop whose trip count is `lm.cdiv(K, BK)` covers `K` only when each iteration moves `BK` along it, and a copy inside it whose `K` coordinate does not move loads the same tile every iteration; a loop counted along one dimension (`tn`, along `N`) that moves another (`K`) reads the wrong tiles.
+
+Make the box as tall as what is read (the same `.rows(...)` on the copy and the reader, or none), and step each coordinate by the extent the copies fill: `k * BK` for a `BK`-wide box."#,
+    bad: include_str!("../../../../tests/check/CAKE-D006-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-D006-good.py"),
+};
+
+pub const TMEM_COLUMNS: CodeInfo = CodeInfo {
+    code: "CAKE-D007",
+    name: "tmem-columns",
+    category: Category::Consistency,
+    severity: Severity::Error,
+    summary: r#"A TMEM region has fewer columns than the data placed in it."#,
+    explanation: r#"`lm.tmem(cols, shape, dtype)` allocates `cols` 32-bit columns per lane; the data placed in it (the MMA accumulator, the tile `lm.tmem_store` writes) is `shape`: one row per lane and `shape[-1] × dtype bytes / 4` columns. A region with fewer columns than that makes the MMA or the store write into the next region's columns (or past the allocation), which no later check sees.
+
+Declare `cols` at least `shape[-1] × bytes / 4`: `cols=BN` for an f32 (M, BN) accumulator, `cols=BN // 2` for bf16."#,
+    bad: include_str!("../../../../tests/check/CAKE-D007-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-D007-good.py"),
+};
+
+pub const REGISTER_DEMAND: CodeInfo = CodeInfo {
+    code: "CAKE-D008",
+    name: "register-demand",
+    category: Category::Consistency,
+    severity: Severity::Warning,
+    summary: r#"A role's fragments need more registers per thread than its budget (warning), or than any thread can hold (error)."#,
+    explanation: r#"A fragment's elements are spread over the threads of one replica of its role (128 for a warpgroup, 32 for a warp): an f32 (64, 256) accumulator is 128 registers per thread. Cake adds the fragments of each role (double-buffered ones twice) before anything is compiled — the same numbers `cake build`'s spill note prints — and compares them with the role's `regs=` budget (or the launch allocation without one). More than the budget leaves nothing for addresses and temporaries: ptxas spills (a warning). More than the 255 registers a thread can address fits no budget at all (an error): for example an attention head dimension whose score and output tiles together exceed 255 per thread.
+
+Shrink the tiles (fewer columns per fragment), split the work over more warpgroups, or raise the budget."#,
+    bad: include_str!("../../../../tests/check/CAKE-D008-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-D008-good.py"),
+};
+
 /// Every code of this module, in number order; [`super::ALL`] is made of these lists.
 pub const ALL: &[&CodeInfo] = &[
     &FRAGMENT_OWNERSHIP,
@@ -76,4 +119,7 @@ pub const ALL: &[&CodeInfo] = &[
     &LDMATRIX_ROWS,
     &FP8_ACCUMULATION,
     &CONTRACTION_MISMATCH,
+    &COPY_COVERAGE,
+    &TMEM_COLUMNS,
+    &REGISTER_DEMAND,
 ];

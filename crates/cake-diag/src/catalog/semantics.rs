@@ -62,7 +62,9 @@ pub const UNUSED_RESOURCE: CodeInfo = CodeInfo {
     category: Category::Semantics,
     severity: Severity::Warning,
     summary: r#"A declared resource is never used."#,
-    explanation: r#"A view, barrier, pipeline, fragment, TMEM region or role that no operation uses still costs shared memory, registers or warps, and usually means the schedule is not what the author thinks it is. Remove it, or use it."#,
+    explanation: r#"A view, barrier, pipeline, fragment, TMEM region or role that no operation uses still costs shared memory, registers or warps, and usually means the schedule is not what the author thinks it is. Remove it, or use it.
+
+A tensor parameter that nothing loads or stores is reported too: usually an input loaded in place of another, or an output whose store was lost. A parameter kept in the signature on purpose (an API that passes more than the kernel needs) is marked with `del NAME` in the schedule's body, the Python idiom for an argument left unused."#,
     bad: include_str!("../../../../tests/check/CAKE-M005-bad.py"),
     good: include_str!("../../../../tests/check/CAKE-M005-good.py"),
 };
@@ -106,6 +108,32 @@ Issue it from a role of one warpgroup (or one warp), whose threads share the row
     good: include_str!("../../../../tests/check/CAKE-M008-good.py"),
 };
 
+pub const OUTPUT_COVERAGE: CodeInfo = CodeInfo {
+    code: "CAKE-M009",
+    name: "output-coverage",
+    category: Category::Semantics,
+    severity: Severity::Error,
+    summary: r#"An output is not written on every path, or the stores of one tile do not cover the tile the loop advances by."#,
+    explanation: r#"Every element of an output must be written by some tile. Cake follows each store's coordinates (`lm.store`, `.tma_store`) through the tile loop: a tile axis counted `lm.cdiv(M, BM)` moves `BM` rows of `M` per tile, so the coordinate must step by `BM` and the stores of one tile (over every replica of the storing role) must write exactly rows `0..BM` of it. Fewer rows leave the rest of every tile unwritten (a knob that grows `BM` past what the consumers store); more rows write into the next tile. A store whose coordinate does not move with a tile axis that walks one of the output's dimensions writes the same elements from every tile, and one moved by the axis of another dimension (`tm` in the `N` coordinate) writes other tiles' elements. Fixed-size dimensions must be covered whole. A store under a run-time `if` counts only when the other branch writes the same output, or when the condition picks among tiles or iterations that write the same elements (`if ds == 0:` for an output without a `ds` axis). A kernel that writes no global memory at all does nothing.
+
+Store every row of the tile (one store per replica's slice, or one for the whole tile), step the coordinate by the tile extent, and write each output on every path."#,
+    bad: include_str!("../../../../tests/check/CAKE-M009-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-M009-good.py"),
+};
+
+pub const ALIASED_OPERANDS: CodeInfo = CodeInfo {
+    code: "CAKE-M010",
+    name: "aliased-operands",
+    category: Category::Semantics,
+    severity: Severity::Warning,
+    summary: r#"Both operands of an MMA are filled from one tensor while another tensor of the same dtype is never read."#,
+    explanation: r#"`lm.mma(acc, a, b)` with `a` and `b` both copied from `A` computes A·Aᵀ. That is sometimes meant (a Gram matrix), but when another input of the same dtype and rank is declared and nothing reads it, the usual cause is a copy that names the wrong tensor (`sB.tma_load(A, ...)`). A heuristic, so a warning.
+
+Load each operand from its own tensor, or `del` the unused parameter if A·Aᵀ is intended."#,
+    bad: include_str!("../../../../tests/check/CAKE-M010-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-M010-good.py"),
+};
+
 /// Every code of this module, in number order; [`super::ALL`] is made of these lists.
 pub const ALL: &[&CodeInfo] = &[
     &ROLE_OVERLAP,
@@ -116,4 +144,6 @@ pub const ALL: &[&CodeInfo] = &[
     &NAMED_BARRIER_ROLES,
     &BUFFERED_FRAGMENT,
     &REPLICATED_SCATTER,
+    &OUTPUT_COVERAGE,
+    &ALIASED_OPERANDS,
 ];

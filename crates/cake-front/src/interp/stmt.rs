@@ -229,6 +229,25 @@ impl Interp<'_> {
             S::With(w) => self.exec_with(w),
             S::Return(r) => self.exec_return(r, sp),
             S::Pass(_) => Ok(Flow::Normal),
+            // `del X` of a tensor parameter: the Python idiom for an argument left unused on
+            // purpose; it tells the unused-parameter check (CAKE-M005) so.
+            S::Delete(d)
+                if d.targets.iter().all(|t| {
+                    matches!(t, ast::Expr::Name(n)
+                        if matches!(self.lookup(n.id.as_str()), Some(Value::Tensor(_))))
+                }) =>
+            {
+                for t in &d.targets {
+                    if let ast::Expr::Name(n) = t {
+                        if let Some(Value::Tensor(p)) = self.lookup(n.id.as_str()) {
+                            if !self.k.unused_params.contains(&p) {
+                                self.k.unused_params.push(p);
+                            }
+                        }
+                    }
+                }
+                Ok(Flow::Normal)
+            }
             S::Assert(a) => self.exec_assert(a).map(|_| Flow::Normal),
             other => {
                 let (what, instead) = unsupported_stmt(other);
@@ -956,7 +975,10 @@ fn unsupported_stmt(s: &ast::Stmt) -> (&'static str, &'static str) {
             "`break`/`continue`",
             "loops run to completion; guard the body with `if`",
         ),
-        S::Delete(_) => ("`del`", "names go out of use on their own"),
+        S::Delete(_) => (
+            "`del` of anything but a tensor parameter",
+            "names go out of use on their own; `del` only marks a tensor parameter as unused on purpose",
+        ),
         S::Global(_) | S::Nonlocal(_) => {
             ("`global`/`nonlocal`", "pass values to helpers as arguments")
         }

@@ -1,0 +1,134 @@
+//! Sizes known before ptxas: TMEM regions at least as wide as what is placed in them
+//! (`CAKE-D007`), and the registers a role's fragments need against its budget and against
+//! what any thread can hold (`CAKE-D008`).
+
+use crate::ctx::Ctx;
+use cake_diag::catalog::consistency::{REGISTER_DEMAND, TMEM_COLUMNS};
+use cake_diag::{Finding, Severity};
+use cake_ir::*;
+
+pub fn check(cx: &Ctx, out: &mut Vec<Finding>) {
+    tmem_columns(cx, out);
+    register_demand(cx, out);
+}
+
+fn tmem_columns(cx: &Ctx, out: &mut Vec<Finding>) {
+    let k = cx.k;
+    for (t, r) in k.tmems.iter() {
+        let cols = r.shape.last().copied().unwrap_or(1) as u64;
+        let need = (cols * r.dtype.bytes() as u64).div_ceil(4);
+        if need <= r.cols as u64 {
+            continue;
+        }
+        let mut f = Finding::new(
+            &TMEM_COLUMNS,
+            k.tmems.span(t),
+            format!(
+                "`{}` holds {} {}: {need} 32-bit columns per lane, but is declared with cols={}",
+                r.name,
+                shape_text(&r.shape),
+                r.dtype,
+                r.cols
+            ),
+        )
+        .subject("tmem", &r.name)
+        .expected(format!(">= {need} columns"))
+        .actual(r.cols);
+        if let Some(site) = cx
+            .ops
+            .iter()
+            .find(|s| s.effects.tmem_writes.contains(&t) || s.effects.tmem_reads.contains(&t))
+        {
+            f = f.label(
+                cx.span(site.stmt),
+                format!(
+                    "places {} {} in `{}`",
+                    shape_text(&r.shape),
+                    r.dtype,
+                    r.name
+                ),
+            );
+        }
+        out.push(f.help(format!("declare cols={need} (or more, a power of two)")));
+    }
+}
+
+fn register_demand(cx: &Ctx, out: &mut Vec<Finding>) {
+    let k = cx.k;
+    let lim = &cx.target.limits;
+    let threads = k.block_threads().max(1);
+    // The launch allocation, as the register-budget rule computes it.
+    let launch =
+        ((lim.regs_per_block / threads) / 8 * 8).min(lim.regs_per_thread.next_multiple_of(8));
+    for (rid, role) in k.roles.iter() {
+        let demand = k.role_fragment_registers(rid);
+        let frags: Vec<(FragId, u64)> = k
+            .fragments
+            .iter()
+            .filter(|(_, f)| f.role == rid)
+            .map(|(h, _)| (h, k.fragment_registers(h)))
+            .collect();
+        let Some(&(heaviest, _)) = frags
+            .iter()
+            .max_by_key(|(h, n)| (*n, std::cmp::Reverse(h.index())))
+        else {
+            continue;
+        };
+        let (budget, what) = match role.regs {
+            Some(n) => (n as u64, format!("budget of {n} (regs=)")),
+            None => (
+                launch as u64,
+                format!("budget of {launch} (launch allocation)"),
+            ),
+        };
+        let max = lim.regs_per_thread as u64;
+        let severity = if demand > max {
+            Severity::Error
+        } else if demand > budget {
+            Severity::Warning
+        } else {
+            continue;
+        };
+        let names: Vec<String> = frags
+            .iter()
+            .map(|(h, n)| format!("`{}` ({n} regs)", k.fragments[*h].name))
+            .collect();
+        let msg = if severity == Severity::Error {
+            format!(
+                "role `{}` holds {demand} registers per thread in fragments; a thread can address at most {max}, so no budget fits them",
+                role.name
+            )
+        } else {
+            format!(
+                "role `{}` holds {demand} registers per thread in fragments, more than its {what}: ptxas will spill",
+                role.name
+            )
+        };
+        let mut f = Finding::new(&REGISTER_DEMAND, k.fragments.span(heaviest), msg)
+            .severity(severity)
+            .role(&role.name)
+            .subject("fragment", &k.fragments[heaviest].name)
+            .note(format!(
+                "role `{}` holds {demand} registers per thread in fragments {} with a {what}",
+                role.name,
+                names.join(", ")
+            ))
+            .label(
+                k.roles.span(rid),
+                format!("`{}` is declared here", role.name),
+            );
+        for (h, _) in frags.iter().filter(|(h, _)| *h != heaviest) {
+            f = f.label(k.fragments.span(*h), "another fragment of the role");
+        }
+        out.push(f.help(if severity == Severity::Error {
+            "shrink the tiles (fewer columns per fragment) or spread the rows over more warpgroups"
+        } else {
+            "raise regs= (the roles' budgets must still fit the register file) or shrink the fragments"
+        }));
+    }
+}
+
+fn shape_text(s: &[u32]) -> String {
+    let parts: Vec<String> = s.iter().map(u32::to_string).collect();
+    format!("({})", parts.join(", "))
+}
