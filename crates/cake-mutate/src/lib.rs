@@ -18,6 +18,7 @@
 mod coverage_ops;
 mod equiv;
 pub mod knobs;
+mod message_ops;
 mod sync_ops;
 pub mod text;
 
@@ -30,7 +31,7 @@ use cake_target::MmaFamily;
 use text::{Kind, Source, Stmt, Tok};
 
 /// Every operator, in the order [`mutants`] applies them and [`catch_table`] lists them.
-pub const OPERATORS: [&str; 22] = [
+pub const OPERATORS: [&str; 24] = [
     "drop-wait",
     "drop-arrive",
     "change-count",
@@ -53,6 +54,8 @@ pub const OPERATORS: [&str; 22] = [
     "swap-operand",
     "shrink-tmem",
     "grow-fragment",
+    "swap-barrier",
+    "warpgroup-mma-sync",
 ];
 
 /// One planted hazard.
@@ -1068,7 +1071,7 @@ pub fn mutants(source: &str) -> Vec<Mutant> {
     }
     let src = Source::new(source);
     let mut plans = Vec::new();
-    let ops: [fn(&Source, &Facts, &mut Vec<Plan>); 22] = [
+    let ops: [fn(&Source, &Facts, &mut Vec<Plan>); 24] = [
         drop_wait,
         drop_arrive,
         change_count,
@@ -1091,6 +1094,8 @@ pub fn mutants(source: &str) -> Vec<Mutant> {
         coverage_ops::swap_operand,
         coverage_ops::shrink_tmem,
         coverage_ops::grow_fragment,
+        message_ops::swap_barrier,
+        message_ops::warpgroup_mma_sync,
     ];
     for op in ops {
         op(&src, &f, &mut plans);

@@ -324,7 +324,7 @@ fn tmem_read_before_ready(cx: &Ctx, out: &mut Vec<Finding>) {
                 Some(b) => f.help(format!("add `lm.wait({})` before the load", k.barriers[*b].name)),
                 None => f.help("commit a barrier after the MMAs (`lm.commit(done)`) and wait on it before the load"),
             };
-            out.push(f);
+            out.push(point_at_last_wait(cx, site, &committed, f));
         }
     }
 }
@@ -503,6 +503,38 @@ fn loop_bodies<'c>(cx: &'c Ctx) -> Vec<(LoopId, PipelineId, Vec<&'c OpSite>)> {
     out
 }
 
+/// A read that no wait on one of `wanted` orders, in a role that does wait just before it — in
+/// the same loop body or an enclosing one — on another barrier: that wait most likely names the
+/// wrong barrier. The finding gets a label on it and a help that says which one was meant.
+fn point_at_last_wait(cx: &Ctx, site: &OpSite, wanted: &[BarrierId], f: Finding) -> Finding {
+    let (Some(&meant), Some(pos)) = (
+        wanted.first(),
+        cx.ops.iter().position(|s| s.stmt == site.stmt),
+    ) else {
+        return f;
+    };
+    // Only a wait on a barrier of the same ring as the one meant (or, like it, of none) can be
+    // the mistaken one: a wait on another pipeline's barrier orders something else.
+    let ring = cx.k.barriers[meant].pipeline;
+    let last = cx.ops[..pos]
+        .iter()
+        .rev()
+        .filter(|s| s.role == site.role && site.loops.starts_with(&s.loops))
+        .filter_map(|s| waits_on(s).map(|b| (s, b)))
+        .find(|(_, b)| cx.k.barriers[*b].pipeline == ring);
+    let Some((w, other)) = last.filter(|(_, b)| !wanted.contains(b)) else {
+        return f;
+    };
+    let (other, meant) = (&cx.k.barriers[other].name, &cx.k.barriers[meant].name);
+    f.label(
+        cx.span(w.stmt),
+        format!("the last wait before this read is on `{other}`, which does not order it"),
+    )
+    .help(format!(
+        "wait on `{meant}` before this read (is this `lm.wait({other})` meant to be `lm.wait({meant})`?)"
+    ))
+}
+
 fn waits_on(site: &OpSite) -> Option<BarrierId> {
     match site.op {
         Op::Wait { barrier } => Some(barrier),
@@ -571,16 +603,19 @@ fn stage_hazards(cx: &Ctx, out: &mut Vec<Finding>) {
                 };
                 if !ok {
                     let bname = k.barriers[writers[0]].name.clone();
-                    out.push(
-                        Finding::new(
-                            &READ_BEFORE_READY,
-                            cx.span(site.stmt),
-                            format!("`{}` is read before waiting for the copy that fills it (`{bname}`)", view.name),
-                        )
-                        .subject("view", &view.name)
-                        .role(cx.role_name(site.role))
-                        .help(format!("add `lm.wait({bname})` before this read")),
-                    );
+                    let mut f = Finding::new(
+                        &READ_BEFORE_READY,
+                        cx.span(site.stmt),
+                        format!(
+                            "`{}` is read before waiting for the copy that fills it (`{bname}`)",
+                            view.name
+                        ),
+                    )
+                    .subject("view", &view.name)
+                    .role(cx.role_name(site.role))
+                    .help(format!("add `lm.wait({bname})` before this read"));
+                    f = point_at_last_wait(cx, site, &writers, f);
+                    out.push(f);
                 }
             }
         }
@@ -599,19 +634,18 @@ fn stage_hazards(cx: &Ctx, out: &mut Vec<Finding>) {
             }
             let view = &k.views[v.view];
             let bname = k.barriers[writers[0]].name.clone();
-            out.push(
-                Finding::new(
-                    &READ_BEFORE_READY,
-                    cx.span(site.stmt),
-                    format!(
-                        "`{}` is read before waiting for the copy that fills it (`{bname}`)",
-                        view.name
-                    ),
-                )
-                .subject("view", &view.name)
-                .role(cx.role_name(site.role))
-                .help(format!("add `lm.wait({bname})` before this read")),
-            );
+            let f = Finding::new(
+                &READ_BEFORE_READY,
+                cx.span(site.stmt),
+                format!(
+                    "`{}` is read before waiting for the copy that fills it (`{bname}`)",
+                    view.name
+                ),
+            )
+            .subject("view", &view.name)
+            .role(cx.role_name(site.role))
+            .help(format!("add `lm.wait({bname})` before this read"));
+            out.push(point_at_last_wait(cx, site, &writers, f));
         }
     }
 }
