@@ -25,6 +25,8 @@ pub const BARRIER_ROLES: CodeInfo = CodeInfo {
     summary: r#"A barrier's declared producers or consumers do not match the roles that really arrive on it and wait on it."#,
     explanation: r#"`lm.barrier(producers=[...], consumers=[...])` states the handoff: producers arrive (or their TMA loads complete on it), consumers wait. Arrival counts are derived from the roles that actually arrive, so a role that arrives without being declared a producer, or waits without being declared a consumer, means the schedule and its declaration disagree about who synchronises with whom. A declared producer that never arrives, or a declared consumer that never waits, is reported as a warning.
 
+When the role is declared on exactly one other barrier of the same ring (a wait on "empty" by the role that consumes "full"), the finding names that barrier as the one most likely meant, rather than suggesting a declaration that would make the wrong handoff legal; the findings that follow from the mistake (reads no wait now orders, the other barrier's consumer that never waits) carry a label on it.
+
 Fix the declaration or the operations so they describe the same handoff."#,
     bad: include_str!("../../../../tests/check/CAKE-M002-bad.py"),
     good: include_str!("../../../../tests/check/CAKE-M002-good.py"),
