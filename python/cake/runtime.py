@@ -266,6 +266,12 @@ class Kernel:
                               "but no tensor was given")
         for name, (shape, dtype) in specs.items():
             values[name] = torch.empty(shape, dtype=getattr(torch, dtype), device=device)
+        if stream is not None and specs:
+            # Allocated on the current stream, written on `stream`: tell the caching allocator,
+            # so it does not hand the memory out again while `stream` may still write it.
+            side = stream if hasattr(stream, "cuda_stream") else torch.cuda.ExternalStream(int(stream), device=device)
+            for name in specs:
+                values[name].record_stream(side)
         self(stream=stream, **values)
         outs = tuple(values[n] for n in self.output_names)
         return outs[0] if len(outs) == 1 else outs

@@ -77,7 +77,9 @@ def torch_op(kernel: Kernel, name: str | None = None, namespace: str = "cake"):
     def fake(*args, **kwargs):
         values = _bind(args, kwargs)
         specs = kernel.output_specs(**values)
-        device = next(v.device for v in values.values() if isinstance(v, torch.Tensor))
+        device = next((v.device for v in values.values() if isinstance(v, torch.Tensor)), None)
+        if device is None:
+            raise LaunchError(f"cake::{name}: no tensor argument to allocate the outputs beside")
         outs = tuple(torch.empty(shape, dtype=getattr(torch, dtype), device=device)
                      for shape, dtype in (specs[n] for n in outputs))
         if not outs:

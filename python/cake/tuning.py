@@ -104,6 +104,10 @@ def _space(written: dict[str, int], space: dict[str, list[int]] | None) -> list[
 
 
 def _describe(v: Any) -> Any:
+    # A 0-d tensor or a numpy scalar passed as a scalar is keyed by its value, as the runtime
+    # reads it.
+    if getattr(v, "ndim", None) == 0 or (hasattr(v, "item") and not callable(getattr(v, "stride", None))):
+        return ["scalar", repr(v.item())]
     if hasattr(v, "shape") and hasattr(v, "dtype"):
         return ["tensor", [int(s) for s in v.shape], str(v.dtype), [int(s) for s in v.stride()]]
     if hasattr(v, "item") and not isinstance(v, (int, float, bool)):
@@ -126,8 +130,9 @@ def _event_timer(kernel: Kernel, args: tuple, kwargs: dict, warmup: int, reps: i
     from .harness import timing
 
     prepared = kernel.prepare(*args, **kwargs)
-    props = torch.cuda.get_device_properties(torch.cuda.current_device())
-    flush = timing.make_flush_buffer(torch, getattr(props, "L2_cache_size", None), "cuda")
+    device = next((t.device for t in args if getattr(t, "is_cuda", False)), torch.device("cuda"))
+    props = torch.cuda.get_device_properties(device)
+    flush = timing.make_flush_buffer(torch, getattr(props, "L2_cache_size", None), device)
     ms = timing.time_events(torch, prepared.launch, warmup, reps, flush)
     return statistics.median(ms) * 1e3
 
@@ -168,13 +173,21 @@ def autotune(path: str | os.PathLike | None, kernel: str, args: tuple = (), kwar
             if doc.get("schema") == CACHE_SCHEMA:
                 src, k = load(doc["knobs"])
                 return Tuned(k, doc["knobs"], doc.get("us"), src, True, cache_file)
-        except (OSError, ValueError, KeyError):
-            pass
+        except (OSError, ValueError, KeyError, CakeError):
+            pass  # unreadable, stale or no longer building: search again
 
     time = timer or _event_timer
     trials: list[Trial] = []
     reference = None
     best: tuple[float, dict, str, Kernel] | None = None
+    # The tensors the kernel writes, as the caller gave them: restored after every variant's
+    # runs (a read-write tensor is an input to the next variant) and before returning.
+    saved: list | None = None
+
+    def restore() -> None:
+        for t, copy in saved or ():
+            t.copy_(copy)
+
     for values in variants:
         src = with_knobs(text, values)
         found = native().check(name, target, src)
@@ -187,6 +200,8 @@ def autotune(path: str | os.PathLike | None, kernel: str, args: tuple = (), kwar
         except CompileError as e:
             trials.append(Trial(values, "compile-error", detail=str(e).splitlines()[0] if str(e) else ""))
             continue
+        if saved is None:
+            saved = [(t, t.clone()) for t in _written(k, args, kwargs) if hasattr(t, "clone")]
         if check:
             try:
                 outs = _run_and_capture(k, args, kwargs)
@@ -205,6 +220,8 @@ def autotune(path: str | os.PathLike | None, kernel: str, args: tuple = (), kwar
         except CakeError as e:
             trials.append(Trial(values, "launch-error", detail=str(e)))
             continue
+        finally:
+            restore()
         trials.append(Trial(values, "ok", us))
         if best is None or us < best[0]:
             best = (us, values, src, k)

@@ -236,3 +236,32 @@ def test_autotune_with_no_variant_that_builds_raises(tmp_path):
     with pytest.raises(cake.CompileError, match="no variant of `gemm` built and ran"):
         cake.autotune(None, "gemm", fake_gemm_args(), source=text, knobs={"STAGES": [400, 500]},
                       target="sm_90a", cache_dir=tmp_path, check=False, timer=lambda *a: 1.0)
+
+
+def test_autotune_restores_what_the_kernel_writes(tmp_path):
+    needs_nvcc()
+    # The timer's launches write C (here: the stand-in adds 1); every variant must start from,
+    # and the caller get back, the C it passed.
+    C = torch.zeros(256, 512, dtype=torch.bfloat16)
+    seen = []
+
+    def timer(kernel, args, kwargs, warmup, reps):
+        seen.append(float(args[2].sum()))
+        args[2].add_(1)
+        return 1.0
+
+    cake.autotune(GEMM, "gemm", (FakeTensor((256, 128)), FakeTensor((512, 128)), C),
+                  knobs={"STAGES": [2, 3]}, target="sm_90a", cache_dir=tmp_path, check=False, timer=timer)
+    assert seen and all(s == 0.0 for s in seen), seen
+    assert float(C.sum()) == 0.0
+
+
+def test_scalars_given_as_0d_tensors_key_the_cache_by_value():
+    from cake import tuning
+
+    assert tuning._describe(torch.tensor(2.5)) == ["scalar", "2.5"]
+    assert tuning._describe(torch.tensor(2.5)) != tuning._describe(torch.tensor(3.5))
+    import numpy as np
+
+    assert tuning._describe(np.float32(1.5)) == ["scalar", "1.5"]
+    assert tuning._describe(FakeTensor((4, 8)))[0] == "tensor"

@@ -230,6 +230,27 @@ fn a_schedule_a_declared_target_cannot_build_fails_the_check() {
     ]);
     assert_eq!(o.status.code(), Some(1));
     serde_json::from_slice::<serde_json::Value>(&o.stdout).expect("JSON on stdout");
+    // Several declared targets: each one it cannot build is named (the findings' messages then
+    // start with `[sm_100a]`; the summary reads the target from the finding, not the text).
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let text = std::fs::read_to_string(root.join("tests/check/V001_tcgen05_unlowered.py")).unwrap();
+    let two = std::env::temp_dir().join(format!("cake-cli-two-targets-{}.py", std::process::id()));
+    std::fs::write(
+        &two,
+        text.replace(
+            r#"targets=["sm_100a"]"#,
+            r#"targets=["sm_100a", "sm_103a"]"#,
+        ),
+    )
+    .unwrap();
+    let o = cake(&["check", two.to_str().unwrap()]);
+    std::fs::remove_file(&two).ok();
+    assert_eq!(o.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("cannot be built for sm_100a (") && stderr.contains(", sm_103a ("),
+        "{stderr}"
+    );
     // A schedule every declared target builds: no summary at all.
     let o = cake(&["check", "examples/gemm_sm90.py"]);
     assert_eq!(o.status.code(), Some(0));

@@ -121,11 +121,15 @@ fn verify_session(kernels: &[Kernel], target: Option<&str>) -> Session {
             if !found.iter().any(|f| f.is_error()) {
                 // Coverage: what the lowering would refuse, decided without generating code.
                 for e in cake_lower::lowerable(k, &facts) {
-                    found.push(Finding::new(
-                        &cake_diag::catalog::coverage::NOT_LOWERED,
-                        e.span,
-                        format!("{}: {}", t.name, e.message),
-                    ));
+                    found.push(
+                        Finding::new(
+                            &cake_diag::catalog::coverage::NOT_LOWERED,
+                            e.span,
+                            format!("{}: {}", t.name, e.message),
+                        )
+                        // The target as data: what `unbuildable_targets` reads.
+                        .subject("target", t.name),
+                    );
                 }
             }
             if k.targets.len() > 1 && target.is_none() {
@@ -190,7 +194,7 @@ pub fn cost_findings(
 }
 
 /// The declared targets a schedule cannot be built for, from a check's findings: each target a
-/// not-lowered note (`CAKE-V001`, whose message starts with its target, `sm_80: ...`) names, with
+/// not-lowered note (`CAKE-V001`, whose subject is its target) names, with
 /// how many constructs it cannot lower, in target order. Empty means `cake build` succeeds for
 /// every target checked (once there are no errors). Every front door reports it the same way:
 /// `cake check` exits 1 on it, MCP and Python return it.
@@ -198,12 +202,13 @@ pub fn unbuildable_targets(findings: &[cake_diag::Finding]) -> Vec<(&'static str
     cake_target::TARGETS
         .iter()
         .map(|t| {
-            let prefix = format!("{}: ", t.name);
             let n = findings
                 .iter()
                 .filter(|f| {
                     f.code == cake_diag::catalog::coverage::NOT_LOWERED.code
-                        && f.message.starts_with(&prefix)
+                        && f.subject
+                            .as_ref()
+                            .is_some_and(|s| s.kind == "target" && s.name == t.name)
                 })
                 .count();
             (t.name, n)

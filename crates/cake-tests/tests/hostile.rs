@@ -344,3 +344,22 @@ fn constants_beyond_32_bits_are_an_error_where_written() {
     let src = schedule("", "p2 = lm.pipeline(stages=3000000000)", "pass");
     assert_at(&src, "CAKE-L010", "p2 = lm.pipeline");
 }
+
+#[test]
+fn a_trip_count_beyond_32_bits_is_refused_at_its_literal() {
+    // The verifier's coverage rules enumerate loop trips times replicas in i64; they rely on the
+    // front-end keeping every index literal within 32 bits (and they bound their products with
+    // checked arithmetic besides).
+    let src = format!(
+        "{HEAD}@cake.schedule(targets=[\"sm_90a\"])\n\
+         def k(C: lm.tensor[lm.f32, \"M\", 16]):\n\
+         \x20   math = lm.role(warpgroups=[0, 1, 2, 3])\n\
+         \x20   acc = math.fragment(shape=(64, 16), dtype=lm.f32)\n\
+         \x20   for tm in lm.tiles(lm.cdiv(M, 256)):\n\
+         \x20       with math:\n\
+         \x20           for i in lm.range(4611686018427387904):\n\
+         \x20               acc[:] = 0.0\n\
+         \x20               lm.store(C, acc, coords=(tm * 256 + math.index * 64, i))\n"
+    );
+    assert_at(&src, "CAKE-L010", "lm.range(4611686018427387904)");
+}

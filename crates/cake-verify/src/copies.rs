@@ -29,7 +29,7 @@ pub fn rows_of(k: &Kernel, site: &OpSite, v: &ViewRef) -> Option<Ranges> {
             }
             for (role, i) in replicas(k, site.role) {
                 let s = eval(k, start, &at_replica(role, i))?;
-                r.add(s.max(0), (s + n as i64).min(total));
+                r.add(s.max(0), s.saturating_add(n as i64).min(total));
             }
         }
     }
@@ -216,6 +216,9 @@ struct Member<'a> {
     /// The view axis the tensor dimension lands on (`None`: a leading dimension the box is 1 in).
     axis: Option<usize>,
     step: i64,
+    /// Whether a loop nested inside this one moves the same coordinate too (`kc * 512 + k *
+    /// 64`): this loop then steps over whole runs of the inner loop's boxes, not one box.
+    finer: bool,
     trips: Trips,
     lp: LoopId,
     /// Where the copy's boxes lie along the dimension at the loop's first step, over every
@@ -238,7 +241,8 @@ fn strides(cx: &Ctx, out: &mut Vec<Finding>) {
         };
         let rank_v = k.views[dst.view].shape.len();
         let base = at_replica(site.role, 0);
-        for (var, trips, lp) in loop_vars(k, &site.loops) {
+        let vars = loop_vars(k, &site.loops);
+        for (vi, &(var, trips, lp)) in vars.iter().enumerate() {
             for (d, &c) in coords.iter().enumerate() {
                 let Some(s) = step(k, c, var, &base) else {
                     continue;
@@ -246,6 +250,9 @@ fn strides(cx: &Ctx, out: &mut Vec<Finding>) {
                 if s == 0 {
                     continue;
                 }
+                let finer = vars[vi + 1..]
+                    .iter()
+                    .any(|&(w, _, _)| step(k, c, w, &base).is_some_and(|x| x != 0));
                 let axis = (d + rank_v).checked_sub(coords.len());
                 let extent = match (axis, dst.rows) {
                     (None, _) => 1,
@@ -255,7 +262,7 @@ fn strides(cx: &Ctx, out: &mut Vec<Finding>) {
                 let mut boxes = Some(Ranges::default());
                 for (role, i) in replicas(k, site.role) {
                     match (eval(k, c, &at_replica(role, i)), boxes.as_mut()) {
-                        (Some(o), Some(b)) => b.add(o, o + extent),
+                        (Some(o), Some(b)) => b.add(o, o.saturating_add(extent)),
                         _ => boxes = None,
                     }
                 }
@@ -264,6 +271,7 @@ fn strides(cx: &Ctx, out: &mut Vec<Finding>) {
                     view: dst.view,
                     axis,
                     step: s,
+                    finer,
                     trips,
                     lp,
                     boxes,
@@ -348,7 +356,15 @@ fn strides(cx: &Ctx, out: &mut Vec<Finding>) {
             }
             let name = var_name(k, *var, m.lp);
             let mut problems = Vec::new();
-            if m.step != filled {
+            // Loops may walk downwards; an outer loop over runs of an inner loop's boxes needs
+            // only to step by whole boxes.
+            let stride = m.step.abs();
+            let gap = if m.finer {
+                filled > 0 && stride % filled != 0
+            } else {
+                stride != filled
+            };
+            if gap {
                 let names: Vec<String> = views
                     .iter()
                     .map(|v| format!("`{}`", k.views[*v].name))
@@ -358,11 +374,11 @@ fn strides(cx: &Ctx, out: &mut Vec<Finding>) {
                     dim_text(k, *p, *d),
                     m.step,
                     names.join(", "),
-                    if m.step > filled { "tiles in between are never loaded" } else { "successive steps load overlapping tiles" }
+                    if stride > filled { "tiles in between are never loaded" } else { "successive steps load overlapping tiles" }
                 ));
             }
             if let Trips::Along { dim, step } = m.trips {
-                if dim_extent(k, *p, *d) == Some(Extent::Sym(dim)) && step != m.step {
+                if dim_extent(k, *p, *d) == Some(Extent::Sym(dim)) && step != stride {
                     problems.push(format!(
                         "the loop over `{name}` counts steps of {step} along `{}`, but this copy's coordinate moves {} per step",
                         k.dims[dim].name, m.step
@@ -376,7 +392,7 @@ fn strides(cx: &Ctx, out: &mut Vec<Finding>) {
             let mut f = Finding::new(&COPY_COVERAGE, cx.span(m.site.stmt), problems.join("; "))
                 .subject("view", &k.views[m.view].name)
                 .label(k.loops.span(m.lp), format!("`{name}` is counted here"));
-            if m.step != filled {
+            if gap {
                 f = f.label(
                     k.views.span(m.view),
                     format!("`{}` is declared here", k.views[m.view].name),

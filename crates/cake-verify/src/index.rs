@@ -80,8 +80,11 @@ fn floor_div(a: i64, b: i64) -> Option<i64> {
 pub fn step(k: &Kernel, e: ExprId, v: Var, base: &dyn Fn(Var) -> i64) -> Option<i64> {
     let at = |x: i64| eval(k, e, &|w| if w == v { x } else { base(w) });
     let vals: Vec<i64> = (0..4).map(at).collect::<Option<_>>()?;
-    let d = vals[1] - vals[0];
-    vals.windows(2).all(|w| w[1] - w[0] == d).then_some(d)
+    // Schedules may hold any i64: a difference that overflows is not a step.
+    let d = vals[1].checked_sub(vals[0])?;
+    vals.windows(2)
+        .all(|w| w[1].checked_sub(w[0]) == Some(d))
+        .then_some(d)
 }
 
 /// What a loop variable runs over: `lm.cdiv(D, X)` or `D // X` trips move `X` along dimension
@@ -118,7 +121,7 @@ pub fn loop_vars(k: &Kernel, loops: &[LoopId]) -> Vec<(Var, Trips, LoopId)> {
                 let t = match k.const_int(*start) {
                     Some(0) => trips(k, *stop),
                     Some(s) => match k.const_int(*stop) {
-                        Some(e) => Trips::Count(e - s),
+                        Some(e) => e.checked_sub(s).map_or(Trips::Unknown, Trips::Count),
                         None => Trips::Unknown,
                     },
                     None => Trips::Unknown,

@@ -406,7 +406,8 @@ fn coverage(
                         if dim_extent(k, p, d) == Some(Extent::Sym(dim)) =>
                     {
                         domains[d] = Domain::Tile { step: x, lp, var };
-                        if c != x {
+                        // A coordinate may walk the tiles downwards.
+                        if c.abs() != x {
                             stride_errors.push((s.site.stmt, d, var, lp, c, x));
                         }
                     }
@@ -464,7 +465,7 @@ fn coverage(
                 let Some(off) = eval(k, s.coords[d], &|v| env.get(&v).copied().unwrap_or(0)) else {
                     return;
                 };
-                b.push((off, off + s.extent[d]));
+                b.push((off, off.saturating_add(s.extent[d])));
             }
             boxes.push(b);
         }
@@ -490,10 +491,13 @@ fn coverage(
             c
         })
         .collect();
-    let cells: usize = cuts.iter().map(|c| c.len().saturating_sub(1)).product();
-    if cells > 1 << 16 {
+    // Bounded before it can overflow: ranks and box counts come from the schedule.
+    let Some(cells) = cuts.iter().try_fold(1usize, |a, c| {
+        a.checked_mul(c.len().saturating_sub(1))
+            .filter(|&x| x <= 1 << 16)
+    }) else {
         return;
-    }
+    };
     let mut missing: Option<Vec<(i64, i64)>> = None;
     for n in 0..cells {
         let mut rest = n;
@@ -561,6 +565,20 @@ fn coverage(
             ),
         )
         .subject("tensor", tname);
+        // A store skipped by a condition on a scalar, an extent or a register value (`if
+        // write_lse:`) may be an output the caller asks for: Cake cannot tell, so it warns.
+        let opaque = !conditional.is_empty()
+            && conditional.iter().all(|(s, g)| {
+                paths
+                    .get(s)
+                    .and_then(|p| p.iter().find(|x| x.0 == *g))
+                    .is_some_and(|&(_, cond, _)| cond_reads(k, cond).opaque)
+            });
+        if opaque {
+            f = f
+                .severity(cake_diag::Severity::Warning)
+                .note("the condition reads a value only the run knows; an output written on purpose only sometimes is fine");
+        }
         for (s, g) in &conditional {
             if *s != first {
                 f = f.label(cx.span(*s), "a store that runs only on some paths");
@@ -623,7 +641,9 @@ fn envs(k: &Kernel, s: &StoreSite, domains: &[Domain]) -> Option<Vec<Env>> {
         if !moves_whole {
             continue;
         }
-        if n <= 0 || out.len() as i64 * n > 4096 {
+        // A trip count is the schedule's to choose (any i64): bound the product before it
+        // can wrap.
+        if n <= 0 || (out.len() as i64).checked_mul(n).is_none_or(|t| t > 4096) {
             return None;
         }
         out = out
