@@ -76,6 +76,29 @@ fn double_buffered_wgmma_is_not_serialised() {
 }
 
 #[test]
+fn a_serialisation_the_schedule_causes_says_so_on_its_line() {
+    // The double-buffered attention block updates its score tile in place (`s[:] = s + ...`)
+    // while the next key tile's MMA, into the other buffer, is in flight: legal, but ptxas
+    // serialises the wgmmas (C7515; without that statement it does not). The finding must blame
+    // the schedule and sit on that statement.
+    if !has_toolchain() {
+        return;
+    }
+    let file = "tests/build/attention_db_sm90.py";
+    let (out_dir, out) = build(file, "attn-db");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(stdout.contains("warning[CAKE-P002]"), "{stdout}");
+    assert!(stdout.contains("cause: the schedule"), "{stdout}");
+    let line = line_of(file, "s[:] = s + lm.load");
+    assert!(
+        stdout.contains(&format!("{file}:{line}:")),
+        "not on line {line}:\n{stdout}"
+    );
+    let _ = std::fs::remove_dir_all(&out_dir);
+}
+
+#[test]
 fn the_gemm_example_builds_with_its_metadata() {
     if !has_toolchain() {
         return;

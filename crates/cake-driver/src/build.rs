@@ -172,7 +172,7 @@ pub fn build_with(
                 .map_err(|e| BuildError::Tool(format!("cannot write {}: {e}", path.display())))?;
         }
         for r in &build.resources {
-            findings.extend(resource_findings(k, r));
+            findings.extend(resource_findings(k, r, &l.in_flight_writes));
         }
         kernels.push(BuiltKernel {
             name: stem.clone(),
@@ -191,8 +191,14 @@ pub fn build_with(
     })
 }
 
-/// Problems in the ptxas report, placed on the schedule's own lines.
-pub fn resource_findings(k: &cake_ir::Kernel, r: &cake_toolchain::KernelResources) -> Vec<Finding> {
+/// Problems in the ptxas report, placed on the schedule's own lines. `in_flight_writes`: where
+/// the lowering saw the schedule write an MMA accumulator while another MMA was in flight
+/// (`cake_lower::Lowered`), the schedule's own cause of a serialisation.
+pub fn resource_findings(
+    k: &cake_ir::Kernel,
+    r: &cake_toolchain::KernelResources,
+    in_flight_writes: &[cake_lower::InFlightWrite],
+) -> Vec<Finding> {
     let mut out = Vec::new();
     if r.warnings.iter().any(|w| w.contains("C7508")) {
         for (rid, role) in k.roles.iter().filter(|(_, role)| role.regs.is_some()) {
@@ -239,14 +245,33 @@ pub fn resource_findings(k: &cake_ir::Kernel, r: &cake_toolchain::KernelResource
                 .split_once("(C")
                 .and_then(|(_, rest)| rest.split_once(')'))
                 .map_or("ptxas note".to_string(), |(digits, _)| format!("C{digits}"));
+            // Whose the cause is. Cake derives every wgmma wait and fence on sm_90a, so reads
+            // of an accumulator in flight are the compiler's; the schedule's are its register
+            // budget and the accumulator writes it orders between another MMA and its wait.
+            let registers = note.contains("insufficient register resources");
+            let (site, cause) = if registers {
+                (*first, "cause: the schedule — the role's fragments leave ptxas too few registers for the wgmma pipeline: give the role more registers (`regs=`) or shrink its fragments".to_string())
+            } else if let Some(w) = in_flight_writes.first() {
+                (w.at, "cause: the schedule — this statement writes an MMA accumulator while another MMA (labelled) is in flight, which ptxas does not allow inside a wgmma pipeline stage: write it before that MMA is issued or after it is read".to_string())
+            } else {
+                (*first, "cause: the compiler — Cake places every wgmma wait and fence on sm_90a and the schedule writes no accumulator while another MMA is in flight, so this is a lowering bug: please report it with the schedule".to_string())
+            };
             let mut f = Finding::new(
                 &cake_diag::catalog::performance::WGMMA_SERIALIZED,
-                *first,
-                format!("ptxas serialised the wgmma instructions ({code}): the MMAs no longer overlap the code around them"),
+                site,
+                format!("ptxas serialised the wgmma instructions ({code}): the MMAs no longer overlap the code around them; {cause}"),
             )
             .note(note.trim_start_matches("ptxas info    : ").to_string());
-            for m in &mmas[1..] {
-                f = f.label(*m, "another MMA into registers");
+            let in_flight = in_flight_writes
+                .first()
+                .filter(|_| !registers)
+                .map(|w| w.mma);
+            for m in &mmas {
+                if Some(*m) == in_flight {
+                    f = f.label(*m, "in flight while the accumulator is written");
+                } else if *m != site {
+                    f = f.label(*m, "an MMA into registers");
+                }
             }
             out.push(f);
         }

@@ -54,6 +54,17 @@ pub struct Lowered {
     pub symbol: String,
     pub cuda: String,
     pub launch: LaunchMeta,
+    /// Where the schedule writes an MMA accumulator while another MMA group is in flight
+    /// (sm_90a): legal, but ptxas then serialises the wgmma instructions (C7515), and
+    /// `cake build` names these lines as the cause of CAKE-P002.
+    pub in_flight_writes: Vec<InFlightWrite>,
+}
+
+/// An accumulator write (`at`) emitted while the group of the MMA at `mma` was in flight.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct InFlightWrite {
+    pub at: Span,
+    pub mma: Span,
 }
 
 /// A construct this lowering does not implement for this target yet. The verifier reports these

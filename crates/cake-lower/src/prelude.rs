@@ -31,6 +31,16 @@ static __device__ __forceinline__ uint32_t cake_pack_f16x2(float lo, float hi) {
 }
 "#;
 
+/// `lm.exp2`: the MUFU instruction itself. `exp2f()` adds range and denormal fix-ups around it
+/// (docs/language.md §10.2); `.ftz` is not used, so subnormal inputs and results are kept.
+pub const EX2: &str = r#"
+static __device__ __forceinline__ float cake_ex2(float x) {
+  float y;
+  asm("ex2.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+"#;
+
 /// mbarrier helpers (sm_80 and later).
 pub const MBARRIER: &str = r#"
 static __device__ __forceinline__ void cake_mbar_init(uint32_t bar, uint32_t count) {

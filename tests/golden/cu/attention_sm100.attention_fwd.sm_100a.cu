@@ -88,6 +88,12 @@ template <int R> static __device__ __forceinline__ void cake_setmaxnreg_dec() {
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(R));
 }
 
+static __device__ __forceinline__ float cake_ex2(float x) {
+  float y;
+  asm("ex2.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
 // tcgen05 / tensor memory (PTX ISA 9.1 §9.7.16). One warp allocates; the base address lands in
 // shared memory (§9.7.16.1.2, §9.7.16.7).
 static __device__ __forceinline__ void cake_tmem_alloc(uint32_t slot, uint32_t ncols) {
@@ -270,26 +276,24 @@ extern "C" __global__ void __launch_bounds__(192, 1) cake_attention_fwd(
           cake_tmem_ld_32x32b_x32(taddr + 96, s_frag + 96);
           cake_tmem_wait_ld();
         }
-        float red0_v[1] = {__int_as_float(0xff800000)}; int red0_i[1] = {0};  // row max over 128 columns, one row per thread (attention_sm100.py:97)
+        float red0_v[1] = {__int_as_float(0xff800000)};  // row max over 128 columns, one row per thread (attention_sm100.py:97)
         #pragma unroll
         for (int c = 0; c < 128; ++c) {
           const float v = s_frag[c];
-          if (v > red0_v[0]) { red0_v[0] = v; red0_i[0] = c; }
+          red0_v[0] = fmaxf(red0_v[0], v);
         }
-        (void)red0_i;
         #pragma unroll  // m_new <- ... (attention_sm100.py:97)
         for (int c = 0; c < 1; ++c) m_new[c] = (float)(fmaxf(m_run[0], (red0_v[0] * (sm_scale * 1.4426950408889634f))));
         #pragma unroll  // alpha <- ... (attention_sm100.py:98)
-        for (int c = 0; c < 1; ++c) alpha[c] = (float)(exp2f((m_run[0] - m_new[0])));
+        for (int c = 0; c < 1; ++c) alpha[c] = (float)(cake_ex2((m_run[0] - m_new[0])));
         #pragma unroll  // s_frag <- ... (attention_sm100.py:99)
-        for (int c = 0; c < 128; ++c) s_frag[c] = (float)(exp2f(((s_frag[c] * (sm_scale * 1.4426950408889634f)) - m_new[0])));
-        float red1_v[1] = {0.0f}; int red1_i[1] = {0};  // row sum over 128 columns, one row per thread (attention_sm100.py:100)
+        for (int c = 0; c < 128; ++c) s_frag[c] = (float)(cake_ex2(((s_frag[c] * (sm_scale * 1.4426950408889634f)) - m_new[0])));
+        float red1_v[1] = {0.0f};  // row sum over 128 columns, one row per thread (attention_sm100.py:100)
         #pragma unroll
         for (int c = 0; c < 128; ++c) {
           const float v = s_frag[c];
           red1_v[0] += v;
         }
-        (void)red1_i;
         #pragma unroll  // l_run <- ... (attention_sm100.py:100)
         for (int c = 0; c < 1; ++c) l_run[c] = (float)(((l_run[0] * alpha[0]) + red1_v[0]));
         #pragma unroll  // m_run <- ... (attention_sm100.py:101)

@@ -217,6 +217,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_gemm_chain(
       cake_wgmma_m64n64k16_f32_bf16(s, cake_wgmma_desc(sA + 8288, 16, 1024, 1), cake_wgmma_desc(sB1 + 8288, 16, 1024, 1), 1);
       cake_wgmma_commit();
       cake_wgmma_wait<0>();  // the MMAs into `s` have retired
+      cake_wgmma_fence_regs(s);
       #pragma unroll  // p <- ... (gemm_chain_sm90.py:50)
       for (int i = 0; i < 8; ++i) for (int h = 0; h < 2; ++h) { float e[2]; for (int j = 0; j < 2; ++j) e[j] = s[4 * i + 2 * h + j]; p[2 * i + h] = cake_pack_bf16x2(e[0], e[1]); }
       // mma o += p (registers) * sB2.T (gemm_chain_sm90.py:51)
@@ -227,6 +228,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_gemm_chain(
       cake_wgmma_m64n128k16_f32_bf16_rs(o, p[12], p[13], p[14], p[15], cake_wgmma_desc(sB2 + 96, 16, 1024, 1), 1);
       cake_wgmma_commit();
       cake_wgmma_wait<0>();  // the MMAs into `o` have retired
+      cake_wgmma_fence_regs(o);
       {  // store O <- accumulator tile (gemm_chain_sm90.py:52)
         #pragma unroll
         for (int i = 0; i < 16; ++i) {

@@ -249,7 +249,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) cake_kmeans_assign(
         cake_wgmma_wait<0>();
         if (math_thread == 0) cake_mbar_arrive(c_empty + 8 * pipe_stage);  // release
         float red1_v[2]; int red1_i[2];  // row min over 128 columns, packed (value, column) keys (kmeans_assign_sm90.py:88)
-        float bv[2] = {__int_as_float(0x7f800000), __int_as_float(0x7f800000)}; int bi[2] = {0, 0};
+        float red1_bv[2] = {__int_as_float(0x7f800000), __int_as_float(0x7f800000)}; int red1_bi[2] = {0, 0};
         const int red1_keymask = ~31 | ((int)blockDim.x >> 31);
         #pragma unroll
         for (int i = 0; i < 16; ++i) {
@@ -259,21 +259,21 @@ extern "C" __global__ void __launch_bounds__(512, 1) cake_kmeans_assign(
             #pragma unroll
             for (int h = 0; h < 2; ++h) {
               const float v = (col1_0 - (2.0f * acc[4 * i + 2 * h + j]));
-              bv[h] = fminf(bv[h], __int_as_float((__float_as_int(v) & red1_keymask) | (2 * i + j)));
+              red1_bv[h] = fminf(red1_bv[h], __int_as_float((__float_as_int(v) & red1_keymask) | (2 * i + j)));
             }
           }
         }
         #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          { const int slot = __float_as_int(bv[h]) & 31; bi[h] = 8 * (slot >> 1) + (slot & 1); bv[h] = __int_as_float(__float_as_int(bv[h]) & ~31); }
-          bi[h] += lane_col;
+          { const int slot = __float_as_int(red1_bv[h]) & 31; red1_bi[h] = 8 * (slot >> 1) + (slot & 1); red1_bv[h] = __int_as_float(__float_as_int(red1_bv[h]) & ~31); }
+          red1_bi[h] += lane_col;
           #pragma unroll
           for (int off = 1; off < 4; off <<= 1) {
-            const float ov = __shfl_xor_sync(0xffffffffu, bv[h], off);
-            const int oi = __shfl_xor_sync(0xffffffffu, bi[h], off);
-            if (ov < bv[h] || (ov == bv[h] && oi < bi[h])) { bv[h] = ov; bi[h] = oi; }
+            const float ov = __shfl_xor_sync(0xffffffffu, red1_bv[h], off);
+            const int oi = __shfl_xor_sync(0xffffffffu, red1_bi[h], off);
+            if (ov < red1_bv[h] || (ov == red1_bv[h] && oi < red1_bi[h])) { red1_bv[h] = ov; red1_bi[h] = oi; }
           }
-          red1_v[h] = bv[h]; red1_i[h] = bi[h];
+          red1_v[h] = red1_bv[h]; red1_i[h] = red1_bi[h];
         }
         #pragma unroll  // best_i <- ... (kmeans_assign_sm90.py:93)
         for (int h = 0; h < 2; ++h) best_i[h] = (int32_t)(((red1_v[h] < best_d[h]) ? (red1_i[h] + (c_2 * 128)) : best_i[h]));

@@ -25,7 +25,7 @@ pub const WGMMA_SERIALIZED: CodeInfo = CodeInfo {
     summary: r#"ptxas serialised the wgmma instructions (C7514) or injected waits into the MMA pipeline (C7517)."#,
     explanation: r#"wgmma runs asynchronously only while no other instruction touches the accumulator registers of an MMA in flight. When ptxas cannot prove that — for example when an MMA stays in flight across a loop's back edge and the next iteration reads an accumulator — it inserts `wgmma.wait_group` and serialises the MMAs, and the overlap the schedule asked for is lost. `cake build` reads ptxas's notes and points at the MMA.
 
-Keep reads of accumulators out of the window in which their MMAs are in flight, and check the build report again. The lowering of `buffers=2` retires the next MMA before the loop's back edge for this reason; if this finding appears on such a loop, report it as a compiler bug."#,
+The message says whose the cause is. **The schedule**: ptxas ran out of registers for the wgmma pipeline (give the role more with `regs=`, or shrink its fragments), or a statement writes an MMA's accumulator while another MMA is in flight (ptxas C7515) — for example an in-place update of a `buffers=2` score tile while the next tile's MMA runs; the finding sits on that statement and labels the MMA in flight: write the value elsewhere, or before that MMA is issued. **The compiler**: on sm_90a Cake places every wgmma wait and fence itself (docs/language.md §9.6), so any other serialisation means a wait it derived does not cover a read: report it as a compiler bug, with the schedule."#,
     bad: "",
     good: "",
 };

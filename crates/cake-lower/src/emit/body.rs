@@ -279,6 +279,12 @@ impl Emitter<'_> {
                 if !self.has_role_work(body, inside) {
                     return;
                 }
+                let backend = self.backend;
+                if inside {
+                    backend.before_control(self, s);
+                }
+                // The body may run no iteration: after it, what was in flight before may still be.
+                let entry = self.mma.clone();
                 match k.loops[*id].kind.clone() {
                     LoopKind::Tiles {
                         counts,
@@ -291,6 +297,7 @@ impl Emitter<'_> {
                         pipeline,
                     } => self.range_loop(*id, start, stop, pipeline, body, sp),
                 }
+                self.mma.join(entry);
             }
             Stmt::If {
                 cond,
@@ -302,12 +309,32 @@ impl Emitter<'_> {
                 {
                     return;
                 }
+                let backend = self.backend;
+                if inside {
+                    backend.before_control(self, s);
+                }
                 let c = self.ix(*cond);
                 let open = format!("if ({c}) {{  // {}", self.loc(sp));
+                // Each path starts from the state before the `if`; after it, either may have run.
+                let entry = self.mma.clone();
+                let mut after_then = None;
                 if else_body.is_empty() {
-                    self.braced(&open, |e| e.block(then_body));
+                    self.braced(&open, |e| {
+                        e.block(then_body);
+                        after_then = Some(std::mem::replace(&mut e.mma, entry));
+                    });
                 } else {
-                    self.braced_else(&open, |e| e.block(then_body), |e| e.block(else_body));
+                    self.braced_else(
+                        &open,
+                        |e| {
+                            e.block(then_body);
+                            after_then = Some(std::mem::replace(&mut e.mma, entry));
+                        },
+                        |e| e.block(else_body),
+                    );
+                }
+                if let Some(t) = after_then {
+                    self.mma.join(t);
                 }
             }
             Stmt::Op(op) => {
@@ -467,7 +494,7 @@ impl Emitter<'_> {
     pub(crate) fn op(&mut self, op: &Op, sp: Span) {
         let k = self.k;
         let backend = self.backend;
-        backend.before_op(self, op);
+        backend.before_op(self, op, sp);
         let (role, _) = self.role.expect("inside a role");
         match op {
             Op::Wait { barrier } => {

@@ -65,6 +65,12 @@ impl Emitter<'_> {
         let mut problems = Vec::new();
         self.elem_problems(e, site, &mut problems);
         self.report(problems);
+        if self
+            .k
+            .expr_any(e, |x| matches!(x, ExprKind::Unary(UnOp::Exp2, _)))
+        {
+            self.needs_ex2 = true;
+        }
         self.elem_text(e, site)
     }
 
@@ -129,7 +135,7 @@ impl Emitter<'_> {
                 let a = self.elem_text(*a, site);
                 match op {
                     UnOp::Neg => format!("(-{a})"),
-                    UnOp::Exp2 => format!("exp2f({a})"),
+                    UnOp::Exp2 => format!("cake_ex2({a})"),
                     UnOp::Log2 => format!("log2f({a})"),
                     UnOp::Sqrt => format!("sqrtf({a})"),
                     UnOp::Rsqrt => format!("rsqrtf({a})"),
@@ -222,7 +228,8 @@ impl Emitter<'_> {
     /// `frag[:] = value`, element by element in the fragment's layout.
     pub(crate) fn assign(&mut self, dst: FragId, value: ExprId, sp: Span) {
         let k = self.k;
-        let name = c_ident(&k.fragments[dst].name);
+        // The current buffer of a double-buffered fragment.
+        let name = self.frag_name(dst);
         self.precompute_reductions(value);
         let ty = storage_type(k.fragments[dst].dtype);
         let header = format!(

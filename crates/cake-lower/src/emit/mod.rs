@@ -56,6 +56,10 @@ pub(crate) struct Emitter<'a> {
     /// Prelude sections the body turned out to need beyond the target's (shared-memory
     /// atomics and fills; TMA stores of rank other than 2).
     pub(crate) needs_shared_ops: bool,
+    /// Whether the body evaluates `lm.exp2` (the prelude then defines `cake_ex2`).
+    pub(crate) needs_ex2: bool,
+    /// Accumulator writes emitted while another wgmma group was in flight (`Lowered`).
+    pub(crate) in_flight_writes: Vec<crate::InFlightWrite>,
     pub(crate) tma_store_ranks: BTreeSet<usize>,
     pub(crate) errors: Vec<Unsupported>,
     pub(crate) out: String,
@@ -202,6 +206,8 @@ impl<'a> Emitter<'a> {
             frag_layouts: &plan.frag_layouts,
             tmaps: Vec::new(),
             needs_shared_ops: false,
+            needs_ex2: false,
+            in_flight_writes: Vec::new(),
             tma_store_ranks: BTreeSet::new(),
             errors: plan.errors.clone(),
             out: String::new(),
@@ -344,6 +350,9 @@ impl<'a> Emitter<'a> {
         if self.needs_shared_ops {
             cuda.push_str(prelude::SHARED_OPS);
         }
+        if self.needs_ex2 {
+            cuda.push_str(prelude::EX2);
+        }
         backend.prelude(&self, &mut cuda);
         let threads = self.k.block_threads();
         let _ = writeln!(
@@ -355,10 +364,18 @@ impl<'a> Emitter<'a> {
         cuda.push_str(&body);
         cuda.push_str("}\n");
         let launch = self.launch_meta(symbol.clone(), args);
+        // Once each: unrolled and double-buffered code emits a statement more than once.
+        let mut in_flight_writes: Vec<crate::InFlightWrite> = Vec::new();
+        for w in std::mem::take(&mut self.in_flight_writes) {
+            if !in_flight_writes.contains(&w) {
+                in_flight_writes.push(w);
+            }
+        }
         Ok(Lowered {
             symbol,
             cuda,
             launch,
+            in_flight_writes,
         })
     }
 

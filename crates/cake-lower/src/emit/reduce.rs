@@ -30,7 +30,8 @@ impl Emitter<'_> {
             Ok(tile) => tile,
             Err(m) => return self.unsupported(k.exprs.span(e), m),
         };
-        let pass = self.reduction_pass(op);
+        let index = legal::reduction_tracks_index(k, (arg, op, axis, packed));
+        let pass = self.reduction_pass(op, index);
         if one_row_per_thread {
             self.lane_reduction(e, &pass, op, arg, n);
         } else {
@@ -38,13 +39,15 @@ impl Emitter<'_> {
         }
         // Record the arrays for `e` and for the other reductions the same pass computes:
         // min/argmin (max/argmax) of one argument share it.
+        let iname = pass.index.then(|| pass.iname.clone());
         self.reductions
-            .computed(e, (arg, op, packed), pass.vname, pass.iname);
+            .computed(e, (arg, op, packed), pass.vname, iname);
     }
 
     /// A fresh reduction: its value and index arrays, and how its operator compares, starts
     /// and is named in comments.
-    fn reduction_pass(&mut self, op: ReduceOp) -> Pass {
+    /// `index`: whether the pass also tracks the column (an arg-reduction uses it).
+    fn reduction_pass(&mut self, op: ReduceOp, index: bool) -> Pass {
         let id = self.reduction_counter;
         self.reduction_counter += 1;
         let (better, init, combine) = match op {
@@ -56,6 +59,7 @@ impl Emitter<'_> {
             id,
             vname: format!("red{id}_v"),
             iname: format!("red{id}_i"),
+            index,
             better,
             init,
             combine,
@@ -78,6 +82,7 @@ impl Emitter<'_> {
             id,
             ref vname,
             ref iname,
+            index,
             better,
             init,
             combine,
@@ -86,22 +91,38 @@ impl Emitter<'_> {
         self.column_loads(arg, &mut loads);
         // A thread holds layout/4 columns of each of its rows: that many slots to pack.
         let mask = packed_slot_mask(layout / 4);
+        let packed = packed && index;
         let how = if packed {
             ", packed (value, column) keys"
+        } else if index {
+            ", with its column"
         } else {
             ""
         };
-        self.line(&format!(
-            "float {vname}[2]; int {iname}[2];  // row {combine} over {layout} columns{how} ({})",
-            self.loc(k.exprs.span(e))
-        ));
-        // Both rows of the thread in one pass over its columns, so each column's operands
-        // (e.g. a per-column vector load) are fetched once.
-        self.line(&format!(
-            "float bv[2] = {{{init}, {init}}}; int bi[2] = {{0, 0}};"
-        ));
+        // The pass's temporaries are named after it: two reductions in one block must not
+        // declare the same names.
+        let (bv, bi) = (format!("red{id}_bv"), format!("red{id}_bi"));
+        if index {
+            self.line(&format!(
+                "float {vname}[2]; int {iname}[2];  // row {combine} over {layout} columns{how} ({})",
+                self.loc(k.exprs.span(e))
+            ));
+            // Both rows of the thread in one pass over its columns, so each column's operands
+            // (e.g. a per-column vector load) are fetched once.
+            self.line(&format!(
+                "float {bv}[2] = {{{init}, {init}}}; int {bi}[2] = {{0, 0}};"
+            ));
+        } else {
+            self.line(&format!(
+                "float {vname}[2];  // row {combine} over {layout} columns ({})",
+                self.loc(k.exprs.span(e))
+            ));
+            self.line(&format!("float {bv}[2] = {{{init}, {init}}};"));
+        }
         let element = if op == ReduceOp::Sum {
-            "bv[h] += v;".to_string()
+            format!("{bv}[h] += v;")
+        } else if !index {
+            format!("{bv}[h] = f{combine}f({bv}[h], v);")
         } else if packed {
             // The thread's column slot 2i + j replaces the value's low mantissa bits: one
             // LOP3 and one FMNMX per element instead of FSETP and two SELs (the ALU pipe is the
@@ -113,10 +134,10 @@ impl Emitter<'_> {
                 "const int red{id}_keymask = ~{mask} | ((int)blockDim.x >> 31);"
             ));
             format!(
-                "bv[h] = f{combine}f(bv[h], __int_as_float((__float_as_int(v) & red{id}_keymask) | (2 * i + j)));"
+                "{bv}[h] = f{combine}f({bv}[h], __int_as_float((__float_as_int(v) & red{id}_keymask) | (2 * i + j)));"
             )
         } else {
-            format!("if (v {better} bv[h]) {{ bv[h] = v; bi[h] = 8 * i + j; }}")
+            format!("if (v {better} {bv}[h]) {{ {bv}[h] = v; {bi}[h] = 8 * i + j; }}")
         };
         self.reduction_columns(id, arg, layout, &loads, &element);
         // The four threads of a quad hold the same two rows: combine across them.
@@ -124,24 +145,34 @@ impl Emitter<'_> {
             if packed {
                 // Unpack: the slot gives the column, the value keeps its truncated bits.
                 e.line(&format!(
-                    "{{ const int slot = __float_as_int(bv[h]) & {mask}; bi[h] = 8 * (slot >> 1) + (slot & 1); bv[h] = __int_as_float(__float_as_int(bv[h]) & ~{mask}); }}"
+                    "{{ const int slot = __float_as_int({bv}[h]) & {mask}; {bi}[h] = 8 * (slot >> 1) + (slot & 1); {bv}[h] = __int_as_float(__float_as_int({bv}[h]) & ~{mask}); }}"
                 ));
             }
             // The column offset of this thread is added once, not per element: inside the
             // unrolled loop the index stays a constant.
-            if op != ReduceOp::Sum {
-                e.line("bi[h] += lane_col;");
+            if index {
+                e.line(&format!("{bi}[h] += lane_col;"));
             }
             e.unrolled("for (int off = 1; off < 4; off <<= 1) {", |e| {
-                e.line("const float ov = __shfl_xor_sync(0xffffffffu, bv[h], off);");
+                e.line(&format!(
+                    "const float ov = __shfl_xor_sync(0xffffffffu, {bv}[h], off);"
+                ));
                 if op == ReduceOp::Sum {
-                    e.line("bv[h] += ov;");
+                    e.line(&format!("{bv}[h] += ov;"));
+                } else if !index {
+                    e.line(&format!("{bv}[h] = f{combine}f({bv}[h], ov);"));
                 } else {
-                    e.line("const int oi = __shfl_xor_sync(0xffffffffu, bi[h], off);");
-                    e.line(&format!("if (ov {better} bv[h] || (ov == bv[h] && oi < bi[h])) {{ bv[h] = ov; bi[h] = oi; }}"));
+                    e.line(&format!(
+                        "const int oi = __shfl_xor_sync(0xffffffffu, {bi}[h], off);"
+                    ));
+                    e.line(&format!("if (ov {better} {bv}[h] || (ov == {bv}[h] && oi < {bi}[h])) {{ {bv}[h] = ov; {bi}[h] = oi; }}"));
                 }
             });
-            e.line(&format!("{vname}[h] = bv[h]; {iname}[h] = bi[h];"));
+            if index {
+                e.line(&format!("{vname}[h] = {bv}[h]; {iname}[h] = {bi}[h];"));
+            } else {
+                e.line(&format!("{vname}[h] = {bv}[h];"));
+            }
         });
     }
 
@@ -156,27 +187,37 @@ impl Emitter<'_> {
         let Pass {
             ref vname,
             ref iname,
+            index,
             better,
             init,
             combine,
             ..
         } = *pass;
         let value = self.elem(arg, Site::Lane);
+        let decl = if index {
+            format!("float {vname}[1] = {{{init}}}; int {iname}[1] = {{0}};")
+        } else {
+            format!("float {vname}[1] = {{{init}}};")
+        };
         self.line(&format!(
-            "float {vname}[1] = {{{init}}}; int {iname}[1] = {{0}};  // row {combine} over {n} columns, one row per thread ({})",
+            "{decl}  // row {combine} over {n} columns, one row per thread ({})",
             self.loc(k.exprs.span(e))
         ));
         self.unrolled(&format!("for (int c = 0; c < {n}; ++c) {{"), |e| {
             e.line(&format!("const float v = {value};"));
             if op == ReduceOp::Sum {
                 e.line(&format!("{vname}[0] += v;"));
+            } else if !index {
+                e.line(&format!("{vname}[0] = f{combine}f({vname}[0], v);"));
             } else {
                 e.line(&format!(
                     "if (v {better} {vname}[0]) {{ {vname}[0] = v; {iname}[0] = c; }}"
                 ));
             }
         });
-        self.line(&format!("(void){iname};"));
+        if index {
+            self.line(&format!("(void){iname};"));
+        }
     }
 
     /// One pass of a row reduction over the thread's columns of a `layout`-column tile, both
@@ -268,6 +309,8 @@ struct Pass {
     id: u32,
     vname: String,
     iname: String,
+    /// Whether the column is tracked (min/argmin, max/argmax); a plain min, max or sum does not.
+    index: bool,
     better: &'static str,
     init: &'static str,
     combine: &'static str,

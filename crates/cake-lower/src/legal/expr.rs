@@ -303,6 +303,26 @@ pub(crate) fn reduction_operands(k: &Kernel, e: ExprId) -> Vec<ExprId> {
     out
 }
 
+/// Whether the row reduction `op` of `arg` needs the fused value/index pass: it is an
+/// arg-reduction, or a min (max) whose argument some argmin (argmax) of the kernel also reduces
+/// along `axis` with the same `packed` (the two then share one pass). A plain min/max/sum keeps
+/// no index.
+pub(crate) fn reduction_tracks_index(
+    k: &Kernel,
+    (arg, op, axis, packed): (ExprId, ReduceOp, usize, bool),
+) -> bool {
+    let sibling = match op {
+        ReduceOp::ArgMin | ReduceOp::ArgMax => return true,
+        ReduceOp::Sum => return false,
+        ReduceOp::Min => ReduceOp::ArgMin,
+        ReduceOp::Max => ReduceOp::ArgMax,
+    };
+    k.exprs.iter().any(|(_, x)| {
+        matches!(x.kind, ExprKind::Reduce { op: o, axis: a, arg: g, packed: p }
+            if o == sibling && a == axis && g == arg && p == packed)
+    })
+}
+
 /// The row reductions computed in the current block: expression → what holds its result (the
 /// emitter's array name; nothing for the pass), and (argument, op, packed) → the same, for reuse
 /// by structurally equal reductions.
@@ -353,14 +373,20 @@ impl<N: Clone> Reductions<N> {
     }
 
     /// Reduction `e` was computed into `value` and `index`: record it and the other reductions
-    /// the same pass computes (min/argmin, max/argmax of one argument share it).
+    /// the same pass computes (min/argmin, max/argmax of one argument share it). A plain pass
+    /// (`index` None: a min or max no arg-reduction needs) computes only `e`'s own operator.
     pub(crate) fn computed(
         &mut self,
         e: ExprId,
         (arg, op, packed): (ExprId, ReduceOp, bool),
         value: N,
-        index: N,
+        index: Option<N>,
     ) {
+        let Some(index) = index else {
+            self.by_expr.insert(e, value.clone());
+            self.keys.push((arg, op, packed, value));
+            return;
+        };
         let pick = |o: ReduceOp| {
             if matches!(o, ReduceOp::ArgMin | ReduceOp::ArgMax) {
                 index.clone()

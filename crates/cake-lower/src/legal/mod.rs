@@ -20,7 +20,9 @@ mod layout;
 mod ops;
 mod walk;
 
-pub(crate) use expr::{cast_to_16bit, reduction_operands, Reductions, Scope};
+pub(crate) use expr::{
+    cast_to_16bit, reduction_operands, reduction_tracks_index, Reductions, Scope,
+};
 pub(crate) use layout::{FragLayout, Site};
 pub(crate) use ops::*;
 pub(crate) use walk::Checker;

@@ -4,7 +4,7 @@
 //! pipelined loops around the statement, the row reductions computed in the block, the column
 //! loads issued early. Nothing is emitted.
 
-use super::expr::{reduction_operands, Problems, Reductions, Scope};
+use super::expr::{reduction_operands, reduction_tracks_index, Problems, Reductions, Scope};
 use super::layout::{FragLayout, Site};
 use super::ops::*;
 use super::Plan;
@@ -327,7 +327,8 @@ impl<'a> Checker<'a> {
             self.elem(arg, Site::Tile);
             self.col_loads.clear();
         }
-        self.reductions.computed(e, (arg, op, packed), (), ());
+        let index = reduction_tracks_index(k, (arg, op, axis, packed)).then_some(());
+        self.reductions.computed(e, (arg, op, packed), (), index);
     }
 
     fn replica_sync(&mut self, sp: Span) {

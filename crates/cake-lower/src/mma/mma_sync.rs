@@ -13,12 +13,19 @@ use std::collections::BTreeSet;
 pub(crate) struct MmaSync;
 
 /// What the mma.sync backend records while it emits.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub(crate) struct State {
     /// mma.sync instructions used: (k, A type, B type).
     shapes: BTreeSet<(u32, &'static str, &'static str)>,
     /// Swizzle modes whose address function the generated code uses.
     swizzles: BTreeSet<u32>,
+}
+
+impl State {
+    pub(crate) fn join(&mut self, other: State) {
+        self.shapes.extend(other.shapes);
+        self.swizzles.extend(other.swizzles);
+    }
 }
 
 impl MmaBackend for MmaSync {

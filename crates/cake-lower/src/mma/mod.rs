@@ -35,10 +35,19 @@ pub(crate) struct MmaCall<'o> {
 }
 
 /// What backends record while the body is emitted, read back for the prelude and for ordering.
-#[derive(Default)]
+/// Cloned at a run-time branch, each path emitted from the same state, then joined.
+#[derive(Default, Clone)]
 pub(crate) struct MmaState {
     pub(crate) mma_sync: mma_sync::State,
     pub(crate) wgmma: wgmma::State,
+}
+
+impl MmaState {
+    /// After a run-time branch or a loop (`other`: the state at the end of the other path).
+    pub(crate) fn join(&mut self, other: MmaState) {
+        self.mma_sync.join(other.mma_sync);
+        self.wgmma.join(other.wgmma);
+    }
 }
 
 /// The points where MMA families differ. Defaults are what a family without the feature does:
@@ -90,7 +99,11 @@ pub(crate) trait MmaBackend: Sync {
 
     /// Before any operation of a role (wgmma: retire in-flight groups whose accumulator the
     /// operation reads or overwrites).
-    fn before_op(&self, _e: &mut Emitter, _op: &Op) {}
+    fn before_op(&self, _e: &mut Emitter, _op: &Op, _sp: Span) {}
+
+    /// Before a run-time `if` or a loop of a role, statement `s` (wgmma: retire, where the wait
+    /// dominates every path, the in-flight groups whose accumulator an operation inside reads).
+    fn before_control(&self, _e: &mut Emitter, _s: StmtId) {}
 
     /// After an mbarrier wait of `role` (tcgen05: order the role's tcgen05 work after it).
     fn after_wait(&self, _e: &mut Emitter, _role: RoleId) {}

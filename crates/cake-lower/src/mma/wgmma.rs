@@ -12,18 +12,58 @@ use std::collections::BTreeSet;
 
 pub(crate) struct Wgmma;
 
+/// A committed wgmma group not yet waited for: its accumulator and the C array it writes (one
+/// buffer of a double-buffered fragment).
+#[derive(Clone, PartialEq)]
+struct Group {
+    acc: FragId,
+    array: String,
+    /// The `lm.mma` that committed it.
+    sp: Span,
+}
+
 /// What the wgmma backend records while it emits.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub(crate) struct State {
     /// wgmma shapes used with both operands in shared memory: (N, input type).
     shapes: BTreeSet<(u32, &'static str)>,
     /// wgmma shapes whose A operand is in registers: (N, input type).
     rs_shapes: BTreeSet<(u32, &'static str)>,
-    /// Accumulators of groups committed and not yet waited for: an operation that reads or
-    /// overwrites one must first wait for them to retire.
-    in_flight: BTreeSet<FragId>,
+    /// Groups committed and not yet waited for, oldest first: an operation that reads or
+    /// overwrites the accumulator of one must first wait for it (and, groups retiring in order,
+    /// for every older one) to retire.
+    in_flight: Vec<Group>,
+    /// The groups after a run-time branch whose paths committed different groups: how many are
+    /// newer than a given one is unknown, so a wait retires them all (`wait_group 0`).
+    inexact: bool,
     /// Barriers whose release is deferred by one iteration (one group stays in flight).
     deferred_release: Vec<(BarrierId, PipelineId)>,
+    /// Inside a double-buffered loop's iteration: releases of the MMAs of its body, made after
+    /// the wait that ends the iteration (waiting for them earlier would retire the next
+    /// iteration's MMA too, issued before them).
+    iteration_end_releases: Option<Vec<String>>,
+}
+
+impl State {
+    /// After a run-time branch: what either path may have left in flight.
+    pub(crate) fn join(&mut self, other: State) {
+        self.shapes.extend(other.shapes);
+        self.rs_shapes.extend(other.rs_shapes);
+        if self.in_flight != other.in_flight {
+            for g in other.in_flight {
+                if !self.in_flight.contains(&g) {
+                    self.in_flight.push(g);
+                }
+            }
+            self.inexact = true;
+        }
+        self.inexact |= other.inexact;
+    }
+
+    fn retired(&mut self) {
+        self.in_flight.clear();
+        self.inexact = false;
+    }
 }
 
 impl MmaBackend for Wgmma {
@@ -70,8 +110,31 @@ impl MmaBackend for Wgmma {
         }
     }
 
-    fn before_op(&self, e: &mut Emitter, op: &Op) {
-        e.retire_mmas_before(op);
+    fn before_op(&self, e: &mut Emitter, op: &Op, sp: Span) {
+        e.retire_mmas_before(&[op], "");
+        // What is still in flight now is another accumulator's group: an operation writing the
+        // accumulator of some wgmma meanwhile is legal, but ptxas serialises every wgmma for it
+        // (C7515). The schedule's order is the cause; `cake build` says so (CAKE-P002).
+        if let (Op::Assign { dst, .. }, Some(g)) = (op, e.mma.wgmma.in_flight.last()) {
+            let k = e.k;
+            let is_acc = k.stmts.iter().any(
+                |(_, st)| matches!(st, Stmt::Op(Op::Mma { acc: Operand::Frag(f), .. }) if f == dst),
+            );
+            if is_acc {
+                let g_sp = g.sp;
+                e.in_flight_writes
+                    .push(crate::InFlightWrite { at: sp, mma: g_sp });
+            }
+        }
+    }
+
+    /// Before a run-time `if` or a loop: the wait for an in-flight group that any operation
+    /// inside reads goes here, where it dominates every path (inside, the wait would run on one
+    /// path only, or not at all when the loop runs no iteration).
+    fn before_control(&self, e: &mut Emitter, s: StmtId) {
+        let mut ops = Vec::new();
+        nested_ops(e.k, s, &mut ops);
+        e.retire_mmas_before(&ops, ", before the branch or loop that reads it");
     }
 
     fn mma(&self, e: &mut Emitter, m: &MmaCall) {
@@ -115,9 +178,11 @@ impl MmaBackend for Wgmma {
                 .collect(),
             None => Vec::new(),
         };
-        let has_mma = body
-            .iter()
-            .any(|&s| matches!(&k.stmts[s], Stmt::Op(Op::Mma { .. })));
+        let has_mma = body.iter().any(|&s| {
+            let mut ops = Vec::new();
+            nested_ops(k, s, &mut ops);
+            ops.iter().any(|op| matches!(op, Op::Mma { .. }))
+        });
         for (bar, _) in &deferred {
             e.line(&format!(
                 "int {}_pending = -1;  // stage whose release waits for its MMAs to retire",
@@ -129,7 +194,7 @@ impl MmaBackend for Wgmma {
         e.mma.wgmma.deferred_release = saved;
         if has_mma {
             e.line("cake_wgmma_wait<0>();  // every MMA of the loop has retired");
-            e.mma.wgmma.in_flight.clear();
+            e.mma.wgmma.retired();
         }
         for (bar, _) in &deferred {
             let bn = c_ident(&k.barriers[*bar].name);
@@ -274,6 +339,7 @@ impl Emitter<'_> {
             me.braced(&first, |me| {
                 issue(me, &format!("{pn}_it"), &format!("{fname}_b0"));
                 me.line("cake_wgmma_wait<0>();");
+                me.mma.wgmma.retired();
             });
             let pairs = format!(
                 "for (int {var}_pair = {start}; {var}_pair < {var}_end; {var}_pair += 2) {{"
@@ -301,14 +367,25 @@ impl Emitter<'_> {
                         }
                         me.frag_alias.insert(f, format!("{fname}_{cur}"));
                         me.invalidate_reductions(None);
+                        let saved = me.mma.wgmma.iteration_end_releases.replace(Vec::new());
                         for &s in &body[2..] {
                             me.stmt(s);
                         }
+                        let releases = std::mem::replace(
+                            &mut me.mma.wgmma.iteration_end_releases,
+                            saved,
+                        );
                         me.invalidate_reductions(None);
                         me.frag_alias.remove(&f);
                         // Nothing stays in flight across the loop's back edge: ptxas cannot
                         // follow a wgmma group through it and would serialise every MMA (C7514).
-                        me.line("cake_wgmma_wait<0>();");
+                        // `wait_group 0`: the next iteration's MMA was committed first, so the
+                        // body's own groups retire only with it.
+                        me.line("cake_wgmma_wait<0>();  // the next MMA and this iteration's have retired");
+                        me.mma.wgmma.retired();
+                        for arrive in releases.unwrap_or_default() {
+                            me.line(&arrive);
+                        }
                         me.line(&format!("++{pn}_it;"));
                     });
                 }
@@ -373,7 +450,7 @@ impl Emitter<'_> {
                 r + 3
             ));
         }
-        self.wgmma_commit(accf, release);
+        self.wgmma_commit(accf, release, sp);
     }
 
     /// `lm.mma` on sm_90a: wgmma with the accumulator in registers, `b` in shared memory and `a`
@@ -438,15 +515,30 @@ impl Emitter<'_> {
                 "cake_wgmma_m64n{n}k16_f32_{input}({accn}, cake_wgmma_desc({ad}, 16, 1024, 1), cake_wgmma_desc({bd}, 16, 1024, 1), {scale});"
             ));
         }
-        self.wgmma_commit(*accf, release);
+        self.wgmma_commit(*accf, release, sp);
     }
 
     /// Close a group of wgmma into `accf`: commit it, then release `release` once the MMAs have
     /// retired — right away, or one iteration later when the loop keeps a group in flight
     /// (deferred release) — or, without a release, remember the accumulator as in flight.
-    fn wgmma_commit(&mut self, accf: FragId, release: Option<BarrierId>) {
+    fn wgmma_commit(&mut self, accf: FragId, release: Option<BarrierId>, sp: Span) {
         let k = self.k;
         self.line("cake_wgmma_commit();");
+        let group = Group {
+            acc: accf,
+            array: self.frag_name(accf),
+            sp,
+        };
+        if let (Some(bar), Some(_)) = (release, &self.mma.wgmma.iteration_end_releases) {
+            let slot = self.barrier_slot(bar);
+            let arrive = self.wgmma_release(bar, &slot, None);
+            let line = format!("{arrive}  // release, once this iteration's MMAs have retired");
+            if let Some(list) = self.mma.wgmma.iteration_end_releases.as_mut() {
+                list.push(line);
+            }
+            self.mma.wgmma.in_flight.push(group);
+            return;
+        }
         if let Some(bar) = release {
             let bn = c_ident(&k.barriers[bar].name);
             if self
@@ -470,40 +562,93 @@ impl Emitter<'_> {
             } else {
                 let slot = self.barrier_slot(bar);
                 self.line("cake_wgmma_wait<0>();");
-                self.mma.wgmma.in_flight.clear();
+                self.mma.wgmma.retired();
                 let arrive = self.wgmma_release(bar, &slot, None);
                 self.line(&format!("{arrive}  // release"));
             }
         } else if self.mma.wgmma.deferred_release.is_empty() {
-            self.mma.wgmma.in_flight.insert(accf);
+            self.mma.wgmma.in_flight.push(group);
         }
     }
 
-    /// Before an operation that reads or overwrites the accumulator of a wgmma group still in
-    /// flight, wait for the groups to retire (the registers are the tensor cores' until then).
-    fn retire_mmas_before(&mut self, op: &Op) {
-        if self.mma.wgmma.in_flight.is_empty() {
-            return;
-        }
+    /// Before operations that read or overwrite the accumulator of a wgmma group still in flight,
+    /// wait for that group to retire (the registers are the tensor cores' until then): with
+    /// `wait_group N`, N the groups committed after it, which may stay in flight.
+    fn retire_mmas_before(&mut self, ops: &[&Op], why: &str) {
         let k = self.k;
-        let reads = |e: &ExprId, f: &FragId| k.expr_reads_fragment(*e, *f);
-        let hit = self.mma.wgmma.in_flight.iter().find(|f| match op {
-            Op::Assign { dst, value } => dst == *f || reads(value, f),
-            Op::Store { value, .. }
-            | Op::SmemStore { value, .. }
-            | Op::TmemStore { src: value, .. } => reads(value, f),
-            Op::Mma {
-                a: Operand::Frag(a),
-                ..
-            } => a == *f,
-            _ => false,
-        });
-        if let Some(&f) = hit {
-            self.line(&format!(
-                "cake_wgmma_wait<0>();  // the MMAs into `{}` have retired",
-                k.fragments[f].name
-            ));
-            self.mma.wgmma.in_flight.clear();
+        let st = &self.mma.wgmma;
+        let Some(last) = st.in_flight.iter().rposition(|g| {
+            self.frag_name(g.acc) == g.array && ops.iter().any(|op| touches(k, op, g.acc))
+        }) else {
+            return;
+        };
+        let newer = if st.inexact {
+            0
+        } else {
+            st.in_flight.len() - 1 - last
+        };
+        let name = &k.fragments[st.in_flight[last].acc].name;
+        let rest = if newer > 0 {
+            format!("; {newer} newer group(s) stay in flight")
+        } else {
+            String::new()
+        };
+        self.line(&format!(
+            "cake_wgmma_wait<{newer}>();  // the MMAs into `{name}` have retired{why}{rest}"
+        ));
+        let done: Vec<Group> = if newer == 0 {
+            let all = self.mma.wgmma.in_flight.clone();
+            self.mma.wgmma.retired();
+            all
+        } else {
+            self.mma.wgmma.in_flight.drain(..=last).collect()
+        };
+        // Keep nvcc from hoisting reads of the retired registers above the wait (ptxas would
+        // then see them read in flight and serialise every wgmma, C7514/C7515).
+        let mut fenced: Vec<&str> = Vec::new();
+        for g in &done {
+            if !fenced.contains(&g.array.as_str()) {
+                fenced.push(&g.array);
+                self.line(&format!("cake_wgmma_fence_regs({});", g.array));
+            }
+        }
+    }
+}
+
+/// Whether `op` reads or overwrites register fragment `f` outside the tensor cores' own
+/// accumulation (an MMA accumulating into `f` may follow an MMA into `f` still in flight).
+fn touches(k: &Kernel, op: &Op, f: FragId) -> bool {
+    let reads = |e: &ExprId| k.expr_reads_fragment(*e, f);
+    match op {
+        Op::Assign { dst, value } => *dst == f || reads(value),
+        Op::Store { value, .. }
+        | Op::SmemStore { value, .. }
+        | Op::TmemStore { src: value, .. } => reads(value),
+        Op::Mma {
+            a: Operand::Frag(a),
+            ..
+        } => *a == f,
+        _ => false,
+    }
+}
+
+/// The operations of statement `s` and of every block nested in it, in program order.
+fn nested_ops<'k>(k: &'k Kernel, s: StmtId, out: &mut Vec<&'k Op>) {
+    let block = |b: &Block, out: &mut Vec<&'k Op>| {
+        for &t in b {
+            nested_ops(k, t, out);
+        }
+    };
+    match &k.stmts[s] {
+        Stmt::Op(op) => out.push(op),
+        Stmt::Role { body, .. } | Stmt::Loop { body, .. } => block(body, out),
+        Stmt::If {
+            then_body,
+            else_body,
+            ..
+        } => {
+            block(then_body, out);
+            block(else_body, out);
         }
     }
 }

@@ -1,0 +1,124 @@
+//! An attention block on sm_90a (tests/build/attention_sm90.py and its double-buffered variant):
+//! the codegen bugs of issue #17 — a wgmma wait inside a masking `if`, two row reductions
+//! declaring the same temporaries, `buffers=2` with an in-place update, `exp2f` for `lm.exp2`,
+//! a row max that kept an index — checked in the emitted code and, with nvcc, by compiling it.
+
+use std::path::Path;
+
+fn lower(file: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(file);
+    let bytes = std::fs::read(&path).expect("schedule");
+    let checked = cake_driver::check(file, &bytes, Some("sm_90a"));
+    assert!(!checked.has_errors(), "{:?}", checked.findings);
+    let k = &checked.kernels[0];
+    let t = cake_target::lookup("sm_90a").unwrap();
+    cake_lower::lower(k, &checked.file, t)
+        .unwrap_or_else(|e| panic!("{file} does not lower: {e:?}"))
+        .cuda
+}
+
+/// The index of the first line containing `text`, from line `from`.
+fn find(lines: &[&str], from: usize, text: &str) -> usize {
+    from + lines[from..]
+        .iter()
+        .position(|l| l.contains(text))
+        .unwrap_or_else(|| panic!("no line with {text:?} after line {from}"))
+}
+
+#[test]
+fn the_wait_for_the_scores_precedes_the_masking_if() {
+    let cuda = lower("tests/build/attention_sm90.py");
+    let lines: Vec<&str> = cuda.lines().collect();
+    let mma = find(&lines, 0, "// mma s += sQ * sK.T");
+    let wait = find(&lines, mma, "cake_wgmma_wait<");
+    let branch = find(&lines, mma, "if ((j_2 == ");
+    assert!(
+        wait < branch,
+        "the wait is not before the `if`:\n{}",
+        lines[mma..branch + 3].join("\n")
+    );
+    // Nothing waits again inside the branch: one wait dominates both paths.
+    let first_read = find(&lines, mma, "row max");
+    assert!(!lines[branch..first_read]
+        .iter()
+        .any(|l| l.contains("cake_wgmma_wait")));
+}
+
+#[test]
+fn reductions_are_plain_and_exp2_is_ex2_approx() {
+    let cuda = lower("tests/build/attention_sm90.py");
+    // Two row reductions in one block: temporaries named per reduction.
+    assert!(
+        cuda.contains("red0_bv[2]") && cuda.contains("red1_bv[2]"),
+        "{cuda}"
+    );
+    // No argmax: the row max keeps no column.
+    assert!(
+        !cuda.contains("red0_i") && !cuda.contains("red0_bi"),
+        "{cuda}"
+    );
+    assert!(cuda.contains("red0_bv[h] = fmaxf(red0_bv[h], v);"));
+    assert!(cuda.contains("asm(\"ex2.approx.f32 %0, %1;\""));
+    assert!(!cuda.contains("exp2f("));
+}
+
+#[test]
+fn a_double_buffered_score_tile_is_updated_in_its_buffer_without_waiting_for_the_next_mma() {
+    let cuda = lower("tests/build/attention_db_sm90.py");
+    // The in-place `s[:] = ...` writes the current buffer; `s` alone is no array.
+    assert!(
+        !cuda.contains(" s[4 * i"),
+        "an update of `s` is not renamed per buffer"
+    );
+    assert!(cuda.contains("s_b0[4 * i + 2 * h + j] = (float)((s_b0["));
+    assert!(cuda.contains("s_b1[4 * i + 2 * h + j] = (float)((s_b1["));
+    // Between the issue of the next MMA and the end of the iteration, nothing waits: the softmax
+    // overlaps it.
+    let lines: Vec<&str> = cuda.lines().collect();
+    let start = find(&lines, 0, "for (int j_2_pair");
+    let next = find(&lines, start, "// mma s_b1 += sQ * sK.T");
+    let end = find(
+        &lines,
+        next,
+        "the next MMA and this iteration's have retired",
+    );
+    let waits: Vec<&&str> = lines[next..end]
+        .iter()
+        .filter(|l| l.contains("cake_wgmma_wait"))
+        .collect();
+    assert!(waits.is_empty(), "{waits:?}");
+    // The P·V MMA's release comes after that wait, not with a wait of its own.
+    assert!(
+        lines[end + 1].contains("cake_mbar_arrive(empty"),
+        "{}",
+        lines[end + 1]
+    );
+}
+
+/// Both schedules compile (before the fixes nvcc refused both); the single-buffered one without
+/// a ptxas serialisation note.
+#[test]
+fn both_attention_schedules_compile() {
+    let Some(tc) =
+        cake_testkit::require(cake_toolchain::Toolchain::discover(), "no CUDA toolchain")
+    else {
+        return;
+    };
+    let t = cake_target::lookup("sm_90a").unwrap();
+    let out = std::env::temp_dir().join(format!("cake-attention-{}", std::process::id()));
+    for (file, stem) in [
+        ("tests/build/attention_sm90.py", "attention"),
+        ("tests/build/attention_db_sm90.py", "attention_db"),
+    ] {
+        let build = tc
+            .compile(&lower(file), t, &out, stem)
+            .unwrap_or_else(|e| panic!("{file} does not compile: {e}"));
+        if stem == "attention" {
+            let w = &build.resources[0].warnings;
+            assert!(!w.iter().any(|w| w.contains("serialized")), "{w:?}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&out);
+}
