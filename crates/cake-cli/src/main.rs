@@ -508,7 +508,9 @@ fn emit_sarif(
     }
     let options = render::SarifOptions {
         tool_version: env!("CARGO_PKG_VERSION").into(),
-        srcroot: root.ok().map(|r| r.display().to_string()),
+        // Only an explicit --srcroot is written into the log: by default the consumer (GitHub
+        // code scanning: the checkout) supplies SRCROOT, and no machine's path is recorded.
+        srcroot: srcroot.and(root.ok()).map(|r| r.display().to_string()),
         rules_url,
     };
     let files: Vec<(&SourceFile, &[Finding])> =
