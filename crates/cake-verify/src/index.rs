@@ -224,9 +224,13 @@ pub fn walk_problem(
     must_move: bool,
 ) -> Option<Walk> {
     let moves = |d: usize| step(k, coords[d], var, base).is_some_and(|s| s != 0);
+    // Moving another dimension is a mistake only when the tensor has the counted dimension
+    // itself: a tensor that packs it into another (heads in `[S, H·D]`, batches in a flattened
+    // `[B·N, D]`) walks it inside that one.
+    let has_along = dims.contains(&Extent::Sym(along));
     for (d, e) in dims.iter().enumerate().take(coords.len()) {
         if let Extent::Sym(other) = e {
-            if *other != along && moves(d) {
+            if has_along && *other != along && moves(d) {
                 return Some(Walk::Other(d, *other));
             }
         }
