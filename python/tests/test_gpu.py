@@ -177,3 +177,20 @@ def test_torch_compile_reduce_overhead_captures_the_operator(mod):
         out = f(A, B)
     torch.cuda.synchronize()
     torch.testing.assert_close(out, reference(A, B) + 1.0, rtol=2e-2, atol=2e-2)
+
+
+def test_run_on_a_side_stream_records_the_stream_on_its_outputs(mod):
+    A, B, _ = inputs(256, 512, 128, seed=9)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    C = mod.gemm.run(A, B, stream=s)
+    s.synchronize()
+    torch.testing.assert_close(C.float(), reference(A, B), rtol=2e-2, atol=2e-2)
+
+
+def test_autotune_leaves_the_callers_output_as_it_was(tmp_path):
+    A, B, C = inputs(512, 512, 256, seed=10)
+    before = C.clone()
+    cake.autotune(GEMM, "gemm", (A, B, C), knobs={"STAGES": [2, 3]}, cache_dir=tmp_path, warmup=1, reps=2)
+    torch.cuda.synchronize()
+    assert torch.equal(C.isnan(), before.isnan()) and torch.equal(C.nan_to_num(), before.nan_to_num())
