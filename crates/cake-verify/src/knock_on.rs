@@ -6,6 +6,7 @@
 
 use crate::ctx::Ctx;
 use crate::semantics::sibling;
+use cake_diag::catalog::semantics::BARRIER_ROLES;
 use cake_diag::{Finding, Label, Span};
 
 /// A mistake other findings can follow from.
@@ -57,7 +58,7 @@ pub(crate) fn mark(cx: &Ctx, out: &mut [Finding]) {
             span: root.span,
             message: format!(
                 "this follows from {} ({}): fix that first",
-                root.what, "CAKE-M002"
+                root.what, BARRIER_ROLES.code
             ),
         });
     }
