@@ -124,21 +124,26 @@ class Kernel:
     # ---- arguments ----------------------------------------------------------------------
 
     def _gather(self, args: tuple, kwargs: dict) -> dict:
-        names = self.param_names
-        if len(args) > len(names):
-            raise LaunchError(f"kernel `{self.name}` takes {len(names)} arguments ({', '.join(names)}), "
+        values = self._bind(self.param_names, args, kwargs, "arguments")
+        missing = [n for n in self.param_names if n not in values]
+        if missing:
+            raise LaunchError(f"kernel `{self.name}`: missing argument(s) {', '.join(missing)} "
+                              f"(expected: {', '.join(self.param_names)})")
+        return values
+
+    def _bind(self, positional: list[str], args: tuple, kwargs: dict, what: str) -> dict:
+        """`args` over the names in `positional`, then `kwargs` by any parameter's name."""
+        if len(args) > len(positional):
+            raise LaunchError(f"kernel `{self.name}` takes {len(positional)} {what} ({', '.join(positional)}), "
                               f"got {len(args)} positional")
-        values = dict(zip(names, args))
+        values = dict(zip(positional, args))
         for k, v in kwargs.items():
-            if k not in names:
-                raise LaunchError(f"kernel `{self.name}`: unknown argument `{k}` (expected: {', '.join(names)})")
+            if k not in self.param_names:
+                raise LaunchError(f"kernel `{self.name}`: unknown argument `{k}` "
+                                  f"(expected: {', '.join(self.param_names)})")
             if k in values:
                 raise LaunchError(f"kernel `{self.name}`: argument `{k}` given both positionally and by name")
             values[k] = v
-        missing = [n for n in names if n not in values]
-        if missing:
-            raise LaunchError(f"kernel `{self.name}`: missing argument(s) {', '.join(missing)} "
-                              f"(expected: {', '.join(names)})")
         return values
 
     def _describe(self, args: tuple, kwargs: dict) -> tuple[list, dict, list]:
@@ -239,19 +244,8 @@ class Kernel:
     def _gather_inputs(self, args: tuple, kwargs: dict) -> dict:
         """Arguments of a call that may leave outputs out: positionally, the parameters in
         order without the outputs; by name, any parameter."""
-        names = [n for n in self.param_names if n not in self.output_names]
-        if len(args) > len(names):
-            raise LaunchError(f"kernel `{self.name}` takes {len(names)} inputs ({', '.join(names)}) "
-                              f"when its outputs are allocated, got {len(args)} positional")
-        values = dict(zip(names, args))
-        for k, v in kwargs.items():
-            if k not in self.param_names:
-                raise LaunchError(f"kernel `{self.name}`: unknown argument `{k}` "
-                                  f"(expected: {', '.join(self.param_names)})")
-            if k in values:
-                raise LaunchError(f"kernel `{self.name}`: argument `{k}` given both positionally and by name")
-            values[k] = v
-        return values
+        inputs = [n for n in self.param_names if n not in self.output_names]
+        return self._bind(inputs, args, kwargs, "inputs when its outputs are allocated")
 
     def run(self, *args, stream: Any = None, **kwargs):
         """Launch with every output not given allocated (torch.empty on the first tensor's
