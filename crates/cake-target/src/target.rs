@@ -63,6 +63,15 @@ pub struct Limits {
     pub warp_size: u32,
 }
 
+impl Limits {
+    /// Registers each thread of a `threads`-thread block gets at launch: the block's share of
+    /// the register file, allocated per thread in steps of 8 (so a 255-register cap holds 256).
+    pub fn launch_registers(&self, threads: u32) -> u32 {
+        ((self.regs_per_block / threads.max(1)) / 8 * 8)
+            .min(self.regs_per_thread.next_multiple_of(8))
+    }
+}
+
 /// Tensor memory of one CTA: `lanes` × `columns` cells of 32 bits. Allocations are a power of
 /// two number of columns between `min_alloc_cols` and `max_alloc_cols`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -179,9 +179,7 @@ fn threads_and_registers(cx: &Ctx, out: &mut Vec<Finding>) {
         );
         return;
     }
-    // Registers are allocated per thread in steps of 8, so a 255-register launch holds 256.
-    let launch_regs = ((lim.regs_per_block / threads.max(1)) / 8 * 8)
-        .min(lim.regs_per_thread.next_multiple_of(8));
+    let launch_regs = lim.launch_registers(threads);
     let mut total: u64 = 0;
     let mut any_budget = false;
     for (rid, r) in k.roles.iter() {

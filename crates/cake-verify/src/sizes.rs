@@ -57,9 +57,7 @@ fn register_demand(cx: &Ctx, out: &mut Vec<Finding>) {
     let k = cx.k;
     let lim = &cx.target.limits;
     let threads = k.block_threads().max(1);
-    // The launch allocation, as the register-budget rule computes it.
-    let launch =
-        ((lim.regs_per_block / threads) / 8 * 8).min(lim.regs_per_thread.next_multiple_of(8));
+    let launch = lim.launch_registers(threads);
     for (rid, role) in k.roles.iter() {
         let demand = k.role_fragment_registers(rid);
         let frags: Vec<(FragId, u64)> = k
