@@ -223,6 +223,44 @@ pub struct Fragment {
     /// runs while the rest of the current iteration reads this one (costs a second register
     /// copy). 1 otherwise.
     pub buffers: u32,
+    /// `rows=`: a row-layout fragment (no MMA involved) whose rows are each held by one thread,
+    /// one warp or one warpgroup of the replica. `None`: the layout follows the MMA that
+    /// produces or reads the fragment.
+    pub rows: Option<RowOwner>,
+}
+
+/// Who holds one row of a row-layout fragment (`role.fragment(..., rows="warp")`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RowOwner {
+    Thread,
+    Warp,
+    Warpgroup,
+}
+
+impl RowOwner {
+    pub const ALL: [RowOwner; 3] = [RowOwner::Thread, RowOwner::Warp, RowOwner::Warpgroup];
+
+    /// The threads that share one row.
+    pub fn threads(self) -> u32 {
+        match self {
+            RowOwner::Thread => 1,
+            RowOwner::Warp => 32,
+            RowOwner::Warpgroup => 128,
+        }
+    }
+
+    /// The name a schedule writes (`rows="warp"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            RowOwner::Thread => "thread",
+            RowOwner::Warp => "warp",
+            RowOwner::Warpgroup => "warpgroup",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<RowOwner> {
+        RowOwner::ALL.into_iter().find(|o| o.name() == s)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -115,6 +115,8 @@ impl Printer<'_> {
                 } else {
                     String::new()
                 }
+                    + &f.rows
+                        .map_or(String::new(), |o| format!(" rows={}", o.name()))
             );
             self.line(1, &text);
         }

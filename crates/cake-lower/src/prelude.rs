@@ -41,6 +41,159 @@ static __device__ __forceinline__ float cake_ex2(float x) {
 }
 "#;
 
+/// Row-layout loads and stores (`rows=` fragments): eight consecutive elements of a row, one
+/// 16-byte access (two for f32) when all eight are in bounds (`n` >= 8) and the address is
+/// aligned, element by element otherwise; `n` is how many of the eight are in bounds.
+pub const ROW_OPS: &str = r#"
+static __device__ __forceinline__ float cake_sum(float a, float b) { return a + b; }
+static __device__ __forceinline__ float cake_bf16_to_f32(uint16_t h) {
+  return __uint_as_float((uint32_t)h << 16);
+}
+static __device__ __forceinline__ float cake_f16_to_f32(uint16_t h) {
+  float v;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(v) : "h"(h));
+  return v;
+}
+static __device__ __forceinline__ uint16_t cake_f32_to_bf16(float v) {
+  uint16_t h;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(v));
+  return h;
+}
+static __device__ __forceinline__ uint16_t cake_f32_to_f16(float v) {
+  uint16_t h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(v));
+  return h;
+}
+static __device__ __forceinline__ bool cake_aligned16(const void* p) {
+  return (reinterpret_cast<uintptr_t>(p) & 15) == 0;
+}
+static __device__ __forceinline__ void cake_row_ld8_bf16(float* d, const uint16_t* p, bool row_ok, int n, float fill) {
+  if (row_ok && n >= 8 && cake_aligned16(p)) {
+    const uint4 u = __ldg(reinterpret_cast<const uint4*>(p));
+    const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      d[2 * i] = __uint_as_float(w[i] << 16);
+      d[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+    }
+  } else {
+#pragma unroll
+    for (int v = 0; v < 8; ++v) d[v] = (row_ok && v < n) ? cake_bf16_to_f32(p[v]) : fill;
+  }
+}
+static __device__ __forceinline__ void cake_row_ld8_f16(float* d, const uint16_t* p, bool row_ok, int n, float fill) {
+  if (row_ok && n >= 8 && cake_aligned16(p)) {
+    const uint4 u = __ldg(reinterpret_cast<const uint4*>(p));
+    const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      d[2 * i] = cake_f16_to_f32((uint16_t)(w[i] & 0xffffu));
+      d[2 * i + 1] = cake_f16_to_f32((uint16_t)(w[i] >> 16));
+    }
+  } else {
+#pragma unroll
+    for (int v = 0; v < 8; ++v) d[v] = (row_ok && v < n) ? cake_f16_to_f32(p[v]) : fill;
+  }
+}
+static __device__ __forceinline__ void cake_row_ld8_f32(float* d, const float* p, bool row_ok, int n, float fill) {
+  if (row_ok && n >= 8 && cake_aligned16(p)) {
+    const float4 a = __ldg(reinterpret_cast<const float4*>(p));
+    const float4 b = __ldg(reinterpret_cast<const float4*>(p) + 1);
+    d[0] = a.x; d[1] = a.y; d[2] = a.z; d[3] = a.w;
+    d[4] = b.x; d[5] = b.y; d[6] = b.z; d[7] = b.w;
+  } else {
+#pragma unroll
+    for (int v = 0; v < 8; ++v) d[v] = (row_ok && v < n) ? __ldg(p + v) : fill;
+  }
+}
+static __device__ __forceinline__ void cake_row_ld8_i32(int* d, const int32_t* p, bool row_ok, int n, int fill) {
+  if (row_ok && n >= 8 && cake_aligned16(p)) {
+    const int4 a = __ldg(reinterpret_cast<const int4*>(p));
+    const int4 b = __ldg(reinterpret_cast<const int4*>(p) + 1);
+    d[0] = a.x; d[1] = a.y; d[2] = a.z; d[3] = a.w;
+    d[4] = b.x; d[5] = b.y; d[6] = b.z; d[7] = b.w;
+  } else {
+#pragma unroll
+    for (int v = 0; v < 8; ++v) d[v] = (row_ok && v < n) ? __ldg(p + v) : fill;
+  }
+}
+static __device__ __forceinline__ void cake_row_st8_bf16(uint16_t* p, const float* v, bool row_ok, int n) {
+  if (!row_ok) return;
+  if (n >= 8 && cake_aligned16(p)) {
+    uint4 u;
+    u.x = cake_pack_bf16x2(v[0], v[1]); u.y = cake_pack_bf16x2(v[2], v[3]);
+    u.z = cake_pack_bf16x2(v[4], v[5]); u.w = cake_pack_bf16x2(v[6], v[7]);
+    *reinterpret_cast<uint4*>(p) = u;
+  } else {
+#pragma unroll
+    for (int i = 0; i < 8; ++i) if (i < n) p[i] = cake_f32_to_bf16(v[i]);
+  }
+}
+static __device__ __forceinline__ void cake_row_st8_f16(uint16_t* p, const float* v, bool row_ok, int n) {
+  if (!row_ok) return;
+  if (n >= 8 && cake_aligned16(p)) {
+    uint4 u;
+    u.x = cake_pack_f16x2(v[0], v[1]); u.y = cake_pack_f16x2(v[2], v[3]);
+    u.z = cake_pack_f16x2(v[4], v[5]); u.w = cake_pack_f16x2(v[6], v[7]);
+    *reinterpret_cast<uint4*>(p) = u;
+  } else {
+#pragma unroll
+    for (int i = 0; i < 8; ++i) if (i < n) p[i] = cake_f32_to_f16(v[i]);
+  }
+}
+static __device__ __forceinline__ void cake_row_st8_f32(float* p, const float* v, bool row_ok, int n) {
+  if (!row_ok) return;
+  if (n >= 8 && cake_aligned16(p)) {
+    reinterpret_cast<float4*>(p)[0] = make_float4(v[0], v[1], v[2], v[3]);
+    reinterpret_cast<float4*>(p)[1] = make_float4(v[4], v[5], v[6], v[7]);
+  } else {
+#pragma unroll
+    for (int i = 0; i < 8; ++i) if (i < n) p[i] = v[i];
+  }
+}
+"#;
+
+/// FP8 conversions for row-layout stores (sm_89 and later): `cvt.rn.satfinite` saturates to
+/// the largest finite value, as a quantizer wants.
+pub const ROW_FP8: &str = r#"
+static __device__ __forceinline__ uint16_t cake_pack_e4m3x2(float lo, float hi) {
+  uint16_t r;
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %2, %1;" : "=h"(r) : "f"(lo), "f"(hi));
+  return r;
+}
+static __device__ __forceinline__ uint16_t cake_pack_e5m2x2(float lo, float hi) {
+  uint16_t r;
+  asm("cvt.rn.satfinite.e5m2x2.f32 %0, %2, %1;" : "=h"(r) : "f"(lo), "f"(hi));
+  return r;
+}
+static __device__ __forceinline__ uint8_t cake_f32_to_e4m3(float v) { return (uint8_t)(cake_pack_e4m3x2(v, 0.0f) & 0xffu); }
+static __device__ __forceinline__ uint8_t cake_f32_to_e5m2(float v) { return (uint8_t)(cake_pack_e5m2x2(v, 0.0f) & 0xffu); }
+static __device__ __forceinline__ void cake_row_st8_e4m3(uint8_t* p, const float* v, bool row_ok, int n) {
+  if (!row_ok) return;
+  if (n >= 8 && (reinterpret_cast<uintptr_t>(p) & 7) == 0) {
+    uint2 u;
+    u.x = (uint32_t)cake_pack_e4m3x2(v[0], v[1]) | ((uint32_t)cake_pack_e4m3x2(v[2], v[3]) << 16);
+    u.y = (uint32_t)cake_pack_e4m3x2(v[4], v[5]) | ((uint32_t)cake_pack_e4m3x2(v[6], v[7]) << 16);
+    *reinterpret_cast<uint2*>(p) = u;
+  } else {
+#pragma unroll
+    for (int i = 0; i < 8; ++i) if (i < n) p[i] = cake_f32_to_e4m3(v[i]);
+  }
+}
+static __device__ __forceinline__ void cake_row_st8_e5m2(uint8_t* p, const float* v, bool row_ok, int n) {
+  if (!row_ok) return;
+  if (n >= 8 && (reinterpret_cast<uintptr_t>(p) & 7) == 0) {
+    uint2 u;
+    u.x = (uint32_t)cake_pack_e5m2x2(v[0], v[1]) | ((uint32_t)cake_pack_e5m2x2(v[2], v[3]) << 16);
+    u.y = (uint32_t)cake_pack_e5m2x2(v[4], v[5]) | ((uint32_t)cake_pack_e5m2x2(v[6], v[7]) << 16);
+    *reinterpret_cast<uint2*>(p) = u;
+  } else {
+#pragma unroll
+    for (int i = 0; i < 8; ++i) if (i < n) p[i] = cake_f32_to_e5m2(v[i]);
+  }
+}
+"#;
+
 /// mbarrier helpers (sm_80 and later).
 pub const MBARRIER: &str = r#"
 static __device__ __forceinline__ void cake_mbar_init(uint32_t bar, uint32_t count) {

@@ -311,7 +311,7 @@ impl Interp<'_> {
         }))
     }
 
-    /// `role.fragment(shape, dtype, buffers=1)`
+    /// `role.fragment(shape, dtype, buffers=1, rows=None)`
     pub(super) fn role_fragment(&mut self, r: RoleId, a: &[Slot], sp: Span) -> R<Value> {
         let shape = self.shape(&a[0], "shape")?;
         let dtype = self.dtype(&a[1], "dtype")?;
@@ -324,6 +324,7 @@ impl Interp<'_> {
                 format!("a fragment has 1 or 2 buffers, got {buffers}"),
             );
         }
+        let rows = self.row_owner(r, &a[3], &shape, buffers)?;
         let name = self.take_name("fragment");
         Ok(Value::Frag(self.k.fragments.push(
             Fragment {
@@ -332,9 +333,71 @@ impl Interp<'_> {
                 shape,
                 dtype,
                 buffers,
+                rows,
             },
             sp,
         )))
+    }
+
+    /// `rows=` of a fragment: who holds each row ("thread", "warp" or "warpgroup"), checked
+    /// against the role's replica (a warp cannot hold a warpgroup's row) and the shape (the
+    /// rows split evenly over the replica's row groups).
+    fn row_owner(
+        &mut self,
+        r: RoleId,
+        slot: &Slot,
+        shape: &[u32],
+        buffers: u32,
+    ) -> R<Option<RowOwner>> {
+        let (v, s) = match slot {
+            None | Some((Value::None, _)) => return Ok(None),
+            Some((v, s)) => (v.clone(), *s),
+        };
+        let Value::Str(name) = v else {
+            return self.err(
+                &codes::TYPE_MISMATCH,
+                s,
+                format!(
+                    "rows= is \"thread\", \"warp\" or \"warpgroup\", found {}",
+                    v.kind_name()
+                ),
+            );
+        };
+        let Some(owner) = RowOwner::from_name(&name) else {
+            return self.err(
+                &codes::INVALID_VALUE,
+                s,
+                format!("rows= is \"thread\", \"warp\" or \"warpgroup\", got \"{name}\""),
+            );
+        };
+        let role = &self.k.roles[r];
+        let replica = role.unit.threads();
+        if owner.threads() > replica {
+            let msg = format!(
+                "a row held by a {} needs a warpgroup role; `{}` is a warp role (one warp per replica)",
+                owner.name(),
+                role.name
+            );
+            return self.err(&codes::INVALID_VALUE, s, msg);
+        }
+        if shape.len() > 2 || buffers > 1 {
+            return self.err(
+                &codes::SHAPE_MISMATCH,
+                s,
+                "a row-layout fragment is a (rows, columns) tile or a (rows,) vector, with one buffer",
+            );
+        }
+        let groups = replica / owner.threads();
+        if !shape[0].is_multiple_of(groups) {
+            let msg = format!(
+                "{} rows do not split over the {groups} row groups of a {}-thread replica with rows held by a {}: use a multiple of {groups}",
+                shape[0],
+                replica,
+                owner.name()
+            );
+            return self.err(&codes::SHAPE_MISMATCH, s, msg);
+        }
+        Ok(Some(owner))
     }
 
     /// `lm.role(warp= | warps= | warpgroup= | warpgroups=, regs=None)`

@@ -80,10 +80,19 @@ impl Emitter<'_> {
         if k.exprs[e].ty == Ty::Index || k.exprs[e].ty == Ty::Bool {
             return self.ix_text(e);
         }
+        if let Some(text) = self.row_loads.get(&e) {
+            return text.clone();
+        }
         match &k.exprs[e].kind {
             ExprKind::Frag(f) => {
                 let name = self.frag_name(*f);
                 match (self.frag_layouts.get(f).copied(), site) {
+                    (Some(FragLayout::RowTile(g)), Site::Row(_)) => {
+                        format!("{name}[(r * {} + c) * {} + v]", g.cpt(), legal::ROW_CHUNK)
+                    }
+                    (Some(FragLayout::RowVals(_)), Site::Row(_) | Site::RowVal(_)) => {
+                        format!("{name}[r]")
+                    }
                     (Some(FragLayout::WgmmaAcc { .. }), Site::Tile) => {
                         format!("{name}[4 * i + 2 * h + j]")
                     }
@@ -143,6 +152,13 @@ impl Emitter<'_> {
                     UnOp::Not => format!("(!{a})"),
                 }
             }
+            // Row-layout broadcasts: a per-row value along the columns, a per-column vector
+            // along the rows.
+            ExprKind::Expand { arg, axis } if matches!(site, Site::Row(_)) => {
+                let Site::Row(g) = site else { unreachable!() };
+                let inner = if *axis == 1 { Site::RowVal(g) } else { Site::RowCol(g) };
+                self.elem_text(*arg, inner)
+            }
             // A per-row value broadcast along the columns, read at the row of this site.
             ExprKind::Expand { arg, axis: 1 } if site == Site::Lane => self.elem_text(*arg, site),
             ExprKind::Expand { arg, axis: 1 } => self.elem_text(*arg, Site::Rows),
@@ -150,6 +166,9 @@ impl Emitter<'_> {
             ExprKind::Expand { arg, axis: 0 } => self.elem_text(*arg, site),
             ExprKind::Reduce { .. } => match self.reductions.get(e) {
                 Some(name) if site == Site::Lane => format!("{name}[0]"),
+                Some(name) if matches!(site, Site::Row(_) | Site::RowVal(_)) => {
+                    format!("{name}[r]")
+                }
                 Some(name) => format!("{name}[h]"),
                 None => "0".into(),
             },
@@ -285,6 +304,9 @@ impl Emitter<'_> {
                     n / 8,
                     n / 8
                 ));
+            }
+            FragLayout::RowTile(_) | FragLayout::RowVals(_) => {
+                self.assign_rows(dst, value, layout, sp)
             }
             FragLayout::TmemRow { n } => self.assign_lanes(dst, value, n, sp),
             FragLayout::LaneScalar => self.assign_lanes(dst, value, 1, sp),

@@ -28,6 +28,7 @@ mod body;
 mod expr;
 mod params;
 mod reduce;
+mod rows;
 mod store;
 mod sync;
 mod tmem;
@@ -80,6 +81,13 @@ pub(crate) struct Emitter<'a> {
     pub(crate) prefetched: HashMap<ExprId, String>,
     /// The register array currently standing for a double-buffered fragment.
     pub(crate) frag_alias: HashMap<FragId, String>,
+    /// Loads of the row-layout value being emitted, read into registers before it: expression
+    /// → the element's text.
+    pub(crate) row_loads: HashMap<ExprId, String>,
+    /// Whether the body uses row-layout loads and stores (the prelude then defines them).
+    pub(crate) needs_row_ops: bool,
+    /// Whether a row-layout store converts to FP8 (sm_89 and later).
+    pub(crate) needs_row_fp8: bool,
 }
 
 pub(crate) fn c_ident(name: &str) -> String {
@@ -220,6 +228,9 @@ impl<'a> Emitter<'a> {
             col_loads: HashMap::new(),
             prefetched: HashMap::new(),
             frag_alias: HashMap::new(),
+            row_loads: HashMap::new(),
+            needs_row_ops: false,
+            needs_row_fp8: false,
         }
     }
 
@@ -353,6 +364,12 @@ impl<'a> Emitter<'a> {
         if self.needs_ex2 {
             cuda.push_str(prelude::EX2);
         }
+        if self.needs_row_ops {
+            cuda.push_str(prelude::ROW_OPS);
+        }
+        if self.needs_row_fp8 {
+            cuda.push_str(prelude::ROW_FP8);
+        }
         backend.prelude(&self, &mut cuda);
         let threads = self.k.block_threads();
         let _ = writeln!(
@@ -446,7 +463,7 @@ impl Scope for Emitter<'_> {
         self.reductions.contains(e)
     }
     fn col_loaded(&self, e: ExprId) -> bool {
-        self.col_loads.contains_key(&e)
+        self.col_loads.contains_key(&e) || self.row_loads.contains_key(&e)
     }
 }
 

@@ -26,16 +26,26 @@ impl Emitter<'_> {
         if self.reductions.contains(e) || self.reductions.reuse_twin(e, arg, op, packed) {
             return;
         }
-        let (n, one_row_per_thread) = match self.reduction_tile(arg, axis) {
+        let tile = match self.reduction_tile(arg, axis) {
             Ok(tile) => tile,
             Err(m) => return self.unsupported(k.exprs.span(e), m),
         };
         let index = legal::reduction_tracks_index(k, (arg, op, axis, packed));
+        if let legal::ReductionTile::Rows(g) = tile {
+            if let Err(m) = legal::row_reduction(k, arg, op, index) {
+                return self.unsupported(k.exprs.span(e), m);
+            }
+            let pass = self.reduction_pass(op, false);
+            self.row_reduction(e, &pass, op, arg, g);
+            self.reductions
+                .computed(e, (arg, op, packed), pass.vname, None);
+            return;
+        }
         let pass = self.reduction_pass(op, index);
-        if one_row_per_thread {
-            self.lane_reduction(e, &pass, op, arg, n);
-        } else {
-            self.quad_reduction(e, &pass, op, arg, n, packed);
+        match tile {
+            legal::ReductionTile::Lanes(n) => self.lane_reduction(e, &pass, op, arg, n),
+            legal::ReductionTile::Quad(n) => self.quad_reduction(e, &pass, op, arg, n, packed),
+            legal::ReductionTile::Rows(_) => {}
         }
         // Record the arrays for `e` and for the other reductions the same pass computes:
         // min/argmin (max/argmax) of one argument share it.
@@ -305,13 +315,13 @@ pub(crate) fn packed_slot_mask(slots: u32) -> u32 {
 }
 
 /// The arrays and operator text of one row reduction (see `reduction_pass`).
-struct Pass {
+pub(crate) struct Pass {
     id: u32,
-    vname: String,
+    pub(crate) vname: String,
     iname: String,
     /// Whether the column is tracked (min/argmin, max/argmax); a plain min, max or sum does not.
     index: bool,
     better: &'static str,
-    init: &'static str,
-    combine: &'static str,
+    pub(crate) init: &'static str,
+    pub(crate) combine: &'static str,
 }

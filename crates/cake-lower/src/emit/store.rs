@@ -42,6 +42,7 @@ impl Emitter<'_> {
                 });
             }
             legal::StoreKind::TmemRows(n) => self.store_tmem_rows(dst, value, coords, n, sp),
+            legal::StoreKind::RowLayout(l) => self.store_rows(dst, value, coords, l, sp),
             legal::StoreKind::Tile(l) => self.store_tile(dst, value, coords, l, sp),
         }
     }

@@ -3,7 +3,7 @@
 //! has computed. [`Scope`] is what a condition needs to know about where it is evaluated; the
 //! emitter and the legality pass both implement it, so both ask the same functions.
 
-use super::layout::{FragLayout, Site};
+use super::layout::{FragLayout, RowGeom, Site};
 use cake_diag::Span;
 use cake_ir::*;
 use std::collections::HashMap;
@@ -99,11 +99,25 @@ pub(crate) trait Scope {
                 self.elem_problems(*b, site, out);
             }
             ExprKind::Unary(_, a) => self.elem_problems(*a, site, out),
+            ExprKind::Expand { arg, axis } if matches!(site, Site::Row(_)) => {
+                let Site::Row(g) = site else { unreachable!() };
+                let inner = if *axis == 1 { Site::RowVal(g) } else { Site::RowCol(g) };
+                self.elem_problems(*arg, inner, out)
+            }
+            ExprKind::Expand { .. } if matches!(site, Site::RowVal(_) | Site::RowCol(_)) => out
+                .push((
+                    sp,
+                    "a broadcast of a broadcast is not lowered in a row-layout value".into(),
+                )),
             ExprKind::Expand { arg, axis: 1 } if site == Site::Lane => {
                 self.elem_problems(*arg, site, out)
             }
             ExprKind::Expand { arg, axis: 1 } => self.elem_problems(*arg, Site::Rows, out),
             ExprKind::Expand { arg, axis: 0 } => self.elem_problems(*arg, site, out),
+            ExprKind::Reduce { .. } if matches!(site, Site::RowCol(_)) => out.push((
+                sp,
+                "a row reduction is not a per-column value (broadcast it with [:, None])".into(),
+            )),
             ExprKind::Reduce { .. } => {
                 if !self.reduced(e) {
                     out.push((sp, "this reduction is not lowered here".into()));
@@ -141,6 +155,10 @@ pub(crate) trait Scope {
                 let (x, y) = (self.tile_of(*a), self.tile_of(*b));
                 match (x, y) {
                     (Some(l), _) | (_, Some(l)) if l.is_accumulator() => Some(l),
+                    // A per-row value broadcast along a row-layout tile takes the tile's layout.
+                    (Some(l @ FragLayout::RowTile(_)), _) | (_, Some(l @ FragLayout::RowTile(_))) => {
+                        Some(l)
+                    }
                     (Some(l), _) | (_, Some(l)) => Some(l),
                     _ => None,
                 }
@@ -149,7 +167,10 @@ pub(crate) trait Scope {
                 .tile_of(*a)
                 .or_else(|| self.tile_of(*b))
                 .or_else(|| self.tile_of(*c)),
-            ExprKind::Reduce { .. } => Some(FragLayout::AccRows),
+            ExprKind::Reduce { arg, .. } => match self.tile_of(*arg) {
+                Some(FragLayout::RowTile(g)) => Some(FragLayout::RowVals(g)),
+                _ => Some(FragLayout::AccRows),
+            },
             ExprKind::Expand { arg, .. } => self.tile_of(*arg),
             _ => None,
         }
@@ -241,21 +262,41 @@ pub(crate) trait Scope {
         out
     }
 
-    /// A row reduction of `arg` along `axis`: the columns of the tile it runs over, and whether
-    /// the tile is one row per thread (TMEM) rather than a wgmma-layout quad.
-    fn reduction_tile(&self, arg: ExprId, axis: usize) -> Result<(u32, bool), String> {
+    /// A row reduction of `arg` along `axis`: the tile it runs over.
+    fn reduction_tile(&self, arg: ExprId, axis: usize) -> Result<ReductionTile, String> {
         match self.tile_of(arg) {
-            Some(FragLayout::WgmmaAcc { n }) if axis == 1 => Ok((n, false)),
-            Some(FragLayout::TmemRow { n }) if axis == 1 => Ok((n, true)),
+            Some(FragLayout::WgmmaAcc { n }) if axis == 1 => Ok(ReductionTile::Quad(n)),
+            Some(FragLayout::TmemRow { n }) if axis == 1 => Ok(ReductionTile::Lanes(n)),
+            Some(FragLayout::RowTile(g)) if axis == 1 => Ok(ReductionTile::Rows(g)),
             _ => Err(
-                "reductions are lowered along the columns (axis=1) of an accumulator tile".into(),
+                "reductions are lowered along the columns (axis=1) of an accumulator tile or a row-layout tile".into(),
             ),
         }
     }
 }
 
+/// The tile a row reduction runs over.
+#[derive(Clone, Copy)]
+pub(crate) enum ReductionTile {
+    /// A wgmma-layout tile of `n` columns: rows shared by the four threads of a quad.
+    Quad(u32),
+    /// A one-row-per-thread TMEM tile of `n` columns.
+    Lanes(u32),
+    /// A row-layout tile.
+    Rows(RowGeom),
+}
+
 /// Whether a fragment of `layout` can be read one element at a time at `site`.
 fn readable_at(layout: Option<FragLayout>, site: Site) -> bool {
+    match (layout, site) {
+        (Some(FragLayout::RowTile(l)), Site::Row(g)) => l == g,
+        (Some(FragLayout::RowVals(l)), Site::Row(g) | Site::RowVal(g)) => l.same_rows(g),
+        (Some(FragLayout::RowTile(_) | FragLayout::RowVals(_)), _) | (_, Site::Row(_) | Site::RowVal(_) | Site::RowCol(_)) => false,
+        _ => readable_at_mma(layout, site),
+    }
+}
+
+fn readable_at_mma(layout: Option<FragLayout>, site: Site) -> bool {
     matches!(
         (layout, site),
         (Some(FragLayout::WgmmaAcc { .. }), Site::Tile)

@@ -33,6 +33,54 @@ pub(crate) enum FragLayout {
     /// One value per TMEM lane (row), held by that lane's thread: a row reduction of a
     /// `TmemRow` tile, or a `(128,)` fragment of the same warpgroup role.
     LaneScalar,
+    /// A row-layout tile (`rows=`, no MMA): see [`RowGeom`].
+    RowTile(RowGeom),
+    /// One value per row of a row-layout tile, held by every thread of the row's group: a row
+    /// reduction of a `RowTile`, or a `(rows,)` fragment declared with `rows=`.
+    RowVals(RowGeom),
+}
+
+/// Where the elements of a row-layout value live. The `replica` threads of a role replica form
+/// `replica / t` row groups of `t` consecutive threads; group g holds rows g, g + groups, ...
+/// (`rpt` of them). Within a group, thread l holds the 8-element chunks l, l + t, l + 2t, ... of
+/// each of its rows: columns 8·(l + t·c) + v, so each chunk is one 16-byte access of a 16-bit
+/// tensor and the group's accesses to a row are contiguous.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct RowGeom {
+    /// Threads of a replica: 32 (warp role) or 128 (warpgroup role).
+    pub(crate) replica: u32,
+    /// Threads that share one row: 1, 32 or 128.
+    pub(crate) t: u32,
+    /// Rows each thread holds.
+    pub(crate) rpt: u32,
+    /// Columns of the tile (0 for per-row values).
+    pub(crate) cols: u32,
+}
+
+/// Elements per chunk: one 16-byte access of a 16-bit tensor.
+pub(crate) const ROW_CHUNK: u32 = 8;
+
+impl RowGeom {
+    pub(crate) fn groups(self) -> u32 {
+        self.replica / self.t
+    }
+    /// Rows of the tile.
+    pub(crate) fn rows(self) -> u32 {
+        self.rpt * self.groups()
+    }
+    /// Chunks of each of its rows one thread holds.
+    pub(crate) fn cpt(self) -> u32 {
+        self.cols.div_ceil(ROW_CHUNK * self.t)
+    }
+    /// Whether the last chunk of some thread runs past the tile's columns (those elements do not
+    /// exist: reductions and stores skip them).
+    pub(crate) fn ragged(self) -> bool {
+        self.cols % (ROW_CHUNK * self.t) != 0
+    }
+    /// Same rows held by the same threads (a per-row value broadcasts along such a tile).
+    pub(crate) fn same_rows(self, other: RowGeom) -> bool {
+        (self.replica, self.t, self.rpt) == (other.replica, other.t, other.rpt)
+    }
 }
 
 impl FragLayout {
@@ -46,6 +94,8 @@ impl FragLayout {
             FragLayout::WgmmaA { k } => k / 4,
             FragLayout::TmemRow { n } => n,
             FragLayout::LaneScalar => 1,
+            FragLayout::RowTile(g) => g.rpt * g.cpt() * ROW_CHUNK,
+            FragLayout::RowVals(g) => g.rpt,
         }
     }
     pub(crate) fn is_accumulator(self) -> bool {
@@ -66,8 +116,57 @@ pub(crate) enum Site {
     /// Column `c` (a C variable in scope) of a one-row-per-thread TMEM tile
     /// (`FragLayout::TmemRow`).
     Lane,
+    /// Element (r, c, v) of a row-layout tile: the thread's row r, chunk c, element v of it.
+    Row(RowGeom),
+    /// The thread's row r of a row-layout tile (a per-row value).
+    RowVal(RowGeom),
+    /// Chunk c, element v of the thread's columns (a per-column vector broadcast along rows).
+    RowCol(RowGeom),
 }
 impl Planner<'_> {
+    /// Fragments declared with `rows=` take the row layout; what the MMA inference placed
+    /// already is an MMA operand, which a row-layout fragment cannot be.
+    pub(crate) fn infer_row_layouts(&mut self) {
+        for (f, frag) in self.k.fragments.iter() {
+            let Some(owner) = frag.rows else { continue };
+            let sp = self.k.fragments.span(f);
+            if !matches!(frag.dtype, DType::F32 | DType::I32) {
+                self.unsupported(sp, format!("a row-layout fragment holds f32 or i32 values; `{}` is {} (keep 16-bit data as f32 in registers: lm.cast(lm.load(...), lm.f32))", frag.name, frag.dtype));
+                continue;
+            }
+            let replica = self.k.roles[frag.role].unit.threads();
+            let t = owner.threads();
+            let rows = frag.shape[0];
+            let geom = RowGeom {
+                replica,
+                t,
+                rpt: rows / (replica / t),
+                cols: frag.shape.get(1).copied().unwrap_or(0),
+            };
+            let layout = if frag.shape.len() == 2 {
+                FragLayout::RowTile(geom)
+            } else {
+                FragLayout::RowVals(geom)
+            };
+            self.frag_layouts.insert(f, layout);
+        }
+    }
+
+    /// A fragment declared with `rows=` that an MMA family's inference placed is an MMA operand.
+    pub(crate) fn check_row_layouts_kept(&mut self) {
+        for (f, frag) in self.k.fragments.iter() {
+            let kept = matches!(
+                self.frag_layouts.get(&f),
+                None | Some(FragLayout::RowTile(_) | FragLayout::RowVals(_))
+            );
+            if frag.rows.is_some() && !kept {
+                let sp = self.k.fragments.span(f);
+                self.unsupported(sp, format!("fragment `{}` is declared with rows=, a layout for register math without an MMA; an MMA operand or accumulator takes the MMA's layout (drop rows=)", frag.name));
+                self.frag_layouts.remove(&f);
+            }
+        }
+    }
+
     pub(crate) fn infer_warpgroup_layouts(&mut self) {
         let kf = self.kf;
         for (sid, op) in kf.ops.iter().map(|s| (s.stmt, &s.op)) {

@@ -18,13 +18,15 @@
 mod expr;
 mod layout;
 mod ops;
+mod rows;
 mod walk;
 
 pub(crate) use expr::{
-    cast_to_16bit, reduction_operands, reduction_tracks_index, Reductions, Scope,
+    cast_to_16bit, reduction_operands, reduction_tracks_index, ReductionTile, Reductions, Scope,
 };
-pub(crate) use layout::{FragLayout, Site};
+pub(crate) use layout::{FragLayout, RowGeom, Site, ROW_CHUNK};
 pub(crate) use ops::*;
+pub(crate) use rows::{role_reduces_across_warps, row_loads, row_reduction, row_store, RowLoad};
 pub(crate) use walk::Checker;
 
 use crate::mma::MmaBackend;
@@ -50,7 +52,11 @@ impl Plan {
             frag_layouts: HashMap::new(),
             errors: Vec::new(),
         };
+        // Row layouts first: the MMA families' per-row vector inference leaves placed
+        // fragments alone, and an MMA that claims a row-layout fragment is reported after.
+        p.infer_row_layouts();
         backend.plan_layouts(&mut p);
+        p.check_row_layouts_kept();
         Plan {
             frag_layouts: p.frag_layouts,
             errors: p.errors,

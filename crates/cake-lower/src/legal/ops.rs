@@ -155,7 +155,8 @@ pub(crate) fn role_syncs_replicas(k: &Kernel, kf: &KernelFacts, role: RoleId) ->
 }
 
 /// The first hardware barrier id of `role`'s per-replica barriers: one per replica of each role
-/// that synchronises its replicas, from 8 up (clear of the ids libraries reserve) to 15.
+/// that synchronises its replicas (TMA stores, fills, scatter-adds, row reductions across the
+/// warps of a warpgroup), from 8 up (clear of the ids libraries reserve) to 15.
 pub(crate) fn replica_barrier(k: &Kernel, kf: &KernelFacts, role: RoleId) -> Result<u32, String> {
     let (lowest, highest) = (*TMA_STORE_BARRIER_IDS.start(), *TMA_STORE_BARRIER_IDS.end());
     let replicas = k.roles[role].replicas();
@@ -164,12 +165,12 @@ pub(crate) fn replica_barrier(k: &Kernel, kf: &KernelFacts, role: RoleId) -> Res
             .iter()
             .map(|(h, _)| h)
             .take_while(|h| *h != role)
-            .filter(|h| role_syncs_replicas(k, kf, *h))
+            .filter(|h| role_syncs_replicas(k, kf, *h) || super::role_reduces_across_warps(k, *h))
             .map(|h| k.roles[h].replicas())
             .sum::<u32>();
     if first_id + replicas - 1 > highest {
         return Err(format!(
-            "the roles that store through TMA need {} named barriers (ids {lowest}..={}); the hardware has ids up to {highest}",
+            "the roles that synchronise their replicas (TMA stores, fills, scatter-adds, warpgroup row reductions) need {} named barriers (ids {lowest}..={}); the hardware has ids up to {highest}",
             first_id + replicas - lowest,
             first_id + replicas - 1
         ));
@@ -269,10 +270,13 @@ pub(crate) enum StoreKind {
     TmemRows(u32),
     /// An accumulator tile.
     Tile(FragLayout),
+    /// A row-layout tile or per-row value (`rows=`).
+    RowLayout(FragLayout),
 }
 
 pub(crate) fn store_kind(layout: Option<FragLayout>) -> Result<StoreKind, String> {
     match layout {
+        Some(l @ (FragLayout::RowTile(_) | FragLayout::RowVals(_))) => Ok(StoreKind::RowLayout(l)),
         Some(FragLayout::AccRows) => Ok(StoreKind::Rows),
         Some(FragLayout::TmemRow { n }) => Ok(StoreKind::TmemRows(n)),
         Some(FragLayout::LaneScalar) => {
@@ -280,7 +284,7 @@ pub(crate) fn store_kind(layout: Option<FragLayout>) -> Result<StoreKind, String
         }
         Some(l) if l.is_accumulator() => Ok(StoreKind::Tile(l)),
         _ => Err(
-            "lm.store is lowered for values computed from an accumulator tile or its row reductions"
+            "lm.store is lowered for values computed from an accumulator tile, a row-layout fragment (rows=) or their row reductions"
                 .into(),
         ),
     }

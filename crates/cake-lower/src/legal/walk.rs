@@ -4,8 +4,11 @@
 //! pipelined loops around the statement, the row reductions computed in the block, the column
 //! loads issued early. Nothing is emitted.
 
-use super::expr::{reduction_operands, reduction_tracks_index, Problems, Reductions, Scope};
-use super::layout::{FragLayout, Site};
+use super::expr::{
+    reduction_operands, reduction_tracks_index, Problems, ReductionTile, Reductions, Scope,
+};
+use super::layout::{FragLayout, RowGeom, Site};
+use super::rows::{row_loads, row_reduction, row_store};
 use super::ops::*;
 use super::Plan;
 use crate::mma::{MmaBackend, MmaCall};
@@ -34,6 +37,8 @@ pub(crate) struct Checker<'a> {
     prefetched: HashSet<ExprId>,
     /// Column loads held in registers by the reduction pass being checked.
     col_loads: HashSet<ExprId>,
+    /// Loads of the row-layout value being checked, read into registers before it.
+    row_loaded: HashSet<ExprId>,
 }
 
 impl Scope for Checker<'_> {
@@ -50,7 +55,7 @@ impl Scope for Checker<'_> {
         self.reductions.contains(e)
     }
     fn col_loaded(&self, e: ExprId) -> bool {
-        self.col_loads.contains(&e)
+        self.col_loads.contains(&e) || self.row_loaded.contains(&e)
     }
 }
 
@@ -74,6 +79,7 @@ impl<'a> Checker<'a> {
             reductions: Reductions::default(),
             prefetched: HashSet::new(),
             col_loads: HashSet::new(),
+            row_loaded: HashSet::new(),
         }
     }
 
@@ -309,11 +315,23 @@ impl<'a> Checker<'a> {
         if self.reductions.contains(e) || self.reductions.reuse_twin(e, arg, op, packed) {
             return;
         }
-        let one_row_per_thread = match self.reduction_tile(arg, axis) {
-            Ok((_, one)) => one,
+        let tile = match self.reduction_tile(arg, axis) {
+            Ok(tile) => tile,
             Err(m) => return self.unsupported(k.exprs.span(e), m),
         };
-        if one_row_per_thread {
+        let index = reduction_tracks_index(k, (arg, op, axis, packed));
+        if let ReductionTile::Rows(g) = tile {
+            if let Err(m) = row_reduction(k, arg, op, index) {
+                return self.unsupported(k.exprs.span(e), m);
+            }
+            self.row_value(arg, g, true);
+            if g.t > 32 {
+                self.replica_sync(k.exprs.span(e));
+            }
+            self.reductions.computed(e, (arg, op, packed), (), None);
+            return;
+        }
+        if matches!(tile, ReductionTile::Lanes(_)) {
             self.elem(arg, Site::Lane);
         } else {
             let mut loads = Vec::new();
@@ -327,8 +345,30 @@ impl<'a> Checker<'a> {
             self.elem(arg, Site::Tile);
             self.col_loads.clear();
         }
-        let index = reduction_tracks_index(k, (arg, op, axis, packed)).then_some(());
-        self.reductions.computed(e, (arg, op, packed), (), index);
+        self.reductions
+            .computed(e, (arg, op, packed), (), index.then_some(()));
+    }
+
+    /// A value evaluated over a row-layout tile `g` (element by element when `tile`, once per
+    /// row otherwise), after its loads are read into registers.
+    fn row_value(&mut self, value: ExprId, g: RowGeom, tile: bool) {
+        let k = self.k;
+        match row_loads(k, value, g, tile) {
+            Err((sp, m)) => self.unsupported(sp, m),
+            Ok(loads) => {
+                for (l, _) in loads {
+                    if let ExprKind::Load { coords, .. } = &k.exprs[l].kind {
+                        for c in coords {
+                            self.ix(*c);
+                        }
+                    }
+                    self.row_loaded.insert(l);
+                }
+                let site = if tile { Site::Row(g) } else { Site::RowVal(g) };
+                self.elem(value, site);
+                self.row_loaded.clear();
+            }
+        }
     }
 
     fn replica_sync(&mut self, sp: Span) {
@@ -472,6 +512,21 @@ impl<'a> Checker<'a> {
         };
         match store_kind(self.tile_of(value)) {
             Err(m) => self.unsupported(sp, m),
+            Ok(StoreKind::RowLayout(layout)) => {
+                match row_store(k, value, layout, *dtype, dims, coords) {
+                    Err(m) => self.unsupported(sp, m),
+                    Ok(inner) => {
+                        for c in coords {
+                            self.ix(*c);
+                        }
+                        match layout {
+                            FragLayout::RowTile(g) => self.row_value(inner, g, true),
+                            FragLayout::RowVals(g) => self.row_value(inner, g, false),
+                            _ => {}
+                        }
+                    }
+                }
+            }
             Ok(StoreKind::Rows) => {
                 let last = dims.len() - 1;
                 self.ix(coords[last]);
@@ -511,6 +566,8 @@ impl<'a> Checker<'a> {
         match assign_layout(k, dst, self.layout(dst)) {
             Err(m) => self.unsupported(sp, m),
             Ok(FragLayout::AccRows) => self.elem(value, Site::Rows),
+            Ok(FragLayout::RowTile(g)) => self.row_value(value, g, true),
+            Ok(FragLayout::RowVals(g)) => self.row_value(value, g, false),
             Ok(FragLayout::WgmmaA { k: kdim }) => {
                 match wgmma_a_value(k, dst, value, kdim, |e| self.tile_of(e)) {
                     Err(m) => return self.unsupported(sp, m),

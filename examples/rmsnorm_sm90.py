@@ -1,0 +1,29 @@
+"""RMSNorm over the last axis, with a weight: one pass over X, the whole row in registers
+
+    Y[r, :] = X[r, :] * rsqrt(mean(X[r, :]²) + eps) * W          (bf16 in and out, f32 math)
+
+A memory-bound row kernel (no MMA): each row is read once and written once. The hidden size H
+is a compile-time constant, so a row fits the registers of its owners: one warp per row up to
+4096 columns (four rows per CTA of one warpgroup), a whole warpgroup per row beyond (its four
+warps' partial sums meet in shared memory). The contract (kernels/rows/rmsnorm.contract.toml)
+specialises H per shape; columns past H and rows past R are masked, so any H and R work.
+"""
+import cake
+from cake import lm
+
+H = 4096                                  # hidden size (specialised per shape by the contract)
+OWNER = "warp" if H <= 4096 else "warpgroup"
+ROWS = 4 if H <= 4096 else 1              # rows per CTA
+
+
+@cake.schedule(targets=["sm_90a"])
+def rmsnorm(X: lm.tensor[lm.bf16, "R", H], W: lm.tensor[lm.bf16, H],
+            Y: lm.tensor[lm.bf16, "R", H], eps: lm.f32):
+    rows = lm.role(warpgroup=0)
+    x = rows.fragment(shape=(ROWS, H), dtype=lm.f32, rows=OWNER)
+    for t in lm.tiles(lm.cdiv(R, ROWS)):
+        with rows:
+            x[:] = lm.cast(lm.load(X, coords=(t * ROWS, 0), shape=(ROWS, H)), lm.f32)
+            rstd = lm.rsqrt(lm.sum(x * x, axis=1) * (1.0 / H) + eps)
+            w = lm.cast(lm.load(W, coords=(0,), shape=(H,)), lm.f32)
+            lm.store(Y, lm.cast(x * rstd[:, None] * w[None, :], lm.bf16), coords=(t * ROWS, 0))
