@@ -32,8 +32,12 @@ pub struct Work {
     /// Of which, operations on the half-rate integer/ALU pipe (compares, selects, min/max,
     /// integer math, conversions).
     pub int_ops: f64,
-    /// Bytes read from global memory into registers (`lm.load`).
+    /// Bytes read from global memory into registers (`lm.load`) that L2 serves: per-row and
+    /// per-column vectors of row-layout values, read by every tile.
     pub reg_load_bytes: f64,
+    /// Bytes a row-layout value (`rows=`) loads or stores as a tile: coalesced 16-byte accesses
+    /// of whole rows, which stream at the DRAM rate.
+    pub row_bytes: f64,
     /// Bytes stored register → global, and shared → global by TMA.
     pub store_bytes: f64,
     pub tma_store_bytes: f64,
@@ -58,6 +62,7 @@ impl Work {
         self.alu_ops += o.alu_ops * k;
         self.int_ops += o.int_ops * k;
         self.reg_load_bytes += o.reg_load_bytes * k;
+        self.row_bytes += o.row_bytes * k;
         self.store_bytes += o.store_bytes * k;
         self.tma_store_bytes += o.tma_store_bytes * k;
         self.waits += o.waits * k;
@@ -358,6 +363,41 @@ impl Analyzer<'_> {
         }
     }
 
+    /// Whether `e` is computed from a row-layout fragment (`rows=`).
+    fn row_layout(&self, e: ExprId) -> bool {
+        let k = self.k;
+        let mut found = false;
+        k.visit_expr(e, |_, kind| {
+            if let ExprKind::Frag(f) = kind {
+                found |= k.fragments[*f].rows.is_some();
+            }
+            true
+        });
+        found
+    }
+
+    /// The global loads of a row-layout value: 2-D tiles stream from DRAM (`row_bytes`),
+    /// vectors broadcast along a tile come from L2 (`reg_load_bytes`). Reductions' loads count
+    /// too: their pass reads them.
+    fn row_loads(&self, e: ExprId, w: &mut Work, r: f64) {
+        let k = self.k;
+        k.visit_expr(e, |_, kind| {
+            if let ExprKind::Load { tensor, shape, .. } = kind {
+                let bytes = match &k.params[*tensor].kind {
+                    cake_ir::ParamKind::Tensor { dtype, .. } => dtype.bytes() as f64,
+                    _ => 4.0,
+                };
+                let el: f64 = shape.iter().map(|&d| d as f64).product();
+                if shape.len() >= 2 {
+                    w.row_bytes += el * bytes * r;
+                } else {
+                    w.reg_load_bytes += el * bytes * r;
+                }
+            }
+            true
+        });
+    }
+
     fn tile_axes(&self, e: ExprId) -> u32 {
         let mut mask = 0;
         self.k.visit_expr(e, |_, kind| {
@@ -454,7 +494,12 @@ impl Analyzer<'_> {
                     cake_ir::ParamKind::Tensor { dtype, .. } => dtype.bytes() as f64,
                     _ => 4.0,
                 };
-                w.store_bytes = el * bytes * r;
+                if self.row_layout(*value) {
+                    w.row_bytes = el * bytes * r;
+                    self.row_loads(*value, &mut w, r);
+                } else {
+                    w.store_bytes = el * bytes * r;
+                }
                 let o = self.ops(*value, rw, seen);
                 w.alu_ops = (o.all + el) * r;
                 w.int_ops = o.int * r;
@@ -470,6 +515,12 @@ impl Analyzer<'_> {
                 let el = elements(&k.exprs[*value].ty);
                 let o = self.ops(*value, rw, seen);
                 w.alu_ops = (o.all + el / 2.0) * r;
+                w.int_ops = o.int * r;
+            }
+            Op::Assign { value: e, dst } if k.fragments[*dst].rows.is_some() => {
+                self.row_loads(*e, &mut w, r);
+                let o = self.ops(*e, rw, seen);
+                w.alu_ops = o.all * r;
                 w.int_ops = o.int * r;
             }
             Op::Assign { value: e, .. } | Op::TmemStore { src: e, .. } => {

@@ -524,6 +524,9 @@ impl Rates<'_> {
             + w.store_bytes / (self.p.store * 1e3 / self.active)
             + w.tma_store_bytes / (self.p.tma_store * 1e3 / self.active)
             + w.reg_load_bytes / (self.p.l2 * 1e3 / self.active)
+            // The SM's share of DRAM: the CTAs resident on an SM take turns (`per_sm` in the
+            // wave), so a CTA's share is not divided again.
+            + w.row_bytes / (self.p.dram * 1e3 / self.p.sms)
             + w.syncs * self.p.named_bar
     }
 }
@@ -662,9 +665,11 @@ pub fn estimate_with(
     let l2_bytes = per_tile(&|w| w.load_bytes + w.reg_load_bytes) * t;
     let flops = per_tile(&|w| w.mma_flops_16 + w.mma_flops_8) * t;
     let store_bytes = per_tile(&|w| w.store_bytes + w.tma_store_bytes) * t;
+    // Row-layout tiles stream through DRAM both ways.
+    let row_bytes = per_tile(&|w| w.row_bytes) * t;
     let alu_total = per_tile(&|w| w.alu_ops) * t;
     let dram_loads = dram_load_bytes(&a, &by_tensor, tiles, active, p.l2_cap);
-    let dram_bytes = dram_loads + store_bytes;
+    let dram_bytes = dram_loads + store_bytes + row_bytes;
     let miss = if l2_bytes > 0.0 {
         (dram_loads / l2_bytes).min(1.0)
     } else {
@@ -848,7 +853,9 @@ pub fn estimate_with(
         .sum::<f64>()
         + store_bytes.min(
             a.tensor_bytes.values().sum::<f64>(), // outputs written at least once
-        );
+        )
+        // Row-layout tiles: each row read and written once at least.
+        + row_bytes.min(a.tensor_bytes.values().sum::<f64>());
     let sol = cake_target::peak(target.name).map_or(0.0, |pk| {
         let f8 = per_tile(&|w| w.mma_flops_8) * t;
         let f16 = flops - f8;

@@ -33,7 +33,11 @@ impl Emitter<'_> {
         let index = legal::reduction_tracks_index(k, (arg, op, axis, packed));
         if let legal::ReductionTile::Rows(g) = tile {
             if let Err(m) = legal::row_reduction(k, arg, op, index) {
-                return self.unsupported(k.exprs.span(e), m);
+                // Recorded as computed: its readers are not reported again.
+                self.unsupported(k.exprs.span(e), m);
+                self.reductions
+                    .computed(e, (arg, op, packed), "0".to_string(), None);
+                return;
             }
             let pass = self.reduction_pass(op, false);
             self.row_reduction(e, &pass, op, arg, g);

@@ -130,9 +130,9 @@ impl Planner<'_> {
         for (f, frag) in self.k.fragments.iter() {
             let Some(owner) = frag.rows else { continue };
             let sp = self.k.fragments.span(f);
+            // Reported, then placed all the same: its uses are not reported again.
             if !matches!(frag.dtype, DType::F32 | DType::I32) {
                 self.unsupported(sp, format!("a row-layout fragment holds f32 or i32 values; `{}` is {} (keep 16-bit data as f32 in registers: lm.cast(lm.load(...), lm.f32))", frag.name, frag.dtype));
-                continue;
             }
             let replica = self.k.roles[frag.role].unit.threads();
             let t = owner.threads();

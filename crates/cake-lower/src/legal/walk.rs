@@ -322,7 +322,10 @@ impl<'a> Checker<'a> {
         let index = reduction_tracks_index(k, (arg, op, axis, packed));
         if let ReductionTile::Rows(g) = tile {
             if let Err(m) = row_reduction(k, arg, op, index) {
-                return self.unsupported(k.exprs.span(e), m);
+                // Recorded as computed: its readers are not reported again.
+                self.unsupported(k.exprs.span(e), m);
+                self.reductions.computed(e, (arg, op, packed), (), None);
+                return;
             }
             self.row_value(arg, g, true);
             if g.t > 32 {

@@ -1,0 +1,110 @@
+//! Row-layout values (`rows=`, issue #20): the five row-kernel examples specialised at hidden
+//! sizes that exercise each layout (a warp per row; a warpgroup per row, whose reductions meet in
+//! shared memory) and the ragged last chunk of an H that is not a multiple of 256; what the
+//! emitted code must do (16-byte accesses, shuffles, the warpgroup barrier) and, with nvcc, that
+//! it compiles without spilling.
+
+use std::path::Path;
+
+const FAMILIES: [(&str, &str); 5] = [
+    ("rmsnorm", "examples/rmsnorm_sm90.py"),
+    ("layernorm", "examples/layernorm_sm90.py"),
+    ("softmax", "examples/softmax_sm90.py"),
+    ("add_rmsnorm", "examples/add_rmsnorm_sm90.py"),
+    ("quant_fp8", "examples/quant_fp8_sm90.py"),
+];
+
+/// The example with its module constant `H` set to `h` (as a contract's `[specialize]` does).
+fn specialised(file: &str, h: i64) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(file);
+    let source = std::fs::read_to_string(path).expect("example");
+    let knobs = cake_mutate::knobs::constants(&source);
+    let knob = knobs
+        .iter()
+        .find(|k| k.name == "H")
+        .expect("an H constant");
+    cake_mutate::knobs::apply(&source, &[(knob, h)])
+}
+
+fn lower(file: &str, h: i64) -> String {
+    let source = specialised(file, h);
+    let checked = cake_driver::check(file, source.as_bytes(), Some("sm_90a"));
+    assert!(
+        !checked.findings.iter().any(|f| f.is_error()),
+        "{file} at H={h}: {:?}",
+        checked.findings
+    );
+    let t = cake_target::lookup("sm_90a").unwrap();
+    cake_lower::lower(&checked.kernels[0], &checked.file, t)
+        .unwrap_or_else(|e| panic!("{file} at H={h} does not lower: {e:?}"))
+        .cuda
+}
+
+#[test]
+fn a_warp_per_row_loads_16_bytes_and_reduces_with_shuffles() {
+    let cuda = lower("examples/rmsnorm_sm90.py", 4096);
+    // 4096 columns over 32 lanes: 16 chunks of 8 per lane, one 16-byte load each.
+    assert!(cuda.contains("for (int c = 0; c < 16; ++c)"), "{cuda}");
+    assert!(cuda.contains("cake_row_ld8_bf16("), "{cuda}");
+    assert!(cuda.contains("cake_row_st8_bf16("), "{cuda}");
+    assert!(cuda.contains("__ldg(reinterpret_cast<const uint4*>(p))"));
+    // Five butterfly rounds across the warp, no shared memory, no barrier.
+    assert_eq!(cuda.matches("__shfl_xor_sync(0xffffffffu, red").count(), 5);
+    assert!(!cuda.contains("__shared__ float"), "{cuda}");
+    assert!(!cuda.contains("cake_named_sync(8"), "{cuda}");
+    // The weight is read one chunk at a time, inside the chunk loop (not all at once).
+    assert!(cuda.contains("float ld2[8];  // lm.load(W)"), "{cuda}");
+}
+
+#[test]
+fn a_warpgroup_per_row_meets_in_shared_memory_behind_its_own_barrier() {
+    let cuda = lower("examples/rmsnorm_sm90.py", 16384);
+    assert!(cuda.contains("__shared__ float red"), "{cuda}");
+    // Before the writes (the previous readers) and after them.
+    assert_eq!(cuda.matches("cake_named_sync(8 + rows_index, 128);").count(), 2);
+}
+
+#[test]
+fn a_ragged_last_chunk_is_left_out_of_reductions_and_stores() {
+    // 1032 = 4 · 256 + 8: lane 1 and up have no fifth chunk.
+    let cuda = lower("examples/layernorm_sm90.py", 1032);
+    assert!(cuda.contains("if (lc + v < 1032) acc[r]"), "{cuda}");
+    assert!(cuda.contains("1032 - lc"), "{cuda}");
+}
+
+#[test]
+fn fp8_stores_pack_with_saturation() {
+    let cuda = lower("examples/quant_fp8_sm90.py", 4096);
+    assert!(cuda.contains("cvt.rn.satfinite.e4m3x2.f32"), "{cuda}");
+    assert!(cuda.contains("cake_row_st8_e4m3("), "{cuda}");
+    // The scale: one value per row, written by the first lane of the row's warp.
+    assert!(cuda.contains("if (rows_thread % 32 == 0)"), "{cuda}");
+}
+
+/// Every family at a warp-per-row, a ragged and a warpgroup-per-row hidden size compiles with
+/// nvcc, without spilling.
+#[test]
+fn every_family_compiles_at_each_layout_without_spills() {
+    let Some(tc) =
+        cake_testkit::require(cake_toolchain::Toolchain::discover(), "no CUDA toolchain")
+    else {
+        return;
+    };
+    let t = cake_target::lookup("sm_90a").unwrap();
+    let out = std::env::temp_dir().join(format!("cake-rows-{}", std::process::id()));
+    for (family, file) in FAMILIES {
+        for h in [1032, 4096, 16384] {
+            let stem = format!("{family}_{h}");
+            let build = tc
+                .compile(&lower(file, h), t, &out, &stem)
+                .unwrap_or_else(|e| panic!("{family} at H={h} does not compile: {e}"));
+            let r = &build.resources[0];
+            assert_eq!(
+                (r.spill_stores, r.spill_loads),
+                (0, 0),
+                "{family} at H={h} spills: {r:?}"
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&out);
+}
