@@ -381,11 +381,15 @@ impl Emitter<'_> {
             // Across the warps of the warpgroup: each warp's partial through shared memory,
             // combined in warp order by every thread (so all agree bit for bit). The first
             // barrier keeps the previous use's readers ahead of these writes.
-            let (role, _) = self.role.expect("role");
+            let (role, issue_only) = self.role.expect("role");
             let rname = c_ident(&k.roles[role].name);
             let replicas = k.roles[role].replicas();
             let warps = g.t / 32;
             let sp = k.exprs.span(e);
+            let what = "a row reduction across the warps of a warpgroup";
+            if let Err(m) = legal::replica_threads(k, role, issue_only, what) {
+                self.unsupported(sp, m);
+            }
             self.line(&format!(
                 "__shared__ float {vname}_x[{replicas}][{warps}][{}];",
                 g.rpt

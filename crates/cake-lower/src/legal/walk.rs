@@ -329,6 +329,11 @@ impl<'a> Checker<'a> {
             }
             self.row_value(arg, g, true);
             if g.t > 32 {
+                let (role, issue_only) = self.role.expect("role");
+                let what = "a row reduction across the warps of a warpgroup";
+                if let Err(m) = replica_threads(k, role, issue_only, what) {
+                    self.unsupported(k.exprs.span(e), m);
+                }
                 self.replica_sync(k.exprs.span(e));
             }
             self.reductions.computed(e, (arg, op, packed), (), None);
