@@ -17,9 +17,25 @@ pub struct Knob {
 
 /// Every `NAME = INT` or `A, B = INT, INT` statement at module level (indent 0). Literals must be
 /// plain decimal integers; anything else (an expression, a float, a call) is not a knob.
+/// Constants used in a tensor's type are left out (see [`constants`]).
 pub fn knobs(source: &str) -> Vec<Knob> {
     let src = Source::new(source);
     let interface = interface_names(&src);
+    module_constants(&src)
+        .into_iter()
+        // A constant in a tensor's type is part of the kernel's interface (a fixed extent the
+        // contract's shapes must match), not a schedule choice.
+        .filter(|k| !interface.contains(&k.name))
+        .collect()
+}
+
+/// Every module-level integer constant, as [`knobs`] finds them, the interface's fixed extents
+/// included: what a contract's `[specialize]` table may set per shape.
+pub fn constants(source: &str) -> Vec<Knob> {
+    module_constants(&Source::new(source))
+}
+
+fn module_constants(src: &Source) -> Vec<Knob> {
     let mut out = Vec::new();
     for st in &src.stmts {
         if st.indent != 0 {
@@ -47,11 +63,6 @@ pub fn knobs(source: &str) -> Vec<Knob> {
             let Ok(value) = text(*v).replace('_', "").parse::<i64>() else {
                 continue;
             };
-            // A constant in a tensor's type is part of the kernel's interface (a fixed extent
-            // the contract's shapes must match), not a schedule choice.
-            if interface.contains(text(*n)) {
-                continue;
-            }
             out.push(Knob {
                 name: text(*n).to_string(),
                 value,
@@ -152,6 +163,8 @@ mod tests {
         let src = "D = 128\nBC = 64\n\ndef k(X: lm.tensor[lm.bf16, \"B\", \"N\", D],\n      S: lm.tensor[lm.f32, \"B\"]):\n    pass\n";
         let names: Vec<String> = knobs(src).into_iter().map(|k| k.name).collect();
         assert_eq!(names, ["BC"]);
+        let names: Vec<String> = constants(src).into_iter().map(|k| k.name).collect();
+        assert_eq!(names, ["D", "BC"]);
     }
 
     #[test]
