@@ -73,7 +73,8 @@ struct EvalFlags {
     /// Base seed, to reproduce a run (default: fresh).
     #[arg(long)]
     seed: Option<u64>,
-    /// Where to build the candidate (default: a directory in the build cache).
+    /// Where to build the candidate (default: a directory in the build cache); with the
+    /// contract's [specialize], one folder per build under it.
     #[arg(long)]
     build_dir: Option<PathBuf>,
     /// The shape set to check on: check (default), bench or held_out.

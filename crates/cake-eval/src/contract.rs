@@ -92,6 +92,9 @@ struct Raw {
     bench: RawBench,
     #[serde(default)]
     baselines: IndexMap<String, String>,
+    /// Module-level integer constants of the schedule, each set from a dimension of the shape.
+    #[serde(default)]
+    specialize: IndexMap<String, String>,
 }
 
 #[derive(Deserialize)]
@@ -265,6 +268,10 @@ pub struct ScalarSpec {
 /// One binding of every dimension.
 pub type Shape = IndexMap<String, i64>;
 
+/// The values of a contract's specialized constants for one shape, in `[specialize]` order
+/// (empty when the contract has no `[specialize]`).
+pub type Specialization = IndexMap<String, i64>;
+
 #[derive(Clone, Debug)]
 pub struct Bench {
     pub warmup: u32,
@@ -297,6 +304,8 @@ pub struct Contract {
     pub check: CheckPolicy,
     pub bench: Bench,
     pub baselines: IndexMap<String, String>,
+    /// `[specialize]`: schedule constant → the dimension that sets it, per shape.
+    pub specialize: IndexMap<String, String>,
 }
 
 /// Errors collected while validating, so one run reports all of them.
@@ -442,6 +451,22 @@ impl Contract {
     /// The named shape set (empty when the contract has none).
     pub fn shape_set(&self, set: &str) -> &[Shape] {
         self.shapes.get(set).map_or(&[], Vec::as_slice)
+    }
+
+    /// The values of the specialized constants at `shape`.
+    pub fn specialization(&self, shape: &Shape) -> Specialization {
+        self.specialize
+            .iter()
+            .filter_map(|(k, dim)| Some((k.clone(), *shape.get(dim)?)))
+            .collect()
+    }
+
+    /// The value of dimension `dim` in a specialization, when a constant is set from it.
+    pub fn specialized_dim(&self, spec: &Specialization, dim: &str) -> Option<i64> {
+        self.specialize
+            .iter()
+            .find(|(_, d)| *d == dim)
+            .and_then(|(k, _)| spec.get(k).copied())
     }
 
     /// The resolved problem the worker receives with every `check` and `time` request
@@ -835,6 +860,25 @@ fn validate(raw: Raw, dir: &Path, errs: &mut Errors, hash: String, path: &Path) 
         })
         .collect();
 
+    // Specialization: each key a constant's name, each value a dimension.
+    for (constant, dim) in &raw.specialize {
+        let key = format!("specialize.{constant}");
+        if !is_identifier(constant) {
+            errs.push(
+                &key,
+                format!("`{constant}` is not a constant's name"),
+                Some("keys are the schedule's module-level constants, e.g. `H = \"H\"`".into()),
+            );
+        }
+        if !dim_names.contains(&dim.as_str()) {
+            errs.push(
+                &key,
+                format!("`{dim}` is not a dimension"),
+                Some(format!("dimensions are {}", dim_names.join(", "))),
+            );
+        }
+    }
+
     Contract {
         path: path.to_path_buf(),
         hash,
@@ -860,5 +904,15 @@ fn validate(raw: Raw, dir: &Path, errs: &mut Errors, hash: String, path: &Path) 
             precision: raw.bench.precision,
         },
         baselines,
+        specialize: raw.specialize,
     }
+}
+
+/// A Python identifier as the schedule's module constants are written (ASCII).
+fn is_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }

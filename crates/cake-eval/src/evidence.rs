@@ -3,7 +3,7 @@
 //! candidate's hash. Worker answers are kept as the worker sent them (docs/worker.md), so the
 //! record carries every metric the worker measured.
 
-use crate::contract::Shape;
+use crate::contract::{Shape, Specialization};
 use crate::worker::Failure;
 use indexmap::IndexMap;
 use serde::Serialize;
@@ -18,7 +18,11 @@ pub struct Evidence {
     pub command: String,
     /// UTC, RFC 3339.
     pub created: String,
+    /// The candidate; with `[specialize]`, the build of the run's first specialization.
     pub candidate: CandidateRecord,
+    /// With `[specialize]`: every build the run used, one per distinct value of the constants.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub specializations: Option<Vec<SpecializationRecord>>,
     pub contract: ContractRecord,
     /// The check's findings (JSON rendering) plus those drawn from the ptxas report.
     pub findings: Value,
@@ -49,6 +53,25 @@ pub struct CandidateRecord {
     pub entry: String,
     pub target: String,
     pub launch: Value,
+}
+
+/// One specialization of a schedule: the values its constants were set to, and its build.
+#[derive(Serialize, Debug, Clone)]
+pub struct SpecializationRecord {
+    /// Constant → value (`{"H": 4096}`).
+    pub values: Specialization,
+    /// The name it was loaded under in the worker (`candidate[H=4096]`).
+    pub callable: String,
+    /// Like the candidate's hash, over the rewritten schedule.
+    pub hash: String,
+    pub launch: Value,
+    /// This build's findings (the JSON rendering), as the record's top-level `findings`.
+    pub findings: Value,
+    /// ptxas's report for this build.
+    pub resources: Value,
+    /// Why it was not run: the schedule has errors, the interface differs, it did not compile.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rejected: Option<String>,
 }
 
 #[derive(Serialize, Debug, Clone)]

@@ -1,12 +1,13 @@
 //! One `cake test` / `cake bench` run: pick the target from the GPU the worker sees, build (or
-//! take) the candidate, check its interface against the contract, run the correctness protocol
-//! over every check shape × distribution, then (bench) time the candidate and the baselines on
-//! the bench shapes in the same worker, and assemble the evidence record.
+//! take) the candidate (once per specialization, with `[specialize]`), check its interface
+//! against the contract, run the correctness protocol over every check shape × distribution,
+//! then (bench) time the candidate and the baselines on the bench shapes in the same worker, and
+//! assemble the evidence record.
 
-use crate::contract::{Contract, Precision, Shape, ShapeEntry};
+use crate::contract::{Contract, Precision, Shape, ShapeEntry, Specialization};
 use crate::evidence::{
     self, Budget, CandidateRecord, CheckRecord, ContractRecord, Correctness, Evidence, Floor,
-    Predicted, Rate, ShapeTiming, Speedup, Timed, Timing,
+    Predicted, Rate, ShapeTiming, SpecializationRecord, Speedup, Timed, Timing,
 };
 use crate::worker::{Failure, Supervisor};
 use indexmap::IndexMap;
@@ -31,7 +32,8 @@ pub struct Options {
     pub seed: Option<u64>,
     /// `bench`: time only this baseline.
     pub baseline: Option<String>,
-    /// Where schedules are built; default: a directory in the build cache.
+    /// Where schedules are built; default: a directory in the build cache. With `[specialize]`,
+    /// each build in a folder of its own under it (`H4096`).
     pub build_dir: Option<PathBuf>,
     /// The shape set the correctness protocol runs on; default `check` (`held_out` keeps a
     /// tuning loop honest).
@@ -120,7 +122,99 @@ pub fn check_options(c: &Contract, mode: Mode, opts: &Options) -> Result<(), Run
             ));
         }
     }
+    check_specialize(c, opts)
+}
+
+/// The candidate's file: `--kernel`, else the contract's `kernel`.
+fn candidate_path(c: &Contract, opts: &Options) -> PathBuf {
+    opts.kernel.clone().unwrap_or_else(|| c.kernel.clone())
+}
+
+fn is_prebuilt(path: &Path) -> bool {
+    path.to_string_lossy().ends_with(".launch.json")
+}
+
+/// `[specialize]` needs a schedule that has every constant it sets.
+fn check_specialize(c: &Contract, opts: &Options) -> Result<(), RunError> {
+    if c.specialize.is_empty() {
+        return Ok(());
+    }
+    let path = candidate_path(c, opts);
+    let keys: Vec<&str> = c.specialize.keys().map(String::as_str).collect();
+    if is_prebuilt(&path) {
+        return Err(RunError::Usage(format!(
+            "{}: a prebuilt kernel cannot be rebuilt per shape, but the contract's [specialize] \
+             sets {} from each shape; pass the schedule (.py) instead",
+            path.display(),
+            keys.join(", ")
+        )));
+    }
+    // An unreadable schedule is reported where it is built.
+    let Ok(bytes) = cake_driver::read_schedule(&path) else {
+        return Ok(());
+    };
+    let constants = cake_mutate::knobs::constants(&String::from_utf8_lossy(&bytes));
+    let mut names: Vec<&str> = Vec::new();
+    for k in &constants {
+        if !names.contains(&k.name.as_str()) {
+            names.push(&k.name);
+        }
+    }
+    for key in keys {
+        if !names.contains(&key) {
+            return Err(RunError::Usage(format!(
+                "the contract's [specialize] sets `{key}`, but {} has no module-level integer \
+                 constant `{key}` (`{key} = <integer>`); its constants are {}",
+                path.display(),
+                if names.is_empty() {
+                    "none".to_string()
+                } else {
+                    names.join(", ")
+                }
+            )));
+        }
+    }
     Ok(())
+}
+
+/// `H=4096,W=8`: a specialization as records and progress lines show it.
+pub fn specialization_text(spec: &Specialization) -> String {
+    spec.iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// The name a specialization's kernel is loaded under in the worker: `candidate[H=4096]`, or
+/// `candidate` when the contract specializes nothing.
+pub fn callable_name(spec: &Specialization) -> String {
+    if spec.is_empty() {
+        "candidate".into()
+    } else {
+        format!("candidate[{}]", specialization_text(spec))
+    }
+}
+
+/// The distinct specializations of the shapes a run uses (the correctness set, and in `bench`
+/// the bench set), in order of first use; exactly one, empty, without `[specialize]`.
+pub fn specializations(c: &Contract, mode: Mode, opts: &Options) -> Vec<Specialization> {
+    let set = opts.shape_set.as_deref().unwrap_or("check");
+    let bench: &[Shape] = if mode == Mode::Bench {
+        c.shape_set("bench")
+    } else {
+        &[]
+    };
+    let mut out: Vec<Specialization> = Vec::new();
+    for shape in c.shape_set(set).iter().chain(bench) {
+        let spec = c.specialization(shape);
+        if !out.contains(&spec) {
+            out.push(spec);
+        }
+    }
+    if out.is_empty() {
+        out.push(Specialization::new());
+    }
+    out
 }
 
 impl std::fmt::Display for RunError {
@@ -165,12 +259,14 @@ struct Prepared {
     kernel: Option<cake_ir::Kernel>,
 }
 
-/// The cost model's estimate of `kernel` at every bench shape, with the target's committed
-/// calibration: the evidence record's `cost_estimate`, and per shape what the timing compares
-/// against. A target without calibration gives `{"error": "CAKE-V003 ..."}`.
+/// The cost model's estimate at every bench shape, with the target's committed calibration:
+/// the evidence record's `cost_estimate`, and per shape what the timing compares against. Bench
+/// shape `i` is estimated with `kernels[of_shape[i]]` (its specialization's schedule, or why
+/// there is none). A target without calibration gives `{"error": "CAKE-V003 ..."}`.
 fn cost_estimates(
     c: &Contract,
-    kernel: &cake_ir::Kernel,
+    kernels: &[Result<&cake_ir::Kernel, String>],
+    of_shape: &[usize],
     target: &str,
 ) -> (Value, Vec<Option<cake_cost::Estimate>>) {
     let shapes = c.shape_set("bench");
@@ -186,12 +282,30 @@ fn cost_estimates(
     };
     let mut out = Vec::new();
     let mut docs = Vec::new();
-    // The facts do not depend on the shape: derive them once for every shape.
-    let facts = cake_ir::KernelFacts::new(kernel, t);
-    for shape in shapes {
-        let s: std::collections::BTreeMap<String, i64> =
-            shape.iter().map(|(k, v)| (k.clone(), *v)).collect();
-        match cake_cost::estimate_with(kernel, &facts, &s, &cal) {
+    // The facts do not depend on the shape: derive them once per kernel.
+    let with_facts: Vec<Result<(&cake_ir::Kernel, cake_ir::KernelFacts), &String>> = kernels
+        .iter()
+        .map(|k| k.as_ref().map(|k| (*k, cake_ir::KernelFacts::new(k, t))))
+        .collect();
+    for (shape, &k) in shapes.iter().zip(of_shape) {
+        let (kernel, facts) = match &with_facts[k] {
+            Ok((kernel, facts)) => (*kernel, facts),
+            Err(why) => {
+                docs.push(json!({"shape": shape, "error": why}));
+                out.push(None);
+                continue;
+            }
+        };
+        // A dimension that only sets a specialized constant is not one of the kernel's.
+        let s: std::collections::BTreeMap<String, i64> = shape
+            .iter()
+            .filter(|(d, _)| {
+                !c.specialize.values().any(|v| v == *d)
+                    || kernel.dims.iter().any(|(_, kd)| &kd.name == *d)
+            })
+            .map(|(k, v)| (k.clone(), *v))
+            .collect();
+        match cake_cost::estimate_with(kernel, facts, &s, &cal) {
             Ok(e) => {
                 docs.push(serde_json::to_value(&e).unwrap_or_default());
                 out.push(Some(e));
@@ -249,8 +363,70 @@ fn shape_text(s: &Shape) -> String {
         .join(" ")
 }
 
-/// Differences between the contract's tensors and scalars and the kernel's parameters.
-pub fn interface_mismatches(c: &Contract, meta: &cake_lower::LaunchMeta) -> Vec<String> {
+/// Differences between one tensor's extents in the contract and in the kernel, of equal rank. A
+/// dimension that sets a specialized constant matches the kernel's fixed extent when that
+/// extent is its value in `spec`.
+fn extent_mismatches(
+    c: &Contract,
+    spec: &Specialization,
+    tensor: &str,
+    contract: &[ShapeEntry],
+    kernel: &[Value],
+) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut differs = false;
+    // A dimension the kernel fixes but the contract does not specialize.
+    let mut hint: Option<(&str, i64)> = None;
+    for (i, (e, k)) in contract.iter().zip(kernel).enumerate() {
+        match (e, k.as_i64()) {
+            (ShapeEntry::Fixed(n), Some(m)) if *n == m => {}
+            (ShapeEntry::Dim(d), None) if k.as_str() == Some(d.as_str()) => {}
+            (ShapeEntry::Dim(d), Some(m)) => match c.specialized_dim(spec, d) {
+                Some(v) if v == m => {}
+                Some(v) => out.push(format!(
+                    "`{tensor}`: extent {i} is `{d}` = {v} in this specialization ({}), but the \
+                     kernel's is fixed at {m}; write the extent with the specialized constant",
+                    specialization_text(spec)
+                )),
+                None => {
+                    differs = true;
+                    hint.get_or_insert((d.as_str(), m));
+                }
+            },
+            _ => differs = true,
+        }
+    }
+    if differs {
+        let shape: Vec<Value> = contract
+            .iter()
+            .map(|e| match e {
+                ShapeEntry::Fixed(n) => json!(n),
+                ShapeEntry::Dim(d) => json!(d),
+            })
+            .collect();
+        let mut m = format!(
+            "`{tensor}`: the contract's shape is {}, the kernel's {}",
+            Value::from(shape),
+            Value::from(kernel.to_vec())
+        );
+        if let Some((d, n)) = hint {
+            m += &format!(
+                " (the kernel fixes `{d}` at {n}: to build it per value of `{d}`, set its \
+                 constant from `{d}` in the contract's [specialize])"
+            );
+        }
+        out.insert(0, m);
+    }
+    out
+}
+
+/// Differences between the contract's tensors and scalars and the kernel's parameters; `spec`
+/// gives the values of the specialized constants the kernel was built with (empty: none).
+pub fn interface_mismatches(
+    c: &Contract,
+    meta: &cake_lower::LaunchMeta,
+    spec: &Specialization,
+) -> Vec<String> {
     let mut out = Vec::new();
     for t in &c.tensors {
         let Some(k) = meta.tensors.iter().find(|k| k.name == t.name) else {
@@ -271,13 +447,15 @@ pub fn interface_mismatches(c: &Contract, meta: &cake_lower::LaunchMeta) -> Vec<
                 ShapeEntry::Dim(d) => json!(d),
             })
             .collect();
-        if k.dims != dims {
+        if k.dims.len() != dims.len() {
             out.push(format!(
                 "`{}`: the contract's shape is {}, the kernel's {}",
                 t.name,
                 Value::from(dims),
                 Value::from(k.dims.clone())
             ));
+        } else {
+            out.extend(extent_mismatches(c, spec, &t.name, &t.shape, &k.dims));
         }
         let writes = k.access != "read";
         if t.role.is_output() != writes {
@@ -316,13 +494,42 @@ pub fn interface_mismatches(c: &Contract, meta: &cake_lower::LaunchMeta) -> Vec<
     out
 }
 
-fn prepare(c: &Contract, opts: &Options, target: &str) -> Result<Prepared, RunError> {
-    let path = opts.kernel.clone().unwrap_or_else(|| c.kernel.clone());
+/// The schedule's source with every specialized constant set to its value (its other bytes as
+/// they were, so findings keep their lines).
+fn specialize(path: &Path, bytes: Vec<u8>, spec: &Specialization) -> Result<Vec<u8>, RunError> {
+    if spec.is_empty() {
+        return Ok(bytes);
+    }
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    let constants = cake_mutate::knobs::constants(&text);
+    let mut edits = Vec::new();
+    for (name, value) in spec {
+        let found: Vec<_> = constants.iter().filter(|k| &k.name == name).collect();
+        if found.is_empty() {
+            return Err(RunError::Usage(format!(
+                "{} has no module-level integer constant `{name}` for the contract's [specialize]",
+                path.display()
+            )));
+        }
+        edits.extend(found.into_iter().map(|k| (k, *value)));
+    }
+    Ok(cake_mutate::knobs::apply(&text, &edits).into_bytes())
+}
+
+/// Build (or take) the candidate for one specialization. `findings_at` is where the record keeps
+/// this build's findings, for the rejection message.
+fn prepare(
+    c: &Contract,
+    opts: &Options,
+    target: &str,
+    spec: &Specialization,
+    findings_at: &str,
+) -> Result<Prepared, RunError> {
+    let path = candidate_path(c, opts);
     let read = |p: &Path| {
         std::fs::read(p).map_err(|e| RunError::Usage(format!("cannot read {}: {e}", p.display())))
     };
-    let is_prebuilt = path.to_string_lossy().ends_with(".launch.json");
-    if is_prebuilt {
+    if is_prebuilt(&path) {
         let text = read(&path)?;
         let meta: cake_lower::LaunchMeta = serde_json::from_slice(&text).map_err(|e| {
             RunError::Usage(format!("{} is not launch metadata: {e}", path.display()))
@@ -336,7 +543,7 @@ fn prepare(c: &Contract, opts: &Options, target: &str) -> Result<Prepared, RunEr
                 meta.target
             ));
         }
-        let mismatches = interface_mismatches(c, &meta);
+        let mismatches = interface_mismatches(c, &meta, spec);
         if !mismatches.is_empty() {
             rejected = Some(format!("interface: {}", mismatches.join("; ")));
         }
@@ -360,6 +567,7 @@ fn prepare(c: &Contract, opts: &Options, target: &str) -> Result<Prepared, RunEr
     // A schedule: the front doors' rule (a regular file of at most 4 MiB).
     let bytes = cake_driver::read_schedule(&path)
         .map_err(|e| RunError::Usage(format!("cannot read {}: {e}", path.display())))?;
+    let bytes = specialize(&path, bytes, spec)?;
     // A build with the PTX embedded is another image: another candidate hash.
     let image: &[u8] = if opts.embed_ptx { b"+ptx" } else { b"" };
     let hash = sha256_hex(&[
@@ -378,6 +586,13 @@ fn prepare(c: &Contract, opts: &Options, target: &str) -> Result<Prepared, RunEr
         launch,
     };
     let dir = match &opts.build_dir {
+        // Each specialization in a folder of its own: its files have the same names.
+        Some(d) if !spec.is_empty() => d.join(
+            spec.iter()
+                .map(|(k, v)| format!("{k}{v}"))
+                .collect::<Vec<_>>()
+                .join("-"),
+        ),
         Some(d) => d.clone(),
         None => cake_toolchain::cache_dir()
             .unwrap_or_else(std::env::temp_dir)
@@ -394,7 +609,20 @@ fn prepare(c: &Contract, opts: &Options, target: &str) -> Result<Prepared, RunEr
                 launch_json: PathBuf::new(),
                 findings: cake_diag::render::json(&checked.file, &checked.findings),
                 resources: json!(null),
-                rejected: Some(format!("the schedule has {n} error(s); see `findings`")),
+                rejected: Some(format!(
+                    "the schedule has {n} error(s); see `{findings_at}`"
+                )),
+                kernel: None,
+            });
+        }
+        // One value of a family that Cake cannot compile fails its shapes, not the whole run.
+        Err(e @ cake_driver::BuildError::Codegen { .. }) if !spec.is_empty() => {
+            return Ok(Prepared {
+                record: record(json!(null)),
+                launch_json: PathBuf::new(),
+                findings: json!(null),
+                resources: json!(null),
+                rejected: Some(e.to_string()),
                 kernel: None,
             });
         }
@@ -412,9 +640,9 @@ fn prepare(c: &Contract, opts: &Options, target: &str) -> Result<Prepared, RunEr
     };
     let mut rejected = None;
     if built.has_errors() {
-        rejected = Some("the build reported errors; see `findings`".into());
+        rejected = Some(format!("the build reported errors; see `{findings_at}`"));
     }
-    let mismatches = interface_mismatches(c, &k.launch);
+    let mismatches = interface_mismatches(c, &k.launch, spec);
     if !mismatches.is_empty() {
         rejected = Some(format!("interface: {}", mismatches.join("; ")));
     }
@@ -610,31 +838,70 @@ pub fn run(
         .and_then(target_for_cc)
         .unwrap_or(target.as_str())
         .to_string();
-    let p = prepare(c, opts, &target)?;
-    progress(&format!(
-        "candidate {} ({}, sha256 {})",
-        p.record.path,
-        p.record.origin,
-        &p.record.hash[..12]
-    ));
     let seed = opts.seed.unwrap_or_else(fresh_seed);
-    let mut verdict = Verdict {
-        failed: p.rejected.clone(),
-        error: None,
-    };
-    // Once the candidate is rejected, fails to load, hangs, crashes or poisons the context, its
-    // remaining checks are skipped.
-    let mut dead = p.rejected.clone();
-    if dead.is_none() {
-        let load = json!({"op": "load", "name": "candidate", "launch": p.launch_json});
-        requests += 1;
-        if let Err(f) = sup.load(load) {
-            verdict.fail(|| format!("the candidate did not load: {f}"));
-            dead = verdict.failed.clone();
+    let mut verdict = Verdict::default();
+    // One build per specialization the run's shapes need, each loaded under its own name. One
+    // that is rejected or fails to load fails the shapes that need it; the others still run.
+    let mut candidates: Vec<Candidate> = Vec::new();
+    for (i, spec) in specializations(c, mode, opts).into_iter().enumerate() {
+        let findings_at = if i == 0 {
+            "findings".to_string()
+        } else {
+            format!("specializations[{i}].findings")
+        };
+        let p = prepare(c, opts, &target, &spec, &findings_at)?;
+        let label = |why: &str| {
+            if spec.is_empty() {
+                why.to_string()
+            } else {
+                format!("{}: {why}", specialization_text(&spec))
+            }
+        };
+        progress(&format!(
+            "candidate {} ({}, sha256 {}){}",
+            p.record.path,
+            p.record.origin,
+            &p.record.hash[..12],
+            if spec.is_empty() {
+                String::new()
+            } else {
+                format!(" {}", specialization_text(&spec))
+            }
+        ));
+        let callable = callable_name(&spec);
+        // Once a specialization is rejected, fails to load, hangs, crashes or poisons the
+        // context, its remaining checks are skipped.
+        let mut dead = p.rejected.as_deref().map(|r| label(&first_line(&r)));
+        if let Some(why) = &dead {
+            verdict.fail(|| why.clone());
+        } else {
+            let load = json!({"op": "load", "name": callable, "launch": p.launch_json});
+            requests += 1;
+            if let Err(f) = sup.load(load) {
+                let why = label(&format!("the candidate did not load: {f}"));
+                verdict.fail(|| why.clone());
+                dead = Some(why);
+            }
         }
+        candidates.push(Candidate {
+            spec,
+            callable,
+            prepared: p,
+            dead,
+        });
     }
-    let problem = c.problem();
+    // Which candidate each shape runs with.
+    let of_shape = |shape: &Shape| {
+        let spec = c.specialization(shape);
+        candidates
+            .iter()
+            .position(|k| k.spec == spec)
+            .unwrap_or_default()
+    };
     let shape_set = opts.shape_set.clone().unwrap_or_else(|| "check".into());
+    let check_of: Vec<usize> = c.shape_set(&shape_set).iter().map(of_shape).collect();
+    let bench_of: Vec<usize> = c.shape_set("bench").iter().map(of_shape).collect();
+    let problem = c.problem();
     let mut correctness = Correctness {
         passed: false,
         shape_set: shape_set.clone(),
@@ -642,8 +909,10 @@ pub fn run(
         runs_per_check: c.check.runs,
         checks: Vec::new(),
     };
+    // Set when the contract or the harness fails: nothing after it can be judged.
+    let mut stopped: Option<String> = None;
     let mut index = 0u64;
-    for shape in c.shape_set(&shape_set) {
+    for (shape, &k) in c.shape_set(&shape_set).iter().zip(&check_of) {
         for dist in &c.distributions {
             let check = Check {
                 shape,
@@ -651,11 +920,20 @@ pub fn run(
                 seed: check_seed(seed, index),
             };
             index += 1;
-            let rec = match &dead {
+            let cand = &mut candidates[k];
+            let rec = match stopped.as_ref().or(cand.dead.as_ref()) {
                 Some(why) => check.skipped(why),
                 None => {
                     requests += 1;
-                    check.run(c, &problem, sup, &mut verdict, &mut dead)
+                    check.run(
+                        c,
+                        &problem,
+                        sup,
+                        &cand.callable,
+                        &mut verdict,
+                        &mut stopped,
+                        &mut cand.dead,
+                    )
                 }
             };
             progress(&format!(
@@ -675,13 +953,27 @@ pub fn run(
     }
     correctness.passed = verdict.is_clean() && correctness.checks.iter().all(|r| r.passed);
 
-    let (cost_estimate, predictions) = match &p.kernel {
-        Some(k) => {
-            let (doc, est) = cost_estimates(c, k, &target);
-            (Some(doc), est)
-        }
-        None => (None, Vec::new()),
+    // The cost model's estimate of each bench shape, from the schedule of its specialization.
+    let (cost_estimate, predictions) = if candidates[0].prepared.record.origin == "prebuilt" {
+        (None, Vec::new())
+    } else {
+        let kernels: Vec<Result<&cake_ir::Kernel, String>> = candidates
+            .iter()
+            .map(|k| {
+                k.prepared.kernel.as_ref().ok_or_else(|| {
+                    k.dead
+                        .clone()
+                        .unwrap_or_else(|| "the schedule was not built".into())
+                })
+            })
+            .collect();
+        let (doc, est) = cost_estimates(c, &kernels, &bench_of, &target);
+        (Some(doc), est)
     };
+    let callables: Vec<&str> = bench_of
+        .iter()
+        .map(|&k| candidates[k].callable.as_str())
+        .collect();
     let timing = (mode == Mode::Bench && correctness.passed).then(|| {
         bench(
             c,
@@ -693,6 +985,7 @@ pub fn run(
             &mut requests,
             progress,
             &predictions,
+            &callables,
         )
     });
     if let Some(t) = &timing {
@@ -708,6 +1001,21 @@ pub fn run(
                 .map(|t| t.version)),
         );
     }
+    let specializations = (!c.specialize.is_empty()).then(|| {
+        candidates
+            .iter()
+            .map(|k| SpecializationRecord {
+                values: k.spec.clone(),
+                callable: k.callable.clone(),
+                hash: k.prepared.record.hash.clone(),
+                launch: k.prepared.record.launch.clone(),
+                findings: k.prepared.findings.clone(),
+                resources: k.prepared.resources.clone(),
+                rejected: k.prepared.rejected.clone(),
+            })
+            .collect()
+    });
+    let first = candidates.swap_remove(0).prepared;
     Ok(Evidence {
         schema: evidence::SCHEMA,
         command: match mode {
@@ -720,15 +1028,16 @@ pub fn run(
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs()),
         ),
-        candidate: p.record,
+        candidate: first.record,
+        specializations,
         contract: ContractRecord {
             path: shown(&c.path),
             name: c.name.clone(),
             hash: c.hash.clone(),
         },
-        findings: p.findings,
+        findings: first.findings,
         cost_estimate,
-        resources: p.resources,
+        resources: first.resources,
         correctness,
         timing,
         environment,
@@ -739,6 +1048,16 @@ pub fn run(
         },
         verdict: verdict.render(),
     })
+}
+
+/// One specialization's candidate in a run.
+struct Candidate {
+    spec: Specialization,
+    /// Its name in the worker.
+    callable: String,
+    prepared: Prepared,
+    /// Why its checks are skipped from now on.
+    dead: Option<String>,
 }
 
 /// One correctness check: a shape, a distribution and the seed of its inputs.
@@ -768,19 +1087,23 @@ impl Check<'_> {
         }
     }
 
-    /// Ask the worker; fold the outcome into the verdict, and into `dead` when the candidate
-    /// (or the harness) can no longer be run.
+    /// Ask the worker to check `callable`; fold the outcome into the verdict, into `stopped`
+    /// when the harness can no longer judge anything, and into `dead` when this candidate can
+    /// no longer be run.
+    #[allow(clippy::too_many_arguments)]
     fn run(
         &self,
         c: &Contract,
         problem: &Value,
         sup: &mut Supervisor,
+        callable: &str,
         verdict: &mut Verdict,
+        stopped: &mut Option<String>,
         dead: &mut Option<String>,
     ) -> CheckRecord {
         let mut rec = self.record();
         let at = format!("{} {}", shape_text(self.shape), self.distribution);
-        let req = json!({"op": "check", "callable": "candidate", "problem": problem,
+        let req = json!({"op": "check", "callable": callable, "problem": problem,
                          "shape": self.shape, "distribution": self.distribution,
                          "seed": self.seed, "runs": c.check.runs});
         match sup.request(req, seconds(c.check.timeout_s)) {
@@ -801,7 +1124,7 @@ impl Check<'_> {
                 // The contract's generator or oracle, or the protocol, failed: the run cannot
                 // judge the candidate.
                 let why = format!("{at}: {}", first_line(&f));
-                dead.get_or_insert(format!("the run stopped: {why}"));
+                stopped.get_or_insert(format!("the run stopped: {why}"));
                 verdict.error.get_or_insert(why);
                 rec.failure = Some(f);
             }
@@ -873,6 +1196,8 @@ fn bench(
     requests: &mut u32,
     progress: Progress,
     predictions: &[Option<cake_cost::Estimate>],
+    // The candidate's callable at each bench shape (its specialization's).
+    callables: &[&str],
 ) -> Timing {
     let mut baselines: Vec<(String, Option<Failure>)> = Vec::new();
     for (name, func) in &c.baselines {
@@ -899,7 +1224,8 @@ fn bench(
         };
         // Candidate and baselines are timed together, sample by sample in turn, so drift in
         // clocks or power during the series reaches all of them alike.
-        let mut names = vec!["candidate"];
+        let candidate_name = callables.get(i).copied().unwrap_or("candidate");
+        let mut names = vec![candidate_name];
         names.extend(
             baselines
                 .iter()
@@ -933,7 +1259,7 @@ fn bench(
                 },
             }
         };
-        let candidate = time(sup, "candidate");
+        let candidate = time(sup, candidate_name);
         let mut timed = IndexMap::new();
         for (name, load_failure) in &baselines {
             let t = match load_failure {

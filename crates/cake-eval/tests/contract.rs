@@ -237,3 +237,43 @@ fn fp8_and_tf32_kernel_dtypes_match_their_contract_names() {
     assert!(dtype_matches("f32", "tf32") && dtype_matches("bf16", "bf16"));
     assert!(!dtype_matches("bf16", "f16") && !dtype_matches("e4m3", "fp8e4m3"));
 }
+
+#[test]
+fn specialize_sets_identifiers_from_dimensions() {
+    let with = |t: &str| format!("{GOOD}\n[specialize]\n{t}\n");
+    let c = parse(&with("BK = \"K\"\nBN = \"N\"")).expect("valid");
+    assert_eq!(c.specialize["BK"], "K");
+    let shape = &c.shape_set("check")[1];
+    let spec = c.specialization(shape);
+    assert_eq!(
+        spec.iter()
+            .map(|(k, v)| (k.as_str(), *v))
+            .collect::<Vec<_>>(),
+        [("BK", 32), ("BN", 64)]
+    );
+    assert_eq!(c.specialized_dim(&spec, "K"), Some(32));
+    assert_eq!(c.specialized_dim(&spec, "M"), None);
+    assert!(parse(GOOD).unwrap().specialize.is_empty());
+
+    let errs = parse(&with("BK = \"Q\"")).unwrap_err();
+    assert_eq!(errs.len(), 1, "{errs:#?}");
+    assert_eq!(errs[0].key.as_deref(), Some("specialize.BK"));
+    assert_eq!(errs[0].message, "`Q` is not a dimension");
+    assert_eq!(errs[0].help.as_deref(), Some("dimensions are M, N, K"));
+    assert_eq!(
+        errs[0].line_col.map(|l| l.0),
+        Some(GOOD.lines().count() + 3)
+    );
+
+    let errs = parse(&with("\"block-k\" = \"K\"\n9K = \"K\"")).unwrap_err();
+    let msgs: Vec<&str> = errs.iter().map(|e| e.message.as_str()).collect();
+    assert_eq!(
+        msgs,
+        [
+            "`block-k` is not a constant's name",
+            "`9K` is not a constant's name"
+        ]
+    );
+    let errs = parse(&with("BK = 64")).unwrap_err();
+    assert!(errs[0].message.contains("expected a string"), "{errs:?}");
+}

@@ -368,3 +368,257 @@ fn a_cancelled_supervisor_kills_its_worker_and_starts_no_other() {
     assert!(t.elapsed().as_millis() < 500);
     assert_eq!(sup.restarts, 0);
 }
+
+// ---- [specialize]: a family built once per value of its compile-time extent ----------------
+// rows.py fixes its width H in its tensors' types; rows.contract.toml sets H from each shape.
+// The fake worker gives wrong results to a kernel whose fixed extent differs from the shape's,
+// so a shape run with another specialization's kernel fails.
+
+/// The rows family's contract, edited (each edit must apply).
+fn rows_contract(edits: &[(&str, &str)]) -> Contract {
+    let mut text = std::fs::read_to_string(data("rows.contract.toml")).unwrap();
+    for (from, to) in edits {
+        assert!(text.contains(from), "test edit `{from}` does not apply");
+        text = text.replacen(from, to, 1);
+    }
+    Contract::parse(&data("rows.contract.toml"), &text, &data("")).expect("valid contract")
+}
+
+/// A build directory of the test's own.
+fn build_dir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("cake-eval-spec-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn has_toolchain() -> bool {
+    cake_testkit::require(cake_toolchain::Toolchain::discover(), "no CUDA toolchain").is_some()
+}
+
+fn run_rows(c: &Contract, mode: Mode, dir: &Path) -> cake_eval::Evidence {
+    let opts = Options {
+        seed: Some(3),
+        build_dir: Some(dir.to_path_buf()),
+        ..Options::default()
+    };
+    let mut sup = supervisor();
+    let e = run(c, mode, &opts, &mut sup, &mut |_: &str| {}).expect("the run completes");
+    sup.shutdown();
+    e
+}
+
+#[test]
+fn shapes_are_grouped_by_the_values_of_their_specialized_constants() {
+    use cake_eval::run::{callable_name, specializations};
+    let c = rows_contract(&[]);
+    let values = |mode, set: Option<&str>| -> Vec<String> {
+        let opts = Options {
+            shape_set: set.map(Into::into),
+            ..Options::default()
+        };
+        specializations(&c, mode, &opts)
+            .iter()
+            .map(callable_name)
+            .collect()
+    };
+    // check: H = 64, 128, 64: two builds, in order of first use.
+    assert_eq!(
+        values(Mode::Test, None),
+        ["candidate[H=64]", "candidate[H=128]"]
+    );
+    // bench adds the bench set's H = 256.
+    assert_eq!(
+        values(Mode::Bench, None),
+        ["candidate[H=64]", "candidate[H=128]", "candidate[H=256]"]
+    );
+    assert_eq!(values(Mode::Test, Some("held_out")), ["candidate[H=128]"]);
+    // Without [specialize], one build under the usual name.
+    let small = Contract::load(&data("small.contract.toml")).unwrap();
+    let specs = specializations(&small, Mode::Bench, &Options::default());
+    assert_eq!(specs.len(), 1);
+    assert_eq!(callable_name(&specs[0]), "candidate");
+}
+
+#[test]
+fn a_family_builds_each_value_once_and_runs_every_shape_with_its_own_build() {
+    if !has_toolchain() {
+        return;
+    }
+    let dir = build_dir("family");
+    let e = run_rows(&rows_contract(&[]), Mode::Bench, &dir);
+    assert_eq!(e.verdict, "passed");
+    let specs = e.specializations.as_ref().expect("recorded");
+    let values: Vec<i64> = specs.iter().map(|s| s.values["H"]).collect();
+    assert_eq!(values, [64, 128, 256]);
+    // Each build is its own candidate: its own hash, source and fixed extent.
+    assert_eq!(e.candidate.hash, specs[0].hash);
+    assert!(e.candidate.source.as_deref().unwrap().contains("\nH = 64 "));
+    let mut hashes: Vec<&str> = specs.iter().map(|s| s.hash.as_str()).collect();
+    hashes.dedup();
+    assert_eq!(hashes.len(), 3);
+    for s in specs {
+        let h = s.values["H"];
+        assert_eq!(s.launch["tensors"][0]["dims"], serde_json::json!(["R", h]));
+        assert!(s.rejected.is_none());
+        assert!(dir.join(format!("H{h}/rows.cubin")).is_file(), "H={h}");
+    }
+    // Every check ran the build of its shape's H.
+    for check in &e.correctness.checks {
+        let h = check.shape["H"];
+        let result = check.result.as_ref().expect("answered");
+        assert_eq!(result["callable"], format!("candidate[H={h}]"));
+    }
+    assert_eq!(e.correctness.checks.len(), 3);
+    // The bench shape (H = 256, in no check) was timed with its own build, and costed with it.
+    let t = e.timing.as_ref().expect("timed");
+    assert_eq!(
+        t.shapes[0].candidate.result.as_ref().unwrap()["outputs_ok"],
+        true
+    );
+    let est = &e.cost_estimate.as_ref().unwrap()["estimates"][0];
+    assert!(est.get("error").is_none(), "{est}");
+    let doc = serde_json::to_value(&e).unwrap();
+    assert_eq!(
+        doc["specializations"][2]["values"],
+        serde_json::json!({"H": 256})
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_value_the_schedule_cannot_take_fails_only_its_own_shapes() {
+    if !has_toolchain() {
+        return;
+    }
+    // H = 32: 64-byte rows under a 128-byte swizzle, which the verifier refuses.
+    let dir = build_dir("rejected");
+    let c = rows_contract(&[("{ R = 100, H = 128 }", "{ R = 100, H = 32 }")]);
+    let e = run_rows(&c, Mode::Test, &dir);
+    assert!(
+        e.verdict.starts_with(
+            "failed: H=32: the schedule has 2 error(s); see `specializations[1].findings`"
+        ),
+        "{}",
+        e.verdict
+    );
+    let specs = e.specializations.as_ref().unwrap();
+    assert!(specs[0].rejected.is_none());
+    assert!(specs[1].rejected.is_some());
+    assert!(specs[1].findings["findings"]
+        .as_array()
+        .is_some_and(|f| !f.is_empty()));
+    let checks = &e.correctness.checks;
+    assert!(checks[0].passed && checks[2].passed, "H = 64 still runs");
+    assert!(checks[1]
+        .skipped
+        .as_deref()
+        .is_some_and(|s| s.starts_with("H=32: the schedule has")));
+    assert!(!e.correctness.passed);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_specialized_dimension_matches_the_kernels_fixed_extent_of_that_value_only() {
+    if !has_toolchain() {
+        return;
+    }
+    // The contract says Y is R × H; the kernel fixes Y's width at 64, whatever H is.
+    let dir = build_dir("mismatch");
+    let c = rows_contract(&[("shape = [\"R\", 64]", "shape = [\"R\", \"H\"]")]);
+    let e = run_rows(&c, Mode::Test, &dir);
+    assert_eq!(
+        e.verdict,
+        "failed: H=128: interface: `Y`: extent 1 is `H` = 128 in this specialization (H=128), \
+         but the kernel's is fixed at 64; write the extent with the specialized constant"
+    );
+    let checks = &e.correctness.checks;
+    assert!(
+        checks[0].passed && checks[2].passed,
+        "at H = 64 it is the same"
+    );
+    assert!(checks[1].skipped.is_some());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn specialize_needs_a_schedule_with_those_constants() {
+    // A worker that cannot start: these are found before it would be needed.
+    let mut sup = Supervisor::new(WorkerCommand {
+        program: "/nonexistent/worker".into(),
+        args: vec![],
+    });
+    let mut err = |c: &Contract, kernel: Option<PathBuf>| {
+        let opts = Options {
+            kernel,
+            ..Options::default()
+        };
+        run(c, Mode::Test, &opts, &mut sup, &mut |_: &str| {})
+            .unwrap_err()
+            .to_string()
+    };
+    // A prebuilt kernel cannot be rebuilt per shape.
+    let text = std::fs::read_to_string(data("small.contract.toml")).unwrap()
+        + "\n[specialize]\nK = \"K\"\n";
+    let small = Contract::parse(&data("small.contract.toml"), &text, &data("")).unwrap();
+    let e = err(&small, None);
+    assert!(
+        e.contains("good.launch.json: a prebuilt kernel cannot be rebuilt per shape, but the contract's [specialize] sets K"),
+        "{e}"
+    );
+    // A constant the schedule does not have is named, with the ones it has.
+    let rows = rows_contract(&[("H = \"H\"", "HIDDEN = \"H\"")]);
+    let e = err(&rows, None);
+    assert!(
+        e.contains("[specialize] sets `HIDDEN`, but") && e.ends_with("its constants are BM, H"),
+        "{e}"
+    );
+    // The same check covers a schedule given with --kernel.
+    let e = err(&rows, Some(root_example("gemm_sm90.py")));
+    assert!(
+        e.contains("has no module-level integer constant `HIDDEN`"),
+        "{e}"
+    );
+}
+
+fn root_example(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples")
+        .join(name)
+}
+
+#[test]
+fn a_fixed_extent_matches_a_specialized_dimension_at_its_value() {
+    use cake_eval::contract::Specialization;
+    use cake_eval::run::interface_mismatches;
+    // good.launch.json with A's K fixed at 64, as a schedule with `K = 64` in A's type builds.
+    let text = std::fs::read_to_string(data("good.launch.json")).unwrap();
+    let text = text.replacen("\"M\",\n        \"K\"", "\"M\",\n        64", 1);
+    let meta: cake_lower::LaunchMeta = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        meta.tensors[0].dims,
+        serde_json::json!(["M", 64]).as_array().unwrap().clone()
+    );
+    let small = std::fs::read_to_string(data("small.contract.toml")).unwrap();
+    let parse = |t: &str| Contract::parse(&data("small.contract.toml"), t, &data("")).unwrap();
+    let c = parse(&(small.clone() + "\n[specialize]\nK = \"K\"\n"));
+    let at = |k: i64| Specialization::from_iter([("K".to_string(), k)]);
+    assert_eq!(
+        interface_mismatches(&c, &meta, &at(64)),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        interface_mismatches(&c, &meta, &at(128)),
+        [
+            "`A`: extent 1 is `K` = 128 in this specialization (K=128), but the kernel's is fixed \
+          at 64; write the extent with the specialized constant"
+        ]
+    );
+    // Unspecialized, the fixed extent is a mismatch that says how to specialize it.
+    let plain = parse(&small);
+    assert_eq!(
+        interface_mismatches(&plain, &meta, &Specialization::new()),
+        ["`A`: the contract's shape is [\"M\",\"K\"], the kernel's [\"M\",64] (the kernel fixes \
+          `K` at 64: to build it per value of `K`, set its constant from `K` in the contract's \
+          [specialize])"]
+    );
+}

@@ -57,6 +57,37 @@ fn records_of_every_outcome_match_the_schema() {
     sup.shutdown();
 }
 
+/// A family's record (`[specialize]`): passing, and with one value rejected. Needs nvcc to
+/// build the schedule.
+#[test]
+fn records_of_a_specialized_family_match_the_schema() {
+    if cake_testkit::require(cake_toolchain::Toolchain::discover(), "no CUDA toolchain").is_none() {
+        return;
+    }
+    let v = validator();
+    let text = std::fs::read_to_string(data("rows.contract.toml")).unwrap();
+    let rejected = text.replacen("{ R = 100, H = 128 }", "{ R = 100, H = 32 }", 1);
+    let dir = std::env::temp_dir().join(format!("cake-eval-schema-spec-{}", std::process::id()));
+    let mut sup = Supervisor::new(WorkerCommand {
+        program: "python3".into(),
+        args: vec![data("fake_worker.py").display().to_string()],
+    });
+    for (text, mode) in [(&text, Mode::Bench), (&rejected, Mode::Test)] {
+        let contract = Contract::parse(&data("rows.contract.toml"), text, &data("")).unwrap();
+        let opts = Options {
+            build_dir: Some(dir.clone()),
+            ..Options::default()
+        };
+        let e = run(&contract, mode, &opts, &mut sup, &mut |_: &str| {}).unwrap();
+        let doc = serde_json::to_value(&e).unwrap();
+        assert!(doc["specializations"].is_array(), "{mode:?}");
+        let bad = violations(&v, &doc);
+        assert!(bad.is_empty(), "{mode:?}: {bad:#?}");
+    }
+    sup.shutdown();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn committed_records_match_the_schema() {
     let v = validator();

@@ -3,7 +3,9 @@ behaves as the loaded candidate's launch metadata says (its `kernel` field): `go
 `unwritten` leaves outputs unwritten, `hang` never answers a check, `chatter` prints stray lines
 instead of answering, `crash` exits mid-check, `sticky` reports an illegal address, `toofast`
 times below any physical floor, `drifts` passes its checks but its timed calls end with wrong
-outputs, `contractbug` meets a failing oracle."""
+outputs, `contractbug` meets a failing oracle. A kernel whose launch metadata fixes an extent
+(`"dims": ["R", 64]`) gives wrong results on a shape that binds that dimension otherwise, as a
+real one would; check answers name the callable that ran."""
 
 import json
 import os
@@ -11,6 +13,18 @@ import sys
 import time
 
 behaviour = {}
+fixed = {}  # callable -> [(tensor, axis, extent)] its launch metadata fixes
+
+
+def wrong_extents(req):
+    """Why the loaded kernel cannot take the request's shape, or None."""
+    shapes = {t["name"]: t["shape"] for t in req["problem"]["tensors"]}
+    for tensor, axis, extent in fixed.get(req["callable"], []):
+        entry = shapes.get(tensor, [None] * (axis + 1))[axis]
+        value = req["shape"].get(entry, entry)
+        if value != extent:
+            return f"{tensor}: axis {axis} is {value}, the kernel's fixed extent is {extent}"
+    return None
 
 
 def answer(req, **fields):
@@ -37,7 +51,10 @@ for line in sys.stdin:
     elif op == "load":
         if "launch" in req:
             with open(req["launch"]) as f:
-                behaviour[req["name"]] = json.load(f)["kernel"]
+                meta = json.load(f)
+            behaviour[req["name"]] = meta["kernel"]
+            fixed[req["name"]] = [(t["name"], i, d) for t in meta["tensors"]
+                                  for i, d in enumerate(t["dims"]) if isinstance(d, int)]
         else:
             behaviour[req["name"]] = "baseline"
         answer(req, loaded=req["name"])
@@ -58,11 +75,13 @@ for line in sys.stdin:
         if b == "sticky":
             error(req, "cuda", "CUDA error: an illegal memory access was encountered", sticky=True)
             sys.exit(1)
-        ok = b != "unwritten"
+        wrong = wrong_extents(req)
+        ok = b != "unwritten" and wrong is None
         out = {"policy": "allclose", "passed": ok, "elements": 64, "mismatches": 0 if ok else 8,
                "unwritten": 0 if ok else 8, "nonfinite": 0 if ok else 8}
         answer(req, passed=ok, outputs={"C": out}, inputs_unmodified=True, deterministic=True,
-               reason=None if ok else "C: 8 elements never written (still poisoned), first at [7, 0]")
+               callable=req["callable"],
+               reason=None if ok else wrong or "C: 8 elements never written (still poisoned), first at [7, 0]")
     elif op == "time":
         results = {}
         for name in req["callables"]:
@@ -71,11 +90,12 @@ for line in sys.stdin:
                 error(req, "python", "the baseline raised")
                 break
             ms = {"baseline": 2.0, "toofast": 1e-6}.get(b, 1.0)
+            wrong = wrong_extents({**req, "callable": name})
             drifts = b == "drifts"  # right at first, wrong after many calls
             results[name] = {"events_ms": stats(ms), "cupti_ms": stats(ms * 0.9),
                              "kernels_per_call": 1, "kernel_names": ["fake"],
-                             "outputs_ok": not drifts,
-                             "outputs_reason": "C: 64 elements differ" if drifts else None}
+                             "outputs_ok": not drifts and wrong is None,
+                             "outputs_reason": "C: 64 elements differ" if drifts else wrong}
         else:
             answer(req, results=results)
     elif op == "shutdown":
