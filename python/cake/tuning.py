@@ -71,6 +71,17 @@ def with_knobs(source: str, values: dict[str, int]) -> str:
     return native().with_knobs(source, {k: int(v) for k, v in values.items()})
 
 
+def specialize(source: str, **values: int) -> str:
+    """`source` with module-level integer constants set, fixed tensor extents included: a
+    family's schedule at one compile-time width, as a contract's `[specialize]` builds it.
+
+        src = open("examples/rmsnorm_sm90.py").read()
+        k = cake.compile(source=cake.specialize(src, H=x.shape[-1]))["rmsnorm"]  # cached per H
+
+    ValueError for a name that is not such a constant."""
+    return native().specialize(source, {k: int(v) for k, v in values.items()})
+
+
 def _source(path, source) -> str:
     if source is not None:
         return source

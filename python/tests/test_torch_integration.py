@@ -170,6 +170,18 @@ def test_knobs_are_the_module_level_integer_constants():
         cake.with_knobs(text, {"XX": 1})
 
 
+def test_specialize_sets_a_fixed_extent_that_knobs_leave_out():
+    text = open(os.path.join(ROOT, "examples", "rmsnorm_sm90.py"), encoding="utf-8").read()
+    assert "H" not in cake.knobs(source=text)  # a tensor type's extent: not a tuning knob
+    edited = cake.specialize(text, H=5000)
+    assert "H = 5000 " in edited and edited.replace("H = 5000 ", "H = 4096 ", 1) == text
+    # The specialised schedule is a clean kernel of that width.
+    checked = cake.check(source=edited, target="sm_90a")
+    assert checked["errors"] == 0, checked
+    with pytest.raises(ValueError, match="no module-level integer constant `W`"):
+        cake.specialize(text, W=1)
+
+
 def needs_nvcc():
     if shutil.which("nvcc") is None and not os.environ.get("CUDA_HOME"):
         pytest.skip("no CUDA toolchain (scripts/toolchain.sh installs one)")

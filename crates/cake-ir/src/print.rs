@@ -114,9 +114,9 @@ impl Printer<'_> {
                     format!(" buffers={}", f.buffers)
                 } else {
                     String::new()
-                }
-                    + &f.rows
-                        .map_or(String::new(), |o| format!(" rows={}", o.name()))
+                } + &f
+                    .rows
+                    .map_or(String::new(), |o| format!(" rows={}", o.name()))
             );
             self.line(1, &text);
         }

@@ -16,13 +16,12 @@ const FAMILIES: [(&str, &str); 5] = [
 
 /// The example with its module constant `H` set to `h` (as a contract's `[specialize]` does).
 fn specialised(file: &str, h: i64) -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(file);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(file);
     let source = std::fs::read_to_string(path).expect("example");
     let knobs = cake_mutate::knobs::constants(&source);
-    let knob = knobs
-        .iter()
-        .find(|k| k.name == "H")
-        .expect("an H constant");
+    let knob = knobs.iter().find(|k| k.name == "H").expect("an H constant");
     cake_mutate::knobs::apply(&source, &[(knob, h)])
 }
 
@@ -61,7 +60,11 @@ fn a_warpgroup_per_row_meets_in_shared_memory_behind_its_own_barrier() {
     let cuda = lower("examples/rmsnorm_sm90.py", 16384);
     assert!(cuda.contains("__shared__ float red"), "{cuda}");
     // Before the writes (the previous readers) and after them.
-    assert_eq!(cuda.matches("cake_named_sync(8 + rows_index, 128);").count(), 2);
+    assert_eq!(
+        cuda.matches("cake_named_sync(8 + rows_index, 128);")
+            .count(),
+        2
+    );
 }
 
 #[test]

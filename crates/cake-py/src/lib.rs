@@ -247,6 +247,30 @@ fn with_knobs(source: &str, values: std::collections::BTreeMap<String, i64>) -> 
     Ok(cake_mutate::knobs::apply(source, &edits))
 }
 
+/// `source` with module-level integer constants set, a tensor type's fixed extents included
+/// (`H = 4096` in `lm.tensor[lm.bf16, "R", H]`): what a contract's `[specialize]` does per
+/// shape. ValueError for a name that is not such a constant.
+#[pyfunction]
+fn specialize(source: &str, values: std::collections::BTreeMap<String, i64>) -> PyResult<String> {
+    let found = cake_mutate::knobs::constants(source);
+    let mut edits = Vec::new();
+    for (name, value) in &values {
+        let Some(k) = found.iter().find(|k| &k.name == name) else {
+            let names: Vec<&str> = found.iter().map(|k| k.name.as_str()).collect();
+            return Err(PyValueError::new_err(format!(
+                "no module-level integer constant `{name}` in the schedule (constants: {})",
+                if names.is_empty() {
+                    "none".to_string()
+                } else {
+                    names.join(", ")
+                }
+            )));
+        };
+        edits.push((k, *value));
+    }
+    Ok(cake_mutate::knobs::apply(source, &edits))
+}
+
 /// Cake's tensor element types: canonical name (as launch.json writes it) -> the torch dtype
 /// attribute that stores it (`"bf16": "bfloat16"`), so Python allocates outputs without a
 /// second copy of the table.
@@ -575,6 +599,7 @@ fn cake_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(dtypes, m)?)?;
     m.add_function(wrap_pyfunction!(knob_neighbours, m)?)?;
     m.add_function(wrap_pyfunction!(with_knobs, m)?)?;
+    m.add_function(wrap_pyfunction!(specialize, m)?)?;
     m.add_function(wrap_pyfunction!(device_info, m)?)?;
     m.add_class::<PyKernel>()?;
     m.add_class::<PyPrepared>()?;

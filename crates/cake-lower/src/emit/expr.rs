@@ -156,7 +156,11 @@ impl Emitter<'_> {
             // along the rows.
             ExprKind::Expand { arg, axis } if matches!(site, Site::Row(_)) => {
                 let Site::Row(g) = site else { unreachable!() };
-                let inner = if *axis == 1 { Site::RowVal(g) } else { Site::RowCol(g) };
+                let inner = if *axis == 1 {
+                    Site::RowVal(g)
+                } else {
+                    Site::RowCol(g)
+                };
                 self.elem_text(*arg, inner)
             }
             // A per-row value broadcast along the columns, read at the row of this site.

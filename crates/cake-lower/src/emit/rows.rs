@@ -137,7 +137,13 @@ impl Emitter<'_> {
                 let ra = rank - 2;
                 let rext = self.extent_text(&dims[ra]);
                 let r0 = &texts[ra];
-                let at = self.tile_offset(&dims, texts, ra, &format!("{r0} + row"), &format!("{c0} + lc"));
+                let at = self.tile_offset(
+                    &dims,
+                    texts,
+                    ra,
+                    &format!("{r0} + row"),
+                    &format!("{c0} + lc"),
+                );
                 (at, format!("{r0} + row < {rext}"), format!("{c0} + lc"))
             } else {
                 let at = self.texts_offset(&dims, texts, ca, &format!("{c0} + lc"));
@@ -178,7 +184,14 @@ impl Emitter<'_> {
 
     /// Row-major offset of element (`row`, `col`) of the two innermost axes at `ra`, `ra + 1`,
     /// the other axes at the coordinates `texts`.
-    fn tile_offset(&self, dims: &[Extent], texts: &[String], ra: usize, row: &str, col: &str) -> String {
+    fn tile_offset(
+        &self,
+        dims: &[Extent],
+        texts: &[String],
+        ra: usize,
+        row: &str,
+        col: &str,
+    ) -> String {
         let mut at: Vec<String> = texts.to_vec();
         at[ra] = row.to_string();
         at[ra + 1] = col.to_string();
@@ -207,7 +220,11 @@ impl Emitter<'_> {
     /// `frag[:] = value` into a row-layout tile or per-row fragment.
     pub(crate) fn assign_rows(&mut self, dst: FragId, value: ExprId, layout: FragLayout, sp: Span) {
         let name = self.frag_name(dst);
-        let header = format!("{{  // {} <- ... ({})", self.k.fragments[dst].name, self.loc(sp));
+        let header = format!(
+            "{{  // {} <- ... ({})",
+            self.k.fragments[dst].name,
+            self.loc(sp)
+        );
         self.braced(&header, |e| match layout {
             FragLayout::RowTile(g) => {
                 let Some(loads) = e.row_value_loads(value, g, true) else {
@@ -262,7 +279,11 @@ impl Emitter<'_> {
         if matches!(dtype, DType::E4M3 | DType::E5M2) {
             self.needs_row_fp8 = true;
         }
-        let header = format!("{{  // store {} <- row-layout value ({})", k.params[dst].name, self.loc(sp));
+        let header = format!(
+            "{{  // store {} <- row-layout value ({})",
+            k.params[dst].name,
+            self.loc(sp)
+        );
         self.braced(&header, |e| match layout {
             FragLayout::RowTile(g) => {
                 let Some(loads) = e.row_value_loads(inner, g, true) else {
@@ -324,7 +345,14 @@ impl Emitter<'_> {
 
     /// A row reduction (sum, max or min) of a row-layout tile into `red<N>_v[rpt]`, every
     /// thread of a row group ending with the row's value.
-    pub(crate) fn row_reduction(&mut self, e: ExprId, pass: &super::reduce::Pass, op: ReduceOp, arg: ExprId, g: RowGeom) {
+    pub(crate) fn row_reduction(
+        &mut self,
+        e: ExprId,
+        pass: &super::reduce::Pass,
+        op: ReduceOp,
+        arg: ExprId,
+        g: RowGeom,
+    ) {
         let k = self.k;
         let vname = pass.vname.clone();
         let (init, combine) = match op {

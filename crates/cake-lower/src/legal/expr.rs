@@ -101,7 +101,11 @@ pub(crate) trait Scope {
             ExprKind::Unary(_, a) => self.elem_problems(*a, site, out),
             ExprKind::Expand { arg, axis } if matches!(site, Site::Row(_)) => {
                 let Site::Row(g) = site else { unreachable!() };
-                let inner = if *axis == 1 { Site::RowVal(g) } else { Site::RowCol(g) };
+                let inner = if *axis == 1 {
+                    Site::RowVal(g)
+                } else {
+                    Site::RowCol(g)
+                };
                 self.elem_problems(*arg, inner, out)
             }
             ExprKind::Expand { .. } if matches!(site, Site::RowVal(_) | Site::RowCol(_)) => out
@@ -156,9 +160,8 @@ pub(crate) trait Scope {
                 match (x, y) {
                     (Some(l), _) | (_, Some(l)) if l.is_accumulator() => Some(l),
                     // A per-row value broadcast along a row-layout tile takes the tile's layout.
-                    (Some(l @ FragLayout::RowTile(_)), _) | (_, Some(l @ FragLayout::RowTile(_))) => {
-                        Some(l)
-                    }
+                    (Some(l @ FragLayout::RowTile(_)), _)
+                    | (_, Some(l @ FragLayout::RowTile(_))) => Some(l),
                     (Some(l), _) | (_, Some(l)) => Some(l),
                     _ => None,
                 }
@@ -291,7 +294,8 @@ fn readable_at(layout: Option<FragLayout>, site: Site) -> bool {
     match (layout, site) {
         (Some(FragLayout::RowTile(l)), Site::Row(g)) => l == g,
         (Some(FragLayout::RowVals(l)), Site::Row(g) | Site::RowVal(g)) => l.same_rows(g),
-        (Some(FragLayout::RowTile(_) | FragLayout::RowVals(_)), _) | (_, Site::Row(_) | Site::RowVal(_) | Site::RowCol(_)) => false,
+        (Some(FragLayout::RowTile(_) | FragLayout::RowVals(_)), _)
+        | (_, Site::Row(_) | Site::RowVal(_) | Site::RowCol(_)) => false,
         _ => readable_at_mma(layout, site),
     }
 }

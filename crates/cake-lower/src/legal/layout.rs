@@ -75,7 +75,7 @@ impl RowGeom {
     /// Whether the last chunk of some thread runs past the tile's columns (those elements do not
     /// exist: reductions and stores skip them).
     pub(crate) fn ragged(self) -> bool {
-        self.cols % (ROW_CHUNK * self.t) != 0
+        !self.cols.is_multiple_of(ROW_CHUNK * self.t)
     }
     /// Same rows held by the same threads (a per-row value broadcasts along such a tile).
     pub(crate) fn same_rows(self, other: RowGeom) -> bool {

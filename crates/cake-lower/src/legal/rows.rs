@@ -71,10 +71,7 @@ fn walk(
             let ParamKind::Tensor { dtype, .. } = k.params[*tensor].kind else {
                 return Ok(());
             };
-            if !matches!(
-                dtype,
-                DType::BF16 | DType::F16 | DType::F32 | DType::I32
-            ) {
+            if !matches!(dtype, DType::BF16 | DType::F16 | DType::F32 | DType::I32) {
                 return Err((
                     k.exprs.span(e),
                     format!("loading {dtype} into a row-layout value is not lowered yet (bf16, f16, f32 and i32 are)"),
@@ -158,7 +155,12 @@ pub(crate) fn row_store(
 }
 
 /// A row reduction of a row-layout tile: sum, max or min of float values, without the column.
-pub(crate) fn row_reduction(k: &Kernel, arg: ExprId, op: ReduceOp, index: bool) -> Result<(), String> {
+pub(crate) fn row_reduction(
+    k: &Kernel,
+    arg: ExprId,
+    op: ReduceOp,
+    index: bool,
+) -> Result<(), String> {
     if index || matches!(op, ReduceOp::ArgMin | ReduceOp::ArgMax) {
         return Err("lm.argmin / lm.argmax of a row-layout tile are not lowered yet".into());
     }
@@ -171,7 +173,7 @@ pub(crate) fn row_reduction(k: &Kernel, arg: ExprId, op: ReduceOp, index: bool) 
 /// Whether `role` reduces rows held by a whole warpgroup: its replicas meet on a hardware barrier
 /// of their own (`super::replica_barrier`) to combine the four warps' partial results.
 pub(crate) fn role_reduces_across_warps(k: &Kernel, role: RoleId) -> bool {
-    k.fragments.iter().any(|(_, f)| {
-        f.role == role && f.rows == Some(RowOwner::Warpgroup) && f.shape.len() == 2
-    })
+    k.fragments
+        .iter()
+        .any(|(_, f)| f.role == role && f.rows == Some(RowOwner::Warpgroup) && f.shape.len() == 2)
 }

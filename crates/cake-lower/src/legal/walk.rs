@@ -8,8 +8,8 @@ use super::expr::{
     reduction_operands, reduction_tracks_index, Problems, ReductionTile, Reductions, Scope,
 };
 use super::layout::{FragLayout, RowGeom, Site};
-use super::rows::{row_loads, row_reduction, row_store};
 use super::ops::*;
+use super::rows::{row_loads, row_reduction, row_store};
 use super::Plan;
 use crate::mma::{MmaBackend, MmaCall};
 use crate::Unsupported;
