@@ -228,23 +228,13 @@ fn knob_neighbours(value: i64) -> Vec<i64> {
 /// knob name is a ValueError naming the knobs there are.
 #[pyfunction]
 fn with_knobs(source: &str, values: std::collections::BTreeMap<String, i64>) -> PyResult<String> {
-    let found = cake_mutate::knobs::knobs(source);
-    let mut edits = Vec::new();
-    for (name, value) in &values {
-        let Some(k) = found.iter().find(|k| &k.name == name) else {
-            let names: Vec<&str> = found.iter().map(|k| k.name.as_str()).collect();
-            return Err(PyValueError::new_err(format!(
-                "no knob `{name}` in the schedule (knobs: {})",
-                if names.is_empty() {
-                    "none".to_string()
-                } else {
-                    names.join(", ")
-                }
-            )));
-        };
-        edits.push((k, *value));
-    }
-    Ok(cake_mutate::knobs::apply(source, &edits))
+    set_constants(
+        source,
+        &values,
+        cake_mutate::knobs::knobs(source),
+        "knob",
+        "knobs",
+    )
 }
 
 /// `source` with module-level integer constants set, a tensor type's fixed extents included
@@ -253,12 +243,30 @@ fn with_knobs(source: &str, values: std::collections::BTreeMap<String, i64>) -> 
 #[pyfunction]
 fn specialize(source: &str, values: std::collections::BTreeMap<String, i64>) -> PyResult<String> {
     let found = cake_mutate::knobs::constants(source);
+    set_constants(
+        source,
+        &values,
+        found,
+        "module-level integer constant",
+        "constants",
+    )
+}
+
+/// `source` with each of `values` set among the constants `found`; a name not among them is a
+/// ValueError naming `what` it had to be and listing them.
+fn set_constants(
+    source: &str,
+    values: &std::collections::BTreeMap<String, i64>,
+    found: Vec<cake_mutate::knobs::Knob>,
+    what: &str,
+    plural: &str,
+) -> PyResult<String> {
     let mut edits = Vec::new();
-    for (name, value) in &values {
+    for (name, value) in values {
         let Some(k) = found.iter().find(|k| &k.name == name) else {
             let names: Vec<&str> = found.iter().map(|k| k.name.as_str()).collect();
             return Err(PyValueError::new_err(format!(
-                "no module-level integer constant `{name}` in the schedule (constants: {})",
+                "no {what} `{name}` in the schedule ({plural}: {})",
                 if names.is_empty() {
                     "none".to_string()
                 } else {

@@ -232,13 +232,22 @@ impl Emitter<'_> {
     }
 
     fn offset_text(&self, dims: &[Extent], coords: &[ExprId], axis: usize, at: &str) -> String {
+        let at: Vec<String> = (0..dims.len())
+            .map(|i| {
+                if i == axis {
+                    at.to_string()
+                } else {
+                    self.ix_text(coords[i])
+                }
+            })
+            .collect();
+        self.offset_of(dims, &at)
+    }
+
+    /// Row-major element offset of the coordinates `at` (C text, one per axis of `dims`).
+    pub(crate) fn offset_of(&self, dims: &[Extent], at: &[String]) -> String {
         let mut off = String::new();
-        for (i, d) in dims.iter().enumerate() {
-            let c = if i == axis {
-                at.to_string()
-            } else {
-                self.ix_text(coords[i])
-            };
+        for (d, c) in dims.iter().zip(at) {
             off = if off.is_empty() {
                 format!("(size_t)({c})")
             } else {

@@ -7,6 +7,40 @@
 use super::*;
 use crate::legal::{RowGeom, RowLoad, ROW_CHUNK};
 
+/// A load read chunk by chunk inside the loop nest: the expression, how it is read, its
+/// coordinates as C text and the register array that holds one chunk.
+pub(crate) struct ChunkLoad {
+    load: ExprId,
+    how: RowLoad,
+    coords: Vec<String>,
+    array: String,
+}
+
+/// How a row-layout access handles an element type: the register type values are computed in,
+/// and the name the prelude's helpers use for it (`cake_row_ld8_<name>`, `cake_row_st8_<name>`,
+/// `cake_<name>_to_f32`, `cake_f32_to_<name>`).
+fn row_elem(d: DType) -> (&'static str, &'static str) {
+    match d {
+        DType::BF16 => ("float", "bf16"),
+        DType::F16 => ("float", "f16"),
+        DType::E4M3 => ("float", "e4m3"),
+        DType::E5M2 => ("float", "e5m2"),
+        DType::I32 => ("int", "i32"),
+        _ => ("float", "f32"),
+    }
+}
+
+/// The conversion of one element between its storage type and the f32 it is computed in:
+/// nothing for f32 and i32, which are stored as computed.
+fn storage_conversion(d: DType, to_f32: bool) -> String {
+    let (_, name) = row_elem(d);
+    match (d, to_f32) {
+        (DType::F32 | DType::TF32 | DType::I32, _) => String::new(),
+        (_, true) => format!("cake_{name}_to_f32"),
+        (_, false) => format!("cake_f32_to_{name}"),
+    }
+}
+
 impl Emitter<'_> {
     /// The C text of a row-layout geometry's per-thread coordinates, in the current role.
     fn row_text(&self, g: RowGeom) -> (String, String) {
@@ -30,12 +64,7 @@ impl Emitter<'_> {
     /// per-row ones are read here into registers; the per-column and tile ones are returned, to
     /// be read chunk by chunk inside the loops (`chunk_loads`), so only one chunk of each is
     /// live at a time. None when the value reads a load it cannot (reported).
-    fn row_value_loads(
-        &mut self,
-        value: ExprId,
-        g: RowGeom,
-        tile: bool,
-    ) -> Option<Vec<(ExprId, RowLoad, Vec<String>)>> {
+    fn row_value_loads(&mut self, value: ExprId, g: RowGeom, tile: bool) -> Option<Vec<ChunkLoad>> {
         let k = self.k;
         let loads = match legal::row_loads(k, value, g, tile) {
             Ok(l) => l,
@@ -66,15 +95,16 @@ impl Emitter<'_> {
             let array = format!("ld{id}");
             if how != RowLoad::Row {
                 self.row_loads.insert(l, format!("{array}[v]"));
-                chunked.push((l, how, texts));
+                chunked.push(ChunkLoad {
+                    load: l,
+                    how,
+                    coords: texts,
+                    array,
+                });
                 continue;
             }
-            let (vty, conv) = match dtype {
-                DType::BF16 => ("float", "cake_bf16_to_f32"),
-                DType::F16 => ("float", "cake_f16_to_f32"),
-                DType::I32 => ("int", ""),
-                _ => ("float", ""),
-            };
+            let (vty, _) = row_elem(dtype);
+            let conv = storage_conversion(dtype, true);
             let fill = Self::load_fill(dtype, fill);
             let ca = dims.len() - 1;
             let cext = self.extent_text(&dims[ca]);
@@ -108,9 +138,15 @@ impl Emitter<'_> {
 
     /// Read chunk (r, c) of the loads `how` (per-column loads in the chunk loop, tile loads in
     /// the row loop inside it) into eight registers each; `row`, `col` and `lc` are in scope.
-    fn chunk_loads(&mut self, loads: &[(ExprId, RowLoad, Vec<String>)], g: RowGeom, how: RowLoad) {
+    fn chunk_loads(&mut self, loads: &[ChunkLoad], g: RowGeom, how: RowLoad) {
         let k = self.k;
-        for (l, kind, texts) in loads {
+        for ChunkLoad {
+            load: l,
+            how: kind,
+            coords: texts,
+            array,
+        } in loads
+        {
             if *kind != how {
                 continue;
             }
@@ -120,13 +156,7 @@ impl Emitter<'_> {
             let ParamKind::Tensor { dtype, dims } = k.params[tensor].kind.clone() else {
                 continue;
             };
-            let (vty, suffix) = match dtype {
-                DType::BF16 => ("float", "bf16"),
-                DType::F16 => ("float", "f16"),
-                DType::I32 => ("int", "i32"),
-                _ => ("float", "f32"),
-            };
-            let array = self.row_loads[l].trim_end_matches("[v]").to_string();
+            let (vty, suffix) = row_elem(dtype);
             let tname = c_ident(&k.params[tensor].name);
             let rank = dims.len();
             let ca = rank - 1;
@@ -164,12 +194,7 @@ impl Emitter<'_> {
     /// The loop nest over a thread's chunks of a row-layout tile: chunk c (outer, its
     /// per-column loads read once for all rows), row r (its tile loads), then `body` with `row`
     /// (the tile row), `lc` (the tile column of the chunk's first element) in scope.
-    fn row_chunks(
-        &mut self,
-        g: RowGeom,
-        loads: &[(ExprId, RowLoad, Vec<String>)],
-        body: impl FnOnce(&mut Self),
-    ) {
+    fn row_chunks(&mut self, g: RowGeom, loads: &[ChunkLoad], body: impl FnOnce(&mut Self)) {
         let (row, col) = self.row_text(g);
         self.unrolled(&format!("for (int c = 0; c < {}; ++c) {{", g.cpt()), |e| {
             e.line(&format!("const int lc = {col};"));
@@ -203,18 +228,6 @@ impl Emitter<'_> {
         let mut all: Vec<String> = texts.to_vec();
         all[axis] = at.to_string();
         self.offset_of(dims, &all)
-    }
-
-    fn offset_of(&self, dims: &[Extent], at: &[String]) -> String {
-        let mut off = String::new();
-        for (d, c) in dims.iter().zip(at) {
-            off = if off.is_empty() {
-                format!("(size_t)({c})")
-            } else {
-                format!("({off} * {} + ({c}))", self.extent_text(d))
-            };
-        }
-        off
     }
 
     /// `frag[:] = value` into a row-layout tile or per-row fragment.
@@ -294,13 +307,7 @@ impl Emitter<'_> {
                 let rext = e.extent_text(&dims[ra]);
                 let (r0, c0) = (texts[ra].clone(), texts[ca].clone());
                 let offset = e.tile_offset(&dims, &texts, ra, &format!("{r0} + row"), &format!("{c0} + lc"));
-                let suffix = match dtype {
-                    DType::BF16 => "bf16",
-                    DType::F16 => "f16",
-                    DType::E4M3 => "e4m3",
-                    DType::E5M2 => "e5m2",
-                    _ => "f32",
-                };
+                let (_, suffix) = row_elem(dtype);
                 e.row_chunks(g, &loads, |e| {
                     e.line(&format!("float out[{ROW_CHUNK}];"));
                     e.line("#pragma unroll");
@@ -321,13 +328,7 @@ impl Emitter<'_> {
                 let t = format!("{}_thread", c_ident(&k.roles[role].name));
                 let c0 = texts[ca].clone();
                 let offset = e.texts_offset(&dims, &texts, ca, &format!("{c0} + row"));
-                let conv = match dtype {
-                    DType::BF16 => "cake_f32_to_bf16",
-                    DType::F16 => "cake_f32_to_f16",
-                    DType::E4M3 => "cake_f32_to_e4m3",
-                    DType::E5M2 => "cake_f32_to_e5m2",
-                    _ => "",
-                };
+                let conv = storage_conversion(dtype, false);
                 let ty = storage_type(dtype);
                 e.braced(&format!("if ({t} % {} == 0) {{", g.t), |e| {
                     e.unrolled(&format!("for (int r = 0; r < {}; ++r) {{", g.rpt), |e| {
@@ -355,10 +356,11 @@ impl Emitter<'_> {
     ) {
         let k = self.k;
         let vname = pass.vname.clone();
-        let (init, combine) = match op {
-            ReduceOp::Sum => (pass.init, "cake_sum"),
-            ReduceOp::Max | ReduceOp::ArgMax => (pass.init, "fmaxf"),
-            ReduceOp::Min | ReduceOp::ArgMin => (pass.init, "fminf"),
+        let init = pass.init;
+        let combine = match op {
+            ReduceOp::Sum => "cake_sum",
+            ReduceOp::Max | ReduceOp::ArgMax => "fmaxf",
+            ReduceOp::Min | ReduceOp::ArgMin => "fminf",
         };
         self.line(&format!(
             "float {vname}[{}];  // row {} over {} columns, rows held by {} thread(s) ({})",
