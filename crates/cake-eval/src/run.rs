@@ -153,26 +153,16 @@ fn check_specialize(c: &Contract, opts: &Options) -> Result<(), RunError> {
     let Ok(bytes) = cake_driver::read_schedule(&path) else {
         return Ok(());
     };
-    let constants = cake_mutate::knobs::constants(&String::from_utf8_lossy(&bytes));
-    let mut names: Vec<&str> = Vec::new();
-    for k in &constants {
-        if !names.contains(&k.name.as_str()) {
-            names.push(&k.name);
-        }
-    }
-    for key in keys {
-        if !names.contains(&key) {
-            return Err(RunError::Usage(format!(
-                "the contract's [specialize] sets `{key}`, but {} has no module-level integer \
-                 constant `{key}` (`{key} = <integer>`); its constants are {}",
-                path.display(),
-                if names.is_empty() {
-                    "none".to_string()
-                } else {
-                    names.join(", ")
-                }
-            )));
-        }
+    let text = String::from_utf8_lossy(&bytes);
+    let constants = cake_mutate::knobs::constants(&text);
+    if let Err(m) = cake_mutate::knobs::set(&text, &constants, keys.iter().map(|k| (*k, 0))) {
+        return Err(RunError::Usage(format!(
+            "the contract's [specialize] sets `{key}`, but {} has no module-level integer \
+             constant `{key}` (`{key} = <integer>`); its constants are {}",
+            path.display(),
+            m.available_text(),
+            key = m.name,
+        )));
     }
     Ok(())
 }
@@ -502,18 +492,16 @@ fn specialize(path: &Path, bytes: Vec<u8>, spec: &Specialization) -> Result<Vec<
     }
     let text = String::from_utf8_lossy(&bytes).into_owned();
     let constants = cake_mutate::knobs::constants(&text);
-    let mut edits = Vec::new();
-    for (name, value) in spec {
-        let found: Vec<_> = constants.iter().filter(|k| &k.name == name).collect();
-        if found.is_empty() {
-            return Err(RunError::Usage(format!(
-                "{} has no module-level integer constant `{name}` for the contract's [specialize]",
-                path.display()
-            )));
-        }
-        edits.extend(found.into_iter().map(|k| (k, *value)));
-    }
-    Ok(cake_mutate::knobs::apply(&text, &edits).into_bytes())
+    let values = spec.iter().map(|(name, v)| (name.as_str(), *v));
+    cake_mutate::knobs::set(&text, &constants, values)
+        .map(String::into_bytes)
+        .map_err(|m| {
+            RunError::Usage(format!(
+                "{} has no module-level integer constant `{}` for the contract's [specialize]",
+                path.display(),
+                m.name
+            ))
+        })
 }
 
 /// Build (or take) the candidate for one specialization. `findings_at` is where the record keeps

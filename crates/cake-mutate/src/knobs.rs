@@ -133,9 +133,69 @@ pub fn apply(source: &str, edits: &[(&Knob, i64)]) -> String {
     s
 }
 
+/// A constant [`set`] was asked to change that is not among those it was given.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Missing {
+    pub name: String,
+    /// The names there are, each once, in source order.
+    pub available: Vec<String>,
+}
+
+impl Missing {
+    /// The names there are, for a message: `BM, BN` or `none`.
+    pub fn available_text(&self) -> String {
+        if self.available.is_empty() {
+            "none".into()
+        } else {
+            self.available.join(", ")
+        }
+    }
+}
+
+/// `source` with each named constant among `found` (every statement that assigns it) set to its
+/// value; the first name not in `found` is an error.
+pub fn set<'a>(
+    source: &str,
+    found: &[Knob],
+    values: impl IntoIterator<Item = (&'a str, i64)>,
+) -> Result<String, Missing> {
+    let mut edits = Vec::new();
+    for (name, value) in values {
+        let before = edits.len();
+        edits.extend(found.iter().filter(|k| k.name == name).map(|k| (k, value)));
+        if edits.len() == before {
+            let mut available: Vec<String> = Vec::new();
+            for k in found {
+                if !available.contains(&k.name) {
+                    available.push(k.name.clone());
+                }
+            }
+            return Err(Missing {
+                name: name.to_string(),
+                available,
+            });
+        }
+    }
+    Ok(apply(source, &edits))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn set_changes_named_constants_or_names_the_missing_one() {
+        let ks = knobs(SRC);
+        let out = set(SRC, &ks, [("BN", 64), ("STAGES", 5)]).unwrap();
+        assert!(out.contains("BM, BN, BK = 128, 64, 64\nSTAGES = 5  # comment\n"));
+        let miss = set(SRC, &ks, [("BN", 64), ("Q", 1)]).unwrap_err();
+        assert_eq!(miss.name, "Q");
+        assert_eq!(miss.available_text(), "BM, BN, BK, STAGES");
+        assert_eq!(
+            set(SRC, &[], [("Q", 1)]).unwrap_err().available_text(),
+            "none"
+        );
+    }
 
     const SRC: &str = "\"\"\"BM = 1 in a docstring\"\"\"\nimport cake\nBM, BN, BK = 128, 256, 64\nSTAGES = 3  # comment\nX = f(2)\nY = 1.5\n\ndef k():\n    Z = 4\n";
 

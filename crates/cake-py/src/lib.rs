@@ -261,22 +261,15 @@ fn set_constants(
     what: &str,
     plural: &str,
 ) -> PyResult<String> {
-    let mut edits = Vec::new();
-    for (name, value) in values {
-        let Some(k) = found.iter().find(|k| &k.name == name) else {
-            let names: Vec<&str> = found.iter().map(|k| k.name.as_str()).collect();
-            return Err(PyValueError::new_err(format!(
-                "no {what} `{name}` in the schedule ({plural}: {})",
-                if names.is_empty() {
-                    "none".to_string()
-                } else {
-                    names.join(", ")
-                }
-            )));
-        };
-        edits.push((k, *value));
-    }
-    Ok(cake_mutate::knobs::apply(source, &edits))
+    cake_mutate::knobs::set(source, &found, values.iter().map(|(k, v)| (k.as_str(), *v))).map_err(
+        |m| {
+            PyValueError::new_err(format!(
+                "no {what} `{}` in the schedule ({plural}: {})",
+                m.name,
+                m.available_text()
+            ))
+        },
+    )
 }
 
 /// Cake's tensor element types: canonical name (as launch.json writes it) -> the torch dtype
