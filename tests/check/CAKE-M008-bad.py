@@ -47,7 +47,7 @@ def kmeans_update(X: lm.tensor[lm.bf16, "B", "N", D],
             # The sums were written by ordinary stores; TMA reads them.
             lm.fence_proxy_async()
             for q in range(KC // BOX):
-                sSum.rows(q * BOX, BOX).tma_store(SUMS, coords=(b, kc * KC + q * BOX, ds * DS))
+                sSum.rows(q * BOX, BOX).tma_store(SUMS, coords=(b, kc * KC + q * BOX, ds * DS))  # error[CAKE-M009]: both run this store on the same elements
             if ds == 0:
                 for q in range(KC // BOX):
-                    sCnt.rows(q * BOX, BOX).tma_store(COUNTS, coords=(b, kc * KC + q * BOX))
+                    sCnt.rows(q * BOX, BOX).tma_store(COUNTS, coords=(b, kc * KC + q * BOX))  # error[CAKE-M009]: both run this store on the same elements

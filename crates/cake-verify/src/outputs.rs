@@ -615,6 +615,85 @@ fn coverage(
             }
         }
     }
+    replicated_stores(cx, p, stores, paths, &domains, out);
+}
+
+/// Replicas of a role that run one store on the same elements: each repeats the others' work,
+/// and the values race when they differ. Every coordinate is compared (with the same values of
+/// everything but the replica index), so replicas told apart by a dimension the coverage check
+/// cannot follow are not reported.
+fn replicated_stores(
+    cx: &Ctx,
+    p: ParamId,
+    stores: &[StoreSite],
+    paths: &BTreeMap<StmtId, Vec<(StmtId, ExprId, bool)>>,
+    domains: &[Domain],
+    out: &mut Vec<Finding>,
+) {
+    let k = cx.k;
+    for s in stores {
+        let Some(role) = s.site.role else { continue };
+        if k.roles[role].replicas() < 2 {
+            continue;
+        }
+        let Some(envs) = envs(k, s, domains) else {
+            continue;
+        };
+        let taken: Vec<&Env> = envs
+            .iter()
+            .filter(|e| path_taken(k, s, paths, stores, e) == Some(true))
+            .collect();
+        let replica = |e: &Env| e.get(&Var::Role(role)).copied().unwrap_or(0);
+        let rest = |e: &Env| {
+            e.iter()
+                .filter(|(v, _)| **v != Var::Role(role))
+                .map(|(v, x)| (*v, *x))
+                .collect::<Vec<_>>()
+        };
+        let at = |e: &Env| -> Option<Vec<i64>> {
+            s.coords
+                .iter()
+                .map(|c| eval(k, *c, &|v| e.get(&v).copied().unwrap_or(0)))
+                .collect()
+        };
+        for (i, a) in taken.iter().enumerate() {
+            for b in &taken[i + 1..] {
+                if replica(a) == replica(b) || rest(a) != rest(b) {
+                    continue;
+                }
+                let (Some(x), Some(y)) = (at(a), at(b)) else {
+                    continue;
+                };
+                let overlap = x
+                    .iter()
+                    .zip(&y)
+                    .zip(&s.extent)
+                    .all(|((x, y), n)| *x < y.saturating_add(*n) && *y < x.saturating_add(*n));
+                if !overlap {
+                    continue;
+                }
+                let r = &k.roles[role].name;
+                let tname = &k.params[p].name;
+                out.push(
+                    Finding::new(
+                        &OUTPUT_COVERAGE,
+                        cx.span(s.site.stmt),
+                        format!(
+                            "replicas {} and {} of role `{r}` both run this store on the same elements of `{tname}`: every replica repeats the others' work, and the values race if they differ",
+                            replica(a),
+                            replica(b)
+                        ),
+                    )
+                    .subject("tensor", tname)
+                    .label(k.roles.span(role), format!("`{r}` has {} replicas", k.roles[role].replicas()))
+                    .help(format!(
+                        "give each replica its own slice (a coordinate with `{r}.index`), or issue the store from a role of one replica"
+                    )),
+                );
+                return;
+            }
+        }
+    }
 }
 
 type Env = BTreeMap<Var, i64>;
