@@ -524,10 +524,13 @@ impl Rates<'_> {
             + w.store_bytes / (self.p.store * 1e3 / self.active)
             + w.tma_store_bytes / (self.p.tma_store * 1e3 / self.active)
             + w.reg_load_bytes / (self.p.l2 * 1e3 / self.active)
-            // The SM's share of DRAM: the CTAs resident on an SM take turns (`per_sm` in the
-            // wave), so a CTA's share is not divided again.
-            + w.row_bytes / (self.p.dram * 1e3 / self.p.sms)
             + w.syncs * self.p.named_bar
+    }
+    /// Row-layout tiles streamed through registers, at the SM's share of DRAM: the CTAs
+    /// resident on an SM take turns (`per_sm` in the wave), so a CTA's share is not divided
+    /// again.
+    fn row_us(&self, w: &analyze::Work) -> f64 {
+        w.row_bytes / (self.p.dram * 1e3 / self.p.sms)
     }
 }
 
@@ -684,6 +687,8 @@ pub fn estimate_with(
     // ---- one tile, per role
     let mut loops_out = Vec::new();
     let mut iter_of: BTreeMap<(usize, usize), (f64, Terms)> = BTreeMap::new();
+    // Of an iteration, the time streaming row-layout tiles (a throughput CTAs on an SM share).
+    let mut row_of: BTreeMap<(usize, usize), f64> = BTreeMap::new();
     // Pipelined loops are timed jointly across the roles that run them.
     let mut pipelines: Vec<cake_ir::PipelineId> = Vec::new();
     for r in &a.roles {
@@ -714,13 +719,18 @@ pub fn estimate_with(
             let load_bytes: f64 = members.iter().map(|(_, m)| m.work.load_bytes).sum();
             let copies: u32 = members.iter().map(|(_, m)| m.work.copies).sum();
             let load_us = rates.load_us(load_bytes);
-            let (mut c, mut c_mma, mut c_alu) = (0.0f64, 0.0, 0.0);
+            let (mut c, mut c_mma, mut c_alu, mut c_row) = (0.0f64, 0.0, 0.0, 0.0);
             for (_, m) in &members {
-                let (mm, al) = (rates.mma_us(&m.work), rates.alu_us(&m.work));
-                if mm + al > c {
-                    c = mm + al;
+                let (mm, al, rs) = (
+                    rates.mma_us(&m.work),
+                    rates.alu_us(&m.work),
+                    rates.row_us(&m.work),
+                );
+                if mm + al + rs > c {
+                    c = mm + al + rs;
                     c_mma = mm;
                     c_alu = al;
+                    c_row = rs;
                 }
             }
             let waits = members.iter().any(|(_, m)| m.work.waits > 0.0);
@@ -743,8 +753,10 @@ pub fn estimate_with(
             let mut terms = Terms {
                 tensor_us: c_mma,
                 epilogue_us: c_alu,
+                memory_us: c_row,
                 ..Terms::default()
             };
+            row_of.insert((ri, li), c_row);
             let extra = it - c;
             if extra > 0.0 {
                 if load_us >= ring && load_us >= handoff {
@@ -784,13 +796,16 @@ pub fn estimate_with(
         }
     }
     // Per role: what runs once per tile outside loops, then its loops.
-    let mut critical: Option<(usize, f64, Terms)> = None;
+    let mut critical: Option<(usize, f64, Terms, f64)> = None;
     for (ri, r) in a.roles.iter().enumerate() {
         let mut terms = Terms::default();
+        let mut stream = 0.0;
         for w in [&r.before, &r.after] {
-            let (mm, al) = (rates.mma_us(w), rates.alu_us(w));
+            let (mm, al, rs) = (rates.mma_us(w), rates.alu_us(w), rates.row_us(w));
             terms.tensor_us += mm;
             terms.epilogue_us += al;
+            terms.memory_us += rs;
+            stream += rs;
             if w.copies > 0 && w.waits > 0.0 {
                 // The role waits for its own copies: their latency and transfer are exposed.
                 terms.latency_us += p.lat;
@@ -802,13 +817,15 @@ pub fn estimate_with(
         for (li, l) in r.loops.iter().enumerate() {
             let (_, it_terms) = &iter_of[&(ri, li)];
             terms.add(it_terms, l.trips);
+            stream += row_of[&(ri, li)] * l.trips;
         }
         let total = terms.total();
         if critical.as_ref().is_none_or(|c| total > c.1) {
-            critical = Some((ri, total, terms));
+            critical = Some((ri, total, terms, stream));
         }
     }
-    let (_, tile_us, tile_terms) = critical.unwrap_or((0, 0.0, Terms::default()));
+    let (_, tile_us, tile_terms, tile_stream_us) =
+        critical.unwrap_or((0, 0.0, Terms::default(), 0.0));
 
     // ---- waves
     let mut terms = Terms::default();
@@ -826,7 +843,7 @@ pub fn estimate_with(
         // its tensor cores and ALUs but overlap each other's latencies.
         let first = p.setup + p.lat;
         let lat_tile = tile_us + first;
-        let thr_tile = tile_terms.tensor_us + tile_terms.epilogue_us;
+        let thr_tile = tile_terms.tensor_us + tile_terms.epilogue_us + tile_stream_us;
         let wave = (per_sm * thr_tile).max(lat_tile);
         let waves_exact = t / slots;
         let waves = waves_exact.ceil();
