@@ -156,7 +156,7 @@ impl Interp<'_> {
                     format!("expected a condition, found {what}"),
                 )
                 .map_err(|r| {
-                    self.help_last(r, "a per-element condition selects values with lm.select")
+                    self.help_last(r, "a per-element condition selects values with lm.select, and combines with `&`, `|` and `~`")
                 })
             }
         }
@@ -240,6 +240,11 @@ impl Interp<'_> {
         b: (Value, Span),
         sp: Span,
     ) -> R<Value> {
+        match op {
+            ast::Operator::BitAnd => return self.elementwise_logical(BinOp::And, a, b, sp),
+            ast::Operator::BitOr => return self.elementwise_logical(BinOp::Or, a, b, sp),
+            _ => {}
+        }
         let Some(op) = py_binop(op) else {
             return self
                 .err(
@@ -247,7 +252,7 @@ impl Interp<'_> {
                     sp,
                     "this operator is not supported",
                 )
-                .map_err(|r| self.help_last(r, "supported: + - * / // %"));
+                .map_err(|r| self.help_last(r, "supported: + - * / // %, and & | on conditions"));
         };
         self.arith(op, a, b, sp)
     }
@@ -500,9 +505,80 @@ impl Interp<'_> {
         )))
     }
 
+    /// Whether `v` is a per-element condition: a bool register value (a comparison of register
+    /// values, or `&` / `|` / `~` of such).
+    fn is_bool_frag(&self, v: &Value) -> bool {
+        match v {
+            Value::Expr(e) => matches!(
+                self.k.exprs[*e].ty,
+                Ty::Frag {
+                    dtype: DType::Bool,
+                    ..
+                }
+            ),
+            Value::Frag(f) => self.k.fragments[*f].dtype == DType::Bool,
+            _ => false,
+        }
+    }
+
+    /// `a & b`, `a | b`: per element when either side is a per-element condition (a scalar
+    /// condition broadcasts), otherwise `a and b` / `a or b`.
+    fn elementwise_logical(
+        &mut self,
+        op: BinOp,
+        (a, asp): (Value, Span),
+        (b, bsp): (Value, Span),
+        sp: Span,
+    ) -> R<Value> {
+        if !self.is_bool_frag(&a) && !self.is_bool_frag(&b) {
+            return self.logical(op, (a, asp), (b, bsp), sp);
+        }
+        let x = self.bool_operand(a, asp)?;
+        let y = self.bool_operand(b, bsp)?;
+        let (tx, ty_y) = (self.k.exprs[x].ty.clone(), self.k.exprs[y].ty.clone());
+        let ty = match (&tx, &ty_y) {
+            (Ty::Frag { .. }, Ty::Frag { .. }) => self.result_type(op, &tx, &ty_y, asp, bsp, sp)?,
+            (Ty::Frag { .. }, _) => tx,
+            _ => ty_y,
+        };
+        Ok(Value::Expr(self.mk(ExprKind::Binary(op, x, y), ty, sp)))
+    }
+
+    /// An operand of `&`, `|` or `~`: a per-element condition, or a condition.
+    fn bool_operand(&mut self, v: Value, vsp: Span) -> R<ExprId> {
+        let v = match v {
+            Value::Frag(_) => Value::Expr(self.expr_of(v, vsp, None)?),
+            v => v,
+        };
+        match v {
+            Value::Expr(e) if self.is_bool_frag(&v) => Ok(e),
+            Value::Expr(e) if matches!(self.k.exprs[e].ty, Ty::Frag { .. }) => {
+                let what = describe_ty(&self.k, &self.k.exprs[e].ty);
+                self.err(
+                    &codes::TYPE_MISMATCH,
+                    vsp,
+                    format!(
+                        "`&`, `|` and `~` combine conditions, per element or not; this is {what}"
+                    ),
+                )
+                .map_err(|r| self.help_last(r, "compare it first: `(s > 0.0) & (cols < n)`"))
+            }
+            other => self.condition_of(other, vsp),
+        }
+    }
+
     pub fn unary(&mut self, op: ast::UnaryOp, v: Value, vsp: Span, sp: Span) -> R<Value> {
         match (op, &v) {
             (_, Value::Poison) => Err(Reported),
+            (ast::UnaryOp::Invert, _) if self.is_bool_frag(&v) => {
+                let e = self.expr_of(v, vsp, None)?;
+                let ty = self.k.exprs[e].ty.clone();
+                Ok(Value::Expr(self.mk(ExprKind::Unary(UnOp::Not, e), ty, sp)))
+            }
+            (ast::UnaryOp::Invert, Value::Bool(b)) => Ok(Value::Bool(!b)),
+            (ast::UnaryOp::Invert, Value::Expr(e)) if self.k.exprs[*e].ty == Ty::Bool => Ok(
+                Value::Expr(self.mk(ExprKind::Unary(UnOp::Not, *e), Ty::Bool, sp)),
+            ),
             (ast::UnaryOp::USub, Value::Int(i)) => match i.checked_neg() {
                 Some(n) => Ok(Value::Int(n)),
                 None => self.err(&codes::INVALID_VALUE, sp, "compile-time integer overflow"),

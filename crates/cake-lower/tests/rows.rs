@@ -26,7 +26,10 @@ fn specialised(file: &str, h: i64) -> String {
 }
 
 fn lower(file: &str, h: i64) -> String {
-    let source = specialised(file, h);
+    lower_source(file, &specialised(file, h), h)
+}
+
+fn lower_source(file: &str, source: &str, h: i64) -> String {
     let checked = cake_driver::check(file, source.as_bytes(), Some("sm_90a"));
     assert!(
         !checked.findings.iter().any(|f| f.is_error()),
@@ -73,6 +76,29 @@ fn a_ragged_last_chunk_is_left_out_of_reductions_and_stores() {
     let cuda = lower("examples/layernorm_sm90.py", 1032);
     assert!(cuda.contains("if (lc + v < 1032) acc[r]"), "{cuda}");
     assert!(cuda.contains("1032 - lc"), "{cuda}");
+}
+
+#[test]
+fn per_element_conditions_combine_with_and_or_not() {
+    let source = r#"
+import cake
+from cake import lm
+
+
+@cake.schedule(targets=["sm_90a"])
+def clip(X: lm.tensor[lm.bf16, "R", 1024], Y: lm.tensor[lm.bf16, "R", 1024], lo: lm.f32):
+    rows = lm.role(warpgroup=0)
+    x = rows.fragment(shape=(4, 1024), dtype=lm.f32, rows="warp")
+    for t in lm.tiles(lm.cdiv(R, 4)):
+        with rows:
+            x[:] = lm.cast(lm.load(X, coords=(t * 4, 0), shape=(4, 1024)), lm.f32)
+            keep = (x > lo) & ~(x > 1.0) | (t == 0)
+            lm.store(Y, lm.cast(lm.select(keep, x, 0.0), lm.bf16), coords=(t * 4, 0))
+"#;
+    let cuda = lower_source("clip.py", source, 1024);
+    let x = "x[(r * 4 + c) * 8 + v]";
+    let want = format!("((({x} > lo) && (!({x} > 1.0f))) || (tile_0 == 0)) ? {x} : 0.0f");
+    assert!(cuda.contains(&want), "{cuda}");
 }
 
 #[test]
