@@ -3,7 +3,8 @@
 the first read of S, the row max, exp2, the row sum, and O += P·V with P in registers.
 
 V is passed transposed (Vt: (D, S)) because only a K-major `b` is lowered; the key tail is masked
-with a column vector loaded with `fill=-inf` (MASK: zeros of length S), as there is no iota.
+with a column vector loaded with `fill=-inf` (MASK: zeros of length S); crates/cake-lower/tests/
+attention.rs also masks it with `lm.iota`, and adds a causal mask.
 Lowered and compiled by crates/cake-lower/tests/attention.rs, which checks that the wgmma wait
 dominates every read of S, that the two row reductions compile side by side, that exp2 is
 ex2.approx and that the row max keeps no index."""

@@ -632,6 +632,8 @@ impl Analyzer<'_> {
                 } + self.ops(*arg, rw, seen)
             }
             ExprKind::Expand { arg, .. } => self.ops(*arg, rw, seen),
+            // One integer operation per element: the thread's index plus its offset.
+            ExprKind::Iota { .. } => Ops { all: n, int: n },
             ExprKind::Load { shape, .. } => {
                 let el: f64 = shape.iter().map(|&d| d as f64).product();
                 // A per-column vector is read by every thread that holds one of its columns:

@@ -435,6 +435,12 @@ pub enum ExprKind {
         arg: ExprId,
         axis: usize,
     },
+    /// An i32 register tile whose every element is its own index along `axis` (0-based,
+    /// within the tile): what masks compare with (`lm.iota`).
+    Iota {
+        shape: Vec<u32>,
+        axis: usize,
+    },
     /// A register tile loaded from a global tensor at `coords` (out-of-range elements read
     /// `fill`).
     Load {

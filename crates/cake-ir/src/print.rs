@@ -439,6 +439,12 @@ impl Printer<'_> {
                 format!("{}({}, axis={}{})", name, self.expr(*arg), axis, packed)
             }
             ExprKind::Expand { arg, axis } => format!("expand({}, axis={})", self.expr(*arg), axis),
+            ExprKind::Iota { shape, axis } => {
+                format!(
+                    "iota(shape=[{}], axis={axis})",
+                    list(shape, |d| d.to_string())
+                )
+            }
             ExprKind::Load {
                 tensor,
                 coords,

@@ -33,6 +33,7 @@ impl ExprKind {
             | ExprKind::Reduce { arg: a, .. }
             | ExprKind::Expand { arg: a, .. } => f(*a),
             ExprKind::Load { coords, .. } => coords.iter().copied().for_each(f),
+            ExprKind::Iota { .. } => {}
         }
     }
 }

@@ -19,6 +19,57 @@ fn lower(file: &str) -> String {
         .cuda
 }
 
+/// The attention block with its key-tail mask written with `lm.iota` instead of the MASK
+/// column vector, plus a causal mask: the element's row and column inside the wgmma tile.
+fn iota_masked() -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/build/attention_sm90.py");
+    let text = std::fs::read_to_string(path).expect("schedule");
+    let old = "                    bias = lm.load(MASK, coords=(j * BN,), shape=(BN,), fill=-lm.inf)\n                    s[:] = s + bias[None, :]\n";
+    assert!(text.contains(old));
+    let new = "                    s[:] = lm.select(j * BN + lm.iota((BM, BN), 1) < S, s, -lm.inf)\n                s[:] = lm.select((tm * BM + lm.iota((BM, BN), axis=0) >= j * BN + lm.iota((BM, BN), -1)) | (S < 0), s, -lm.inf)\n";
+    text.replace(old, new)
+        .replace("              MASK: lm.tensor[lm.f32, \"S\"],\n", "")
+}
+
+fn lower_text(text: &str) -> String {
+    let checked = cake_driver::check("attention_iota.py", text.as_bytes(), Some("sm_90a"));
+    assert!(!checked.has_errors(), "{:?}", checked.findings);
+    let t = cake_target::lookup("sm_90a").unwrap();
+    cake_lower::lower(&checked.kernels[0], &checked.file, t)
+        .unwrap_or_else(|e| panic!("does not lower: {e:?}"))
+        .cuda
+}
+
+#[test]
+fn iota_masks_the_key_tail_and_the_causal_triangle() {
+    let cuda = lower_text(&iota_masked());
+    // Column and row of each accumulator element: the wgmma layout's own.
+    assert!(
+        cuda.contains("((j_2 * 64) + (lane_col + 8 * i + j)) < dim_S"),
+        "{cuda}"
+    );
+    assert!(
+        cuda.contains(
+            "((tile_0 * 64) + (lane_row + 8 * h)) >= ((j_2 * 64) + (lane_col + 8 * i + j))"
+        ),
+        "{cuda}"
+    );
+    let Some(tc) =
+        cake_testkit::require(cake_toolchain::Toolchain::discover(), "no CUDA toolchain")
+    else {
+        return;
+    };
+    let out = std::env::temp_dir().join(format!("cake-attention-iota-{}", std::process::id()));
+    tc.compile(
+        &cuda,
+        cake_target::lookup("sm_90a").unwrap(),
+        &out,
+        "attention_iota",
+    )
+    .unwrap_or_else(|e| panic!("does not compile: {e}"));
+    let _ = std::fs::remove_dir_all(&out);
+}
+
 /// The index of the first line containing `text`, from line `from`.
 fn find(lines: &[&str], from: usize, text: &str) -> usize {
     from + lines[from..]

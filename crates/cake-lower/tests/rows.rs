@@ -93,11 +93,13 @@ def clip(X: lm.tensor[lm.bf16, "R", 1024], Y: lm.tensor[lm.bf16, "R", 1024], lo:
         with rows:
             x[:] = lm.cast(lm.load(X, coords=(t * 4, 0), shape=(4, 1024)), lm.f32)
             keep = (x > lo) & ~(x > 1.0) | (t == 0)
-            lm.store(Y, lm.cast(lm.select(keep, x, 0.0), lm.bf16), coords=(t * 4, 0))
+            lm.store(Y, lm.cast(lm.select(keep & (lm.iota((4, 1024), 1) < 1000), x, 0.0), lm.bf16), coords=(t * 4, 0))
 "#;
     let cuda = lower_source("clip.py", source, 1024);
     let x = "x[(r * 4 + c) * 8 + v]";
-    let want = format!("((({x} > lo) && (!({x} > 1.0f))) || (tile_0 == 0)) ? {x} : 0.0f");
+    let keep = format!("((({x} > lo) && (!({x} > 1.0f))) || (tile_0 == 0))");
+    // lm.iota along the columns: the element's column in the tile.
+    let want = format!("(({keep} && ((lc + v) < 1000)) ? {x} : 0.0f)");
     assert!(cuda.contains(&want), "{cuda}");
 }
 

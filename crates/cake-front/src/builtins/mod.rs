@@ -69,6 +69,7 @@ impl Interp<'_> {
             Mma => self.mma(a, sp),
             Store => self.store(a, sp),
             Load => self.load(a, sp),
+            Iota => self.iota(a, sp),
             Ldmatrix => self.ldmatrix(a, sp),
             TmemLoad => self.tmem_load(a, sp),
             TmemStore => self.tmem_store(a, sp),

@@ -121,6 +121,36 @@ impl Interp<'_> {
         Ok(Value::Expr(e))
     }
 
+    /// `lm.iota(shape, axis)`: each element's index along `axis`, within the tile.
+    pub(super) fn iota(&mut self, a: &[Slot], sp: Span) -> R<Value> {
+        let shape = self.shape(&a[0], "shape")?;
+        let (v, s) = a[1].clone().expect("required");
+        let n = self.const_int(&v, s, "the axis")?;
+        let rank = shape.len() as i64;
+        let axis = if n < 0 { n + rank } else { n };
+        if !(0..rank).contains(&axis) {
+            return self.err(
+                &codes::INVALID_VALUE,
+                s,
+                format!("axis {n} is out of range for a shape of {rank} axes"),
+            );
+        }
+        let role = self.current_role(sp, "lm.iota")?;
+        let e = self.mk(
+            ExprKind::Iota {
+                shape: shape.clone(),
+                axis: axis as usize,
+            },
+            Ty::Frag {
+                dtype: DType::I32,
+                shape,
+                role,
+            },
+            sp,
+        );
+        Ok(Value::Expr(e))
+    }
+
     /// `lm.ldmatrix(dst, src)`
     pub(super) fn ldmatrix(&mut self, a: &[Slot], sp: Span) -> R<Value> {
         let dst = self.frag_arg(&a[0], "the destination")?;

@@ -176,6 +176,10 @@ impl Emitter<'_> {
                 Some(name) => format!("{name}[h]"),
                 None => "0".into(),
             },
+            ExprKind::Iota { shape, axis } => match legal::iota_index(shape, *axis, site) {
+                Ok(which) => self.iota_text(which, site),
+                Err(_) => "0".into(),
+            },
             ExprKind::Load { .. } if self.col_loads.contains_key(&e) => self.col_loads[&e].clone(),
             ExprKind::Load {
                 tensor,
@@ -204,6 +208,25 @@ impl Emitter<'_> {
             }
             // Not lowered (`elem_problems` records it).
             _ => "0".into(),
+        }
+    }
+
+    /// The row or column (within the tile) of the element `site` evaluates.
+    fn iota_text(&self, which: legal::IotaIndex, site: Site) -> String {
+        let row = which == legal::IotaIndex::Row;
+        let thread = || {
+            let (role, _) = self.role.expect("role");
+            format!("{}_thread", c_ident(&self.k.roles[role].name))
+        };
+        let mma_sync = self.target.mma == cake_target::MmaFamily::MmaSync;
+        match site {
+            Site::Tile | Site::Rows if row && mma_sync => "(16 * mt + lane_row + 8 * h)".into(),
+            Site::Tile | Site::Rows if row => "(lane_row + 8 * h)".into(),
+            Site::Tile => "(lane_col + 8 * i + j)".into(),
+            Site::Lane if row => thread(),
+            Site::Lane => "c".into(),
+            Site::Row(g) | Site::RowVal(g) if row => self.row_text(g).0,
+            Site::Row(_) | Site::RowCol(_) | Site::RowVal(_) | Site::Rows => "(lc + v)".into(),
         }
     }
 

@@ -43,7 +43,7 @@ fn storage_conversion(d: DType, to_f32: bool) -> String {
 
 impl Emitter<'_> {
     /// The C text of a row-layout geometry's per-thread coordinates, in the current role.
-    fn row_text(&self, g: RowGeom) -> (String, String) {
+    pub(crate) fn row_text(&self, g: RowGeom) -> (String, String) {
         let (role, _) = self.role.expect("role");
         let t = format!("{}_thread", c_ident(&self.k.roles[role].name));
         // Row of the thread's r-th row, local column of chunk c.

@@ -127,6 +127,11 @@ pub(crate) trait Scope {
                     out.push((sp, "this reduction is not lowered here".into()));
                 }
             }
+            ExprKind::Iota { shape, axis } => {
+                if let Err(m) = iota_index(shape, *axis, site) {
+                    out.push((sp, m));
+                }
+            }
             ExprKind::Load { .. } if self.col_loaded(e) => {}
             ExprKind::Load {
                 tensor,
@@ -275,6 +280,29 @@ pub(crate) trait Scope {
                 "reductions are lowered along the columns (axis=1) of an accumulator tile or a row-layout tile".into(),
             ),
         }
+    }
+}
+
+/// Which index of its element an `lm.iota` evaluated at a site holds.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum IotaIndex {
+    Row,
+    Column,
+}
+
+/// `lm.iota(shape, axis)` at `site`: its axis counts from the right like a broadcast (the last
+/// axis is the tile's columns, the one before its rows); at a per-row site a 1-D iota counts
+/// rows.
+pub(crate) fn iota_index(shape: &[u32], axis: usize, site: Site) -> Result<IotaIndex, String> {
+    let from_right = shape.len() - 1 - axis;
+    let per_row = matches!(site, Site::Rows | Site::RowVal(_));
+    match (from_right, per_row, site) {
+        (0, true, _) => Ok(IotaIndex::Row),
+        (0, false, _) => Ok(IotaIndex::Column),
+        (1, false, Site::Tile | Site::Lane | Site::Row(_)) => Ok(IotaIndex::Row),
+        _ => Err(format!(
+            "lm.iota of shape {shape:?} along axis {axis} is not lowered here: it is lowered along the rows or columns of the tile it is evaluated over"
+        )),
     }
 }
 

@@ -22,7 +22,8 @@ mod rows;
 mod walk;
 
 pub(crate) use expr::{
-    cast_to_16bit, reduction_operands, reduction_tracks_index, ReductionTile, Reductions, Scope,
+    cast_to_16bit, iota_index, reduction_operands, reduction_tracks_index, IotaIndex,
+    ReductionTile, Reductions, Scope,
 };
 pub(crate) use layout::{FragLayout, RowGeom, Site, ROW_CHUNK};
 pub(crate) use ops::*;
