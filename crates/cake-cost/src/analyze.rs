@@ -576,7 +576,7 @@ impl Analyzer<'_> {
             ExprKind::Unary(op, a) => {
                 // Transcendentals run on the quarter-rate special-function unit.
                 let own = match op {
-                    UnOp::Exp2 | UnOp::Log2 | UnOp::Sqrt | UnOp::Rsqrt => Ops {
+                    UnOp::Exp2 | UnOp::Exp2Ftz | UnOp::Log2 | UnOp::Sqrt | UnOp::Rsqrt => Ops {
                         all: 4.0 * n,
                         int: 0.0,
                     },

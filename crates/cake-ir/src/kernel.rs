@@ -378,6 +378,8 @@ pub enum UnOp {
     Neg,
     Not,
     Exp2,
+    /// `lm.exp2(x, ftz=True)`: subnormal inputs and results flush to zero (`ex2.approx.ftz`).
+    Exp2Ftz,
     Log2,
     Sqrt,
     Rsqrt,

@@ -404,6 +404,7 @@ impl Printer<'_> {
                     UnOp::Neg => format!("(-{a})"),
                     UnOp::Not => format!("(not {a})"),
                     UnOp::Exp2 => format!("exp2({a})"),
+                    UnOp::Exp2Ftz => format!("exp2({a}, ftz=True)"),
                     UnOp::Log2 => format!("log2({a})"),
                     UnOp::Sqrt => format!("sqrt({a})"),
                     UnOp::Rsqrt => format!("rsqrt({a})"),

@@ -39,6 +39,12 @@ static __device__ __forceinline__ float cake_ex2(float x) {
   asm("ex2.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
   return y;
 }
+// lm.exp2(x, ftz=True): subnormals flush to zero, one MUFU.EX2 with no fix-ups around it.
+static __device__ __forceinline__ float cake_ex2_ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
 "#;
 
 /// Row-layout loads and stores (`rows=` fragments): eight consecutive elements of a row, one

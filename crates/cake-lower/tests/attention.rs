@@ -70,6 +70,20 @@ fn iota_masks_the_key_tail_and_the_causal_triangle() {
     let _ = std::fs::remove_dir_all(&out);
 }
 
+#[test]
+fn exp2_with_ftz_is_the_flushing_instruction() {
+    let text = iota_masked().replace(
+        "p[:] = lm.cast(lm.exp2(s * SCALE - m_new[:, None]), lm.bf16)",
+        "p[:] = lm.cast(lm.exp2(s * SCALE - m_new[:, None], ftz=True), lm.bf16)",
+    );
+    assert!(text.contains("ftz=True"));
+    let cuda = lower_text(&text);
+    assert!(cuda.contains("ex2.approx.ftz.f32"), "{cuda}");
+    assert!(cuda.contains("cake_ex2_ftz(((s["), "{cuda}");
+    // The row sum's exp2 keeps the exact-subnormal form it was written with.
+    assert!(cuda.contains("cake_ex2(((s["), "{cuda}");
+}
+
 /// The index of the first line containing `text`, from line `from`.
 fn find(lines: &[&str], from: usize, text: &str) -> usize {
     from + lines[from..]

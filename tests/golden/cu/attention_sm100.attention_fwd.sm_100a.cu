@@ -93,6 +93,12 @@ static __device__ __forceinline__ float cake_ex2(float x) {
   asm("ex2.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
   return y;
 }
+// lm.exp2(x, ftz=True): subnormals flush to zero, one MUFU.EX2 with no fix-ups around it.
+static __device__ __forceinline__ float cake_ex2_ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
 
 // tcgen05 / tensor memory (PTX ISA 9.1 §9.7.16). One warp allocates; the base address lands in
 // shared memory (§9.7.16.1.2, §9.7.16.7).

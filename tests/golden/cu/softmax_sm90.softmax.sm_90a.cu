@@ -93,6 +93,12 @@ static __device__ __forceinline__ float cake_ex2(float x) {
   asm("ex2.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
   return y;
 }
+// lm.exp2(x, ftz=True): subnormals flush to zero, one MUFU.EX2 with no fix-ups around it.
+static __device__ __forceinline__ float cake_ex2_ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
 
 static __device__ __forceinline__ float cake_sum(float a, float b) { return a + b; }
 static __device__ __forceinline__ float cake_bf16_to_f32(uint16_t h) {

@@ -63,7 +63,19 @@ impl Interp<'_> {
     /// `lm.exp2(x)` and the other one-argument functions.
     pub(super) fn unary_math(&mut self, b: Builtin, a: &[Slot], sp: Span) -> R<Value> {
         use Builtin::*;
+        let ftz = match a.get(1).cloned().flatten() {
+            None => false,
+            Some((Value::Bool(f), _)) => f,
+            Some((_, s)) => {
+                return self.err(
+                    &codes::TYPE_MISMATCH,
+                    s,
+                    "`ftz` is a compile-time bool (True or False)",
+                )
+            }
+        };
         let op = match b {
+            Exp2 if ftz => UnOp::Exp2Ftz,
             Exp2 => UnOp::Exp2,
             Log2 => UnOp::Log2,
             Sqrt => UnOp::Sqrt,
@@ -212,7 +224,7 @@ impl Interp<'_> {
     fn math_fn(&mut self, op: UnOp, v: Value, vsp: Span, sp: Span) -> R<Value> {
         if let Value::Float(x) = v {
             let r = match op {
-                UnOp::Exp2 => x.exp2(),
+                UnOp::Exp2 | UnOp::Exp2Ftz => x.exp2(),
                 UnOp::Log2 => x.log2(),
                 UnOp::Sqrt => x.sqrt(),
                 UnOp::Rsqrt => 1.0 / x.sqrt(),

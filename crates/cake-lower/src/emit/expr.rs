@@ -65,10 +65,9 @@ impl Emitter<'_> {
         let mut problems = Vec::new();
         self.elem_problems(e, site, &mut problems);
         self.report(problems);
-        if self
-            .k
-            .expr_any(e, |x| matches!(x, ExprKind::Unary(UnOp::Exp2, _)))
-        {
+        if self.k.expr_any(e, |x| {
+            matches!(x, ExprKind::Unary(UnOp::Exp2 | UnOp::Exp2Ftz, _))
+        }) {
             self.needs_ex2 = true;
         }
         self.elem_text(e, site)
@@ -145,6 +144,7 @@ impl Emitter<'_> {
                 match op {
                     UnOp::Neg => format!("(-{a})"),
                     UnOp::Exp2 => format!("cake_ex2({a})"),
+                    UnOp::Exp2Ftz => format!("cake_ex2_ftz({a})"),
                     UnOp::Log2 => format!("log2f({a})"),
                     UnOp::Sqrt => format!("sqrtf({a})"),
                     UnOp::Rsqrt => format!("rsqrtf({a})"),
