@@ -84,6 +84,27 @@ fn exp2_with_ftz_is_the_flushing_instruction() {
     assert!(cuda.contains("cake_ex2(((s["), "{cuda}");
 }
 
+#[test]
+fn an_accumulator_tile_stores_into_the_innermost_axes_of_a_4d_tensor() {
+    let text = iota_masked()
+        .replace(
+            "O: lm.tensor[lm.f32, \"S\", D]",
+            "O: lm.tensor[lm.f32, \"B\", 1, \"S\", D]",
+        )
+        .replace(
+            "lm.store(O, o, coords=(tm * BM, 0))",
+            "lm.store(O, o, coords=(B - 1, 0, tm * BM, 0))",
+        );
+    assert!(text.contains("coords=(B - 1, 0, tm * BM, 0)"));
+    let cuda = lower_text(&text);
+    assert!(
+        cuda.contains(
+            "float* out = O + ((((size_t)((dim_B - 1)) * 1 + (0)) * dim_S + (row)) * 64 + (col));"
+        ),
+        "{cuda}"
+    );
+}
+
 /// The index of the first line containing `text`, from line `from`.
 fn find(lines: &[&str], from: usize, text: &str) -> usize {
     from + lines[from..]

@@ -240,7 +240,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_gemm_chain(
             #pragma unroll
             for (int j = 0; j < 2; ++j) v[j] = o[4 * i + 2 * h + j];
             if (row < dim_M) {
-              float* out = O + (size_t)row * 128 + col;
+              float* out = O + ((size_t)(row) * 128 + (col));
               if (col < 128) out[0] = (float)(v[0]);
               if (col + 1 < 128) out[1] = (float)(v[1]);
             }

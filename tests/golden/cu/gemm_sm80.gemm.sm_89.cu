@@ -186,7 +186,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_gemm(
               #pragma unroll
               for (int j = 0; j < 2; ++j) v[j] = acc[4 * (mt * 8 + i) + 2 * h + j];
               if (row < dim_M) {
-                uint16_t* out = C + (size_t)row * dim_N + col;
+                uint16_t* out = C + ((size_t)(row) * dim_N + (col));
                 const uint32_t both = cake_pack_bf16x2(v[0], v[1]);
                 if (col + 1 < dim_N && (dim_N % 2) == 0) {
                   *reinterpret_cast<uint32_t*>(out) = both;  // 4-byte aligned: col and the row pitch are even

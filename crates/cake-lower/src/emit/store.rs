@@ -62,9 +62,15 @@ impl Emitter<'_> {
         if let Err(m) = legal::store_tile_shape(&dims, coords) {
             return self.unsupported(sp, m);
         }
-        let (rows, cols) = (self.extent_text(&dims[0]), self.extent_text(&dims[1]));
-        let r0 = self.ix(coords[0]);
-        let c0 = self.ix(coords[1]);
+        // The tile covers the two innermost axes; leading coordinates pick the slice.
+        let (ra, ca) = (dims.len() - 2, dims.len() - 1);
+        let (rows, cols) = (self.extent_text(&dims[ra]), self.extent_text(&dims[ca]));
+        let texts: Vec<String> = coords.iter().map(|c| self.ix(*c)).collect();
+        let (r0, c0) = (texts[ra].clone(), texts[ca].clone());
+        let mut at = texts.clone();
+        at[ra] = "row".into();
+        at[ca] = "col".into();
+        let offset = self.offset_of(&dims, &at);
         let tname = c_ident(&k.params[dst].name);
         // A cast to a 16-bit float is done by the store itself: two floats pack into one word.
         let (inner, pack) = match legal::store_tile_value(k, value, dtype) {
@@ -82,7 +88,7 @@ impl Emitter<'_> {
             e.accumulator_pairs(layout, &r0, Some(&c0), &v, |e| {
                 e.braced(&format!("if (row < {rows}) {{"), |e| {
                     e.line(&format!(
-                        "{ct}* out = {tname} + (size_t)row * {cols} + col;"
+                        "{ct}* out = {tname} + {offset};"
                     ));
                     match pack {
                         Some(f) => {

@@ -290,10 +290,11 @@ pub(crate) fn store_kind(layout: Option<FragLayout>) -> Result<StoreKind, String
     }
 }
 
-/// `lm.store` of an accumulator tile: into a 2-D tensor...
+/// `lm.store` of an accumulator tile: into the two innermost axes of a tensor, one coordinate
+/// per axis (the leading ones pick the slice)...
 pub(crate) fn store_tile_shape(dims: &[Extent], coords: &[ExprId]) -> Result<(), String> {
-    if dims.len() != 2 || coords.len() != 2 {
-        return Err("lm.store of an accumulator tile is lowered for 2-D tensors".into());
+    if dims.len() < 2 || coords.len() != dims.len() {
+        return Err("lm.store of an accumulator tile writes the two innermost axes of a tensor of rank 2 or more, with one coordinate per axis".into());
     }
     Ok(())
 }

@@ -558,8 +558,9 @@ impl<'a> Checker<'a> {
                 if let Err(m) = store_tile_shape(dims, coords) {
                     return self.unsupported(sp, m);
                 }
-                self.ix(coords[0]);
-                self.ix(coords[1]);
+                for c in coords {
+                    self.ix(*c);
+                }
                 match store_tile_value(k, value, *dtype) {
                     Err(m) => self.unsupported(sp, m),
                     Ok((inner, _)) => self.elem(inner, Site::Tile),
