@@ -105,6 +105,38 @@ fn an_accumulator_tile_stores_into_the_innermost_axes_of_a_4d_tensor() {
     );
 }
 
+/// 192-key tiles (FA3's choice at D = 128): S is one m64n192 wgmma, and P·V reads P from
+/// registers over 12 k-steps; the lowering and nvcc accept both.
+#[test]
+fn key_tiles_of_192_lower_to_n192_wgmma_and_compile() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/build/attention_sm90.py");
+    let text = std::fs::read_to_string(path).expect("schedule");
+    let knobs = cake_mutate::knobs::knobs(&text);
+    let text = cake_mutate::knobs::set(&text, &knobs, [("BN", 192)]).expect("a BN knob");
+    let cuda = lower_text(&text);
+    assert!(cuda.contains("cake_wgmma_m64n192k16_f32_bf16("), "{cuda}");
+    assert!(
+        cuda.matches("cake_wgmma_m64n64k16_f32_bf16_rs(").count() >= 12,
+        "{cuda}"
+    );
+    let Some(tc) =
+        cake_testkit::require(cake_toolchain::Toolchain::discover(), "no CUDA toolchain")
+    else {
+        return;
+    };
+    let out = std::env::temp_dir().join(format!("cake-attention-192-{}", std::process::id()));
+    let build = tc
+        .compile(
+            &cuda,
+            cake_target::lookup("sm_90a").unwrap(),
+            &out,
+            "attention_192",
+        )
+        .unwrap_or_else(|e| panic!("does not compile: {e}"));
+    assert_eq!(build.resources[0].spill_stores, 0, "{:?}", build.resources);
+    let _ = std::fs::remove_dir_all(&out);
+}
+
 /// The index of the first line containing `text`, from line `from`.
 fn find(lines: &[&str], from: usize, text: &str) -> usize {
     from + lines[from..]
