@@ -221,3 +221,26 @@ def copy_to_scratch(X, **_) -> None:
         _SCRATCH.clear()  # one shape at a time: free the previous shape's buffer
         buf = _SCRATCH[key] = torch.empty_like(X)
     buf.copy_(X)
+
+
+# --- fallbacks (the families' *.family.toml): the torch op, written into the outputs --------
+
+def rms_norm_into(X, W, Y, eps) -> None:
+    Y.copy_(rms_norm_result(X, W, eps))
+
+
+def layer_norm_into(X, W, Bias, Y, eps) -> None:
+    Y.copy_(layer_norm_result(X, W, Bias, eps))
+
+
+def softmax_into(X, Y) -> None:
+    torch.softmax(X, dim=-1, out=Y)
+
+
+def add_rms_norm_into(X, Res, W, Hs, Y, eps) -> None:
+    torch.add(X, Res, out=Hs)
+    Y.copy_(rms_norm_result(Hs, W, eps))
+
+
+def quant_fp8_into(X, Q, S) -> None:
+    torch_quant_fp8(X, Q, S)

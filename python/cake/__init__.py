@@ -29,6 +29,7 @@ from .compiler import (
     lower,
     target_for_capability,
 )
+from .family import Family, family
 from .tuning import Trial, Tuned, autotune, knobs, specialize, with_knobs
 from .errors import CakeError, CompileError, CudaError, LaunchError, TargetError
 from .runtime import Kernel, PreparedLaunch, load_kernel
@@ -42,5 +43,5 @@ __all__ = [
     "default_cache_dir", "lower", "target_for_capability",
     "CakeError", "CompileError", "CudaError", "LaunchError", "TargetError",
     "Kernel", "PreparedLaunch", "load_kernel", "torch_op",
-    "Trial", "Tuned", "autotune", "knobs", "specialize", "with_knobs",
+    "Trial", "Tuned", "autotune", "knobs", "specialize", "with_knobs", "Family", "family",
 ]

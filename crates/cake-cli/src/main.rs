@@ -9,6 +9,7 @@ use std::process::ExitCode;
 mod cost;
 mod eval;
 mod evolve;
+mod family;
 mod progress;
 
 /// Write to stdout; a closed pipe (`cake ... | head`) ends the program quietly instead of
@@ -122,6 +123,27 @@ impl From<DocFormat> for Format {
             DocFormat::Json => Format::Json,
         }
     }
+}
+
+#[derive(Subcommand)]
+enum FamilyCommand {
+    /// Which route takes each region of the family's domain (exit 1 when a route takes none)
+    Validate {
+        file: PathBuf,
+        #[arg(long, value_enum, default_value = "human")]
+        format: DocFormat,
+    },
+    /// Shapes drawn from the domain, deterministic in the seed, each with the route it takes:
+    /// `representative` (choose routes), `boundary` (extremes and tails), `held_out` (judge only)
+    Sample {
+        file: PathBuf,
+        #[arg(long, default_value = "representative")]
+        shard: String,
+        #[arg(long, default_value_t = 100)]
+        n: usize,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+    },
 }
 
 #[derive(Subcommand)]
@@ -271,6 +293,10 @@ enum Command {
         #[command(flatten)]
         flags: evolve::EvolveFlags,
     },
+    /// A family of routes over a contract's domain (docs/dispatch.md): which route takes each
+    /// region, where guards overlap, what falls back; or shapes drawn from the domain
+    #[command(subcommand)]
+    Family(FamilyCommand),
     /// Print a run's trajectory and failure clusters; write RUN/report.json and RUN/report.svg
     /// (best validated speedup against budget spent).
     Report {
@@ -442,6 +468,15 @@ fn main() -> ExitCode {
         Command::Evolve { flags, proposer } => evolve::cmd_evolve(flags, &proposer),
         Command::Tune { flags } => evolve::cmd_tune(flags),
         Command::Report { run, format } => evolve::cmd_report(&run, format == DocFormat::Json),
+        Command::Family(FamilyCommand::Validate { file, format }) => {
+            family::cmd_validate(&file, format == DocFormat::Json)
+        }
+        Command::Family(FamilyCommand::Sample {
+            file,
+            shard,
+            n,
+            seed,
+        }) => family::cmd_sample(&file, &shard, n, seed),
     }
 }
 

@@ -1,5 +1,5 @@
 //! README's "Using it" block, run line by line: each command is the README's own text with its
-//! placeholders filled in (`FILE` → a shipped example, `CONTRACT` → the GEMM contract, `DIR` →
+//! placeholders filled in (`FILE` → a shipped example, `CONTRACT` → the GEMM contract, `FAMILY` → the RMSNorm family, `DIR` →
 //! a scratch directory, optional `[...]` parts left out, the first of `a|b` alternatives), so a
 //! README line that stops working — or a command the README names that no longer exists — fails
 //! here. Lines that need a GPU are reported skipped with that reason (cake-testkit); `cake build`
@@ -82,6 +82,7 @@ fn arguments(line: &str, scratch: &Path, run_dir: &Path) -> Result<Vec<String>, 
             "a.py" => example.into(),
             "b.py" => "examples/gemm_sm80.py".into(),
             "CONTRACT" => "kernels/gemm/gemm.contract.toml".into(),
+            "FAMILY" => "kernels/rows/rmsnorm.family.toml".into(),
             "DIR" => scratch.join("build").display().to_string(),
             "RUN" => run_dir.display().to_string(),
             "..." if prev == "--budget" => "wall=60s".into(),

@@ -309,14 +309,19 @@ pub struct Contract {
 }
 
 /// Errors collected while validating, so one run reports all of them.
-struct Errors<'a> {
-    file: &'a Path,
-    text: &'a str,
-    list: Vec<ContractError>,
+pub(crate) struct Errors<'a> {
+    pub(crate) file: &'a Path,
+    pub(crate) text: &'a str,
+    pub(crate) list: Vec<ContractError>,
 }
 
 impl Errors<'_> {
-    fn push(&mut self, key: impl Into<String>, message: impl Into<String>, help: Option<String>) {
+    pub(crate) fn push(
+        &mut self,
+        key: impl Into<String>,
+        message: impl Into<String>,
+        help: Option<String>,
+    ) {
         let key = key.into();
         self.list.push(ContractError {
             file: self.file.to_path_buf(),
@@ -483,7 +488,7 @@ impl Contract {
     }
 }
 
-fn line_col_of(text: &str, offset: usize) -> (usize, usize) {
+pub(crate) fn line_col_of(text: &str, offset: usize) -> (usize, usize) {
     let before = &text[..offset.min(text.len())];
     let line = before.matches('\n').count() + 1;
     let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
@@ -491,7 +496,7 @@ fn line_col_of(text: &str, offset: usize) -> (usize, usize) {
 }
 
 /// `fn` or `file.py:fn` → `/abs/file.py:fn`, the file resolved against the contract's directory.
-fn resolve_function(
+pub(crate) fn resolve_function(
     reference: &str,
     default_file: Option<&Path>,
     dir: &Path,

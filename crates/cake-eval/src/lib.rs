@@ -5,6 +5,7 @@
 pub mod contract;
 pub mod evidence;
 mod expr;
+pub mod family;
 pub mod run;
 pub mod worker;
 

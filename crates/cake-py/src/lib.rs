@@ -272,6 +272,32 @@ fn set_constants(
     )
 }
 
+/// A family file (docs/dispatch.md) as JSON: its routes (schedule, entry, guard), its fallback
+/// (`/abs/file.py:fn`) and what its contract says a call looks like (dimensions with their
+/// domains, tensors, scalars, `[specialize]`). ValueError listing every error of a bad file.
+#[pyfunction]
+fn family(path: &str) -> PyResult<String> {
+    let f = cake_eval::family::Family::load(std::path::Path::new(path)).map_err(|errs| {
+        let lines: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
+        PyValueError::new_err(lines.join("\n"))
+    })?;
+    let c = &f.contract;
+    let doc = serde_json::json!({
+        "name": f.name,
+        "contract": c.path,
+        "targets": c.targets,
+        "dims": c.dims.iter().map(|d| serde_json::json!({
+            "name": d.name, "min": d.min, "max": d.max, "multiple_of": d.multiple_of,
+        })).collect::<Vec<_>>(),
+        "tensors": c.tensors,
+        "scalars": c.scalars,
+        "specialize": c.specialize,
+        "routes": f.routes,
+        "fallback": f.fallback,
+    });
+    Ok(doc.to_string())
+}
+
 /// Cake's tensor element types: canonical name (as launch.json writes it) -> the torch dtype
 /// attribute that stores it (`"bf16": "bfloat16"`), so Python allocates outputs without a
 /// second copy of the table.
@@ -601,6 +627,7 @@ fn cake_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(knob_neighbours, m)?)?;
     m.add_function(wrap_pyfunction!(with_knobs, m)?)?;
     m.add_function(wrap_pyfunction!(specialize, m)?)?;
+    m.add_function(wrap_pyfunction!(family, m)?)?;
     m.add_function(wrap_pyfunction!(device_info, m)?)?;
     m.add_class::<PyKernel>()?;
     m.add_class::<PyPrepared>()?;

@@ -1,0 +1,441 @@
+//! Families (docs/dispatch.md): one contract's shape domain served by ordered routes, each a
+//! Cake schedule with a guard over the shape, and an explicit fallback for the shapes no route
+//! takes. A family is data (`<family>.family.toml`): the guards are ranges and value sets over
+//! the contract's dimensions, so Rust and Python evaluate them alike and coverage is computed
+//! exactly, and the shape sampler that builds and judges families draws from the same domain.
+
+use crate::contract::{line_col_of, resolve_function, Contract, ContractError, Errors, Shape};
+use indexmap::IndexMap;
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFamily {
+    name: String,
+    contract: String,
+    route: Vec<RawRoute>,
+    fallback: RawFallback,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRoute {
+    name: String,
+    kernel: Option<String>,
+    entry: Option<String>,
+    #[serde(default)]
+    when: IndexMap<String, Range>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFallback {
+    python: String,
+}
+
+/// What a guard asks of one dimension: a closed range, a set of values, or both.
+#[derive(Deserialize, serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Range {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max: Option<i64>,
+    #[serde(rename = "in", skip_serializing_if = "Option::is_none")]
+    pub values: Option<Vec<i64>>,
+}
+
+impl Range {
+    pub fn holds(&self, v: i64) -> bool {
+        self.min.is_none_or(|m| v >= m)
+            && self.max.is_none_or(|m| v <= m)
+            && self.values.as_ref().is_none_or(|s| s.contains(&v))
+    }
+}
+
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Route {
+    pub name: String,
+    /// The route's schedule, absolute (default: the contract's kernel).
+    pub kernel: PathBuf,
+    pub entry: String,
+    /// Per dimension, what the shape must satisfy; a dimension not named is unconstrained.
+    pub when: IndexMap<String, Range>,
+}
+
+impl Route {
+    pub fn admits(&self, shape: &Shape) -> bool {
+        self.when
+            .iter()
+            .all(|(d, r)| shape.get(d).is_some_and(|v| r.holds(*v)))
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Family {
+    pub path: PathBuf,
+    pub name: String,
+    pub contract: Contract,
+    /// In order: the first route whose guard holds takes the shape.
+    pub routes: Vec<Route>,
+    /// `/abs/file.py:fn`, called like the kernel, for the shapes no route takes.
+    pub fallback: String,
+}
+
+impl Family {
+    pub fn load(path: &Path) -> Result<Family, Vec<ContractError>> {
+        let err = |line_col, message: String| {
+            vec![ContractError {
+                file: path.to_path_buf(),
+                line_col,
+                key: None,
+                message,
+                help: None,
+            }]
+        };
+        let bytes =
+            std::fs::read(path).map_err(|e| err(None, format!("cannot read the family: {e}")))?;
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        let raw: RawFamily = toml::from_str(&text).map_err(|e| {
+            err(
+                e.span().map(|s| line_col_of(&text, s.start)),
+                e.message().to_string(),
+            )
+        })?;
+        let dir = path
+            .canonicalize()
+            .ok()
+            .and_then(|p| p.parent().map(Path::to_path_buf))
+            .unwrap_or_else(|| PathBuf::from("."));
+        let contract = Contract::load(&dir.join(&raw.contract))?;
+        let mut errs = Errors {
+            file: path,
+            text: &text,
+            list: Vec::new(),
+        };
+        if raw.route.is_empty() {
+            errs.push(
+                "route",
+                "a family needs at least one route",
+                Some("add a [[route]] table".into()),
+            );
+        }
+        let mut routes = Vec::new();
+        for (i, r) in raw.route.into_iter().enumerate() {
+            let key = format!("route[{i}]");
+            let mut push = |field: &str, word: &str, message: String, help: Option<String>| {
+                errs.list.push(ContractError {
+                    file: path.to_path_buf(),
+                    line_col: route_line(&text, i, word),
+                    key: Some(format!("{key}.{field}")),
+                    message,
+                    help,
+                });
+            };
+            if routes.iter().any(|x: &Route| x.name == r.name) {
+                push(
+                    "name",
+                    "name",
+                    format!("two routes are named `{}`", r.name),
+                    None,
+                );
+            }
+            for (d, range) in &r.when {
+                let Some(dim) = contract.dims.iter().find(|x| &x.name == d) else {
+                    let names: Vec<&str> = contract.dims.iter().map(|x| x.name.as_str()).collect();
+                    push(
+                        &format!("when.{d}"),
+                        "when",
+                        format!("`{d}` is not a dimension of the contract"),
+                        Some(format!("dimensions are {}", names.join(", "))),
+                    );
+                    continue;
+                };
+                let empty = match (range.min, range.max) {
+                    (Some(a), Some(b)) => a > b,
+                    _ => false,
+                } || range
+                    .values
+                    .as_ref()
+                    .is_some_and(|v| !v.iter().any(|x| dim.contains(*x) && range.holds(*x)));
+                if empty
+                    || range.max.is_some_and(|m| m < dim.min)
+                    || range.min.is_some_and(|m| m > dim.max)
+                {
+                    push(
+                        &format!("when.{d}"),
+                        "when",
+                        format!("no value of `{d}` in the contract's domain ({}..={}) satisfies this guard", dim.min, dim.max),
+                        None,
+                    );
+                }
+            }
+            let kernel = match &r.kernel {
+                Some(k) => dir.join(k),
+                None => contract.kernel.clone(),
+            };
+            if !kernel.is_file() {
+                push(
+                    "kernel",
+                    "kernel",
+                    format!("{} does not exist", kernel.display()),
+                    Some("paths are relative to the family file".into()),
+                );
+            }
+            routes.push(Route {
+                name: r.name,
+                kernel,
+                entry: r.entry.unwrap_or_else(|| contract.entry.clone()),
+                when: r.when,
+            });
+        }
+        let fallback = resolve_function(
+            &raw.fallback.python,
+            None,
+            &dir,
+            "fallback.python",
+            &mut errs,
+        );
+        if !errs.list.is_empty() {
+            return Err(errs.list);
+        }
+        Ok(Family {
+            path: path.to_path_buf(),
+            name: raw.name,
+            contract,
+            routes,
+            fallback,
+        })
+    }
+
+    /// The route that takes `shape` (the first whose guard holds), or `None`: the fallback.
+    pub fn route_of(&self, shape: &Shape) -> Option<usize> {
+        self.routes.iter().position(|r| r.admits(shape))
+    }
+
+    /// Every region of the domain, one point each: the domain's edges and the guards' edges on
+    /// both sides, snapped to values the domain admits. Guards are ranges and value sets, so
+    /// between two consecutive edges every shape goes the same way, and these points decide
+    /// coverage exactly.
+    pub fn edge_points(&self) -> Result<Vec<Shape>, String> {
+        let mut axes: Vec<(String, Vec<i64>)> = Vec::new();
+        for dim in &self.contract.dims {
+            let mut cuts = vec![dim.min, dim.max];
+            for r in &self.routes {
+                if let Some(g) = r.when.get(&dim.name) {
+                    for v in [g.min, g.max].into_iter().flatten() {
+                        cuts.extend([v.saturating_sub(1), v, v.saturating_add(1)]);
+                    }
+                    for v in g.values.iter().flatten() {
+                        cuts.extend([v.saturating_sub(1), *v, v.saturating_add(1)]);
+                    }
+                }
+            }
+            let mut vals: Vec<i64> = cuts.into_iter().filter_map(|v| snap(dim, v)).collect();
+            vals.sort();
+            vals.dedup();
+            axes.push((dim.name.clone(), vals));
+        }
+        let count = axes
+            .iter()
+            .try_fold(1usize, |a, (_, v)| a.checked_mul(v.len()));
+        match count {
+            Some(n) if n <= 1 << 20 => {}
+            _ => return Err("the guards cut the domain into more than 2^20 regions".into()),
+        }
+        let mut out = vec![Shape::new()];
+        for (name, vals) in &axes {
+            out = out
+                .into_iter()
+                .flat_map(|s| {
+                    vals.iter().map(move |v| {
+                        let mut s = s.clone();
+                        s.insert(name.clone(), *v);
+                        s
+                    })
+                })
+                .collect();
+        }
+        Ok(out)
+    }
+
+    /// Which route takes each region of the domain, which regions only the fallback takes,
+    /// where guards overlap (the earlier route wins), and routes that no shape reaches.
+    pub fn validate(&self) -> Result<Validation, String> {
+        let points = self.edge_points()?;
+        let mut v = Validation {
+            regions: points.len(),
+            by_route: vec![0; self.routes.len()],
+            ..Validation::default()
+        };
+        for p in &points {
+            let admitting: Vec<usize> = (0..self.routes.len())
+                .filter(|i| self.routes[*i].admits(p))
+                .collect();
+            match admitting.first() {
+                Some(&i) => v.by_route[i] += 1,
+                None => {
+                    v.fallback_regions += 1;
+                    if v.fallback_examples.len() < 5 {
+                        v.fallback_examples.push(p.clone());
+                    }
+                }
+            }
+            if admitting.len() > 1 && v.overlaps.len() < 5 {
+                v.overlaps.push(Overlap {
+                    routes: admitting
+                        .iter()
+                        .map(|i| self.routes[*i].name.clone())
+                        .collect(),
+                    shape: p.clone(),
+                });
+            }
+        }
+        v.unreachable = self
+            .routes
+            .iter()
+            .zip(&v.by_route)
+            .filter(|(_, n)| **n == 0)
+            .map(|(r, _)| r.name.clone())
+            .collect();
+        Ok(v)
+    }
+}
+
+/// Where `[[route]]` number `i` (0-based) writes `word = ...`, else its header: 1-based line and
+/// column.
+fn route_line(text: &str, i: usize, word: &str) -> Option<(usize, usize)> {
+    let mut seen = 0;
+    let mut header = None;
+    for (n, line) in text.lines().enumerate() {
+        let t = line.trim_start();
+        if t.starts_with("[[route]]") {
+            if header.is_some() {
+                break;
+            }
+            if seen == i {
+                header = Some((n + 1, line.len() - t.len() + 1));
+            }
+            seen += 1;
+        } else if t.starts_with('[') && header.is_some() {
+            break;
+        } else if header.is_some()
+            && t.starts_with(word)
+            && t[word.len()..].trim_start().starts_with('=')
+        {
+            return Some((n + 1, line.len() - t.len() + 1));
+        }
+    }
+    header
+}
+
+/// The nearest value of `dim`'s domain at or above `v` (below, past the top); `None` when
+/// the domain is empty there.
+fn snap(dim: &crate::contract::Dim, v: i64) -> Option<i64> {
+    let m = dim.multiple_of.max(1);
+    let v = v.clamp(dim.min, dim.max);
+    let up = v.checked_add(m - 1)? / m * m;
+    let down = v / m * m;
+    [up, down].into_iter().find(|x| dim.contains(*x))
+}
+
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct Validation {
+    /// Regions of the domain (points of the edge grid).
+    pub regions: usize,
+    /// Regions each route takes, in route order.
+    pub by_route: Vec<usize>,
+    pub fallback_regions: usize,
+    pub fallback_examples: Vec<Shape>,
+    /// Shapes two or more guards admit: the first route listed takes them.
+    pub overlaps: Vec<Overlap>,
+    /// Routes no region reaches (an earlier route or its own guard shadows it).
+    pub unreachable: Vec<String>,
+}
+
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Overlap {
+    pub routes: Vec<String>,
+    pub shape: Shape,
+}
+
+/// Which shard of the domain to draw: shapes that choose routes, their boundaries, or shapes
+/// kept out of every choice and used only to judge.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shard {
+    Representative,
+    Boundary,
+    HeldOut,
+}
+
+impl Shard {
+    pub fn parse(s: &str) -> Option<Shard> {
+        match s {
+            "representative" => Some(Shard::Representative),
+            "boundary" => Some(Shard::Boundary),
+            "held_out" => Some(Shard::HeldOut),
+            _ => None,
+        }
+    }
+}
+
+/// `n` shapes of the contract's domain, deterministic in `seed`: each dimension log-uniform
+/// over its range (small and large extents alike), snapped to the domain. The held-out shard is
+/// another stream of the same seed, so it never repeats a representative draw by construction of
+/// the stream (equal shapes can still occur by chance in a small domain). The boundary shard is
+/// each dimension at its minimum, its maximum and just off a multiple of 128 (a tail), the other
+/// dimensions drawn as above.
+pub fn sample(contract: &Contract, shard: Shard, n: usize, seed: u64) -> Vec<Shape> {
+    let stream = match shard {
+        Shard::Representative => 0x5eed_0001,
+        Shard::Boundary => 0x5eed_0002,
+        Shard::HeldOut => 0x5eed_0003,
+    };
+    let mut rng = SplitMix(seed ^ stream);
+    let draw = |rng: &mut SplitMix, d: &crate::contract::Dim| -> i64 {
+        let (lo, hi) = ((d.min.max(1)) as f64, (d.max.max(1)) as f64);
+        let x = (lo.ln() + rng.unit() * (hi.ln() - lo.ln())).exp().round() as i64;
+        snap(d, x).unwrap_or(d.min)
+    };
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        let mut s = Shape::new();
+        for (j, d) in contract.dims.iter().enumerate() {
+            let v = if shard == Shard::Boundary && i % contract.dims.len().max(1) == j {
+                match rng.next() % 3 {
+                    0 => d.min,
+                    1 => d.max,
+                    _ => snap(
+                        d,
+                        (draw(&mut rng, d) / 128 * 128 + 128 + d.multiple_of).min(d.max),
+                    )
+                    .unwrap_or(d.max),
+                }
+            } else {
+                draw(&mut rng, d)
+            };
+            s.insert(d.name.clone(), v);
+        }
+        out.push(s);
+    }
+    out
+}
+
+/// SplitMix64: a small, well-mixed, reproducible generator (the sampler needs determinism from a
+/// seed, not cryptographic quality).
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    /// In [0, 1).
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}

@@ -1,0 +1,132 @@
+"""Families: one callable for a contract's whole shape domain (docs/dispatch.md).
+
+    rmsnorm = cake.family("kernels/rows/rmsnorm.family.toml")
+    rmsnorm(X=x, W=w, Y=y, eps=1e-6)          # routed at call time; compiled once per route/width
+
+A family file lists routes in order, each a schedule with a guard over the contract's
+dimensions, and a fallback for what no route takes. A call binds the dimensions from the
+tensors' shapes (the contract says which axis of which tensor is which dimension), takes the
+first route whose guard holds, and launches its kernel, built for those shapes' compile-time
+constants (`[specialize]`) and cached on disk by `cake.compile`. Shapes outside the domain, or
+that no route takes, go to the fallback. The decision is cached per distinct binding, so a
+repeated call costs a tuple and a dictionary lookup (bench/family_overhead.py measures it).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import time
+from typing import Any, Callable
+
+from ._native_loader import native
+
+
+def _import(ref: str) -> Callable[..., Any]:
+    """`/abs/file.py:fn` -> the function (the file loaded under a name of its own)."""
+    path, fn = ref.rsplit(":", 1)
+    spec = importlib.util.spec_from_file_location(f"cake_family_{abs(hash(path))}", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return getattr(module, fn)
+
+
+class Family:
+    """A family file loaded for calls; see the module docstring."""
+
+    def __init__(self, path: str | os.PathLike, target: str | None = None,
+                 cache_dir: str | os.PathLike | None = None):
+        doc = json.loads(native().family(os.fspath(path)))
+        self.name: str = doc["name"]
+        self.target = target
+        self.cache_dir = cache_dir
+        self._doc = doc
+        self.dims: list[str] = [d["name"] for d in doc["dims"]]
+        self._domain = {d["name"]: (d["min"], d["max"], d["multiple_of"]) for d in doc["dims"]}
+        # Where each dimension is read: the first tensor (in contract order) that names it.
+        self._binders: list[tuple[str, int]] = []
+        for dim in self.dims:
+            at = next(((t["name"], i) for t in doc["tensors"] for i, e in enumerate(t["shape"])
+                       if e == dim), None)
+            if at is None:
+                raise ValueError(f"family {self.name}: no tensor of the contract names dimension {dim}")
+            self._binders.append(at)
+        self.routes: list[dict] = doc["routes"]
+        self._guards = [
+            [(self.dims.index(d), g.get("min"), g.get("max"), g.get("in")) for d, g in r["when"].items()]
+            for r in self.routes
+        ]
+        self._fallback_ref: str = doc["fallback"]
+        self._fallback: Callable[..., Any] | None = None
+        self._decided: dict[tuple, Callable[..., Any]] = {}
+        self._kernels: dict[tuple, Any] = {}
+        #: Seconds the first call of each build spent compiling: {(route, constants...): s}.
+        self.compile_seconds: dict[tuple, float] = {}
+
+    def __repr__(self) -> str:
+        return f"<cake.Family {self.name}: {', '.join(r['name'] for r in self.routes)}, fallback>"
+
+    # ---- routing ----------------------------------------------------------------------------
+
+    def binding(self, tensors: dict[str, Any]) -> tuple:
+        """The dimensions' values, in the contract's order, read from the tensors' shapes."""
+        return tuple([tensors[t].shape[i] for t, i in self._binders])
+
+    def in_domain(self, dims: tuple) -> bool:
+        return all(lo <= v <= hi and v % m == 0
+                   for v, (lo, hi, m) in zip(dims, self._domain.values()))
+
+    def route_of(self, dims: tuple) -> str | None:
+        """The route that takes `dims` (the first whose guard holds), or None: the fallback."""
+        if not self.in_domain(dims):
+            return None
+        for r, guard in zip(self.routes, self._guards):
+            if all((lo is None or dims[i] >= lo) and (hi is None or dims[i] <= hi)
+                   and (vals is None or dims[i] in vals) for i, lo, hi, vals in guard):
+                return r["name"]
+        return None
+
+    def __call__(self, **args: Any) -> Any:
+        # The hot path: the binding inline (no method call), one dictionary lookup.
+        dims = tuple([args[t].shape[i] for t, i in self._binders])
+        fn = self._decided.get(dims)
+        if fn is None:
+            fn = self._decided[dims] = self._decide(dims)
+        return fn(**args)
+
+    # ---- what a decision builds ---------------------------------------------------------------
+
+    def _decide(self, dims: tuple) -> Callable[..., Any]:
+        name = self.route_of(dims)
+        if name is None:
+            if self._fallback is None:
+                self._fallback = _import(self._fallback_ref)
+            return self._fallback
+        route = next(r for r in self.routes if r["name"] == name)
+        values = {const: dims[self.dims.index(dim)] for const, dim in self._doc["specialize"].items()}
+        key = (name, *sorted(values.items()))
+        kernel = self._kernels.get(key)
+        if kernel is None:
+            from .compiler import compile as compile_schedule
+            from .tuning import specialize
+            with open(route["kernel"], encoding="utf-8") as fh:
+                source = fh.read()
+            if values:
+                source = specialize(source, **values)
+            started = time.perf_counter()
+            module = compile_schedule(route["kernel"], self.target, self.cache_dir, source=source)
+            self.compile_seconds[key] = time.perf_counter() - started
+            kernel = self._kernels[key] = module[route["entry"]]
+        return kernel
+
+
+def family(path: str | os.PathLike, target: str | None = None,
+           cache_dir: str | os.PathLike | None = None) -> Family:
+    """Load a family file (`kernels/<family>/<name>.family.toml`) as one callable."""
+    return Family(path, target, cache_dir)
+
+
+__all__ = ["Family", "family"]

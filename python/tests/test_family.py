@@ -1,0 +1,76 @@
+"""cake.family (docs/dispatch.md) on the CPU: a family file routes each call by the shapes of its
+tensors; out-of-domain shapes run the fallback (torch here, on CPU tensors); an in-domain shape
+builds its route's schedule specialised for that width."""
+
+import os
+import sys
+
+import pytest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+
+import cake  # noqa: E402
+
+torch = pytest.importorskip("torch", reason="PyTorch is in .ci/requirements.txt")
+RMSNORM = os.path.join(ROOT, "kernels", "rows", "rmsnorm.family.toml")
+
+
+class Shaped:
+    def __init__(self, *shape):
+        self.shape = shape
+
+
+def test_calls_are_routed_by_the_tensors_shapes():
+    fam = cake.family(RMSNORM)
+    assert [r["name"] for r in fam.routes] == ["rows"]
+    assert fam.binding({"X": Shaped(3, 4096), "W": Shaped(4096), "Y": Shaped(3, 4096)}) == (3, 4096)
+    assert fam.route_of((3, 4096)) == "rows"
+    assert fam.route_of((65536, 16384)) == "rows"
+    # Outside the contract's domain: H not a multiple of 8, past 16384, no rows.
+    assert fam.route_of((3, 1000)) is None
+    assert fam.route_of((3, 20000)) is None
+    assert fam.route_of((0, 4096)) is None
+
+
+def test_an_out_of_domain_shape_runs_the_fallback_into_the_outputs():
+    fam = cake.family(RMSNORM)
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(5, 1000, generator=g).to(torch.bfloat16)
+    w = torch.randn(1000, generator=g).to(torch.bfloat16)
+    y = torch.zeros_like(x)
+    fam(X=x, W=w, Y=y, eps=1e-6)
+    want = torch.nn.functional.rms_norm(x, (1000,), w, 1e-6)
+    assert torch.equal(y, want)
+    assert fam.compile_seconds == {}  # nothing was built for it
+
+
+def needs_nvcc():
+    import shutil
+    if shutil.which("nvcc") is None and not os.environ.get("CUDA_HOME"):
+        pytest.skip("no CUDA toolchain (scripts/toolchain.sh installs one)")
+
+
+def test_an_in_domain_shape_builds_its_route_for_that_width(tmp_path):
+    needs_nvcc()
+    fam = cake.family(RMSNORM, target="sm_90a", cache_dir=tmp_path)
+    kernel = fam._decide((7, 5000))
+    assert isinstance(kernel, cake.Kernel)
+    # Built with H = 5000: the tensors' fixed extent in the launch metadata.
+    shapes = {t["name"]: t["dims"] for t in kernel.meta["tensors"]}
+    assert shapes["X"] == ["R", 5000], shapes
+    assert list(fam.compile_seconds) == [("rows", ("H", 5000))]
+    # The same width again is the same build.
+    assert fam._decide((9, 5000)) is kernel
+
+
+def test_a_bad_family_file_names_every_error(tmp_path):
+    bad = tmp_path / "bad.family.toml"
+    rows = os.path.join(ROOT, "kernels", "rows")
+    bad.write_text(
+        f'name = "bad"\ncontract = "{rows}/rmsnorm.contract.toml"\n'
+        '[[route]]\nname = "a"\nwhen = { D = { max = 64 } }\n'
+        f'[fallback]\npython = "{rows}/contract.py:rms_norm_into"\n'
+    )
+    with pytest.raises(ValueError, match="`D` is not a dimension of the contract"):
+        cake.family(bad)
