@@ -1,7 +1,7 @@
 //! Shared-memory placement, computed once from the declarations so that the verifier (which
 //! checks it against the target's limit) and the lowering (which emits the offsets) agree.
 
-use crate::kernel::{BarrierId, Kernel, ViewId};
+use crate::kernel::{BarrierId, Kernel, RoleId, RowOwner, ViewId};
 
 /// Bytes reserved per mbarrier (`.b64`).
 pub const MBARRIER_BYTES: u64 = 8;
@@ -42,6 +42,11 @@ pub struct SmemLayout {
     pub barriers: Vec<BarrierPlacement>,
     /// Where `tcgen05.alloc` writes the TMEM base address, when the kernel uses TMEM.
     pub tmem_slot: Option<u64>,
+    /// Per role whose rows a whole warpgroup holds (`rows="warpgroup"`), the offset of the
+    /// scratch its row reductions combine the four warps' partials in: one f32 per warp per row
+    /// per replica, shared by all of the role's reductions (each is fenced by barriers before
+    /// its writes and after them).
+    pub row_scratch: Vec<(RoleId, u64)>,
     /// Total dynamic shared memory, alignment padding included. The runtime aligns the base to
     /// 1024 B, so no slack is needed for that.
     pub total: u64,
@@ -53,6 +58,12 @@ impl SmemLayout {
             .iter()
             .find(|p| p.view == v)
             .expect("every view is placed")
+    }
+    pub fn row_scratch(&self, role: RoleId) -> Option<u64> {
+        self.row_scratch
+            .iter()
+            .find(|(r, _)| *r == role)
+            .map(|(_, o)| *o)
     }
     pub fn barrier(&self, b: BarrierId) -> &BarrierPlacement {
         self.barriers
@@ -67,7 +78,8 @@ fn align_up(x: u64, a: u64) -> u64 {
 }
 
 /// Place every view (pool by pool, in declaration order, at its explicit offset or packed after
-/// the previous one), then the barriers, then the TMEM address slot.
+/// the previous one), then the barriers, then the TMEM address slot, then the row-reduction
+/// scratch of roles whose rows a warpgroup holds.
 pub fn smem_layout(k: &Kernel) -> SmemLayout {
     let mut layout = SmemLayout::default();
     let mut cursor = 0u64;
@@ -112,6 +124,21 @@ pub fn smem_layout(k: &Kernel) -> SmemLayout {
     if !k.tmems.is_empty() {
         layout.tmem_slot = Some(cursor);
         cursor += 8;
+    }
+    for (rid, role) in k.roles.iter() {
+        let rows = k
+            .fragments
+            .iter()
+            .filter(|(_, f)| {
+                f.role == rid && f.rows == Some(RowOwner::Warpgroup) && f.shape.len() == 2
+            })
+            .map(|(_, f)| f.shape[0] as u64)
+            .max();
+        if let Some(rows) = rows {
+            cursor = align_up(cursor, 16);
+            layout.row_scratch.push((rid, cursor));
+            cursor += role.replicas() as u64 * 4 * rows * 4;
+        }
     }
     layout.total = align_up(cursor, 16);
     layout

@@ -413,27 +413,35 @@ impl Emitter<'_> {
             // barrier keeps the previous use's readers ahead of these writes.
             let (role, issue_only) = self.role.expect("role");
             let rname = c_ident(&k.roles[role].name);
-            let replicas = k.roles[role].replicas();
             let warps = g.t / 32;
             let sp = k.exprs.span(e);
             let what = "a row reduction across the warps of a warpgroup";
             if let Err(m) = legal::replica_threads(k, role, issue_only, what) {
                 self.unsupported(sp, m);
             }
-            self.line(&format!(
-                "__shared__ float {vname}_x[{replicas}][{warps}][{}];",
-                g.rpt
-            ));
+            let Some(scratch) = self.layout.row_scratch(role) else {
+                return self.unsupported(sp, "no row-reduction scratch was placed for this role");
+            };
+            self.needs_shared_ops = true;
+            // Partial (replica, warp, r) at a float of its own in the role's scratch.
+            let slot = |w: &str| {
+                format!(
+                    "cake_smem + {scratch}u + 4u * (({rname}_index * {warps} + {w}) * {} + r)",
+                    g.rpt
+                )
+            };
             self.replica_sync(sp);
             self.line(&format!(
-                "if ({rname}_thread % 32 == 0) for (int r = 0; r < {}; ++r) {vname}_x[{rname}_index][{rname}_thread / 32][r] = {vname}[r];",
-                g.rpt
+                "if ({rname}_thread % 32 == 0) for (int r = 0; r < {}; ++r) cake_st_shared_f32({}, {vname}[r]);",
+                g.rpt,
+                slot(&format!("{rname}_thread / 32"))
             ));
             self.replica_sync(sp);
             self.unrolled(&format!("for (int r = 0; r < {}; ++r) {{", g.rpt), |em| {
-                em.line(&format!("float acc = {vname}_x[{rname}_index][0][r];"));
+                em.line(&format!("float acc = cake_ld_shared_f32({});", slot("0")));
                 em.line(&format!(
-                    "for (int w = 1; w < {warps}; ++w) acc = {combine}(acc, {vname}_x[{rname}_index][w][r]);"
+                    "for (int w = 1; w < {warps}; ++w) acc = {combine}(acc, cake_ld_shared_f32({}));",
+                    slot("w")
                 ));
                 em.line(&format!("{vname}[r] = acc;"));
             });
