@@ -123,6 +123,62 @@ static __device__ __forceinline__ void cake_row_ld8_i32(int* d, const int32_t* p
     for (int v = 0; v < 8; ++v) d[v] = (row_ok && v < n) ? __ldg(p + v) : fill;
   }
 }
+// The batched path (a statement whose every chunk is in bounds and aligned): all chunks are read
+// raw first, with no branch between them, so every load is in flight before the first is used;
+// then unpacked. Stores skip the checks.
+static __device__ __forceinline__ uint4 cake_row_raw_b16(const void* p) {
+  return __ldg(reinterpret_cast<const uint4*>(p));
+}
+struct cake_raw_b32 { uint4 lo, hi; };
+static __device__ __forceinline__ cake_raw_b32 cake_row_raw_b32(const void* p) {
+  const uint4* q = reinterpret_cast<const uint4*>(p);
+  return {__ldg(q), __ldg(q + 1)};
+}
+static __device__ __forceinline__ void cake_row_unpack_bf16(float* d, uint4 u) {
+  const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    d[2 * i] = __uint_as_float(w[i] << 16);
+    d[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+  }
+}
+static __device__ __forceinline__ void cake_row_unpack_f16(float* d, uint4 u) {
+  const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    d[2 * i] = cake_f16_to_f32((uint16_t)(w[i] & 0xffffu));
+    d[2 * i + 1] = cake_f16_to_f32((uint16_t)(w[i] >> 16));
+  }
+}
+static __device__ __forceinline__ void cake_row_unpack_f32(float* d, cake_raw_b32 u) {
+  const uint32_t w[8] = {u.lo.x, u.lo.y, u.lo.z, u.lo.w, u.hi.x, u.hi.y, u.hi.z, u.hi.w};
+#pragma unroll
+  for (int i = 0; i < 8; ++i) d[i] = __uint_as_float(w[i]);
+}
+static __device__ __forceinline__ void cake_row_unpack_i32(int* d, cake_raw_b32 u) {
+  const uint32_t w[8] = {u.lo.x, u.lo.y, u.lo.z, u.lo.w, u.hi.x, u.hi.y, u.hi.z, u.hi.w};
+#pragma unroll
+  for (int i = 0; i < 8; ++i) d[i] = (int)w[i];
+}
+static __device__ __forceinline__ bool cake_aligned8(const void* p) {
+  return (reinterpret_cast<uintptr_t>(p) & 7) == 0;
+}
+static __device__ __forceinline__ void cake_row_st8v_bf16(uint16_t* p, const float* v) {
+  uint4 u;
+  u.x = cake_pack_bf16x2(v[0], v[1]); u.y = cake_pack_bf16x2(v[2], v[3]);
+  u.z = cake_pack_bf16x2(v[4], v[5]); u.w = cake_pack_bf16x2(v[6], v[7]);
+  *reinterpret_cast<uint4*>(p) = u;
+}
+static __device__ __forceinline__ void cake_row_st8v_f16(uint16_t* p, const float* v) {
+  uint4 u;
+  u.x = cake_pack_f16x2(v[0], v[1]); u.y = cake_pack_f16x2(v[2], v[3]);
+  u.z = cake_pack_f16x2(v[4], v[5]); u.w = cake_pack_f16x2(v[6], v[7]);
+  *reinterpret_cast<uint4*>(p) = u;
+}
+static __device__ __forceinline__ void cake_row_st8v_f32(float* p, const float* v) {
+  reinterpret_cast<float4*>(p)[0] = make_float4(v[0], v[1], v[2], v[3]);
+  reinterpret_cast<float4*>(p)[1] = make_float4(v[4], v[5], v[6], v[7]);
+}
 static __device__ __forceinline__ void cake_row_st8_bf16(uint16_t* p, const float* v, bool row_ok, int n) {
   if (!row_ok) return;
   if (n >= 8 && cake_aligned16(p)) {
@@ -185,6 +241,18 @@ static __device__ __forceinline__ void cake_row_st8_e4m3(uint8_t* p, const float
 #pragma unroll
     for (int i = 0; i < 8; ++i) if (i < n) p[i] = cake_f32_to_e4m3(v[i]);
   }
+}
+static __device__ __forceinline__ void cake_row_st8v_e4m3(uint8_t* p, const float* v) {
+  uint2 u;
+  u.x = (uint32_t)cake_pack_e4m3x2(v[0], v[1]) | ((uint32_t)cake_pack_e4m3x2(v[2], v[3]) << 16);
+  u.y = (uint32_t)cake_pack_e4m3x2(v[4], v[5]) | ((uint32_t)cake_pack_e4m3x2(v[6], v[7]) << 16);
+  *reinterpret_cast<uint2*>(p) = u;
+}
+static __device__ __forceinline__ void cake_row_st8v_e5m2(uint8_t* p, const float* v) {
+  uint2 u;
+  u.x = (uint32_t)cake_pack_e5m2x2(v[0], v[1]) | ((uint32_t)cake_pack_e5m2x2(v[2], v[3]) << 16);
+  u.y = (uint32_t)cake_pack_e5m2x2(v[4], v[5]) | ((uint32_t)cake_pack_e5m2x2(v[6], v[7]) << 16);
+  *reinterpret_cast<uint2*>(p) = u;
 }
 static __device__ __forceinline__ void cake_row_st8_e5m2(uint8_t* p, const float* v, bool row_ok, int n) {
   if (!row_ok) return;

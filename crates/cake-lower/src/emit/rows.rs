@@ -41,23 +41,69 @@ fn storage_conversion(d: DType, to_f32: bool) -> String {
     }
 }
 
+/// A chunked load's access, as `Emitter::chunk_access` derives it.
+struct ChunkAccess {
+    ptr: String,
+    name: String,
+    span: Span,
+    dtype: DType,
+    row_ok: String,
+    n: String,
+    fill: String,
+    /// The condition under which every chunk of the thread is whole, in bounds and aligned;
+    /// None when the element type has no batched read.
+    batched: Option<String>,
+}
+
+/// The batched path's raw chunk of an element type: its register type and the prelude's read.
+/// FP8 loads are not lowered at all.
+fn raw_read(d: DType) -> Option<(&'static str, &'static str)> {
+    match d {
+        DType::BF16 | DType::F16 => Some(("uint4", "cake_row_raw_b16")),
+        DType::F32 | DType::I32 => Some(("cake_raw_b32", "cake_row_raw_b32")),
+        _ => None,
+    }
+}
+
+/// The batched path's unchecked store of an element type and the alignment a chunk needs.
+fn raw_store(d: DType) -> Option<&'static str> {
+    match d {
+        DType::BF16 | DType::F16 | DType::F32 => Some("cake_aligned16"),
+        DType::E4M3 | DType::E5M2 => Some("cake_aligned8"),
+        _ => None,
+    }
+}
+
 impl Emitter<'_> {
-    /// The C text of a row-layout geometry's per-thread coordinates, in the current role.
+    /// The C text of a row-layout geometry's per-thread coordinates, in the current role: the
+    /// tile row of the thread's r-th row, and the tile column of chunk c's first element.
     pub(crate) fn row_text(&self, g: RowGeom) -> (String, String) {
+        (self.row_at(g, "r"), self.col_at(g, "c"))
+    }
+
+    /// The tile row of the thread's row `r` (C text).
+    fn row_at(&self, g: RowGeom, r: &str) -> String {
+        let t = self.role_thread();
+        if g.t == g.replica {
+            r.to_string()
+        } else {
+            format!("({t} / {} + {} * {r})", g.t, g.groups())
+        }
+    }
+
+    /// The tile column of the first element of the thread's chunk `c` (C text).
+    fn col_at(&self, g: RowGeom, c: &str) -> String {
+        let t = self.role_thread();
+        if g.t == 1 {
+            format!("{ROW_CHUNK} * {c}")
+        } else {
+            format!("{ROW_CHUNK} * ({t} % {} + {} * {c})", g.t, g.t)
+        }
+    }
+
+    fn role_thread(&self) -> String {
         let (role, _) = self.role.expect("role");
-        let t = format!("{}_thread", c_ident(&self.k.roles[role].name));
-        // Row of the thread's r-th row, local column of chunk c.
-        let row = if g.t == g.replica {
-            "r".to_string()
-        } else {
-            format!("({t} / {} + {} * r)", g.t, g.groups())
-        };
-        let col = if g.t == 1 {
-            format!("{ROW_CHUNK} * c")
-        } else {
-            format!("{ROW_CHUNK} * ({t} % {} + {} * c)", g.t, g.t)
-        };
-        (row, col)
+        format!("{}_thread", c_ident(&self.k.roles[role].name))
     }
 
     /// The loads of `value` (evaluated over tile `g`, element-wise when `tile`), planned: the
@@ -136,57 +182,95 @@ impl Emitter<'_> {
         }
     }
 
-    /// Read chunk (r, c) of the loads `how` (per-column loads in the chunk loop, tile loads in
-    /// the row loop inside it) into eight registers each; `row`, `col` and `lc` are in scope.
-    fn chunk_loads(&mut self, loads: &[ChunkLoad], g: RowGeom, how: RowLoad) {
+    /// Where chunk (r, c) of a chunked load lies: its tensor's C name and element type, the
+    /// offset of its first element (with `row` and `lc` in scope), whether its row exists, the
+    /// column of its first element, and the batched path's condition (every chunk of the thread
+    /// in bounds and aligned; None when the element type has no batched read).
+    fn chunk_access(&self, load: &ChunkLoad, g: RowGeom) -> Option<ChunkAccess> {
         let k = self.k;
-        for ChunkLoad {
-            load: l,
-            how: kind,
-            coords: texts,
-            array,
-        } in loads
-        {
-            if *kind != how {
-                continue;
-            }
-            let ExprKind::Load { tensor, fill, .. } = k.exprs[*l].kind.clone() else {
-                continue;
-            };
-            let ParamKind::Tensor { dtype, dims } = k.params[tensor].kind.clone() else {
-                continue;
-            };
-            let (vty, suffix) = row_elem(dtype);
-            let tname = c_ident(&k.params[tensor].name);
-            let rank = dims.len();
-            let ca = rank - 1;
-            let cext = self.extent_text(&dims[ca]);
-            let c0 = &texts[ca];
-            let fill = Self::load_fill(dtype, fill);
-            let (offset, row_ok, col) = if how == RowLoad::Tile {
-                let ra = rank - 2;
-                let rext = self.extent_text(&dims[ra]);
-                let r0 = &texts[ra];
-                let at = self.tile_offset(
+        let ExprKind::Load { tensor, fill, .. } = k.exprs[load.load].kind.clone() else {
+            return None;
+        };
+        let ParamKind::Tensor { dtype, dims } = k.params[tensor].kind.clone() else {
+            return None;
+        };
+        let texts = &load.coords;
+        let rank = dims.len();
+        let ca = rank - 1;
+        let cext = self.extent_text(&dims[ca]);
+        let c0 = texts[ca].clone();
+        let tname = c_ident(&k.params[tensor].name);
+        let in_cols = format!("{c0} + {} <= {cext}", g.cols);
+        let (offset, row_ok, batched) = if load.how == RowLoad::Tile {
+            let ra = rank - 2;
+            let rext = self.extent_text(&dims[ra]);
+            let r0 = &texts[ra];
+            let at = self.tile_offset(
+                &dims,
+                texts,
+                ra,
+                &format!("{r0} + row"),
+                &format!("{c0} + lc"),
+            );
+            let rows = format!(
+                "{r0} + {} < {rext}",
+                self.row_at(g, &(g.rpt - 1).to_string())
+            );
+            let aligned = (0..g.rpt).map(|r| {
+                let start = self.tile_offset(
                     &dims,
                     texts,
                     ra,
-                    &format!("{r0} + row"),
-                    &format!("{c0} + lc"),
+                    &format!("{r0} + {}", self.row_at(g, &r.to_string())),
+                    &c0,
                 );
-                (at, format!("{r0} + row < {rext}"), format!("{c0} + lc"))
-            } else {
-                let at = self.texts_offset(&dims, texts, ca, &format!("{c0} + lc"));
-                (at, "true".to_string(), format!("{c0} + lc"))
+                format!("cake_aligned16({tname} + {start})")
+            });
+            let cond = [rows, in_cols]
+                .into_iter()
+                .chain(aligned)
+                .collect::<Vec<_>>()
+                .join(" && ");
+            (at, format!("{r0} + row < {rext}"), cond)
+        } else {
+            let at = self.texts_offset(&dims, texts, ca, &format!("{c0} + lc"));
+            let start = self.texts_offset(&dims, texts, ca, &c0);
+            (
+                at,
+                "true".to_string(),
+                format!("{in_cols} && cake_aligned16({tname} + {start})"),
+            )
+        };
+        Some(ChunkAccess {
+            ptr: format!("{tname} + {offset}"),
+            name: k.params[tensor].name.clone(),
+            span: k.exprs.span(load.load),
+            dtype,
+            row_ok,
+            n: format!("min({cext} - ({c0} + lc), {} - lc)", g.cols),
+            fill: Self::load_fill(dtype, fill),
+            batched: raw_read(dtype).map(|_| batched),
+        })
+    }
+
+    /// Read chunk (r, c) of the loads `how` (per-column loads in the chunk loop, tile loads in
+    /// the row loop inside it) into eight registers each, element by element where the chunk
+    /// is not whole, in bounds and aligned; `row`, `col` and `lc` are in scope.
+    fn chunk_loads(&mut self, loads: &[ChunkLoad], g: RowGeom, how: RowLoad) {
+        for load in loads.iter().filter(|l| l.how == how) {
+            let Some(a) = self.chunk_access(load, g) else {
+                continue;
             };
+            let (vty, suffix) = row_elem(a.dtype);
             self.line(&format!(
-                "{vty} {array}[{ROW_CHUNK}];  // lm.load({}) ({})",
-                k.params[tensor].name,
-                self.loc(k.exprs.span(*l))
+                "{vty} {}[{ROW_CHUNK}];  // lm.load({}) ({})",
+                load.array,
+                a.name,
+                self.loc(a.span)
             ));
             self.line(&format!(
-                "cake_row_ld8_{suffix}({array}, {tname} + {offset}, {row_ok}, min({cext} - ({col}), {} - lc), {fill});",
-                g.cols
+                "cake_row_ld8_{suffix}({}, {}, {}, {}, {});",
+                load.array, a.ptr, a.row_ok, a.n, a.fill
             ));
         }
     }
@@ -194,17 +278,136 @@ impl Emitter<'_> {
     /// The loop nest over a thread's chunks of a row-layout tile: chunk c (outer, its
     /// per-column loads read once for all rows), row r (its tile loads), then `body` with `row`
     /// (the tile row), `lc` (the tile column of the chunk's first element) in scope.
-    fn row_chunks(&mut self, g: RowGeom, loads: &[ChunkLoad], body: impl FnOnce(&mut Self)) {
+    ///
+    /// Where every chunk of the statement can be whole, in bounds and aligned (`store`: the
+    /// condition for the stored tensor, when the statement stores), the nest is emitted twice:
+    /// under that run-time condition, all loads of all chunks are issued first with no branch
+    /// between them and unpacked after (`body(true)`: the batched path, whose stores need no
+    /// checks); otherwise chunk by chunk with every check (`body(false)`). Without batching,
+    /// each chunk's load would be consumed before the next is issued, and a row would cost one
+    /// memory latency per chunk.
+    fn row_chunks(
+        &mut self,
+        g: RowGeom,
+        loads: &[ChunkLoad],
+        store: Option<Option<String>>,
+        body: impl Fn(&mut Self, bool),
+    ) {
+        let accesses: Vec<Option<ChunkAccess>> =
+            loads.iter().map(|l| self.chunk_access(l, g)).collect();
+        let mut conds: Vec<Option<String>> = accesses
+            .iter()
+            .map(|a| a.as_ref().and_then(|a| a.batched.clone()))
+            .collect();
+        if let Some(s) = store.clone() {
+            conds.push(s);
+        }
+        let batched = !conds.is_empty()
+            && g.cols.is_multiple_of(ROW_CHUNK)
+            && conds.iter().all(Option::is_some);
         let (row, col) = self.row_text(g);
-        self.unrolled(&format!("for (int c = 0; c < {}; ++c) {{", g.cpt()), |e| {
-            e.line(&format!("const int lc = {col};"));
-            e.chunk_loads(loads, g, RowLoad::Column);
-            e.unrolled(&format!("for (int r = 0; r < {}; ++r) {{", g.rpt), |e| {
-                e.line(&format!("const int row = {row};"));
-                e.chunk_loads(loads, g, RowLoad::Tile);
-                body(e);
+        let checked = |e: &mut Self| {
+            e.unrolled(&format!("for (int c = 0; c < {}; ++c) {{", g.cpt()), |e| {
+                e.line(&format!("const int lc = {col};"));
+                e.chunk_loads(loads, g, RowLoad::Column);
+                e.unrolled(&format!("for (int r = 0; r < {}; ++r) {{", g.rpt), |e| {
+                    e.line(&format!("const int row = {row};"));
+                    e.chunk_loads(loads, g, RowLoad::Tile);
+                    body(e, false);
+                });
             });
-        });
+        };
+        if !batched {
+            return checked(self);
+        }
+        let cond: Vec<String> = conds.into_iter().flatten().collect();
+        let cpt = g.cpt();
+        // A thread's last chunk may lie past the tile's columns: it is not read.
+        let exists = if g.ragged() {
+            format!("if (lc < {}) ", g.cols)
+        } else {
+            String::new()
+        };
+        let raw_index = |how: RowLoad| {
+            if how == RowLoad::Tile {
+                format!("[r * {cpt} + c]")
+            } else {
+                "[c]".into()
+            }
+        };
+        let batch = |e: &mut Self| {
+            for (l, a) in loads.iter().zip(&accesses) {
+                let Some(a) = a else { continue };
+                let (ty, _) = raw_read(a.dtype).expect("batched");
+                let n = if l.how == RowLoad::Tile {
+                    g.rpt * cpt
+                } else {
+                    cpt
+                };
+                let init = if g.ragged() { " = {}" } else { "" };
+                e.line(&format!(
+                    "{ty} {}_raw[{n}]{init};  // lm.load({}) ({})",
+                    l.array,
+                    a.name,
+                    e.loc(a.span)
+                ));
+            }
+            let issue = |e: &mut Self, how: RowLoad| {
+                for (l, a) in loads.iter().zip(&accesses) {
+                    let Some(a) = a.as_ref().filter(|_| l.how == how) else {
+                        continue;
+                    };
+                    let (_, read) = raw_read(a.dtype).expect("batched");
+                    e.line(&format!(
+                        "{exists}{}_raw{} = {read}({});",
+                        l.array,
+                        raw_index(how),
+                        a.ptr
+                    ));
+                }
+            };
+            let unpack = |e: &mut Self, how: RowLoad| {
+                for (l, a) in loads.iter().zip(&accesses) {
+                    let Some(a) = a.as_ref().filter(|_| l.how == how) else {
+                        continue;
+                    };
+                    let (vty, suffix) = row_elem(a.dtype);
+                    e.line(&format!(
+                        "{vty} {}[{ROW_CHUNK}]; cake_row_unpack_{suffix}({}, {}_raw{});",
+                        l.array,
+                        l.array,
+                        l.array,
+                        raw_index(how)
+                    ));
+                }
+            };
+            e.line("// every load issued before the first is used");
+            e.unrolled(&format!("for (int c = 0; c < {cpt}; ++c) {{"), |e| {
+                e.line(&format!("const int lc = {col};"));
+                issue(e, RowLoad::Column);
+                e.unrolled(&format!("for (int r = 0; r < {}; ++r) {{", g.rpt), |e| {
+                    e.line(&format!("const int row = {row};"));
+                    issue(e, RowLoad::Tile);
+                });
+            });
+            e.unrolled(&format!("for (int c = 0; c < {cpt}; ++c) {{"), |e| {
+                e.line(&format!("const int lc = {col};"));
+                unpack(e, RowLoad::Column);
+                e.unrolled(&format!("for (int r = 0; r < {}; ++r) {{", g.rpt), |e| {
+                    e.line(&format!("const int row = {row};"));
+                    unpack(e, RowLoad::Tile);
+                    body(e, true);
+                });
+            });
+        };
+        self.braced_else(
+            &format!(
+                "if ({}) {{  // whole, in bounds and aligned: batched",
+                cond.join(" && ")
+            ),
+            batch,
+            checked,
+        );
     }
 
     /// Row-major offset of element (`row`, `col`) of the two innermost axes at `ra`, `ra + 1`,
@@ -245,7 +448,7 @@ impl Emitter<'_> {
                 };
                 let v = e.elem(value, Site::Row(g));
                 let cpt = g.cpt();
-                e.row_chunks(g, &loads, |e| {
+                e.row_chunks(g, &loads, None, |e, _| {
                     e.line("#pragma unroll");
                     e.line(&format!(
                         "for (int v = 0; v < {ROW_CHUNK}; ++v) {name}[(r * {cpt} + c) * {ROW_CHUNK} + v] = {v};"
@@ -308,14 +511,33 @@ impl Emitter<'_> {
                 let (r0, c0) = (texts[ra].clone(), texts[ca].clone());
                 let offset = e.tile_offset(&dims, &texts, ra, &format!("{r0} + row"), &format!("{c0} + lc"));
                 let (_, suffix) = row_elem(dtype);
-                e.row_chunks(g, &loads, |e| {
+                // The batched path's condition: every row of the thread and the tile's columns
+                // in bounds, each row's first chunk aligned.
+                let store = raw_store(dtype).map(|aligned| {
+                    let last = e.row_at(g, &(g.rpt - 1).to_string());
+                    let starts = (0..g.rpt).map(|r| {
+                        let at = e.tile_offset(&dims, &texts, ra, &format!("{r0} + {}", e.row_at(g, &r.to_string())), &c0);
+                        format!("{aligned}({tname} + {at})")
+                    });
+                    [format!("{r0} + {last} < {rext}"), format!("{c0} + {} <= {cext}", g.cols)]
+                        .into_iter()
+                        .chain(starts)
+                        .collect::<Vec<_>>()
+                        .join(" && ")
+                });
+                let exists = if g.ragged() { format!("if (lc < {}) ", g.cols) } else { String::new() };
+                e.row_chunks(g, &loads, Some(store), |e, batched| {
                     e.line(&format!("float out[{ROW_CHUNK}];"));
                     e.line("#pragma unroll");
                     e.line(&format!("for (int v = 0; v < {ROW_CHUNK}; ++v) out[v] = {v};"));
-                    e.line(&format!(
-                        "cake_row_st8_{suffix}({tname} + {offset}, out, {r0} + row < {rext}, min({cext} - ({c0} + lc), {} - lc));",
-                        g.cols
-                    ));
+                    if batched {
+                        e.line(&format!("{exists}cake_row_st8v_{suffix}({tname} + {offset}, out);"));
+                    } else {
+                        e.line(&format!(
+                            "cake_row_st8_{suffix}({tname} + {offset}, out, {r0} + row < {rext}, min({cext} - ({c0} + lc), {} - lc));",
+                            g.cols
+                        ));
+                    }
                 });
             }
             FragLayout::RowVals(g) => {
@@ -384,7 +606,7 @@ impl Emitter<'_> {
             } else {
                 String::new()
             };
-            em.row_chunks(g, &loads, |em| {
+            em.row_chunks(g, &loads, None, |em, _| {
                 em.line("#pragma unroll");
                 em.line(&format!(
                     "for (int v = 0; v < {ROW_CHUNK}; ++v) {{ {guard}acc[r] = {combine}(acc[r], {value}); }}"
