@@ -17,7 +17,7 @@ FAMILIES = {
     "add_rmsnorm": ("make_add_rmsnorm_inputs", "add_rmsnorm_oracle", C.torch_add_rms_norm, ["Hs", "Y"], {"eps": 1e-6}, 8),
     "quant_fp8": ("make_quant_inputs", "quant_oracle", C.torch_quant_fp8, ["Q", "S"], {}, 3),
 }
-ROWS_FOR_H = {1024: [65536], 4096: [32768, 4096], 8192: [16384], 16384: [8192]}
+ROWS_FOR_H = {1024: [65536], 2048: [65536, 1], 4096: [32768, 1], 8192: [16384], 16384: [8192, 1]}
 VARIANTS = os.environ.get("VARIANTS", ".carry/variants")
 OUT = os.environ.get("OUT", "out")
 dev = torch.device("cuda")

@@ -10,8 +10,8 @@ import cake
 from cake import lm
 
 H = 4096                                  # hidden size (specialised per shape by the contract)
-OWNER = "warp" if H <= 4096 else "warpgroup"
-ROWS = 4 if H <= 4096 else 1              # rows per CTA
+OWNER = "warp" if H <= 2048 else "warpgroup"          # who holds a row
+ROWS = 4 if H <= 2048 else 2 if H <= 8192 else 1   # rows per CTA
 
 
 @cake.schedule(targets=["sm_90a"])

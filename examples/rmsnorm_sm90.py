@@ -4,16 +4,17 @@
 
 A memory-bound row kernel (no MMA): each row is read once and written once. The hidden size H
 is a compile-time constant, so a row fits the registers of its owners: one warp per row up to
-4096 columns (four rows per CTA of one warpgroup), a whole warpgroup per row beyond (its four
-warps' partial sums meet in shared memory). The contract (kernels/rows/rmsnorm.contract.toml)
+2048 columns (four rows per CTA of one warpgroup), a whole warpgroup per row beyond (its four
+warps' partial sums meet in shared memory), two rows per CTA up to 8192 columns, one beyond.
+The thresholds were measured on the H200 (bench/results/2026-12-01-rows/). The contract (kernels/rows/rmsnorm.contract.toml)
 specialises H per shape; columns past H and rows past R are masked, so any H and R work.
 """
 import cake
 from cake import lm
 
 H = 4096                                  # hidden size (specialised per shape by the contract)
-OWNER = "warp" if H <= 4096 else "warpgroup"
-ROWS = 4 if H <= 4096 else 1              # rows per CTA
+OWNER = "warp" if H <= 2048 else "warpgroup"          # who holds a row
+ROWS = 4 if H <= 2048 else 2 if H <= 8192 else 1   # rows per CTA
 
 
 @cake.schedule(targets=["sm_90a"])

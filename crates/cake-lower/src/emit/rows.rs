@@ -212,10 +212,7 @@ impl Emitter<'_> {
                 &format!("{r0} + row"),
                 &format!("{c0} + lc"),
             );
-            let rows = format!(
-                "{r0} + {} < {rext}",
-                self.row_at(g, &(g.rpt - 1).to_string())
-            );
+            // Rows past the tensor are not read: a predicate on each load, not a branch.
             let aligned = (0..g.rpt).map(|r| {
                 let start = self.tile_offset(
                     &dims,
@@ -226,8 +223,7 @@ impl Emitter<'_> {
                 );
                 format!("cake_aligned16({tname} + {start})")
             });
-            let cond = [rows, in_cols]
-                .into_iter()
+            let cond = std::iter::once(in_cols)
                 .chain(aligned)
                 .collect::<Vec<_>>()
                 .join(" && ");
@@ -322,11 +318,21 @@ impl Emitter<'_> {
         }
         let cond: Vec<String> = conds.into_iter().flatten().collect();
         let cpt = g.cpt();
-        // A thread's last chunk may lie past the tile's columns: it is not read.
-        let exists = if g.ragged() {
-            format!("if (lc < {}) ", g.cols)
-        } else {
-            String::new()
+        // A thread's last chunk may lie past the tile's columns, and a tile row past the
+        // tensor's rows: neither is read (its registers hold zeros, never stored).
+        let exists = |row_ok: &str| {
+            let mut terms: Vec<String> = Vec::new();
+            if row_ok != "true" {
+                terms.push(row_ok.to_string());
+            }
+            if g.ragged() {
+                terms.push(format!("lc < {}", g.cols));
+            }
+            if terms.is_empty() {
+                String::new()
+            } else {
+                format!("if ({}) ", terms.join(" && "))
+            }
         };
         let raw_index = |how: RowLoad| {
             if how == RowLoad::Tile {
@@ -344,7 +350,11 @@ impl Emitter<'_> {
                 } else {
                     cpt
                 };
-                let init = if g.ragged() { " = {}" } else { "" };
+                let init = if exists(&a.row_ok).is_empty() {
+                    ""
+                } else {
+                    " = {}"
+                };
                 e.line(&format!(
                     "{ty} {}_raw[{n}]{init};  // lm.load({}) ({})",
                     l.array,
@@ -359,7 +369,8 @@ impl Emitter<'_> {
                     };
                     let (_, read) = raw_read(a.dtype).expect("batched");
                     e.line(&format!(
-                        "{exists}{}_raw{} = {read}({});",
+                        "{}{}_raw{} = {read}({});",
+                        exists(&a.row_ok),
                         l.array,
                         raw_index(how),
                         a.ptr
@@ -511,21 +522,23 @@ impl Emitter<'_> {
                 let (r0, c0) = (texts[ra].clone(), texts[ca].clone());
                 let offset = e.tile_offset(&dims, &texts, ra, &format!("{r0} + row"), &format!("{c0} + lc"));
                 let (_, suffix) = row_elem(dtype);
-                // The batched path's condition: every row of the thread and the tile's columns
-                // in bounds, each row's first chunk aligned.
+                // The batched path's condition: the tile's columns in bounds, each row's first
+                // chunk aligned. Rows past the tensor are skipped by a predicate.
                 let store = raw_store(dtype).map(|aligned| {
-                    let last = e.row_at(g, &(g.rpt - 1).to_string());
                     let starts = (0..g.rpt).map(|r| {
                         let at = e.tile_offset(&dims, &texts, ra, &format!("{r0} + {}", e.row_at(g, &r.to_string())), &c0);
                         format!("{aligned}({tname} + {at})")
                     });
-                    [format!("{r0} + {last} < {rext}"), format!("{c0} + {} <= {cext}", g.cols)]
-                        .into_iter()
+                    std::iter::once(format!("{c0} + {} <= {cext}", g.cols))
                         .chain(starts)
                         .collect::<Vec<_>>()
                         .join(" && ")
                 });
-                let exists = if g.ragged() { format!("if (lc < {}) ", g.cols) } else { String::new() };
+                let exists = if g.ragged() {
+                    format!("if ({r0} + row < {rext} && lc < {}) ", g.cols)
+                } else {
+                    format!("if ({r0} + row < {rext}) ")
+                };
                 e.row_chunks(g, &loads, Some(store), |e, batched| {
                     e.line(&format!("float out[{ROW_CHUNK}];"));
                     e.line("#pragma unroll");
