@@ -17,7 +17,7 @@ FAMILIES = {
     "add_rmsnorm": ("make_add_rmsnorm_inputs", "add_rmsnorm_oracle", C.torch_add_rms_norm, ["Hs", "Y"], {"eps": 1e-6}, 8),
     "quant_fp8": ("make_quant_inputs", "quant_oracle", C.torch_quant_fp8, ["Q", "S"], {}, 3),
 }
-ROWS_FOR_H = {1024: [65536], 2048: [65536, 1], 4096: [32768, 1], 8192: [16384], 16384: [8192, 1]}
+ROWS_FOR_H = {1024: [65536], 2048: [65536, 1], 4096: [32768, 1, 4096], 8192: [16384], 16384: [8192, 1]}
 VARIANTS = os.environ.get("VARIANTS", ".carry/variants")
 OUT = os.environ.get("OUT", "out")
 dev = torch.device("cuda")
@@ -55,7 +55,8 @@ for (fam, H), variants in sorted(by.items()):
                 ok = True
                 for n, t in ref.items():
                     got = out[n].float()
-                    tol = dict(rtol=0.13, atol=1e-3) if n == "Q" else dict(rtol=1e-2, atol=1e-3)
+                    # The contracts' tolerances (kernels/rows/*.contract.toml).
+                    tol = dict(rtol=0.125, atol=0.002) if n == "Q" else dict(rtol=1e-6, atol=0.0) if n == "S" else dict(rtol=1e-2, atol=1e-3)
                     if not torch.allclose(got, t.float(), **tol):
                         ok = False
                         rec[f"maxerr_{n}"] = float((got - t.float()).abs().max())
