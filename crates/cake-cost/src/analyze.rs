@@ -125,6 +125,7 @@ pub fn analyze(k: &Kernel, shape: &BTreeMap<String, i64>) -> Analysis {
         shape,
         assumptions: Vec::new(),
         tensor_axes: BTreeMap::new(),
+        row_context: false,
     };
     let mut tiles = None;
     let mut roles: Vec<RoleWork> = Vec::new();
@@ -234,6 +235,9 @@ struct Analyzer<'a> {
     shape: &'a BTreeMap<String, i64>,
     assumptions: Vec<String>,
     tensor_axes: BTreeMap<usize, u32>,
+    /// Evaluating a row-layout value: a per-column vector is read once per chunk by the one
+    /// thread that holds the column, not by every thread of an accumulator's column.
+    row_context: bool,
 }
 
 impl Analyzer<'_> {
@@ -494,13 +498,15 @@ impl Analyzer<'_> {
                     cake_ir::ParamKind::Tensor { dtype, .. } => dtype.bytes() as f64,
                     _ => 4.0,
                 };
-                if self.row_layout(*value) {
+                self.row_context = self.row_layout(*value);
+                if self.row_context {
                     w.row_bytes = el * bytes * r;
                     self.row_loads(*value, &mut w, r);
                 } else {
                     w.store_bytes = el * bytes * r;
                 }
                 let o = self.ops(*value, rw, seen);
+                self.row_context = false;
                 w.alu_ops = (o.all + el) * r;
                 w.int_ops = o.int * r;
             }
@@ -519,7 +525,9 @@ impl Analyzer<'_> {
             }
             Op::Assign { value: e, dst } if k.fragments[*dst].rows.is_some() => {
                 self.row_loads(*e, &mut w, r);
+                self.row_context = true;
                 let o = self.ops(*e, rw, seen);
+                self.row_context = false;
                 w.alu_ops = o.all * r;
                 w.int_ops = o.int * r;
             }
@@ -639,7 +647,7 @@ impl Analyzer<'_> {
                 // A per-column vector is read by every thread that holds one of its columns:
                 // in a warpgroup accumulator layout, each column by 32 threads.
                 let spread = match rw.role.map(|r| k.roles[r].unit) {
-                    Some(RoleUnit::Warpgroup) if shape.len() == 1 => 32.0,
+                    Some(RoleUnit::Warpgroup) if shape.len() == 1 && !self.row_context => 32.0,
                     _ => 1.0,
                 };
                 Ops {

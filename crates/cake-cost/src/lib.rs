@@ -843,7 +843,8 @@ pub fn estimate_with(
         // its tensor cores and ALUs but overlap each other's latencies.
         let first = p.setup + p.lat;
         let lat_tile = tile_us + first;
-        let thr_tile = tile_terms.tensor_us + tile_terms.epilogue_us + tile_stream_us;
+        // The SM's DRAM share streams one CTA's rows while its ALUs work on another's.
+        let thr_tile = (tile_terms.tensor_us + tile_terms.epilogue_us).max(tile_stream_us);
         let wave = (per_sm * thr_tile).max(lat_tile);
         let waves_exact = t / slots;
         let waves = waves_exact.ceil();

@@ -44,9 +44,9 @@ fn lower_source(file: &str, source: &str, h: i64) -> String {
 
 #[test]
 fn a_warp_per_row_loads_16_bytes_and_reduces_with_shuffles() {
-    let cuda = lower("examples/rmsnorm_sm90.py", 4096);
-    // 4096 columns over 32 lanes: 16 chunks of 8 per lane, one 16-byte load each.
-    assert!(cuda.contains("for (int c = 0; c < 16; ++c)"), "{cuda}");
+    let cuda = lower("examples/rmsnorm_sm90.py", 2048);
+    // 2048 columns over 32 lanes: 8 chunks of 8 per lane, one 16-byte load each.
+    assert!(cuda.contains("for (int c = 0; c < 8; ++c)"), "{cuda}");
     assert!(cuda.contains("cake_row_ld8_bf16("), "{cuda}");
     assert!(cuda.contains("cake_row_st8_bf16("), "{cuda}");
     assert!(cuda.contains("__ldg(reinterpret_cast<const uint4*>(p))"));
@@ -54,8 +54,60 @@ fn a_warp_per_row_loads_16_bytes_and_reduces_with_shuffles() {
     assert_eq!(cuda.matches("__shfl_xor_sync(0xffffffffu, red").count(), 5);
     assert!(!cuda.contains("__shared__ float"), "{cuda}");
     assert!(!cuda.contains("cake_named_sync(8"), "{cuda}");
-    // The weight is read one chunk at a time, inside the chunk loop (not all at once).
+    // On the checked path the weight is read one chunk at a time, inside the chunk loop.
     assert!(cuda.contains("float ld2[8];  // lm.load(W)"), "{cuda}");
+}
+
+/// The batched path: under one run-time condition (columns in bounds, every row's start
+/// aligned), all of a statement's 16-byte reads are issued before the first is unpacked, rows
+/// past the tensor by predicate (not a branch); stores skip the per-chunk checks. Without it
+/// each chunk's load was consumed before the next was issued (H200: 3× slower at 32768 × 4096,
+/// bench/results/2026-12-01-rows/).
+#[test]
+fn whole_aligned_rows_issue_every_load_before_the_first_use() {
+    let cuda = lower("examples/rmsnorm_sm90.py", 4096);
+    let batched = cuda
+        .find("// whole, in bounds and aligned: batched")
+        .expect("a batched path");
+    let checked = batched + cuda[batched..].find("} else {").expect("its checked path");
+    let path = &cuda[batched..checked];
+    let last_read = path.rfind("cake_row_raw_b16(").expect("raw reads");
+    let first_use = path.find("cake_row_unpack_bf16(").expect("unpacking");
+    assert!(last_read < first_use, "{path}");
+    // Two rows per CTA (H = 4096: a warpgroup per row): the second may lie past R = 1.
+    assert!(
+        path.contains("if ((tile_0 * 2) + row < dim_R) ld0_raw[r * 4 + c] = cake_row_raw_b16("),
+        "{path}"
+    );
+    // The condition is the columns and alignment alone; rows are predicates.
+    let cond = &cuda[cuda[..batched].rfind("if (").unwrap()..batched];
+    assert!(cond.contains("cake_aligned16(X + "), "{cond}");
+    assert!(!cond.contains("dim_R"), "{cond}");
+    // The weight: read once per chunk for both rows, all chunks before the first use.
+    let store = &cuda[cuda
+        .rfind("// whole, in bounds and aligned: batched")
+        .unwrap()..];
+    assert!(
+        store.contains("uint4 ld2_raw[4];  // lm.load(W)"),
+        "{store}"
+    );
+    assert!(
+        store.contains("if ((tile_0 * 2) + row < dim_R) cake_row_st8v_bf16(Y + "),
+        "{store}"
+    );
+}
+
+/// A tile whose columns are not whole 8-element chunks keeps the checked path alone.
+#[test]
+fn columns_that_are_not_whole_chunks_keep_the_checked_path() {
+    let source = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/softmax_sm90.py"),
+    )
+    .unwrap()
+    .replace("H = 4096 ", "H = 1028 ");
+    let cuda = lower_source("softmax_1028.py", &source, 1028);
+    assert!(!cuda.contains("aligned: batched"), "{cuda}");
+    assert!(cuda.contains("cake_row_ld8_bf16("), "{cuda}");
 }
 
 #[test]
@@ -110,9 +162,12 @@ def clip(X: lm.tensor[lm.bf16, "R", 1024], Y: lm.tensor[lm.bf16, "R", 1024], lo:
 
 #[test]
 fn fp8_stores_pack_with_saturation() {
-    let cuda = lower("examples/quant_fp8_sm90.py", 4096);
+    let cuda = lower("examples/quant_fp8_sm90.py", 2048);
     assert!(cuda.contains("cvt.rn.satfinite.e4m3x2.f32"), "{cuda}");
     assert!(cuda.contains("cake_row_st8_e4m3("), "{cuda}");
+    // 8-byte chunks: the batched store needs 8-byte alignment only.
+    assert!(cuda.contains("cake_aligned8(Q + "), "{cuda}");
+    assert!(cuda.contains("cake_row_st8v_e4m3(Q + "), "{cuda}");
     // The scale: one value per row, written by the first lane of the row's warp.
     assert!(cuda.contains("if (rows_thread % 32 == 0)"), "{cuda}");
 }
@@ -129,7 +184,7 @@ fn every_family_compiles_at_each_layout_without_spills() {
     let t = cake_target::lookup("sm_90a").unwrap();
     let out = std::env::temp_dir().join(format!("cake-rows-{}", std::process::id()));
     for (family, file) in FAMILIES {
-        for h in [1032, 4096, 16384] {
+        for h in [1032, 2048, 4096, 16384] {
             let stem = format!("{family}_{h}");
             let build = tc
                 .compile(&lower(file, h), t, &out, &stem)

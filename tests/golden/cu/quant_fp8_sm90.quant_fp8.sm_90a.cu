@@ -88,6 +88,38 @@ template <int R> static __device__ __forceinline__ void cake_setmaxnreg_dec() {
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(R));
 }
 
+static __device__ __forceinline__ void cake_st_shared_v4(uint32_t addr, uint32_t v) {
+  asm volatile("st.shared.v4.b32 [%0], {%1, %1, %1, %1};" :: "r"(addr), "r"(v) : "memory");
+}
+static __device__ __forceinline__ float cake_ld_shared_f32(uint32_t addr) {
+  float v;
+  asm volatile("ld.shared.f32 %0, [%1];" : "=f"(v) : "r"(addr) : "memory");
+  return v;
+}
+static __device__ __forceinline__ int cake_ld_shared_s32(uint32_t addr) {
+  int v;
+  asm volatile("ld.shared.s32 %0, [%1];" : "=r"(v) : "r"(addr) : "memory");
+  return v;
+}
+static __device__ __forceinline__ float cake_ld_shared_bf16(uint32_t addr) {
+  unsigned short h;
+  asm volatile("ld.shared.u16 %0, [%1];" : "=h"(h) : "r"(addr) : "memory");
+  return __uint_as_float((uint32_t)h << 16);
+}
+static __device__ __forceinline__ float cake_ld_shared_f16(uint32_t addr) {
+  unsigned short h;
+  float v;
+  asm volatile("ld.shared.b16 %0, [%1];" : "=h"(h) : "r"(addr) : "memory");
+  asm("cvt.f32.f16 %0, %1;" : "=f"(v) : "h"(h));
+  return v;
+}
+static __device__ __forceinline__ void cake_st_shared_f32(uint32_t addr, float v) {
+  asm volatile("st.shared.f32 [%0], %1;" :: "r"(addr), "f"(v) : "memory");
+}
+static __device__ __forceinline__ void cake_red_shared_add_u32(uint32_t addr, uint32_t v) {
+  asm volatile("red.shared.add.u32 [%0], %1;" :: "r"(addr), "r"(v) : "memory");
+}
+
 static __device__ __forceinline__ float cake_sum(float a, float b) { return a + b; }
 static __device__ __forceinline__ float cake_bf16_to_f32(uint16_t h) {
   return __uint_as_float((uint32_t)h << 16);
@@ -160,6 +192,62 @@ static __device__ __forceinline__ void cake_row_ld8_i32(int* d, const int32_t* p
     for (int v = 0; v < 8; ++v) d[v] = (row_ok && v < n) ? __ldg(p + v) : fill;
   }
 }
+// The batched path (a statement whose every chunk is in bounds and aligned): all chunks are read
+// raw first, with no branch between them, so every load is in flight before the first is used;
+// then unpacked. Stores skip the checks.
+static __device__ __forceinline__ uint4 cake_row_raw_b16(const void* p) {
+  return __ldg(reinterpret_cast<const uint4*>(p));
+}
+struct cake_raw_b32 { uint4 lo, hi; };
+static __device__ __forceinline__ cake_raw_b32 cake_row_raw_b32(const void* p) {
+  const uint4* q = reinterpret_cast<const uint4*>(p);
+  return {__ldg(q), __ldg(q + 1)};
+}
+static __device__ __forceinline__ void cake_row_unpack_bf16(float* d, uint4 u) {
+  const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    d[2 * i] = __uint_as_float(w[i] << 16);
+    d[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+  }
+}
+static __device__ __forceinline__ void cake_row_unpack_f16(float* d, uint4 u) {
+  const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    d[2 * i] = cake_f16_to_f32((uint16_t)(w[i] & 0xffffu));
+    d[2 * i + 1] = cake_f16_to_f32((uint16_t)(w[i] >> 16));
+  }
+}
+static __device__ __forceinline__ void cake_row_unpack_f32(float* d, cake_raw_b32 u) {
+  const uint32_t w[8] = {u.lo.x, u.lo.y, u.lo.z, u.lo.w, u.hi.x, u.hi.y, u.hi.z, u.hi.w};
+#pragma unroll
+  for (int i = 0; i < 8; ++i) d[i] = __uint_as_float(w[i]);
+}
+static __device__ __forceinline__ void cake_row_unpack_i32(int* d, cake_raw_b32 u) {
+  const uint32_t w[8] = {u.lo.x, u.lo.y, u.lo.z, u.lo.w, u.hi.x, u.hi.y, u.hi.z, u.hi.w};
+#pragma unroll
+  for (int i = 0; i < 8; ++i) d[i] = (int)w[i];
+}
+static __device__ __forceinline__ bool cake_aligned8(const void* p) {
+  return (reinterpret_cast<uintptr_t>(p) & 7) == 0;
+}
+static __device__ __forceinline__ void cake_row_st8v_bf16(uint16_t* p, const float* v) {
+  uint4 u;
+  u.x = cake_pack_bf16x2(v[0], v[1]); u.y = cake_pack_bf16x2(v[2], v[3]);
+  u.z = cake_pack_bf16x2(v[4], v[5]); u.w = cake_pack_bf16x2(v[6], v[7]);
+  *reinterpret_cast<uint4*>(p) = u;
+}
+static __device__ __forceinline__ void cake_row_st8v_f16(uint16_t* p, const float* v) {
+  uint4 u;
+  u.x = cake_pack_f16x2(v[0], v[1]); u.y = cake_pack_f16x2(v[2], v[3]);
+  u.z = cake_pack_f16x2(v[4], v[5]); u.w = cake_pack_f16x2(v[6], v[7]);
+  *reinterpret_cast<uint4*>(p) = u;
+}
+static __device__ __forceinline__ void cake_row_st8v_f32(float* p, const float* v) {
+  reinterpret_cast<float4*>(p)[0] = make_float4(v[0], v[1], v[2], v[3]);
+  reinterpret_cast<float4*>(p)[1] = make_float4(v[4], v[5], v[6], v[7]);
+}
 static __device__ __forceinline__ void cake_row_st8_bf16(uint16_t* p, const float* v, bool row_ok, int n) {
   if (!row_ok) return;
   if (n >= 8 && cake_aligned16(p)) {
@@ -219,6 +307,18 @@ static __device__ __forceinline__ void cake_row_st8_e4m3(uint8_t* p, const float
     for (int i = 0; i < 8; ++i) if (i < n) p[i] = cake_f32_to_e4m3(v[i]);
   }
 }
+static __device__ __forceinline__ void cake_row_st8v_e4m3(uint8_t* p, const float* v) {
+  uint2 u;
+  u.x = (uint32_t)cake_pack_e4m3x2(v[0], v[1]) | ((uint32_t)cake_pack_e4m3x2(v[2], v[3]) << 16);
+  u.y = (uint32_t)cake_pack_e4m3x2(v[4], v[5]) | ((uint32_t)cake_pack_e4m3x2(v[6], v[7]) << 16);
+  *reinterpret_cast<uint2*>(p) = u;
+}
+static __device__ __forceinline__ void cake_row_st8v_e5m2(uint8_t* p, const float* v) {
+  uint2 u;
+  u.x = (uint32_t)cake_pack_e5m2x2(v[0], v[1]) | ((uint32_t)cake_pack_e5m2x2(v[2], v[3]) << 16);
+  u.y = (uint32_t)cake_pack_e5m2x2(v[4], v[5]) | ((uint32_t)cake_pack_e5m2x2(v[6], v[7]) << 16);
+  *reinterpret_cast<uint2*>(p) = u;
+}
 static __device__ __forceinline__ void cake_row_st8_e5m2(uint8_t* p, const float* v, bool row_ok, int n) {
   if (!row_ok) return;
   if (n >= 8 && (reinterpret_cast<uintptr_t>(p) & 7) == 0) {
@@ -266,7 +366,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_quant_fp8(
   extern __shared__ __align__(16) uint8_t cake_smem_raw[];
   const uint32_t cake_smem = (cake_smem_addr(cake_smem_raw) + 1023u) & ~1023u;
   const int warp = __shfl_sync(0xffffffffu, (int)threadIdx.x / 32, 0);
-  const int tiles_0 = cake_cdiv(dim_R, 4);
+  const int tiles_0 = cake_cdiv(dim_R, 2);
   const int tiles_total = tiles_0;
   if (warp >= 0 && warp < 4) {  // role rows (quant_fp8_sm90.py:21)
     const int rows_index = (warp - 0) / 4;
@@ -274,7 +374,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_quant_fp8(
     const int lane_row = 16 * (rows_thread / 32) + (rows_thread % 32) / 4;  // and +8
     const int lane_col = 2 * (rows_thread % 4);  // and +1, every 8 columns
     (void)lane_row; (void)lane_col;
-    float x[128];  // fragment x [4, 4096] f32
+    float x[64];  // fragment x [2, 4096] f32
     for (int tile = blockIdx.x; tile < tiles_total; tile += tiles_total) {  // one tile (t) per CTA (quant_fp8_sm90.py:23)
       int tile_rest = tile;
       const int tile_0 = tile_rest % tiles_0;
@@ -282,65 +382,123 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_quant_fp8(
       (void)tile_rest;
       // with rows: (quant_fp8_sm90.py:24)
       {  // x <- ... (quant_fp8_sm90.py:25)
-        #pragma unroll
-        for (int c = 0; c < 16; ++c) {
-          const int lc = 8 * (rows_thread % 32 + 32 * c);
+        if (0 + 4096 <= 4096 && cake_aligned16(X + ((size_t)((tile_0 * 2) + 0) * 4096 + (0))) && cake_aligned16(X + ((size_t)((tile_0 * 2) + 1) * 4096 + (0)))) {  // whole, in bounds and aligned: batched
+          uint4 ld0_raw[8] = {};  // lm.load(X) (quant_fp8_sm90.py:25)
+          // every load issued before the first is used
           #pragma unroll
-          for (int r = 0; r < 1; ++r) {
-            const int row = (rows_thread / 32 + 4 * r);
-            float ld0[8];  // lm.load(X) (quant_fp8_sm90.py:25)
-            cake_row_ld8_bf16(ld0, X + ((size_t)((tile_0 * 4) + row) * 4096 + (0 + lc)), (tile_0 * 4) + row < dim_R, min(4096 - (0 + lc), 4096 - lc), 0.0f);
+          for (int c = 0; c < 4; ++c) {
+            const int lc = 8 * (rows_thread % 128 + 128 * c);
             #pragma unroll
-            for (int v = 0; v < 8; ++v) x[(r * 16 + c) * 8 + v] = static_cast<float>(ld0[v]);
+            for (int r = 0; r < 2; ++r) {
+              const int row = r;
+              if ((tile_0 * 2) + row < dim_R) ld0_raw[r * 4 + c] = cake_row_raw_b16(X + ((size_t)((tile_0 * 2) + row) * 4096 + (0 + lc)));
+            }
+          }
+          #pragma unroll
+          for (int c = 0; c < 4; ++c) {
+            const int lc = 8 * (rows_thread % 128 + 128 * c);
+            #pragma unroll
+            for (int r = 0; r < 2; ++r) {
+              const int row = r;
+              float ld0[8]; cake_row_unpack_bf16(ld0, ld0_raw[r * 4 + c]);
+              #pragma unroll
+              for (int v = 0; v < 8; ++v) x[(r * 4 + c) * 8 + v] = static_cast<float>(ld0[v]);
+            }
+          }
+        } else {
+          #pragma unroll
+          for (int c = 0; c < 4; ++c) {
+            const int lc = 8 * (rows_thread % 128 + 128 * c);
+            #pragma unroll
+            for (int r = 0; r < 2; ++r) {
+              const int row = r;
+              float ld0[8];  // lm.load(X) (quant_fp8_sm90.py:25)
+              cake_row_ld8_bf16(ld0, X + ((size_t)((tile_0 * 2) + row) * 4096 + (0 + lc)), (tile_0 * 2) + row < dim_R, min(4096 - (0 + lc), 4096 - lc), 0.0f);
+              #pragma unroll
+              for (int v = 0; v < 8; ++v) x[(r * 4 + c) * 8 + v] = static_cast<float>(ld0[v]);
+            }
           }
         }
       }
-      float red1_v[1];  // row max over 4096 columns, rows held by 32 thread(s) (quant_fp8_sm90.py:26)
+      float red1_v[2];  // row max over 4096 columns, rows held by 128 thread(s) (quant_fp8_sm90.py:26)
       {
-        float acc[1];
+        float acc[2];
         #pragma unroll
-        for (int r = 0; r < 1; ++r) acc[r] = __int_as_float(0xff800000);
+        for (int r = 0; r < 2; ++r) acc[r] = __int_as_float(0xff800000);
         #pragma unroll
-        for (int c = 0; c < 16; ++c) {
-          const int lc = 8 * (rows_thread % 32 + 32 * c);
+        for (int c = 0; c < 4; ++c) {
+          const int lc = 8 * (rows_thread % 128 + 128 * c);
           #pragma unroll
-          for (int r = 0; r < 1; ++r) {
-            const int row = (rows_thread / 32 + 4 * r);
+          for (int r = 0; r < 2; ++r) {
+            const int row = r;
             #pragma unroll
-            for (int v = 0; v < 8; ++v) { acc[r] = fmaxf(acc[r], fabsf(x[(r * 16 + c) * 8 + v])); }
+            for (int v = 0; v < 8; ++v) { acc[r] = fmaxf(acc[r], fabsf(x[(r * 4 + c) * 8 + v])); }
           }
         }
         #pragma unroll
-        for (int r = 0; r < 1; ++r) red1_v[r] = acc[r];
+        for (int r = 0; r < 2; ++r) red1_v[r] = acc[r];
       }
       #pragma unroll
-      for (int r = 0; r < 1; ++r) {
+      for (int r = 0; r < 2; ++r) {
         red1_v[r] = fmaxf(red1_v[r], __shfl_xor_sync(0xffffffffu, red1_v[r], 16));
         red1_v[r] = fmaxf(red1_v[r], __shfl_xor_sync(0xffffffffu, red1_v[r], 8));
         red1_v[r] = fmaxf(red1_v[r], __shfl_xor_sync(0xffffffffu, red1_v[r], 4));
         red1_v[r] = fmaxf(red1_v[r], __shfl_xor_sync(0xffffffffu, red1_v[r], 2));
         red1_v[r] = fmaxf(red1_v[r], __shfl_xor_sync(0xffffffffu, red1_v[r], 1));
       }
+      cake_named_sync(8 + rows_index, 128);
+      if (rows_thread % 32 == 0) for (int r = 0; r < 2; ++r) cake_st_shared_f32(cake_smem + 0u + 4u * ((rows_index * 4 + rows_thread / 32) * 2 + r), red1_v[r]);
+      cake_named_sync(8 + rows_index, 128);
+      #pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        float acc = cake_ld_shared_f32(cake_smem + 0u + 4u * ((rows_index * 4 + 0) * 2 + r));
+        for (int w = 1; w < 4; ++w) acc = fmaxf(acc, cake_ld_shared_f32(cake_smem + 0u + 4u * ((rows_index * 4 + w) * 2 + r)));
+        red1_v[r] = acc;
+      }
       {  // store S <- row-layout value (quant_fp8_sm90.py:27)
-        if (rows_thread % 32 == 0) {
+        if (rows_thread % 128 == 0) {
           #pragma unroll
-          for (int r = 0; r < 1; ++r) {
-            const int row = (rows_thread / 32 + 4 * r);
-            if ((tile_0 * 4) + row < dim_R) S[(size_t)((tile_0 * 4) + row)] = (float)((fmaxf(red1_v[r], 1e-12f) * 0.002232142857142857f));
+          for (int r = 0; r < 2; ++r) {
+            const int row = r;
+            if ((tile_0 * 2) + row < dim_R) S[(size_t)((tile_0 * 2) + row)] = (float)((fmaxf(red1_v[r], 1e-12f) * 0.002232142857142857f));
           }
         }
       }
-      {  // store Q <- row-layout value (quant_fp8_sm90.py:28)
-        #pragma unroll
-        for (int c = 0; c < 16; ++c) {
-          const int lc = 8 * (rows_thread % 32 + 32 * c);
+      {  // store Q <- row-layout value (quant_fp8_sm90.py:31)
+        if (0 + 4096 <= 4096 && cake_aligned8(Q + ((size_t)((tile_0 * 2) + 0) * 4096 + (0))) && cake_aligned8(Q + ((size_t)((tile_0 * 2) + 1) * 4096 + (0)))) {  // whole, in bounds and aligned: batched
+          // every load issued before the first is used
           #pragma unroll
-          for (int r = 0; r < 1; ++r) {
-            const int row = (rows_thread / 32 + 4 * r);
-            float out[8];
+          for (int c = 0; c < 4; ++c) {
+            const int lc = 8 * (rows_thread % 128 + 128 * c);
             #pragma unroll
-            for (int v = 0; v < 8; ++v) out[v] = (x[(r * 16 + c) * 8 + v] / (fmaxf(red1_v[r], 1e-12f) * 0.002232142857142857f));
-            cake_row_st8_e4m3(Q + ((size_t)((tile_0 * 4) + row) * 4096 + (0 + lc)), out, (tile_0 * 4) + row < dim_R, min(4096 - (0 + lc), 4096 - lc));
+            for (int r = 0; r < 2; ++r) {
+              const int row = r;
+            }
+          }
+          #pragma unroll
+          for (int c = 0; c < 4; ++c) {
+            const int lc = 8 * (rows_thread % 128 + 128 * c);
+            #pragma unroll
+            for (int r = 0; r < 2; ++r) {
+              const int row = r;
+              float out[8];
+              #pragma unroll
+              for (int v = 0; v < 8; ++v) out[v] = (x[(r * 4 + c) * 8 + v] * (1.0f / (fmaxf(red1_v[r], 1e-12f) * 0.002232142857142857f)));
+              if ((tile_0 * 2) + row < dim_R) cake_row_st8v_e4m3(Q + ((size_t)((tile_0 * 2) + row) * 4096 + (0 + lc)), out);
+            }
+          }
+        } else {
+          #pragma unroll
+          for (int c = 0; c < 4; ++c) {
+            const int lc = 8 * (rows_thread % 128 + 128 * c);
+            #pragma unroll
+            for (int r = 0; r < 2; ++r) {
+              const int row = r;
+              float out[8];
+              #pragma unroll
+              for (int v = 0; v < 8; ++v) out[v] = (x[(r * 4 + c) * 8 + v] * (1.0f / (fmaxf(red1_v[r], 1e-12f) * 0.002232142857142857f)));
+              cake_row_st8_e4m3(Q + ((size_t)((tile_0 * 2) + row) * 4096 + (0 + lc)), out, (tile_0 * 2) + row < dim_R, min(4096 - (0 + lc), 4096 - lc));
+            }
           }
         }
       }
