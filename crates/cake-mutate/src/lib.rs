@@ -913,6 +913,16 @@ fn misalign_role(src: &Source, f: &Facts, out: &mut Vec<Plan>) {
             .and_then(|kf| equiv::misalign_role(k, kf, rid, &shifted));
         let (s, e) = span_of(st, a.first, a.last);
         let old = src.text[s..e].to_string();
+        // A warpgroup role moved onto warps also has four times the replicas, so row ranges
+        // that follow `role.index` may leave their views (safety); its rows held by a whole
+        // warpgroup (`rows="warpgroup"`) no longer have one (the front-end's CAKE-L010).
+        let mut expected = vec![Category::Conformance, Category::Semantics, Category::Safety];
+        if k.fragments
+            .iter()
+            .any(|(_, fr)| fr.role == rid && fr.rows == Some(cake_ir::RowOwner::Warpgroup))
+        {
+            expected.push(Category::Language);
+        }
         out.push(plan(
             "misalign-role",
             tok(st, a.first).line,
@@ -926,9 +936,7 @@ fn misalign_role(src: &Source, f: &Facts, out: &mut Vec<Plan>) {
                 Site::Edited,
             ),
             f.names_in(src, st),
-            // A warpgroup role moved onto warps also has four times the replicas, so row ranges
-            // that follow `role.index` may leave their views (safety).
-            &[Category::Conformance, Category::Semantics, Category::Safety],
+            &expected,
         ));
         out.last_mut().expect("pushed").equivalent = equivalent;
     }

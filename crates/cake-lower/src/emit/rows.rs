@@ -50,7 +50,8 @@ struct ChunkAccess {
     row_ok: String,
     n: String,
     fill: String,
-    /// The condition under which every chunk of the thread is whole, in bounds and aligned;
+    /// The batched path's condition: the tile's columns inside the tensor and each of the
+    /// thread's rows starting aligned (rows past the tensor are predicated, not excluded);
     /// None when the element type has no batched read.
     batched: Option<String>,
 }
@@ -183,9 +184,8 @@ impl Emitter<'_> {
     }
 
     /// Where chunk (r, c) of a chunked load lies: its tensor's C name and element type, the
-    /// offset of its first element (with `row` and `lc` in scope), whether its row exists, the
-    /// column of its first element, and the batched path's condition (every chunk of the thread
-    /// in bounds and aligned; None when the element type has no batched read).
+    /// offset of its first element (with `row` and `lc` in scope), whether its row exists, how
+    /// many of its elements exist, and the batched path's condition.
     fn chunk_access(&self, load: &ChunkLoad, g: RowGeom) -> Option<ChunkAccess> {
         let k = self.k;
         let ExprKind::Load { tensor, fill, .. } = k.exprs[load.load].kind.clone() else {
