@@ -560,11 +560,13 @@ pub enum Op {
     /// Copy shared memory into TMEM (tcgen05.cp).
     TmemCopy { dst: TmemId, src: ViewRef },
     /// Store a register value to a global tensor at `coords` (rows/cols past the tensor's
-    /// extent are skipped).
+    /// extent are skipped). `transposed`: element (i, j) of the 2-D value goes to the two
+    /// innermost axes at (coords[-2] + j, coords[-1] + i).
     Store {
         dst: ParamId,
         value: ExprId,
         coords: Vec<ExprId>,
+        transposed: bool,
     },
     /// Write a register value into a shared-memory view (generic proxy).
     SmemStore { dst: ViewRef, value: ExprId },

@@ -326,12 +326,18 @@ impl Printer<'_> {
             Op::TmemCopy { dst, src } => {
                 format!("tmem_copy {} <- {}", k.tmems[*dst].name, self.view_ref(src))
             }
-            Op::Store { dst, value, coords } => {
+            Op::Store {
+                dst,
+                value,
+                coords,
+                transposed,
+            } => {
                 format!(
-                    "store {}[{}] <- {}",
+                    "store {}[{}] <- {}{}",
                     param(dst),
                     self.coords(coords),
-                    self.expr(*value)
+                    self.expr(*value),
+                    if *transposed { " transposed" } else { "" }
                 )
             }
             Op::SmemStore { dst, value } => {

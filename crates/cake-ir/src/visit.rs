@@ -253,7 +253,9 @@ impl Op {
                 e.smem_read(src);
                 e.tmem_writes.push(*dst);
             }
-            Op::Store { dst, value, coords } => {
+            Op::Store {
+                dst, value, coords, ..
+            } => {
                 e.global_writes.push(*dst);
                 e.exprs.push(*value);
                 e.exprs.extend(coords);

@@ -244,11 +244,20 @@ struct StoreSite<'a> {
 
 fn store_of<'a>(k: &Kernel, site: &'a OpSite) -> Option<(ParamId, StoreSite<'a>)> {
     let (dst, coords, shape) = match &site.op {
-        Op::Store { dst, value, coords } => {
-            let shape = match &k.exprs[*value].ty {
+        Op::Store {
+            dst,
+            value,
+            coords,
+            transposed,
+        } => {
+            let mut shape = match &k.exprs[*value].ty {
                 Ty::Frag { shape, .. } => shape.clone(),
                 _ => Vec::new(),
             };
+            // A transposed 2-D value covers its columns along the tensor's rows.
+            if *transposed {
+                shape.reverse();
+            }
             (*dst, coords, shape)
         }
         Op::TmaStore { dst, src, coords } => {

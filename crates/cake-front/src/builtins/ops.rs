@@ -44,10 +44,21 @@ impl Interp<'_> {
         }
     }
 
-    /// `lm.store(dst, value, coords)`
+    /// `lm.store(dst, value, coords, transpose=False)`
     pub(super) fn store(&mut self, a: &[Slot], sp: Span) -> R<Value> {
         let dst = self.tensor_arg(&a[0], "the destination")?;
         let coords = self.coords(&a[2], dst, "`coords`")?;
+        let transposed = match a.get(3).cloned().flatten() {
+            None => false,
+            Some((Value::Bool(t), _)) => t,
+            Some((_, s)) => {
+                return self.err(
+                    &codes::TYPE_MISMATCH,
+                    s,
+                    "`transpose` is a compile-time bool (True or False)",
+                )
+            }
+        };
         let (v, vsp) = a[1].clone().expect("required");
         let value = self.expr_of(v, vsp, None)?;
         let want = self.tensor_dtype(dst);
@@ -72,6 +83,20 @@ impl Interp<'_> {
                         "the value has more axes than the tensor",
                     );
                 }
+                if transposed && shape.len() != 2 {
+                    let f = Finding::new(
+                        &codes::SHAPE_MISMATCH,
+                        vsp,
+                        format!(
+                            "`transpose=True` writes a 2-D value into the two innermost axes; the value has {} {}",
+                            shape.len(),
+                            if shape.len() == 1 { "axis" } else { "axes" }
+                        ),
+                    )
+                    .expected(2)
+                    .actual(shape.len());
+                    return Err(self.report(f));
+                }
             }
             _ => {
                 return self.err(
@@ -81,7 +106,15 @@ impl Interp<'_> {
                 )
             }
         }
-        self.emit_op(Op::Store { dst, value, coords }, sp)?;
+        self.emit_op(
+            Op::Store {
+                dst,
+                value,
+                coords,
+                transposed,
+            },
+            sp,
+        )?;
         Ok(Value::None)
     }
 

@@ -556,7 +556,12 @@ impl Emitter<'_> {
                     self.invalidate_reductions(Some(*f));
                 }
             }
-            Op::Store { dst, value, coords } => self.store(*dst, *value, coords, sp),
+            Op::Store {
+                dst,
+                value,
+                coords,
+                transposed,
+            } => self.store(*dst, *value, coords, *transposed, sp),
             Op::Assign { dst, value } => self.assign(*dst, *value, sp),
             Op::SmemStore { dst, value } if self.k.const_number(*value).is_some() => {
                 self.smem_fill(dst, *value, sp)

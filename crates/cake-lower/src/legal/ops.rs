@@ -274,7 +274,18 @@ pub(crate) enum StoreKind {
     RowLayout(FragLayout),
 }
 
-pub(crate) fn store_kind(layout: Option<FragLayout>) -> Result<StoreKind, String> {
+pub(crate) fn store_kind(
+    layout: Option<FragLayout>,
+    transposed: bool,
+) -> Result<StoreKind, String> {
+    if transposed {
+        return match layout {
+            Some(l) if l.is_accumulator() && !matches!(l, FragLayout::TmemRow { .. }) => {
+                Ok(StoreKind::Tile(l))
+            }
+            _ => Err("lm.store with `transpose=True` is lowered for values computed element-wise from an accumulator tile in registers (wgmma or mma.sync)".into()),
+        };
+    }
     match layout {
         Some(l @ (FragLayout::RowTile(_) | FragLayout::RowVals(_))) => Ok(StoreKind::RowLayout(l)),
         Some(FragLayout::AccRows) => Ok(StoreKind::Rows),

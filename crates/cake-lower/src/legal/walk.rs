@@ -428,7 +428,12 @@ impl<'a> Checker<'a> {
                     self.invalidate(*f);
                 }
             }
-            Op::Store { dst, value, coords } => self.store(*dst, *value, coords, sp),
+            Op::Store {
+                dst,
+                value,
+                coords,
+                transposed,
+            } => self.store(*dst, *value, coords, *transposed, sp),
             Op::Assign { dst, value } => self.assign(*dst, *value, sp),
             Op::SmemStore { dst, value } if k.const_number(*value).is_some() => {
                 match replica_threads(k, role, issue_only, "view.store of a constant")
@@ -507,7 +512,14 @@ impl<'a> Checker<'a> {
         }
     }
 
-    fn store(&mut self, dst: ParamId, value: ExprId, coords: &[ExprId], sp: Span) {
+    fn store(
+        &mut self,
+        dst: ParamId,
+        value: ExprId,
+        coords: &[ExprId],
+        transposed: bool,
+        sp: Span,
+    ) {
         let k = self.k;
         let ParamKind::Tensor { dtype, dims } = &k.params[dst].kind else {
             return;
@@ -518,7 +530,7 @@ impl<'a> Checker<'a> {
                 me.ix(coords[i]);
             }
         };
-        match store_kind(self.tile_of(value)) {
+        match store_kind(self.tile_of(value), transposed) {
             Err(m) => self.unsupported(sp, m),
             Ok(StoreKind::RowLayout(layout)) => {
                 match row_store(k, value, layout, *dtype, dims, coords) {

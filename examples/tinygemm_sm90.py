@@ -1,0 +1,47 @@
+"""Small-M BF16 GEMM C = A · Bᵀ for Hopper (decoding: M ≤ 128 tokens against a weight B of N × K):
+the weight streams once through a deep TMA pipeline, and the operands are swapped so that the
+weight's rows fill wgmma's 64-row side while the few tokens are its N (a multiple of 8):
+
+    Cᵀ[n0 : n0 + 64, :] = B[n0 : n0 + 64, :] · Aᵀ          (64 × MP tile, MP = M rounded up)
+
+One CTA per 64 rows of the weight: a producer warpgroup issues the TMA loads of the weight tile
+and of all M tokens' K-slice (rows past M read zeros) into a ring of STAGES stages; one consumer
+warpgroup runs the MMAs and stores its 64 × MP tile transposed into C. M is a compile-time
+constant (the contract specialises it per shape); MP is the smallest legal wgmma N that holds it.
+"""
+import cake
+from cake import lm
+
+M = 8                                   # tokens (specialised per shape by the contract)
+MP = 8 if M <= 8 else 16 if M <= 16 else 32 if M <= 32 else 64 if M <= 64 else 128
+BN, BK = 64, 64                         # weight rows per CTA, K per stage (one 128-byte swizzle row)
+STAGES = 12 if MP <= 32 else 8          # ring depth: the weight bytes in flight per SM
+
+
+@cake.schedule(targets=["sm_90a"])
+def tinygemm(A: lm.tensor[lm.bf16, M, "K"],
+             B: lm.tensor[lm.bf16, "N", "K"],
+             C: lm.tensor[lm.bf16, M, "N"]):
+    pool = lm.smem()
+    sW = pool.view(shape=(BN, BK), dtype=lm.bf16, stages=STAGES, swizzle=128)
+    sX = pool.view(shape=(MP, BK), dtype=lm.bf16, stages=STAGES, swizzle=128)
+
+    load = lm.role(warpgroup=0, regs=40)
+    math = lm.role(warpgroup=1, regs=232)
+
+    pipe = lm.pipeline(stages=STAGES)
+    full = lm.barrier(pipe, producers=[load], consumers=[math])
+    empty = lm.barrier(pipe, producers=[math], consumers=[load])
+    acc = math.fragment(shape=(BN, MP), dtype=lm.f32)
+
+    for tn in lm.tiles(lm.cdiv(N, BN)):
+        with load:
+            for k in lm.range(lm.cdiv(K, BK), pipeline=pipe):
+                lm.wait(empty)
+                sW.tma_load(B, coords=(tn * BN, k * BK), barrier=full)
+                sX.tma_load(A, coords=(0, k * BK), barrier=full)
+        with math:
+            for k in lm.range(lm.cdiv(K, BK), pipeline=pipe):
+                lm.wait(full)
+                lm.mma(acc, sW, sX.T, accumulate=k > 0, release=empty)
+            lm.store(C, lm.cast(acc, lm.bf16), coords=(0, tn * BN), transpose=True)
