@@ -41,3 +41,21 @@ def oracle(A: torch.Tensor, B: torch.Tensor) -> dict:
 def torch_matmul(A: torch.Tensor, B: torch.Tensor, C: torch.Tensor) -> None:
     """cuBLAS through torch, writing the preallocated output."""
     torch.matmul(A, B.T, out=C)
+
+
+# --- C = A · B with B stored (K, N) (gemm_nn.contract.toml) ---------------------------------
+
+def make_inputs_nn(shape: dict, distribution: str, generator: torch.Generator) -> dict:
+    """As make_inputs, B drawn (N, K) and stored transposed, (K, N) row-major."""
+    ins = make_inputs(shape, distribution, generator)
+    return {"A": ins["A"], "B": ins["B"].T.contiguous()}
+
+
+def oracle_nn(A: torch.Tensor, B: torch.Tensor) -> dict:
+    """f64 product of the bf16 inputs, rounded once to bf16."""
+    return {"C": (A.double() @ B.double()).to(torch.bfloat16)}
+
+
+def torch_matmul_nn(A: torch.Tensor, B: torch.Tensor, C: torch.Tensor) -> None:
+    """cuBLAS through torch (B as stored, (K, N)), writing the preallocated output."""
+    torch.matmul(A, B, out=C)

@@ -25,10 +25,10 @@ struct Group {
 /// What the wgmma backend records while it emits.
 #[derive(Default, Clone)]
 pub(crate) struct State {
-    /// wgmma shapes used with both operands in shared memory: (N, input type).
-    shapes: BTreeSet<(u32, &'static str)>,
-    /// wgmma shapes whose A operand is in registers: (N, input type).
-    rs_shapes: BTreeSet<(u32, &'static str)>,
+    /// wgmma shapes used with both operands in shared memory: (N, input type, `b` N-major).
+    shapes: BTreeSet<(u32, &'static str, bool)>,
+    /// wgmma shapes whose A operand is in registers: (N, input type, `b` N-major).
+    rs_shapes: BTreeSet<(u32, &'static str, bool)>,
     /// Groups committed and not yet waited for, oldest first: an operation that reads or
     /// overwrites the accumulator of one must first wait for it (and, groups retiring in order,
     /// for every older one) to retire.
@@ -100,13 +100,13 @@ impl MmaBackend for Wgmma {
 
     fn prelude(&self, e: &Emitter, out: &mut String) {
         out.push_str(WGMMA);
-        for (n, input) in &e.mma.wgmma.shapes {
+        for (n, input, b_mn) in &e.mma.wgmma.shapes {
             out.push('\n');
-            out.push_str(&wgmma_fn(*n, input));
+            out.push_str(&wgmma_fn_with(*n, input, false, *b_mn));
         }
-        for (n, input) in &e.mma.wgmma.rs_shapes {
+        for (n, input, b_mn) in &e.mma.wgmma.rs_shapes {
             out.push('\n');
-            out.push_str(&wgmma_rs_fn(*n, input));
+            out.push_str(&wgmma_fn_with(*n, input, true, *b_mn));
         }
     }
 
@@ -206,7 +206,8 @@ impl MmaBackend for Wgmma {
 }
 
 /// An `lm.mma` wgmma lowers: with `a` in registers or in shared memory, the accumulator's
-/// columns, K and the input type.
+/// columns, K, the input type, and whether `b` is N-major (a (K, N) view as stored, read with
+/// the instruction's transpose flag) rather than K-major (`.T` of an (N, K) view).
 enum WgmmaForm<'o> {
     RegisterA {
         accf: FragId,
@@ -214,6 +215,7 @@ enum WgmmaForm<'o> {
         n: u32,
         kdim: u32,
         b: &'o ViewRef,
+        b_mn: bool,
         input: &'static str,
     },
     Shared {
@@ -222,8 +224,25 @@ enum WgmmaForm<'o> {
         kdim: u32,
         a: &'o ViewRef,
         b: &'o ViewRef,
+        b_mn: bool,
         input: &'static str,
     },
+}
+
+/// An N-major `b`: the whole of a 2-D (K, N) view (K a multiple of wgmma's 16), 16-bit, with
+/// 128B swizzle, its N in 64-column panels (the view's layout; `legal::sw128_operand`).
+fn n_major_b(k: &Kernel, bv: &ViewRef, kdim: u32, n: u32) -> Result<(), String> {
+    let v = &k.views[bv.view];
+    if bv.rows.is_some() {
+        return Err("an N-major `b` (a (K, N) view as stored) is lowered for the whole view; `.rows` of it is not".into());
+    }
+    if v.shape.len() != 2 || v.shape[0] != kdim || v.shape[1] != n || kdim % 16 != 0 {
+        return Err(format!(
+            "an N-major `b` is lowered from a (K, N) view with K = {kdim} (a multiple of 16) and N = {n}; `{}` is {:?}",
+            v.name, v.shape
+        ));
+    }
+    Ok(())
 }
 
 /// The conditions of a wgmma `lm.mma` (the operand descriptors' are checked per k-step, as they
@@ -241,10 +260,9 @@ fn mma_form<'o>(
         else {
             return Ok(None);
         };
-        if !bv.transposed {
-            return Err(
-                "only a K-major `b` is lowered yet: the transpose of an (N, K) view".into(),
-            );
+        let b_mn = !bv.transposed;
+        if b_mn {
+            n_major_b(k, bv, kdim, n)?;
         }
         let input = match k.fragments[*af].dtype {
             DType::BF16 => "bf16",
@@ -259,6 +277,7 @@ fn mma_form<'o>(
             n,
             kdim,
             b: bv,
+            b_mn,
             input,
         }));
     }
@@ -269,8 +288,13 @@ fn mma_form<'o>(
     let Some(FragLayout::WgmmaAcc { n }) = layout(*accf) else {
         return Ok(None);
     };
-    if av.transposed || !bv.transposed {
-        return Err("only K-major operands are lowered yet: `a` as stored (M, K) and `b` as the transpose of an (N, K) view".into());
+    if av.transposed {
+        return Err("an M-major `a` is not lowered yet: `a` as stored (M, K)".into());
+    }
+    let kdim = k.views[av.view].shape[1];
+    let b_mn = !bv.transposed;
+    if b_mn {
+        n_major_b(k, bv, kdim, n)?;
     }
     let input = match k.views[av.view].dtype {
         DType::BF16 => "bf16",
@@ -280,9 +304,10 @@ fn mma_form<'o>(
     Ok(Some(WgmmaForm::Shared {
         accf: *accf,
         n,
-        kdim: k.views[av.view].shape[1],
+        kdim,
         a: av,
         b: bv,
+        b_mn,
         input,
     }))
 }
@@ -416,14 +441,14 @@ impl Emitter<'_> {
     fn wgmma_register_a(
         &mut self,
         (accf, af, n, kdim): (FragId, FragId, u32, u32),
-        bv: &ViewRef,
+        (bv, b_mn): (&ViewRef, bool),
         input: &'static str,
         accumulate: ExprId,
         release: Option<BarrierId>,
         sp: Span,
     ) {
         let k = self.k;
-        self.mma.wgmma.rs_shapes.insert((n, input));
+        self.mma.wgmma.rs_shapes.insert((n, input, b_mn));
         let (accn, an) = (self.frag_name(accf), self.frag_name(af));
         let acc_pred = self.ix(accumulate);
         self.line(&format!(
@@ -433,8 +458,9 @@ impl Emitter<'_> {
             self.loc(sp)
         ));
         self.line("cake_wgmma_fence();");
+        let tb = if b_mn { "_tb" } else { "" };
         for kk in 0..kdim / 16 {
-            let Some(bd) = self.wgmma_operand(bv, kk, 16, sp) else {
+            let Some(bd) = self.wgmma_b_desc(bv, b_mn, kk, sp) else {
                 return;
             };
             let scale = if kk == 0 {
@@ -444,7 +470,7 @@ impl Emitter<'_> {
             };
             let r = 4 * kk;
             self.line(&format!(
-                "cake_wgmma_m64n{n}k16_f32_{input}_rs({accn}, {an}[{r}], {an}[{}], {an}[{}], {an}[{}], cake_wgmma_desc({bd}, 16, 1024, 1), {scale});",
+                "cake_wgmma_m64n{n}k16_f32_{input}_rs{tb}({accn}, {an}[{r}], {an}[{}], {an}[{}], {an}[{}], {bd}, {scale});",
                 r + 1,
                 r + 2,
                 r + 3
@@ -467,11 +493,12 @@ impl Emitter<'_> {
                 n,
                 kdim,
                 b,
+                b_mn,
                 input,
             })) => {
                 return self.wgmma_register_a(
                     (accf, af, n, kdim),
-                    b,
+                    (b, b_mn),
                     input,
                     accumulate,
                     release,
@@ -484,12 +511,14 @@ impl Emitter<'_> {
                 kdim,
                 a,
                 b,
+                b_mn,
                 input,
-            })) => (accf, n, kdim, a, b, input),
+            })) => (accf, n, kdim, a, (b, b_mn), input),
         };
+        let (bv, b_mn) = bv;
         let accf = &accf;
         let k_step = 16;
-        self.mma.wgmma.shapes.insert((n, input));
+        self.mma.wgmma.shapes.insert((n, input, b_mn));
         let accn = self.frag_name(*accf);
         let acc_pred = self.ix(accumulate);
         self.line(&format!(
@@ -502,7 +531,7 @@ impl Emitter<'_> {
         for kk in 0..kdim / k_step {
             let (Some(ad), Some(bd)) = (
                 self.wgmma_operand(av, kk, k_step, sp),
-                self.wgmma_operand(bv, kk, k_step, sp),
+                self.wgmma_b_desc(bv, b_mn, kk, sp),
             ) else {
                 return;
             };
@@ -511,11 +540,34 @@ impl Emitter<'_> {
             } else {
                 "1".into()
             };
+            let tb = if b_mn { "_tb" } else { "" };
             self.line(&format!(
-                "cake_wgmma_m64n{n}k16_f32_{input}({accn}, cake_wgmma_desc({ad}, 16, 1024, 1), cake_wgmma_desc({bd}, 16, 1024, 1), {scale});"
+                "cake_wgmma_m64n{n}k16_f32_{input}{tb}({accn}, cake_wgmma_desc({ad}, 16, 1024, 1), {bd}, {scale});"
             ));
         }
         self.wgmma_commit(*accf, release, sp);
+    }
+
+    /// The shared-memory descriptor of `b` at k-step `kk` (16 along K). K-major (`.T` of an
+    /// (N, K) view): the operand tile's start within its 64-column panel, no leading offset.
+    /// N-major (a (K, N) view as stored): 16 rows of 128 bytes further per k-step; the leading
+    /// byte offset is the stride between the 64-column panels along N (the view's rows × 128
+    /// bytes), the stride offset the 1024 bytes between groups of 8 rows along K.
+    fn wgmma_b_desc(&mut self, bv: &ViewRef, b_mn: bool, kk: u32, sp: Span) -> Option<String> {
+        if !b_mn {
+            let bd = self.wgmma_operand(bv, kk, 16, sp)?;
+            return Some(format!("cake_wgmma_desc({bd}, 16, 1024, 1)"));
+        }
+        let view = self.k.views[bv.view].clone();
+        if let Err(m) = crate::legal::sw128_operand(&view) {
+            self.unsupported(sp, m);
+            return None;
+        }
+        let panel_bytes = view.panel_cols() * view.dtype.bytes();
+        let base = self.view_base(bv);
+        let step = 16 * panel_bytes * kk;
+        let lbo = view.shape[0] * panel_bytes;
+        Some(format!("cake_wgmma_desc({base} + {step}, {lbo}, 1024, 1)"))
     }
 
     /// Close a group of wgmma into `accf`: commit it, then release `release` once the MMAs have
@@ -683,19 +735,18 @@ static __device__ __forceinline__ uint64_t cake_wgmma_desc(uint32_t addr, uint32
 
 /// One wgmma wrapper for an `m64nNk16` shape with f32 accumulators and bf16/f16 inputs from
 /// shared-memory descriptors.
-fn wgmma_fn(n: u32, input: &str) -> String {
-    wgmma_fn_with(n, input, false)
-}
-
-/// `cake_wgmma_m64n<N>k16_f32_<input>_rs`: the wgmma whose A operand is in registers (four
-/// 32-bit registers of packed 16-bit pairs per k-step, the accumulator's element order).
-fn wgmma_rs_fn(n: u32, input: &str) -> String {
-    wgmma_fn_with(n, input, true)
-}
-
-fn wgmma_fn_with(n: u32, input: &str, a_in_registers: bool) -> String {
+/// `cake_wgmma_m64n<N>k16_f32_<input>[_rs][_tb]`: the wgmma of one k-step, its A operand in
+/// shared memory or (`_rs`) in registers (four 32-bit registers of packed 16-bit pairs, the
+/// accumulator's element order), its B operand K-major or (`_tb`) N-major, read with the
+/// instruction's transpose flag.
+fn wgmma_fn_with(n: u32, input: &str, a_in_registers: bool, b_n_major: bool) -> String {
     let regs = n / 2;
-    let suffix = if a_in_registers { "_rs" } else { "" };
+    let suffix = format!(
+        "{}{}",
+        if a_in_registers { "_rs" } else { "" },
+        if b_n_major { "_tb" } else { "" }
+    );
+    let tnsp_b = u8::from(b_n_major);
     let name = format!("cake_wgmma_m64n{n}k16_f32_{input}{suffix}");
     let a_params = if a_in_registers {
         "uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3"
@@ -728,17 +779,18 @@ fn wgmma_fn_with(n: u32, input: &str, a_in_registers: bool) -> String {
     let pos = out.rfind(",\"\n").expect("non-empty register list");
     out.replace_range(pos..pos + 3, "},\"\n");
     if a_in_registers {
-        // Register A: no transpose flag for A; B K-major.
+        // Register A: no transpose flag for A; B's transpose flag.
         out.push_str(&format!(
-            "      \" {{%{}, %{}, %{}, %{}}}, %{b_op}, p, 1, 1, 0;\\n\\t}}\\n\"\n",
+            "      \" {{%{}, %{}, %{}, %{}}}, %{b_op}, p, 1, 1, {tnsp_b};\\n\\t}}\\n\"\n",
             regs,
             regs + 1,
             regs + 2,
             regs + 3
         ));
     } else {
+        // A K-major (transpose flag 0), then B's.
         out.push_str(&format!(
-            "      \" %{regs}, %{b_op}, p, 1, 1, 0, 0;\\n\\t}}\\n\"\n"
+            "      \" %{regs}, %{b_op}, p, 1, 1, 0, {tnsp_b};\\n\\t}}\\n\"\n"
         ));
     }
     let outs: Vec<String> = (0..regs).map(|i| format!("\"+f\"(d[{i}])")).collect();
