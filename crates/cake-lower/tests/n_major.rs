@@ -1,0 +1,80 @@
+//! wgmma with an N-major `b` (issue #17 item 2: attention's V as stored): a `(K, N)` view passed
+//! to `lm.mma` untransposed is read with the instruction's transpose flag. Both forms: `a` in
+//! shared memory (`examples/gemm_nn_sm90.py`) and in registers (the gemm-chain example with its
+//! second weight stored `(K, N)`, as P · V is).
+
+use std::path::Path;
+
+fn lower_source(name: &str, source: &str) -> String {
+    let checked = cake_driver::check(name, source.as_bytes(), Some("sm_90a"));
+    assert!(
+        !checked.findings.iter().any(|f| f.is_error()),
+        "{name}: {:?}",
+        checked.findings
+    );
+    let t = cake_target::lookup("sm_90a").unwrap();
+    cake_lower::lower(&checked.kernels[0], &checked.file, t)
+        .unwrap_or_else(|e| panic!("{name} does not lower: {e:?}"))
+        .cuda
+}
+
+fn example(file: &str) -> String {
+    std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../..")
+            .join(file),
+    )
+    .expect("example")
+}
+
+#[test]
+fn a_shared_a_with_an_n_major_b_sets_the_transpose_flag_and_panel_stride() {
+    let cuda = lower_source("gemm_nn_sm90.py", &example("examples/gemm_nn_sm90.py"));
+    // A K-major (flag 0), B N-major (flag 1).
+    assert!(cuda.contains("%128, %129, p, 1, 1, 0, 1;"), "{cuda}");
+    // The (64, 256) tile of B: four 64-column panels of 64 rows × 128 B = 8192 B apart (the
+    // leading byte offset); each k-step 16 rows × 128 B further.
+    for (kk, off) in [(0, 0), (1, 2048), (2, 4096), (3, 6144)] {
+        let want = format!("cake_wgmma_desc((sB + 32768 * pipe_stage) + {off}, 8192, 1024, 1)");
+        assert!(cuda.contains(&want), "k-step {kk}: {cuda}");
+    }
+}
+
+#[test]
+fn a_register_a_with_an_n_major_b_sets_the_transpose_flag() {
+    // O = P · B2 with B2 stored (N1, N2) = (K, N).
+    let source = example("examples/gemm_chain_sm90.py")
+        .replace(
+            "B2: lm.tensor[lm.bf16, N2, N1]",
+            "B2: lm.tensor[lm.bf16, N1, N2]",
+        )
+        .replace(
+            "sB2 = pool.view(shape=(N2, N1)",
+            "sB2 = pool.view(shape=(N1, N2)",
+        )
+        .replace(
+            "lm.mma(o, p, sB2.T, accumulate=False)",
+            "lm.mma(o, p, sB2, accumulate=False)",
+        );
+    let cuda = lower_source("gemm_chain_nn.py", &source);
+    assert!(
+        cuda.contains("cake_wgmma_m64n128k16_f32_bf16_rs_tb("),
+        "{cuda}"
+    );
+    assert!(cuda.contains("p, 1, 1, 1;"), "{cuda}");
+    // N2 = 128: two panels of N1 = 64 rows × 128 B.
+    assert!(cuda.contains("+ 2048, 8192, 1024, 1)"), "{cuda}");
+}
+
+#[test]
+fn an_n_major_b_sliced_by_rows_is_not_lowered() {
+    let source = example("examples/gemm_nn_sm90.py").replace(
+        "lm.mma(acc, sA.rows(wg_rows(math.index), 64), sB,",
+        "lm.mma(acc, sA.rows(wg_rows(math.index), 64), sB.rows(0, 64),",
+    );
+    let checked = cake_driver::check("gemm_nn_rows.py", source.as_bytes(), Some("sm_90a"));
+    let t = cake_target::lookup("sm_90a").unwrap();
+    let lowered = cake_lower::lower(&checked.kernels[0], &checked.file, t).err();
+    let said = format!("{:?} {lowered:?}", checked.findings);
+    assert!(said.contains("N-major `b`"), "{said}");
+}
