@@ -236,7 +236,7 @@ fn n_major_b(k: &Kernel, bv: &ViewRef, kdim: u32, n: u32) -> Result<(), String> 
     if bv.rows.is_some() {
         return Err("an N-major `b` (a (K, N) view as stored) is lowered for the whole view; `.rows` of it is not".into());
     }
-    if v.shape.len() != 2 || v.shape[0] != kdim || v.shape[1] != n || kdim % 16 != 0 {
+    if v.shape.len() != 2 || v.shape[0] != kdim || v.shape[1] != n || !kdim.is_multiple_of(16) {
         return Err(format!(
             "an N-major `b` is lowered from a (K, N) view with K = {kdim} (a multiple of 16) and N = {n}; `{}` is {:?}",
             v.name, v.shape
