@@ -15,7 +15,7 @@ from cake import lm
 M = 8                                   # tokens (specialised per shape by the contract)
 MP = 8 if M <= 8 else 16 if M <= 16 else 32 if M <= 32 else 64 if M <= 64 else 128
 BN, BK = 64, 64                         # weight rows per CTA, K per stage (one 128-byte swizzle row)
-STAGES = 12 if MP <= 32 else 8          # ring depth: the weight bytes in flight per SM
+STAGES = 16 if MP <= 16 else 12 if MP <= 64 else 8   # ring depth: the weight bytes in flight (measured)
 
 
 @cake.schedule(targets=["sm_90a"])

@@ -135,16 +135,16 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm(
   // Dynamic shared memory, rounded up to 1024 B: swizzled views repeat every 8 rows of 128 B.
   extern __shared__ __align__(16) uint8_t cake_smem_raw[];
   const uint32_t cake_smem = (cake_smem_addr(cake_smem_raw) + 1023u) & ~1023u;
-  const uint32_t sW = cake_smem + 0;  // view sW: bf16 x [64, 64], 12 stage(s) of 8192 B, swizzle 128
-  const uint32_t sX = cake_smem + 98304;  // view sX: bf16 x [8, 64], 12 stage(s) of 1024 B, swizzle 128
-  const uint32_t full = cake_smem + 110592;  // mbarrier full: 12 slot(s), 1 arrival(s) per phase
-  const uint32_t empty = cake_smem + 110688;  // mbarrier empty: 12 slot(s), 1 arrival(s) per phase
+  const uint32_t sW = cake_smem + 0;  // view sW: bf16 x [64, 64], 16 stage(s) of 8192 B, swizzle 128
+  const uint32_t sX = cake_smem + 131072;  // view sX: bf16 x [8, 64], 16 stage(s) of 1024 B, swizzle 128
+  const uint32_t full = cake_smem + 147456;  // mbarrier full: 16 slot(s), 1 arrival(s) per phase
+  const uint32_t empty = cake_smem + 147584;  // mbarrier empty: 16 slot(s), 1 arrival(s) per phase
   const int warp = __shfl_sync(0xffffffffu, (int)threadIdx.x / 32, 0);
   const int tiles_0 = cake_cdiv(dim_N, 64);
   const int tiles_total = tiles_0;
   if (threadIdx.x == 0) {
-    for (int s = 0; s < 12; ++s) cake_mbar_init(full + 8 * s, 1);
-    for (int s = 0; s < 12; ++s) cake_mbar_init(empty + 8 * s, 1);
+    for (int s = 0; s < 16; ++s) cake_mbar_init(full + 8 * s, 1);
+    for (int s = 0; s < 16; ++s) cake_mbar_init(empty + 8 * s, 1);
     cake_fence_barrier_init();
   }
   __syncthreads();
@@ -164,8 +164,8 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm(
         (void)tile_rest;
         // with load: (tinygemm_sm90.py:38)
         for (int k_1 = 0; k_1 < cake_cdiv(dim_K, 64); ++k_1) {  // tinygemm_sm90.py:39
-          const uint32_t pipe_stage = pipe_it % 12;
-          const uint32_t pipe_phase = (pipe_it / 12) & 1;
+          const uint32_t pipe_stage = pipe_it % 16;
+          const uint32_t pipe_phase = (pipe_it / 16) & 1;
           cake_mbar_wait(empty + 8 * pipe_stage, pipe_phase ^ 1);  // wait empty (tinygemm_sm90.py:40)
           // tma_load sW <- B (tinygemm_sm90.py:41)
           cake_mbar_arrive_expect_tx(full + 8 * pipe_stage, 9216);
@@ -194,8 +194,8 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm(
       // with math: (tinygemm_sm90.py:43)
       int empty_pending = -1;  // stage whose release waits for its MMAs to retire
       for (int k_2 = 0; k_2 < cake_cdiv(dim_K, 64); ++k_2) {  // tinygemm_sm90.py:44
-        const uint32_t pipe_stage = pipe_it % 12;
-        const uint32_t pipe_phase = (pipe_it / 12) & 1;
+        const uint32_t pipe_stage = pipe_it % 16;
+        const uint32_t pipe_phase = (pipe_it / 16) & 1;
         cake_mbar_wait(full + 8 * pipe_stage, pipe_phase);  // wait full (tinygemm_sm90.py:45)
         // mma acc += sW * sX.T (tinygemm_sm90.py:46)
         cake_wgmma_fence();
