@@ -53,11 +53,48 @@ fn tmem_columns(cx: &Ctx, out: &mut Vec<Finding>) {
     }
 }
 
+/// Registers ptxas needs at a wgmma beside its accumulator: the operand descriptors, addresses,
+/// loop and barrier state live at the instruction. Measured: with a (64, 256) f32 accumulator
+/// (128 registers per thread) ptxas asks for 154 (C7602 "Insufficient registers ... register
+/// target of 154 or higher") whether the role's other fragments add 1 or 2, so a budget of 152
+/// aborts the build. Unlike a spill this is fatal: every operand of the instruction, the whole
+/// accumulator, must be in registers at once.
+const WGMMA_WORKING_SET: u64 = 26;
+
+/// Per role: the largest accumulator (registers per thread) of an `lm.mma` it issues that is
+/// lowered to wgmma on this target, and that fragment.
+fn wgmma_accumulators(cx: &Ctx) -> std::collections::BTreeMap<cake_ir::RoleId, (u64, FragId)> {
+    let k = cx.k;
+    let mut out = std::collections::BTreeMap::new();
+    if cx.target.mma != cake_target::MmaFamily::Wgmma {
+        return out;
+    }
+    for site in &cx.ops {
+        if let cake_ir::Op::Mma {
+            acc: cake_ir::Operand::Frag(f),
+            ..
+        } = &site.op
+        {
+            // An MMA issued by a role that does not own its accumulator is CAKE-D001's.
+            if site.role != Some(k.fragments[*f].role) {
+                continue;
+            }
+            let regs = k.fragment_registers(*f) / k.fragments[*f].buffers.max(1) as u64;
+            let e = out.entry(k.fragments[*f].role).or_insert((regs, *f));
+            if regs > e.0 {
+                *e = (regs, *f);
+            }
+        }
+    }
+    out
+}
+
 fn register_demand(cx: &Ctx, out: &mut Vec<Finding>) {
     let k = cx.k;
     let lim = &cx.target.limits;
     let threads = k.block_threads().max(1);
     let launch = lim.launch_registers(threads);
+    let wgmma = wgmma_accumulators(cx);
     for (rid, role) in k.roles.iter() {
         let demand = k.role_fragment_registers(rid);
         let frags: Vec<(FragId, u64)> = k
@@ -80,7 +117,12 @@ fn register_demand(cx: &Ctx, out: &mut Vec<Finding>) {
             ),
         };
         let max = lim.regs_per_thread as u64;
-        let severity = if demand > max {
+        // With a wgmma to issue, its accumulator plus the instruction's working set must fit.
+        let at_mma = wgmma
+            .get(&rid)
+            .map(|&(regs, f)| (regs + WGMMA_WORKING_SET, regs, f));
+        let aborts = at_mma.is_some_and(|(need, ..)| need > budget);
+        let severity = if demand > max || aborts {
             Severity::Error
         } else if demand > budget {
             Severity::Warning
@@ -91,10 +133,15 @@ fn register_demand(cx: &Ctx, out: &mut Vec<Finding>) {
             .iter()
             .map(|(h, n)| format!("`{}` ({n} regs)", k.fragments[*h].name))
             .collect();
-        let msg = if severity == Severity::Error {
+        let msg = if demand > max {
             format!(
                 "role `{}` holds {demand} registers per thread in fragments; a thread can address at most {max}, so no budget fits them",
                 role.name
+            )
+        } else if let (true, Some((need, regs, f))) = (aborts, at_mma) {
+            format!(
+                "role `{}` issues a wgmma into `{}` ({regs} registers per thread), which ptxas compiles only with about {need} (the accumulator and {WGMMA_WORKING_SET} for descriptors, addresses and loop state), more than its {what}: ptxas aborts the build",
+                role.name, k.fragments[f].name
             )
         } else {
             format!(
@@ -118,7 +165,12 @@ fn register_demand(cx: &Ctx, out: &mut Vec<Finding>) {
         for (h, _) in frags.iter().filter(|(h, _)| *h != heaviest) {
             f = f.label(k.fragments.span(*h), "another fragment of the role");
         }
-        out.push(f.help(if severity == Severity::Error {
+        if let (true, Some((need, ..))) = (aborts, at_mma) {
+            f = f.expected(format!(">= {need} registers")).actual(budget);
+        }
+        out.push(f.help(if aborts && demand <= max {
+            "raise regs= (the roles' budgets must still fit the register file), or shrink the accumulator"
+        } else if severity == Severity::Error {
             "shrink the tiles (fewer columns per fragment) or spread the rows over more warpgroups"
         } else {
             "raise regs= (the roles' budgets must still fit the register file) or shrink the fragments"

@@ -104,8 +104,10 @@ pub const REGISTER_DEMAND: CodeInfo = CodeInfo {
     name: "register-demand",
     category: Category::Consistency,
     severity: Severity::Warning,
-    summary: r#"A role's fragments need more registers per thread than its budget (warning), or than any thread can hold (error)."#,
+    summary: r#"A role's fragments need more registers per thread than its budget (warning), than any thread can hold (error), or a wgmma's accumulator and working set do not fit the budget (error)."#,
     explanation: r#"A fragment's elements are spread over the threads of one replica of its role (128 for a warpgroup, 32 for a warp): an f32 (64, 256) accumulator is 128 registers per thread. Cake adds the fragments of each role (double-buffered ones twice) before anything is compiled — the same numbers `cake build`'s spill note prints — and compares them with the role's `regs=` budget (or the launch allocation without one). More than the budget leaves nothing for addresses and temporaries: ptxas spills (a warning). More than the 255 registers a thread can address fits no budget at all (an error): for example an attention head dimension whose score and output tiles together exceed 255 per thread.
+
+A wgmma cannot spill: its whole accumulator and its operands must be in registers at the instruction. ptxas needs about 26 registers beside the accumulator there (descriptors, addresses, loop and barrier state; measured: a (64, 256) f32 accumulator needs 154), and when the role's budget is smaller it aborts the build (C7602 "Insufficient registers"). So on sm_90a a role that issues a wgmma into an accumulator of R registers per thread needs a budget of at least R + 26 (an error otherwise). Three consumer warpgroups beside a producer leave 152 each: enough for N = 192, not for N = 256.
 
 Shrink the tiles (fewer columns per fragment), split the work over more warpgroups, or raise the budget."#,
     bad: include_str!("../../../../tests/check/CAKE-D008-bad.py"),
