@@ -154,59 +154,13 @@ static __device__ __forceinline__ uint16_t cake_f32_to_f16(float v) {
 static __device__ __forceinline__ bool cake_aligned16(const void* p) {
   return (reinterpret_cast<uintptr_t>(p) & 15) == 0;
 }
-static __device__ __forceinline__ void cake_row_ld8_bf16(float* d, const uint16_t* p, bool row_ok, int n, float fill) {
-  if (row_ok && n >= 8 && cake_aligned16(p)) {
-    const uint4 u = __ldg(reinterpret_cast<const uint4*>(p));
-    const uint32_t w[4] = {u.x, u.y, u.z, u.w};
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      d[2 * i] = __uint_as_float(w[i] << 16);
-      d[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
-    }
-  } else {
-#pragma unroll
-    for (int v = 0; v < 8; ++v) d[v] = (row_ok && v < n) ? cake_bf16_to_f32(p[v]) : fill;
-  }
+static __device__ __forceinline__ bool cake_aligned8(const void* p) {
+  return (reinterpret_cast<uintptr_t>(p) & 7) == 0;
 }
-static __device__ __forceinline__ void cake_row_ld8_f16(float* d, const uint16_t* p, bool row_ok, int n, float fill) {
-  if (row_ok && n >= 8 && cake_aligned16(p)) {
-    const uint4 u = __ldg(reinterpret_cast<const uint4*>(p));
-    const uint32_t w[4] = {u.x, u.y, u.z, u.w};
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      d[2 * i] = cake_f16_to_f32((uint16_t)(w[i] & 0xffffu));
-      d[2 * i + 1] = cake_f16_to_f32((uint16_t)(w[i] >> 16));
-    }
-  } else {
-#pragma unroll
-    for (int v = 0; v < 8; ++v) d[v] = (row_ok && v < n) ? cake_f16_to_f32(p[v]) : fill;
-  }
-}
-static __device__ __forceinline__ void cake_row_ld8_f32(float* d, const float* p, bool row_ok, int n, float fill) {
-  if (row_ok && n >= 8 && cake_aligned16(p)) {
-    const float4 a = __ldg(reinterpret_cast<const float4*>(p));
-    const float4 b = __ldg(reinterpret_cast<const float4*>(p) + 1);
-    d[0] = a.x; d[1] = a.y; d[2] = a.z; d[3] = a.w;
-    d[4] = b.x; d[5] = b.y; d[6] = b.z; d[7] = b.w;
-  } else {
-#pragma unroll
-    for (int v = 0; v < 8; ++v) d[v] = (row_ok && v < n) ? __ldg(p + v) : fill;
-  }
-}
-static __device__ __forceinline__ void cake_row_ld8_i32(int* d, const int32_t* p, bool row_ok, int n, int fill) {
-  if (row_ok && n >= 8 && cake_aligned16(p)) {
-    const int4 a = __ldg(reinterpret_cast<const int4*>(p));
-    const int4 b = __ldg(reinterpret_cast<const int4*>(p) + 1);
-    d[0] = a.x; d[1] = a.y; d[2] = a.z; d[3] = a.w;
-    d[4] = b.x; d[5] = b.y; d[6] = b.z; d[7] = b.w;
-  } else {
-#pragma unroll
-    for (int v = 0; v < 8; ++v) d[v] = (row_ok && v < n) ? __ldg(p + v) : fill;
-  }
-}
-// The batched path (a statement whose every chunk is in bounds and aligned): all chunks are read
-// raw first, with no branch between them, so every load is in flight before the first is used;
-// then unpacked. Stores skip the checks.
+// Whole chunks: a raw 16-byte read (two for 32-bit elements), unpacked to eight values, and an
+// unchecked store. The batched path (a statement whose every chunk is whole, in bounds and
+// aligned) issues all raw reads before the first unpack, with no branch between them; the
+// checked helpers below use the same pieces for a chunk that qualifies.
 static __device__ __forceinline__ uint4 cake_row_raw_b16(const void* p) {
   return __ldg(reinterpret_cast<const uint4*>(p));
 }
@@ -241,9 +195,6 @@ static __device__ __forceinline__ void cake_row_unpack_i32(int* d, cake_raw_b32 
 #pragma unroll
   for (int i = 0; i < 8; ++i) d[i] = (int)w[i];
 }
-static __device__ __forceinline__ bool cake_aligned8(const void* p) {
-  return (reinterpret_cast<uintptr_t>(p) & 7) == 0;
-}
 static __device__ __forceinline__ void cake_row_st8v_bf16(uint16_t* p, const float* v) {
   uint4 u;
   u.x = cake_pack_bf16x2(v[0], v[1]); u.y = cake_pack_bf16x2(v[2], v[3]);
@@ -260,13 +211,44 @@ static __device__ __forceinline__ void cake_row_st8v_f32(float* p, const float* 
   reinterpret_cast<float4*>(p)[0] = make_float4(v[0], v[1], v[2], v[3]);
   reinterpret_cast<float4*>(p)[1] = make_float4(v[4], v[5], v[6], v[7]);
 }
+// Checked: a chunk that is whole, in bounds and aligned as above, element by element otherwise
+// (elements past the row or the extent read `fill`; stores skip them).
+static __device__ __forceinline__ void cake_row_ld8_bf16(float* d, const uint16_t* p, bool row_ok, int n, float fill) {
+  if (row_ok && n >= 8 && cake_aligned16(p)) {
+    cake_row_unpack_bf16(d, cake_row_raw_b16(p));
+  } else {
+#pragma unroll
+    for (int v = 0; v < 8; ++v) d[v] = (row_ok && v < n) ? cake_bf16_to_f32(p[v]) : fill;
+  }
+}
+static __device__ __forceinline__ void cake_row_ld8_f16(float* d, const uint16_t* p, bool row_ok, int n, float fill) {
+  if (row_ok && n >= 8 && cake_aligned16(p)) {
+    cake_row_unpack_f16(d, cake_row_raw_b16(p));
+  } else {
+#pragma unroll
+    for (int v = 0; v < 8; ++v) d[v] = (row_ok && v < n) ? cake_f16_to_f32(p[v]) : fill;
+  }
+}
+static __device__ __forceinline__ void cake_row_ld8_f32(float* d, const float* p, bool row_ok, int n, float fill) {
+  if (row_ok && n >= 8 && cake_aligned16(p)) {
+    cake_row_unpack_f32(d, cake_row_raw_b32(p));
+  } else {
+#pragma unroll
+    for (int v = 0; v < 8; ++v) d[v] = (row_ok && v < n) ? __ldg(p + v) : fill;
+  }
+}
+static __device__ __forceinline__ void cake_row_ld8_i32(int* d, const int32_t* p, bool row_ok, int n, int fill) {
+  if (row_ok && n >= 8 && cake_aligned16(p)) {
+    cake_row_unpack_i32(d, cake_row_raw_b32(p));
+  } else {
+#pragma unroll
+    for (int v = 0; v < 8; ++v) d[v] = (row_ok && v < n) ? __ldg(p + v) : fill;
+  }
+}
 static __device__ __forceinline__ void cake_row_st8_bf16(uint16_t* p, const float* v, bool row_ok, int n) {
   if (!row_ok) return;
   if (n >= 8 && cake_aligned16(p)) {
-    uint4 u;
-    u.x = cake_pack_bf16x2(v[0], v[1]); u.y = cake_pack_bf16x2(v[2], v[3]);
-    u.z = cake_pack_bf16x2(v[4], v[5]); u.w = cake_pack_bf16x2(v[6], v[7]);
-    *reinterpret_cast<uint4*>(p) = u;
+    cake_row_st8v_bf16(p, v);
   } else {
 #pragma unroll
     for (int i = 0; i < 8; ++i) if (i < n) p[i] = cake_f32_to_bf16(v[i]);
@@ -275,10 +257,7 @@ static __device__ __forceinline__ void cake_row_st8_bf16(uint16_t* p, const floa
 static __device__ __forceinline__ void cake_row_st8_f16(uint16_t* p, const float* v, bool row_ok, int n) {
   if (!row_ok) return;
   if (n >= 8 && cake_aligned16(p)) {
-    uint4 u;
-    u.x = cake_pack_f16x2(v[0], v[1]); u.y = cake_pack_f16x2(v[2], v[3]);
-    u.z = cake_pack_f16x2(v[4], v[5]); u.w = cake_pack_f16x2(v[6], v[7]);
-    *reinterpret_cast<uint4*>(p) = u;
+    cake_row_st8v_f16(p, v);
   } else {
 #pragma unroll
     for (int i = 0; i < 8; ++i) if (i < n) p[i] = cake_f32_to_f16(v[i]);
@@ -287,8 +266,7 @@ static __device__ __forceinline__ void cake_row_st8_f16(uint16_t* p, const float
 static __device__ __forceinline__ void cake_row_st8_f32(float* p, const float* v, bool row_ok, int n) {
   if (!row_ok) return;
   if (n >= 8 && cake_aligned16(p)) {
-    reinterpret_cast<float4*>(p)[0] = make_float4(v[0], v[1], v[2], v[3]);
-    reinterpret_cast<float4*>(p)[1] = make_float4(v[4], v[5], v[6], v[7]);
+    cake_row_st8v_f32(p, v);
   } else {
 #pragma unroll
     for (int i = 0; i < 8; ++i) if (i < n) p[i] = v[i];

@@ -183,6 +183,34 @@ impl Emitter<'_> {
         }
     }
 
+    /// The batched path's condition for a tile access at `texts` of tensor `tname`: the tile's
+    /// columns inside the tensor and each of the thread's rows starting `aligned` (the
+    /// prelude's check; a chunk's offset in its row is a multiple of 8 elements, so the row
+    /// start decides). Rows past the tensor are predicated on each access, not excluded here.
+    fn tile_batched_cond(
+        &self,
+        g: RowGeom,
+        dims: &[Extent],
+        texts: &[String],
+        tname: &str,
+        aligned: &str,
+    ) -> String {
+        let (ra, ca) = (dims.len() - 2, dims.len() - 1);
+        let (r0, c0) = (&texts[ra], &texts[ca]);
+        let in_cols = format!("{c0} + {} <= {}", g.cols, self.extent_text(&dims[ca]));
+        let starts = (0..g.rpt).map(|r| {
+            let row = format!("{r0} + {}", self.row_at(g, &r.to_string()));
+            format!(
+                "{aligned}({tname} + {})",
+                self.tile_offset(dims, texts, ra, &row, c0)
+            )
+        });
+        std::iter::once(in_cols)
+            .chain(starts)
+            .collect::<Vec<_>>()
+            .join(" && ")
+    }
+
     /// Where chunk (r, c) of a chunked load lies: its tensor's C name and element type, the
     /// offset of its first element (with `row` and `lc` in scope), whether its row exists, how
     /// many of its elements exist, and the batched path's condition.
@@ -212,21 +240,7 @@ impl Emitter<'_> {
                 &format!("{r0} + row"),
                 &format!("{c0} + lc"),
             );
-            // Rows past the tensor are not read: a predicate on each load, not a branch.
-            let aligned = (0..g.rpt).map(|r| {
-                let start = self.tile_offset(
-                    &dims,
-                    texts,
-                    ra,
-                    &format!("{r0} + {}", self.row_at(g, &r.to_string())),
-                    &c0,
-                );
-                format!("cake_aligned16({tname} + {start})")
-            });
-            let cond = std::iter::once(in_cols)
-                .chain(aligned)
-                .collect::<Vec<_>>()
-                .join(" && ");
+            let cond = self.tile_batched_cond(g, &dims, texts, &tname, "cake_aligned16");
             (at, format!("{r0} + row < {rext}"), cond)
         } else {
             let at = self.texts_offset(&dims, texts, ca, &format!("{c0} + lc"));
@@ -522,18 +536,8 @@ impl Emitter<'_> {
                 let (r0, c0) = (texts[ra].clone(), texts[ca].clone());
                 let offset = e.tile_offset(&dims, &texts, ra, &format!("{r0} + row"), &format!("{c0} + lc"));
                 let (_, suffix) = row_elem(dtype);
-                // The batched path's condition: the tile's columns in bounds, each row's first
-                // chunk aligned. Rows past the tensor are skipped by a predicate.
-                let store = raw_store(dtype).map(|aligned| {
-                    let starts = (0..g.rpt).map(|r| {
-                        let at = e.tile_offset(&dims, &texts, ra, &format!("{r0} + {}", e.row_at(g, &r.to_string())), &c0);
-                        format!("{aligned}({tname} + {at})")
-                    });
-                    std::iter::once(format!("{c0} + {} <= {cext}", g.cols))
-                        .chain(starts)
-                        .collect::<Vec<_>>()
-                        .join(" && ")
-                });
+                let store = raw_store(dtype)
+                    .map(|aligned| e.tile_batched_cond(g, &dims, &texts, &tname, aligned));
                 let exists = if g.ragged() {
                     format!("if ({r0} + row < {rext} && lc < {}) ", g.cols)
                 } else {

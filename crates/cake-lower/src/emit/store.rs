@@ -50,19 +50,22 @@ impl Emitter<'_> {
             }
             legal::StoreKind::TmemRows(n) => self.store_tmem_rows(dst, value, coords, n, sp),
             legal::StoreKind::RowLayout(l) => self.store_rows(dst, value, coords, l, sp),
-            legal::StoreKind::Tile(l) if transposed => {
-                self.store_tile_transposed(dst, value, coords, l, sp)
-            }
-            legal::StoreKind::Tile(l) => self.store_tile(dst, value, coords, l, sp),
+            legal::StoreKind::Tile(l) => self.store_tile(dst, value, coords, l, transposed, sp),
         }
     }
 
+    /// `lm.store` of an accumulator tile into the two innermost axes at `coords` (leading
+    /// coordinates pick the slice). `transposed`: element (i, j) of the tile goes to
+    /// (m0 + j, n0 + i) of those axes, `coords` = (.., m0, n0); a thread's column pair then lands
+    /// in two rows of the tensor, so each element is its own store (a swapped-operand GEMM's
+    /// result tile is small: M ≤ 128 rows).
     pub(crate) fn store_tile(
         &mut self,
         dst: ParamId,
         value: ExprId,
         coords: &[ExprId],
         layout: FragLayout,
+        transposed: bool,
         sp: Span,
     ) {
         let k = self.k;
@@ -72,15 +75,23 @@ impl Emitter<'_> {
         if let Err(m) = legal::store_tile_shape(&dims, coords) {
             return self.unsupported(sp, m);
         }
-        // The tile covers the two innermost axes; leading coordinates pick the slice.
         let (ra, ca) = (dims.len() - 2, dims.len() - 1);
         let (rows, cols) = (self.extent_text(&dims[ra]), self.extent_text(&dims[ca]));
         let texts: Vec<String> = coords.iter().map(|c| self.ix(*c)).collect();
         let (r0, c0) = (texts[ra].clone(), texts[ca].clone());
-        let mut at = texts.clone();
-        at[ra] = "row".into();
-        at[ca] = "col".into();
-        let offset = self.offset_of(&dims, &at);
+        // The element of the tensor at (tensor row, tensor column).
+        let offset = |row: &str, col: &str| {
+            let mut at = texts.clone();
+            at[ra] = row.to_string();
+            at[ca] = col.to_string();
+            self.offset_of(&dims, &at)
+        };
+        // Transposed, each element of a pair is a store of its own: tensor rows col, col + 1.
+        let (at, first, second) = (
+            offset("row", "col"),
+            offset("col", "row"),
+            offset("col + 1", "row"),
+        );
         let tname = c_ident(&k.params[dst].name);
         // A cast to a 16-bit float is done by the store itself: two floats pack into one word.
         let (inner, pack) = match legal::store_tile_value(k, value, dtype) {
@@ -90,16 +101,37 @@ impl Emitter<'_> {
         let v = self.elem(inner, Site::Tile);
         let ct = storage_type(dtype);
         let open = format!(
-            "{{  // store {} <- accumulator tile ({})",
+            "{{  // store {} <- accumulator tile{} ({})",
             k.params[dst].name,
+            if transposed { ", transposed" } else { "" },
             self.loc(sp)
         );
+        if transposed {
+            // The tile's rows run along the tensor's columns (from n0), its columns along the
+            // tensor's rows (from m0): `row` is a tensor column, `col` a tensor row.
+            return self.braced(&open, |e| {
+                e.accumulator_pairs(layout, &c0, Some(&r0), &v, |e| {
+                    e.braced(&format!("if (row < {cols}) {{"), |e| {
+                        let (lo, hi) = match pack {
+                            Some(f) => {
+                                e.line(&format!("const uint32_t both = {f}(v[0], v[1]);"));
+                                (
+                                    "(uint16_t)(both & 0xFFFFu)".to_string(),
+                                    "(uint16_t)(both >> 16)".to_string(),
+                                )
+                            }
+                            None => (format!("({ct})(v[0])"), format!("({ct})(v[1])")),
+                        };
+                        e.line(&format!("if (col < {rows}) {tname}[{first}] = {lo};"));
+                        e.line(&format!("if (col + 1 < {rows}) {tname}[{second}] = {hi};"));
+                    })
+                })
+            });
+        }
         self.braced(&open, |e| {
             e.accumulator_pairs(layout, &r0, Some(&c0), &v, |e| {
                 e.braced(&format!("if (row < {rows}) {{"), |e| {
-                    e.line(&format!(
-                        "{ct}* out = {tname} + {offset};"
-                    ));
+                    e.line(&format!("{ct}* out = {tname} + {at};"));
                     match pack {
                         Some(f) => {
                             e.line(&format!("const uint32_t both = {f}(v[0], v[1]);"));
@@ -121,70 +153,6 @@ impl Emitter<'_> {
                             e.line(&format!("if (col + 1 < {cols}) out[1] = ({ct})(v[1]);"));
                         }
                     }
-                })
-            })
-        });
-    }
-
-    /// `lm.store(..., transpose=True)` of an accumulator tile: element (i, j) of the tile goes
-    /// to (m0 + j, n0 + i) of the two innermost axes at `coords` = (.., m0, n0). A thread's
-    /// column pair lands in two rows of the tensor, so each element is its own store (a
-    /// swapped-operand GEMM's result tile is small: M ≤ 128 rows).
-    pub(crate) fn store_tile_transposed(
-        &mut self,
-        dst: ParamId,
-        value: ExprId,
-        coords: &[ExprId],
-        layout: FragLayout,
-        sp: Span,
-    ) {
-        let k = self.k;
-        let ParamKind::Tensor { dtype, dims } = k.params[dst].kind.clone() else {
-            return;
-        };
-        if let Err(m) = legal::store_tile_shape(&dims, coords) {
-            return self.unsupported(sp, m);
-        }
-        let (ra, ca) = (dims.len() - 2, dims.len() - 1);
-        let (rows, cols) = (self.extent_text(&dims[ra]), self.extent_text(&dims[ca]));
-        let texts: Vec<String> = coords.iter().map(|c| self.ix(*c)).collect();
-        let (m0, n0) = (texts[ra].clone(), texts[ca].clone());
-        let offset = |m: &str| {
-            let mut at = texts.clone();
-            at[ra] = m.to_string();
-            at[ca] = "row".into();
-            self.offset_of(&dims, &at)
-        };
-        let (first, second) = (offset("col"), offset("col + 1"));
-        let tname = c_ident(&k.params[dst].name);
-        let (inner, pack) = match legal::store_tile_value(k, value, dtype) {
-            Ok((inner, packed)) => (inner, packed.map(pack_fn)),
-            Err(m) => return self.unsupported(sp, m),
-        };
-        let v = self.elem(inner, Site::Tile);
-        let ct = storage_type(dtype);
-        let open = format!(
-            "{{  // store {} <- accumulator tile, transposed ({})",
-            k.params[dst].name,
-            self.loc(sp)
-        );
-        self.braced(&open, |e| {
-            // The tile's rows run along the tensor's columns (from n0), its columns along the
-            // tensor's rows (from m0): `row` is a tensor column, `col` a tensor row.
-            e.accumulator_pairs(layout, &n0, Some(&m0), &v, |e| {
-                e.braced(&format!("if (row < {cols}) {{"), |e| {
-                    let (lo, hi) = match pack {
-                        Some(f) => {
-                            e.line(&format!("const uint32_t both = {f}(v[0], v[1]);"));
-                            (
-                                "(uint16_t)(both & 0xFFFFu)".to_string(),
-                                "(uint16_t)(both >> 16)".to_string(),
-                            )
-                        }
-                        None => (format!("({ct})(v[0])"), format!("({ct})(v[1])")),
-                    };
-                    e.line(&format!("if (col < {rows}) {tname}[{first}] = {lo};"));
-                    e.line(&format!("if (col + 1 < {rows}) {tname}[{second}] = {hi};"));
                 })
             })
         });

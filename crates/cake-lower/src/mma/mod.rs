@@ -180,7 +180,23 @@ pub(crate) fn check_sw128_operand(c: &mut Checker, v: &ViewRef, sp: Span) -> boo
     true
 }
 
+/// An N-major operand (a whole `(K, N)` view as stored, 128B swizzle, N in 64-column panels):
+/// the stride between its panels along N (the view's K rows × a panel row's bytes), which
+/// wgmma and tcgen05 descriptors both take as their leading byte offset. Groups of 8 K rows
+/// are 8 × 128 = 1024 bytes apart (the stride byte offset).
+pub(crate) fn n_major_panel_stride(view: &View) -> u32 {
+    view.shape[0] * view.panel_cols() * view.dtype.bytes()
+}
+
 impl Emitter<'_> {
+    /// Byte address (expression) of an N-major operand at k-step `kk`: 16 rows of its panels
+    /// further per k-step of 16 (`n_major_panel_stride` gives the rest of the descriptor).
+    fn n_major_operand(&mut self, v: &ViewRef, kk: u32, k_step: u32) -> String {
+        let view = &self.k.views[v.view];
+        let off = kk * k_step * view.panel_cols() * view.dtype.bytes();
+        format!("{} + {off}", self.view_base(v))
+    }
+
     /// Byte address (expression) of the K-major operand tile at k-step `kk` of a 2-D view with
     /// 128B swizzle: what a wgmma or tcgen05 shared-memory descriptor starts at.
     fn wgmma_operand(&mut self, v: &ViewRef, kk: u32, k_step: u32, sp: Span) -> Option<String> {

@@ -659,8 +659,7 @@ impl Emitter<'_> {
         // columns" = 8 K-rows × 128 B; LBO = "from the first (swizzle bytes / 16) rows to the
         // next" = from one 128-byte atom along N to the next, the panel stride (unused while N
         // fits one panel).
-        let panel = u32::try_from(vb.shape[0] as u64 * 128).unwrap_or(0);
-        let fixed_mn = smem_desc(0, panel, 1024, 0, sw128);
+        let fixed_mn = smem_desc(0, super::n_major_panel_stride(vb), 1024, 0, sw128);
         let pred = self.ix(accumulate);
         let d = self.tmem_addr(acc);
         self.line(&format!(
@@ -673,10 +672,8 @@ impl Emitter<'_> {
         self.on_one_thread(|me| {
             for kk in 0..kdim / k_step {
                 let bdesc = if b_mn_major {
-                    // 16 K-rows of 128 B per step.
-                    let base = me.view_base(bv);
-                    let off = kk * k_step * 128;
-                    format!("cake_umma_desc({base} + {off}, {fixed_mn:#018x}ull)")
+                    let at = me.n_major_operand(bv, kk, k_step);
+                    format!("cake_umma_desc({at}, {fixed_mn:#018x}ull)")
                 } else {
                     let Some(bd) = me.wgmma_operand(bv, kk, k_step, sp) else {
                         return;

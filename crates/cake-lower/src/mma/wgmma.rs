@@ -558,16 +558,13 @@ impl Emitter<'_> {
             let bd = self.wgmma_operand(bv, kk, 16, sp)?;
             return Some(format!("cake_wgmma_desc({bd}, 16, 1024, 1)"));
         }
-        let view = self.k.views[bv.view].clone();
-        if let Err(m) = crate::legal::sw128_operand(&view) {
+        if let Err(m) = crate::legal::sw128_operand(&self.k.views[bv.view]) {
             self.unsupported(sp, m);
             return None;
         }
-        let panel_bytes = view.panel_cols() * view.dtype.bytes();
-        let base = self.view_base(bv);
-        let step = 16 * panel_bytes * kk;
-        let lbo = view.shape[0] * panel_bytes;
-        Some(format!("cake_wgmma_desc({base} + {step}, {lbo}, 1024, 1)"))
+        let panels = super::n_major_panel_stride(&self.k.views[bv.view]);
+        let at = self.n_major_operand(bv, kk, 16);
+        Some(format!("cake_wgmma_desc({at}, {panels}, 1024, 1)"))
     }
 
     /// Close a group of wgmma into `accf`: commit it, then release `release` once the MMAs have
