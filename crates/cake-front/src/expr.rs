@@ -159,11 +159,11 @@ impl Interp<'_> {
             }
             E::If(i) => {
                 let c = self.eval(&i.test)?;
-                match c {
-                    Value::Bool(true) => self.eval(&i.body),
-                    Value::Bool(false) => self.eval(&i.orelse),
-                    Value::Poison => Err(Reported),
-                    _ => self
+                match c.compile_time_truth() {
+                    Some(true) => self.eval(&i.body),
+                    Some(false) => self.eval(&i.orelse),
+                    None if matches!(c, Value::Poison) => Err(Reported),
+                    None => self
                         .err(
                             &codes::NOT_CONSTANT,
                             span(i.test.range()),

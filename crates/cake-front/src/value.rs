@@ -53,6 +53,18 @@ pub enum Namespace {
 }
 
 impl Value {
+    /// A condition's value when it is known at compile time, as Python reads it: a bool, an
+    /// integer (non-zero is true) or None (false). Anything else is decided at run time or is
+    /// not a condition.
+    pub fn compile_time_truth(&self) -> Option<bool> {
+        match self {
+            Value::Bool(b) => Some(*b),
+            Value::Int(v) => Some(*v != 0),
+            Value::None => Some(false),
+            _ => None,
+        }
+    }
+
     pub fn kind_name(&self) -> &'static str {
         match self {
             Value::Int(_) => "an integer",

@@ -552,6 +552,10 @@ pub enum Op {
         b: Operand,
         accumulate: ExprId,
         release: Option<BarrierId>,
+        /// Issued one iteration late: the last MMA of a pipelined loop's body, moved (with the
+        /// wait before it) after the next iteration's first MMA, the last iteration's after
+        /// the loop, so that MMA's readers overlap it (docs/language.md §9.6).
+        defer: bool,
     },
     /// Copy a TMEM region into a register fragment (tcgen05.ld).
     TmemLoad { dst: FragId, src: TmemId },

@@ -301,17 +301,19 @@ impl Printer<'_> {
                 b,
                 accumulate,
                 release,
+                defer,
             } => {
                 let rel = release
                     .as_ref()
                     .map_or(String::new(), |b| format!(" release={}", bar(b)));
                 format!(
-                    "mma {} += {} * {} accumulate={}{}",
+                    "mma {} += {} * {} accumulate={}{}{}",
                     self.operand(acc),
                     self.operand(a),
                     self.operand(b),
                     self.expr(*accumulate),
-                    rel
+                    rel,
+                    if *defer { " defer" } else { "" }
                 )
             }
             Op::TmemLoad { dst, src } => {

@@ -425,7 +425,10 @@ pub fn double_buffered_mma(
 /// What a release ("empty") barrier frees for its waiters to overwrite: the views a role copies
 /// into after waiting on it, in the same loop body, and the TMEM accumulators it releases (§11.3
 /// of docs/language.md). Empty for a barrier that does not start free: only a release barrier
-/// frees anything.
+/// frees anything. A wait on another release barrier between the wait and a copy takes the copy
+/// over (`wait(k_empty); load K; wait(v_empty); load V`: V is freed by `v_empty`), which is
+/// sound for the hazards that read this: a copy is overwritten only once every release barrier
+/// waited before it has been arrived on, the nearest one included.
 pub fn freed_by(kf: &KernelFacts, b: BarrierId) -> Vec<Memory> {
     let f = &kf.barriers[b.index()];
     if !f.starts_free() {
@@ -441,6 +444,11 @@ pub fn freed_by(kf: &KernelFacts, b: BarrierId) -> Vec<Memory> {
             if s.role != w.role || s.loops != w.loops {
                 continue;
             }
+            if matches!(s.op, Op::Wait { barrier } if barrier != b
+                && kf.barriers[barrier.index()].starts_free())
+            {
+                break;
+            }
             if matches!(s.op, Op::TmaLoad { .. } | Op::CpAsync { .. }) {
                 for v in &s.effects.smem_writes {
                     if !out.contains(&Memory::View(v.view)) {
@@ -451,4 +459,84 @@ pub fn freed_by(kf: &KernelFacts, b: BarrierId) -> Vec<Memory> {
         }
     }
     out
+}
+
+/// The parts of a pipelined loop body whose last MMA is deferred (`lm.mma(..., defer=True)`):
+/// `body[..head]` is issued first every iteration (its leading waits and its first MMA),
+/// `body[tail..]` is the deferred part (an optional wait, then the deferred MMA), issued in the
+/// next iteration right after the head, and everything between is the middle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeferredMma {
+    pub head: usize,
+    pub tail: usize,
+}
+
+/// For a loop body: `Ok(None)` when no statement of it is a deferred MMA, `Ok(Some(parts))`
+/// when its deferred MMA fits the one shape deferral implements, and `Err((statement, why))`
+/// otherwise. Moving the deferred part of iteration j − 1 after the head of iteration j is the
+/// same program when the two commute: the head's MMA neither writes nor reads what the deferred
+/// MMA reads or writes, and the head holds only waits besides its MMA.
+pub fn deferred_mma(
+    k: &Kernel,
+    body: &Block,
+    pipeline: Option<PipelineId>,
+) -> Result<Option<DeferredMma>, (StmtId, String)> {
+    let is_deferred =
+        |s: StmtId| matches!(&k.stmts[s], Stmt::Op(Op::Mma { defer: true, .. }));
+    let deferred: Vec<usize> = (0..body.len()).filter(|&i| is_deferred(body[i])).collect();
+    let Some(&pos) = deferred.first() else {
+        return Ok(None);
+    };
+    let at = body[pos];
+    if deferred.len() > 1 {
+        return Err((body[deferred[1]], "a loop body defers one MMA; this is its second".into()));
+    }
+    let Some(p) = pipeline else {
+        return Err((at, "a deferred MMA belongs to a pipelined loop (`lm.range(..., pipeline=p)`)".into()));
+    };
+    if k.pipelines[p].stages < 2 {
+        return Err((at, format!(
+            "the loop's pipeline `{}` has 1 stage: a deferred MMA holds its stage into the next iteration, which needs a second",
+            k.pipelines[p].name
+        )));
+    }
+    if pos + 1 != body.len() {
+        return Err((at, "a deferred MMA is the last statement of its loop body".into()));
+    }
+    let tail = if pos > 0 && matches!(&k.stmts[body[pos - 1]], Stmt::Op(Op::Wait { .. })) {
+        pos - 1
+    } else {
+        pos
+    };
+    let first_mma = body[..tail]
+        .iter()
+        .position(|&s| matches!(&k.stmts[s], Stmt::Op(Op::Mma { .. })));
+    let leads_with_waits = |h: usize| {
+        body[..h]
+            .iter()
+            .all(|&s| matches!(&k.stmts[s], Stmt::Op(Op::Wait { .. })))
+    };
+    let Some(h) = first_mma.filter(|&h| leads_with_waits(h)) else {
+        return Err((at, "the loop body must start with its waits and an MMA, which the deferred MMA is issued after".into()));
+    };
+    let (Stmt::Op(Op::Mma { acc: head_acc, a: head_a, .. }), Stmt::Op(Op::Mma { acc: tail_acc, a: tail_a, .. })) =
+        (&k.stmts[body[h]], &k.stmts[at])
+    else {
+        unreachable!("both are MMAs");
+    };
+    if head_acc == tail_acc {
+        return Err((at, "the deferred MMA writes the same accumulator as the body's first MMA, which runs before it".into()));
+    }
+    if head_a == tail_acc {
+        return Err((body[h], "the body's first MMA reads the deferred MMA's accumulator, which it would then read before the deferred MMA of the previous iteration wrote it".into()));
+    }
+    if tail_a == head_acc {
+        return Err((at, "the deferred MMA reads the body's first MMA's accumulator, which the next iteration's first MMA overwrites before the deferred MMA runs".into()));
+    }
+    if let Operand::Frag(f) = head_acc {
+        if k.fragments[*f].buffers > 1 {
+            return Err((body[h], "the body's first MMA writes a double-buffered fragment (buffers=2), which reorders the loop its own way".into()));
+        }
+    }
+    Ok(Some(DeferredMma { head: h + 1, tail }))
 }

@@ -230,6 +230,7 @@ impl Op {
                 b,
                 accumulate,
                 release,
+                defer: _,
             } => {
                 e.operand(a, false);
                 e.operand(b, false);

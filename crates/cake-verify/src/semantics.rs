@@ -16,6 +16,7 @@ pub fn check(cx: &Ctx, out: &mut Vec<Finding>) {
     named_barriers(cx, out);
     buffered_fragments(cx, out);
     replicated_scatter(cx, out);
+    deferred_mmas(cx, out);
 }
 
 /// Every replica of a role runs its operations: a scatter_add in a role of several replicas
@@ -47,6 +48,39 @@ fn replicated_scatter(cx: &Ctx, out: &mut Vec<Finding>) {
                 .expected("a role of one replica, or each replica's own rows: view.rows(f(role.index), n)")
                 .actual(format!("{} replicas", r.replicas()))
                 .label(k.roles.span(role), "the role is declared here"),
+            );
+        }
+    }
+}
+
+/// `defer=True` MMAs: each the last statement of a pipelined loop body that
+/// `cake_ir::sync::deferred_mma` accepts.
+fn deferred_mmas(cx: &Ctx, out: &mut Vec<Finding>) {
+    let k = cx.k;
+    let mut placed = Vec::new();
+    k.walk(|_, s, _| {
+        let Stmt::Loop { id, body } = s else { return };
+        let pipeline = match &k.loops[*id].kind {
+            LoopKind::Range { pipeline, .. } => *pipeline,
+            LoopKind::Tiles { .. } => None,
+        };
+        match cake_ir::sync::deferred_mma(k, body, pipeline) {
+            Ok(Some(_)) => placed.extend(body.last().copied()),
+            Ok(None) => {}
+            Err((at, why)) => {
+                placed.extend(body.iter().copied());
+                out.push(
+                    Finding::new(&DEFERRED_MMA, cx.span(at), why)
+                        .help("end the loop body with the deferred MMA (after its wait), start it with its waits and the MMA to overlap, or drop defer=True"),
+                );
+            }
+        }
+    });
+    for site in &cx.ops {
+        if matches!(site.op, Op::Mma { defer: true, .. }) && !placed.contains(&site.stmt) {
+            out.push(
+                Finding::new(&DEFERRED_MMA, cx.span(site.stmt), "a deferred MMA is the last statement of a pipelined loop's body, outside any `if`")
+                    .help("move it to the end of the loop body, or drop defer=True"),
             );
         }
     }

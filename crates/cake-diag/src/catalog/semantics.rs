@@ -136,6 +136,19 @@ Load each operand from its own tensor, or `del` the unused parameter if A·Aᵀ 
     good: include_str!("../../../../tests/check/CAKE-M010-good.py"),
 };
 
+pub const DEFERRED_MMA: CodeInfo = CodeInfo {
+    code: "CAKE-M011",
+    name: "deferred-mma",
+    category: Category::Semantics,
+    severity: Severity::Error,
+    summary: r#"An MMA with `defer=True` is not where deferring it keeps the program the same."#,
+    explanation: r#"`lm.mma(..., defer=True)` issues a pipelined loop's last MMA one iteration late: the MMA (with the wait just before it) of iteration j − 1 is issued in iteration j right after that iteration's first MMA, and the last iteration's after the loop. Inside a warpgroup this overlaps the deferred MMA with the work between the two (FlashAttention-3's P·V of tile j − 1 with the softmax of tile j). That is the program as written only when the two MMAs commute and the deferred one has a stage to hold: it must be the last statement of the body of a loop over a pipeline of two or more stages, optionally preceded by its `lm.wait`; the body must start with its waits and an MMA; and the first MMA must neither write nor read the deferred MMA's accumulator, nor write its register operand. One MMA per loop body may be deferred, and not in a loop that double-buffers its first MMA's accumulator (`buffers=2`).
+
+Move the deferred MMA (and its wait) to the end of the loop body, start the body with the MMA it should overlap, or drop `defer=True`."#,
+    bad: include_str!("../../../../tests/check/CAKE-M011-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-M011-good.py"),
+};
+
 /// Every code of this module, in number order; [`super::ALL`] is made of these lists.
 pub const ALL: &[&CodeInfo] = &[
     &ROLE_OVERLAP,
@@ -148,4 +161,5 @@ pub const ALL: &[&CodeInfo] = &[
     &REPLICATED_SCATTER,
     &OUTPUT_COVERAGE,
     &ALIASED_OPERANDS,
+    &DEFERRED_MMA,
 ];

@@ -338,6 +338,17 @@ impl Interp<'_> {
             None | Some((Value::None, _)) => None,
             Some(_) => Some(self.barrier_arg(&a[4], "`release`")?),
         };
+        let defer = match a.get(5).cloned().flatten() {
+            None => false,
+            Some((Value::Bool(d), _)) => d,
+            Some((_, s)) => {
+                return self.err(
+                    &codes::TYPE_MISMATCH,
+                    s,
+                    "`defer` is a compile-time bool (True or False)",
+                )
+            }
+        };
         // Shapes: acc (M, N) += a (M, K) · b (K, N).
         let (acc_shape, acc_dtype) = self.operand_shape(&acc);
         let (a_shape, a_dtype) = self.operand_shape(&lhs);
@@ -426,6 +437,7 @@ impl Interp<'_> {
                 b: rhs,
                 accumulate,
                 release,
+                defer,
             },
             sp,
         )?;

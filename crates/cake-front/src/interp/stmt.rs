@@ -779,13 +779,7 @@ impl Interp<'_> {
         loop {
             let cond_span = span(test.range());
             let cond = self.eval(test)?;
-            let folded = match cond {
-                Value::Bool(b) => Some(b),
-                Value::Int(v) => Some(v != 0),
-                Value::None => Some(false),
-                _ => None,
-            };
-            let Some(taken) = folded else {
+            let Some(taken) = cond.compile_time_truth() else {
                 let c = self.condition_of(cond, cond_span)?;
                 self.runtime_ifs += 1;
                 let (then_body, r1) = self.with_block(|me| me.exec_block(body));

@@ -452,6 +452,11 @@ impl Emitter<'_> {
             sp,
         };
         if let Some(p) = pipeline {
+            if let Ok(Some(parts)) = cake_ir::sync::deferred_mma(self.k, body, pipeline) {
+                if backend.lowers_deferred() {
+                    return backend.deferred_loop(self, &lp, p, parts, body);
+                }
+            }
             if let Some(pair) = backend.double_buffered(self.k, body, p) {
                 return backend.double_buffered_loop(self, &lp, p, pair, body);
             }
@@ -504,7 +509,7 @@ impl Emitter<'_> {
                 let slot = self.barrier_slot(*barrier);
                 let parity = match bar.pipeline {
                     Some(p) if self.pipes.iter().any(|(_, q)| *q == p) => {
-                        format!("{}_phase{flip}", c_ident(&k.pipelines[p].name))
+                        format!("{}{flip}", self.pipe_var(p, "phase"))
                     }
                     _ => {
                         let n = c_ident(&bar.name);
@@ -541,6 +546,7 @@ impl Emitter<'_> {
                 b,
                 accumulate,
                 release,
+                ..
             } => {
                 let call = MmaCall {
                     acc,

@@ -24,7 +24,7 @@ impl Emitter<'_> {
             ExprKind::LoopVar(l) => format!("{}_{}", c_ident(&k.loops[*l].var_name), l.index()),
             ExprKind::TileCoord { axis, .. } => format!("tile_{axis}"),
             ExprKind::RoleIndex(r) => format!("{}_index", c_ident(&k.roles[*r].name)),
-            ExprKind::PipelineStage(p) => format!("{}_stage", c_ident(&k.pipelines[*p].name)),
+            ExprKind::PipelineStage(p) => self.pipe_var(*p, "stage"),
             ExprKind::Binary(op, a, b) => {
                 c_binary(*op, &self.ix_text(*a), &self.ix_text(*b), false)
             }

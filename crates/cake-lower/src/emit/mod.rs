@@ -69,6 +69,9 @@ pub(crate) struct Emitter<'a> {
     pub(crate) role: Option<(RoleId, bool)>,
     /// Pipelined loops enclosing the current statement: (loop, pipeline).
     pub(crate) pipes: Vec<(LoopId, PipelineId)>,
+    /// While a deferred MMA is emitted (`defer=True`), its pipeline: the stage and phase it uses
+    /// are the previous iteration's (`{pipe}_prev_stage`, `{pipe}_prev_phase`).
+    pub(crate) deferred_pipe: Option<PipelineId>,
     /// Depth of the current role's `with` regions around the statement being emitted.
     pub(crate) indent_role_depth: u32,
     /// Row reductions already computed in the current block, by array name.
@@ -222,6 +225,7 @@ impl<'a> Emitter<'a> {
             indent: 0,
             role: None,
             pipes: Vec::new(),
+            deferred_pipe: None,
             indent_role_depth: 0,
             reductions: Reductions::default(),
             reduction_counter: 0,
@@ -431,8 +435,19 @@ impl<'a> Emitter<'a> {
             return "0".into();
         }
         match self.pipes.last() {
-            Some((_, p)) => format!("{}_stage", c_ident(&self.k.pipelines[*p].name)),
+            Some((_, p)) => self.pipe_var(*p, "stage"),
             None => "0".into(),
+        }
+    }
+
+    /// The C name of pipeline `p`'s current `stage` or `phase`: the previous iteration's while
+    /// a deferred MMA of it is emitted.
+    pub(crate) fn pipe_var(&self, p: PipelineId, what: &str) -> String {
+        let pn = c_ident(&self.k.pipelines[p].name);
+        if self.deferred_pipe == Some(p) {
+            format!("{pn}_prev_{what}")
+        } else {
+            format!("{pn}_{what}")
         }
     }
 

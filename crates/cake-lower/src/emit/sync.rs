@@ -118,7 +118,7 @@ impl Emitter<'_> {
         match bar.pipeline {
             Some(p) => {
                 if self.pipes.iter().any(|(_, q)| *q == p) {
-                    format!("{name} + 8 * {}_stage", c_ident(&self.k.pipelines[p].name))
+                    format!("{name} + 8 * {}", self.pipe_var(p, "stage"))
                 } else {
                     name
                 }

@@ -218,6 +218,9 @@ impl<'a> Checker<'a> {
     ) {
         self.ix(start);
         self.ix(stop);
+        if let Ok(Some(parts)) = cake_ir::sync::deferred_mma(self.k, body, pipeline) {
+            self.deferred_loop(parts, body);
+        }
         if let Some(p) = pipeline {
             if let Some(pair) = self.backend.double_buffered(self.k, body, p) {
                 return self.double_buffered_loop(id, p, pair, body);
@@ -231,6 +234,31 @@ impl<'a> Checker<'a> {
         self.prefetched = saved;
         if pipeline.is_some() {
             self.pipes.pop();
+        }
+    }
+
+    /// A loop with a deferred MMA: lowered by families that implement it, and only with the
+    /// releases of its middle on the first or the deferred MMA (an arrival that waits for the
+    /// MMAs to retire is made where the loop's reads wait anyway, at the iteration's top level).
+    fn deferred_loop(&mut self, parts: cake_ir::sync::DeferredMma, body: &Block) {
+        let k = self.k;
+        let deferred = body[body.len() - 1];
+        if !self.backend.lowers_deferred() {
+            self.unsupported(
+                k.stmts.span(deferred),
+                "`defer=True` is lowered for wgmma (sm_90a) only".to_string(),
+            );
+            return;
+        }
+        for &s in &body[parts.head..parts.tail] {
+            let mut ops = Vec::new();
+            crate::mma::nested_ops(k, s, &mut ops);
+            if ops.iter().any(|op| matches!(op, Op::Mma { release: Some(_), .. })) {
+                self.unsupported(
+                    k.stmts.span(s),
+                    "an MMA with `release=` between a loop's first MMA and its deferred MMA is not lowered yet: release the stage on the first or the deferred MMA",
+                );
+            }
         }
     }
 
@@ -414,6 +442,7 @@ impl<'a> Checker<'a> {
                 b,
                 accumulate,
                 release,
+                ..
             } => {
                 let call = MmaCall {
                     acc,

@@ -125,6 +125,23 @@ pub(crate) trait MmaBackend: Sync {
     ) {
     }
 
+    /// Whether the family lowers a loop whose last MMA is deferred (`defer=True`).
+    fn lowers_deferred(&self) -> bool {
+        false
+    }
+
+    /// A pipelined loop whose last MMA is deferred (`cake_ir::sync::deferred_mma` gave its
+    /// parts), emitted whole; only called when `lowers_deferred`.
+    fn deferred_loop(
+        &self,
+        _e: &mut Emitter,
+        _lp: &RangeLoop,
+        _p: PipelineId,
+        _parts: cake_ir::sync::DeferredMma,
+        _body: &Block,
+    ) {
+    }
+
     /// Around a range loop: `emit` writes the loop itself; the family adds what must precede or
     /// follow it (wgmma: releases deferred by one iteration, retiring the loop's MMA groups).
     fn range_loop(
@@ -218,5 +235,26 @@ impl Emitter<'_> {
         };
         let off = panel as u64 * rows_total as u64 * (panel_cols * elem) as u64 + within as u64;
         Some(format!("{base} + {off}{row_off}"))
+    }
+}
+
+/// The operations of statement `s` and of every block nested in it, in program order.
+pub(crate) fn nested_ops<'k>(k: &'k Kernel, s: StmtId, out: &mut Vec<&'k Op>) {
+    let block = |b: &Block, out: &mut Vec<&'k Op>| {
+        for &t in b {
+            nested_ops(k, t, out);
+        }
+    };
+    match &k.stmts[s] {
+        Stmt::Op(op) => out.push(op),
+        Stmt::Role { body, .. } | Stmt::Loop { body, .. } => block(body, out),
+        Stmt::If {
+            then_body,
+            else_body,
+            ..
+        } => {
+            block(then_body, out);
+            block(else_body, out);
+        }
     }
 }

@@ -3,7 +3,7 @@
 //! double-buffered accumulator lets the next MMA overlap this iteration's epilogue — and
 //! retiring them before anything touches their accumulator registers.
 
-use super::{check_sw128_operand, MmaBackend, MmaCall};
+use super::{check_sw128_operand, nested_ops, MmaBackend, MmaCall};
 use crate::emit::*;
 use crate::legal::{Checker, Planner, Scope};
 use cake_diag::Span;
@@ -20,6 +20,10 @@ struct Group {
     array: String,
     /// The `lm.mma` that committed it.
     sp: Span,
+    /// The arrival that releases its stage, made once it has retired (the first MMA and the
+    /// deferred MMA of a loop with `defer=True`, whose releases wait for the wait that the
+    /// loop's reads need anyway).
+    release: Option<String>,
 }
 
 /// What the wgmma backend records while it emits.
@@ -42,6 +46,9 @@ pub(crate) struct State {
     /// the wait that ends the iteration (waiting for them earlier would retire the next
     /// iteration's MMA too, issued before them).
     iteration_end_releases: Option<Vec<String>>,
+    /// Emitting the first or the deferred MMA of a loop with `defer=True`: a `release=` is
+    /// arrived on when the group retires, not by a wait right after the commit.
+    lazy_release: bool,
 }
 
 impl State {
@@ -60,9 +67,14 @@ impl State {
         self.inexact |= other.inexact;
     }
 
-    fn retired(&mut self) {
-        self.in_flight.clear();
+    /// Every group has retired: the arrivals that waited for them, to be emitted now.
+    #[must_use]
+    fn retired(&mut self) -> Vec<String> {
         self.inexact = false;
+        self.in_flight
+            .drain(..)
+            .filter_map(|g| g.release)
+            .collect()
     }
 }
 
@@ -152,6 +164,21 @@ impl MmaBackend for Wgmma {
         e.double_buffered_loop(lp, p, pair, body);
     }
 
+    fn lowers_deferred(&self) -> bool {
+        true
+    }
+
+    fn deferred_loop(
+        &self,
+        e: &mut Emitter,
+        lp: &RangeLoop,
+        p: PipelineId,
+        parts: cake_ir::sync::DeferredMma,
+        body: &Block,
+    ) {
+        e.deferred_loop(lp, p, parts, body);
+    }
+
     /// A release after wgmma lags one iteration so one MMA group stays in flight; after the
     /// loop, every group of it retires and the last deferred releases arrive.
     fn range_loop(
@@ -194,7 +221,9 @@ impl MmaBackend for Wgmma {
         e.mma.wgmma.deferred_release = saved;
         if has_mma {
             e.line("cake_wgmma_wait<0>();  // every MMA of the loop has retired");
-            e.mma.wgmma.retired();
+            for arrive in e.mma.wgmma.retired() {
+                e.line(&arrive);
+            }
         }
         for (bar, _) in &deferred {
             let bn = c_ident(&k.barriers[*bar].name);
@@ -331,6 +360,7 @@ impl Emitter<'_> {
             b,
             accumulate,
             release,
+            ..
         }) = k.stmts[mma].clone()
         else {
             return;
@@ -364,7 +394,9 @@ impl Emitter<'_> {
             me.braced(&first, |me| {
                 issue(me, &format!("{pn}_it"), &format!("{fname}_b0"));
                 me.line("cake_wgmma_wait<0>();");
-                me.mma.wgmma.retired();
+                for arrive in me.mma.wgmma.retired() {
+                    me.line(&arrive);
+                }
             });
             let pairs = format!(
                 "for (int {var}_pair = {start}; {var}_pair < {var}_end; {var}_pair += 2) {{"
@@ -407,13 +439,117 @@ impl Emitter<'_> {
                         // `wait_group 0`: the next iteration's MMA was committed first, so the
                         // body's own groups retire only with it.
                         me.line("cake_wgmma_wait<0>();  // the next MMA and this iteration's have retired");
-                        me.mma.wgmma.retired();
+                        for arrive in me.mma.wgmma.retired() {
+                            me.line(&arrive);
+                        }
                         for arrive in releases.unwrap_or_default() {
                             me.line(&arrive);
                         }
                         me.line(&format!("++{pn}_it;"));
                     });
                 }
+            });
+            me.pipes.pop();
+        });
+    }
+
+    /// A pipelined loop whose last MMA is deferred (`defer=True`), rotated so that iteration j
+    /// issues its head (waits and first MMA), then the deferred part (wait and MMA) of
+    /// iteration j − 1, then its middle, whose first read of the head's accumulator waits for
+    /// that group only (`wait_group 1`): the deferred MMA runs under the middle. The first
+    /// iteration is peeled (nothing is deferred yet: a run-time `if` there would make every
+    /// wait `wait_group 0`), the last deferred part follows the loop, and nothing stays in
+    /// flight across the back edge (ptxas would serialise every wgmma, C7514). Both MMAs'
+    /// releases are arrived on when their groups retire.
+    fn deferred_loop(
+        &mut self,
+        lp: &RangeLoop,
+        p: PipelineId,
+        parts: cake_ir::sync::DeferredMma,
+        body: &Block,
+    ) {
+        let (id, var, start, stop, sp) = (lp.id, lp.var, lp.start, lp.stop, lp.sp);
+        let k = self.k;
+        let pn = c_ident(&k.pipelines[p].name);
+        let stages = k.pipelines[p].stages;
+        let (head, middle, tail) = (
+            &body[..parts.head],
+            &body[parts.head..parts.tail],
+            &body[parts.tail..],
+        );
+        let tail_at = self.loc(k.stmts.span(body[body.len() - 1]));
+        let lazily = |me: &mut Self, stmts: &[StmtId]| {
+            let saved = std::mem::replace(&mut me.mma.wgmma.lazy_release, true);
+            for &s in stmts {
+                me.stmt(s);
+            }
+            me.mma.wgmma.lazy_release = saved;
+        };
+        // The deferred part of the previous iteration: its stage, phase and loop variable.
+        let deferred = |me: &mut Self| {
+            me.line(&format!(
+                "const uint32_t {pn}_prev_stage = ({pn}_it - 1) % {stages};"
+            ));
+            me.line(&format!(
+                "const uint32_t {pn}_prev_phase = (({pn}_it - 1) / {stages}) & 1;"
+            ));
+            me.line(&format!("const int {var}_prev = {var} - 1;"));
+            me.braced(&format!("{{  // deferred from the previous iteration ({tail_at})"), |me| {
+                me.line(&format!("const int {var} = {var}_prev;"));
+                me.line(&format!("(void){var};"));
+                let saved = me.deferred_pipe.replace(p);
+                lazily(me, tail);
+                me.deferred_pipe = saved;
+            });
+        };
+        // Nothing crosses the back edge: the groups still in flight retire, their stages are
+        // released.
+        let end_of_iteration = |me: &mut Self| {
+            let st = &me.mma.wgmma;
+            if !st.in_flight.is_empty() {
+                let arrays: Vec<String> = st.in_flight.iter().map(|g| g.array.clone()).collect();
+                me.line("cake_wgmma_wait<0>();  // nothing stays in flight across the back edge");
+                for a in arrays.iter().collect::<BTreeSet<_>>() {
+                    me.line(&format!("cake_wgmma_fence_regs({a});"));
+                }
+                for arrive in me.mma.wgmma.retired() {
+                    me.line(&arrive);
+                }
+            }
+        };
+        let iteration = |me: &mut Self, with_deferred: bool| {
+            me.stage_lines(p, &format!("{pn}_it"));
+            me.invalidate_reductions(None);
+            lazily(me, head);
+            if with_deferred {
+                deferred(me);
+            }
+            for &s in middle {
+                me.stmt(s);
+            }
+            end_of_iteration(me);
+            me.invalidate_reductions(None);
+            me.line(&format!("++{pn}_it;"));
+        };
+        let open = format!(
+            "{{  // {var} ({}): the MMA at {tail_at} is deferred — issued in the next iteration, after its first MMA",
+            self.loc(sp)
+        );
+        self.braced(&open, |me| {
+            me.line(&format!("const int {var}_end = {stop};"));
+            me.pipes.push((id, p));
+            me.braced(&format!("if ({start} < {var}_end) {{  // the first iteration: nothing deferred yet"), |me| {
+                me.line(&format!("const int {var} = {start};"));
+                iteration(me, false);
+            });
+            me.braced(
+                &format!("for (int {var} = {start} + 1; {var} < {var}_end; ++{var}) {{"),
+                |me| iteration(me, true),
+            );
+            me.braced(&format!("if ({start} < {var}_end) {{  // the last iteration's deferred MMA"), |me| {
+                me.line(&format!("const int {var} = {var}_end;"));
+                deferred(me);
+                end_of_iteration(me);
             });
             me.pipes.pop();
         });
@@ -573,11 +709,19 @@ impl Emitter<'_> {
     fn wgmma_commit(&mut self, accf: FragId, release: Option<BarrierId>, sp: Span) {
         let k = self.k;
         self.line("cake_wgmma_commit();");
-        let group = Group {
+        let mut group = Group {
             acc: accf,
             array: self.frag_name(accf),
             sp,
+            release: None,
         };
+        if let (Some(bar), true) = (release, self.mma.wgmma.lazy_release) {
+            let slot = self.barrier_slot(bar);
+            let arrive = self.wgmma_release(bar, &slot, None);
+            group.release = Some(format!("{arrive}  // release ({}), now that its MMAs have retired", self.loc(sp)));
+            self.mma.wgmma.in_flight.push(group);
+            return;
+        }
         if let (Some(bar), Some(_)) = (release, &self.mma.wgmma.iteration_end_releases) {
             let slot = self.barrier_slot(bar);
             let arrive = self.wgmma_release(bar, &slot, None);
@@ -611,7 +755,9 @@ impl Emitter<'_> {
             } else {
                 let slot = self.barrier_slot(bar);
                 self.line("cake_wgmma_wait<0>();");
-                self.mma.wgmma.retired();
+                for arrive in self.mma.wgmma.retired() {
+                    self.line(&arrive);
+                }
                 let arrive = self.wgmma_release(bar, &slot, None);
                 self.line(&format!("{arrive}  // release"));
             }
@@ -647,7 +793,7 @@ impl Emitter<'_> {
         ));
         let done: Vec<Group> = if newer == 0 {
             let all = self.mma.wgmma.in_flight.clone();
-            self.mma.wgmma.retired();
+            let _ = self.mma.wgmma.retired(); // their arrivals are made below, after the fences
             all
         } else {
             self.mma.wgmma.in_flight.drain(..=last).collect()
@@ -659,6 +805,11 @@ impl Emitter<'_> {
             if !fenced.contains(&g.array.as_str()) {
                 fenced.push(&g.array);
                 self.line(&format!("cake_wgmma_fence_regs({});", g.array));
+            }
+        }
+        for g in done {
+            if let Some(arrive) = g.release {
+                self.line(&arrive);
             }
         }
     }
@@ -678,27 +829,6 @@ fn touches(k: &Kernel, op: &Op, f: FragId) -> bool {
             ..
         } => *a == f,
         _ => false,
-    }
-}
-
-/// The operations of statement `s` and of every block nested in it, in program order.
-fn nested_ops<'k>(k: &'k Kernel, s: StmtId, out: &mut Vec<&'k Op>) {
-    let block = |b: &Block, out: &mut Vec<&'k Op>| {
-        for &t in b {
-            nested_ops(k, t, out);
-        }
-    };
-    match &k.stmts[s] {
-        Stmt::Op(op) => out.push(op),
-        Stmt::Role { body, .. } | Stmt::Loop { body, .. } => block(body, out),
-        Stmt::If {
-            then_body,
-            else_body,
-            ..
-        } => {
-            block(then_body, out);
-            block(else_body, out);
-        }
     }
 }
 

@@ -1,0 +1,100 @@
+"""FlashAttention forward for Hopper: O = softmax(Q·Kᵀ / √D) · V, bf16 in and out, f32 math.
+
+Q and O are (B·H, S, D); K and V are (B·H_kv, S, D) with H a multiple of H_kv (grouped-query
+attention: query head h reads key/value head h // (H / H_kv), which over the flattened B·H
+axis is bh // (BH / BHKV)). V is read as stored, (keys, D): the P·V MMA takes it N-major.
+
+One CTA per (head, 128-query tile), three warpgroups:
+- `load` (warpgroup 0, 40 registers) issues the TMA copies: the Q tile once, then each key
+  tile's K and V into a two-stage ring, with a full/empty barrier pair per operand so K can be
+  released as soon as the scores are read and V only when P·V has retired.
+- `math` (warpgroups 1 and 2, 232 registers each) each own 64 query rows. Per key tile:
+  S = Q·Kᵀ (wgmma, shared operands), the online softmax in base 2 (row max, exp2, row sum,
+  the running output rescaled), then O += P·V with P cast to bf16 in registers (the wgmma's
+  register A operand) and V N-major from shared memory.
+- `defer=True` on the P·V MMA overlaps it with the next tile's softmax inside each warpgroup
+  (FlashAttention-3's intra-warpgroup overlap): iteration j issues Q·K_jᵀ, then P_{j-1}·V_{j-1},
+  waits for the scores only (`wgmma.wait_group 1`), and computes the softmax of tile j while
+  P·V runs. Cake rotates the loop; the schedule stays the natural one.
+
+Masks: keys past S (the last tile) and, with CAUSAL, keys after the query, by `lm.iota` on the
+tiles that need them. Causal CTAs take their query tiles longest first. Rows past S read zeros
+(TMA) and are not stored.
+"""
+import cake
+from cake import lm
+
+D = 128            # head dimension: 64 or 128 (the contract specialises it)
+CAUSAL = 0         # 1: query i attends to keys 0..i
+BM = 128           # query rows per CTA: two consumer warpgroups × wgmma's 64
+BN = 128           # keys per tile
+STAGES = 2
+# softmax scale in base 2: log2(e) / sqrt(D)
+SCALE = 0.18033688011112042 if D == 64 else 0.12751743074941037
+
+
+@cake.schedule(targets=["sm_90a"])
+def attention(Q: lm.tensor[lm.bf16, "BH", "S", D],
+              K: lm.tensor[lm.bf16, "BHKV", "S", D],
+              V: lm.tensor[lm.bf16, "BHKV", "S", D],
+              O: lm.tensor[lm.bf16, "BH", "S", D]):
+    pool = lm.smem()
+    sQ = pool.view(shape=(BM, D), dtype=lm.bf16, swizzle=128)
+    sK = pool.view(shape=(BN, D), dtype=lm.bf16, stages=STAGES, swizzle=128)
+    sV = pool.view(shape=(BN, D), dtype=lm.bf16, stages=STAGES, swizzle=128)
+
+    load = lm.role(warpgroup=0, regs=40)
+    math = lm.role(warpgroups=[1, 2], regs=232)
+
+    kv = lm.pipeline(stages=STAGES)
+    q_full = lm.barrier(producers=[load], consumers=[math])
+    k_full = lm.barrier(kv, producers=[load], consumers=[math])
+    v_full = lm.barrier(kv, producers=[load], consumers=[math])
+    k_empty = lm.barrier(kv, producers=[math], consumers=[load])
+    v_empty = lm.barrier(kv, producers=[math], consumers=[load])
+
+    s = math.fragment(shape=(64, BN), dtype=lm.f32)       # scores, then probabilities
+    p = math.fragment(shape=(64, BN), dtype=lm.bf16)      # P: wgmma's register A operand
+    o = math.fragment(shape=(64, D), dtype=lm.f32)
+    m_i = math.fragment(shape=(64,), dtype=lm.f32)        # running row max (base 2, scaled)
+    m_new = math.fragment(shape=(64,), dtype=lm.f32)
+    l_i = math.fragment(shape=(64,), dtype=lm.f32)        # running row sum
+
+    for bh, t in lm.tiles(BH, lm.cdiv(S, BM)):
+        # Causal: the longest query tiles first.
+        tq = lm.cdiv(S, BM) - 1 - t if CAUSAL else t
+        kvh = bh // (BH // BHKV)
+        # Key tiles this query tile reads: all of them, or those up to its last query.
+        n_kv = lm.cdiv(min(S, (tq + 1) * BM), BN) if CAUSAL else lm.cdiv(S, BN)
+        with load:
+            sQ.tma_load(Q, coords=(bh, tq * BM, 0), barrier=q_full)
+            for j in lm.range(n_kv, pipeline=kv):
+                lm.wait(k_empty)
+                sK.tma_load(K, coords=(kvh, j * BN, 0), barrier=k_full)
+                lm.wait(v_empty)
+                sV.tma_load(V, coords=(kvh, j * BN, 0), barrier=v_full)
+        with math:
+            q0 = tq * BM + 64 * math.index           # this warpgroup's first query
+            o[:] = 0.0
+            m_i[:] = -lm.inf
+            l_i[:] = 0.0
+            lm.wait(q_full)
+            for j in lm.range(n_kv, pipeline=kv):
+                lm.wait(k_full)
+                lm.mma(s, sQ.rows(64 * math.index, 64), sK.T, accumulate=False, release=k_empty)
+                # Keys past S, and with CAUSAL keys after the query, score -inf.
+                if CAUSAL:
+                    if (j + 1) * BN > q0:
+                        keys = j * BN + lm.iota((64, BN), axis=1)
+                        s[:] = lm.select((keys < S) & (q0 + lm.iota((64, BN), axis=0) >= keys), s, -lm.inf)
+                elif (j + 1) * BN > S:
+                    s[:] = lm.select(j * BN + lm.iota((64, BN), axis=1) < S, s, -lm.inf)
+                m_new[:] = lm.maximum(m_i, lm.max(s, axis=1) * SCALE)
+                s[:] = lm.exp2(s * SCALE - m_new[:, None])
+                l_i[:] = l_i * lm.exp2(m_i - m_new) + lm.sum(s, axis=1)
+                o[:] = o * lm.exp2(m_i - m_new)[:, None]
+                m_i[:] = m_new
+                p[:] = lm.cast(s, lm.bf16)
+                lm.wait(v_full)
+                lm.mma(o, p, sV, release=v_empty, defer=True)
+            lm.store(O, lm.cast(o / l_i[:, None], lm.bf16), coords=(bh, q0, 0))
