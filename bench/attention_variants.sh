@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the attention variants that bench/attention_variants.py times (issue #17): the example
-# at D 64 / 128, non-causal and causal, with the P·V deferral on and off, 128 / 176 / 192-key
-# tiles and a three-stage ring. Runs on the build machine (compile-only CUDA toolchain); writes
+# at D 64 / 128, non-causal and causal, with the P·V deferral and the warpgroups' turns on and
+# off, 128 / 176 / 192-key tiles, a three-stage ring and (D 64) three consumer warpgroups. Runs on the build machine (compile-only CUDA toolchain); writes
 # one folder per variant under ${VARIANTS:-.carry/att-variants}, named D<d>_C<c>__<variant>.
 set -euo pipefail
 CAKE=${CAKE:-target/release/cake}
@@ -12,14 +12,19 @@ edits() {
     case "$1" in
         shipped) echo "" ;;
         nodefer) echo "s/, defer=True)/)/" ;;
+        noturns) echo "s/, turns=True)/)/" ;;
+        plain) echo "s/, defer=True)/)/; s/, turns=True)/)/" ;;
         bn176) echo "s/^BN = 128 /BN = 176 /" ;;
+        bn176nt) echo "s/^BN = 128 /BN = 176 /; s/, turns=True)/)/" ;;
         bn192) echo "s/^BN = 128 /BN = 192 /" ;;
         s3) echo "s/^STAGES = 2/STAGES = 3/" ;;
+        wg3) echo "s/^BM = 128 /BM = 192 /; s/warpgroup=0, regs=40/warpgroup=0, regs=32/; s/warpgroups=\[1, 2\], regs=232/warpgroups=[1, 2, 3], regs=160/" ;;
     esac
 }
 for d in ${DS:-64 128}; do
     for c in ${CS:-0 1}; do
-        for v in ${VS:-shipped nodefer bn176 bn192 s3}; do
+        for v in ${VS:-shipped nodefer noturns plain bn176 bn176nt s3 wg3}; do
+            if [ "$v" = wg3 ] && [ "$d" != 64 ]; then continue; fi
             name="D${d}_C${c}__${v}"
             src="$tmp/attention_$name.py"
             sed -e "s/^D = 128 /D = $d /" -e "s/^CAUSAL = 0 /CAUSAL = $c /" -e "$(edits "$v")" \

@@ -81,7 +81,7 @@ def attention(Q: lm.tensor[lm.bf16, "BH", "S", D],
             lm.wait(q_full)
             for j in lm.range(n_kv, pipeline=kv):
                 lm.wait(k_full)
-                lm.mma(s, sQ.rows(64 * math.index, 64), sK.T, accumulate=False, release=k_empty)
+                lm.mma(s, sQ.rows(64 * math.index, 64), sK.T, accumulate=False, release=k_empty, turns=True)
                 # Keys past S, and with CAUSAL keys after the query, score -inf.
                 if CAUSAL:
                     if (j + 1) * BN > q0:

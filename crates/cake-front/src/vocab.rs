@@ -228,7 +228,7 @@ pub const TABLE: &[Entry] = &[
     row!(Lm "commit" => Commit, Call(&[req("barrier")]), "arrives on a barrier when the issued async work completes"),
     row!(Lm "fence_proxy_async" => FenceProxyAsync, Call(&[]), "orders generic-proxy writes before async-proxy reads"),
     row!(Lm "sync" => Sync, Call(&[req("barrier")]), "synchronizes on a named barrier"),
-    row!(Lm "mma" => Mma, Call(&[req("acc"), req("a"), req("b"), opt("accumulate"), opt("release"), opt("defer")]), "acc += a · b on the tensor cores"),
+    row!(Lm "mma" => Mma, Call(&[req("acc"), req("a"), req("b"), opt("accumulate"), opt("release"), opt("defer"), opt("turns")]), "acc += a · b on the tensor cores"),
     row!(Lm "store" => Store, Call(&[req("dst"), req("value"), req("coords"), opt("transpose")]), "writes a register value (or its transpose) to a tensor"),
     row!(Lm "load" => Load, Call(&[req("src"), req("coords"), req("shape"), opt("fill")]), "a register value read from a tensor"),
     row!(Lm "iota" => Iota, Call(&[req("shape"), req("axis")]), "an i32 register value holding each element's index along an axis"),

@@ -556,6 +556,10 @@ pub enum Op {
         /// wait before it) after the next iteration's first MMA, the last iteration's after
         /// the loop, so that MMA's readers overlap it (docs/language.md §9.6).
         defer: bool,
+        /// The role's replicas issue it in turns, round-robin (a hardware barrier per replica:
+        /// replica r waits for r − 1 to have issued), so one replica's MMAs run while the others
+        /// compute (FlashAttention-3's ping-pong; docs/language.md §9.6).
+        turns: bool,
     },
     /// Copy a TMEM region into a register fragment (tcgen05.ld).
     TmemLoad { dst: FragId, src: TmemId },

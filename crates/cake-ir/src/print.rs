@@ -302,18 +302,20 @@ impl Printer<'_> {
                 accumulate,
                 release,
                 defer,
+                turns,
             } => {
                 let rel = release
                     .as_ref()
                     .map_or(String::new(), |b| format!(" release={}", bar(b)));
                 format!(
-                    "mma {} += {} * {} accumulate={}{}{}",
+                    "mma {} += {} * {} accumulate={}{}{}{}",
                     self.operand(acc),
                     self.operand(a),
                     self.operand(b),
                     self.expr(*accumulate),
                     rel,
-                    if *defer { " defer" } else { "" }
+                    if *defer { " defer" } else { "" },
+                    if *turns { " turns" } else { "" }
                 )
             }
             Op::TmemLoad { dst, src } => {

@@ -231,6 +231,7 @@ impl Op {
                 accumulate,
                 release,
                 defer: _,
+                turns: _,
             } => {
                 e.operand(a, false);
                 e.operand(b, false);

@@ -33,6 +33,14 @@ static __device__ __forceinline__ uint32_t cake_pack_f16x2(float lo, float hi) {
 
 /// `lm.exp2`: the MUFU instruction itself. `exp2f()` adds range and denormal fix-ups around it
 /// (docs/language.md §10.2); `.ftz` is not used, so subnormal inputs and results are kept.
+/// `lm.mma(..., turns=True)`: arriving on a hardware barrier without waiting (the next replica's
+/// turn).
+pub const TURNS: &str = r#"
+static __device__ __forceinline__ void cake_named_arrive(uint32_t id, uint32_t count) {
+  asm volatile("bar.arrive %0, %1;" :: "r"(id), "r"(count) : "memory");
+}
+"#;
+
 pub const EX2: &str = r#"
 static __device__ __forceinline__ float cake_ex2(float x) {
   float y;

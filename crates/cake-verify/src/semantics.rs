@@ -17,6 +17,7 @@ pub fn check(cx: &Ctx, out: &mut Vec<Finding>) {
     buffered_fragments(cx, out);
     replicated_scatter(cx, out);
     deferred_mmas(cx, out);
+    mma_turns(cx, out);
 }
 
 /// Every replica of a role runs its operations: a scatter_add in a role of several replicas
@@ -81,6 +82,38 @@ fn deferred_mmas(cx: &Ctx, out: &mut Vec<Finding>) {
             out.push(
                 Finding::new(&DEFERRED_MMA, cx.span(site.stmt), "a deferred MMA is the last statement of a pipelined loop's body, outside any `if`")
                     .help("move it to the end of the loop body, or drop defer=True"),
+            );
+        }
+    }
+}
+
+/// `turns=True` MMAs: every replica of the role takes every turn, in the same order.
+fn mma_turns(cx: &Ctx, out: &mut Vec<Finding>) {
+    let k = cx.k;
+    for site in &cx.ops {
+        let (Op::Mma { turns: true, .. }, Some(role)) = (&site.op, site.role) else {
+            continue;
+        };
+        let r = &k.roles[role];
+        let why = if r.replicas() < 2 {
+            Some(format!("role `{}` has one replica: there is no one to take turns with", r.name))
+        } else if site.guards.iter().any(|g| k.expr_reads_role_index(g.cond, role)) {
+            Some(format!("it is under an `if` whose condition reads `{}.index`: a replica that skips its turn leaves the next one waiting", r.name))
+        } else {
+            site.loops.iter().find_map(|&l| match &k.loops[l].kind {
+                LoopKind::Range { start, stop, .. }
+                    if k.expr_reads_role_index(*start, role) || k.expr_reads_role_index(*stop, role) =>
+                {
+                    Some(format!("the loop over `{}` runs a different number of times per replica (its bounds read `{}.index`)", k.loops[l].var_name, r.name))
+                }
+                _ => None,
+            })
+        };
+        if let Some(why) = why {
+            out.push(
+                Finding::new(&MMA_TURNS, cx.span(site.stmt), format!("`turns=True`: {why}"))
+                    .role(&r.name)
+                    .help("give every replica of the role the same conditions and trip counts around the MMA, or drop turns=True"),
             );
         }
     }

@@ -149,6 +149,19 @@ Move the deferred MMA (and its wait) to the end of the loop body, start the body
     good: include_str!("../../../../tests/check/CAKE-M011-good.py"),
 };
 
+pub const MMA_TURNS: CodeInfo = CodeInfo {
+    code: "CAKE-M012",
+    name: "mma-turns",
+    category: Category::Semantics,
+    severity: Severity::Error,
+    summary: r#"An MMA with `turns=True` is issued where the role's replicas would not all take their turns."#,
+    explanation: r#"`lm.mma(..., turns=True)` makes the replicas of its role issue the MMA in turns, round-robin: replica r waits on a hardware barrier until replica r − 1 has issued its own, then lets replica r + 1 go (FlashAttention-3's ping-pong: one warpgroup's MMAs run while the other computes its softmax). Each turn needs the previous replica's, so every replica must take the same turns in the same order: the role needs two or more replicas, and the MMA must not sit under an `if` whose condition, or in a loop whose bounds, read `role.index` (tile coordinates, loop variables and dimensions are the same for every replica of a CTA). A replica that skips a turn leaves the next one waiting forever.
+
+Give every replica the same conditions and trip counts (mask the data, not the MMA), or drop `turns=True`."#,
+    bad: include_str!("../../../../tests/check/CAKE-M012-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-M012-good.py"),
+};
+
 /// Every code of this module, in number order; [`super::ALL`] is made of these lists.
 pub const ALL: &[&CodeInfo] = &[
     &ROLE_OVERLAP,
@@ -162,4 +175,5 @@ pub const ALL: &[&CodeInfo] = &[
     &OUTPUT_COVERAGE,
     &ALIASED_OPERANDS,
     &DEFERRED_MMA,
+    &MMA_TURNS,
 ];

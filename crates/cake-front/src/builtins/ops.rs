@@ -349,6 +349,17 @@ impl Interp<'_> {
                 )
             }
         };
+        let turns = match a.get(6).cloned().flatten() {
+            None => false,
+            Some((Value::Bool(t), _)) => t,
+            Some((_, s)) => {
+                return self.err(
+                    &codes::TYPE_MISMATCH,
+                    s,
+                    "`turns` is a compile-time bool (True or False)",
+                )
+            }
+        };
         // Shapes: acc (M, N) += a (M, K) · b (K, N).
         let (acc_shape, acc_dtype) = self.operand_shape(&acc);
         let (a_shape, a_dtype) = self.operand_shape(&lhs);
@@ -438,6 +449,7 @@ impl Interp<'_> {
                 accumulate,
                 release,
                 defer,
+                turns,
             },
             sp,
         )?;

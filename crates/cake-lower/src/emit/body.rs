@@ -137,6 +137,14 @@ impl Emitter<'_> {
                     first * 32,
                     unit_warps * 32
                 ));
+                if legal::role_takes_turns(e.kf, rid) {
+                    if let Ok((first, count)) = legal::turn_barriers(e.k, e.kf, rid) {
+                        let last = role.replicas() - 1;
+                        e.line(&format!(
+                            "if ({name}_index == {last}) cake_named_arrive({first}, {count});  // replica 0 takes the first turn"
+                        ));
+                    }
+                }
                 if role.unit == RoleUnit::Warpgroup {
                     // Where this thread's accumulator registers sit in a 64-row tile.
                     e.line(&format!("const int lane_row = 16 * ({name}_thread / 32) + ({name}_thread % 32) / 4;  // and +8"));
@@ -453,7 +461,7 @@ impl Emitter<'_> {
         };
         if let Some(p) = pipeline {
             if let Ok(Some(parts)) = cake_ir::sync::deferred_mma(self.k, body, pipeline) {
-                if backend.lowers_deferred() {
+                if backend.lowers_mma_scheduling() {
                     return backend.deferred_loop(self, &lp, p, parts, body);
                 }
             }
@@ -546,6 +554,7 @@ impl Emitter<'_> {
                 b,
                 accumulate,
                 release,
+                turns,
                 ..
             } => {
                 let call = MmaCall {
@@ -554,6 +563,7 @@ impl Emitter<'_> {
                     b,
                     accumulate: *accumulate,
                     release: *release,
+                    turns: *turns,
                     sp,
                 };
                 backend.mma(self, &call);

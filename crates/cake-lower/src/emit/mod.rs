@@ -368,6 +368,9 @@ impl<'a> Emitter<'a> {
         if self.needs_ex2 {
             cuda.push_str(prelude::EX2);
         }
+        if self.k.roles.iter().any(|(r, _)| legal::role_takes_turns(self.kf, r)) {
+            cuda.push_str(prelude::TURNS);
+        }
         if self.needs_row_ops {
             cuda.push_str(prelude::ROW_OPS);
         }

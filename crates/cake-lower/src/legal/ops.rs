@@ -178,6 +178,33 @@ pub(crate) fn replica_barrier(k: &Kernel, kf: &KernelFacts, role: RoleId) -> Res
     Ok(first_id)
 }
 
+/// Whether `role` issues an MMA with `turns=True`.
+pub(crate) fn role_takes_turns(kf: &KernelFacts, role: RoleId) -> bool {
+    role_ops(kf, role).any(|s| matches!(s.op, Op::Mma { turns: true, .. }))
+}
+
+/// The hardware barriers of a role whose replicas take turns at an MMA (`turns=True`): the
+/// first id (replica r waits on `first + r`, and arrives on the next replica's), and the thread
+/// count of each (a replica's threads wait, the previous replica's arrive). They follow the
+/// named barriers in ids 1–7; one role per kernel takes turns.
+pub(crate) fn turn_barriers(k: &Kernel, kf: &KernelFacts, role: RoleId) -> Result<(u32, u32), String> {
+    let first_role = k.roles.iter().map(|(r, _)| r).find(|r| role_takes_turns(kf, *r));
+    if first_role != Some(role) {
+        return Err("MMAs with `turns=True` in two roles are not lowered yet: one role per kernel takes turns".into());
+    }
+    let replicas = k.roles[role].replicas();
+    let first = NAMED_BARRIER_IDS.start() + k.named_barriers.len() as u32;
+    if first + replicas - 1 > *NAMED_BARRIER_IDS.end() {
+        return Err(format!(
+            "the {} named barriers and the {replicas} turn barriers of role `{}` need ids up to {}; ids {NAMED_BARRIER_IDS:?} are theirs",
+            k.named_barriers.len(),
+            k.roles[role].name,
+            first + replicas - 1
+        ));
+    }
+    Ok((first, 2 * k.roles[role].unit.threads()))
+}
+
 /// `lm.sync(nb)` from a role (`issue_only`: one thread runs its body): the hardware id.
 pub(crate) fn named_sync(nb: NamedBarrierId, issue_only: bool) -> Result<u32, String> {
     let id = NAMED_BARRIER_IDS.start() + nb.index() as u32;

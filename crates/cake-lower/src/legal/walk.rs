@@ -243,7 +243,7 @@ impl<'a> Checker<'a> {
     fn deferred_loop(&mut self, parts: cake_ir::sync::DeferredMma, body: &Block) {
         let k = self.k;
         let deferred = body[body.len() - 1];
-        if !self.backend.lowers_deferred() {
+        if !self.backend.lowers_mma_scheduling() {
             self.unsupported(
                 k.stmts.span(deferred),
                 "`defer=True` is lowered for wgmma (sm_90a) only".to_string(),
@@ -297,6 +297,7 @@ impl<'a> Checker<'a> {
                 b,
                 accumulate: *accumulate,
                 release: None,
+                turns: false,
                 sp: k.stmts.span(mma),
             },
         );
@@ -442,6 +443,7 @@ impl<'a> Checker<'a> {
                 b,
                 accumulate,
                 release,
+                turns,
                 ..
             } => {
                 let call = MmaCall {
@@ -450,9 +452,21 @@ impl<'a> Checker<'a> {
                     b,
                     accumulate: *accumulate,
                     release: *release,
+                    turns: *turns,
                     sp,
                 };
                 backend.check_mma(self, &call);
+                if *turns {
+                    let lowered = if backend.lowers_mma_scheduling() {
+                        let (role, _) = self.role.expect("walking a role");
+                        super::turn_barriers(self.k, self.kf, role).err()
+                    } else {
+                        Some("`turns=True` is lowered for wgmma (sm_90a) only".to_string())
+                    };
+                    if let Some(m) = lowered {
+                        self.unsupported(sp, m);
+                    }
+                }
                 if let Operand::Frag(f) = acc {
                     self.invalidate(*f);
                 }

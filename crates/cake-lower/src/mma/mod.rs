@@ -31,6 +31,8 @@ pub(crate) struct MmaCall<'o> {
     pub(crate) b: &'o Operand,
     pub(crate) accumulate: ExprId,
     pub(crate) release: Option<BarrierId>,
+    /// The role's replicas issue it in turns (`turns=True`).
+    pub(crate) turns: bool,
     pub(crate) sp: Span,
 }
 
@@ -125,13 +127,14 @@ pub(crate) trait MmaBackend: Sync {
     ) {
     }
 
-    /// Whether the family lowers a loop whose last MMA is deferred (`defer=True`).
-    fn lowers_deferred(&self) -> bool {
+    /// Whether the family lowers the MMA scheduling options: a loop whose last MMA is deferred
+    /// (`defer=True`) and MMAs whose role's replicas take turns (`turns=True`).
+    fn lowers_mma_scheduling(&self) -> bool {
         false
     }
 
     /// A pipelined loop whose last MMA is deferred (`cake_ir::sync::deferred_mma` gave its
-    /// parts), emitted whole; only called when `lowers_deferred`.
+    /// parts), emitted whole; only called when `lowers_mma_scheduling`.
     fn deferred_loop(
         &self,
         _e: &mut Emitter,

@@ -5,7 +5,7 @@
 
 use super::{check_sw128_operand, nested_ops, MmaBackend, MmaCall};
 use crate::emit::*;
-use crate::legal::{Checker, Planner, Scope};
+use crate::legal::{self, Checker, Planner, Scope};
 use cake_diag::Span;
 use cake_ir::*;
 use std::collections::BTreeSet;
@@ -49,6 +49,11 @@ pub(crate) struct State {
     /// Emitting the first or the deferred MMA of a loop with `defer=True`: a `release=` is
     /// arrived on when the group retires, not by a wait right after the commit.
     lazy_release: bool,
+    /// Emitting a rotated loop's head: the turn its MMA took (`turns=True`) is handed on after
+    /// the deferred MMA that follows it, not right after its own commit.
+    hold_turn: bool,
+    /// The arrival that hands the turn on, held while `hold_turn`.
+    held_turn: Option<String>,
 }
 
 impl State {
@@ -164,7 +169,7 @@ impl MmaBackend for Wgmma {
         e.double_buffered_loop(lp, p, pair, body);
     }
 
-    fn lowers_deferred(&self) -> bool {
+    fn lowers_mma_scheduling(&self) -> bool {
         true
     }
 
@@ -360,6 +365,7 @@ impl Emitter<'_> {
             b,
             accumulate,
             release,
+            turns,
             ..
         }) = k.stmts[mma].clone()
         else {
@@ -382,6 +388,7 @@ impl Emitter<'_> {
                 b: &b,
                 accumulate,
                 release: None,
+                turns,
                 sp: msp,
             });
             me.frag_alias.remove(&f);
@@ -520,9 +527,15 @@ impl Emitter<'_> {
         let iteration = |me: &mut Self, with_deferred: bool| {
             me.stage_lines(p, &format!("{pn}_it"));
             me.invalidate_reductions(None);
+            // A turn taken by the head is handed on once the deferred MMA is issued too.
+            me.mma.wgmma.hold_turn = with_deferred;
             lazily(me, head);
+            me.mma.wgmma.hold_turn = false;
             if with_deferred {
                 deferred(me);
+                if let Some(arrive) = me.mma.wgmma.held_turn.take() {
+                    me.line(&arrive);
+                }
             }
             for &s in middle {
                 me.stmt(s);
@@ -615,9 +628,42 @@ impl Emitter<'_> {
         self.wgmma_commit(accf, release, sp);
     }
 
+    /// `lm.mma` on sm_90a. With `turns=True` the replicas of the role issue it in turns: wait on
+    /// this replica's hardware barrier (the previous replica arrived on it when it issued), issue,
+    /// arrive on the next replica's — or, in a rotated loop's head, once the deferred MMA that
+    /// follows has been issued too.
+    fn wgmma(&mut self, m: &MmaCall) {
+        let turn = match (m.turns, self.role) {
+            (true, Some((role, _))) => match legal::turn_barriers(self.k, self.kf, role) {
+                Ok(ids) => Some((role, ids)),
+                Err(msg) => return self.unsupported(m.sp, msg),
+            },
+            _ => None,
+        };
+        let Some((role, (first, count))) = turn else {
+            return self.wgmma_issue(m);
+        };
+        let r = &self.k.roles[role];
+        let (name, n) = (c_ident(&r.name), r.replicas());
+        self.line(&format!(
+            "cake_named_sync({first} + {name}_index, {count});  // this replica's turn ({})",
+            self.loc(m.sp)
+        ));
+        self.wgmma_issue(m);
+        let arrive = format!(
+            "cake_named_arrive({first} + ({name}_index + 1) % {n}, {count});  // the next replica's turn ({})",
+            self.loc(m.sp)
+        );
+        if self.mma.wgmma.hold_turn {
+            self.mma.wgmma.held_turn = Some(arrive);
+        } else {
+            self.line(&arrive);
+        }
+    }
+
     /// `lm.mma` on sm_90a: wgmma with the accumulator in registers, `b` in shared memory and `a`
     /// in shared memory or registers.
-    fn wgmma(&mut self, m: &MmaCall) {
+    fn wgmma_issue(&mut self, m: &MmaCall) {
         let (accumulate, release, sp) = (m.accumulate, m.release, m.sp);
         let k = self.k;
         let (accf, n, kdim, av, bv, input) = match mma_form(k, |f| self.layout(f), m) {
