@@ -58,6 +58,7 @@ def attention(Q: lm.tensor[lm.bf16, "BH", "S", D],
     o = math.fragment(shape=(64, D), dtype=lm.f32)
     m_i = math.fragment(shape=(64,), dtype=lm.f32)        # running row max (base 2, scaled)
     m_new = math.fragment(shape=(64,), dtype=lm.f32)
+    alpha = math.fragment(shape=(64,), dtype=lm.f32)      # this tile's rescale of o
     l_i = math.fragment(shape=(64,), dtype=lm.f32)        # running row sum
 
     for bh, t in lm.tiles(BH, lm.cdiv(S, BM)):
@@ -90,11 +91,14 @@ def attention(Q: lm.tensor[lm.bf16, "BH", "S", D],
                 elif (j + 1) * BN > S:
                     s[:] = lm.select(j * BN + lm.iota((64, BN), axis=1) < S, s, -lm.inf)
                 m_new[:] = lm.maximum(m_i, lm.max(s, axis=1) * SCALE)
-                s[:] = lm.exp2(s * SCALE - m_new[:, None])
-                l_i[:] = l_i * lm.exp2(m_i - m_new) + lm.sum(s, axis=1)
-                o[:] = o * lm.exp2(m_i - m_new)[:, None]
+                # exp2 flushes subnormals (ftz): one MUFU.EX2 each, no fix-ups.
+                alpha[:] = lm.exp2(m_i - m_new, ftz=True)
+                s[:] = lm.exp2(s * SCALE - m_new[:, None], ftz=True)
+                l_i[:] = l_i * alpha + lm.sum(s, axis=1)
                 m_i[:] = m_new
                 p[:] = lm.cast(s, lm.bf16)
+                # Deferred with the MMA: the running output is rescaled right before P·V.
+                o[:] = o * alpha[:, None]
                 lm.wait(v_full)
                 lm.mma(o, p, sV, release=v_empty, defer=True)
-            lm.store(O, lm.cast(o / l_i[:, None], lm.bf16), coords=(bh, q0, 0))
+            lm.store(O, lm.cast(o * (1.0 / l_i)[:, None], lm.bf16), coords=(bh, q0, 0))

@@ -463,8 +463,9 @@ pub fn freed_by(kf: &KernelFacts, b: BarrierId) -> Vec<Memory> {
 
 /// The parts of a pipelined loop body whose last MMA is deferred (`lm.mma(..., defer=True)`):
 /// `body[..head]` is issued first every iteration (its leading waits and its first MMA),
-/// `body[tail..]` is the deferred part (an optional wait, then the deferred MMA), issued in the
-/// next iteration right after the head, and everything between is the middle.
+/// `body[tail..]` is the deferred part (the deferred MMA and, right before it, its waits and the
+/// updates of its accumulator), issued in the next iteration right after the head, and
+/// everything between is the middle.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DeferredMma {
     pub head: usize,
@@ -503,11 +504,20 @@ pub fn deferred_mma(
     if pos + 1 != body.len() {
         return Err((at, "a deferred MMA is the last statement of its loop body".into()));
     }
-    let tail = if pos > 0 && matches!(&k.stmts[body[pos - 1]], Stmt::Op(Op::Wait { .. })) {
-        pos - 1
-    } else {
-        pos
+    // The deferred part: the MMA and, right before it, its waits and the updates of its
+    // accumulator (`o[:] = o * alpha[:, None]`, the rescale before P·V).
+    let Stmt::Op(Op::Mma { acc: deferred_acc, .. }) = &k.stmts[at] else {
+        unreachable!("a deferred MMA");
     };
+    let prepares = |s: StmtId| match &k.stmts[s] {
+        Stmt::Op(Op::Wait { .. }) => true,
+        Stmt::Op(Op::Assign { dst, .. }) => *deferred_acc == Operand::Frag(*dst),
+        _ => false,
+    };
+    let mut tail = pos;
+    while tail > 0 && prepares(body[tail - 1]) {
+        tail -= 1;
+    }
     let first_mma = body[..tail]
         .iter()
         .position(|&s| matches!(&k.stmts[s], Stmt::Op(Op::Mma { .. })));
@@ -534,6 +544,12 @@ pub fn deferred_mma(
         return Err((at, "the deferred MMA reads the body's first MMA's accumulator, which the next iteration's first MMA overwrites before the deferred MMA runs".into()));
     }
     if let Operand::Frag(f) = head_acc {
+        let reads_head = body[tail..pos].iter().find(|&&s| {
+            matches!(&k.stmts[s], Stmt::Op(Op::Assign { value, .. }) if k.expr_reads_fragment(*value, *f))
+        });
+        if let Some(&s) = reads_head {
+            return Err((s, "this update of the deferred MMA's accumulator reads the body's first MMA's accumulator, which the next iteration's first MMA overwrites before the update runs".into()));
+        }
         if k.fragments[*f].buffers > 1 {
             return Err((body[h], "the body's first MMA writes a double-buffered fragment (buffers=2), which reorders the loop its own way".into()));
         }

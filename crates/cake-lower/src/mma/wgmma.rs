@@ -24,6 +24,9 @@ struct Group {
     /// deferred MMA of a loop with `defer=True`, whose releases wait for the wait that the
     /// loop's reads need anyway).
     release: Option<String>,
+    /// Its `a` operand and the register array holding it, when `a` is in registers: the
+    /// tensor cores read those registers until the group retires.
+    a_regs: Option<(FragId, String)>,
 }
 
 /// What the wgmma backend records while it emits.
@@ -54,6 +57,11 @@ pub(crate) struct State {
     hold_turn: bool,
     /// The arrival that hands the turn on, held while `hold_turn`.
     held_turn: Option<String>,
+    /// Inside a rotated loop's iteration: the register arrays written since the last wait, and
+    /// their C element types. The next wait is preceded by an empty asm that reads them, so the
+    /// work written before the wait stays before it (without it nvcc sinks the softmax below the
+    /// wait for P·V, and nothing overlaps).
+    pinned: Option<Vec<(String, &'static str)>>,
 }
 
 impl State {
@@ -70,6 +78,13 @@ impl State {
             self.inexact = true;
         }
         self.inexact |= other.inexact;
+        if let (Some(mine), Some(theirs)) = (self.pinned.as_mut(), other.pinned) {
+            for w in theirs {
+                if !mine.contains(&w) {
+                    mine.push(w);
+                }
+            }
+        }
     }
 
     /// Every group has retired: the arrivals that waited for them, to be emitted now.
@@ -129,6 +144,13 @@ impl MmaBackend for Wgmma {
 
     fn before_op(&self, e: &mut Emitter, op: &Op, sp: Span) {
         e.retire_mmas_before(&[op], "");
+        if let (Op::Assign { dst, .. }, Some(_)) = (op, &e.mma.wgmma.pinned) {
+            let (array, ty) = (e.frag_name(*dst), fence_type(e.k.fragments[*dst].dtype));
+            let pinned = e.mma.wgmma.pinned.as_mut().expect("checked");
+            if !pinned.iter().any(|(a, _)| *a == array) {
+                pinned.push((array, ty));
+            }
+        }
         // What is still in flight now is another accumulator's group: an operation writing the
         // accumulator of some wgmma meanwhile is legal, but ptxas serialises every wgmma for it
         // (C7515). The schedule's order is the cause; `cake build` says so (CAKE-P002).
@@ -461,13 +483,20 @@ impl Emitter<'_> {
     }
 
     /// A pipelined loop whose last MMA is deferred (`defer=True`), rotated so that iteration j
-    /// issues its head (waits and first MMA), then the deferred part (wait and MMA) of
-    /// iteration j − 1, then its middle, whose first read of the head's accumulator waits for
-    /// that group only (`wait_group 1`): the deferred MMA runs under the middle. The first
-    /// iteration is peeled (nothing is deferred yet: a run-time `if` there would make every
-    /// wait `wait_group 0`), the last deferred part follows the loop, and nothing stays in
-    /// flight across the back edge (ptxas would serialise every wgmma, C7514). Both MMAs'
+    /// issues its head (waits and first MMA), then the deferred part (its waits, accumulator
+    /// updates and MMA) of iteration j − 1, then its middle, whose first read of the head's
+    /// accumulator waits for that group only (`wait_group 1`): the deferred MMA runs under the
+    /// middle. The first iteration is peeled (nothing is deferred yet: a run-time `if` there would
+    /// make every wait `wait_group 0`), the last deferred part follows the loop, and nothing stays
+    /// in flight across the back edge (ptxas would serialise every wgmma, C7514). Both MMAs'
     /// releases are arrived on when their groups retire.
+    ///
+    /// When the deferred MMA's `a` is a register fragment (P) that the middle writes, the tensor
+    /// cores still read the previous P during the middle: the loop keeps two arrays for it and is
+    /// unrolled by two, each iteration writing the array the deferred MMA does not read. (With
+    /// one array the writes wait for the deferred MMA, and ptxas hoists that wait above the whole
+    /// middle so that nothing overlaps; with a copy it coalesces the two arrays and serialises
+    /// the wgmmas, C7513.)
     fn deferred_loop(
         &mut self,
         lp: &RangeLoop,
@@ -485,6 +514,27 @@ impl Emitter<'_> {
             &body[parts.tail..],
         );
         let tail_at = self.loc(k.stmts.span(body[body.len() - 1]));
+        // P, its two arrays and their registers, when the middle writes it.
+        let buffered = match &k.stmts[body[body.len() - 1]] {
+            Stmt::Op(Op::Mma {
+                a: Operand::Frag(af),
+                ..
+            }) if middle.iter().any(|&s| {
+                let mut ops = Vec::new();
+                nested_ops(k, s, &mut ops);
+                ops.iter().any(|op| overwrites(op, *af))
+            }) =>
+            {
+                match legal::declared_layout(k, *af, self.layout(*af)) {
+                    Ok(l @ FragLayout::WgmmaA { .. }) => {
+                        let name = self.frag_name(*af);
+                        Some((*af, [name.clone(), format!("{name}_next")], l.registers()))
+                    }
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
         let lazily = |me: &mut Self, stmts: &[StmtId]| {
             let saved = std::mem::replace(&mut me.mma.wgmma.lazy_release, true);
             for &s in stmts {
@@ -492,8 +542,20 @@ impl Emitter<'_> {
             }
             me.mma.wgmma.lazy_release = saved;
         };
-        // The deferred part of the previous iteration: its stage, phase and loop variable.
-        let deferred = |me: &mut Self| {
+        // Which array of P a part reads or writes (buffer 0 or 1; none without two arrays).
+        let use_buffer = |me: &mut Self, buffer: Option<usize>| {
+            if let (Some((af, arrays, _)), Some(b)) = (&buffered, buffer) {
+                me.frag_alias.insert(*af, arrays[b].clone());
+            }
+        };
+        let drop_buffer = |me: &mut Self| {
+            if let Some((af, _, _)) = &buffered {
+                me.frag_alias.remove(af);
+            }
+        };
+        // The deferred part of the previous iteration: its stage, phase and loop variable; P
+        // from `buffer`.
+        let deferred = |me: &mut Self, buffer: Option<usize>| {
             me.line(&format!(
                 "const uint32_t {pn}_prev_stage = ({pn}_it - 1) % {stages};"
             ));
@@ -505,7 +567,9 @@ impl Emitter<'_> {
                 me.line(&format!("const int {var} = {var}_prev;"));
                 me.line(&format!("(void){var};"));
                 let saved = me.deferred_pipe.replace(p);
+                use_buffer(me, buffer);
                 lazily(me, tail);
+                drop_buffer(me);
                 me.deferred_pipe = saved;
             });
         };
@@ -524,22 +588,28 @@ impl Emitter<'_> {
                 }
             }
         };
-        let iteration = |me: &mut Self, with_deferred: bool| {
+        // One iteration: `reads` is the P array its deferred part reads (None: the first
+        // iteration, nothing deferred yet), `writes` the one its middle writes.
+        let iteration = |me: &mut Self, reads: Option<Option<usize>>, writes: Option<usize>| {
             me.stage_lines(p, &format!("{pn}_it"));
             me.invalidate_reductions(None);
             // A turn taken by the head is handed on once the deferred MMA is issued too.
-            me.mma.wgmma.hold_turn = with_deferred;
+            me.mma.wgmma.hold_turn = reads.is_some();
             lazily(me, head);
             me.mma.wgmma.hold_turn = false;
-            if with_deferred {
-                deferred(me);
+            if let Some(buffer) = reads {
+                deferred(me, buffer);
                 if let Some(arrive) = me.mma.wgmma.held_turn.take() {
                     me.line(&arrive);
                 }
             }
+            me.mma.wgmma.pinned = Some(Vec::new());
+            use_buffer(me, writes);
             for &s in middle {
                 me.stmt(s);
             }
+            drop_buffer(me);
+            me.mma.wgmma.pinned = None;
             end_of_iteration(me);
             me.invalidate_reductions(None);
             me.line(&format!("++{pn}_it;"));
@@ -550,20 +620,60 @@ impl Emitter<'_> {
         );
         self.braced(&open, |me| {
             me.line(&format!("const int {var}_end = {stop};"));
+            let two = buffered.is_some();
+            if let Some((_, arrays, n)) = &buffered {
+                me.line(&format!(
+                    "uint32_t {}[{n}];  // the other array of `{}`: odd iterations write it while the deferred MMA reads the even one's",
+                    arrays[1], arrays[0]
+                ));
+            }
             me.pipes.push((id, p));
+            let (b0, b1) = if two { (Some(0), Some(1)) } else { (None, None) };
             me.braced(&format!("if ({start} < {var}_end) {{  // the first iteration: nothing deferred yet"), |me| {
                 me.line(&format!("const int {var} = {start};"));
-                iteration(me, false);
+                iteration(me, None, b0);
             });
-            me.braced(
-                &format!("for (int {var} = {start} + 1; {var} < {var}_end; ++{var}) {{"),
-                |me| iteration(me, true),
-            );
-            me.braced(&format!("if ({start} < {var}_end) {{  // the last iteration's deferred MMA"), |me| {
+            if two {
+                // Unrolled by two: iteration start + 1 + 2i writes the second array and reads
+                // the first; the next one the other way round.
+                me.braced(
+                    &format!("for (int {var}_pair = {start} + 1; {var}_pair < {var}_end; {var}_pair += 2) {{"),
+                    |me| {
+                        me.braced("{", |me| {
+                            me.line(&format!("const int {var} = {var}_pair;"));
+                            iteration(me, Some(b0), b1);
+                        });
+                        me.braced(&format!("if ({var}_pair + 1 < {var}_end) {{"), |me| {
+                            me.line(&format!("const int {var} = {var}_pair + 1;"));
+                            iteration(me, Some(b1), b0);
+                        });
+                    },
+                );
+            } else {
+                me.braced(
+                    &format!("for (int {var} = {start} + 1; {var} < {var}_end; ++{var}) {{"),
+                    |me| iteration(me, Some(None), None),
+                );
+            }
+            let last = |me: &mut Self, buffer: Option<usize>| {
                 me.line(&format!("const int {var} = {var}_end;"));
-                deferred(me);
+                deferred(me, buffer);
                 end_of_iteration(me);
-            });
+            };
+            if two {
+                // The last iteration wrote the first array when it is an even number after start.
+                me.braced_else(
+                    &format!("if ({start} < {var}_end && ({var}_end - 1 - ({start})) % 2 == 0) {{  // the last iteration's deferred MMA"),
+                    |me| last(me, b0),
+                    |me| {
+                        me.braced(&format!("if ({start} < {var}_end) {{"), |me| last(me, b1));
+                    },
+                );
+            } else {
+                me.braced(&format!("if ({start} < {var}_end) {{  // the last iteration's deferred MMA"), |me| {
+                    last(me, None)
+                });
+            }
             me.pipes.pop();
         });
     }
@@ -625,7 +735,7 @@ impl Emitter<'_> {
                 r + 3
             ));
         }
-        self.wgmma_commit(accf, release, sp);
+        self.wgmma_commit(accf, Some((af, an)), release, sp);
     }
 
     /// `lm.mma` on sm_90a. With `turns=True` the replicas of the role issue it in turns: wait on
@@ -727,7 +837,7 @@ impl Emitter<'_> {
                 "cake_wgmma_m64n{n}k16_f32_{input}{tb}({accn}, cake_wgmma_desc({ad}, 16, 1024, 1), {bd}, {scale});"
             ));
         }
-        self.wgmma_commit(*accf, release, sp);
+        self.wgmma_commit(*accf, None, release, sp);
     }
 
     /// The shared-memory descriptor of `b` at k-step `kk` (16 along K). K-major (`.T` of an
@@ -752,7 +862,13 @@ impl Emitter<'_> {
     /// Close a group of wgmma into `accf`: commit it, then release `release` once the MMAs have
     /// retired — right away, or one iteration later when the loop keeps a group in flight
     /// (deferred release) — or, without a release, remember the accumulator as in flight.
-    fn wgmma_commit(&mut self, accf: FragId, release: Option<BarrierId>, sp: Span) {
+    fn wgmma_commit(
+        &mut self,
+        accf: FragId,
+        a_regs: Option<(FragId, String)>,
+        release: Option<BarrierId>,
+        sp: Span,
+    ) {
         let k = self.k;
         self.line("cake_wgmma_commit();");
         let mut group = Group {
@@ -760,6 +876,7 @@ impl Emitter<'_> {
             array: self.frag_name(accf),
             sp,
             release: None,
+            a_regs,
         };
         if let (Some(bar), true) = (release, self.mma.wgmma.lazy_release) {
             let slot = self.barrier_slot(bar);
@@ -812,14 +929,41 @@ impl Emitter<'_> {
         }
     }
 
+    /// Inside a rotated loop's iteration, before a wait: the arrays written since the last wait
+    /// are read by an empty asm, so their computation is not moved below the wait (the arrays
+    /// of groups in flight are left alone: touching them would serialise the wgmmas).
+    fn pin_before_wait(&mut self) {
+        let Some(pinned) = self.mma.wgmma.pinned.as_mut() else {
+            return;
+        };
+        let written = std::mem::take(pinned);
+        let busy = |a: &str, st: &State| {
+            st.in_flight
+                .iter()
+                .any(|g| g.array == a || g.a_regs.as_ref().is_some_and(|(_, r)| r == a))
+        };
+        for (array, ty) in written {
+            if !busy(&array, &self.mma.wgmma) {
+                self.line(&format!(
+                    "cake_wgmma_fence_regs({array});  // computed before the wait ({ty})"
+                ));
+            }
+        }
+    }
+
     /// Before operations that read or overwrite the accumulator of a wgmma group still in flight,
     /// wait for that group to retire (the registers are the tensor cores' until then): with
     /// `wait_group N`, N the groups committed after it, which may stay in flight.
     fn retire_mmas_before(&mut self, ops: &[&Op], why: &str) {
         let k = self.k;
         let st = &self.mma.wgmma;
+        // A group must retire before its accumulator is read or overwritten, and before the
+        // registers of its `a` operand are overwritten.
         let Some(last) = st.in_flight.iter().rposition(|g| {
-            self.frag_name(g.acc) == g.array && ops.iter().any(|op| touches(k, op, g.acc))
+            (self.frag_name(g.acc) == g.array && ops.iter().any(|op| touches(k, op, g.acc)))
+                || g.a_regs.as_ref().is_some_and(|(af, regs)| {
+                    self.frag_name(*af) == *regs && ops.iter().any(|op| overwrites(op, *af))
+                })
         }) else {
             return;
         };
@@ -834,6 +978,7 @@ impl Emitter<'_> {
         } else {
             String::new()
         };
+        self.pin_before_wait();
         self.line(&format!(
             "cake_wgmma_wait<{newer}>();  // the MMAs into `{name}` have retired{why}{rest}"
         ));
@@ -861,6 +1006,15 @@ impl Emitter<'_> {
     }
 }
 
+/// The C element type of a register array of `dtype`, for `cake_wgmma_fence_regs`.
+fn fence_type(dtype: DType) -> &'static str {
+    match dtype {
+        DType::F32 => "float",
+        DType::I32 => "int",
+        _ => "uint32_t",
+    }
+}
+
 /// Whether `op` reads or overwrites register fragment `f` outside the tensor cores' own
 /// accumulation (an MMA accumulating into `f` may follow an MMA into `f` still in flight).
 fn touches(k: &Kernel, op: &Op, f: FragId) -> bool {
@@ -874,6 +1028,19 @@ fn touches(k: &Kernel, op: &Op, f: FragId) -> bool {
             a: Operand::Frag(a),
             ..
         } => *a == f,
+        _ => false,
+    }
+}
+
+/// Whether `op` overwrites register fragment `f` (the `a` operand of a group in flight must not
+/// change under the tensor cores).
+fn overwrites(op: &Op, f: FragId) -> bool {
+    match op {
+        Op::Assign { dst, .. } | Op::Ldmatrix { dst, .. } | Op::TmemLoad { dst, .. } => *dst == f,
+        Op::Mma {
+            acc: Operand::Frag(acc),
+            ..
+        } => *acc == f,
         _ => false,
     }
 }
@@ -897,6 +1064,16 @@ template <int N>
 static __device__ __forceinline__ void cake_wgmma_fence_regs(float (&r)[N]) {
   #pragma unroll
   for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i]) :: "memory");
+}
+template <int N>
+static __device__ __forceinline__ void cake_wgmma_fence_regs(uint32_t (&r)[N]) {
+  #pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+r"(r[i]) :: "memory");
+}
+template <int N>
+static __device__ __forceinline__ void cake_wgmma_fence_regs(int (&r)[N]) {
+  #pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+r"(r[i]) :: "memory");
 }
 // Shared-memory matrix descriptor: start address, leading and stride byte offsets (all >> 4),
 // and the swizzle mode in bits 62-63 (1 = 128B, 2 = 64B, 3 = 32B).
