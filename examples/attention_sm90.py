@@ -96,9 +96,8 @@ def attention(Q: lm.tensor[lm.bf16, "BH", "S", D],
                 s[:] = lm.exp2(s * SCALE - m_new[:, None], ftz=True)
                 l_i[:] = l_i * alpha + lm.sum(s, axis=1)
                 m_i[:] = m_new
-                p[:] = lm.cast(s, lm.bf16)
-                # Deferred with the MMA: the running output is rescaled right before P·V.
-                o[:] = o * alpha[:, None]
+                o[:] = o * alpha[:, None]          # waits for the previous P·V
+                p[:] = lm.cast(s, lm.bf16)         # the array that P·V is not reading
                 lm.wait(v_full)
                 lm.mma(o, p, sV, release=v_empty, defer=True)
             lm.store(O, lm.cast(o * (1.0 / l_i)[:, None], lm.bf16), coords=(bh, q0, 0))
