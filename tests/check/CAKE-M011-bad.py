@@ -43,6 +43,6 @@ def attention(Q: lm.tensor[lm.bf16, "S", D],
             for j in lm.range(lm.cdiv(S, BN), pipeline=kv):
                 lm.wait(full)
                 lm.mma(s, sQ, sK.T, accumulate=False)
-                lm.mma(o, p, sV, release=empty, defer=True)  # expect: CAKE-M011
+                lm.mma(o, p, sV, release=empty, defer=True)  # error[CAKE-M011]: the last statement of its loop body
                 p[:] = lm.cast(lm.exp2(s), lm.bf16)
             lm.store(O, o, coords=(tm * BM, 0))

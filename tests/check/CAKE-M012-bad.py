@@ -43,7 +43,7 @@ def attention(Q: lm.tensor[lm.bf16, "S", D],
             for j in lm.range(lm.cdiv(S, BN), pipeline=kv):
                 lm.wait(full)
                 if j >= math.index:
-                    lm.mma(s, sQ.rows(BM * math.index, BM), sK.T, accumulate=False, turns=True)  # expect: CAKE-M012
+                    lm.mma(s, sQ.rows(BM * math.index, BM), sK.T, accumulate=False, turns=True)  # error[CAKE-M012]: whose condition reads `math.index`
                 else:
                     lm.mma(s, sQ.rows(BM * math.index, BM), sK.T, accumulate=False)
                 p[:] = lm.cast(lm.exp2(s), lm.bf16)

@@ -244,16 +244,22 @@ impl Analyzer<'_> {
     /// The value of an index expression at this shape; loop variables, tile coordinates and
     /// `role.index` read 0 (trip counts that depend on them are the first tile's).
     fn eval(&self, e: ExprId) -> Option<i64> {
+        self.eval_at(e, &[])
+    }
+
+    /// As `eval`, with the tile coordinates of `tile` ((axis, value) pairs) set.
+    fn eval_at(&self, e: ExprId, tile: &[(usize, i64)]) -> Option<i64> {
         let k = self.k;
         Some(match &k.exprs[e].kind {
             ExprKind::Int(v) => *v,
             ExprKind::Dim(d) => *self.shape.get(&k.dims[*d].name)?,
-            ExprKind::LoopVar(_)
-            | ExprKind::TileCoord { .. }
-            | ExprKind::RoleIndex(_)
-            | ExprKind::PipelineStage(_) => 0,
+            ExprKind::TileCoord { axis, .. } => tile
+                .iter()
+                .find(|(a, _)| a == axis)
+                .map_or(0, |(_, v)| *v),
+            ExprKind::LoopVar(_) | ExprKind::RoleIndex(_) | ExprKind::PipelineStage(_) => 0,
             ExprKind::Binary(op, a, b) => {
-                let (a, b) = (self.eval(*a)?, self.eval(*b)?);
+                let (a, b) = (self.eval_at(*a, tile)?, self.eval_at(*b, tile)?);
                 // Overflow is no value (an assumption), never a wrapped one.
                 match op {
                     BinOp::Add => a.checked_add(b)?,
@@ -281,9 +287,38 @@ impl Analyzer<'_> {
         None
     }
 
+    /// The trip count of a range loop whose bounds read one tile coordinate (a causal
+    /// attention's key tiles, up to the query tile's diagonal), averaged over that axis's tiles
+    /// (at most 1024 of them, evenly spaced): the work of every tile, not the first one's.
+    fn tile_averaged_trips(&self, start: ExprId, stop: ExprId) -> Option<f64> {
+        let k = self.k;
+        let (counts, _) = k.loops.iter().find_map(|(_, lp)| match &lp.kind {
+            LoopKind::Tiles { counts, names, .. } => Some((counts.clone(), names.clone())),
+            _ => None,
+        })?;
+        let axes: Vec<usize> = (0..counts.len())
+            .filter(|&a| k.expr_reads_tile_coord(start, a) || k.expr_reads_tile_coord(stop, a))
+            .collect();
+        let [axis] = axes[..] else { return None };
+        let n = self.eval(counts[axis])?.max(1);
+        let step = (n / 1024).max(1);
+        let (mut sum, mut samples) = (0.0, 0.0);
+        let mut t = 0;
+        while t < n {
+            let at = [(axis, t)];
+            sum += (self.eval_at(stop, &at)? - self.eval_at(start, &at)?).max(0) as f64;
+            samples += 1.0;
+            t += step;
+        }
+        Some(sum / samples)
+    }
+
     fn trips(&mut self, l: LoopId) -> f64 {
         match &self.k.loops[l].kind {
             LoopKind::Range { start, stop, .. } => match (self.eval(*start), self.eval(*stop)) {
+                (Some(_), Some(_)) if self.tile_averaged_trips(*start, *stop).is_some() => {
+                    self.tile_averaged_trips(*start, *stop).unwrap_or(1.0)
+                }
                 (Some(a), Some(b)) => (b - a).max(0) as f64,
                 _ => {
                     self.assumptions.push(format!(

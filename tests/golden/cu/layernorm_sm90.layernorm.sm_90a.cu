@@ -279,6 +279,16 @@ static __device__ __forceinline__ void cake_wgmma_fence_regs(float (&r)[N]) {
   #pragma unroll
   for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i]) :: "memory");
 }
+template <int N>
+static __device__ __forceinline__ void cake_wgmma_fence_regs(uint32_t (&r)[N]) {
+  #pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+r"(r[i]) :: "memory");
+}
+template <int N>
+static __device__ __forceinline__ void cake_wgmma_fence_regs(int (&r)[N]) {
+  #pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+r"(r[i]) :: "memory");
+}
 // Shared-memory matrix descriptor: start address, leading and stride byte offsets (all >> 4),
 // and the swizzle mode in bits 62-63 (1 = 128B, 2 = 64B, 3 = 32B).
 static __device__ __forceinline__ uint64_t cake_wgmma_desc(uint32_t addr, uint32_t lbo, uint32_t sbo, uint32_t swizzle_mode) {

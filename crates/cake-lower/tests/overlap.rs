@@ -1,0 +1,154 @@
+//! The MMA scheduling of examples/attention_sm90.py (issue #17): `defer=True` rotates a
+//! pipelined loop so the deferred P·V of tile j − 1 is issued after Q·K_jᵀ and overlaps the
+//! softmax of tile j (`wait_group 1` on the scores), P kept in two arrays so the softmax never
+//! writes the one P·V reads; `turns=True` orders the consumer warpgroups' MMAs through a
+//! hardware barrier per replica. Checked in the emitted code and, with nvcc, by compiling it
+//! without serialised wgmmas.
+
+use std::path::Path;
+
+fn example() -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/attention_sm90.py");
+    std::fs::read_to_string(path).expect("schedule")
+}
+
+fn lower_text(text: &str) -> String {
+    let checked = cake_driver::check("attention_sm90.py", text.as_bytes(), Some("sm_90a"));
+    assert!(!checked.has_errors(), "{:?}", checked.findings);
+    let t = cake_target::lookup("sm_90a").unwrap();
+    cake_lower::lower(&checked.kernels[0], &checked.file, t)
+        .unwrap_or_else(|e| panic!("does not lower: {e:?}"))
+        .cuda
+}
+
+/// The line index of the first line at or after `from` that contains `text`.
+fn find(lines: &[&str], from: usize, text: &str) -> usize {
+    from + lines[from..]
+        .iter()
+        .position(|l| l.contains(text))
+        .unwrap_or_else(|| panic!("`{text}` not found after line {from}"))
+}
+
+#[test]
+fn the_deferred_mma_follows_the_next_iterations_first_mma() {
+    let cuda = lower_text(&example());
+    let lines: Vec<&str> = cuda.lines().collect();
+    // The first iteration is peeled; the loop proper is unrolled by two (P in two arrays).
+    let first = find(&lines, 0, "the first iteration: nothing deferred yet");
+    let pair = find(&lines, first, "_pair = 0 + 1;");
+    // In the loop: Q·Kᵀ, then the previous iteration's P·V (its stage, its P), then the wait
+    // for the scores alone.
+    let qk = find(&lines, pair, "cake_wgmma_m64n128k16_f32_bf16(s,");
+    let deferred = find(&lines, qk, "deferred from the previous iteration");
+    let pv = find(&lines, deferred, "cake_wgmma_m64n128k16_f32_bf16_rs_tb(o, p[0]");
+    assert!(lines[pv].contains("kv_prev_stage"), "{}", lines[pv]);
+    let wait_s = find(&lines, pv, "cake_wgmma_wait<");
+    assert!(lines[wait_s].contains("wait<1>") && lines[wait_s].contains("`s`"), "{}", lines[wait_s]);
+    // The softmax of this iteration writes the other array of P, without waiting for P·V.
+    let cast = find(&lines, wait_s, "p_next[2 * i + h] = cake_pack_bf16x2");
+    let wait_o = find(&lines, wait_s, "cake_wgmma_wait<0>");
+    assert!(wait_o < cast, "the rescale of o waits for P·V before P is written");
+    // The second half reads p_next and writes p.
+    let half = find(&lines, cast, "_pair + 1 < ");
+    let pv2 = find(&lines, half, "_rs_tb(o, p_next[0]");
+    let cast2 = find(&lines, pv2, "; p[2 * i + h] = cake_pack_bf16x2");
+    assert!(cast2 > pv2);
+    // After the loop, the last deferred MMA, from whichever array the last iteration wrote.
+    let last = find(&lines, cast2, "the last iteration's deferred MMA");
+    find(&lines, last, "_rs_tb(o, p[0]");
+    find(&lines, last, "_rs_tb(o, p_next[0]");
+}
+
+#[test]
+fn consumer_warpgroups_take_turns_at_the_score_mma() {
+    let cuda = lower_text(&example());
+    // Replica 1 lets replica 0 go first; each waits on its own barrier and hands on to the next.
+    assert!(cuda.contains("if (math_index == 1) cake_named_arrive(1, 256);"), "{cuda}");
+    let lines: Vec<&str> = cuda.lines().collect();
+    let pair = find(&lines, 0, "_pair = 0 + 1;");
+    let sync = find(&lines, pair, "cake_named_sync(1 + math_index, 256);");
+    let qk = find(&lines, sync, "cake_wgmma_m64n128k16_f32_bf16(s,");
+    let pv = find(&lines, qk, "_rs_tb(o, p[0]");
+    // The turn is handed on once the deferred P·V is issued too.
+    let hand_on = find(&lines, qk, "cake_named_arrive(1 + (math_index + 1) % 2, 256);");
+    assert!(hand_on > pv, "the turn covers Q·Kᵀ and the deferred P·V");
+}
+
+#[test]
+fn without_defer_the_loop_is_not_rotated() {
+    let text = example().replace(", defer=True)", ")");
+    let cuda = lower_text(&text);
+    assert!(!cuda.contains("deferred from the previous iteration"));
+    assert!(!cuda.contains("p_next"));
+}
+
+#[test]
+fn a_register_operand_is_not_overwritten_under_its_mma() {
+    // Without deferral, the next iteration's write of P must wait for the P·V that reads it,
+    // even when nothing reads P·V's accumulator first (here the rescale of o is dropped).
+    let text = example()
+        .replace(", defer=True)", ")")
+        .replace("                o[:] = o * alpha[:, None]          # waits for the previous P·V\n", "");
+    let cuda = lower_text(&text);
+    let lines: Vec<&str> = cuda.lines().collect();
+    let cast = find(&lines, 0, "p[2 * i + h] = cake_pack_bf16x2");
+    let before = &lines[..cast];
+    let pv = before.iter().rposition(|l| l.contains("_rs_tb(o, p[0]"));
+    let wait = before.iter().rposition(|l| l.contains("cake_wgmma_wait<"));
+    // The cast of the first iteration comes before any P·V; the loop's second write is after.
+    assert!(pv.is_none() || wait > pv, "P written while P·V reads it");
+}
+
+#[test]
+fn the_example_compiles_without_serialised_wgmmas() {
+    let Some(tc) =
+        cake_testkit::require(cake_toolchain::Toolchain::discover(), "no CUDA toolchain")
+    else {
+        return;
+    };
+    let t = cake_target::lookup("sm_90a").unwrap();
+    let out = std::env::temp_dir().join(format!("cake-overlap-{}", std::process::id()));
+    for (causal, d) in [(0, 128), (1, 128), (0, 64), (1, 64)] {
+        let text = example()
+            .replace("CAUSAL = 0 ", &format!("CAUSAL = {causal} "))
+            .replace("D = 128 ", &format!("D = {d} "));
+        let build = tc
+            .compile(&lower_text(&text), t, &out, &format!("attention_c{causal}_d{d}"))
+            .unwrap_or_else(|e| panic!("CAUSAL={causal} D={d} does not compile: {e}"));
+        let r = &build.resources[0];
+        assert!(!r.warnings.iter().any(|w| w.contains("serialized")), "{:?}", r.warnings);
+        assert!(r.spill_stores <= 16, "CAUSAL={causal} D={d}: {} B spilled", r.spill_stores);
+    }
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn updates_of_the_deferred_accumulator_are_deferred_with_it() {
+    // FlashAttention-3's order: o rescaled right before P·V, in the next iteration.
+    let text = example().replace(
+        "                o[:] = o * alpha[:, None]          # waits for the previous P·V\n                p[:] = lm.cast(s, lm.bf16)         # the array that P·V is not reading\n",
+        "                p[:] = lm.cast(s, lm.bf16)\n                o[:] = o * alpha[:, None]\n",
+    );
+    assert_ne!(text, example());
+    let cuda = lower_text(&text);
+    let lines: Vec<&str> = cuda.lines().collect();
+    let pair = find(&lines, 0, "_pair = 0 + 1;");
+    let deferred = find(&lines, pair, "deferred from the previous iteration");
+    let rescale = find(&lines, deferred, "o[4 * i + 2 * h + j] = (float)((o[4 * i + 2 * h + j] * alpha[h]))");
+    let pv = find(&lines, deferred, "_rs_tb(o, p[0]");
+    assert!(rescale < pv);
+}
+
+#[test]
+fn an_update_of_the_deferred_accumulator_may_not_read_the_scores() {
+    let text = example().replace(
+        "                o[:] = o * alpha[:, None]          # waits for the previous P·V\n                p[:] = lm.cast(s, lm.bf16)         # the array that P·V is not reading\n",
+        "                p[:] = lm.cast(s, lm.bf16)\n                o[:] = o * lm.max(s, axis=1)[:, None]\n",
+    );
+    let checked = cake_driver::check("attention_sm90.py", text.as_bytes(), Some("sm_90a"));
+    assert!(
+        checked.findings.iter().any(|f| f.code == "CAKE-M011"),
+        "{:?}",
+        checked.findings
+    );
+}
