@@ -17,15 +17,14 @@ edits() {
         bn176) echo "s/^BN = 128 /BN = 176 /" ;;
         bn176nt) echo "s/^BN = 128 /BN = 176 /; s/, turns=True)/)/" ;;
         bn192) echo "s/^BN = 128 /BN = 192 /" ;;
-        midresc) echo "/^                o\[:\] = o \* alpha\[:, None\]/d; s/^                p\[:\] = lm.cast(s, lm.bf16)/                o[:] = o * alpha[:, None]\n                p[:] = lm.cast(s, lm.bf16)/" ;;
-        bn176mr) echo "s/^BN = 128 /BN = 176 /; /^                o\[:\] = o \* alpha\[:, None\]/d; s/^                p\[:\] = lm.cast(s, lm.bf16)/                o[:] = o * alpha[:, None]\n                p[:] = lm.cast(s, lm.bf16)/" ;;
+        fa3order) echo "/o\[:\] = o \* alpha\[:, None\]/d; s/^\( *\)lm.wait(v_full)/\1o[:] = o * alpha[:, None]\n\1lm.wait(v_full)/" ;;
         s3) echo "s/^STAGES = 2/STAGES = 3/" ;;
         wg3) echo "s/^BM = 128 /BM = 192 /; s/warpgroup=0, regs=40/warpgroup=0, regs=32/; s/warpgroups=\[1, 2\], regs=232/warpgroups=[1, 2, 3], regs=160/" ;;
     esac
 }
 for d in ${DS:-64 128}; do
     for c in ${CS:-0 1}; do
-        for v in ${VS:-shipped midresc bn176 bn176mr noturns nodefer s3 wg3}; do
+        for v in ${VS:-shipped fa3order noturns nodefer s3 bn176}; do
             if [ "$v" = wg3 ] && [ "$d" != 64 ]; then continue; fi
             name="D${d}_C${c}__${v}"
             src="$tmp/attention_$name.py"

@@ -1,7 +1,7 @@
 //! Shared-memory placement, computed once from the declarations so that the verifier (which
 //! checks it against the target's limit) and the lowering (which emits the offsets) agree.
 
-use crate::kernel::{BarrierId, Kernel, RoleId, RowOwner, ViewId};
+use crate::kernel::{BarrierId, Kernel, Op, RoleId, RowOwner, Stmt, ViewId};
 
 /// Bytes reserved per mbarrier (`.b64`).
 pub const MBARRIER_BYTES: u64 = 8;
@@ -47,6 +47,11 @@ pub struct SmemLayout {
     /// per replica, shared by all of the role's reductions (each is fenced by barriers before
     /// its writes and after them).
     pub row_scratch: Vec<(RoleId, u64)>,
+    /// A 4-byte word the lowering stores into before a wgmma wait inside a loop with a deferred
+    /// MMA (`defer=True`): ptxas keeps a `wgmma.wait_group` after earlier shared-memory stores,
+    /// so a store of a value the middle computed keeps that work ahead of the wait. Present when
+    /// the kernel defers an MMA.
+    pub order_slot: Option<u64>,
     /// Total dynamic shared memory, alignment padding included. The runtime aligns the base to
     /// 1024 B, so no slack is needed for that.
     pub total: u64,
@@ -79,7 +84,7 @@ fn align_up(x: u64, a: u64) -> u64 {
 
 /// Place every view (pool by pool, in declaration order, at its explicit offset or packed after
 /// the previous one), then the barriers, then the TMEM address slot, then the row-reduction
-/// scratch of roles whose rows a warpgroup holds.
+/// scratch of roles whose rows a warpgroup holds, then the ordering word of deferred MMAs.
 pub fn smem_layout(k: &Kernel) -> SmemLayout {
     let mut layout = SmemLayout::default();
     let mut cursor = 0u64;
@@ -139,6 +144,15 @@ pub fn smem_layout(k: &Kernel) -> SmemLayout {
             layout.row_scratch.push((rid, cursor));
             cursor += role.replicas() as u64 * 4 * rows * 4;
         }
+    }
+    let defers = k
+        .stmts
+        .iter()
+        .any(|(_, s)| matches!(s, Stmt::Op(Op::Mma { defer: true, .. })));
+    if defers {
+        cursor = align_up(cursor, 16);
+        layout.order_slot = Some(cursor);
+        cursor += 16;
     }
     layout.total = align_up(cursor, 16);
     layout

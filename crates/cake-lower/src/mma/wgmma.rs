@@ -57,11 +57,14 @@ pub(crate) struct State {
     hold_turn: bool,
     /// The arrival that hands the turn on, held while `hold_turn`.
     held_turn: Option<String>,
-    /// Inside a rotated loop's iteration: the register arrays written since the last wait, and
-    /// their C element types. The next wait is preceded by an empty asm that reads them, so the
-    /// work written before the wait stays before it (without it nvcc sinks the softmax below the
-    /// wait for P·V, and nothing overlaps).
-    pinned: Option<Vec<(String, &'static str)>>,
+    /// Inside a rotated loop's middle: the fragments written since the last wait, with the
+    /// array each was written to. The next wait is preceded by an empty asm that reads them (so
+    /// nvcc does not sink their computation below it) and by a shared-memory store of a value
+    /// computed from them (ptxas keeps a `wgmma.wait_group` after earlier shared-memory stores,
+    /// and otherwise hoists it above the whole middle: nothing would overlap).
+    pinned: Option<Vec<(FragId, String)>>,
+    /// The body stores with `cake_wgmma_order` (the prelude then defines it).
+    orders: bool,
 }
 
 impl State {
@@ -78,6 +81,7 @@ impl State {
             self.inexact = true;
         }
         self.inexact |= other.inexact;
+        self.orders |= other.orders;
         if let (Some(mine), Some(theirs)) = (self.pinned.as_mut(), other.pinned) {
             for w in theirs {
                 if !mine.contains(&w) {
@@ -132,6 +136,9 @@ impl MmaBackend for Wgmma {
 
     fn prelude(&self, e: &Emitter, out: &mut String) {
         out.push_str(WGMMA);
+        if e.mma.wgmma.orders {
+            out.push_str(WGMMA_ORDER);
+        }
         for (n, input, b_mn) in &e.mma.wgmma.shapes {
             out.push('\n');
             out.push_str(&wgmma_fn_with(*n, input, false, *b_mn));
@@ -145,10 +152,10 @@ impl MmaBackend for Wgmma {
     fn before_op(&self, e: &mut Emitter, op: &Op, sp: Span) {
         e.retire_mmas_before(&[op], "");
         if let (Op::Assign { dst, .. }, Some(_)) = (op, &e.mma.wgmma.pinned) {
-            let (array, ty) = (e.frag_name(*dst), fence_type(e.k.fragments[*dst].dtype));
+            let array = e.frag_name(*dst);
             let pinned = e.mma.wgmma.pinned.as_mut().expect("checked");
-            if !pinned.iter().any(|(a, _)| *a == array) {
-                pinned.push((array, ty));
+            if !pinned.iter().any(|(_, a)| *a == array) {
+                pinned.push((*dst, array));
             }
         }
         // What is still in flight now is another accumulator's group: an operation writing the
@@ -576,8 +583,9 @@ impl Emitter<'_> {
         // Nothing crosses the back edge: the groups still in flight retire, their stages are
         // released.
         let end_of_iteration = |me: &mut Self| {
-            let st = &me.mma.wgmma;
-            if !st.in_flight.is_empty() {
+            if !me.mma.wgmma.in_flight.is_empty() {
+                me.pin_before_wait();
+                let st = &me.mma.wgmma;
                 let arrays: Vec<String> = st.in_flight.iter().map(|g| g.array.clone()).collect();
                 me.line("cake_wgmma_wait<0>();  // nothing stays in flight across the back edge");
                 for a in arrays.iter().collect::<BTreeSet<_>>() {
@@ -609,8 +617,8 @@ impl Emitter<'_> {
                 me.stmt(s);
             }
             drop_buffer(me);
-            me.mma.wgmma.pinned = None;
             end_of_iteration(me);
+            me.mma.wgmma.pinned = None;
             me.invalidate_reductions(None);
             me.line(&format!("++{pn}_it;"));
         };
@@ -942,12 +950,30 @@ impl Emitter<'_> {
                 .iter()
                 .any(|g| g.array == a || g.a_regs.as_ref().is_some_and(|(_, r)| r == a))
         };
-        for (array, ty) in written {
-            if !busy(&array, &self.mma.wgmma) {
-                self.line(&format!(
-                    "cake_wgmma_fence_regs({array});  // computed before the wait ({ty})"
-                ));
+        let k = self.k;
+        let mut terms = Vec::new();
+        for (f, array) in written {
+            if busy(&array, &self.mma.wgmma) {
+                continue;
             }
+            self.line(&format!("cake_wgmma_fence_regs({array});  // computed before the wait"));
+            let n = legal::declared_layout(k, f, self.layout(f)).map_or(1, |l| l.registers());
+            // The first and last register of the array: the last is what the middle computes
+            // last (a row's sum, the last exponentials).
+            for i in [0, n.saturating_sub(1)].into_iter().collect::<BTreeSet<_>>() {
+                terms.push(match fence_type(k.fragments[f].dtype) {
+                    "float" => format!("{array}[{i}]"),
+                    "int" => format!("__int_as_float({array}[{i}])"),
+                    _ => format!("__uint_as_float({array}[{i}])"),
+                });
+            }
+        }
+        if let (Some(slot), false) = (self.kf.layout.order_slot, terms.is_empty()) {
+            self.line(&format!(
+                "cake_wgmma_order(cake_smem + {slot}, {});  // keeps the wait below after the work above",
+                terms.join(" + ")
+            ));
+            self.mma.wgmma.orders = true;
         }
     }
 
@@ -1044,6 +1070,16 @@ fn overwrites(op: &Op, f: FragId) -> bool {
         _ => false,
     }
 }
+
+/// The ordering store of a rotated loop (`pin_before_wait`).
+const WGMMA_ORDER: &str = r#"
+// A shared-memory store of a value the preceding work computed: ptxas keeps a later
+// wgmma.wait_group after it, so that work runs while the MMA is in flight instead of after the
+// wait. The word is the kernel's own scratch; its value is never read.
+static __device__ __forceinline__ void cake_wgmma_order(uint32_t slot, float v) {
+  asm volatile("st.shared.f32 [%0], %1;" :: "r"(slot), "f"(v) : "memory");
+}
+"#;
 
 /// wgmma protocol helpers (sm_90a).
 const WGMMA: &str = r#"
