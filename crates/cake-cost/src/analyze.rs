@@ -253,10 +253,9 @@ impl Analyzer<'_> {
         Some(match &k.exprs[e].kind {
             ExprKind::Int(v) => *v,
             ExprKind::Dim(d) => *self.shape.get(&k.dims[*d].name)?,
-            ExprKind::TileCoord { axis, .. } => tile
-                .iter()
-                .find(|(a, _)| a == axis)
-                .map_or(0, |(_, v)| *v),
+            ExprKind::TileCoord { axis, .. } => {
+                tile.iter().find(|(a, _)| a == axis).map_or(0, |(_, v)| *v)
+            }
             ExprKind::LoopVar(_) | ExprKind::RoleIndex(_) | ExprKind::PipelineStage(_) => 0,
             ExprKind::Binary(op, a, b) => {
                 let (a, b) = (self.eval_at(*a, tile)?, self.eval_at(*b, tile)?);

@@ -482,18 +482,23 @@ pub fn deferred_mma(
     body: &Block,
     pipeline: Option<PipelineId>,
 ) -> Result<Option<DeferredMma>, (StmtId, String)> {
-    let is_deferred =
-        |s: StmtId| matches!(&k.stmts[s], Stmt::Op(Op::Mma { defer: true, .. }));
+    let is_deferred = |s: StmtId| matches!(&k.stmts[s], Stmt::Op(Op::Mma { defer: true, .. }));
     let deferred: Vec<usize> = (0..body.len()).filter(|&i| is_deferred(body[i])).collect();
     let Some(&pos) = deferred.first() else {
         return Ok(None);
     };
     let at = body[pos];
     if deferred.len() > 1 {
-        return Err((body[deferred[1]], "a loop body defers one MMA; this is its second".into()));
+        return Err((
+            body[deferred[1]],
+            "a loop body defers one MMA; this is its second".into(),
+        ));
     }
     let Some(p) = pipeline else {
-        return Err((at, "a deferred MMA belongs to a pipelined loop (`lm.range(..., pipeline=p)`)".into()));
+        return Err((
+            at,
+            "a deferred MMA belongs to a pipelined loop (`lm.range(..., pipeline=p)`)".into(),
+        ));
     };
     if k.pipelines[p].stages < 2 {
         return Err((at, format!(
@@ -502,11 +507,17 @@ pub fn deferred_mma(
         )));
     }
     if pos + 1 != body.len() {
-        return Err((at, "a deferred MMA is the last statement of its loop body".into()));
+        return Err((
+            at,
+            "a deferred MMA is the last statement of its loop body".into(),
+        ));
     }
     // The deferred part: the MMA and, right before it, its waits and the updates of its
     // accumulator (`o[:] = o * alpha[:, None]`, the rescale before P·V).
-    let Stmt::Op(Op::Mma { acc: deferred_acc, .. }) = &k.stmts[at] else {
+    let Stmt::Op(Op::Mma {
+        acc: deferred_acc, ..
+    }) = &k.stmts[at]
+    else {
         unreachable!("a deferred MMA");
     };
     let prepares = |s: StmtId| match &k.stmts[s] {
@@ -529,8 +540,18 @@ pub fn deferred_mma(
     let Some(h) = first_mma.filter(|&h| leads_with_waits(h)) else {
         return Err((at, "the loop body must start with its waits and an MMA, which the deferred MMA is issued after".into()));
     };
-    let (Stmt::Op(Op::Mma { acc: head_acc, a: head_a, .. }), Stmt::Op(Op::Mma { acc: tail_acc, a: tail_a, .. })) =
-        (&k.stmts[body[h]], &k.stmts[at])
+    let (
+        Stmt::Op(Op::Mma {
+            acc: head_acc,
+            a: head_a,
+            ..
+        }),
+        Stmt::Op(Op::Mma {
+            acc: tail_acc,
+            a: tail_a,
+            ..
+        }),
+    ) = (&k.stmts[body[h]], &k.stmts[at])
     else {
         unreachable!("both are MMAs");
     };

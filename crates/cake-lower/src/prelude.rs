@@ -374,6 +374,33 @@ static __device__ __forceinline__ void cake_red_shared_add_u32(uint32_t addr, ui
 "#;
 
 /// `cake_tma_store_<rank>d` for a TMA store of rank other than 2 (the 2-D one is in [`TMA`]).
+/// A TMA tile load of rank 4 or 5 (ranks 2 and 3 are in [`TMA`]), multicast to the CTAs of
+/// `mask` when `multicast`.
+pub fn tma_load_fn(rank: usize, multicast: bool) -> String {
+    let params: Vec<String> = (0..rank).map(|i| format!("int c{i}")).collect();
+    // Operands: dst, map, bar, [mask,] then the coordinates.
+    let first = if multicast { 4 } else { 3 };
+    let operands: Vec<String> = (0..rank).map(|i| format!("%{}", i + first)).collect();
+    let inputs: Vec<String> = (0..rank).map(|i| format!(", \"r\"(c{i})")).collect();
+    let (name, mc_param, mc_ptx, mc_operand, mc_input) = if multicast {
+        (
+            format!("cake_tma_load_{rank}d_multicast"),
+            ", uint16_t mask",
+            ".multicast::cluster",
+            ", %3",
+            ", \"h\"(mask)",
+        )
+    } else {
+        (format!("cake_tma_load_{rank}d"), "", "", "", "")
+    };
+    format!(
+        "static __device__ __forceinline__ void {name}(uint32_t dst, const CakeTensorMap* map, uint32_t bar{mc_param}, {}) {{\n  asm volatile(\n      \"cp.async.bulk.tensor.{rank}d.shared::cluster.global.mbarrier::complete_tx::bytes{mc_ptx} [%0], [%1, {{{}}}], [%2]{mc_operand};\"\n      :: \"r\"(dst), \"l\"(map), \"r\"(bar){mc_input}{} : \"memory\");\n}}\n",
+        params.join(", "),
+        operands.join(", "),
+        inputs.concat()
+    )
+}
+
 pub fn tma_store_fn(rank: usize) -> String {
     let params: Vec<String> = (0..rank).map(|i| format!("int c{i}")).collect();
     let operands: Vec<String> = (0..rank).map(|i| format!("%{}", i + 2)).collect();

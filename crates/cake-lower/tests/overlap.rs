@@ -40,14 +40,25 @@ fn the_deferred_mma_follows_the_next_iterations_first_mma() {
     // for the scores alone.
     let qk = find(&lines, pair, "cake_wgmma_m64n128k16_f32_bf16(s,");
     let deferred = find(&lines, qk, "deferred from the previous iteration");
-    let pv = find(&lines, deferred, "cake_wgmma_m64n128k16_f32_bf16_rs_tb(o, p[0]");
+    let pv = find(
+        &lines,
+        deferred,
+        "cake_wgmma_m64n128k16_f32_bf16_rs_tb(o, p[0]",
+    );
     assert!(lines[pv].contains("kv_prev_stage"), "{}", lines[pv]);
     let wait_s = find(&lines, pv, "cake_wgmma_wait<");
-    assert!(lines[wait_s].contains("wait<1>") && lines[wait_s].contains("`s`"), "{}", lines[wait_s]);
+    assert!(
+        lines[wait_s].contains("wait<1>") && lines[wait_s].contains("`s`"),
+        "{}",
+        lines[wait_s]
+    );
     // The softmax of this iteration writes the other array of P, without waiting for P·V.
     let cast = find(&lines, wait_s, "p_next[2 * i + h] = cake_pack_bf16x2");
     let wait_o = find(&lines, wait_s, "cake_wgmma_wait<0>");
-    assert!(wait_o < cast, "the rescale of o waits for P·V before P is written");
+    assert!(
+        wait_o < cast,
+        "the rescale of o waits for P·V before P is written"
+    );
     // The second half reads p_next and writes p.
     let half = find(&lines, cast, "_pair + 1 < ");
     let pv2 = find(&lines, half, "_rs_tb(o, p_next[0]");
@@ -63,14 +74,21 @@ fn the_deferred_mma_follows_the_next_iterations_first_mma() {
 fn consumer_warpgroups_take_turns_at_the_score_mma() {
     let cuda = lower_text(&example());
     // Replica 1 lets replica 0 go first; each waits on its own barrier and hands on to the next.
-    assert!(cuda.contains("if (math_index == 1) cake_named_arrive(1, 256);"), "{cuda}");
+    assert!(
+        cuda.contains("if (math_index == 1) cake_named_arrive(1, 256);"),
+        "{cuda}"
+    );
     let lines: Vec<&str> = cuda.lines().collect();
     let pair = find(&lines, 0, "_pair = 0 + 1;");
     let sync = find(&lines, pair, "cake_named_sync(1 + math_index, 256);");
     let qk = find(&lines, sync, "cake_wgmma_m64n128k16_f32_bf16(s,");
     let pv = find(&lines, qk, "_rs_tb(o, p[0]");
     // The turn is handed on once the deferred P·V is issued too.
-    let hand_on = find(&lines, qk, "cake_named_arrive(1 + (math_index + 1) % 2, 256);");
+    let hand_on = find(
+        &lines,
+        qk,
+        "cake_named_arrive(1 + (math_index + 1) % 2, 256);",
+    );
     assert!(hand_on > pv, "the turn covers Q·Kᵀ and the deferred P·V");
 }
 
@@ -86,9 +104,10 @@ fn without_defer_the_loop_is_not_rotated() {
 fn a_register_operand_is_not_overwritten_under_its_mma() {
     // Without deferral, the next iteration's write of P must wait for the P·V that reads it,
     // even when nothing reads P·V's accumulator first (here the rescale of o is dropped).
-    let text = example()
-        .replace(", defer=True)", ")")
-        .replace("                o[:] = o * alpha[:, None]          # waits for the previous P·V\n", "");
+    let text = example().replace(", defer=True)", ")").replace(
+        "                o[:] = o * alpha[:, None]          # waits for the previous P·V\n",
+        "",
+    );
     let cuda = lower_text(&text);
     let lines: Vec<&str> = cuda.lines().collect();
     let cast = find(&lines, 0, "p[2 * i + h] = cake_pack_bf16x2");
@@ -113,11 +132,24 @@ fn the_example_compiles_without_serialised_wgmmas() {
             .replace("CAUSAL = 0 ", &format!("CAUSAL = {causal} "))
             .replace("D = 128 ", &format!("D = {d} "));
         let build = tc
-            .compile(&lower_text(&text), t, &out, &format!("attention_c{causal}_d{d}"))
+            .compile(
+                &lower_text(&text),
+                t,
+                &out,
+                &format!("attention_c{causal}_d{d}"),
+            )
             .unwrap_or_else(|e| panic!("CAUSAL={causal} D={d} does not compile: {e}"));
         let r = &build.resources[0];
-        assert!(!r.warnings.iter().any(|w| w.contains("serialized")), "{:?}", r.warnings);
-        assert!(r.spill_stores <= 16, "CAUSAL={causal} D={d}: {} B spilled", r.spill_stores);
+        assert!(
+            !r.warnings.iter().any(|w| w.contains("serialized")),
+            "{:?}",
+            r.warnings
+        );
+        assert!(
+            r.spill_stores <= 16,
+            "CAUSAL={causal} D={d}: {} B spilled",
+            r.spill_stores
+        );
     }
     let _ = std::fs::remove_dir_all(&out);
 }
@@ -134,7 +166,11 @@ fn updates_of_the_deferred_accumulator_are_deferred_with_it() {
     let lines: Vec<&str> = cuda.lines().collect();
     let pair = find(&lines, 0, "_pair = 0 + 1;");
     let deferred = find(&lines, pair, "deferred from the previous iteration");
-    let rescale = find(&lines, deferred, "o[4 * i + 2 * h + j] = (float)((o[4 * i + 2 * h + j] * alpha[h]))");
+    let rescale = find(
+        &lines,
+        deferred,
+        "o[4 * i + 2 * h + j] = (float)((o[4 * i + 2 * h + j] * alpha[h]))",
+    );
     let pv = find(&lines, deferred, "_rs_tb(o, p[0]");
     assert!(rescale < pv);
 }
@@ -151,4 +187,63 @@ fn an_update_of_the_deferred_accumulator_may_not_read_the_scores() {
         "{:?}",
         checked.findings
     );
+}
+
+/// The example over torch's (B, H, S, D) tensors as they are, rank 4: the head coordinates in
+/// the loads and the store, no flattening of B and H.
+fn rank4() -> String {
+    let text = example()
+        .replace(
+            "Q: lm.tensor[lm.bf16, \"BH\", \"S\", D]",
+            "Q: lm.tensor[lm.bf16, \"B\", \"H\", \"S\", D]",
+        )
+        .replace(
+            "K: lm.tensor[lm.bf16, \"BHKV\", \"S\", D]",
+            "K: lm.tensor[lm.bf16, \"B\", \"HKV\", \"S\", D]",
+        )
+        .replace(
+            "V: lm.tensor[lm.bf16, \"BHKV\", \"S\", D]",
+            "V: lm.tensor[lm.bf16, \"B\", \"HKV\", \"S\", D]",
+        )
+        .replace(
+            "O: lm.tensor[lm.bf16, \"BH\", \"S\", D]",
+            "O: lm.tensor[lm.bf16, \"B\", \"H\", \"S\", D]",
+        )
+        .replace(
+            "lm.tiles(BH, lm.cdiv(S, BM))",
+            "lm.tiles(B * H, lm.cdiv(S, BM))",
+        )
+        .replace(
+            "kvh = bh // (BH // BHKV)",
+            "b = bh // H\n        kvh = (bh % H) // (H // HKV)",
+        )
+        .replace("coords=(bh, tq * BM, 0)", "coords=(b, bh % H, tq * BM, 0)")
+        .replace("coords=(kvh, j * BN, 0)", "coords=(b, kvh, j * BN, 0)")
+        .replace("coords=(bh, q0, 0)", "coords=(b, bh % H, q0, 0)");
+    assert_eq!(text.matches("coords=(b,").count(), 4, "{text}");
+    text
+}
+
+#[test]
+fn rank_4_tensors_load_through_4d_tensor_maps() {
+    let cuda = lower_text(&rank4());
+    assert!(cuda
+        .contains("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes"));
+    // Innermost first: D's panel (two of 64 columns), then the queries, the head, the batch.
+    assert!(cuda.contains("cake_tma_load_4d(sQ, &tmap_Q_0, q_full, 0, (tile_1 * 128), (tile_0 % dim_H), (tile_0 / dim_H));"), "{cuda}");
+    assert!(cuda.contains("cake_tma_load_4d(sQ + 16384, &tmap_Q_0, q_full, 0 + 64, (tile_1 * 128), (tile_0 % dim_H), (tile_0 / dim_H));"));
+    let Some(tc) =
+        cake_testkit::require(cake_toolchain::Toolchain::discover(), "no CUDA toolchain")
+    else {
+        return;
+    };
+    let out = std::env::temp_dir().join(format!("cake-overlap-r4-{}", std::process::id()));
+    tc.compile(
+        &cuda,
+        cake_target::lookup("sm_90a").unwrap(),
+        &out,
+        "attention_rank4",
+    )
+    .unwrap_or_else(|e| panic!("does not compile: {e}"));
+    let _ = std::fs::remove_dir_all(&out);
 }

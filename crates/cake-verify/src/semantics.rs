@@ -96,8 +96,15 @@ fn mma_turns(cx: &Ctx, out: &mut Vec<Finding>) {
         };
         let r = &k.roles[role];
         let why = if r.replicas() < 2 {
-            Some(format!("role `{}` has one replica: there is no one to take turns with", r.name))
-        } else if site.guards.iter().any(|g| k.expr_reads_role_index(g.cond, role)) {
+            Some(format!(
+                "role `{}` has one replica: there is no one to take turns with",
+                r.name
+            ))
+        } else if site
+            .guards
+            .iter()
+            .any(|g| k.expr_reads_role_index(g.cond, role))
+        {
             Some(format!("it is under an `if` whose condition reads `{}.index`: a replica that skips its turn leaves the next one waiting", r.name))
         } else {
             site.loops.iter().find_map(|&l| match &k.loops[l].kind {

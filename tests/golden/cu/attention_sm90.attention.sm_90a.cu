@@ -139,6 +139,13 @@ static __device__ __forceinline__ uint64_t cake_wgmma_desc(uint32_t addr, uint32
        | ((uint64_t)swizzle_mode << 62);
 }
 
+// A shared-memory store of a value the preceding work computed: ptxas keeps a later
+// wgmma.wait_group after it, so that work runs while the MMA is in flight instead of after the
+// wait. The word is the kernel's own scratch; its value is never read.
+static __device__ __forceinline__ void cake_wgmma_order(uint32_t slot, float v) {
+  asm volatile("st.shared.f32 [%0], %1;" :: "r"(slot), "f"(v) : "memory");
+}
+
 static __device__ __forceinline__ void cake_wgmma_m64n128k16_f32_bf16(float (&d)[64], uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
       "{\n\t.reg .pred p;\n\t"
@@ -474,11 +481,12 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_attention(
             for (int h = 0; h < 2; ++h) l_i[h] = (float)(((l_i[h] * alpha[h]) + red3_v[h]));
             #pragma unroll  // m_i <- ... (attention_sm90.py:98)
             for (int h = 0; h < 2; ++h) m_i[h] = (float)(m_new[h]);
-            cake_wgmma_fence_regs(s);  // computed before the wait (float)
-            cake_wgmma_fence_regs(m_new);  // computed before the wait (float)
-            cake_wgmma_fence_regs(alpha);  // computed before the wait (float)
-            cake_wgmma_fence_regs(l_i);  // computed before the wait (float)
-            cake_wgmma_fence_regs(m_i);  // computed before the wait (float)
+            cake_wgmma_fence_regs(s);  // computed before the wait
+            cake_wgmma_fence_regs(m_new);  // computed before the wait
+            cake_wgmma_fence_regs(alpha);  // computed before the wait
+            cake_wgmma_fence_regs(l_i);  // computed before the wait
+            cake_wgmma_fence_regs(m_i);  // computed before the wait
+            cake_wgmma_order(cake_smem + 163920, s[0] + s[63] + m_new[0] + m_new[1] + alpha[0] + alpha[1] + l_i[0] + l_i[1] + m_i[0] + m_i[1]);  // keeps the wait below after the work above
             cake_wgmma_wait<0>();  // the MMAs into `o` have retired
             cake_wgmma_fence_regs(o);
             if (math_thread == 0) cake_mbar_arrive(v_empty + 8 * kv_prev_stage);  // release (attention_sm90.py:102), now that its MMAs have retired
@@ -586,11 +594,12 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_attention(
             for (int h = 0; h < 2; ++h) l_i[h] = (float)(((l_i[h] * alpha[h]) + red5_v[h]));
             #pragma unroll  // m_i <- ... (attention_sm90.py:98)
             for (int h = 0; h < 2; ++h) m_i[h] = (float)(m_new[h]);
-            cake_wgmma_fence_regs(s);  // computed before the wait (float)
-            cake_wgmma_fence_regs(m_new);  // computed before the wait (float)
-            cake_wgmma_fence_regs(alpha);  // computed before the wait (float)
-            cake_wgmma_fence_regs(l_i);  // computed before the wait (float)
-            cake_wgmma_fence_regs(m_i);  // computed before the wait (float)
+            cake_wgmma_fence_regs(s);  // computed before the wait
+            cake_wgmma_fence_regs(m_new);  // computed before the wait
+            cake_wgmma_fence_regs(alpha);  // computed before the wait
+            cake_wgmma_fence_regs(l_i);  // computed before the wait
+            cake_wgmma_fence_regs(m_i);  // computed before the wait
+            cake_wgmma_order(cake_smem + 163920, s[0] + s[63] + m_new[0] + m_new[1] + alpha[0] + alpha[1] + l_i[0] + l_i[1] + m_i[0] + m_i[1]);  // keeps the wait below after the work above
             cake_wgmma_wait<0>();  // the MMAs into `o` have retired
             cake_wgmma_fence_regs(o);
             if (math_thread == 0) cake_mbar_arrive(v_empty + 8 * kv_prev_stage);  // release (attention_sm90.py:102), now that its MMAs have retired

@@ -62,6 +62,9 @@ pub(crate) struct Emitter<'a> {
     /// Accumulator writes emitted while another wgmma group was in flight (`Lowered`).
     pub(crate) in_flight_writes: Vec<crate::InFlightWrite>,
     pub(crate) tma_store_ranks: BTreeSet<usize>,
+    /// TMA loads of rank 4 or 5 (ranks 2 and 3 are always in the prelude), and whether
+    /// multicast.
+    pub(crate) tma_load_ranks: BTreeSet<(usize, bool)>,
     pub(crate) errors: Vec<Unsupported>,
     pub(crate) out: String,
     pub(crate) indent: usize,
@@ -220,6 +223,7 @@ impl<'a> Emitter<'a> {
             needs_ex2: false,
             in_flight_writes: Vec::new(),
             tma_store_ranks: BTreeSet::new(),
+            tma_load_ranks: BTreeSet::new(),
             errors: plan.errors.clone(),
             out: String::new(),
             indent: 0,
@@ -362,13 +366,21 @@ impl<'a> Emitter<'a> {
         for rank in &self.tma_store_ranks {
             cuda.push_str(&prelude::tma_store_fn(*rank));
         }
+        for (rank, multicast) in &self.tma_load_ranks {
+            cuda.push_str(&prelude::tma_load_fn(*rank, *multicast));
+        }
         if self.needs_shared_ops {
             cuda.push_str(prelude::SHARED_OPS);
         }
         if self.needs_ex2 {
             cuda.push_str(prelude::EX2);
         }
-        if self.k.roles.iter().any(|(r, _)| legal::role_takes_turns(self.kf, r)) {
+        if self
+            .k
+            .roles
+            .iter()
+            .any(|(r, _)| legal::role_takes_turns(self.kf, r))
+        {
             cuda.push_str(prelude::TURNS);
         }
         if self.needs_row_ops {

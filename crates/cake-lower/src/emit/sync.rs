@@ -23,6 +23,9 @@ impl Emitter<'_> {
         }
         let view = k.views[dst.view].clone();
         let rank = self.rank(src);
+        if rank > 3 {
+            self.tma_load_ranks.insert((rank, mc > 1));
+        }
         let box_rows = self.box_rows(dst, mc);
         let box_dims = self.tma_box(&view, box_rows, rank);
         let tmap = self.tmap_name(src, &box_dims, view.swizzle);

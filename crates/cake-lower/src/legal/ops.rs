@@ -121,8 +121,8 @@ pub(crate) fn tma_load(
     if dst.transposed || (dst.rows.is_some() && k.views[dst.view].shape.len() != 2) {
         return Err("a TMA load writes a 2-D view or a row range of one (no .T)".into());
     }
-    if !(2..=3).contains(&rank(k, src)) {
-        return Err("TMA loads of rank other than 2 or 3 are not lowered yet".into());
+    if !(2..=5).contains(&rank(k, src)) {
+        return Err("TMA loads are lowered from tensors of rank 2 to 5 (the hardware's)".into());
     }
     Ok(())
 }
@@ -187,8 +187,16 @@ pub(crate) fn role_takes_turns(kf: &KernelFacts, role: RoleId) -> bool {
 /// first id (replica r waits on `first + r`, and arrives on the next replica's), and the thread
 /// count of each (a replica's threads wait, the previous replica's arrive). They follow the
 /// named barriers in ids 1–7; one role per kernel takes turns.
-pub(crate) fn turn_barriers(k: &Kernel, kf: &KernelFacts, role: RoleId) -> Result<(u32, u32), String> {
-    let first_role = k.roles.iter().map(|(r, _)| r).find(|r| role_takes_turns(kf, *r));
+pub(crate) fn turn_barriers(
+    k: &Kernel,
+    kf: &KernelFacts,
+    role: RoleId,
+) -> Result<(u32, u32), String> {
+    let first_role = k
+        .roles
+        .iter()
+        .map(|(r, _)| r)
+        .find(|r| role_takes_turns(kf, *r));
     if first_role != Some(role) {
         return Err("MMAs with `turns=True` in two roles are not lowered yet: one role per kernel takes turns".into());
     }

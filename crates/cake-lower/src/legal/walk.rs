@@ -253,7 +253,15 @@ impl<'a> Checker<'a> {
         for &s in &body[parts.head..parts.tail] {
             let mut ops = Vec::new();
             crate::mma::nested_ops(k, s, &mut ops);
-            if ops.iter().any(|op| matches!(op, Op::Mma { release: Some(_), .. })) {
+            if ops.iter().any(|op| {
+                matches!(
+                    op,
+                    Op::Mma {
+                        release: Some(_),
+                        ..
+                    }
+                )
+            }) {
                 self.unsupported(
                     k.stmts.span(s),
                     "an MMA with `release=` between a loop's first MMA and its deferred MMA is not lowered yet: release the stage on the first or the deferred MMA",

@@ -95,10 +95,7 @@ impl State {
     #[must_use]
     fn retired(&mut self) -> Vec<String> {
         self.inexact = false;
-        self.in_flight
-            .drain(..)
-            .filter_map(|g| g.release)
-            .collect()
+        self.in_flight.drain(..).filter_map(|g| g.release).collect()
     }
 }
 
@@ -570,15 +567,18 @@ impl Emitter<'_> {
                 "const uint32_t {pn}_prev_phase = (({pn}_it - 1) / {stages}) & 1;"
             ));
             me.line(&format!("const int {var}_prev = {var} - 1;"));
-            me.braced(&format!("{{  // deferred from the previous iteration ({tail_at})"), |me| {
-                me.line(&format!("const int {var} = {var}_prev;"));
-                me.line(&format!("(void){var};"));
-                let saved = me.deferred_pipe.replace(p);
-                use_buffer(me, buffer);
-                lazily(me, tail);
-                drop_buffer(me);
-                me.deferred_pipe = saved;
-            });
+            me.braced(
+                &format!("{{  // deferred from the previous iteration ({tail_at})"),
+                |me| {
+                    me.line(&format!("const int {var} = {var}_prev;"));
+                    me.line(&format!("(void){var};"));
+                    let saved = me.deferred_pipe.replace(p);
+                    use_buffer(me, buffer);
+                    lazily(me, tail);
+                    drop_buffer(me);
+                    me.deferred_pipe = saved;
+                },
+            );
         };
         // Nothing crosses the back edge: the groups still in flight retire, their stages are
         // released.
@@ -889,7 +889,10 @@ impl Emitter<'_> {
         if let (Some(bar), true) = (release, self.mma.wgmma.lazy_release) {
             let slot = self.barrier_slot(bar);
             let arrive = self.wgmma_release(bar, &slot, None);
-            group.release = Some(format!("{arrive}  // release ({}), now that its MMAs have retired", self.loc(sp)));
+            group.release = Some(format!(
+                "{arrive}  // release ({}), now that its MMAs have retired",
+                self.loc(sp)
+            ));
             self.mma.wgmma.in_flight.push(group);
             return;
         }
@@ -956,11 +959,16 @@ impl Emitter<'_> {
             if busy(&array, &self.mma.wgmma) {
                 continue;
             }
-            self.line(&format!("cake_wgmma_fence_regs({array});  // computed before the wait"));
+            self.line(&format!(
+                "cake_wgmma_fence_regs({array});  // computed before the wait"
+            ));
             let n = legal::declared_layout(k, f, self.layout(f)).map_or(1, |l| l.registers());
             // The first and last register of the array: the last is what the middle computes
             // last (a row's sum, the last exponentials).
-            for i in [0, n.saturating_sub(1)].into_iter().collect::<BTreeSet<_>>() {
+            for i in [0, n.saturating_sub(1)]
+                .into_iter()
+                .collect::<BTreeSet<_>>()
+            {
                 terms.push(match fence_type(k.fragments[f].dtype) {
                     "float" => format!("{array}[{i}]"),
                     "int" => format!("__int_as_float({array}[{i}])"),
