@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 
 use cake_diag::{catalog::performance as perf, CodeInfo, Finding, Span};
-use cake_ir::{Kernel, KernelFacts};
+use cake_ir::{Kernel, KernelFacts, LoopId, LoopKind, Stmt};
 use cake_target::Target;
 use serde::Serialize;
 
@@ -726,8 +726,15 @@ pub fn estimate_with(
                     rates.alu_us(&m.work),
                     rates.row_us(&m.work),
                 );
-                if mm + al + rs > c {
-                    c = mm + al + rs;
+                // A loop whose last MMA is deferred (`defer=True`) runs its element-wise work
+                // while that MMA is in flight: the two overlap instead of adding up.
+                let consume = if defers_mma(kernel, m.id) {
+                    mm.max(al) + rs
+                } else {
+                    mm + al + rs
+                };
+                if consume > c {
+                    c = consume;
                     c_mma = mm;
                     c_alu = al;
                     c_row = rs;
@@ -750,9 +757,10 @@ pub fn estimate_with(
                 _ => 0.0,
             };
             let it = load_us.max(c).max(ring).max(handoff);
+            // The element-wise work the MMAs do not hide (all of it, unless an MMA is deferred).
             let mut terms = Terms {
                 tensor_us: c_mma,
-                epilogue_us: c_alu,
+                epilogue_us: (c - c_mma - c_row).max(0.0),
                 memory_us: c_row,
                 ..Terms::default()
             };
@@ -1226,4 +1234,18 @@ fn hints(
         ));
     }
     out
+}
+
+/// Whether loop `l` defers its last MMA into the next iteration (`defer=True`, in the shape the
+/// lowering rotates).
+fn defers_mma(k: &Kernel, l: LoopId) -> bool {
+    let LoopKind::Range { pipeline, .. } = &k.loops[l].kind else {
+        return false;
+    };
+    k.stmts.iter().any(|(_, s)| match s {
+        Stmt::Loop { id, body } if *id == l => {
+            matches!(cake_ir::sync::deferred_mma(k, body, *pipeline), Ok(Some(_)))
+        }
+        _ => false,
+    })
 }
