@@ -464,6 +464,12 @@ impl Emitter<'_> {
                 if backend.lowers_mma_scheduling() {
                     return backend.deferred_loop(self, &lp, p, parts, body);
                 }
+                // What the legality pass reports (`legal::walk`), at the same place.
+                let deferred = body[body.len() - 1];
+                self.unsupported(
+                    self.k.stmts.span(deferred),
+                    "`defer=True` is lowered for wgmma (sm_90a) only".to_string(),
+                );
             }
             if let Some(pair) = backend.double_buffered(self.k, body, p) {
                 return backend.double_buffered_loop(self, &lp, p, pair, body);
@@ -567,6 +573,12 @@ impl Emitter<'_> {
                     sp,
                 };
                 backend.mma(self, &call);
+                if *turns && !backend.lowers_mma_scheduling() {
+                    self.unsupported(
+                        sp,
+                        "`turns=True` is lowered for wgmma (sm_90a) only".to_string(),
+                    );
+                }
                 // Cached reductions of a register accumulator the MMA wrote are stale.
                 if let Operand::Frag(f) = acc {
                     self.invalidate_reductions(Some(*f));
