@@ -354,17 +354,25 @@ pub(crate) fn is_issue_only(sites: &[OpSite], role: RoleId) -> bool {
 
 /// Whether the lowering defers the release of MMA `mma` (in a pipelined loop whose body is
 /// `body`) by one iteration, keeping one wgmma group in flight. It does when the pipeline has at
-/// least two stages (otherwise the producer would wait on the very stage being held) and nothing
-/// in the iteration reads the accumulator (which needs the MMA retired at once).
+/// least two stages (otherwise the producer would wait on the very stage being held), nothing
+/// in the iteration reads the accumulator (which needs the MMA retired at once) and nothing in
+/// it writes a register `a` operand (the next iteration would overwrite the registers the MMA
+/// still reads).
 pub fn defers_release(k: &Kernel, kf: &KernelFacts, body: &Block, mma: StmtId) -> bool {
     let Stmt::Op(Op::Mma {
         acc,
+        a,
         release: Some(b),
         ..
     }) = &k.stmts[mma]
     else {
         return false;
     };
+    if let Operand::Frag(af) = a {
+        if block_writes_fragment(k, kf, body, *af) {
+            return false;
+        }
+    }
     let Some(p) = k.barriers[*b].pipeline else {
         return false;
     };
@@ -375,6 +383,22 @@ pub fn defers_release(k: &Kernel, kf: &KernelFacts, body: &Block, mma: StmtId) -
         Operand::Frag(f) => !block_reads_fragment(k, kf, body, *f),
         _ => true,
     }
+}
+
+fn block_writes_fragment(k: &Kernel, kf: &KernelFacts, body: &Block, f: FragId) -> bool {
+    body.iter().any(|&s| match &k.stmts[s] {
+        Stmt::Op(_) => kf
+            .site(s)
+            .is_some_and(|site| site.effects.frag_writes.contains(&f)),
+        Stmt::Loop { body, .. } | Stmt::Role { body, .. } => block_writes_fragment(k, kf, body, f),
+        Stmt::If {
+            then_body,
+            else_body,
+            ..
+        } => {
+            block_writes_fragment(k, kf, then_body, f) || block_writes_fragment(k, kf, else_body, f)
+        }
+    })
 }
 
 fn block_reads_fragment(k: &Kernel, kf: &KernelFacts, body: &Block, f: FragId) -> bool {
