@@ -315,10 +315,9 @@ impl Analyzer<'_> {
     fn trips(&mut self, l: LoopId) -> f64 {
         match &self.k.loops[l].kind {
             LoopKind::Range { start, stop, .. } => match (self.eval(*start), self.eval(*stop)) {
-                (Some(_), Some(_)) if self.tile_averaged_trips(*start, *stop).is_some() => {
-                    self.tile_averaged_trips(*start, *stop).unwrap_or(1.0)
-                }
-                (Some(a), Some(b)) => (b - a).max(0) as f64,
+                (Some(a), Some(b)) => self
+                    .tile_averaged_trips(*start, *stop)
+                    .unwrap_or((b - a).max(0) as f64),
                 _ => {
                     self.assumptions.push(format!(
                         "the trip count of loop `{}` is not a function of the shape; counted as 1",

@@ -468,7 +468,7 @@ impl Emitter<'_> {
                 let deferred = body[body.len() - 1];
                 self.unsupported(
                     self.k.stmts.span(deferred),
-                    "`defer=True` is lowered for wgmma (sm_90a) only".to_string(),
+                    legal::mma_scheduling_not_lowered("defer"),
                 );
             }
             if let Some(pair) = backend.double_buffered(self.k, body, p) {
@@ -574,10 +574,7 @@ impl Emitter<'_> {
                 };
                 backend.mma(self, &call);
                 if *turns && !backend.lowers_mma_scheduling() {
-                    self.unsupported(
-                        sp,
-                        "`turns=True` is lowered for wgmma (sm_90a) only".to_string(),
-                    );
+                    self.unsupported(sp, legal::mma_scheduling_not_lowered("turns"));
                 }
                 // Cached reductions of a register accumulator the MMA wrote are stale.
                 if let Operand::Frag(f) = acc {

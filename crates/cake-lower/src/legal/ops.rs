@@ -178,6 +178,11 @@ pub(crate) fn replica_barrier(k: &Kernel, kf: &KernelFacts, role: RoleId) -> Res
     Ok(first_id)
 }
 
+/// `defer=True` and `turns=True` on a family that does not lower them: the message.
+pub(crate) fn mma_scheduling_not_lowered(option: &str) -> String {
+    format!("`{option}=True` is lowered for wgmma (sm_90a) only")
+}
+
 /// Whether `role` issues an MMA with `turns=True`.
 pub(crate) fn role_takes_turns(kf: &KernelFacts, role: RoleId) -> bool {
     role_ops(kf, role).any(|s| matches!(s.op, Op::Mma { turns: true, .. }))

@@ -246,7 +246,7 @@ impl<'a> Checker<'a> {
         if !self.backend.lowers_mma_scheduling() {
             self.unsupported(
                 k.stmts.span(deferred),
-                "`defer=True` is lowered for wgmma (sm_90a) only".to_string(),
+                super::mma_scheduling_not_lowered("defer"),
             );
             return;
         }
@@ -469,7 +469,7 @@ impl<'a> Checker<'a> {
                         let (role, _) = self.role.expect("walking a role");
                         super::turn_barriers(self.k, self.kf, role).err()
                     } else {
-                        Some("`turns=True` is lowered for wgmma (sm_90a) only".to_string())
+                        Some(super::mma_scheduling_not_lowered("turns"))
                     };
                     if let Some(m) = lowered {
                         self.unsupported(sp, m);

@@ -969,11 +969,7 @@ impl Emitter<'_> {
                 .into_iter()
                 .collect::<BTreeSet<_>>()
             {
-                terms.push(match fence_type(k.fragments[f].dtype) {
-                    "float" => format!("{array}[{i}]"),
-                    "int" => format!("__int_as_float({array}[{i}])"),
-                    _ => format!("__uint_as_float({array}[{i}])"),
-                });
+                terms.push(as_float(k.fragments[f].dtype, &format!("{array}[{i}]")));
             }
         }
         if let (Some(slot), false) = (self.kf.layout.order_slot, terms.is_empty()) {
@@ -1040,12 +1036,12 @@ impl Emitter<'_> {
     }
 }
 
-/// The C element type of a register array of `dtype`, for `cake_wgmma_fence_regs`.
-fn fence_type(dtype: DType) -> &'static str {
+/// A register of a fragment array of `dtype` read as a float (its bits, for the ordering store).
+fn as_float(dtype: DType, register: &str) -> String {
     match dtype {
-        DType::F32 => "float",
-        DType::I32 => "int",
-        _ => "uint32_t",
+        DType::F32 => register.to_string(),
+        DType::I32 => format!("__int_as_float({register})"),
+        _ => format!("__uint_as_float({register})"),
     }
 }
 
