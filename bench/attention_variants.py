@@ -12,7 +12,11 @@ import cake
 from cake.harness import timing
 
 # (BH, BHKV, S): the B = 4, H = 32, S = 8192; a short sequence; grouped-query 8:1.
+# SHAPES="BH:BHKV:S,..." replaces them (for every D; by default D = 64 runs at S = 8192 only).
 SHAPES = [(128, 128, 8192), (256, 256, 2048), (64, 8, 4096)]
+CUSTOM = os.environ.get("SHAPES")
+if CUSTOM:
+    SHAPES = [tuple(int(x) for x in s.split(":")) for s in CUSTOM.split(",")]
 VARIANTS = os.environ.get("VARIANTS", ".carry/att-variants")
 OUT = os.environ.get("OUT", "out")
 dev = torch.device("cuda")
@@ -27,7 +31,7 @@ for d in sorted(glob.glob(f"{VARIANTS}/D*_C*__*")):
 rows = []
 for (D, C), variants in sorted(groups.items()):
     for BH, BHKV, S in SHAPES:
-        if D == 64 and S != 8192:
+        if D == 64 and S != 8192 and not CUSTOM:
             continue
         g = torch.Generator(device=dev); g.manual_seed(BH * 7 + S + D + C)
         shape = {"BH": BH, "BHKV": BHKV, "S": S, "D": D}
