@@ -12,6 +12,9 @@ One CTA per (head, 128-query tile), three warpgroups:
   S = Q·Kᵀ (wgmma, shared operands), the online softmax in base 2 (row max, exp2, row sum,
   the running output rescaled), then O += P·V with P cast to bf16 in registers (the wgmma's
   register A operand) and V N-major from shared memory.
+- Lazy rescale (`LAZY`): a warp keeps its rows' running maximum until one of them grows by
+  more than 8 (in base 2), decided by a warp vote (`lm.any`), so most key tiles skip the
+  rescale of o; the result is exact either way (o and the row sums share the scale).
 - `defer=True` on the P·V MMA overlaps it with the next tile's softmax inside each warpgroup
   (FlashAttention-3's intra-warpgroup overlap): iteration j issues Q·K_jᵀ, then P_{j-1}·V_{j-1},
   waits for the scores only (`wgmma.wait_group 1`), and computes the softmax of tile j while
@@ -29,6 +32,7 @@ CAUSAL = 0         # 1: query i attends to keys 0..i
 BM = 128           # query rows per CTA: two consumer warpgroups × wgmma's 64
 BN = 128           # keys per tile
 STAGES = 2
+LAZY = 1           # 1: rescale the output only when a row's maximum grew by more than 2^8
 # softmax scale in base 2: log2(e) / sqrt(D)
 SCALE = 0.18033688011112042 if D == 64 else 0.12751743074941037
 
@@ -92,12 +96,25 @@ def attention(Q: lm.tensor[lm.bf16, "BH", "S", D],
                     s[:] = lm.select(j * BN + lm.iota((64, BN), axis=1) < S, s, -lm.inf)
                 m_new[:] = lm.maximum(m_i, lm.max(s, axis=1) * SCALE)
                 # exp2 flushes subnormals (ftz): one MUFU.EX2 each, no fix-ups.
-                alpha[:] = lm.exp2(m_i - m_new, ftz=True)
-                s[:] = lm.exp2(s * SCALE - m_new[:, None], ftz=True)
+                if LAZY:
+                    # The running maximum moves only when a row of the warp grew by more than
+                    # 8 (base 2): P stays below 2^8, and most tiles skip rescaling o.
+                    if lm.any(m_new - m_i > 8.0):
+                        alpha[:] = lm.exp2(m_i - m_new, ftz=True)
+                        m_i[:] = m_new
+                    else:
+                        alpha[:] = 1.0
+                else:
+                    alpha[:] = lm.exp2(m_i - m_new, ftz=True)
+                    m_i[:] = m_new
+                s[:] = lm.exp2(s * SCALE - m_i[:, None], ftz=True)
                 l_i[:] = l_i * alpha + lm.sum(s, axis=1)
-                m_i[:] = m_new
-                o[:] = o * alpha[:, None]          # waits for the previous P·V
-                p[:] = lm.cast(s, lm.bf16)         # the array that P·V is not reading
+                if LAZY:
+                    if lm.any(alpha < 1.0):
+                        o[:] = o * alpha[:, None]  # waits for the previous P·V
+                else:
+                    o[:] = o * alpha[:, None]
+                p[:] = lm.cast(s, lm.bf16)         # P·V has retired: the rescale waited
                 lm.wait(v_full)
                 lm.mma(o, p, sV, release=v_empty, defer=True)
             lm.store(O, lm.cast(o * (1.0 / l_i)[:, None], lm.bf16), coords=(bh, q0, 0))

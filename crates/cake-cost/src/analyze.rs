@@ -346,10 +346,22 @@ impl Analyzer<'_> {
             match &k.stmts[s] {
                 Stmt::Role { body, .. } => self.block(body, rw, sink, mult, seen),
                 Stmt::If {
+                    cond,
                     then_body,
                     else_body,
-                    ..
                 } => {
+                    // A warp vote's register work is done by every thread (index conditions
+                    // are a few scalar instructions, not counted).
+                    if k.expr_any(*cond, |x| matches!(x, ExprKind::Vote { .. })) {
+                        let o = self.ops(*cond, rw, seen);
+                        let r = rw.replicas as f64;
+                        let w = Work {
+                            alu_ops: o.all * r,
+                            int_ops: o.int * r,
+                            ..Work::default()
+                        };
+                        sink_work(rw, sink, &w, mult);
+                    }
                     // Both branches counted: an upper bound on the work.
                     self.block(then_body, rw, sink, mult, seen);
                     self.block(else_body, rw, sink, mult, seen);
@@ -379,11 +391,7 @@ impl Analyzer<'_> {
                 }
                 Stmt::Op(op) => {
                     let w = self.op(op, rw, seen);
-                    match sink {
-                        Sink::Loop(i) => rw.loops[i].work.add(&w, mult),
-                        Sink::Outside if rw.loops.is_empty() => rw.before.add(&w, mult),
-                        Sink::Outside => rw.after.add(&w, mult),
-                    }
+                    sink_work(rw, sink, &w, mult);
                 }
             }
         }
@@ -673,6 +681,14 @@ impl Analyzer<'_> {
                 } + self.ops(*arg, rw, seen)
             }
             ExprKind::Expand { arg, .. } => self.ops(*arg, rw, seen),
+            // An OR (AND) per element on the ALU pipe, then one vote per warp.
+            ExprKind::Vote { arg, .. } => {
+                let inner = elements(&k.exprs[*arg].ty);
+                Ops {
+                    all: inner,
+                    int: inner,
+                } + self.ops(*arg, rw, seen)
+            }
             // One integer operation per element: the thread's index plus its offset.
             ExprKind::Iota { .. } => Ops { all: n, int: n },
             ExprKind::Load { shape, .. } => {
@@ -725,5 +741,15 @@ fn elements(ty: &Ty) -> f64 {
     match ty {
         Ty::Frag { shape, .. } => shape.iter().map(|&d| d as f64).product(),
         _ => 0.0,
+    }
+}
+
+/// Adds `w`, `mult` times, where `sink` says: the loop being analysed, or the work before or
+/// after the role's loops.
+fn sink_work(rw: &mut RoleWork, sink: Sink, w: &Work, mult: f64) {
+    match sink {
+        Sink::Loop(i) => rw.loops[i].work.add(w, mult),
+        Sink::Outside if rw.loops.is_empty() => rw.before.add(w, mult),
+        Sink::Outside => rw.after.add(w, mult),
     }
 }

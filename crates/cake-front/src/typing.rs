@@ -156,7 +156,7 @@ impl Interp<'_> {
                     format!("expected a condition, found {what}"),
                 )
                 .map_err(|r| {
-                    self.help_last(r, "a per-element condition selects values with lm.select, and combines with `&`, `|` and `~`")
+                    self.help_last(r, "a per-element condition selects values with lm.select, combines with `&`, `|` and `~`, and becomes one decision per warp with lm.any or lm.all")
                 })
             }
         }

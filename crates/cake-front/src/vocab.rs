@@ -94,6 +94,8 @@ pub enum Builtin {
     Min,
     ArgMin,
     ArgMax,
+    Any,
+    All,
     // methods
     PoolView,
     ViewTmaLoad,
@@ -252,6 +254,8 @@ pub const TABLE: &[Entry] = &[
     row!(Lm "min" => Min, Call(&[req("x"), req("axis"), opt("packed")]), "minimum along an axis"),
     row!(Lm "argmin" => ArgMin, Call(&[req("x"), req("axis"), opt("packed")]), "index of the minimum along an axis (i32)"),
     row!(Lm "argmax" => ArgMax, Call(&[req("x"), req("axis"), opt("packed")]), "index of the maximum along an axis (i32)"),
+    row!(Lm "any" => Any, Call(&[req("cond")]), "whether a per-element condition holds anywhere in the warp (a warp vote)"),
+    row!(Lm "all" => All, Call(&[req("cond")]), "whether a per-element condition holds everywhere in the warp (a warp vote)"),
 
     // Methods and properties of values.
     row!(Pool "view" => PoolView, Call(&[req("shape"), req("dtype"), opt("stages"), opt("swizzle"), opt("offset")]), "a shared-memory view carved from the pool"),

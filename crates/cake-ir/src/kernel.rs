@@ -395,6 +395,24 @@ pub enum ReduceOp {
     ArgMax,
 }
 
+/// A warp vote: whether a per-element condition holds for any (all) of the elements the
+/// threads of a warp hold. The result is the same on every thread of the warp.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VoteOp {
+    Any,
+    All,
+}
+
+impl VoteOp {
+    /// The `lm` function's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            VoteOp::Any => "any",
+            VoteOp::All => "all",
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum ExprKind {
     Int(i64),
@@ -431,6 +449,12 @@ pub enum ExprKind {
         axis: usize,
         arg: ExprId,
         packed: bool,
+    },
+    /// `lm.any(arg)` / `lm.all(arg)` of a bool register value: a run-time condition uniform
+    /// over each warp (not over the role or the CTA).
+    Vote {
+        op: VoteOp,
+        arg: ExprId,
     },
     /// Insert a unit axis (NumPy `v[:, None]`) so the value broadcasts along it.
     Expand {

@@ -449,6 +449,7 @@ impl Printer<'_> {
                 let packed = if *packed { ", packed=True" } else { "" };
                 format!("{}({}, axis={}{})", name, self.expr(*arg), axis, packed)
             }
+            ExprKind::Vote { op, arg } => format!("{}({})", op.name(), self.expr(*arg)),
             ExprKind::Expand { arg, axis } => format!("expand({}, axis={})", self.expr(*arg), axis),
             ExprKind::Iota { shape, axis } => {
                 format!(

@@ -410,11 +410,16 @@ fn block_reads_fragment(k: &Kernel, kf: &KernelFacts, body: &Block, f: FragId) -
                 .any(|e| k.expr_reads_fragment(*e, f))
         }),
         Stmt::Loop { body, .. } | Stmt::Role { body, .. } => block_reads_fragment(k, kf, body, f),
+        // A condition reads registers too (a warp vote, `lm.any(o > t)`).
         Stmt::If {
+            cond,
             then_body,
             else_body,
-            ..
-        } => block_reads_fragment(k, kf, then_body, f) || block_reads_fragment(k, kf, else_body, f),
+        } => {
+            k.expr_reads_fragment(*cond, f)
+                || block_reads_fragment(k, kf, then_body, f)
+                || block_reads_fragment(k, kf, else_body, f)
+        }
     })
 }
 

@@ -31,6 +31,7 @@ impl ExprKind {
             ExprKind::Unary(_, a)
             | ExprKind::Cast(_, a)
             | ExprKind::Reduce { arg: a, .. }
+            | ExprKind::Vote { arg: a, .. }
             | ExprKind::Expand { arg: a, .. } => f(*a),
             ExprKind::Load { coords, .. } => coords.iter().copied().for_each(f),
             ExprKind::Iota { .. } => {}

@@ -9,7 +9,13 @@ pub fn check(cx: &Ctx, out: &mut Vec<Finding>) {
     let k = cx.k;
     for site in &cx.ops {
         let sp = cx.span(site.stmt);
+        // Under a warp vote, synchronisation is an error (CAKE-S023), not a gap.
+        let voted = site
+            .guards
+            .iter()
+            .any(|g| k.expr_any(g.cond, |x| matches!(x, ExprKind::Vote { .. })));
         if site.if_depth > 0
+            && !voted
             && matches!(
                 site.op,
                 Op::Wait { .. } | Op::Arrive { .. } | Op::Sync { .. }

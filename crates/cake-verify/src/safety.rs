@@ -26,6 +26,59 @@ pub fn check(cx: &Ctx, out: &mut Vec<Finding>) {
     multicast_guard(cx, out);
     cluster_divergence(cx, out);
     tmem_overwrite(cx, out);
+    warp_branches(cx, out);
+}
+
+/// Inside a branch on a warp vote (`lm.any`, `lm.all`) each warp goes its own way: what needs
+/// more than the warp — a warpgroup MMA, an arrival counted per phase, a wait or a named-barrier
+/// sync the other warps must reach, a copy issued by one elected thread — would run for some
+/// warps of the replica and not others.
+fn warp_branches(cx: &Ctx, out: &mut Vec<Finding>) {
+    let k = cx.k;
+    for site in &cx.ops {
+        let Some(vote) = site
+            .guards
+            .iter()
+            .find(|g| k.expr_any(g.cond, |x| matches!(x, ExprKind::Vote { .. })))
+        else {
+            continue;
+        };
+        let what = match &site.op {
+            // Per-thread work. A global store of registers is per thread too; where its
+            // lowering synchronises the replica, the lowering refuses it under a vote.
+            Op::Assign { .. } | Op::Ldmatrix { .. } | Op::Store { .. } => continue,
+            Op::Mma { acc, .. } if cx.mma_family(acc) == MmaFamily::MmaSync => continue,
+            Op::Mma { acc, .. } => format!(
+                "a {} MMA, which every warp of the warpgroup issues together",
+                cx.mma_family(acc)
+            ),
+            Op::Wait { .. } | Op::Arrive { .. } | Op::Commit { .. } => {
+                "a barrier operation, whose arrivals are counted per phase".into()
+            }
+            Op::Sync { .. } => {
+                "a named-barrier sync, which waits for every warp of its roles".into()
+            }
+            Op::TmaLoad { .. } | Op::TmaStore { .. } | Op::CpAsync { .. } | Op::TmemCopy { .. } => {
+                "a copy the role's elected thread issues for all its warps".into()
+            }
+            Op::SmemStore { .. } | Op::ScatterAdd { .. } => {
+                "a shared-memory store the replica's warps synchronise around".into()
+            }
+            Op::TmemLoad { .. } | Op::TmemStore { .. } | Op::FenceProxyAsync => {
+                "an operation ordered for the whole role".into()
+            }
+        };
+        out.push(
+            Finding::new(
+                &DIVERGENT_COLLECTIVE,
+                cx.span(site.stmt),
+                format!("this is {what}, but it sits in a branch on a warp vote, which each warp takes on its own"),
+            )
+            .label(k.exprs.span(vote.cond), "decided per warp")
+            .role(cx.role_name(site.role))
+            .help("keep only per-thread work under the vote (fragment updates, global stores, ldmatrix, mma.sync); move the rest out of the branch"),
+        );
+    }
 }
 
 /// In a persistent kernel, MMAs into a TMEM accumulator that another role reads must wait on an

@@ -292,6 +292,19 @@ Make the arrival unconditional, or put the waits (and the other arrivals) under 
     good: include_str!("../../../../tests/check/CAKE-S022-good.py"),
 };
 
+pub const DIVERGENT_COLLECTIVE: CodeInfo = CodeInfo {
+    code: "CAKE-S023",
+    name: "divergent-collective",
+    category: Category::Safety,
+    severity: Severity::Error,
+    summary: r#"An operation that needs more than one warp runs in a branch on a warp vote."#,
+    explanation: r#"`lm.any(cond)` and `lm.all(cond)` give one answer per warp (`vote.sync`), not per role: in `if lm.any(...):` each warp of a warpgroup takes or skips the branch on its own. Register math is safe there. An operation that the warps of a replica perform together is not: a wgmma (all four warps of the warpgroup issue it), an arrival or release (the barrier counts every thread of the role per phase), a wait or named-barrier sync (the others never arrive), a TMA copy issued by one elected thread for the whole replica, a store into shared memory that the replica synchronises around. Run on some warps only, these hang, race, or do part of the work.
+
+Keep only per-thread work (fragment updates, `lm.store` of registers, warp-level `ldmatrix` or mma.sync) under the vote, and move the rest out of the branch."#,
+    bad: include_str!("../../../../tests/check/CAKE-S023-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-S023-good.py"),
+};
+
 /// Every code of this module, in number order; [`super::ALL`] is made of these lists.
 pub const ALL: &[&CodeInfo] = &[
     &ARRIVAL_COUNT,
@@ -316,4 +329,5 @@ pub const ALL: &[&CodeInfo] = &[
     &RELEASE_BEFORE_READ,
     &WAIT_BEFORE_COPY,
     &CONDITIONAL_ARRIVAL,
+    &DIVERGENT_COLLECTIVE,
 ];

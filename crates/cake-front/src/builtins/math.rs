@@ -160,6 +160,70 @@ impl Interp<'_> {
         )))
     }
 
+    /// `lm.any(cond)` / `lm.all(cond)`: a warp vote over a bool register value of the current
+    /// role. The result is a run-time condition, the same on every thread of a warp.
+    pub(super) fn vote(&mut self, b: Builtin, a: &[Slot], sp: Span) -> R<Value> {
+        let op = if b == Builtin::Any {
+            VoteOp::Any
+        } else {
+            VoteOp::All
+        };
+        let (v, vsp) = a[0].clone().expect("required");
+        // A compile-time condition is the same everywhere: the vote is the condition itself.
+        if let Value::Bool(c) = v {
+            return Ok(Value::Bool(c));
+        }
+        let e = self.expr_of(v, vsp, None)?;
+        let role = self.current_role(sp, &format!("lm.{}", op.name()))?;
+        match &self.k.exprs[e].ty {
+            Ty::Frag {
+                dtype: DType::Bool,
+                role: owner,
+                ..
+            } if *owner == role => {}
+            Ty::Frag {
+                dtype: DType::Bool,
+                role: owner,
+                ..
+            } => {
+                let owner = self.k.roles[*owner].name.clone();
+                let here = self.k.roles[role].name.clone();
+                return self.err(
+                    &codes::MISPLACED_OPERATION,
+                    vsp,
+                    format!(
+                        "lm.{} votes over role `{owner}`'s registers inside role `{here}`'s region",
+                        op.name()
+                    ),
+                );
+            }
+            Ty::Bool | Ty::Index => {
+                return self
+                    .err(
+                        &codes::TYPE_MISMATCH,
+                        vsp,
+                        format!("lm.{} votes over a per-element condition; this condition is already one value", op.name()),
+                    )
+                    .map_err(|r| self.help_last(r, "use the condition itself"));
+            }
+            ty => {
+                let what = describe_ty(&self.k, ty);
+                return self
+                    .err(
+                        &codes::TYPE_MISMATCH,
+                        vsp,
+                        format!("lm.{} takes a per-element condition (a bool register value), found {what}", op.name()),
+                    )
+                    .map_err(|r| self.help_last(r, "compare register values, e.g. `lm.any(m_new - m_old > 8.0)`"));
+            }
+        }
+        Ok(Value::Expr(self.mk(
+            ExprKind::Vote { op, arg: e },
+            Ty::Bool,
+            sp,
+        )))
+    }
+
     fn select(
         &mut self,
         c: Value,

@@ -86,6 +86,7 @@ impl Interp<'_> {
             Maximum | Minimum => self.min_max(b, a, sp),
             Exp2 | Log2 | Sqrt | Rsqrt | Abs => self.unary_math(b, a, sp),
             Sum | Max | Min | ArgMin | ArgMax => self.reduce(b, a, sp),
+            Any | All => self.vote(b, a, sp),
 
             // Rows without a parameter list, handled above.
             Range | Len | PyMin | PyMax | Tiles | Schedule | LmModule | Inf | TensorAnnotation

@@ -321,7 +321,11 @@ impl Emitter<'_> {
                 if inside {
                     backend.before_control(self, s);
                 }
+                // Row reductions and warp votes the condition reads are computed before it.
+                self.precompute_reductions(*cond);
                 let c = self.ix(*cond);
+                let voted = legal::votes(k, *cond);
+                self.warp_branches += u32::from(voted);
                 let open = format!("if ({c}) {{  // {}", self.loc(sp));
                 // Each path starts from the state before the `if`; after it, either may have run.
                 let entry = self.mma.clone();
@@ -341,6 +345,7 @@ impl Emitter<'_> {
                         |e| e.block(else_body),
                     );
                 }
+                self.warp_branches -= u32::from(voted);
                 if let Some(t) = after_then {
                     self.mma.join(t);
                 }

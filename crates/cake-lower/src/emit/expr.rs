@@ -34,6 +34,7 @@ impl Emitter<'_> {
             }
             ExprKind::Unary(UnOp::Neg, a) => format!("(-{})", self.ix_text(*a)),
             ExprKind::Unary(UnOp::Not, a) => format!("(!{})", self.ix_text(*a)),
+            ExprKind::Vote { .. } => self.votes.get(&e).cloned().unwrap_or("false".into()),
             // Not lowered (`scalar_problems` records it).
             _ => "0".into(),
         }

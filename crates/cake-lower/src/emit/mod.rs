@@ -90,6 +90,10 @@ pub(crate) struct Emitter<'a> {
     /// Loads of the row-layout value being emitted, read into registers before it: expression
     /// → the element's text.
     pub(crate) row_loads: HashMap<ExprId, String>,
+    /// Warp votes computed for the condition being emitted: expression → its `bool` variable.
+    pub(crate) votes: HashMap<ExprId, String>,
+    /// How many branches on a warp vote enclose the statement being emitted.
+    pub(crate) warp_branches: u32,
     /// Whether the body uses row-layout loads and stores (the prelude then defines them).
     pub(crate) needs_row_ops: bool,
     /// Whether a row-layout store converts to FP8 (sm_89 and later).
@@ -237,6 +241,8 @@ impl<'a> Emitter<'a> {
             prefetched: HashMap::new(),
             frag_alias: HashMap::new(),
             row_loads: HashMap::new(),
+            votes: HashMap::new(),
+            warp_branches: 0,
             needs_row_ops: false,
             needs_row_fp8: false,
         }

@@ -13,6 +13,9 @@ impl Emitter<'_> {
         for c in legal::reduction_operands(k, e) {
             self.precompute_reductions(c);
         }
+        if let ExprKind::Vote { op, arg } = k.exprs[e].kind {
+            return self.vote(e, op, arg);
+        }
         let ExprKind::Reduce {
             op,
             axis,
@@ -56,6 +59,47 @@ impl Emitter<'_> {
         let iname = pass.index.then(|| pass.iname.clone());
         self.reductions
             .computed(e, (arg, op, packed), pass.vname, iname);
+    }
+
+    /// Warp vote `e` (`lm.any` / `lm.all` of `arg`): each thread combines the elements it
+    /// holds, then `__any_sync` / `__all_sync` gives every thread of the warp the same answer.
+    /// Computed afresh wherever the condition is evaluated (its registers may have changed).
+    fn vote(&mut self, e: ExprId, op: VoteOp, arg: ExprId) {
+        let k = self.k;
+        let sp = k.exprs.span(e);
+        let layout = self.tile_of(arg);
+        let site = match legal::vote_site(layout) {
+            Ok(site) => site,
+            Err(m) => return self.unsupported(sp, m),
+        };
+        let value = self.elem(arg, site);
+        let name = format!("vote{}", self.reduction_counter);
+        self.reduction_counter += 1;
+        let (init, combine, intrinsic) = match op {
+            VoteOp::Any => ("false", "|=", "__any_sync"),
+            VoteOp::All => ("true", "&=", "__all_sync"),
+        };
+        let elements = match layout {
+            Some(FragLayout::WgmmaAcc { n }) => format!(
+                "for (int i = 0; i < {}; ++i) for (int h = 0; h < 2; ++h) for (int j = 0; j < 2; ++j)",
+                n / 8
+            ),
+            Some(FragLayout::MmaAcc { m, n }) => format!(
+                "for (int mt = 0; mt < {}; ++mt) for (int i = 0; i < {}; ++i) for (int h = 0; h < 2; ++h) for (int j = 0; j < 2; ++j)",
+                m / 16,
+                n / 8
+            ),
+            _ => "for (int h = 0; h < 2; ++h)".into(),
+        };
+        self.line(&format!(
+            "bool {name} = {init};  // lm.{}: one answer per warp ({})",
+            op.name(),
+            self.loc(sp)
+        ));
+        self.line("#pragma unroll");
+        self.line(&format!("{elements} {name} {combine} ({value});"));
+        self.line(&format!("{name} = {intrinsic}(0xffffffffu, {name});"));
+        self.votes.insert(e, name);
     }
 
     /// A fresh reduction: its value and index arrays, and how its operator compares, starts

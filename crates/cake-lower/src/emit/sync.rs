@@ -163,7 +163,9 @@ impl Emitter<'_> {
         let r = &self.k.roles[role];
         let name = c_ident(&r.name);
         let threads = r.unit.threads();
-        let first_id = match legal::replica_barrier(self.k, self.kf, role) {
+        let first_id = match legal::replica_barrier(self.k, self.kf, role).and_then(|id| {
+            legal::replica_sync_under_vote(self.warp_branches, legal::SYNCED_WORK).map(|()| id)
+        }) {
             Ok(id) => id,
             Err(m) => return self.unsupported(sp, m),
         };

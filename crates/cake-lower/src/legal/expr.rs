@@ -52,6 +52,10 @@ pub(crate) trait Scope {
                 self.scalar_problems(*b, out);
             }
             ExprKind::Unary(UnOp::Neg | UnOp::Not, a) => self.scalar_problems(*a, out),
+            ExprKind::Vote { arg, .. } => match vote_site(self.tile_of(*arg)) {
+                Ok(site) => self.elem_problems(*arg, site, out),
+                Err(m) => out.push((k.exprs.span(e), m)),
+            },
             _ => out.push((
                 k.exprs.span(e),
                 "this expression is not lowered as a scalar yet".into(),
@@ -281,6 +285,37 @@ pub(crate) trait Scope {
             ),
         }
     }
+}
+
+/// Where the argument of a warp vote (`lm.any`, `lm.all`) is evaluated: at every element of
+/// the MMA accumulator tile, or every row value, it is laid out like; the thread combines its
+/// elements, then the warp votes.
+pub(crate) fn vote_site(layout: Option<FragLayout>) -> Result<Site, String> {
+    match layout {
+        Some(FragLayout::AccRows) => Ok(Site::Rows),
+        Some(FragLayout::WgmmaAcc { .. } | FragLayout::MmaAcc { .. }) => Ok(Site::Tile),
+        _ => Err("lm.any and lm.all are lowered over MMA accumulator tiles (wgmma, mma.sync) and their per-row values".into()),
+    }
+}
+
+/// Whether condition `cond` holds a warp vote: its branches are taken per warp.
+pub(crate) fn votes(k: &Kernel, cond: ExprId) -> bool {
+    k.expr_any(cond, |x| matches!(x, ExprKind::Vote { .. }))
+}
+
+/// What `replica_sync_under_vote` names.
+pub(crate) const SYNCED_WORK: &str =
+    "this operation (a store through shared memory, or a row reduction across warps)";
+
+/// A synchronisation of the role's replica under a warp vote: only the warps whose vote chose
+/// the branch would arrive, and the others' never come.
+pub(crate) fn replica_sync_under_vote(warp_branches: u32, what: &str) -> Result<(), String> {
+    if warp_branches == 0 {
+        return Ok(());
+    }
+    Err(format!(
+        "{what} synchronises every warp of the role's replica, but it sits in a branch on a warp vote (lm.any / lm.all), which each warp takes on its own: move it out of the branch"
+    ))
 }
 
 /// Which index of its element an `lm.iota` evaluated at a site holds.

@@ -5,7 +5,8 @@
 //! loads issued early. Nothing is emitted.
 
 use super::expr::{
-    reduction_operands, reduction_tracks_index, Problems, ReductionTile, Reductions, Scope,
+    reduction_operands, reduction_tracks_index, replica_sync_under_vote, votes, Problems,
+    ReductionTile, Reductions, Scope, SYNCED_WORK,
 };
 use super::layout::{FragLayout, RowGeom, Site};
 use super::ops::*;
@@ -39,6 +40,8 @@ pub(crate) struct Checker<'a> {
     col_loads: HashSet<ExprId>,
     /// Loads of the row-layout value being checked, read into registers before it.
     row_loaded: HashSet<ExprId>,
+    /// How many branches on a warp vote enclose the statement.
+    warp_branches: u32,
 }
 
 impl Scope for Checker<'_> {
@@ -80,6 +83,7 @@ impl<'a> Checker<'a> {
             prefetched: HashSet::new(),
             col_loads: HashSet::new(),
             row_loaded: HashSet::new(),
+            warp_branches: 0,
         }
     }
 
@@ -196,9 +200,13 @@ impl<'a> Checker<'a> {
                 if !self.role_work(then_body) && !self.role_work(else_body) {
                     return;
                 }
+                self.precompute_reductions(*cond);
                 self.ix(*cond);
+                let voted = votes(k, *cond);
+                self.warp_branches += u32::from(voted);
                 self.block(then_body);
                 self.block(else_body);
+                self.warp_branches -= u32::from(voted);
             }
             Stmt::Op(op) => {
                 if self.depth > 0 {
@@ -418,7 +426,9 @@ impl<'a> Checker<'a> {
 
     fn replica_sync(&mut self, sp: Span) {
         let (role, _) = self.role.expect("role");
-        if let Err(m) = replica_barrier(self.k, self.kf, role) {
+        if let Err(m) = replica_barrier(self.k, self.kf, role)
+            .and(replica_sync_under_vote(self.warp_branches, SYNCED_WORK))
+        {
             self.unsupported(sp, m);
         }
     }

@@ -242,6 +242,27 @@ impl Emitter<'_> {
 }
 
 /// The operations of statement `s` and of every block nested in it, in program order.
+/// The conditions of statement `s` and of the run-time `if`s inside it.
+pub(crate) fn nested_conditions(k: &Kernel, s: StmtId, out: &mut Vec<ExprId>) {
+    match &k.stmts[s] {
+        Stmt::Op(_) => {}
+        Stmt::Role { body, .. } | Stmt::Loop { body, .. } => {
+            body.iter().for_each(|&t| nested_conditions(k, t, out))
+        }
+        Stmt::If {
+            cond,
+            then_body,
+            else_body,
+        } => {
+            out.push(*cond);
+            then_body
+                .iter()
+                .chain(else_body)
+                .for_each(|&t| nested_conditions(k, t, out));
+        }
+    }
+}
+
 pub(crate) fn nested_ops<'k>(k: &'k Kernel, s: StmtId, out: &mut Vec<&'k Op>) {
     let block = |b: &Block, out: &mut Vec<&'k Op>| {
         for &t in b {

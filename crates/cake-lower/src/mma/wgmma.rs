@@ -3,7 +3,7 @@
 //! double-buffered accumulator lets the next MMA overlap this iteration's epilogue — and
 //! retiring them before anything touches their accumulator registers.
 
-use super::{check_sw128_operand, nested_ops, MmaBackend, MmaCall};
+use super::{check_sw128_operand, nested_conditions, nested_ops, MmaBackend, MmaCall};
 use crate::emit::*;
 use crate::legal::{self, Checker, Planner, Scope};
 use cake_diag::Span;
@@ -147,7 +147,7 @@ impl MmaBackend for Wgmma {
     }
 
     fn before_op(&self, e: &mut Emitter, op: &Op, sp: Span) {
-        e.retire_mmas_before(&[op], "");
+        e.retire_mmas_before(&[op], &[], "");
         if let (Op::Assign { dst, .. }, Some(_)) = (op, &e.mma.wgmma.pinned) {
             let array = e.frag_name(*dst);
             let pinned = e.mma.wgmma.pinned.as_mut().expect("checked");
@@ -177,7 +177,10 @@ impl MmaBackend for Wgmma {
     fn before_control(&self, e: &mut Emitter, s: StmtId) {
         let mut ops = Vec::new();
         nested_ops(e.k, s, &mut ops);
-        e.retire_mmas_before(&ops, ", before the branch or loop that reads it");
+        // A condition reads registers too (a warp vote, `lm.any(s > t)`).
+        let mut conds = Vec::new();
+        nested_conditions(e.k, s, &mut conds);
+        e.retire_mmas_before(&ops, &conds, ", before the branch or loop that reads it");
     }
 
     fn mma(&self, e: &mut Emitter, m: &MmaCall) {
@@ -518,17 +521,15 @@ impl Emitter<'_> {
             &body[parts.tail..],
         );
         let tail_at = self.loc(k.stmts.span(body[body.len() - 1]));
-        // P, its two arrays and their registers, when the middle writes it.
+        // P, its two arrays and their registers, when the middle writes it while the deferred
+        // MMA may still read it: before anything in the middle reads or writes the deferred
+        // accumulator (which retires the MMA first).
         let buffered = match &k.stmts[body[body.len() - 1]] {
             Stmt::Op(Op::Mma {
                 a: Operand::Frag(af),
+                acc: Operand::Frag(acc),
                 ..
-            }) if middle.iter().any(|&s| {
-                let mut ops = Vec::new();
-                nested_ops(k, s, &mut ops);
-                ops.iter().any(|op| overwrites(op, *af))
-            }) =>
-            {
+            }) if writes_under_mma(k, middle, *af, *acc) => {
                 match legal::declared_layout(k, *af, self.layout(*af)) {
                     Ok(l @ FragLayout::WgmmaA { .. }) => {
                         let name = self.frag_name(*af);
@@ -984,13 +985,15 @@ impl Emitter<'_> {
     /// Before operations that read or overwrite the accumulator of a wgmma group still in flight,
     /// wait for that group to retire (the registers are the tensor cores' until then): with
     /// `wait_group N`, N the groups committed after it, which may stay in flight.
-    fn retire_mmas_before(&mut self, ops: &[&Op], why: &str) {
+    fn retire_mmas_before(&mut self, ops: &[&Op], reads: &[ExprId], why: &str) {
         let k = self.k;
         let st = &self.mma.wgmma;
         // A group must retire before its accumulator is read or overwritten, and before the
         // registers of its `a` operand are overwritten.
         let Some(last) = st.in_flight.iter().rposition(|g| {
-            (self.frag_name(g.acc) == g.array && ops.iter().any(|op| touches(k, op, g.acc)))
+            (self.frag_name(g.acc) == g.array
+                && (ops.iter().any(|op| touches(k, op, g.acc))
+                    || reads.iter().any(|e| k.expr_reads_fragment(*e, g.acc))))
                 || g.a_regs.as_ref().is_some_and(|(af, regs)| {
                     self.frag_name(*af) == *regs && ops.iter().any(|op| overwrites(op, *af))
                 })
@@ -1060,6 +1063,29 @@ fn touches(k: &Kernel, op: &Op, f: FragId) -> bool {
         } => *a == f,
         _ => false,
     }
+}
+
+/// Whether the first statement of `middle` that overwrites register fragment `a` is reached
+/// with the MMA into `acc` (which reads `a`) possibly in flight: no statement up to it, itself
+/// included, reads or writes `acc`, which would retire the MMA before it.
+fn writes_under_mma(k: &Kernel, middle: &[StmtId], a: FragId, acc: FragId) -> bool {
+    let nested = |s: StmtId| {
+        let mut ops = Vec::new();
+        nested_ops(k, s, &mut ops);
+        ops
+    };
+    let Some(write) = middle
+        .iter()
+        .position(|&s| nested(s).iter().any(|op| overwrites(op, a)))
+    else {
+        return false;
+    };
+    !middle[..=write].iter().any(|&s| {
+        let mut conds = Vec::new();
+        nested_conditions(k, s, &mut conds);
+        nested(s).iter().any(|op| touches(k, op, acc))
+            || conds.iter().any(|c| k.expr_reads_fragment(*c, acc))
+    })
 }
 
 /// Whether `op` overwrites register fragment `f` (the `a` operand of a group in flight must not
