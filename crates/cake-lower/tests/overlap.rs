@@ -1,7 +1,8 @@
 //! The MMA scheduling of examples/attention_sm90.py (issue #17): `defer=True` rotates a
 //! pipelined loop so the deferred P·V of tile j − 1 is issued after Q·K_jᵀ and overlaps the
 //! softmax of tile j (`wait_group 1` on the scores); P is kept in two arrays when the softmax
-//! writes it while P·V may still read it, in one when the rescale of o has retired P·V first;
+//! writes it while P·V may still read it or the register budget has room, else in one (the
+//! rescale of o retires P·V first);
 //! `turns=True` orders the consumer warpgroups' MMAs through a hardware barrier per replica;
 //! the lazy rescale's warp votes lower to `vote.sync`. Checked in the emitted code and, with
 //! nvcc, by compiling it without serialised wgmmas.
@@ -30,81 +31,66 @@ fn find(lines: &[&str], from: usize, text: &str) -> usize {
         .unwrap_or_else(|| panic!("`{text}` not found after line {from}"))
 }
 
-/// The example with the rescale of o unconditional (no warp votes).
-fn eager() -> String {
-    let text = example().replace("LAZY = 1 ", "LAZY = 0 ");
+/// The example with the lazy rescale (warp votes).
+fn lazy() -> String {
+    let text = example().replace("LAZY = 0 ", "LAZY = 1 ");
     assert_ne!(text, example());
     text
 }
 
-/// The example (eager) with P written before the rescale of o, which then goes with P·V into
-/// the next iteration (FlashAttention-3's order).
-fn fa3_order() -> String {
-    let text = eager().replace(
-        "                else:\n                    o[:] = o * alpha[:, None]\n                p[:] = lm.cast(s, lm.bf16)         # P·V has retired: the rescale waited\n",
+/// The example at D = 64, with three consumer warpgroups of 160 registers.
+fn d64() -> String {
+    let text = example().replace("D = 128 ", "D = 64 ");
+    assert_ne!(text, example());
+    text
+}
+
+/// `text` with P written before the rescale of o, which then goes with P·V into the next
+/// iteration (FlashAttention-3's order).
+fn fa3_order(text: &str) -> String {
+    let out = text.replace(
+        "                    o[:] = o * alpha[:, None]      # waits for the previous P·V\n                p[:] = lm.cast(s, lm.bf16)         # P·V has retired: the rescale waited\n",
         "                p[:] = lm.cast(s, lm.bf16)\n                o[:] = o * alpha[:, None]\n",
     );
-    assert_ne!(text, eager());
-    text
+    assert_ne!(out, text);
+    out
 }
 
 #[test]
 fn the_deferred_mma_follows_the_next_iterations_first_mma() {
-    for text in [example(), eager()] {
-        let cuda = lower_text(&text);
-        let lines: Vec<&str> = cuda.lines().collect();
-        // The first iteration is peeled; P is written after the rescale of o retired P·V, so
-        // one array serves and the loop is not unrolled.
-        let first = find(&lines, 0, "the first iteration: nothing deferred yet");
-        assert!(!cuda.contains("p_next"), "one array of P");
-        // In the loop: Q·Kᵀ, then the previous iteration's P·V (its stage), then the wait for
-        // the scores alone.
-        let top = find(&lines, first, "++kv_it;");
-        let qk = find(&lines, top, "cake_wgmma_m64n128k16_f32_bf16(s,");
-        let deferred = find(&lines, qk, "deferred from the previous iteration");
-        let pv = find(
-            &lines,
-            deferred,
-            "cake_wgmma_m64n128k16_f32_bf16_rs_tb(o, p[0]",
-        );
-        assert!(lines[pv].contains("kv_prev_stage"), "{}", lines[pv]);
-        let wait_s = find(&lines, pv, "cake_wgmma_wait<");
-        assert!(
-            lines[wait_s].contains("wait<1>") && lines[wait_s].contains("`s`"),
-            "{}",
-            lines[wait_s]
-        );
-        // The softmax runs under P·V; the rescale of o waits for it, and P is written after.
-        let exp = find(
-            &lines,
-            wait_s,
-            "s[4 * i + 2 * h + j] = (float)(cake_ex2_ftz(",
-        );
-        let wait_o = find(&lines, wait_s, "cake_wgmma_wait<0>");
-        let cast = find(&lines, wait_s, "p[2 * i + h] = cake_pack_bf16x2");
-        assert!(exp < wait_o && wait_o < cast, "{exp} {wait_o} {cast}");
-        // After the loop, the last deferred MMA.
-        let last = find(&lines, cast, "the last iteration's deferred MMA");
-        find(&lines, last, "_rs_tb(o, p[0]");
-    }
-}
-
-#[test]
-fn p_written_under_its_mma_takes_two_arrays() {
-    let cuda = lower_text(&fa3_order());
+    let cuda = lower_text(&example());
     let lines: Vec<&str> = cuda.lines().collect();
-    // The loop proper is unrolled by two: each half writes the array P·V is not reading.
+    // The first iteration is peeled; the loop proper is unrolled by two (P in two arrays: the
+    // role's 232 registers have room for the second).
     let first = find(&lines, 0, "the first iteration: nothing deferred yet");
     let pair = find(&lines, first, "_pair = 0 + 1;");
-    let pv = find(&lines, pair, "_rs_tb(o, p[0]");
-    let wait_s = find(&lines, pv, "cake_wgmma_wait<1>");
-    let cast = find(&lines, wait_s, "p_next[2 * i + h] = cake_pack_bf16x2");
-    assert!(
-        !lines[wait_s..cast]
-            .iter()
-            .any(|l| l.contains("cake_wgmma_wait<0>")),
-        "P is written without waiting for P·V"
+    // In the loop: Q·Kᵀ, then the previous iteration's P·V (its stage, its P), then the wait
+    // for the scores alone.
+    let qk = find(&lines, pair, "cake_wgmma_m64n128k16_f32_bf16(s,");
+    let deferred = find(&lines, qk, "deferred from the previous iteration");
+    let pv = find(
+        &lines,
+        deferred,
+        "cake_wgmma_m64n128k16_f32_bf16_rs_tb(o, p[0]",
     );
+    assert!(lines[pv].contains("kv_prev_stage"), "{}", lines[pv]);
+    let wait_s = find(&lines, pv, "cake_wgmma_wait<");
+    assert!(
+        lines[wait_s].contains("wait<1>") && lines[wait_s].contains("`s`"),
+        "{}",
+        lines[wait_s]
+    );
+    // The softmax runs under P·V; the rescale of o waits for it, then the other array of P is
+    // written.
+    let exp = find(
+        &lines,
+        wait_s,
+        "s[4 * i + 2 * h + j] = (float)(cake_ex2_ftz(",
+    );
+    let wait_o = find(&lines, wait_s, "cake_wgmma_wait<0>");
+    let cast = find(&lines, wait_s, "p_next[2 * i + h] = cake_pack_bf16x2");
+    assert!(exp < wait_o && wait_o < cast, "{exp} {wait_o} {cast}");
+    // The second half reads p_next and writes p.
     let half = find(&lines, cast, "_pair + 1 < ");
     let pv2 = find(&lines, half, "_rs_tb(o, p_next[0]");
     let cast2 = find(&lines, pv2, "; p[2 * i + h] = cake_pack_bf16x2");
@@ -116,10 +102,48 @@ fn p_written_under_its_mma_takes_two_arrays() {
 }
 
 #[test]
-fn the_lazy_rescale_votes_per_warp() {
-    let cuda = lower_text(&example());
+fn p_keeps_one_array_where_the_budget_has_no_room() {
+    // Three consumer warpgroups of 160 registers: 132 in fragments, no room for 32 more. The
+    // rescale of o retires P·V before P is written, so one array is safe.
+    let cuda = lower_text(&d64());
+    assert!(!cuda.contains("p_next"), "one array of P");
+    assert!(!cuda.contains("_pair = 0 + 1;"), "not unrolled");
     let lines: Vec<&str> = cuda.lines().collect();
     let top = find(&lines, find(&lines, 0, "the first iteration"), "++kv_it;");
+    let pv = find(&lines, top, "_rs_tb(o, p[0]");
+    let wait_s = find(&lines, pv, "cake_wgmma_wait<1>");
+    let wait_o = find(&lines, wait_s, "cake_wgmma_wait<0>");
+    let cast = find(&lines, wait_s, "p[2 * i + h] = cake_pack_bf16x2");
+    assert!(wait_o < cast, "{wait_o} {cast}");
+}
+
+#[test]
+fn p_written_under_its_mma_takes_two_arrays() {
+    // Even without room: P written before anything retires P·V needs its second array.
+    let cuda = lower_text(&fa3_order(&d64()));
+    let lines: Vec<&str> = cuda.lines().collect();
+    let first = find(&lines, 0, "the first iteration: nothing deferred yet");
+    let pair = find(&lines, first, "_pair = 0 + 1;");
+    let pv = find(&lines, pair, "_rs_tb(o, p[0]");
+    let wait_s = find(&lines, pv, "cake_wgmma_wait<1>");
+    let cast = find(&lines, wait_s, "p_next[2 * i + h] = cake_pack_bf16x2");
+    assert!(
+        !lines[wait_s..cast]
+            .iter()
+            .any(|l| l.contains("cake_wgmma_wait<0>")),
+        "P is written without waiting for P·V"
+    );
+}
+
+#[test]
+fn the_lazy_rescale_votes_per_warp() {
+    let cuda = lower_text(&lazy());
+    let lines: Vec<&str> = cuda.lines().collect();
+    let top = find(
+        &lines,
+        find(&lines, 0, "the first iteration"),
+        "_pair = 0 + 1;",
+    );
     // The maximum moves on a vote over the warp's rows ...
     let vote = find(&lines, top, " |= (((m_new[h] - m_i[h]) > 8.0f));");
     assert!(lines[vote + 1].contains(" = __any_sync(0xffffffffu, vote"));
@@ -149,8 +173,8 @@ fn consumer_warpgroups_take_turns_at_the_score_mma() {
         "{cuda}"
     );
     let lines: Vec<&str> = cuda.lines().collect();
-    let top = find(&lines, find(&lines, 0, "the first iteration"), "++kv_it;");
-    let sync = find(&lines, top, "cake_named_sync(1 + math_index, 256);");
+    let pair = find(&lines, 0, "_pair = 0 + 1;");
+    let sync = find(&lines, pair, "cake_named_sync(1 + math_index, 256);");
     let qk = find(&lines, sync, "cake_wgmma_m64n128k16_f32_bf16(s,");
     let pv = find(&lines, qk, "_rs_tb(o, p[0]");
     // The turn is handed on once the deferred P·V is issued too.
@@ -270,7 +294,7 @@ fn the_example_compiles_without_serialised_wgmmas() {
 #[test]
 fn updates_of_the_deferred_accumulator_are_deferred_with_it() {
     // FlashAttention-3's order: o rescaled right before P·V, in the next iteration.
-    let cuda = lower_text(&fa3_order());
+    let cuda = lower_text(&fa3_order(&example()));
     let lines: Vec<&str> = cuda.lines().collect();
     let pair = find(&lines, 0, "_pair = 0 + 1;");
     let deferred = find(&lines, pair, "deferred from the previous iteration");
@@ -285,11 +309,12 @@ fn updates_of_the_deferred_accumulator_are_deferred_with_it() {
 
 #[test]
 fn an_update_of_the_deferred_accumulator_may_not_read_the_scores() {
-    let text = fa3_order().replace(
+    let fa3 = fa3_order(&example());
+    let text = fa3.replace(
         "                o[:] = o * alpha[:, None]\n",
         "                o[:] = o * lm.max(s, axis=1)[:, None]\n",
     );
-    assert_ne!(text, fa3_order());
+    assert_ne!(text, fa3);
     let checked = cake_driver::check("attention_sm90.py", text.as_bytes(), Some("sm_90a"));
     assert!(
         checked.findings.iter().any(|f| f.code == "CAKE-M011"),

@@ -521,15 +521,18 @@ impl Emitter<'_> {
             &body[parts.tail..],
         );
         let tail_at = self.loc(k.stmts.span(body[body.len() - 1]));
-        // P, its two arrays and their registers, when the middle writes it while the deferred
-        // MMA may still read it: before anything in the middle reads or writes the deferred
-        // accumulator (which retires the MMA first).
+        // P, its two arrays and their registers, when the middle writes it: while the deferred
+        // MMA may still read it (before anything in the middle reads or writes the deferred
+        // accumulator, which retires the MMA first), or when the role's register budget has room
+        // for a second array (measured faster: the loop unrolled by two schedules better).
         let buffered = match &k.stmts[body[body.len() - 1]] {
             Stmt::Op(Op::Mma {
                 a: Operand::Frag(af),
                 acc: Operand::Frag(acc),
                 ..
-            }) if writes_under_mma(k, middle, *af, *acc) => {
+            }) if writes_under_mma(k, middle, *af, *acc)
+                || (writes_fragment(k, middle, *af) && self.room_for_second_array(*af)) =>
+            {
                 match legal::declared_layout(k, *af, self.layout(*af)) {
                     Ok(l @ FragLayout::WgmmaA { .. }) => {
                         let name = self.frag_name(*af);
@@ -1065,6 +1068,36 @@ fn touches(k: &Kernel, op: &Op, f: FragId) -> bool {
     }
 }
 
+/// Registers a role keeps free beyond its fragments for the temporaries of its arithmetic,
+/// addresses and loop state, when deciding whether a second array of P fits.
+const SECOND_ARRAY_MARGIN: u64 = 32;
+
+impl Emitter<'_> {
+    /// Whether fragment `f`'s role can hold a second copy of it: its fragments, the copy and
+    /// [`SECOND_ARRAY_MARGIN`] within its register budget (`regs=`, else the launch allocation).
+    fn room_for_second_array(&self, f: FragId) -> bool {
+        let k = self.k;
+        let role = &k.roles[k.fragments[f].role];
+        let budget = role
+            .regs
+            .unwrap_or_else(|| self.target.limits.launch_registers(k.block_threads()))
+            as u64;
+        let need = k.role_fragment_registers(k.fragments[f].role)
+            + k.fragment_registers(f)
+            + SECOND_ARRAY_MARGIN;
+        need <= budget
+    }
+}
+
+/// Whether a statement of `block` overwrites register fragment `a`.
+fn writes_fragment(k: &Kernel, block: &[StmtId], a: FragId) -> bool {
+    block.iter().any(|&s| {
+        let mut ops = Vec::new();
+        nested_ops(k, s, &mut ops);
+        ops.iter().any(|op| overwrites(op, a))
+    })
+}
+
 /// Whether the first statement of `middle` that overwrites register fragment `a` is reached
 /// with the MMA into `acc` (which reads `a`) possibly in flight: no statement up to it, itself
 /// included, reads or writes `acc`, which would retire the MMA before it.
@@ -1074,10 +1107,7 @@ fn writes_under_mma(k: &Kernel, middle: &[StmtId], a: FragId, acc: FragId) -> bo
         nested_ops(k, s, &mut ops);
         ops
     };
-    let Some(write) = middle
-        .iter()
-        .position(|&s| nested(s).iter().any(|op| overwrites(op, a)))
-    else {
+    let Some(write) = middle.iter().position(|&s| writes_fragment(k, &[s], a)) else {
         return false;
     };
     !middle[..=write].iter().any(|&s| {
