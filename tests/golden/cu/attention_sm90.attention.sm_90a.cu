@@ -223,7 +223,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_attention(
     cake_fence_barrier_init();
   }
   __syncthreads();
-  if (warp >= 0 && warp < 4) {  // role load (attention_sm90.py:50)
+  if (warp >= 0 && warp < 4) {  // role load (attention_sm90.py:56)
     cake_setmaxnreg_dec<40>();
     const int load_index = (warp - 0) / 4;
     const int load_thread = (int)threadIdx.x - 0 - load_index * 128;
@@ -232,28 +232,28 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_attention(
     (void)lane_row; (void)lane_col;
     uint32_t kv_it = 0;  // iterations of pipeline kv completed by this role
     if (load_thread == 0) {  // issue-only role: one thread per replica
-      for (int tile = blockIdx.x; tile < tiles_total; tile += tiles_total) {  // one tile (bh, t) per CTA (attention_sm90.py:68)
+      for (int tile = blockIdx.x; tile < tiles_total; tile += tiles_total) {  // one tile (bh, t) per CTA (attention_sm90.py:74)
         int tile_rest = tile;
         const int tile_1 = tile_rest % tiles_1;
         tile_rest /= tiles_1;
         const int tile_0 = tile_rest % tiles_0;
         tile_rest /= tiles_0;
         (void)tile_rest;
-        // with load: (attention_sm90.py:74)
-        // tma_load sQ <- Q (attention_sm90.py:75)
+        // with load: (attention_sm90.py:80)
+        // tma_load sQ <- Q (attention_sm90.py:81)
         cake_mbar_arrive_expect_tx(q_full, 32768);
         cake_tma_load_3d(sQ, &tmap_Q_0, q_full, 0, (tile_1 * 128), tile_0);
         cake_tma_load_3d(sQ + 16384, &tmap_Q_0, q_full, 0 + 64, (tile_1 * 128), tile_0);
-        for (int j_1 = 0; j_1 < cake_cdiv(dim_S, 128); ++j_1) {  // attention_sm90.py:76
+        for (int j_1 = 0; j_1 < cake_cdiv(dim_S, 128); ++j_1) {  // attention_sm90.py:82
           const uint32_t kv_stage = kv_it % 2;
           const uint32_t kv_phase = (kv_it / 2) & 1;
-          cake_mbar_wait(k_empty + 8 * kv_stage, kv_phase ^ 1);  // wait k_empty (attention_sm90.py:77)
-          // tma_load sK <- K (attention_sm90.py:78)
+          cake_mbar_wait(k_empty + 8 * kv_stage, kv_phase ^ 1);  // wait k_empty (attention_sm90.py:83)
+          // tma_load sK <- K (attention_sm90.py:84)
           cake_mbar_arrive_expect_tx(k_full + 8 * kv_stage, 32768);
           cake_tma_load_3d((sK + 32768 * kv_stage), &tmap_K_1, k_full + 8 * kv_stage, 0, (j_1 * 128), (tile_0 / (dim_BH / dim_BHKV)));
           cake_tma_load_3d((sK + 32768 * kv_stage) + 16384, &tmap_K_1, k_full + 8 * kv_stage, 0 + 64, (j_1 * 128), (tile_0 / (dim_BH / dim_BHKV)));
-          cake_mbar_wait(v_empty + 8 * kv_stage, kv_phase ^ 1);  // wait v_empty (attention_sm90.py:79)
-          // tma_load sV <- V (attention_sm90.py:80)
+          cake_mbar_wait(v_empty + 8 * kv_stage, kv_phase ^ 1);  // wait v_empty (attention_sm90.py:85)
+          // tma_load sV <- V (attention_sm90.py:86)
           cake_mbar_arrive_expect_tx(v_full + 8 * kv_stage, 32768);
           cake_tma_load_3d((sV + 32768 * kv_stage), &tmap_V_2, v_full + 8 * kv_stage, 0, (j_1 * 128), (tile_0 / (dim_BH / dim_BHKV)));
           cake_tma_load_3d((sV + 32768 * kv_stage) + 16384, &tmap_V_2, v_full + 8 * kv_stage, 0 + 64, (j_1 * 128), (tile_0 / (dim_BH / dim_BHKV)));
@@ -262,7 +262,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_attention(
       }
     }
   }
-  if (warp >= 4 && warp < 12) {  // role math (attention_sm90.py:51)
+  if (warp >= 4 && warp < 12) {  // role math (attention_sm90.py:57)
     cake_setmaxnreg_inc<232>();
     const int math_index = (warp - 4) / 4;
     const int math_thread = (int)threadIdx.x - 128 - math_index * 128;
@@ -279,30 +279,31 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_attention(
     float l_i[2];  // fragment l_i [64] f32
     uint32_t kv_it = 0;  // iterations of pipeline kv completed by this role
     uint32_t q_full_waits = 0;
-    for (int tile = blockIdx.x; tile < tiles_total; tile += tiles_total) {  // one tile (bh, t) per CTA (attention_sm90.py:68)
+    for (int tile = blockIdx.x; tile < tiles_total; tile += tiles_total) {  // one tile (bh, t) per CTA (attention_sm90.py:74)
       int tile_rest = tile;
       const int tile_1 = tile_rest % tiles_1;
       tile_rest /= tiles_1;
       const int tile_0 = tile_rest % tiles_0;
       tile_rest /= tiles_0;
       (void)tile_rest;
-      // with math: (attention_sm90.py:81)
-      #pragma unroll  // o <- ... (attention_sm90.py:83)
+      // with math: (attention_sm90.py:87)
+      #pragma unroll  // o <- ... (attention_sm90.py:89)
       for (int i = 0; i < 16; ++i) for (int h = 0; h < 2; ++h) for (int j = 0; j < 2; ++j) o[4 * i + 2 * h + j] = (float)(0.0f);
-      #pragma unroll  // m_i <- ... (attention_sm90.py:84)
+      #pragma unroll  // m_i <- ... (attention_sm90.py:90)
       for (int h = 0; h < 2; ++h) m_i[h] = (float)(__int_as_float(0xff800000));
-      #pragma unroll  // l_i <- ... (attention_sm90.py:85)
+      #pragma unroll  // l_i <- ... (attention_sm90.py:91)
       for (int h = 0; h < 2; ++h) l_i[h] = (float)(0.0f);
-      cake_mbar_wait(q_full, (q_full_waits++ & 1));  // wait q_full (attention_sm90.py:86)
-      {  // j_2 (attention_sm90.py:87): the MMA at attention_sm90.py:119 is deferred — issued in the next iteration, after its first MMA
+      cake_mbar_wait(q_full, (q_full_waits++ & 1));  // wait q_full (attention_sm90.py:92)
+      {  // j_2 (attention_sm90.py:93): the MMA at attention_sm90.py:125 is deferred — issued in the next iteration, after its first MMA
         const int j_2_end = cake_cdiv(dim_S, 128);
+        uint32_t p_next[32];  // the other array of `p`: odd iterations write it while the deferred MMA reads the even one's
         if (0 < j_2_end) {  // the first iteration: nothing deferred yet
           const int j_2 = 0;
           const uint32_t kv_stage = kv_it % 2;
           const uint32_t kv_phase = (kv_it / 2) & 1;
-          cake_mbar_wait(k_full + 8 * kv_stage, kv_phase);  // wait k_full (attention_sm90.py:88)
-          cake_named_sync(1 + math_index, 256);  // this replica's turn (attention_sm90.py:89)
-          // mma s += sQ * sK.T (attention_sm90.py:89)
+          cake_mbar_wait(k_full + 8 * kv_stage, kv_phase);  // wait k_full (attention_sm90.py:94)
+          cake_named_sync(1 + math_index, 256);  // this replica's turn (attention_sm90.py:95)
+          // mma s += sQ * sK.T (attention_sm90.py:95)
           cake_wgmma_fence();
           cake_wgmma_m64n128k16_f32_bf16(s, cake_wgmma_desc(sQ + 0 + ((64 * math_index)) * 128, 16, 1024, 1), cake_wgmma_desc((sK + 32768 * kv_stage) + 0, 16, 1024, 1), (false) ? 1 : 0);
           cake_wgmma_m64n128k16_f32_bf16(s, cake_wgmma_desc(sQ + 32 + ((64 * math_index)) * 128, 16, 1024, 1), cake_wgmma_desc((sK + 32768 * kv_stage) + 32, 16, 1024, 1), 1);
@@ -313,15 +314,15 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_attention(
           cake_wgmma_m64n128k16_f32_bf16(s, cake_wgmma_desc(sQ + 16448 + ((64 * math_index)) * 128, 16, 1024, 1), cake_wgmma_desc((sK + 32768 * kv_stage) + 16448, 16, 1024, 1), 1);
           cake_wgmma_m64n128k16_f32_bf16(s, cake_wgmma_desc(sQ + 16480 + ((64 * math_index)) * 128, 16, 1024, 1), cake_wgmma_desc((sK + 32768 * kv_stage) + 16480, 16, 1024, 1), 1);
           cake_wgmma_commit();
-          cake_named_arrive(1 + (math_index + 1) % 2, 256);  // the next replica's turn (attention_sm90.py:89)
+          cake_named_arrive(1 + (math_index + 1) % 2, 256);  // the next replica's turn (attention_sm90.py:95)
           cake_wgmma_wait<0>();  // the MMAs into `s` have retired, before the branch or loop that reads it
           cake_wgmma_fence_regs(s);
-          if (math_thread == 0) cake_mbar_arrive(k_empty + 8 * kv_stage);  // release (attention_sm90.py:89), now that its MMAs have retired
-          if ((((j_2 + 1) * 128) > dim_S)) {  // attention_sm90.py:95
-            #pragma unroll  // s <- ... (attention_sm90.py:96)
+          if (math_thread == 0) cake_mbar_arrive(k_empty + 8 * kv_stage);  // release (attention_sm90.py:95), now that its MMAs have retired
+          if ((((j_2 + 1) * 128) > dim_S)) {  // attention_sm90.py:101
+            #pragma unroll  // s <- ... (attention_sm90.py:102)
             for (int i = 0; i < 16; ++i) for (int h = 0; h < 2; ++h) for (int j = 0; j < 2; ++j) s[4 * i + 2 * h + j] = (float)(((((j_2 * 128) + (lane_col + 8 * i + j)) < dim_S) ? s[4 * i + 2 * h + j] : __int_as_float(0xff800000)));
           }
-          float red0_v[2];  // row max over 128 columns (attention_sm90.py:97)
+          float red0_v[2];  // row max over 128 columns (attention_sm90.py:103)
           float red0_bv[2] = {__int_as_float(0xff800000), __int_as_float(0xff800000)};
           #pragma unroll
           for (int i = 0; i < 16; ++i) {
@@ -343,25 +344,14 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_attention(
             }
             red0_v[h] = red0_bv[h];
           }
-          #pragma unroll  // m_new <- ... (attention_sm90.py:97)
+          #pragma unroll  // m_new <- ... (attention_sm90.py:103)
           for (int h = 0; h < 2; ++h) m_new[h] = (float)(fmaxf(m_i[h], (red0_v[h] * 0.12751743074941038f)));
-          bool vote1 = false;  // lm.any: one answer per warp (attention_sm90.py:102)
-          #pragma unroll
-          for (int h = 0; h < 2; ++h) vote1 |= (((m_new[h] - m_i[h]) > 8.0f));
-          vote1 = __any_sync(0xffffffffu, vote1);
-          if (vote1) {  // attention_sm90.py:102
-            #pragma unroll  // alpha <- ... (attention_sm90.py:103)
-            for (int h = 0; h < 2; ++h) alpha[h] = (float)(cake_ex2_ftz((m_i[h] - m_new[h])));
-            #pragma unroll  // m_i <- ... (attention_sm90.py:104)
-            for (int h = 0; h < 2; ++h) m_i[h] = (float)(m_new[h]);
-          } else {
-            #pragma unroll  // alpha <- ... (attention_sm90.py:106)
-            for (int h = 0; h < 2; ++h) alpha[h] = (float)(1.0f);
-          }
-          #pragma unroll  // s <- ... (attention_sm90.py:110)
-          for (int i = 0; i < 16; ++i) for (int h = 0; h < 2; ++h) for (int j = 0; j < 2; ++j) s[4 * i + 2 * h + j] = (float)(cake_ex2_ftz(((s[4 * i + 2 * h + j] * 0.12751743074941038f) - m_i[h])));
-          float red2_v[2];  // row sum over 128 columns (attention_sm90.py:111)
-          float red2_bv[2] = {0.0f, 0.0f};
+          #pragma unroll  // alpha <- ... (attention_sm90.py:118)
+          for (int h = 0; h < 2; ++h) alpha[h] = (float)(cake_ex2_ftz((m_i[h] - m_new[h])));
+          #pragma unroll  // s <- ... (attention_sm90.py:119)
+          for (int i = 0; i < 16; ++i) for (int h = 0; h < 2; ++h) for (int j = 0; j < 2; ++j) s[4 * i + 2 * h + j] = (float)(cake_ex2_ftz(((s[4 * i + 2 * h + j] * 0.12751743074941038f) - m_new[h])));
+          float red1_v[2];  // row sum over 128 columns (attention_sm90.py:120)
+          float red1_bv[2] = {0.0f, 0.0f};
           #pragma unroll
           for (int i = 0; i < 16; ++i) {
             #pragma unroll
@@ -369,7 +359,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_attention(
               #pragma unroll
               for (int h = 0; h < 2; ++h) {
                 const float v = s[4 * i + 2 * h + j];
-                red2_bv[h] += v;
+                red1_bv[h] += v;
               }
             }
           }
@@ -377,162 +367,259 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_attention(
           for (int h = 0; h < 2; ++h) {
             #pragma unroll
             for (int off = 1; off < 4; off <<= 1) {
-              const float ov = __shfl_xor_sync(0xffffffffu, red2_bv[h], off);
-              red2_bv[h] += ov;
+              const float ov = __shfl_xor_sync(0xffffffffu, red1_bv[h], off);
+              red1_bv[h] += ov;
             }
-            red2_v[h] = red2_bv[h];
+            red1_v[h] = red1_bv[h];
           }
-          #pragma unroll  // l_i <- ... (attention_sm90.py:111)
-          for (int h = 0; h < 2; ++h) l_i[h] = (float)(((l_i[h] * alpha[h]) + red2_v[h]));
-          bool vote3 = false;  // lm.any: one answer per warp (attention_sm90.py:113)
-          #pragma unroll
-          for (int h = 0; h < 2; ++h) vote3 |= ((alpha[h] < 1.0f));
-          vote3 = __any_sync(0xffffffffu, vote3);
-          if (vote3) {  // attention_sm90.py:113
-            #pragma unroll  // o <- ... (attention_sm90.py:114)
-            for (int i = 0; i < 16; ++i) for (int h = 0; h < 2; ++h) for (int j = 0; j < 2; ++j) o[4 * i + 2 * h + j] = (float)((o[4 * i + 2 * h + j] * alpha[h]));
-          }
-          #pragma unroll  // p <- ... (attention_sm90.py:117)
+          #pragma unroll  // l_i <- ... (attention_sm90.py:120)
+          for (int h = 0; h < 2; ++h) l_i[h] = (float)(((l_i[h] * alpha[h]) + red1_v[h]));
+          #pragma unroll  // m_i <- ... (attention_sm90.py:121)
+          for (int h = 0; h < 2; ++h) m_i[h] = (float)(m_new[h]);
+          #pragma unroll  // o <- ... (attention_sm90.py:122)
+          for (int i = 0; i < 16; ++i) for (int h = 0; h < 2; ++h) for (int j = 0; j < 2; ++j) o[4 * i + 2 * h + j] = (float)((o[4 * i + 2 * h + j] * alpha[h]));
+          #pragma unroll  // p <- ... (attention_sm90.py:123)
           for (int i = 0; i < 16; ++i) for (int h = 0; h < 2; ++h) { float e[2]; for (int j = 0; j < 2; ++j) e[j] = s[4 * i + 2 * h + j]; p[2 * i + h] = cake_pack_bf16x2(e[0], e[1]); }
           ++kv_it;
         }
-        for (int j_2 = 0 + 1; j_2 < j_2_end; ++j_2) {
-          const uint32_t kv_stage = kv_it % 2;
-          const uint32_t kv_phase = (kv_it / 2) & 1;
-          cake_mbar_wait(k_full + 8 * kv_stage, kv_phase);  // wait k_full (attention_sm90.py:88)
-          cake_named_sync(1 + math_index, 256);  // this replica's turn (attention_sm90.py:89)
-          // mma s += sQ * sK.T (attention_sm90.py:89)
-          cake_wgmma_fence();
-          cake_wgmma_m64n128k16_f32_bf16(s, cake_wgmma_desc(sQ + 0 + ((64 * math_index)) * 128, 16, 1024, 1), cake_wgmma_desc((sK + 32768 * kv_stage) + 0, 16, 1024, 1), (false) ? 1 : 0);
-          cake_wgmma_m64n128k16_f32_bf16(s, cake_wgmma_desc(sQ + 32 + ((64 * math_index)) * 128, 16, 1024, 1), cake_wgmma_desc((sK + 32768 * kv_stage) + 32, 16, 1024, 1), 1);
-          cake_wgmma_m64n128k16_f32_bf16(s, cake_wgmma_desc(sQ + 64 + ((64 * math_index)) * 128, 16, 1024, 1), cake_wgmma_desc((sK + 32768 * kv_stage) + 64, 16, 1024, 1), 1);
-          cake_wgmma_m64n128k16_f32_bf16(s, cake_wgmma_desc(sQ + 96 + ((64 * math_index)) * 128, 16, 1024, 1), cake_wgmma_desc((sK + 32768 * kv_stage) + 96, 16, 1024, 1), 1);
-          cake_wgmma_m64n128k16_f32_bf16(s, cake_wgmma_desc(sQ + 16384 + ((64 * math_index)) * 128, 16, 1024, 1), cake_wgmma_desc((sK + 32768 * kv_stage) + 16384, 16, 1024, 1), 1);
-          cake_wgmma_m64n128k16_f32_bf16(s, cake_wgmma_desc(sQ + 16416 + ((64 * math_index)) * 128, 16, 1024, 1), cake_wgmma_desc((sK + 32768 * kv_stage) + 16416, 16, 1024, 1), 1);
-          cake_wgmma_m64n128k16_f32_bf16(s, cake_wgmma_desc(sQ + 16448 + ((64 * math_index)) * 128, 16, 1024, 1), cake_wgmma_desc((sK + 32768 * kv_stage) + 16448, 16, 1024, 1), 1);
-          cake_wgmma_m64n128k16_f32_bf16(s, cake_wgmma_desc(sQ + 16480 + ((64 * math_index)) * 128, 16, 1024, 1), cake_wgmma_desc((sK + 32768 * kv_stage) + 16480, 16, 1024, 1), 1);
-          cake_wgmma_commit();
-          const uint32_t kv_prev_stage = (kv_it - 1) % 2;
-          const uint32_t kv_prev_phase = ((kv_it - 1) / 2) & 1;
-          const int j_2_prev = j_2 - 1;
-          {  // deferred from the previous iteration (attention_sm90.py:119)
-            const int j_2 = j_2_prev;
-            (void)j_2;
-            cake_mbar_wait(v_full + 8 * kv_prev_stage, kv_prev_phase);  // wait v_full (attention_sm90.py:118)
-            // mma o += p (registers) * sV.T (attention_sm90.py:119)
+        for (int j_2_pair = 0 + 1; j_2_pair < j_2_end; j_2_pair += 2) {
+          {
+            const int j_2 = j_2_pair;
+            const uint32_t kv_stage = kv_it % 2;
+            const uint32_t kv_phase = (kv_it / 2) & 1;
+            cake_mbar_wait(k_full + 8 * kv_stage, kv_phase);  // wait k_full (attention_sm90.py:94)
+            cake_named_sync(1 + math_index, 256);  // this replica's turn (attention_sm90.py:95)
+            // mma s += sQ * sK.T (attention_sm90.py:95)
             cake_wgmma_fence();
-            cake_wgmma_m64n128k16_f32_bf16_rs_tb(o, p[0], p[1], p[2], p[3], cake_wgmma_desc((sV + 32768 * kv_prev_stage) + 0, 16384, 1024, 1), (true) ? 1 : 0);
-            cake_wgmma_m64n128k16_f32_bf16_rs_tb(o, p[4], p[5], p[6], p[7], cake_wgmma_desc((sV + 32768 * kv_prev_stage) + 2048, 16384, 1024, 1), 1);
-            cake_wgmma_m64n128k16_f32_bf16_rs_tb(o, p[8], p[9], p[10], p[11], cake_wgmma_desc((sV + 32768 * kv_prev_stage) + 4096, 16384, 1024, 1), 1);
-            cake_wgmma_m64n128k16_f32_bf16_rs_tb(o, p[12], p[13], p[14], p[15], cake_wgmma_desc((sV + 32768 * kv_prev_stage) + 6144, 16384, 1024, 1), 1);
-            cake_wgmma_m64n128k16_f32_bf16_rs_tb(o, p[16], p[17], p[18], p[19], cake_wgmma_desc((sV + 32768 * kv_prev_stage) + 8192, 16384, 1024, 1), 1);
-            cake_wgmma_m64n128k16_f32_bf16_rs_tb(o, p[20], p[21], p[22], p[23], cake_wgmma_desc((sV + 32768 * kv_prev_stage) + 10240, 16384, 1024, 1), 1);
-            cake_wgmma_m64n128k16_f32_bf16_rs_tb(o, p[24], p[25], p[26], p[27], cake_wgmma_desc((sV + 32768 * kv_prev_stage) + 12288, 16384, 1024, 1), 1);
-            cake_wgmma_m64n128k16_f32_bf16_rs_tb(o, p[28], p[29], p[30], p[31], cake_wgmma_desc((sV + 32768 * kv_prev_stage) + 14336, 16384, 1024, 1), 1);
+            cake_wgmma_m64n128k16_f32_bf16(s, cake_wgmma_desc(sQ + 0 + ((64 * math_index)) * 128, 16, 1024, 1), cake_wgmma_desc((sK + 32768 * kv_stage) + 0, 16, 1024, 1), (false) ? 1 : 0);
+            cake_wgmma_m64n128k16_f32_bf16(s, cake_wgmma_desc(sQ + 32 + ((64 * math_index)) * 128, 16, 1024, 1), cake_wgmma_desc((sK + 32768 * kv_stage) + 32, 16, 1024, 1), 1);
+            cake_wgmma_m64n128k16_f32_bf16(s, cake_wgmma_desc(sQ + 64 + ((64 * math_index)) * 128, 16, 1024, 1), cake_wgmma_desc((sK + 32768 * kv_stage) + 64, 16, 1024, 1), 1);
+            cake_wgmma_m64n128k16_f32_bf16(s, cake_wgmma_desc(sQ + 96 + ((64 * math_index)) * 128, 16, 1024, 1), cake_wgmma_desc((sK + 32768 * kv_stage) + 96, 16, 1024, 1), 1);
+            cake_wgmma_m64n128k16_f32_bf16(s, cake_wgmma_desc(sQ + 16384 + ((64 * math_index)) * 128, 16, 1024, 1), cake_wgmma_desc((sK + 32768 * kv_stage) + 16384, 16, 1024, 1), 1);
+            cake_wgmma_m64n128k16_f32_bf16(s, cake_wgmma_desc(sQ + 16416 + ((64 * math_index)) * 128, 16, 1024, 1), cake_wgmma_desc((sK + 32768 * kv_stage) + 16416, 16, 1024, 1), 1);
+            cake_wgmma_m64n128k16_f32_bf16(s, cake_wgmma_desc(sQ + 16448 + ((64 * math_index)) * 128, 16, 1024, 1), cake_wgmma_desc((sK + 32768 * kv_stage) + 16448, 16, 1024, 1), 1);
+            cake_wgmma_m64n128k16_f32_bf16(s, cake_wgmma_desc(sQ + 16480 + ((64 * math_index)) * 128, 16, 1024, 1), cake_wgmma_desc((sK + 32768 * kv_stage) + 16480, 16, 1024, 1), 1);
             cake_wgmma_commit();
-          }
-          cake_named_arrive(1 + (math_index + 1) % 2, 256);  // the next replica's turn (attention_sm90.py:89)
-          cake_wgmma_wait<1>();  // the MMAs into `s` have retired, before the branch or loop that reads it; 1 newer group(s) stay in flight
-          cake_wgmma_fence_regs(s);
-          if (math_thread == 0) cake_mbar_arrive(k_empty + 8 * kv_stage);  // release (attention_sm90.py:89), now that its MMAs have retired
-          if ((((j_2 + 1) * 128) > dim_S)) {  // attention_sm90.py:95
-            #pragma unroll  // s <- ... (attention_sm90.py:96)
-            for (int i = 0; i < 16; ++i) for (int h = 0; h < 2; ++h) for (int j = 0; j < 2; ++j) s[4 * i + 2 * h + j] = (float)(((((j_2 * 128) + (lane_col + 8 * i + j)) < dim_S) ? s[4 * i + 2 * h + j] : __int_as_float(0xff800000)));
-          }
-          float red4_v[2];  // row max over 128 columns (attention_sm90.py:97)
-          float red4_bv[2] = {__int_as_float(0xff800000), __int_as_float(0xff800000)};
-          #pragma unroll
-          for (int i = 0; i < 16; ++i) {
+            const uint32_t kv_prev_stage = (kv_it - 1) % 2;
+            const uint32_t kv_prev_phase = ((kv_it - 1) / 2) & 1;
+            const int j_2_prev = j_2 - 1;
+            {  // deferred from the previous iteration (attention_sm90.py:125)
+              const int j_2 = j_2_prev;
+              (void)j_2;
+              cake_mbar_wait(v_full + 8 * kv_prev_stage, kv_prev_phase);  // wait v_full (attention_sm90.py:124)
+              // mma o += p (registers) * sV.T (attention_sm90.py:125)
+              cake_wgmma_fence();
+              cake_wgmma_m64n128k16_f32_bf16_rs_tb(o, p[0], p[1], p[2], p[3], cake_wgmma_desc((sV + 32768 * kv_prev_stage) + 0, 16384, 1024, 1), (true) ? 1 : 0);
+              cake_wgmma_m64n128k16_f32_bf16_rs_tb(o, p[4], p[5], p[6], p[7], cake_wgmma_desc((sV + 32768 * kv_prev_stage) + 2048, 16384, 1024, 1), 1);
+              cake_wgmma_m64n128k16_f32_bf16_rs_tb(o, p[8], p[9], p[10], p[11], cake_wgmma_desc((sV + 32768 * kv_prev_stage) + 4096, 16384, 1024, 1), 1);
+              cake_wgmma_m64n128k16_f32_bf16_rs_tb(o, p[12], p[13], p[14], p[15], cake_wgmma_desc((sV + 32768 * kv_prev_stage) + 6144, 16384, 1024, 1), 1);
+              cake_wgmma_m64n128k16_f32_bf16_rs_tb(o, p[16], p[17], p[18], p[19], cake_wgmma_desc((sV + 32768 * kv_prev_stage) + 8192, 16384, 1024, 1), 1);
+              cake_wgmma_m64n128k16_f32_bf16_rs_tb(o, p[20], p[21], p[22], p[23], cake_wgmma_desc((sV + 32768 * kv_prev_stage) + 10240, 16384, 1024, 1), 1);
+              cake_wgmma_m64n128k16_f32_bf16_rs_tb(o, p[24], p[25], p[26], p[27], cake_wgmma_desc((sV + 32768 * kv_prev_stage) + 12288, 16384, 1024, 1), 1);
+              cake_wgmma_m64n128k16_f32_bf16_rs_tb(o, p[28], p[29], p[30], p[31], cake_wgmma_desc((sV + 32768 * kv_prev_stage) + 14336, 16384, 1024, 1), 1);
+              cake_wgmma_commit();
+            }
+            cake_named_arrive(1 + (math_index + 1) % 2, 256);  // the next replica's turn (attention_sm90.py:95)
+            cake_wgmma_wait<1>();  // the MMAs into `s` have retired, before the branch or loop that reads it; 1 newer group(s) stay in flight
+            cake_wgmma_fence_regs(s);
+            if (math_thread == 0) cake_mbar_arrive(k_empty + 8 * kv_stage);  // release (attention_sm90.py:95), now that its MMAs have retired
+            if ((((j_2 + 1) * 128) > dim_S)) {  // attention_sm90.py:101
+              #pragma unroll  // s <- ... (attention_sm90.py:102)
+              for (int i = 0; i < 16; ++i) for (int h = 0; h < 2; ++h) for (int j = 0; j < 2; ++j) s[4 * i + 2 * h + j] = (float)(((((j_2 * 128) + (lane_col + 8 * i + j)) < dim_S) ? s[4 * i + 2 * h + j] : __int_as_float(0xff800000)));
+            }
+            float red2_v[2];  // row max over 128 columns (attention_sm90.py:103)
+            float red2_bv[2] = {__int_as_float(0xff800000), __int_as_float(0xff800000)};
             #pragma unroll
-            for (int j = 0; j < 2; ++j) {
+            for (int i = 0; i < 16; ++i) {
               #pragma unroll
-              for (int h = 0; h < 2; ++h) {
-                const float v = s[4 * i + 2 * h + j];
-                red4_bv[h] = fmaxf(red4_bv[h], v);
+              for (int j = 0; j < 2; ++j) {
+                #pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                  const float v = s[4 * i + 2 * h + j];
+                  red2_bv[h] = fmaxf(red2_bv[h], v);
+                }
               }
             }
-          }
-          #pragma unroll
-          for (int h = 0; h < 2; ++h) {
             #pragma unroll
-            for (int off = 1; off < 4; off <<= 1) {
-              const float ov = __shfl_xor_sync(0xffffffffu, red4_bv[h], off);
-              red4_bv[h] = fmaxf(red4_bv[h], ov);
+            for (int h = 0; h < 2; ++h) {
+              #pragma unroll
+              for (int off = 1; off < 4; off <<= 1) {
+                const float ov = __shfl_xor_sync(0xffffffffu, red2_bv[h], off);
+                red2_bv[h] = fmaxf(red2_bv[h], ov);
+              }
+              red2_v[h] = red2_bv[h];
             }
-            red4_v[h] = red4_bv[h];
-          }
-          #pragma unroll  // m_new <- ... (attention_sm90.py:97)
-          for (int h = 0; h < 2; ++h) m_new[h] = (float)(fmaxf(m_i[h], (red4_v[h] * 0.12751743074941038f)));
-          bool vote5 = false;  // lm.any: one answer per warp (attention_sm90.py:102)
-          #pragma unroll
-          for (int h = 0; h < 2; ++h) vote5 |= (((m_new[h] - m_i[h]) > 8.0f));
-          vote5 = __any_sync(0xffffffffu, vote5);
-          if (vote5) {  // attention_sm90.py:102
-            #pragma unroll  // alpha <- ... (attention_sm90.py:103)
+            #pragma unroll  // m_new <- ... (attention_sm90.py:103)
+            for (int h = 0; h < 2; ++h) m_new[h] = (float)(fmaxf(m_i[h], (red2_v[h] * 0.12751743074941038f)));
+            #pragma unroll  // alpha <- ... (attention_sm90.py:118)
             for (int h = 0; h < 2; ++h) alpha[h] = (float)(cake_ex2_ftz((m_i[h] - m_new[h])));
-            #pragma unroll  // m_i <- ... (attention_sm90.py:104)
-            for (int h = 0; h < 2; ++h) m_i[h] = (float)(m_new[h]);
-          } else {
-            #pragma unroll  // alpha <- ... (attention_sm90.py:106)
-            for (int h = 0; h < 2; ++h) alpha[h] = (float)(1.0f);
-          }
-          #pragma unroll  // s <- ... (attention_sm90.py:110)
-          for (int i = 0; i < 16; ++i) for (int h = 0; h < 2; ++h) for (int j = 0; j < 2; ++j) s[4 * i + 2 * h + j] = (float)(cake_ex2_ftz(((s[4 * i + 2 * h + j] * 0.12751743074941038f) - m_i[h])));
-          float red6_v[2];  // row sum over 128 columns (attention_sm90.py:111)
-          float red6_bv[2] = {0.0f, 0.0f};
-          #pragma unroll
-          for (int i = 0; i < 16; ++i) {
+            #pragma unroll  // s <- ... (attention_sm90.py:119)
+            for (int i = 0; i < 16; ++i) for (int h = 0; h < 2; ++h) for (int j = 0; j < 2; ++j) s[4 * i + 2 * h + j] = (float)(cake_ex2_ftz(((s[4 * i + 2 * h + j] * 0.12751743074941038f) - m_new[h])));
+            float red3_v[2];  // row sum over 128 columns (attention_sm90.py:120)
+            float red3_bv[2] = {0.0f, 0.0f};
             #pragma unroll
-            for (int j = 0; j < 2; ++j) {
+            for (int i = 0; i < 16; ++i) {
               #pragma unroll
-              for (int h = 0; h < 2; ++h) {
-                const float v = s[4 * i + 2 * h + j];
-                red6_bv[h] += v;
+              for (int j = 0; j < 2; ++j) {
+                #pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                  const float v = s[4 * i + 2 * h + j];
+                  red3_bv[h] += v;
+                }
               }
             }
-          }
-          #pragma unroll
-          for (int h = 0; h < 2; ++h) {
             #pragma unroll
-            for (int off = 1; off < 4; off <<= 1) {
-              const float ov = __shfl_xor_sync(0xffffffffu, red6_bv[h], off);
-              red6_bv[h] += ov;
+            for (int h = 0; h < 2; ++h) {
+              #pragma unroll
+              for (int off = 1; off < 4; off <<= 1) {
+                const float ov = __shfl_xor_sync(0xffffffffu, red3_bv[h], off);
+                red3_bv[h] += ov;
+              }
+              red3_v[h] = red3_bv[h];
             }
-            red6_v[h] = red6_bv[h];
-          }
-          #pragma unroll  // l_i <- ... (attention_sm90.py:111)
-          for (int h = 0; h < 2; ++h) l_i[h] = (float)(((l_i[h] * alpha[h]) + red6_v[h]));
-          cake_wgmma_fence_regs(s);  // computed before the wait
-          cake_wgmma_fence_regs(m_new);  // computed before the wait
-          cake_wgmma_fence_regs(alpha);  // computed before the wait
-          cake_wgmma_fence_regs(m_i);  // computed before the wait
-          cake_wgmma_fence_regs(l_i);  // computed before the wait
-          cake_wgmma_order(cake_smem + 163920, s[0] + s[63] + m_new[0] + m_new[1] + alpha[0] + alpha[1] + m_i[0] + m_i[1] + l_i[0] + l_i[1]);  // keeps the wait below after the work above
-          cake_wgmma_wait<0>();  // the MMAs into `o` have retired, before the branch or loop that reads it
-          cake_wgmma_fence_regs(o);
-          if (math_thread == 0) cake_mbar_arrive(v_empty + 8 * kv_prev_stage);  // release (attention_sm90.py:119), now that its MMAs have retired
-          bool vote7 = false;  // lm.any: one answer per warp (attention_sm90.py:113)
-          #pragma unroll
-          for (int h = 0; h < 2; ++h) vote7 |= ((alpha[h] < 1.0f));
-          vote7 = __any_sync(0xffffffffu, vote7);
-          if (vote7) {  // attention_sm90.py:113
-            #pragma unroll  // o <- ... (attention_sm90.py:114)
+            #pragma unroll  // l_i <- ... (attention_sm90.py:120)
+            for (int h = 0; h < 2; ++h) l_i[h] = (float)(((l_i[h] * alpha[h]) + red3_v[h]));
+            #pragma unroll  // m_i <- ... (attention_sm90.py:121)
+            for (int h = 0; h < 2; ++h) m_i[h] = (float)(m_new[h]);
+            cake_wgmma_fence_regs(s);  // computed before the wait
+            cake_wgmma_fence_regs(m_new);  // computed before the wait
+            cake_wgmma_fence_regs(alpha);  // computed before the wait
+            cake_wgmma_fence_regs(l_i);  // computed before the wait
+            cake_wgmma_fence_regs(m_i);  // computed before the wait
+            cake_wgmma_order(cake_smem + 163920, s[0] + s[63] + m_new[0] + m_new[1] + alpha[0] + alpha[1] + l_i[0] + l_i[1] + m_i[0] + m_i[1]);  // keeps the wait below after the work above
+            cake_wgmma_wait<0>();  // the MMAs into `o` have retired
+            cake_wgmma_fence_regs(o);
+            if (math_thread == 0) cake_mbar_arrive(v_empty + 8 * kv_prev_stage);  // release (attention_sm90.py:125), now that its MMAs have retired
+            #pragma unroll  // o <- ... (attention_sm90.py:122)
             for (int i = 0; i < 16; ++i) for (int h = 0; h < 2; ++h) for (int j = 0; j < 2; ++j) o[4 * i + 2 * h + j] = (float)((o[4 * i + 2 * h + j] * alpha[h]));
+            #pragma unroll  // p <- ... (attention_sm90.py:123)
+            for (int i = 0; i < 16; ++i) for (int h = 0; h < 2; ++h) { float e[2]; for (int j = 0; j < 2; ++j) e[j] = s[4 * i + 2 * h + j]; p_next[2 * i + h] = cake_pack_bf16x2(e[0], e[1]); }
+            ++kv_it;
           }
-          #pragma unroll  // p <- ... (attention_sm90.py:117)
-          for (int i = 0; i < 16; ++i) for (int h = 0; h < 2; ++h) { float e[2]; for (int j = 0; j < 2; ++j) e[j] = s[4 * i + 2 * h + j]; p[2 * i + h] = cake_pack_bf16x2(e[0], e[1]); }
-          ++kv_it;
+          if (j_2_pair + 1 < j_2_end) {
+            const int j_2 = j_2_pair + 1;
+            const uint32_t kv_stage = kv_it % 2;
+            const uint32_t kv_phase = (kv_it / 2) & 1;
+            cake_mbar_wait(k_full + 8 * kv_stage, kv_phase);  // wait k_full (attention_sm90.py:94)
+            cake_named_sync(1 + math_index, 256);  // this replica's turn (attention_sm90.py:95)
+            // mma s += sQ * sK.T (attention_sm90.py:95)
+            cake_wgmma_fence();
+            cake_wgmma_m64n128k16_f32_bf16(s, cake_wgmma_desc(sQ + 0 + ((64 * math_index)) * 128, 16, 1024, 1), cake_wgmma_desc((sK + 32768 * kv_stage) + 0, 16, 1024, 1), (false) ? 1 : 0);
+            cake_wgmma_m64n128k16_f32_bf16(s, cake_wgmma_desc(sQ + 32 + ((64 * math_index)) * 128, 16, 1024, 1), cake_wgmma_desc((sK + 32768 * kv_stage) + 32, 16, 1024, 1), 1);
+            cake_wgmma_m64n128k16_f32_bf16(s, cake_wgmma_desc(sQ + 64 + ((64 * math_index)) * 128, 16, 1024, 1), cake_wgmma_desc((sK + 32768 * kv_stage) + 64, 16, 1024, 1), 1);
+            cake_wgmma_m64n128k16_f32_bf16(s, cake_wgmma_desc(sQ + 96 + ((64 * math_index)) * 128, 16, 1024, 1), cake_wgmma_desc((sK + 32768 * kv_stage) + 96, 16, 1024, 1), 1);
+            cake_wgmma_m64n128k16_f32_bf16(s, cake_wgmma_desc(sQ + 16384 + ((64 * math_index)) * 128, 16, 1024, 1), cake_wgmma_desc((sK + 32768 * kv_stage) + 16384, 16, 1024, 1), 1);
+            cake_wgmma_m64n128k16_f32_bf16(s, cake_wgmma_desc(sQ + 16416 + ((64 * math_index)) * 128, 16, 1024, 1), cake_wgmma_desc((sK + 32768 * kv_stage) + 16416, 16, 1024, 1), 1);
+            cake_wgmma_m64n128k16_f32_bf16(s, cake_wgmma_desc(sQ + 16448 + ((64 * math_index)) * 128, 16, 1024, 1), cake_wgmma_desc((sK + 32768 * kv_stage) + 16448, 16, 1024, 1), 1);
+            cake_wgmma_m64n128k16_f32_bf16(s, cake_wgmma_desc(sQ + 16480 + ((64 * math_index)) * 128, 16, 1024, 1), cake_wgmma_desc((sK + 32768 * kv_stage) + 16480, 16, 1024, 1), 1);
+            cake_wgmma_commit();
+            const uint32_t kv_prev_stage = (kv_it - 1) % 2;
+            const uint32_t kv_prev_phase = ((kv_it - 1) / 2) & 1;
+            const int j_2_prev = j_2 - 1;
+            {  // deferred from the previous iteration (attention_sm90.py:125)
+              const int j_2 = j_2_prev;
+              (void)j_2;
+              cake_mbar_wait(v_full + 8 * kv_prev_stage, kv_prev_phase);  // wait v_full (attention_sm90.py:124)
+              // mma o += p (registers) * sV.T (attention_sm90.py:125)
+              cake_wgmma_fence();
+              cake_wgmma_m64n128k16_f32_bf16_rs_tb(o, p_next[0], p_next[1], p_next[2], p_next[3], cake_wgmma_desc((sV + 32768 * kv_prev_stage) + 0, 16384, 1024, 1), (true) ? 1 : 0);
+              cake_wgmma_m64n128k16_f32_bf16_rs_tb(o, p_next[4], p_next[5], p_next[6], p_next[7], cake_wgmma_desc((sV + 32768 * kv_prev_stage) + 2048, 16384, 1024, 1), 1);
+              cake_wgmma_m64n128k16_f32_bf16_rs_tb(o, p_next[8], p_next[9], p_next[10], p_next[11], cake_wgmma_desc((sV + 32768 * kv_prev_stage) + 4096, 16384, 1024, 1), 1);
+              cake_wgmma_m64n128k16_f32_bf16_rs_tb(o, p_next[12], p_next[13], p_next[14], p_next[15], cake_wgmma_desc((sV + 32768 * kv_prev_stage) + 6144, 16384, 1024, 1), 1);
+              cake_wgmma_m64n128k16_f32_bf16_rs_tb(o, p_next[16], p_next[17], p_next[18], p_next[19], cake_wgmma_desc((sV + 32768 * kv_prev_stage) + 8192, 16384, 1024, 1), 1);
+              cake_wgmma_m64n128k16_f32_bf16_rs_tb(o, p_next[20], p_next[21], p_next[22], p_next[23], cake_wgmma_desc((sV + 32768 * kv_prev_stage) + 10240, 16384, 1024, 1), 1);
+              cake_wgmma_m64n128k16_f32_bf16_rs_tb(o, p_next[24], p_next[25], p_next[26], p_next[27], cake_wgmma_desc((sV + 32768 * kv_prev_stage) + 12288, 16384, 1024, 1), 1);
+              cake_wgmma_m64n128k16_f32_bf16_rs_tb(o, p_next[28], p_next[29], p_next[30], p_next[31], cake_wgmma_desc((sV + 32768 * kv_prev_stage) + 14336, 16384, 1024, 1), 1);
+              cake_wgmma_commit();
+            }
+            cake_named_arrive(1 + (math_index + 1) % 2, 256);  // the next replica's turn (attention_sm90.py:95)
+            cake_wgmma_wait<1>();  // the MMAs into `s` have retired, before the branch or loop that reads it; 1 newer group(s) stay in flight
+            cake_wgmma_fence_regs(s);
+            if (math_thread == 0) cake_mbar_arrive(k_empty + 8 * kv_stage);  // release (attention_sm90.py:95), now that its MMAs have retired
+            if ((((j_2 + 1) * 128) > dim_S)) {  // attention_sm90.py:101
+              #pragma unroll  // s <- ... (attention_sm90.py:102)
+              for (int i = 0; i < 16; ++i) for (int h = 0; h < 2; ++h) for (int j = 0; j < 2; ++j) s[4 * i + 2 * h + j] = (float)(((((j_2 * 128) + (lane_col + 8 * i + j)) < dim_S) ? s[4 * i + 2 * h + j] : __int_as_float(0xff800000)));
+            }
+            float red4_v[2];  // row max over 128 columns (attention_sm90.py:103)
+            float red4_bv[2] = {__int_as_float(0xff800000), __int_as_float(0xff800000)};
+            #pragma unroll
+            for (int i = 0; i < 16; ++i) {
+              #pragma unroll
+              for (int j = 0; j < 2; ++j) {
+                #pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                  const float v = s[4 * i + 2 * h + j];
+                  red4_bv[h] = fmaxf(red4_bv[h], v);
+                }
+              }
+            }
+            #pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              #pragma unroll
+              for (int off = 1; off < 4; off <<= 1) {
+                const float ov = __shfl_xor_sync(0xffffffffu, red4_bv[h], off);
+                red4_bv[h] = fmaxf(red4_bv[h], ov);
+              }
+              red4_v[h] = red4_bv[h];
+            }
+            #pragma unroll  // m_new <- ... (attention_sm90.py:103)
+            for (int h = 0; h < 2; ++h) m_new[h] = (float)(fmaxf(m_i[h], (red4_v[h] * 0.12751743074941038f)));
+            #pragma unroll  // alpha <- ... (attention_sm90.py:118)
+            for (int h = 0; h < 2; ++h) alpha[h] = (float)(cake_ex2_ftz((m_i[h] - m_new[h])));
+            #pragma unroll  // s <- ... (attention_sm90.py:119)
+            for (int i = 0; i < 16; ++i) for (int h = 0; h < 2; ++h) for (int j = 0; j < 2; ++j) s[4 * i + 2 * h + j] = (float)(cake_ex2_ftz(((s[4 * i + 2 * h + j] * 0.12751743074941038f) - m_new[h])));
+            float red5_v[2];  // row sum over 128 columns (attention_sm90.py:120)
+            float red5_bv[2] = {0.0f, 0.0f};
+            #pragma unroll
+            for (int i = 0; i < 16; ++i) {
+              #pragma unroll
+              for (int j = 0; j < 2; ++j) {
+                #pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                  const float v = s[4 * i + 2 * h + j];
+                  red5_bv[h] += v;
+                }
+              }
+            }
+            #pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              #pragma unroll
+              for (int off = 1; off < 4; off <<= 1) {
+                const float ov = __shfl_xor_sync(0xffffffffu, red5_bv[h], off);
+                red5_bv[h] += ov;
+              }
+              red5_v[h] = red5_bv[h];
+            }
+            #pragma unroll  // l_i <- ... (attention_sm90.py:120)
+            for (int h = 0; h < 2; ++h) l_i[h] = (float)(((l_i[h] * alpha[h]) + red5_v[h]));
+            #pragma unroll  // m_i <- ... (attention_sm90.py:121)
+            for (int h = 0; h < 2; ++h) m_i[h] = (float)(m_new[h]);
+            cake_wgmma_fence_regs(s);  // computed before the wait
+            cake_wgmma_fence_regs(m_new);  // computed before the wait
+            cake_wgmma_fence_regs(alpha);  // computed before the wait
+            cake_wgmma_fence_regs(l_i);  // computed before the wait
+            cake_wgmma_fence_regs(m_i);  // computed before the wait
+            cake_wgmma_order(cake_smem + 163920, s[0] + s[63] + m_new[0] + m_new[1] + alpha[0] + alpha[1] + l_i[0] + l_i[1] + m_i[0] + m_i[1]);  // keeps the wait below after the work above
+            cake_wgmma_wait<0>();  // the MMAs into `o` have retired
+            cake_wgmma_fence_regs(o);
+            if (math_thread == 0) cake_mbar_arrive(v_empty + 8 * kv_prev_stage);  // release (attention_sm90.py:125), now that its MMAs have retired
+            #pragma unroll  // o <- ... (attention_sm90.py:122)
+            for (int i = 0; i < 16; ++i) for (int h = 0; h < 2; ++h) for (int j = 0; j < 2; ++j) o[4 * i + 2 * h + j] = (float)((o[4 * i + 2 * h + j] * alpha[h]));
+            #pragma unroll  // p <- ... (attention_sm90.py:123)
+            for (int i = 0; i < 16; ++i) for (int h = 0; h < 2; ++h) { float e[2]; for (int j = 0; j < 2; ++j) e[j] = s[4 * i + 2 * h + j]; p[2 * i + h] = cake_pack_bf16x2(e[0], e[1]); }
+            ++kv_it;
+          }
         }
-        if (0 < j_2_end) {  // the last iteration's deferred MMA
+        if (0 < j_2_end && (j_2_end - 1 - (0)) % 2 == 0) {  // the last iteration's deferred MMA
           const int j_2 = j_2_end;
           const uint32_t kv_prev_stage = (kv_it - 1) % 2;
           const uint32_t kv_prev_phase = ((kv_it - 1) / 2) & 1;
           const int j_2_prev = j_2 - 1;
-          {  // deferred from the previous iteration (attention_sm90.py:119)
+          {  // deferred from the previous iteration (attention_sm90.py:125)
             const int j_2 = j_2_prev;
             (void)j_2;
-            cake_mbar_wait(v_full + 8 * kv_prev_stage, kv_prev_phase);  // wait v_full (attention_sm90.py:118)
-            // mma o += p (registers) * sV.T (attention_sm90.py:119)
+            cake_mbar_wait(v_full + 8 * kv_prev_stage, kv_prev_phase);  // wait v_full (attention_sm90.py:124)
+            // mma o += p (registers) * sV.T (attention_sm90.py:125)
             cake_wgmma_fence();
             cake_wgmma_m64n128k16_f32_bf16_rs_tb(o, p[0], p[1], p[2], p[3], cake_wgmma_desc((sV + 32768 * kv_prev_stage) + 0, 16384, 1024, 1), (true) ? 1 : 0);
             cake_wgmma_m64n128k16_f32_bf16_rs_tb(o, p[4], p[5], p[6], p[7], cake_wgmma_desc((sV + 32768 * kv_prev_stage) + 2048, 16384, 1024, 1), 1);
@@ -546,10 +633,36 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_attention(
           }
           cake_wgmma_wait<0>();  // nothing stays in flight across the back edge
           cake_wgmma_fence_regs(o);
-          if (math_thread == 0) cake_mbar_arrive(v_empty + 8 * kv_prev_stage);  // release (attention_sm90.py:119), now that its MMAs have retired
+          if (math_thread == 0) cake_mbar_arrive(v_empty + 8 * kv_prev_stage);  // release (attention_sm90.py:125), now that its MMAs have retired
+        } else {
+          if (0 < j_2_end) {
+            const int j_2 = j_2_end;
+            const uint32_t kv_prev_stage = (kv_it - 1) % 2;
+            const uint32_t kv_prev_phase = ((kv_it - 1) / 2) & 1;
+            const int j_2_prev = j_2 - 1;
+            {  // deferred from the previous iteration (attention_sm90.py:125)
+              const int j_2 = j_2_prev;
+              (void)j_2;
+              cake_mbar_wait(v_full + 8 * kv_prev_stage, kv_prev_phase);  // wait v_full (attention_sm90.py:124)
+              // mma o += p (registers) * sV.T (attention_sm90.py:125)
+              cake_wgmma_fence();
+              cake_wgmma_m64n128k16_f32_bf16_rs_tb(o, p_next[0], p_next[1], p_next[2], p_next[3], cake_wgmma_desc((sV + 32768 * kv_prev_stage) + 0, 16384, 1024, 1), (true) ? 1 : 0);
+              cake_wgmma_m64n128k16_f32_bf16_rs_tb(o, p_next[4], p_next[5], p_next[6], p_next[7], cake_wgmma_desc((sV + 32768 * kv_prev_stage) + 2048, 16384, 1024, 1), 1);
+              cake_wgmma_m64n128k16_f32_bf16_rs_tb(o, p_next[8], p_next[9], p_next[10], p_next[11], cake_wgmma_desc((sV + 32768 * kv_prev_stage) + 4096, 16384, 1024, 1), 1);
+              cake_wgmma_m64n128k16_f32_bf16_rs_tb(o, p_next[12], p_next[13], p_next[14], p_next[15], cake_wgmma_desc((sV + 32768 * kv_prev_stage) + 6144, 16384, 1024, 1), 1);
+              cake_wgmma_m64n128k16_f32_bf16_rs_tb(o, p_next[16], p_next[17], p_next[18], p_next[19], cake_wgmma_desc((sV + 32768 * kv_prev_stage) + 8192, 16384, 1024, 1), 1);
+              cake_wgmma_m64n128k16_f32_bf16_rs_tb(o, p_next[20], p_next[21], p_next[22], p_next[23], cake_wgmma_desc((sV + 32768 * kv_prev_stage) + 10240, 16384, 1024, 1), 1);
+              cake_wgmma_m64n128k16_f32_bf16_rs_tb(o, p_next[24], p_next[25], p_next[26], p_next[27], cake_wgmma_desc((sV + 32768 * kv_prev_stage) + 12288, 16384, 1024, 1), 1);
+              cake_wgmma_m64n128k16_f32_bf16_rs_tb(o, p_next[28], p_next[29], p_next[30], p_next[31], cake_wgmma_desc((sV + 32768 * kv_prev_stage) + 14336, 16384, 1024, 1), 1);
+              cake_wgmma_commit();
+            }
+            cake_wgmma_wait<0>();  // nothing stays in flight across the back edge
+            cake_wgmma_fence_regs(o);
+            if (math_thread == 0) cake_mbar_arrive(v_empty + 8 * kv_prev_stage);  // release (attention_sm90.py:125), now that its MMAs have retired
+          }
         }
       }
-      {  // store O <- accumulator tile (attention_sm90.py:120)
+      {  // store O <- accumulator tile (attention_sm90.py:126)
         #pragma unroll
         for (int i = 0; i < 16; ++i) {
           #pragma unroll
