@@ -4,7 +4,8 @@
 Variants are generated from the corpus schedules by substituting module-level constants (and,
 for the consumer count and persistence, the role and decorator text): GEMM (BN, stages,
 consumer warpgroups, persistent or not) at two shapes, k-means assign (centroids per stage,
-stages, two or three consumer warpgroups). Only variants that `cake check` accepts are kept;
+stages, two or three consumer warpgroups), attention (the deferral and the turns on or off,
+stages, key tile, the lazy rescale, consumer warpgroups; D 64 and 128) at two shapes. Only variants that `cake check` accepts are kept;
 the rest are listed with the reason.
 
 On the GPU each variant is built (`cake build`, in parallel), checked against torch on a small
@@ -86,6 +87,41 @@ def kmeans_variants() -> List[Dict[str, Any]]:
                 t = substitute_constants(text, dict(BC=bc, STAGES=stages))
                 out.append(dict(name=f"kmeans-c{consumers}-bc{bc}-s{stages}", family="kmeans",
                                 kernel="kmeans_assign", text=t, shapes=KMEANS_SHAPES))
+    return out
+
+
+ATTENTION_SHAPES = [dict(BH=128, BHKV=128, S=8192), dict(BH=64, BHKV=8, S=4096)]
+
+
+def attention_variants() -> List[Dict[str, Any]]:
+    """The attention example (non-causal) at D 64 and 128: as shipped, without the deferral or
+    the turns (or both), three stages, 176/192-key tiles, the lazy rescale and (D 64) two
+    consumer warpgroups instead of three."""
+    text = open(os.path.join(ROOT, "examples/attention_sm90.py"), encoding="utf-8").read()
+    edits = {
+        "shipped": ({}, []),
+        "nodefer": ({}, [(", defer=True)", ")")]),
+        "noturns": ({}, [(", turns=True)", ")")]),
+        "plain": ({}, [(", defer=True)", ")"), (", turns=True)", ")")]),
+        "s3": (dict(STAGES=3), []),
+        "bn176": (dict(BN=176), []),
+        "bn192": (dict(BN=192), []),
+        "lazy": (dict(LAZY=1), []),
+        "wg2": (dict(CONSUMERS=2), []),
+    }
+    out = []
+    for d in (64, 128):
+        for name, (consts, repl) in edits.items():
+            if name == "wg2" and d != 64:
+                continue
+            if name == "bn176" and d == 64:
+                continue  # three warpgroups' 160 registers do not hold a 176-key tile
+            t = substitute_constants(text, dict(D=d, **consts))
+            for a, b in repl:
+                assert a in t, a
+                t = t.replace(a, b)
+            out.append(dict(name=f"attention-d{d}-{name}", family="attention", kernel="attention",
+                            text=t, shapes=ATTENTION_SHAPES, head_dim=d))
     return out
 
 
@@ -199,11 +235,38 @@ def child(job_file: str) -> int:
         got = d.gather(-1, IDS.long()[..., None])[..., 0]
         return bool(((got - best) <= 1e-3 * best.abs().clamp(min=1.0)).all())
 
+    def attention_args(BH, BHKV, S, D):
+        Q = torch.randn(BH, S, D, device="cuda", generator=g).to(torch.bfloat16)
+        K = torch.randn(BHKV, S, D, device="cuda", generator=g).to(torch.bfloat16)
+        V = torch.randn(BHKV, S, D, device="cuda", generator=g).to(torch.bfloat16)
+        O = torch.full((BH, S, D), float("nan"), device="cuda", dtype=torch.bfloat16)
+        return [Q, K, V, O]
+
+    def attention_ok(args):
+        Q, K, V, O = args
+        rep = Q.shape[0] // K.shape[0]
+        k, v = K.float().repeat_interleave(rep, 0), V.float().repeat_interleave(rep, 0)
+        p = torch.softmax(Q.float() @ k.transpose(1, 2) / Q.shape[-1] ** 0.5, dim=-1)
+        return bool(torch.allclose(O.float(), p @ v, rtol=0.02, atol=0.02))
+
     for job in jobs:
         res: Dict[str, Any] = dict(name=job["name"])
         try:
             k = load_kernel(job["launch"])
-            if job["family"] == "gemm":
+            if job["family"] == "attention":
+                D = job["head_dim"]
+                small = attention_args(4, 2, 300, D)
+                k(*small)
+                torch.cuda.synchronize()
+                res["correct"] = attention_ok(small)
+                if res["correct"]:
+                    res["measured_us"] = {}
+                    for s in job["shapes"]:
+                        args = attention_args(D=D, **s)
+                        times = time_events(torch, lambda: k(*args), WARMUP, SAMPLES, flush)
+                        res["measured_us"][shape_text(s)] = summarize(times)["median"] * 1e3
+                        del args
+            elif job["family"] == "gemm":
                 small = gemm_args(200, 264, 136)
                 k(*small)
                 torch.cuda.synchronize()
@@ -213,7 +276,7 @@ def child(job_file: str) -> int:
                 k(*small)
                 torch.cuda.synchronize()
                 res["correct"] = kmeans_ok(small)
-            if res["correct"]:
+            if res["correct"] and job["family"] != "attention":
                 res["measured_us"] = {}
                 for s in job["shapes"]:
                     args = gemm_args(**s) if job["family"] == "gemm" else kmeans_args(**s)
@@ -231,7 +294,8 @@ def measure(variants: List[Dict[str, Any]], timeout: float, work: str) -> None:
     by_name = {v["name"]: v for v in todo}
     i = 0
     while i < len(todo):
-        jobs = [dict(name=v["name"], family=v["family"], launch=v["launch"], shapes=v["shapes"]) for v in todo[i:]]
+        jobs = [dict(name=v["name"], family=v["family"], launch=v["launch"], shapes=v["shapes"],
+                     head_dim=v.get("head_dim")) for v in todo[i:]]
         job_file = os.path.join(work, f"jobs-{i}.json")
         json.dump(jobs, open(job_file, "w", encoding="utf-8"))
         p = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--child", job_file],
@@ -345,7 +409,7 @@ def main() -> int:
     a = ap.parse_args()
     t0 = time.time()
     work = tempfile.mkdtemp(prefix="cake-cost-accuracy-")
-    variants = gemm_variants() + kmeans_variants()
+    variants = gemm_variants() + kmeans_variants() + attention_variants()
     prepare(variants, a.cake, work, a.calibration)
     ok = [v for v in variants if "rejected" not in v]
     print(f"{len(variants)} variants, {len(ok)} check clean "
@@ -362,7 +426,7 @@ def main() -> int:
                commit=os.environ.get("COMMIT"), calibration=a.calibration or "committed table",
                samples=SAMPLES, wall_s=time.time() - t0,
                summary=summarize_points(points),
-               families={f: summarize_points([p for p in points if p["family"] == f]) for f in ("gemm", "kmeans")},
+               families={f: summarize_points([p for p in points if p["family"] == f]) for f in ("gemm", "kmeans", "attention")},
                points=points,
                variants=[{k: v[k] for k in v if k not in ("text", "path")} for v in variants])
     if not a.dry_run:
