@@ -404,6 +404,7 @@ struct P {
     tma_store: f64,
     launch: f64,
     setup: f64,
+    clock_ghz: f64,
 }
 
 impl P {
@@ -425,6 +426,7 @@ impl P {
             store: c.get("store_gbps"),
             tma_store: c.get("tma_store_gbps"),
             launch: c.get("launch_us"),
+            clock_ghz: c.get("clock_ghz"),
             setup: c.get("cta_setup_us"),
         }
     }
@@ -756,7 +758,27 @@ pub fn estimate_with(
                 }
                 _ => 0.0,
             };
-            let it = load_us.max(c).max(ring).max(handoff);
+            // Registers the role's fragments (and a wgmma's working set) need beyond its
+            // budget are spilled: each is reloaded from and stored to local memory once per
+            // iteration, on the warps' critical path.
+            let spilled = members
+                .iter()
+                .filter_map(|(i, _)| a.roles[*i].role)
+                .map(|rid| spilled_registers(kernel, target, rid))
+                .max()
+                .unwrap_or(0);
+            let spill_us = spilled as f64 * 2.0 * L1_HIT_CYCLES / (p.clock_ghz * 1e3);
+            if spilled > 0 {
+                let note = format!(
+                    "role `{}` needs {spilled} registers per thread more than its budget (fragments and the wgmma working set): ptxas spills them; charged {spill_us:.3} µs per iteration of `{}` (a reload and a store each, at L1 latency)",
+                    members.iter().filter_map(|(i, _)| a.roles[*i].role).map(|r| kernel.roles[r].name.clone()).next().unwrap_or_default(),
+                    kernel.loops[l.id].var_name
+                );
+                if !assumptions.contains(&note) {
+                    assumptions.push(note);
+                }
+            }
+            let it = load_us.max(c).max(ring).max(handoff) + spill_us;
             // The element-wise work the MMAs do not hide (all of it, unless an MMA is deferred).
             let mut terms = Terms {
                 tensor_us: c_mma,
@@ -765,7 +787,8 @@ pub fn estimate_with(
                 ..Terms::default()
             };
             row_of.insert((ri, li), c_row);
-            let extra = it - c;
+            terms.latency_us += spill_us;
+            let extra = it - spill_us - c;
             if extra > 0.0 {
                 if load_us >= ring && load_us >= handoff {
                     terms.memory_us = extra;
@@ -1238,6 +1261,21 @@ fn hints(
 
 /// Whether loop `l` defers its last MMA into the next iteration (`defer=True`, in the shape the
 /// lowering rotates).
+/// Cycles an L1 hit takes on the GPUs Cake targets (about 33 on Hopper in public
+/// microbenchmarks): what a spilled register's reload from local memory costs.
+const L1_HIT_CYCLES: f64 = 33.0;
+
+/// Registers per thread role `r` needs beyond its budget (`Kernel::registers_over_budget`), with
+/// a wgmma's working set when the role issues one on this target.
+fn spilled_registers(k: &Kernel, target: &Target, r: cake_ir::RoleId) -> u64 {
+    let issues_wgmma = target.mma == cake_target::MmaFamily::Wgmma
+        && k.stmts.iter().any(|(_, s)| {
+            matches!(s, Stmt::Op(cake_ir::Op::Mma { acc: cake_ir::Operand::Frag(f), .. }) if k.fragments[*f].role == r)
+        });
+    let launch = target.limits.launch_registers(k.block_threads());
+    k.registers_over_budget(r, launch, issues_wgmma)
+}
+
 fn defers_mma(k: &Kernel, l: LoopId) -> bool {
     let LoopKind::Range { pipeline, .. } = &k.loops[l].kind else {
         return false;

@@ -604,3 +604,37 @@ fn packed_argmin_costs_two_alu_operations_per_element() {
     let (e, p, m) = (epilogue(&exact), epilogue(&packed), epilogue(&mixed));
     assert!(p < e && e < m, "exact {e}, packed {p}, mixed {m}");
 }
+
+/// Registers over a role's budget are spilled, each reloaded and stored once per iteration at
+/// L1 latency: the attention example's 192-key tiles (212 registers in fragments and the wgmma
+/// working set of 26 against 232; ptxas spilled 48 B) are charged, its 176-key tiles (200) are
+/// not, and the charge is the formula's.
+#[test]
+fn model_charges_registers_over_the_budget() {
+    let shape = parse_shape("BH=128,BHKV=128,S=8192").unwrap();
+    let cal = Calibration::builtin(sm90()).unwrap();
+    let path = "examples/attention_sm90.py";
+    let at = |bn: &str| {
+        let k = kernel_with(path, &[("BN = 128 ", &format!("BN = {bn} "))]);
+        estimate(&k, sm90(), &shape, &cal).unwrap()
+    };
+    let spills = |e: &cake_cost::Estimate| e.assumptions.iter().any(|a| a.contains("ptxas spills"));
+    let (b176, b192) = (at("176"), at("192"));
+    assert!(!spills(&b176), "{:?}", b176.assumptions);
+    assert!(spills(&b192), "{:?}", b192.assumptions);
+    let lp = b192
+        .loops
+        .iter()
+        .find(|l| l.role.contains("math"))
+        .expect("the math loop");
+    let charged = 6.0 * 2.0 * 33.0 / (cal.get("clock_ghz") * 1e3);
+    assert!(
+        b192.assumptions
+            .iter()
+            .any(|a| a.contains("6 registers per thread more")
+                && a.contains(&format!("{charged:.3} µs"))),
+        "{:?}",
+        b192.assumptions
+    );
+    assert!(lp.iteration_us >= charged);
+}

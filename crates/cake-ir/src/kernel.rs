@@ -413,6 +413,14 @@ impl VoteOp {
     }
 }
 
+/// Registers ptxas needs at a wgmma beside its accumulator: the operand descriptors, addresses,
+/// loop and barrier state live at the instruction. Measured: with a (64, 256) f32 accumulator
+/// (128 registers per thread) ptxas asks for 154 (C7602 "Insufficient registers ... register
+/// target of 154 or higher") whether the role's other fragments add 1 or 2, so a budget of 152
+/// aborts the build. Unlike a spill this is fatal: every operand of the instruction, the whole
+/// accumulator, must be in registers at once.
+pub const WGMMA_WORKING_SET: u64 = 26;
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum ExprKind {
     Int(i64),
@@ -740,6 +748,16 @@ impl Kernel {
         bytes
             .div_ceil(4 * threads)
             .saturating_mul(frag.buffers as u64)
+    }
+
+    /// Registers per thread role `r` needs beyond its budget (`regs=`, else `launch` — the
+    /// launch allocation): its fragments, plus [`WGMMA_WORKING_SET`] when it issues a wgmma.
+    /// ptxas spills about that many (`examples/attention_sm90.py` with 192-key tiles: 212 in
+    /// fragments and the working set against 232 spilled 48 B).
+    pub fn registers_over_budget(&self, r: RoleId, launch: u32, issues_wgmma: bool) -> u64 {
+        let budget = self.roles[r].regs.unwrap_or(launch) as u64;
+        let working = if issues_wgmma { WGMMA_WORKING_SET } else { 0 };
+        (self.role_fragment_registers(r) + working).saturating_sub(budget)
     }
 
     /// [`Kernel::fragment_registers`] summed over the fragments of role `r`.

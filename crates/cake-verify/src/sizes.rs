@@ -53,13 +53,7 @@ fn tmem_columns(cx: &Ctx, out: &mut Vec<Finding>) {
     }
 }
 
-/// Registers ptxas needs at a wgmma beside its accumulator: the operand descriptors, addresses,
-/// loop and barrier state live at the instruction. Measured: with a (64, 256) f32 accumulator
-/// (128 registers per thread) ptxas asks for 154 (C7602 "Insufficient registers ... register
-/// target of 154 or higher") whether the role's other fragments add 1 or 2, so a budget of 152
-/// aborts the build. Unlike a spill this is fatal: every operand of the instruction, the whole
-/// accumulator, must be in registers at once.
-const WGMMA_WORKING_SET: u64 = 26;
+use cake_ir::WGMMA_WORKING_SET;
 
 /// Per role: the largest accumulator (registers per thread) of an `lm.mma` it issues that is
 /// lowered to wgmma on this target, and that fragment.
