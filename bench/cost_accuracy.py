@@ -95,8 +95,8 @@ ATTENTION_SHAPES = [dict(BH=128, BHKV=128, S=8192), dict(BH=64, BHKV=8, S=4096)]
 
 def attention_variants() -> List[Dict[str, Any]]:
     """The attention example (non-causal) at D 64 and 128: as shipped, without the deferral or
-    the turns (or both), three stages, 176/192-key tiles, the lazy rescale and (D 64) two
-    consumer warpgroups instead of three."""
+    the turns (or both), three stages, 160/176/192/208-key tiles, the lazy rescale and (D 64)
+    two consumer warpgroups instead of three."""
     text = open(os.path.join(ROOT, "examples/attention_sm90.py"), encoding="utf-8").read()
     edits = {
         "shipped": ({}, []),
@@ -106,6 +106,8 @@ def attention_variants() -> List[Dict[str, Any]]:
         "s3": (dict(STAGES=3), []),
         "bn176": (dict(BN=176), []),
         "bn192": (dict(BN=192), []),
+        "bn160": (dict(BN=160), []),
+        "bn208": (dict(BN=208), []),
         "lazy": (dict(LAZY=1), []),
         "wg2": (dict(CONSUMERS=2), []),
     }
@@ -114,8 +116,8 @@ def attention_variants() -> List[Dict[str, Any]]:
         for name, (consts, repl) in edits.items():
             if name == "wg2" and d != 64:
                 continue
-            if name == "bn176" and d == 64:
-                continue  # three warpgroups' 160 registers do not hold a 176-key tile
+            if name in ("bn176", "bn208") and d == 64:
+                continue
             t = substitute_constants(text, dict(D=d, **consts))
             for a, b in repl:
                 assert a in t, a
