@@ -761,24 +761,25 @@ pub fn estimate_with(
             // Registers the role's fragments (and a wgmma's working set) need beyond its
             // budget are spilled: each is reloaded from and stored to local memory once per
             // iteration, on the warps' critical path.
-            let spilled = members
+            let worst = members
                 .iter()
                 .filter_map(|(i, _)| a.roles[*i].role)
-                .map(|rid| spilled_registers(kernel, target, rid))
-                .max()
-                .unwrap_or(0);
+                .map(|rid| (spilled_registers(kernel, target, rid), rid))
+                .max_by_key(|(n, rid)| (*n, std::cmp::Reverse(rid.index())));
+            let spilled = worst.map_or(0, |(n, _)| n);
             let spill_us = spilled as f64 * 2.0 * L1_HIT_CYCLES / (p.clock_ghz * 1e3);
-            if spilled > 0 {
+            if let Some((_, spiller)) = worst.filter(|(n, _)| *n > 0) {
                 let note = format!(
                     "role `{}` needs {spilled} registers per thread more than its budget (fragments and the wgmma working set): ptxas spills them; charged {spill_us:.3} µs per iteration of `{}` (a reload and a store each, at L1 latency)",
-                    members.iter().filter_map(|(i, _)| a.roles[*i].role).map(|r| kernel.roles[r].name.clone()).next().unwrap_or_default(),
+                    kernel.roles[spiller].name,
                     kernel.loops[l.id].var_name
                 );
                 if !assumptions.contains(&note) {
                     assumptions.push(note);
                 }
             }
-            let it = load_us.max(c).max(ring).max(handoff) + spill_us;
+            let limit = load_us.max(c).max(ring).max(handoff);
+            let it = limit + spill_us;
             // The element-wise work the MMAs do not hide (all of it, unless an MMA is deferred).
             let mut terms = Terms {
                 tensor_us: c_mma,
@@ -787,8 +788,7 @@ pub fn estimate_with(
                 ..Terms::default()
             };
             row_of.insert((ri, li), c_row);
-            terms.latency_us += spill_us;
-            let extra = it - spill_us - c;
+            let extra = limit - c;
             if extra > 0.0 {
                 if load_us >= ring && load_us >= handoff {
                     terms.memory_us = extra;
@@ -798,6 +798,7 @@ pub fn estimate_with(
                     terms.sync_us = extra;
                 }
             }
+            terms.latency_us += spill_us;
             iter_of.insert((ri, li), (it, terms));
             if members.first().map(|(i, _)| *i) == Some(ri) || l.pipeline.is_none() {
                 loops_out.push(LoopReport {
