@@ -637,4 +637,30 @@ fn model_charges_registers_over_the_budget() {
         b192.assumptions
     );
     assert!(lp.iteration_us >= charged);
+    // The charge reaches the total (a rounding residue in the pipeline's latency split once
+    // overwrote it): the spilling tiles rank below the shipped ones, at D = 64 too.
+    assert!(b192.time_us > at("128").time_us);
+    // With the H200 table of the run that exposed it.
+    let measured = std::fs::read_to_string(
+        root().join("bench/results/2026-12-02-cost-accuracy/2-held-out/sm_90a.toml"),
+    )
+    .unwrap();
+    let h200 = Calibration::from_toml(&measured).unwrap();
+    let d64 = |bn: &str| {
+        let k = kernel_with(
+            path,
+            &[
+                ("D = 128 ", "D = 64 "),
+                ("BN = 128 ", &format!("BN = {bn} ")),
+            ],
+        );
+        estimate(&k, sm90(), &shape, &h200).unwrap()
+    };
+    let (shipped, wide) = (d64("128"), d64("192"));
+    assert!(
+        wide.terms.latency_us > 0.5 * (wide.time_us - shipped.time_us),
+        "{:?}",
+        wide.terms
+    );
+    assert!(wide.time_us > 1.3 * shipped.time_us);
 }
