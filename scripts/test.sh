@@ -23,6 +23,12 @@ cargo test --workspace -q
 # into a scratch directory on PYTHONPATH, and run the tests against it (test_package.py also
 # checks the wheel's tags and contents). Tests that put python/ first on sys.path still get the
 # installed extension: cake/_native_loader.py finds it.
+# An extension built into the source tree (maturin develop) would shadow the wheel under test
+# for the tests that put python/ first on sys.path, and a stale one fails them confusingly.
+if ls python/cake/_native*.so >/dev/null 2>&1; then
+    echo "scripts/test.sh: python/cake/_native*.so (an in-tree build) would shadow the wheel under test; remove it" >&2
+    exit 1
+fi
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
 "$py" -m maturin build --quiet --out "$scratch/wheels" >&2
