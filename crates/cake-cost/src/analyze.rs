@@ -352,7 +352,7 @@ impl Analyzer<'_> {
                 } => {
                     // A warp vote's register work is done by every thread (index conditions
                     // are a few scalar instructions, not counted).
-                    if k.expr_any(*cond, |x| matches!(x, ExprKind::Vote { .. })) {
+                    if k.expr_votes(*cond) {
                         let o = self.ops(*cond, rw, seen);
                         let r = rw.replicas as f64;
                         let w = Work {

@@ -703,6 +703,12 @@ impl Kernel {
         go(self, &self.body, &mut ctx, &mut f);
     }
 
+    /// Whether condition `e` holds a warp vote (`lm.any`, `lm.all`): an `if` on it is taken
+    /// per warp, not per role.
+    pub fn expr_votes(&self, e: ExprId) -> bool {
+        self.expr_any(e, |k| matches!(k, ExprKind::Vote { .. }))
+    }
+
     /// Whether expression `e` reads the variable of loop `l`.
     pub fn expr_reads_loop_var(&self, e: ExprId, l: LoopId) -> bool {
         self.expr_any(e, |k| matches!(k, ExprKind::LoopVar(v) if *v == l))

@@ -10,10 +10,7 @@ pub fn check(cx: &Ctx, out: &mut Vec<Finding>) {
     for site in &cx.ops {
         let sp = cx.span(site.stmt);
         // Under a warp vote, synchronisation is an error (CAKE-S023), not a gap.
-        let voted = site
-            .guards
-            .iter()
-            .any(|g| k.expr_any(g.cond, |x| matches!(x, ExprKind::Vote { .. })));
+        let voted = site.guards.iter().any(|g| k.expr_votes(g.cond));
         if site.if_depth > 0
             && !voted
             && matches!(

@@ -36,11 +36,7 @@ pub fn check(cx: &Ctx, out: &mut Vec<Finding>) {
 fn warp_branches(cx: &Ctx, out: &mut Vec<Finding>) {
     let k = cx.k;
     for site in &cx.ops {
-        let Some(vote) = site
-            .guards
-            .iter()
-            .find(|g| k.expr_any(g.cond, |x| matches!(x, ExprKind::Vote { .. })))
-        else {
+        let Some(vote) = site.guards.iter().find(|g| k.expr_votes(g.cond)) else {
             continue;
         };
         let what = match &site.op {

@@ -324,7 +324,7 @@ impl Emitter<'_> {
                 // Row reductions and warp votes the condition reads are computed before it.
                 self.precompute_reductions(*cond);
                 let c = self.ix(*cond);
-                let voted = legal::votes(k, *cond);
+                let voted = k.expr_votes(*cond);
                 self.warp_branches += u32::from(voted);
                 let open = format!("if ({c}) {{  // {}", self.loc(sp));
                 // Each path starts from the state before the `if`; after it, either may have run.

@@ -298,11 +298,6 @@ pub(crate) fn vote_site(layout: Option<FragLayout>) -> Result<Site, String> {
     }
 }
 
-/// Whether condition `cond` holds a warp vote: its branches are taken per warp.
-pub(crate) fn votes(k: &Kernel, cond: ExprId) -> bool {
-    k.expr_any(cond, |x| matches!(x, ExprKind::Vote { .. }))
-}
-
 /// What `replica_sync_under_vote` names.
 pub(crate) const SYNCED_WORK: &str =
     "this operation (a store through shared memory, or a row reduction across warps)";

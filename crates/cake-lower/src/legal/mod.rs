@@ -23,7 +23,7 @@ mod walk;
 
 pub(crate) use expr::{
     cast_to_16bit, iota_index, reduction_operands, reduction_tracks_index, replica_sync_under_vote,
-    vote_site, votes, IotaIndex, ReductionTile, Reductions, Scope, SYNCED_WORK,
+    vote_site, IotaIndex, ReductionTile, Reductions, Scope, SYNCED_WORK,
 };
 pub(crate) use layout::{FragLayout, RowGeom, Site, ROW_CHUNK};
 pub(crate) use ops::*;

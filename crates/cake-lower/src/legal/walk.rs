@@ -5,8 +5,8 @@
 //! loads issued early. Nothing is emitted.
 
 use super::expr::{
-    reduction_operands, reduction_tracks_index, replica_sync_under_vote, votes, Problems,
-    ReductionTile, Reductions, Scope, SYNCED_WORK,
+    reduction_operands, reduction_tracks_index, replica_sync_under_vote, Problems, ReductionTile,
+    Reductions, Scope, SYNCED_WORK,
 };
 use super::layout::{FragLayout, RowGeom, Site};
 use super::ops::*;
@@ -202,7 +202,7 @@ impl<'a> Checker<'a> {
                 }
                 self.precompute_reductions(*cond);
                 self.ix(*cond);
-                let voted = votes(k, *cond);
+                let voted = k.expr_votes(*cond);
                 self.warp_branches += u32::from(voted);
                 self.block(then_body);
                 self.block(else_body);

@@ -241,7 +241,6 @@ impl Emitter<'_> {
     }
 }
 
-/// The operations of statement `s` and of every block nested in it, in program order.
 /// The conditions of statement `s` and of the run-time `if`s inside it.
 pub(crate) fn nested_conditions(k: &Kernel, s: StmtId, out: &mut Vec<ExprId>) {
     match &k.stmts[s] {
@@ -263,6 +262,7 @@ pub(crate) fn nested_conditions(k: &Kernel, s: StmtId, out: &mut Vec<ExprId>) {
     }
 }
 
+/// The operations of statement `s` and of every block nested in it, in program order.
 pub(crate) fn nested_ops<'k>(k: &'k Kernel, s: StmtId, out: &mut Vec<&'k Op>) {
     let block = |b: &Block, out: &mut Vec<&'k Op>| {
         for &t in b {
