@@ -5,6 +5,8 @@
 //! arrival completes a phase when the phase's count is reached. Every role runs as far as it can before the next one (producers race ahead, the
 //! most adversarial order for phase aliasing). A state where unfinished roles all block is a
 //! deadlock; a barrier slot completing two phases ahead of a waiter aliases the parity bit.
+//! A loop with a deferred MMA (`defer=True`) is unrolled in the rotated order the lowering
+//! emits, not the written one.
 
 use crate::ctx::Ctx;
 use cake_diag::catalog::safety::{DEADLOCK, PHASE_OVERRUN};
@@ -203,6 +205,8 @@ struct Unroll<'a> {
     ranges: Vec<LoopId>,
     /// Set when the budget ran out: the outermost range loop being unrolled then, if any.
     exhausted: Option<Option<LoopId>>,
+    /// While a part of a rotated loop is unrolled: its releases, held until its MMA retires.
+    held: Option<Vec<Ev>>,
 }
 
 impl Unroll<'_> {
@@ -246,7 +250,7 @@ impl Unroll<'_> {
         true
     }
 
-    fn block(&mut self, block: &Block, inside: bool) {
+    fn block(&mut self, block: &[StmtId], inside: bool) {
         for &s in block {
             if !self.step() {
                 return;
@@ -269,6 +273,21 @@ impl Unroll<'_> {
                     LoopKind::Range { pipeline, .. } => {
                         let key = range_text(self.cx, *id).unwrap_or_default();
                         let trips = self.sc.trips.get(&key).copied().unwrap_or(1);
+                        let rotated = match (pipeline, self.rotates()) {
+                            (Some(p), true) => {
+                                cake_ir::sync::deferred_mma(self.cx.k, body, Some(*p))
+                                    .ok()
+                                    .flatten()
+                                    .map(|parts| (*p, parts))
+                            }
+                            _ => None,
+                        };
+                        if let Some((p, parts)) = rotated {
+                            self.ranges.push(*id);
+                            self.rotated_loop(p, body, parts, trips, inside);
+                            self.ranges.pop();
+                            continue;
+                        }
                         self.deferred.push(None);
                         self.ranges.push(*id);
                         for _ in 0..trips {
@@ -304,6 +323,75 @@ impl Unroll<'_> {
                 Stmt::Op(_) => {}
             }
         }
+    }
+
+    /// Whether the lowering rotates loops with a deferred MMA (`defer=True`) on this target.
+    fn rotates(&self) -> bool {
+        self.cx.target.mma == cake_target::MmaFamily::Wgmma
+    }
+
+    /// A pipelined loop whose last MMA is deferred, in the order the lowering runs it: iteration
+    /// j runs its head, then the deferred part of iteration j − 1 (that iteration's stage and
+    /// phases), then its middle; the last deferred part follows the loop. A part's releases
+    /// arrive when its MMA retires: the head's at the start of the middle (its first read of
+    /// the scores waits for it), the deferred part's at the end of the iteration.
+    fn rotated_loop(
+        &mut self,
+        p: PipelineId,
+        body: &Block,
+        parts: cake_ir::sync::DeferredMma,
+        trips: u64,
+        inside: bool,
+    ) {
+        let (head, middle, tail) = (
+            &body[..parts.head],
+            &body[parts.head..parts.tail],
+            &body[parts.tail..],
+        );
+        let stages = self.cx.k.pipelines[p].stages.max(1) as u64;
+        let saved_body = self.loop_body.take();
+        for t in 0..trips {
+            if !self.step() {
+                break;
+            }
+            let it = *self.pipe_it.get(&p).unwrap_or(&0);
+            self.stages.push((p, (it % stages) as u32));
+            let head_releases = self.holding(|me| me.block(head, inside));
+            let tail_releases = if t > 0 {
+                self.at_previous_iteration(p, |me| me.holding(|me| me.block(tail, inside)))
+            } else {
+                Vec::new()
+            };
+            self.events.extend(head_releases);
+            self.block(middle, inside);
+            self.events.extend(tail_releases);
+            self.stages.pop();
+            *self.pipe_it.entry(p).or_insert(0) += 1;
+        }
+        if trips > 0 {
+            self.at_previous_iteration(p, |me| me.block(tail, inside));
+        }
+        self.loop_body = saved_body;
+    }
+
+    /// Run `f` with the releases it makes held back, and return them.
+    fn holding(&mut self, f: impl FnOnce(&mut Self)) -> Vec<Ev> {
+        let saved = self.held.replace(Vec::new());
+        f(self);
+        std::mem::replace(&mut self.held, saved).unwrap_or_default()
+    }
+
+    /// Run `f` at the stage and phases of pipeline `p`'s previous iteration.
+    fn at_previous_iteration<T>(&mut self, p: PipelineId, f: impl FnOnce(&mut Self) -> T) -> T {
+        let it = *self.pipe_it.get(&p).unwrap_or(&0);
+        let prev = it.saturating_sub(1);
+        let stages = self.cx.k.pipelines[p].stages.max(1) as u64;
+        self.pipe_it.insert(p, prev);
+        self.stages.push((p, (prev % stages) as u32));
+        let out = f(self);
+        self.stages.pop();
+        self.pipe_it.insert(p, it);
+        out
     }
 
     fn op(&mut self, s: StmtId) {
@@ -361,6 +449,15 @@ impl Unroll<'_> {
             BarrierUse::Release => {
                 let count = self.count_for(s, barrier);
                 let slot = self.slot(barrier);
+                if let Some(held) = self.held.as_mut() {
+                    held.push(Ev::Arrive {
+                        barrier,
+                        slot,
+                        count,
+                        stmt: s,
+                    });
+                    return;
+                }
                 if self.loop_body.as_ref().is_some_and(|body| {
                     cake_ir::sync::defers_release(self.cx.k, self.cx.facts, body, s)
                 }) {
@@ -411,6 +508,7 @@ fn simulate(cx: &Ctx, sc: &Scenario, left: &mut u64) -> Result<Option<Finding>, 
             left: *left,
             ranges: Vec::new(),
             exhausted: None,
+            held: None,
         };
         u.block(&k.body, false);
         *left = u.left;
@@ -575,5 +673,80 @@ fn simulate(cx: &Ctx, sc: &Scenario, left: &mut u64) -> Result<Option<Finding>, 
             }
             return Ok(Some(f.help("every wait needs matching arrivals on every path; check the order of waits and arrivals across roles")));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The barrier events role `role` of `examples/attention_sm90.py` makes over `trips`
+    /// iterations of its key loop, one tile, as (wait?, barrier name, stage).
+    fn events(role: &str, trips: u64) -> Vec<(bool, String, u32)> {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../examples/attention_sm90.py"
+        );
+        let text = std::fs::read(path).expect("example");
+        let (_, front) = cake_front::check_bytes("attention_sm90.py", &text);
+        let k = &front.kernels[0];
+        let facts = KernelFacts::new(k, cake_target::lookup("sm_90a").unwrap());
+        let cx = Ctx::new(k, &facts);
+        let trips_of = range_keys(&cx).into_iter().map(|r| (r, trips)).collect();
+        let sc = Scenario {
+            tiles: 1,
+            trips: trips_of,
+        };
+        let (rid, _) = k.roles.iter().find(|(_, r)| r.name == role).expect("role");
+        let mut u = Unroll {
+            cx: &cx,
+            sc: &sc,
+            role: rid,
+            pipe_it: BTreeMap::new(),
+            waits_done: BTreeMap::new(),
+            stages: Vec::new(),
+            deferred: Vec::new(),
+            events: Vec::new(),
+            loop_body: None,
+            left: u64::MAX,
+            ranges: Vec::new(),
+            exhausted: None,
+            held: None,
+        };
+        u.block(&k.body, false);
+        u.events
+            .iter()
+            .map(|e| match e {
+                Ev::Wait { barrier, slot, .. } => (true, k.barriers[*barrier].name.clone(), *slot),
+                Ev::Arrive { barrier, slot, .. } => {
+                    (false, k.barriers[*barrier].name.clone(), *slot)
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_deferred_loop_is_explored_in_the_rotated_order() {
+        let ev = events("math", 3);
+        let at = |wait: bool, name: &str, stage: u32| {
+            ev.iter()
+                .position(|e| *e == (wait, name.to_string(), stage))
+                .unwrap_or_else(|| panic!("{wait} {name} {stage} not in {ev:?}"))
+        };
+        // Iteration 1 waits for its keys before the values of iteration 0 (the deferred P·V),
+        // and iteration 0's values are released at the end of iteration 1.
+        assert!(at(true, "k_full", 1) < at(true, "v_full", 0), "{ev:?}");
+        assert!(at(true, "v_full", 0) < at(false, "k_empty", 1), "{ev:?}");
+        assert!(at(false, "k_empty", 1) < at(false, "v_empty", 0), "{ev:?}");
+        // The last iteration's P·V follows the loop: stage 0 again after stage 1's keys.
+        let waits_v: Vec<u32> = ev
+            .iter()
+            .filter(|e| e.0 && e.1 == "v_full")
+            .map(|e| e.2)
+            .collect();
+        assert_eq!(waits_v, [0, 1, 0], "{ev:?}");
+        let last_k = ev.iter().rposition(|e| e.0 && e.1 == "k_full").unwrap();
+        let last_v = ev.iter().rposition(|e| e.0 && e.1 == "v_full").unwrap();
+        assert!(last_k < last_v, "{ev:?}");
     }
 }
