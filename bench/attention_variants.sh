@@ -20,6 +20,7 @@ edits() {
         bn192) echo "s/^BN = 128 /BN = 192 /" ;;
         fa3order) echo "/^                    o\[:\] = o \* alpha\[:, None\]      # waits/d; s/^\( *\)lm.wait(v_full)/\1o[:] = o * alpha[:, None]\n\1lm.wait(v_full)/" ;;
         s3) echo "s/^STAGES = 2/STAGES = 3/" ;;
+        pers) echo "s/^PERSISTENT = 0 /PERSISTENT = 1 /" ;;
         lazy) echo "s/^LAZY = 0 /LAZY = 1 /" ;;
         wg2) echo "s/^CONSUMERS = .*/CONSUMERS = 2/" ;;
         wg2lazy) echo "s/^CONSUMERS = .*/CONSUMERS = 2/; s/^LAZY = 0 /LAZY = 1 /" ;;

@@ -39,11 +39,12 @@ BM = 64 * CONSUMERS  # query rows per CTA
 BN = 128           # keys per tile
 STAGES = 2
 LAZY = 0           # 1: rescale the output only when a row's maximum grew by more than 2^8
+PERSISTENT = 0     # 1: one CTA per SM walks the tiles (the next tile's loads overlap this one's end)
 # softmax scale in base 2: log2(e) / sqrt(D)
 SCALE = 0.18033688011112042 if D == 64 else 0.12751743074941037
 
 
-@cake.schedule(targets=["sm_90a"])
+@cake.schedule(targets=["sm_90a"], persistent=PERSISTENT == 1)
 def attention(Q: lm.tensor[lm.bf16, "BH", "S", D],
               K: lm.tensor[lm.bf16, "BHKV", "S", D],
               V: lm.tensor[lm.bf16, "BHKV", "S", D],
@@ -58,6 +59,8 @@ def attention(Q: lm.tensor[lm.bf16, "BH", "S", D],
 
     kv = lm.pipeline(stages=STAGES)
     q_full = lm.barrier(producers=[load], consumers=[math])
+    if PERSISTENT:
+        q_empty = lm.barrier(producers=[math], consumers=[load])   # sQ free again (starts free)
     k_full = lm.barrier(kv, producers=[load], consumers=[math])
     v_full = lm.barrier(kv, producers=[load], consumers=[math])
     k_empty = lm.barrier(kv, producers=[math], consumers=[load])
@@ -78,6 +81,8 @@ def attention(Q: lm.tensor[lm.bf16, "BH", "S", D],
         # Key tiles this query tile reads: all of them, or those up to its last query.
         n_kv = lm.cdiv(min(S, (tq + 1) * BM), BN) if CAUSAL else lm.cdiv(S, BN)
         with load:
+            if PERSISTENT:
+                lm.wait(q_empty)
             sQ.tma_load(Q, coords=(bh, tq * BM, 0), barrier=q_full)
             for j in lm.range(n_kv, pipeline=kv):
                 lm.wait(k_empty)
@@ -123,4 +128,6 @@ def attention(Q: lm.tensor[lm.bf16, "BH", "S", D],
                 p[:] = lm.cast(s, lm.bf16)         # P·V has retired: the rescale waited
                 lm.wait(v_full)
                 lm.mma(o, p, sV, release=v_empty, defer=True)
+            if PERSISTENT:
+                lm.arrive(q_empty)                 # every MMA reading sQ has retired
             lm.store(O, lm.cast(o * (1.0 / l_i)[:, None], lm.bf16), coords=(bh, q0, 0))

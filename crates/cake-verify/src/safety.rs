@@ -26,7 +26,79 @@ pub fn check(cx: &Ctx, out: &mut Vec<Finding>) {
     multicast_guard(cx, out);
     cluster_divergence(cx, out);
     tmem_overwrite(cx, out);
+    tile_overwrite(cx, out);
     warp_branches(cx, out);
+}
+
+/// In a persistent kernel a copy into a shared-memory view outside any pipelined loop runs once
+/// per tile: the next tile's copy overwrites what another role may still be reading of this
+/// tile's, unless the copying role first waits on a barrier those readers arrive on (a "view
+/// empty" barrier; it starts free). Staged views in pipelined loops are `CAKE-S005`'s.
+fn tile_overwrite(cx: &Ctx, out: &mut Vec<Finding>) {
+    let k = cx.k;
+    if !k.persistent {
+        return;
+    }
+    let in_tiles = |site: &OpSite| {
+        site.loops
+            .iter()
+            .any(|l| matches!(k.loops[*l].kind, LoopKind::Tiles { .. }))
+    };
+    let pipelined = |site: &OpSite| {
+        site.loops.iter().any(|l| {
+            matches!(
+                k.loops[*l].kind,
+                LoopKind::Range {
+                    pipeline: Some(_),
+                    ..
+                }
+            )
+        })
+    };
+    let mut reported: Vec<ViewId> = Vec::new();
+    for (i, site) in cx.ops.iter().enumerate() {
+        let (Op::TmaLoad { dst, .. } | Op::CpAsync { dst, .. }) = &site.op else {
+            continue;
+        };
+        let v = dst.view;
+        if reported.contains(&v) || !in_tiles(site) || pipelined(site) {
+            continue;
+        }
+        let readers: Vec<RoleId> = cx
+            .memory
+            .readers(Memory::View(v))
+            .into_iter()
+            .filter(|r| Some(*r) != site.role)
+            .collect();
+        let Some(&reader) = readers.first() else {
+            continue;
+        };
+        // A wait of the copying role, earlier in the same tile, on a barrier only readers of the
+        // view arrive on.
+        let guarded = cx.ops[..i].iter().any(|w| {
+            w.role == site.role
+                && in_tiles(w)
+                && matches!(&w.op, Op::Wait { barrier } if {
+                    let f = &cx.barriers[barrier.index()];
+                    !f.arrivals.is_empty() && f.arrivals.iter().all(|a| readers.contains(&a.role))
+                })
+        });
+        if guarded {
+            continue;
+        }
+        reported.push(v);
+        let name = &k.views[v].name;
+        out.push(
+            Finding::new(
+                &TILE_OVERWRITE,
+                cx.span(site.stmt),
+                format!("in a persistent kernel the next tile's copy overwrites `{name}` while `{}` may still be reading the previous tile's", k.roles[reader].name),
+            )
+            .subject("view", name)
+            .role(cx.role_name(site.role))
+            .help(format!("wait, before this copy, on a barrier that `{}` arrives on once it has read `{name}` (it starts free)", k.roles[reader].name)),
+        );
+    }
 }
 
 /// Inside a branch on a warp vote (`lm.any`, `lm.all`) each warp goes its own way: what needs

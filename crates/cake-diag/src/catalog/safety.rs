@@ -305,6 +305,19 @@ Keep only per-thread work (fragment updates, `lm.store` of registers, warp-level
     good: include_str!("../../../../tests/check/CAKE-S023-good.py"),
 };
 
+pub const TILE_OVERWRITE: CodeInfo = CodeInfo {
+    code: "CAKE-S024",
+    name: "tile-overwrite",
+    category: Category::Safety,
+    severity: Severity::Error,
+    summary: r#"A persistent kernel's copy overwrites, for the next tile, a shared-memory view another role may still be reading."#,
+    explanation: r#"In a persistent kernel each CTA runs several tiles. A copy into a view outside the pipelined loops (a tile's Q block in attention, a per-tile operand) runs once per tile, and the role that issues it runs ahead of the roles that read the view: without synchronisation the next tile's copy lands while the MMAs of this tile still read the view, and they compute with the wrong tile's data. The copying role must wait, before the copy, on a barrier that the readers arrive on once they are done with the view — a "view empty" barrier, which Cake derives as starting free so that the first tile does not wait. (Staged views in pipelined loops are checked per stage by `CAKE-S005`.)
+
+Declare `q_empty = lm.barrier(producers=[math], consumers=[load])`, `lm.wait(q_empty)` in the copying role before the copy, and `lm.arrive(q_empty)` in the readers after their last read (after the loop of MMAs that read it)."#,
+    bad: include_str!("../../../../tests/check/CAKE-S024-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-S024-good.py"),
+};
+
 /// Every code of this module, in number order; [`super::ALL`] is made of these lists.
 pub const ALL: &[&CodeInfo] = &[
     &ARRIVAL_COUNT,
@@ -330,4 +343,5 @@ pub const ALL: &[&CodeInfo] = &[
     &WAIT_BEFORE_COPY,
     &CONDITIONAL_ARRIVAL,
     &DIVERGENT_COLLECTIVE,
+    &TILE_OVERWRITE,
 ];
