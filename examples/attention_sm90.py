@@ -23,6 +23,9 @@ D = 64, whose smaller fragments fit the register budget three leave):
   waits for the scores only (`wgmma.wait_group 1`), and computes the softmax of tile j while
   P·V runs. Cake rotates the loop; the schedule stays the natural one.
 
+`PERSISTENT = 1` makes one CTA per SM walk the tiles, the next tile's Q waiting on `q_empty`
+until the consumers are done with this one's (measured no better: off).
+
 Masks: keys past S (the last tile) and, with CAUSAL, keys after the query, by `lm.iota` on the
 tiles that need them. Causal CTAs take their query tiles longest first. Rows past S read zeros
 (TMA) and are not stored.
