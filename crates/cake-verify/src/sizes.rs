@@ -116,9 +116,17 @@ fn register_demand(cx: &Ctx, out: &mut Vec<Finding>) {
             .get(&rid)
             .map(|&(regs, f)| (regs + WGMMA_WORKING_SET, regs, f));
         let aborts = at_mma.is_some_and(|(need, ..)| need > budget);
+        // Beside a wgmma, the working set lives with every fragment of the role: past the
+        // budget with it, ptxas spills (the cost model charges the same registers).
+        let working = if at_mma.is_some() {
+            WGMMA_WORKING_SET
+        } else {
+            0
+        };
+        let spills = demand + working > budget;
         let severity = if demand > max || aborts {
             Severity::Error
-        } else if demand > budget {
+        } else if spills {
             Severity::Warning
         } else {
             continue;
@@ -137,10 +145,16 @@ fn register_demand(cx: &Ctx, out: &mut Vec<Finding>) {
                 "role `{}` issues a wgmma into `{}` ({regs} registers per thread), which ptxas compiles only with about {need} (the accumulator and {WGMMA_WORKING_SET} for descriptors, addresses and loop state), more than its {what}: ptxas aborts the build",
                 role.name, k.fragments[f].name
             )
-        } else {
+        } else if demand > budget {
             format!(
                 "role `{}` holds {demand} registers per thread in fragments, more than its {what}: ptxas will spill",
                 role.name
+            )
+        } else {
+            format!(
+                "role `{}` holds {demand} registers per thread in fragments and needs about {working} more beside its wgmma (descriptors, addresses, loop state): {} in all, more than its {what}; ptxas will spill",
+                role.name,
+                demand + working
             )
         };
         let mut f = Finding::new(&REGISTER_DEMAND, k.fragments.span(heaviest), msg)
