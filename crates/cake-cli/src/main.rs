@@ -335,13 +335,6 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    // A closed pipe (`cake family validate F | head`) ends the process as in other command-line
-    // tools, instead of a panic in println!.
-    #[cfg(unix)]
-    // SAFETY: restoring a signal's default action, before any thread is started.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
     let cli = Cli::parse();
     match cli.command {
         Command::Check {
