@@ -425,12 +425,14 @@ def main() -> int:
         measure(variants, a.timeout, work)
     points = points_of(variants)
     doc = dict(schema="cake.cost-accuracy/v0", date=datetime.date.today().isoformat(),
-               commit=os.environ.get("COMMIT"), calibration=a.calibration or "committed table",
+               commit=os.environ.get("COMMIT"),
+               # The table's file name, not where this machine kept it (results are committed).
+               calibration=os.path.basename(a.calibration) if a.calibration else "committed table",
                samples=SAMPLES, wall_s=time.time() - t0,
                summary=summarize_points(points),
                families={f: summarize_points([p for p in points if p["family"] == f]) for f in ("gemm", "kmeans", "attention")},
                points=points,
-               variants=[{k: v[k] for k in v if k not in ("text", "path")} for v in variants])
+               variants=[{k: v[k] for k in v if k not in ("text", "path", "launch")} for v in variants])
     if not a.dry_run:
         os.makedirs(os.path.dirname(a.out), exist_ok=True)
         with open(a.out, "w", encoding="utf-8") as fh:
