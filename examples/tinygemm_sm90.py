@@ -4,21 +4,29 @@ weight's rows fill wgmma's 64-row side while the few tokens are its N (a multipl
 
     Cᵀ[n0 : n0 + 64, :] = B[n0 : n0 + 64, :] · Aᵀ          (64 × MP tile, MP = M rounded up)
 
-One CTA per 64 rows of the weight: a producer warpgroup issues the TMA loads of the weight tile
+One tile per 64 rows of the weight: a producer warpgroup issues the TMA loads of the weight tile
 and of all M tokens' K-slice (rows past M read zeros) into a ring of STAGES stages; one consumer
-warpgroup runs the MMAs and stores its 64 × MP tile transposed into C. M is a compile-time
-constant (the contract specialises it per shape); MP is the smallest legal wgmma N that holds it.
+warpgroup runs the MMAs. M is a compile-time constant (the contract specialises it per shape);
+MP is the smallest legal wgmma N that holds it.
+
+Split-K (SPLIT > 1): a weight of few rows has too few tiles to keep every SM streaming, so each
+tile is shared by a cluster of SPLIT CTAs, CTA r taking the r-th of SPLIT runs of K blocks. Each
+writes its f32 partial tile into its own shared memory and arrives on a cluster barrier; CTA 0
+waits, adds the others' partials through distributed shared memory, and stores C.
 """
 import cake
 from cake import lm
 
 M = 8                                   # tokens (specialised per shape by the contract)
+NW = 4096                               # weight rows N (specialised per shape: it sets SPLIT)
 MP = 8 if M <= 8 else 16 if M <= 16 else 32 if M <= 32 else 64 if M <= 64 else 128
-BN, BK = 64, 64                         # weight rows per CTA, K per stage (one 128-byte swizzle row)
+BN, BK = 64, 64                         # weight rows per tile, K per stage (one 128-byte swizzle row)
+# CTAs per tile: enough tiles × SPLIT to cover the 132 SMs (measured: bench/results/2026-12-02-tinygemm-splitk).
+SPLIT = 4 if NW <= 2048 else 2 if NW <= 4096 else 1
 STAGES = 16 if MP <= 16 else 12 if MP <= 64 else 8   # ring depth: the weight bytes in flight (measured)
 
 
-@cake.schedule(targets=["sm_90a"])
+@cake.schedule(targets=["sm_90a"], cluster=(SPLIT, 1, 1))
 def tinygemm(A: lm.tensor[lm.bf16, M, "K"],
              B: lm.tensor[lm.bf16, "N", "K"],
              C: lm.tensor[lm.bf16, M, "N"]):
@@ -33,15 +41,29 @@ def tinygemm(A: lm.tensor[lm.bf16, M, "K"],
     full = lm.barrier(pipe, producers=[load], consumers=[math])
     empty = lm.barrier(pipe, producers=[math], consumers=[load])
     acc = math.fragment(shape=(BN, MP), dtype=lm.f32)
+    if SPLIT > 1:
+        part = pool.view(shape=(BN, MP), dtype=lm.f32)      # this CTA's partial tile
+        parts = lm.barrier(producers=[math], consumers=[math], cluster=True)
 
-    for tn in lm.tiles(lm.cdiv(N, BN)):
+    KB = lm.cdiv(lm.cdiv(K, BK), SPLIT)                      # K blocks per CTA of a cluster
+    for ks, tn in lm.tiles(SPLIT, lm.cdiv(N, BN)):
         with load:
-            for k in lm.range(lm.cdiv(K, BK), pipeline=pipe):
+            for k in lm.range(KB, pipeline=pipe):
                 lm.wait(empty)
-                sW.tma_load(B, coords=(tn * BN, k * BK), barrier=full)
-                sX.tma_load(A, coords=(0, k * BK), barrier=full)
+                sW.tma_load(B, coords=(tn * BN, (ks * KB + k) * BK), barrier=full)
+                sX.tma_load(A, coords=(0, (ks * KB + k) * BK), barrier=full)
         with math:
-            for k in lm.range(lm.cdiv(K, BK), pipeline=pipe):
+            for k in lm.range(KB, pipeline=pipe):
                 lm.wait(full)
                 lm.mma(acc, sW, sX.T, accumulate=k > 0, release=empty)
-            lm.store(C, lm.cast(acc, lm.bf16), coords=(0, tn * BN), transpose=True)
+            if SPLIT > 1:
+                part.store(acc)
+                lm.arrive(parts)
+                lm.wait(parts)
+                if ks == 0:
+                    total = acc
+                    for r in range(1, SPLIT):
+                        total = total + part.load(cta=r)
+                    lm.store(C, lm.cast(total, lm.bf16), coords=(0, tn * BN), transpose=True)
+            else:
+                lm.store(C, lm.cast(acc, lm.bf16), coords=(0, tn * BN), transpose=True)

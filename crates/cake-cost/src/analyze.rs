@@ -704,6 +704,18 @@ impl Analyzer<'_> {
                     int: 0.0,
                 }
             }
+            // One shared-memory load per element (a peer CTA's through the cluster's network:
+            // its latency is in the wait that publishes the view, not here).
+            ExprKind::ViewLoad { view, cta } => {
+                let own = Ops { all: n, int: 0.0 };
+                let index = view
+                    .rows
+                    .map(|(s, _)| s)
+                    .into_iter()
+                    .chain(view.stage)
+                    .chain(*cta);
+                index.fold(own, |acc, i| acc + self.ops(i, rw, seen))
+            }
             // Constants, indices and fragment reads are operands, not operations.
             ExprKind::Int(_)
             | ExprKind::Float(_)

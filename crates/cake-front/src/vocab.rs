@@ -104,6 +104,7 @@ pub enum Builtin {
     ViewRows,
     ViewStage,
     ViewStore,
+    ViewLoad,
     ViewScatterAdd,
     RoleFragment,
     // properties
@@ -265,6 +266,7 @@ pub const TABLE: &[Entry] = &[
     row!(View "rows" => ViewRows, Call(&[req("start"), req("count")]), "the view restricted to a row range"),
     row!(View "stage" => ViewStage, Call(&[req("index")]), "one stage of a staged view"),
     row!(View "store" => ViewStore, Call(&[req("value")]), "writes a register value into the view"),
+    row!(View "load" => ViewLoad, Call(&[opt("cta")]), "a register value read from the view (from cluster CTA `cta`'s copy when given)"),
     row!(View "scatter_add" => ViewScatterAdd, Call(&[req("src"), req("index"), opt("offset"), opt("valid_rows"), opt("counts")]), "adds rows of a view to indexed rows of this one"),
     row!(View "T" => ViewT, Read, "the view transposed"),
     row!(View "shape" => ViewShape, Read, "the view's shape (a tuple)"),
@@ -379,6 +381,7 @@ mod tests {
                 "rows",
                 "stage",
                 "store",
+                "load",
                 "scatter_add"
             ]
         );

@@ -56,7 +56,7 @@ impl KernelFacts {
                     loops: ctx.loops.clone(),
                     if_depth: ctx.if_depth,
                     guards: ctx.guards.clone(),
-                    effects: op.effects(),
+                    effects: kernel.op_effects(op),
                 });
             }
         });

@@ -483,6 +483,13 @@ pub enum ExprKind {
         shape: Vec<u32>,
         fill: f64,
     },
+    /// A register tile read from a shared-memory view (`view.load(cta=None)`), from the view of
+    /// cluster CTA `cta` when given (distributed shared memory), in the layout of the value that
+    /// consumes it.
+    ViewLoad {
+        view: ViewRef,
+        cta: Option<ExprId>,
+    },
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -788,6 +795,20 @@ impl Kernel {
     /// CTAs per thread-block cluster (1 without a cluster).
     pub fn cluster_size(&self) -> u32 {
         self.cluster.iter().product()
+    }
+
+    /// Whether barrier `b` is a cluster barrier that an `lm.arrive` signals: an arrival after
+    /// ordinary accesses, which a waiter in another CTA may read (a peer's `view.load`), so
+    /// its waits acquire at cluster scope.
+    pub fn publishes_to_cluster(&self, b: BarrierId) -> bool {
+        if !self.barriers[b].cluster {
+            return false;
+        }
+        let mut found = false;
+        self.walk(|_, stmt, _| {
+            found |= matches!(stmt, Stmt::Op(Op::Arrive { barrier }) if *barrier == b);
+        });
+        found
     }
 
     /// Why a TMA load into `dst` multicast to `multicast` CTAs cannot be delivered in this

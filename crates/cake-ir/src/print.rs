@@ -469,6 +469,10 @@ impl Printer<'_> {
                 list(shape, |d| d.to_string()),
                 fill
             ),
+            ExprKind::ViewLoad { view, cta } => match cta {
+                Some(c) => format!("{}.load(cta={})", self.view_ref(view), self.expr(*c)),
+                None => format!("{}.load()", self.view_ref(view)),
+            },
         }
     }
 }

@@ -35,11 +35,32 @@ impl ExprKind {
             | ExprKind::Expand { arg: a, .. } => f(*a),
             ExprKind::Load { coords, .. } => coords.iter().copied().for_each(f),
             ExprKind::Iota { .. } => {}
+            ExprKind::ViewLoad { view, cta } => {
+                let rows = view.rows.map(|(start, _)| start);
+                rows.into_iter().chain(view.stage).chain(*cta).for_each(f);
+            }
         }
     }
 }
 
 impl Kernel {
+    /// [`Op::effects`], with the views its expressions read (`view.load`) among its shared-memory
+    /// reads.
+    pub fn op_effects(&self, op: &Op) -> OpEffects {
+        let mut effects = op.effects();
+        let mut views = Vec::new();
+        for &e in &effects.exprs {
+            self.visit_expr(e, |_, kind| {
+                if let ExprKind::ViewLoad { view, .. } = kind {
+                    views.push(view.clone());
+                }
+                true
+            });
+        }
+        effects.smem_reads.extend(views);
+        effects
+    }
+
     /// Visits `e` and the expressions under it in pre-order, left to right, each node once
     /// (expressions form a DAG: names share subexpressions). `f` returns whether to descend
     /// into the node's operands.

@@ -470,6 +470,53 @@ fn cluster(cx: &Ctx, out: &mut Vec<Finding>) {
     }
     multicast_shapes(cx, out);
     cluster_barriers(cx, out);
+    peer_views(cx, out);
+}
+
+/// `view.load(cta=c)` reads CTA c of the cluster: a cluster of more than c CTAs, in a kernel
+/// whose CTAs run one tile each (a persistent CTA's next tile would store into the view under a
+/// peer's read).
+fn peer_views(cx: &Ctx, out: &mut Vec<Finding>) {
+    let k = cx.k;
+    let n = k.cluster_size();
+    for site in &cx.ops {
+        for (x, v, c) in crate::safety::peer_loads(k, site) {
+            let name = &k.views[v].name;
+            let problem = if n < 2 {
+                Some((
+                    format!("this reads `{name}` of cluster CTA {}, but the kernel's cluster has {n} CTA", k.const_int(c).map_or("cta".to_string(), |c| c.to_string())),
+                    "a cluster of 2 or more CTAs".to_string(),
+                    format!("{:?}", k.cluster),
+                ))
+            } else if let Some(rank) = k.const_int(c).filter(|&r| r >= n as i64) {
+                Some((
+                    format!(
+                        "CTA {rank} is not in the cluster: its ranks are 0 to {}",
+                        n - 1
+                    ),
+                    format!("a rank in 0..{n}"),
+                    rank.to_string(),
+                ))
+            } else if k.persistent {
+                Some((
+                    format!("a persistent CTA stores its next tile into `{name}` while a peer may still read this tile's: peer reads are for non-persistent kernels"),
+                    "persistent=False".to_string(),
+                    "persistent=True".to_string(),
+                ))
+            } else {
+                None
+            };
+            if let Some((msg, expected, actual)) = problem {
+                out.push(
+                    Finding::new(&PEER_VIEW, k.exprs.span(x), msg)
+                        .subject("view", name)
+                        .role(cx.role_name(site.role))
+                        .expected(expected)
+                        .actual(actual),
+                );
+            }
+        }
+    }
 }
 
 /// A multicast load fills a whole 2-D view in each of the cluster's `(n, 1, 1)` CTAs, one share

@@ -28,6 +28,61 @@ pub fn check(cx: &Ctx, out: &mut Vec<Finding>) {
     tmem_overwrite(cx, out);
     tile_overwrite(cx, out);
     warp_branches(cx, out);
+    peer_reads(cx, out);
+}
+
+/// The reads of cluster peers' views in an operation's expressions: (view, rank expression).
+pub(crate) fn peer_loads(k: &Kernel, site: &OpSite) -> Vec<(ExprId, ViewId, ExprId)> {
+    let mut found = Vec::new();
+    for &e in &site.effects.exprs {
+        k.visit_expr(e, |x, kind| {
+            if let ExprKind::ViewLoad { view, cta: Some(c) } = kind {
+                found.push((x, view.view, *c));
+            }
+            true
+        });
+    }
+    found
+}
+
+/// A read of a peer CTA's view must follow, in its role, a wait on a cluster barrier that a
+/// role storing into the view arrives on after the store: that arrival (release, cluster scope)
+/// and wait (acquire, cluster scope) publish every CTA's stores to the others.
+fn peer_reads(cx: &Ctx, out: &mut Vec<Finding>) {
+    let k = cx.k;
+    for (i, site) in cx.ops.iter().enumerate() {
+        for (x, v, _) in peer_loads(k, site) {
+            let stored_then_arrived = |b: BarrierId| {
+                cx.ops.iter().enumerate().any(|(a, arrive)| {
+                    matches!(arrive.op, Op::Arrive { barrier } if barrier == b)
+                        && cx.ops[..a].iter().any(|st| {
+                            st.role == arrive.role
+                                && matches!(&st.op, Op::SmemStore { dst, .. } if dst.view == v)
+                        })
+                })
+            };
+            let published = cx.ops[..i].iter().any(|w| {
+                w.role == site.role
+                    && matches!(w.op, Op::Wait { barrier } if k.barriers[barrier].cluster && stored_then_arrived(barrier))
+            });
+            if published {
+                continue;
+            }
+            let name = &k.views[v].name;
+            out.push(
+                Finding::new(
+                    &PEER_READ_UNPUBLISHED,
+                    k.exprs.span(x),
+                    format!("this reads a peer CTA's `{name}` without waiting for its stores to be published: nothing orders the read after the peer's `{name}.store`"),
+                )
+                .subject("view", name)
+                .role(cx.role_name(site.role))
+                .expected(format!("a wait, earlier in this role, on a cluster barrier the writers of `{name}` arrive on after storing it"))
+                .actual("no such wait")
+                .help(format!("declare `b = lm.barrier(producers=[writer], consumers=[reader], cluster=True)`; `lm.arrive(b)` after `{name}.store(...)`, `lm.wait(b)` before this read")),
+            );
+        }
+    }
 }
 
 /// In a persistent kernel a copy into a shared-memory view outside any pipelined loop runs once

@@ -199,6 +199,19 @@ Declare the role with `warp=` or `warps=` and give each warp its own (M, N) tile
     good: include_str!("../../../../tests/check/CAKE-C015-good.py"),
 };
 
+pub const PEER_VIEW: CodeInfo = CodeInfo {
+    code: "CAKE-C016",
+    name: "peer-view",
+    category: Category::Conformance,
+    severity: Severity::Error,
+    summary: r#"`view.load(cta=...)` reads a cluster peer's shared memory where no such peer exists or where its view may change under the read."#,
+    explanation: r#"`view.load(cta=c)` reads the view at the same offset in CTA c of the thread-block cluster (distributed shared memory: `mapa` then `ld.shared::cluster`). That needs a kernel with a cluster of at least two CTAs, and c must be a rank of that cluster (0 to n − 1). In a persistent kernel each CTA goes on to its next tile and stores into its view again while a peer may still be reading the previous tile's contents; Cake does not order that yet, so peer reads are accepted in non-persistent kernels only (one tile per CTA, and no CTA leaves while a peer may still read its shared memory).
+
+Declare `cluster=(n, 1, 1)` with n greater than the rank you read, and `persistent=False`."#,
+    bad: include_str!("../../../../tests/check/CAKE-C016-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-C016-good.py"),
+};
+
 /// Every code of this module, in number order; [`super::ALL`] is made of these lists.
 pub const ALL: &[&CodeInfo] = &[
     &INSTRUCTION_UNAVAILABLE,
@@ -216,4 +229,5 @@ pub const ALL: &[&CodeInfo] = &[
     &MULTICAST_SHAPE,
     &CLUSTER_BARRIER,
     &MMA_ISSUER,
+    &PEER_VIEW,
 ];

@@ -318,6 +318,19 @@ Declare `q_empty = lm.barrier(producers=[math], consumers=[load])`, `lm.wait(q_e
     good: include_str!("../../../../tests/check/CAKE-S024-good.py"),
 };
 
+pub const PEER_READ_UNPUBLISHED: CodeInfo = CodeInfo {
+    code: "CAKE-S025",
+    name: "peer-read-unpublished",
+    category: Category::Safety,
+    severity: Severity::Error,
+    summary: r#"A read of a cluster peer's view (`view.load(cta=...)`) is not ordered after the peer's writes."#,
+    explanation: r#"Each CTA of a cluster writes its own copy of a view with ordinary shared-memory stores (`view.store`). Another CTA may read that copy (`view.load(cta=c)`) only once the writes are published to it: the writing role arrives, after its stores, on a cluster barrier (`lm.barrier(..., cluster=True)`: its arrivals release at cluster scope in every CTA), and the reading role waits on that barrier before the read (a wait that acquires at cluster scope). Without that wait the read races the peer's stores and returns stale or partial data — the sum of a split-K reduction comes out wrong only sometimes.
+
+Declare `parts = lm.barrier(producers=[math], consumers=[math], cluster=True)`; after `view.store(...)`, `lm.arrive(parts)`; before `view.load(cta=...)`, `lm.wait(parts)`."#,
+    bad: include_str!("../../../../tests/check/CAKE-S025-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-S025-good.py"),
+};
+
 /// Every code of this module, in number order; [`super::ALL`] is made of these lists.
 pub const ALL: &[&CodeInfo] = &[
     &ARRIVAL_COUNT,
@@ -344,4 +357,5 @@ pub const ALL: &[&CodeInfo] = &[
     &CONDITIONAL_ARRIVAL,
     &DIVERGENT_COLLECTIVE,
     &TILE_OVERWRITE,
+    &PEER_READ_UNPUBLISHED,
 ];

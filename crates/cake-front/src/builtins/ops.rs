@@ -325,6 +325,38 @@ impl Interp<'_> {
         Ok(Value::None)
     }
 
+    /// `view.load(cta=None)`: the view's contents as a register value of the current role; with
+    /// `cta`, those of the same view in that CTA of the cluster (the verifier checks the rank
+    /// against the cluster and the synchronisation that publishes the view).
+    pub(super) fn view_load(&mut self, v: ViewRef, a: &[Slot], sp: Span) -> R<Value> {
+        let cta = match a[0].clone() {
+            None | Some((Value::None, _)) => None,
+            Some((x, xsp)) => {
+                if let Value::Int(i) = x {
+                    if i < 0 {
+                        return self.err(
+                            &codes::INVALID_VALUE,
+                            xsp,
+                            format!("`cta` is a CTA's rank in the cluster (0 or more), got {i}"),
+                        );
+                    }
+                }
+                Some(self.index_of(x, xsp)?)
+            }
+        };
+        let role = self.current_role(sp, "view.load")?;
+        let ty = Ty::Frag {
+            dtype: self.k.views[v.view].dtype,
+            shape: self.view_ref_shape(&v),
+            role,
+        };
+        Ok(Value::Expr(self.mk(
+            ExprKind::ViewLoad { view: v, cta },
+            ty,
+            sp,
+        )))
+    }
+
     /// `lm.mma(acc, a, b, accumulate=True, release=None)`
     pub(super) fn mma(&mut self, a: &[Slot], sp: Span) -> R<Value> {
         let acc = self.operand(&a[0], "the accumulator")?;

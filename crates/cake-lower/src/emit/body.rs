@@ -535,8 +535,13 @@ impl Emitter<'_> {
                         format!("({n}_waits++ & 1){flip}")
                     }
                 };
+                let wait = if self.clustered() && k.publishes_to_cluster(*barrier) {
+                    "cake_mbar_wait_cluster"
+                } else {
+                    "cake_mbar_wait"
+                };
                 self.line(&format!(
-                    "cake_mbar_wait({slot}, {parity});  // wait {} ({})",
+                    "{wait}({slot}, {parity});  // wait {} ({})",
                     bar.name,
                     self.loc(sp)
                 ));

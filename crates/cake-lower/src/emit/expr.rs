@@ -71,6 +71,12 @@ impl Emitter<'_> {
         }) {
             self.needs_ex2 = true;
         }
+        if self
+            .k
+            .expr_any(e, |x| matches!(x, ExprKind::ViewLoad { .. }))
+        {
+            self.needs_shared_ops = true;
+        }
         self.elem_text(e, site)
     }
 
@@ -206,6 +212,31 @@ impl Emitter<'_> {
                     c_ident(&k.params[*tensor].name),
                     Self::float_lit(*fill)
                 )
+            }
+            // This thread's element of a row-major f32 tile in shared memory (a peer CTA's
+            // copy through the cluster's shared-memory window with `cta`).
+            ExprKind::ViewLoad { view, cta } if site == Site::Tile => {
+                let cols = k.views[view.view].shape.get(1).copied().unwrap_or(1);
+                let stride = self.layout.view(view.view).stage_stride;
+                let name = c_ident(&k.views[view.view].name);
+                let base = match view.stage {
+                    Some(st) => format!("({name} + {stride} * ({}))", self.ix_text(st)),
+                    None => name,
+                };
+                let row0 = match view.rows {
+                    Some((start, _)) => self.ix_text(start),
+                    None => "0".into(),
+                };
+                let at = format!(
+                    "{base} + ((({row0}) + lane_row + 8 * h) * {cols} + lane_col + 8 * i + j) * 4"
+                );
+                match cta {
+                    Some(c) => format!(
+                        "cake_ld_cluster_f32({at}, (uint32_t)({}))",
+                        self.ix_text(*c)
+                    ),
+                    None => format!("cake_ld_shared_f32({at})"),
+                }
             }
             // Not lowered (`elem_problems` records it).
             _ => "0".into(),

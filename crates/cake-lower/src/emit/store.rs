@@ -269,18 +269,18 @@ impl Emitter<'_> {
     }
 
     /// `view.store(value)`: an accumulator tile (or a cast of one) written into a 128B-swizzled
-    /// view in the layout TMA reads, 4 bytes (two 16-bit elements) per store.
+    /// view in the layout TMA reads, 4 bytes (two 16-bit elements) per store; or an f32 tile
+    /// into an unswizzled f32 view, row-major, 8 bytes per store (the layout `view.load` reads).
     pub(crate) fn smem_store(&mut self, dst: &ViewRef, value: ExprId, sp: Span) {
         let k = self.k;
         let view = k.views[dst.view].clone();
-        let (n, inner, pack) = match legal::smem_store(k, dst, value, self.tile_of(value)) {
-            Ok((n, inner, d)) => (n, inner, pack_fn(d)),
+        let kind = match legal::smem_store(k, dst, value, self.tile_of(value)) {
+            Ok(kind) => kind,
             Err(m) => return self.unsupported(sp, m),
         };
         let (role, _) = self.role.expect("role");
         let rname = c_ident(&k.roles[role].name);
         self.precompute_reductions(value);
-        let v = self.elem(inner, Site::Tile);
         let base = self.view_base(&ViewRef {
             rows: None,
             ..dst.clone()
@@ -289,18 +289,34 @@ impl Emitter<'_> {
             Some((start, _)) => self.ix(start),
             None => "0".into(),
         };
-        let panel_bytes = view.shape[0] as u64 * 128;
         self.line(&format!("// {}.store(...) ({})", view.name, self.loc(sp)));
         // The buffer may still be read by this replica's previous TMA store.
         self.line(&format!("if ({rname}_thread == 0) cake_bulk_wait_read();"));
         self.replica_sync(sp);
-        self.accumulator_pairs(FragLayout::WgmmaAcc { n }, &row0, None, &v, |e| {
-            // 128B swizzle: the 16-byte chunk index within a 128-byte row is XORed with row % 8.
-            e.line(&format!(
-                "const uint32_t addr = {base} + (col / 64) * {panel_bytes} + row * 128 + ((((col % 64) * 2 / 16) ^ (row % 8)) * 16) + ((col % 64) * 2) % 16;"
-            ));
-            e.line(&format!("cake_st_shared_b32(addr, {pack}(v[0], v[1]));"));
-        });
+        match kind {
+            legal::SmemStore::Swizzled16 { n, inner, dtype } => {
+                let pack = pack_fn(dtype);
+                let v = self.elem(inner, Site::Tile);
+                let panel_bytes = view.shape[0] as u64 * 128;
+                self.accumulator_pairs(FragLayout::WgmmaAcc { n }, &row0, None, &v, |e| {
+                    // 128B swizzle: the 16-byte chunk index within a 128-byte row is XORed with
+                    // row % 8.
+                    e.line(&format!(
+                        "const uint32_t addr = {base} + (col / 64) * {panel_bytes} + row * 128 + ((((col % 64) * 2 / 16) ^ (row % 8)) * 16) + ((col % 64) * 2) % 16;"
+                    ));
+                    e.line(&format!("cake_st_shared_b32(addr, {pack}(v[0], v[1]));"));
+                });
+            }
+            legal::SmemStore::F32 { n } => {
+                self.needs_shared_ops = true;
+                let v = self.elem(value, Site::Tile);
+                self.accumulator_pairs(FragLayout::WgmmaAcc { n }, &row0, None, &v, |e| {
+                    e.line(&format!(
+                        "cake_st_shared_v2_f32({base} + (row * {n} + col) * 4, v[0], v[1]);"
+                    ));
+                });
+            }
+        }
     }
 
     /// `view.store(constant)`: the replica's threads fill the view with 16-byte stores (the

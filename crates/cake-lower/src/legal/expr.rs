@@ -155,11 +155,50 @@ pub(crate) trait Scope {
                     }
                 }
             }
+            ExprKind::ViewLoad { view, cta } if site == Site::Tile => {
+                if let Err(m) = super::view_load(k, view) {
+                    out.push((sp, m));
+                }
+                let rows = view.rows.map(|(start, _)| start);
+                for i in rows.into_iter().chain(view.stage).chain(*cta) {
+                    self.scalar_problems(i, out);
+                }
+            }
             _ => out.push((sp, "this register expression is not lowered yet".into())),
         }
     }
 
     /// The tile layout an element-wise expression is computed over.
+    /// Where `view.load` is read in `e`, evaluated at `site`: element by element in a wgmma
+    /// accumulator tile's layout (what the f32 `view.store` wrote), from a peer CTA only in a
+    /// cluster.
+    fn view_load_problems(&self, e: ExprId, site: Site, out: &mut Vec<(Span, String)>) {
+        let k = self.kernel();
+        let mut loads = Vec::new();
+        k.visit_expr(e, |x, kind| {
+            if let ExprKind::ViewLoad { cta, .. } = kind {
+                loads.push((x, cta.is_some()));
+            }
+            true
+        });
+        let tiled =
+            site == Site::Tile && matches!(self.tile_of(e), Some(FragLayout::WgmmaAcc { .. }));
+        for (x, peer) in loads {
+            let sp = k.exprs.span(x);
+            if !tiled {
+                out.push((
+                    sp,
+                    "view.load is lowered inside values over a wgmma accumulator tile".into(),
+                ));
+            } else if peer && k.cluster_size() < 2 {
+                out.push((
+                    sp,
+                    "view.load(cta=...) reads a peer CTA's view: it needs a cluster".into(),
+                ));
+            }
+        }
+    }
+
     fn tile_of(&self, e: ExprId) -> Option<FragLayout> {
         match &self.kernel().exprs[e].kind {
             ExprKind::Frag(f) => self.layout(*f),

@@ -393,20 +393,54 @@ pub(crate) fn smem_store(
     dst: &ViewRef,
     value: ExprId,
     tile: Option<FragLayout>,
-) -> Result<(u32, ExprId, DType), String> {
+) -> Result<SmemStore, String> {
     let view = &k.views[dst.view];
     let Some(FragLayout::WgmmaAcc { n }) = tile else {
         return Err("view.store is lowered for values computed from an accumulator tile".into());
     };
+    if view.shape.len() != 2 || dst.transposed {
+        return Err("view.store is lowered into 2-D views".into());
+    }
+    // An f32 tile kept in f32 (a partial sum another CTA adds up): row-major, unswizzled.
+    if view.dtype == DType::F32 && view.swizzle == 0 {
+        if view.shape[1] != n {
+            return Err(format!(
+                "an f32 view.store writes a whole accumulator tile: the view has {} columns, the tile {n}",
+                view.shape[1]
+            ));
+        }
+        return Ok(SmemStore::F32 { n });
+    }
     let Some((inner, d)) = super::cast_to_16bit(k, value, view.dtype) else {
         return Err(
-            "view.store is lowered for lm.cast(..., bf16 or f16) of an f32 accumulator".into(),
+            "view.store is lowered for lm.cast(..., bf16 or f16) of an f32 accumulator into a 128B-swizzled view, or for an f32 value into an unswizzled f32 view".into(),
         );
     };
-    if view.swizzle != 128 || view.shape.len() != 2 || dst.transposed {
-        return Err("view.store is lowered into 2-D views with 128B swizzle".into());
+    if view.swizzle != 128 {
+        return Err("a 16-bit view.store is lowered into views with 128B swizzle".into());
     }
-    Ok((n, inner, d))
+    Ok(SmemStore::Swizzled16 { n, inner, dtype: d })
+}
+
+/// How `view.store` of an accumulator tile is written.
+pub(crate) enum SmemStore {
+    /// A 16-bit cast of the tile (`inner` is what is cast), pairs packed into 4-byte stores at
+    /// the 128B-swizzled address TMA reads.
+    Swizzled16 { n: u32, inner: ExprId, dtype: DType },
+    /// The f32 tile itself, row-major, a pair per 8-byte store.
+    F32 { n: u32 },
+}
+
+/// `view.load(cta=...)` read element-wise in a wgmma accumulator layout: the view is the f32,
+/// unswizzled, row-major tile that an f32 `view.store` writes.
+pub(crate) fn view_load(k: &Kernel, v: &ViewRef) -> Result<(), String> {
+    let view = &k.views[v.view];
+    if view.shape.len() != 2 || v.transposed || view.dtype != DType::F32 || view.swizzle != 0 {
+        return Err(
+            "view.load is lowered for 2-D, f32, unswizzled views (what an f32 view.store of an accumulator writes)".into(),
+        );
+    }
+    Ok(())
 }
 
 /// `frag[:] = value` into a wgmma A fragment of `kdim` columns: a 16-bit cast of a value over a

@@ -108,6 +108,7 @@ impl<'a> Checker<'a> {
     pub(crate) fn elem(&mut self, e: ExprId, site: Site) {
         let mut p = Vec::new();
         self.elem_problems(e, site, &mut p);
+        self.view_load_problems(e, site, &mut p);
         self.report(p);
     }
 
@@ -511,7 +512,11 @@ impl<'a> Checker<'a> {
             Op::SmemStore { dst, value } => {
                 match smem_store(k, dst, *value, self.tile_of(*value)) {
                     Err(m) => self.unsupported(sp, m),
-                    Ok((_, inner, _)) => {
+                    Ok(kind) => {
+                        let inner = match kind {
+                            SmemStore::Swizzled16 { inner, .. } => inner,
+                            SmemStore::F32 { .. } => *value,
+                        };
                         self.precompute_reductions(*value);
                         self.elem(inner, Site::Tile);
                         self.view_base(dst);
