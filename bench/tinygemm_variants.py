@@ -70,7 +70,7 @@ for r in rows:
 print(f"\n{'M':>4} {'N':>6} {'K':>6} {'variant':8} ok  cake_us cublas_us vs_cublas of_floor")
 for r in rows:
     if "error" in r:
-        print(f"{r['M']:4} {r['N']:6} {r['K']:6} {r['variant']:10} ERROR {r['error'][:60]}")
+        print(f"{r['M']:4} {r['N']:6} {r['K']:6} {r['variant']:26} ERROR {r['error'][:60]}")
         continue
     mark = "*" if best.get((r["M"], r["N"], r["K"])) is r else " "
-    print(f"{r['M']:4} {r['N']:6} {r['K']:6} {r['variant']:10} {'y' if r['correct'] else 'N'}{mark} {r['cake_us']:8.1f} {r['cublas_us']:8.1f} {r['vs_cublas']:7.2f}x {r['of_floor']:6.2f}")
+    print(f"{r['M']:4} {r['N']:6} {r['K']:6} {r['variant']:26} {'y' if r['correct'] else 'N'}{mark} {r['cake_us']:8.1f} {r['cublas_us']:8.1f} {r['vs_cublas']:7.2f}x {r['of_floor']:6.2f}")

@@ -20,9 +20,10 @@ from cake import lm
 M = 8                                   # tokens (specialised per shape by the contract)
 NW = 4096                               # weight rows N (specialised per shape: it sets SPLIT)
 MP = 8 if M <= 8 else 16 if M <= 16 else 32 if M <= 32 else 64 if M <= 64 else 128
-BN, BK = 64, 64                         # weight rows per tile, K per stage (one 128-byte swizzle row)
+BN = 64                                 # weight rows per tile
+BK = 64                                 # K per stage (one 128-byte swizzle row per 64)
 # CTAs per tile: enough tiles × SPLIT to cover the 132 SMs (measured: bench/results/2026-12-02-tinygemm-splitk).
-SPLIT = 4 if NW <= 2048 else 2 if NW <= 4096 else 1
+SPLIT = 2 if NW <= 2048 else 1
 STAGES = 16 if MP <= 16 else 12 if MP <= 64 else 8   # ring depth: the weight bytes in flight (measured)
 
 
