@@ -18,7 +18,7 @@ import cake
 from cake import lm
 
 M = 8                                   # tokens (specialised per shape by the contract)
-NW = 4096                               # weight rows N (specialised per shape: it sets SPLIT)
+NW = 2048                               # weight rows N (specialised per shape: it sets SPLIT)
 MP = 8 if M <= 8 else 16 if M <= 16 else 32 if M <= 32 else 64 if M <= 64 else 128
 BN = 64                                 # weight rows per tile
 BK = 64                                 # K per stage (one 128-byte swizzle row per 64)

@@ -1,16 +1,29 @@
 //! Small-M GEMM with swapped operands (issue #19): the weight's rows fill wgmma's 64-row side,
 //! the tokens its N, and `lm.store(..., transpose=True)` writes the 64 × MP tile into C's
-//! columns. What the emitted code must do and, with nvcc, that every M compiles without
+//! columns; with split-K, a cluster's CTAs add their partial tiles through distributed shared
+//! memory. What the emitted code must do and, with nvcc, that every M and split compiles without
 //! spilling.
 
 use std::path::Path;
 
 fn lower(m: i64) -> String {
+    lower_with(&[("M", m)])
+}
+
+/// The example with its module constants set (`NW`, the weight's rows, picks the split).
+fn lower_with(constants: &[(&str, i64)]) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/tinygemm_sm90.py");
     let source = std::fs::read_to_string(path).expect("example");
     let knobs = cake_mutate::knobs::constants(&source);
-    let knob = knobs.iter().find(|k| k.name == "M").expect("an M constant");
-    let source = cake_mutate::knobs::apply(&source, &[(knob, m)]);
+    let set: Vec<_> = constants
+        .iter()
+        .map(|(name, v)| {
+            let knob = knobs.iter().find(|k| k.name == *name).expect("a constant");
+            (knob, *v)
+        })
+        .collect();
+    let source = cake_mutate::knobs::apply(&source, &set);
+    let m = constants[0].1;
     let checked = cake_driver::check("tinygemm_sm90.py", source.as_bytes(), Some("sm_90a"));
     assert!(
         !checked.findings.iter().any(|f| f.is_error()),
@@ -42,9 +55,10 @@ fn a_transposed_store_swaps_the_coordinates_and_writes_each_element() {
     let store = &cuda[cuda
         .find("accumulator tile, transposed")
         .expect("the store")..];
-    // The tile's rows run along C's columns (from tn * 64), its columns along C's rows (from 0).
+    // The tile's rows run along C's columns (from tn * 64; tn is the second tile axis, after the
+    // split), its columns along C's rows (from 0).
     assert!(
-        store.contains("const int row = (tile_0 * 64) + lane_row + 8 * h;"),
+        store.contains("const int row = (tile_1 * 64) + lane_row + 8 * h;"),
         "{store}"
     );
     assert!(
@@ -68,6 +82,59 @@ fn a_transposed_store_swaps_the_coordinates_and_writes_each_element() {
 }
 
 #[test]
+fn split_k_adds_the_peer_partials_after_a_cluster_scope_handoff() {
+    let cuda = lower_with(&[("M", 16), ("NW", 2048)]);
+    // Each CTA writes its f32 partial tile row-major, a pair per 8-byte store...
+    assert!(
+        cuda.contains("cake_st_shared_v2_f32(part + (row * 16 + col) * 4, v[0], v[1]);"),
+        "{cuda}"
+    );
+    // ...publishes it (every warp arrives in both CTAs, releasing at cluster scope), and waits
+    // with an acquire at cluster scope before CTA 0 reads its peer's copy.
+    let arrive = cuda
+        .find("cake_mbar_arrive_cluster(parts,")
+        .expect("the arrival");
+    let wait = cuda
+        .find("cake_mbar_wait_cluster(parts,")
+        .expect("the wait");
+    let read = cuda
+        .find("cake_ld_cluster_f32(part + (((0) + lane_row + 8 * h) * 16 + lane_col + 8 * i + j) * 4, (uint32_t)(1))")
+        .expect("the peer read");
+    assert!(arrive < wait && wait < read);
+    // The pipeline's own waits keep CTA scope.
+    assert!(cuda.contains("cake_mbar_wait(full + 8 * pipe_stage, pipe_phase);"));
+    // No CTA leaves while its peer may still read its shared memory.
+    assert!(
+        cuda.trim_end().ends_with("cake_cluster_sync();\n}"),
+        "{cuda}"
+    );
+}
+
+#[test]
+fn a_peer_read_of_a_swizzled_view_is_refused() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/check/CAKE-S025-good.py");
+    let source = std::fs::read_to_string(path).expect("check file");
+    let part = "part = pool.view(shape=(64, 16), dtype=lm.f32)";
+    assert!(source.contains(part));
+    // Element (r, c) is read at r * 16 + c: a swizzled layout would put it elsewhere.
+    let source = source.replace(
+        part,
+        "part = pool.view(shape=(64, 16), dtype=lm.f32, swizzle=128)",
+    );
+    let checked = cake_driver::check("peer.py", source.as_bytes(), Some("sm_90a"));
+    assert!(!checked.has_errors(), "{:?}", checked.findings);
+    let t = cake_target::lookup("sm_90a").unwrap();
+    let errors = cake_lower::lower(&checked.kernels[0], &checked.file, t).expect_err("refused");
+    assert!(
+        errors.iter().any(|u| u
+            .message
+            .contains("view.load is lowered for 2-D, f32, unswizzled views")),
+        "{:?}",
+        errors.iter().map(|u| &u.message).collect::<Vec<_>>()
+    );
+}
+
+#[test]
 fn every_m_compiles_without_spills() {
     let Some(tc) =
         cake_testkit::require(cake_toolchain::Toolchain::discover(), "no CUDA toolchain")
@@ -76,10 +143,23 @@ fn every_m_compiles_without_spills() {
     };
     let t = cake_target::lookup("sm_90a").unwrap();
     let out = std::env::temp_dir().join(format!("cake-tinygemm-{}", std::process::id()));
-    for m in [1, 8, 16, 32, 64, 128] {
+    // NW = 2048 splits K across a cluster of two.
+    for (m, nw) in [
+        (1, 4096),
+        (8, 4096),
+        (16, 2048),
+        (32, 4096),
+        (64, 2048),
+        (128, 4096),
+    ] {
         let build = tc
-            .compile(&lower(m), t, &out, &format!("tinygemm_{m}"))
-            .unwrap_or_else(|e| panic!("M={m}: {e}"));
+            .compile(
+                &lower_with(&[("M", m), ("NW", nw)]),
+                t,
+                &out,
+                &format!("tinygemm_{m}_{nw}"),
+            )
+            .unwrap_or_else(|e| panic!("M={m} NW={nw}: {e}"));
         for r in &build.resources {
             assert_eq!(r.spill_stores, 0, "M={m} spills: {}", build.log);
         }

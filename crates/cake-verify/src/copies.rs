@@ -12,6 +12,207 @@ use cake_ir::*;
 pub fn check(cx: &Ctx, out: &mut Vec<Finding>) {
     rows(cx, out);
     strides(cx, out);
+    split_coverage(cx, out);
+}
+
+/// Extents a split dimension is enumerated at: a multiple of every usual box, one that is not a
+/// power of two, and a tail.
+const SPLIT_SAMPLES: [i64; 3] = [4096, 7168, 1000];
+/// Most (CTA, step) pairs enumerated for one coordinate at one extent.
+const SPLIT_ENUMERATION_LIMIT: usize = 1 << 16;
+
+/// Split-K: the CTAs that share a tile along a tile axis of constant count (`for ks, tn in
+/// lm.tiles(SPLIT, ...)`) each load a run of one dimension, and between them every element of
+/// it must be loaded exactly once — a gap leaves part of the sum out, an overlap counts it twice.
+/// A run's length is symbolic (`cdiv(cdiv(K, BK), SPLIT)` boxes), so the boxes are enumerated at
+/// sample extents of the dimension instead of compared by stride.
+fn split_coverage(cx: &Ctx, out: &mut Vec<Finding>) {
+    let k = cx.k;
+    for site in &cx.ops {
+        let (Op::TmaLoad {
+            dst, src, coords, ..
+        }
+        | Op::CpAsync {
+            dst, src, coords, ..
+        }) = &site.op
+        else {
+            continue;
+        };
+        for d in 0..coords.len() {
+            let Some(split) = split_check(k, site, d) else {
+                continue;
+            };
+            let Some((size, problem)) = split.problem else {
+                continue;
+            };
+            let dim = k.dims[split.dim].name.clone();
+            let tile_name = var_name(k, Var::Tile(split.axis), split.tiles);
+            let msg = format!(
+                "with `{dim}` = {size}, the {} CTAs along `{tile_name}` and their steps {problem} of {}: split runs must tile the dimension exactly once",
+                split.ctas,
+                dim_text(k, *src, d),
+            );
+            out.push(
+                Finding::new(&COPY_COVERAGE, cx.span(site.stmt), msg)
+                    .subject("view", &k.views[dst.view].name)
+                    .label(k.loops.span(split.tiles), format!("`{tile_name}` splits the work here"))
+                    .help(format!("let CTA `{tile_name}` start its run at `{tile_name} * RUN` boxes and step one box at a time, RUN = lm.cdiv(lm.cdiv({dim}, BOX), {})", split.ctas)),
+            );
+        }
+    }
+}
+
+/// What enumerating a split coordinate found.
+struct SplitCheck {
+    dim: DimId,
+    axis: usize,
+    ctas: i64,
+    tiles: LoopId,
+    /// The first sample extent at which the boxes leave an element out or load it twice.
+    problem: Option<(i64, String)>,
+}
+
+/// The split check of coordinate `d` of a copy: `None` when the coordinate reads no tile axis of
+/// constant count (2 to 16), or cannot be enumerated.
+fn split_check(k: &Kernel, site: &OpSite, d: usize) -> Option<SplitCheck> {
+    let (Op::TmaLoad {
+        dst, src, coords, ..
+    }
+    | Op::CpAsync {
+        dst, src, coords, ..
+    }) = &site.op
+    else {
+        return None;
+    };
+    let ParamKind::Tensor { dims, .. } = &k.params[*src].kind else {
+        return None;
+    };
+    let Some(Extent::Sym(dim)) = dims.get(d).copied() else {
+        return None;
+    };
+    let c = coords[d];
+    let split: Vec<(usize, i64, LoopId)> = loop_vars(k, &site.loops)
+        .into_iter()
+        .filter_map(|(v, t, l)| match (v, t) {
+            (Var::Tile(a), Trips::Count(n))
+                if (2..=16).contains(&n) && k.expr_reads_tile_coord(c, a) =>
+            {
+                Some((a, n, l))
+            }
+            _ => None,
+        })
+        .collect();
+    let &(axis, ctas, tiles) = split.first()?;
+    let steps: Vec<LoopId> = site
+        .loops
+        .iter()
+        .copied()
+        .filter(|&l| {
+            matches!(k.loops[l].kind, LoopKind::Range { .. }) && k.expr_reads_loop_var(c, l)
+        })
+        .collect();
+    // A split is of a loop's run: a constant tile axis alone picks a fixed part of the dimension.
+    if steps.is_empty() {
+        return None;
+    }
+    let rank_v = k.views[dst.view].shape.len();
+    let extent = match ((d + rank_v).checked_sub(coords.len()), dst.rows) {
+        (None, _) => 1,
+        (Some(0), Some((_, rows))) => rows as i64,
+        (Some(a), _) => k.views[dst.view].shape[a] as i64,
+    };
+    let mut problem = None;
+    for size in SPLIT_SAMPLES {
+        let dim_value = |x: DimId| Some(if x == dim { size } else { 4096 });
+        let boxes = split_boxes(k, site, c, &split, &steps, &dim_value)?;
+        if let Some(p) = coverage_problem(boxes, extent, size) {
+            problem = Some((size, p));
+            break;
+        }
+    }
+    Some(SplitCheck {
+        dim,
+        axis,
+        ctas,
+        tiles,
+        problem,
+    })
+}
+
+/// The starts of every box a site loads along coordinate `c`, over the split tile axes' values,
+/// the role's replicas and the steps of the loops that move it (other variables at 0).
+fn split_boxes(
+    k: &Kernel,
+    site: &OpSite,
+    c: ExprId,
+    split: &[(usize, i64, LoopId)],
+    steps: &[LoopId],
+    dims: &dyn Fn(DimId) -> Option<i64>,
+) -> Option<Vec<i64>> {
+    let mut assignments: Vec<Vec<(Var, i64)>> = vec![Vec::new()];
+    for &(axis, n, _) in split {
+        assignments = assignments
+            .into_iter()
+            .flat_map(|a| (0..n).map(move |i| [a.clone(), vec![(Var::Tile(axis), i)]].concat()))
+            .collect();
+    }
+    if let Some(r) = site.role {
+        let reps = k.roles[r].replicas() as i64;
+        assignments = assignments
+            .into_iter()
+            .flat_map(|a| (0..reps).map(move |i| [a.clone(), vec![(Var::Role(r), i)]].concat()))
+            .collect();
+    }
+    for &l in steps {
+        let LoopKind::Range { start, stop, .. } = &k.loops[l].kind else {
+            return None;
+        };
+        let mut next = Vec::new();
+        for a in assignments {
+            let env = |v: Var| a.iter().find(|(w, _)| *w == v).map_or(0, |(_, x)| *x);
+            let (lo, hi) = (
+                eval_at(k, *start, &env, dims)?,
+                eval_at(k, *stop, &env, dims)?,
+            );
+            for i in lo..hi {
+                next.push([a.clone(), vec![(Var::Loop(l), i)]].concat());
+                if next.len() > SPLIT_ENUMERATION_LIMIT {
+                    return None;
+                }
+            }
+        }
+        assignments = next;
+    }
+    assignments
+        .iter()
+        .map(|a| {
+            let env = |v: Var| a.iter().find(|(w, _)| *w == v).map_or(0, |(_, x)| *x);
+            eval_at(k, c, &env, dims)
+        })
+        .collect()
+}
+
+/// Whether boxes of `extent` at `starts` cover `[0, size)` exactly once: the first element left
+/// out or loaded twice, as text.
+fn coverage_problem(mut starts: Vec<i64>, extent: i64, size: i64) -> Option<String> {
+    starts.sort_unstable();
+    let mut covered = 0i64;
+    for s in starts {
+        if s >= size {
+            break;
+        }
+        if s + extent <= 0 {
+            continue;
+        }
+        if s > covered {
+            return Some(format!("never load [{covered}, {s})"));
+        }
+        if s < covered {
+            return Some(format!("load [{s}, {}) twice", covered.min(s + extent)));
+        }
+        covered = s + extent;
+    }
+    (covered < size).then(|| format!("never load [{covered}, {size})"))
 }
 
 /// The rows of `v`'s view that one operation touches over every replica of its role; `None`
@@ -364,6 +565,9 @@ fn strides(cx: &Ctx, out: &mut Vec<Finding>) {
             } else {
                 stride != filled
             };
+            // CTAs of a split tile axis fill the boxes in between (`(k * SPLIT + ks) * BK`):
+            // the enumeration decides, and reports what it finds itself.
+            let gap = gap && split_check(k, m.site, *d).is_none();
             if gap {
                 let names: Vec<String> = views
                     .iter()

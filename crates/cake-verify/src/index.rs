@@ -15,9 +15,20 @@ pub enum Var {
 /// The value of integer expression `e` with every variable bound by `env`; `None` when it reads
 /// anything else (a dimension, a scalar, a fragment) or is not integer arithmetic.
 pub fn eval(k: &Kernel, e: ExprId, env: &dyn Fn(Var) -> i64) -> Option<i64> {
-    let go = |x: ExprId| eval(k, x, env);
+    eval_at(k, e, env, &|_| None)
+}
+
+/// [`eval`] with the symbolic dimensions bound by `dims` as well (`None`: unknown).
+pub fn eval_at(
+    k: &Kernel,
+    e: ExprId,
+    env: &dyn Fn(Var) -> i64,
+    dims: &dyn Fn(DimId) -> Option<i64>,
+) -> Option<i64> {
+    let go = |x: ExprId| eval_at(k, x, env, dims);
     Some(match &k.exprs[e].kind {
         ExprKind::Int(v) => *v,
+        ExprKind::Dim(d) => dims(*d)?,
         ExprKind::Bool(b) => *b as i64,
         ExprKind::LoopVar(l) => env(Var::Loop(*l)),
         ExprKind::TileCoord { axis, .. } => env(Var::Tile(*axis)),

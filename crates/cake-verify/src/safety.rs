@@ -69,6 +69,34 @@ fn peer_reads(cx: &Ctx, out: &mut Vec<Finding>) {
                 continue;
             }
             let name = &k.views[v].name;
+            // A wait on a CTA barrier the writers arrive on orders this CTA's stores only.
+            let local = cx.ops[..i].iter().find_map(|w| match w.op {
+                Op::Wait { barrier }
+                    if w.role == site.role
+                        && !k.barriers[barrier].cluster
+                        && stored_then_arrived(barrier) =>
+                {
+                    Some(barrier)
+                }
+                _ => None,
+            });
+            if let Some(b) = local {
+                let bname = &k.barriers[b].name;
+                out.push(
+                    Finding::new(
+                        &PEER_READ_UNPUBLISHED,
+                        k.exprs.span(x),
+                        format!("this reads a peer CTA's `{name}`, but `{bname}` publishes stores within one CTA only: its arrivals count in the arriving CTA, so the wait does not order the peer's `{name}.store` before the read"),
+                    )
+                    .subject("view", name)
+                    .role(cx.role_name(site.role))
+                    .label(k.barriers.span(b), format!("`{bname}` is a CTA barrier"))
+                    .expected(format!("`{bname}` declared with cluster=True"))
+                    .actual("a CTA barrier")
+                    .help(format!("declare `{bname}` with cluster=True: its arrivals then reach every CTA of the cluster and release at cluster scope")),
+                );
+                continue;
+            }
             out.push(
                 Finding::new(
                     &PEER_READ_UNPUBLISHED,

@@ -114,6 +114,26 @@ static __device__ __forceinline__ void cake_mbar_release_cluster(uint32_t bar, u
       "mbarrier.arrive.shared::cluster.b64 _, [remote];\n\t}"
       :: "r"(bar), "r"(cta) : "memory");
 }
+// A wait that acquires at cluster scope: after it, what the arriving threads of every CTA wrote
+// before their (release.cluster) arrivals is visible, in their shared memory too.
+static __device__ __forceinline__ void cake_mbar_wait_cluster(uint32_t bar, uint32_t parity) {
+  asm volatile(
+      "{\n\t.reg .pred done;\n"
+      "CAKE_WAIT_%=:\n\t"
+      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n\t"
+      "@!done bra CAKE_WAIT_%=;\n\t}"
+      :: "r"(bar), "r"(parity) : "memory");
+}
+// An f32 from the same shared-memory offset in CTA `cta` of the cluster (distributed shared
+// memory).
+static __device__ __forceinline__ float cake_ld_cluster_f32(uint32_t addr, uint32_t cta) {
+  float v;
+  asm volatile(
+      "{\n\t.reg .b32 remote;\n\tmapa.shared::cluster.u32 remote, %1, %2;\n\t"
+      "ld.shared::cluster.f32 %0, [remote];\n\t}"
+      : "=f"(v) : "r"(addr), "r"(cta) : "memory");
+  return v;
+}
 // The box lands at the same offset in every CTA of `mask`, completing on each one's barrier.
 static __device__ __forceinline__ void cake_tma_load_2d_multicast(uint32_t dst, const CakeTensorMap* map, uint32_t bar, uint16_t mask, int c0, int c1) {
   asm volatile(

@@ -116,6 +116,9 @@ static __device__ __forceinline__ float cake_ld_shared_f16(uint32_t addr) {
 static __device__ __forceinline__ void cake_st_shared_f32(uint32_t addr, float v) {
   asm volatile("st.shared.f32 [%0], %1;" :: "r"(addr), "f"(v) : "memory");
 }
+static __device__ __forceinline__ void cake_st_shared_v2_f32(uint32_t addr, float a, float b) {
+  asm volatile("st.shared.v2.f32 [%0], {%1, %2};" :: "r"(addr), "f"(a), "f"(b) : "memory");
+}
 static __device__ __forceinline__ void cake_red_shared_add_u32(uint32_t addr, uint32_t v) {
   asm volatile("red.shared.add.u32 [%0], %1;" :: "r"(addr), "r"(v) : "memory");
 }

@@ -88,6 +88,99 @@ template <int R> static __device__ __forceinline__ void cake_setmaxnreg_dec() {
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(R));
 }
 
+static __device__ __forceinline__ uint32_t cake_cluster_ctarank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+// Every thread of every CTA of the cluster: what each wrote before is visible to all after.
+static __device__ __forceinline__ void cake_cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
+}
+// Arrive on the mbarrier at the same offset in CTA `cta` of the cluster, ordering this thread's
+// earlier memory accesses before it at cluster scope (an `lm.arrive` after generic accesses).
+static __device__ __forceinline__ void cake_mbar_arrive_cluster(uint32_t bar, uint32_t cta) {
+  asm volatile(
+      "{\n\t.reg .b32 remote;\n\tmapa.shared::cluster.u32 remote, %0, %1;\n\t"
+      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n\t}"
+      :: "r"(bar), "r"(cta) : "memory");
+}
+// The same arrival with the default (CTA-scope) semantics, for releasing a stage whose readers
+// were MMAs that have retired: there is nothing left to order. `.release.cluster` puts
+// MEMBAR.ALL.GPU before every arrival, which made the consumers of a cluster GEMM 42% slower.
+static __device__ __forceinline__ void cake_mbar_release_cluster(uint32_t bar, uint32_t cta) {
+  asm volatile(
+      "{\n\t.reg .b32 remote;\n\tmapa.shared::cluster.u32 remote, %0, %1;\n\t"
+      "mbarrier.arrive.shared::cluster.b64 _, [remote];\n\t}"
+      :: "r"(bar), "r"(cta) : "memory");
+}
+// A wait that acquires at cluster scope: after it, what the arriving threads of every CTA wrote
+// before their (release.cluster) arrivals is visible, in their shared memory too.
+static __device__ __forceinline__ void cake_mbar_wait_cluster(uint32_t bar, uint32_t parity) {
+  asm volatile(
+      "{\n\t.reg .pred done;\n"
+      "CAKE_WAIT_%=:\n\t"
+      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n\t"
+      "@!done bra CAKE_WAIT_%=;\n\t}"
+      :: "r"(bar), "r"(parity) : "memory");
+}
+// An f32 from the same shared-memory offset in CTA `cta` of the cluster (distributed shared
+// memory).
+static __device__ __forceinline__ float cake_ld_cluster_f32(uint32_t addr, uint32_t cta) {
+  float v;
+  asm volatile(
+      "{\n\t.reg .b32 remote;\n\tmapa.shared::cluster.u32 remote, %1, %2;\n\t"
+      "ld.shared::cluster.f32 %0, [remote];\n\t}"
+      : "=f"(v) : "r"(addr), "r"(cta) : "memory");
+  return v;
+}
+// The box lands at the same offset in every CTA of `mask`, completing on each one's barrier.
+static __device__ __forceinline__ void cake_tma_load_2d_multicast(uint32_t dst, const CakeTensorMap* map, uint32_t bar, uint16_t mask, int c0, int c1) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%4, %5}], [%2], %3;"
+      :: "r"(dst), "l"(map), "r"(bar), "h"(mask), "r"(c0), "r"(c1) : "memory");
+}
+static __device__ __forceinline__ void cake_tma_load_3d_multicast(uint32_t dst, const CakeTensorMap* map, uint32_t bar, uint16_t mask, int c0, int c1, int c2) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%4, %5, %6}], [%2], %3;"
+      :: "r"(dst), "l"(map), "r"(bar), "h"(mask), "r"(c0), "r"(c1), "r"(c2) : "memory");
+}
+
+static __device__ __forceinline__ void cake_st_shared_v4(uint32_t addr, uint32_t v) {
+  asm volatile("st.shared.v4.b32 [%0], {%1, %1, %1, %1};" :: "r"(addr), "r"(v) : "memory");
+}
+static __device__ __forceinline__ float cake_ld_shared_f32(uint32_t addr) {
+  float v;
+  asm volatile("ld.shared.f32 %0, [%1];" : "=f"(v) : "r"(addr) : "memory");
+  return v;
+}
+static __device__ __forceinline__ int cake_ld_shared_s32(uint32_t addr) {
+  int v;
+  asm volatile("ld.shared.s32 %0, [%1];" : "=r"(v) : "r"(addr) : "memory");
+  return v;
+}
+static __device__ __forceinline__ float cake_ld_shared_bf16(uint32_t addr) {
+  unsigned short h;
+  asm volatile("ld.shared.u16 %0, [%1];" : "=h"(h) : "r"(addr) : "memory");
+  return __uint_as_float((uint32_t)h << 16);
+}
+static __device__ __forceinline__ float cake_ld_shared_f16(uint32_t addr) {
+  unsigned short h;
+  float v;
+  asm volatile("ld.shared.b16 %0, [%1];" : "=h"(h) : "r"(addr) : "memory");
+  asm("cvt.f32.f16 %0, %1;" : "=f"(v) : "h"(h));
+  return v;
+}
+static __device__ __forceinline__ void cake_st_shared_f32(uint32_t addr, float v) {
+  asm volatile("st.shared.f32 [%0], %1;" :: "r"(addr), "f"(v) : "memory");
+}
+static __device__ __forceinline__ void cake_st_shared_v2_f32(uint32_t addr, float a, float b) {
+  asm volatile("st.shared.v2.f32 [%0], {%1, %2};" :: "r"(addr), "f"(a), "f"(b) : "memory");
+}
+static __device__ __forceinline__ void cake_red_shared_add_u32(uint32_t addr, uint32_t v) {
+  asm volatile("red.shared.add.u32 [%0], %1;" :: "r"(addr), "r"(v) : "memory");
+}
+
 static __device__ __forceinline__ void cake_wgmma_fence() {
   asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 }
@@ -147,18 +240,25 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm(
   const uint32_t cake_smem = (cake_smem_addr(cake_smem_raw) + 1023u) & ~1023u;
   const uint32_t sW = cake_smem + 0;  // view sW: bf16 x [64, 64], 16 stage(s) of 8192 B, swizzle 128
   const uint32_t sX = cake_smem + 131072;  // view sX: bf16 x [8, 64], 16 stage(s) of 1024 B, swizzle 128
-  const uint32_t full = cake_smem + 147456;  // mbarrier full: 16 slot(s), 1 arrival(s) per phase
-  const uint32_t empty = cake_smem + 147584;  // mbarrier empty: 16 slot(s), 1 arrival(s) per phase
+  const uint32_t part = cake_smem + 147456;  // view part: f32 x [64, 8], 1 stage(s) of 2048 B, swizzle 0
+  const uint32_t full = cake_smem + 149504;  // mbarrier full: 16 slot(s), 1 arrival(s) per phase
+  const uint32_t empty = cake_smem + 149632;  // mbarrier empty: 16 slot(s), 1 arrival(s) per phase
+  const uint32_t parts = cake_smem + 149760;  // mbarrier parts: 1 slot(s), 8 arrival(s) per phase
   const int warp = __shfl_sync(0xffffffffu, (int)threadIdx.x / 32, 0);
-  const int tiles_0 = cake_cdiv(dim_N, 64);
-  const int tiles_total = tiles_0;
+  const int tiles_0 = 2;
+  const int tiles_1 = cake_cdiv(dim_N, 64);
+  const int cluster_rows = cake_cdiv(tiles_0, 2);  // tiles of axis 0, in clusters
+  const int tiles_total = cluster_rows * tiles_1;
   if (threadIdx.x == 0) {
     for (int s = 0; s < 16; ++s) cake_mbar_init(full + 8 * s, 1);
     for (int s = 0; s < 16; ++s) cake_mbar_init(empty + 8 * s, 1);
+    for (int s = 0; s < 1; ++s) cake_mbar_init(parts + 8 * s, 8);
     cake_fence_barrier_init();
   }
-  __syncthreads();
-  if (warp >= 0 && warp < 4) {  // role load (tinygemm_sm90.py:29)
+  cake_cluster_sync();
+  const uint32_t cta_rank = cake_cluster_ctarank();
+  (void)cta_rank;
+  if (warp >= 0 && warp < 4) {  // role load (tinygemm_sm90.py:38)
     cake_setmaxnreg_dec<40>();
     const int load_index = (warp - 0) / 4;
     const int load_thread = (int)threadIdx.x - 0 - load_index * 128;
@@ -167,27 +267,30 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm(
     (void)lane_row; (void)lane_col;
     uint32_t pipe_it = 0;  // iterations of pipeline pipe completed by this role
     if (load_thread == 0) {  // issue-only role: one thread per replica
-      for (int tile = blockIdx.x; tile < tiles_total; tile += tiles_total) {  // one tile (tn) per CTA (tinygemm_sm90.py:37)
+      for (int tile = blockIdx.x / 2; tile < tiles_total; tile += tiles_total) {  // one tile (ks, tn) per CTA, 2 per cluster (tinygemm_sm90.py:50)
         int tile_rest = tile;
-        const int tile_0 = tile_rest % tiles_0;
-        tile_rest /= tiles_0;
+        const int tile_1 = tile_rest % tiles_1;
+        tile_rest /= tiles_1;
+        const int tile_row = tile_rest % cluster_rows;
+        tile_rest /= cluster_rows;
         (void)tile_rest;
-        // with load: (tinygemm_sm90.py:38)
-        for (int k_1 = 0; k_1 < cake_cdiv(dim_K, 64); ++k_1) {  // tinygemm_sm90.py:39
+        const int tile_0 = tile_row * 2 + (int)cta_rank;  // may pass tiles_0: loads fill zeros, stores clip
+        // with load: (tinygemm_sm90.py:51)
+        for (int k_1 = 0; k_1 < cake_cdiv(cake_cdiv(dim_K, 64), 2); ++k_1) {  // tinygemm_sm90.py:52
           const uint32_t pipe_stage = pipe_it % 16;
           const uint32_t pipe_phase = (pipe_it / 16) & 1;
-          cake_mbar_wait(empty + 8 * pipe_stage, pipe_phase ^ 1);  // wait empty (tinygemm_sm90.py:40)
-          // tma_load sW <- B (tinygemm_sm90.py:41)
+          cake_mbar_wait(empty + 8 * pipe_stage, pipe_phase ^ 1);  // wait empty (tinygemm_sm90.py:53)
+          // tma_load sW <- B (tinygemm_sm90.py:54)
           cake_mbar_arrive_expect_tx(full + 8 * pipe_stage, 9216);
-          cake_tma_load_2d((sW + 8192 * pipe_stage), &tmap_B_0, full + 8 * pipe_stage, (k_1 * 64), (tile_0 * 64));
-          // tma_load sX <- A (tinygemm_sm90.py:42)
-          cake_tma_load_2d((sX + 1024 * pipe_stage), &tmap_A_1, full + 8 * pipe_stage, (k_1 * 64), 0);
+          cake_tma_load_2d((sW + 8192 * pipe_stage), &tmap_B_0, full + 8 * pipe_stage, (((tile_0 * cake_cdiv(cake_cdiv(dim_K, 64), 2)) + k_1) * 64), (tile_1 * 64));
+          // tma_load sX <- A (tinygemm_sm90.py:55)
+          cake_tma_load_2d((sX + 1024 * pipe_stage), &tmap_A_1, full + 8 * pipe_stage, (((tile_0 * cake_cdiv(cake_cdiv(dim_K, 64), 2)) + k_1) * 64), 0);
           ++pipe_it;
         }
       }
     }
   }
-  if (warp >= 4 && warp < 8) {  // role math (tinygemm_sm90.py:30)
+  if (warp >= 4 && warp < 8) {  // role math (tinygemm_sm90.py:39)
     cake_setmaxnreg_dec<232>();
     const int math_index = (warp - 4) / 4;
     const int math_thread = (int)threadIdx.x - 128 - math_index * 128;
@@ -196,18 +299,22 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm(
     (void)lane_row; (void)lane_col;
     float acc[4];  // fragment acc [64, 8] f32
     uint32_t pipe_it = 0;  // iterations of pipeline pipe completed by this role
-    for (int tile = blockIdx.x; tile < tiles_total; tile += tiles_total) {  // one tile (tn) per CTA (tinygemm_sm90.py:37)
+    uint32_t parts_waits = 0;
+    for (int tile = blockIdx.x / 2; tile < tiles_total; tile += tiles_total) {  // one tile (ks, tn) per CTA, 2 per cluster (tinygemm_sm90.py:50)
       int tile_rest = tile;
-      const int tile_0 = tile_rest % tiles_0;
-      tile_rest /= tiles_0;
+      const int tile_1 = tile_rest % tiles_1;
+      tile_rest /= tiles_1;
+      const int tile_row = tile_rest % cluster_rows;
+      tile_rest /= cluster_rows;
       (void)tile_rest;
-      // with math: (tinygemm_sm90.py:43)
+      const int tile_0 = tile_row * 2 + (int)cta_rank;  // may pass tiles_0: loads fill zeros, stores clip
+      // with math: (tinygemm_sm90.py:56)
       int empty_pending = -1;  // stage whose release waits for its MMAs to retire
-      for (int k_2 = 0; k_2 < cake_cdiv(dim_K, 64); ++k_2) {  // tinygemm_sm90.py:44
+      for (int k_2 = 0; k_2 < cake_cdiv(cake_cdiv(dim_K, 64), 2); ++k_2) {  // tinygemm_sm90.py:57
         const uint32_t pipe_stage = pipe_it % 16;
         const uint32_t pipe_phase = (pipe_it / 16) & 1;
-        cake_mbar_wait(full + 8 * pipe_stage, pipe_phase);  // wait full (tinygemm_sm90.py:45)
-        // mma acc += sW * sX.T (tinygemm_sm90.py:46)
+        cake_mbar_wait(full + 8 * pipe_stage, pipe_phase);  // wait full (tinygemm_sm90.py:58)
+        // mma acc += sW * sX.T (tinygemm_sm90.py:59)
         cake_wgmma_fence();
         cake_wgmma_m64n8k16_f32_bf16(acc, cake_wgmma_desc((sW + 8192 * pipe_stage) + 0, 16, 1024, 1), cake_wgmma_desc((sX + 1024 * pipe_stage) + 0, 16, 1024, 1), ((k_2 > 0)) ? 1 : 0);
         cake_wgmma_m64n8k16_f32_bf16(acc, cake_wgmma_desc((sW + 8192 * pipe_stage) + 32, 16, 1024, 1), cake_wgmma_desc((sX + 1024 * pipe_stage) + 32, 16, 1024, 1), 1);
@@ -221,24 +328,45 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm(
       }
       cake_wgmma_wait<0>();  // every MMA of the loop has retired
       if (empty_pending >= 0 && math_thread == 0) cake_mbar_arrive(empty + 8 * empty_pending);
-      {  // store C <- accumulator tile, transposed (tinygemm_sm90.py:47)
+      // part.store(...) (tinygemm_sm90.py:61)
+      if (math_thread == 0) cake_bulk_wait_read();
+      cake_named_sync(8 + math_index, 128);
+      #pragma unroll
+      for (int i = 0; i < 1; ++i) {
         #pragma unroll
-        for (int i = 0; i < 1; ++i) {
+        for (int h = 0; h < 2; ++h) {
+          const int row = 0 + lane_row + 8 * h;
+          const int col = lane_col + 8 * i;
+          float v[2];
           #pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const int row = (tile_0 * 64) + lane_row + 8 * h;
-            const int col = 0 + lane_col + 8 * i;
-            float v[2];
+          for (int j = 0; j < 2; ++j) v[j] = acc[4 * i + 2 * h + j];
+          cake_st_shared_v2_f32(part + (row * 8 + col) * 4, v[0], v[1]);
+        }
+      }
+      { __syncwarp(); if (threadIdx.x % 32 < 2) cake_mbar_arrive_cluster(parts, threadIdx.x % 32); }  // arrive parts (tinygemm_sm90.py:62)
+      cake_mbar_wait_cluster(parts, (parts_waits++ & 1));  // wait parts (tinygemm_sm90.py:63)
+      if ((tile_0 == 0)) {  // tinygemm_sm90.py:64
+        {  // store C <- accumulator tile, transposed (tinygemm_sm90.py:68)
+          #pragma unroll
+          for (int i = 0; i < 1; ++i) {
             #pragma unroll
-            for (int j = 0; j < 2; ++j) v[j] = acc[4 * i + 2 * h + j];
-            if (row < dim_N) {
-              const uint32_t both = cake_pack_bf16x2(v[0], v[1]);
-              if (col < 8) C[((size_t)(col) * dim_N + (row))] = (uint16_t)(both & 0xFFFFu);
-              if (col + 1 < 8) C[((size_t)(col + 1) * dim_N + (row))] = (uint16_t)(both >> 16);
+            for (int h = 0; h < 2; ++h) {
+              const int row = (tile_1 * 64) + lane_row + 8 * h;
+              const int col = 0 + lane_col + 8 * i;
+              float v[2];
+              #pragma unroll
+              for (int j = 0; j < 2; ++j) v[j] = (acc[4 * i + 2 * h + j] + cake_ld_cluster_f32(part + (((0) + lane_row + 8 * h) * 8 + lane_col + 8 * i + j) * 4, (uint32_t)(1)));
+              if (row < dim_N) {
+                const uint32_t both = cake_pack_bf16x2(v[0], v[1]);
+                if (col < 8) C[((size_t)(col) * dim_N + (row))] = (uint16_t)(both & 0xFFFFu);
+                if (col + 1 < 8) C[((size_t)(col + 1) * dim_N + (row))] = (uint16_t)(both >> 16);
+              }
             }
           }
         }
       }
     }
   }
+  // No CTA leaves while a peer may still arrive on its barriers or write its shared memory.
+  cake_cluster_sync();
 }

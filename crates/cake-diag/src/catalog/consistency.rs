@@ -81,6 +81,8 @@ Rows a copy brings in that none of the replica slices of its MMA or ldmatrix rea
 
 It also follows each copy's coordinates through the loops around it. A coordinate that advances by `k * BM` while the boxes filled from that tensor dimension are `BK` wide skips tiles (or reads some twice); a loop whose trip count is `lm.cdiv(K, BK)` covers `K` only when each iteration moves `BK` along it, and a copy inside it whose `K` coordinate does not move loads the same tile every iteration; a loop counted along one dimension (`tn`, along `N`) that moves another (`K`) reads the wrong tiles.
 
+Split-K, where the CTAs along a tile axis of constant count (`for ks, tn in lm.tiles(SPLIT, ...)`) each load a run of a dimension, is checked by enumeration: at sample extents of the dimension (4096, 7168 and a 1000 tail), every (CTA, step) box is evaluated, and between them they must load every element exactly once. A gap leaves part of the sum out; an overlap counts it twice. Runs (`(ks * RUN + k) * BK`) and interleaved steps (`(k * SPLIT + ks) * BK`) both pass.
+
 Make the box as tall as what is read (the same `.rows(...)` on the copy and the reader, or none), and step each coordinate by the extent the copies fill: `k * BK` for a `BK`-wide box."#,
     bad: include_str!("../../../../tests/check/CAKE-D006-bad.py"),
     good: include_str!("../../../../tests/check/CAKE-D006-good.py"),

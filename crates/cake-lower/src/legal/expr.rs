@@ -223,6 +223,17 @@ pub(crate) trait Scope {
                 _ => Some(FragLayout::AccRows),
             },
             ExprKind::Expand { arg, .. } => self.tile_of(*arg),
+            // A 64-row tile read by a warpgroup is read in the wgmma accumulator's layout.
+            ExprKind::ViewLoad { .. } => match &self.kernel().exprs[e].ty {
+                Ty::Frag { shape, role, .. }
+                    if shape.len() == 2
+                        && shape[0] == 64
+                        && self.kernel().roles[*role].unit == RoleUnit::Warpgroup =>
+                {
+                    Some(FragLayout::WgmmaAcc { n: shape[1] })
+                }
+                _ => None,
+            },
             _ => None,
         }
     }
