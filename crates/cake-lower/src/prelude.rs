@@ -292,6 +292,10 @@ static __device__ __forceinline__ void cake_mbar_arrive_expect_tx(uint32_t bar, 
   asm volatile("{\n\t.reg .b64 st;\n\tmbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1;\n\t}"
                :: "r"(bar), "r"(bytes) : "memory");
 }
+// Fetch a tensor map (a __grid_constant__ kernel parameter) into the descriptor cache.
+static __device__ __forceinline__ void cake_prefetch_tensormap(const CakeTensorMap* map) {
+  asm volatile("prefetch.tensormap [%0];" :: "l"(map) : "memory");
+}
 static __device__ __forceinline__ void cake_fence_barrier_init() {
   asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
 }

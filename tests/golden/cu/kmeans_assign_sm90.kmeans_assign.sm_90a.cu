@@ -46,6 +46,10 @@ static __device__ __forceinline__ void cake_mbar_arrive_expect_tx(uint32_t bar, 
   asm volatile("{\n\t.reg .b64 st;\n\tmbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1;\n\t}"
                :: "r"(bar), "r"(bytes) : "memory");
 }
+// Fetch a tensor map (a __grid_constant__ kernel parameter) into the descriptor cache.
+static __device__ __forceinline__ void cake_prefetch_tensormap(const CakeTensorMap* map) {
+  asm volatile("prefetch.tensormap [%0];" :: "l"(map) : "memory");
+}
 static __device__ __forceinline__ void cake_fence_barrier_init() {
   asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
 }
@@ -167,6 +171,10 @@ extern "C" __global__ void __launch_bounds__(512, 1) cake_kmeans_assign(
   const int tiles_0 = dim_B;
   const int tiles_1 = cake_cdiv(dim_N, 192);
   const int tiles_total = tiles_0 * tiles_1;
+  if (threadIdx.x == 0) {
+    cake_prefetch_tensormap(&tmap_Cen_0);
+    cake_prefetch_tensormap(&tmap_X_1);
+  }
   if (threadIdx.x == 0) {
     for (int s = 0; s < 1; ++s) cake_mbar_init(x_full + 8 * s, 3);
     for (int s = 0; s < 5; ++s) cake_mbar_init(c_full + 8 * s, 1);

@@ -46,6 +46,10 @@ static __device__ __forceinline__ void cake_mbar_arrive_expect_tx(uint32_t bar, 
   asm volatile("{\n\t.reg .b64 st;\n\tmbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1;\n\t}"
                :: "r"(bar), "r"(bytes) : "memory");
 }
+// Fetch a tensor map (a __grid_constant__ kernel parameter) into the descriptor cache.
+static __device__ __forceinline__ void cake_prefetch_tensormap(const CakeTensorMap* map) {
+  asm volatile("prefetch.tensormap [%0];" :: "l"(map) : "memory");
+}
 static __device__ __forceinline__ void cake_fence_barrier_init() {
   asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
 }
@@ -189,6 +193,12 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_kmeans_update(
   const int tiles_1 = cake_cdiv(dim_K, 256);
   const int tiles_2 = 1;
   const int tiles_total = tiles_0 * tiles_1 * tiles_2;
+  if (threadIdx.x == 0) {
+    cake_prefetch_tensormap(&tmap_X_0);
+    cake_prefetch_tensormap(&tmap_IDS_1);
+    cake_prefetch_tensormap(&tmap_SUMS_2);
+    cake_prefetch_tensormap(&tmap_COUNTS_3);
+  }
   if (threadIdx.x == 0) {
     for (int s = 0; s < 5; ++s) cake_mbar_init(full + 8 * s, 1);
     for (int s = 0; s < 5; ++s) cake_mbar_init(empty + 8 * s, 256);

@@ -74,6 +74,18 @@ impl Emitter<'_> {
         };
         self.line(&format!("const int tiles_total = {total};"));
         self.tmem_alloc_prologue();
+        if !self.tmaps.is_empty() {
+            // A TMA's first use of a tensor map fetches the descriptor from parameter memory;
+            // start every fetch now, under the barrier setup, not in the first load's latency.
+            let maps: Vec<String> = (0..self.tmaps.len())
+                .map(|i| self.tmap_name_at(i))
+                .collect();
+            self.braced("if (threadIdx.x == 0) {", |e| {
+                for m in &maps {
+                    e.line(&format!("cake_prefetch_tensormap(&{m});"));
+                }
+            });
+        }
         if !self.layout.barriers.is_empty() {
             self.braced("if (threadIdx.x == 0) {", |e| {
                 for p in e.layout.barriers.clone() {

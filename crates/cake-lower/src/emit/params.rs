@@ -73,7 +73,16 @@ impl Emitter<'_> {
             .iter()
             .position(|(q, b, s)| *q == p && b == box_dims && *s == swizzle)
             .expect("collected");
-        format!("tmap_{}_{}", c_ident(&self.k.params[p].name), i)
+        self.tmap_name_at(i)
+    }
+
+    /// The kernel parameter holding the `i`-th collected tensor map.
+    pub(crate) fn tmap_name_at(&self, i: usize) -> String {
+        format!(
+            "tmap_{}_{}",
+            c_ident(&self.k.params[self.tmaps[i].0].name),
+            i
+        )
     }
 
     pub(crate) fn rank(&self, p: ParamId) -> usize {
