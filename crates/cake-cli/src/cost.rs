@@ -104,10 +104,10 @@ pub fn cmd_cost(
     }
     if json {
         let doc = serde_json::json!({"schema": "cake.cost/v0", "estimates": estimates});
-        println!("{}", serde_json::to_string_pretty(&doc).expect("JSON"));
+        outln!("{}", serde_json::to_string_pretty(&doc).expect("JSON"));
     } else {
         for e in &estimates {
-            print!("{}", e.render());
+            out!("{}", e.render());
         }
     }
     ExitCode::SUCCESS

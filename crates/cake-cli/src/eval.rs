@@ -66,17 +66,17 @@ pub fn cmd_eval(mode: Mode, args: EvalArgs) -> ExitCode {
         }
     }
     if args.json {
-        print!("{text}");
+        out!("{text}");
     } else {
         let checks = &evidence.correctness.checks;
-        println!(
+        outln!(
             "correctness: {}/{} checks passed (seed {}, {} run(s) each)",
             checks.iter().filter(|c| c.passed).count(),
             checks.len(),
             evidence.correctness.seed,
             evidence.correctness.runs_per_check
         );
-        println!("verdict: {}", evidence.verdict);
+        outln!("verdict: {}", evidence.verdict);
     }
     if evidence.verdict == "passed" {
         ExitCode::SUCCESS

@@ -476,7 +476,7 @@ fn run(
     drop(search);
     match cake_evolve::report::write(&dir) {
         Ok(r) => {
-            print!("{}", r.text());
+            out!("{}", r.text());
             eprintln!(
                 "wrote {} and {}",
                 dir.join("report.json").display(),
@@ -527,9 +527,9 @@ pub fn cmd_report(run: &std::path::Path, json: bool) -> ExitCode {
     match cake_evolve::report::write(run) {
         Ok(r) => {
             if json {
-                println!("{}", serde_json::to_string_pretty(&r).expect("JSON"));
+                outln!("{}", serde_json::to_string_pretty(&r).expect("JSON"));
             } else {
-                print!("{}", r.text());
+                out!("{}", r.text());
                 eprintln!(
                     "wrote {} and {}",
                     run.join("report.json").display(),

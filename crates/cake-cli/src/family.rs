@@ -34,11 +34,13 @@ pub fn cmd_validate(file: &Path, json: bool) -> ExitCode {
             "fallback": f.fallback,
             "validation": v,
         });
-        println!("{}", serde_json::to_string_pretty(&doc).expect("JSON"));
+        outln!("{}", serde_json::to_string_pretty(&doc).expect("JSON"));
     } else {
-        println!(
+        outln!(
             "family {} over contract {}: {} regions of the domain",
-            f.name, f.contract.name, v.regions
+            f.name,
+            f.contract.name,
+            v.regions
         );
         for (r, n) in f.routes.iter().zip(&v.by_route) {
             let when: Vec<String> = r
@@ -63,21 +65,22 @@ pub fn cmd_validate(file: &Path, json: bool) -> ExitCode {
             } else {
                 when.join(" and ")
             };
-            println!(
+            outln!(
                 "  route {:<16} {n:>6} regions  when {when}  ({})",
                 r.name,
                 r.kernel.display()
             );
         }
-        println!(
+        outln!(
             "  fallback          {:>6} regions  {}",
-            v.fallback_regions, f.fallback
+            v.fallback_regions,
+            f.fallback
         );
         for s in &v.fallback_examples {
-            println!("    e.g. {}", shape_text(s));
+            outln!("    e.g. {}", shape_text(s));
         }
         for o in &v.overlaps {
-            println!(
+            outln!(
                 "  overlap: {} all admit {}; `{}` takes it",
                 o.routes.join(", "),
                 shape_text(&o.shape),
@@ -85,7 +88,7 @@ pub fn cmd_validate(file: &Path, json: bool) -> ExitCode {
             );
         }
         for r in &v.unreachable {
-            println!(
+            outln!(
                 "  error: route `{r}` takes no shape: an earlier route or its own guard shadows it"
             );
         }
@@ -111,7 +114,7 @@ pub fn cmd_sample(file: &Path, shard: &str, n: usize, seed: u64) -> ExitCode {
         let route = f
             .route_of(&s)
             .map_or("fallback".to_string(), |i| f.routes[i].name.clone());
-        println!("{}", serde_json::json!({"shape": s, "route": route}));
+        outln!("{}", serde_json::json!({"shape": s, "route": route}));
     }
     ExitCode::SUCCESS
 }

@@ -6,32 +6,14 @@ use clap::{Parser, Subcommand, ValueEnum};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+#[macro_use]
+mod output;
+
 mod cost;
 mod eval;
 mod evolve;
 mod family;
 mod progress;
-
-/// Write to stdout; a closed pipe (`cake ... | head`) ends the program quietly instead of
-/// panicking.
-fn write_stdout(text: &str) {
-    use std::io::Write;
-    if let Err(e) = std::io::stdout().lock().write_all(text.as_bytes()) {
-        if e.kind() == std::io::ErrorKind::BrokenPipe {
-            std::process::exit(0);
-        }
-        eprintln!("error: cannot write to stdout: {e}");
-        std::process::exit(2);
-    }
-}
-
-macro_rules! out {
-    ($($arg:tt)*) => { write_stdout(&format!($($arg)*)) };
-}
-
-macro_rules! outln {
-    ($($arg:tt)*) => { write_stdout(&(format!($($arg)*) + "\n")) };
-}
 
 #[derive(Parser)]
 #[command(

@@ -35,8 +35,8 @@ impl Spinner {
     /// Print a line on stdout without tearing the spinner (it is cleared and redrawn around it).
     pub fn println(&self, line: &str) {
         match &self.0 {
-            Some(bar) => bar.suspend(|| println!("{line}")),
-            None => println!("{line}"),
+            Some(bar) => bar.suspend(|| outln!("{line}")),
+            None => outln!("{line}"),
         }
     }
 }

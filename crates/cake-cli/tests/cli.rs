@@ -367,3 +367,38 @@ fn the_ampere_gemm_lowers_for_sm_80_and_sm_89() {
         assert!(cuda.contains("mbarrier.test_wait.parity"));
     }
 }
+
+/// A reader that goes away (`cake explain | head -1`) ends the command quietly: no panic in
+/// `println!`, no error status. The read end is closed before cake writes anything.
+#[test]
+fn a_closed_stdout_ends_the_command_quietly() {
+    use std::process::Stdio;
+    for args in [
+        &["explain"][..],
+        &["lower", "--target", "sm_90a", "examples/attention_sm90.py"][..],
+        &[
+            "family",
+            "sample",
+            "kernels/tinygemm/tinygemm.family.toml",
+            "--shard",
+            "held_out",
+            "--n",
+            "5000",
+            "--seed",
+            "1",
+        ][..],
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_cake"))
+            .current_dir(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run cake");
+        drop(child.stdout.take());
+        let out = child.wait_with_output().expect("wait");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+    }
+}
