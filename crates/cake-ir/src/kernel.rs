@@ -768,9 +768,15 @@ impl Kernel {
     /// ptxas spills about that many (`examples/attention_sm90.py` with 192-key tiles: 212 in
     /// fragments and the working set against 232 spilled 48 B).
     pub fn registers_over_budget(&self, r: RoleId, launch: u32, issues_wgmma: bool) -> u64 {
-        let budget = self.roles[r].regs.unwrap_or(launch) as u64;
+        let budget = self.register_budget(r, launch);
         let working = if issues_wgmma { WGMMA_WORKING_SET } else { 0 };
         (self.role_fragment_registers(r) + working).saturating_sub(budget)
+    }
+
+    /// Registers per thread role `r` may hold: its `regs=`, else `launch` (the launch
+    /// allocation, `Limits::launch_registers`).
+    pub fn register_budget(&self, r: RoleId, launch: u32) -> u64 {
+        self.roles[r].regs.unwrap_or(launch) as u64
     }
 
     /// [`Kernel::fragment_registers`] summed over the fragments of role `r`.

@@ -103,13 +103,13 @@ fn register_demand(cx: &Ctx, out: &mut Vec<Finding>) {
         else {
             continue;
         };
-        let (budget, what) = match role.regs {
-            Some(n) => (n as u64, format!("budget of {n} (regs=)")),
-            None => (
-                launch as u64,
-                format!("budget of {launch} (launch allocation)"),
-            ),
+        let budget = k.register_budget(rid, launch);
+        let source = if role.regs.is_some() {
+            "regs="
+        } else {
+            "launch allocation"
         };
+        let what = format!("budget of {budget} ({source})");
         let max = lim.regs_per_thread as u64;
         // With a wgmma to issue, its accumulator plus the instruction's working set must fit.
         let at_mma = wgmma

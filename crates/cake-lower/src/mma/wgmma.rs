@@ -1077,14 +1077,10 @@ impl Emitter<'_> {
     /// [`SECOND_ARRAY_MARGIN`] within its register budget (`regs=`, else the launch allocation).
     fn room_for_second_array(&self, f: FragId) -> bool {
         let k = self.k;
-        let role = &k.roles[k.fragments[f].role];
-        let budget = role
-            .regs
-            .unwrap_or_else(|| self.target.limits.launch_registers(k.block_threads()))
-            as u64;
-        let need = k.role_fragment_registers(k.fragments[f].role)
-            + k.fragment_registers(f)
-            + SECOND_ARRAY_MARGIN;
+        let role = k.fragments[f].role;
+        let launch = self.target.limits.launch_registers(k.block_threads());
+        let budget = k.register_budget(role, launch);
+        let need = k.role_fragment_registers(role) + k.fragment_registers(f) + SECOND_ARRAY_MARGIN;
         need <= budget
     }
 }
