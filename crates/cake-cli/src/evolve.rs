@@ -541,3 +541,83 @@ pub fn cmd_report(run: &std::path::Path, json: bool) -> ExitCode {
         Err(e) => usage(e),
     }
 }
+
+/// `cake distill RUN... --out DIR` or `cake distill --gate DIR`.
+pub fn cmd_distill(
+    runs: &[std::path::PathBuf],
+    out: &std::path::Path,
+    min: usize,
+    gate: bool,
+    json: bool,
+) -> ExitCode {
+    use cake_evolve::distill;
+    if gate {
+        let [dir] = runs else {
+            return usage("--gate takes one directory: what `cake distill` wrote".to_string());
+        };
+        let root = std::env::current_dir().unwrap_or_default();
+        let tactics = match cake_evolve::tactics::Tactics::for_checkout(&root) {
+            Ok(t) => t,
+            Err(e) => return usage(e),
+        };
+        let verdicts = match distill::gate(dir, &distill::corpus(&root), &tactics) {
+            Ok(v) => v,
+            Err(e) => return usage(e),
+        };
+        if json {
+            let doc: Vec<_> = verdicts
+                .iter()
+                .map(|v| serde_json::json!({"folder": v.folder, "kind": v.kind, "accepted": v.accepted, "reasons": v.reasons}))
+                .collect();
+            outln!("{}", serde_json::to_string_pretty(&doc).expect("JSON"));
+        } else {
+            for v in &verdicts {
+                outln!(
+                    "{} {:<11} {}",
+                    if v.accepted { "accepted" } else { "rejected" },
+                    v.kind,
+                    v.folder.display()
+                );
+                for r in &v.reasons {
+                    outln!("    {r}");
+                }
+            }
+        }
+        return if verdicts.iter().all(|v| v.accepted) {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        };
+    }
+    let loaded = match distill::load(runs) {
+        Ok(l) => l,
+        Err(e) => return usage(e),
+    };
+    let clusters = distill::clusters(&loaded, min.max(1));
+    let accepted = distill::accepted_moves(&loaded);
+    let summary = match distill::distill(&clusters, &accepted, out) {
+        Ok(s) => s,
+        Err(e) => return usage(e),
+    };
+    if json {
+        outln!("{}", serde_json::to_string_pretty(&summary).expect("JSON"));
+    } else {
+        outln!(
+            "{} recurring failure(s) of {} or more candidates in {} run(s):",
+            clusters.len(),
+            min.max(1),
+            loaded.len()
+        );
+        for a in summary["artifacts"].as_array().into_iter().flatten() {
+            outln!(
+                "  {:<11} {:>4}  {}  -> {}",
+                a["kind"].as_str().unwrap_or(""),
+                a["count"],
+                a["signature"].as_str().unwrap_or(""),
+                a["folder"].as_str().unwrap_or("")
+            );
+        }
+        eprintln!("wrote {}", out.join(distill::SUMMARY).display());
+    }
+    ExitCode::SUCCESS
+}

@@ -286,6 +286,27 @@ enum Command {
         #[arg(long, value_enum, default_value = "human")]
         format: DocFormat,
     },
+    /// Turn recurring failures across run archives into reviewable artifacts (draft rules with
+    /// reduced failing schedules, calibration refits, tactics, primitive requests) under --out;
+    /// with --gate OUT, judge them against the compiler as it is now (docs/agents.md)
+    Distill {
+        /// Run directories (each holds an archive); with --gate, the distil output directory.
+        #[arg(required = true)]
+        runs: Vec<PathBuf>,
+        /// Where the artifacts go.
+        #[arg(long, value_name = "DIR", default_value = "distilled")]
+        out: PathBuf,
+        /// Members a failure signature needs to be distilled.
+        #[arg(long, default_value_t = 3)]
+        min: usize,
+        /// Judge the artifacts in the given directory instead: rules must catch every member
+        /// and keep the corpus (examples/, kernels/, tests/check/*-good.py) clean; exit 1 when
+        /// any is rejected.
+        #[arg(long)]
+        gate: bool,
+        #[arg(long, value_enum, default_value = "human")]
+        format: DocFormat,
+    },
     #[command(about = cake_mcp::ABOUT, long_about = cake_mcp::LONG_ABOUT)]
     Mcp {
         /// A directory the tools may read and write besides the working directory (repeatable).
@@ -450,6 +471,13 @@ fn main() -> ExitCode {
         Command::Evolve { flags, proposer } => evolve::cmd_evolve(flags, &proposer),
         Command::Tune { flags } => evolve::cmd_tune(flags),
         Command::Report { run, format } => evolve::cmd_report(&run, format == DocFormat::Json),
+        Command::Distill {
+            runs,
+            out,
+            min,
+            gate,
+            format,
+        } => evolve::cmd_distill(&runs, &out, min, gate, format == DocFormat::Json),
         Command::Family(FamilyCommand::Validate { file, format }) => {
             family::cmd_validate(&file, format == DocFormat::Json)
         }

@@ -135,6 +135,9 @@ fn usage_errors_exit_2() {
             "--model-only",
         ],
         vec!["report", "/no/such/run"],
+        vec!["distill", "/no/such/run"],
+        vec!["distill", "--gate", "/no/such/distilled"],
+        vec!["distill", "--gate", "a", "b"],
     ] {
         let o = cake(&args, &[]);
         assert_eq!(

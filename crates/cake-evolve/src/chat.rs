@@ -60,6 +60,12 @@ impl Chat {
                 format!(" The language and rules are documented in {}.", docs.join(", "))
             }
         );
+        let tactics = ctx.tactics.prompt_text();
+        let system = if tactics.is_empty() {
+            system
+        } else {
+            format!("{system}\n\nLessons from earlier runs (tactics):\n{tactics}")
+        };
         let mut user = String::new();
         let _ = writeln!(
             user,

@@ -76,6 +76,7 @@ pub fn write_task(ctx: &Context, dir: &Path) -> Result<PathBuf, String> {
         "parents": parents,
         "feedback": dir.join("feedback.json"),
         "docs": docs,
+        "tactics": ctx.tactics.tactics,
         "wall_left_s": ctx.wall_left_s,
     });
     write(
@@ -119,6 +120,10 @@ pub fn write_task(ctx: &Context, dir: &Path) -> Result<PathBuf, String> {
         for d in &docs {
             let _ = writeln!(md, "- {}", d.display());
         }
+    }
+    let tactics = ctx.tactics.prompt_text();
+    if !tactics.is_empty() {
+        let _ = writeln!(md, "\nLessons from earlier runs (tactics):\n{tactics}");
     }
     write(&dir.join("TASK.md"), &md)?;
     Ok(dir.to_path_buf())

@@ -9,6 +9,7 @@
 pub mod archive;
 pub mod budget;
 pub mod chat;
+pub mod distill;
 pub mod estimate;
 pub mod evaluate;
 pub mod external;
@@ -18,6 +19,7 @@ pub mod logs;
 pub mod propose;
 pub mod report;
 pub mod search;
+pub mod tactics;
 
 pub use archive::{Archive, Candidate, Stage};
 pub use budget::{Budget, Spent};

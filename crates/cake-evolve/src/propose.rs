@@ -58,6 +58,8 @@ pub struct Context<'a> {
     pub wall_left_s: Option<f64>,
     /// The candidate hash function, so a proposer can skip what the run has seen.
     pub hash: &'a dyn Fn(&str) -> String,
+    /// What earlier runs taught (`kernels/tactics.toml`): moves to skip, lessons to read.
+    pub tactics: &'a crate::tactics::Tactics,
 }
 
 #[derive(Clone, Debug)]
@@ -104,7 +106,7 @@ impl Rng {
 /// Mutates module-level integer constants (tile sizes, stages, register budgets, swizzle,
 /// cluster and persistence knobs written as constants) one or two at a time, starting from the
 /// elites in turn. Knob values whose candidates the verifier rejected are remembered and not
-/// tried again from the same parent.
+/// tried again from the same parent, and moves a tactic rules out are never made.
 pub struct KnobMutator {
     rng: Rng,
     /// `(parent hash, knob, value)` that produced a rejected candidate.
@@ -181,6 +183,7 @@ impl Proposer for KnobMutator {
                         !self
                             .rejected
                             .contains(&(parent.hash.clone(), k.name.clone(), *v))
+                            && ctx.tactics.blocks(ctx.entry, &k.name, *v).is_none()
                     })
                     .collect();
                 if options.is_empty() {

@@ -107,6 +107,8 @@ pub struct Search {
     feedback: Vec<Feedback>,
     logs: Logs,
     generation: i64,
+    /// The checkout's tactics file (`kernels/tactics.toml`), for every proposer.
+    tactics: crate::tactics::Tactics,
 }
 
 /// The hash that identifies a candidate within a run: its text and the target.
@@ -241,6 +243,7 @@ impl Search {
                 .map(|s| s.iter().map(|(k, v)| (k.clone(), *v)).collect())
                 .collect()
         };
+        let tactics = crate::tactics::Tactics::for_checkout(&settings.contract)?;
         let population = archive.candidates(&run_id)?;
         let seen = population.iter().map(|c| c.hash.clone()).collect();
         std::fs::create_dir_all(settings.run_dir.join("candidates"))
@@ -268,6 +271,7 @@ impl Search {
             feedback,
             logs,
             generation,
+            tactics,
         })
     }
 
@@ -371,6 +375,7 @@ impl Search {
                     .wall_s
                     .map(|w| (w - spent.wall_s).max(0.0)),
                 hash: &hash,
+                tactics: &self.tactics,
             };
             (self.proposer.propose(&ctx), self.proposer.name())
         };
