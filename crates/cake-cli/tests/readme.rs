@@ -120,13 +120,11 @@ fn every_using_it_line_runs_on_a_fresh_machine() {
     let run_dir = scratch.join("tune-run");
     let has_nvcc = cake_toolchain::Toolchain::discover();
     let mut failures = Vec::new();
-    // `cake report RUN` reads the run `cake tune` made: run the lines in README order, except
-    // that the report waits for the tune.
-    let mut ordered: Vec<&String> = lines
-        .iter()
-        .filter(|l| !l.starts_with("cake report"))
-        .collect();
-    ordered.extend(lines.iter().filter(|l| l.starts_with("cake report")));
+    // `cake report RUN` and `cake distill RUN` read the run `cake tune` made: run the lines in
+    // README order, except that those wait for the tune.
+    let reads_run = |l: &&String| l.starts_with("cake report") || l.starts_with("cake distill");
+    let mut ordered: Vec<&String> = lines.iter().filter(|l| !reads_run(l)).collect();
+    ordered.extend(lines.iter().filter(reads_run));
     for line in ordered {
         let args = match arguments(line, &scratch, &run_dir) {
             Ok(a) => a,
