@@ -646,6 +646,13 @@ fn corpus_checks_clean() {
     // schedule; every shipped contract must load, and names its files.
     let mut contract_python = Vec::new();
     for toml in under("toml") {
+        // The proposers' tactics file (docs/agents.md) must parse: a run stops on one that does not.
+        if toml.ends_with(cake_evolve::tactics::FILE) {
+            let t = cake_evolve::tactics::Tactics::load(&toml)
+                .unwrap_or_else(|e| panic!("{}: {e}", toml.display()));
+            assert!(!t.tactics.is_empty(), "{}: no tactic", toml.display());
+            continue;
+        }
         // A family (docs/dispatch.md) loads with its contract; every route must take some shape.
         if toml.to_string_lossy().ends_with(".family.toml") {
             let f = cake_eval::family::Family::load(&toml)
