@@ -17,6 +17,7 @@ pub mod external;
 pub use cake_mutate::knobs;
 pub mod logs;
 pub mod propose;
+pub mod rank;
 pub mod report;
 pub mod search;
 pub mod tactics;

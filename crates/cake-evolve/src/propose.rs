@@ -32,7 +32,13 @@ pub struct Feedback {
     /// Error findings, one line each: `CODE line N: message`.
     pub errors: Vec<String>,
     pub predicted_us: Option<f64>,
+    /// How far to trust `predicted_us`, in (0, 1): 0.5 before this run measured anything of its
+    /// bottleneck, then falling where the measurements disagreed with the predictions
+    /// (`crate::rank::Calibration::confidence`).
+    pub confidence: Option<f64>,
     pub measured_us: Option<f64>,
+    /// The correctness protocol's outcome, when it ran: passed, failed, error, quarantined.
+    pub correctness: Option<String>,
     pub verdict: Option<String>,
 }
 
@@ -106,7 +112,8 @@ impl Rng {
 /// Mutates module-level integer constants (tile sizes, stages, register budgets, swizzle,
 /// cluster and persistence knobs written as constants) one or two at a time, starting from the
 /// elites in turn. Knob values whose candidates the verifier rejected are remembered and not
-/// tried again from the same parent, and moves a tactic rules out are never made.
+/// tried again from the same parent, as are those whose candidates failed correctness on the
+/// GPU; moves a tactic rules out are never made.
 pub struct KnobMutator {
     rng: Rng,
     /// `(parent hash, knob, value)` that produced a rejected candidate.
@@ -135,7 +142,7 @@ impl Proposer for KnobMutator {
 
     fn propose(&mut self, ctx: &Context) -> Proposal {
         for f in ctx.feedback {
-            if f.stage == "rejected" {
+            if f.stage == "rejected" || f.correctness.as_deref() == Some("failed") {
                 if let Some(edits) = self.edits.get(&f.hash) {
                     self.rejected.extend(edits.iter().cloned());
                 }
@@ -234,4 +241,91 @@ pub fn docs_paths(start: &std::path::Path) -> Vec<PathBuf> {
         }
     }
     Vec::new()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tactics::Tactics;
+
+    /// The values of `BN` the mutator proposes from one parent, after `feedback`.
+    fn proposed_bn(m: &mut KnobMutator, feedback: &[Feedback], tactics: &Tactics) -> Vec<i64> {
+        let parent = Parent {
+            hash: "p".into(),
+            source: "BN = 192\n".into(),
+            niche: None,
+            predicted_us: None,
+            measured_us: None,
+            speedup: None,
+            verdict: None,
+        };
+        let seen = HashSet::new();
+        let hash = |s: &str| s.to_string();
+        let ctx = Context {
+            generation: 1,
+            parents: std::slice::from_ref(&parent),
+            best: None,
+            best_evidence: None,
+            feedback,
+            seen: &seen,
+            want: 64,
+            contract: std::path::Path::new("c.contract.toml"),
+            target: "sm_90a",
+            entry: "kmeans_assign",
+            run_dir: std::path::Path::new("."),
+            wall_left_s: None,
+            hash: &hash,
+            tactics,
+        };
+        let mut values: Vec<i64> = m
+            .propose(&ctx)
+            .candidates
+            .iter()
+            .map(|c| knobs::knobs(&c.source)[0].value)
+            .collect();
+        values.sort_unstable();
+        values.dedup();
+        values
+    }
+
+    fn feedback(hash: &str, stage: &str, correctness: Option<&str>) -> Feedback {
+        Feedback {
+            hash: hash.into(),
+            stage: stage.into(),
+            errors: Vec::new(),
+            predicted_us: None,
+            confidence: None,
+            measured_us: None,
+            correctness: correctness.map(str::to_string),
+            verdict: None,
+        }
+    }
+
+    #[test]
+    fn moves_that_failed_on_the_gpu_or_that_a_tactic_rules_out_are_not_made() {
+        let none = Tactics::default();
+        let mut m = KnobMutator::new(1);
+        let all = proposed_bn(&mut m, &[], &none);
+        assert!(all.contains(&256), "{all:?}");
+        // The candidate that set BN = 256 failed correctness: not proposed again.
+        let failed = feedback("BN = 256\n", "evaluated", Some("failed"));
+        let after = proposed_bn(&mut m, &[failed], &none);
+        assert!(!after.contains(&256), "{after:?}");
+        // One that passed is no reason to stop.
+        let mut m = KnobMutator::new(1);
+        proposed_bn(&mut m, &[], &none);
+        let passed = feedback("BN = 256\n", "evaluated", Some("passed"));
+        assert!(proposed_bn(&mut m, &[passed], &none).contains(&256));
+        // A tactic for this kernel rules BN = 256 out from the start; one for another does not.
+        let tactic = |kernel: &str| {
+            Tactics::parse(&format!(
+                "[[tactic]]\nid = \"t\"\nrule = \"CAKE-D006\"\nkernel = \"{kernel}\"\ntext = \"x\"\navoid = [{{ knob = \"BN\", values = [256] }}]\n"
+            ))
+            .unwrap()
+        };
+        let mut m = KnobMutator::new(1);
+        assert!(!proposed_bn(&mut m, &[], &tactic("kmeans_assign")).contains(&256));
+        let mut m = KnobMutator::new(1);
+        assert!(proposed_bn(&mut m, &[], &tactic("gemm")).contains(&256));
+    }
 }

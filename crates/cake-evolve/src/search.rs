@@ -254,7 +254,7 @@ impl Search {
         let feedback = population
             .iter()
             .filter(|c| c.generation == generation - 1)
-            .map(feedback_of)
+            .map(|c| feedback_of(c, &crate::rank::Calibration::of(&population)))
             .collect();
         Ok(Search {
             settings,
@@ -396,15 +396,15 @@ impl Search {
             let c = self.gate(&hash, p, &proposer_name);
             staged.push((c, t.elapsed().as_secs_f64()));
         }
-        // Stage 3: rank the clean ones by predicted time; the top k go to the GPU.
+        // Stage 3: rank the clean ones by predicted time, corrected by what this run measured,
+        // and repeats of a sibling's failed moves last (crate::rank); the top k go to the GPU.
         let mut clean: Vec<usize> = (0..staged.len())
             .filter(|&i| staged[i].0.stage != Stage::Rejected)
             .collect();
         if self.estimator.is_some() {
-            clean.sort_by(|&a, &b| {
-                let key = |i: usize| staged[i].0.cost_us.unwrap_or(f64::INFINITY);
-                key(a).total_cmp(&key(b))
-            });
+            let refs: Vec<&Candidate> = clean.iter().map(|&i| &staged[i].0).collect();
+            let order = crate::rank::order(&refs, &self.population);
+            clean = order.into_iter().map(|k| clean[k]).collect();
         }
         let evaluate = !self.settings.model_only && self.evaluator.is_some();
         for (rank, &i) in clean.iter().enumerate() {
@@ -444,7 +444,10 @@ impl Search {
                 stored += 1;
                 self.logs.append(&self.settings.run_dir, &c)?;
                 self.seen.insert(c.hash.clone());
-                feedback.push(feedback_of(&c));
+                feedback.push(feedback_of(
+                    &c,
+                    &crate::rank::Calibration::of(&self.population),
+                ));
                 on(Event::Candidate(&c));
                 self.population.push(c);
             }
@@ -667,7 +670,7 @@ fn parent_of(c: &Candidate) -> Parent {
     }
 }
 
-fn feedback_of(c: &Candidate) -> Feedback {
+fn feedback_of(c: &Candidate, calibration: &crate::rank::Calibration) -> Feedback {
     let errors = c
         .findings
         .as_ref()
@@ -689,7 +692,11 @@ fn feedback_of(c: &Candidate) -> Feedback {
         stage: c.stage.as_str().into(),
         errors,
         predicted_us: c.cost_us,
+        confidence: c
+            .cost_us
+            .map(|_| calibration.confidence(c.bottleneck.as_deref().unwrap_or(""))),
         measured_us: c.measured_us,
+        correctness: c.correctness.clone(),
         verdict: c.verdict.clone(),
     }
 }
