@@ -122,21 +122,26 @@ pub fn order(clean: &[&Candidate], population: &[Candidate]) -> Vec<usize> {
     let failed = failed_moves(population);
     let by_hash: BTreeMap<&str, &Candidate> =
         population.iter().map(|c| (c.hash.as_str(), c)).collect();
+    // Each key once (a repeat check parses both schedules' knobs), then the sort.
+    let keys: Vec<(bool, f64)> = clean
+        .iter()
+        .map(|c| {
+            let parent = c
+                .parents
+                .first()
+                .and_then(|h| by_hash.get(h.as_str()).copied());
+            (
+                repeats_failure(c, parent, &failed),
+                calibration.corrected(c).unwrap_or(f64::INFINITY),
+            )
+        })
+        .collect();
     let mut idx: Vec<usize> = (0..clean.len()).collect();
-    let rank = |i: usize| {
-        let c = clean[i];
-        let parent = c
-            .parents
-            .first()
-            .and_then(|h| by_hash.get(h.as_str()).copied());
-        (
-            repeats_failure(c, parent, &failed),
-            calibration.corrected(c).unwrap_or(f64::INFINITY),
-        )
-    };
     idx.sort_by(|&a, &b| {
-        let (ra, rb) = (rank(a), rank(b));
-        ra.0.cmp(&rb.0).then(ra.1.total_cmp(&rb.1))
+        keys[a]
+            .0
+            .cmp(&keys[b].0)
+            .then(keys[a].1.total_cmp(&keys[b].1))
     });
     idx
 }

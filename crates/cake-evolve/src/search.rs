@@ -251,10 +251,11 @@ impl Search {
         let logs = Logs::rebuild(&settings.run_dir, &population)?;
         let generation = archive.last_generation(&run_id)? + 1;
         // The last generation's candidates are the feedback a resumed proposer starts from.
+        let calibration = crate::rank::Calibration::of(&population);
         let feedback = population
             .iter()
             .filter(|c| c.generation == generation - 1)
-            .map(|c| feedback_of(c, &crate::rank::Calibration::of(&population)))
+            .map(|c| feedback_of(c, &calibration))
             .collect();
         Ok(Search {
             settings,
@@ -419,7 +420,7 @@ impl Search {
         // Proposal cost is shared by the generation's candidates.
         let n = staged.len().max(1) as u64;
         let mut stored = 0;
-        let mut feedback = Vec::new();
+        let first_stored = self.population.len();
         // What candidates left unevaluated (the budget ran out) had spent: kept as overhead.
         let mut unstored = Spent::default();
         for (k, (mut c, gate_s)) in staged.into_iter().enumerate() {
@@ -444,10 +445,6 @@ impl Search {
                 stored += 1;
                 self.logs.append(&self.settings.run_dir, &c)?;
                 self.seen.insert(c.hash.clone());
-                feedback.push(feedback_of(
-                    &c,
-                    &crate::rank::Calibration::of(&self.population),
-                ));
                 on(Event::Candidate(&c));
                 self.population.push(c);
             }
@@ -471,7 +468,13 @@ impl Search {
                 &unstored,
             )?;
         }
-        self.feedback = feedback;
+        // The generation's feedback, each prediction's confidence from every measurement so far
+        // (this generation's included).
+        let calibration = crate::rank::Calibration::of(&self.population);
+        self.feedback = self.population[first_stored..]
+            .iter()
+            .map(|c| feedback_of(c, &calibration))
+            .collect();
         self.generation += 1;
         Ok(stored)
     }

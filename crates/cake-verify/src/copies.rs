@@ -15,6 +15,18 @@ pub fn check(cx: &Ctx, out: &mut Vec<Finding>) {
     split_coverage(cx, out);
 }
 
+/// The view axis tensor dimension `d` of a copy with `rank` coordinates lands on (`None`: a
+/// leading dimension the box is 1 in), and the box's extent along it.
+fn box_along(k: &Kernel, dst: &ViewRef, rank: usize, d: usize) -> (Option<usize>, i64) {
+    let axis = (d + k.views[dst.view].shape.len()).checked_sub(rank);
+    let extent = match (axis, dst.rows) {
+        (None, _) => 1,
+        (Some(0), Some((_, n))) => n as i64,
+        (Some(a), _) => k.views[dst.view].shape[a] as i64,
+    };
+    (axis, extent)
+}
+
 /// Extents a split dimension is enumerated at: a multiple of every usual box, one that is not a
 /// power of two, and a tail.
 const SPLIT_SAMPLES: [i64; 3] = [4096, 7168, 1000];
@@ -115,12 +127,7 @@ fn split_check(k: &Kernel, site: &OpSite, d: usize) -> Option<SplitCheck> {
     if steps.is_empty() {
         return None;
     }
-    let rank_v = k.views[dst.view].shape.len();
-    let extent = match ((d + rank_v).checked_sub(coords.len()), dst.rows) {
-        (None, _) => 1,
-        (Some(0), Some((_, rows))) => rows as i64,
-        (Some(a), _) => k.views[dst.view].shape[a] as i64,
-    };
+    let (_, extent) = box_along(k, dst, coords.len(), d);
     let mut problem = None;
     for size in SPLIT_SAMPLES {
         let dim_value = |x: DimId| Some(if x == dim { size } else { 4096 });
@@ -440,7 +447,6 @@ fn strides(cx: &Ctx, out: &mut Vec<Finding>) {
             } => (dst, *src, coords),
             _ => continue,
         };
-        let rank_v = k.views[dst.view].shape.len();
         let base = at_replica(site.role, 0);
         let vars = loop_vars(k, &site.loops);
         for (vi, &(var, trips, lp)) in vars.iter().enumerate() {
@@ -454,12 +460,7 @@ fn strides(cx: &Ctx, out: &mut Vec<Finding>) {
                 let finer = vars[vi + 1..]
                     .iter()
                     .any(|&(w, _, _)| step(k, c, w, &base).is_some_and(|x| x != 0));
-                let axis = (d + rank_v).checked_sub(coords.len());
-                let extent = match (axis, dst.rows) {
-                    (None, _) => 1,
-                    (Some(0), Some((_, n))) => n as i64,
-                    (Some(a), _) => k.views[dst.view].shape[a] as i64,
-                };
+                let (axis, extent) = box_along(k, dst, coords.len(), d);
                 let mut boxes = Some(Ranges::default());
                 for (role, i) in replicas(k, site.role) {
                     match (eval(k, c, &at_replica(role, i)), boxes.as_mut()) {

@@ -13,7 +13,7 @@ impl Emitter<'_> {
         self.ix_text(e)
     }
 
-    fn ix_text(&self, e: ExprId) -> String {
+    pub(crate) fn ix_text(&self, e: ExprId) -> String {
         let k = self.k;
         match &k.exprs[e].kind {
             ExprKind::Int(v) => v.to_string(),
@@ -217,12 +217,10 @@ impl Emitter<'_> {
             // copy through the cluster's shared-memory window with `cta`).
             ExprKind::ViewLoad { view, cta } if site == Site::Tile => {
                 let cols = k.views[view.view].shape.get(1).copied().unwrap_or(1);
-                let stride = self.layout.view(view.view).stage_stride;
-                let name = c_ident(&k.views[view.view].name);
-                let base = match view.stage {
-                    Some(st) => format!("({name} + {stride} * ({}))", self.ix_text(st)),
-                    None => name,
-                };
+                let base = self.view_base_text(&ViewRef {
+                    rows: None,
+                    ..view.clone()
+                });
                 let row0 = match view.rows {
                     Some((start, _)) => self.ix_text(start),
                     None => "0".into(),

@@ -447,12 +447,12 @@ impl<'a> Emitter<'a> {
         }
     }
 
-    pub(crate) fn view_stage(&mut self, v: &ViewRef) -> String {
-        let view = &self.k.views[v.view];
+    /// The stage of `v` as C text: its explicit `.stage`, else the innermost pipelined loop's.
+    pub(crate) fn view_stage_text(&self, v: &ViewRef) -> String {
         if let Some(st) = v.stage {
-            return self.ix(st);
+            return self.ix_text(st);
         }
-        if view.stages <= 1 {
+        if self.k.views[v.view].stages <= 1 {
             return "0".into();
         }
         match self.pipes.last() {
@@ -473,10 +473,17 @@ impl<'a> Emitter<'a> {
     }
 
     pub(crate) fn view_base(&mut self, v: &ViewRef) -> String {
-        let view = &self.k.views[v.view];
+        if let Some(st) = v.stage {
+            self.ix(st); // its checks
+        }
+        self.view_base_text(v)
+    }
+
+    /// The shared-memory address of `v`'s stage as C text (see [`Self::view_stage_text`]).
+    pub(crate) fn view_base_text(&self, v: &ViewRef) -> String {
         let stride = self.layout.view(v.view).stage_stride;
-        let stage = self.view_stage(v);
-        let name = c_ident(&view.name);
+        let stage = self.view_stage_text(v);
+        let name = c_ident(&self.k.views[v.view].name);
         if stage == "0" {
             name
         } else {
