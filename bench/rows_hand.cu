@@ -220,3 +220,49 @@ __device__ void rms_bulk(const uint16_t* X, const uint16_t* W, uint16_t* Y, int 
 }
 extern "C" __global__ void __launch_bounds__(160) rms_bulk4(uint16_t* X, uint16_t* W, uint16_t* Y, int R, float eps) { rms_bulk<4>(X, W, Y, R, eps); }
 extern "C" __global__ void __launch_bounds__(160) rms_bulk8(uint16_t* X, uint16_t* W, uint16_t* Y, int R, float eps) { rms_bulk<8>(X, W, Y, R, eps); }
+
+// ---- fine-grained copies: one short-lived CTA per UNROLL * 128 chunks (torch's shape) --------
+template <int UNROLL>
+__device__ void copy_fine(const uint16_t* X, uint16_t* Y, int R) {
+  const size_t n = (size_t)R * CHUNKS;
+  const size_t base = (size_t)blockIdx.x * 128 * UNROLL + threadIdx.x;
+  uint4 v[UNROLL];
+#pragma unroll
+  for (int u = 0; u < UNROLL; ++u) if (base + u * 128 < n) v[u] = __ldg(reinterpret_cast<const uint4*>(X) + base + u * 128);
+#pragma unroll
+  for (int u = 0; u < UNROLL; ++u) if (base + u * 128 < n) reinterpret_cast<uint4*>(Y)[base + u * 128] = v[u];
+}
+extern "C" __global__ void __launch_bounds__(128) copy_fine1(uint16_t* X, uint16_t* W, uint16_t* Y, int R, float eps) { copy_fine<1>(X, Y, R); }
+extern "C" __global__ void __launch_bounds__(128) copy_fine2(uint16_t* X, uint16_t* W, uint16_t* Y, int R, float eps) { copy_fine<2>(X, Y, R); }
+extern "C" __global__ void __launch_bounds__(128) copy_fine4(uint16_t* X, uint16_t* W, uint16_t* Y, int R, float eps) { copy_fine<4>(X, Y, R); }
+extern "C" __global__ void __launch_bounds__(128) copy_fine8(uint16_t* X, uint16_t* W, uint16_t* Y, int R, float eps) { copy_fine<8>(X, Y, R); }
+
+// ---- RMSNorm, one row per CTA of THREADS threads (CHUNKS / THREADS chunks each, packed) ------
+template <int THREADS>
+__device__ void rms_cta(const uint16_t* X, const uint16_t* W, uint16_t* Y, int R, float eps) {
+  constexpr int PER = CHUNKS / THREADS, WARPS = THREADS / 32;
+  __shared__ float red[WARPS];
+  const int t = threadIdx.x, warp = t / 32, lane = t % 32, row = blockIdx.x;
+  uint4 raw[PER];
+#pragma unroll
+  for (int c = 0; c < PER; ++c) raw[c] = __ldg(reinterpret_cast<const uint4*>(X + (size_t)row * H) + t + THREADS * c);
+  float s = 0.f;
+#pragma unroll
+  for (int c = 0; c < PER; ++c) s += sq(raw[c]);
+  s = warp_sum(s);
+  if (lane == 0) red[warp] = s;
+  __syncthreads();
+  s = 0.f;
+#pragma unroll
+  for (int w = 0; w < WARPS; ++w) s += red[w];
+  const float r = rsqrtf(s * (1.0f / H) + eps);
+#pragma unroll
+  for (int c = 0; c < PER; ++c) {
+    const uint4 w = __ldg(reinterpret_cast<const uint4*>(W) + t + THREADS * c);
+    reinterpret_cast<uint4*>(Y + (size_t)row * H)[t + THREADS * c] = norm(raw[c], w, r);
+  }
+}
+extern "C" __global__ void __launch_bounds__(64) rms_cta64(uint16_t* X, uint16_t* W, uint16_t* Y, int R, float eps) { rms_cta<64>(X, W, Y, R, eps); }
+extern "C" __global__ void __launch_bounds__(256) rms_cta256(uint16_t* X, uint16_t* W, uint16_t* Y, int R, float eps) { rms_cta<256>(X, W, Y, R, eps); }
+extern "C" __global__ void __launch_bounds__(512) rms_cta512(uint16_t* X, uint16_t* W, uint16_t* Y, int R, float eps) { rms_cta<512>(X, W, Y, R, eps); }
+extern "C" __global__ void __launch_bounds__(128, 8) rms_packed2_o8(uint16_t* X, uint16_t* W, uint16_t* Y, int R, float eps) { rms_packed<2>(X, W, Y, R, eps); }

@@ -30,6 +30,14 @@ variants = {
     "rms_bulk4_g4": ("rms_bulk4", 160, 4 * 8192, SMS * 4),
     "rms_bulk4_g6": ("rms_bulk4", 160, 4 * 8192, SMS * 6),
     "rms_bulk8_g3": ("rms_bulk8", 160, 8 * 8192, SMS * 3),
+    "copy_fine1": ("copy_fine1", 128, 0, ["mul", "R", 4]),
+    "copy_fine2": ("copy_fine2", 128, 0, ["mul", "R", 2]),
+    "copy_fine4": ("copy_fine4", 128, 0, "R"),
+    "copy_fine8": ("copy_fine8", 128, 0, ["cdiv", "R", 2]),
+    "rms_cta64": ("rms_cta64", 64, 0, "R"),
+    "rms_cta256": ("rms_cta256", 256, 0, "R"),
+    "rms_cta512": ("rms_cta512", 512, 0, "R"),
+    "rms_packed2_o8": ("rms_packed2_o8", 128, 0, ["cdiv", "R", 2]),
 }
 for name, (sym, block, smem, grid) in variants.items():
     d = os.path.join(out, name); os.makedirs(d)
