@@ -106,7 +106,8 @@ class Family:
                 self._fallback = _import(self._fallback_ref)
             return self._fallback
         route = next(r for r in self.routes if r["name"] == name)
-        values = {const: dims[self.dims.index(dim)] for const, dim in self._doc["specialize"].items()}
+        specialize = route.get("specialize", self._doc["specialize"])  # the route's, else the contract's
+        values = {const: dims[self.dims.index(dim)] for const, dim in specialize.items()}
         key = (name, *sorted(values.items()))
         kernel = self._kernels.get(key)
         if kernel is None:

@@ -1,7 +1,11 @@
 //! `cake family`: a family file's routes over its contract's domain (docs/dispatch.md).
 
+use cake_eval::family::choose::{self, ChooseOptions};
+use cake_eval::family::measure::{self, MeasureOptions, Measurement, Mode};
+use cake_eval::family::report;
 use cake_eval::family::{sample, Family, Shard};
-use std::path::Path;
+use cake_eval::{Supervisor, WorkerCommand};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 fn load(file: &Path) -> Result<Family, ExitCode> {
@@ -124,4 +128,199 @@ fn shape_text(s: &cake_eval::contract::Shape) -> String {
         .map(|(k, v)| format!("{k}={v}"))
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+pub struct MeasureArgs {
+    pub file: PathBuf,
+    pub shard: String,
+    pub n: usize,
+    pub seed: u64,
+    pub every_route: bool,
+    pub baseline: Option<String>,
+    pub warmup: Option<u32>,
+    pub samples: Option<u32>,
+    pub target: Option<String>,
+    pub prebuild: bool,
+    pub out: Option<PathBuf>,
+    pub verbose: bool,
+}
+
+/// Time the family on the GPU (or, with --prebuild, only build what that needs).
+pub fn cmd_measure(a: MeasureArgs) -> ExitCode {
+    let Some(shard) = Shard::parse(&a.shard) else {
+        eprintln!(
+            "error: --shard is representative, boundary or held_out, got `{}`",
+            a.shard
+        );
+        return ExitCode::from(2);
+    };
+    let f = match load(&a.file) {
+        Ok(f) => f,
+        Err(code) => return code,
+    };
+    let o = MeasureOptions {
+        shard,
+        n: a.n,
+        seed: a.seed,
+        mode: if a.every_route {
+            Mode::EveryRoute
+        } else {
+            Mode::Dispatch
+        },
+        baseline: a.baseline,
+        warmup: a.warmup,
+        samples: a.samples,
+        target: a.target,
+    };
+    let mut progress = |line: &str| eprintln!("{line}");
+    if a.prebuild {
+        let Some(target) = o.target.clone() else {
+            eprintln!("error: --prebuild needs --target (there is no GPU to ask)");
+            return ExitCode::from(2);
+        };
+        return match measure::prebuild(&f, &o, &target, &mut progress) {
+            Ok(built) => {
+                let rejected = built.iter().filter(|b| b.2.is_some()).count();
+                outln!(
+                    "built {} schedule(s) for {target}; {rejected} rejected",
+                    built.len()
+                );
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(2)
+            }
+        };
+    }
+    let out = a.out.expect("clap requires --out without --prebuild");
+    if let Err(e) = std::fs::create_dir_all(&out) {
+        eprintln!("error: cannot create {}: {e}", out.display());
+        return ExitCode::from(2);
+    }
+    let mut sup = Supervisor::new(WorkerCommand::from_env());
+    sup.verbose = a.verbose;
+    let result = measure::measure(&f, &o, &mut sup, &mut progress);
+    sup.shutdown();
+    let m = match result {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("error: {e}");
+            if let Some(help) = e.help() {
+                eprintln!("help: {help}");
+            }
+            return ExitCode::from(2);
+        }
+    };
+    let r = report::report(&m);
+    let text = report::render(&m, &r);
+    let svg = cake_chart::scatter_with_best(&report::chart(&m, &r));
+    let json = serde_json::to_string_pretty(&m).expect("JSON") + "\n";
+    let mut files = vec![("measurement.json", json), ("report.txt", text.clone())];
+    match svg {
+        Ok(svg) => files.push(("report.svg", svg)),
+        Err(e) => eprintln!("warning: no chart: {e}"),
+    }
+    for (name, body) in files {
+        if let Err(code) = write_atomically(&out.join(name), &body) {
+            return code;
+        }
+    }
+    out!("{text}");
+    verdict(&r)
+}
+
+/// Exit 1 when the family returned a wrong output anywhere.
+fn verdict(r: &report::Report) -> ExitCode {
+    if r.incorrect.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+/// Write then rename, so a kill never leaves half a file.
+fn write_atomically(path: &Path, body: &str) -> Result<(), ExitCode> {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, body)
+        .and_then(|_| std::fs::rename(&tmp, path))
+        .map_err(|e| {
+            eprintln!("error: cannot write {}: {e}", path.display());
+            ExitCode::from(2)
+        })
+}
+
+fn read_measurement(path: &Path) -> Result<Measurement, ExitCode> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        eprintln!("error: cannot read {}: {e}", path.display());
+        ExitCode::from(2)
+    })?;
+    let m: Measurement = serde_json::from_str(&text).map_err(|e| {
+        eprintln!(
+            "error: {}: not a family measurement ({}): {e}",
+            path.display(),
+            measure::SCHEMA
+        );
+        ExitCode::from(2)
+    })?;
+    if m.schema != measure::SCHEMA {
+        eprintln!(
+            "error: {}: schema `{}`, expected `{}`",
+            path.display(),
+            m.schema,
+            measure::SCHEMA
+        );
+        return Err(ExitCode::from(2));
+    }
+    Ok(m)
+}
+
+/// Re-render a measurement's report (and chart).
+pub fn cmd_report(path: &Path, svg: Option<&Path>, json: bool) -> ExitCode {
+    let m = match read_measurement(path) {
+        Ok(m) => m,
+        Err(code) => return code,
+    };
+    let r = report::report(&m);
+    if let Some(file) = svg {
+        match cake_chart::scatter_with_best(&report::chart(&m, &r)) {
+            Ok(body) => {
+                if let Err(code) = write_atomically(file, &body) {
+                    return code;
+                }
+            }
+            Err(e) => {
+                eprintln!("error: cannot draw the chart: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    if json {
+        outln!("{}", serde_json::to_string_pretty(&r).expect("JSON"));
+    } else {
+        out!("{}", report::render(&m, &r));
+    }
+    verdict(&r)
+}
+
+/// Print the family file `choose` picks from an every-route measurement.
+pub fn cmd_choose(file: &Path, path: &Path, o: ChooseOptions) -> ExitCode {
+    let f = match load(file) {
+        Ok(f) => f,
+        Err(code) => return code,
+    };
+    let m = match read_measurement(path) {
+        Ok(m) => m,
+        Err(code) => return code,
+    };
+    match choose::choose(&f, &m, &o) {
+        Ok(chosen) => {
+            out!("{}", choose::render(&f, &m, &chosen, &o));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
 }

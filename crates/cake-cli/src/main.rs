@@ -90,6 +90,7 @@ impl EvalFlags {
                 build_dir: self.build_dir,
                 shape_set: self.shapes,
                 embed_ptx: self.embed_ptx,
+                python_candidate: None,
             },
             json: self.format == DocFormat::Json,
             record: self.record,
@@ -125,6 +126,68 @@ enum FamilyCommand {
         n: usize,
         #[arg(long, default_value_t = 0)]
         seed: u64,
+    },
+    /// Time the family on the GPU over shapes drawn from its domain, each through the route
+    /// dispatch gives it (or every route that admits it, `--every-route`), against the
+    /// contract's baseline; writes measurement.json, report.txt and report.svg into --out
+    Measure {
+        file: PathBuf,
+        #[arg(long, default_value = "held_out")]
+        shard: String,
+        #[arg(long, default_value_t = 100)]
+        n: usize,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Time every route whose guard admits a shape (the evidence `choose` reads)
+        #[arg(long)]
+        every_route: bool,
+        /// The contract's baseline to time against (default: its first)
+        #[arg(long)]
+        baseline: Option<String>,
+        /// Override the contract's warm-up and sample counts
+        #[arg(long)]
+        warmup: Option<u32>,
+        #[arg(long)]
+        samples: Option<u32>,
+        /// The exact target (default: the GPU's; required with --prebuild)
+        #[arg(long)]
+        target: Option<String>,
+        /// Only build every schedule the measurement needs (no GPU): a GPU host given the
+        /// build cache (CAKE_CACHE_DIR) then compiles nothing
+        #[arg(long)]
+        prebuild: bool,
+        #[arg(long, short, required_unless_present = "prebuild")]
+        out: Option<PathBuf>,
+        /// Print the worker's chatter
+        #[arg(long, short)]
+        verbose: bool,
+    },
+    /// G_span, the routes, the worst shape and every shape of a measurement (and its chart)
+    Report {
+        measurement: PathBuf,
+        /// Write the chart (SVG) here
+        #[arg(long)]
+        svg: Option<PathBuf>,
+        #[arg(long, value_enum, default_value = "human")]
+        format: DocFormat,
+    },
+    /// Pick each candidate route's guard from an every-route measurement and print the family
+    /// file (to write next to the candidates file)
+    Choose {
+        file: PathBuf,
+        measurement: PathBuf,
+        /// The lowest speedup a route may have at any measured shape it takes
+        #[arg(long, default_value_t = 0.97)]
+        worst: f64,
+        /// The geomean speedup a route must bring to be kept
+        #[arg(long, default_value_t = 1.02)]
+        material: f64,
+        /// The fewest measured shapes a kept route must take
+        #[arg(long, default_value_t = 3)]
+        min_shapes: usize,
+        /// Guard boxes per candidate route
+        #[arg(long, default_value_t = 2)]
+        boxes: usize,
     },
 }
 
@@ -487,6 +550,55 @@ fn main() -> ExitCode {
             n,
             seed,
         }) => family::cmd_sample(&file, &shard, n, seed),
+        Command::Family(FamilyCommand::Measure {
+            file,
+            shard,
+            n,
+            seed,
+            every_route,
+            baseline,
+            warmup,
+            samples,
+            target,
+            prebuild,
+            out,
+            verbose,
+        }) => family::cmd_measure(family::MeasureArgs {
+            file,
+            shard,
+            n,
+            seed,
+            every_route,
+            baseline,
+            warmup,
+            samples,
+            target,
+            prebuild,
+            out,
+            verbose,
+        }),
+        Command::Family(FamilyCommand::Report {
+            measurement,
+            svg,
+            format,
+        }) => family::cmd_report(&measurement, svg.as_deref(), format == DocFormat::Json),
+        Command::Family(FamilyCommand::Choose {
+            file,
+            measurement,
+            worst,
+            material,
+            min_shapes,
+            boxes,
+        }) => family::cmd_choose(
+            &file,
+            &measurement,
+            cake_eval::family::choose::ChooseOptions {
+                worst,
+                material,
+                min_shapes,
+                boxes,
+            },
+        ),
     }
 }
 

@@ -42,6 +42,9 @@ pub struct Options {
     /// compatible target (sm_80, sm_89) runs on a later GPU through the driver's JIT. Without
     /// it, a `target` other than the GPU's is refused before anything runs.
     pub embed_ptx: bool,
+    /// The candidate is a Python function (`/abs/file.py:fn`, called like the baselines), not
+    /// a schedule: a family's fallback is timed this way.
+    pub python_candidate: Option<String>,
 }
 
 /// What stops a run before there is a candidate to judge (exit 2).
@@ -136,7 +139,7 @@ fn is_prebuilt(path: &Path) -> bool {
 
 /// `[specialize]` needs a schedule that has every constant it sets.
 fn check_specialize(c: &Contract, opts: &Options) -> Result<(), RunError> {
-    if c.specialize.is_empty() {
+    if c.specialize.is_empty() || opts.python_candidate.is_some() {
         return Ok(());
     }
     let path = candidate_path(c, opts);
@@ -831,7 +834,45 @@ pub fn run(
     // One build per specialization the run's shapes need, each loaded under its own name. One
     // that is rejected or fails to load fails the shapes that need it; the others still run.
     let mut candidates: Vec<Candidate> = Vec::new();
-    for (i, spec) in specializations(c, mode, opts).into_iter().enumerate() {
+    if let Some(func) = &opts.python_candidate {
+        requests += 1;
+        let load = json!({"op": "load", "name": "candidate", "python": func});
+        let dead = sup
+            .load(load)
+            .err()
+            .map(|f| format!("the candidate did not load: {f}"));
+        if let Some(why) = &dead {
+            verdict.fail(|| why.clone());
+        }
+        progress(&format!("candidate {func} (python)"));
+        candidates.push(Candidate {
+            spec: Specialization::new(),
+            callable: "candidate".into(),
+            prepared: Prepared {
+                record: CandidateRecord {
+                    hash: sha256_hex(&[func.as_bytes()]),
+                    origin: "python".into(),
+                    path: func.clone(),
+                    source: None,
+                    entry: func.clone(),
+                    target: target.clone(),
+                    launch: Value::Null,
+                },
+                launch_json: PathBuf::new(),
+                findings: Value::Null,
+                resources: Value::Null,
+                rejected: None,
+                kernel: None,
+            },
+            dead,
+        });
+    }
+    let specs = if opts.python_candidate.is_some() {
+        Vec::new()
+    } else {
+        specializations(c, mode, opts)
+    };
+    for (i, spec) in specs.into_iter().enumerate() {
         let findings_at = if i == 0 {
             "findings".to_string()
         } else {
@@ -942,7 +983,7 @@ pub fn run(
     correctness.passed = verdict.is_clean() && correctness.checks.iter().all(|r| r.passed);
 
     // The cost model's estimate of each bench shape, from the schedule of its specialization.
-    let (cost_estimate, predictions) = if candidates[0].prepared.record.origin == "prebuilt" {
+    let (cost_estimate, predictions) = if candidates[0].prepared.record.origin != "schedule" {
         (None, Vec::new())
     } else {
         let kernels: Vec<Result<&cake_ir::Kernel, String>> = candidates
@@ -1036,6 +1077,24 @@ pub fn run(
         },
         verdict: verdict.render(),
     })
+}
+
+/// Build every specialization a bench run of `c` needs for `target`, without a worker: a GPU
+/// host then finds the cubins in the build cache (`CAKE_CACHE_DIR`) instead of compiling them.
+/// Each specialization's rejection, if any, comes back beside it.
+pub fn prebuild(
+    c: &Contract,
+    opts: &Options,
+    target: &str,
+) -> Result<Vec<(Specialization, Option<String>)>, RunError> {
+    check_specialize(c, opts)?;
+    specializations(c, Mode::Bench, opts)
+        .into_iter()
+        .map(|spec| {
+            let p = prepare(c, opts, target, &spec, "findings")?;
+            Ok((spec, p.rejected))
+        })
+        .collect()
 }
 
 /// One specialization's candidate in a run.

@@ -75,6 +75,7 @@ impl Evaluator for Harness {
             shape_set: None,
             // Candidates are built for the exact target the run names: no PTX fallback.
             embed_ptx: false,
+            python_candidate: None,
         };
         match cake_eval::run(
             &self.contract,

@@ -732,6 +732,7 @@ fn do_eval(
         build_dir,
         shape_set: input.shapes,
         embed_ptx: false,
+        python_candidate: None,
     };
     // Usage mistakes (no bench shapes, an unknown baseline, shape set or target, a missing
     // candidate) come back from cake_eval::check_options before the worker starts.

@@ -4,6 +4,10 @@
 //! the contract's dimensions, so Rust and Python evaluate them alike and coverage is computed
 //! exactly, and the shape sampler that builds and judges families draws from the same domain.
 
+pub mod choose;
+pub mod measure;
+pub mod report;
+
 use crate::contract::{line_col_of, resolve_function, Contract, ContractError, Errors, Shape};
 use indexmap::IndexMap;
 use serde::Deserialize;
@@ -14,6 +18,9 @@ use std::path::{Path, PathBuf};
 struct RawFamily {
     name: String,
     contract: String,
+    /// Narrows the contract's dimensions to the domain this family serves.
+    #[serde(default)]
+    domain: IndexMap<String, RawBounds>,
     route: Vec<RawRoute>,
     fallback: RawFallback,
 }
@@ -24,8 +31,18 @@ struct RawRoute {
     name: String,
     kernel: Option<String>,
     entry: Option<String>,
+    /// The route schedule's compile-time constants, each set from a dimension of the shape
+    /// (default: the contract's `[specialize]`).
+    specialize: Option<IndexMap<String, String>>,
     #[serde(default)]
     when: IndexMap<String, Range>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawBounds {
+    min: Option<i64>,
+    max: Option<i64>,
 }
 
 #[derive(Deserialize)]
@@ -60,6 +77,9 @@ pub struct Route {
     /// The route's schedule, absolute (default: the contract's kernel).
     pub kernel: PathBuf,
     pub entry: String,
+    /// Schedule constant → the dimension whose value it takes (the route's `specialize`, else
+    /// the contract's).
+    pub specialize: IndexMap<String, String>,
     /// Per dimension, what the shape must satisfy; a dimension not named is unconstrained.
     pub when: IndexMap<String, Range>,
 }
@@ -76,7 +96,10 @@ impl Route {
 pub struct Family {
     pub path: PathBuf,
     pub name: String,
+    /// The contract, its dimensions narrowed to the family's `[domain]`.
     pub contract: Contract,
+    /// The family's `[domain]` as narrowed: dimension → (min, max).
+    pub domain: IndexMap<String, (i64, i64)>,
     /// In order: the first route whose guard holds takes the shape.
     pub routes: Vec<Route>,
     /// `/abs/file.py:fn`, called like the kernel, for the shapes no route takes.
@@ -108,12 +131,38 @@ impl Family {
             .ok()
             .and_then(|p| p.parent().map(Path::to_path_buf))
             .unwrap_or_else(|| PathBuf::from("."));
-        let contract = Contract::load(&dir.join(&raw.contract))?;
+        let mut contract = Contract::load(&dir.join(&raw.contract))?;
         let mut errs = Errors {
             file: path,
             text: &text,
             list: Vec::new(),
         };
+        let mut domain = IndexMap::new();
+        for (d, b) in &raw.domain {
+            let key = format!("domain.{d}");
+            let Some(dim) = contract.dims.iter_mut().find(|x| &x.name == d) else {
+                errs.push(
+                    key,
+                    format!("`{d}` is not a dimension of the contract"),
+                    None,
+                );
+                continue;
+            };
+            let (lo, hi) = (b.min.unwrap_or(dim.min), b.max.unwrap_or(dim.max));
+            if lo < dim.min || hi > dim.max || lo > hi {
+                errs.push(
+                    key,
+                    format!(
+                        "the family's domain must lie inside the contract's ({}..={}), got {lo}..={hi}",
+                        dim.min, dim.max
+                    ),
+                    None,
+                );
+                continue;
+            }
+            (dim.min, dim.max) = (lo, hi);
+            domain.insert(d.clone(), (lo, hi));
+        }
         if raw.route.is_empty() {
             errs.push(
                 "route",
@@ -183,10 +232,21 @@ impl Family {
                     Some("paths are relative to the family file".into()),
                 );
             }
+            for (constant, d) in r.specialize.iter().flatten() {
+                if !contract.dims.iter().any(|x| &x.name == d) {
+                    push(
+                        &format!("specialize.{constant}"),
+                        "specialize",
+                        format!("`{d}` is not a dimension of the contract"),
+                        None,
+                    );
+                }
+            }
             routes.push(Route {
                 name: r.name,
                 kernel,
                 entry: r.entry.unwrap_or_else(|| contract.entry.clone()),
+                specialize: r.specialize.unwrap_or_else(|| contract.specialize.clone()),
                 when: r.when,
             });
         }
@@ -204,9 +264,20 @@ impl Family {
             path: path.to_path_buf(),
             name: raw.name,
             contract,
+            domain,
             routes,
             fallback,
         })
+    }
+
+    /// The contract as route `i` runs it: the route's schedule, entry and specialization.
+    pub fn route_contract(&self, i: usize) -> Contract {
+        let r = &self.routes[i];
+        let mut c = self.contract.clone();
+        c.kernel = r.kernel.clone();
+        c.entry = r.entry.clone();
+        c.specialize = r.specialize.clone();
+        c
     }
 
     /// The route that takes `shape` (the first whose guard holds), or `None`: the fallback.

@@ -1,0 +1,392 @@
+//! Choosing a family's routes from an every-route measurement (docs/dispatch.md): each candidate
+//! route, in the order the candidates file lists them, gets the guard box — a range per
+//! dimension, inside the route's own guard — that gains most over the shapes no earlier route
+//! took, with every measured shape in it at least `worst` and the route's geomean there at
+//! least `material`; a route that gains nothing material is dropped, and what no route keeps
+//! goes to the fallback. One schedule as far as it goes, a new route only where the
+//! measurement shows a material gain (the seed's policy).
+
+use super::measure::{Measurement, Mode};
+use super::{Family, Range};
+use crate::contract::Shape;
+use indexmap::IndexMap;
+use std::fmt::Write as _;
+use std::path::{Component, Path, PathBuf};
+
+#[derive(Clone, Debug)]
+pub struct ChooseOptions {
+    /// The lowest speedup a route may have at any measured shape inside its guard.
+    pub worst: f64,
+    /// The geomean speedup a route must bring over the shapes it takes to be kept.
+    pub material: f64,
+    /// The fewest measured shapes a kept route must take.
+    pub min_shapes: usize,
+    /// Guard boxes per candidate route (each kept box is a route of its own).
+    pub boxes: usize,
+}
+
+impl Default for ChooseOptions {
+    fn default() -> Self {
+        ChooseOptions {
+            worst: 0.97,
+            material: 1.02,
+            min_shapes: 3,
+            boxes: 2,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Chosen {
+    /// The candidate route it comes from (index into the family's routes).
+    pub candidate: usize,
+    pub name: String,
+    pub when: IndexMap<String, Range>,
+    /// The measured shapes it takes, their geomean and worst speedup.
+    pub shapes: usize,
+    pub geomean: f64,
+    pub worst: f64,
+}
+
+/// Up to this many cut values per dimension (quantiles of the measured values): bounds the
+/// search to (n(n+1)/2)^dims boxes.
+const CUTS: usize = 14;
+
+/// Candidate bounds for one dimension: measured values at evenly spaced ranks.
+fn cuts(values: &[i64]) -> Vec<i64> {
+    let mut v = values.to_vec();
+    v.sort();
+    v.dedup();
+    if v.len() <= CUTS {
+        return v;
+    }
+    let mut out: Vec<i64> = (0..CUTS)
+        .map(|i| v[i * (v.len() - 1) / (CUTS - 1)])
+        .collect();
+    out.dedup();
+    out
+}
+
+/// Each route's speedup at each measured shape: `None` where it was not timed, `Some(None)`
+/// where it failed or was wrong.
+type Table = Vec<Vec<Option<Option<f64>>>>;
+
+fn table(f: &Family, m: &Measurement) -> Table {
+    f.routes
+        .iter()
+        .map(|r| {
+            m.shapes
+                .iter()
+                .map(|s| {
+                    s.timed
+                        .get(&r.name)
+                        .map(|o| o.speedup.filter(|_| o.correct))
+                })
+                .collect()
+        })
+        .collect()
+}
+
+pub fn choose(f: &Family, m: &Measurement, o: &ChooseOptions) -> Result<Vec<Chosen>, String> {
+    if m.mode != Mode::EveryRoute {
+        return Err(
+            "choosing routes needs an every-route measurement (`cake family measure --every-route`)"
+                .into(),
+        );
+    }
+    if m.family != f.name {
+        return Err(format!(
+            "the measurement is of family `{}`, the file is `{}`",
+            m.family, f.name
+        ));
+    }
+    let dims: Vec<String> = f.contract.dims.iter().map(|d| d.name.clone()).collect();
+    let shapes: Vec<&Shape> = m.shapes.iter().map(|s| &s.shape).collect();
+    let speed = table(f, m);
+    let mut claimed = vec![false; shapes.len()];
+    let mut chosen = Vec::new();
+    for (ri, route) in f.routes.iter().enumerate() {
+        for b in 0..o.boxes {
+            // Cut values from the shapes this route admits and no earlier box took.
+            let open: Vec<usize> = (0..shapes.len())
+                .filter(|k| !claimed[*k] && route.admits(shapes[*k]))
+                .collect();
+            if open.len() < o.min_shapes {
+                break;
+            }
+            let axes: Vec<Vec<(Option<i64>, Option<i64>)>> = dims
+                .iter()
+                .map(|d| {
+                    let c = cuts(&open.iter().map(|k| shapes[*k][d]).collect::<Vec<_>>());
+                    let mut iv = Vec::new();
+                    for (i, lo) in c.iter().enumerate() {
+                        for hi in &c[i..] {
+                            // The extremes open the range to the domain's edge.
+                            let lo = (i > 0).then_some(*lo);
+                            let hi = (hi != c.last().unwrap()).then_some(*hi);
+                            iv.push((lo, hi));
+                        }
+                    }
+                    iv
+                })
+                .collect();
+            let Some(best) = best_box(&dims, &axes, &open, &shapes, &speed[ri], o) else {
+                break;
+            };
+            let (when, taken, gm, worst) = best;
+            for k in &taken {
+                claimed[*k] = true;
+            }
+            let mut guard = route.when.clone();
+            for (d, (lo, hi)) in dims.iter().zip(when) {
+                if lo.is_none() && hi.is_none() {
+                    continue;
+                }
+                let g = guard.entry(d.clone()).or_default();
+                g.min = match (g.min, lo) {
+                    (Some(a), Some(b)) => Some(a.max(b)),
+                    (a, b) => a.or(b),
+                };
+                g.max = match (g.max, hi) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+            }
+            chosen.push(Chosen {
+                candidate: ri,
+                name: if b == 0 {
+                    route.name.clone()
+                } else {
+                    format!("{}-{}", route.name, b + 1)
+                },
+                when: guard,
+                shapes: taken.len(),
+                geomean: gm,
+                worst,
+            });
+        }
+    }
+    Ok(chosen)
+}
+
+type Bounds = Vec<(Option<i64>, Option<i64>)>;
+
+/// The box of most total gain (sum of ln speedup) over the open shapes, subject to the options;
+/// ties go to the box with fewer bounds, then the wider one. Returns the box, the shapes it
+/// takes, their geomean and worst speedup.
+fn best_box(
+    dims: &[String],
+    axes: &[Vec<(Option<i64>, Option<i64>)>],
+    open: &[usize],
+    shapes: &[&Shape],
+    speed: &[Option<Option<f64>>],
+    o: &ChooseOptions,
+) -> Option<(Bounds, Vec<usize>, f64, f64)> {
+    let inside = |iv: &(Option<i64>, Option<i64>), v: i64| {
+        iv.0.is_none_or(|lo| v >= lo) && iv.1.is_none_or(|hi| v <= hi)
+    };
+    // Per axis and interval, which open shapes it admits (bit sets over `open`).
+    let words = open.len().div_ceil(64);
+    let masks: Vec<Vec<Vec<u64>>> = axes
+        .iter()
+        .zip(dims)
+        .map(|(ivs, d)| {
+            ivs.iter()
+                .map(|iv| {
+                    let mut m = vec![0u64; words];
+                    for (j, k) in open.iter().enumerate() {
+                        if inside(iv, shapes[*k][d]) {
+                            m[j / 64] |= 1 << (j % 64);
+                        }
+                    }
+                    m
+                })
+                .collect()
+        })
+        .collect();
+    let gain: Vec<Option<f64>> = open
+        .iter()
+        .map(|k| speed[*k].flatten().filter(|s| *s >= o.worst))
+        .collect();
+    let mut best: Option<(f64, usize, i64, Vec<usize>)> = None; // (score, bounds, width, idx)
+    let mut idx = vec![0usize; axes.len()];
+    'outer: loop {
+        // The box's shapes: the AND of its intervals' masks.
+        let mut m = masks[0][idx[0]].clone();
+        for (a, i) in idx.iter().enumerate().skip(1) {
+            for (w, x) in m.iter_mut().zip(&masks[a][*i]) {
+                *w &= x;
+            }
+        }
+        let mut score = 0.0;
+        let mut n = 0usize;
+        let mut ok = true;
+        for (j, g) in gain.iter().enumerate() {
+            if m[j / 64] >> (j % 64) & 1 == 1 {
+                match g {
+                    Some(s) => {
+                        score += s.ln();
+                        n += 1;
+                    }
+                    None => {
+                        ok = false;
+                        break;
+                    }
+                }
+            }
+        }
+        if ok && n >= o.min_shapes && score / n as f64 >= o.material.ln() {
+            let bounds: usize = idx
+                .iter()
+                .enumerate()
+                .map(|(a, i)| {
+                    usize::from(axes[a][*i].0.is_some()) + usize::from(axes[a][*i].1.is_some())
+                })
+                .sum();
+            let width: i64 = n as i64;
+            let better = match &best {
+                None => true,
+                Some((s, b, w, _)) => {
+                    score > s + 1e-12
+                        || ((score - s).abs() <= 1e-12
+                            && (bounds < *b || (bounds == *b && width > *w)))
+                }
+            };
+            if better {
+                best = Some((score, bounds, width, idx.clone()));
+            }
+        }
+        // Next box (odometer over the axes).
+        for a in 0..axes.len() {
+            idx[a] += 1;
+            if idx[a] < axes[a].len() {
+                continue 'outer;
+            }
+            idx[a] = 0;
+        }
+        break;
+    }
+    let (score, _, _, idx) = best?;
+    let bounds: Bounds = idx.iter().enumerate().map(|(a, i)| axes[a][*i]).collect();
+    let taken: Vec<usize> = open
+        .iter()
+        .copied()
+        .filter(|k| {
+            dims.iter()
+                .zip(&bounds)
+                .all(|(d, iv)| inside(iv, shapes[*k][d]))
+        })
+        .collect();
+    let worst = taken
+        .iter()
+        .filter_map(|k| speed[*k].flatten())
+        .fold(f64::INFINITY, f64::min);
+    Some((
+        bounds,
+        taken.clone(),
+        (score / taken.len() as f64).exp(),
+        worst,
+    ))
+}
+
+/// `path` relative to `base` (both absolute), with `..` where needed.
+fn relative(path: &Path, base: &Path) -> PathBuf {
+    let p: Vec<Component> = path.components().collect();
+    let b: Vec<Component> = base.components().collect();
+    let common = p.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let mut out = PathBuf::new();
+    for _ in common..b.len() {
+        out.push("..");
+    }
+    for c in &p[common..] {
+        out.push(c.as_os_str());
+    }
+    out
+}
+
+fn range_text(r: &Range) -> String {
+    let mut parts = Vec::new();
+    if let Some(v) = r.min {
+        parts.push(format!("min = {v}"));
+    }
+    if let Some(v) = r.max {
+        parts.push(format!("max = {v}"));
+    }
+    if let Some(v) = &r.values {
+        let vs: Vec<String> = v.iter().map(ToString::to_string).collect();
+        parts.push(format!("in = [{}]", vs.join(", ")));
+    }
+    format!("{{ {} }}", parts.join(", "))
+}
+
+/// The chosen family as a family file, to be written next to the candidates file (paths are
+/// relative to its folder); comments carry the evidence each route was kept on.
+pub fn render(f: &Family, m: &Measurement, chosen: &[Chosen], o: &ChooseOptions) -> String {
+    let dir = f
+        .path
+        .canonicalize()
+        .ok()
+        .and_then(|p| p.parent().map(Path::to_path_buf))
+        .unwrap_or_default();
+    let rel = |p: &Path| relative(p, &dir).display().to_string();
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "# The {} family as `cake family choose` picked it from an every-route measurement of {}",
+        f.name,
+        f.path.file_name().unwrap_or_default().to_string_lossy()
+    );
+    let _ = writeln!(
+        out,
+        "# ({} shard, seed {}, {} shapes, baseline {}): each route takes the box of most gain in which",
+        m.shard,
+        m.seed,
+        m.shapes.len(),
+        m.baseline
+    );
+    let _ = writeln!(
+        out,
+        "# every measured shape ran at least {}x and the route's geomean is at least {}x; the rest falls back.",
+        o.worst, o.material
+    );
+    let _ = writeln!(out, "name = \"{}\"", f.name);
+    let _ = writeln!(out, "contract = \"{}\"", rel(&f.contract.path));
+    if !f.domain.is_empty() {
+        let _ = writeln!(out, "\n[domain]");
+        for (d, (lo, hi)) in &f.domain {
+            let _ = writeln!(out, "{d} = {{ min = {lo}, max = {hi} }}");
+        }
+    }
+    for c in chosen {
+        let r = &f.routes[c.candidate];
+        let _ = writeln!(
+            out,
+            "\n# measured: {} shapes, geomean {:.3}x, worst {:.3}x",
+            c.shapes, c.geomean, c.worst
+        );
+        let _ = writeln!(out, "[[route]]\nname = \"{}\"", c.name);
+        let _ = writeln!(out, "kernel = \"{}\"", rel(&r.kernel));
+        let _ = writeln!(out, "entry = \"{}\"", r.entry);
+        if r.specialize != f.contract.specialize {
+            let parts: Vec<String> = r
+                .specialize
+                .iter()
+                .map(|(k, v)| format!("{k} = \"{v}\""))
+                .collect();
+            let _ = writeln!(out, "specialize = {{ {} }}", parts.join(", "));
+        }
+        let parts: Vec<String> = c
+            .when
+            .iter()
+            .map(|(d, g)| format!("{d} = {}", range_text(g)))
+            .collect();
+        let _ = writeln!(out, "when = {{ {} }}", parts.join(", "));
+    }
+    let (file, func) = f.fallback.rsplit_once(':').unwrap_or((&f.fallback, ""));
+    let _ = writeln!(
+        out,
+        "\n[fallback]\npython = \"{}:{func}\"",
+        rel(Path::new(file))
+    );
+    out
+}

@@ -1,0 +1,347 @@
+//! Measuring a family on the GPU (docs/dispatch.md): shapes drawn from its domain, each timed
+//! through the route dispatch gives it (or, to choose routes, through every route whose guard
+//! admits it) against the contract's baseline in the same worker, sample by sample in turn, with
+//! the outputs of the timed calls checked against the oracle. Every timing is a `cake bench`
+//! run of the route's schedule (run.rs), so a family's numbers are produced exactly as a
+//! kernel's are.
+
+use super::{sample, Family, Shard};
+use crate::contract::{Contract, Shape, Specialization};
+use crate::evidence::ShapeTiming;
+use crate::run::{self, Mode as RunMode, Options, Progress, RunError};
+use crate::worker::Supervisor;
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub const SCHEMA: &str = "cake.family-measurement/v0";
+
+/// What a measurement times at each shape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// The route dispatch gives the shape (the fallback where no route takes it): the family
+    /// as users call it, what G_span is computed from.
+    Dispatch,
+    /// Every route whose guard admits the shape: the evidence `choose` picks guards from.
+    EveryRoute,
+}
+
+#[derive(Clone, Debug)]
+pub struct MeasureOptions {
+    pub shard: Shard,
+    pub n: usize,
+    pub seed: u64,
+    pub mode: Mode,
+    /// The contract's baseline to time against (default: its first).
+    pub baseline: Option<String>,
+    /// Override the contract's `[bench]` warm-up and sample counts.
+    pub warmup: Option<u32>,
+    pub samples: Option<u32>,
+    /// The exact target (default: the GPU's).
+    pub target: Option<String>,
+}
+
+/// A family's measurement: one record per shape, in the order the sampler drew them.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Measurement {
+    pub schema: String,
+    pub family: String,
+    pub contract: String,
+    pub shard: String,
+    pub seed: u64,
+    pub n: usize,
+    pub mode: Mode,
+    pub baseline: String,
+    pub created: String,
+    /// The worker's environment (GPU, driver, versions) from the first run.
+    pub environment: Value,
+    pub shapes: Vec<ShapeResult>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ShapeResult {
+    pub shape: Shape,
+    /// The route dispatch gives this shape, or `fallback`.
+    pub route: String,
+    /// Per callable timed here: a route's name, or `fallback`.
+    pub timed: IndexMap<String, Outcome>,
+}
+
+impl ShapeResult {
+    /// What dispatch measured here: the outcome of the route the shape takes.
+    pub fn dispatched(&self) -> Option<&Outcome> {
+        self.timed.get(&self.route)
+    }
+}
+
+/// One callable at one shape, against the baseline timed in turn with it.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct Outcome {
+    /// Median CUPTI span of this callable's calls, and of the baseline's, in ms.
+    pub cupti_ms: Option<f64>,
+    pub baseline_cupti_ms: Option<f64>,
+    /// Baseline ÷ this callable (CUPTI medians); absent where either is missing or the time is
+    /// not believable.
+    pub speedup: Option<f64>,
+    /// The outputs of the timed calls matched the oracle.
+    pub correct: bool,
+    /// Why there is no speedup, or why the outputs are wrong.
+    pub problem: Option<String>,
+}
+
+impl Outcome {
+    fn from_timing(st: &ShapeTiming, baseline: &str) -> Outcome {
+        let mut problems: Vec<String> = st.suspicious.clone();
+        if let Some(f) = &st.candidate.failure {
+            problems.push(format!("timing failed: {f}"));
+        }
+        if let Some(w) = &st.outputs_wrong {
+            problems.push(format!("wrong outputs: {w}"));
+        }
+        let base = st.baselines.get(baseline);
+        if let Some(f) = base.and_then(|b| b.failure.as_ref()) {
+            problems.push(format!("the baseline failed: {f}"));
+        }
+        Outcome {
+            cupti_ms: st.candidate.median("cupti_ms"),
+            baseline_cupti_ms: base.and_then(|b| b.median("cupti_ms")),
+            speedup: st.speedup.get(baseline).and_then(|s| s.cupti),
+            correct: st.candidate.result.is_some()
+                && st.outputs_wrong.is_none()
+                && st.candidate.failure.is_none(),
+            problem: (!problems.is_empty()).then(|| problems.join("; ")),
+        }
+    }
+
+    fn failed(why: String) -> Outcome {
+        Outcome {
+            problem: Some(why),
+            ..Outcome::default()
+        }
+    }
+}
+
+/// One `cake bench` run of a measurement: a callable over the shapes one build serves.
+struct Job {
+    /// `fallback` or the route's name.
+    callable: String,
+    contract: Contract,
+    python: Option<String>,
+    shapes: Vec<usize>,
+}
+
+/// The runs a measurement makes: per route (and the fallback, in dispatch mode), one per build
+/// (specialization) of the shapes it times, so one build that fails costs only its shapes.
+fn plan(f: &Family, shapes: &[Shape], mode: Mode) -> Vec<Job> {
+    let mut jobs = Vec::new();
+    for (i, r) in f.routes.iter().enumerate() {
+        let contract = f.route_contract(i);
+        let mut groups: IndexMap<Vec<(String, i64)>, Vec<usize>> = IndexMap::new();
+        for (k, s) in shapes.iter().enumerate() {
+            let takes = match mode {
+                Mode::Dispatch => f.route_of(s) == Some(i),
+                Mode::EveryRoute => r.admits(s),
+            };
+            if takes {
+                let spec = contract.specialization(s).into_iter().collect();
+                groups.entry(spec).or_default().push(k);
+            }
+        }
+        for (_, ks) in groups {
+            jobs.push(Job {
+                callable: r.name.clone(),
+                contract: contract.clone(),
+                python: None,
+                shapes: ks,
+            });
+        }
+    }
+    if mode == Mode::Dispatch {
+        let ks: Vec<usize> = (0..shapes.len())
+            .filter(|k| f.route_of(&shapes[*k]).is_none())
+            .collect();
+        if !ks.is_empty() {
+            jobs.push(Job {
+                callable: "fallback".into(),
+                contract: f.contract.clone(),
+                python: Some(f.fallback.clone()),
+                shapes: ks,
+            });
+        }
+    }
+    jobs
+}
+
+fn job_contract(job: &Job, shapes: &[Shape], o: &MeasureOptions) -> Contract {
+    let mut c = job.contract.clone();
+    c.shapes = IndexMap::from([(
+        "bench".to_string(),
+        job.shapes.iter().map(|k| shapes[*k].clone()).collect(),
+    )]);
+    if let Some(w) = o.warmup {
+        c.bench.warmup = w;
+    }
+    if let Some(s) = o.samples {
+        c.bench.samples = s;
+    }
+    c
+}
+
+fn job_options(job: &Job, o: &MeasureOptions, baseline: &str) -> Options {
+    Options {
+        target: o.target.clone(),
+        seed: Some(o.seed),
+        baseline: Some(baseline.to_string()),
+        python_candidate: job.python.clone(),
+        ..Options::default()
+    }
+}
+
+/// The baseline a measurement times against: the one asked for, else the contract's first.
+fn baseline_of(f: &Family, o: &MeasureOptions) -> Result<String, RunError> {
+    match &o.baseline {
+        Some(b) if f.contract.baselines.contains_key(b) => Ok(b.clone()),
+        Some(b) => Err(RunError::Usage(format!(
+            "the contract has no baseline `{b}`; it has {}",
+            f.contract
+                .baselines
+                .keys()
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+        None => f.contract.baselines.keys().next().cloned().ok_or_else(|| {
+            RunError::Usage("the family's contract has no [baselines] to time against".into())
+        }),
+    }
+}
+
+/// The shapes of the shard, each with the route dispatch gives it.
+pub fn shapes_of(f: &Family, o: &MeasureOptions) -> Vec<(Shape, String)> {
+    sample(&f.contract, o.shard, o.n, o.seed)
+        .into_iter()
+        .map(|s| {
+            let r = f
+                .route_of(&s)
+                .map_or("fallback".to_string(), |i| f.routes[i].name.clone());
+            (s, r)
+        })
+        .collect()
+}
+
+/// Build every schedule the measurement will run, for `target`, without a worker (into the
+/// build cache the GPU host is then given). Returns (callable, specialization, why rejected).
+pub fn prebuild(
+    f: &Family,
+    o: &MeasureOptions,
+    target: &str,
+    progress: Progress,
+) -> Result<Vec<(String, Specialization, Option<String>)>, RunError> {
+    let shapes: Vec<Shape> = shapes_of(f, o).into_iter().map(|(s, _)| s).collect();
+    let mut out = Vec::new();
+    for job in plan(f, &shapes, o.mode) {
+        if job.python.is_some() {
+            continue;
+        }
+        let c = job_contract(&job, &shapes, o);
+        for (spec, rejected) in run::prebuild(&c, &Options::default(), target)? {
+            progress(&format!(
+                "built {} {}{}",
+                job.callable,
+                run::specialization_text(&spec),
+                rejected
+                    .as_deref()
+                    .map(|r| format!(": rejected: {r}"))
+                    .unwrap_or_default()
+            ));
+            out.push((job.callable.clone(), spec, rejected));
+        }
+    }
+    Ok(out)
+}
+
+/// Time the family over the shard (see the module docs). A run that cannot judge (the worker,
+/// the contract or a usage mistake) stops the measurement; a route that fails to build, load,
+/// run or match the oracle is recorded at its shapes and the measurement goes on.
+pub fn measure(
+    f: &Family,
+    o: &MeasureOptions,
+    sup: &mut Supervisor,
+    progress: Progress,
+) -> Result<Measurement, RunError> {
+    let baseline = baseline_of(f, o)?;
+    let drawn = shapes_of(f, o);
+    let shapes: Vec<Shape> = drawn.iter().map(|(s, _)| s.clone()).collect();
+    let mut results: Vec<ShapeResult> = drawn
+        .into_iter()
+        .map(|(shape, route)| ShapeResult {
+            shape,
+            route,
+            timed: IndexMap::new(),
+        })
+        .collect();
+    let mut environment = Value::Null;
+    let jobs = plan(f, &shapes, o.mode);
+    for (j, job) in jobs.iter().enumerate() {
+        progress(&format!(
+            "[{}/{}] {} at {} shape(s)",
+            j + 1,
+            jobs.len(),
+            job.callable,
+            job.shapes.len()
+        ));
+        let c = job_contract(job, &shapes, o);
+        let outcomes: Vec<Outcome> = match run::run(
+            &c,
+            RunMode::Bench,
+            &job_options(job, o, &baseline),
+            sup,
+            progress,
+        ) {
+            Ok(ev) => {
+                if environment.is_null() {
+                    environment = ev.environment.clone();
+                }
+                match &ev.timing {
+                    Some(t) => t
+                        .shapes
+                        .iter()
+                        .map(|st| Outcome::from_timing(st, &baseline))
+                        .collect(),
+                    None => vec![Outcome::failed(ev.verdict.clone()); job.shapes.len()],
+                }
+            }
+            // This route's schedule did not build: its shapes fail, the others still run.
+            Err(RunError::Build(e)) => {
+                vec![Outcome::failed(format!("did not build: {e}")); job.shapes.len()]
+            }
+            Err(e) => return Err(e),
+        };
+        for (k, outcome) in job.shapes.iter().zip(outcomes) {
+            results[*k].timed.insert(job.callable.clone(), outcome);
+        }
+    }
+    Ok(Measurement {
+        schema: SCHEMA.into(),
+        family: f.name.clone(),
+        contract: f.contract.name.clone(),
+        shard: match o.shard {
+            Shard::Representative => "representative",
+            Shard::Boundary => "boundary",
+            Shard::HeldOut => "held_out",
+        }
+        .into(),
+        seed: o.seed,
+        n: o.n,
+        mode: o.mode,
+        baseline,
+        created: crate::evidence::rfc3339(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+        ),
+        environment,
+        shapes: results,
+    })
+}
