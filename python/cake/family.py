@@ -107,7 +107,8 @@ class Family:
             return self._fallback
         route = next(r for r in self.routes if r["name"] == name)
         specialize = route.get("specialize", self._doc["specialize"])  # the route's, else the contract's
-        values = {const: dims[self.dims.index(dim)] for const, dim in specialize.items()}
+        values = dict(route.get("constants", {}))  # a variant of the schedule: fixed constants
+        values.update({const: dims[self.dims.index(dim)] for const, dim in specialize.items()})
         key = (name, *sorted(values.items()))
         kernel = self._kernels.get(key)
         if kernel is None:

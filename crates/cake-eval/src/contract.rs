@@ -306,6 +306,9 @@ pub struct Contract {
     pub baselines: IndexMap<String, String>,
     /// `[specialize]`: schedule constant → the dimension that sets it, per shape.
     pub specialize: IndexMap<String, String>,
+    /// Schedule constants set to fixed values before any specialization: never in a contract
+    /// file, set by a family route that runs a variant of a schedule (`constants = { BN = 128 }`).
+    pub constants: IndexMap<String, i64>,
 }
 
 /// Errors collected while validating, so one run reports all of them.
@@ -910,6 +913,7 @@ fn validate(raw: Raw, dir: &Path, errs: &mut Errors, hash: String, path: &Path) 
         },
         baselines,
         specialize: raw.specialize,
+        constants: IndexMap::new(),
     }
 }
 

@@ -139,11 +139,16 @@ fn is_prebuilt(path: &Path) -> bool {
 
 /// `[specialize]` needs a schedule that has every constant it sets.
 fn check_specialize(c: &Contract, opts: &Options) -> Result<(), RunError> {
-    if c.specialize.is_empty() || opts.python_candidate.is_some() {
+    if (c.specialize.is_empty() && c.constants.is_empty()) || opts.python_candidate.is_some() {
         return Ok(());
     }
     let path = candidate_path(c, opts);
-    let keys: Vec<&str> = c.specialize.keys().map(String::as_str).collect();
+    let keys: Vec<&str> = c
+        .specialize
+        .keys()
+        .chain(c.constants.keys())
+        .map(String::as_str)
+        .collect();
     if is_prebuilt(&path) {
         return Err(RunError::Usage(format!(
             "{}: a prebuilt kernel cannot be rebuilt per shape, but the contract's [specialize] \
@@ -558,7 +563,9 @@ fn prepare(
     // A schedule: the front doors' rule (a regular file of at most 4 MiB).
     let bytes = cake_driver::read_schedule(&path)
         .map_err(|e| RunError::Usage(format!("cannot read {}: {e}", path.display())))?;
-    let bytes = specialize(&path, bytes, spec)?;
+    let mut values = c.constants.clone();
+    values.extend(spec.iter().map(|(k, v)| (k.clone(), *v)));
+    let bytes = specialize(&path, bytes, &values)?;
     // A build with the PTX embedded is another image: another candidate hash.
     let image: &[u8] = if opts.embed_ptx { b"+ptx" } else { b"" };
     let hash = sha256_hex(&[

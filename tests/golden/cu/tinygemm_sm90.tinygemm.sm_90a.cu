@@ -67,10 +67,6 @@ static __device__ __forceinline__ void cake_bulk_commit() {
 static __device__ __forceinline__ void cake_bulk_wait_read() {
   asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
 }
-// Wait until earlier bulk stores are complete (before the CTA exits).
-static __device__ __forceinline__ void cake_bulk_wait() {
-  asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
-}
 static __device__ __forceinline__ void cake_st_shared_b32(uint32_t addr, uint32_t v) {
   asm volatile("st.shared.b32 [%0], %1;" :: "r"(addr), "r"(v) : "memory");
 }

@@ -1,9 +1,10 @@
-//! Choosing a family's routes from an every-route measurement (docs/dispatch.md): each candidate
-//! route, in the order the candidates file lists them, gets the guard box — a range per
+//! Choosing a family's routes from an every-route measurement (docs/dispatch.md): a candidate
+//! route gets the guard box — a range per
 //! dimension, inside the route's own guard — that gains most over the shapes no earlier route
 //! took, with every measured shape in it at least `worst` and the route's geomean there at
-//! least `material`; a route that gains nothing material is dropped, and what no route keeps
-//! goes to the fallback. One schedule as far as it goes, a new route only where the
+//! least `material`, shrunk to the span of the shapes it takes. The picks are greedy across
+//! candidates (the box of most total gain next), so the family lists routes in pick order; a
+//! candidate that gains nothing material is dropped, and what no route keeps falls back. One schedule as far as it goes, a new route only where the
 //! measurement shows a material gain (the seed's policy).
 
 use super::measure::{Measurement, Mode};
@@ -104,69 +105,93 @@ pub fn choose(f: &Family, m: &Measurement, o: &ChooseOptions) -> Result<Vec<Chos
     let shapes: Vec<&Shape> = m.shapes.iter().map(|s| &s.shape).collect();
     let speed = table(f, m);
     let mut claimed = vec![false; shapes.len()];
-    let mut chosen = Vec::new();
-    for (ri, route) in f.routes.iter().enumerate() {
-        for b in 0..o.boxes {
-            // Cut values from the shapes this route admits and no earlier box took.
+    let mut chosen: Vec<Chosen> = Vec::new();
+    let mut used = vec![0usize; f.routes.len()];
+    // Greedy over every candidate: the box of most gain on the shapes still open goes next, so
+    // the family's order is the order of the picks.
+    loop {
+        let mut pick: Option<(usize, f64, Vec<usize>, f64, f64)> = None;
+        for (ri, route) in f.routes.iter().enumerate() {
+            if used[ri] >= o.boxes {
+                continue;
+            }
             let open: Vec<usize> = (0..shapes.len())
                 .filter(|k| !claimed[*k] && route.admits(shapes[*k]))
                 .collect();
             if open.len() < o.min_shapes {
-                break;
+                continue;
             }
             let axes: Vec<Vec<(Option<i64>, Option<i64>)>> = dims
                 .iter()
                 .map(|d| {
-                    let c = cuts(&open.iter().map(|k| shapes[*k][d]).collect::<Vec<_>>());
-                    let mut iv = Vec::new();
-                    for (i, lo) in c.iter().enumerate() {
-                        for hi in &c[i..] {
-                            // The extremes open the range to the domain's edge.
-                            let lo = (i > 0).then_some(*lo);
-                            let hi = (hi != c.last().unwrap()).then_some(*hi);
-                            iv.push((lo, hi));
-                        }
-                    }
-                    iv
+                    intervals(&cuts(
+                        &open.iter().map(|k| shapes[*k][d]).collect::<Vec<_>>(),
+                    ))
                 })
                 .collect();
-            let Some(best) = best_box(&dims, &axes, &open, &shapes, &speed[ri], o) else {
-                break;
-            };
-            let (when, taken, gm, worst) = best;
-            for k in &taken {
-                claimed[*k] = true;
-            }
-            let mut guard = route.when.clone();
-            for (d, (lo, hi)) in dims.iter().zip(when) {
-                if lo.is_none() && hi.is_none() {
-                    continue;
+            if let Some((_, taken, gm, worst)) =
+                best_box(&dims, &axes, &open, &shapes, &speed[ri], o)
+            {
+                let score = gm.ln() * taken.len() as f64;
+                if pick.as_ref().is_none_or(|p| score > p.1 + 1e-12) {
+                    pick = Some((ri, score, taken, gm, worst));
                 }
-                let g = guard.entry(d.clone()).or_default();
-                g.min = match (g.min, lo) {
-                    (Some(a), Some(b)) => Some(a.max(b)),
-                    (a, b) => a.or(b),
-                };
-                g.max = match (g.max, hi) {
-                    (Some(a), Some(b)) => Some(a.min(b)),
-                    (a, b) => a.or(b),
-                };
             }
-            chosen.push(Chosen {
-                candidate: ri,
-                name: if b == 0 {
-                    route.name.clone()
-                } else {
-                    format!("{}-{}", route.name, b + 1)
-                },
-                when: guard,
-                shapes: taken.len(),
-                geomean: gm,
-                worst,
-            });
         }
+        let Some((ri, _, taken, gm, worst)) = pick else {
+            break;
+        };
+        let route = &f.routes[ri];
+        used[ri] += 1;
+        for k in &taken {
+            claimed[*k] = true;
+        }
+        // The guard is the box the taken shapes span, no wider: past them nothing was
+        // measured, and a held-out shape there must not be routed on a guess.
+        let mut guard = route.when.clone();
+        for (d, dim) in dims.iter().zip(&f.contract.dims) {
+            let vals = taken.iter().map(|k| shapes[*k][d]);
+            let (lo, hi) = (vals.clone().min(), vals.max());
+            let lo = lo.filter(|v| *v > dim.min);
+            let hi = hi.filter(|v| *v < dim.max);
+            if lo.is_none() && hi.is_none() {
+                continue;
+            }
+            let g = guard.entry(d.clone()).or_default();
+            g.min = match (g.min, lo) {
+                (Some(a), Some(b)) => Some(a.max(b)),
+                (a, b) => a.or(b),
+            };
+            g.max = match (g.max, hi) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+        }
+        chosen.push(Chosen {
+            candidate: ri,
+            name: if used[ri] == 1 {
+                route.name.clone()
+            } else {
+                format!("{}-{}", route.name, used[ri])
+            },
+            when: guard,
+            shapes: taken.len(),
+            geomean: gm,
+            worst,
+        });
     }
     Ok(chosen)
+}
+
+/// Every interval between two cut values; the extremes open it to the domain's edge.
+fn intervals(c: &[i64]) -> Vec<(Option<i64>, Option<i64>)> {
+    let mut iv = Vec::new();
+    for (i, lo) in c.iter().enumerate() {
+        for (j, hi) in c.iter().enumerate().skip(i) {
+            iv.push(((i > 0).then_some(*lo), (j + 1 < c.len()).then_some(*hi)));
+        }
+    }
+    iv
 }
 
 type Bounds = Vec<(Option<i64>, Option<i64>)>;
@@ -367,6 +392,14 @@ pub fn render(f: &Family, m: &Measurement, chosen: &[Chosen], o: &ChooseOptions)
         let _ = writeln!(out, "[[route]]\nname = \"{}\"", c.name);
         let _ = writeln!(out, "kernel = \"{}\"", rel(&r.kernel));
         let _ = writeln!(out, "entry = \"{}\"", r.entry);
+        if !r.constants.is_empty() {
+            let parts: Vec<String> = r
+                .constants
+                .iter()
+                .map(|(k, v)| format!("{k} = {v}"))
+                .collect();
+            let _ = writeln!(out, "constants = {{ {} }}", parts.join(", "));
+        }
         if r.specialize != f.contract.specialize {
             let parts: Vec<String> = r
                 .specialize

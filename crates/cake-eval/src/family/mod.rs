@@ -34,6 +34,9 @@ struct RawRoute {
     /// The route schedule's compile-time constants, each set from a dimension of the shape
     /// (default: the contract's `[specialize]`).
     specialize: Option<IndexMap<String, String>>,
+    /// Module constants of the schedule set to fixed values: one schedule, several routes.
+    #[serde(default)]
+    constants: IndexMap<String, i64>,
     #[serde(default)]
     when: IndexMap<String, Range>,
 }
@@ -80,6 +83,8 @@ pub struct Route {
     /// Schedule constant → the dimension whose value it takes (the route's `specialize`, else
     /// the contract's).
     pub specialize: IndexMap<String, String>,
+    /// Module constants set to fixed values before specialization.
+    pub constants: IndexMap<String, i64>,
     /// Per dimension, what the shape must satisfy; a dimension not named is unconstrained.
     pub when: IndexMap<String, Range>,
 }
@@ -247,6 +252,7 @@ impl Family {
                 kernel,
                 entry: r.entry.unwrap_or_else(|| contract.entry.clone()),
                 specialize: r.specialize.unwrap_or_else(|| contract.specialize.clone()),
+                constants: r.constants,
                 when: r.when,
             });
         }
@@ -277,6 +283,7 @@ impl Family {
         c.kernel = r.kernel.clone();
         c.entry = r.entry.clone();
         c.specialize = r.specialize.clone();
+        c.constants = r.constants.clone();
         c
     }
 

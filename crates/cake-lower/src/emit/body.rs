@@ -236,8 +236,10 @@ impl Emitter<'_> {
                     e.block(&body);
                     e.role = None;
                     if e.role_syncs_replicas(rid) {
-                        // Shared memory must outlive the bulk stores still reading it.
-                        e.line(&format!("if ({name}_thread == 0) cake_bulk_wait();"));
+                        // Shared memory must outlive the bulk stores still reading it; their
+                        // writes need no wait (the grid completes only once they land), so the
+                        // CTA does not hold its SM for the write round trip.
+                        e.line(&format!("if ({name}_thread == 0) cake_bulk_wait_read();"));
                     }
                 };
                 if issue_only {
