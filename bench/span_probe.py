@@ -1,6 +1,7 @@
 """Decompose a small kernel's CUPTI span (see bench/span_probe.cu): empty kernels by dynamic
-shared memory, block and grid, and the GEMM schedule (3 and 2 stages) and cuBLAS at small
-shapes, each timed with an L2 flush (a kernel without shared memory) before every call, as the
+shared memory, block and grid, and the GEMM builds under $SPAN/gemm* (the schedule at 3 and 2
+stages; bench/gemm_parts.sh adds copies with parts of the kernel removed) and cuBLAS at small
+shapes ($SHAPES), each timed with an L2 flush (a kernel without shared memory) before every call, as the
 contracts time, and back to back without it. CUPTI medians of 30; writes $OUT/span_probe.json.
    SPAN=.carry/span python3 bench/span_probe.py"""
 import json, os, statistics
@@ -31,8 +32,10 @@ s = spans(calls)
 for i, n in enumerate(names):
     records.append({"kernel": n, "flush_us": s["flush"][i], "back_to_back_us": s["back_to_back"][i]})
 
-gemms = {"gemm": cake.load_kernel(os.path.join(SPAN, "gemm")), "gemm_s2": cake.load_kernel(os.path.join(SPAN, "gemm_s2"))}
-for M, N, K in [(128, 256, 64), (65, 336, 320), (255, 1272, 328), (2048, 2048, 2048)]:
+gemms = {n: cake.load_kernel(os.path.join(SPAN, n)) for n in sorted(os.listdir(SPAN)) if n.startswith("gemm")}
+SHAPES = [tuple(int(x) for x in s.split("x")) for s in
+          os.environ.get("SHAPES", "128x256x64,65x336x320,255x1272x328,2048x2048x2048").split(",")]
+for M, N, K in SHAPES:
     A = torch.randn(M, K, dtype=torch.bfloat16, device=dev); B = torch.randn(N, K, dtype=torch.bfloat16, device=dev)
     Cs = {n: torch.empty(M, N, dtype=torch.bfloat16, device=dev) for n in list(gemms) + ["cublas"]}
     calls = [lambda k=k, n=n: k(A=A, B=B, C=Cs[n]) for n, k in gemms.items()]
