@@ -88,6 +88,11 @@ pub struct Outcome {
     pub correct: bool,
     /// Why there is no speedup, or why the outputs are wrong.
     pub problem: Option<String>,
+    /// The fallback is the baseline's own function: the call is the baseline's, so its speedup
+    /// is 1 by identity and it is not timed (timing it measures only the noise between two
+    /// runs of one kernel).
+    #[serde(default)]
+    pub baseline_itself: bool,
 }
 
 impl Outcome {
@@ -111,6 +116,7 @@ impl Outcome {
                 && st.outputs_wrong.is_none()
                 && st.candidate.failure.is_none(),
             problem: (!problems.is_empty()).then(|| problems.join("; ")),
+            baseline_itself: false,
         }
     }
 
@@ -133,7 +139,7 @@ struct Job {
 
 /// The runs a measurement makes: per route (and the fallback, in dispatch mode), one per build
 /// (specialization) of the shapes it times, so one build that fails costs only its shapes.
-fn plan(f: &Family, shapes: &[Shape], mode: Mode) -> Vec<Job> {
+fn plan(f: &Family, shapes: &[Shape], mode: Mode, baseline: &str) -> Vec<Job> {
     let mut jobs = Vec::new();
     for (i, r) in f.routes.iter().enumerate() {
         let contract = f.route_contract(i);
@@ -157,7 +163,7 @@ fn plan(f: &Family, shapes: &[Shape], mode: Mode) -> Vec<Job> {
             });
         }
     }
-    if mode == Mode::Dispatch {
+    if mode == Mode::Dispatch && !fallback_is_baseline(f, baseline) {
         let ks: Vec<usize> = (0..shapes.len())
             .filter(|k| f.route_of(&shapes[*k]).is_none())
             .collect();
@@ -171,6 +177,18 @@ fn plan(f: &Family, shapes: &[Shape], mode: Mode) -> Vec<Job> {
         }
     }
     jobs
+}
+
+/// Whether the family's fallback is the baseline's function (`/abs/file.py:fn`, resolved alike).
+fn fallback_is_baseline(f: &Family, baseline: &str) -> bool {
+    let resolved = |r: &str| {
+        let (file, func) = r.rsplit_once(':')?;
+        Some((std::fs::canonicalize(file).ok()?, func.to_string()))
+    };
+    match f.contract.baselines.get(baseline) {
+        Some(b) => resolved(b).is_some() && resolved(b) == resolved(&f.fallback),
+        None => false,
+    }
 }
 
 fn job_contract(job: &Job, shapes: &[Shape], o: &MeasureOptions) -> Contract {
@@ -240,7 +258,8 @@ pub fn prebuild(
 ) -> Result<Vec<(String, Specialization, Option<String>)>, RunError> {
     let shapes: Vec<Shape> = shapes_of(f, o).into_iter().map(|(s, _)| s).collect();
     let mut out = Vec::new();
-    for job in plan(f, &shapes, o.mode) {
+    let baseline = baseline_of(f, o)?;
+    for job in plan(f, &shapes, o.mode, &baseline) {
         if job.python.is_some() {
             continue;
         }
@@ -281,8 +300,19 @@ pub fn measure(
             timed: IndexMap::new(),
         })
         .collect();
+    if o.mode == Mode::Dispatch && fallback_is_baseline(f, &baseline) {
+        for r in results.iter_mut().filter(|r| r.route == "fallback") {
+            let identity = Outcome {
+                speedup: Some(1.0),
+                correct: true,
+                baseline_itself: true,
+                ..Outcome::default()
+            };
+            r.timed.insert("fallback".into(), identity);
+        }
+    }
     let mut environment = Value::Null;
-    let jobs = plan(f, &shapes, o.mode);
+    let jobs = plan(f, &shapes, o.mode, &baseline);
     for (j, job) in jobs.iter().enumerate() {
         progress(&format!(
             "[{}/{}] {} at {} shape(s)",
