@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # Build bench/span_probe.cu's empty kernel into launch folders (shared memory × block × grid)
-# and the GEMM schedule at its shipped settings, at 2 stages and with DIRECT = 1, for
-# bench/span_probe.py.
+# and the GEMM schedules at their shipped settings, for bench/span_probe.py.
 #   bench/span_probe.sh [OUTDIR]      (default .carry/span)
 set -euo pipefail
 OUTDIR=${1:-.carry/span}
@@ -32,6 +31,4 @@ PY
 "$CAKE" build examples/gemm_sm90.py --target sm_90a -o "$OUTDIR/gemm" > /dev/null
 sed -e 's/^STAGES = 3 .*/STAGES = 2/' examples/gemm_sm90.py > "$OUTDIR/gemm_s2.py"
 "$CAKE" build "$OUTDIR/gemm_s2.py" --target sm_90a -o "$OUTDIR/gemm_s2" > /dev/null
-sed -e 's/^DIRECT = 0/DIRECT = 1/' examples/gemm_sm90.py > "$OUTDIR/gemm_direct.py"
-"$CAKE" build "$OUTDIR/gemm_direct.py" --target sm_90a -o "$OUTDIR/gemm_direct" > /dev/null
-rm "$OUTDIR/gemm_s2.py" "$OUTDIR/gemm_direct.py"
+rm "$OUTDIR/gemm_s2.py"

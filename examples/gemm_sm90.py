@@ -1,17 +1,12 @@
 """BF16 GEMM C = A · Bᵀ for Hopper: TMA + wgmma, one producer warpgroup and two consumer
 warpgroups (each owns 64 rows of the 128-row tile), a 3-stage pipeline, a persistent tile loop
 in grouped order, and a TMA-store epilogue: each consumer writes its 64 × 256 result into a
-swizzled shared-memory tile, fences it for the async proxy and stores it with TMA (or, with
-DIRECT = 1, straight from registers)."""
+swizzled shared-memory tile, fences it for the async proxy and stores it with TMA."""
 import cake
 from cake import lm
 
 BM, BN, BK = 128, 256, 64
 STAGES = 3  # 3 × 48 KiB of operands + 64 KiB for the epilogue tile fit in 227 KiB
-# 1: each consumer stores its accumulator straight from registers to C, with no shared-memory
-# tile and no TMA store. A one-tile GEMM spends half its time in the staged epilogue
-# (bench/results/2026-12-02-gemm-family/), so small problems route to this form.
-DIRECT = 0
 
 
 def wg_rows(index):
@@ -26,8 +21,7 @@ def gemm(A: lm.tensor[lm.bf16, "M", "K"],
     pool = lm.smem()
     sA = pool.view(shape=(BM, BK), dtype=lm.bf16, stages=STAGES, swizzle=128)
     sB = pool.view(shape=(BN, BK), dtype=lm.bf16, stages=STAGES, swizzle=128)
-    if DIRECT == 0:
-        sC = pool.view(shape=(BM, BN), dtype=lm.bf16, swizzle=128)
+    sC = pool.view(shape=(BM, BN), dtype=lm.bf16, swizzle=128)
 
     load = lm.role(warpgroup=0, regs=40)
     math = lm.role(warpgroups=[1, 2], regs=232)
@@ -48,9 +42,6 @@ def gemm(A: lm.tensor[lm.bf16, "M", "K"],
             for k in lm.range(lm.cdiv(K, BK), pipeline=pipe):
                 lm.wait(full)
                 lm.mma(acc, sA.rows(wg_rows(math.index), 64), sB.T, accumulate=k > 0, release=empty)
-            if DIRECT:
-                lm.store(C, lm.cast(acc, lm.bf16), coords=(tm * BM + wg_rows(math.index), tn * BN))
-            else:
-                sC.rows(wg_rows(math.index), 64).store(lm.cast(acc, lm.bf16))
-                lm.fence_proxy_async()
-                sC.rows(wg_rows(math.index), 64).tma_store(C, coords=(tm * BM + wg_rows(math.index), tn * BN))
+            sC.rows(wg_rows(math.index), 64).store(lm.cast(acc, lm.bf16))
+            lm.fence_proxy_async()
+            sC.rows(wg_rows(math.index), 64).tma_store(C, coords=(tm * BM + wg_rows(math.index), tn * BN))

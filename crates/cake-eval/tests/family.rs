@@ -146,3 +146,255 @@ fn the_sampler_is_deterministic_in_its_seed_and_stays_in_the_domain() {
         assert!(b.iter().any(|s| s[&d.name] == d.max), "{}", d.name);
     }
 }
+
+// ---- [domain], per-route specialize and constants ---------------------------------------------
+
+#[test]
+fn a_domain_narrows_the_contract_and_routes_carry_their_own_specialization() {
+    let path = write(
+        "narrow.family.toml",
+        r#"
+name = "narrow"
+contract = "ROWS/rmsnorm.contract.toml"
+[domain]
+R = { min = 8, max = 4096 }
+[[route]]
+name = "fixed"
+constants = { WARPS = 1 }
+specialize = { H = "H" }
+when = { H = { max = 4096 } }
+[fallback]
+python = "ROWS/contract.py:rms_norm_into"
+"#,
+    );
+    let fam = Family::load(&path).unwrap();
+    let r = fam.contract.dims.iter().find(|d| d.name == "R").unwrap();
+    assert_eq!((r.min, r.max), (8, 4096));
+    assert_eq!(fam.domain["R"], (8, 4096));
+    for s in sample(&fam.contract, Shard::Representative, 100, 3) {
+        assert!((8..=4096).contains(&s["R"]), "{s:?}");
+    }
+    let c = fam.route_contract(0);
+    assert_eq!(c.constants["WARPS"], 1);
+    assert_eq!(c.specialize["H"], "H");
+    assert_eq!(c.kernel, fam.contract.kernel);
+
+    let bad = write(
+        "wide.family.toml",
+        r#"
+name = "wide"
+contract = "ROWS/rmsnorm.contract.toml"
+[domain]
+R = { max = 1000000 }
+Q = { max = 3 }
+[[route]]
+name = "a"
+specialize = { H = "HH" }
+[fallback]
+python = "ROWS/contract.py:rms_norm_into"
+"#,
+    );
+    let text: Vec<String> = Family::load(&bad)
+        .unwrap_err()
+        .iter()
+        .map(|e| e.to_string())
+        .collect();
+    for want in [
+        "must lie inside the contract's (1..=65536)",
+        "`Q` is not a dimension of the contract",
+        "route[0].specialize.H",
+    ] {
+        assert!(text.iter().any(|e| e.contains(want)), "{want}: {text:?}");
+    }
+}
+
+#[test]
+fn the_gemm_families_load_and_the_chosen_one_covers_its_domain() {
+    let candidates = Family::load(&repo().join("kernels/gemm/gemm.candidates.family.toml"))
+        .unwrap_or_else(|e| panic!("{e:?}"));
+    assert!(candidates.routes.len() >= 2);
+    assert!(candidates.routes.iter().any(|r| !r.constants.is_empty()));
+    let chosen = Family::load(&repo().join("kernels/gemm/gemm.family.toml"))
+        .unwrap_or_else(|e| panic!("{e:?}"));
+    let v = chosen.validate().unwrap();
+    assert!(v.unreachable.is_empty(), "{v:?}");
+    assert_eq!(chosen.domain["M"], (1, 16384));
+}
+
+// ---- reports and choices, from measurements written here ----------------------------------
+
+use cake_eval::family::choose::{choose, render, ChooseOptions};
+use cake_eval::family::measure::{Measurement, Mode, Outcome, ShapeResult, SCHEMA};
+use cake_eval::family::report::report;
+
+fn shape(r: i64, h: i64) -> cake_eval::contract::Shape {
+    let mut s = cake_eval::contract::Shape::new();
+    s.insert("R".into(), r);
+    s.insert("H".into(), h);
+    s
+}
+
+fn timed(speedup: f64) -> Outcome {
+    Outcome {
+        cupti_ms: Some(1.0 / speedup),
+        baseline_cupti_ms: Some(1.0),
+        speedup: Some(speedup),
+        correct: true,
+        ..Outcome::default()
+    }
+}
+
+fn measurement(mode: Mode, shapes: Vec<ShapeResult>) -> Measurement {
+    Measurement {
+        schema: SCHEMA.into(),
+        family: "pick".into(),
+        contract: "rmsnorm-bf16".into(),
+        shard: "representative".into(),
+        seed: 1,
+        n: shapes.len(),
+        mode,
+        baseline: "torch_rms_norm".into(),
+        created: "2026-12-02T00:00:00Z".into(),
+        environment: serde_json::Value::Null,
+        shapes,
+    }
+}
+
+#[test]
+fn a_report_counts_every_shape_once_and_names_the_worst() {
+    let wrong = Outcome {
+        cupti_ms: Some(0.5),
+        correct: false,
+        problem: Some("wrong outputs: Y: 3 elements differ".into()),
+        ..Outcome::default()
+    };
+    let identity = Outcome {
+        speedup: Some(1.0),
+        correct: true,
+        baseline_itself: true,
+        ..Outcome::default()
+    };
+    let unbuilt = Outcome {
+        problem: Some("did not build: nvcc failed".into()),
+        ..Outcome::default()
+    };
+    let rows = vec![
+        (shape(1, 1024), "a", timed(2.0)),
+        (shape(2, 1024), "a", timed(0.5)),
+        (shape(3, 1024), "fallback", identity),
+        (shape(4, 1024), "a", wrong),
+        (shape(5, 1024), "b", unbuilt),
+    ];
+    let m = measurement(
+        Mode::Dispatch,
+        rows.into_iter()
+            .map(|(s, r, o)| ShapeResult {
+                shape: s,
+                route: r.into(),
+                timed: [(r.to_string(), o)].into_iter().collect(),
+            })
+            .collect(),
+    );
+    let r = report(&m);
+    assert_eq!(r.timed, 3);
+    assert!((r.g_span.unwrap() - 1.0).abs() < 1e-12, "{r:?}");
+    assert_eq!(r.incorrect, vec![shape(4, 1024)]);
+    assert_eq!(r.untimed.len(), 2);
+    assert!(r.untimed.iter().any(|(_, why)| why.contains("did not build")));
+    let worst = r.worst.as_ref().unwrap();
+    assert_eq!((worst.shape.clone(), worst.speedup), (shape(2, 1024), 0.5));
+    assert_eq!(r.below_floor.len(), 1);
+    let a = r.by_route.iter().find(|s| s.route == "a").unwrap();
+    assert_eq!((a.shapes, a.timed), (3, 2));
+    // The chart has one marker per timed shape and one in the strip per untimed one.
+    let svg = cake_chart::scatter_with_best(&cake_eval::family::report::chart(&m, &r)).unwrap();
+    assert!(svg.contains("<svg"));
+    let text = cake_eval::family::report::render(&m, &r);
+    assert!(text.contains("G_span 1.000x over 3 timed shapes; 1 incorrect; 2 untimed"), "{text}");
+    assert!(text.contains("WRONG"), "{text}");
+}
+
+/// Candidates `a` (rows in registers, H ≤ 8192 only) and `b` (any shape): `a` wins by 1.5× on
+/// few rows and loses on many; `b` wins by 1.1× on wide rows and loses on narrow ones.
+fn picks() -> (Family, Measurement) {
+    let path = write(
+        "pick.family.toml",
+        r#"
+name = "pick"
+contract = "ROWS/rmsnorm.contract.toml"
+[[route]]
+name = "a"
+when = { H = { max = 8192 } }
+[[route]]
+name = "b"
+[fallback]
+python = "ROWS/contract.py:rms_norm_into"
+"#,
+    );
+    let fam = Family::load(&path).unwrap();
+    let mut shapes = Vec::new();
+    for r in [1, 4, 16, 64, 256, 1024, 4096, 16384] {
+        for h in [1024, 2048, 4096, 8192, 12288, 16384] {
+            let mut t = indexmap::IndexMap::new();
+            if h <= 8192 {
+                t.insert("a".to_string(), timed(if r < 100 { 1.5 } else { 0.8 }));
+            }
+            t.insert("b".to_string(), timed(if h >= 12288 { 1.1 } else { 0.5 }));
+            shapes.push(ShapeResult {
+                shape: shape(r, h),
+                route: "a".into(),
+                timed: t,
+            });
+        }
+    }
+    (fam, measurement(Mode::EveryRoute, shapes))
+}
+
+#[test]
+fn choose_keeps_each_route_where_it_wins_and_the_file_it_writes_loads() {
+    let (fam, m) = picks();
+    let o = ChooseOptions::default();
+    let chosen = choose(&fam, &m, &o).unwrap();
+    let names: Vec<&str> = chosen.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["a", "b"], "{chosen:?}");
+    // `a`: the few-row shapes it was measured at (R 1..=64), within its own H ≤ 8192.
+    let a = &chosen[0].when;
+    assert_eq!((a["R"].min, a["R"].max), (None, Some(64)));
+    assert_eq!(a["H"].max, Some(8192));
+    assert_eq!(chosen[0].shapes, 16);
+    assert!((chosen[0].geomean - 1.5).abs() < 1e-9);
+    // `b`: the wide rows, every row count measured (no further: R = 16384 was the largest).
+    let b = &chosen[1].when;
+    assert_eq!(b["H"].min, Some(12288));
+    assert_eq!((b["R"].min, b["R"].max), (None, Some(16384)));
+    // Nothing that lost is routed: narrow rows with many of them fall back.
+    let text = render(&fam, &m, &chosen, &o);
+    let out = write("pick.chosen.family.toml", &text);
+    let picked = Family::load(&out).unwrap_or_else(|e| panic!("{e:?}\n{text}"));
+    assert_eq!(picked.route_of(&shape(4, 2048)), Some(0));
+    assert_eq!(picked.route_of(&shape(4096, 16384)), Some(1));
+    assert_eq!(picked.route_of(&shape(4096, 2048)), None);
+    // A route that never gains `material` is not kept.
+    let strict = ChooseOptions {
+        material: 1.2,
+        ..ChooseOptions::default()
+    };
+    let names: Vec<String> = choose(&fam, &m, &strict)
+        .unwrap()
+        .into_iter()
+        .map(|c| c.name)
+        .collect();
+    assert_eq!(names, ["a"]);
+}
+
+#[test]
+fn choose_needs_an_every_route_measurement_of_the_same_family() {
+    let (fam, mut m) = picks();
+    m.mode = Mode::Dispatch;
+    let e = choose(&fam, &m, &ChooseOptions::default()).unwrap_err();
+    assert!(e.contains("--every-route"), "{e}");
+    m.mode = Mode::EveryRoute;
+    m.family = "other".into();
+    let e = choose(&fam, &m, &ChooseOptions::default()).unwrap_err();
+    assert!(e.contains("`other`"), "{e}");
+}

@@ -622,3 +622,92 @@ fn a_fixed_extent_matches_a_specialized_dimension_at_its_value() {
           [specialize])"]
     );
 }
+
+// ---- families: measured through dispatch, each route as a bench run -------------------------
+
+/// The rows contract with a baseline (the fake worker times any Python callable at 2 ms) and
+/// absolute paths, and a family over it: `narrow` (rows.py) takes H ≤ 128, the rest falls back
+/// to `fallback` (a function of data/contract.py).
+fn rows_family(tag: &str, fallback: &str) -> cake_eval::family::Family {
+    let dir = build_dir(tag);
+    std::fs::create_dir_all(&dir).unwrap();
+    let text = std::fs::read_to_string(data("rows.contract.toml"))
+        .unwrap()
+        .replace("kernel = \"rows.py\"", &format!("kernel = {:?}", data("rows.py")))
+        .replace("python = \"contract.py\"", &format!("python = {:?}", data("contract.py")))
+        + "\n[baselines]\nbase = \"baseline\"\n";
+    std::fs::write(dir.join("fake.contract.toml"), text).unwrap();
+    let family = format!(
+        "name = \"fake\"\ncontract = \"fake.contract.toml\"\n[domain]\nR = {{ max = 4096 }}\n\
+         [[route]]\nname = \"narrow\"\nwhen = {{ H = {{ max = 128 }} }}\n\
+         [fallback]\npython = \"{}:{fallback}\"\n",
+        data("contract.py").display()
+    );
+    let path = dir.join("fake.family.toml");
+    std::fs::write(&path, family).unwrap();
+    cake_eval::family::Family::load(&path).unwrap_or_else(|e| panic!("{e:?}"))
+}
+
+#[test]
+fn a_family_is_measured_through_dispatch_against_its_baseline() {
+    use cake_eval::family::measure::{measure, MeasureOptions, Mode as FamilyMode};
+    use cake_eval::family::Shard;
+    if !has_toolchain() {
+        return;
+    }
+    let o = MeasureOptions {
+        shard: Shard::Representative,
+        n: 10,
+        seed: 5,
+        mode: FamilyMode::Dispatch,
+        baseline: None,
+        warmup: None,
+        samples: None,
+        target: None,
+    };
+    // The fallback is the baseline's own function: speedup 1 by identity, never timed.
+    let f = rows_family("family-identity", "baseline");
+    let mut sup = supervisor();
+    let mut lines = Vec::new();
+    let m = measure(&f, &o, &mut sup, &mut |l: &str| lines.push(l.to_string())).unwrap();
+    sup.shutdown();
+    assert_eq!(m.shapes.len(), 10);
+    assert_eq!(m.baseline, "base");
+    let narrow = m.shapes.iter().filter(|s| s.route == "narrow").count();
+    assert!(narrow > 0 && narrow < 10, "the draw should take both ways");
+    for s in &m.shapes {
+        let o = s.dispatched().expect("every shape has its dispatched outcome");
+        if s.shape["H"] <= 128 {
+            assert_eq!(s.route, "narrow");
+            // 0.9 ms against the baseline's 1.8 (CUPTI, the fake worker's), with its own build.
+            assert_eq!(o.speedup, Some(2.0), "{s:?}");
+            assert!(o.correct && !o.baseline_itself);
+        } else {
+            assert_eq!(s.route, "fallback");
+            assert!(o.baseline_itself && o.cupti_ms.is_none(), "{s:?}");
+            assert_eq!(o.speedup, Some(1.0));
+        }
+    }
+    let r = cake_eval::family::report::report(&m);
+    let want = 2f64.powf(narrow as f64 / 10.0);
+    assert!((r.g_span.unwrap() - want).abs() < 1e-9, "{r:?}");
+    // One run per build of the route (per H), none for the fallback.
+    let runs = lines.iter().filter(|l| l.starts_with('[')).count();
+    let builds: std::collections::BTreeSet<i64> = m
+        .shapes
+        .iter()
+        .filter(|s| s.route == "narrow")
+        .map(|s| s.shape["H"])
+        .collect();
+    assert_eq!(runs, builds.len(), "{lines:?}");
+
+    // Another fallback is timed as a Python candidate, in turn with the baseline.
+    let f = rows_family("family-python", "oracle");
+    let mut sup = supervisor();
+    let m = measure(&f, &o, &mut sup, &mut |_: &str| {}).unwrap();
+    sup.shutdown();
+    let fb = m.shapes.iter().find(|s| s.route == "fallback").unwrap();
+    let o = fb.dispatched().unwrap();
+    assert!(!o.baseline_itself && o.correct, "{o:?}");
+    assert_eq!((o.cupti_ms, o.speedup), (Some(1.8), Some(1.0)));
+}
