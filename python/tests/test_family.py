@@ -74,3 +74,37 @@ def test_a_bad_family_file_names_every_error(tmp_path):
     )
     with pytest.raises(ValueError, match="`D` is not a dimension of the contract"):
         cake.family(bad)
+
+
+GEMM = os.path.join(ROOT, "kernels", "gemm", "gemm.family.toml")
+
+
+def test_the_gemm_family_routes_inside_its_narrowed_domain():
+    fam = cake.family(GEMM)
+    # The family's [domain]: N and K from 256, M to 16384 (the contract allows more).
+    assert fam.route_of((4, 64, 4096)) is None
+    assert fam.route_of((20000, 4096, 4096)) is None
+    names = [r["name"] for r in fam.routes]
+    assert names[0] == "tiny"
+    tiny = fam.routes[0]
+    assert tiny["specialize"] == {"M": "M", "NW": "N"}
+    lo, hi = tiny["when"]["M"].get("min", 1), tiny["when"]["M"]["max"]
+    n, k = tiny["when"]["N"]["max"], tiny["when"]["K"]["max"]
+    assert fam.route_of((hi, n, k)) == "tiny"
+    assert fam.route_of((hi + 1, n, k)) != "tiny"
+
+
+def test_a_route_with_constants_builds_that_variant(tmp_path):
+    needs_nvcc()
+    gemm = os.path.join(ROOT, "kernels", "gemm")
+    path = tmp_path / "narrow.family.toml"
+    path.write_text(
+        f'name = "narrow"\ncontract = "{gemm}/gemm.contract.toml"\n'
+        '[[route]]\nname = "n128"\nconstants = { BN = 128, STAGES = 5 }\n'
+        f'[fallback]\npython = "{gemm}/contract.py:torch_matmul"\n'
+    )
+    fam = cake.family(path, target="sm_90a", cache_dir=tmp_path)
+    kernel = fam._decide((256, 512, 128))
+    # 128-column tiles: the second tile count of the grid is cdiv(N, 128).
+    assert kernel.meta["grid"]["tiles"][1] == ["cdiv", "N", 128], kernel.meta["grid"]
+    assert list(fam.compile_seconds) == [("n128", ("BN", 128), ("STAGES", 5))]

@@ -64,7 +64,9 @@ fn arguments(line: &str, scratch: &Path, run_dir: &Path) -> Result<Vec<String>, 
         .map(str::to_string)
         .collect();
     let command = words.first().cloned().unwrap_or_default();
-    if ["calibrate", "test", "bench"].contains(&command.as_str()) {
+    if ["calibrate", "test", "bench"].contains(&command.as_str())
+        || (command == "family" && words.get(1).is_some_and(|w| w == "measure"))
+    {
         return Err("needs a GPU".into());
     }
     // Output redirections are the shell's: stdout is captured instead.

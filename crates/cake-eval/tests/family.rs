@@ -300,7 +300,10 @@ fn a_report_counts_every_shape_once_and_names_the_worst() {
     assert!((r.g_span.unwrap() - 1.0).abs() < 1e-12, "{r:?}");
     assert_eq!(r.incorrect, vec![shape(4, 1024)]);
     assert_eq!(r.untimed.len(), 2);
-    assert!(r.untimed.iter().any(|(_, why)| why.contains("did not build")));
+    assert!(r
+        .untimed
+        .iter()
+        .any(|(_, why)| why.contains("did not build")));
     let worst = r.worst.as_ref().unwrap();
     assert_eq!((worst.shape.clone(), worst.speedup), (shape(2, 1024), 0.5));
     assert_eq!(r.below_floor.len(), 1);
@@ -310,7 +313,10 @@ fn a_report_counts_every_shape_once_and_names_the_worst() {
     let svg = cake_chart::scatter_with_best(&cake_eval::family::report::chart(&m, &r)).unwrap();
     assert!(svg.contains("<svg"));
     let text = cake_eval::family::report::render(&m, &r);
-    assert!(text.contains("G_span 1.000x over 3 timed shapes; 1 incorrect; 2 untimed"), "{text}");
+    assert!(
+        text.contains("G_span 1.000x over 3 timed shapes; 1 incorrect; 2 untimed"),
+        "{text}"
+    );
     assert!(text.contains("WRONG"), "{text}");
 }
 

@@ -633,8 +633,14 @@ fn rows_family(tag: &str, fallback: &str) -> cake_eval::family::Family {
     std::fs::create_dir_all(&dir).unwrap();
     let text = std::fs::read_to_string(data("rows.contract.toml"))
         .unwrap()
-        .replace("kernel = \"rows.py\"", &format!("kernel = {:?}", data("rows.py")))
-        .replace("python = \"contract.py\"", &format!("python = {:?}", data("contract.py")))
+        .replace(
+            "kernel = \"rows.py\"",
+            &format!("kernel = {:?}", data("rows.py")),
+        )
+        .replace(
+            "python = \"contract.py\"",
+            &format!("python = {:?}", data("contract.py")),
+        )
         + "\n[baselines]\nbase = \"baseline\"\n";
     std::fs::write(dir.join("fake.contract.toml"), text).unwrap();
     let family = format!(
@@ -676,7 +682,9 @@ fn a_family_is_measured_through_dispatch_against_its_baseline() {
     let narrow = m.shapes.iter().filter(|s| s.route == "narrow").count();
     assert!(narrow > 0 && narrow < 10, "the draw should take both ways");
     for s in &m.shapes {
-        let o = s.dispatched().expect("every shape has its dispatched outcome");
+        let o = s
+            .dispatched()
+            .expect("every shape has its dispatched outcome");
         if s.shape["H"] <= 128 {
             assert_eq!(s.route, "narrow");
             // 0.9 ms against the baseline's 1.8 (CUPTI, the fake worker's), with its own build.

@@ -248,8 +248,8 @@ pub fn render(m: &Measurement, r: &Report) -> String {
     out
 }
 
-/// Speedup per shape, the shapes ordered by the baseline's time, one colour per route; shapes
-/// without a speedup in the strip below.
+/// Speedup per shape, the shapes ordered by size, one colour per route; shapes without a
+/// speedup in the strip below.
 pub fn chart(m: &Measurement, r: &Report) -> cake_chart::Chart {
     use cake_chart::{palette, Chart, Group, Marker, Row, Shape as Mark};
     let styles = [
@@ -260,13 +260,15 @@ pub fn chart(m: &Measurement, r: &Report) -> cake_chart::Chart {
         (Mark::Dot, palette::ORANGE),
         (Mark::Triangle, palette::SKY),
     ];
+    // By size (the product of the dimensions), which every shape has, timed or not.
+    let size = |s: &ShapeResult| s.shape.values().map(|v| *v as f64).product::<f64>();
     let mut order: Vec<usize> = (0..m.shapes.len()).collect();
-    let base = |s: &ShapeResult| s.timed.values().find_map(|o| o.baseline_cupti_ms);
-    order.sort_by(|a, b| {
-        base(&m.shapes[*a])
-            .unwrap_or(f64::INFINITY)
-            .total_cmp(&base(&m.shapes[*b]).unwrap_or(f64::INFINITY))
-    });
+    order.sort_by(|a, b| size(&m.shapes[*a]).total_cmp(&size(&m.shapes[*b])));
+    let dims: Vec<&str> = m
+        .shapes
+        .first()
+        .map(|s| s.shape.keys().map(String::as_str).collect())
+        .unwrap_or_default();
     let mut groups: IndexMap<String, Vec<(f64, f64)>> = IndexMap::new();
     let mut missing: Vec<f64> = Vec::new();
     for (rank, k) in order.iter().enumerate() {
@@ -294,7 +296,7 @@ pub fn chart(m: &Measurement, r: &Report) -> cake_chart::Chart {
                 .map(|g| format!(", geomean {g:.3}x"))
                 .unwrap_or_default()
         ),
-        x_label: format!("shapes, ordered by the baseline's time ({})", r.baseline),
+        x_label: format!("shapes, ordered by size ({})", dims.join("·")),
         y_label: format!("speedup over {} (CUPTI medians)", r.baseline),
         x_integer: true,
         reference: Some((1.0, format!("1x = {}", r.baseline))),
