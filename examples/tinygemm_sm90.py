@@ -23,7 +23,8 @@ MP = 8 if M <= 8 else 16 if M <= 16 else 32 if M <= 32 else 64 if M <= 64 else 1
 BN = 64                                 # weight rows per tile
 BK = 64                                 # K per stage (one 128-byte swizzle row per 64)
 # CTAs per tile: enough tiles × SPLIT to cover the 132 SMs (measured: bench/results/2026-12-02-tinygemm-splitk).
-SPLIT = 2 if NW <= 2048 else 1
+SPLIT_UPTO = 2048                       # the most weight rows split in two (a family route may raise it)
+SPLIT = 2 if NW <= SPLIT_UPTO else 1
 STAGES = 16 if MP <= 16 else 12 if MP <= 64 else 8   # ring depth: the weight bytes in flight (measured)
 
 

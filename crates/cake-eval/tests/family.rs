@@ -160,9 +160,9 @@ contract = "ROWS/rmsnorm.contract.toml"
 R = { min = 8, max = 4096 }
 [[route]]
 name = "fixed"
-constants = { WARPS = 1 }
-specialize = { H = "H" }
-when = { H = { max = 4096 } }
+constants = { H = 2048 }
+specialize = {}
+when = { H = { in = [2048] } }
 [fallback]
 python = "ROWS/contract.py:rms_norm_into"
 "#,
@@ -175,8 +175,9 @@ python = "ROWS/contract.py:rms_norm_into"
         assert!((8..=4096).contains(&s["R"]), "{s:?}");
     }
     let c = fam.route_contract(0);
-    assert_eq!(c.constants["WARPS"], 1);
-    assert_eq!(c.specialize["H"], "H");
+    assert_eq!(c.constants["H"], 2048);
+    assert!(c.specialize.is_empty());
+    assert_eq!(fam.contract.specialize["H"], "H");
     assert_eq!(c.kernel, fam.contract.kernel);
 
     let bad = write(
@@ -190,6 +191,9 @@ Q = { max = 3 }
 [[route]]
 name = "a"
 specialize = { H = "HH" }
+[[route]]
+name = "b"
+constants = { NOPE = 1 }
 [fallback]
 python = "ROWS/contract.py:rms_norm_into"
 "#,
@@ -203,6 +207,8 @@ python = "ROWS/contract.py:rms_norm_into"
         "must lie inside the contract's (1..=65536)",
         "`Q` is not a dimension of the contract",
         "route[0].specialize.H",
+        "route[1].constants.NOPE",
+        "no module-level integer constant `NOPE`",
     ] {
         assert!(text.iter().any(|e| e.contains(want)), "{want}: {text:?}");
     }

@@ -586,6 +586,8 @@ impl Interp<'_> {
             (ast::UnaryOp::USub, Value::Float(f)) => Ok(Value::Float(-f)),
             (ast::UnaryOp::UAdd, Value::Int(_) | Value::Float(_)) => Ok(v),
             (ast::UnaryOp::Not, Value::Bool(b)) => Ok(Value::Bool(!b)),
+            // Python's truth of an integer, folded like `if N:` (a compile-time switch).
+            (ast::UnaryOp::Not, Value::Int(i)) => Ok(Value::Bool(*i == 0)),
             (ast::UnaryOp::USub, _) => {
                 let e = self.expr_of(v, vsp, None)?;
                 let ty = self.k.exprs[e].ty.clone();

@@ -653,12 +653,17 @@ fn corpus_checks_clean() {
             assert!(!t.tactics.is_empty(), "{}: no tactic", toml.display());
             continue;
         }
-        // A family (docs/dispatch.md) loads with its contract; every route must take some shape.
-        if toml.to_string_lossy().ends_with(".family.toml") {
+        // A family (docs/dispatch.md) loads with its contract; every route must take some shape,
+        // except in a candidates file (`*.candidates.family.toml`), whose routes overlap by
+        // design until `cake family choose` picks their guards.
+        let name = toml.to_string_lossy();
+        if name.ends_with(".family.toml") {
             let f = cake_eval::family::Family::load(&toml)
                 .unwrap_or_else(|e| panic!("{}: {e:?}", toml.display()));
             let v = f.validate().expect("validation");
-            assert!(v.unreachable.is_empty(), "{}: {v:?}", toml.display());
+            if !name.ends_with(".candidates.family.toml") {
+                assert!(v.unreachable.is_empty(), "{}: {v:?}", toml.display());
+            }
             continue;
         }
         let c = cake_eval::Contract::load(&toml)

@@ -200,3 +200,18 @@ fn oversized_value_is_not_walked_expanded() {
     assert_eq!(c, ["CAKE-L018"]);
     assert!(took.as_secs_f64() < 1.0, "checking took {took:?}");
 }
+
+/// `not` of a compile-time integer is Python's truth test, folded as `if N:` is: a module
+/// constant used as a switch (`if not DIRECT:`) must not be "expected a condition".
+#[test]
+fn not_of_a_compile_time_integer_folds() {
+    for (n, taken) in [(0, true), (1, false), (-3, false)] {
+        let src = in_role(&format!(
+            "if not {n}:\n    x = undefined_name_in_the_taken_branch\nelse:\n    y = 1"
+        ));
+        let found = codes(&src);
+        // Only the taken branch is interpreted: its unknown name is reported iff it is taken.
+        assert_eq!(found.contains(&"CAKE-L003"), taken, "not {n}: {found:?}");
+        assert!(!found.contains(&"CAKE-L004"), "not {n}: {found:?}");
+    }
+}

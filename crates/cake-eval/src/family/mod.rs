@@ -247,6 +247,37 @@ impl Family {
                     );
                 }
             }
+            // Every constant the route sets must be a module-level integer of its schedule.
+            let names: Vec<&String> = r
+                .constants
+                .keys()
+                .chain(r.specialize.iter().flat_map(|m| m.keys()))
+                .collect();
+            if let (false, Ok(bytes)) = (names.is_empty(), cake_driver::read_schedule(&kernel)) {
+                let text = String::from_utf8_lossy(&bytes);
+                let constants = cake_mutate::knobs::constants(&text);
+                if let Err(m) = cake_mutate::knobs::set(
+                    &text,
+                    &constants,
+                    names.iter().map(|n| (n.as_str(), 0)),
+                ) {
+                    let field = if r.constants.contains_key(&m.name) {
+                        "constants"
+                    } else {
+                        "specialize"
+                    };
+                    push(
+                        &format!("{field}.{}", m.name),
+                        field,
+                        format!(
+                            "{} has no module-level integer constant `{}`",
+                            kernel.display(),
+                            m.name
+                        ),
+                        Some(format!("its constants are {}", m.available_text())),
+                    );
+                }
+            }
             routes.push(Route {
                 name: r.name,
                 kernel,
