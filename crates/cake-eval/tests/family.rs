@@ -410,3 +410,20 @@ fn choose_needs_an_every_route_measurement_of_the_same_family() {
     let e = choose(&fam, &m, &ChooseOptions::default()).unwrap_err();
     assert!(e.contains("`other`"), "{e}");
 }
+
+/// The shipped GEMM table is exactly what `cake family choose` makes of the committed
+/// measurement: no guard was edited by hand after the evidence.
+#[test]
+fn the_shipped_gemm_table_is_the_choice_of_its_committed_measurement() {
+    let candidates =
+        Family::load(&repo().join("kernels/gemm/gemm.candidates.family.toml")).unwrap();
+    let evidence = repo().join(
+        "bench/results/2026-12-02-gemm-family/run2-06587ad/1-representative/measurement.json",
+    );
+    let m: Measurement =
+        serde_json::from_str(&std::fs::read_to_string(evidence).unwrap()).unwrap();
+    let o = ChooseOptions::default();
+    let text = render(&candidates, &m, &choose(&candidates, &m, &o).unwrap(), &o);
+    let shipped = std::fs::read_to_string(repo().join("kernels/gemm/gemm.family.toml")).unwrap();
+    assert_eq!(text, shipped);
+}
