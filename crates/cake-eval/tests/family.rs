@@ -420,8 +420,7 @@ fn the_shipped_gemm_table_is_the_choice_of_its_committed_measurement() {
     let evidence = repo().join(
         "bench/results/2026-12-02-gemm-family/run2-06587ad/1-representative/measurement.json",
     );
-    let m: Measurement =
-        serde_json::from_str(&std::fs::read_to_string(evidence).unwrap()).unwrap();
+    let m: Measurement = serde_json::from_str(&std::fs::read_to_string(evidence).unwrap()).unwrap();
     let o = ChooseOptions::default();
     let text = render(&candidates, &m, &choose(&candidates, &m, &o).unwrap(), &o);
     let shipped = std::fs::read_to_string(repo().join("kernels/gemm/gemm.family.toml")).unwrap();
