@@ -45,7 +45,8 @@ class Family:
         self.cache_dir = cache_dir
         self._doc = doc
         self.dims: list[str] = [d["name"] for d in doc["dims"]]
-        self._domain = {d["name"]: (d["min"], d["max"], d["multiple_of"]) for d in doc["dims"]}
+        self._domain = {d["name"]: (d["min"], d["max"], d["multiple_of"], d.get("values"))
+                        for d in doc["dims"]}
         # Where each dimension is read: the first tensor (in contract order) that names it.
         self._binders: list[tuple[str, int]] = []
         for dim in self.dims:
@@ -76,8 +77,8 @@ class Family:
         return tuple([tensors[t].shape[i] for t, i in self._binders])
 
     def in_domain(self, dims: tuple) -> bool:
-        return all(lo <= v <= hi and v % m == 0
-                   for v, (lo, hi, m) in zip(dims, self._domain.values()))
+        return all(lo <= v <= hi and v % m == 0 and (values is None or v in values)
+                   for v, (lo, hi, m, values) in zip(dims, self._domain.values()))
 
     def route_of(self, dims: tuple) -> str | None:
         """The route that takes `dims` (the first whose guard holds), or None: the fallback."""

@@ -107,3 +107,21 @@ def test_a_route_with_constants_builds_that_variant(tmp_path):
     # 128-column tiles: the second tile count of the grid is cdiv(N, 128).
     assert kernel.meta["grid"]["tiles"][1] == ["cdiv", "N", 128], kernel.meta["grid"]
     assert list(fam.compile_seconds) == [("n128", ("BN", 128), ("STAGES", 5))]
+
+
+def test_a_dimension_that_is_a_set_admits_only_its_members(tmp_path):
+    rows = os.path.join(ROOT, "kernels", "rows")
+    text = open(os.path.join(rows, "rmsnorm.contract.toml"), encoding="utf-8").read()
+    text = text.replace("H = { min = 1024, max = 16384, multiple_of = 8 }", "H = { in = [1024, 4096, 16384] }")
+    text = text.replace('kernel = "../../examples/rmsnorm_sm90.py"',
+                        f'kernel = "{os.path.join(ROOT, "examples", "rmsnorm_sm90.py")}"')
+    text = text.replace('python = "contract.py"', f'python = "{os.path.join(rows, "contract.py")}"')
+    keep = [l for l in text.splitlines() if not any(f"H = {h} " in l or f"H = {h}}}" in l
+                                                    for h in (1032, 5000, 8192, 12288, 3000, 2048))]
+    (tmp_path / "set.contract.toml").write_text("\n".join(keep) + "\n")
+    (tmp_path / "set.family.toml").write_text(
+        'name = "set"\ncontract = "set.contract.toml"\n[[route]]\nname = "rows"\n'
+        f'[fallback]\npython = "{rows}/contract.py:rms_norm_into"\n')
+    fam = cake.family(tmp_path / "set.family.toml")
+    assert fam.route_of((3, 4096)) == "rows"
+    assert fam.route_of((3, 2048)) is None  # in range, not a member: the fallback

@@ -103,6 +103,9 @@ struct RawDim {
     min: Option<i64>,
     max: Option<i64>,
     multiple_of: Option<i64>,
+    /// The values the dimension takes, when it is a set of options (`D = { in = [64, 128] }`).
+    #[serde(rename = "in")]
+    values: Option<Vec<i64>>,
 }
 
 #[derive(Deserialize)]
@@ -240,13 +243,40 @@ pub struct Dim {
     pub min: i64,
     pub max: i64,
     pub multiple_of: i64,
+    /// The only values taken, sorted, when the dimension is a set of options (`in = [...]`);
+    /// `min` and `max` are then its smallest and largest.
+    pub values: Option<Vec<i64>>,
 }
 
 impl Dim {
     /// Whether `v` is in the domain. A non-positive `multiple_of` is reported on its own; it
     /// admits nothing here rather than dividing by zero.
     pub fn contains(&self, v: i64) -> bool {
-        self.multiple_of > 0 && v >= self.min && v <= self.max && v % self.multiple_of == 0
+        self.multiple_of > 0
+            && v >= self.min
+            && v <= self.max
+            && v % self.multiple_of == 0
+            && self.values.as_ref().is_none_or(|s| s.contains(&v))
+    }
+
+    /// The domain's text for messages: `1..=4096, multiple of 8` or `one of 64, 96, 128`.
+    pub fn describe(&self) -> String {
+        match &self.values {
+            Some(v) => format!(
+                "one of {}",
+                v.iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            None if self.multiple_of > 1 => {
+                format!(
+                    "{}..={}, multiple of {}",
+                    self.min, self.max, self.multiple_of
+                )
+            }
+            None => format!("{}..={}", self.min, self.max),
+        }
     }
 }
 
@@ -575,9 +605,25 @@ fn validate(raw: Raw, dir: &Path, errs: &mut Errors, hash: String, path: &Path) 
     let mut dims = Vec::new();
     for (name, d) in &raw.dims {
         let key = format!("dims.{name}");
+        let mut values = d.values.clone();
+        if let Some(v) = values.as_mut() {
+            v.sort();
+            v.dedup();
+            if v.is_empty() || v[0] < 1 {
+                errs.push(&key, "`in` lists positive values, at least one", None);
+            }
+            if d.min.is_some() || d.max.is_some() || d.multiple_of.is_some() {
+                errs.push(
+                    &key,
+                    "a dimension is either a set (`in`) or a range (`min`, `max`, `multiple_of`)",
+                    None,
+                );
+            }
+        }
+        let set = values.as_deref().filter(|v| !v.is_empty());
         let (min, max, multiple_of) = (
-            d.min.unwrap_or(1),
-            d.max.unwrap_or(i64::from(i32::MAX)),
+            set.map_or(d.min.unwrap_or(1), |v| v[0]),
+            set.map_or(d.max.unwrap_or(i64::from(i32::MAX)), |v| v[v.len() - 1]),
             d.multiple_of.unwrap_or(1),
         );
         if min < 1 || max < min {
@@ -595,6 +641,7 @@ fn validate(raw: Raw, dir: &Path, errs: &mut Errors, hash: String, path: &Path) 
             min,
             max,
             multiple_of,
+            values,
         });
     }
     let dim_names: Vec<&str> = dims.iter().map(|d| d.name.as_str()).collect();
@@ -615,10 +662,7 @@ fn validate(raw: Raw, dir: &Path, errs: &mut Errors, hash: String, path: &Path) 
                     None => errs.push(&key, format!("dimension `{}` is not bound", d.name), None),
                     Some(&v) if !d.contains(v) => errs.push(
                         &key,
-                        format!(
-                            "{} = {v} is outside the domain ({}..={}, multiple of {})",
-                            d.name, d.min, d.max, d.multiple_of
-                        ),
+                        format!("{} = {v} is outside the domain ({})", d.name, d.describe()),
                         None,
                     ),
                     Some(_) => {}

@@ -277,3 +277,26 @@ fn specialize_sets_identifiers_from_dimensions() {
     let errs = parse(&with("BK = 64")).unwrap_err();
     assert!(errs[0].message.contains("expected a string"), "{errs:?}");
 }
+
+#[test]
+fn a_dimension_is_a_range_or_a_set_of_options() {
+    let has = |edit: &str, want: &str| {
+        let errs = errors_of(&[("M = { min = 1, max = 4096 }", edit)]);
+        assert!(
+            errs.iter().any(|e| e.message.contains(want)),
+            "{edit}: {errs:?}"
+        );
+    };
+    has(
+        "M = { min = 1, in = [8, 64] }",
+        "either a set (`in`) or a range",
+    );
+    has("M = { in = [] }", "at least one");
+    // A shape outside the set is named with the set.
+    let errs = errors_of(&[("M = { min = 1, max = 4096 }", "M = { in = [16, 64] }")]);
+    assert!(
+        errs.iter()
+            .any(|e| e.message.contains("is outside the domain (one of 16, 64)")),
+        "{errs:?}"
+    );
+}

@@ -426,3 +426,68 @@ fn the_shipped_gemm_table_is_the_choice_of_its_committed_measurement() {
     let shipped = std::fs::read_to_string(repo().join("kernels/gemm/gemm.family.toml")).unwrap();
     assert_eq!(text, shipped);
 }
+
+/// A dimension may be a set of options (`D = { in = [...] }`): only those values are in the
+/// domain, the sampler draws each alike, a family's [domain] narrows the set, and guards' edges
+/// snap to its members.
+#[test]
+fn a_dimension_that_is_a_set_of_options_is_sampled_and_validated_as_one() {
+    let dir = std::env::temp_dir().join(format!("cake-family-set-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let rows = repo().join("kernels/rows").canonicalize().unwrap();
+    let contract = std::fs::read_to_string(rows.join("rmsnorm.contract.toml"))
+        .unwrap()
+        .replace(
+            "H = { min = 1024, max = 16384, multiple_of = 8 }",
+            "H = { in = [4096, 1024, 2048, 16384] }",
+        )
+        .replace(
+            "kernel = \"../../examples/rmsnorm_sm90.py\"",
+            &format!(
+                "kernel = {:?}",
+                repo()
+                    .join("examples/rmsnorm_sm90.py")
+                    .canonicalize()
+                    .unwrap()
+            ),
+        )
+        .replace(
+            "python = \"contract.py\"",
+            &format!("python = {:?}", rows.join("contract.py")),
+        );
+    let contract = contract
+        .lines()
+        .filter(|l| {
+            !l.contains("H = 1032")
+                && !l.contains("H = 5000")
+                && !l.contains("H = 8192")
+                && !l.contains("H = 12288")
+                && !l.contains("H = 3000")
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    std::fs::write(dir.join("set.contract.toml"), contract).unwrap();
+    std::fs::write(
+        dir.join("set.family.toml"),
+        format!(
+            "name = \"set\"\ncontract = \"set.contract.toml\"\n[domain]\nH = {{ max = 4096 }}\n\
+             [[route]]\nname = \"small\"\nwhen = {{ H = {{ max = 2048 }} }}\n\
+             [fallback]\npython = \"{}:rms_norm_into\"\n",
+            rows.join("contract.py").display()
+        ),
+    )
+    .unwrap();
+    let fam = Family::load(&dir.join("set.family.toml")).unwrap_or_else(|e| panic!("{e:?}"));
+    let h = fam.contract.dims.iter().find(|d| d.name == "H").unwrap();
+    assert_eq!(h.values.as_deref(), Some(&[1024, 2048, 4096][..]));
+    assert!(h.contains(2048) && !h.contains(3072) && !h.contains(16384));
+    let drawn: std::collections::BTreeSet<i64> = sample(&fam.contract, Shard::HeldOut, 300, 1)
+        .iter()
+        .map(|s| s["H"])
+        .collect();
+    assert_eq!(drawn.into_iter().collect::<Vec<_>>(), [1024, 2048, 4096]);
+    // Regions: every point of the edge grid is a member of the set.
+    let v = fam.validate().unwrap();
+    assert!(v.fallback_examples.iter().all(|s| s["H"] == 4096), "{v:?}");
+    assert!(v.unreachable.is_empty());
+}

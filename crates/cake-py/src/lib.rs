@@ -288,6 +288,7 @@ fn family(path: &str) -> PyResult<String> {
         "targets": c.targets,
         "dims": c.dims.iter().map(|d| serde_json::json!({
             "name": d.name, "min": d.min, "max": d.max, "multiple_of": d.multiple_of,
+            "values": d.values,
         })).collect::<Vec<_>>(),
         "tensors": c.tensors,
         "scalars": c.scalars,

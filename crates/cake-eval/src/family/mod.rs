@@ -166,6 +166,9 @@ impl Family {
                 continue;
             }
             (dim.min, dim.max) = (lo, hi);
+            if let Some(v) = dim.values.as_mut() {
+                v.retain(|x| (lo..=hi).contains(x));
+            }
             domain.insert(d.clone(), (lo, hi));
         }
         if raw.route.is_empty() {
@@ -442,6 +445,14 @@ fn route_line(text: &str, i: usize, word: &str) -> Option<(usize, usize)> {
 /// The nearest value of `dim`'s domain at or above `v` (below, past the top); `None` when
 /// the domain is empty there.
 fn snap(dim: &crate::contract::Dim, v: i64) -> Option<i64> {
+    if let Some(vals) = &dim.values {
+        let v = v.clamp(dim.min, dim.max);
+        return vals
+            .iter()
+            .copied()
+            .find(|x| *x >= v && dim.contains(*x))
+            .or_else(|| vals.iter().rev().copied().find(|x| dim.contains(*x)));
+    }
     let m = dim.multiple_of.max(1);
     let v = v.clamp(dim.min, dim.max);
     let up = v.checked_add(m - 1)? / m * m;
@@ -503,6 +514,10 @@ pub fn sample(contract: &Contract, shard: Shard, n: usize, seed: u64) -> Vec<Sha
     };
     let mut rng = SplitMix(seed ^ stream);
     let draw = |rng: &mut SplitMix, d: &crate::contract::Dim| -> i64 {
+        // A set of options: each equally likely.
+        if let Some(vals) = d.values.as_ref().filter(|v| !v.is_empty()) {
+            return vals[(rng.next() % vals.len() as u64) as usize];
+        }
         let (lo, hi) = ((d.min.max(1)) as f64, (d.max.max(1)) as f64);
         let x = (lo.ln() + rng.unit() * (hi.ln() - lo.ln())).exp().round() as i64;
         snap(d, x).unwrap_or(d.min)
