@@ -233,64 +233,25 @@ fn best_box(
         .iter()
         .map(|k| speed[*k].flatten().filter(|s| *s >= o.worst))
         .collect();
-    let mut best: Option<(f64, usize, i64, Vec<usize>)> = None; // (score, bounds, width, idx)
-    let mut idx = vec![0usize; axes.len()];
-    'outer: loop {
-        // The box's shapes: the AND of its intervals' masks.
-        let mut m = masks[0][idx[0]].clone();
-        for (a, i) in idx.iter().enumerate().skip(1) {
-            for (w, x) in m.iter_mut().zip(&masks[a][*i]) {
-                *w &= x;
-            }
+    // Shapes that forbid any box holding them (failed, or below `worst`), and each one's gain.
+    let mut bad = vec![0u64; words];
+    let lns: Vec<f64> = gain.iter().map(|g| g.map_or(0.0, f64::ln)).collect();
+    for (j, g) in gain.iter().enumerate() {
+        if g.is_none() {
+            bad[j / 64] |= 1 << (j % 64);
         }
-        let mut score = 0.0;
-        let mut n = 0usize;
-        let mut ok = true;
-        for (j, g) in gain.iter().enumerate() {
-            if m[j / 64] >> (j % 64) & 1 == 1 {
-                match g {
-                    Some(s) => {
-                        score += s.ln();
-                        n += 1;
-                    }
-                    None => {
-                        ok = false;
-                        break;
-                    }
-                }
-            }
-        }
-        if ok && n >= o.min_shapes && score / n as f64 >= o.material.ln() {
-            let bounds: usize = idx
-                .iter()
-                .enumerate()
-                .map(|(a, i)| {
-                    usize::from(axes[a][*i].0.is_some()) + usize::from(axes[a][*i].1.is_some())
-                })
-                .sum();
-            let width: i64 = n as i64;
-            let better = match &best {
-                None => true,
-                Some((s, b, w, _)) => {
-                    score > s + 1e-12
-                        || ((score - s).abs() <= 1e-12
-                            && (bounds < *b || (bounds == *b && width > *w)))
-                }
-            };
-            if better {
-                best = Some((score, bounds, width, idx.clone()));
-            }
-        }
-        // Next box (odometer over the axes).
-        for a in 0..axes.len() {
-            idx[a] += 1;
-            if idx[a] < axes[a].len() {
-                continue 'outer;
-            }
-            idx[a] = 0;
-        }
-        break;
     }
+    let mut search = Search {
+        axes,
+        masks: &masks,
+        bad: &bad,
+        lns: &lns,
+        o,
+        idx: vec![0; axes.len()],
+        best: None,
+    };
+    search.go(0, &vec![u64::MAX; words]);
+    let best = search.best;
     let (score, _, _, idx) = best?;
     let bounds: Bounds = idx.iter().enumerate().map(|(a, i)| axes[a][*i]).collect();
     let taken: Vec<usize> = open
@@ -312,6 +273,77 @@ fn best_box(
         (score / taken.len() as f64).exp(),
         worst,
     ))
+}
+
+/// The box search of [`best_box`]: one interval per axis, depth first, the shapes a partial
+/// box holds carried down (the AND of its intervals' masks) so a partial box already holding
+/// fewer than `min_shapes` is not extended.
+struct Search<'a> {
+    axes: &'a [Vec<(Option<i64>, Option<i64>)>],
+    masks: &'a [Vec<Vec<u64>>],
+    bad: &'a [u64],
+    lns: &'a [f64],
+    o: &'a ChooseOptions,
+    idx: Vec<usize>,
+    /// (score, bounds, shapes, the intervals)
+    best: Option<(f64, usize, i64, Vec<usize>)>,
+}
+
+impl Search<'_> {
+    fn go(&mut self, axis: usize, held: &[u64]) {
+        if axis == self.axes.len() {
+            return self.judge(held);
+        }
+        let mut m = vec![0u64; held.len()];
+        for i in 0..self.axes[axis].len() {
+            for ((w, h), x) in m.iter_mut().zip(held).zip(&self.masks[axis][i]) {
+                *w = h & x;
+            }
+            if m.iter().map(|w| w.count_ones() as usize).sum::<usize>() < self.o.min_shapes {
+                continue;
+            }
+            self.idx[axis] = i;
+            self.go(axis + 1, &m);
+        }
+    }
+
+    fn judge(&mut self, m: &[u64]) {
+        if m.iter().zip(self.bad).any(|(w, b)| w & b != 0) {
+            return;
+        }
+        let (mut score, mut n) = (0.0, 0usize);
+        for (wi, w) in m.iter().enumerate() {
+            let mut bits = *w;
+            while bits != 0 {
+                score += self.lns[wi * 64 + bits.trailing_zeros() as usize];
+                n += 1;
+                bits &= bits - 1;
+            }
+        }
+        if n < self.o.min_shapes || score / (n as f64) < self.o.material.ln() {
+            return;
+        }
+        let bounds: usize = self
+            .idx
+            .iter()
+            .enumerate()
+            .map(|(a, i)| {
+                usize::from(self.axes[a][*i].0.is_some())
+                    + usize::from(self.axes[a][*i].1.is_some())
+            })
+            .sum();
+        let width = n as i64;
+        let better = match &self.best {
+            None => true,
+            Some((s, b, w, _)) => {
+                score > s + 1e-12
+                    || ((score - s).abs() <= 1e-12 && (bounds < *b || (bounds == *b && width > *w)))
+            }
+        };
+        if better {
+            self.best = Some((score, bounds, width, self.idx.clone()));
+        }
+    }
 }
 
 /// `path` relative to `base` (both absolute), with `..` where needed.
