@@ -1,11 +1,11 @@
 //! Choosing a family's routes from an every-route measurement (docs/dispatch.md): a candidate
-//! route gets the guard box — a range per
-//! dimension, inside the route's own guard — that gains most over the shapes no earlier route
-//! took, with every measured shape in it at least `worst` and the route's geomean there at
-//! least `material`, shrunk to the span of the shapes it takes. The picks are greedy across
-//! candidates (the box of most total gain next), so the family lists routes in pick order; a
-//! candidate that gains nothing material is dropped, and what no route keeps falls back. One schedule as far as it goes, a new route only where the
-//! measurement shows a material gain (the seed's policy).
+//! route gets the guard box — a range per dimension, inside the route's own guard — that gains
+//! most over the shapes no earlier pick took, with every measured shape in it at least `worst`
+//! and the route's geomean there at least `material`, shrunk to the span of the shapes it takes.
+//! The picks are greedy across candidates (the box of most total gain next), so the family lists
+//! routes in pick order; a candidate that gains nothing material is dropped, and what no route
+//! keeps falls back: one schedule as far as it goes, a new route only where the measurement
+//! shows a material gain (the seed's policy).
 
 use super::measure::{Measurement, Mode};
 use super::{Family, Range};
