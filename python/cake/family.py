@@ -47,6 +47,8 @@ class Family:
         self.dims: list[str] = [d["name"] for d in doc["dims"]]
         self._domain = {d["name"]: (d["min"], d["max"], d["multiple_of"], d.get("values"))
                         for d in doc["dims"]}
+        self._limits = [([self.dims.index(d) for d in lim["dims"]], lim["max"])
+                        for lim in doc.get("limits", [])]
         # Where each dimension is read: the first tensor (in contract order) that names it.
         self._binders: list[tuple[str, int]] = []
         for dim in self.dims:
@@ -77,8 +79,16 @@ class Family:
         return tuple([tensors[t].shape[i] for t, i in self._binders])
 
     def in_domain(self, dims: tuple) -> bool:
-        return all(lo <= v <= hi and v % m == 0 and (values is None or v in values)
-                   for v, (lo, hi, m, values) in zip(dims, self._domain.values()))
+        if not all(lo <= v <= hi and v % m == 0 and (values is None or v in values)
+                   for v, (lo, hi, m, values) in zip(dims, self._domain.values())):
+            return False
+        for at, bound in self._limits:  # [limits]: products of dimensions
+            product = 1
+            for i in at:
+                product *= dims[i]
+            if product > bound:
+                return False
+        return True
 
     def route_of(self, dims: tuple) -> str | None:
         """The route that takes `dims` (the first whose guard holds), or None: the fallback."""

@@ -125,3 +125,18 @@ def test_a_dimension_that_is_a_set_admits_only_its_members(tmp_path):
     fam = cake.family(tmp_path / "set.family.toml")
     assert fam.route_of((3, 4096)) == "rows"
     assert fam.route_of((3, 2048)) is None  # in range, not a member: the fallback
+
+
+def test_a_limit_on_a_product_of_dimensions_sends_larger_shapes_to_the_fallback(tmp_path):
+    rows = os.path.join(ROOT, "kernels", "rows")
+    text = open(os.path.join(rows, "rmsnorm.contract.toml"), encoding="utf-8").read()
+    text = text.replace('kernel = "../../examples/rmsnorm_sm90.py"',
+                        f'kernel = "{os.path.join(ROOT, "examples", "rmsnorm_sm90.py")}"')
+    text = text.replace('python = "contract.py"', f'python = "{os.path.join(rows, "contract.py")}"')
+    (tmp_path / "lim.contract.toml").write_text(text + '\n[limits]\n"R*H" = { max = 268435456 }\n')
+    (tmp_path / "lim.family.toml").write_text(
+        'name = "lim"\ncontract = "lim.contract.toml"\n[[route]]\nname = "rows"\n'
+        f'[fallback]\npython = "{rows}/contract.py:rms_norm_into"\n')
+    fam = cake.family(tmp_path / "lim.family.toml")
+    assert fam.route_of((16384, 16384)) == "rows"       # 2^28: at the limit
+    assert fam.route_of((16385, 16384)) is None         # past it: the fallback

@@ -95,6 +95,15 @@ struct Raw {
     /// Module-level integer constants of the schedule, each set from a dimension of the shape.
     #[serde(default)]
     specialize: IndexMap<String, String>,
+    /// Bounds on products of dimensions (`"B*N" = { max = 67108864 }`): what fits in memory.
+    #[serde(default)]
+    limits: IndexMap<String, RawLimit>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLimit {
+    max: i64,
 }
 
 #[derive(Deserialize)]
@@ -339,6 +348,25 @@ pub struct Contract {
     /// Schedule constants set to fixed values before any specialization: never in a contract
     /// file, set by a family route that runs a variant of a schedule (`constants = { BN = 128 }`).
     pub constants: IndexMap<String, i64>,
+    /// `[limits]`: a product of dimensions no shape of the domain exceeds.
+    pub limits: Vec<Limit>,
+}
+
+/// A bound on a product of dimensions (`"B*N" = { max = 67108864 }`): the domain is the box of
+/// the dimensions' ranges less the shapes too large to allocate.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Limit {
+    pub dims: Vec<String>,
+    pub max: i64,
+}
+
+impl Limit {
+    pub fn holds(&self, shape: &Shape) -> bool {
+        self.dims
+            .iter()
+            .try_fold(1i64, |p, d| p.checked_mul(*shape.get(d)?))
+            .is_some_and(|p| p <= self.max)
+    }
 }
 
 /// Errors collected while validating, so one run reports all of them.
@@ -489,6 +517,14 @@ impl Contract {
     /// The named shape set (empty when the contract has none).
     pub fn shape_set(&self, set: &str) -> &[Shape] {
         self.shapes.get(set).map_or(&[], Vec::as_slice)
+    }
+
+    /// Whether `shape` is in the domain: every dimension in its range or set, every limit held.
+    pub fn admits(&self, shape: &Shape) -> bool {
+        self.dims
+            .iter()
+            .all(|d| shape.get(&d.name).is_some_and(|v| d.contains(*v)))
+            && self.limits.iter().all(|l| l.holds(shape))
     }
 
     /// The values of the specialized constants at `shape`.
@@ -646,6 +682,33 @@ fn validate(raw: Raw, dir: &Path, errs: &mut Errors, hash: String, path: &Path) 
     }
     let dim_names: Vec<&str> = dims.iter().map(|d| d.name.as_str()).collect();
 
+    // Limits: products of known dimensions, a positive bound.
+    let mut limits = Vec::new();
+    for (product, l) in &raw.limits {
+        let key = format!("limits.{product}");
+        let names: Vec<String> = product.split('*').map(|d| d.trim().to_string()).collect();
+        let unknown: Vec<&String> = names
+            .iter()
+            .filter(|d| !dim_names.contains(&d.as_str()))
+            .collect();
+        if !unknown.is_empty() || names.len() < 2 {
+            errs.push(
+                &key,
+                format!(
+                    "a limit bounds a product of two or more dimensions (`B*N`), got `{product}`"
+                ),
+                Some(format!("dimensions are {}", dim_names.join(", "))),
+            );
+        } else if l.max < 1 {
+            errs.push(&key, "`max` must be at least 1", None);
+        } else {
+            limits.push(Limit {
+                dims: names,
+                max: l.max,
+            });
+        }
+    }
+
     // Shape sets: known set names, each shape binds exactly the dimensions, inside the domain.
     for (set, shapes) in &raw.shapes {
         if !SHAPE_SETS.contains(&set.as_str()) {
@@ -667,6 +730,14 @@ fn validate(raw: Raw, dir: &Path, errs: &mut Errors, hash: String, path: &Path) 
                     ),
                     Some(_) => {}
                 }
+            }
+            let bound: Shape = shape.iter().map(|(k, v)| (k.clone(), *v)).collect();
+            for l in limits.iter().filter(|l| !l.holds(&bound)) {
+                errs.push(
+                    &key,
+                    format!("{} exceeds the limit {}", l.dims.join("·"), l.max),
+                    None,
+                );
             }
             for k in shape.keys() {
                 if !dim_names.contains(&k.as_str()) {
@@ -958,6 +1029,7 @@ fn validate(raw: Raw, dir: &Path, errs: &mut Errors, hash: String, path: &Path) 
         baselines,
         specialize: raw.specialize,
         constants: IndexMap::new(),
+        limits,
     }
 }
 

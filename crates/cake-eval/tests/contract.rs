@@ -300,3 +300,33 @@ fn a_dimension_is_a_range_or_a_set_of_options() {
         "{errs:?}"
     );
 }
+
+#[test]
+fn limits_bound_products_of_dimensions() {
+    // The bench shape is 4096 x 4096; a limit of 2^24 admits it and nothing wider.
+    let text = GOOD.replace("M = 4096, N = 4096, K = 4096", "M = 4096, N = 4096, K = 64")
+        + "\n[limits]\n\"M*N*K\" = { max = 1073741824 }\n";
+    let c = parse(&text).expect("valid");
+    assert_eq!(c.limits.len(), 1);
+    assert_eq!(c.limits[0].dims, ["M", "N", "K"]);
+    let shape = |m: i64, n: i64| {
+        [("M", m), ("N", n), ("K", 1024)]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect::<cake_eval::contract::Shape>()
+    };
+    assert!(c.admits(&shape(1024, 1024)));
+    assert!(!c.admits(&shape(1032, 1024)));
+    assert!(!c.admits(&shape(1024, 4100))); // past N's own range
+                                            // A listed shape past the limit, an unknown dimension, a product of one.
+    let bad = GOOD.to_string()
+        + "\n[limits]\n\"M*N\" = { max = 100 }\n\"M*Q\" = { max = 9 }\nM = { max = 9 }\n";
+    let errs: Vec<String> = parse(&bad)
+        .expect_err("invalid")
+        .iter()
+        .map(|e| e.to_string())
+        .collect();
+    for want in ["M·N exceeds the limit 100", "got `M*Q`", "got `M`"] {
+        assert!(errs.iter().any(|e| e.contains(want)), "{want}: {errs:?}");
+    }
+}

@@ -491,3 +491,26 @@ fn a_dimension_that_is_a_set_of_options_is_sampled_and_validated_as_one() {
     assert!(v.fallback_examples.iter().all(|s| s["H"] == 4096), "{v:?}");
     assert!(v.unreachable.is_empty());
 }
+
+/// A contract's [limits] keep the sampler inside memory: every drawn shape holds every limit,
+/// and a domain without limits draws what it always drew.
+#[test]
+fn the_sampler_keeps_to_the_limits() {
+    let fam = Family::load(&repo().join("kernels/rows/rmsnorm.family.toml")).unwrap();
+    let free = sample(&fam.contract, Shard::HeldOut, 100, 4);
+    let mut c = fam.contract.clone();
+    c.limits.push(cake_eval::contract::Limit {
+        dims: vec!["R".into(), "H".into()],
+        max: 1 << 22,
+    });
+    for shard in [Shard::Representative, Shard::Boundary, Shard::HeldOut] {
+        let drawn = sample(&c, shard, 200, 4);
+        assert!(drawn.len() >= 190, "{shard:?}: {}", drawn.len());
+        assert!(
+            drawn.iter().all(|s| s["R"] * s["H"] <= 1 << 22),
+            "{shard:?}"
+        );
+        assert!(drawn.iter().all(|s| c.admits(s)));
+    }
+    assert_eq!(free, sample(&fam.contract, Shard::HeldOut, 100, 4));
+}

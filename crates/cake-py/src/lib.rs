@@ -293,6 +293,7 @@ fn family(path: &str) -> PyResult<String> {
         "tensors": c.tensors,
         "scalars": c.scalars,
         "specialize": c.specialize,
+        "limits": c.limits,
         "routes": f.routes,
         "fallback": f.fallback,
     });

@@ -369,6 +369,8 @@ impl Family {
                 })
                 .collect();
         }
+        // Points past a [limits] product are not in the domain.
+        out.retain(|p| self.contract.limits.iter().all(|l| l.holds(p)));
         Ok(out)
     }
 
@@ -524,27 +526,56 @@ pub fn sample(contract: &Contract, shard: Shard, n: usize, seed: u64) -> Vec<Sha
     };
     let mut out = Vec::with_capacity(n);
     for i in 0..n {
-        let mut s = Shape::new();
-        for (j, d) in contract.dims.iter().enumerate() {
-            let v = if shard == Shard::Boundary && i % contract.dims.len().max(1) == j {
-                match rng.next() % 3 {
-                    0 => d.min,
-                    1 => d.max,
-                    _ => snap(
-                        d,
-                        (draw(&mut rng, d) / 128 * 128 + 128 + d.multiple_of).min(d.max),
-                    )
-                    .unwrap_or(d.max),
-                }
-            } else {
-                draw(&mut rng, d)
-            };
-            s.insert(d.name.clone(), v);
+        // The boundary shard puts dimension `i mod dims` at an edge.
+        let edge = (shard == Shard::Boundary).then(|| i % contract.dims.len().max(1));
+        let mut pick = None;
+        let mut last = Shape::new();
+        // A draw past a [limits] product is drawn again (a domain without limits takes the
+        // first draw, so its stream is what it always was).
+        for _ in 0..LIMIT_ATTEMPTS {
+            let mut s = Shape::new();
+            for (j, d) in contract.dims.iter().enumerate() {
+                let v = if edge == Some(j) {
+                    match rng.next() % 3 {
+                        0 => d.min,
+                        1 => d.max,
+                        _ => snap(
+                            d,
+                            (draw(&mut rng, d) / 128 * 128 + 128 + d.multiple_of).min(d.max),
+                        )
+                        .unwrap_or(d.max),
+                    }
+                } else {
+                    draw(&mut rng, d)
+                };
+                s.insert(d.name.clone(), v);
+            }
+            if contract.limits.iter().all(|l| l.holds(&s)) {
+                pick = Some(s);
+                break;
+            }
+            last = s;
         }
-        out.push(s);
+        // Still past a limit: the other dimensions at their minimum, or no shape at all.
+        let pick = pick.or_else(|| {
+            for (j, d) in contract.dims.iter().enumerate() {
+                if edge != Some(j) {
+                    last.insert(d.name.clone(), d.min);
+                }
+            }
+            contract
+                .limits
+                .iter()
+                .all(|l| l.holds(&last))
+                .then_some(last)
+        });
+        out.extend(pick);
     }
     out
 }
+
+/// Draws per shape before a sample gives up on a domain's [limits].
+const LIMIT_ATTEMPTS: usize = 64;
 
 /// SplitMix64: a small, well-mixed, reproducible generator (the sampler needs determinism from a
 /// seed, not cryptographic quality).
