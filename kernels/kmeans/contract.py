@@ -1,5 +1,5 @@
-"""Python side of assign.contract.toml: inputs, the oracle, the distance score and the
-flash-kmeans baseline for k-means assignment."""
+"""Python side of the k-means contracts (assign, assign_d, update): inputs, the oracles, the
+distance score and the flash-kmeans baselines."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ ROWS = 16384  # rows per chunk of the distance matrices (bounds the oracle's mem
 
 
 def make_inputs(shape: dict, distribution: str, generator: torch.Generator) -> dict:
-    """X (B, N, 128) and Cen (B, K, 128) in bf16, and their squared norms in f32 computed from
-    the bf16 values, as a caller of an assign kernel passes them."""
-    B, N, K, D = shape["B"], shape["N"], shape["K"], 128
+    """X (B, N, D) and Cen (B, K, D) in bf16, and their squared norms in f32 computed from the
+    bf16 values, as a caller of an assign kernel passes them. D is the shape's (assign_d) or 128
+    (assign, whose kernel fixes it)."""
+    B, N, K, D = shape["B"], shape["N"], shape["K"], shape.get("D", 128)
     g = dict(device="cuda", generator=generator)
     if distribution == "normal":
         x = torch.randn(B, N, D, **g)
