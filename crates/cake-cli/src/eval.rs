@@ -95,12 +95,5 @@ fn write_record(path: &Path, e: &cake_eval::Evidence, text: &str) -> Result<(), 
     } else {
         path.to_path_buf()
     };
-    // Write then rename, so a kill never leaves half a record behind.
-    let tmp = file.with_extension("json.tmp");
-    std::fs::write(&tmp, text)
-        .and_then(|_| std::fs::rename(&tmp, &file))
-        .map_err(|err| {
-            eprintln!("error: cannot write {}: {err}", file.display());
-            ExitCode::from(2)
-        })
+    crate::output::write_atomically(&file, text)
 }

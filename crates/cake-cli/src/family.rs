@@ -1,5 +1,6 @@
 //! `cake family`: a family file's routes over its contract's domain (docs/dispatch.md).
 
+use cake_eval::contract::shape_text;
 use cake_eval::family::choose::{self, ChooseOptions};
 use cake_eval::family::measure::{self, MeasureOptions, Measurement, Mode};
 use cake_eval::family::report;
@@ -123,25 +124,38 @@ pub fn cmd_sample(file: &Path, shard: &str, n: usize, seed: u64) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn shape_text(s: &cake_eval::contract::Shape) -> String {
-    s.iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
+/// `cake family measure`'s arguments (main.rs).
+#[derive(clap::Args)]
 pub struct MeasureArgs {
     pub file: PathBuf,
+    #[arg(long, default_value = "held_out")]
     pub shard: String,
+    #[arg(long, default_value_t = 100)]
     pub n: usize,
+    #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Time every route whose guard admits a shape (the evidence `choose` reads)
+    #[arg(long)]
     pub every_route: bool,
+    /// The contract's baseline to time against (default: its first)
+    #[arg(long)]
     pub baseline: Option<String>,
+    /// Override the contract's warm-up and sample counts
+    #[arg(long)]
     pub warmup: Option<u32>,
+    #[arg(long)]
     pub samples: Option<u32>,
+    /// The exact target (default: the GPU's; required with --prebuild)
+    #[arg(long)]
     pub target: Option<String>,
+    /// Only build every schedule the measurement needs (no GPU): a GPU host given the
+    /// build cache (CAKE_CACHE_DIR) then compiles nothing
+    #[arg(long)]
     pub prebuild: bool,
+    #[arg(long, short, required_unless_present = "prebuild")]
     pub out: Option<PathBuf>,
+    /// Print the worker's chatter
+    #[arg(long, short)]
     pub verbose: bool,
 }
 
@@ -222,7 +236,7 @@ pub fn cmd_measure(a: MeasureArgs) -> ExitCode {
         Err(e) => eprintln!("warning: no chart: {e}"),
     }
     for (name, body) in files {
-        if let Err(code) = write_atomically(&out.join(name), &body) {
+        if let Err(code) = crate::output::write_atomically(&out.join(name), &body) {
             return code;
         }
     }
@@ -237,17 +251,6 @@ fn verdict(r: &report::Report) -> ExitCode {
     } else {
         ExitCode::from(1)
     }
-}
-
-/// Write then rename, so a kill never leaves half a file.
-fn write_atomically(path: &Path, body: &str) -> Result<(), ExitCode> {
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, body)
-        .and_then(|_| std::fs::rename(&tmp, path))
-        .map_err(|e| {
-            eprintln!("error: cannot write {}: {e}", path.display());
-            ExitCode::from(2)
-        })
 }
 
 fn read_measurement(path: &Path) -> Result<Measurement, ExitCode> {
@@ -285,7 +288,7 @@ pub fn cmd_report(path: &Path, svg: Option<&Path>, json: bool) -> ExitCode {
     if let Some(file) = svg {
         match cake_chart::scatter_with_best(&report::chart(&m, &r)) {
             Ok(body) => {
-                if let Err(code) = write_atomically(file, &body) {
+                if let Err(code) = crate::output::write_atomically(file, &body) {
                     return code;
                 }
             }

@@ -130,38 +130,7 @@ enum FamilyCommand {
     /// Time the family on the GPU over shapes drawn from its domain, each through the route
     /// dispatch gives it (or every route that admits it, `--every-route`), against the
     /// contract's baseline; writes measurement.json, report.txt and report.svg into --out
-    Measure {
-        file: PathBuf,
-        #[arg(long, default_value = "held_out")]
-        shard: String,
-        #[arg(long, default_value_t = 100)]
-        n: usize,
-        #[arg(long, default_value_t = 0)]
-        seed: u64,
-        /// Time every route whose guard admits a shape (the evidence `choose` reads)
-        #[arg(long)]
-        every_route: bool,
-        /// The contract's baseline to time against (default: its first)
-        #[arg(long)]
-        baseline: Option<String>,
-        /// Override the contract's warm-up and sample counts
-        #[arg(long)]
-        warmup: Option<u32>,
-        #[arg(long)]
-        samples: Option<u32>,
-        /// The exact target (default: the GPU's; required with --prebuild)
-        #[arg(long)]
-        target: Option<String>,
-        /// Only build every schedule the measurement needs (no GPU): a GPU host given the
-        /// build cache (CAKE_CACHE_DIR) then compiles nothing
-        #[arg(long)]
-        prebuild: bool,
-        #[arg(long, short, required_unless_present = "prebuild")]
-        out: Option<PathBuf>,
-        /// Print the worker's chatter
-        #[arg(long, short)]
-        verbose: bool,
-    },
+    Measure(family::MeasureArgs),
     /// G_span, the routes, the worst shape and every shape of a measurement (and its chart)
     Report {
         measurement: PathBuf,
@@ -550,33 +519,7 @@ fn main() -> ExitCode {
             n,
             seed,
         }) => family::cmd_sample(&file, &shard, n, seed),
-        Command::Family(FamilyCommand::Measure {
-            file,
-            shard,
-            n,
-            seed,
-            every_route,
-            baseline,
-            warmup,
-            samples,
-            target,
-            prebuild,
-            out,
-            verbose,
-        }) => family::cmd_measure(family::MeasureArgs {
-            file,
-            shard,
-            n,
-            seed,
-            every_route,
-            baseline,
-            warmup,
-            samples,
-            target,
-            prebuild,
-            out,
-            verbose,
-        }),
+        Command::Family(FamilyCommand::Measure(args)) => family::cmd_measure(args),
         Command::Family(FamilyCommand::Report {
             measurement,
             svg,

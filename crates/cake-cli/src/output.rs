@@ -26,3 +26,16 @@ macro_rules! outln {
     () => { $crate::output::write_stdout("\n") };
     ($($arg:tt)*) => { $crate::output::write_stdout(&(format!($($arg)*) + "\n")) };
 }
+
+/// Write `body` to `path` through a temporary file renamed into place, so a kill never leaves
+/// half a file behind; an error is printed and becomes exit status 2.
+pub fn write_atomically(path: &std::path::Path, body: &str) -> Result<(), std::process::ExitCode> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    std::fs::write(&tmp, body)
+        .and_then(|_| std::fs::rename(&tmp, path))
+        .map_err(|e| {
+            eprintln!("error: cannot write {}: {e}", path.display());
+            std::process::ExitCode::from(2)
+        })
+}

@@ -307,6 +307,14 @@ pub struct ScalarSpec {
 /// One binding of every dimension.
 pub type Shape = IndexMap<String, i64>;
 
+/// `M=4096 N=7168 K=4096`: a shape as progress lines, reports and messages show it.
+pub fn shape_text(s: &Shape) -> String {
+    s.iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// The values of a contract's specialized constants for one shape, in `[specialize]` order
 /// (empty when the contract has no `[specialize]`).
 pub type Specialization = IndexMap<String, i64>;

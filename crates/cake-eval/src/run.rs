@@ -4,7 +4,7 @@
 //! then (bench) time the candidate and the baselines on the bench shapes in the same worker, and
 //! assemble the evidence record.
 
-use crate::contract::{Contract, Precision, Shape, ShapeEntry, Specialization};
+use crate::contract::{shape_text, Contract, Precision, Shape, ShapeEntry, Specialization};
 use crate::evidence::{
     self, Budget, CandidateRecord, CheckRecord, ContractRecord, Correctness, Evidence, Floor,
     Predicted, Rate, ShapeTiming, SpecializationRecord, Speedup, Timed, Timing,
@@ -352,13 +352,6 @@ fn shown(p: &Path) -> String {
         .unwrap_or(abs)
         .display()
         .to_string()
-}
-
-fn shape_text(s: &Shape) -> String {
-    s.iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 /// Differences between one tensor's extents in the contract and in the kernel, of equal rank. A

@@ -361,6 +361,15 @@ fn relative(path: &Path, base: &Path) -> PathBuf {
     out
 }
 
+/// `{ a = 1, b = 2 }`: a TOML inline table of `map`, each value written by `value`.
+fn inline<V>(map: &IndexMap<String, V>, value: impl Fn(&V) -> String) -> String {
+    let parts: Vec<String> = map
+        .iter()
+        .map(|(k, v)| format!("{k} = {}", value(v)))
+        .collect();
+    format!("{{ {} }}", parts.join(", "))
+}
+
 fn range_text(r: &Range) -> String {
     let mut parts = Vec::new();
     if let Some(v) = r.min {
@@ -425,27 +434,20 @@ pub fn render(f: &Family, m: &Measurement, chosen: &[Chosen], o: &ChooseOptions)
         let _ = writeln!(out, "kernel = \"{}\"", rel(&r.kernel));
         let _ = writeln!(out, "entry = \"{}\"", r.entry);
         if !r.constants.is_empty() {
-            let parts: Vec<String> = r
-                .constants
-                .iter()
-                .map(|(k, v)| format!("{k} = {v}"))
-                .collect();
-            let _ = writeln!(out, "constants = {{ {} }}", parts.join(", "));
+            let _ = writeln!(
+                out,
+                "constants = {}",
+                inline(&r.constants, |v| v.to_string())
+            );
         }
         if r.specialize != f.contract.specialize {
-            let parts: Vec<String> = r
-                .specialize
-                .iter()
-                .map(|(k, v)| format!("{k} = \"{v}\""))
-                .collect();
-            let _ = writeln!(out, "specialize = {{ {} }}", parts.join(", "));
+            let _ = writeln!(
+                out,
+                "specialize = {}",
+                inline(&r.specialize, |v| format!("\"{v}\""))
+            );
         }
-        let parts: Vec<String> = c
-            .when
-            .iter()
-            .map(|(d, g)| format!("{d} = {}", range_text(g)))
-            .collect();
-        let _ = writeln!(out, "when = {{ {} }}", parts.join(", "));
+        let _ = writeln!(out, "when = {}", inline(&c.when, range_text));
     }
     let (file, func) = f.fallback.rsplit_once(':').unwrap_or((&f.fallback, ""));
     let _ = writeln!(

@@ -356,12 +356,7 @@ pub fn measure(
         schema: SCHEMA.into(),
         family: f.name.clone(),
         contract: f.contract.name.clone(),
-        shard: match o.shard {
-            Shard::Representative => "representative",
-            Shard::Boundary => "boundary",
-            Shard::HeldOut => "held_out",
-        }
-        .into(),
+        shard: o.shard.name().into(),
         seed: o.seed,
         n: o.n,
         mode: o.mode,

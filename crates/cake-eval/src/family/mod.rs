@@ -492,13 +492,22 @@ pub enum Shard {
 }
 
 impl Shard {
+    const NAMES: [(Shard, &'static str); 3] = [
+        (Shard::Representative, "representative"),
+        (Shard::Boundary, "boundary"),
+        (Shard::HeldOut, "held_out"),
+    ];
+
     pub fn parse(s: &str) -> Option<Shard> {
-        match s {
-            "representative" => Some(Shard::Representative),
-            "boundary" => Some(Shard::Boundary),
-            "held_out" => Some(Shard::HeldOut),
-            _ => None,
-        }
+        Self::NAMES.iter().find(|(_, n)| *n == s).map(|(k, _)| *k)
+    }
+
+    /// The name `parse` reads and records carry.
+    pub fn name(self) -> &'static str {
+        Self::NAMES
+            .iter()
+            .find(|(k, _)| *k == self)
+            .map_or("", |(_, n)| n)
     }
 }
 

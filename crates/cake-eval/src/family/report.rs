@@ -4,7 +4,7 @@
 //! floor, the incorrect ones, and a chart of speedup per shape coloured by route.
 
 use super::measure::{Measurement, Mode, ShapeResult};
-use crate::contract::Shape;
+use crate::contract::{shape_text, Shape};
 use indexmap::IndexMap;
 use serde::Serialize;
 
@@ -151,13 +151,6 @@ pub fn report(m: &Measurement) -> Report {
             })
             .collect(),
     }
-}
-
-pub fn shape_text(s: &Shape) -> String {
-    s.iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 fn x(v: Option<f64>) -> String {
