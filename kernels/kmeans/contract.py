@@ -75,12 +75,12 @@ def flash_kmeans_assign(X, Cen, XSQ, CSQ, IDS) -> None:
 # --- Centroid update (update.contract.toml) -------------------------------------------------
 
 def make_update_inputs(shape: dict, distribution: str, generator: torch.Generator) -> dict:
-    """X (B, N, 128) bf16, the current centroids Cen (B, K, 128) bf16 (the update API passes
-    them; they fix K) and unsorted ids (B, N) i32 in [0, K): spread evenly ("uniform"), 90% of
-    the rows on four centroids ("clustered": contention on the same sums), or K·u⁴ for uniform u
-    ("heavy_tailed": a few large clusters and many empty ones, which must come out as zero sums
-    and counts)."""
-    B, N, K, D = shape["B"], shape["N"], shape["K"], 128
+    """X (B, N, D) bf16 (D = 128 unless the shape names it), the current centroids Cen (B, K, D)
+    bf16 (the update API passes them; they fix K) and unsorted ids (B, N) i32 in [0, K): spread
+    evenly ("uniform"), 90% of the rows on four centroids ("clustered": contention on the same
+    sums), or K·u⁴ for uniform u ("heavy_tailed": a few large clusters and many empty ones, which
+    must come out as zero sums and counts)."""
+    B, N, K, D = shape["B"], shape["N"], shape["K"], shape.get("D", 128)
     g = dict(device="cuda", generator=generator)
     x = torch.randn(B, N, D, **g).to(torch.bfloat16).contiguous()
     c = torch.randn(B, K, D, **g).to(torch.bfloat16).contiguous()

@@ -551,6 +551,19 @@ impl Analyzer<'_> {
                 w.alu_ops = (o.all + el) * r;
                 w.int_ops = o.int * r;
             }
+            Op::GlobalScatterAdd { value, index, .. } => {
+                // Charged like a row-layout store of f32 (the adds are done at L2: the model
+                // has no atomic pipe), with the index's per-row reads and one count per row.
+                let el = elements(&k.exprs[*value].ty);
+                self.row_context = true;
+                w.row_bytes = el * 4.0 * r;
+                self.row_loads(*value, &mut w, r);
+                self.row_loads(*index, &mut w, r);
+                let o = self.ops(*value, rw, seen);
+                self.row_context = false;
+                w.alu_ops = (o.all + el) * r;
+                w.int_ops = o.int * r;
+            }
             Op::ScatterAdd { src, .. } => {
                 // Per element: a shared load, a conversion and a shared-memory atomic add (the
                 // model has no atomic pipe: charged as thread operations, the add on the ALU).

@@ -345,8 +345,12 @@ fn build_kernel(it: &mut Interp<'_>, def: &ast::StmtFunctionDef) -> R<()> {
         .iter()
         .find(|d| is_schedule_decorator(d))
         .expect("filtered by caller");
-    let deco_ok = decorator(it, deco).is_ok();
+    let deco = decorator(it, deco);
     let params_ok = params(it, def).is_ok();
+    let deco_ok = match deco {
+        Ok(zero) => !params_ok || zeroed(it, &zero).is_ok(),
+        Err(_) => false,
+    };
     let body_ok = it.exec_block(&def.body).is_ok();
     it.finish_body();
     if !it.has_tile_loop() && body_ok {
@@ -362,7 +366,62 @@ fn build_kernel(it: &mut Interp<'_>, def: &ast::StmtFunctionDef) -> R<()> {
     }
 }
 
-fn decorator(it: &mut Interp<'_>, d: &ast::Decorator) -> R<()> {
+/// Resolve `zero=[...]`'s names against the signature: each a tensor parameter, once.
+fn zeroed(it: &mut Interp<'_>, names: &[(String, Span)]) -> R<()> {
+    let mut failed = false;
+    for (name, sp) in names {
+        let found =
+            it.k.params
+                .iter()
+                .find(|(_, p)| &p.name == name)
+                .map(|(id, p)| (id, p.kind.clone()));
+        match found {
+            Some((id, ParamKind::Tensor { .. })) if !it.k.zeroed.contains(&id) => {
+                it.k.zeroed.push(id)
+            }
+            Some((_, ParamKind::Tensor { .. })) => {
+                failed = true;
+                it.report(Finding::new(
+                    &codes::INVALID_VALUE,
+                    *sp,
+                    format!("`{name}` is named twice in `zero`"),
+                ));
+            }
+            Some(_) => {
+                failed = true;
+                it.report(Finding::new(
+                    &codes::TYPE_MISMATCH,
+                    *sp,
+                    format!(
+                        "`zero` names tensors the launcher fills with zeros; `{name}` is a scalar"
+                    ),
+                ));
+            }
+            None => {
+                failed = true;
+                let names: Vec<String> = it.k.params.iter().map(|(_, p)| p.name.clone()).collect();
+                let mut f = Finding::new(
+                    &codes::UNKNOWN_NAME,
+                    *sp,
+                    format!("`zero` names `{name}`, which is not a parameter of the schedule"),
+                );
+                if let Some(c) = crate::suggest::closest(name, names.iter().map(String::as_str)) {
+                    f = f.help(format!("did you mean \"{c}\"?"));
+                }
+                it.report(f);
+            }
+        }
+    }
+    if failed {
+        Err(Reported)
+    } else {
+        Ok(())
+    }
+}
+
+/// The decorator's settings into the kernel; returns `zero=`'s names, resolved once the
+/// parameters are known.
+fn decorator(it: &mut Interp<'_>, d: &ast::Decorator) -> R<Vec<(String, Span)>> {
     let ast::Expr::Call(call) = &d.expression else {
         return it.err(
             &codes::BAD_ARGUMENTS,
@@ -391,6 +450,7 @@ fn decorator(it: &mut Interp<'_>, d: &ast::Decorator) -> R<()> {
     let keywords: Vec<&str> = params.iter().map(|p| p.name).collect();
     let mut saw_targets = false;
     let mut failed = false;
+    let mut zero: Vec<(String, Span)> = Vec::new();
     for kw in call.arguments.keywords.iter() {
         let Some(name) = &kw.arg else {
             failed = true;
@@ -463,6 +523,25 @@ fn decorator(it: &mut Interp<'_>, d: &ast::Decorator) -> R<()> {
                     it.report(Finding::new(&codes::TYPE_MISMATCH, vsp, msg));
                 }
             },
+            "zero" => {
+                let items = match v {
+                    Value::Tuple(items) => items,
+                    other => vec![other],
+                };
+                for item in items {
+                    match item {
+                        Value::Str(s) => zero.push((s, vsp)),
+                        other => {
+                            failed = true;
+                            let msg = format!(
+                                "`zero` lists tensor parameters by name (strings such as \"SUMS\"), found {}",
+                                other.kind_name()
+                            );
+                            it.report(Finding::new(&codes::TYPE_MISMATCH, vsp, msg));
+                        }
+                    }
+                }
+            }
             "cluster" => {
                 let items = match v {
                     Value::Tuple(items) => items,
@@ -528,7 +607,7 @@ fn decorator(it: &mut Interp<'_>, d: &ast::Decorator) -> R<()> {
     if failed {
         Err(Reported)
     } else {
-        Ok(())
+        Ok(zero)
     }
 }
 

@@ -73,6 +73,7 @@ pub enum Builtin {
     Sync,
     Mma,
     Store,
+    ScatterAddGlobal,
     Load,
     Iota,
     Ldmatrix,
@@ -209,7 +210,7 @@ pub const TABLE: &[Entry] = &[
     row!(Python "min" => PyMin, Custom("min(a, b, ...)"), "smallest of two or more values"),
     row!(Python "max" => PyMax, Custom("max(a, b, ...)"), "largest of two or more values"),
 
-    row!(Cake "schedule" => Schedule, Decorator(&[opt("targets"), opt("persistent"), opt("cluster")]), "marks a schedule function"),
+    row!(Cake "schedule" => Schedule, Decorator(&[opt("targets"), opt("persistent"), opt("cluster"), opt("zero")]), "marks a schedule function"),
     row!(Cake "lm" => LmModule, Read, "the `lm` namespace"),
 
     // lm: declarations
@@ -233,6 +234,7 @@ pub const TABLE: &[Entry] = &[
     row!(Lm "sync" => Sync, Call(&[req("barrier")]), "synchronizes on a named barrier"),
     row!(Lm "mma" => Mma, Call(&[req("acc"), req("a"), req("b"), opt("accumulate"), opt("release"), opt("defer"), opt("turns")]), "acc += a · b on the tensor cores"),
     row!(Lm "store" => Store, Call(&[req("dst"), req("value"), req("coords"), opt("transpose")]), "writes a register value (or its transpose) to a tensor"),
+    row!(Lm "scatter_add" => ScatterAddGlobal, Call(&[req("dst"), req("value"), req("index"), req("coords"), opt("counts")]), "adds the rows of a register value into indexed rows of a tensor (atomically)"),
     row!(Lm "load" => Load, Call(&[req("src"), req("coords"), req("shape"), opt("fill")]), "a register value read from a tensor"),
     row!(Lm "iota" => Iota, Call(&[req("shape"), req("axis")]), "an i32 register value holding each element's index along an axis"),
     row!(Lm "ldmatrix" => Ldmatrix, Call(&[req("dst"), req("src")]), "copies a view into a fragment"),

@@ -47,6 +47,10 @@ pub struct Kernel {
     /// Tensor parameters the schedule marks as unused on purpose (`del NAME`): kept in the
     /// signature for an API, never read or written.
     pub unused_params: Vec<ParamId>,
+    /// Tensor parameters the launcher fills with zeros before the kernel runs
+    /// (`@cake.schedule(zero=[...])`), in the order declared: the destinations of global
+    /// atomic adds start from zero.
+    pub zeroed: Vec<ParamId>,
 }
 
 pub type Block = Vec<StmtId>;
@@ -614,6 +618,17 @@ pub enum Op {
         value: ExprId,
         coords: Vec<ExprId>,
         transposed: bool,
+    },
+    /// `dst[.., coords[-2] + index[r], coords[-1] + c] += value[r, c]` for each row `r` of a
+    /// row-layout register tile, with `index` one i32 value per row; rows whose destination lies
+    /// outside `dst` are skipped, and `counts[.., coords[-2] + index[r]] += 1` for each row
+    /// added. Global atomics (`red.global.add`): the order of the adds is not defined.
+    GlobalScatterAdd {
+        dst: ParamId,
+        value: ExprId,
+        index: ExprId,
+        coords: Vec<ExprId>,
+        counts: Option<ParamId>,
     },
     /// Write a register value into a shared-memory view (generic proxy).
     SmemStore { dst: ViewRef, value: ExprId },

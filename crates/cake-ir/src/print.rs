@@ -44,7 +44,7 @@ impl Printer<'_> {
             k.block_threads()
         );
         self.line(0, &head);
-        for (_, p) in k.params.iter() {
+        for (id, p) in k.params.iter() {
             let text = match &p.kind {
                 ParamKind::Tensor { dtype, dims } => format!(
                     "param {}: tensor<{}>[{}]",
@@ -57,7 +57,12 @@ impl Printer<'_> {
                 ),
                 ParamKind::Scalar { dtype } => format!("param {}: {}", p.name, dtype),
             };
-            self.line(1, &text);
+            let zeroed = if k.zeroed.contains(&id) {
+                " zeroed"
+            } else {
+                ""
+            };
+            self.line(1, &format!("{text}{zeroed}"));
         }
         for (_, pool) in k.pools.iter() {
             let size = pool.size.map_or("auto".to_string(), |s| s.to_string());
@@ -342,6 +347,24 @@ impl Printer<'_> {
                     self.coords(coords),
                     self.expr(*value),
                     if *transposed { " transposed" } else { "" }
+                )
+            }
+            Op::GlobalScatterAdd {
+                dst,
+                value,
+                index,
+                coords,
+                counts,
+            } => {
+                format!(
+                    "scatter_add {}[{}] <- {} rows by {}{}",
+                    param(dst),
+                    self.coords(coords),
+                    self.expr(*value),
+                    self.expr(*index),
+                    counts
+                        .map(|c| format!(", counting into {}", param(&c)))
+                        .unwrap_or_default()
                 )
             }
             Op::SmemStore { dst, value } => {

@@ -284,6 +284,24 @@ impl Op {
                 e.exprs.push(*value);
                 e.exprs.extend(coords);
             }
+            Op::GlobalScatterAdd {
+                dst,
+                value,
+                index,
+                coords,
+                counts,
+            } => {
+                e.global_writes.push(*dst);
+                e.global_reads.push(*dst);
+                if let Some(c) = counts {
+                    e.global_writes.push(*c);
+                    e.global_reads.push(*c);
+                }
+                e.exprs.push(*value);
+                e.exprs.push(*index);
+                e.exprs.extend(coords);
+                e.read_modify_write = true;
+            }
             Op::SmemStore { dst, value } => {
                 e.smem_write(dst);
                 e.exprs.push(*value);

@@ -18,6 +18,10 @@ pub struct LaunchMeta {
     pub tensors: Vec<TensorMeta>,
     pub scalars: Vec<ScalarMeta>,
     pub args: Vec<Arg>,
+    /// Tensors the launcher fills with zeros on the launch's stream before the kernel
+    /// (`@cake.schedule(zero=[...])`): the destinations of global atomic adds.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub zero: Vec<String>,
 }
 
 /// Grid rule. Expressions are JSON: an integer, a dimension or scalar name, or

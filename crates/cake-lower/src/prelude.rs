@@ -201,6 +201,33 @@ static __device__ __forceinline__ void cake_row_st8_f32(float* p, const float* v
 }
 "#;
 
+/// Global atomic adds of row-layout chunks (`lm.scatter_add`): `red.global.add`, relaxed at GPU
+/// scope; sm_90 adds four floats per instruction.
+pub const ROW_RED: &str = r#"
+static __device__ __forceinline__ void cake_red_add8v_f32(float* p, const float* v) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};"
+               :: "l"(p), "f"(v[0]), "f"(v[1]), "f"(v[2]), "f"(v[3]) : "memory");
+  asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};"
+               :: "l"(p + 4), "f"(v[4]), "f"(v[5]), "f"(v[6]), "f"(v[7]) : "memory");
+#else
+#pragma unroll
+  for (int i = 0; i < 8; ++i) atomicAdd(p + i, v[i]);
+#endif
+}
+static __device__ __forceinline__ void cake_red_add8_f32(float* p, const float* v, int n) {
+  if (n >= 8 && cake_aligned16(p)) {
+    cake_red_add8v_f32(p, v);
+  } else {
+#pragma unroll
+    for (int i = 0; i < 8; ++i) if (i < n) atomicAdd(p + i, v[i]);
+  }
+}
+static __device__ __forceinline__ void cake_red_add_i32(int32_t* p, int v) {
+  asm volatile("red.global.add.s32 [%0], %1;" :: "l"(p), "r"(v) : "memory");
+}
+"#;
+
 /// FP8 conversions for row-layout stores (sm_89 and later): `cvt.rn.satfinite` saturates to
 /// the largest finite value, as a quantizer wants.
 pub const ROW_FP8: &str = r#"

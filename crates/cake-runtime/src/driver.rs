@@ -18,7 +18,7 @@ use crate::pack::ParamSlot;
 use crate::tensormap::TensorMapFields;
 
 /// Every entry point used here; probed at load so an old driver is a clear error, not a panic.
-const REQUIRED: [&str; 15] = [
+const REQUIRED: [&str; 16] = [
     "cuInit",
     "cuGetErrorName",
     "cuGetErrorString",
@@ -34,6 +34,7 @@ const REQUIRED: [&str; 15] = [
     "cuTensorMapEncodeTiled",
     "cuLaunchKernelEx",
     "cuOccupancyMaxActiveClusters",
+    "cuMemsetD8Async",
 ];
 
 /// A `CUresult` as (name, description), e.g. ("CUDA_ERROR_INVALID_VALUE", "invalid argument").
@@ -450,6 +451,23 @@ pub fn max_active_clusters(f: Function, cfg: &Config) -> Result<u32> {
         )
     })?;
     Ok(n.max(0) as u32)
+}
+
+/// Fill `bytes` bytes at device address `ptr` with zeros, asynchronously on `stream`
+/// (`cuMemsetD8Async`), in the current context.
+pub fn memset_zero(ptr: u64, bytes: usize, stream: u64) -> Result<()> {
+    // SAFETY: plain values; the driver validates the address range and the stream.
+    let res = unsafe {
+        sys::cuMemsetD8Async(
+            ptr as sys::CUdeviceptr,
+            0,
+            bytes,
+            stream as usize as sys::CUstream,
+        )
+    };
+    check(res, || {
+        format!("cuMemsetD8Async(ptr={ptr:#x}, bytes={bytes}, stream={stream:#x})")
+    })
 }
 
 /// `cuLaunchKernelEx` on the current context, with a cluster-dimension attribute when the

@@ -45,6 +45,8 @@ pub struct Prepared {
     config: Config,
     device: i32,
     packed: Option<Packed>,
+    /// (address, bytes) of the tensors zeroed before the kernel (launch.json's `zero`).
+    zero: Vec<(u64, usize)>,
 }
 
 impl Prepared {
@@ -53,10 +55,17 @@ impl Prepared {
     }
 
     pub fn launch(&self) -> Result<()> {
-        let (Some(f), Some(packed)) = (self.function, self.packed.as_ref()) else {
+        if self.packed.is_none() && self.zero.is_empty() {
             return Ok(()); // an empty problem: nothing to launch
-        };
+        }
         driver::driver()?.make_current(self.device)?;
+        // Zeroed outputs are zero even when the problem is empty (N = 0 rows to add).
+        for &(ptr, bytes) in &self.zero {
+            driver::memset_zero(ptr, bytes, self.config.stream)?;
+        }
+        let (Some(f), Some(packed)) = (self.function, self.packed.as_ref()) else {
+            return Ok(());
+        };
         // SAFETY: `packed` holds one slot per kernel parameter in launch.json order; the
         // function was loaded in this device's primary context, now current.
         unsafe { driver::launch(f, &self.config, packed.params()) }
@@ -205,6 +214,13 @@ impl Kernel {
         let binding = self.bind(tensors, scalars, None, device)?;
         let device = binding.bound.device;
         let m = &self.spec.meta;
+        let zero: Vec<(u64, usize)> = binding
+            .bound
+            .tensors
+            .iter()
+            .filter(|t| m.zero.contains(&t.name) && t.nbytes() > 0)
+            .map(|t| (t.data_ptr, t.nbytes() as usize))
+            .collect();
         let mut config = Config {
             grid: binding.bound.grid,
             block: m.block,
@@ -218,6 +234,7 @@ impl Kernel {
                 config,
                 device,
                 packed: None,
+                zero,
             });
         };
         let drv = driver::driver()?;
@@ -245,6 +262,7 @@ impl Kernel {
             config,
             device,
             packed: Some(packed),
+            zero,
         })
     }
 

@@ -297,6 +297,21 @@ impl Spec {
                 clash.join(", ")
             )));
         }
+        for z in &meta.zero {
+            match tensors.iter().find(|t| &t.name == z) {
+                Some(t) if t.access.writes() => {}
+                Some(_) => {
+                    return Err(launch(format!(
+                        "launch.json field `zero`: tensor `{z}` is zeroed but the kernel does not write it"
+                    )))
+                }
+                None => {
+                    return Err(launch(format!(
+                        "launch.json field `zero`: `{z}` is not a tensor parameter"
+                    )))
+                }
+            }
+        }
         let int_scalars = scalars
             .iter()
             .filter(|s| s.dtype.kind != dtype::Kind::Float)

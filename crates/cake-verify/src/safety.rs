@@ -197,7 +197,10 @@ fn warp_branches(cx: &Ctx, out: &mut Vec<Finding>) {
         let what = match &site.op {
             // Per-thread work. A global store of registers is per thread too; where its
             // lowering synchronises the replica, the lowering refuses it under a vote.
-            Op::Assign { .. } | Op::Ldmatrix { .. } | Op::Store { .. } => continue,
+            Op::Assign { .. }
+            | Op::Ldmatrix { .. }
+            | Op::Store { .. }
+            | Op::GlobalScatterAdd { .. } => continue,
             Op::Mma { acc, .. } if cx.mma_family(acc) == MmaFamily::MmaSync => continue,
             Op::Mma { acc, .. } => format!(
                 "a {} MMA, which every warp of the warpgroup issues together",

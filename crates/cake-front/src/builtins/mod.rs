@@ -68,6 +68,7 @@ impl Interp<'_> {
             Sync => self.sync(a, sp),
             Mma => self.mma(a, sp),
             Store => self.store(a, sp),
+            ScatterAddGlobal => self.scatter_add_global(a, sp),
             Load => self.load(a, sp),
             Iota => self.iota(a, sp),
             Ldmatrix => self.ldmatrix(a, sp),

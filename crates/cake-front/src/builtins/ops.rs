@@ -118,6 +118,119 @@ impl Interp<'_> {
         Ok(Value::None)
     }
 
+    /// `lm.scatter_add(dst, value, index, coords, counts=None)`: row r of the 2-D register
+    /// value added (atomically) to row `coords[-2] + index[r]` of `dst`, `index` one i32 per row.
+    pub(super) fn scatter_add_global(&mut self, a: &[Slot], sp: Span) -> R<Value> {
+        let span_of = |i: usize| a[i].as_ref().map_or(sp, |x| x.1);
+        let dst = self.tensor_arg(&a[0], "the destination")?;
+        let coords = self.coords(&a[3], dst, "`coords`")?;
+        let counts = match &a[4] {
+            None | Some((Value::None, _)) => None,
+            Some(_) => Some(self.tensor_arg(&a[4], "`counts`")?),
+        };
+        let (v, vsp) = a[1].clone().expect("required");
+        let value = self.expr_of(v, vsp, None)?;
+        let (i, isp) = a[2].clone().expect("required");
+        let index = self.expr_of(i, isp, None)?;
+        let dname = self.k.params[dst].name.clone();
+        let rank = coords.len();
+        if rank < 2 {
+            return self.err(
+                &codes::SHAPE_MISMATCH,
+                span_of(0),
+                format!(
+                    "scatter_add adds rows into a tensor of 2 or more axes; `{dname}` has {rank}"
+                ),
+            );
+        }
+        let want = self.tensor_dtype(dst);
+        if want != DType::F32 {
+            return self.err(
+                &codes::DTYPE_MISMATCH,
+                span_of(0),
+                format!("scatter_add accumulates in f32; `{dname}` holds {want}"),
+            );
+        }
+        let rows = match self.k.exprs[value].ty.clone() {
+            Ty::Frag { dtype, shape, .. } => {
+                if dtype != want {
+                    let f = Finding::new(
+                        &codes::DTYPE_MISMATCH,
+                        vsp,
+                        format!("`{dname}` holds {want}, but the value is {dtype}"),
+                    )
+                    .expected(want)
+                    .actual(dtype)
+                    .help(format!("convert explicitly: lm.cast(value, lm.{want})"));
+                    return Err(self.report(f));
+                }
+                if shape.len() != 2 {
+                    let f = Finding::new(
+                        &codes::SHAPE_MISMATCH,
+                        vsp,
+                        format!("scatter_add adds the rows of a 2-D value; the value has shape {shape:?}"),
+                    )
+                    .expected(2)
+                    .actual(shape.len());
+                    return Err(self.report(f));
+                }
+                shape[0]
+            }
+            _ => {
+                return self.err(
+                    &codes::TYPE_MISMATCH,
+                    vsp,
+                    "scatter_add adds a register value (fragment)",
+                )
+            }
+        };
+        match self.k.exprs[index].ty.clone() {
+            Ty::Frag { dtype: DType::I32, shape, .. } if shape == [rows] => {}
+            Ty::Frag { dtype, shape, .. } => {
+                let f = Finding::new(
+                    &codes::SHAPE_MISMATCH,
+                    isp,
+                    format!("the index holds one i32 per row of the value; it is {shape:?} {dtype}"),
+                )
+                .expected(format!("[{rows}] i32"))
+                .actual(format!("{shape:?} {dtype}"));
+                return Err(self.report(f));
+            }
+            _ => {
+                return self.err(
+                    &codes::TYPE_MISMATCH,
+                    isp,
+                    "the index is a register value of one i32 per row, e.g. lm.load(IDS, coords=(b, n0), shape=(ROWS,), fill=-1)",
+                )
+            }
+        }
+        if let Some(c) = counts {
+            let cname = self.k.params[c].name.clone();
+            let (cd, crank) = (self.tensor_dtype(c), self.tensor_rank(c));
+            if cd != DType::I32 || crank + 1 != rank {
+                let f = Finding::new(
+                    &codes::SHAPE_MISMATCH,
+                    span_of(4),
+                    format!("`counts` holds one i32 per row of `{dname}`: `{cname}` is a {crank}-D {cd} tensor"),
+                )
+                .expected(format!("{}-D i32", rank - 1))
+                .actual(format!("{crank}-D {cd}"));
+                return Err(self.report(f));
+            }
+        }
+        self.emit_op(
+            Op::GlobalScatterAdd {
+                dst,
+                value,
+                index,
+                coords,
+                counts,
+            },
+            sp,
+        )?;
+        Ok(Value::None)
+    }
+
     /// `lm.load(src, coords, shape, fill=0)`
     pub(super) fn load(&mut self, a: &[Slot], sp: Span) -> R<Value> {
         let src = self.tensor_arg(&a[0], "the source")?;

@@ -616,6 +616,13 @@ impl Emitter<'_> {
                 self.smem_fill(dst, *value, sp)
             }
             Op::SmemStore { dst, value } => self.smem_store(dst, *value, sp),
+            Op::GlobalScatterAdd {
+                dst,
+                value,
+                index,
+                coords,
+                counts,
+            } => self.scatter_add_rows(*dst, *value, *index, coords, *counts, sp),
             Op::ScatterAdd {
                 dst,
                 src,

@@ -98,6 +98,8 @@ pub(crate) struct Emitter<'a> {
     pub(crate) needs_row_ops: bool,
     /// Whether a row-layout store converts to FP8 (sm_89 and later).
     pub(crate) needs_row_fp8: bool,
+    /// `lm.scatter_add` is used: the global atomic-add helpers.
+    pub(crate) needs_row_red: bool,
 }
 
 pub(crate) fn c_ident(name: &str) -> String {
@@ -245,6 +247,7 @@ impl<'a> Emitter<'a> {
             warp_branches: 0,
             needs_row_ops: false,
             needs_row_fp8: false,
+            needs_row_red: false,
         }
     }
 
@@ -394,6 +397,9 @@ impl<'a> Emitter<'a> {
         }
         if self.needs_row_fp8 {
             cuda.push_str(prelude::ROW_FP8);
+        }
+        if self.needs_row_red {
+            cuda.push_str(prelude::ROW_RED);
         }
         backend.prelude(&self, &mut cuda);
         let threads = self.k.block_threads();

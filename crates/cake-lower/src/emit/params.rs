@@ -236,6 +236,12 @@ impl Emitter<'_> {
             tensors,
             scalars,
             args,
+            zero: self
+                .k
+                .zeroed
+                .iter()
+                .map(|p| self.k.params[*p].name.clone())
+                .collect(),
         }
     }
 

@@ -583,6 +583,111 @@ impl Emitter<'_> {
         self.row_loads.clear();
     }
 
+    /// `lm.scatter_add(dst, value, index, coords, counts)` of a row-layout tile: each of the
+    /// thread's rows goes to destination row `coords[-2] + index[row]` (skipped outside `dst`),
+    /// its chunks added with `red.global.add` (two 16-byte adds per chunk where the chunk is
+    /// whole and aligned, one per element otherwise); the first thread of each row group adds 1
+    /// to the row's count.
+    pub(crate) fn scatter_add_rows(
+        &mut self,
+        dst: ParamId,
+        value: ExprId,
+        index: ExprId,
+        coords: &[ExprId],
+        counts: Option<ParamId>,
+        sp: Span,
+    ) {
+        let k = self.k;
+        let ParamKind::Tensor { dims, .. } = k.params[dst].kind.clone() else {
+            return;
+        };
+        self.precompute_reductions(value);
+        self.precompute_reductions(index);
+        let g = match legal::global_scatter_add(self.tile_of(value), &dims, coords) {
+            Ok(g) => g,
+            Err(m) => return self.unsupported(sp, m),
+        };
+        let tname = c_ident(&k.params[dst].name);
+        let rank = dims.len();
+        let (ra, ca) = (rank - 2, rank - 1);
+        let (rext, cext) = (self.extent_text(&dims[ra]), self.extent_text(&dims[ca]));
+        let texts: Vec<String> = coords.iter().map(|c| self.ix(*c)).collect();
+        let (r0, c0) = (texts[ra].clone(), texts[ca].clone());
+        self.needs_row_ops = true;
+        self.needs_row_red = true;
+        let header = format!(
+            "{{  // scatter_add {} <- row-layout value by index ({})",
+            k.params[dst].name,
+            self.loc(sp)
+        );
+        self.braced(&header, |e| {
+            if e.row_value_loads(index, g, false).is_none() {
+                return;
+            }
+            let at = e.elem(index, Site::RowVal(g));
+            let (row, _) = e.row_text(g);
+            e.line(&format!(
+                "int dest[{}];  // each row's destination row, -1 outside {}",
+                g.rpt, k.params[dst].name
+            ));
+            e.unrolled(&format!("for (int r = 0; r < {}; ++r) {{", g.rpt), |e| {
+                e.line(&format!("const int row = {row};"));
+                e.line(&format!("const int d = {r0} + ({at});"));
+                e.line(&format!("dest[r] = (d >= 0 && d < {rext}) ? d : -1;"));
+            });
+            let Some(loads) = e.row_value_loads(value, g, true) else {
+                return;
+            };
+            let v = e.elem(value, Site::Row(g));
+            let offset = e.tile_offset(&dims, &texts, ra, "dest[r]", &format!("{c0} + lc"));
+            // Every destination row starts 16-byte aligned when the first does and a row is a
+            // whole number of 16-byte units.
+            let first = e.tile_offset(&dims, &texts, ra, "0", &c0);
+            let whole = format!(
+                "{c0} + {} <= {cext} && ({cext}) % 4 == 0 && cake_aligned16({tname} + {first})",
+                g.cols
+            );
+            let ragged = if g.ragged() {
+                format!(" && lc < {}", g.cols)
+            } else {
+                String::new()
+            };
+            e.row_chunks(g, &loads, Some(Some(whole)), |e, batched| {
+                e.line(&format!("float out[{ROW_CHUNK}];"));
+                e.line("#pragma unroll");
+                e.line(&format!("for (int v = 0; v < {ROW_CHUNK}; ++v) out[v] = {v};"));
+                if batched {
+                    e.line(&format!(
+                        "if (dest[r] >= 0{ragged}) cake_red_add8v_f32({tname} + {offset}, out);"
+                    ));
+                } else {
+                    e.line(&format!(
+                        "if (dest[r] >= 0) cake_red_add8_f32({tname} + {offset}, out, min({cext} - ({c0} + lc), {} - lc));",
+                        g.cols
+                    ));
+                }
+            });
+            let Some(c) = counts else { return };
+            let ParamKind::Tensor { dims: cdims, .. } = k.params[c].kind.clone() else {
+                return;
+            };
+            let cname = c_ident(&k.params[c].name);
+            let crows = e.extent_text(&cdims[cdims.len() - 1]);
+            let mut at: Vec<String> = texts[..ca].to_vec();
+            at[ra] = "dest[r]".into();
+            let coffset = e.offset_of(&cdims, &at);
+            let t = e.role_thread();
+            e.braced(&format!("if ({t} % {} == 0) {{  // one count per row", g.t), |e| {
+                e.unrolled(&format!("for (int r = 0; r < {}; ++r) {{", g.rpt), |e| {
+                    e.line(&format!(
+                        "if (dest[r] >= 0 && dest[r] < {crows}) cake_red_add_i32({cname} + {coffset}, 1);"
+                    ));
+                });
+            });
+        });
+        self.row_loads.clear();
+    }
+
     /// A row reduction (sum, max or min) of a row-layout tile into `red<N>_v[rpt]`, every
     /// thread of a row group ending with the row's value.
     pub(crate) fn row_reduction(

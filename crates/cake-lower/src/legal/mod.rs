@@ -27,7 +27,9 @@ pub(crate) use expr::{
 };
 pub(crate) use layout::{FragLayout, RowGeom, Site, ROW_CHUNK};
 pub(crate) use ops::*;
-pub(crate) use rows::{role_reduces_across_warps, row_loads, row_reduction, row_store, RowLoad};
+pub(crate) use rows::{
+    global_scatter_add, role_reduces_across_warps, row_loads, row_reduction, row_store, RowLoad,
+};
 pub(crate) use walk::Checker;
 
 use crate::mma::MmaBackend;

@@ -154,6 +154,24 @@ pub(crate) fn row_store(
     Ok(inner)
 }
 
+/// `lm.scatter_add` of a row-layout tile into rows of a tensor (its two innermost axes, one
+/// coordinate per axis): the tile's geometry, which the per-row index is read in too.
+pub(crate) fn global_scatter_add(
+    layout: Option<FragLayout>,
+    dims: &[Extent],
+    coords: &[ExprId],
+) -> Result<RowGeom, String> {
+    match layout {
+        Some(FragLayout::RowTile(g)) if dims.len() >= 2 && coords.len() == dims.len() => Ok(g),
+        Some(FragLayout::RowTile(_)) => Err(
+            "lm.scatter_add adds rows into the two innermost axes of a tensor, with one coordinate per axis".into(),
+        ),
+        _ => Err(
+            "lm.scatter_add is lowered for row-layout tiles: a fragment declared with rows= (or a value computed from one)".into(),
+        ),
+    }
+}
+
 /// A row reduction of a row-layout tile: sum, max or min of float values, without the column.
 pub(crate) fn row_reduction(
     k: &Kernel,

@@ -10,7 +10,7 @@ use super::expr::{
 };
 use super::layout::{FragLayout, RowGeom, Site};
 use super::ops::*;
-use super::rows::{row_loads, row_reduction, row_store};
+use super::rows::{global_scatter_add, row_loads, row_reduction, row_store};
 use super::Plan;
 use crate::mma::{MmaBackend, MmaCall};
 use crate::Unsupported;
@@ -497,6 +497,29 @@ impl<'a> Checker<'a> {
                 transposed,
             } => self.store(*dst, *value, coords, *transposed, sp),
             Op::Assign { dst, value } => self.assign(*dst, *value, sp),
+            Op::GlobalScatterAdd {
+                dst,
+                value,
+                index,
+                coords,
+                ..
+            } => {
+                let ParamKind::Tensor { dims, .. } = &k.params[*dst].kind else {
+                    return;
+                };
+                self.precompute_reductions(*value);
+                self.precompute_reductions(*index);
+                match global_scatter_add(self.tile_of(*value), dims, coords) {
+                    Err(m) => self.unsupported(sp, m),
+                    Ok(g) => {
+                        for c in coords {
+                            self.ix(*c);
+                        }
+                        self.row_value(*value, g, true);
+                        self.row_value(*index, g, false);
+                    }
+                }
+            }
             Op::SmemStore { dst, value } if k.const_number(*value).is_some() => {
                 match replica_threads(k, role, issue_only, "view.store of a constant")
                     .and_then(|_| smem_fill(k, dst, *value))
