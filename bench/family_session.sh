@@ -9,12 +9,15 @@
 # then on the GPU host (carry dist, .carry, and .whl for pure-Python baselines):
 #   bench/family_session.sh
 # Settings: CANDIDATES (the candidates family file), REP (representative shapes), HELD (held-out
-# shapes), SEED (draws; the held-out stream of the same seed never chose anything).
+# shapes), SEED (draws; the held-out stream of the same seed never chose anything), REP_TIMEOUT
+# and JUDGE_TIMEOUT (seconds for the representative measurement and for each judging shard).
 set -u
 CANDIDATES=${CANDIDATES:-kernels/gemm/gemm.candidates.family.toml}
 REP=${REP:-120}
 HELD=${HELD:-100}
 SEED=${SEED:-1}
+REP_TIMEOUT=${REP_TIMEOUT:-240}
+JUDGE_TIMEOUT=${JUDGE_TIMEOUT:-150}
 CHOSEN=${CANDIDATES%.candidates.family.toml}.family.toml
 if [ "${1:-}" = "--prebuild" ]; then
     CAKE=${CAKE:-target/release/cake}
@@ -32,7 +35,7 @@ export CAKE_CACHE_DIR=$PWD/.carry/cache
 R=/tmp/family-session; rm -rf "$R"; mkdir -p "$R"
 cp "$OUT/gpu.txt" "$OUT/commit.txt" "$R/"
 echo "== representative ($REP) every route"
-timeout 240 "$CAKE" family measure "$CANDIDATES" --shard representative --n "$REP" --seed "$SEED" \
+timeout "$REP_TIMEOUT" "$CAKE" family measure "$CANDIDATES" --shard representative --n "$REP" --seed "$SEED" \
     --every-route --warmup 5 --samples 20 --out "$R/1-representative" 2> "$R/1-representative.log" | sed -n 1,12p
 "$CAKE" family choose "$CANDIDATES" "$R/1-representative/measurement.json" > "$CHOSEN"
 cp "$CHOSEN" "$R/"
@@ -40,7 +43,7 @@ grep -v "^#" "$CHOSEN" | grep "name\|when"
 for shard in "held_out $HELD 2" "boundary 30 3"; do
     set -- $shard
     echo "== $1 ($2) through dispatch"
-    timeout 150 "$CAKE" family measure "$CHOSEN" --shard "$1" --n "$2" --seed "$SEED" --warmup 5 \
+    timeout "$JUDGE_TIMEOUT" "$CAKE" family measure "$CHOSEN" --shard "$1" --n "$2" --seed "$SEED" --warmup 5 \
         --samples 30 --out "$R/$3-$1" 2> "$R/$3-$1.log" | sed -n 2,10p
 done
 tar czf "$OUT/family-session.tgz" -C "$R" .
