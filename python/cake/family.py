@@ -59,7 +59,8 @@ class Family:
             self._binders.append(at)
         self.routes: list[dict] = doc["routes"]
         self._guards = [
-            [(self.dims.index(d), g.get("min"), g.get("max"), g.get("in")) for d, g in r["when"].items()]
+            [(self.dims.index(d), g.get("min"), g.get("max"), g.get("in"), g.get("multiple_of") or 1)
+             for d, g in r["when"].items()]
             for r in self.routes
         ]
         self._fallback_ref: str = doc["fallback"]
@@ -96,7 +97,8 @@ class Family:
             return None
         for r, guard in zip(self.routes, self._guards):
             if all((lo is None or dims[i] >= lo) and (hi is None or dims[i] <= hi)
-                   and (vals is None or dims[i] in vals) for i, lo, hi, vals in guard):
+                   and (vals is None or dims[i] in vals) and dims[i] % m == 0
+                   for i, lo, hi, vals, m in guard):
                 return r["name"]
         return None
 

@@ -573,11 +573,13 @@ pub enum Op {
         barrier: BarrierId,
         multicast: u32,
     },
-    /// Bulk tensor copy shared → global.
+    /// Bulk tensor copy shared → global. `add`: the tile is added to the tensor's elements
+    /// (`cp.reduce.async.bulk.tensor ... .add`, at L2) instead of overwriting them.
     TmaStore {
         dst: ParamId,
         src: ViewRef,
         coords: Vec<ExprId>,
+        add: bool,
     },
     /// Per-thread asynchronous copy global → shared (sm_80+), completing on `barrier`.
     CpAsync {

@@ -273,11 +273,17 @@ impl Printer<'_> {
                     mc
                 )
             }
-            Op::TmaStore { dst, src, coords } => {
+            Op::TmaStore {
+                dst,
+                src,
+                coords,
+                add,
+            } => {
                 format!(
-                    "tma_store {}[{}] <- {}",
+                    "tma_store {}[{}] {} {}",
                     param(dst),
                     self.coords(coords),
+                    if *add { "+=" } else { "<-" },
                     self.view_ref(src)
                 )
             }

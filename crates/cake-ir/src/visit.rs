@@ -237,9 +237,17 @@ impl Op {
                 e.exprs.extend(coords);
                 e.barriers.push((*barrier, BarrierUse::CpAsync));
             }
-            Op::TmaStore { dst, src, coords } => {
+            Op::TmaStore {
+                dst,
+                src,
+                coords,
+                add,
+            } => {
                 e.smem_read(src);
                 e.global_writes.push(*dst);
+                if *add {
+                    e.global_reads.push(*dst);
+                }
                 e.exprs.extend(coords);
             }
             Op::Ldmatrix { dst, src } => {

@@ -431,12 +431,25 @@ pub fn tma_load_fn(rank: usize, multicast: bool) -> String {
     )
 }
 
-pub fn tma_store_fn(rank: usize) -> String {
+/// `add`: `cake_tma_store_add_<rank>d`, which adds the tile into the tensor's elements at L2
+/// (`cp.reduce.async.bulk.tensor ... .add`; the element type comes from the tensor map).
+pub fn tma_store_fn(rank: usize, add: bool) -> String {
     let params: Vec<String> = (0..rank).map(|i| format!("int c{i}")).collect();
     let operands: Vec<String> = (0..rank).map(|i| format!("%{}", i + 2)).collect();
     let inputs: Vec<String> = (0..rank).map(|i| format!(", \"r\"(c{i})")).collect();
+    let (name, op) = if add {
+        (
+            "store_add",
+            format!("cp.reduce.async.bulk.tensor.{rank}d.global.shared::cta.add.tile"),
+        )
+    } else {
+        (
+            "store",
+            format!("cp.async.bulk.tensor.{rank}d.global.shared::cta"),
+        )
+    };
     format!(
-        "static __device__ __forceinline__ void cake_tma_store_{rank}d(const CakeTensorMap* map, uint32_t src, {}) {{\n  asm volatile(\"cp.async.bulk.tensor.{rank}d.global.shared::cta.bulk_group [%0, {{{}}}], [%1];\"\n               :: \"l\"(map), \"r\"(src){} : \"memory\");\n}}\n",
+        "static __device__ __forceinline__ void cake_tma_{name}_{rank}d(const CakeTensorMap* map, uint32_t src, {}) {{\n  asm volatile(\"{op}.bulk_group [%0, {{{}}}], [%1];\"\n               :: \"l\"(map), \"r\"(src){} : \"memory\");\n}}\n",
         params.join(", "),
         operands.join(", "),
         inputs.concat()

@@ -260,7 +260,12 @@ fn store_of<'a>(k: &Kernel, site: &'a OpSite) -> Option<(ParamId, StoreSite<'a>)
             }
             (*dst, coords, shape)
         }
-        Op::TmaStore { dst, src, coords } => {
+        // A store that adds into the tensor (adds commute: tiles may overlap) is not a write of
+        // the tile's elements; like `lm.scatter_add`, it leaves coverage to `zero=`.
+        Op::TmaStore { add: true, .. } => return None,
+        Op::TmaStore {
+            dst, src, coords, ..
+        } => {
             let mut shape = k.views[src.view].shape.clone();
             if let (Some((_, n)), Some(first)) = (src.rows, shape.first_mut()) {
                 *first = n;

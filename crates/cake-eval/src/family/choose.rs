@@ -382,6 +382,9 @@ fn range_text(r: &Range) -> String {
         let vs: Vec<String> = v.iter().map(ToString::to_string).collect();
         parts.push(format!("in = [{}]", vs.join(", ")));
     }
+    if let Some(m) = r.multiple_of {
+        parts.push(format!("multiple_of = {m}"));
+    }
     format!("{{ {} }}", parts.join(", "))
 }
 

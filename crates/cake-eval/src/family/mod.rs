@@ -64,6 +64,9 @@ pub struct Range {
     pub max: Option<i64>,
     #[serde(rename = "in", skip_serializing_if = "Option::is_none")]
     pub values: Option<Vec<i64>>,
+    /// The value must be a multiple of this (a schedule whose copies need aligned rows).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub multiple_of: Option<i64>,
 }
 
 impl Range {
@@ -71,6 +74,7 @@ impl Range {
         self.min.is_none_or(|m| v >= m)
             && self.max.is_none_or(|m| v <= m)
             && self.values.as_ref().is_none_or(|s| s.contains(&v))
+            && self.multiple_of.is_none_or(|m| m > 0 && v % m == 0)
     }
 }
 
@@ -209,6 +213,15 @@ impl Family {
                     );
                     continue;
                 };
+                if range.multiple_of.is_some_and(|m| m <= 0) {
+                    push(
+                        &format!("when.{d}.multiple_of"),
+                        "when",
+                        "`multiple_of` must be a positive integer".into(),
+                        None,
+                    );
+                    continue;
+                }
                 let empty = match (range.min, range.max) {
                     (Some(a), Some(b)) => a > b,
                     _ => false,
@@ -329,7 +342,8 @@ impl Family {
     /// Every region of the domain, one point each: the domain's edges and the guards' edges on
     /// both sides, snapped to values the domain admits. Guards are ranges and value sets, so
     /// between two consecutive edges every shape goes the same way, and these points decide
-    /// coverage exactly.
+    /// coverage exactly; a guard's `multiple_of` adds, next to each edge, a multiple and a
+    /// value that is not one.
     pub fn edge_points(&self) -> Result<Vec<Shape>, String> {
         let mut axes: Vec<(String, Vec<i64>)> = Vec::new();
         for dim in &self.contract.dims {
@@ -342,6 +356,19 @@ impl Family {
                     for v in g.values.iter().flatten() {
                         cuts.extend([v.saturating_sub(1), *v, v.saturating_add(1)]);
                     }
+                }
+            }
+            let steps: Vec<i64> = self
+                .routes
+                .iter()
+                .filter_map(|r| r.when.get(&dim.name).and_then(|g| g.multiple_of))
+                .filter(|m| *m > 1)
+                .collect();
+            for m in steps {
+                let at: Vec<i64> = cuts.clone();
+                for v in at {
+                    let up = v.div_euclid(m).saturating_add(1).saturating_mul(m);
+                    cuts.extend([up, up.saturating_add(1)]);
                 }
             }
             let mut vals: Vec<i64> = cuts.into_iter().filter_map(|v| snap(dim, v)).collect();

@@ -388,16 +388,43 @@ impl Interp<'_> {
         Ok(Value::None)
     }
 
-    /// `view.tma_store(dst, coords)`
+    /// `view.tma_store(dst, coords, reduce=None)`; `reduce="add"` adds the tile into the tensor.
     pub(super) fn tma_store(&mut self, v: ViewRef, a: &[Slot], sp: Span) -> R<Value> {
         let dst = self.tensor_arg(&a[0], "the destination")?;
         let coords = self.coords(&a[1], dst, "`coords`")?;
         self.check_view_tensor(&v, dst, sp)?;
+        let add = match a.get(2).cloned().flatten() {
+            None | Some((Value::None, _)) => false,
+            Some((Value::Str(s), _)) if s == "add" => true,
+            Some((other, s)) => {
+                let shown = match &other {
+                    Value::Str(x) => format!("\"{x}\""),
+                    o => o.kind_name().to_string(),
+                };
+                return self.err(
+                    &codes::INVALID_VALUE,
+                    s,
+                    format!("`reduce` is \"add\" (the tile is added into the tensor) or None; found {shown}"),
+                );
+            }
+        };
+        if add {
+            let dtype = self.tensor_dtype(dst);
+            if !matches!(dtype, DType::F32 | DType::F16 | DType::BF16 | DType::I32) {
+                let name = self.k.params[dst].name.clone();
+                return self.err(
+                    &codes::DTYPE_MISMATCH,
+                    sp,
+                    format!("a TMA store with reduce=\"add\" adds f32, f16, bf16 or i32 elements; `{name}` holds {dtype}"),
+                );
+            }
+        }
         self.emit_op(
             Op::TmaStore {
                 dst,
                 src: v,
                 coords,
+                add,
             },
             sp,
         )?;

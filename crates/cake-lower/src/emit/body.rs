@@ -635,7 +635,12 @@ impl Emitter<'_> {
             Op::FenceProxyAsync => {
                 self.line(&format!("cake_fence_proxy_async();  // ({})", self.loc(sp)))
             }
-            Op::TmaStore { dst, src, coords } => self.tma_store(*dst, src, coords, sp),
+            Op::TmaStore {
+                dst,
+                src,
+                coords,
+                add,
+            } => self.tma_store(*dst, src, coords, *add, sp),
             // Operations only some families have an instruction for.
             Op::CpAsync { .. }
             | Op::Ldmatrix { .. }

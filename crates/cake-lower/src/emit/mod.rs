@@ -61,7 +61,8 @@ pub(crate) struct Emitter<'a> {
     pub(crate) needs_ex2: bool,
     /// Accumulator writes emitted while another wgmma group was in flight (`Lowered`).
     pub(crate) in_flight_writes: Vec<crate::InFlightWrite>,
-    pub(crate) tma_store_ranks: BTreeSet<usize>,
+    /// TMA stores other than the plain 2-D one: (rank, adds into the tensor).
+    pub(crate) tma_store_ranks: BTreeSet<(usize, bool)>,
     /// TMA loads of rank 4 or 5 (ranks 2 and 3 are always in the prelude), and whether
     /// multicast.
     pub(crate) tma_load_ranks: BTreeSet<(usize, bool)>,
@@ -372,8 +373,8 @@ impl<'a> Emitter<'a> {
         if self.clustered() {
             cuda.push_str(prelude::CLUSTER);
         }
-        for rank in &self.tma_store_ranks {
-            cuda.push_str(&prelude::tma_store_fn(*rank));
+        for (rank, add) in &self.tma_store_ranks {
+            cuda.push_str(&prelude::tma_store_fn(*rank, *add));
         }
         for (rank, multicast) in &self.tma_load_ranks {
             cuda.push_str(&prelude::tma_load_fn(*rank, *multicast));

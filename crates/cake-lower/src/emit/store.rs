@@ -514,7 +514,14 @@ impl Emitter<'_> {
 
     /// `view.tma_store(tensor, coords)`: every thread of the replica has written and fenced; one
     /// thread issues one bulk store per swizzle panel and commits them as a group.
-    pub(crate) fn tma_store(&mut self, dst: ParamId, src: &ViewRef, coords: &[ExprId], sp: Span) {
+    pub(crate) fn tma_store(
+        &mut self,
+        dst: ParamId,
+        src: &ViewRef,
+        coords: &[ExprId],
+        add: bool,
+        sp: Span,
+    ) {
         let k = self.k;
         let view = k.views[src.view].clone();
         let rank = self.rank(dst);
@@ -541,14 +548,16 @@ impl Emitter<'_> {
         // Innermost first, as the tensor map orders them.
         let mut c: Vec<String> = coords.iter().map(|e| self.ix(*e)).collect();
         c.reverse();
-        if rank != 2 {
-            self.tma_store_ranks.insert(rank);
+        if rank != 2 || add {
+            self.tma_store_ranks.insert((rank, add));
         }
+        let store = if add { "store_add" } else { "store" };
         let panel_bytes =
             view.shape[0] as u64 * view.panel_cols() as u64 * view.dtype.bytes() as u64;
         self.line(&format!(
-            "// tma_store {} -> {} ({})",
+            "// tma_store {} {} {} ({})",
             view.name,
+            if add { "+=>" } else { "->" },
             k.params[dst].name,
             self.loc(sp)
         ));
@@ -565,7 +574,7 @@ impl Emitter<'_> {
                     cc[0] = format!("{} + {}", c[0], p * view.panel_cols());
                 }
                 e.line(&format!(
-                    "cake_tma_store_{rank}d(&{tmap}, {addr}, {});",
+                    "cake_tma_{store}_{rank}d(&{tmap}, {addr}, {});",
                     cc.join(", ")
                 ));
             }

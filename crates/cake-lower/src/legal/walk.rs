@@ -578,7 +578,9 @@ impl<'a> Checker<'a> {
                     self.unsupported(sp, m);
                 }
             }
-            Op::TmaStore { dst, src, coords } => match tma_store(k, *dst, src) {
+            Op::TmaStore {
+                dst, src, coords, ..
+            } => match tma_store(k, *dst, src) {
                 Err(m) => self.unsupported(sp, m),
                 Ok(()) => {
                     self.view_base(src);
