@@ -35,7 +35,9 @@ from cake import lm
 
 BN = 192        # rows of X per tile (three consumer warpgroups × 64: wgmma M is 64)
 BC = 128        # centroids per pipeline stage
-D = 128         # feature dimension, fixed
+D = 128         # feature dimension (specialised per shape by assign_d.contract.toml)
+DP = (D + 63) // 64 * 64   # D padded to whole 64-column panels: TMA fills the padding with zeros,
+                           # which add nothing to x·c (a 96-wide row is not a whole number of panels)
 STAGES = 5      # x 48 KiB + 5 × 32 KiB of centroids = 208 KiB of shared memory
 
 
@@ -51,8 +53,8 @@ def kmeans_assign(X: lm.tensor[lm.bf16, "B", "N", D],
                   IDS: lm.tensor[lm.i32, "B", "N"]):
     pool = lm.smem()
     # 256 B rows with 128B swizzle: stored as two 64-column panels, the layout TMA writes.
-    sX = pool.view(shape=(BN, D), dtype=lm.bf16, swizzle=128)
-    sC = pool.view(shape=(BC, D), dtype=lm.bf16, stages=STAGES, swizzle=128)
+    sX = pool.view(shape=(BN, DP), dtype=lm.bf16, swizzle=128)
+    sC = pool.view(shape=(BC, DP), dtype=lm.bf16, stages=STAGES, swizzle=128)
 
     # 512 threads: 128 × 56 + 384 × 152 = 65536 registers.
     load = lm.role(warpgroup=0, regs=56)

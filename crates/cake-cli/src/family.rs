@@ -214,7 +214,14 @@ pub fn cmd_measure(a: MeasureArgs) -> ExitCode {
     }
     let mut sup = Supervisor::new(WorkerCommand::from_env());
     sup.verbose = a.verbose;
-    let result = measure::measure(&f, &o, &mut sup, &mut progress);
+    // The measurement so far, after every run: a time limit that stops this process leaves
+    // the shapes already timed (the report and choose read a partial measurement alike).
+    let partial = out.join("measurement.json");
+    let mut checkpoint = |m: &measure::Measurement| {
+        let json = serde_json::to_string_pretty(m).expect("JSON") + "\n";
+        let _ = crate::output::write_atomically(&partial, &json);
+    };
+    let result = measure::measure(&f, &o, &mut sup, &mut progress, &mut checkpoint);
     sup.shutdown();
     let m = match result {
         Ok(m) => m,

@@ -675,7 +675,16 @@ fn a_family_is_measured_through_dispatch_against_its_baseline() {
     let f = rows_family("family-identity", "baseline");
     let mut sup = supervisor();
     let mut lines = Vec::new();
-    let m = measure(&f, &o, &mut sup, &mut |l: &str| lines.push(l.to_string())).unwrap();
+    // Timed shapes in each partial measurement handed out between runs.
+    let mut partial: Vec<usize> = Vec::new();
+    let m = measure(
+        &f,
+        &o,
+        &mut sup,
+        &mut |l: &str| lines.push(l.to_string()),
+        &mut |m| partial.push(m.shapes.iter().filter(|s| !s.timed.is_empty()).count()),
+    )
+    .unwrap();
     sup.shutdown();
     assert_eq!(m.shapes.len(), 10);
     assert_eq!(m.baseline, "base");
@@ -708,11 +717,16 @@ fn a_family_is_measured_through_dispatch_against_its_baseline() {
         .map(|s| s.shape["H"])
         .collect();
     assert_eq!(runs, builds.len(), "{lines:?}");
+    // A partial measurement after every run but the last, each holding more timed shapes, all
+    // fewer than the whole (the fallback's shapes are there from the start, by identity).
+    assert_eq!(partial.len(), runs - 1, "{partial:?}");
+    assert!(partial.windows(2).all(|w| w[0] < w[1]), "{partial:?}");
+    assert!(partial.iter().all(|n| *n < 10), "{partial:?}");
 
     // Another fallback is timed as a Python candidate, in turn with the baseline.
     let f = rows_family("family-python", "oracle");
     let mut sup = supervisor();
-    let m = measure(&f, &o, &mut sup, &mut |_: &str| {}).unwrap();
+    let m = measure(&f, &o, &mut sup, &mut |_: &str| {}, &mut |_| {}).unwrap();
     sup.shutdown();
     let fb = m.shapes.iter().find(|s| s.route == "fallback").unwrap();
     let o = fb.dispatched().unwrap();

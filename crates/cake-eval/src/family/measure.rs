@@ -137,8 +137,13 @@ struct Job {
     shapes: Vec<usize>,
 }
 
+/// The most shapes one run times: a measurement cut short (a time limit) loses at most this
+/// many, the rest being in the partial measurement already written.
+const JOB_SHAPES: usize = 12;
+
 /// The runs a measurement makes: per route (and the fallback, in dispatch mode), one per build
-/// (specialization) of the shapes it times, so one build that fails costs only its shapes.
+/// (specialization) of the shapes it times, so one build that fails costs only its shapes, in
+/// runs of at most [`JOB_SHAPES`] shapes.
 fn plan(f: &Family, shapes: &[Shape], mode: Mode, baseline: &str) -> Vec<Job> {
     let mut jobs = Vec::new();
     for (i, r) in f.routes.iter().enumerate() {
@@ -155,24 +160,26 @@ fn plan(f: &Family, shapes: &[Shape], mode: Mode, baseline: &str) -> Vec<Job> {
             }
         }
         for (_, ks) in groups {
-            jobs.push(Job {
-                callable: r.name.clone(),
-                contract: contract.clone(),
-                python: None,
-                shapes: ks,
-            });
+            for chunk in ks.chunks(JOB_SHAPES) {
+                jobs.push(Job {
+                    callable: r.name.clone(),
+                    contract: contract.clone(),
+                    python: None,
+                    shapes: chunk.to_vec(),
+                });
+            }
         }
     }
     if mode == Mode::Dispatch && !fallback_is_baseline(f, baseline) {
         let ks: Vec<usize> = (0..shapes.len())
             .filter(|k| f.route_of(&shapes[*k]).is_none())
             .collect();
-        if !ks.is_empty() {
+        for chunk in ks.chunks(JOB_SHAPES) {
             jobs.push(Job {
                 callable: "fallback".into(),
                 contract: f.contract.clone(),
                 python: Some(f.fallback.clone()),
-                shapes: ks,
+                shapes: chunk.to_vec(),
             });
         }
     }
@@ -282,12 +289,15 @@ pub fn prebuild(
 
 /// Time the family over the shard (see the module docs). A run that cannot judge (the worker,
 /// the contract or a usage mistake) stops the measurement; a route that fails to build, load,
-/// run or match the oracle is recorded at its shapes and the measurement goes on.
+/// run or match the oracle is recorded at its shapes and the measurement goes on. After each
+/// run, `checkpoint` gets the measurement so far (shapes not yet timed have no outcomes), so a
+/// caller can keep it if the process is stopped.
 pub fn measure(
     f: &Family,
     o: &MeasureOptions,
     sup: &mut Supervisor,
     progress: Progress,
+    checkpoint: &mut dyn FnMut(&Measurement),
 ) -> Result<Measurement, RunError> {
     let baseline = baseline_of(f, o)?;
     let drawn = shapes_of(f, o);
@@ -351,8 +361,21 @@ pub fn measure(
         for (k, outcome) in job.shapes.iter().zip(outcomes) {
             results[*k].timed.insert(job.callable.clone(), outcome);
         }
+        if j + 1 < jobs.len() {
+            checkpoint(&snapshot(f, o, &baseline, &environment, &results));
+        }
     }
-    Ok(Measurement {
+    Ok(snapshot(f, o, &baseline, &environment, &results))
+}
+
+fn snapshot(
+    f: &Family,
+    o: &MeasureOptions,
+    baseline: &str,
+    environment: &Value,
+    results: &[ShapeResult],
+) -> Measurement {
+    Measurement {
         schema: SCHEMA.into(),
         family: f.name.clone(),
         contract: f.contract.name.clone(),
@@ -360,13 +383,13 @@ pub fn measure(
         seed: o.seed,
         n: o.n,
         mode: o.mode,
-        baseline,
+        baseline: baseline.to_string(),
         created: crate::evidence::rfc3339(
             std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs()),
         ),
-        environment,
-        shapes: results,
-    })
+        environment: environment.clone(),
+        shapes: results.to_vec(),
+    }
 }

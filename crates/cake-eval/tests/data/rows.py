@@ -6,6 +6,7 @@ from cake import lm
 
 BM = 64         # rows of X per tile: one warpgroup, wgmma M
 H = 64          # the hidden size: fixed per build; the contract builds one kernel per value
+HP = (H + 63) // 64 * 64   # whole 64-column panels of the 128B swizzle; TMA zero-fills the rest
 
 
 @cake.schedule(targets=["sm_90a"])
@@ -13,8 +14,8 @@ def rows(X: lm.tensor[lm.bf16, "R", H],
          W: lm.tensor[lm.bf16, 64, H],
          Y: lm.tensor[lm.f32, "R", 64]):
     pool = lm.smem()
-    sX = pool.view(shape=(BM, H), dtype=lm.bf16, swizzle=128)
-    sW = pool.view(shape=(64, H), dtype=lm.bf16, swizzle=128)
+    sX = pool.view(shape=(BM, HP), dtype=lm.bf16, swizzle=128)
+    sW = pool.view(shape=(64, HP), dtype=lm.bf16, swizzle=128)
 
     math = lm.role(warpgroup=0)
     loaded = lm.barrier(producers=[math], consumers=[math])

@@ -226,6 +226,33 @@ impl Interp<'_> {
             stages,
             swizzle: swizzle as u32,
         };
+        // A swizzled row wider than the span is stored as whole panels of span width: a last
+        // panel only partly filled would leave the copies into it (a TMA box of a whole panel)
+        // writing past the view, and their byte counts wrong.
+        let (cols, panel) = (view.shape.last().copied().unwrap_or(1), view.panel_cols());
+        if view.panels() > 1 && cols % panel != 0 {
+            let s = a[3].as_ref().map_or(sp, |x| x.1);
+            let narrower: Vec<String> = [64u32, 32]
+                .into_iter()
+                .filter(|w| *w < swizzle as u32 && cols % (w / dtype.bytes()).max(1) == 0)
+                .map(|w| format!("swizzle={w}"))
+                .collect();
+            let f = Finding::new(
+                &codes::INVALID_VALUE,
+                s,
+                format!(
+                    "with swizzle={swizzle} a row of {cols} {dtype} is stored as panels of {panel} columns, and {cols} is not a whole number of panels"
+                ),
+            )
+            .expected(format!("a multiple of {panel} columns"))
+            .actual(cols)
+            .help(if narrower.is_empty() {
+                format!("make the row a multiple of {panel} columns")
+            } else {
+                format!("use {} (narrower panels), or make the row a multiple of {panel} columns", narrower.join(" or "))
+            });
+            return Err(self.report(f));
+        }
         // Placement and the generated code compute offsets from the size: it must not wrap,
         // and must fit the 32-bit `int` offsets of the generated code.
         if view
