@@ -345,12 +345,10 @@ fn build_kernel(it: &mut Interp<'_>, def: &ast::StmtFunctionDef) -> R<()> {
         .iter()
         .find(|d| is_schedule_decorator(d))
         .expect("filtered by caller");
-    let deco = decorator(it, deco);
+    let (deco, zero) = decorator(it, deco);
     let params_ok = params(it, def).is_ok();
-    let deco_ok = match deco {
-        Ok(zero) => !params_ok || zeroed(it, &zero).is_ok(),
-        Err(_) => false,
-    };
+    let zero_ok = !params_ok || zeroed(it, &zero).is_ok();
+    let deco_ok = deco.is_ok() && zero_ok;
     let body_ok = it.exec_block(&def.body).is_ok();
     it.finish_body();
     if !it.has_tile_loop() && body_ok {
@@ -419,9 +417,19 @@ fn zeroed(it: &mut Interp<'_>, names: &[(String, Span)]) -> R<()> {
     }
 }
 
-/// The decorator's settings into the kernel; returns `zero=`'s names, resolved once the
-/// parameters are known.
-fn decorator(it: &mut Interp<'_>, d: &ast::Decorator) -> R<Vec<(String, Span)>> {
+/// The decorator's settings into the kernel, and `zero=`'s names (resolved once the parameters
+/// are known, whatever else failed, so that every finding is reported in one run).
+fn decorator(it: &mut Interp<'_>, d: &ast::Decorator) -> (R<()>, Vec<(String, Span)>) {
+    let mut zero: Vec<(String, Span)> = Vec::new();
+    let r = decorator_settings(it, d, &mut zero);
+    (r, zero)
+}
+
+fn decorator_settings(
+    it: &mut Interp<'_>,
+    d: &ast::Decorator,
+    zero: &mut Vec<(String, Span)>,
+) -> R<()> {
     let ast::Expr::Call(call) = &d.expression else {
         return it.err(
             &codes::BAD_ARGUMENTS,
@@ -450,7 +458,6 @@ fn decorator(it: &mut Interp<'_>, d: &ast::Decorator) -> R<Vec<(String, Span)>> 
     let keywords: Vec<&str> = params.iter().map(|p| p.name).collect();
     let mut saw_targets = false;
     let mut failed = false;
-    let mut zero: Vec<(String, Span)> = Vec::new();
     for kw in call.arguments.keywords.iter() {
         let Some(name) = &kw.arg else {
             failed = true;
@@ -607,7 +614,7 @@ fn decorator(it: &mut Interp<'_>, d: &ast::Decorator) -> R<Vec<(String, Span)>> 
     if failed {
         Err(Reported)
     } else {
-        Ok(zero)
+        Ok(())
     }
 }
 
