@@ -607,6 +607,27 @@ def test_fake_driver_launch_path(fake_libcuda, tmp_path):
     assert "stream=0xdef" in launches[2]
 
 
+def test_fake_driver_zeroes_before_the_kernel(fake_libcuda, tmp_path):
+    # launch.json's `zero` (@cake.schedule(zero=[...])): one memset over the tensor's bytes, on
+    # the launch's stream and in its context, before every launch; none for an empty tensor.
+    meta = golden_gemm()
+    meta["zero"] = ["C"]
+    out, calls = fake_launch(fake_libcuda, tmp_path, meta, nparams=0)
+    assert "cuda_error" not in out, out
+    sets = [i for i, c in enumerate(calls) if c.startswith("cuMemsetD8Async")]
+    launches = [i for i, c in enumerate(calls) if c.startswith("cuLaunchKernelEx")]
+    assert len(sets) == len(launches) == 3
+    assert all(s < l for s, l in zip(sets, launches)) and sets[1] > launches[0]
+    assert calls[sets[0]] == "cuMemsetD8Async ctx=0xc0000 ptr=0xc00000000 value=0 bytes=2000000 stream=0xabc"
+    assert calls[sets[2]].startswith("cuMemsetD8Async ctx=0xc0001") and calls[sets[2]].endswith("stream=0xdef")
+    # A tensor the kernel only reads cannot be zeroed: the metadata is refused before any call.
+    meta["zero"] = ["A"]
+    (tmp_path / "ro").mkdir()
+    path = write_kernel(tmp_path / "ro", meta)
+    with pytest.raises(Exception, match="tensor `A` is zeroed but the kernel does not write it"):
+        cake.load_kernel(str(path))
+
+
 def test_fake_driver_cluster_launch(fake_libcuda, tmp_path):
     meta = golden_gemm()
     meta["cluster"] = [2, 1, 1]

@@ -514,3 +514,61 @@ fn the_sampler_keeps_to_the_limits() {
     }
     assert_eq!(free, sample(&fam.contract, Shard::HeldOut, 100, 4));
 }
+
+/// `multiple_of` in a guard (a schedule whose copies need aligned rows): shapes off the multiple
+/// go on to the next route, and validation finds both kinds of region next to every edge.
+#[test]
+fn a_guard_may_ask_for_a_multiple_and_the_rest_goes_on() {
+    let path = write(
+        "aligned.family.toml",
+        r#"
+name = "aligned"
+contract = "ROWS/rmsnorm.contract.toml"
+[[route]]
+name = "aligned-rows"
+when = { R = { multiple_of = 4 } }
+[[route]]
+name = "narrow"
+when = { H = { max = 4096 } }
+[fallback]
+python = "ROWS/contract.py:rms_norm_into"
+"#,
+    );
+    let fam = Family::load(&path).unwrap();
+    let shape = |r: i64, h: i64| {
+        let mut s = cake_eval::contract::Shape::new();
+        s.insert("R".into(), r);
+        s.insert("H".into(), h);
+        s
+    };
+    assert_eq!(fam.route_of(&shape(8, 8192)), Some(0));
+    assert_eq!(fam.route_of(&shape(7, 1024)), Some(1));
+    assert_eq!(fam.route_of(&shape(7, 8192)), None);
+    let v = fam.validate().unwrap();
+    assert!(v.unreachable.is_empty(), "{v:?}");
+    assert!(v.by_route[0] > 0 && v.by_route[1] > 0, "{v:?}");
+    assert!(v.fallback_regions > 0, "{v:?}");
+    assert!(v
+        .fallback_examples
+        .iter()
+        .all(|s| s["R"] % 4 != 0 && s["H"] > 4096));
+
+    let bad = write(
+        "zero-multiple.family.toml",
+        r#"
+name = "bad"
+contract = "ROWS/rmsnorm.contract.toml"
+[[route]]
+name = "r"
+when = { R = { multiple_of = 0 } }
+[fallback]
+python = "ROWS/contract.py:rms_norm_into"
+"#,
+    );
+    let errs = Family::load(&bad).err().expect("refused");
+    assert!(
+        errs.iter()
+            .any(|e| e.message.contains("`multiple_of` must be a positive integer")),
+        "{errs:?}"
+    );
+}

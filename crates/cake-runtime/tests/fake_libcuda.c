@@ -172,3 +172,9 @@ CUresult cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **params, 
     logf_("%s extra=%p", text, (void *)extra);
     return 0;
 }
+
+CUresult cuMemsetD8Async(unsigned long long ptr, unsigned char value, size_t bytes, CUstream s) {
+    logf_("cuMemsetD8Async ctx=%#lx ptr=%#llx value=%u bytes=%zu stream=%#lx",
+          (unsigned long)(uintptr_t)current, ptr, value, bytes, (unsigned long)(uintptr_t)s);
+    return fails("cuMemsetD8Async") ? 200 : 0;
+}
