@@ -567,8 +567,9 @@ python = "ROWS/contract.py:rms_norm_into"
     );
     let errs = Family::load(&bad).err().expect("refused");
     assert!(
-        errs.iter()
-            .any(|e| e.message.contains("`multiple_of` must be a positive integer")),
+        errs.iter().any(|e| e
+            .message
+            .contains("`multiple_of` must be a positive integer")),
         "{errs:?}"
     );
 }
