@@ -15,7 +15,11 @@ fn write(name: &str, text: &str) -> PathBuf {
     let rows = repo().join("kernels/rows").canonicalize().unwrap();
     let text = text.replace("ROWS", rows.to_str().unwrap());
     let path = dir.join(name);
-    std::fs::write(&path, text).unwrap();
+    // Tests run in parallel and some write the same file: write aside, then rename, so no
+    // reader ever sees it half written.
+    let tmp = dir.join(format!("{name}.{:?}.tmp", std::thread::current().id()));
+    std::fs::write(&tmp, text).unwrap();
+    std::fs::rename(&tmp, &path).unwrap();
     path
 }
 
