@@ -535,7 +535,14 @@ fn decorator_settings(
                     Value::Tuple(items) => items,
                     other => vec![other],
                 };
-                for item in items {
+                // Each name's own span where the list is written out.
+                let spans: Vec<Span> = match &kw.value {
+                    ast::Expr::List(l) => l.elts.iter().map(|e| span(e.range())).collect(),
+                    ast::Expr::Tuple(t) => t.elts.iter().map(|e| span(e.range())).collect(),
+                    _ => Vec::new(),
+                };
+                for (i, item) in items.into_iter().enumerate() {
+                    let vsp = spans.get(i).copied().unwrap_or(vsp);
                     match item {
                         Value::Str(s) => zero.push((s, vsp)),
                         other => {

@@ -313,14 +313,14 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_kmeans_update_private(
         ++pipe_it;
       }
       cake_fence_proxy_async();  // (kmeans_update_private_sm90.py:72)
-      // tma_store sSum +=> SUMS (kmeans_update_private_sm90.py:73)
+      // tma_store sSum -> SUMS, adding (kmeans_update_private_sm90.py:73)
       cake_named_sync(8 + math_index, 128);
       if (math_thread == 0) {
         cake_tma_store_add_3d(&tmap_SUMS_2, (sSum + ((math_index * 128)) * 512), ((tile_1 % 1) * 128), (((tile_1 / 1) * 256) + (math_index * 128)), tile_0);
         cake_bulk_commit();
       }
       if (((tile_1 % 1) == 0)) {  // kmeans_update_private_sm90.py:74
-        // tma_store sCnt +=> COUNTS (kmeans_update_private_sm90.py:75)
+        // tma_store sCnt -> COUNTS, adding (kmeans_update_private_sm90.py:75)
         cake_named_sync(8 + math_index, 128);
         if (math_thread == 0) {
           cake_tma_store_add_2d(&tmap_COUNTS_3, (sCnt + ((math_index * 128)) * 4), (((tile_1 / 1) * 256) + (math_index * 128)), tile_0);

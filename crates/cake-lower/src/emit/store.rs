@@ -555,10 +555,10 @@ impl Emitter<'_> {
         let panel_bytes =
             view.shape[0] as u64 * view.panel_cols() as u64 * view.dtype.bytes() as u64;
         self.line(&format!(
-            "// tma_store {} {} {} ({})",
+            "// tma_store {} -> {}{} ({})",
             view.name,
-            if add { "+=>" } else { "->" },
             k.params[dst].name,
+            if add { ", adding" } else { "" },
             self.loc(sp)
         ));
         self.replica_sync(sp);
