@@ -418,17 +418,27 @@ fn choose_needs_an_every_route_measurement_of_the_same_family() {
 /// The shipped GEMM table is exactly what `cake family choose` makes of the committed
 /// measurement: no guard was edited by hand after the evidence.
 #[test]
-fn the_shipped_gemm_table_is_the_choice_of_its_committed_measurement() {
-    let candidates =
-        Family::load(&repo().join("kernels/gemm/gemm.candidates.family.toml")).unwrap();
-    let evidence = repo().join(
-        "bench/results/2026-12-02-gemm-family/run2-06587ad/1-representative/measurement.json",
-    );
-    let m: Measurement = serde_json::from_str(&std::fs::read_to_string(evidence).unwrap()).unwrap();
-    let o = ChooseOptions::default();
-    let text = render(&candidates, &m, &choose(&candidates, &m, &o).unwrap(), &o);
-    let shipped = std::fs::read_to_string(repo().join("kernels/gemm/gemm.family.toml")).unwrap();
-    assert_eq!(text, shipped);
+fn the_shipped_tables_are_the_choice_of_their_committed_measurements() {
+    for (candidates, evidence, shipped) in [
+        (
+            "kernels/gemm/gemm.candidates.family.toml",
+            "bench/results/2026-12-02-gemm-family/run2-06587ad/1-representative/measurement.json",
+            "kernels/gemm/gemm.family.toml",
+        ),
+        (
+            "kernels/kmeans/update.candidates.family.toml",
+            "bench/results/2026-12-02-kmeans-update-family/2-family/1-representative/measurement.json",
+            "kernels/kmeans/update.family.toml",
+        ),
+    ] {
+        let candidates = Family::load(&repo().join(candidates)).unwrap();
+        let m: Measurement =
+            serde_json::from_str(&std::fs::read_to_string(repo().join(evidence)).unwrap()).unwrap();
+        let o = ChooseOptions::default();
+        let text = render(&candidates, &m, &choose(&candidates, &m, &o).unwrap(), &o);
+        let table = std::fs::read_to_string(repo().join(shipped)).unwrap();
+        assert_eq!(text, table, "{shipped}");
+    }
 }
 
 /// A dimension may be a set of options (`D = { in = [...] }`): only those values are in the
