@@ -426,6 +426,11 @@ fn the_shipped_tables_are_the_choice_of_their_committed_measurements() {
             "kernels/gemm/gemm.family.toml",
         ),
         (
+            "kernels/kmeans/assign.candidates.family.toml",
+            "bench/results/2026-12-02-kmeans-assign-family/2-family/1-representative/measurement.json",
+            "kernels/kmeans/assign.family.toml",
+        ),
+        (
             "kernels/kmeans/update.candidates.family.toml",
             "bench/results/2026-12-02-kmeans-update-family/2-family/1-representative/measurement.json",
             "kernels/kmeans/update.family.toml",
