@@ -228,6 +228,19 @@ fn spec_errors() {
             "unknown variant `dynamic`",
         ),
         (|m| m["grid"]["tiles"] = json!([]), "non-empty list"),
+        // `zero`: tensors the kernel writes, filled with zeros before it runs.
+        (
+            |m| m["zero"] = json!(["D"]),
+            "field `zero`: `D` is not a tensor parameter",
+        ),
+        (
+            |m| m["zero"] = json!(["alpha"]),
+            "field `zero`: `alpha` is not a tensor parameter",
+        ),
+        (
+            |m| m["zero"] = json!(["A"]),
+            "field `zero`: tensor `A` is zeroed but the kernel does not write it",
+        ),
         (
             |m| m["tensors"][0]["dtype"] = json!("bf17"),
             "unknown dtype 'bf17'",
