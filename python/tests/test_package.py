@@ -628,6 +628,56 @@ def test_fake_driver_zeroes_before_the_kernel(fake_libcuda, tmp_path):
         cake.load_kernel(str(path))
 
 
+FAKE_EMPTY_UPDATE = r"""
+import sys
+sys.modules["torch"] = None
+from types import SimpleNamespace as N
+from cake import load_kernel
+
+class T:
+    def __init__(self, shape, dtype, ptr):
+        self.shape, self.dtype, self._ptr = shape, dtype, ptr
+        self.device = N(type="cuda", index=0)
+    def stride(self):
+        out, n = [], 1
+        for d in reversed(self.shape):
+            out.insert(0, n)
+            n *= max(d, 1)
+        return tuple(out)
+    def data_ptr(self):
+        return self._ptr
+
+k = load_kernel(sys.argv[1])
+G = 1 << 30
+# N = 0 rows: no CTA runs, and the sums and counts of the 5 x 7 clusters must still be zero.
+k(T((5, 0, 128), "torch.bfloat16", 16 * G), T((5, 7, 128), "torch.bfloat16", 32 * G),
+  T((5, 0), "torch.int32", 48 * G), T((5, 7, 128), "torch.float32", 64 * G),
+  T((5, 7), "torch.int32", 80 * G), stream=0xABC)
+print(list(k.last_grid))
+"""
+
+
+def test_fake_driver_zeroes_an_empty_problem(fake_libcuda, tmp_path):
+    with open(os.path.join(GOLDEN, "kmeans_update_atomic_sm90.kmeans_update_atomic.sm_90a.launch.json")) as fh:
+        meta = json.load(fh)
+    path = write_kernel(tmp_path, meta)
+    log = tmp_path / "calls.log"
+    env = dict(os.environ, LD_LIBRARY_PATH=os.pathsep.join(
+        p for p in (str(fake_libcuda), os.environ.get("LD_LIBRARY_PATH")) if p),
+        FAKE_CUDA_LOG=str(log), PYTHONPATH=os.pathsep.join(
+            p for p in (os.path.join(ROOT, "python"), os.environ.get("PYTHONPATH")) if p))
+    r = subprocess.run([sys.executable, "-c", FAKE_EMPTY_UPDATE, str(path)], capture_output=True,
+                       text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == [0, 1, 1]
+    calls = log.read_text().splitlines()
+    assert not any(c.startswith("cuLaunchKernelEx") for c in calls)
+    assert [c for c in calls if c.startswith("cuMemsetD8Async")] == [
+        "cuMemsetD8Async ctx=0xc0000 ptr=0x1000000000 value=0 bytes=17920 stream=0xabc",
+        "cuMemsetD8Async ctx=0xc0000 ptr=0x1400000000 value=0 bytes=140 stream=0xabc",
+    ]
+
+
 def test_fake_driver_cluster_launch(fake_libcuda, tmp_path):
     meta = golden_gemm()
     meta["cluster"] = [2, 1, 1]

@@ -128,7 +128,7 @@ pub const INVALID_VALUE: CodeInfo = CodeInfo {
     category: Category::Language,
     severity: Severity::Error,
     summary: r#"A value is outside its legal range."#,
-    explanation: r#"Some parameters only make sense in a range, independent of the target: stage counts and shape extents are at least 1, a swizzle is one of 0, 32, 64 or 128 bytes, warpgroup indices are not negative, a register budget is a multiple of 8 between 24 and 256. Values outside the range describe no hardware configuration at all, so they are rejected where they are written rather than deep inside lowering.
+    explanation: r#"Some parameters only make sense in a range, independent of the target: stage counts and shape extents are at least 1, a swizzle is one of 0, 32, 64 or 128 bytes, warpgroup indices are not negative, a register budget is a multiple of 8 between 24 and 256, a swizzled view's row wider than the swizzle span is a whole number of span-wide panels (96 bf16 columns under 128B swizzle are one and a half 64-column panels: the copies into the last panel would write past the view; use a narrower swizzle or pad the row), `zero=` names each tensor once, a TMA store's `reduce` is `"add"`. Values outside the range describe no hardware configuration at all, so they are rejected where they are written rather than deep inside lowering.
 
 The finding's expected value lists the legal values or range, and actual the value found."#,
     bad: include_str!("../../../../tests/check/CAKE-L010-bad.py"),

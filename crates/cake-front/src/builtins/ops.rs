@@ -65,16 +65,7 @@ impl Interp<'_> {
         match self.k.exprs[value].ty.clone() {
             Ty::Frag { dtype, shape, .. } => {
                 if dtype != want {
-                    let name = self.k.params[dst].name.clone();
-                    let f = Finding::new(
-                        &codes::DTYPE_MISMATCH,
-                        vsp,
-                        format!("`{name}` holds {want}, but the value is {dtype}"),
-                    )
-                    .expected(want)
-                    .actual(dtype)
-                    .help(format!("convert explicitly: lm.cast(value, lm.{want})"));
-                    return Err(self.report(f));
+                    return Err(self.value_dtype_mismatch(dst, dtype, vsp));
                 }
                 if shape.len() > coords.len() {
                     return self.err(
@@ -154,15 +145,7 @@ impl Interp<'_> {
         let rows = match self.k.exprs[value].ty.clone() {
             Ty::Frag { dtype, shape, .. } => {
                 if dtype != want {
-                    let f = Finding::new(
-                        &codes::DTYPE_MISMATCH,
-                        vsp,
-                        format!("`{dname}` holds {want}, but the value is {dtype}"),
-                    )
-                    .expected(want)
-                    .actual(dtype)
-                    .help(format!("convert explicitly: lm.cast(value, lm.{want})"));
-                    return Err(self.report(f));
+                    return Err(self.value_dtype_mismatch(dst, dtype, vsp));
                 }
                 if shape.len() != 2 {
                     let f = Finding::new(
@@ -845,6 +828,22 @@ impl Interp<'_> {
             sp,
         )?;
         Ok(Value::None)
+    }
+
+    /// A register value written into tensor `dst` must have its dtype exactly: the finding says
+    /// which cast to write.
+    fn value_dtype_mismatch(&mut self, dst: ParamId, dtype: DType, vsp: Span) -> Reported {
+        let want = self.tensor_dtype(dst);
+        let name = self.k.params[dst].name.clone();
+        let f = Finding::new(
+            &codes::DTYPE_MISMATCH,
+            vsp,
+            format!("`{name}` holds {want}, but the value is {dtype}"),
+        )
+        .expected(want)
+        .actual(dtype)
+        .help(format!("convert explicitly: lm.cast(value, lm.{want})"));
+        self.report(f)
     }
 
     /// A copy between a view and a tensor moves elements of one dtype.
