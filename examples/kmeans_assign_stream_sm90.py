@@ -1,0 +1,86 @@
+"""K-means assignment for Hopper with few centroids: IDS[b, n] = argmin_k ‖X[b, n] − Cen[b, k]‖²,
+with the rows of X streaming through a ring so that their loads run ahead of the math.
+
+With a few hundred centroids or fewer, assignment reads X once and does little math per byte:
+it is bound by memory, not by the tensor cores. The shipped schedule
+(examples/kmeans_assign_sm90.py, read it for the algebra and the packed argmin) keeps one tile of
+x per consumer and loads it at the start of every tile, so at small K each consumer waits out a
+load from HBM per tile and the SM has at most one tile of x in flight. Here the producer loads
+each tile's x into a ring of XSTAGES tiles (a one-iteration loop per tile on `xpipe`, whose stage
+carries across tiles), then that tile's centroids in BC-centroid stages; it runs up to XSTAGES
+tiles ahead of the consumers, which read x through `sX.stage(xpipe.stage)` and release a stage
+once every centroid tile has been compared with it.
+
+Tiles are (batch b, BN rows of X); each consumer warpgroup owns 64 of the BN rows. Centroids past
+K read as zero from TMA and get ‖c‖² = +inf from the fill of lm.load, so they never win.
+"""
+import cake
+from cake import lm
+
+D = 128                            # feature dimension (specialised per shape by the family)
+DP = (D + 63) // 64 * 64           # D padded to whole 64-column swizzle panels (TMA zero-fills)
+CONSUMERS = 3 if DP <= 128 else 2  # consumer warpgroups, 64 rows of each tile apiece
+BN = CONSUMERS * 64                # rows of X per tile
+BC = 64                            # centroids per stage
+XSTAGES = 6 if DP <= 64 else (3 if DP <= 128 else 2)   # tiles of x in flight
+STAGES = 2                         # centroid stages
+# Shared memory: XSTAGES × BN × DP × 2 + STAGES × BC × DP × 2 bytes:
+# D = 64: 144 + 16 KiB; D = 96/128: 144 + 32 KiB; D = 256: 128 + 64 KiB.
+
+
+def wg_rows(index):
+    return index * 64
+
+
+@cake.schedule(targets=["sm_90a"], persistent=True)
+def kmeans_assign_stream(X: lm.tensor[lm.bf16, "B", "N", D],
+                         Cen: lm.tensor[lm.bf16, "B", "K", D],
+                         XSQ: lm.tensor[lm.f32, "B", "N"],
+                         CSQ: lm.tensor[lm.f32, "B", "K"],
+                         IDS: lm.tensor[lm.i32, "B", "N"]):
+    pool = lm.smem()
+    sX = pool.view(shape=(BN, DP), dtype=lm.bf16, stages=XSTAGES, swizzle=128)
+    sC = pool.view(shape=(BC, DP), dtype=lm.bf16, stages=STAGES, swizzle=128)
+
+    load = lm.role(warpgroup=0)
+    math = lm.role(warpgroups=[1, 2, 3] if CONSUMERS == 3 else [1, 2])
+
+    xpipe = lm.pipeline(stages=XSTAGES)   # one iteration per tile
+    pipe = lm.pipeline(stages=STAGES)     # one iteration per centroid tile
+    x_full = lm.barrier(xpipe, producers=[load], consumers=[math])
+    x_empty = lm.barrier(xpipe, producers=[math], consumers=[load])
+    c_full = lm.barrier(pipe, producers=[load], consumers=[math])
+    c_empty = lm.barrier(pipe, producers=[math], consumers=[load])
+
+    acc = math.fragment(shape=(64, BC), dtype=lm.f32)
+    best_d = math.fragment(shape=(64,), dtype=lm.f32)
+    best_i = math.fragment(shape=(64,), dtype=lm.i32)
+
+    for b, tn in lm.tiles(B, lm.cdiv(N, BN)):
+        with load:
+            for _ in lm.range(1, pipeline=xpipe):
+                lm.wait(x_empty)
+                sX.tma_load(X, coords=(b, tn * BN, 0), barrier=x_full)
+                for c in lm.range(lm.cdiv(K, BC), pipeline=pipe):
+                    lm.wait(c_empty)
+                    sC.tma_load(Cen, coords=(b, c * BC, 0), barrier=c_full)
+        with math:
+            best_d[:] = lm.inf
+            best_i[:] = 0
+            for _ in lm.range(1, pipeline=xpipe):
+                lm.wait(x_full)
+                xs = sX.stage(xpipe.stage).rows(wg_rows(math.index), 64)
+                for c in lm.range(lm.cdiv(K, BC), pipeline=pipe):
+                    lm.wait(c_full)
+                    lm.mma(acc, xs, sC.T, accumulate=False, release=c_empty)
+                    csq = lm.load(CSQ, coords=(b, c * BC), shape=(BC,), fill=lm.inf)
+                    dist = csq[None, :] - 2.0 * acc                 # ‖c‖² − 2·x·c, (64, BC)
+                    tile_d = lm.min(dist, axis=1, packed=True)
+                    tile_i = lm.argmin(dist, axis=1, packed=True) + c * BC
+                    # best_i first: `better` reads best_d where it is used.
+                    better = tile_d < best_d
+                    best_i[:] = lm.select(better, tile_i, best_i)
+                    best_d[:] = lm.select(better, tile_d, best_d)
+                lm.arrive(x_empty)
+            lm.store(IDS, best_i, coords=(b, tn * BN + wg_rows(math.index)))
+    del XSQ  # in the signature for the usual API; the kernel never reads it
