@@ -11,7 +11,8 @@ carries across tiles), then that tile's centroids in BC-centroid stages; it runs
 tiles ahead of the consumers, which read x through `sX.stage(xpipe.stage)` and release a stage
 once every centroid tile has been compared with it.
 
-Tiles are (batch b, BN rows of X); each consumer warpgroup owns 64 of the BN rows. Centroids past
+Tiles are (batch b, BN rows of X); each consumer warpgroup owns ROWS of the BN rows, in blocks of
+64 (wgmma's M). Centroids past
 K read as zero from TMA and get ‖c‖² = +inf from the fill of lm.load, so they never win.
 """
 import cake
@@ -19,17 +20,26 @@ from cake import lm
 
 D = 128                            # feature dimension (specialised per shape by the family)
 DP = (D + 63) // 64 * 64           # D padded to whole 64-column swizzle panels (TMA zero-fills)
-CONSUMERS = 3 if DP <= 128 else 2  # consumer warpgroups, 64 rows of each tile apiece
-BN = CONSUMERS * 64                # rows of X per tile
+CONSUMERS = 3 if DP <= 128 else 2  # consumer warpgroups
+ROWS = 128 if DP <= 64 else 64     # rows of a tile per consumer: at D = 64 two 64-row MMAs, so a
+                                   # tile's fixed costs (waits, centroid stages, ‖c‖² loads) buy 48 KiB
+BN = CONSUMERS * ROWS              # rows of X per tile
 BC = 64                            # centroids per stage
-XSTAGES = 6 if DP <= 64 else (3 if DP <= 128 else 2)   # tiles of x in flight
+XSTAGES = 3 if DP <= 128 else 2   # tiles of x in flight
 STAGES = 2                         # centroid stages
 # Shared memory: XSTAGES × BN × DP × 2 + STAGES × BC × DP × 2 bytes:
 # D = 64: 144 + 16 KiB; D = 96/128: 144 + 32 KiB; D = 256: 128 + 64 KiB.
 
 
-def wg_rows(index):
-    return index * 64
+def fold(acc, csq, c, best_d, best_i):
+    """Fold one centroid tile's dot products into a row block's running best (distance, index)."""
+    dist = csq[None, :] - 2.0 * acc                 # ‖c‖² − 2·x·c, (64, BC)
+    tile_d = lm.min(dist, axis=1, packed=True)
+    tile_i = lm.argmin(dist, axis=1, packed=True) + c * BC
+    # best_i first: `better` reads best_d where it is used.
+    better = tile_d < best_d
+    best_i[:] = lm.select(better, tile_i, best_i)
+    best_d[:] = lm.select(better, tile_d, best_d)
 
 
 @cake.schedule(targets=["sm_90a"], persistent=True)
@@ -52,35 +62,50 @@ def kmeans_assign_stream(X: lm.tensor[lm.bf16, "B", "N", D],
     c_full = lm.barrier(pipe, producers=[load], consumers=[math])
     c_empty = lm.barrier(pipe, producers=[math], consumers=[load])
 
+    # Per consumer and 64-row block: the dot products with a centroid tile and the running best.
     acc = math.fragment(shape=(64, BC), dtype=lm.f32)
     best_d = math.fragment(shape=(64,), dtype=lm.f32)
     best_i = math.fragment(shape=(64,), dtype=lm.i32)
+    if ROWS == 128:
+        acc2 = math.fragment(shape=(64, BC), dtype=lm.f32)
+        best_d2 = math.fragment(shape=(64,), dtype=lm.f32)
+        best_i2 = math.fragment(shape=(64,), dtype=lm.i32)
 
     for b, tn in lm.tiles(B, lm.cdiv(N, BN)):
         with load:
             for _ in lm.range(1, pipeline=xpipe):
                 lm.wait(x_empty)
-                sX.tma_load(X, coords=(b, tn * BN, 0), barrier=x_full)
+                if BN <= 256:
+                    sX.tma_load(X, coords=(b, tn * BN, 0), barrier=x_full)
+                else:   # a TMA box spans at most 256 rows: two copies, one barrier
+                    half = BN // 2
+                    sX.rows(0, half).tma_load(X, coords=(b, tn * BN, 0), barrier=x_full)
+                    sX.rows(half, half).tma_load(X, coords=(b, tn * BN + half, 0), barrier=x_full)
                 for c in lm.range(lm.cdiv(K, BC), pipeline=pipe):
                     lm.wait(c_empty)
                     sC.tma_load(Cen, coords=(b, c * BC, 0), barrier=c_full)
         with math:
+            row0 = math.index * ROWS
             best_d[:] = lm.inf
             best_i[:] = 0
+            if ROWS == 128:
+                best_d2[:] = lm.inf
+                best_i2[:] = 0
             for _ in lm.range(1, pipeline=xpipe):
                 lm.wait(x_full)
-                xs = sX.stage(xpipe.stage).rows(wg_rows(math.index), 64)
+                xs = sX.stage(xpipe.stage)
                 for c in lm.range(lm.cdiv(K, BC), pipeline=pipe):
                     lm.wait(c_full)
-                    lm.mma(acc, xs, sC.T, accumulate=False, release=c_empty)
+                    # Both blocks' MMAs in flight at once; the one issued last releases the stage.
+                    if ROWS == 128:
+                        lm.mma(acc2, xs.rows(row0 + 64, 64), sC.T, accumulate=False)
+                    lm.mma(acc, xs.rows(row0, 64), sC.T, accumulate=False, release=c_empty)
                     csq = lm.load(CSQ, coords=(b, c * BC), shape=(BC,), fill=lm.inf)
-                    dist = csq[None, :] - 2.0 * acc                 # ‖c‖² − 2·x·c, (64, BC)
-                    tile_d = lm.min(dist, axis=1, packed=True)
-                    tile_i = lm.argmin(dist, axis=1, packed=True) + c * BC
-                    # best_i first: `better` reads best_d where it is used.
-                    better = tile_d < best_d
-                    best_i[:] = lm.select(better, tile_i, best_i)
-                    best_d[:] = lm.select(better, tile_d, best_d)
+                    if ROWS == 128:
+                        fold(acc2, csq, c, best_d2, best_i2)
+                    fold(acc, csq, c, best_d, best_i)
                 lm.arrive(x_empty)
-            lm.store(IDS, best_i, coords=(b, tn * BN + wg_rows(math.index)))
+            lm.store(IDS, best_i, coords=(b, tn * BN + row0))
+            if ROWS == 128:
+                lm.store(IDS, best_i2, coords=(b, tn * BN + row0 + 64))
     del XSQ  # in the signature for the usual API; the kernel never reads it
