@@ -157,6 +157,10 @@ enum FamilyCommand {
         /// Guard boxes per candidate route
         #[arg(long, default_value_t = 2)]
         boxes: usize,
+        /// Let a later box take shapes from an earlier one where its route beats it there (the
+        /// later box is listed first)
+        #[arg(long)]
+        carve: bool,
     },
 }
 
@@ -532,6 +536,7 @@ fn main() -> ExitCode {
             material,
             min_shapes,
             boxes,
+            carve,
         }) => family::cmd_choose(
             &file,
             &measurement,
@@ -540,6 +545,7 @@ fn main() -> ExitCode {
                 material,
                 min_shapes,
                 boxes,
+                carve,
             },
         ),
     }

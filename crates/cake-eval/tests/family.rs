@@ -403,6 +403,41 @@ fn choose_keeps_each_route_where_it_wins_and_the_file_it_writes_loads() {
     assert_eq!(names, ["a"]);
 }
 
+/// `a` wins 1.5× everywhere; `b` wins 2× on wide rows. Without `--carve`, `a`'s broad box (the
+/// first pick) keeps every shape; with it, `b` carves the wide rows out and is listed first.
+#[test]
+fn carving_lets_a_later_route_take_the_region_where_it_beats_an_earlier_one() {
+    let (fam, mut m) = picks();
+    for s in &mut m.shapes {
+        let h = s.shape["H"];
+        s.timed.insert("a".to_string(), timed(1.5));
+        s.timed
+            .insert("b".to_string(), timed(if h >= 12288 { 2.0 } else { 0.5 }));
+    }
+    // `a` admits H ≤ 8192 only in the file: let it run everywhere here.
+    let mut fam = fam;
+    fam.routes[0].when.clear();
+    let plain = choose(&fam, &m, &ChooseOptions::default()).unwrap();
+    let names: Vec<&str> = plain.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["a"], "{plain:?}");
+    let o = ChooseOptions {
+        carve: true,
+        ..ChooseOptions::default()
+    };
+    let carved = choose(&fam, &m, &o).unwrap();
+    let names: Vec<&str> = carved.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["b", "a"], "{carved:?}");
+    assert_eq!(carved[0].when["H"].min, Some(12288));
+    // The stats are what each route takes in the final order: `a` keeps the narrow rows.
+    assert_eq!((carved[0].shapes, carved[1].shapes), (16, 32));
+    assert!((carved[0].geomean - 2.0).abs() < 1e-9 && (carved[1].geomean - 1.5).abs() < 1e-9);
+    let text = render(&fam, &m, &carved, &o);
+    assert!(text.contains("--carve"), "{text}");
+    let picked = Family::load(&write("carve.chosen.family.toml", &text)).unwrap();
+    assert_eq!(picked.route_of(&shape(4, 16384)), Some(0));
+    assert_eq!(picked.route_of(&shape(4, 2048)), Some(1));
+}
+
 #[test]
 fn choose_needs_an_every_route_measurement_of_the_same_family() {
     let (fam, mut m) = picks();
@@ -419,27 +454,33 @@ fn choose_needs_an_every_route_measurement_of_the_same_family() {
 /// measurement: no guard was edited by hand after the evidence.
 #[test]
 fn the_shipped_tables_are_the_choice_of_their_committed_measurements() {
-    for (candidates, evidence, shipped) in [
+    for (candidates, evidence, shipped, carve) in [
         (
             "kernels/gemm/gemm.candidates.family.toml",
             "bench/results/2026-12-02-gemm-family/run2-06587ad/1-representative/measurement.json",
             "kernels/gemm/gemm.family.toml",
+            false,
         ),
         (
             "kernels/kmeans/assign.candidates.family.toml",
-            "bench/results/2026-12-02-kmeans-assign-family/2-family/1-representative/measurement.json",
+            "bench/results/2026-12-02-kmeans-assign-stream/2-representative-140/1-representative/measurement.json",
             "kernels/kmeans/assign.family.toml",
+            true,
         ),
         (
             "kernels/kmeans/update.candidates.family.toml",
             "bench/results/2026-12-02-kmeans-update-family/2-family/1-representative/measurement.json",
             "kernels/kmeans/update.family.toml",
+            false,
         ),
     ] {
         let candidates = Family::load(&repo().join(candidates)).unwrap();
         let m: Measurement =
             serde_json::from_str(&std::fs::read_to_string(repo().join(evidence)).unwrap()).unwrap();
-        let o = ChooseOptions::default();
+        let o = ChooseOptions {
+            carve,
+            ..ChooseOptions::default()
+        };
         let text = render(&candidates, &m, &choose(&candidates, &m, &o).unwrap(), &o);
         let table = std::fs::read_to_string(repo().join(shipped)).unwrap();
         assert_eq!(text, table, "{shipped}");

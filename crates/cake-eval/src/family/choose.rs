@@ -1,11 +1,17 @@
 //! Choosing a family's routes from an every-route measurement (docs/dispatch.md): a candidate
 //! route gets the guard box — a range per dimension, inside the route's own guard — that gains
 //! most over the shapes no earlier pick took, with every measured shape in it at least `worst`
-//! and the route's geomean there at least `material`, shrunk to the span of the shapes it takes.
-//! The picks are greedy across candidates (the box of most total gain next), so the family lists
-//! routes in pick order; a candidate that gains nothing material is dropped, and what no route
-//! keeps falls back: one schedule as far as it goes, a new route only where the measurement
-//! shows a material gain (the seed's policy).
+//! and its geomean gain at least `material`, shrunk to the span of the shapes it takes. The picks
+//! are greedy across candidates (the box of most total gain next) and listed in pick order.
+//!
+//! With `carve`, a box may also take shapes an earlier pick took: its gain is counted over what
+//! the table so far gives them (an earlier pick's speedup, or the fallback's 1×), and it goes
+//! *before* the earlier picks, so the first pick is the broadest and later ones carve out the
+//! regions where another route beats it.
+//!
+//! Either way a candidate that gains nothing material is dropped, and what no route keeps falls
+//! back: one schedule as far as it goes, a new route only where the measurement shows a material
+//! gain (the seed's policy).
 
 use super::measure::{Measurement, Mode};
 use super::{Family, Range};
@@ -24,6 +30,8 @@ pub struct ChooseOptions {
     pub min_shapes: usize,
     /// Guard boxes per candidate route (each kept box is a route of its own).
     pub boxes: usize,
+    /// Later boxes may take shapes from earlier ones where they gain over them (and go first).
+    pub carve: bool,
 }
 
 impl Default for ChooseOptions {
@@ -33,6 +41,7 @@ impl Default for ChooseOptions {
             material: 1.02,
             min_shapes: 3,
             boxes: 2,
+            carve: false,
         }
     }
 }
@@ -104,19 +113,22 @@ pub fn choose(f: &Family, m: &Measurement, o: &ChooseOptions) -> Result<Vec<Chos
     let dims: Vec<String> = f.contract.dims.iter().map(|d| d.name.clone()).collect();
     let shapes: Vec<&Shape> = m.shapes.iter().map(|s| &s.shape).collect();
     let speed = table(f, m);
-    let mut claimed = vec![false; shapes.len()];
+    // ln of the speedup the table chosen so far gives each measured shape (0: the fallback).
+    let mut current = vec![0.0f64; shapes.len()];
     let mut chosen: Vec<Chosen> = Vec::new();
     let mut used = vec![0usize; f.routes.len()];
-    // Greedy over every candidate: the box of most gain on the shapes still open goes next, so
-    // the family's order is the order of the picks.
+    // Shapes an earlier pick took; without `carve` no later box may hold them.
+    let mut claimed = vec![false; shapes.len()];
+    // Greedy over every candidate: the box of most gain over the current table goes next (in
+    // front of the earlier picks when carving).
     loop {
-        let mut pick: Option<(usize, f64, Vec<usize>, f64, f64)> = None;
+        let mut pick: Option<(usize, f64, Vec<usize>)> = None;
         for (ri, route) in f.routes.iter().enumerate() {
             if used[ri] >= o.boxes {
                 continue;
             }
             let open: Vec<usize> = (0..shapes.len())
-                .filter(|k| !claimed[*k] && route.admits(shapes[*k]))
+                .filter(|k| (o.carve || !claimed[*k]) && route.admits(shapes[*k]))
                 .collect();
             if open.len() < o.min_shapes {
                 continue;
@@ -129,21 +141,21 @@ pub fn choose(f: &Family, m: &Measurement, o: &ChooseOptions) -> Result<Vec<Chos
                     ))
                 })
                 .collect();
-            if let Some((_, taken, gm, worst)) =
-                best_box(&dims, &axes, &open, &shapes, &speed[ri], o)
+            if let Some((score, taken)) =
+                best_box(&dims, &axes, &open, &shapes, &speed[ri], &current, o)
             {
-                let score = gm.ln() * taken.len() as f64;
                 if pick.as_ref().is_none_or(|p| score > p.1 + 1e-12) {
-                    pick = Some((ri, score, taken, gm, worst));
+                    pick = Some((ri, score, taken));
                 }
             }
         }
-        let Some((ri, _, taken, gm, worst)) = pick else {
+        let Some((ri, _, taken)) = pick else {
             break;
         };
         let route = &f.routes[ri];
         used[ri] += 1;
         for k in &taken {
+            current[*k] = speed[ri][*k].flatten().map_or(0.0, f64::ln);
             claimed[*k] = true;
         }
         // The guard is the box the taken shapes span, no wider: past them nothing was
@@ -167,19 +179,42 @@ pub fn choose(f: &Family, m: &Measurement, o: &ChooseOptions) -> Result<Vec<Chos
                 (a, b) => a.or(b),
             };
         }
-        chosen.push(Chosen {
-            candidate: ri,
-            name: if used[ri] == 1 {
-                route.name.clone()
-            } else {
-                format!("{}-{}", route.name, used[ri])
+        chosen.insert(
+            if o.carve { 0 } else { chosen.len() },
+            Chosen {
+                candidate: ri,
+                name: if used[ri] == 1 {
+                    route.name.clone()
+                } else {
+                    format!("{}-{}", route.name, used[ri])
+                },
+                when: guard,
+                shapes: 0,
+                geomean: 1.0,
+                worst: 1.0,
             },
-            when: guard,
-            shapes: taken.len(),
-            geomean: gm,
-            worst,
-        });
+        );
     }
+    // What each route takes in the final order (a later pick may have taken shapes from it).
+    let mut taken: Vec<Vec<f64>> = vec![Vec::new(); chosen.len()];
+    for (k, shape) in shapes.iter().enumerate() {
+        let admits = |c: &Chosen| {
+            c.when
+                .iter()
+                .all(|(d, r)| shape.get(d).is_some_and(|v| r.holds(*v)))
+        };
+        if let Some(ci) = chosen.iter().position(admits) {
+            if let Some(s) = speed[chosen[ci].candidate][k].flatten() {
+                taken[ci].push(s);
+            }
+        }
+    }
+    for (c, t) in chosen.iter_mut().zip(&taken) {
+        c.shapes = t.len();
+        c.geomean = (t.iter().map(|s| s.ln()).sum::<f64>() / t.len().max(1) as f64).exp();
+        c.worst = t.iter().copied().fold(f64::INFINITY, f64::min);
+    }
+    chosen.retain(|c| c.shapes > 0);
     Ok(chosen)
 }
 
@@ -196,17 +231,18 @@ fn intervals(c: &[i64]) -> Vec<(Option<i64>, Option<i64>)> {
 
 type Bounds = Vec<(Option<i64>, Option<i64>)>;
 
-/// The box of most total gain (sum of ln speedup) over the open shapes, subject to the options;
-/// ties go to the box with fewer bounds, then the wider one. Returns the box, the shapes it
-/// takes, their geomean and worst speedup.
+/// The box of most total gain (sum of ln speedup over `current`, the ln speedup the table so far
+/// gives each shape) over the open shapes, subject to the options; ties go to the box with fewer
+/// bounds, then the wider one. Returns the gain and the shapes it takes.
 fn best_box(
     dims: &[String],
     axes: &[Vec<(Option<i64>, Option<i64>)>],
     open: &[usize],
     shapes: &[&Shape],
     speed: &[Option<Option<f64>>],
+    current: &[f64],
     o: &ChooseOptions,
-) -> Option<(Bounds, Vec<usize>, f64, f64)> {
+) -> Option<(f64, Vec<usize>)> {
     let inside = |iv: &(Option<i64>, Option<i64>), v: i64| {
         iv.0.is_none_or(|lo| v >= lo) && iv.1.is_none_or(|hi| v <= hi)
     };
@@ -235,7 +271,11 @@ fn best_box(
         .collect();
     // Shapes that forbid any box holding them (failed, or below `worst`), and each one's gain.
     let mut bad = vec![0u64; words];
-    let lns: Vec<f64> = gain.iter().map(|g| g.map_or(0.0, f64::ln)).collect();
+    let lns: Vec<f64> = gain
+        .iter()
+        .zip(open)
+        .map(|(g, k)| g.map_or(0.0, |s| s.ln() - current[*k]))
+        .collect();
     for (j, g) in gain.iter().enumerate() {
         if g.is_none() {
             bad[j / 64] |= 1 << (j % 64);
@@ -263,16 +303,7 @@ fn best_box(
                 .all(|(d, iv)| inside(iv, shapes[*k][d]))
         })
         .collect();
-    let worst = taken
-        .iter()
-        .filter_map(|k| speed[*k].flatten())
-        .fold(f64::INFINITY, f64::min);
-    Some((
-        bounds,
-        taken.clone(),
-        (score / taken.len() as f64).exp(),
-        worst,
-    ))
+    Some((score, taken))
 }
 
 /// The box search of [`best_box`]: one interval per axis, depth first, the shapes a partial
@@ -418,6 +449,12 @@ pub fn render(f: &Family, m: &Measurement, chosen: &[Chosen], o: &ChooseOptions)
         "# every measured shape ran at least {}x and the route's geomean is at least {}x; the rest falls back.",
         o.worst, o.material
     );
+    if o.carve {
+        let _ = writeln!(
+            out,
+            "# Carved (`--carve`): a later box took shapes from an earlier one where its route beat it there, and is listed first."
+        );
+    }
     let _ = writeln!(out, "name = \"{}\"", f.name);
     let _ = writeln!(out, "contract = \"{}\"", rel(&f.contract.path));
     if !f.domain.is_empty() {
