@@ -21,14 +21,16 @@ from cake import lm
 D = 128                            # feature dimension (specialised per shape by the family)
 DP = (D + 63) // 64 * 64           # D padded to whole 64-column swizzle panels (TMA zero-fills)
 CONSUMERS = 3 if DP <= 128 else 2  # consumer warpgroups
-ROWS = 128 if DP <= 64 else 64     # rows of a tile per consumer: at D = 64 two 64-row MMAs, so a
-                                   # tile's fixed costs (waits, centroid stages, ‖c‖² loads) buy 48 KiB
+WIDE = 0                           # 1: 128 rows per consumer at D = 96 and 128 too
+# Rows of a tile per consumer: at D = 64 (or WIDE) two 64-row MMAs per centroid stage, so a tile's
+# fixed costs (waits, centroid stages, ‖c‖² loads) buy twice the rows.
+ROWS = 128 if DP <= 64 or WIDE == 1 else 64
 BN = CONSUMERS * ROWS              # rows of X per tile
 BC = 64                            # centroids per stage
-XSTAGES = 3 if DP <= 128 else 2   # tiles of x in flight
+XSTAGES = 3 if DP <= 64 or (DP <= 128 and WIDE == 0) else 2   # tiles of x in flight
 STAGES = 2                         # centroid stages
 # Shared memory: XSTAGES × BN × DP × 2 + STAGES × BC × DP × 2 bytes:
-# D = 64: 144 + 16 KiB; D = 96/128: 144 + 32 KiB; D = 256: 128 + 64 KiB.
+# D = 64: 144 + 16 KiB; D = 96/128: 144 + 32 KiB (WIDE: 192 + 32); D = 256: 128 + 64 KiB.
 
 
 def fold(acc, csq, c, best_d, best_i):
@@ -52,8 +54,11 @@ def kmeans_assign_stream(X: lm.tensor[lm.bf16, "B", "N", D],
     sX = pool.view(shape=(BN, DP), dtype=lm.bf16, stages=XSTAGES, swizzle=128)
     sC = pool.view(shape=(BC, DP), dtype=lm.bf16, stages=STAGES, swizzle=128)
 
-    load = lm.role(warpgroup=0)
-    math = lm.role(warpgroups=[1, 2, 3] if CONSUMERS == 3 else [1, 2])
+    # The producer needs few registers; the consumers take the rest (two 64 × BC accumulators at
+    # D = 64): 128 × 56 + 384 × 152 = 65536, or 128 × 56 + 256 × 224 with two consumers.
+    load = lm.role(warpgroup=0, regs=56)
+    math = lm.role(warpgroups=[1, 2, 3] if CONSUMERS == 3 else [1, 2],
+                   regs=152 if CONSUMERS == 3 else 224)
 
     xpipe = lm.pipeline(stages=XSTAGES)   # one iteration per tile
     pipe = lm.pipeline(stages=STAGES)     # one iteration per centroid tile
