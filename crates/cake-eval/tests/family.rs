@@ -463,7 +463,7 @@ fn the_shipped_tables_are_the_choice_of_their_committed_measurements() {
         ),
         (
             "kernels/kmeans/assign.candidates.family.toml",
-            "bench/results/2026-12-02-kmeans-assign-stream/2-representative-140/1-representative/measurement.json",
+            "bench/results/2026-12-02-kmeans-assign-stream/3-representative-140-wide/1-representative/measurement.json",
             "kernels/kmeans/assign.family.toml",
             true,
         ),
