@@ -314,14 +314,24 @@ pub fn cmd_report(path: &Path, svg: Option<&Path>, json: bool) -> ExitCode {
 }
 
 /// Print the family file `choose` picks from an every-route measurement.
-pub fn cmd_choose(file: &Path, path: &Path, o: ChooseOptions) -> ExitCode {
+pub fn cmd_choose(file: &Path, paths: &[PathBuf], o: ChooseOptions) -> ExitCode {
     let f = match load(file) {
         Ok(f) => f,
         Err(code) => return code,
     };
-    let m = match read_measurement(path) {
+    let mut ms = Vec::new();
+    for path in paths {
+        match read_measurement(path) {
+            Ok(m) => ms.push(m),
+            Err(code) => return code,
+        }
+    }
+    let m = match Measurement::merge(ms) {
         Ok(m) => m,
-        Err(code) => return code,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
     };
     match choose::choose(&f, &m, &o) {
         Ok(chosen) => {

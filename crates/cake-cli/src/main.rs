@@ -144,7 +144,9 @@ enum FamilyCommand {
     /// file (to write next to the candidates file)
     Choose {
         file: PathBuf,
-        measurement: PathBuf,
+        /// Every-route measurements of representative shards (several: their shapes together)
+        #[arg(required = true)]
+        measurement: Vec<PathBuf>,
         /// The lowest speedup a route may have at any measured shape it takes
         #[arg(long, default_value_t = 0.97)]
         worst: f64,

@@ -267,6 +267,7 @@ fn measurement(mode: Mode, shapes: Vec<ShapeResult>) -> Measurement {
         created: "2026-12-02T00:00:00Z".into(),
         environment: serde_json::Value::Null,
         shapes,
+        merged_seeds: Vec::new(),
     }
 }
 
@@ -438,6 +439,24 @@ fn carving_lets_a_later_route_take_the_region_where_it_beats_an_earlier_one() {
     assert_eq!(picked.route_of(&shape(4, 2048)), Some(1));
 }
 
+/// Measurements from several GPU calls choose together; a held-out shard never does.
+#[test]
+fn choose_takes_several_representative_measurements_and_refuses_a_held_out_one() {
+    let (fam, m) = picks();
+    let mut other = m.clone();
+    other.seed = 4;
+    let merged = Measurement::merge(vec![m.clone(), other.clone()]).unwrap();
+    assert_eq!(merged.shapes.len(), 2 * m.shapes.len());
+    assert_eq!(merged.merged_seeds, [4]);
+    let o = ChooseOptions::default();
+    let text = render(&fam, &merged, &choose(&fam, &merged, &o).unwrap(), &o);
+    assert!(text.contains("seeds 1 and 4, 96 shapes"), "{text}");
+    let mut held = other;
+    held.shard = "held_out".into();
+    let e = Measurement::merge(vec![m, held]).unwrap_err();
+    assert!(e.contains("held_out shard (seed 4)"), "{e}");
+}
+
 #[test]
 fn choose_needs_an_every_route_measurement_of_the_same_family() {
     let (fam, mut m) = picks();
@@ -454,33 +473,37 @@ fn choose_needs_an_every_route_measurement_of_the_same_family() {
 /// measurement: no guard was edited by hand after the evidence.
 #[test]
 fn the_shipped_tables_are_the_choice_of_their_committed_measurements() {
-    for (candidates, evidence, shipped, carve) in [
+    let defaults = ChooseOptions::default();
+    for (candidates, evidence, shipped, o) in [
         (
             "kernels/gemm/gemm.candidates.family.toml",
             "bench/results/2026-12-02-gemm-family/run2-06587ad/1-representative/measurement.json",
             "kernels/gemm/gemm.family.toml",
-            false,
+            ChooseOptions {
+                worst: 1.05,
+                material: 1.08,
+                ..defaults.clone()
+            },
         ),
         (
             "kernels/kmeans/assign.candidates.family.toml",
             "bench/results/2026-12-02-kmeans-assign-stream/3-representative-140-wide/1-representative/measurement.json",
             "kernels/kmeans/assign.family.toml",
-            true,
+            ChooseOptions {
+                carve: true,
+                ..defaults.clone()
+            },
         ),
         (
             "kernels/kmeans/update.candidates.family.toml",
             "bench/results/2026-12-02-kmeans-update-family/2-family/1-representative/measurement.json",
             "kernels/kmeans/update.family.toml",
-            false,
+            defaults.clone(),
         ),
     ] {
         let candidates = Family::load(&repo().join(candidates)).unwrap();
         let m: Measurement =
             serde_json::from_str(&std::fs::read_to_string(repo().join(evidence)).unwrap()).unwrap();
-        let o = ChooseOptions {
-            carve,
-            ..ChooseOptions::default()
-        };
         let text = render(&candidates, &m, &choose(&candidates, &m, &o).unwrap(), &o);
         let table = std::fs::read_to_string(repo().join(shipped)).unwrap();
         assert_eq!(text, table, "{shipped}");

@@ -436,11 +436,19 @@ pub fn render(f: &Family, m: &Measurement, chosen: &[Chosen], o: &ChooseOptions)
         f.name,
         f.path.file_name().unwrap_or_default().to_string_lossy()
     );
+    let seeds = if m.merged_seeds.is_empty() {
+        format!("seed {}", m.seed)
+    } else {
+        let all: Vec<String> = std::iter::once(m.seed)
+            .chain(m.merged_seeds.iter().copied())
+            .map(|s| s.to_string())
+            .collect();
+        format!("seeds {}", all.join(" and "))
+    };
     let _ = writeln!(
         out,
-        "# ({} shard, seed {}, {} shapes, baseline {}): each route takes the box of most gain in which",
+        "# ({} shard, {seeds}, {} shapes, baseline {}): each route takes the box of most gain in which",
         m.shard,
-        m.seed,
         m.shapes.len(),
         m.baseline
     );

@@ -57,6 +57,41 @@ pub struct Measurement {
     /// The worker's environment (GPU, driver, versions) from the first run.
     pub environment: Value,
     pub shapes: Vec<ShapeResult>,
+    /// The seeds of further representative measurements merged into this one for `choose`
+    /// (their shapes follow this one's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub merged_seeds: Vec<u64>,
+}
+
+impl Measurement {
+    /// One measurement of the shapes of several every-route measurements of the same family's
+    /// representative shards (`cake family choose` over measurements from several GPU calls).
+    /// Held-out and boundary shards never choose routes, so they are refused.
+    pub fn merge(ms: Vec<Measurement>) -> Result<Measurement, String> {
+        let mut it = ms.into_iter();
+        let mut first = it.next().ok_or("no measurement to merge")?;
+        for m in std::iter::once(&first).chain(it.as_slice()) {
+            if m.shard != "representative" {
+                return Err(format!(
+                    "the {} shard (seed {}) judges a table and never chooses one: choose from representative shards only",
+                    m.shard, m.seed
+                ));
+            }
+        }
+        for m in it {
+            if m.family != first.family || m.mode != first.mode {
+                return Err(format!(
+                    "cannot merge a {:?} measurement of family `{}` into a {:?} one of `{}`",
+                    m.mode, m.family, first.mode, first.family
+                ));
+            }
+            first.merged_seeds.push(m.seed);
+            first.merged_seeds.extend(m.merged_seeds);
+            first.n += m.n;
+            first.shapes.extend(m.shapes);
+        }
+        Ok(first)
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -391,5 +426,6 @@ fn snapshot(
         ),
         environment: environment.clone(),
         shapes: results.to_vec(),
+        merged_seeds: Vec::new(),
     }
 }
