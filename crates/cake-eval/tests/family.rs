@@ -490,11 +490,7 @@ fn the_shipped_tables_are_the_choice_of_their_committed_measurements() {
             "kernels/gemm/gemm.candidates.family.toml",
             "bench/results/2026-12-02-gemm-family/run2-06587ad/1-representative/measurement.json",
             "kernels/gemm/gemm.family.toml",
-            ChooseOptions {
-                worst: 1.05,
-                material: 1.08,
-                ..defaults.clone()
-            },
+            defaults.clone(),
         ),
         (
             "kernels/kmeans/assign.candidates.family.toml",
