@@ -11,9 +11,9 @@ carries across tiles), then that tile's centroids in BC-centroid stages; it runs
 tiles ahead of the consumers, which read x through `sX.stage(xpipe.stage)` and release a stage
 once every centroid tile has been compared with it.
 
-Tiles are (batch b, BN rows of X); each consumer warpgroup owns ROWS of the BN rows, in blocks of
-64 (wgmma's M). Centroids past
-K read as zero from TMA and get ‖c‖² = +inf from the fill of lm.load, so they never win.
+Tiles are (batch b, BN rows of X); each consumer warpgroup owns ROWS of the BN rows, in blocks
+of 64 (wgmma's M). Centroids past K read as zero from TMA and get ‖c‖² = +inf from the fill of
+lm.load, so they never win.
 """
 import cake
 from cake import lm
