@@ -78,6 +78,9 @@ pub struct Mutant {
     /// A warning of an expected category also catches it: the planted class is one the
     /// verifier can only suspect (an operand loaded from the wrong tensor, a lost last store).
     pub accept_warnings: bool,
+    /// The original file's kernels as canonical IR: a mutant that compiles to exactly this
+    /// changed nothing the compiler builds (an edit in a compile-time branch not taken).
+    pub original_ir: std::sync::Arc<str>,
 }
 
 /// The verdict on one mutant.
@@ -190,7 +193,7 @@ fn apply(text: &str, edits: &[Edit]) -> (String, Vec<(usize, usize)>) {
     (out, ranges)
 }
 
-fn build(plan: Plan, src: &Source) -> Mutant {
+fn build(plan: Plan, src: &Source, original_ir: &std::sync::Arc<str>) -> Mutant {
     let (new_text, ranges) = apply(&src.text, &plan.edits);
     let new = Source::new(&new_text);
     let mut lines: BTreeSet<usize> = BTreeSet::new();
@@ -237,6 +240,7 @@ fn build(plan: Plan, src: &Source) -> Mutant {
         accept_lines: lines.into_iter().map(|l| l as u32 + 1).collect(),
         equivalent: plan.equivalent,
         accept_warnings: plan.accept_warnings,
+        original_ir: original_ir.clone(),
     }
 }
 
@@ -1108,8 +1112,17 @@ pub fn mutants(source: &str) -> Vec<Mutant> {
     for op in ops {
         op(&src, &f, &mut plans);
     }
-    plans.into_iter().map(|p| build(p, &src)).collect()
+    let ir: std::sync::Arc<str> = canonical_ir(&f.kernels).into();
+    plans.into_iter().map(|p| build(p, &src, &ir)).collect()
 }
+
+/// Every kernel of a file as canonical IR text (what the golden IR tests compare).
+fn canonical_ir(kernels: &[Kernel]) -> String {
+    kernels.iter().map(cake_ir::print::print).collect()
+}
+
+/// Why a mutant that compiles to the original's IR introduces no hazard.
+pub const FOLDED_AWAY: &str = "the edit is in a compile-time branch the file's constants do not take: the mutant compiles to the original kernel (the verifier checks that code in builds at constants that take the branch)";
 
 // ---------------------------------------------------------------------------------------------
 // Evaluation
@@ -1138,8 +1151,16 @@ pub fn evaluate(name: &str, m: &Mutant) -> Outcome {
         .iter()
         .map(|fd| format!("{} {} {}", file.line_of(fd.span.start), fd.code, fd.message))
         .collect();
+    let mut mutant = m.clone();
+    if caught_by.is_none()
+        && mutant.equivalent.is_none()
+        && !checked.has_errors()
+        && canonical_ir(&checked.kernels) == *m.original_ir
+    {
+        mutant.equivalent = Some(FOLDED_AWAY.to_string());
+    }
     Outcome {
-        mutant: m.clone(),
+        mutant,
         file: name.to_string(),
         caught: caught_by.is_some(),
         caught_by,

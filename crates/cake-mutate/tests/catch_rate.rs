@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use cake_diag::Category;
-use cake_mutate::{catch_table, evaluate, mutants, Outcome};
+use cake_mutate::{catch_table, evaluate, mutants, Outcome, FOLDED_AWAY};
 
 const START: &str = "<!-- catch-rate:start -->";
 const END: &str = "<!-- catch-rate:end -->";
@@ -226,4 +226,33 @@ fn dump() {
             }
         }
     }
+}
+
+/// A mutant inside a compile-time branch the file's constants do not take compiles to the
+/// original kernel: it is equivalent there, and caught at the constants that take the branch.
+#[test]
+fn an_edit_in_a_branch_the_constants_fold_away_is_equivalent_and_caught_where_taken() {
+    let text = std::fs::read_to_string(root().join("examples/attention_sm90.py")).unwrap();
+    let drops_q_wait = |m: &cake_mutate::Mutant| {
+        m.operator == "drop-wait" && m.description.contains("lm.wait(q_empty)")
+    };
+    let m = mutants(&text)
+        .into_iter()
+        .find(drops_q_wait)
+        .expect("the q_empty wait is mutated");
+    let o = evaluate("examples/attention_sm90.py", &m);
+    assert!(!o.caught, "{o:?}");
+    assert_eq!(o.mutant.equivalent.as_deref(), Some(FOLDED_AWAY));
+    // PERSISTENT = 1 takes the branch: the same edit is a hazard, and the verifier reports it
+    // (at the copy the missing wait no longer holds back, a line the catch rule does not list).
+    let persistent = text.replacen("PERSISTENT = 0 ", "PERSISTENT = 1 ", 1);
+    assert_ne!(persistent, text);
+    let m = mutants(&persistent).into_iter().find(drops_q_wait).unwrap();
+    let o = evaluate("attention_persistent.py", &m);
+    assert!(o.mutant.equivalent.is_none(), "{:?}", o.findings);
+    assert!(
+        o.findings.iter().any(|f| f.contains("CAKE-S024")),
+        "{:?}",
+        o.findings
+    );
 }
