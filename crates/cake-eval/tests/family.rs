@@ -397,6 +397,13 @@ fn choose_keeps_each_route_where_it_wins_and_the_file_it_writes_loads() {
     assert_eq!((b["R"].min, b["R"].max), (None, Some(16384)));
     // Nothing that lost is routed: narrow rows with many of them fall back.
     let text = render(&fam, &m, &chosen, &o);
+    // 16 shapes at 1.5×, 16 at 1.1×, 16 on the fallback: what the table gives is all there is.
+    assert!(
+        text.contains(
+            "a geomean of 1.182x; the best route per shape (or the fallback) would give 1.182x"
+        ),
+        "{text}"
+    );
     let out = write("pick.chosen.family.toml", &text);
     let picked = Family::load(&out).unwrap_or_else(|e| panic!("{e:?}\n{text}"));
     assert_eq!(picked.route_of(&shape(4, 2048)), Some(0));
@@ -445,6 +452,20 @@ fn carving_lets_a_later_route_take_the_region_where_it_beats_an_earlier_one() {
     assert!((carved[0].geomean - 2.0).abs() < 1e-9 && (carved[1].geomean - 1.5).abs() < 1e-9);
     let text = render(&fam, &m, &carved, &o);
     assert!(text.contains("--carve"), "{text}");
+    // Carving reaches the best route per shape here; without it the table stays at `a`'s 1.5×.
+    assert!(
+        text.contains(
+            "a geomean of 1.651x; the best route per shape (or the fallback) would give 1.651x"
+        ),
+        "{text}"
+    );
+    let flat = render(&fam, &m, &plain, &ChooseOptions::default());
+    assert!(
+        flat.contains(
+            "a geomean of 1.500x; the best route per shape (or the fallback) would give 1.651x"
+        ),
+        "{flat}"
+    );
     let picked = Family::load(&write("carve.chosen.family.toml", &text)).unwrap();
     assert_eq!(picked.route_of(&shape(4, 16384)), Some(0));
     assert_eq!(picked.route_of(&shape(4, 2048)), Some(1));
