@@ -14,7 +14,7 @@
 //! gain (the seed's policy).
 
 use super::measure::{Measurement, Mode};
-use super::{Family, Range};
+use super::{guard_admits, Family, Range};
 use crate::contract::Shape;
 use indexmap::IndexMap;
 use std::fmt::Write as _;
@@ -198,12 +198,7 @@ pub fn choose(f: &Family, m: &Measurement, o: &ChooseOptions) -> Result<Vec<Chos
     // What each route takes in the final order (a later pick may have taken shapes from it).
     let mut taken: Vec<Vec<f64>> = vec![Vec::new(); chosen.len()];
     for (k, shape) in shapes.iter().enumerate() {
-        let admits = |c: &Chosen| {
-            c.when
-                .iter()
-                .all(|(d, r)| shape.get(d).is_some_and(|v| r.holds(*v)))
-        };
-        if let Some(ci) = chosen.iter().position(admits) {
+        if let Some(ci) = route_of(&chosen, shape) {
             if let Some(s) = speed[chosen[ci].candidate][k].flatten() {
                 taken[ci].push(s);
             }
@@ -216,6 +211,11 @@ pub fn choose(f: &Family, m: &Measurement, o: &ChooseOptions) -> Result<Vec<Chos
     }
     chosen.retain(|c| c.shapes > 0);
     Ok(chosen)
+}
+
+/// The chosen route dispatch would give `shape`: the first whose guard admits it.
+fn route_of(chosen: &[Chosen], shape: &Shape) -> Option<usize> {
+    chosen.iter().position(|c| guard_admits(&c.when, shape))
 }
 
 /// Every interval between two cut values; the extremes open it to the domain's edge.
@@ -385,15 +385,8 @@ pub fn in_sample(f: &Family, m: &Measurement, chosen: &[Chosen]) -> (f64, f64) {
     let n = m.shapes.len().max(1) as f64;
     let (mut table_ln, mut best_ln) = (0.0, 0.0);
     for (k, s) in m.shapes.iter().enumerate() {
-        let admits = |c: &&Chosen| {
-            c.when
-                .iter()
-                .all(|(d, r)| s.shape.get(d).is_some_and(|v| r.holds(*v)))
-        };
-        let routed = chosen
-            .iter()
-            .find(admits)
-            .and_then(|c| speed[c.candidate][k].flatten());
+        let routed =
+            route_of(chosen, &s.shape).and_then(|ci| speed[chosen[ci].candidate][k].flatten());
         table_ln += routed.unwrap_or(1.0).ln();
         let fastest = speed
             .iter()

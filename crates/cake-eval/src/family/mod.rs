@@ -93,11 +93,16 @@ pub struct Route {
     pub when: IndexMap<String, Range>,
 }
 
+/// Whether a guard (per dimension, what the shape must satisfy) admits the shape; a dimension
+/// the guard does not name is unconstrained.
+pub fn guard_admits(when: &IndexMap<String, Range>, shape: &Shape) -> bool {
+    when.iter()
+        .all(|(d, r)| shape.get(d).is_some_and(|v| r.holds(*v)))
+}
+
 impl Route {
     pub fn admits(&self, shape: &Shape) -> bool {
-        self.when
-            .iter()
-            .all(|(d, r)| shape.get(d).is_some_and(|v| r.holds(*v)))
+        guard_admits(&self.when, shape)
     }
 }
 
