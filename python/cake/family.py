@@ -34,6 +34,19 @@ def _import(ref: str) -> Callable[..., Any]:
     return getattr(module, fn)
 
 
+def _value(dims: tuple, at: tuple) -> int:
+    """A guard key's value: one dimension, or the product of several (`"B*N"`)."""
+    v = 1
+    for i in at:
+        v *= dims[i]
+    return v
+
+
+def _holds(v: int, lo, hi, vals, m) -> bool:
+    return ((lo is None or v >= lo) and (hi is None or v <= hi)
+            and (vals is None or v in vals) and v % m == 0)
+
+
 class Family:
     """A family file loaded for calls; see the module docstring."""
 
@@ -58,8 +71,11 @@ class Family:
                 raise ValueError(f"family {self.name}: no tensor of the contract names dimension {dim}")
             self._binders.append(at)
         self.routes: list[dict] = doc["routes"]
+        # Per route: (the dimensions' positions whose product the guard bounds — one for a
+        # plain dimension, several for `"B*N"` —, min, max, value set, step).
         self._guards = [
-            [(self.dims.index(d), g.get("min"), g.get("max"), g.get("in"), g.get("multiple_of") or 1)
+            [(tuple(self.dims.index(f.strip()) for f in d.split("*")),
+              g.get("min"), g.get("max"), g.get("in"), g.get("multiple_of") or 1)
              for d, g in r["when"].items()]
             for r in self.routes
         ]
@@ -96,9 +112,7 @@ class Family:
         if not self.in_domain(dims):
             return None
         for r, guard in zip(self.routes, self._guards):
-            if all((lo is None or dims[i] >= lo) and (hi is None or dims[i] <= hi)
-                   and (vals is None or dims[i] in vals) and dims[i] % m == 0
-                   for i, lo, hi, vals, m in guard):
+            if all(_holds(_value(dims, at), lo, hi, vals, m) for at, lo, hi, vals, m in guard):
                 return r["name"]
         return None
 

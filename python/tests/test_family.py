@@ -140,3 +140,25 @@ def test_a_limit_on_a_product_of_dimensions_sends_larger_shapes_to_the_fallback(
     fam = cake.family(tmp_path / "lim.family.toml")
     assert fam.route_of((16384, 16384)) == "rows"       # 2^28: at the limit
     assert fam.route_of((16385, 16384)) is None         # past it: the fallback
+
+
+def test_a_guard_over_a_product_of_dimensions_routes_by_problem_size(tmp_path):
+    rows = os.path.join(ROOT, "kernels", "rows")
+    (tmp_path / "size.family.toml").write_text(
+        f'name = "size"\ncontract = "{rows}/rmsnorm.contract.toml"\n'
+        '[[route]]\nname = "large"\nwhen = { "R*H" = { min = 1048576 }, H = { max = 8192 } }\n'
+        f'[fallback]\npython = "{rows}/contract.py:rms_norm_into"\n')
+    fam = cake.family(tmp_path / "size.family.toml")
+    assert fam.route_of((256, 4096)) == "large"        # 2^20 elements: at the bound
+    assert fam.route_of((255, 4096)) is None           # one row fewer: the fallback
+    assert fam.route_of((4096, 16384)) is None         # large, but past the H bound
+
+
+def test_a_product_guard_names_only_dimensions(tmp_path):
+    rows = os.path.join(ROOT, "kernels", "rows")
+    (tmp_path / "bad.family.toml").write_text(
+        f'name = "bad"\ncontract = "{rows}/rmsnorm.contract.toml"\n'
+        '[[route]]\nname = "a"\nwhen = { "R*Q" = { min = 4 } }\n'
+        f'[fallback]\npython = "{rows}/contract.py:rms_norm_into"\n')
+    with pytest.raises(ValueError, match="`Q` in `R\\*Q` is not a dimension of the contract"):
+        cake.family(tmp_path / "bad.family.toml")

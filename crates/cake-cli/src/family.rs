@@ -314,7 +314,12 @@ pub fn cmd_report(path: &Path, svg: Option<&Path>, json: bool) -> ExitCode {
 }
 
 /// Print the family file `choose` picks from an every-route measurement.
-pub fn cmd_choose(file: &Path, paths: &[PathBuf], o: ChooseOptions) -> ExitCode {
+pub fn cmd_choose(
+    file: &Path,
+    paths: &[PathBuf],
+    o: ChooseOptions,
+    cross_validate: Option<usize>,
+) -> ExitCode {
     let f = match load(file) {
         Ok(f) => f,
         Err(code) => return code,
@@ -333,9 +338,17 @@ pub fn cmd_choose(file: &Path, paths: &[PathBuf], o: ChooseOptions) -> ExitCode 
             return ExitCode::from(2);
         }
     };
+    let cv = match cross_validate.map(|folds| choose::cross_validate(&f, &m, &o, folds)) {
+        None => None,
+        Some(Ok(cv)) => Some(cv),
+        Some(Err(e)) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
     match choose::choose(&f, &m, &o) {
         Ok(chosen) => {
-            out!("{}", choose::render(&f, &m, &chosen, &o));
+            out!("{}", choose::render(&f, &m, &chosen, &o, cv.as_ref()));
             ExitCode::SUCCESS
         }
         Err(e) => {

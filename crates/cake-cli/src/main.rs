@@ -163,6 +163,18 @@ enum FamilyCommand {
         /// later box is listed first)
         #[arg(long)]
         carve: bool,
+        /// Where a box reaches the largest measured value of a dimension, keep its guard open to
+        /// the domain's top (larger problems amortise a route's fixed costs)
+        #[arg(long)]
+        open_above: bool,
+        /// Also let boxes bound this product of dimensions from below, e.g. `B*N` (repeatable):
+        /// a route can then start at a problem size
+        #[arg(long = "product", value_name = "DIMS")]
+        products: Vec<String>,
+        /// Also estimate the table's worth on unseen shapes: choose on all but one of FOLDS
+        /// parts of the shapes, route the part left out (stated in the table's header)
+        #[arg(long, value_name = "FOLDS")]
+        cross_validate: Option<usize>,
     },
 }
 
@@ -539,6 +551,9 @@ fn main() -> ExitCode {
             min_shapes,
             boxes,
             carve,
+            open_above,
+            products,
+            cross_validate,
         }) => family::cmd_choose(
             &file,
             &measurement,
@@ -548,7 +563,10 @@ fn main() -> ExitCode {
                 min_shapes,
                 boxes,
                 carve,
+                open_above,
+                products,
             },
+            cross_validate,
         ),
     }
 }

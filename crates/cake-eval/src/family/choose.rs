@@ -32,6 +32,13 @@ pub struct ChooseOptions {
     pub boxes: usize,
     /// Later boxes may take shapes from earlier ones where they gain over them (and go first).
     pub carve: bool,
+    /// Where a box reaches the largest measured value of a dimension, its guard stays open to
+    /// the domain's top instead of stopping at that value: a larger problem amortises more of
+    /// a route's fixed costs, so a route that wins at the largest measured size keeps winning.
+    pub open_above: bool,
+    /// Products of dimensions (`B*N`) the boxes may also bound from below: a route whose fixed
+    /// costs lose on small problems starts at a problem size no range of one dimension can say.
+    pub products: Vec<String>,
 }
 
 impl Default for ChooseOptions {
@@ -42,6 +49,8 @@ impl Default for ChooseOptions {
             min_shapes: 3,
             boxes: 2,
             carve: false,
+            open_above: false,
+            products: Vec::new(),
         }
     }
 }
@@ -110,7 +119,24 @@ pub fn choose(f: &Family, m: &Measurement, o: &ChooseOptions) -> Result<Vec<Chos
             m.family, f.name
         ));
     }
-    let dims: Vec<String> = f.contract.dims.iter().map(|d| d.name.clone()).collect();
+    for p in &o.products {
+        if let Some(bad) =
+            super::guard_factors(p).find(|d| !f.contract.dims.iter().any(|x| x.name == *d))
+        {
+            return Err(format!(
+                "`{bad}` in the product `{p}` is not a dimension of the contract"
+            ));
+        }
+    }
+    // The axes a box bounds: each dimension, then each product (from below only).
+    let dims: Vec<String> = f
+        .contract
+        .dims
+        .iter()
+        .map(|d| d.name.clone())
+        .chain(o.products.iter().cloned())
+        .collect();
+    let products_from = f.contract.dims.len();
     let shapes: Vec<&Shape> = m.shapes.iter().map(|s| &s.shape).collect();
     let speed = table(f, m);
     // ln of the speedup the table chosen so far gives each measured shape (0: the fallback).
@@ -122,7 +148,7 @@ pub fn choose(f: &Family, m: &Measurement, o: &ChooseOptions) -> Result<Vec<Chos
     // Greedy over every candidate: the box of most gain over the current table goes next (in
     // front of the earlier picks when carving).
     loop {
-        let mut pick: Option<(usize, f64, Vec<usize>)> = None;
+        let mut pick: Option<(usize, f64, Vec<usize>, Bounds)> = None;
         for (ri, route) in f.routes.iter().enumerate() {
             if used[ri] >= o.boxes {
                 continue;
@@ -135,21 +161,30 @@ pub fn choose(f: &Family, m: &Measurement, o: &ChooseOptions) -> Result<Vec<Chos
             }
             let axes: Vec<Vec<(Option<i64>, Option<i64>)>> = dims
                 .iter()
-                .map(|d| {
-                    intervals(&cuts(
-                        &open.iter().map(|k| shapes[*k][d]).collect::<Vec<_>>(),
-                    ))
+                .enumerate()
+                .map(|(a, d)| {
+                    let c = cuts(
+                        &open
+                            .iter()
+                            .map(|k| value(d, shapes[*k]))
+                            .collect::<Vec<_>>(),
+                    );
+                    if a < products_from {
+                        intervals(&c)
+                    } else {
+                        floors(&c)
+                    }
                 })
                 .collect();
-            if let Some((score, taken)) =
+            if let Some((score, taken, bounds)) =
                 best_box(&dims, &axes, &open, &shapes, &speed[ri], &current, o)
             {
                 if pick.as_ref().is_none_or(|p| score > p.1 + 1e-12) {
-                    pick = Some((ri, score, taken));
+                    pick = Some((ri, score, taken, bounds));
                 }
             }
         }
-        let Some((ri, _, taken)) = pick else {
+        let Some((ri, _, taken, bounds)) = pick else {
             break;
         };
         let route = &f.routes[ri];
@@ -160,12 +195,23 @@ pub fn choose(f: &Family, m: &Measurement, o: &ChooseOptions) -> Result<Vec<Chos
         }
         // The guard is the box the taken shapes span, no wider: past them nothing was
         // measured, and a held-out shape there must not be routed on a guess.
+        // (With `open_above`, a box open at the top stays open: see the option.)
         let mut guard = route.when.clone();
-        for (d, dim) in dims.iter().zip(&f.contract.dims) {
-            let vals = taken.iter().map(|k| shapes[*k][d]);
+        for (a, (d, b)) in dims.iter().zip(&bounds).enumerate() {
+            let vals = taken.iter().map(|k| value(d, shapes[*k]));
             let (lo, hi) = (vals.clone().min(), vals.max());
-            let lo = lo.filter(|v| *v > dim.min);
-            let hi = hi.filter(|v| *v < dim.max);
+            let (lo, hi) = if a < products_from {
+                let dim = &f.contract.dims[a];
+                let hi = if o.open_above && b.1.is_none() {
+                    None
+                } else {
+                    hi
+                };
+                (lo.filter(|v| *v > dim.min), hi.filter(|v| *v < dim.max))
+            } else {
+                // A product is bounded only where the box cut it.
+                (lo.filter(|_| b.0.is_some()), None)
+            };
             if lo.is_none() && hi.is_none() {
                 continue;
             }
@@ -218,6 +264,18 @@ fn route_of(chosen: &[Chosen], shape: &Shape) -> Option<usize> {
     chosen.iter().position(|c| guard_admits(&c.when, shape))
 }
 
+/// A box axis's value at a shape: a dimension or a product of dimensions.
+fn value(axis: &str, shape: &Shape) -> i64 {
+    super::guard_value(axis, shape).unwrap_or(0)
+}
+
+/// Lower bounds only (a product axis): no bound, or at least each cut value past the first.
+fn floors(c: &[i64]) -> Vec<(Option<i64>, Option<i64>)> {
+    std::iter::once((None, None))
+        .chain(c.iter().skip(1).map(|lo| (Some(*lo), None)))
+        .collect()
+}
+
 /// Every interval between two cut values; the extremes open it to the domain's edge.
 fn intervals(c: &[i64]) -> Vec<(Option<i64>, Option<i64>)> {
     let mut iv = Vec::new();
@@ -242,7 +300,7 @@ fn best_box(
     speed: &[Option<Option<f64>>],
     current: &[f64],
     o: &ChooseOptions,
-) -> Option<(f64, Vec<usize>)> {
+) -> Option<(f64, Vec<usize>, Bounds)> {
     let inside = |iv: &(Option<i64>, Option<i64>), v: i64| {
         iv.0.is_none_or(|lo| v >= lo) && iv.1.is_none_or(|hi| v <= hi)
     };
@@ -256,7 +314,7 @@ fn best_box(
                 .map(|iv| {
                     let mut m = vec![0u64; words];
                     for (j, k) in open.iter().enumerate() {
-                        if inside(iv, shapes[*k][d]) {
+                        if inside(iv, value(d, shapes[*k])) {
                             m[j / 64] |= 1 << (j % 64);
                         }
                     }
@@ -300,10 +358,10 @@ fn best_box(
         .filter(|k| {
             dims.iter()
                 .zip(&bounds)
-                .all(|(d, iv)| inside(iv, shapes[*k][d]))
+                .all(|(d, iv)| inside(iv, value(d, shapes[*k])))
         })
         .collect();
-    Some((score, taken))
+    Some((score, taken, bounds))
 }
 
 /// The box search of [`best_box`]: one interval per axis, depth first, the shapes a partial
@@ -324,6 +382,22 @@ impl Search<'_> {
     fn go(&mut self, axis: usize, held: &[u64]) {
         if axis == self.axes.len() {
             return self.judge(held);
+        }
+        // Branch and bound: no box inside this one scores more than its shapes' gains that are
+        // positive. A subtree that cannot reach the best score so far is skipped (one that can
+        // only tie is still searched, so the tie-breaks pick the same box as a full search).
+        if let Some((best, ..)) = &self.best {
+            let mut bound = 0.0;
+            for (wi, w) in held.iter().enumerate() {
+                let mut bits = *w;
+                while bits != 0 {
+                    bound += self.lns[wi * 64 + bits.trailing_zeros() as usize].max(0.0);
+                    bits &= bits - 1;
+                }
+            }
+            if bound < best - 1e-12 {
+                return;
+            }
         }
         let mut m = vec![0u64; held.len()];
         for i in 0..self.axes[axis].len() {
@@ -397,6 +471,89 @@ pub fn in_sample(f: &Family, m: &Measurement, chosen: &[Chosen]) -> (f64, f64) {
     ((table_ln / n).exp(), (best_ln / n).exp())
 }
 
+/// What a choice is worth on shapes it did not see: the shapes split into folds (by index,
+/// every `folds`-th shape), each fold routed by the table chosen from the others.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CrossValidation {
+    pub folds: usize,
+    pub shapes: usize,
+    /// Geomean speedup over the shapes, each through the table that did not see it (a shape
+    /// its route failed or ran wrong at counts as 1× here and in `incorrect`).
+    pub geomean: f64,
+    /// Shapes routed to a route that ran them below 0.95×.
+    pub below: usize,
+    /// Shapes routed to a route that failed at them or ran them wrong.
+    pub incorrect: usize,
+    /// Shapes no route took.
+    pub fallback: usize,
+}
+
+/// Cross-validates `choose` with options `o` over the measurement (docs/dispatch.md): an
+/// estimate of the held-out geomean made from representative shapes only, to pick the options
+/// before a held-out shard judges the table.
+pub fn cross_validate(
+    f: &Family,
+    m: &Measurement,
+    o: &ChooseOptions,
+    folds: usize,
+) -> Result<CrossValidation, String> {
+    if folds < 2 || folds > m.shapes.len() {
+        return Err(format!(
+            "cross-validation needs 2 to {} folds (one shape each at most), not {folds}",
+            m.shapes.len()
+        ));
+    }
+    let speed = table(f, m);
+    let mut cv = CrossValidation {
+        folds,
+        shapes: m.shapes.len(),
+        geomean: 1.0,
+        below: 0,
+        incorrect: 0,
+        fallback: 0,
+    };
+    // The folds' choices are independent: one thread each.
+    let tables: Vec<Result<Vec<Chosen>, String>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..folds)
+            .map(|fold| {
+                scope.spawn(move || {
+                    let mut train = m.clone();
+                    train.shapes = m
+                        .shapes
+                        .iter()
+                        .enumerate()
+                        .filter(|(k, _)| k % folds != fold)
+                        .map(|(_, s)| s.clone())
+                        .collect();
+                    choose(f, &train, o)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a fold's choice panicked"))
+            .collect()
+    });
+    let mut ln = 0.0;
+    for (fold, chosen) in tables.into_iter().enumerate() {
+        let chosen = chosen?;
+        for (k, s) in m.shapes.iter().enumerate().skip(fold).step_by(folds) {
+            match route_of(&chosen, &s.shape) {
+                None => cv.fallback += 1,
+                Some(ci) => match speed[chosen[ci].candidate][k].flatten() {
+                    None => cv.incorrect += 1,
+                    Some(x) => {
+                        ln += x.ln();
+                        cv.below += usize::from(x < 0.95);
+                    }
+                },
+            }
+        }
+    }
+    cv.geomean = (ln / m.shapes.len() as f64).exp();
+    Ok(cv)
+}
+
 /// `path` relative to `base` (both absolute), with `..` where needed.
 fn relative(path: &Path, base: &Path) -> PathBuf {
     let p: Vec<Component> = path.components().collect();
@@ -416,7 +573,16 @@ fn relative(path: &Path, base: &Path) -> PathBuf {
 fn inline<V>(map: &IndexMap<String, V>, value: impl Fn(&V) -> String) -> String {
     let parts: Vec<String> = map
         .iter()
-        .map(|(k, v)| format!("{k} = {}", value(v)))
+        .map(|(k, v)| {
+            let bare = k
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+            if bare {
+                format!("{k} = {}", value(v))
+            } else {
+                format!("\"{k}\" = {}", value(v))
+            }
+        })
         .collect();
     format!("{{ {} }}", parts.join(", "))
 }
@@ -441,7 +607,13 @@ fn range_text(r: &Range) -> String {
 
 /// The chosen family as a family file, to be written next to the candidates file (paths are
 /// relative to its folder); comments carry the evidence each route was kept on.
-pub fn render(f: &Family, m: &Measurement, chosen: &[Chosen], o: &ChooseOptions) -> String {
+pub fn render(
+    f: &Family,
+    m: &Measurement,
+    chosen: &[Chosen],
+    o: &ChooseOptions,
+    cv: Option<&CrossValidation>,
+) -> String {
     let dir = f
         .path
         .canonicalize()
@@ -488,6 +660,26 @@ pub fn render(f: &Family, m: &Measurement, chosen: &[Chosen], o: &ChooseOptions)
         out,
         "# On these shapes the table gives a geomean of {table:.3}x; the best route per shape (or the fallback) would give {best:.3}x."
     );
+    if o.open_above || !o.products.is_empty() {
+        let mut how = Vec::new();
+        if o.open_above {
+            how.push("a box that reaches the largest measured value of a dimension stays open above it (`--open-above`)".to_string());
+        }
+        if !o.products.is_empty() {
+            how.push(format!(
+                "boxes may bound {} from below (`--product`)",
+                o.products.join(", ")
+            ));
+        }
+        let _ = writeln!(out, "# Guards: {}.", how.join("; "));
+    }
+    if let Some(cv) = cv {
+        let _ = writeln!(
+            out,
+            "# Cross-validated ({} folds, each routed by the table chosen from the others): geomean {:.3}x; {} of {} shapes below 0.95x, {} incorrect, {} to the fallback.",
+            cv.folds, cv.geomean, cv.below, cv.shapes, cv.incorrect, cv.fallback
+        );
+    }
     let _ = writeln!(out, "name = \"{}\"", f.name);
     let _ = writeln!(out, "contract = \"{}\"", rel(&f.contract.path));
     if !f.domain.is_empty() {

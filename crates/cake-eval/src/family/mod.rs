@@ -93,11 +93,25 @@ pub struct Route {
     pub when: IndexMap<String, Range>,
 }
 
-/// Whether a guard (per dimension, what the shape must satisfy) admits the shape; a dimension
-/// the guard does not name is unconstrained.
+/// The value a guard's key names at `shape`: a dimension (`N`), or a product of dimensions
+/// (`B*N`), which tells a small problem from a large one where ranges per dimension cannot.
+/// `None` if the shape lacks a factor.
+pub fn guard_value(key: &str, shape: &Shape) -> Option<i64> {
+    key.split('*').try_fold(1i64, |p, d| {
+        shape.get(d.trim()).map(|v| p.saturating_mul(*v))
+    })
+}
+
+/// The dimensions a guard key multiplies (one for a plain dimension).
+pub fn guard_factors(key: &str) -> impl Iterator<Item = &str> {
+    key.split('*').map(str::trim)
+}
+
+/// Whether a guard (per dimension or product of dimensions, what the shape must satisfy)
+/// admits the shape; a dimension the guard does not name is unconstrained.
 pub fn guard_admits(when: &IndexMap<String, Range>, shape: &Shape) -> bool {
     when.iter()
-        .all(|(d, r)| shape.get(d).is_some_and(|v| r.holds(*v)))
+        .all(|(k, r)| guard_value(k, shape).is_some_and(|v| r.holds(v)))
 }
 
 impl Route {
@@ -208,6 +222,10 @@ impl Family {
                 );
             }
             for (d, range) in &r.when {
+                if d.contains('*') {
+                    check_product_guard(&contract, d, range, &mut push);
+                    continue;
+                }
                 let Some(dim) = contract.dims.iter().find(|x| &x.name == d) else {
                     let names: Vec<&str> = contract.dims.iter().map(|x| x.name.as_str()).collect();
                     push(
@@ -381,6 +399,51 @@ impl Family {
             vals.dedup();
             axes.push((dim.name.clone(), vals));
         }
+        // A guard over a product (`B*N`) is no range of one dimension: its last factor gets the
+        // values at which the product crosses each bound, for every value the other factors
+        // take, so both sides of the bound are seen wherever they are.
+        for r in &self.routes {
+            for (key, g) in r.when.iter().filter(|(k, _)| k.contains('*')) {
+                let factors: Vec<&str> = guard_factors(key).collect();
+                let (last, rest) = factors.split_last().expect("a product has factors");
+                let mut qs = vec![1i64];
+                for f in rest {
+                    let Some((_, vals)) = axes.iter().find(|(n, _)| n == f) else {
+                        continue;
+                    };
+                    qs = qs
+                        .iter()
+                        .flat_map(|q| vals.iter().map(move |v| q.saturating_mul(*v)))
+                        .collect();
+                    qs.sort();
+                    qs.dedup();
+                }
+                let Some(dim) = self.contract.dims.iter().find(|d| d.name == *last) else {
+                    continue;
+                };
+                let mut extra = Vec::new();
+                for bound in [g.min, g.max.map(|m| m.saturating_add(1))]
+                    .into_iter()
+                    .flatten()
+                {
+                    // The smallest value of `last` at which the product reaches `bound`, and the
+                    // one below it.
+                    for q in qs.iter().filter(|q| **q > 0) {
+                        let at = bound.saturating_add(q - 1).div_euclid(*q);
+                        extra.extend(snap(dim, at));
+                        extra.extend(snap_below(dim, at - 1));
+                    }
+                }
+                let axis = &mut axes
+                    .iter_mut()
+                    .find(|(n, _)| n == last)
+                    .expect("a dimension")
+                    .1;
+                axis.extend(extra);
+                axis.sort();
+                axis.dedup();
+            }
+        }
         let count = axes
             .iter()
             .try_fold(1usize, |a, (_, v)| a.checked_mul(v.len()));
@@ -449,6 +512,53 @@ impl Family {
     }
 }
 
+/// A guard over a product of dimensions (`"B*N"`): every factor a dimension of the contract,
+/// only `min` and `max` (a value set or a step over a product says nothing useful), and some
+/// product in the domain satisfying it.
+fn check_product_guard(
+    contract: &Contract,
+    key: &str,
+    range: &Range,
+    push: &mut impl FnMut(&str, &str, String, Option<String>),
+) {
+    let field = format!("when.{key}");
+    let (mut lo, mut hi) = (1i64, 1i64);
+    for f in guard_factors(key) {
+        let Some(dim) = contract.dims.iter().find(|x| x.name == f) else {
+            let names: Vec<&str> = contract.dims.iter().map(|x| x.name.as_str()).collect();
+            push(
+                &field,
+                "when",
+                format!("`{f}` in `{key}` is not a dimension of the contract"),
+                Some(format!("dimensions are {}", names.join(", "))),
+            );
+            return;
+        };
+        lo = lo.saturating_mul(dim.min);
+        hi = hi.saturating_mul(dim.max);
+    }
+    if range.values.is_some() || range.multiple_of.is_some() {
+        push(
+            &field,
+            "when",
+            format!("a guard over the product `{key}` takes only `min` and `max`"),
+            None,
+        );
+    } else if range.min.zip(range.max).is_some_and(|(a, b)| a > b)
+        || range.max.is_some_and(|m| m < lo)
+        || range.min.is_some_and(|m| m > hi)
+    {
+        push(
+            &field,
+            "when",
+            format!(
+                "no value of `{key}` in the contract's domain ({lo}..={hi}) satisfies this guard"
+            ),
+            None,
+        );
+    }
+}
+
 /// Where `[[route]]` number `i` (0-based) writes `word = ...`, else its header: 1-based line and
 /// column.
 fn route_line(text: &str, i: usize, word: &str) -> Option<(usize, usize)> {
@@ -492,6 +602,23 @@ fn snap(dim: &crate::contract::Dim, v: i64) -> Option<i64> {
     let up = v.checked_add(m - 1)? / m * m;
     let down = v / m * m;
     [up, down].into_iter().find(|x| dim.contains(*x))
+}
+
+/// The nearest value of `dim`'s domain at or below `v`; `None` when there is none.
+fn snap_below(dim: &crate::contract::Dim, v: i64) -> Option<i64> {
+    if v < dim.min {
+        return None;
+    }
+    let v = v.min(dim.max);
+    if let Some(vals) = &dim.values {
+        return vals
+            .iter()
+            .copied()
+            .filter(|x| *x <= v && dim.contains(*x))
+            .max();
+    }
+    let m = dim.multiple_of.max(1);
+    Some(v.div_euclid(m) * m).filter(|x| dim.contains(*x))
 }
 
 #[derive(Clone, Debug, Default, serde::Serialize)]
