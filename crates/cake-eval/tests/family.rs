@@ -631,18 +631,6 @@ fn choose_needs_an_every_route_measurement_of_the_same_family() {
     assert!(e.contains("`other`"), "{e}");
 }
 
-/// The GEMM table's options: a margin on every measured shape (1.05×) and on the geomean (1.08×),
-/// so that cuBLAS keeps what a route wins only by noise.
-const GEMM_OPTIONS: ChooseOptions = ChooseOptions {
-    worst: 1.05,
-    material: 1.08,
-    min_shapes: 3,
-    boxes: 2,
-    carve: false,
-    open_above: true,
-    products: Vec::new(),
-};
-
 /// The every-route measurements the assign table was chosen from.
 const ASSIGN_EVIDENCE: &[&str] = &[
     "bench/results/2026-12-02-kmeans-assign-stream/3-representative-140-wide/1-representative/measurement.json",
@@ -660,7 +648,7 @@ fn the_shipped_tables_are_the_choice_of_their_committed_measurements() {
             "kernels/gemm/gemm.candidates.family.toml",
             &["bench/results/2026-12-02-gemm-family/run2-06587ad/1-representative/measurement.json"],
             "kernels/gemm/gemm.family.toml",
-            GEMM_OPTIONS,
+            defaults.clone(),
         ),
         (
             "kernels/kmeans/assign.candidates.family.toml",
@@ -677,7 +665,10 @@ fn the_shipped_tables_are_the_choice_of_their_committed_measurements() {
             "kernels/kmeans/update.candidates.family.toml",
             &["bench/results/2026-12-02-kmeans-update-family/2-family/1-representative/measurement.json"],
             "kernels/kmeans/update.family.toml",
-            defaults.clone(),
+            ChooseOptions {
+                open_above: true,
+                ..defaults.clone()
+            },
         ),
     ];
     for (candidates, evidence, shipped, o) in tables {
