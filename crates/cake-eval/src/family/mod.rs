@@ -1,8 +1,9 @@
 //! Families (docs/dispatch.md): one contract's shape domain served by ordered routes, each a
 //! Cake schedule with a guard over the shape, and an explicit fallback for the shapes no route
 //! takes. A family is data (`<family>.family.toml`): the guards are ranges and value sets over
-//! the contract's dimensions, so Rust and Python evaluate them alike and coverage is computed
-//! exactly, and the shape sampler that builds and judges families draws from the same domain.
+//! the contract's dimensions (and ranges over their products), so Rust and Python evaluate them
+//! alike and coverage is computed from the guards' edges, and the shape sampler that builds and
+//! judges families draws from the same domain.
 
 pub mod choose;
 pub mod measure;
@@ -366,7 +367,8 @@ impl Family {
     /// both sides, snapped to values the domain admits. Guards are ranges and value sets, so
     /// between two consecutive edges every shape goes the same way, and these points decide
     /// coverage exactly; a guard's `multiple_of` adds, next to each edge, a multiple and a
-    /// value that is not one.
+    /// value that is not one. A guard over a product adds its crossings (see the loop below),
+    /// which sample its curved edge rather than decide it.
     pub fn edge_points(&self) -> Result<Vec<Shape>, String> {
         let mut axes: Vec<(String, Vec<i64>)> = Vec::new();
         for dim in &self.contract.dims {
