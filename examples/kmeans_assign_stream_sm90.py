@@ -6,8 +6,8 @@ it is bound by memory, not by the tensor cores. The shipped schedule
 (examples/kmeans_assign_sm90.py, read it for the algebra and the packed argmin) keeps one tile of
 x per consumer and loads it at the start of every tile, so at small K each consumer waits out a
 load from HBM per tile and the SM has at most one tile of x in flight. Here the producer loads
-each tile's x into a ring of XSTAGES tiles (a one-iteration loop per tile on `xpipe`, whose stage
-carries across tiles), then that tile's centroids in BC-centroid stages; it runs up to XSTAGES
+each tile's x into a ring of XS tiles (a one-iteration loop per tile on `xpipe`, whose stage
+carries across tiles), then that tile's centroids in BC-centroid stages; it runs up to XS
 tiles ahead of the consumers, which read x through `sX.stage(xpipe.stage)` and release a stage
 once every centroid tile has been compared with it.
 
@@ -27,9 +27,10 @@ WIDE = 0                           # 1: 128 rows per consumer at D = 96 and 128 
 ROWS = 128 if DP <= 64 or WIDE == 1 else 64
 BN = CONSUMERS * ROWS              # rows of X per tile
 BC = 64                            # centroids per stage
-XSTAGES = 3 if DP <= 64 or (DP <= 128 and WIDE == 0) else 2   # tiles of x in flight
+XSTAGES = 0                        # tiles of x in flight; 0: by D, as below
+XS = XSTAGES if XSTAGES > 0 else (3 if DP <= 64 or (DP <= 128 and WIDE == 0) else 2)
 STAGES = 2                         # centroid stages
-# Shared memory: XSTAGES × BN × DP × 2 + STAGES × BC × DP × 2 bytes:
+# Shared memory: XS × BN × DP × 2 + STAGES × BC × DP × 2 bytes:
 # D = 64: 144 + 16 KiB; D = 96/128: 144 + 32 KiB (WIDE: 192 + 32); D = 256: 128 + 64 KiB.
 
 
@@ -51,7 +52,7 @@ def kmeans_assign_stream(X: lm.tensor[lm.bf16, "B", "N", D],
                          CSQ: lm.tensor[lm.f32, "B", "K"],
                          IDS: lm.tensor[lm.i32, "B", "N"]):
     pool = lm.smem()
-    sX = pool.view(shape=(BN, DP), dtype=lm.bf16, stages=XSTAGES, swizzle=128)
+    sX = pool.view(shape=(BN, DP), dtype=lm.bf16, stages=XS, swizzle=128)
     sC = pool.view(shape=(BC, DP), dtype=lm.bf16, stages=STAGES, swizzle=128)
 
     # The producer needs few registers; the consumers take the rest (two 64 × BC accumulators at
@@ -60,7 +61,7 @@ def kmeans_assign_stream(X: lm.tensor[lm.bf16, "B", "N", D],
     math = lm.role(warpgroups=[1, 2, 3] if CONSUMERS == 3 else [1, 2],
                    regs=152 if CONSUMERS == 3 else 224)
 
-    xpipe = lm.pipeline(stages=XSTAGES)   # one iteration per tile
+    xpipe = lm.pipeline(stages=XS)   # one iteration per tile
     pipe = lm.pipeline(stages=STAGES)     # one iteration per centroid tile
     x_full = lm.barrier(xpipe, producers=[load], consumers=[math])
     x_empty = lm.barrier(xpipe, producers=[math], consumers=[load])

@@ -1,0 +1,166 @@
+// Hand-written references for issue #19's question: how close to the weight-streaming floor can
+// small-M C = A · Bᵀ get on the H200, and is cuBLAS's time there a hardware bound?
+//
+//   read_sum     reads B (N × K bf16) once with 16-byte loads and writes one value per CTA: the
+//                floor any kernel that streams the weight pays (plus its own math).
+//   gemv<MT, RPW, KS, U>
+//                C[m, n] = Σ_k A[m, k] · B[n, k] for m < M ≤ MT: a CTA of 8 warps; KS warps share
+//                each group of RPW rows (each takes every KS-th 256-column chunk of K), U chunks
+//                of every row in flight per warp; f32 sums reduced by shuffles, then across the KS
+//                warps through shared memory; A read through the read-only cache (M × K is small
+//                and every CTA reads all of it).
+// Built by bench/gemv_hand.sh, timed by bench/gemv_hand.py.
+#include <cstdint>
+
+namespace {
+
+__device__ __forceinline__ uint4 ld_stream(const uint4* p) {
+    // The weight is read once: no L1 allocation.
+    uint4 v;
+    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+    return v;
+}
+
+// bf16 pairs in a 32-bit word to f32 (a bf16 is the high half of an f32).
+__device__ __forceinline__ float lo(uint32_t v) { return __uint_as_float(v << 16); }
+__device__ __forceinline__ float hi(uint32_t v) { return __uint_as_float(v & 0xffff0000u); }
+
+__device__ __forceinline__ void fma8(float& acc, const uint4& w, const uint4& a) {
+    acc = fmaf(lo(w.x), lo(a.x), acc); acc = fmaf(hi(w.x), hi(a.x), acc);
+    acc = fmaf(lo(w.y), lo(a.y), acc); acc = fmaf(hi(w.y), hi(a.y), acc);
+    acc = fmaf(lo(w.z), lo(a.z), acc); acc = fmaf(hi(w.z), hi(a.z), acc);
+    acc = fmaf(lo(w.w), lo(a.w), acc); acc = fmaf(hi(w.w), hi(a.w), acc);
+}
+
+// f32 to bf16, rounding to nearest even (inputs here are finite).
+__device__ __forceinline__ uint16_t to_bf16(float f) {
+    const uint32_t u = __float_as_uint(f);
+    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+template <int MT, int RPW, int KS, int U>
+__device__ void gemv(const uint16_t* __restrict__ A, const uint16_t* __restrict__ B,
+                     uint16_t* __restrict__ C, int M, int N, int K) {
+    constexpr int GROUPS = 8 / KS;               // row groups per CTA
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int group = warp / KS, slice = warp % KS;
+    const int row0 = (blockIdx.x * GROUPS + group) * RPW;
+    const int chunks = K / 256;                  // whole 256-column chunks (K % 256 == 0 here)
+    float acc[RPW][MT];
+#pragma unroll
+    for (int r = 0; r < RPW; ++r)
+#pragma unroll
+        for (int m = 0; m < MT; ++m) acc[r][m] = 0.f;
+    const uint4* Bv = reinterpret_cast<const uint4*>(B);
+    const uint4* Av = reinterpret_cast<const uint4*>(A);
+    const int kv = K / 8;                        // 16-byte vectors per row
+    for (int c = slice; c < chunks; c += KS * U) {
+        uint4 w[U][RPW];
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+#pragma unroll
+            for (int r = 0; r < RPW; ++r) {
+                const int cc = c + u * KS, row = row0 + r;
+                w[u][r] = (cc < chunks && row < N) ? ld_stream(Bv + (size_t)row * kv + cc * 32 + lane)
+                                                   : make_uint4(0, 0, 0, 0);
+            }
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const int cc = c + u * KS;
+            if (cc >= chunks) break;
+#pragma unroll
+            for (int m = 0; m < MT; ++m) {
+                if (m >= M) break;
+                const uint4 a = __ldg(Av + (size_t)m * kv + cc * 32 + lane);
+#pragma unroll
+                for (int r = 0; r < RPW; ++r) fma8(acc[r][m], w[u][r], a);
+            }
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < RPW; ++r)
+#pragma unroll
+        for (int m = 0; m < MT; ++m)
+#pragma unroll
+            for (int off = 16; off > 0; off >>= 1) acc[r][m] += __shfl_xor_sync(0xffffffffu, acc[r][m], off);
+    if constexpr (KS > 1) {
+        __shared__ float part[8][RPW][MT];
+        if (lane == 0)
+#pragma unroll
+            for (int r = 0; r < RPW; ++r)
+#pragma unroll
+                for (int m = 0; m < MT; ++m) part[warp][r][m] = acc[r][m];
+        __syncthreads();
+        if (slice != 0) return;
+        if (lane == 0)
+#pragma unroll
+            for (int r = 0; r < RPW; ++r)
+#pragma unroll
+                for (int m = 0; m < MT; ++m) {
+                    float s = 0.f;
+#pragma unroll
+                    for (int k = 0; k < KS; ++k) s += part[warp + k][r][m];
+                    acc[r][m] = s;
+                }
+    }
+    if (lane == 0)
+#pragma unroll
+        for (int r = 0; r < RPW; ++r) {
+            const int row = row0 + r;
+            if (row >= N) continue;
+#pragma unroll
+            for (int m = 0; m < MT; ++m) {
+                if (m >= M) break;
+                C[(size_t)m * N + row] = to_bf16(acc[r][m]);
+            }
+        }
+}
+
+}  // namespace
+
+// The floor: every byte of B once, 16-byte loads, 8 in flight per thread; grid-stride over
+// 256-thread CTAs. C[blockIdx.x] gets the CTA's sum so nothing is optimised away (C is not
+// checked: it is not a product).
+extern "C" __global__ void __launch_bounds__(256) read_sum(const uint16_t* __restrict__ A,
+                                                           const uint16_t* __restrict__ B,
+                                                           uint16_t* __restrict__ C, int M, int N, int K) {
+    const uint4* Bv = reinterpret_cast<const uint4*>(B);
+    const size_t n = (size_t)N * K / 8;
+    uint32_t x = 0;
+    const size_t stride = (size_t)gridDim.x * blockDim.x;
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; i + 7 * stride < n; i += 8 * stride) {
+        uint4 v[8];
+#pragma unroll
+        for (int u = 0; u < 8; ++u) v[u] = ld_stream(Bv + i + u * stride);
+#pragma unroll
+        for (int u = 0; u < 8; ++u) x ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
+    }
+    for (; i < n; i += stride) {
+        const uint4 v = ld_stream(Bv + i);
+        x ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    if (x == 0x9e3779b9u) C[blockIdx.x % (M * N)] = (uint16_t)x;  // keeps the loads alive
+}
+
+#define GEMV(MT, RPW, KS, U)                                                                       \
+    extern "C" __global__ void __launch_bounds__(256) gemv_m##MT##_r##RPW##_k##KS##_u##U(         \
+        const uint16_t* __restrict__ A, const uint16_t* __restrict__ B, uint16_t* __restrict__ C, \
+        int M, int N, int K) {                                                                     \
+        gemv<MT, RPW, KS, U>(A, B, C, M, N, K);                                                    \
+    }
+
+#define GEMV_ALL(MT)      \
+    GEMV(MT, 1, 1, 4)     \
+    GEMV(MT, 2, 1, 2)     \
+    GEMV(MT, 1, 2, 4)     \
+    GEMV(MT, 2, 2, 2)     \
+    GEMV(MT, 1, 4, 4)     \
+    GEMV(MT, 1, 8, 4)
+
+GEMV_ALL(1)
+GEMV_ALL(2)
+GEMV_ALL(4)
+GEMV_ALL(8)
+GEMV_ALL(16)

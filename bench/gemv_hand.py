@@ -1,0 +1,69 @@
+"""Time the hand-written small-M references of bench/gemv_hand.cu (built by bench/gemv_hand.sh)
+against cuBLAS (torch.matmul) in one process at issue #19's shapes with M ≤ 16: the weight-read
+floor (`read_sum`: every byte of B once, no math) and six hand GEMVs per M. Every GEMV is checked
+against the contract's f64 oracle (rtol = atol = 0.02, as tinygemm.contract.toml) before it is
+timed; a wrong kernel gets no time. CUPTI kernel spans, L2 flushed before each call, samples
+interleaved, median of SAMPLES (50). Writes $OUT/gemv_hand.json and prints a table.
+   GEMV=.carry/gemv python3 bench/gemv_hand.py"""
+import json, os, statistics, sys
+import torch
+sys.path.insert(0, "kernels/gemm")
+import contract as C
+import cake
+from cake.harness import timing
+
+GEMV = os.environ.get("GEMV", ".carry/gemv")
+OUT = os.environ.get("OUT", "out")
+SAMPLES = int(os.environ.get("SAMPLES", "50"))
+MS = [int(m) for m in os.environ.get("MS", "1,2,4,8,16").split(",")]
+NK = [(4096, 4096), (14336, 4096), (4096, 14336), (7168, 2048), (2048, 7168)]
+dev = torch.device("cuda")
+flush = timing.make_flush_buffer(torch, torch.cuda.get_device_properties(0).L2_cache_size, dev)
+kernels = {n: cake.load_kernel(os.path.join(GEMV, n)) for n in sorted(os.listdir(GEMV))
+           if os.path.isdir(os.path.join(GEMV, n))}
+
+records = []
+for M in MS:
+    for N, K in NK:
+        g = torch.Generator(device=dev); g.manual_seed(M * 1000003 + N * 31 + K)
+        ins = C.make_inputs({"M": M, "N": N, "K": K}, "normal", g)
+        ref = C.oracle(**ins)["C"].float()
+        calls, names = [], []
+        for name, k in kernels.items():
+            if name != "read_sum" and not name.startswith(f"gemv_m{M}_"):
+                continue
+            out = torch.full((M, N), float("nan"), dtype=torch.bfloat16, device=dev)
+            try:
+                k(**ins, C=out); torch.cuda.synchronize()
+                ok = name == "read_sum" or bool(torch.allclose(out.float(), ref, rtol=0.02, atol=0.02))
+            except Exception as e:
+                records.append({"M": M, "N": N, "K": K, "kernel": name, "error": f"{type(e).__name__}: {e}"[:300]})
+                continue
+            if not ok:
+                records.append({"M": M, "N": N, "K": K, "kernel": name, "correct": False,
+                                "max_err": float((out.float() - ref).abs().nan_to_num(1e9).max())})
+                continue
+            calls.append(lambda k=k, out=out: k(**ins, C=out)); names.append(name)
+        Ct = torch.empty((M, N), dtype=torch.bfloat16, device=dev)
+        C.torch_matmul(**ins, C=Ct); torch.cuda.synchronize()
+        assert torch.allclose(Ct.float(), ref, rtol=0.02, atol=0.02)
+        calls.append(lambda: C.torch_matmul(**ins, C=Ct)); names.append("cublas")
+        res = timing.time_cupti_interleaved(torch, calls, SAMPLES, flush)
+        for name, r in zip(names, res):
+            us = statistics.median(r.spans_ms) * 1e3
+            records.append({"M": M, "N": N, "K": K, "kernel": name, "correct": True, "us": us,
+                            "weight_tbs": 2 * N * K / us / 1e6, "spans_ms": r.spans_ms})
+json.dump(records, open(f"{OUT}/gemv_hand.json", "w"), indent=1)
+
+print(f"{'M':>3} {'N':>6} {'K':>6} {'cuBLAS':>8} {'read':>7} {'best GEMV':>10}  {'kernel':<20} {'vs cuBLAS':>9} {'TB/s':>5}")
+for M in MS:
+    for N, K in NK:
+        rs = [r for r in records if (r["M"], r["N"], r["K"]) == (M, N, K) and "us" in r]
+        by = {r["kernel"]: r for r in rs}
+        gem = [r for r in rs if r["kernel"].startswith("gemv")]
+        best = min(gem, key=lambda r: r["us"]) if gem else None
+        bad = [r["kernel"] for r in records if (r["M"], r["N"], r["K"]) == (M, N, K) and "us" not in r]
+        print(f"{M:>3} {N:>6} {K:>6} {by['cublas']['us']:>8.1f} {by['read_sum']['us']:>7.1f} "
+              f"{best['us'] if best else float('nan'):>10.1f}  {best['kernel'] if best else '-':<20} "
+              f"{by['cublas']['us'] / best['us'] if best else 0:>8.3f}x {best['weight_tbs'] if best else 0:>5.2f}"
+              + (f"  FAILED: {bad}" if bad else ""))
