@@ -21,6 +21,10 @@ dev = torch.device("cuda")
 flush = timing.make_flush_buffer(torch, torch.cuda.get_device_properties(0).L2_cache_size, dev)
 kernels = {n: cake.load_kernel(os.path.join(GEMV, n)) for n in sorted(os.listdir(GEMV))
            if os.path.isdir(os.path.join(GEMV, n))}
+# Cake's own GEMV (examples/gemv_sm90.py built per K, M and ROWS into CAKE_GEMV/cake_k<K>_m<M>_r<R>).
+CAKE_GEMV = os.environ.get("CAKE_GEMV")
+if CAKE_GEMV:
+    kernels.update({n: cake.load_kernel(os.path.join(CAKE_GEMV, n)) for n in sorted(os.listdir(CAKE_GEMV))})
 
 records = []
 for M in MS:
@@ -30,7 +34,8 @@ for M in MS:
         ref = C.oracle(**ins)["C"].float()
         calls, names = [], []
         for name, k in kernels.items():
-            if name != "read_sum" and not name.startswith(f"gemv_m{M}_"):
+            if name != "read_sum" and not name.startswith(f"gemv_m{M}_") \
+                    and not name.startswith(f"cake_k{K}_m{M}_"):
                 continue
             out = torch.full((M, N), float("nan"), dtype=torch.bfloat16, device=dev)
             try:
@@ -55,15 +60,18 @@ for M in MS:
                             "weight_tbs": 2 * N * K / us / 1e6, "spans_ms": r.spans_ms})
 json.dump(records, open(f"{OUT}/gemv_hand.json", "w"), indent=1)
 
-print(f"{'M':>3} {'N':>6} {'K':>6} {'cuBLAS':>8} {'read':>7} {'best GEMV':>10}  {'kernel':<20} {'vs cuBLAS':>9} {'TB/s':>5}")
+print(f"{'M':>3} {'N':>6} {'K':>6} {'cuBLAS':>8} {'read':>7} {'best GEMV':>10}  {'kernel':<20} {'vs cuBLAS':>9} {'TB/s':>5}  {'Cake':>7} {'vs cuBLAS':>9}")
 for M in MS:
     for N, K in NK:
         rs = [r for r in records if (r["M"], r["N"], r["K"]) == (M, N, K) and "us" in r]
         by = {r["kernel"]: r for r in rs}
         gem = [r for r in rs if r["kernel"].startswith("gemv")]
+        ck = [r for r in rs if r["kernel"].startswith("cake")]
+        cbest = min(ck, key=lambda r: r["us"]) if ck else None
         best = min(gem, key=lambda r: r["us"]) if gem else None
         bad = [r["kernel"] for r in records if (r["M"], r["N"], r["K"]) == (M, N, K) and "us" not in r]
         print(f"{M:>3} {N:>6} {K:>6} {by['cublas']['us']:>8.1f} {by['read_sum']['us']:>7.1f} "
               f"{best['us'] if best else float('nan'):>10.1f}  {best['kernel'] if best else '-':<20} "
               f"{by['cublas']['us'] / best['us'] if best else 0:>8.3f}x {best['weight_tbs'] if best else 0:>5.2f}"
+              + (f"  {cbest['us']:>7.1f} {by['cublas']['us'] / cbest['us']:>8.3f}x {cbest['kernel']}" if cbest else "")
               + (f"  FAILED: {bad}" if bad else ""))

@@ -1,0 +1,30 @@
+"""Small-M C = A · Bᵀ on the CUDA cores: a GEMV that streams the weight once.
+
+    C[m, n] = Σ_k A[m, k] · B[n, k]        (bf16 in and out, f32 math; M = MT rows of A)
+
+At M = 1 or 2 a token's projection does 2·M flops per weight element: far too few for the tensor
+cores to matter, so the time is the weight's bytes over HBM bandwidth. Each CTA of one warpgroup
+holds ROWS rows of the weight in registers (row layout, docs/language.md §9.8a), multiplies
+them by each row of A (a per-column vector) and reduces each product along K.
+"""
+import cake
+from cake import lm
+
+K = 4096                       # the weight's columns (specialised per shape)
+MT = 1                         # rows of A (specialised per shape: 1 or 2)
+ROWS = 2 if K <= 8192 else 1   # weight rows per CTA
+
+
+@cake.schedule(targets=["sm_90a"])
+def gemv(A: lm.tensor[lm.bf16, "M", K], B: lm.tensor[lm.bf16, "N", K],
+         C: lm.tensor[lm.bf16, "M", "N"]):
+    rows = lm.role(warpgroup=0)
+    b = rows.fragment(shape=(ROWS, K), dtype=lm.f32, rows="warpgroup")
+    for t in lm.tiles(lm.cdiv(N, ROWS)):
+        with rows:
+            b[:] = lm.cast(lm.load(B, coords=(t * ROWS, 0), shape=(ROWS, K)), lm.f32)
+            a0 = lm.cast(lm.load(A, coords=(0, 0), shape=(K,)), lm.f32)
+            lm.store(C, lm.cast(lm.sum(b * a0[None, :], axis=1), lm.bf16), coords=(0, t * ROWS))
+            if MT == 2:
+                a1 = lm.cast(lm.load(A, coords=(1, 0), shape=(K,)), lm.f32)
+                lm.store(C, lm.cast(lm.sum(b * a1[None, :], axis=1), lm.bf16), coords=(1, t * ROWS))
