@@ -19,12 +19,15 @@ ROWS = 2 if K <= 8192 else 1   # weight rows per CTA
 def gemv(A: lm.tensor[lm.bf16, "M", K], B: lm.tensor[lm.bf16, "N", K],
          C: lm.tensor[lm.bf16, "M", "N"]):
     rows = lm.role(warpgroup=0)
-    b = rows.fragment(shape=(ROWS, K), dtype=lm.f32, rows="warpgroup")
+    p = rows.fragment(shape=(ROWS, K), dtype=lm.f32, rows="warpgroup")
     for t in lm.tiles(lm.cdiv(N, ROWS)):
         with rows:
-            b[:] = lm.cast(lm.load(B, coords=(t * ROWS, 0), shape=(ROWS, K)), lm.f32)
-            a0 = lm.cast(lm.load(A, coords=(0, 0), shape=(K,)), lm.f32)
-            lm.store(C, lm.cast(lm.sum(b * a0[None, :], axis=1), lm.bf16), coords=(0, t * ROWS))
+            # The weight rows and A's row in one statement: every load of both is in flight
+            # before the first is used (a statement's loads are batched, §9.8a).
+            p[:] = (lm.cast(lm.load(B, coords=(t * ROWS, 0), shape=(ROWS, K)), lm.f32)
+                    * lm.cast(lm.load(A, coords=(0, 0), shape=(K,)), lm.f32)[None, :])
+            lm.store(C, lm.cast(lm.sum(p, axis=1), lm.bf16), coords=(0, t * ROWS))
             if MT == 2:
-                a1 = lm.cast(lm.load(A, coords=(1, 0), shape=(K,)), lm.f32)
-                lm.store(C, lm.cast(lm.sum(b * a1[None, :], axis=1), lm.bf16), coords=(1, t * ROWS))
+                p[:] = (lm.cast(lm.load(B, coords=(t * ROWS, 0), shape=(ROWS, K)), lm.f32)
+                        * lm.cast(lm.load(A, coords=(1, 0), shape=(K,)), lm.f32)[None, :])
+                lm.store(C, lm.cast(lm.sum(p, axis=1), lm.bf16), coords=(1, t * ROWS))
