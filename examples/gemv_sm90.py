@@ -4,15 +4,18 @@
 
 At M = 1 or 2 a token's projection does 2·M flops per weight element: far too few for the tensor
 cores to matter, so the time is the weight's bytes over HBM bandwidth. Each CTA of one warpgroup
-holds ROWS rows of the weight in registers (row layout, docs/language.md §9.8a), multiplies
-them by each row of A (a per-column vector) and reduces each product along K.
+takes ROWS rows of the weight (row layout, docs/language.md §9.8a), multiplies them by a row of
+A (a per-column vector) as they load, and reduces each product along K. Measured on the H200
+(bench/results/2026-12-02-gemv-floor/): at M = 1, 1.08–1.23× cuBLAS where K ≤ 7168, with ROWS
+chosen so that a CTA streams about 16 KB; at K = 14336 (one row per CTA) and at M = 2 (the
+weight loaded once per row of A) it loses, and the family routes those shapes elsewhere.
 """
 import cake
 from cake import lm
 
 K = 4096                       # the weight's columns (specialised per shape)
 MT = 1                         # rows of A (specialised per shape: 1 or 2)
-ROWS = 2 if K <= 8192 else 1   # weight rows per CTA
+ROWS = 4 if K <= 2048 else 2 if K <= 4096 else 1   # weight rows per CTA: ~16 KB of weight each
 
 
 @cake.schedule(targets=["sm_90a"])

@@ -108,7 +108,7 @@ pub fn cmd_validate(file: &Path, json: bool) -> ExitCode {
 /// Shapes of the family's domain, one JSON object per line.
 pub fn cmd_sample(file: &Path, shard: &str, n: usize, seed: u64) -> ExitCode {
     let Some(shard) = Shard::parse(shard) else {
-        eprintln!("error: --shard is representative, boundary or held_out, got `{shard}`");
+        eprintln!("error: --shard is representative, boundary, held_out or bench, got `{shard}`");
         return ExitCode::from(2);
     };
     let f = match load(file) {
@@ -163,7 +163,7 @@ pub struct MeasureArgs {
 pub fn cmd_measure(a: MeasureArgs) -> ExitCode {
     let Some(shard) = Shard::parse(&a.shard) else {
         eprintln!(
-            "error: --shard is representative, boundary or held_out, got `{}`",
+            "error: --shard is representative, boundary, held_out or bench, got `{}`",
             a.shard
         );
         return ExitCode::from(2);

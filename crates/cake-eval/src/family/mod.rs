@@ -643,20 +643,23 @@ pub struct Overlap {
     pub shape: Shape,
 }
 
-/// Which shard of the domain to draw: shapes that choose routes, their boundaries, or shapes
-/// kept out of every choice and used only to judge.
+/// Which shard of the domain to draw: shapes that choose routes, their boundaries, shapes kept
+/// out of every choice and used only to judge, or the contract's own `bench` shapes (where an
+/// issue states its targets; they judge, and never choose).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Shard {
     Representative,
     Boundary,
     HeldOut,
+    Bench,
 }
 
 impl Shard {
-    const NAMES: [(Shard, &'static str); 3] = [
+    const NAMES: [(Shard, &'static str); 4] = [
         (Shard::Representative, "representative"),
         (Shard::Boundary, "boundary"),
         (Shard::HeldOut, "held_out"),
+        (Shard::Bench, "bench"),
     ];
 
     pub fn parse(s: &str) -> Option<Shard> {
@@ -678,7 +681,24 @@ impl Shard {
 /// (equal shapes can still occur by chance in a small domain). The boundary shard is each
 /// dimension at its minimum, its maximum and just off a multiple of 128 (a tail), the other
 /// dimensions drawn as above.
+///
+/// The bench shard is the contract's `bench` shapes in the file's order (`n` and `seed` do not
+/// apply), less any outside the domain (a family's `[domain]` may narrow it).
 pub fn sample(contract: &Contract, shard: Shard, n: usize, seed: u64) -> Vec<Shape> {
+    if shard == Shard::Bench {
+        let inside = |s: &Shape| {
+            contract
+                .dims
+                .iter()
+                .all(|d| s.get(&d.name).is_some_and(|v| d.contains(*v)))
+                && contract.limits.iter().all(|l| l.holds(s))
+        };
+        return contract
+            .shapes
+            .get("bench")
+            .map(|b| b.iter().filter(|s| inside(s)).cloned().collect())
+            .unwrap_or_default();
+    }
     let mut rng = SplitMix(stream_state(shard, seed));
     let draw = |rng: &mut SplitMix, d: &crate::contract::Dim| -> i64 {
         // A set of options: each equally likely.
@@ -749,6 +769,7 @@ fn stream_state(shard: Shard, seed: u64) -> u64 {
         Shard::Representative => seed ^ 0x5eed_0001,
         Shard::Boundary => SplitMix(seed ^ 0x5eed_0002).next(),
         Shard::HeldOut => SplitMix(seed ^ 0x5eed_0003).next(),
+        Shard::Bench => seed,
     }
 }
 
