@@ -128,6 +128,7 @@ pub fn cmd_sample(file: &Path, shard: &str, n: usize, seed: u64) -> ExitCode {
 #[derive(clap::Args)]
 pub struct MeasureArgs {
     pub file: PathBuf,
+    /// representative, boundary, held_out, or bench (the contract's bench shapes)
     #[arg(long, default_value = "held_out")]
     pub shard: String,
     #[arg(long, default_value_t = 100)]

@@ -117,7 +117,8 @@ enum FamilyCommand {
         format: DocFormat,
     },
     /// Shapes drawn from the domain, deterministic in the seed, each with the route it takes:
-    /// `representative` (choose routes), `boundary` (extremes and tails), `held_out` (judge only)
+    /// `representative` (choose routes), `boundary` (extremes and tails), `held_out` (judge only),
+    /// or `bench` (the contract's bench shapes, not drawn; judge only)
     Sample {
         file: PathBuf,
         #[arg(long, default_value = "representative")]

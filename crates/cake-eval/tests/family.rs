@@ -123,6 +123,25 @@ python = "ROWS/contract.py:no_such_file_is_fine_here"
     );
 }
 
+/// The bench shard is the contract's bench list, in order, whatever `n` and the seed say; a
+/// family whose `[domain]` narrows the contract leaves out the shapes past it.
+#[test]
+fn the_bench_shard_is_the_contracts_bench_shapes() {
+    let fam = Family::load(&repo().join("kernels/tinygemm/tinygemm.family.toml")).unwrap();
+    let bench = sample(&fam.contract, Shard::Bench, 3, 9);
+    assert_eq!(bench, fam.contract.shapes["bench"]);
+    assert_eq!(bench.len(), 40);
+    assert_eq!(Shard::parse("bench"), Some(Shard::Bench));
+    let gemm = Family::load(&repo().join("kernels/gemm/gemm.family.toml")).unwrap();
+    let all = &gemm.contract.shapes["bench"];
+    let inside = sample(&gemm.contract, Shard::Bench, 0, 0);
+    assert!(inside.len() <= all.len());
+    assert!(
+        inside.iter().all(|s| s["N"] >= 256 && s["K"] >= 256),
+        "{inside:?}"
+    );
+}
+
 #[test]
 fn the_sampler_is_deterministic_in_its_seed_and_stays_in_the_domain() {
     let fam = Family::load(&repo().join("kernels/rows/rmsnorm.family.toml")).unwrap();
