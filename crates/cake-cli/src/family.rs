@@ -348,6 +348,13 @@ pub fn cmd_choose(
         }
     };
     match choose::choose(&f, &m, &o) {
+        Ok(chosen) if chosen.is_empty() => {
+            eprintln!(
+                "error: no candidate route gains {}x anywhere it was measured (every shape at least {}x): the family would be its fallback alone, which a family file cannot be",
+                o.material, o.worst
+            );
+            ExitCode::from(1)
+        }
         Ok(chosen) => {
             out!("{}", choose::render(&f, &m, &chosen, &o, cv.as_ref()));
             ExitCode::SUCCESS

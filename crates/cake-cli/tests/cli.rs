@@ -402,3 +402,42 @@ fn a_closed_stdout_ends_the_command_quietly() {
         assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
     }
 }
+
+/// `cake family choose` where no candidate gains enough: a clear error, no file that would not
+/// load; with a product and cross-validation, the table states both.
+#[test]
+fn family_choose_refuses_a_table_without_routes_and_states_its_options() {
+    let m = "bench/results/2026-12-02-gemm-family/run2-06587ad/1-representative/measurement.json";
+    let c = "kernels/gemm/gemm.candidates.family.toml";
+    let o = cake(&["family", "choose", c, m, "--material", "3"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(o.stdout.is_empty());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("the family would be its fallback alone"),
+        "{err}"
+    );
+    let o = cake(&[
+        "family",
+        "choose",
+        c,
+        m,
+        "--product",
+        "M*N",
+        "--open-above",
+        "--cross-validate",
+        "3",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(table.contains("boxes may bound M*N from below"), "{table}");
+    assert!(table.contains("# Cross-validated (3 folds"), "{table}");
+    let o = cake(&["family", "choose", c, m, "--product", "M*Q"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("`Q` in the product `M*Q`"));
+}

@@ -12,6 +12,11 @@
 //! Either way a candidate that gains nothing material is dropped, and what no route keeps falls
 //! back: one schedule as far as it goes, a new route only where the measurement shows a material
 //! gain (the seed's policy).
+//!
+//! With `open_above`, a guard whose box reaches the largest measured value of a dimension stays
+//! open above it; with `products`, boxes may also bound products of dimensions from below.
+//! [`cross_validate`] estimates what a table chosen with given options is worth on shapes it
+//! did not see, so options are picked without a held-out shard.
 
 use super::measure::{Measurement, Mode};
 use super::{guard_admits, Family, Range};
