@@ -653,6 +653,7 @@ fn choose_needs_an_every_route_measurement_of_the_same_family() {
 /// The every-route measurements the assign table was chosen from.
 const ASSIGN_EVIDENCE: &[&str] = &[
     "bench/results/2026-12-02-kmeans-assign-stream/3-representative-140-wide/1-representative/measurement.json",
+    "bench/results/2026-12-02-kmeans-assign-stream/5-representative-seed2/1-representative/measurement.json",
 ];
 
 /// Each shipped table is exactly what `cake family choose` makes of its committed
@@ -676,7 +677,7 @@ fn the_shipped_tables_are_the_choice_of_their_committed_measurements() {
             ChooseOptions {
                 carve: true,
                 open_above: true,
-                products: vec!["B*N".into()],
+                products: vec!["B*N*K".into()],
                 ..defaults.clone()
             },
         ),

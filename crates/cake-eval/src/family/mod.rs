@@ -429,11 +429,24 @@ impl Family {
                     .flatten()
                 {
                     // The smallest value of `last` at which the product reaches `bound`, and the
-                    // one below it.
-                    for q in qs.iter().filter(|q| **q > 0) {
-                        let at = bound.saturating_add(q - 1).div_euclid(*q);
-                        extra.extend(snap(dim, at));
-                        extra.extend(snap_below(dim, at - 1));
+                    // one below it. Three or more factors give a crossing per combination of
+                    // the others: a sample of them (evenly over the sorted values) keeps the
+                    // grid bounded.
+                    let mut at: Vec<i64> = qs
+                        .iter()
+                        .filter(|q| **q > 0)
+                        .map(|q| bound.saturating_add(q - 1).div_euclid(*q))
+                        .collect();
+                    at.sort();
+                    at.dedup();
+                    if at.len() > PRODUCT_CROSSINGS {
+                        at = (0..PRODUCT_CROSSINGS)
+                            .map(|i| at[i * (at.len() - 1) / (PRODUCT_CROSSINGS - 1)])
+                            .collect();
+                    }
+                    for v in at {
+                        extra.extend(snap(dim, v));
+                        extra.extend(snap_below(dim, v - 1));
                     }
                 }
                 let axis = &mut axes
@@ -772,6 +785,10 @@ fn stream_state(shard: Shard, seed: u64) -> u64 {
         Shard::Bench => seed,
     }
 }
+
+/// Values of a product guard's last factor that validation adds per bound, at most (see
+/// `edge_points`).
+const PRODUCT_CROSSINGS: usize = 12;
 
 /// Draws per shape before a sample gives up on a domain's [limits].
 const LIMIT_ATTEMPTS: usize = 64;
