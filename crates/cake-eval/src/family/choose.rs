@@ -143,6 +143,11 @@ pub fn choose(f: &Family, m: &Measurement, o: &ChooseOptions) -> Result<Vec<Chos
         .collect();
     let products_from = f.contract.dims.len();
     let shapes: Vec<&Shape> = m.shapes.iter().map(|s| &s.shape).collect();
+    // Each axis's value at each measured shape, computed once: `at[axis][shape]`.
+    let at: Vec<Vec<i64>> = dims
+        .iter()
+        .map(|d| shapes.iter().map(|s| value(d, s)).collect())
+        .collect();
     let speed = table(f, m);
     // ln of the speedup the table chosen so far gives each measured shape (0: the fallback).
     let mut current = vec![0.0f64; shapes.len()];
@@ -164,16 +169,11 @@ pub fn choose(f: &Family, m: &Measurement, o: &ChooseOptions) -> Result<Vec<Chos
             if open.len() < o.min_shapes {
                 continue;
             }
-            let axes: Vec<Vec<(Option<i64>, Option<i64>)>> = dims
+            let axes: Vec<Vec<(Option<i64>, Option<i64>)>> = at
                 .iter()
                 .enumerate()
-                .map(|(a, d)| {
-                    let c = cuts(
-                        &open
-                            .iter()
-                            .map(|k| value(d, shapes[*k]))
-                            .collect::<Vec<_>>(),
-                    );
+                .map(|(a, vals)| {
+                    let c = cuts(&open.iter().map(|k| vals[*k]).collect::<Vec<_>>());
                     if a < products_from {
                         intervals(&c)
                     } else {
@@ -182,7 +182,7 @@ pub fn choose(f: &Family, m: &Measurement, o: &ChooseOptions) -> Result<Vec<Chos
                 })
                 .collect();
             if let Some((score, taken, bounds)) =
-                best_box(&dims, &axes, &open, &shapes, &speed[ri], &current, o)
+                best_box(&at, &axes, &open, &speed[ri], &current, o)
             {
                 if pick.as_ref().is_none_or(|p| score > p.1 + 1e-12) {
                     pick = Some((ri, score, taken, bounds));
@@ -203,7 +203,7 @@ pub fn choose(f: &Family, m: &Measurement, o: &ChooseOptions) -> Result<Vec<Chos
         // (With `open_above`, a box open at the top stays open: see the option.)
         let mut guard = route.when.clone();
         for (a, (d, b)) in dims.iter().zip(&bounds).enumerate() {
-            let vals = taken.iter().map(|k| value(d, shapes[*k]));
+            let vals = taken.iter().map(|k| at[a][*k]);
             let (lo, hi) = (vals.clone().min(), vals.max());
             let (lo, hi) = if a < products_from {
                 let dim = &f.contract.dims[a];
@@ -298,10 +298,9 @@ type Bounds = Vec<(Option<i64>, Option<i64>)>;
 /// gives each shape) over the open shapes, subject to the options; ties go to the box with fewer
 /// bounds, then the wider one. Returns the gain and the shapes it takes.
 fn best_box(
-    dims: &[String],
+    at: &[Vec<i64>],
     axes: &[Vec<(Option<i64>, Option<i64>)>],
     open: &[usize],
-    shapes: &[&Shape],
     speed: &[Option<Option<f64>>],
     current: &[f64],
     o: &ChooseOptions,
@@ -313,13 +312,13 @@ fn best_box(
     let words = open.len().div_ceil(64);
     let masks: Vec<Vec<Vec<u64>>> = axes
         .iter()
-        .zip(dims)
-        .map(|(ivs, d)| {
+        .zip(at)
+        .map(|(ivs, vals)| {
             ivs.iter()
                 .map(|iv| {
                     let mut m = vec![0u64; words];
                     for (j, k) in open.iter().enumerate() {
-                        if inside(iv, value(d, shapes[*k])) {
+                        if inside(iv, vals[*k]) {
                             m[j / 64] |= 1 << (j % 64);
                         }
                     }
@@ -361,9 +360,9 @@ fn best_box(
         .iter()
         .copied()
         .filter(|k| {
-            dims.iter()
+            at.iter()
                 .zip(&bounds)
-                .all(|(d, iv)| inside(iv, value(d, shapes[*k])))
+                .all(|(vals, iv)| inside(iv, vals[*k]))
         })
         .collect();
     Some((score, taken, bounds))
