@@ -14,7 +14,8 @@ from cake import lm
 
 H = 4096                                  # hidden size (specialised per shape by the contract)
 OWNER = "warp" if H <= 2048 else "warpgroup"          # who holds a row
-ROWS = 4 if H <= 2048 else 2 if H <= 8192 else 1   # rows per CTA
+RPC = 0                                   # rows per CTA; 0: by H, as below
+ROWS = RPC if RPC > 0 else 4 if H <= 2048 else 2 if H <= 8192 else 1   # rows per CTA
 
 
 @cake.schedule(targets=["sm_90a"])

@@ -24,7 +24,14 @@ Probes (name: schedule, constants, shape → what it measures):
                `bar.sync` (named_barrier_us)
   alu:         alu.py, 2 CTAs (8 warps) per SM, REPS = 2048 → element operations/s (alu_gops_per_sm)
   store, tma_store: store.py, C of 262144 x 256 bf16 → bytes/s (store_gbps, tma_store_gbps)
-  launch:      store.py (store_direct), one CTA → time of a near-empty launch (launch_us)
+  launch:      store.py (store_direct), one CTA → time of a near-empty launch (launch_us), and
+               its span under CUPTI (kernel_span_us)
+  atomic_spread, atomic_contended, atomic_mid: atomic.py, N = 1M rows of 128 columns added into
+               K rows drawn uniformly, K = N, 1 and N / 1024 → global atomic adds per second
+               (red_gops, red_contended_gops) and the contention halfway between
+               (red_contention_half)
+  memset:      atomic.py (atomic_zeroed), 16 rows into K = 1M zero-filled rows → the fill rate
+               (memset_gbps)
 """
 
 from __future__ import annotations
@@ -40,6 +47,7 @@ import tempfile
 from typing import Any, Dict, List, Optional
 
 SCHEMA = "cake.calibrate/v0"
+ATOMIC_ROWS = 1 << 20  # rows of the atomic probes (and K of the spread one)
 SAMPLES = 30
 WARMUP = 5
 
@@ -113,12 +121,20 @@ def probes(sms: int) -> List[Dict[str, Any]]:
         dict(name="tma_store", schedule="store", kernel="store_tma", consts={},
              dims=dict(M=262144), work=dict(bytes=262144 * 256 * 2)),
         dict(name="launch", schedule="store", kernel="store_direct", consts={},
-             dims=dict(M=64), work={}),
+             dims=dict(M=64), work={}, span=True),
+        *[dict(name=f"atomic_{name}", schedule="atomic", kernel="atomic", consts={},
+               dims=dict(N=ATOMIC_ROWS, K=k), ids="uniform",
+               work=dict(reds=ATOMIC_ROWS * 128 // 4, per_target=ATOMIC_ROWS / k), group="atomic")
+          for name, k in (("spread", ATOMIC_ROWS), ("contended", 1), ("mid", ATOMIC_ROWS // 1024))],
+        dict(name="memset", schedule="atomic", kernel="atomic_zeroed", consts={},
+             dims=dict(N=16, K=ATOMIC_ROWS), ids="uniform", work=dict(bytes=ATOMIC_ROWS * 128 * 4),
+             group="atomic"),
     ]
 
 
-def _tensors(torch: Any, kernel: Any, dims: Dict[str, int]) -> Dict[str, Any]:
-    """Fresh random inputs (never zeros) for every tensor parameter, by launch.json's dims."""
+def _tensors(torch: Any, kernel: Any, dims: Dict[str, int], ids: Optional[str] = None) -> Dict[str, Any]:
+    """Fresh random inputs (never zeros) for every tensor parameter, by launch.json's dims;
+    with `ids="uniform"`, the tensor IDS holds indices drawn uniformly from [0, K)."""
     specs = kernel.meta["tensors"]
     out = {}
     g = torch.Generator(device="cuda").manual_seed(1234)
@@ -126,6 +142,9 @@ def _tensors(torch: Any, kernel: Any, dims: Dict[str, int]) -> Dict[str, Any]:
         shape = [d if isinstance(d, int) else dims[d] for d in t["dims"]]
         dtype = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32,
                  "i32": torch.int32}[t["dtype"]]
+        if ids == "uniform" and t["name"] == "IDS":
+            out[t["name"]] = torch.randint(0, dims["K"], shape, device="cuda", generator=g, dtype=dtype)
+            continue
         if dtype.is_floating_point:
             x = torch.randn(*shape, device="cuda", generator=g).to(dtype)
         else:
@@ -181,7 +200,7 @@ def run_probe(p: Dict[str, Any], schedules: str, target: str, samples: int,
 
     import cake
     from cake.harness.stats import summarize
-    from cake.harness.timing import make_flush_buffer, time_events
+    from cake.harness.timing import make_flush_buffer, time_cupti, time_events
 
     if launch:
         k = cake.load_kernel(launch)
@@ -191,7 +210,7 @@ def run_probe(p: Dict[str, Any], schedules: str, target: str, samples: int,
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(probe_source(p, schedules))
         k = cake.compile(path, target)[p["kernel"]]
-    args = _tensors(torch, k, p["dims"])
+    args = _tensors(torch, k, p["dims"], p.get("ids"))
     props = torch.cuda.get_device_properties(0)
     flush = make_flush_buffer(torch, getattr(props, "L2_cache_size", None), "cuda")
     k(**args)
@@ -199,8 +218,13 @@ def run_probe(p: Dict[str, Any], schedules: str, target: str, samples: int,
     times = time_events(torch, lambda: k(**args), WARMUP, samples, flush)
     s = summarize(times)
     cfg = ", ".join(f"{n}={v}" for n, v in {**p["consts"], **p["dims"]}.items())
-    return dict(schedule=p["schedule"], kernel=p["kernel"], config=cfg, samples=samples,
-                median_ms=s["median"], stats=s, **p["work"])
+    out = dict(schedule=p["schedule"], kernel=p["kernel"], config=cfg, samples=samples,
+               median_ms=s["median"], stats=s, **p["work"])
+    if p.get("span"):
+        # The kernel's span on the GPU as CUPTI sees it (what the harness's medians are).
+        spans = time_cupti(torch, lambda: k(**args), samples, flush).spans_ms
+        out["span_median_ms"] = summarize(spans)["median"]
+    return out
 
 
 def environment() -> Dict[str, Any]:

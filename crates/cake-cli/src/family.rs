@@ -3,7 +3,7 @@
 use cake_eval::contract::shape_text;
 use cake_eval::family::choose::{self, ChooseOptions};
 use cake_eval::family::measure::{self, MeasureOptions, Measurement, Mode};
-use cake_eval::family::report;
+use cake_eval::family::{accuracy, report};
 use cake_eval::family::{sample, Family, Shard};
 use cake_eval::{Supervisor, WorkerCommand};
 use std::path::{Path, PathBuf};
@@ -312,6 +312,62 @@ pub fn cmd_report(path: &Path, svg: Option<&Path>, json: bool) -> ExitCode {
         out!("{}", report::render(&m, &r));
     }
     verdict(&r)
+}
+
+/// The cost model against a family's measurements.
+pub fn cmd_accuracy(
+    file: &Path,
+    paths: &[PathBuf],
+    target: &str,
+    calibration: Option<&Path>,
+    worst: usize,
+    json: bool,
+) -> ExitCode {
+    let f = match load(file) {
+        Ok(f) => f,
+        Err(code) => return code,
+    };
+    let t = match cake_target::lookup(target) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let cal = match calibration {
+        Some(p) => match crate::cost::read_calibration(p) {
+            Ok(c) => c,
+            Err(code) => return code,
+        },
+        None => match cake_cost::Calibration::builtin(t) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        },
+    };
+    let mut ms = Vec::new();
+    for path in paths {
+        match read_measurement(path) {
+            Ok(m) => ms.push((path.display().to_string(), m)),
+            Err(code) => return code,
+        }
+    }
+    match accuracy::accuracy(&f, &ms, target, &cal) {
+        Ok(a) => {
+            if json {
+                outln!("{}", serde_json::to_string_pretty(&a).expect("JSON"));
+            } else {
+                out!("{}", accuracy::render(&a, worst));
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
 }
 
 /// Print the family file `choose` picks from an every-route measurement.

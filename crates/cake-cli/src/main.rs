@@ -141,6 +141,26 @@ enum FamilyCommand {
         #[arg(long, value_enum, default_value = "human")]
         format: DocFormat,
     },
+    /// How well the cost model predicts the family: every correct route timing of the
+    /// measurements against the model's estimate of that route at that shape (no GPU needed)
+    Accuracy {
+        /// The family file whose routes the measurements timed (the candidates file for
+        /// every-route measurements)
+        file: PathBuf,
+        #[arg(required = true)]
+        measurement: Vec<PathBuf>,
+        /// The target the measurements ran on
+        #[arg(long, default_value = "sm_90a")]
+        target: String,
+        /// A calibration table (default: the target's committed table)
+        #[arg(long)]
+        calibration: Option<PathBuf>,
+        /// How many of the worst predictions to list
+        #[arg(long, default_value_t = 8)]
+        worst: usize,
+        #[arg(long, value_enum, default_value = "human")]
+        format: DocFormat,
+    },
     /// Pick each candidate route's guard from an every-route measurement and print the family
     /// file (to write next to the candidates file)
     Choose {
@@ -544,6 +564,21 @@ fn main() -> ExitCode {
             svg,
             format,
         }) => family::cmd_report(&measurement, svg.as_deref(), format == DocFormat::Json),
+        Command::Family(FamilyCommand::Accuracy {
+            file,
+            measurement,
+            target,
+            calibration,
+            worst,
+            format,
+        }) => family::cmd_accuracy(
+            &file,
+            &measurement,
+            &target,
+            calibration.as_deref(),
+            worst,
+            format == DocFormat::Json,
+        ),
         Command::Family(FamilyCommand::Choose {
             file,
             measurement,

@@ -219,3 +219,57 @@ fn cost_rejects_shapes_the_kernel_cannot_index() {
     let o = cost("M=65536,N=65536,K=2147483647");
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
 }
+
+/// `cake family accuracy`: the model against a committed family measurement (no GPU), in both
+/// renderings, and a clear refusal when the family file is not the one the measurement timed.
+#[test]
+fn family_accuracy_sets_committed_timings_against_the_model() {
+    let m = "bench/results/2026-12-02-tinygemm-gemv/4-tinygemm/measurement.json";
+    let o = cake(&[
+        "family",
+        "accuracy",
+        "kernels/tinygemm/tinygemm.family.toml",
+        m,
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let t = text(&o);
+    for want in [
+        "cost model on family `tinygemm`",
+        "all routes: 21 points",
+        "swapped: 13 points",
+        "worst predictions:",
+    ] {
+        assert!(t.contains(want), "missing `{want}` in\n{t}");
+    }
+    let o = cake(&[
+        "family",
+        "accuracy",
+        "kernels/tinygemm/tinygemm.family.toml",
+        m,
+        "--format",
+        "json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["overall"]["points"], 21);
+    let points = doc["points"].as_array().unwrap();
+    assert_eq!(points.len(), 21);
+    // Every point is a correct CUPTI timing and the model's span for it.
+    for p in points {
+        assert!(p["measured_us"].as_f64().unwrap() > 1.0);
+        assert!(p["predicted_us"].as_f64().unwrap() > 1.0);
+    }
+    // The candidates file of another family: refused, with the reason.
+    let o = cake(&[
+        "family",
+        "accuracy",
+        "kernels/gemm/gemm.candidates.family.toml",
+        m,
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("measures family `tinygemm`, not `gemm`"),
+        "{}",
+        text(&o)
+    );
+}

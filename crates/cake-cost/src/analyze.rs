@@ -41,6 +41,9 @@ pub struct Work {
     /// Bytes stored register → global, and shared → global by TMA.
     pub store_bytes: f64,
     pub tma_store_bytes: f64,
+    /// Global atomic adds (`red.global`) by destination tensor (parameter index): one per
+    /// 16-byte vector of an f32 row, one per count.
+    pub reds_by_tensor: BTreeMap<usize, f64>,
     /// Barrier waits and named-barrier syncs.
     pub waits: f64,
     pub syncs: f64,
@@ -65,6 +68,9 @@ impl Work {
         self.row_bytes += o.row_bytes * k;
         self.store_bytes += o.store_bytes * k;
         self.tma_store_bytes += o.tma_store_bytes * k;
+        for (t, n) in &o.reds_by_tensor {
+            *self.reds_by_tensor.entry(*t).or_default() += n * k;
+        }
         self.waits += o.waits * k;
         self.syncs += o.syncs * k;
     }
@@ -551,12 +557,27 @@ impl Analyzer<'_> {
                 w.alu_ops = (o.all + el) * r;
                 w.int_ops = o.int * r;
             }
-            Op::GlobalScatterAdd { value, index, .. } => {
-                // Charged like a row-layout store of f32 (the adds are done at L2: the model
-                // has no atomic pipe), with the index's per-row reads and one count per row.
+            Op::GlobalScatterAdd {
+                dst,
+                value,
+                index,
+                counts,
+                ..
+            } => {
+                // The adds are done at L2 (`red.global.add.v4.f32`, one per 16 bytes of a row,
+                // and one count per row): their rate, and how it falls when many rows meet on
+                // few destinations, is the estimate's atomic term. The registers' reads of the
+                // index and the value are row-layout loads.
                 let el = elements(&k.exprs[*value].ty);
+                let rows = match &k.exprs[*value].ty {
+                    Ty::Frag { shape, .. } => shape.first().map_or(1.0, |&d| d as f64),
+                    _ => 1.0,
+                };
+                *w.reds_by_tensor.entry(dst.index()).or_default() += el / 4.0 * r;
+                if let Some(c) = counts {
+                    *w.reds_by_tensor.entry(c.index()).or_default() += rows * r;
+                }
                 self.row_context = true;
-                w.row_bytes = el * 4.0 * r;
                 self.row_loads(*value, &mut w, r);
                 self.row_loads(*index, &mut w, r);
                 let o = self.ops(*value, rw, seen);

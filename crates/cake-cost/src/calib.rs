@@ -57,6 +57,36 @@ pub const PARAMS: &[(&str, &str)] = &[
         "cta_setup_us",
         "a CTA's prologue (barrier init, setmaxnreg), µs",
     ),
+    (
+        "kernel_span_us",
+        "the GPU span of a near-empty kernel (CUPTI: first CTA start to last CTA end), µs",
+    ),
+    (
+        "memset_gbps",
+        "the launcher's zero fill of `zero=` tensors (a memset), GB/s",
+    ),
+    (
+        "red_gops",
+        "global atomic adds (`red.global.add.v4.f32`) on spread destinations, G/s (whole GPU)",
+    ),
+    (
+        "red_contended_gops",
+        "global atomic adds when thousands meet on each destination, G/s (whole GPU)",
+    ),
+    (
+        "red_contention_half",
+        "adds per destination at which the atomic rate is halfway between spread and contended",
+    ),
+];
+
+/// Parameters added after tables were first committed: a table without them takes them from
+/// the built-in table of its target (`from_toml`).
+const LATER_PARAMS: &[&str] = &[
+    "kernel_span_us",
+    "memset_gbps",
+    "red_gops",
+    "red_contended_gops",
+    "red_contention_half",
 ];
 
 const SM_90A: &str = include_str!("../calibration/sm_90a.toml");
@@ -147,10 +177,39 @@ impl Calibration {
     /// Parse and validate a table: every parameter of [`PARAMS`] present, finite and positive,
     /// no unknown parameter.
     pub fn from_toml(text: &str) -> Result<Calibration, CostError> {
-        let c: Calibration =
+        let mut c: Calibration =
             toml::from_str(text).map_err(|e| CostError::BadCalibration(e.to_string()))?;
+        c.fill_later_params();
         c.validate()?;
         Ok(c)
+    }
+
+    /// A table written before a parameter of [`LATER_PARAMS`] existed (the committed evidence
+    /// of older runs) takes that parameter from its target's built-in table, marked as such.
+    fn fill_later_params(&mut self) {
+        let Some((_, text)) = BUILTIN.iter().find(|(t, _)| *t == self.meta.target) else {
+            return;
+        };
+        let Ok(builtin) = toml::from_str::<Calibration>(text) else {
+            return;
+        };
+        for name in LATER_PARAMS {
+            if self.params.contains_key(*name) {
+                continue;
+            }
+            if let Some(p) = builtin.params.get(*name) {
+                self.params.insert(
+                    name.to_string(),
+                    Param {
+                        value: p.value,
+                        source: format!(
+                            "seed: this table predates the parameter; the built-in table's ({})",
+                            p.source
+                        ),
+                    },
+                );
+            }
+        }
     }
 
     pub fn validate(&self) -> Result<(), CostError> {
@@ -508,6 +567,45 @@ impl Calibration {
             "launch_us",
             f(&p["median_ms"]).map(|ms| ms * 1e3),
             probe_src("launch", p),
+        );
+        set(
+            "kernel_span_us",
+            f(&p["span_median_ms"]).map(|ms| ms * 1e3),
+            format!("CUPTI span of {}", probe_src("launch", p)),
+        );
+        let p = &probes["memset"];
+        set(
+            "memset_gbps",
+            rate(p, "bytes").map(|r| r / 1e9),
+            probe_src("memset", p),
+        );
+        // Atomic adds: spread (one add per destination), contended (every row on one), and a
+        // contention between that places the half-way point of the interpolation the model
+        // uses: rate(q) = contended + (spread − contended) · h ÷ (h + q) at q adds per target.
+        let spread = rate(&probes["atomic_spread"], "reds");
+        let contended = rate(&probes["atomic_contended"], "reds");
+        set(
+            "red_gops",
+            spread.map(|r| r / 1e9),
+            probe_src("atomic", &probes["atomic_spread"]),
+        );
+        set(
+            "red_contended_gops",
+            contended.map(|r| r / 1e9),
+            probe_src("atomic", &probes["atomic_contended"]),
+        );
+        let p = &probes["atomic_mid"];
+        let half = match (spread, contended, rate(p, "reds"), f(&p["per_target"])) {
+            (Some(s), Some(c), Some(m), Some(q)) if m > c && m < s => Some(q * (m - c) / (s - m)),
+            _ => None,
+        };
+        set(
+            "red_contention_half",
+            half,
+            format!(
+                "from the spread, contended and {} rates",
+                probe_src("atomic", p)
+            ),
         );
         out.validate()?;
         Ok(out)

@@ -237,7 +237,11 @@ pub struct Estimate {
     pub kernel: String,
     pub target: String,
     pub shape: BTreeMap<String, i64>,
+    /// What a timer around the launch sees (CUDA events): the kernel's span plus the launch.
     pub time_us: f64,
+    /// The kernel's span on the GPU, first CTA start to last CTA end (what CUPTI reports, and
+    /// what the harness's medians are): `time_us` less the launch.
+    pub span_us: f64,
     pub bound: Bound,
     pub tflops: Option<f64>,
     /// DRAM traffic over the predicted time, TB/s.
@@ -405,6 +409,11 @@ struct P {
     launch: f64,
     setup: f64,
     clock_ghz: f64,
+    span: f64,
+    memset: f64,
+    red: f64,
+    red_contended: f64,
+    red_half: f64,
 }
 
 impl P {
@@ -428,6 +437,11 @@ impl P {
             launch: c.get("launch_us"),
             clock_ghz: c.get("clock_ghz"),
             setup: c.get("cta_setup_us"),
+            span: c.get("kernel_span_us"),
+            memset: c.get("memset_gbps"),
+            red: c.get("red_gops"),
+            red_contended: c.get("red_contended_gops"),
+            red_half: c.get("red_contention_half"),
         }
     }
 
@@ -889,12 +903,61 @@ pub fn estimate_with(
         (waves * wave, waves_exact)
     };
     let mem_us = (dram_bytes / (p.dram * 1e3)).max(l2_bytes / (p.l2 * 1e3));
-    let core_us = sched_us.max(mem_us);
-    if mem_us > sched_us {
-        terms.memory_us += mem_us - sched_us;
+    // Global atomic adds, done at L2: per destination tensor, at a rate that falls from the
+    // spread rate towards the contended one as more adds meet on each destination.
+    let reds_by_tensor = {
+        let mut m: BTreeMap<usize, f64> = BTreeMap::new();
+        for r in &a.roles {
+            for (w, k) in [(&r.before, 1.0), (&r.after, 1.0)]
+                .into_iter()
+                .chain(r.loops.iter().map(|l| (&l.work, l.trips)))
+            {
+                for (tensor, n) in &w.reds_by_tensor {
+                    *m.entry(*tensor).or_default() += n * k * t;
+                }
+            }
+        }
+        m
+    };
+    let atomic_us: f64 = reds_by_tensor
+        .iter()
+        .map(|(tensor, &n)| {
+            // One add per 16 bytes of an f32 destination, one per element of an i32 count.
+            let width = match &kernel.params[cake_ir::ParamId::from_index(*tensor)].kind {
+                cake_ir::ParamKind::Tensor {
+                    dtype: cake_ir::DType::F32,
+                    ..
+                } => 16.0,
+                _ => 4.0,
+            };
+            let targets = (a.tensor_bytes.get(tensor).copied().unwrap_or(0.0) / width).max(1.0);
+            let per_target = n / targets;
+            let rate = p.red_contended
+                + (p.red - p.red_contended) * p.red_half / (p.red_half + per_target);
+            n / (rate * 1e3)
+        })
+        .sum();
+    if !reds_by_tensor.is_empty() {
+        assumptions.push(
+            "global atomic adds land on their destinations uniformly (the contention per destination is adds ÷ destinations)".into(),
+        );
     }
+    let core_us = sched_us.max(mem_us).max(atomic_us);
+    if mem_us.max(atomic_us) > sched_us {
+        terms.memory_us += mem_us.max(atomic_us) - sched_us;
+    }
+    // The launcher fills `zero=` tensors first: one memset each, a launch of its own.
+    let zero_us: f64 = kernel
+        .zeroed
+        .iter()
+        .map(|z| a.tensor_bytes.get(&z.index()).copied().unwrap_or(0.0) / (p.memset * 1e3) + p.span)
+        .sum();
+    terms.memory_us += zero_us;
     terms.launch_us = p.launch;
-    let time_us = core_us + p.launch;
+    let time_us = core_us + zero_us + p.launch;
+    // On the GPU a kernel spans what the tiles take plus a fixed start and drain (a near-empty
+    // kernel's span, less the prologue and first load the tiles already pay).
+    let span_us = core_us + zero_us + (p.span - p.setup - p.lat).max(0.0);
 
     // ---- speed of light (datasheet ceilings, as the harness's physical floor)
     let unique: f64 = by_tensor
@@ -945,6 +1008,7 @@ pub fn estimate_with(
         target: target.name.to_string(),
         shape: shape.clone(),
         time_us,
+        span_us,
         bound: terms.bound(),
         tflops: (flops > 0.0).then(|| flops / (time_us * 1e6)),
         dram_tbps: dram_bytes / (time_us * 1e6),

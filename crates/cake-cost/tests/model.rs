@@ -664,3 +664,113 @@ fn model_charges_registers_over_the_budget() {
     );
     assert!(wide.time_us > 1.3 * shipped.time_us);
 }
+
+fn kernel_named(path: &str, name: &str) -> cake_ir::Kernel {
+    let text = std::fs::read(root().join(path)).unwrap();
+    let (_, front) = cake_front::check_bytes(path, &text);
+    assert!(!front.findings.has_errors(), "{path} must parse");
+    front
+        .kernels
+        .into_iter()
+        .find(|k| k.name == name)
+        .unwrap_or_else(|| panic!("{path} has no kernel `{name}`"))
+}
+
+/// Global atomic adds slow down as more of them meet on each destination, at the calibrated
+/// rates; `zero=` tensors cost a fill each; the span (what CUPTI sees) leaves out the launch.
+#[test]
+fn atomics_pay_for_contention_and_zeroed_outputs_for_their_fill() {
+    let cal = Calibration::builtin(sm90()).unwrap();
+    let k = kernel_named("kernels/calibrate/atomic.py", "atomic");
+    let at = |n: i64, kk: i64| {
+        estimate(
+            &k,
+            sm90(),
+            &parse_shape(&format!("N={n},K={kk}")).unwrap(),
+            &cal,
+        )
+        .unwrap()
+    };
+    let n = 1 << 20;
+    let (spread, contended) = (at(n, n), at(n, 1));
+    let reds = (n * 128 / 4) as f64;
+    // Contended: every add meets the others on 32 destinations, at about the contended rate.
+    let want = reds / (cal.get("red_contended_gops") * 1e3);
+    assert!(
+        contended.span_us > want * 0.99 && contended.span_us < want * 1.2,
+        "{} vs {want}",
+        contended.span_us
+    );
+    assert!(spread.span_us < contended.span_us / 2.0);
+    assert!(spread.span_us >= reds / (cal.get("red_gops") * 1e3));
+    // Halfway: the rate between the two at the calibrated contention.
+    let half = cal.get("red_contention_half");
+    let mid = at(n, (n as f64 / half).round() as i64);
+    assert!(mid.span_us > spread.span_us && mid.span_us < contended.span_us);
+    for e in [&spread, &contended, &mid] {
+        assert!(e.span_us < e.time_us);
+        assert!(e
+            .assumptions
+            .iter()
+            .any(|a| a.contains("global atomic adds land on their destinations uniformly")));
+    }
+
+    // The zeroed twin at a few rows: the fill of 512 MiB, then a near-empty kernel.
+    let z = kernel_named("kernels/calibrate/atomic.py", "atomic_zeroed");
+    let e = estimate(
+        &z,
+        sm90(),
+        &parse_shape(&format!("N=16,K={n}")).unwrap(),
+        &cal,
+    )
+    .unwrap();
+    let fill = (n * 128 * 4) as f64 / (cal.get("memset_gbps") * 1e3);
+    assert!(e.span_us > fill && e.span_us < fill + 3.0 * cal.get("kernel_span_us"));
+    let plain = estimate(
+        &k,
+        sm90(),
+        &parse_shape(&format!("N=16,K={n}")).unwrap(),
+        &cal,
+    )
+    .unwrap();
+    assert!((e.span_us - plain.span_us - fill - cal.get("kernel_span_us")).abs() < 1e-6);
+    // A near-empty kernel spans what the table measured for one.
+    assert!(
+        (plain.span_us - cal.get("kernel_span_us")).abs() < 1.0,
+        "{}",
+        plain.span_us
+    );
+}
+
+/// `cake calibrate`'s probes give the new parameters: the launch probe's CUPTI span, the fill
+/// rate, and the atomic rates with the contention halfway between them.
+#[test]
+fn calibration_derives_the_span_the_fill_and_the_atomic_rates() {
+    let seed = Calibration::builtin(sm90()).unwrap();
+    let m: serde_json::Value = serde_json::from_str(
+        r#"{"schema": "cake.calibrate/v0", "target": "sm_90a", "date": "2026-12-02",
+            "environment": {"gpu": "NVIDIA H200", "driver": "580", "sm_count": 132},
+            "probes": {
+              "launch": {"median_ms": 0.007, "span_median_ms": 0.002, "samples": 30},
+              "memset": {"median_ms": 0.2, "bytes": 6.0e8, "samples": 30},
+              "atomic_spread": {"median_ms": 0.4, "reds": 4.0e7, "per_target": 1.0, "samples": 30},
+              "atomic_contended": {"median_ms": 2.0, "reds": 4.0e7, "per_target": 1.0e6, "samples": 30},
+              "atomic_mid": {"median_ms": 1.0, "reds": 4.0e7, "per_target": 1024.0, "samples": 30}
+            }}"#,
+    )
+    .unwrap();
+    let c = Calibration::from_measurements(&seed, &m).unwrap();
+    assert_eq!(c.get("kernel_span_us"), 2.0);
+    assert_eq!(c.get("memset_gbps"), 3000.0);
+    assert_eq!(c.get("red_gops"), 100.0);
+    assert_eq!(c.get("red_contended_gops"), 20.0);
+    // 40 G/s at 1024 adds per target: 20 + 80 · h ÷ (h + 1024) = 40, so h = 1024 / 3.
+    assert!((c.get("red_contention_half") - 341.3).abs() < 0.1);
+    // A table written before these parameters existed still loads, with the built-in values.
+    let old = std::fs::read_to_string(
+        root().join("bench/results/2026-12-02-cost-accuracy/2-held-out/sm_90a.toml"),
+    )
+    .unwrap();
+    let c = Calibration::from_toml(&old).unwrap();
+    assert_eq!(c.get("red_gops"), seed.get("red_gops"));
+}

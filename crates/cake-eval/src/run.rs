@@ -505,6 +505,35 @@ fn specialize(path: &Path, bytes: Vec<u8>, spec: &Specialization) -> Result<Vec<
         })
 }
 
+/// The IR of the contract's entry kernel specialized to `spec` (its constants and the
+/// specialization set in the source), checked for `target`: what the cost model reads. Nothing
+/// is lowered or compiled. Errors say why there is no kernel (the schedule's errors, a missing
+/// entry).
+pub fn schedule_ir(
+    c: &Contract,
+    spec: &Specialization,
+    target: &str,
+) -> Result<cake_ir::Kernel, String> {
+    let bytes = cake_driver::read_schedule(&c.kernel)
+        .map_err(|e| format!("cannot read {}: {e}", c.kernel.display()))?;
+    let mut values = c.constants.clone();
+    values.extend(spec.iter().map(|(k, v)| (k.clone(), *v)));
+    let bytes = specialize(&c.kernel, bytes, &values).map_err(|e| e.to_string())?;
+    let checked = cake_driver::check(&shown(&c.kernel), &bytes, Some(target));
+    if let Some(f) = checked.findings.iter().find(|f| f.is_error()) {
+        let n = checked.findings.iter().filter(|f| f.is_error()).count();
+        return Err(format!(
+            "the schedule has {n} error(s), the first {}: {}",
+            f.code, f.message
+        ));
+    }
+    checked
+        .kernels
+        .into_iter()
+        .find(|k| k.name == c.entry)
+        .ok_or_else(|| format!("{}: no kernel `{}`", c.kernel.display(), c.entry))
+}
+
 /// Build (or take) the candidate for one specialization. `findings_at` is where the record keeps
 /// this build's findings, for the rejection message.
 fn prepare(

@@ -5,6 +5,7 @@
 //! alike and coverage is computed from the guards' edges, and the shape sampler that builds and
 //! judges families draws from the same domain.
 
+pub mod accuracy;
 pub mod choose;
 pub mod measure;
 pub mod report;

@@ -1,0 +1,41 @@
+"""Calibration probes: global atomic adds and the launcher's zero fill. Each CTA takes ROWS rows
+of X (bf16, read as f32, one row per warp at a time) and adds each into row IDS[n] of SUMS with
+`lm.scatter_add`: one `red.global.add.v4.f32` per 16 bytes of a row. The probe draws IDS
+uniformly from [0, K), so N ÷ K adds meet on each destination: K = N spreads them
+(red_gops), K = 1 makes every row meet on one row (red_contended_gops), and K in between gives
+the contention at which the rate is halfway (red_contention_half).
+
+`atomic` leaves SUMS as it was (the probe does not read it); `atomic_zeroed` is the same kernel
+with SUMS in `zero=`, so the launcher fills it with zeros first: at a few rows and a large K its
+time is the fill (memset_gbps)."""
+import cake
+from cake import lm
+
+D = 128
+ROWS = 16
+
+
+@cake.schedule(targets=["sm_90a"])
+def atomic(X: lm.tensor[lm.bf16, "N", D],
+           IDS: lm.tensor[lm.i32, "N"],
+           SUMS: lm.tensor[lm.f32, "K", D]):
+    rows = lm.role(warpgroup=0)
+    x = rows.fragment(shape=(ROWS, D), dtype=lm.f32, rows="warp")
+    for (t,) in lm.tiles(lm.cdiv(N, ROWS)):
+        with rows:
+            x[:] = lm.cast(lm.load(X, coords=(t * ROWS, 0), shape=(ROWS, D)), lm.f32)
+            ids = lm.load(IDS, coords=(t * ROWS,), shape=(ROWS,), fill=-1)
+            lm.scatter_add(SUMS, x, index=ids, coords=(0, 0))
+
+
+@cake.schedule(targets=["sm_90a"], zero=["SUMS"])
+def atomic_zeroed(X: lm.tensor[lm.bf16, "N", D],
+                  IDS: lm.tensor[lm.i32, "N"],
+                  SUMS: lm.tensor[lm.f32, "K", D]):
+    rows = lm.role(warpgroup=0)
+    x = rows.fragment(shape=(ROWS, D), dtype=lm.f32, rows="warp")
+    for (t,) in lm.tiles(lm.cdiv(N, ROWS)):
+        with rows:
+            x[:] = lm.cast(lm.load(X, coords=(t * ROWS, 0), shape=(ROWS, D)), lm.f32)
+            ids = lm.load(IDS, coords=(t * ROWS,), shape=(ROWS,), fill=-1)
+            lm.scatter_add(SUMS, x, index=ids, coords=(0, 0))
