@@ -1,9 +1,11 @@
 """Calibration probes: global atomic adds and the launcher's zero fill. Each CTA takes ROWS rows
 of X (bf16, read as f32, one row per warp at a time) and adds each into row IDS[n] of SUMS with
 `lm.scatter_add`: one `red.global.add.v4.f32` per 16 bytes of a row. The probe draws IDS
-uniformly from [0, K), so N ÷ K adds meet on each destination: K = N spreads them
-(red_gops), K = 1 makes every row meet on one row (red_contended_gops), and K in between gives
-the contention at which the rate is halfway (red_contention_half).
+uniformly from [0, K), so N ÷ K adds meet on each destination. K = N / 1024 keeps the sums in L2
+with little contention (the L2's rate, red_gops); K = N spreads them over 512 MiB (the DRAM's,
+red_dram_gops); K = 1 sends every row to one row of 32 destinations, whose adds are serialized
+(red_contended_gops), and K = 64 to 2048 destinations (how the rate grows with them,
+red_contention_exponent).
 
 `atomic` leaves SUMS as it was (the probe does not read it); `atomic_zeroed` is the same kernel
 with SUMS in `zero=`, so the launcher fills it with zeros first: at a few rows and a large K its

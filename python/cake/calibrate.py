@@ -24,12 +24,17 @@ Probes (name: schedule, constants, shape → what it measures):
                `bar.sync` (named_barrier_us)
   alu:         alu.py, 2 CTAs (8 warps) per SM, REPS = 2048 → element operations/s (alu_gops_per_sm)
   store, tma_store: store.py, C of 262144 x 256 bf16 → bytes/s (store_gbps, tma_store_gbps)
-  launch:      store.py (store_direct), one CTA → time of a near-empty launch (launch_us), and
-               its span under CUPTI (kernel_span_us)
-  atomic_spread, atomic_contended, atomic_mid: atomic.py, N = 1M rows of 128 columns added into
-               K rows drawn uniformly, K = N, 1 and N / 1024 → global atomic adds per second
-               (red_gops, red_contended_gops) and the contention halfway between
-               (red_contention_half)
+  launch:      store.py (store_direct), one CTA → time of a near-empty launch (launch_us)
+  empty_span:  atomic.py, one CTA of 16 rows → its span under CUPTI (kernel_span_us): what a
+               kernel that loads and adds a few rows spans on the GPU
+  tma_span:    stream.py, one CTA, one 64 × 64 box → its CUPTI span, less empty_span's: what a
+               kernel's first TMA copies add (tma_start_us; the tensor map is fetched too)
+  atomic_mid, atomic_spread, atomic_contended, atomic_contended64: atomic.py, N = 1M rows of
+               128 columns added into K rows drawn uniformly: K = N / 1024 (512 KiB of sums, in
+               L2) → adds per second (red_gops); K = N (512 MiB) → adds per second from DRAM
+               (red_dram_gops); K = 1 (32 destinations) → the contended rate
+               (red_contended_gops); K = 64 (2048) → how the rate grows with the destinations
+               (red_contention_exponent)
   memset:      atomic.py (atomic_zeroed), 16 rows into K = 1M zero-filled rows → the fill rate
                (memset_gbps)
 """
@@ -121,11 +126,16 @@ def probes(sms: int) -> List[Dict[str, Any]]:
         dict(name="tma_store", schedule="store", kernel="store_tma", consts={},
              dims=dict(M=262144), work=dict(bytes=262144 * 256 * 2)),
         dict(name="launch", schedule="store", kernel="store_direct", consts={},
-             dims=dict(M=64), work={}, span=True),
+             dims=dict(M=64), work={}),
+        dict(name="empty_span", schedule="atomic", kernel="atomic", consts={},
+             dims=dict(N=16, K=16), ids="uniform", work={}, span=True),
+        dict(name="tma_span", schedule="stream", kernel="stream", consts=dict(STAGES=1, BM=64),
+             dims=dict(M=64, K=64), work={}, span=True),
         *[dict(name=f"atomic_{name}", schedule="atomic", kernel="atomic", consts={},
                dims=dict(N=ATOMIC_ROWS, K=k), ids="uniform",
                work=dict(reds=ATOMIC_ROWS * 128 // 4, per_target=ATOMIC_ROWS / k), group="atomic")
-          for name, k in (("spread", ATOMIC_ROWS), ("contended", 1), ("mid", ATOMIC_ROWS // 1024))],
+          for name, k in (("spread", ATOMIC_ROWS), ("contended", 1), ("contended64", 64),
+                          ("mid", ATOMIC_ROWS // 1024))],
         dict(name="memset", schedule="atomic", kernel="atomic_zeroed", consts={},
              dims=dict(N=16, K=ATOMIC_ROWS), ids="uniform", work=dict(bytes=ATOMIC_ROWS * 128 * 4),
              group="atomic"),

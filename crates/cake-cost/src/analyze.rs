@@ -121,6 +121,8 @@ pub struct Analysis {
     pub tensor_axes: BTreeMap<usize, u32>,
     /// Sizes in bytes of every tensor parameter at this shape.
     pub tensor_bytes: BTreeMap<usize, f64>,
+    /// Per tensor that takes global atomic adds: one slice of it.
+    pub red_slices: BTreeMap<usize, RedSlice>,
     /// Things the analysis had to guess, one sentence each.
     pub assumptions: Vec<String>,
 }
@@ -132,6 +134,7 @@ pub fn analyze(k: &Kernel, shape: &BTreeMap<String, i64>) -> Analysis {
         assumptions: Vec::new(),
         tensor_axes: BTreeMap::new(),
         row_context: false,
+        red_layout: BTreeMap::new(),
     };
     let mut tiles = None;
     let mut roles: Vec<RoleWork> = Vec::new();
@@ -221,13 +224,44 @@ pub fn analyze(k: &Kernel, shape: &BTreeMap<String, i64>) -> Analysis {
             tensor_bytes.insert(i, n);
         }
     }
+    // One slice of each atomically added tensor: its innermost axes.
+    let mut red_slices = BTreeMap::new();
+    for (&t, &(axes, per_add)) in &a.red_layout {
+        if let cake_ir::ParamKind::Tensor { dtype, dims } =
+            &k.params[cake_ir::ParamId::from_index(t)].kind
+        {
+            let mut bytes = dtype.bytes() as f64;
+            for d in dims.iter().rev().take(axes) {
+                bytes *= match d {
+                    cake_ir::Extent::Fixed(v) => *v as f64,
+                    cake_ir::Extent::Sym(id) => *shape.get(&k.dims[*id].name).unwrap_or(&1) as f64,
+                };
+            }
+            red_slices.insert(
+                t,
+                RedSlice {
+                    targets: (bytes / per_add).max(1.0),
+                    bytes,
+                },
+            );
+        }
+    }
     Analysis {
         roles,
         tiles,
         tensor_axes: a.tensor_axes,
         tensor_bytes,
+        red_slices,
         assumptions: a.assumptions,
     }
+}
+
+/// The part of an atomically added tensor one slice of its leading coordinates spans.
+#[derive(Clone, Debug)]
+pub struct RedSlice {
+    /// Distinct destinations of one add each (16-byte vectors of a row, or counts).
+    pub targets: f64,
+    pub bytes: f64,
 }
 
 #[derive(Clone, Copy)]
@@ -244,6 +278,8 @@ struct Analyzer<'a> {
     /// Evaluating a row-layout value: a per-column vector is read once per chunk by the one
     /// thread that holds the column, not by every thread of an accumulator's column.
     row_context: bool,
+    /// Tensors that take global atomic adds: (innermost axes one slice spans, bytes per add).
+    red_layout: BTreeMap<usize, (usize, f64)>,
 }
 
 impl Analyzer<'_> {
@@ -574,8 +610,12 @@ impl Analyzer<'_> {
                     _ => 1.0,
                 };
                 *w.reds_by_tensor.entry(dst.index()).or_default() += el / 4.0 * r;
+                // Rows land in the destination's two innermost axes, counts in the counts'
+                // innermost one; leading coordinates pick the slice.
+                self.red_layout.insert(dst.index(), (2, 16.0));
                 if let Some(c) = counts {
                     *w.reds_by_tensor.entry(c.index()).or_default() += rows * r;
+                    self.red_layout.insert(c.index(), (1, 4.0));
                 }
                 self.row_context = true;
                 self.row_loads(*value, &mut w, r);

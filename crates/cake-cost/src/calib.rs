@@ -59,7 +59,11 @@ pub const PARAMS: &[(&str, &str)] = &[
     ),
     (
         "kernel_span_us",
-        "the GPU span of a near-empty kernel (CUPTI: first CTA start to last CTA end), µs",
+        "the GPU span of a kernel of one CTA that loads and adds a few rows (CUPTI: first CTA start to last CTA end), µs",
+    ),
+    (
+        "tma_start_us",
+        "what a kernel's first TMA copies add to its span (the tensor map fetched too), µs",
     ),
     (
         "memset_gbps",
@@ -67,15 +71,19 @@ pub const PARAMS: &[(&str, &str)] = &[
     ),
     (
         "red_gops",
-        "global atomic adds (`red.global.add.v4.f32`) on spread destinations, G/s (whole GPU)",
+        "global atomic adds (`red.global.add`) into destinations that fit L2, G/s (whole GPU)",
+    ),
+    (
+        "red_dram_gops",
+        "global atomic adds spread over destinations larger than L2, G/s (whole GPU)",
     ),
     (
         "red_contended_gops",
-        "global atomic adds when thousands meet on each destination, G/s (whole GPU)",
+        "global atomic adds spread over only 32 destinations, G/s (adds to one destination are serialized)",
     ),
     (
-        "red_contention_half",
-        "adds per destination at which the atomic rate is halfway between spread and contended",
+        "red_contention_exponent",
+        "how the atomic rate grows with the destinations in use: rate ∝ destinations^exponent",
     ),
 ];
 
@@ -83,10 +91,12 @@ pub const PARAMS: &[(&str, &str)] = &[
 /// the built-in table of its target (`from_toml`).
 const LATER_PARAMS: &[&str] = &[
     "kernel_span_us",
+    "tma_start_us",
     "memset_gbps",
     "red_gops",
+    "red_dram_gops",
     "red_contended_gops",
-    "red_contention_half",
+    "red_contention_exponent",
 ];
 
 const SM_90A: &str = include_str!("../calibration/sm_90a.toml");
@@ -568,10 +578,23 @@ impl Calibration {
             f(&p["median_ms"]).map(|ms| ms * 1e3),
             probe_src("launch", p),
         );
+        let p = &probes["empty_span"];
+        let empty = f(&p["span_median_ms"]).map(|ms| ms * 1e3);
         set(
             "kernel_span_us",
-            f(&p["span_median_ms"]).map(|ms| ms * 1e3),
-            format!("CUPTI span of {}", probe_src("launch", p)),
+            empty,
+            format!("CUPTI span of {}", probe_src("empty_span", p)),
+        );
+        let p = &probes["tma_span"];
+        set(
+            "tma_start_us",
+            f(&p["span_median_ms"])
+                .zip(empty)
+                .map(|(ms, e)| ms * 1e3 - e),
+            format!(
+                "CUPTI span of {} less kernel_span_us",
+                probe_src("tma_span", p)
+            ),
         );
         let p = &probes["memset"];
         set(
@@ -579,32 +602,38 @@ impl Calibration {
             rate(p, "bytes").map(|r| r / 1e9),
             probe_src("memset", p),
         );
-        // Atomic adds: spread (one add per destination), contended (every row on one), and a
-        // contention between that places the half-way point of the interpolation the model
-        // uses: rate(q) = contended + (spread − contended) · h ÷ (h + q) at q adds per target.
-        let spread = rate(&probes["atomic_spread"], "reds");
-        let contended = rate(&probes["atomic_contended"], "reds");
+        // Atomic adds: into 32 768 destinations that fit L2 (the L2's rate), spread over 512 MiB
+        // (the DRAM's), and every row into one row of 32 destinations (one destination's rate).
+        let p = &probes["atomic_mid"];
         set(
             "red_gops",
-            spread.map(|r| r / 1e9),
-            probe_src("atomic", &probes["atomic_spread"]),
+            rate(p, "reds").map(|r| r / 1e9),
+            probe_src("atomic", p),
         );
+        let p = &probes["atomic_spread"];
+        set(
+            "red_dram_gops",
+            rate(p, "reds").map(|r| r / 1e9),
+            probe_src("atomic", p),
+        );
+        // Every row on one row (32 destinations), and on 64 rows (2048): the rate there, and
+        // how it grows with the destinations.
+        let p = &probes["atomic_contended"];
+        let one = rate(p, "reds");
         set(
             "red_contended_gops",
-            contended.map(|r| r / 1e9),
-            probe_src("atomic", &probes["atomic_contended"]),
+            one.map(|r| r / 1e9),
+            probe_src("atomic", p),
         );
-        let p = &probes["atomic_mid"];
-        let half = match (spread, contended, rate(p, "reds"), f(&p["per_target"])) {
-            (Some(s), Some(c), Some(m), Some(q)) if m > c && m < s => Some(q * (m - c) / (s - m)),
-            _ => None,
-        };
+        let p64 = &probes["atomic_contended64"];
         set(
-            "red_contention_half",
-            half,
+            "red_contention_exponent",
+            one.zip(rate(p64, "reds"))
+                .map(|(r1, r64)| (r64 / r1).ln() / 64f64.ln()),
             format!(
-                "from the spread, contended and {} rates",
-                probe_src("atomic", p)
+                "from {} and {}",
+                probe_src("atomic", p),
+                probe_src("atomic", p64)
             ),
         );
         out.validate()?;

@@ -410,10 +410,12 @@ struct P {
     setup: f64,
     clock_ghz: f64,
     span: f64,
+    tma_start: f64,
     memset: f64,
     red: f64,
+    red_dram: f64,
     red_contended: f64,
-    red_half: f64,
+    red_exponent: f64,
 }
 
 impl P {
@@ -438,10 +440,12 @@ impl P {
             clock_ghz: c.get("clock_ghz"),
             setup: c.get("cta_setup_us"),
             span: c.get("kernel_span_us"),
+            tma_start: c.get("tma_start_us"),
             memset: c.get("memset_gbps"),
             red: c.get("red_gops"),
+            red_dram: c.get("red_dram_gops"),
             red_contended: c.get("red_contended_gops"),
-            red_half: c.get("red_contention_half"),
+            red_exponent: c.get("red_contention_exponent"),
         }
     }
 
@@ -508,10 +512,11 @@ impl P {
     }
 }
 
-/// Rates a CTA sees while `active` CTAs run on the GPU.
+/// Rates a CTA sees while `active` CTAs run on the GPU, `per_sm` of them on each busy SM.
 struct Rates<'a> {
     p: &'a P,
     active: f64,
+    per_sm: f64,
     /// Fraction of L2 traffic that misses to DRAM.
     miss: f64,
 }
@@ -544,9 +549,12 @@ impl Rates<'_> {
     }
     /// Row-layout tiles streamed through registers, at the SM's share of DRAM: the CTAs
     /// resident on an SM take turns (`per_sm` in the wave), so a CTA's share is not divided
-    /// again.
+    /// again. With fewer SMs busy than the GPU has, each draws a larger share, up to its
+    /// share of the L2's rate (what one SM's requests in flight reach).
     fn row_us(&self, w: &analyze::Work) -> f64 {
-        w.row_bytes / (self.p.dram * 1e3 / self.p.sms)
+        let busy = (self.active / self.per_sm).clamp(1.0, self.p.sms);
+        let share = (self.p.dram / busy).min(self.p.l2 / self.p.sms);
+        w.row_bytes / (share * 1e3)
     }
 }
 
@@ -655,6 +663,8 @@ pub fn estimate_with(
     };
     let slots = p.sms * per_sm;
     let active = ctas.min(slots).max(1.0);
+    // CTAs resident on each busy SM: fewer than fit when the grid does not fill the GPU.
+    let per_sm_busy = per_sm.min((ctas / p.sms).ceil()).max(1.0);
 
     // ---- traffic and L2 reuse
     let per_tile = |f: &dyn Fn(&analyze::Work) -> f64| -> f64 {
@@ -697,6 +707,7 @@ pub fn estimate_with(
     let rates = Rates {
         p: &p,
         active,
+        per_sm: per_sm_busy,
         miss,
     };
 
@@ -891,7 +902,7 @@ pub fn estimate_with(
         let lat_tile = tile_us + first;
         // The SM's DRAM share streams one CTA's rows while its ALUs work on another's.
         let thr_tile = (tile_terms.tensor_us + tile_terms.epilogue_us).max(tile_stream_us);
-        let wave = (per_sm * thr_tile).max(lat_tile);
+        let wave = (per_sm_busy * thr_tile).max(lat_tile);
         let waves_exact = t / slots;
         let waves = waves_exact.ceil();
         let mut per = tile_terms.clone();
@@ -919,27 +930,29 @@ pub fn estimate_with(
         }
         m
     };
-    let atomic_us: f64 = reds_by_tensor
-        .iter()
-        .map(|(tensor, &n)| {
-            // One add per 16 bytes of an f32 destination, one per element of an i32 count.
-            let width = match &kernel.params[cake_ir::ParamId::from_index(*tensor)].kind {
-                cake_ir::ParamKind::Tensor {
-                    dtype: cake_ir::DType::F32,
-                    ..
-                } => 16.0,
-                _ => 4.0,
-            };
-            let targets = (a.tensor_bytes.get(tensor).copied().unwrap_or(0.0) / width).max(1.0);
-            let per_target = n / targets;
-            let rate = p.red_contended
-                + (p.red - p.red_contended) * p.red_half / (p.red_half + per_target);
-            n / (rate * 1e3)
-        })
-        .sum();
+    // Adds to one destination are serialized at L2: adds spread over A destinations go at
+    // the rate measured on 32 of them, times (A / 32)^exponent, up to the L2's rate (the
+    // destinations in use fit L2) or the DRAM's. The destinations in use are a slice of the
+    // tensor (its leading coordinates fixed) times the slices the CTAs in flight cover.
+    let mut atomic_us = 0.0;
+    for (tensor, &n) in &reds_by_tensor {
+        let Some(slice) = a.red_slices.get(tensor) else {
+            continue;
+        };
+        let slices = (a.tensor_bytes.get(tensor).copied().unwrap_or(0.0) / slice.bytes).max(1.0);
+        let concurrent = (active * slices / t.max(1.0)).clamp(1.0, slices);
+        let targets = slice.targets * concurrent;
+        let cap = if slice.bytes * concurrent <= p.l2_cap {
+            p.red
+        } else {
+            p.red_dram
+        };
+        let rate = (p.red_contended * (targets / 32.0).powf(p.red_exponent)).min(cap);
+        atomic_us += n / (rate * 1e3);
+    }
     if !reds_by_tensor.is_empty() {
         assumptions.push(
-            "global atomic adds land on their destinations uniformly (the contention per destination is adds ÷ destinations)".into(),
+            "global atomic adds land on the destinations in use uniformly (the CTAs in flight cover consecutive slices of the leading coordinates)".into(),
         );
     }
     let core_us = sched_us.max(mem_us).max(atomic_us);
@@ -955,9 +968,17 @@ pub fn estimate_with(
     terms.memory_us += zero_us;
     terms.launch_us = p.launch;
     let time_us = core_us + zero_us + p.launch;
-    // On the GPU a kernel spans what the tiles take plus a fixed start and drain (a near-empty
-    // kernel's span, less the prologue and first load the tiles already pay).
-    let span_us = core_us + zero_us + (p.span - p.setup - p.lat).max(0.0);
+    // On the GPU a kernel spans what the tiles take plus a fixed start and drain (a one-CTA
+    // kernel's span, less the prologue and first load the tiles already pay), and, where it
+    // copies by TMA, what the first copies add (the tensor map is fetched from memory too).
+    let uses_tma = a.roles.iter().any(|r| {
+        [&r.before, &r.after]
+            .into_iter()
+            .chain(r.loops.iter().map(|l| &l.work))
+            .any(|w| w.copies > 0)
+    });
+    let start_us = (p.span - p.setup - p.lat).max(0.0) + if uses_tma { p.tma_start } else { 0.0 };
+    let span_us = core_us + zero_us + start_us;
 
     // ---- speed of light (datasheet ceilings, as the harness's physical floor)
     let unique: f64 = by_tensor
@@ -1277,6 +1298,7 @@ fn hints(
         let rates = Rates {
             p,
             active: est.grid.ctas.min(slots as i64).max(1) as f64,
+            per_sm: est.grid.ctas_per_sm.max(1) as f64,
             miss: 0.0,
         };
         let epi = rates.alu_us(&r.after);
