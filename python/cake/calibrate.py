@@ -23,12 +23,12 @@ Probes (name: schedule, constants, shape → what it measures):
   named_barrier: named_barrier.py, one CTA of two warpgroups, REPS = 65536 syncs → µs per
                `bar.sync` (named_barrier_us)
   alu:         alu.py, 2 CTAs (8 warps) per SM, REPS = 2048 → element operations/s (alu_gops_per_sm)
+  alu_minmax:  alu.py (alu_minmax), the same with minimum and maximum only → their rate over
+               alu_gops_per_sm (alu_int_ratio)
   store, tma_store: store.py, C of 262144 x 256 bf16 → bytes/s (store_gbps, tma_store_gbps)
   launch:      store.py (store_direct), one CTA → time of a near-empty launch (launch_us)
   empty_span:  atomic.py, one CTA of 16 rows → its span under CUPTI (kernel_span_us): what a
                kernel that loads and adds a few rows spans on the GPU
-  tma_span:    stream.py, one CTA, one 64 × 64 box → its CUPTI span, less empty_span's: what a
-               kernel's first TMA copies add (tma_start_us; the tensor map is fetched too)
   atomic_mid, atomic_spread, atomic_contended, atomic_contended64: atomic.py, N = 1M rows of
                128 columns added into K rows drawn uniformly: K = N / 1024 (512 KiB of sums, in
                L2) → adds per second (red_gops); K = N (512 MiB) → adds per second from DRAM
@@ -121,6 +121,8 @@ def probes(sms: int) -> List[Dict[str, Any]]:
         # Two CTAs (eight warps) per SM: the occupancy of the usual two consumer warpgroups.
         dict(name="alu", schedule="alu", kernel="alu", consts={},
              dims=dict(M=2 * sms * 64, REPS=2048), work=dict(ops=3 * 2 * sms * 64 * 256 * 2048)),
+        dict(name="alu_minmax", schedule="alu", kernel="alu_minmax", consts={},
+             dims=dict(M=2 * sms * 64, REPS=2048), work=dict(ops=2 * 2 * sms * 64 * 256 * 2048)),
         dict(name="store", schedule="store", kernel="store_direct", consts={},
              dims=dict(M=262144), work=dict(bytes=262144 * 256 * 2)),
         dict(name="tma_store", schedule="store", kernel="store_tma", consts={},
@@ -129,8 +131,6 @@ def probes(sms: int) -> List[Dict[str, Any]]:
              dims=dict(M=64), work={}),
         dict(name="empty_span", schedule="atomic", kernel="atomic", consts={},
              dims=dict(N=16, K=16), ids="uniform", work={}, span=True),
-        dict(name="tma_span", schedule="stream", kernel="stream", consts=dict(STAGES=1, BM=64),
-             dims=dict(M=64, K=64), work={}, span=True),
         *[dict(name=f"atomic_{name}", schedule="atomic", kernel="atomic", consts={},
                dims=dict(N=ATOMIC_ROWS, K=k), ids="uniform",
                work=dict(reds=ATOMIC_ROWS * 128 // 4, per_target=ATOMIC_ROWS / k), group="atomic")

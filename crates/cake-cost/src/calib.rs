@@ -62,10 +62,6 @@ pub const PARAMS: &[(&str, &str)] = &[
         "the GPU span of a kernel of one CTA that loads and adds a few rows (CUPTI: first CTA start to last CTA end), µs",
     ),
     (
-        "tma_start_us",
-        "what a kernel's first TMA copies add to its span (the tensor map fetched too), µs",
-    ),
-    (
         "memset_gbps",
         "the launcher's zero fill of `zero=` tensors (a memset), GB/s",
     ),
@@ -91,7 +87,6 @@ pub const PARAMS: &[(&str, &str)] = &[
 /// the built-in table of its target (`from_toml`).
 const LATER_PARAMS: &[&str] = &[
     "kernel_span_us",
-    "tma_start_us",
     "memset_gbps",
     "red_gops",
     "red_dram_gops",
@@ -555,10 +550,13 @@ impl Calibration {
         );
         let p = &probes["alu"];
         let sms = f(&env["sm_count"]).unwrap_or(seed.get("sm_count"));
+        let alu = rate(p, "ops").map(|r| r / 1e9 / sms);
+        set("alu_gops_per_sm", alu, probe_src("alu", p));
+        let p = &probes["alu_minmax"];
         set(
-            "alu_gops_per_sm",
-            rate(p, "ops").map(|r| r / 1e9 / sms),
-            probe_src("alu", p),
+            "alu_int_ratio",
+            rate(p, "ops").zip(alu).map(|(r, a)| r / 1e9 / sms / a),
+            format!("{} over alu_gops_per_sm", probe_src("alu", p)),
         );
         let p = &probes["store"];
         set(
@@ -579,22 +577,10 @@ impl Calibration {
             probe_src("launch", p),
         );
         let p = &probes["empty_span"];
-        let empty = f(&p["span_median_ms"]).map(|ms| ms * 1e3);
         set(
             "kernel_span_us",
-            empty,
+            f(&p["span_median_ms"]).map(|ms| ms * 1e3),
             format!("CUPTI span of {}", probe_src("empty_span", p)),
-        );
-        let p = &probes["tma_span"];
-        set(
-            "tma_start_us",
-            f(&p["span_median_ms"])
-                .zip(empty)
-                .map(|(ms, e)| ms * 1e3 - e),
-            format!(
-                "CUPTI span of {} less kernel_span_us",
-                probe_src("tma_span", p)
-            ),
         );
         let p = &probes["memset"];
         set(

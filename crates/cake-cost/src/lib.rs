@@ -410,7 +410,6 @@ struct P {
     setup: f64,
     clock_ghz: f64,
     span: f64,
-    tma_start: f64,
     memset: f64,
     red: f64,
     red_dram: f64,
@@ -440,7 +439,6 @@ impl P {
             clock_ghz: c.get("clock_ghz"),
             setup: c.get("cta_setup_us"),
             span: c.get("kernel_span_us"),
-            tma_start: c.get("tma_start_us"),
             memset: c.get("memset_gbps"),
             red: c.get("red_gops"),
             red_dram: c.get("red_dram_gops"),
@@ -968,16 +966,10 @@ pub fn estimate_with(
     terms.memory_us += zero_us;
     terms.launch_us = p.launch;
     let time_us = core_us + zero_us + p.launch;
-    // On the GPU a kernel spans what the tiles take plus a fixed start and drain (a one-CTA
-    // kernel's span, less the prologue and first load the tiles already pay), and, where it
-    // copies by TMA, what the first copies add (the tensor map is fetched from memory too).
-    let uses_tma = a.roles.iter().any(|r| {
-        [&r.before, &r.after]
-            .into_iter()
-            .chain(r.loops.iter().map(|l| &l.work))
-            .any(|w| w.copies > 0)
-    });
-    let start_us = (p.span - p.setup - p.lat).max(0.0) + if uses_tma { p.tma_start } else { 0.0 };
+    // On the GPU a kernel spans what the tiles take plus a fixed start and drain: a one-CTA
+    // kernel's span, less the prologue and first load its tile already pays. (A one-CTA kernel
+    // whose load is a TMA copy measured no longer, so copies add nothing here.)
+    let start_us = (p.span - p.setup - p.lat).max(0.0);
     let span_us = core_us + zero_us + start_us;
 
     // ---- speed of light (datasheet ceilings, as the harness's physical floor)

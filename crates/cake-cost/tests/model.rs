@@ -732,10 +732,6 @@ fn atomics_pay_for_contention_and_zeroed_outputs_for_their_fill() {
         "{}",
         one.span_us
     );
-    // A kernel that copies by TMA pays the first copies' start too.
-    let g = kernel("examples/gemm_sm90.py");
-    let tiny = estimate(&g, sm90(), &parse_shape("M=64,N=64,K=64").unwrap(), &cal).unwrap();
-    assert!(tiny.span_us > cal.get("kernel_span_us") + cal.get("tma_start_us") - 0.1);
 }
 
 /// `cake calibrate`'s probes give the new parameters: the launch probe's CUPTI span, the fill
@@ -749,7 +745,6 @@ fn calibration_derives_the_span_the_fill_and_the_atomic_rates() {
             "probes": {
               "launch": {"median_ms": 0.007, "samples": 30},
               "empty_span": {"median_ms": 0.006, "span_median_ms": 0.002, "samples": 30},
-              "tma_span": {"median_ms": 0.008, "span_median_ms": 0.0035, "samples": 30},
               "memset": {"median_ms": 0.2, "bytes": 6.0e8, "samples": 30},
               "atomic_spread": {"median_ms": 0.5, "reds": 4.0e7, "per_target": 1.0, "samples": 30},
               "atomic_contended": {"median_ms": 10.0, "reds": 4.0e7, "per_target": 1.0e6, "samples": 30},
@@ -760,7 +755,6 @@ fn calibration_derives_the_span_the_fill_and_the_atomic_rates() {
     .unwrap();
     let c = Calibration::from_measurements(&seed, &m).unwrap();
     assert_eq!(c.get("kernel_span_us"), 2.0);
-    assert_eq!(c.get("tma_start_us"), 1.5);
     assert_eq!(c.get("memset_gbps"), 3000.0);
     assert_eq!(c.get("red_gops"), 100.0);
     assert_eq!(c.get("red_dram_gops"), 80.0);
