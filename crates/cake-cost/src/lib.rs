@@ -957,11 +957,16 @@ pub fn estimate_with(
     if mem_us.max(atomic_us) > sched_us {
         terms.memory_us += mem_us.max(atomic_us) - sched_us;
     }
-    // The launcher fills `zero=` tensors first: one memset each, a launch of its own.
+    // The launcher fills `zero=` tensors first: one memset each, a launch of its own. The GPU
+    // runs it (the fill and a kernel's start) or, when that is quicker, waits for the host to
+    // issue the next launch (a launch's time less the span of the kernel it launched).
     let zero_us: f64 = kernel
         .zeroed
         .iter()
-        .map(|z| a.tensor_bytes.get(&z.index()).copied().unwrap_or(0.0) / (p.memset * 1e3) + p.span)
+        .map(|z| {
+            let fill = a.tensor_bytes.get(&z.index()).copied().unwrap_or(0.0) / (p.memset * 1e3);
+            (fill + p.span).max(p.launch - p.span)
+        })
         .sum();
     terms.memory_us += zero_us;
     terms.launch_us = p.launch;

@@ -725,6 +725,11 @@ fn atomics_pay_for_contention_and_zeroed_outputs_for_their_fill() {
     let plain = estimate(&k, sm90(), &shape, &cal).unwrap();
     let fill = (n * 128 * 4) as f64 / (cal.get("memset_gbps") * 1e3);
     assert!((e.span_us - plain.span_us - fill - cal.get("kernel_span_us")).abs() < 1e-6);
+    // A small fill is quicker than the host's next launch: the GPU waits for that instead.
+    let small = parse_shape("N=16,K=16").unwrap();
+    let gap = estimate(&z, sm90(), &small, &cal).unwrap().span_us
+        - estimate(&k, sm90(), &small, &cal).unwrap().span_us;
+    assert!((gap - (cal.get("launch_us") - cal.get("kernel_span_us"))).abs() < 1e-6);
     // A one-CTA kernel of a few rows spans what the table measured for one.
     let one = at(16, 16);
     assert!(
