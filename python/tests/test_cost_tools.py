@@ -46,7 +46,13 @@ def test_probe_table_names_existing_schedules_and_constants():
         text = open(os.path.join(ROOT, "kernels", "calibrate", p["schedule"] + ".py"), encoding="utf-8").read()
         assert f"def {p['kernel']}(" in text
         substitute_constants(text, p["consts"])  # every substituted name is a module constant
-        assert p["work"] or p["name"] == "launch"
+        # Every probe measures some work, a launch, or a span (CUPTI).
+        assert p["work"] or p["name"] == "launch" or p.get("span")
+    # The atomic probes draw their indices uniformly from [0, K): contention is N / K per row.
+    atomic = [p for p in probes(132) if p["schedule"] == "atomic"]
+    assert {p["name"] for p in atomic} >= {"atomic_spread", "atomic_contended", "atomic_contended64",
+                                           "atomic_mid", "memset", "empty_span"}
+    assert all(p["ids"] == "uniform" for p in atomic)
 
 
 def test_variants_cover_both_families():

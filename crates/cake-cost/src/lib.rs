@@ -912,8 +912,7 @@ pub fn estimate_with(
         (waves * wave, waves_exact)
     };
     let mem_us = (dram_bytes / (p.dram * 1e3)).max(l2_bytes / (p.l2 * 1e3));
-    // Global atomic adds, done at L2: per destination tensor, at a rate that falls from the
-    // spread rate towards the contended one as more adds meet on each destination.
+    // Global atomic adds over the whole grid, per destination tensor.
     let reds_by_tensor = {
         let mut m: BTreeMap<usize, f64> = BTreeMap::new();
         for r in &a.roles {

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The cost model (this checkout's, with the committed calibration table) against every family
+# measurement of bench/results/2026-12-02-cost-family-accuracy/ and the earlier representative
+# measurements the shipped tables were chosen from (docs/cost-model.md, "Accuracy per family").
+# No GPU. Prints one report per (family file, measurement); `--json DIR` also writes each as JSON.
+#
+#   bench/family_accuracy.sh [CAKE] > accuracy.txt
+set -u
+CAKE=${1:-target/release/cake}
+R=bench/results
+A=$R/2026-12-02-cost-family-accuracy
+run() { # label, family file, measurements...
+  echo "### $1"
+  shift
+  "$CAKE" family accuracy "$@" --worst 6 | sed 's#^#    #'
+  echo
+}
+echo "## Test sets: shapes drawn after the model and table they judge were fixed"
+run "update, seed 9 (call 4)" bench/accuracy/update.variants.family.toml $A/call4/update-seed9/measurement.json
+run "RMSNorm, seed 9 (call 4)" bench/accuracy/rmsnorm.variants.family.toml $A/call4/rmsnorm-seed9/measurement.json
+run "GEMM, seed 9 (call 4)" kernels/gemm/gemm.candidates.family.toml $A/call4/gemm-seed9/measurement.json
+run "k-means assign, seed 9 (call 4)" kernels/kmeans/assign.candidates.family.toml $A/call4/assign-seed9/measurement.json
+echo "## Earlier draws (seen while the model changed)"
+run "update, seeds 6-8" bench/accuracy/update.variants.family.toml $A/call1/update-seed6/measurement.json $A/call2/update-seed7/measurement.json $A/call3/update-seed8/measurement.json
+run "update, the shipped candidates' representative measurement" kernels/kmeans/update.candidates.family.toml $R/2026-12-02-kmeans-update-family/2-family/1-representative/measurement.json
+run "RMSNorm, seeds 6-7" bench/accuracy/rmsnorm.variants.family.toml $A/call1/rmsnorm-seed6/measurement.json $A/call2/rmsnorm-seed7/measurement.json
+run "GEMM, seed 7 and the shipped table's representative measurement" kernels/gemm/gemm.candidates.family.toml $A/call2/gemm-seed7/measurement.json $R/2026-12-02-gemm-family/run2-06587ad/1-representative/measurement.json
+run "k-means assign, seeds 7-8 and the shipped table's two representative measurements" kernels/kmeans/assign.candidates.family.toml $A/call2/assign-seed7/measurement.json $A/call3/assign-seed8/measurement.json $R/2026-12-02-kmeans-assign-stream/3-representative-140-wide/1-representative/measurement.json $R/2026-12-02-kmeans-assign-stream/5-representative-seed2/1-representative/measurement.json
+run "tinygemm, the contract's 40 shapes (two runs)" kernels/tinygemm/tinygemm.family.toml $R/2026-12-02-tinygemm-gemv/2-tinygemm/measurement.json $R/2026-12-02-tinygemm-gemv/4-tinygemm/measurement.json
