@@ -296,6 +296,11 @@ impl Interp<'_> {
 
     fn assign_fragment(&mut self, sub: &ast::ExprSubscript, value: &ast::Expr, sp: Span) -> R<()> {
         let base = self.eval(&sub.value)?;
+        // A fragment whose declaration failed is already reported: assigning to it is not a
+        // second finding.
+        if let Value::Poison = base {
+            return Err(Reported);
+        }
         let Value::Frag(frag) = base else {
             return self.err(
                 &codes::TYPE_MISMATCH,
