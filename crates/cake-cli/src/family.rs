@@ -321,6 +321,7 @@ pub fn cmd_accuracy(
     target: &str,
     calibration: Option<&Path>,
     worst: usize,
+    by: &[String],
     json: bool,
 ) -> ExitCode {
     let f = match load(file) {
@@ -356,10 +357,33 @@ pub fn cmd_accuracy(
     }
     match accuracy::accuracy(&f, &ms, target, &cal) {
         Ok(a) => {
+            let mut breakdowns = Vec::new();
+            for dim in by {
+                match accuracy::breakdown(&a, dim) {
+                    Some(groups) => breakdowns.push((dim, groups)),
+                    None => {
+                        eprintln!(
+                            "error: --by {dim}: no timed shape of the measurements has dimension `{dim}`"
+                        );
+                        return ExitCode::from(2);
+                    }
+                }
+            }
             if json {
-                outln!("{}", serde_json::to_string_pretty(&a).expect("JSON"));
+                let mut doc = serde_json::to_value(&a).expect("JSON");
+                if !breakdowns.is_empty() {
+                    doc["breakdowns"] = breakdowns
+                        .iter()
+                        .map(|(dim, g)| ((*dim).clone(), serde_json::to_value(g).expect("JSON")))
+                        .collect::<serde_json::Map<_, _>>()
+                        .into();
+                }
+                outln!("{}", serde_json::to_string_pretty(&doc).expect("JSON"));
             } else {
                 out!("{}", accuracy::render(&a, worst));
+                for (dim, groups) in &breakdowns {
+                    out!("{}", accuracy::render_breakdown(dim, groups));
+                }
             }
             ExitCode::SUCCESS
         }

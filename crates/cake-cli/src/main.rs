@@ -158,6 +158,10 @@ enum FamilyCommand {
         /// How many of the worst predictions to list
         #[arg(long, default_value_t = 8)]
         worst: usize,
+        /// Also break the points down by route and this dimension (repeatable): by value, or by
+        /// powers of four where it takes more than eight values
+        #[arg(long = "by", value_name = "DIM")]
+        by: Vec<String>,
         #[arg(long, value_enum, default_value = "human")]
         format: DocFormat,
     },
@@ -570,6 +574,7 @@ fn main() -> ExitCode {
             target,
             calibration,
             worst,
+            by,
             format,
         }) => family::cmd_accuracy(
             &file,
@@ -577,6 +582,7 @@ fn main() -> ExitCode {
             &target,
             calibration.as_deref(),
             worst,
+            &by,
             format == DocFormat::Json,
         ),
         Command::Family(FamilyCommand::Choose {

@@ -259,6 +259,29 @@ fn family_accuracy_sets_committed_timings_against_the_model() {
         assert!(p["measured_us"].as_f64().unwrap() > 1.0);
         assert!(p["predicted_us"].as_f64().unwrap() > 1.0);
     }
+    // A breakdown by a dimension, in both renderings; an unknown dimension is refused.
+    let by = |extra: &[&str]| {
+        let mut args = vec![
+            "family",
+            "accuracy",
+            "kernels/tinygemm/tinygemm.family.toml",
+            m,
+            "--by",
+            "M",
+        ];
+        args.extend_from_slice(extra);
+        cake(&args)
+    };
+    let o = by(&[]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("by route and M:"), "{}", text(&o));
+    assert!(text(&o).contains("gemv at M=1: 4 points"), "{}", text(&o));
+    let o = by(&["--format", "json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(doc["breakdowns"]["M"].as_array().unwrap().len() >= 3);
+    let o = by(&["--by", "Q"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("no timed shape of the measurements has dimension `Q`"));
     // The candidates file of another family: refused, with the reason.
     let o = cake(&[
         "family",

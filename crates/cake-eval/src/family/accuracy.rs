@@ -236,6 +236,93 @@ pub fn accuracy(
     })
 }
 
+/// One group of a breakdown: a route at a range of one dimension.
+#[derive(Clone, Debug, Serialize)]
+pub struct Group {
+    pub route: String,
+    /// The dimension's values in the group, `lo..=hi` (one value: `lo == hi`).
+    pub lo: i64,
+    pub hi: i64,
+    pub stats: Stats,
+}
+
+/// The points broken down by route and by dimension `dim`: by value where the points take at
+/// most eight distinct values of it, else by powers of four (1, 2–4, 5–16, ...). Where the model
+/// is wrong by a pattern (one route at one width, small problems), this shows it. `None` when
+/// no point has the dimension.
+pub fn breakdown(a: &Accuracy, dim: &str) -> Option<Vec<Group>> {
+    let values: std::collections::BTreeSet<i64> = a
+        .points
+        .iter()
+        .filter_map(|p| p.shape.get(dim).copied())
+        .collect();
+    if values.is_empty() {
+        return None;
+    }
+    let exact = values.len() <= 8;
+    let bucket = |v: i64| -> (i64, i64) {
+        if exact {
+            return (v, v);
+        }
+        let (mut lo, mut hi) = (1i64, 1i64);
+        while hi < v {
+            lo = hi + 1;
+            hi = hi.saturating_mul(4);
+        }
+        (lo, hi)
+    };
+    let mut out = Vec::new();
+    for (route, _) in &a.routes {
+        let mut ranges: Vec<(i64, i64)> = a
+            .points
+            .iter()
+            .filter(|p| &p.route == route)
+            .filter_map(|p| p.shape.get(dim).map(|&v| bucket(v)))
+            .collect();
+        ranges.sort_unstable();
+        ranges.dedup();
+        for (lo, hi) in ranges {
+            let of: Vec<&Point> = a
+                .points
+                .iter()
+                .filter(|p| &p.route == route)
+                .filter(|p| p.shape.get(dim).is_some_and(|&v| bucket(v) == (lo, hi)))
+                .collect();
+            out.push(Group {
+                route: route.clone(),
+                lo,
+                hi,
+                stats: Stats::of(&of),
+            });
+        }
+    }
+    Some(out)
+}
+
+/// The breakdown as text, one line per group.
+pub fn render_breakdown(dim: &str, groups: &[Group]) -> String {
+    use std::fmt::Write as _;
+    let mut o = format!("  by route and {dim}:\n");
+    for g in groups {
+        let range = if g.lo == g.hi {
+            format!("{dim}={}", g.lo)
+        } else {
+            format!("{dim}={}..{}", g.lo, g.hi)
+        };
+        let _ = writeln!(
+            o,
+            "    {} at {range}: {} points · median error {} · predicted/measured {}",
+            g.route,
+            g.stats.points,
+            g.stats
+                .median_error
+                .map_or("-".into(), |e| format!("{:.1} %", e * 100.0)),
+            g.stats.bias.map_or("-".into(), |b| format!("{b:.3}")),
+        );
+    }
+    o
+}
+
 fn choices(points: &[Point], groups: &[Vec<usize>]) -> Choices {
     let mut c = Choices::default();
     let mut log_regret = 0.0;
@@ -437,6 +524,57 @@ mod tests {
         assert_eq!(c.picks_within_tie, 1);
         let regret = c.regret.unwrap();
         assert!((regret - 1.5f64.sqrt()).abs() < 1e-12, "{regret}");
+    }
+
+    #[test]
+    fn breakdowns_group_by_value_or_by_powers_of_four() {
+        let at = |route: &str, d: i64, k: i64, measured: f64, predicted: f64| Point {
+            shape: [("D".to_string(), d), ("K".to_string(), k)]
+                .into_iter()
+                .collect(),
+            ..point(route, measured, predicted)
+        };
+        let points = vec![
+            at("a", 64, 3, 100.0, 70.0),
+            at("a", 64, 4, 100.0, 70.0),
+            at("a", 128, 17, 100.0, 100.0),
+            at("b", 64, 1000, 100.0, 90.0),
+        ];
+        let acc = Accuracy {
+            family: "f".into(),
+            target: "sm_90a".into(),
+            calibration: String::new(),
+            measurements: vec![],
+            overall: Stats::default(),
+            routes: vec![
+                ("a".into(), Stats::default()),
+                ("b".into(), Stats::default()),
+            ],
+            choices: Choices::default(),
+            unpredicted: vec![],
+            points,
+        };
+        let by_d = breakdown(&acc, "D").unwrap();
+        let d: Vec<(&str, i64, i64, usize)> = by_d
+            .iter()
+            .map(|g| (g.route.as_str(), g.lo, g.hi, g.stats.points))
+            .collect();
+        assert_eq!(
+            d,
+            vec![("a", 64, 64, 2), ("a", 128, 128, 1), ("b", 64, 64, 1)]
+        );
+        assert!((by_d[0].stats.bias.unwrap() - 0.7).abs() < 1e-12);
+        // Four distinct K: still by value; more than eight go by powers of four.
+        assert_eq!(breakdown(&acc, "K").unwrap().len(), 4);
+        let mut many = acc.clone();
+        many.points = (1..=9)
+            .map(|k| at("a", 64, k * 100, 100.0, 100.0))
+            .collect();
+        let by_k = breakdown(&many, "K").unwrap();
+        let ranges: Vec<(i64, i64)> = by_k.iter().map(|g| (g.lo, g.hi)).collect();
+        assert_eq!(ranges, vec![(65, 256), (257, 1024)]);
+        assert!(breakdown(&acc, "Q").is_none());
+        assert!(render_breakdown("D", &by_d).contains("a at D=64: 2 points · median error 30.0 %"));
     }
 
     #[test]
