@@ -282,6 +282,23 @@ fn family_accuracy_sets_committed_timings_against_the_model() {
     let o = by(&["--by", "Q"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("no timed shape of the measurements has dimension `Q`"));
+    // A calibration table of another target: refused before any estimate.
+    let other =
+        std::env::temp_dir().join(format!("cake-accuracy-sm80-{}.toml", std::process::id()));
+    let table = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../crates/cake-cost/calibration/sm_90a.toml"),
+    )
+    .unwrap()
+    .replace("target = \"sm_90a\"", "target = \"sm_80\"");
+    std::fs::write(&other, table).unwrap();
+    let o = by(&["--calibration", other.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("the calibration table is for sm_80, not sm_90a"),
+        "{}",
+        text(&o)
+    );
     // The candidates file of another family: refused, with the reason.
     let o = cake(&[
         "family",

@@ -132,6 +132,12 @@ pub fn accuracy(
     cal: &Calibration,
 ) -> Result<Accuracy, String> {
     let t = cake_target::lookup(target).map_err(|e| e.to_string())?;
+    if cal.meta.target != target {
+        return Err(format!(
+            "the calibration table is for {}, not {target}",
+            cal.meta.target
+        ));
+    }
     let mut kernels: BTreeMap<RouteBuild, Result<cake_ir::Kernel, String>> = BTreeMap::new();
     let mut points = Vec::new();
     let mut unpredicted: Vec<Unpredicted> = Vec::new();
@@ -150,7 +156,7 @@ pub fn accuracy(
                 let (Some(ms), true, false) = (o.cupti_ms, o.correct, o.baseline_itself) else {
                     continue;
                 };
-                if callable == "fallback" {
+                if callable == "fallback" || ms <= 0.0 {
                     continue;
                 }
                 let i = family
