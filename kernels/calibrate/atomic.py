@@ -9,7 +9,9 @@ red_contention_exponent).
 
 `atomic` leaves SUMS as it was (the probe does not read it); `atomic_zeroed` is the same kernel
 with SUMS in `zero=`, so the launcher fills it with zeros first: at a few rows and a large K its
-time is the fill (memset_gbps)."""
+time is the fill (memset_gbps). `atomic_cluster` is `atomic` launched in clusters of two CTAs:
+at 32 rows (one cluster) its span less `atomic`'s at 16 rows (one CTA) is what a cluster launch
+adds (cluster_start_us)."""
 import cake
 from cake import lm
 
@@ -34,6 +36,19 @@ def atomic(X: lm.tensor[lm.bf16, "N", D],
 def atomic_zeroed(X: lm.tensor[lm.bf16, "N", D],
                   IDS: lm.tensor[lm.i32, "N"],
                   SUMS: lm.tensor[lm.f32, "K", D]):
+    rows = lm.role(warpgroup=0)
+    x = rows.fragment(shape=(ROWS, D), dtype=lm.f32, rows="warp")
+    for (t,) in lm.tiles(lm.cdiv(N, ROWS)):
+        with rows:
+            x[:] = lm.cast(lm.load(X, coords=(t * ROWS, 0), shape=(ROWS, D)), lm.f32)
+            ids = lm.load(IDS, coords=(t * ROWS,), shape=(ROWS,), fill=-1)
+            lm.scatter_add(SUMS, x, index=ids, coords=(0, 0))
+
+
+@cake.schedule(targets=["sm_90a"], cluster=(2, 1, 1))
+def atomic_cluster(X: lm.tensor[lm.bf16, "N", D],
+                   IDS: lm.tensor[lm.i32, "N"],
+                   SUMS: lm.tensor[lm.f32, "K", D]):
     rows = lm.role(warpgroup=0)
     x = rows.fragment(shape=(ROWS, D), dtype=lm.f32, rows="warp")
     for (t,) in lm.tiles(lm.cdiv(N, ROWS)):

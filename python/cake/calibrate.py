@@ -29,6 +29,8 @@ Probes (name: schedule, constants, shape → what it measures):
   launch:      store.py (store_direct), one CTA → time of a near-empty launch (launch_us)
   empty_span:  atomic.py, one CTA of 16 rows → its span under CUPTI (kernel_span_us): what a
                kernel that loads and adds a few rows spans on the GPU
+  cluster_span: atomic.py (atomic_cluster), one cluster of two such CTAs → its CUPTI span less
+               empty_span's (cluster_start_us): what a cluster launch adds
   atomic_mid, atomic_spread, atomic_contended, atomic_contended64: atomic.py, N = 1M rows of
                128 columns added into K rows drawn uniformly: K = N / 1024 (512 KiB of sums, in
                L2) → adds per second (red_gops); K = N (512 MiB) → adds per second from DRAM
@@ -131,6 +133,8 @@ def probes(sms: int) -> List[Dict[str, Any]]:
              dims=dict(M=64), work={}),
         dict(name="empty_span", schedule="atomic", kernel="atomic", consts={},
              dims=dict(N=16, K=16), ids="uniform", work={}, span=True),
+        dict(name="cluster_span", schedule="atomic", kernel="atomic_cluster", consts={},
+             dims=dict(N=32, K=16), ids="uniform", work={}, span=True),
         *[dict(name=f"atomic_{name}", schedule="atomic", kernel="atomic", consts={},
                dims=dict(N=ATOMIC_ROWS, K=k), ids="uniform",
                work=dict(reds=ATOMIC_ROWS * 128 // 4, per_target=ATOMIC_ROWS / k), group="atomic")

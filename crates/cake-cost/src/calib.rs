@@ -62,6 +62,10 @@ pub const PARAMS: &[(&str, &str)] = &[
         "the GPU span of a kernel of one CTA that loads and adds a few rows (CUPTI: first CTA start to last CTA end), µs",
     ),
     (
+        "cluster_start_us",
+        "what launching in clusters (`cluster=`) adds to a kernel's span, µs",
+    ),
+    (
         "memset_gbps",
         "the launcher's zero fill of `zero=` tensors (a memset), GB/s",
     ),
@@ -87,6 +91,7 @@ pub const PARAMS: &[(&str, &str)] = &[
 /// the built-in table of its target (`from_toml`).
 const LATER_PARAMS: &[&str] = &[
     "kernel_span_us",
+    "cluster_start_us",
     "memset_gbps",
     "red_gops",
     "red_dram_gops",
@@ -577,10 +582,22 @@ impl Calibration {
             probe_src("launch", p),
         );
         let p = &probes["empty_span"];
+        let one = f(&p["span_median_ms"]).map(|ms| ms * 1e3);
         set(
             "kernel_span_us",
-            f(&p["span_median_ms"]).map(|ms| ms * 1e3),
+            one,
             format!("CUPTI span of {}", probe_src("empty_span", p)),
+        );
+        let p = &probes["cluster_span"];
+        set(
+            "cluster_start_us",
+            f(&p["span_median_ms"])
+                .zip(one)
+                .map(|(ms, one)| ms * 1e3 - one),
+            format!(
+                "CUPTI span of {} less kernel_span_us",
+                probe_src("cluster_span", p)
+            ),
         );
         let p = &probes["memset"];
         set(

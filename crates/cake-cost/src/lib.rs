@@ -410,6 +410,7 @@ struct P {
     setup: f64,
     clock_ghz: f64,
     span: f64,
+    cluster_start: f64,
     memset: f64,
     red: f64,
     red_dram: f64,
@@ -439,6 +440,7 @@ impl P {
             clock_ghz: c.get("clock_ghz"),
             setup: c.get("cta_setup_us"),
             span: c.get("kernel_span_us"),
+            cluster_start: c.get("cluster_start_us"),
             memset: c.get("memset_gbps"),
             red: c.get("red_gops"),
             red_dram: c.get("red_dram_gops"),
@@ -971,9 +973,12 @@ pub fn estimate_with(
     terms.launch_us = p.launch;
     let time_us = core_us + zero_us + p.launch;
     // On the GPU a kernel spans what the tiles take plus a fixed start and drain: a one-CTA
-    // kernel's span, less the prologue and first load its tile already pays. (A one-CTA kernel
-    // whose load is a TMA copy measured no longer, so copies add nothing here.)
-    let start_us = (p.span - p.setup - p.lat).max(0.0);
+    // kernel's span, less the prologue and first load its tile already pays, and what a
+    // cluster launch adds. (A one-CTA kernel whose load is a TMA copy measured no longer, so
+    // copies add nothing here.)
+    let clustered = kernel.cluster.iter().product::<u32>() > 1;
+    let start_us =
+        (p.span - p.setup - p.lat).max(0.0) + if clustered { p.cluster_start } else { 0.0 };
     let span_us = core_us + zero_us + start_us;
 
     // ---- speed of light (datasheet ceilings, as the harness's physical floor)

@@ -730,13 +730,18 @@ fn atomics_pay_for_contention_and_zeroed_outputs_for_their_fill() {
     let gap = estimate(&z, sm90(), &small, &cal).unwrap().span_us
         - estimate(&k, sm90(), &small, &cal).unwrap().span_us;
     assert!((gap - (cal.get("launch_us") - cal.get("kernel_span_us"))).abs() < 1e-6);
-    // A one-CTA kernel of a few rows spans what the table measured for one.
+    // A one-CTA kernel of a few rows spans what the table measured for one; in a cluster of
+    // two, what a cluster launch adds too.
     let one = at(16, 16);
     assert!(
         (one.span_us - cal.get("kernel_span_us")).abs() < 0.5,
         "{}",
         one.span_us
     );
+    let c = kernel_named("kernels/calibrate/atomic.py", "atomic_cluster");
+    let pair = estimate(&c, sm90(), &parse_shape("N=32,K=16").unwrap(), &cal).unwrap();
+    let two = at(32, 16);
+    assert!((pair.span_us - two.span_us - cal.get("cluster_start_us")).abs() < 1e-6);
 }
 
 /// `cake calibrate`'s probes give the new parameters: the launch probe's CUPTI span, the fill
@@ -750,6 +755,7 @@ fn calibration_derives_the_span_the_fill_and_the_atomic_rates() {
             "probes": {
               "launch": {"median_ms": 0.007, "samples": 30},
               "empty_span": {"median_ms": 0.006, "span_median_ms": 0.002, "samples": 30},
+              "cluster_span": {"median_ms": 0.006, "span_median_ms": 0.003, "samples": 30},
               "memset": {"median_ms": 0.2, "bytes": 6.0e8, "samples": 30},
               "atomic_spread": {"median_ms": 0.5, "reds": 4.0e7, "per_target": 1.0, "samples": 30},
               "atomic_contended": {"median_ms": 10.0, "reds": 4.0e7, "per_target": 1.0e6, "samples": 30},
@@ -760,6 +766,7 @@ fn calibration_derives_the_span_the_fill_and_the_atomic_rates() {
     .unwrap();
     let c = Calibration::from_measurements(&seed, &m).unwrap();
     assert_eq!(c.get("kernel_span_us"), 2.0);
+    assert_eq!(c.get("cluster_start_us"), 1.0);
     assert_eq!(c.get("memset_gbps"), 3000.0);
     assert_eq!(c.get("red_gops"), 100.0);
     assert_eq!(c.get("red_dram_gops"), 80.0);
