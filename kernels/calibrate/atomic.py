@@ -7,48 +7,24 @@ red_dram_gops); K = 1 sends every row to one row of 32 destinations, whose adds 
 (red_contended_gops), and K = 64 to 2048 destinations (how the rate grows with them,
 red_contention_exponent).
 
-`atomic` leaves SUMS as it was (the probe does not read it); `atomic_zeroed` is the same kernel
-with SUMS in `zero=`, so the launcher fills it with zeros first: at a few rows and a large K its
-time is the fill (memset_gbps). `atomic_cluster` is `atomic` launched in clusters of two CTAs:
-at 32 rows (one cluster) its span less `atomic`'s at 16 rows (one CTA) is what a cluster launch
-adds (cluster_start_us)."""
+As written, the kernel leaves SUMS as it was (the probe does not read it). With ZERO = 1, SUMS is
+in `zero=`, so the launcher fills it with zeros first: at a few rows and a large K its time is the
+fill (memset_gbps). With CLUSTER = 2 it is launched in clusters of two CTAs: at 32 rows (one
+cluster) its span less the one-CTA span at 16 rows is what a cluster launch adds
+(cluster_start_us)."""
 import cake
 from cake import lm
 
 D = 128
 ROWS = 16
+ZERO = 0         # 1: the launcher zeroes SUMS first
+CLUSTER = 1      # CTAs per cluster
 
 
-@cake.schedule(targets=["sm_90a"])
+@cake.schedule(targets=["sm_90a"], cluster=(CLUSTER, 1, 1), zero=["SUMS"] if ZERO == 1 else [])
 def atomic(X: lm.tensor[lm.bf16, "N", D],
            IDS: lm.tensor[lm.i32, "N"],
            SUMS: lm.tensor[lm.f32, "K", D]):
-    rows = lm.role(warpgroup=0)
-    x = rows.fragment(shape=(ROWS, D), dtype=lm.f32, rows="warp")
-    for (t,) in lm.tiles(lm.cdiv(N, ROWS)):
-        with rows:
-            x[:] = lm.cast(lm.load(X, coords=(t * ROWS, 0), shape=(ROWS, D)), lm.f32)
-            ids = lm.load(IDS, coords=(t * ROWS,), shape=(ROWS,), fill=-1)
-            lm.scatter_add(SUMS, x, index=ids, coords=(0, 0))
-
-
-@cake.schedule(targets=["sm_90a"], zero=["SUMS"])
-def atomic_zeroed(X: lm.tensor[lm.bf16, "N", D],
-                  IDS: lm.tensor[lm.i32, "N"],
-                  SUMS: lm.tensor[lm.f32, "K", D]):
-    rows = lm.role(warpgroup=0)
-    x = rows.fragment(shape=(ROWS, D), dtype=lm.f32, rows="warp")
-    for (t,) in lm.tiles(lm.cdiv(N, ROWS)):
-        with rows:
-            x[:] = lm.cast(lm.load(X, coords=(t * ROWS, 0), shape=(ROWS, D)), lm.f32)
-            ids = lm.load(IDS, coords=(t * ROWS,), shape=(ROWS,), fill=-1)
-            lm.scatter_add(SUMS, x, index=ids, coords=(0, 0))
-
-
-@cake.schedule(targets=["sm_90a"], cluster=(2, 1, 1))
-def atomic_cluster(X: lm.tensor[lm.bf16, "N", D],
-                   IDS: lm.tensor[lm.i32, "N"],
-                   SUMS: lm.tensor[lm.f32, "K", D]):
     rows = lm.role(warpgroup=0)
     x = rows.fragment(shape=(ROWS, D), dtype=lm.f32, rows="warp")
     for (t,) in lm.tiles(lm.cdiv(N, ROWS)):

@@ -23,13 +23,13 @@ Probes (name: schedule, constants, shape → what it measures):
   named_barrier: named_barrier.py, one CTA of two warpgroups, REPS = 65536 syncs → µs per
                `bar.sync` (named_barrier_us)
   alu:         alu.py, 2 CTAs (8 warps) per SM, REPS = 2048 → element operations/s (alu_gops_per_sm)
-  alu_minmax:  alu.py (alu_minmax), the same with minimum and maximum only → their rate over
+  alu_minmax:  alu.py with MINMAX = 1, minimum and maximum only → their rate over
                alu_gops_per_sm (alu_int_ratio)
   store, tma_store: store.py, C of 262144 x 256 bf16 → bytes/s (store_gbps, tma_store_gbps)
   launch:      store.py (store_direct), one CTA → time of a near-empty launch (launch_us)
   empty_span:  atomic.py, one CTA of 16 rows → its span under CUPTI (kernel_span_us): what a
                kernel that loads and adds a few rows spans on the GPU
-  cluster_span: atomic.py (atomic_cluster), one cluster of two such CTAs → its CUPTI span less
+  cluster_span: atomic.py with CLUSTER = 2, one cluster of two such CTAs → its CUPTI span less
                empty_span's (cluster_start_us): what a cluster launch adds
   atomic_mid, atomic_spread, atomic_contended, atomic_contended64: atomic.py, N = 1M rows of
                128 columns added into K rows drawn uniformly: K = N / 1024 (512 KiB of sums, in
@@ -37,7 +37,7 @@ Probes (name: schedule, constants, shape → what it measures):
                (red_dram_gops); K = 1 (32 destinations) → the contended rate
                (red_contended_gops); K = 64 (2048) → how the rate grows with the destinations
                (red_contention_exponent)
-  memset:      atomic.py (atomic_zeroed), 16 rows into K = 1M zero-filled rows → the fill rate
+  memset:      atomic.py with ZERO = 1, 16 rows into K = 1M zero-filled rows → the fill rate
                (memset_gbps)
 """
 
@@ -123,7 +123,7 @@ def probes(sms: int) -> List[Dict[str, Any]]:
         # Two CTAs (eight warps) per SM: the occupancy of the usual two consumer warpgroups.
         dict(name="alu", schedule="alu", kernel="alu", consts={},
              dims=dict(M=2 * sms * 64, REPS=2048), work=dict(ops=3 * 2 * sms * 64 * 256 * 2048)),
-        dict(name="alu_minmax", schedule="alu", kernel="alu_minmax", consts={},
+        dict(name="alu_minmax", schedule="alu", kernel="alu", consts=dict(MINMAX=1),
              dims=dict(M=2 * sms * 64, REPS=2048), work=dict(ops=2 * 2 * sms * 64 * 256 * 2048)),
         dict(name="store", schedule="store", kernel="store_direct", consts={},
              dims=dict(M=262144), work=dict(bytes=262144 * 256 * 2)),
@@ -133,14 +133,14 @@ def probes(sms: int) -> List[Dict[str, Any]]:
              dims=dict(M=64), work={}),
         dict(name="empty_span", schedule="atomic", kernel="atomic", consts={},
              dims=dict(N=16, K=16), ids="uniform", work={}, span=True),
-        dict(name="cluster_span", schedule="atomic", kernel="atomic_cluster", consts={},
+        dict(name="cluster_span", schedule="atomic", kernel="atomic", consts=dict(CLUSTER=2),
              dims=dict(N=32, K=16), ids="uniform", work={}, span=True),
         *[dict(name=f"atomic_{name}", schedule="atomic", kernel="atomic", consts={},
                dims=dict(N=ATOMIC_ROWS, K=k), ids="uniform",
                work=dict(reds=ATOMIC_ROWS * 128 // 4, per_target=ATOMIC_ROWS / k), group="atomic")
           for name, k in (("spread", ATOMIC_ROWS), ("contended", 1), ("contended64", 64),
                           ("mid", ATOMIC_ROWS // 1024))],
-        dict(name="memset", schedule="atomic", kernel="atomic_zeroed", consts={},
+        dict(name="memset", schedule="atomic", kernel="atomic", consts=dict(ZERO=1),
              dims=dict(N=16, K=ATOMIC_ROWS), ids="uniform", work=dict(bytes=ATOMIC_ROWS * 128 * 4),
              group="atomic"),
     ]

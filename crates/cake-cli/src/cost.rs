@@ -5,6 +5,20 @@ use std::process::ExitCode;
 
 use cake_cost::{Calibration, CostError};
 
+/// The table of `--calibration`, else the target's committed one (none: `CAKE-V003`, exit 1).
+pub fn calibration_for(
+    target: &cake_target::Target,
+    path: Option<&Path>,
+) -> Result<Calibration, ExitCode> {
+    match path {
+        Some(p) => read_calibration(p),
+        None => Calibration::builtin(target).map_err(|e| {
+            eprintln!("error: {e}");
+            ExitCode::from(1)
+        }),
+    }
+}
+
 /// Read and validate a calibration table given on the command line.
 pub fn read_calibration(path: &Path) -> Result<Calibration, ExitCode> {
     let text = std::fs::read_to_string(path).map_err(|e| {
@@ -17,7 +31,8 @@ pub fn read_calibration(path: &Path) -> Result<Calibration, ExitCode> {
     })
 }
 
-fn lookup(target: &str) -> Result<&'static cake_target::Target, ExitCode> {
+/// The target of `--target`, or a located refusal with a suggestion.
+pub fn lookup(target: &str) -> Result<&'static cake_target::Target, ExitCode> {
     cake_target::lookup(target).map_err(|e| {
         eprintln!("error: {e}");
         if let Some(s) = e.suggestion() {
@@ -46,18 +61,9 @@ pub fn cmd_cost(
             return ExitCode::from(2);
         }
     };
-    let cal = match calibration {
-        Some(p) => match read_calibration(p) {
-            Ok(c) => c,
-            Err(code) => return code,
-        },
-        None => match Calibration::builtin(t) {
-            Ok(c) => c,
-            Err(e) => {
-                eprintln!("error: {e}");
-                return ExitCode::from(1);
-            }
-        },
+    let cal = match calibration_for(t, calibration) {
+        Ok(c) => c,
+        Err(code) => return code,
     };
     let bytes = match cake_driver::read_schedule(file) {
         Ok(b) => b,

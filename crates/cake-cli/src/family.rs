@@ -286,6 +286,11 @@ fn read_measurement(path: &Path) -> Result<Measurement, ExitCode> {
     Ok(m)
 }
 
+/// Every measurement of `paths`, in order; the first that does not read stops it.
+fn read_measurements(paths: &[PathBuf]) -> Result<Vec<Measurement>, ExitCode> {
+    paths.iter().map(|p| read_measurement(p)).collect()
+}
+
 /// Re-render a measurement's report (and chart).
 pub fn cmd_report(path: &Path, svg: Option<&Path>, json: bool) -> ExitCode {
     let m = match read_measurement(path) {
@@ -328,33 +333,20 @@ pub fn cmd_accuracy(
         Ok(f) => f,
         Err(code) => return code,
     };
-    let t = match cake_target::lookup(target) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
+    let cal = match crate::cost::lookup(target)
+        .and_then(|t| crate::cost::calibration_for(t, calibration))
+    {
+        Ok(c) => c,
+        Err(code) => return code,
     };
-    let cal = match calibration {
-        Some(p) => match crate::cost::read_calibration(p) {
-            Ok(c) => c,
-            Err(code) => return code,
-        },
-        None => match cake_cost::Calibration::builtin(t) {
-            Ok(c) => c,
-            Err(e) => {
-                eprintln!("error: {e}");
-                return ExitCode::from(2);
-            }
-        },
+    let ms: Vec<(String, Measurement)> = match read_measurements(paths) {
+        Ok(ms) => ms
+            .into_iter()
+            .zip(paths)
+            .map(|(m, p)| (p.display().to_string(), m))
+            .collect(),
+        Err(code) => return code,
     };
-    let mut ms = Vec::new();
-    for path in paths {
-        match read_measurement(path) {
-            Ok(m) => ms.push((path.display().to_string(), m)),
-            Err(code) => return code,
-        }
-    }
     match accuracy::accuracy(&f, &ms, target, &cal) {
         Ok(a) => {
             let mut breakdowns = Vec::new();
@@ -405,13 +397,10 @@ pub fn cmd_choose(
         Ok(f) => f,
         Err(code) => return code,
     };
-    let mut ms = Vec::new();
-    for path in paths {
-        match read_measurement(path) {
-            Ok(m) => ms.push(m),
-            Err(code) => return code,
-        }
-    }
+    let ms = match read_measurements(paths) {
+        Ok(ms) => ms,
+        Err(code) => return code,
+    };
     let m = match Measurement::merge(ms) {
         Ok(m) => m,
         Err(e) => {

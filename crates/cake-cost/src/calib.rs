@@ -197,6 +197,9 @@ impl Calibration {
     /// A table written before a parameter of [`LATER_PARAMS`] existed (the committed evidence
     /// of older runs) takes that parameter from its target's built-in table, marked as such.
     fn fill_later_params(&mut self) {
+        if LATER_PARAMS.iter().all(|n| self.params.contains_key(*n)) {
+            return;
+        }
         let Some((_, text)) = BUILTIN.iter().find(|(t, _)| *t == self.meta.target) else {
             return;
         };

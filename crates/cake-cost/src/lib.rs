@@ -914,30 +914,13 @@ pub fn estimate_with(
         (waves * wave, waves_exact)
     };
     let mem_us = (dram_bytes / (p.dram * 1e3)).max(l2_bytes / (p.l2 * 1e3));
-    // Global atomic adds over the whole grid, per destination tensor.
-    let reds_by_tensor = {
-        let mut m: BTreeMap<usize, f64> = BTreeMap::new();
-        for r in &a.roles {
-            for (w, k) in [(&r.before, 1.0), (&r.after, 1.0)]
-                .into_iter()
-                .chain(r.loops.iter().map(|l| (&l.work, l.trips)))
-            {
-                for (tensor, n) in &w.reds_by_tensor {
-                    *m.entry(*tensor).or_default() += n * k * t;
-                }
-            }
-        }
-        m
-    };
     // Adds to one destination are serialized at L2: adds spread over A destinations go at
     // the rate measured on 32 of them, times (A / 32)^exponent, up to the L2's rate (the
     // destinations in use fit L2) or the DRAM's. The destinations in use are a slice of the
     // tensor (its leading coordinates fixed) times the slices the CTAs in flight cover.
     let mut atomic_us = 0.0;
-    for (tensor, &n) in &reds_by_tensor {
-        let Some(slice) = a.red_slices.get(tensor) else {
-            continue;
-        };
+    for (tensor, slice) in &a.red_slices {
+        let n = per_tile(&|w| w.reds_by_tensor.get(tensor).copied().unwrap_or(0.0)) * t;
         let slices = (a.tensor_bytes.get(tensor).copied().unwrap_or(0.0) / slice.bytes).max(1.0);
         let concurrent = (active * slices / t.max(1.0)).clamp(1.0, slices);
         let targets = slice.targets * concurrent;
@@ -949,7 +932,7 @@ pub fn estimate_with(
         let rate = (p.red_contended * (targets / 32.0).powf(p.red_exponent)).min(cap);
         atomic_us += n / (rate * 1e3);
     }
-    if !reds_by_tensor.is_empty() {
+    if !a.red_slices.is_empty() {
         assumptions.push(
             "global atomic adds land on the destinations in use uniformly (the CTAs in flight cover consecutive slices of the leading coordinates)".into(),
         );

@@ -665,17 +665,6 @@ fn model_charges_registers_over_the_budget() {
     assert!(wide.time_us > 1.3 * shipped.time_us);
 }
 
-fn kernel_named(path: &str, name: &str) -> cake_ir::Kernel {
-    let text = std::fs::read(root().join(path)).unwrap();
-    let (_, front) = cake_front::check_bytes(path, &text);
-    assert!(!front.findings.has_errors(), "{path} must parse");
-    front
-        .kernels
-        .into_iter()
-        .find(|k| k.name == name)
-        .unwrap_or_else(|| panic!("{path} has no kernel `{name}`"))
-}
-
 /// Global atomic adds: adds to one destination are serialized, so the rate grows with the
 /// destinations in use (as a power of them) up to the L2's rate, or the DRAM's when they do
 /// not fit L2. `zero=` tensors cost a fill each; the span (what CUPTI sees) leaves out the
@@ -683,7 +672,7 @@ fn kernel_named(path: &str, name: &str) -> cake_ir::Kernel {
 #[test]
 fn atomics_pay_for_contention_and_zeroed_outputs_for_their_fill() {
     let cal = Calibration::builtin(sm90()).unwrap();
-    let k = kernel_named("kernels/calibrate/atomic.py", "atomic");
+    let k = kernel("kernels/calibrate/atomic.py");
     let at = |n: i64, kk: i64| {
         estimate(
             &k,
@@ -719,7 +708,7 @@ fn atomics_pay_for_contention_and_zeroed_outputs_for_their_fill() {
     }
 
     // The zeroed twin at a few rows: the fill of 512 MiB (a launch of its own), then the kernel.
-    let z = kernel_named("kernels/calibrate/atomic.py", "atomic_zeroed");
+    let z = kernel_with("kernels/calibrate/atomic.py", &[("ZERO = 0 ", "ZERO = 1 ")]);
     let shape = parse_shape(&format!("N=16,K={n}")).unwrap();
     let e = estimate(&z, sm90(), &shape, &cal).unwrap();
     let plain = estimate(&k, sm90(), &shape, &cal).unwrap();
@@ -738,7 +727,10 @@ fn atomics_pay_for_contention_and_zeroed_outputs_for_their_fill() {
         "{}",
         one.span_us
     );
-    let c = kernel_named("kernels/calibrate/atomic.py", "atomic_cluster");
+    let c = kernel_with(
+        "kernels/calibrate/atomic.py",
+        &[("CLUSTER = 1 ", "CLUSTER = 2 ")],
+    );
     let pair = estimate(&c, sm90(), &parse_shape("N=32,K=16").unwrap(), &cal).unwrap();
     let two = at(32, 16);
     assert!((pair.span_us - two.span_us - cal.get("cluster_start_us")).abs() < 1e-6);
