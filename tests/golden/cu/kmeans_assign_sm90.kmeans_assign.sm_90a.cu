@@ -243,10 +243,20 @@ extern "C" __global__ void __launch_bounds__(512, 1) cake_kmeans_assign(
         const uint32_t pipe_stage = pipe_it % 5;
         const uint32_t pipe_phase = (pipe_it / 5) & 1;
         float pre0[16][2];  // lm.load(CSQ) for this iteration's row reductions, issued early (kmeans_assign_sm90.py:88)
-        #pragma unroll
-        for (int i = 0; i < 16; ++i) {
+        const auto* pre0_at = CSQ + ((size_t)(tile_0) * dim_K + (((c_2 * 128) + lane_col)));
+        const int pre0_left = dim_K - ((c_2 * 128) + lane_col);
+        if (121 < pre0_left) {
           #pragma unroll
-          for (int j = 0; j < 2; ++j) pre0[i][j] = (((c_2 * 128) + lane_col + 8 * i + j) < dim_K ? __ldg(CSQ + ((size_t)(tile_0) * dim_K + (((c_2 * 128) + lane_col + 8 * i + j)))) : __int_as_float(0x7f800000));
+          for (int i = 0; i < 16; ++i) {
+            #pragma unroll
+            for (int j = 0; j < 2; ++j) pre0[i][j] = __ldg(pre0_at + 8 * i + j);
+          }
+        } else {
+          #pragma unroll
+          for (int i = 0; i < 16; ++i) {
+            #pragma unroll
+            for (int j = 0; j < 2; ++j) pre0[i][j] = 8 * i + j < pre0_left ? __ldg(pre0_at + 8 * i + j) : __int_as_float(0x7f800000);
+          }
         }
         cake_mbar_wait(c_full + 8 * pipe_stage, pipe_phase);  // wait c_full (kmeans_assign_sm90.py:85)
         // mma acc += sX * sC.T (kmeans_assign_sm90.py:86)

@@ -247,10 +247,20 @@ extern "C" __global__ void __launch_bounds__(512, 1) cake_kmeans_assign_stream(
           const uint32_t pipe_stage = pipe_it % 2;
           const uint32_t pipe_phase = (pipe_it / 2) & 1;
           float pre0[8][2];  // lm.load(CSQ) for this iteration's row reductions, issued early (kmeans_assign_stream_sm90.py:109)
-          #pragma unroll
-          for (int i = 0; i < 8; ++i) {
+          const auto* pre0_at = CSQ + ((size_t)(tile_0) * dim_K + (((c_4 * 64) + lane_col)));
+          const int pre0_left = dim_K - ((c_4 * 64) + lane_col);
+          if (57 < pre0_left) {
             #pragma unroll
-            for (int j = 0; j < 2; ++j) pre0[i][j] = (((c_4 * 64) + lane_col + 8 * i + j) < dim_K ? __ldg(CSQ + ((size_t)(tile_0) * dim_K + (((c_4 * 64) + lane_col + 8 * i + j)))) : __int_as_float(0x7f800000));
+            for (int i = 0; i < 8; ++i) {
+              #pragma unroll
+              for (int j = 0; j < 2; ++j) pre0[i][j] = __ldg(pre0_at + 8 * i + j);
+            }
+          } else {
+            #pragma unroll
+            for (int i = 0; i < 8; ++i) {
+              #pragma unroll
+              for (int j = 0; j < 2; ++j) pre0[i][j] = 8 * i + j < pre0_left ? __ldg(pre0_at + 8 * i + j) : __int_as_float(0x7f800000);
+            }
           }
           cake_mbar_wait(c_full + 8 * pipe_stage, pipe_phase);  // wait c_full (kmeans_assign_stream_sm90.py:104)
           // mma acc += sX * sC.T (kmeans_assign_stream_sm90.py:108)

@@ -80,6 +80,51 @@ impl Emitter<'_> {
         self.elem_text(e, site)
     }
 
+    /// Read every peer tile (`view.load(cta=r)`) that `value` uses into registers, in one
+    /// unrolled loop before the statement's own, and have `elem` read them from there. Each
+    /// remote load is an asm statement the compiler keeps in order with the global stores
+    /// around it, so loaded element by element inside the statement each pair of elements
+    /// waited out a round trip through distributed shared memory (64 per thread for a
+    /// 64 × 128 split-K tile); issued together they overlap. Returns the previous map, to
+    /// restore once the statement is emitted (the arrays live in its scope).
+    pub(crate) fn prefetch_peer_tiles(&mut self, value: ExprId) -> HashMap<ExprId, String> {
+        let saved = self.peer_loads.clone();
+        let k = self.k;
+        // Elsewhere `view.load` is refused (`view_load_problems`), once, by the statement.
+        if !matches!(self.tile_of(value), Some(FragLayout::WgmmaAcc { .. })) {
+            return saved;
+        }
+        let mut peers = Vec::new();
+        k.visit_expr(value, |x, kind| {
+            if matches!(kind, ExprKind::ViewLoad { cta: Some(_), .. }) {
+                peers.push(x);
+            }
+            true
+        });
+        for e in peers {
+            let ExprKind::ViewLoad { view, .. } = &k.exprs[e].kind else {
+                continue;
+            };
+            let cols = k.views[view.view].shape.get(1).copied().unwrap_or(1);
+            let array = format!("peer{}", self.reduction_counter);
+            self.reduction_counter += 1;
+            let code = self.elem_text(e, Site::Tile);
+            self.line(&format!(
+                "float {array}[{}];  // {}.load(cta=...): every element in flight before the first is used ({})",
+                cols / 2,
+                k.views[view.view].name,
+                self.loc(k.exprs.span(e))
+            ));
+            self.line("#pragma unroll");
+            self.line(&format!(
+                "for (int i = 0; i < {}; ++i) for (int h = 0; h < 2; ++h) for (int j = 0; j < 2; ++j) {array}[4 * i + 2 * h + j] = {code};",
+                cols / 8
+            ));
+            self.peer_loads.insert(e, array);
+        }
+        saved
+    }
+
     /// `elem` without the checks: what is not lowered reads as 0.
     fn elem_text(&self, e: ExprId, site: Site) -> String {
         let k = self.k;
@@ -215,6 +260,9 @@ impl Emitter<'_> {
             }
             // This thread's element of a row-major f32 tile in shared memory (a peer CTA's
             // copy through the cluster's shared-memory window with `cta`).
+            ExprKind::ViewLoad { .. } if site == Site::Tile && self.peer_loads.contains_key(&e) => {
+                format!("{}[4 * i + 2 * h + j]", self.peer_loads[&e])
+            }
             ExprKind::ViewLoad { view, cta } if site == Site::Tile => {
                 let cols = k.views[view.view].shape.get(1).copied().unwrap_or(1);
                 let base = self.view_base_text(&ViewRef {
@@ -284,7 +332,13 @@ impl Emitter<'_> {
         self.offset_text(dims, coords, axis, at)
     }
 
-    fn offset_text(&self, dims: &[Extent], coords: &[ExprId], axis: usize, at: &str) -> String {
+    pub(crate) fn offset_text(
+        &self,
+        dims: &[Extent],
+        coords: &[ExprId],
+        axis: usize,
+        at: &str,
+    ) -> String {
         let at: Vec<String> = (0..dims.len())
             .map(|i| {
                 if i == axis {
@@ -339,12 +393,14 @@ impl Emitter<'_> {
                 ));
             }
             FragLayout::WgmmaAcc { n } => {
+                let saved = self.prefetch_peer_tiles(value);
                 let v = self.elem(value, Site::Tile);
                 self.line(&header);
                 self.line(&format!(
                     "for (int i = 0; i < {}; ++i) for (int h = 0; h < 2; ++h) for (int j = 0; j < 2; ++j) {name}[4 * i + 2 * h + j] = ({ty})({v});",
                     n / 8
                 ));
+                self.peer_loads = saved;
             }
             FragLayout::WgmmaA { k: kdim } => {
                 // A cast to 16 bits of an accumulator-layout tile of the same width: element

@@ -91,6 +91,9 @@ pub(crate) struct Emitter<'a> {
     /// Loads of the row-layout value being emitted, read into registers before it: expression
     /// → the element's text.
     pub(crate) row_loads: HashMap<ExprId, String>,
+    /// A peer CTA's tile (`view.load(cta=r)`) read into registers before the statement that
+    /// uses it: expression → register array (`[4 * i + 2 * h + j]`, the thread's elements).
+    pub(crate) peer_loads: HashMap<ExprId, String>,
     /// Warp votes computed for the condition being emitted: expression → its `bool` variable.
     pub(crate) votes: HashMap<ExprId, String>,
     /// How many branches on a warp vote enclose the statement being emitted.
@@ -244,6 +247,7 @@ impl<'a> Emitter<'a> {
             prefetched: HashMap::new(),
             frag_alias: HashMap::new(),
             row_loads: HashMap::new(),
+            peer_loads: HashMap::new(),
             votes: HashMap::new(),
             warp_branches: 0,
             needs_row_ops: false,

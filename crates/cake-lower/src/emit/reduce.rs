@@ -327,7 +327,13 @@ impl Emitter<'_> {
         let k = self.k;
         let loads = self.loads_to_prefetch(self.kf, body, &|l| self.prefetched.contains_key(&l));
         for (l, n) in loads {
-            let ExprKind::Load { tensor, .. } = k.exprs[l].kind else {
+            let ExprKind::Load {
+                tensor,
+                ref coords,
+                fill,
+                ..
+            } = k.exprs[l].kind
+            else {
                 continue;
             };
             let array = format!("pre{}", self.reduction_counter);
@@ -338,13 +344,34 @@ impl Emitter<'_> {
                     k.params[tensor].name,
                     self.loc(k.exprs.span(l))
                 ));
-            self.unrolled(&format!("for (int i = 0; i < {}; ++i) {{", n / 8), |e| {
-                e.line("#pragma unroll");
-                let code = e.elem(l, Site::Tile);
-                e.line(&format!(
-                    "for (int j = 0; j < 2; ++j) {array}[i][j] = {code};"
-                ));
-            });
+            // The thread's first column's address and the columns left from it, once: each
+            // element is then a compare with a constant and a load at a constant offset
+            // (element by element, the 64-bit address and the pointer were rebuilt for each).
+            let ParamKind::Tensor { dims, .. } = k.params[tensor].kind.clone() else {
+                continue;
+            };
+            // What cannot be lowered in the load is reported here, as it would be inline.
+            let _ = self.elem(l, Site::Tile);
+            let last = dims.len() - 1;
+            let c0 = self.ix(coords[last]);
+            let extent = self.extent_text(&dims[last]);
+            let first = self.offset_text(&dims, coords, last, &format!("({c0} + lane_col)"));
+            let tname = c_ident(&k.params[tensor].name);
+            self.line(&format!("const auto* {array}_at = {tname} + {first};"));
+            self.line(&format!(
+                "const int {array}_left = {extent} - ({c0} + lane_col);"
+            ));
+            let fill = Self::float_lit(fill);
+            // A whole tile of columns needs no compare per element (a predicated load also
+            // rebuilt its address): only a tile that crosses the end checks each.
+            let last_col = 8 * (n / 8 - 1) + 1;
+            let whole = format!("__ldg({array}_at + 8 * i + j)");
+            let tail = format!("8 * i + j < {array}_left ? __ldg({array}_at + 8 * i + j) : {fill}");
+            self.braced_else(
+                &format!("if ({last_col} < {array}_left) {{"),
+                |e| each_line(e, &array, n, &whole),
+                |e| each_line(e, &array, n, &tail),
+            );
             self.prefetched.insert(l, array);
         }
         saved
@@ -372,4 +399,14 @@ pub(crate) struct Pass {
     better: &'static str,
     pub(crate) init: &'static str,
     pub(crate) combine: &'static str,
+}
+
+/// `array[i][j] = value;` for the thread's `n / 4` columns of a wgmma accumulator tile.
+fn each_line(e: &mut Emitter<'_>, array: &str, n: u32, value: &str) {
+    e.unrolled(&format!("for (int i = 0; i < {}; ++i) {{", n / 8), |e| {
+        e.line("#pragma unroll");
+        e.line(&format!(
+            "for (int j = 0; j < 2; ++j) {array}[i][j] = {value};"
+        ));
+    });
 }

@@ -98,7 +98,9 @@ impl Emitter<'_> {
             Ok((inner, packed)) => (inner, packed.map(pack_fn)),
             Err(m) => return self.unsupported(sp, m),
         };
+        let saved = self.prefetch_peer_tiles(inner);
         let v = self.elem(inner, Site::Tile);
+        self.peer_loads = saved;
         let ct = storage_type(dtype);
         let open = format!(
             "{{  // store {} <- accumulator tile{} ({})",
@@ -309,7 +311,9 @@ impl Emitter<'_> {
             }
             legal::SmemStore::F32 { n } => {
                 self.needs_shared_ops = true;
+                let saved = self.prefetch_peer_tiles(value);
                 let v = self.elem(value, Site::Tile);
+                self.peer_loads = saved;
                 self.accumulator_pairs(FragLayout::WgmmaAcc { n }, &row0, None, &v, |e| {
                     e.line(&format!(
                         "cake_st_shared_v2_f32({base} + (row * {n} + col) * 4, v[0], v[1]);"
