@@ -246,6 +246,18 @@ extern "C" __global__ void __launch_bounds__(512, 1) cake_kmeans_assign_stream(
         for (int c_4 = 0; c_4 < cake_cdiv(dim_K, 64); ++c_4) {  // kmeans_assign_stream_sm90.py:103
           const uint32_t pipe_stage = pipe_it % 2;
           const uint32_t pipe_phase = (pipe_it / 2) & 1;
+          cake_mbar_wait(c_full + 8 * pipe_stage, pipe_phase);  // wait c_full (kmeans_assign_stream_sm90.py:104)
+          // mma acc += sX * sC.T (kmeans_assign_stream_sm90.py:108)
+          cake_wgmma_fence();
+          cake_wgmma_m64n64k16_f32_bf16(acc, cake_wgmma_desc((sX + 49152 * xpipe_stage) + 0 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sC + 16384 * pipe_stage) + 0, 16, 1024, 1), (false) ? 1 : 0);
+          cake_wgmma_m64n64k16_f32_bf16(acc, cake_wgmma_desc((sX + 49152 * xpipe_stage) + 32 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sC + 16384 * pipe_stage) + 32, 16, 1024, 1), 1);
+          cake_wgmma_m64n64k16_f32_bf16(acc, cake_wgmma_desc((sX + 49152 * xpipe_stage) + 64 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sC + 16384 * pipe_stage) + 64, 16, 1024, 1), 1);
+          cake_wgmma_m64n64k16_f32_bf16(acc, cake_wgmma_desc((sX + 49152 * xpipe_stage) + 96 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sC + 16384 * pipe_stage) + 96, 16, 1024, 1), 1);
+          cake_wgmma_m64n64k16_f32_bf16(acc, cake_wgmma_desc((sX + 49152 * xpipe_stage) + 24576 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sC + 16384 * pipe_stage) + 8192, 16, 1024, 1), 1);
+          cake_wgmma_m64n64k16_f32_bf16(acc, cake_wgmma_desc((sX + 49152 * xpipe_stage) + 24608 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sC + 16384 * pipe_stage) + 8224, 16, 1024, 1), 1);
+          cake_wgmma_m64n64k16_f32_bf16(acc, cake_wgmma_desc((sX + 49152 * xpipe_stage) + 24640 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sC + 16384 * pipe_stage) + 8256, 16, 1024, 1), 1);
+          cake_wgmma_m64n64k16_f32_bf16(acc, cake_wgmma_desc((sX + 49152 * xpipe_stage) + 24672 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sC + 16384 * pipe_stage) + 8288, 16, 1024, 1), 1);
+          cake_wgmma_commit();
           float pre0[8][2];  // lm.load(CSQ) for this iteration's row reductions, issued early (kmeans_assign_stream_sm90.py:109)
           const auto* pre0_at = CSQ + ((size_t)(tile_0) * dim_K + (((c_4 * 64) + lane_col)));
           const int pre0_left = dim_K - ((c_4 * 64) + lane_col);
@@ -262,18 +274,6 @@ extern "C" __global__ void __launch_bounds__(512, 1) cake_kmeans_assign_stream(
               for (int j = 0; j < 2; ++j) pre0[i][j] = 8 * i + j < pre0_left ? __ldg(pre0_at + 8 * i + j) : __int_as_float(0x7f800000);
             }
           }
-          cake_mbar_wait(c_full + 8 * pipe_stage, pipe_phase);  // wait c_full (kmeans_assign_stream_sm90.py:104)
-          // mma acc += sX * sC.T (kmeans_assign_stream_sm90.py:108)
-          cake_wgmma_fence();
-          cake_wgmma_m64n64k16_f32_bf16(acc, cake_wgmma_desc((sX + 49152 * xpipe_stage) + 0 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sC + 16384 * pipe_stage) + 0, 16, 1024, 1), (false) ? 1 : 0);
-          cake_wgmma_m64n64k16_f32_bf16(acc, cake_wgmma_desc((sX + 49152 * xpipe_stage) + 32 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sC + 16384 * pipe_stage) + 32, 16, 1024, 1), 1);
-          cake_wgmma_m64n64k16_f32_bf16(acc, cake_wgmma_desc((sX + 49152 * xpipe_stage) + 64 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sC + 16384 * pipe_stage) + 64, 16, 1024, 1), 1);
-          cake_wgmma_m64n64k16_f32_bf16(acc, cake_wgmma_desc((sX + 49152 * xpipe_stage) + 96 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sC + 16384 * pipe_stage) + 96, 16, 1024, 1), 1);
-          cake_wgmma_m64n64k16_f32_bf16(acc, cake_wgmma_desc((sX + 49152 * xpipe_stage) + 24576 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sC + 16384 * pipe_stage) + 8192, 16, 1024, 1), 1);
-          cake_wgmma_m64n64k16_f32_bf16(acc, cake_wgmma_desc((sX + 49152 * xpipe_stage) + 24608 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sC + 16384 * pipe_stage) + 8224, 16, 1024, 1), 1);
-          cake_wgmma_m64n64k16_f32_bf16(acc, cake_wgmma_desc((sX + 49152 * xpipe_stage) + 24640 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sC + 16384 * pipe_stage) + 8256, 16, 1024, 1), 1);
-          cake_wgmma_m64n64k16_f32_bf16(acc, cake_wgmma_desc((sX + 49152 * xpipe_stage) + 24672 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sC + 16384 * pipe_stage) + 8288, 16, 1024, 1), 1);
-          cake_wgmma_commit();
           cake_wgmma_wait<0>();
           if (math_thread == 0) cake_mbar_arrive(c_empty + 8 * pipe_stage);  // release
           float red1_v[2]; int red1_i[2];  // row min over 64 columns, packed (value, column) keys (kmeans_assign_stream_sm90.py:40)

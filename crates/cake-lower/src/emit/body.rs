@@ -265,7 +265,7 @@ impl Emitter<'_> {
         legal::has_role_work(self.k, role, block, inside)
     }
 
-    pub(crate) fn block(&mut self, block: &Block) {
+    pub(crate) fn block(&mut self, block: &[StmtId]) {
         for &s in block {
             self.stmt(s);
         }
@@ -519,8 +519,31 @@ impl Emitter<'_> {
                 me.stage_lines(p, &format!("{pn}_it"));
                 me.pipes.push((id, p));
             }
-            let saved_prefetch = me.prefetch_column_loads(body);
-            me.block(body);
+            // The row reductions' column loads go out once the iteration's last MMA is
+            // issued, to land while it runs: before the wait a release puts right after it,
+            // else after its statement. Issued at the top of the iteration instead (before
+            // the stage's wait), a burst of them delayed the MMAs' issue: measured 4-6 %
+            // slower on k-means assign at D = 96-256 (bench/results/2026-12-03-lowering-loads/).
+            let k = me.k;
+            let last_mma = body
+                .iter()
+                .rposition(|&s| matches!(k.stmts[s], Stmt::Op(Op::Mma { .. })));
+            let saved_prefetch = me.prefetched.clone();
+            match last_mma {
+                Some(i) => {
+                    me.block(&body[..i]);
+                    me.prefetch_at_wait = Some(body.clone());
+                    me.stmt(body[i]);
+                    if let Some(b) = me.prefetch_at_wait.take() {
+                        me.prefetch_column_loads(&b);
+                    }
+                    me.block(&body[i + 1..]);
+                }
+                None => {
+                    me.prefetch_column_loads(body);
+                    me.block(body);
+                }
+            }
             me.prefetched = saved_prefetch;
             if let Some(p) = pipeline {
                 me.pipes.pop();

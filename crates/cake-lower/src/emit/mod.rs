@@ -86,6 +86,9 @@ pub(crate) struct Emitter<'a> {
     /// Per-column vector loads issued at the top of the current loop iteration: expression →
     /// register array (`[i][j]`, the thread's columns).
     pub(crate) prefetched: HashMap<ExprId, String>,
+    /// The loop body whose column loads the next wgmma wait issues first (set while the
+    /// iteration's last MMA is emitted: the loads then overlap it).
+    pub(crate) prefetch_at_wait: Option<Block>,
     /// The register array currently standing for a double-buffered fragment.
     pub(crate) frag_alias: HashMap<FragId, String>,
     /// Loads of the row-layout value being emitted, read into registers before it: expression
@@ -245,6 +248,7 @@ impl<'a> Emitter<'a> {
             reduction_counter: 0,
             col_loads: HashMap::new(),
             prefetched: HashMap::new(),
+            prefetch_at_wait: None,
             frag_alias: HashMap::new(),
             row_loads: HashMap::new(),
             peer_loads: HashMap::new(),

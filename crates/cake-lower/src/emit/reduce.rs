@@ -313,16 +313,15 @@ impl Emitter<'_> {
         );
     }
 
-    /// Issue the per-column vector loads of this loop body's row reductions at the top of the
-    /// iteration, into registers, so their latency overlaps the barrier wait and the MMA: the
-    /// wgmma wait before the reduction is an asm barrier that nothing moves across, so loads
-    /// written after it would wait out their whole latency there. Only loads of tensors the
-    /// kernel never writes, in the current role's statements. Returns the previous prefetches
-    /// (restored after the body: the arrays live in its scope).
-    pub(crate) fn prefetch_column_loads(&mut self, body: &Block) -> HashMap<ExprId, String> {
-        let saved = self.prefetched.clone();
+    /// Issue the per-column vector loads of this loop body's row reductions into registers
+    /// ahead of the reductions (where: `plain_range_loop`), so their latency overlaps the MMA:
+    /// the wgmma wait before the reduction is an asm barrier that nothing moves across, so
+    /// loads written after it would wait out their whole latency there. Only loads of tensors
+    /// the kernel never writes, in the current role's statements. The caller restores
+    /// `prefetched` after the body (the arrays live in its scope).
+    pub(crate) fn prefetch_column_loads(&mut self, body: &[StmtId]) {
         if !self.in_role_region() {
-            return saved;
+            return;
         }
         let k = self.k;
         let loads = self.loads_to_prefetch(self.kf, body, &|l| self.prefetched.contains_key(&l));
@@ -374,7 +373,6 @@ impl Emitter<'_> {
             );
             self.prefetched.insert(l, array);
         }
-        saved
     }
 
     /// Forget cached reductions that read `f` (it is about to change) — or all of them.

@@ -281,12 +281,12 @@ pub(crate) trait Scope {
     }
 
     /// The per-column loads of `body`'s row reductions over wgmma-layout tiles that are issued
-    /// at the top of a loop iteration, with the tile's columns: loads of tensors the kernel never
+    /// ahead of them in a loop iteration, with the tile's columns: loads of tensors the kernel never
     /// writes, in statements of the body itself, not issued already (`issued`), each once.
     fn loads_to_prefetch(
         &self,
         kf: &KernelFacts,
-        body: &Block,
+        body: &[StmtId],
         issued: &dyn Fn(ExprId) -> bool,
     ) -> Vec<(ExprId, u32)> {
         let k = self.kernel();

@@ -924,6 +924,9 @@ impl Emitter<'_> {
                     .last()
                     .map(|(_, p)| c_ident(&k.pipelines[*p].name))
                     .unwrap_or_default();
+                if let Some(b) = self.prefetch_at_wait.take() {
+                    self.prefetch_column_loads(&b);
+                }
                 self.line("cake_wgmma_wait<1>();  // the previous iteration's MMAs have retired");
                 let pending = format!("{bn}_pending >= 0");
                 let arrive =
@@ -932,6 +935,9 @@ impl Emitter<'_> {
                 self.line(&format!("{bn}_pending = (int){pipe}_stage;"));
             } else {
                 let slot = self.barrier_slot(bar);
+                if let Some(b) = self.prefetch_at_wait.take() {
+                    self.prefetch_column_loads(&b);
+                }
                 self.line("cake_wgmma_wait<0>();");
                 for arrive in self.mma.wgmma.retired() {
                     self.line(&arrive);
