@@ -257,18 +257,10 @@ extern "C" __global__ void __launch_bounds__(512, 1) cake_kmeans_assign(
         float pre0[16][2];  // lm.load(CSQ) for this iteration's row reductions, issued early (kmeans_assign_sm90.py:88)
         const auto* pre0_at = CSQ + ((size_t)(tile_0) * dim_K + (((c_2 * 128) + lane_col)));
         const int pre0_left = dim_K - ((c_2 * 128) + lane_col);
-        if (121 < pre0_left) {
+        #pragma unroll
+        for (int i = 0; i < 16; ++i) {
           #pragma unroll
-          for (int i = 0; i < 16; ++i) {
-            #pragma unroll
-            for (int j = 0; j < 2; ++j) pre0[i][j] = __ldg(pre0_at + 8 * i + j);
-          }
-        } else {
-          #pragma unroll
-          for (int i = 0; i < 16; ++i) {
-            #pragma unroll
-            for (int j = 0; j < 2; ++j) pre0[i][j] = 8 * i + j < pre0_left ? __ldg(pre0_at + 8 * i + j) : __int_as_float(0x7f800000);
-          }
+          for (int j = 0; j < 2; ++j) pre0[i][j] = 8 * i + j < pre0_left ? __ldg(pre0_at + 8 * i + j) : __int_as_float(0x7f800000);
         }
         cake_wgmma_wait<0>();
         if (math_thread == 0) cake_mbar_arrive(c_empty + 8 * pipe_stage);  // release

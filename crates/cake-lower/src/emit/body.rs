@@ -521,9 +521,9 @@ impl Emitter<'_> {
             }
             // The row reductions' column loads go out once the iteration's last MMA is
             // issued, to land while it runs: before the wait a release puts right after it,
-            // else after its statement. Issued at the top of the iteration instead (before
-            // the stage's wait), a burst of them delayed the MMAs' issue: measured 4-6 %
-            // slower on k-means assign at D = 96-256 (bench/results/2026-12-03-lowering-loads/).
+            // else after its statement. At the top of the iteration (before the stage's
+            // wait) k-means assign's one-accumulator schedules measured 8-10 % slower at
+            // D = 96 and 128 (bench/results/2026-12-03-lowering-loads/, calls 1-2).
             let k = me.k;
             let last_mma = body
                 .iter()

@@ -344,8 +344,11 @@ impl Emitter<'_> {
                     self.loc(k.exprs.span(l))
                 ));
             // The thread's first column's address and the columns left from it, once: each
-            // element is then a compare with a constant and a load at a constant offset
-            // (element by element, the 64-bit address and the pointer were rebuilt for each).
+            // element is then a compare with a constant and a load at a constant offset.
+            // Measured on k-means assign (bench/results/2026-12-03-lowering-loads/): the
+            // per-element address of 7c9dcd9 (9 instructions a column) 4.2 % slower over 72
+            // points; a branch that skips the compares on whole tiles 2 % slower than this,
+            // 5-7 % on some schedules.
             let ParamKind::Tensor { dims, .. } = k.params[tensor].kind.clone() else {
                 continue;
             };
@@ -361,16 +364,12 @@ impl Emitter<'_> {
                 "const int {array}_left = {extent} - ({c0} + lane_col);"
             ));
             let fill = Self::float_lit(fill);
-            // A whole tile of columns needs no compare per element (a predicated load also
-            // rebuilt its address): only a tile that crosses the end checks each.
-            let last_col = 8 * (n / 8 - 1) + 1;
-            let whole = format!("__ldg({array}_at + 8 * i + j)");
-            let tail = format!("8 * i + j < {array}_left ? __ldg({array}_at + 8 * i + j) : {fill}");
-            self.braced_else(
-                &format!("if ({last_col} < {array}_left) {{"),
-                |e| each_line(e, &array, n, &whole),
-                |e| each_line(e, &array, n, &tail),
-            );
+            self.unrolled(&format!("for (int i = 0; i < {}; ++i) {{", n / 8), |e| {
+                e.line("#pragma unroll");
+                e.line(&format!(
+                    "for (int j = 0; j < 2; ++j) {array}[i][j] = 8 * i + j < {array}_left ? __ldg({array}_at + 8 * i + j) : {fill};"
+                ));
+            });
             self.prefetched.insert(l, array);
         }
     }
@@ -397,14 +396,4 @@ pub(crate) struct Pass {
     better: &'static str,
     pub(crate) init: &'static str,
     pub(crate) combine: &'static str,
-}
-
-/// `array[i][j] = value;` for the thread's `n / 4` columns of a wgmma accumulator tile.
-fn each_line(e: &mut Emitter<'_>, array: &str, n: u32, value: &str) {
-    e.unrolled(&format!("for (int i = 0; i < {}; ++i) {{", n / 8), |e| {
-        e.line("#pragma unroll");
-        e.line(&format!(
-            "for (int j = 0; j < 2; ++j) {array}[i][j] = {value};"
-        ));
-    });
 }
