@@ -83,8 +83,8 @@ pub(crate) struct Emitter<'a> {
     pub(crate) reduction_counter: u32,
     /// Per-column vector loads hoisted out of a row loop: expression → local name.
     pub(crate) col_loads: HashMap<ExprId, String>,
-    /// Per-column vector loads issued at the top of the current loop iteration: expression →
-    /// register array (`[i][j]`, the thread's columns).
+    /// Per-column vector loads issued in the current loop iteration ahead of its reductions:
+    /// expression → register array (`[i][j]`, the thread's columns).
     pub(crate) prefetched: HashMap<ExprId, String>,
     /// The loop body whose column loads the next wgmma wait issues first (set while the
     /// iteration's last MMA is emitted: the loads then overlap it).

@@ -355,7 +355,7 @@ impl Emitter<'_> {
             // What cannot be lowered in the load is reported here, as it would be inline.
             let _ = self.elem(l, Site::Tile);
             let last = dims.len() - 1;
-            let c0 = self.ix(coords[last]);
+            let c0 = self.ix_text(coords[last]);
             let extent = self.extent_text(&dims[last]);
             let first = self.offset_text(&dims, coords, last, &format!("({c0} + lane_col)"));
             let tname = c_ident(&k.params[tensor].name);
