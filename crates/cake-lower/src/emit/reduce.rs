@@ -353,7 +353,9 @@ impl Emitter<'_> {
                 continue;
             };
             // What cannot be lowered in the load is reported here, as it would be inline.
-            let _ = self.elem(l, Site::Tile);
+            let mut problems = Vec::new();
+            self.elem_problems(l, Site::Tile, &mut problems);
+            self.report(problems);
             let last = dims.len() - 1;
             let c0 = self.ix_text(coords[last]);
             let extent = self.extent_text(&dims[last]);
