@@ -344,7 +344,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm(
           float v[2];
           #pragma unroll
           for (int j = 0; j < 2; ++j) v[j] = acc[4 * i + 2 * h + j];
-          cake_st_shared_v2_f32(part + (row * 8 + col) * 4, v[0], v[1]);
+          cake_st_shared_v2_f32(part + (((row) * 8 + (col)) * 4), v[0], v[1]);
         }
       }
       { __syncwarp(); if (threadIdx.x % 32 < 2) cake_mbar_arrive_cluster(parts, threadIdx.x % 32); }  // arrive parts (tinygemm_sm90.py:63)
@@ -352,7 +352,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm(
       if ((tile_0 == 0)) {  // tinygemm_sm90.py:65
         float peer0[4];  // part.load(cta=...): every element in flight before the first is used (tinygemm_sm90.py:68)
         #pragma unroll
-        for (int i = 0; i < 1; ++i) for (int h = 0; h < 2; ++h) for (int j = 0; j < 2; ++j) peer0[4 * i + 2 * h + j] = cake_ld_cluster_f32(part + (((0) + lane_row + 8 * h) * 8 + lane_col + 8 * i + j) * 4, (uint32_t)(1));
+        for (int i = 0; i < 1; ++i) for (int h = 0; h < 2; ++h) for (int j = 0; j < 2; ++j) peer0[4 * i + 2 * h + j] = cake_ld_cluster_f32(part + ((((0) + lane_row + 8 * h) * 8 + (lane_col + 8 * i + j)) * 4), (uint32_t)(1));
         {  // store C <- accumulator tile, transposed (tinygemm_sm90.py:69)
           #pragma unroll
           for (int i = 0; i < 1; ++i) {

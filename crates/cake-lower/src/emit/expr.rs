@@ -264,7 +264,9 @@ impl Emitter<'_> {
                 format!("{}[4 * i + 2 * h + j]", self.peer_loads[&e])
             }
             ExprKind::ViewLoad { view, cta } if site == Site::Tile => {
-                let cols = k.views[view.view].shape.get(1).copied().unwrap_or(1);
+                let decl = &k.views[view.view];
+                let cols = decl.shape.get(1).copied().unwrap_or(1);
+                let rows = decl.shape.first().copied().unwrap_or(1);
                 let base = self.view_base_text(&ViewRef {
                     rows: None,
                     ..view.clone()
@@ -273,9 +275,10 @@ impl Emitter<'_> {
                     Some((start, _)) => self.ix_text(start),
                     None => "0".into(),
                 };
-                let at = format!(
-                    "{base} + ((({row0}) + lane_row + 8 * h) * {cols} + lane_col + 8 * i + j) * 4"
-                );
+                let row = format!("({row0}) + lane_row + 8 * h");
+                let offset =
+                    legal::f32_view_offset(decl.swizzle, rows, cols, &row, "lane_col + 8 * i + j");
+                let at = format!("{base} + {offset}");
                 match cta {
                     Some(c) => format!(
                         "cake_ld_cluster_f32({at}, (uint32_t)({}))",

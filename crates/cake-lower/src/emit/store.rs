@@ -292,6 +292,8 @@ impl Emitter<'_> {
             None => "0".into(),
         };
         self.line(&format!("// {}.store(...) ({})", view.name, self.loc(sp)));
+        // Peer tiles are read before the wait and the sync, so their round trips overlap them.
+        let saved = self.prefetch_peer_tiles(value);
         // The buffer may still be read by this replica's previous TMA store.
         self.line(&format!("if ({rname}_thread == 0) cake_bulk_wait_read();"));
         self.replica_sync(sp);
@@ -311,16 +313,16 @@ impl Emitter<'_> {
             }
             legal::SmemStore::F32 { n } => {
                 self.needs_shared_ops = true;
-                let saved = self.prefetch_peer_tiles(value);
                 let v = self.elem(value, Site::Tile);
-                self.peer_loads = saved;
+                let at = legal::f32_view_offset(view.swizzle, view.shape[0], n, "row", "col");
                 self.accumulator_pairs(FragLayout::WgmmaAcc { n }, &row0, None, &v, |e| {
                     e.line(&format!(
-                        "cake_st_shared_v2_f32({base} + (row * {n} + col) * 4, v[0], v[1]);"
+                        "cake_st_shared_v2_f32({base} + {at}, v[0], v[1]);"
                     ));
                 });
             }
         }
+        self.peer_loads = saved;
     }
 
     /// `view.store(constant)`: the replica's threads fill the view with 16-byte stores (the

@@ -401,19 +401,25 @@ pub(crate) fn smem_store(
     if view.shape.len() != 2 || dst.transposed {
         return Err("view.store is lowered into 2-D views".into());
     }
-    // An f32 tile kept in f32 (a partial sum another CTA adds up): row-major, unswizzled.
-    if view.dtype == DType::F32 && view.swizzle == 0 {
+    // An f32 tile kept in f32 (a partial sum another CTA adds up): row-major, unswizzled or in
+    // 128B-swizzled panels.
+    if view.dtype == DType::F32 && matches!(view.swizzle, 0 | 128) {
         if view.shape[1] != n {
             return Err(format!(
                 "an f32 view.store writes a whole accumulator tile: the view has {} columns, the tile {n}",
                 view.shape[1]
             ));
         }
+        if view.swizzle == 128 && n % 32 != 0 {
+            return Err(format!(
+                "a 128B-swizzled f32 view is stored in panels of 32 columns: the tile has {n}"
+            ));
+        }
         return Ok(SmemStore::F32 { n });
     }
     let Some((inner, d)) = super::cast_to_16bit(k, value, view.dtype) else {
         return Err(
-            "view.store is lowered for lm.cast(..., bf16 or f16) of an f32 accumulator into a 128B-swizzled view, or for an f32 value into an unswizzled f32 view".into(),
+            "view.store is lowered for lm.cast(..., bf16 or f16) of an f32 accumulator into a 128B-swizzled view, or for an f32 value into an f32 view (unswizzled or 128B-swizzled)".into(),
         );
     };
     if view.swizzle != 128 {
@@ -431,16 +437,37 @@ pub(crate) enum SmemStore {
     F32 { n: u32 },
 }
 
-/// `view.load(cta=...)` read element-wise in a wgmma accumulator layout: the view is the f32,
-/// unswizzled, row-major tile that an f32 `view.store` writes.
+/// `view.load(cta=...)` read element-wise in a wgmma accumulator layout: the view is the f32
+/// tile that an f32 `view.store` writes (row-major, unswizzled or in 128B-swizzled panels).
 pub(crate) fn view_load(k: &Kernel, v: &ViewRef) -> Result<(), String> {
     let view = &k.views[v.view];
-    if view.shape.len() != 2 || v.transposed || view.dtype != DType::F32 || view.swizzle != 0 {
+    let swizzle_ok = match view.swizzle {
+        0 => true,
+        128 => view.shape.get(1).is_some_and(|c| c % 32 == 0),
+        _ => false,
+    };
+    if view.shape.len() != 2 || v.transposed || view.dtype != DType::F32 || !swizzle_ok {
         return Err(
-            "view.load is lowered for 2-D, f32, unswizzled views (what an f32 view.store of an accumulator writes)".into(),
+            "view.load is lowered for 2-D f32 views, unswizzled or 128B-swizzled with a multiple of 32 columns (what an f32 view.store of an accumulator writes)".into(),
         );
     }
     Ok(())
+}
+
+/// The byte offset, from the view's base, of element (`row`, `col`) of a 2-D f32 view of
+/// `rows` × `cols`, as an f32 `view.store` lays it out and `view.load` reads it. Unswizzled:
+/// row-major. 128B swizzle: panels of 32 columns (128 bytes a row), the 16-byte chunk index
+/// within a row XORed with row % 8, as TMA would write it; the accumulator's pair stores, 4
+/// lanes along a row and 8 rows down, then spread over every bank (2 wavefronts, not 8).
+pub(crate) fn f32_view_offset(swizzle: u32, rows: u32, cols: u32, row: &str, col: &str) -> String {
+    if swizzle == 128 {
+        format!(
+            "((({col}) / 32) * {} + ({row}) * 128 + (((({col}) % 32) / 4) ^ (({row}) % 8)) * 16 + (({col}) % 4) * 4)",
+            rows * 128
+        )
+    } else {
+        format!("((({row}) * {cols} + ({col})) * 4)")
+    }
 }
 
 /// `frag[:] = value` into a wgmma A fragment of `kdim` columns: a 16-bit cast of a value over a
