@@ -5,14 +5,16 @@ by a cluster of SPLIT CTAs: CTA r reduces the r-th of SPLIT runs of K blocks int
 accumulators, writes them to its shared memory as f32 and arrives on a cluster barrier; CTA 0
 waits, adds the peers' partials through distributed shared memory and stores the tile with TMA.
 
-One CTA per tile and split (not persistent): a persistent CTA would overwrite its partial while
-a peer still reads it (CAKE-C016)."""
+Persistent (PERSISTENT = True): each cluster walks its tiles, so the producers load the next
+tile while CTA 0 reduces this one. A CTA stores its next partial only after every CTA has
+arrived on `drained`, which CTA 0 does once it has read the peers' partials (CAKE-C016)."""
 import cake
 from cake import lm
 
 BM, BN, BK = 128, 128, 64
 SPLIT = 2       # CTAs per output tile, each taking 1/SPLIT of K
 STAGES = 4      # 4 × 32 KiB of operands + 32 KiB epilogue tile + 64 KiB partial fit in 227 KiB
+PERSISTENT = True   # one CTA per SM walking the tiles (False: one CTA per tile and split)
 PART_SWIZZLE = 128  # the partial tile in 128-byte swizzled panels: its pair stores and reads conflict 2-way, not 8-way
 
 
@@ -21,7 +23,7 @@ def wg_rows(index):
     return index * 64
 
 
-@cake.schedule(targets=["sm_90a"], cluster=(SPLIT, 1, 1))
+@cake.schedule(targets=["sm_90a"], cluster=(SPLIT, 1, 1), persistent=PERSISTENT)
 def gemm(A: lm.tensor[lm.bf16, "M", "K"],
          B: lm.tensor[lm.bf16, "N", "K"],
          C: lm.tensor[lm.bf16, "M", "N"]):
@@ -37,7 +39,8 @@ def gemm(A: lm.tensor[lm.bf16, "M", "K"],
     pipe = lm.pipeline(stages=STAGES)
     full = lm.barrier(pipe, producers=[load], consumers=[math])
     empty = lm.barrier(pipe, producers=[math], consumers=[load])
-    parts = lm.barrier(producers=[math], consumers=[math], cluster=True)
+    parts = lm.barrier(producers=[math], consumers=[math], cluster=True)      # partials stored
+    drained = lm.barrier(producers=[math], consumers=[math], cluster=True)    # partials read
     acc = math.fragment(shape=(64, BN), dtype=lm.f32)
 
     KB = lm.cdiv(lm.cdiv(K, BK), SPLIT)                      # K blocks per CTA of a cluster
@@ -61,3 +64,5 @@ def gemm(A: lm.tensor[lm.bf16, "M", "K"],
                 sC.rows(wg_rows(math.index), 64).store(lm.cast(total, lm.bf16))
                 lm.fence_proxy_async()
                 sC.rows(wg_rows(math.index), 64).tma_store(C, coords=(tm * BM + wg_rows(math.index), tn * BN))
+            lm.arrive(drained)
+            lm.wait(drained)

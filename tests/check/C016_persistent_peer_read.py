@@ -33,4 +33,4 @@ def splitk(A: lm.tensor[lm.bf16, 16, "K"],
             lm.arrive(parts)
             lm.wait(parts)
             if ks == 0:
-                lm.store(C, lm.cast(acc + part.load(cta=1), lm.bf16), coords=(0, tn * 64), transpose=True)  # error[CAKE-C016]: peer reads are for non-persistent kernels
+                lm.store(C, lm.cast(acc + part.load(cta=1), lm.bf16), coords=(0, tn * 64), transpose=True)  # error[CAKE-C016]: nothing orders this read before that store

@@ -474,13 +474,13 @@ fn cluster(cx: &Ctx, out: &mut Vec<Finding>) {
     peer_views(cx, out);
 }
 
-/// `view.load(cta=c)` reads CTA c of the cluster: a cluster of more than c CTAs, in a kernel
-/// whose CTAs run one tile each (a persistent CTA's next tile would store into the view under a
-/// peer's read).
+/// `view.load(cta=c)` reads CTA c of the cluster: a cluster of more than c CTAs. In a
+/// persistent kernel a CTA's next tile stores into the view again, so the reads of each tile
+/// must be released to the storers first ([`peer_reads_released`]).
 fn peer_views(cx: &Ctx, out: &mut Vec<Finding>) {
     let k = cx.k;
     let n = k.cluster_size();
-    for site in &cx.ops {
+    for (i, site) in cx.ops.iter().enumerate() {
         for (x, v, c) in crate::safety::peer_loads(k, site) {
             let name = &k.views[v].name;
             let problem = if n < 2 {
@@ -498,11 +498,11 @@ fn peer_views(cx: &Ctx, out: &mut Vec<Finding>) {
                     format!("a rank in 0..{n}"),
                     rank.to_string(),
                 ))
-            } else if k.persistent {
+            } else if k.persistent && !peer_reads_released(cx, i, v) {
                 Some((
-                    format!("a persistent CTA stores its next tile into `{name}` while a peer may still read this tile's: peer reads are for non-persistent kernels"),
-                    "persistent=False".to_string(),
-                    "persistent=True".to_string(),
+                    format!("a persistent CTA stores its next tile into `{name}` while a peer may still read this tile's: nothing orders this read before that store"),
+                    format!("after this read, `lm.arrive(b)` on a cluster barrier that the role storing `{name}` waits on after its store, in the same tile"),
+                    "no such barrier".to_string(),
                 ))
             } else {
                 None
@@ -518,6 +518,34 @@ fn peer_views(cx: &Ctx, out: &mut Vec<Finding>) {
             }
         }
     }
+}
+
+/// In a persistent kernel, the peer read at op `read` of view `v` is over before any CTA stores
+/// its next tile into `v`: after the read, the reading role arrives on a cluster barrier `b`,
+/// and every role that stores into `v` waits on `b` after its store, in the same tile. Unless
+/// `b` starts free (its first wait passes, so each wait would complete the previous tile's
+/// phase), that wait completes only once every CTA's readers have arrived for this tile, so no
+/// store of the next tile can overtake a read of this one.
+fn peer_reads_released(cx: &Ctx, read: usize, v: ViewId) -> bool {
+    let k = cx.k;
+    let reader = cx.ops[read].role;
+    let stores: Vec<usize> = (0..cx.ops.len())
+        .filter(|&s| matches!(&cx.ops[s].op, Op::SmemStore { dst, .. } if dst.view == v))
+        .collect();
+    cx.ops[read + 1..].iter().any(|arrive| {
+        let Op::Arrive { barrier } = arrive.op else {
+            return false;
+        };
+        arrive.role == reader
+            && k.barriers[barrier].cluster
+            && !cx.barriers[barrier.index()].starts_free()
+            && stores.iter().all(|&s| {
+                cx.ops[s + 1..].iter().any(|w| {
+                    w.role == cx.ops[s].role
+                        && matches!(w.op, Op::Wait { barrier: b } if b == barrier)
+                })
+            })
+    })
 }
 
 /// A multicast load fills a whole 2-D view in each of the cluster's `(n, 1, 1)` CTAs, one share
