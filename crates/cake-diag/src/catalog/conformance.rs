@@ -205,9 +205,9 @@ pub const PEER_VIEW: CodeInfo = CodeInfo {
     category: Category::Conformance,
     severity: Severity::Error,
     summary: r#"`view.load(cta=...)` reads a cluster peer's shared memory where no such peer exists or where its view may change under the read."#,
-    explanation: r#"`view.load(cta=c)` reads the view at the same offset in CTA c of the thread-block cluster (distributed shared memory: `mapa` then `ld.shared::cluster`). That needs a kernel with a cluster of at least two CTAs, and c must be a rank of that cluster (0 to n − 1). In a persistent kernel each CTA goes on to its next tile and stores into its view again while a peer may still be reading the previous tile's contents; Cake does not order that yet, so peer reads are accepted in non-persistent kernels only (one tile per CTA, and no CTA leaves while a peer may still read its shared memory).
+    explanation: r#"`view.load(cta=c)` reads the view at the same offset in CTA c of the thread-block cluster (distributed shared memory: `mapa` then `ld.shared::cluster`). That needs a kernel with a cluster of at least two CTAs, and c must be a rank of that cluster (0 to n − 1). In a persistent kernel each CTA goes on to its next tile and stores into its view again while a peer may still be reading the previous tile's contents. The reads must be released back to the storers: after the read, the reading role arrives on a cluster barrier (one that does not start free), and every role that stores into the view waits on it after its store, in the same tile. That wait's phase completes only when the readers of every CTA have arrived, so no store of the next tile overtakes a read of this one.
 
-Declare `cluster=(n, 1, 1)` with n greater than the rank you read, and `persistent=False`."#,
+Declare `cluster=(n, 1, 1)` with n greater than the rank you read. In a persistent kernel declare `drained = lm.barrier(producers=[reader], consumers=[writer], cluster=True)`, `lm.arrive(drained)` after the reads and `lm.wait(drained)` in the writer after its store (or `persistent=False`)."#,
     bad: include_str!("../../../../tests/check/CAKE-C016-bad.py"),
     good: include_str!("../../../../tests/check/CAKE-C016-good.py"),
 };
