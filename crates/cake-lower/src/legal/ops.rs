@@ -548,3 +548,107 @@ pub(crate) fn tensor_access(
     }
     access
 }
+
+#[cfg(test)]
+mod tests {
+    use super::f32_view_offset;
+
+    /// Evaluates the integer C expression `f32_view_offset` writes (`+ * / % ^`, parentheses,
+    /// the variables `row` and `col`), with C's precedence: `* / %`, then `+`, then `^`.
+    fn eval(text: &str, row: i64, col: i64) -> i64 {
+        fn xor(t: &[char], i: &mut usize, v: (i64, i64)) -> i64 {
+            let mut x = sum(t, i, v);
+            while t.get(*i) == Some(&'^') {
+                *i += 1;
+                x ^= sum(t, i, v);
+            }
+            x
+        }
+        fn sum(t: &[char], i: &mut usize, v: (i64, i64)) -> i64 {
+            let mut x = product(t, i, v);
+            while t.get(*i) == Some(&'+') {
+                *i += 1;
+                x += product(t, i, v);
+            }
+            x
+        }
+        fn product(t: &[char], i: &mut usize, v: (i64, i64)) -> i64 {
+            let mut x = atom(t, i, v);
+            while let Some(&op @ ('*' | '/' | '%')) = t.get(*i) {
+                *i += 1;
+                let y = atom(t, i, v);
+                x = match op {
+                    '*' => x * y,
+                    '/' => x / y,
+                    _ => x % y,
+                };
+            }
+            x
+        }
+        fn atom(t: &[char], i: &mut usize, v: (i64, i64)) -> i64 {
+            if t[*i] == '(' {
+                *i += 1;
+                let x = xor(t, i, v);
+                assert_eq!(t[*i], ')');
+                *i += 1;
+                return x;
+            }
+            let start = *i;
+            while *i < t.len() && t[*i].is_ascii_alphanumeric() {
+                *i += 1;
+            }
+            match t[start..*i].iter().collect::<String>().as_str() {
+                "row" => v.0,
+                "col" => v.1,
+                n => n.parse().expect("a number"),
+            }
+        }
+        let t: Vec<char> = text.chars().filter(|c| !c.is_whitespace()).collect();
+        let mut i = 0;
+        let x = xor(&t, &mut i, (row, col));
+        assert_eq!(i, t.len(), "trailing text in {text}");
+        x
+    }
+
+    #[test]
+    fn every_f32_view_layout_places_each_element_once_and_keeps_pairs_together() {
+        for swizzle in [0, 128] {
+            let (rows, cols) = (128, 128);
+            let text = f32_view_offset(swizzle, rows, cols, "row", "col");
+            let mut seen = vec![false; (rows * cols) as usize];
+            for row in 0..rows as i64 {
+                for col in 0..cols as i64 {
+                    let at = eval(&text, row, col);
+                    assert!(at % 4 == 0 && at >= 0 && at < (rows * cols * 4) as i64);
+                    assert!(!std::mem::replace(&mut seen[at as usize / 4], true));
+                    // An accumulator's column pair is one 8-byte store.
+                    if col % 2 == 1 {
+                        assert_eq!(at, eval(&text, row, col - 1) + 4, "{text}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_swizzled_layout_spreads_a_warps_pair_stores_over_every_bank() {
+        // Lane l of a warp stores the pair at row l / 4, column 2 * (l % 4) (+ 8 i): 256 bytes,
+        // which fill the 32 banks exactly twice when swizzled and 8 times one eighth of them not.
+        for (swizzle, wavefronts) in [(128, 2), (0, 8)] {
+            let text = f32_view_offset(swizzle, 128, 128, "row", "col");
+            for i in 0..16 {
+                let mut per_bank = [0; 32];
+                for lane in 0..32 {
+                    let at = eval(&text, lane / 4, 2 * (lane % 4) + 8 * i);
+                    per_bank[(at / 4 % 32) as usize] += 1;
+                    per_bank[(at / 4 % 32 + 1) as usize % 32] += 1;
+                }
+                assert_eq!(
+                    per_bank.iter().max(),
+                    Some(&wavefronts),
+                    "swizzle {swizzle}, i {i}"
+                );
+            }
+        }
+    }
+}
