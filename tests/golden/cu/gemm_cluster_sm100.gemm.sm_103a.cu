@@ -134,6 +134,14 @@ static __device__ __forceinline__ float cake_ld_cluster_f32(uint32_t addr, uint3
       : "=f"(v) : "r"(addr), "r"(cta) : "memory");
   return v;
 }
+// Two adjacent f32 (8-byte aligned) from CTA `cta` of the cluster in one remote load: an
+// accumulator's column pair.
+static __device__ __forceinline__ void cake_ld_cluster_v2_f32(uint32_t addr, uint32_t cta, float& a, float& b) {
+  asm volatile(
+      "{\n\t.reg .b32 remote;\n\tmapa.shared::cluster.u32 remote, %2, %3;\n\t"
+      "ld.shared::cluster.v2.f32 {%0, %1}, [remote];\n\t}"
+      : "=f"(a), "=f"(b) : "r"(addr), "r"(cta) : "memory");
+}
 // The box lands at the same offset in every CTA of `mask`, completing on each one's barrier.
 static __device__ __forceinline__ void cake_tma_load_2d_multicast(uint32_t dst, const CakeTensorMap* map, uint32_t bar, uint16_t mask, int c0, int c1) {
   asm volatile(

@@ -134,6 +134,14 @@ static __device__ __forceinline__ float cake_ld_cluster_f32(uint32_t addr, uint3
       : "=f"(v) : "r"(addr), "r"(cta) : "memory");
   return v;
 }
+// Two adjacent f32 (8-byte aligned) from CTA `cta` of the cluster in one remote load: an
+// accumulator's column pair.
+static __device__ __forceinline__ void cake_ld_cluster_v2_f32(uint32_t addr, uint32_t cta, float& a, float& b) {
+  asm volatile(
+      "{\n\t.reg .b32 remote;\n\tmapa.shared::cluster.u32 remote, %2, %3;\n\t"
+      "ld.shared::cluster.v2.f32 {%0, %1}, [remote];\n\t}"
+      : "=f"(a), "=f"(b) : "r"(addr), "r"(cta) : "memory");
+}
 // The box lands at the same offset in every CTA of `mask`, completing on each one's barrier.
 static __device__ __forceinline__ void cake_tma_load_2d_multicast(uint32_t dst, const CakeTensorMap* map, uint32_t bar, uint16_t mask, int c0, int c1) {
   asm volatile(
@@ -375,7 +383,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
         // sC.store(...) (gemm_splitk_sm90.py:64)
         float peer0[64];  // part.load(cta=...): every element in flight before the first is used (gemm_splitk_sm90.py:63)
         #pragma unroll
-        for (int i = 0; i < 16; ++i) for (int h = 0; h < 2; ++h) for (int j = 0; j < 2; ++j) peer0[4 * i + 2 * h + j] = cake_ld_cluster_f32(part + (((lane_col + 8 * i + j) / 32) * 16384 + (((math_index * 64)) + lane_row + 8 * h) * 128 + ((((lane_col + 8 * i + j) % 32) / 4) ^ ((((math_index * 64)) + lane_row + 8 * h) % 8)) * 16 + ((lane_col + 8 * i + j) % 4) * 4), (uint32_t)(1));
+        for (int i = 0; i < 16; ++i) for (int h = 0; h < 2; ++h) cake_ld_cluster_v2_f32(part + (((lane_col + 8 * i) / 32) * 16384 + (((math_index * 64)) + lane_row + 8 * h) * 128 + ((((lane_col + 8 * i) % 32) / 4) ^ ((((math_index * 64)) + lane_row + 8 * h) % 8)) * 16 + ((lane_col + 8 * i) % 4) * 4), (uint32_t)(1), peer0[4 * i + 2 * h], peer0[4 * i + 2 * h + 1]);
         if (math_thread == 0) cake_bulk_wait_read();
         cake_named_sync(8 + math_index, 128);
         #pragma unroll

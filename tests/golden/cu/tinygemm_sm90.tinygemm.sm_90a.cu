@@ -134,6 +134,14 @@ static __device__ __forceinline__ float cake_ld_cluster_f32(uint32_t addr, uint3
       : "=f"(v) : "r"(addr), "r"(cta) : "memory");
   return v;
 }
+// Two adjacent f32 (8-byte aligned) from CTA `cta` of the cluster in one remote load: an
+// accumulator's column pair.
+static __device__ __forceinline__ void cake_ld_cluster_v2_f32(uint32_t addr, uint32_t cta, float& a, float& b) {
+  asm volatile(
+      "{\n\t.reg .b32 remote;\n\tmapa.shared::cluster.u32 remote, %2, %3;\n\t"
+      "ld.shared::cluster.v2.f32 {%0, %1}, [remote];\n\t}"
+      : "=f"(a), "=f"(b) : "r"(addr), "r"(cta) : "memory");
+}
 // The box lands at the same offset in every CTA of `mask`, completing on each one's barrier.
 static __device__ __forceinline__ void cake_tma_load_2d_multicast(uint32_t dst, const CakeTensorMap* map, uint32_t bar, uint16_t mask, int c0, int c1) {
   asm volatile(
@@ -352,7 +360,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm(
       if ((tile_0 == 0)) {  // tinygemm_sm90.py:65
         float peer0[4];  // part.load(cta=...): every element in flight before the first is used (tinygemm_sm90.py:68)
         #pragma unroll
-        for (int i = 0; i < 1; ++i) for (int h = 0; h < 2; ++h) for (int j = 0; j < 2; ++j) peer0[4 * i + 2 * h + j] = cake_ld_cluster_f32(part + ((((0) + lane_row + 8 * h) * 8 + (lane_col + 8 * i + j)) * 4), (uint32_t)(1));
+        for (int i = 0; i < 1; ++i) for (int h = 0; h < 2; ++h) cake_ld_cluster_v2_f32(part + ((((0) + lane_row + 8 * h) * 8 + (lane_col + 8 * i)) * 4), (uint32_t)(1), peer0[4 * i + 2 * h], peer0[4 * i + 2 * h + 1]);
         {  // store C <- accumulator tile, transposed (tinygemm_sm90.py:69)
           #pragma unroll
           for (int i = 0; i < 1; ++i) {

@@ -102,13 +102,19 @@ impl Emitter<'_> {
             true
         });
         for e in peers {
-            let ExprKind::ViewLoad { view, .. } = &k.exprs[e].kind else {
+            let ExprKind::ViewLoad {
+                view,
+                cta: Some(cta),
+            } = &k.exprs[e].kind
+            else {
                 continue;
             };
             let cols = k.views[view.view].shape.get(1).copied().unwrap_or(1);
             let array = format!("peer{}", self.reduction_counter);
             self.reduction_counter += 1;
-            let code = self.elem_text(e, Site::Tile);
+            // A column pair is 8 contiguous bytes in every f32 view layout: one remote load.
+            let at = self.view_load_at(view, "lane_col + 8 * i");
+            let cta = self.ix_text(*cta);
             self.line(&format!(
                 "float {array}[{}];  // {}.load(cta=...): every element in flight before the first is used ({})",
                 cols / 2,
@@ -117,12 +123,31 @@ impl Emitter<'_> {
             ));
             self.line("#pragma unroll");
             self.line(&format!(
-                "for (int i = 0; i < {}; ++i) for (int h = 0; h < 2; ++h) for (int j = 0; j < 2; ++j) {array}[4 * i + 2 * h + j] = {code};",
+                "for (int i = 0; i < {}; ++i) for (int h = 0; h < 2; ++h) cake_ld_cluster_v2_f32({at}, (uint32_t)({cta}), {array}[4 * i + 2 * h], {array}[4 * i + 2 * h + 1]);",
                 cols / 8
             ));
             self.peer_loads.insert(e, array);
         }
         saved
+    }
+
+    /// The shared-memory address of this thread's element at column `col` (row `lane_row + 8 *
+    /// h`, in the accumulator layout) of the f32 tile `view.load` reads.
+    fn view_load_at(&self, view: &ViewRef, col: &str) -> String {
+        let decl = &self.k.views[view.view];
+        let cols = decl.shape.get(1).copied().unwrap_or(1);
+        let rows = decl.shape.first().copied().unwrap_or(1);
+        let base = self.view_base_text(&ViewRef {
+            rows: None,
+            ..view.clone()
+        });
+        let row0 = match view.rows {
+            Some((start, _)) => self.ix_text(start),
+            None => "0".into(),
+        };
+        let row = format!("({row0}) + lane_row + 8 * h");
+        let offset = legal::f32_view_offset(decl.swizzle, rows, cols, &row, col);
+        format!("{base} + {offset}")
     }
 
     /// `elem` without the checks: what is not lowered reads as 0.
@@ -264,21 +289,7 @@ impl Emitter<'_> {
                 format!("{}[4 * i + 2 * h + j]", self.peer_loads[&e])
             }
             ExprKind::ViewLoad { view, cta } if site == Site::Tile => {
-                let decl = &k.views[view.view];
-                let cols = decl.shape.get(1).copied().unwrap_or(1);
-                let rows = decl.shape.first().copied().unwrap_or(1);
-                let base = self.view_base_text(&ViewRef {
-                    rows: None,
-                    ..view.clone()
-                });
-                let row0 = match view.rows {
-                    Some((start, _)) => self.ix_text(start),
-                    None => "0".into(),
-                };
-                let row = format!("({row0}) + lane_row + 8 * h");
-                let offset =
-                    legal::f32_view_offset(decl.swizzle, rows, cols, &row, "lane_col + 8 * i + j");
-                let at = format!("{base} + {offset}");
+                let at = self.view_load_at(view, "lane_col + 8 * i + j");
                 match cta {
                     Some(c) => format!(
                         "cake_ld_cluster_f32({at}, (uint32_t)({}))",
