@@ -7,7 +7,13 @@ waits, adds the peers' partials through distributed shared memory and stores the
 
 Persistent (PERSISTENT = True): each cluster walks its tiles, so the producers load the next
 tile while CTA 0 reduces this one. A CTA stores its next partial only after every CTA has
-arrived on `drained`, which CTA 0 does once it has read the peers' partials (CAKE-C016)."""
+arrived on `drained`, which CTA 0 does once it has read the peers' partials (CAKE-C016).
+
+Measured on the H200 (bench/results/2026-12-03-gemm-routes/): faster than unsplit 128 × 128
+tiles only with a handful of tiles and a very long K (1.7–1.9× at M = 900, N = 256, K = 11448),
+and still 2× slower than cuBLAS there; elsewhere about half their speed, the exchange of the
+partials (plain stores, cluster-scope fences, remote loads) costing ~5 µs per peer and tile. An
+example of the language's split-K, not a GEMM route."""
 import cake
 from cake import lm
 

@@ -287,7 +287,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
   cake_cluster_sync();
   const uint32_t cta_rank = cake_cluster_ctarank();
   (void)cta_rank;
-  if (warp >= 0 && warp < 4) {  // role load (gemm_splitk_sm90.py:36)
+  if (warp >= 0 && warp < 4) {  // role load (gemm_splitk_sm90.py:42)
     cake_setmaxnreg_dec<40>();
     const int load_index = (warp - 0) / 4;
     const int load_thread = (int)threadIdx.x - 0 - load_index * 128;
@@ -296,7 +296,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
     (void)lane_row; (void)lane_col;
     uint32_t pipe_it = 0;  // iterations of pipeline pipe completed by this role
     if (load_thread == 0) {  // issue-only role: one thread per replica
-      for (int tile = blockIdx.x / 2; tile < tiles_total; tile += gridDim.x / 2) {  // tiles (ks, tm, tn), 2 per cluster (gemm_splitk_sm90.py:47)
+      for (int tile = blockIdx.x / 2; tile < tiles_total; tile += gridDim.x / 2) {  // tiles (ks, tm, tn), 2 per cluster (gemm_splitk_sm90.py:53)
         int tile_rest = tile;
         const int tile_2 = tile_rest % tiles_2;
         tile_rest /= tiles_2;
@@ -306,22 +306,22 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
         tile_rest /= cluster_rows;
         (void)tile_rest;
         const int tile_0 = tile_row * 2 + (int)cta_rank;  // may pass tiles_0: loads fill zeros, stores clip
-        // with load: (gemm_splitk_sm90.py:48)
-        for (int k_1 = 0; k_1 < cake_cdiv(cake_cdiv(dim_K, 64), 2); ++k_1) {  // gemm_splitk_sm90.py:49
+        // with load: (gemm_splitk_sm90.py:54)
+        for (int k_1 = 0; k_1 < cake_cdiv(cake_cdiv(dim_K, 64), 2); ++k_1) {  // gemm_splitk_sm90.py:55
           const uint32_t pipe_stage = pipe_it % 4;
           const uint32_t pipe_phase = (pipe_it / 4) & 1;
-          cake_mbar_wait(empty + 8 * pipe_stage, pipe_phase ^ 1);  // wait empty (gemm_splitk_sm90.py:50)
-          // tma_load sA <- A (gemm_splitk_sm90.py:51)
+          cake_mbar_wait(empty + 8 * pipe_stage, pipe_phase ^ 1);  // wait empty (gemm_splitk_sm90.py:56)
+          // tma_load sA <- A (gemm_splitk_sm90.py:57)
           cake_mbar_arrive_expect_tx(full + 8 * pipe_stage, 32768);
           cake_tma_load_2d((sA + 16384 * pipe_stage), &tmap_A_0, full + 8 * pipe_stage, (((tile_0 * cake_cdiv(cake_cdiv(dim_K, 64), 2)) + k_1) * 64), (tile_1 * 128));
-          // tma_load sB <- B (gemm_splitk_sm90.py:52)
+          // tma_load sB <- B (gemm_splitk_sm90.py:58)
           cake_tma_load_2d((sB + 16384 * pipe_stage), &tmap_B_1, full + 8 * pipe_stage, (((tile_0 * cake_cdiv(cake_cdiv(dim_K, 64), 2)) + k_1) * 64), (tile_2 * 128));
           ++pipe_it;
         }
       }
     }
   }
-  if (warp >= 4 && warp < 12) {  // role math (gemm_splitk_sm90.py:37)
+  if (warp >= 4 && warp < 12) {  // role math (gemm_splitk_sm90.py:43)
     cake_setmaxnreg_inc<232>();
     const int math_index = (warp - 4) / 4;
     const int math_thread = (int)threadIdx.x - 128 - math_index * 128;
@@ -332,7 +332,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
     uint32_t pipe_it = 0;  // iterations of pipeline pipe completed by this role
     uint32_t parts_waits = 0;
     uint32_t drained_waits = 0;
-    for (int tile = blockIdx.x / 2; tile < tiles_total; tile += gridDim.x / 2) {  // tiles (ks, tm, tn), 2 per cluster (gemm_splitk_sm90.py:47)
+    for (int tile = blockIdx.x / 2; tile < tiles_total; tile += gridDim.x / 2) {  // tiles (ks, tm, tn), 2 per cluster (gemm_splitk_sm90.py:53)
       int tile_rest = tile;
       const int tile_2 = tile_rest % tiles_2;
       tile_rest /= tiles_2;
@@ -342,13 +342,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
       tile_rest /= cluster_rows;
       (void)tile_rest;
       const int tile_0 = tile_row * 2 + (int)cta_rank;  // may pass tiles_0: loads fill zeros, stores clip
-      // with math: (gemm_splitk_sm90.py:53)
+      // with math: (gemm_splitk_sm90.py:59)
       int empty_pending = -1;  // stage whose release waits for its MMAs to retire
-      for (int k_2 = 0; k_2 < cake_cdiv(cake_cdiv(dim_K, 64), 2); ++k_2) {  // gemm_splitk_sm90.py:54
+      for (int k_2 = 0; k_2 < cake_cdiv(cake_cdiv(dim_K, 64), 2); ++k_2) {  // gemm_splitk_sm90.py:60
         const uint32_t pipe_stage = pipe_it % 4;
         const uint32_t pipe_phase = (pipe_it / 4) & 1;
-        cake_mbar_wait(full + 8 * pipe_stage, pipe_phase);  // wait full (gemm_splitk_sm90.py:55)
-        // mma acc += sA * sB.T (gemm_splitk_sm90.py:56)
+        cake_mbar_wait(full + 8 * pipe_stage, pipe_phase);  // wait full (gemm_splitk_sm90.py:61)
+        // mma acc += sA * sB.T (gemm_splitk_sm90.py:62)
         cake_wgmma_fence();
         cake_wgmma_m64n128k16_f32_bf16(acc, cake_wgmma_desc((sA + 16384 * pipe_stage) + 0 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sB + 16384 * pipe_stage) + 0, 16, 1024, 1), ((k_2 > 0)) ? 1 : 0);
         cake_wgmma_m64n128k16_f32_bf16(acc, cake_wgmma_desc((sA + 16384 * pipe_stage) + 32 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sB + 16384 * pipe_stage) + 32, 16, 1024, 1), 1);
@@ -362,7 +362,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
       }
       cake_wgmma_wait<0>();  // every MMA of the loop has retired
       if (empty_pending >= 0 && math_thread == 0) cake_mbar_arrive(empty + 8 * empty_pending);
-      // part.store(...) (gemm_splitk_sm90.py:57)
+      // part.store(...) (gemm_splitk_sm90.py:63)
       if (math_thread == 0) cake_bulk_wait_read();
       cake_named_sync(8 + math_index, 128);
       #pragma unroll
@@ -377,11 +377,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
           cake_st_shared_v2_f32(part + (((col) / 32) * 16384 + (row) * 128 + ((((col) % 32) / 4) ^ ((row) % 8)) * 16 + ((col) % 4) * 4), v[0], v[1]);
         }
       }
-      { __syncwarp(); if (threadIdx.x % 32 < 2) cake_mbar_arrive_cluster(parts, threadIdx.x % 32); }  // arrive parts (gemm_splitk_sm90.py:58)
-      cake_mbar_wait_cluster(parts, (parts_waits++ & 1));  // wait parts (gemm_splitk_sm90.py:59)
-      if ((tile_0 == 0)) {  // gemm_splitk_sm90.py:60
-        // sC.store(...) (gemm_splitk_sm90.py:64)
-        float peer0[64];  // part.load(cta=...): every element in flight before the first is used (gemm_splitk_sm90.py:63)
+      { __syncwarp(); if (threadIdx.x % 32 < 2) cake_mbar_arrive_cluster(parts, threadIdx.x % 32); }  // arrive parts (gemm_splitk_sm90.py:64)
+      cake_mbar_wait_cluster(parts, (parts_waits++ & 1));  // wait parts (gemm_splitk_sm90.py:65)
+      if ((tile_0 == 0)) {  // gemm_splitk_sm90.py:66
+        // sC.store(...) (gemm_splitk_sm90.py:70)
+        float peer0[64];  // part.load(cta=...): every element in flight before the first is used (gemm_splitk_sm90.py:69)
         #pragma unroll
         for (int i = 0; i < 16; ++i) for (int h = 0; h < 2; ++h) cake_ld_cluster_v2_f32(part + (((lane_col + 8 * i) / 32) * 16384 + (((math_index * 64)) + lane_row + 8 * h) * 128 + ((((lane_col + 8 * i) % 32) / 4) ^ ((((math_index * 64)) + lane_row + 8 * h) % 8)) * 16 + ((lane_col + 8 * i) % 4) * 4), (uint32_t)(1), peer0[4 * i + 2 * h], peer0[4 * i + 2 * h + 1]);
         if (math_thread == 0) cake_bulk_wait_read();
@@ -399,8 +399,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
             cake_st_shared_b32(addr, cake_pack_bf16x2(v[0], v[1]));
           }
         }
-        cake_fence_proxy_async();  // (gemm_splitk_sm90.py:65)
-        // tma_store sC -> C (gemm_splitk_sm90.py:66)
+        cake_fence_proxy_async();  // (gemm_splitk_sm90.py:71)
+        // tma_store sC -> C (gemm_splitk_sm90.py:72)
         cake_named_sync(8 + math_index, 128);
         if (math_thread == 0) {
           cake_tma_store_2d(&tmap_C_2, (sC + ((math_index * 64)) * 128), (tile_2 * 128), ((tile_1 * 128) + (math_index * 64)));
@@ -408,8 +408,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
           cake_bulk_commit();
         }
       }
-      { __syncwarp(); if (threadIdx.x % 32 < 2) cake_mbar_arrive_cluster(drained, threadIdx.x % 32); }  // arrive drained (gemm_splitk_sm90.py:67)
-      cake_mbar_wait_cluster(drained, (drained_waits++ & 1));  // wait drained (gemm_splitk_sm90.py:68)
+      { __syncwarp(); if (threadIdx.x % 32 < 2) cake_mbar_arrive_cluster(drained, threadIdx.x % 32); }  // arrive drained (gemm_splitk_sm90.py:73)
+      cake_mbar_wait_cluster(drained, (drained_waits++ & 1));  // wait drained (gemm_splitk_sm90.py:74)
     }
     if (math_thread == 0) cake_bulk_wait_read();
   }
