@@ -86,11 +86,12 @@ fn split_k_adds_the_peer_partials_after_a_cluster_scope_handoff() {
     let cuda = lower_with(&[("M", 16), ("NW", 2048)]);
     // Each CTA writes its f32 partial tile row-major, a pair per 8-byte store...
     assert!(
-        cuda.contains("cake_st_shared_v2_f32(part + (row * 16 + col) * 4, v[0], v[1]);"),
+        cuda.contains("cake_st_shared_v2_f32(part + (((row) * 16 + (col)) * 4), v[0], v[1]);"),
         "{cuda}"
     );
     // ...publishes it (every warp arrives in both CTAs, releasing at cluster scope), and waits
-    // with an acquire at cluster scope before CTA 0 reads its peer's copy.
+    // with an acquire at cluster scope before CTA 0 reads its peer's copy, a column pair per
+    // remote load.
     let arrive = cuda
         .find("cake_mbar_arrive_cluster(parts,")
         .expect("the arrival");
@@ -98,7 +99,7 @@ fn split_k_adds_the_peer_partials_after_a_cluster_scope_handoff() {
         .find("cake_mbar_wait_cluster(parts,")
         .expect("the wait");
     let read = cuda
-        .find("cake_ld_cluster_f32(part + (((0) + lane_row + 8 * h) * 16 + lane_col + 8 * i + j) * 4, (uint32_t)(1))")
+        .find("cake_ld_cluster_v2_f32(part + ((((0) + lane_row + 8 * h) * 16 + (lane_col + 8 * i)) * 4), (uint32_t)(1), peer0[4 * i + 2 * h], peer0[4 * i + 2 * h + 1]);")
         .expect("the peer read");
     assert!(arrive < wait && wait < read);
     // The pipeline's own waits keep CTA scope.
@@ -111,12 +112,12 @@ fn split_k_adds_the_peer_partials_after_a_cluster_scope_handoff() {
 }
 
 #[test]
-fn a_peer_read_of_a_swizzled_view_is_refused() {
+fn a_peer_read_of_a_swizzled_view_narrower_than_a_panel_is_refused() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/check/CAKE-S025-good.py");
     let source = std::fs::read_to_string(path).expect("check file");
     let part = "part = pool.view(shape=(64, 16), dtype=lm.f32)";
     assert!(source.contains(part));
-    // Element (r, c) is read at r * 16 + c: a swizzled layout would put it elsewhere.
+    // A 128B-swizzled f32 view is laid out in panels of 32 columns: 16 do not fill one.
     let source = source.replace(
         part,
         "part = pool.view(shape=(64, 16), dtype=lm.f32, swizzle=128)",
@@ -128,7 +129,7 @@ fn a_peer_read_of_a_swizzled_view_is_refused() {
     assert!(
         errors.iter().any(|u| u
             .message
-            .contains("view.load is lowered for 2-D, f32, unswizzled views")),
+            .contains("128B-swizzled with a multiple of 32 columns")),
         "{:?}",
         errors.iter().map(|u| &u.message).collect::<Vec<_>>()
     );
