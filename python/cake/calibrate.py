@@ -20,6 +20,8 @@ Probes (name: schedule, constants, shape → what it measures):
                tiles of 128 rows per SM, one CTA per SM → L2 rate by box and depth
                ([tma_stream_gbps]; BM = 128, 4 stages is l2_stream); the Rust side derives the
                loaded TMA latency from it (Little's law)
+  sm_stream:   stream.py, BM = 64, 16 stages, from DRAM, 16 CTAs (one per SM), K = 65536 → bytes ÷
+               time ÷ 16: what one SM's TMA copies draw at most when few SMs stream (sm_dram_gbps)
   named_barrier: named_barrier.py, one CTA of two warpgroups, REPS = 65536 syncs → µs per
                `bar.sync` (named_barrier_us)
   alu:         alu.py, 2 CTAs (8 warps) per SM, REPS = 2048 → element operations/s (alu_gops_per_sm)
@@ -55,6 +57,7 @@ from typing import Any, Dict, List, Optional
 
 SCHEMA = "cake.calibrate/v0"
 ATOMIC_ROWS = 1 << 20  # rows of the atomic probes (and K of the spread one)
+SM_STREAM_CTAS = 16  # SMs streaming in the sm_stream probe: few enough that DRAM is not the limit
 SAMPLES = 30
 WARMUP = 5
 
@@ -118,6 +121,9 @@ def probes(sms: int) -> List[Dict[str, Any]]:
                consts=dict(BM=bm, STAGES=st, REUSE=8), dims=dict(M=stream_m, K=4096),
                work=dict(bytes=stream_m * 4096 * 2), group="stream_table")
           for bm in (64, 128, 256) for st in (1, 2, 4) if (bm, st) != (128, 4)],
+        dict(name="sm_stream", schedule="stream", kernel="stream", consts=dict(BM=64, STAGES=16),
+             dims=dict(M=64 * SM_STREAM_CTAS, K=65536),
+             work=dict(bytes=64 * SM_STREAM_CTAS * 65536 * 2, ctas=SM_STREAM_CTAS)),
         dict(name="named_barrier", schedule="named_barrier", kernel="named_barrier", consts={},
              dims=dict(M=256, REPS=65536), work=dict(iterations=65536)),
         # Two CTAs (eight warps) per SM: the occupancy of the usual two consumer warpgroups.

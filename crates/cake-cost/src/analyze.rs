@@ -32,6 +32,11 @@ pub struct Work {
     /// Of which, operations on the half-rate integer/ALU pipe (compares, selects, min/max,
     /// integer math, conversions).
     pub int_ops: f64,
+    /// Of `alu_ops` and `int_ops`, those of indexed reductions (argmin, argmax) and per-column
+    /// vector loads in accumulator layouts: the lowering issues key, index, bounds and address
+    /// instructions around each, which `acc_issue_ratio` charges.
+    pub acc_alu_ops: f64,
+    pub acc_int_ops: f64,
     /// Bytes read from global memory into registers (`lm.load`) that L2 serves: per-row and
     /// per-column vectors of row-layout values, read by every tile.
     pub reg_load_bytes: f64,
@@ -64,6 +69,8 @@ impl Work {
         self.mma_instrs += o.mma_instrs * k;
         self.alu_ops += o.alu_ops * k;
         self.int_ops += o.int_ops * k;
+        self.acc_alu_ops += o.acc_alu_ops * k;
+        self.acc_int_ops += o.acc_int_ops * k;
         self.reg_load_bytes += o.reg_load_bytes * k;
         self.row_bytes += o.row_bytes * k;
         self.store_bytes += o.store_bytes * k;
@@ -592,6 +599,7 @@ impl Analyzer<'_> {
                 self.row_context = false;
                 w.alu_ops = (o.all + el) * r;
                 w.int_ops = o.int * r;
+                (w.acc_alu_ops, w.acc_int_ops) = (o.acc_all * r, o.acc_int * r);
             }
             Op::GlobalScatterAdd {
                 dst,
@@ -624,6 +632,7 @@ impl Analyzer<'_> {
                 self.row_context = false;
                 w.alu_ops = (o.all + el) * r;
                 w.int_ops = o.int * r;
+                (w.acc_alu_ops, w.acc_int_ops) = (o.acc_all * r, o.acc_int * r);
             }
             Op::ScatterAdd { src, .. } => {
                 // Per element: a shared load, a conversion and a shared-memory atomic add (the
@@ -637,6 +646,7 @@ impl Analyzer<'_> {
                 let o = self.ops(*value, rw, seen);
                 w.alu_ops = (o.all + el / 2.0) * r;
                 w.int_ops = o.int * r;
+                (w.acc_alu_ops, w.acc_int_ops) = (o.acc_all * r, o.acc_int * r);
             }
             Op::Assign { value: e, dst } if k.fragments[*dst].rows.is_some() => {
                 self.row_loads(*e, &mut w, r);
@@ -645,11 +655,13 @@ impl Analyzer<'_> {
                 self.row_context = false;
                 w.alu_ops = o.all * r;
                 w.int_ops = o.int * r;
+                (w.acc_alu_ops, w.acc_int_ops) = (o.acc_all * r, o.acc_int * r);
             }
             Op::Assign { value: e, .. } | Op::TmemStore { src: e, .. } => {
                 let o = self.ops(*e, rw, seen);
                 w.alu_ops = o.all * r;
                 w.int_ops = o.int * r;
+                (w.acc_alu_ops, w.acc_int_ops) = (o.acc_all * r, o.acc_int * r);
             }
             Op::Wait { .. } => w.waits = 1.0,
             Op::Sync { .. } => w.syncs = 1.0,
@@ -678,16 +690,13 @@ impl Analyzer<'_> {
         };
         // FP add/sub/mul run on the full-rate FMA pipe; compares, selects, min/max, integer
         // math and conversions on the half-rate ALU pipe.
-        let fma = Ops { all: n, int: 0.0 };
-        let int = Ops { all: n, int: n };
+        let fma = Ops::new(n, 0.0);
+        let int = Ops::new(n, n);
         match &ex.kind {
             ExprKind::Binary(op, a, b) => {
                 let own = match op {
                     BinOp::Add | BinOp::Sub | BinOp::Mul if float => fma,
-                    BinOp::Div if float => Ops {
-                        all: 2.0 * n,
-                        int: 0.0,
-                    },
+                    BinOp::Div if float => Ops::new(2.0 * n, 0.0),
                     _ => int,
                 };
                 own + self.ops(*a, rw, seen) + self.ops(*b, rw, seen)
@@ -699,10 +708,9 @@ impl Analyzer<'_> {
             ExprKind::Unary(op, a) => {
                 // Transcendentals run on the quarter-rate special-function unit.
                 let own = match op {
-                    UnOp::Exp2 | UnOp::Exp2Ftz | UnOp::Log2 | UnOp::Sqrt | UnOp::Rsqrt => Ops {
-                        all: 4.0 * n,
-                        int: 0.0,
-                    },
+                    UnOp::Exp2 | UnOp::Exp2Ftz | UnOp::Log2 | UnOp::Sqrt | UnOp::Rsqrt => {
+                        Ops::new(4.0 * n, 0.0)
+                    }
                     UnOp::Not => int,
                     UnOp::Neg | UnOp::Abs => fma,
                 };
@@ -747,24 +755,24 @@ impl Analyzer<'_> {
                 let own = Ops {
                     all: inner * alu.max(1.0),
                     int: inner * alu,
+                    ..Ops::default()
+                };
+                let own = if with_index && !self.row_context {
+                    own.acc()
+                } else {
+                    own
                 };
                 // Then two rounds of quad shuffles (shuffle + combine) per result.
-                own + Ops {
-                    all: 4.0 * n,
-                    int: 2.0 * n,
-                } + self.ops(*arg, rw, seen)
+                own + Ops::new(4.0 * n, 2.0 * n) + self.ops(*arg, rw, seen)
             }
             ExprKind::Expand { arg, .. } => self.ops(*arg, rw, seen),
             // An OR (AND) per element on the ALU pipe, then one vote per warp.
             ExprKind::Vote { arg, .. } => {
                 let inner = elements(&k.exprs[*arg].ty);
-                Ops {
-                    all: inner,
-                    int: inner,
-                } + self.ops(*arg, rw, seen)
+                Ops::new(inner, inner) + self.ops(*arg, rw, seen)
             }
             // One integer operation per element: the thread's index plus its offset.
-            ExprKind::Iota { .. } => Ops { all: n, int: n },
+            ExprKind::Iota { .. } => Ops::new(n, n),
             ExprKind::Load { shape, .. } => {
                 let el: f64 = shape.iter().map(|&d| d as f64).product();
                 // A per-column vector is read by every thread that holds one of its columns:
@@ -773,15 +781,20 @@ impl Analyzer<'_> {
                     Some(RoleUnit::Warpgroup) if shape.len() == 1 && !self.row_context => 32.0,
                     _ => 1.0,
                 };
-                Ops {
+                let own = Ops {
                     all: el * spread,
-                    int: 0.0,
+                    ..Ops::default()
+                };
+                if spread > 1.0 {
+                    own.acc()
+                } else {
+                    own
                 }
             }
             // One shared-memory load per element (a peer CTA's through the cluster's network:
             // its latency is in the wait that publishes the view, not here).
             ExprKind::ViewLoad { view, cta } => {
-                let own = Ops { all: n, int: 0.0 };
+                let own = Ops::new(n, 0.0);
                 let index = view
                     .rows
                     .map(|(s, _)| s)
@@ -810,6 +823,29 @@ impl Analyzer<'_> {
 struct Ops {
     all: f64,
     int: f64,
+    /// Of which, indexed reductions and per-column loads in accumulator layouts
+    /// (`Work::acc_alu_ops`).
+    acc_all: f64,
+    acc_int: f64,
+}
+
+impl Ops {
+    fn new(all: f64, int: f64) -> Ops {
+        Ops {
+            all,
+            int,
+            ..Ops::default()
+        }
+    }
+
+    /// These operations, counted as accumulator-layout bookkeeping too.
+    fn acc(self) -> Ops {
+        Ops {
+            acc_all: self.all,
+            acc_int: self.int,
+            ..self
+        }
+    }
 }
 
 impl std::ops::Add for Ops {
@@ -818,6 +854,8 @@ impl std::ops::Add for Ops {
         Ops {
             all: self.all + o.all,
             int: self.int + o.int,
+            acc_all: self.acc_all + o.acc_all,
+            acc_int: self.acc_int + o.acc_int,
         }
     }
 }

@@ -85,6 +85,14 @@ pub const PARAMS: &[(&str, &str)] = &[
         "red_contention_exponent",
         "how the atomic rate grows with the destinations in use: rate ∝ destinations^exponent",
     ),
+    (
+        "sm_dram_gbps",
+        "DRAM bytes one SM's TMA copies draw at most, GB/s (a deep ring on a few SMs)",
+    ),
+    (
+        "acc_issue_ratio",
+        "instructions issued per counted element operation of accumulator-layout code (the index, bounds and address arithmetic the lowering adds around each)",
+    ),
 ];
 
 /// Parameters added after tables were first committed: a table without them takes them from
@@ -97,6 +105,8 @@ const LATER_PARAMS: &[&str] = &[
     "red_dram_gops",
     "red_contended_gops",
     "red_contention_exponent",
+    "sm_dram_gbps",
+    "acc_issue_ratio",
 ];
 
 const SM_90A: &str = include_str!("../calibration/sm_90a.toml");
@@ -641,6 +651,15 @@ impl Calibration {
                 probe_src("atomic", p),
                 probe_src("atomic", p64)
             ),
+        );
+        // A deep ring of 64-row boxes on a few SMs, from DRAM: what one SM's copies draw.
+        let p = &probes["sm_stream"];
+        set(
+            "sm_dram_gbps",
+            rate(p, "bytes")
+                .zip(f(&p["ctas"]))
+                .map(|(r, n)| r / 1e9 / n),
+            format!("{} over its CTAs", probe_src("stream", p)),
         );
         out.validate()?;
         Ok(out)

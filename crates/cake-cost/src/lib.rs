@@ -416,6 +416,8 @@ struct P {
     red_dram: f64,
     red_contended: f64,
     red_exponent: f64,
+    sm_dram: f64,
+    acc_issue: f64,
 }
 
 impl P {
@@ -446,6 +448,8 @@ impl P {
             red_dram: c.get("red_dram_gops"),
             red_contended: c.get("red_contended_gops"),
             red_exponent: c.get("red_contention_exponent"),
+            sm_dram: c.get("sm_dram_gbps"),
+            acc_issue: c.get("acc_issue_ratio"),
         }
     }
 
@@ -522,9 +526,12 @@ struct Rates<'a> {
 }
 
 impl Rates<'_> {
+    /// A CTA's copies of `bytes`: at its share of L2, and for the part that misses, its share of
+    /// DRAM, which one SM's copies cannot raise past `sm_dram_gbps` (shared by the CTAs resident
+    /// on it) however few SMs the grid keeps busy.
     fn load_us(&self, bytes: f64) -> f64 {
         let l2 = self.p.l2 * 1e3 / self.active;
-        let dram = self.p.dram * 1e3 / self.active;
+        let dram = (self.p.dram * 1e3 / self.active).min(self.p.sm_dram * 1e3 / self.per_sm);
         bytes * (1.0 / l2).max(self.miss / dram)
     }
     fn mma_us(&self, w: &analyze::Work) -> f64 {
@@ -541,7 +548,12 @@ impl Rates<'_> {
         t + rest16.max(0.0) / per_sm16 + w.mma_flops_8 / per_sm8
     }
     fn alu_us(&self, w: &analyze::Work) -> f64 {
-        (w.alu_ops / (self.p.alu * 1e3)).max(w.int_ops / (self.p.alu * self.p.int_ratio * 1e3))
+        // Indexed reductions and per-column vector loads in accumulator layouts issue more than
+        // their counted operations (acc_issue_ratio).
+        let extra = self.p.acc_issue - 1.0;
+        let all = w.alu_ops + extra * w.acc_alu_ops;
+        let int = w.int_ops + extra * w.acc_int_ops;
+        (all / (self.p.alu * 1e3)).max(int / (self.p.alu * self.p.int_ratio * 1e3))
             + w.store_bytes / (self.p.store * 1e3 / self.active)
             + w.tma_store_bytes / (self.p.tma_store * 1e3 / self.active)
             + w.reg_load_bytes / (self.p.l2 * 1e3 / self.active)
