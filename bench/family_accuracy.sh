@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The cost model (this checkout's, with the committed calibration table) against every family
-# measurement of bench/results/2026-12-02-cost-family-accuracy/ and the earlier representative
+# measurement of bench/results/2026-12-02-cost-family-accuracy/ and 2026-12-03-cost-model/, and the earlier representative
 # measurements the shipped tables were chosen from (docs/cost-model.md, "Accuracy per family").
 # No GPU. Prints one report per (family file, measurement); `--json DIR` also writes each as JSON.
 #
@@ -15,7 +15,12 @@ run() { # label, family file, measurements...
   "$CAKE" family accuracy "$@" --worst 6 | sed 's#^#    #'
   echo
 }
-echo "## Test sets: shapes drawn after the model and table they judge were fixed"
+C=$R/2026-12-03-cost-model/c1
+echo "## Test set of 2026-12-03: seed 13, drawn after acc_issue_ratio was fixed and measured with sm_dram_gbps's probe"
+run "GEMM, seed 13" kernels/gemm/gemm.candidates.family.toml $C/gemm-rep13/measurement.json
+run "k-means assign, seed 13" kernels/kmeans/assign.candidates.family.toml $C/assign-rep13/measurement.json
+run "k-means assign, seed 10 (the measurement acc_issue_ratio was fitted on)" kernels/kmeans/assign.candidates.family.toml $R/2026-12-03-lowering-loads/c3/assign-v2/measurement.json
+echo "## Test sets of 2026-12-02: shapes drawn after the model and table they judged were fixed"
 run "update, seed 9 (call 4)" bench/accuracy/update.variants.family.toml $A/call4/update-seed9/measurement.json
 run "RMSNorm, seed 9 (call 4)" bench/accuracy/rmsnorm.variants.family.toml $A/call4/rmsnorm-seed9/measurement.json
 run "GEMM, seed 9 (call 4)" kernels/gemm/gemm.candidates.family.toml $A/call4/gemm-seed9/measurement.json

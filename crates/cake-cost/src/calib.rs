@@ -90,6 +90,10 @@ pub const PARAMS: &[(&str, &str)] = &[
         "DRAM bytes one SM's TMA copies draw at most, GB/s (a deep ring on a few SMs)",
     ),
     (
+        "flush_dirty_fraction",
+        "of the DRAM bytes a kernel loads (up to the L2's size), the fraction written back on top: the harness's L2 flush is a write, so the L2 it leaves is dirty",
+    ),
+    (
         "acc_issue_ratio",
         "instructions issued per counted element operation of accumulator-layout code (the index, bounds and address arithmetic the lowering adds around each)",
     ),
@@ -106,6 +110,7 @@ const LATER_PARAMS: &[&str] = &[
     "red_contended_gops",
     "red_contention_exponent",
     "sm_dram_gbps",
+    "flush_dirty_fraction",
     "acc_issue_ratio",
 ];
 

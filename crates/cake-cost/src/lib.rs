@@ -417,6 +417,7 @@ struct P {
     red_contended: f64,
     red_exponent: f64,
     sm_dram: f64,
+    dirty: f64,
     acc_issue: f64,
 }
 
@@ -449,6 +450,7 @@ impl P {
             red_contended: c.get("red_contended_gops"),
             red_exponent: c.get("red_contention_exponent"),
             sm_dram: c.get("sm_dram_gbps"),
+            dirty: c.get("flush_dirty_fraction"),
             acc_issue: c.get("acc_issue_ratio"),
         }
     }
@@ -523,16 +525,20 @@ struct Rates<'a> {
     per_sm: f64,
     /// Fraction of L2 traffic that misses to DRAM.
     miss: f64,
+    /// Dirty bytes written back per byte loaded from DRAM (the harness's flush).
+    writeback: f64,
 }
 
 impl Rates<'_> {
-    /// A CTA's copies of `bytes`: at its share of L2, and for the part that misses, its share of
-    /// DRAM, which one SM's copies cannot raise past `sm_dram_gbps` (shared by the CTAs resident
-    /// on it) however few SMs the grid keeps busy.
+    /// A CTA's copies of `bytes`: at its share of L2, and for the part that misses, at its share
+    /// of DRAM, which also carries the dirty lines those misses evict (`writeback` bytes per
+    /// missed byte), and never faster than `sm_dram_gbps` (shared by the CTAs resident on its
+    /// SM) however few SMs the grid keeps busy.
     fn load_us(&self, bytes: f64) -> f64 {
         let l2 = self.p.l2 * 1e3 / self.active;
-        let dram = (self.p.dram * 1e3 / self.active).min(self.p.sm_dram * 1e3 / self.per_sm);
-        bytes * (1.0 / l2).max(self.miss / dram)
+        let dram = self.p.dram * 1e3 / self.active;
+        let sm = self.p.sm_dram * 1e3 / self.per_sm;
+        bytes * (1.0 / l2).max(self.miss * ((1.0 + self.writeback) / dram).max(1.0 / sm))
     }
     fn mma_us(&self, w: &analyze::Work) -> f64 {
         let per_sm16 = self.p.tf16 * 1e6 / self.p.sms;
@@ -716,11 +722,20 @@ pub fn estimate_with(
     } else {
         0.0
     };
+    // The harness flushes L2 by writing a buffer twice its size, so the L2 a timed kernel starts
+    // with is dirty: the lines its first loads evict are written back (a fraction of them
+    // measured, up to the L2's size), on the same DRAM.
+    let writeback = p.dirty * dram_loads.min(p.l2_cap);
     let rates = Rates {
         p: &p,
         active,
         per_sm: per_sm_busy,
         miss,
+        writeback: if dram_loads > 0.0 {
+            writeback / dram_loads
+        } else {
+            0.0
+        },
     };
 
     // ---- one tile, per role
@@ -925,7 +940,7 @@ pub fn estimate_with(
         terms.tail_us = (waves - waves_exact) * wave;
         (waves * wave, waves_exact)
     };
-    let mem_us = (dram_bytes / (p.dram * 1e3)).max(l2_bytes / (p.l2 * 1e3));
+    let mem_us = ((dram_bytes + writeback) / (p.dram * 1e3)).max(l2_bytes / (p.l2 * 1e3));
     // Adds to one destination are serialized at L2: adds spread over A destinations go at
     // the rate measured on 32 of them, times (A / 32)^exponent, up to the L2's rate (the
     // destinations in use fit L2) or the DRAM's. The destinations in use are a slice of the
@@ -1296,6 +1311,7 @@ fn hints(
             active: est.grid.ctas.min(slots as i64).max(1) as f64,
             per_sm: est.grid.ctas_per_sm.max(1) as f64,
             miss: 0.0,
+            writeback: 0.0,
         };
         let epi = rates.alu_us(&r.after);
         if tile_us > 0.0 && epi > 0.08 * tile_us {
