@@ -3,7 +3,7 @@
 //! stores, waits), the tile loop's counts and raster, and which tile axes each loaded tensor
 //! depends on (for L2 reuse).
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use cake_ir::{
     BinOp, ExprId, ExprKind, Kernel, LoopId, LoopKind, Op, Operand, PipelineId, ReduceOp, RoleId,
@@ -126,6 +126,8 @@ pub struct Analysis {
     pub tiles: Option<Tiles>,
     /// Per loaded tensor (parameter index): bitmask of the tile axes its coordinates read.
     pub tensor_axes: BTreeMap<usize, u32>,
+    /// Tensors (parameter indices) whose copies ask L2 to evict their lines first.
+    pub evict_first: BTreeSet<usize>,
     /// Sizes in bytes of every tensor parameter at this shape.
     pub tensor_bytes: BTreeMap<usize, f64>,
     /// Per tensor that takes global atomic adds: one slice of it.
@@ -140,6 +142,7 @@ pub fn analyze(k: &Kernel, shape: &BTreeMap<String, i64>) -> Analysis {
         shape,
         assumptions: Vec::new(),
         tensor_axes: BTreeMap::new(),
+        evict_first: BTreeSet::new(),
         row_context: false,
         red_layout: BTreeMap::new(),
     };
@@ -257,6 +260,7 @@ pub fn analyze(k: &Kernel, shape: &BTreeMap<String, i64>) -> Analysis {
         roles,
         tiles,
         tensor_axes: a.tensor_axes,
+        evict_first: a.evict_first,
         tensor_bytes,
         red_slices,
         assumptions: a.assumptions,
@@ -282,6 +286,7 @@ struct Analyzer<'a> {
     shape: &'a BTreeMap<String, i64>,
     assumptions: Vec<String>,
     tensor_axes: BTreeMap<usize, u32>,
+    evict_first: BTreeSet<usize>,
     /// Evaluating a row-layout value: a per-column vector is read once per chunk by the one
     /// thread that holds the column, not by every thread of an accumulator's column.
     row_context: bool,
@@ -525,6 +530,13 @@ impl Analyzer<'_> {
                 w.load_bytes = bytes / share;
                 w.load_by_tensor.insert(src.index(), bytes);
                 w.copies = 1;
+                if let Op::TmaLoad {
+                    evict: Some(cake_ir::Evict::First),
+                    ..
+                } = op
+                {
+                    self.evict_first.insert(src.index());
+                }
                 let mask = coords.iter().fold(0, |m, &c| m | self.tile_axes(c));
                 *self.tensor_axes.entry(src.index()).or_default() |= mask;
             }

@@ -94,6 +94,10 @@ pub const PARAMS: &[(&str, &str)] = &[
         "of the DRAM bytes a kernel loads (up to the L2's size), the fraction written back on top: the harness's L2 flush is a write, so the L2 it leaves is dirty",
     ),
     (
+        "flush_dirty_fraction_evict_first",
+        "flush_dirty_fraction for the DRAM loads of copies that ask L2 to evict their own lines first (`evict=\"first\"`)",
+    ),
+    (
         "acc_issue_ratio",
         "instructions issued per counted element operation of accumulator-layout code (the index, bounds and address arithmetic the lowering adds around each)",
     ),
@@ -111,6 +115,7 @@ const LATER_PARAMS: &[&str] = &[
     "red_contention_exponent",
     "sm_dram_gbps",
     "flush_dirty_fraction",
+    "flush_dirty_fraction_evict_first",
     "acc_issue_ratio",
 ];
 

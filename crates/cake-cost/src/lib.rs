@@ -418,6 +418,7 @@ struct P {
     red_exponent: f64,
     sm_dram: f64,
     dirty: f64,
+    dirty_evict_first: f64,
     acc_issue: f64,
 }
 
@@ -451,6 +452,7 @@ impl P {
             red_exponent: c.get("red_contention_exponent"),
             sm_dram: c.get("sm_dram_gbps"),
             dirty: c.get("flush_dirty_fraction"),
+            dirty_evict_first: c.get("flush_dirty_fraction_evict_first"),
             acc_issue: c.get("acc_issue_ratio"),
         }
     }
@@ -725,7 +727,24 @@ pub fn estimate_with(
     // The harness flushes L2 by writing a buffer twice its size, so the L2 a timed kernel starts
     // with is dirty: the lines its first loads evict are written back (a fraction of them
     // measured, up to the L2's size), on the same DRAM.
-    let writeback = p.dirty * dram_loads.min(p.l2_cap);
+    // Copies that ask L2 to evict their own lines first (`evict="first"`) evict fewer dirty ones.
+    let ef_loads = if a.evict_first.is_empty() {
+        0.0
+    } else {
+        let ef: BTreeMap<usize, f64> = by_tensor
+            .iter()
+            .filter(|(t, _)| a.evict_first.contains(t))
+            .map(|(t, b)| (*t, *b))
+            .collect();
+        dram_load_bytes(&a, &ef, tiles, active, p.l2_cap).min(dram_loads)
+    };
+    let ef_share = if dram_loads > 0.0 {
+        ef_loads / dram_loads
+    } else {
+        0.0
+    };
+    let writeback =
+        (p.dirty * (1.0 - ef_share) + p.dirty_evict_first * ef_share) * dram_loads.min(p.l2_cap);
     let rates = Rates {
         p: &p,
         active,

@@ -563,6 +563,33 @@ pub enum Stmt {
     Op(Op),
 }
 
+/// An L2 eviction priority for the lines a copy brings in (`createpolicy` and
+/// `.L2::cache_hint`): `First` for data read once (a weight streamed past every other line),
+/// `Last` for data many CTAs reread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Evict {
+    First,
+    Last,
+}
+
+impl Evict {
+    /// The spelling in schedules (`evict="first"`) and the canonical IR.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Evict::First => "first",
+            Evict::Last => "last",
+        }
+    }
+
+    /// The `createpolicy` eviction priority.
+    pub fn ptx(self) -> &'static str {
+        match self {
+            Evict::First => "evict_first",
+            Evict::Last => "evict_last",
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum Op {
     /// Bulk tensor copy global → shared completing on `barrier` (tx bytes derived).
@@ -572,6 +599,8 @@ pub enum Op {
         coords: Vec<ExprId>,
         barrier: BarrierId,
         multicast: u32,
+        /// The L2 eviction priority of the lines the copy brings in (`evict=`); `None`: normal.
+        evict: Option<Evict>,
     },
     /// Bulk tensor copy shared → global. `add`: the tile is added to the tensor's elements
     /// (`cp.reduce.async.bulk.tensor ... .add`, at L2) instead of overwriting them.

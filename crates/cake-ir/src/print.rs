@@ -258,19 +258,22 @@ impl Printer<'_> {
                 coords,
                 barrier,
                 multicast,
+                evict,
             } => {
                 let mc = if *multicast > 1 {
                     format!(" multicast={multicast}")
                 } else {
                     String::new()
                 };
+                let ev = evict.map_or(String::new(), |e| format!(" evict={}", e.as_str()));
                 format!(
-                    "tma_load {} <- {}[{}] barrier={}{}",
+                    "tma_load {} <- {}[{}] barrier={}{}{}",
                     self.view_ref(dst),
                     param(src),
                     self.coords(coords),
                     bar(barrier),
-                    mc
+                    mc,
+                    ev
                 )
             }
             Op::TmaStore {

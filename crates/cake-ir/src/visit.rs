@@ -220,6 +220,7 @@ impl Op {
                 coords,
                 barrier,
                 multicast: _,
+                evict: _,
             } => {
                 e.smem_write(dst);
                 e.global_reads.push(*src);

@@ -406,29 +406,49 @@ static __device__ __forceinline__ void cake_red_shared_add_u32(uint32_t addr, ui
 /// `cake_tma_store_<rank>d` for a TMA store of rank other than 2 (the 2-D one is in [`TMA`]).
 /// A TMA tile load of rank 4 or 5 (ranks 2 and 3 are in [`TMA`]), multicast to the CTAs of
 /// `mask` when `multicast`.
-pub fn tma_load_fn(rank: usize, multicast: bool) -> String {
+pub fn tma_load_fn(rank: usize, multicast: bool, evict: Option<cake_ir::Evict>) -> String {
     let params: Vec<String> = (0..rank).map(|i| format!("int c{i}")).collect();
-    // Operands: dst, map, bar, [mask,] then the coordinates.
+    // Operands: dst, map, bar, [mask,] then the coordinates, then [the cache policy].
     let first = if multicast { 4 } else { 3 };
     let operands: Vec<String> = (0..rank).map(|i| format!("%{}", i + first)).collect();
     let inputs: Vec<String> = (0..rank).map(|i| format!(", \"r\"(c{i})")).collect();
-    let (name, mc_param, mc_ptx, mc_operand, mc_input) = if multicast {
+    let (mc_name, mc_param, mc_ptx, mc_operand, mc_input) = if multicast {
         (
-            format!("cake_tma_load_{rank}d_multicast"),
+            "_multicast",
             ", uint16_t mask",
             ".multicast::cluster",
             ", %3",
             ", \"h\"(mask)",
         )
     } else {
-        (format!("cake_tma_load_{rank}d"), "", "", "", "")
+        ("", "", "", "", "")
+    };
+    let name = format!("cake_tma_load_{rank}d{mc_name}{}", tma_load_suffix(evict));
+    // An eviction priority: a policy register from `createpolicy` (one instruction, on the one
+    // issuing thread), passed as the copy's L2 cache hint.
+    let (policy, hint_ptx, hint_operand, hint_input) = match evict {
+        Some(e) => (
+            format!(
+                "  uint64_t policy;\n  asm volatile(\"createpolicy.fractional.L2::{}.b64 %0, 1.0;\" : \"=l\"(policy));\n",
+                e.ptx()
+            ),
+            ".L2::cache_hint",
+            format!(", %{}", first + rank),
+            ", \"l\"(policy)",
+        ),
+        None => (String::new(), "", String::new(), ""),
     };
     format!(
-        "static __device__ __forceinline__ void {name}(uint32_t dst, const CakeTensorMap* map, uint32_t bar{mc_param}, {}) {{\n  asm volatile(\n      \"cp.async.bulk.tensor.{rank}d.shared::cluster.global.mbarrier::complete_tx::bytes{mc_ptx} [%0], [%1, {{{}}}], [%2]{mc_operand};\"\n      :: \"r\"(dst), \"l\"(map), \"r\"(bar){mc_input}{} : \"memory\");\n}}\n",
+        "static __device__ __forceinline__ void {name}(uint32_t dst, const CakeTensorMap* map, uint32_t bar{mc_param}, {}) {{\n{policy}  asm volatile(\n      \"cp.async.bulk.tensor.{rank}d.shared::cluster.global.mbarrier::complete_tx::bytes{mc_ptx}{hint_ptx} [%0], [%1, {{{}}}], [%2]{mc_operand}{hint_operand};\"\n      :: \"r\"(dst), \"l\"(map), \"r\"(bar){mc_input}{}{hint_input} : \"memory\");\n}}\n",
         params.join(", "),
         operands.join(", "),
         inputs.concat()
     )
+}
+
+/// The name suffix of a TMA load helper with an L2 eviction priority.
+pub fn tma_load_suffix(evict: Option<cake_ir::Evict>) -> String {
+    evict.map_or(String::new(), |e| format!("_evict_{}", e.as_str()))
 }
 
 /// `add`: `cake_tma_store_add_<rank>d`, which adds the tile into the tensor's elements at L2

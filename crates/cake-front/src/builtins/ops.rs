@@ -351,12 +351,29 @@ impl Interp<'_> {
         Ok(Value::None)
     }
 
-    /// `view.tma_load(src, coords, barrier, multicast=1)`
+    /// `view.tma_load(src, coords, barrier, multicast=1, evict=None)`; `evict="first"` or
+    /// `"last"` sets the L2 eviction priority of the lines the copy brings in.
     pub(super) fn tma_load(&mut self, v: ViewRef, a: &[Slot], sp: Span) -> R<Value> {
         let src = self.tensor_arg(&a[0], "the source")?;
         let coords = self.coords(&a[1], src, "`coords`")?;
         let barrier = self.barrier_arg(&a[2], "`barrier`")?;
         let multicast = self.positive(&a[3], "multicast", Some(1))?;
+        let evict = match a.get(4).cloned().flatten() {
+            None | Some((Value::None, _)) => None,
+            Some((Value::Str(s), _)) if s == "first" => Some(Evict::First),
+            Some((Value::Str(s), _)) if s == "last" => Some(Evict::Last),
+            Some((other, s)) => {
+                let shown = match &other {
+                    Value::Str(x) => format!("\"{x}\""),
+                    o => o.kind_name().to_string(),
+                };
+                return self.err(
+                    &codes::INVALID_VALUE,
+                    s,
+                    format!("`evict` is \"first\" (lines read once: evicted before others), \"last\" (lines many CTAs reread) or None; found {shown}"),
+                );
+            }
+        };
         self.check_view_tensor(&v, src, sp)?;
         self.emit_op(
             Op::TmaLoad {
@@ -365,6 +382,7 @@ impl Interp<'_> {
                 coords,
                 barrier,
                 multicast,
+                evict,
             },
             sp,
         )?;

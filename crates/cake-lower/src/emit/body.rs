@@ -600,7 +600,8 @@ impl Emitter<'_> {
                 coords,
                 barrier,
                 multicast,
-            } => self.tma_load(dst, *src, coords, *barrier, *multicast, sp),
+                evict,
+            } => self.tma_load(dst, *src, coords, *barrier, *multicast, *evict, sp),
             Op::Mma {
                 acc,
                 a,

@@ -63,9 +63,9 @@ pub(crate) struct Emitter<'a> {
     pub(crate) in_flight_writes: Vec<crate::InFlightWrite>,
     /// TMA stores other than the plain 2-D one: (rank, adds into the tensor).
     pub(crate) tma_store_ranks: BTreeSet<(usize, bool)>,
-    /// TMA loads of rank 4 or 5 (ranks 2 and 3 are always in the prelude), and whether
-    /// multicast.
-    pub(crate) tma_load_ranks: BTreeSet<(usize, bool)>,
+    /// TMA loads whose helper the fixed prelude lacks: rank 4 or 5 (ranks 2 and 3 are always
+    /// there), or with an L2 eviction priority; and whether multicast.
+    pub(crate) tma_load_ranks: BTreeSet<(usize, bool, Option<cake_ir::Evict>)>,
     pub(crate) errors: Vec<Unsupported>,
     pub(crate) out: String,
     pub(crate) indent: usize,
@@ -384,8 +384,8 @@ impl<'a> Emitter<'a> {
         for (rank, add) in &self.tma_store_ranks {
             cuda.push_str(&prelude::tma_store_fn(*rank, *add));
         }
-        for (rank, multicast) in &self.tma_load_ranks {
-            cuda.push_str(&prelude::tma_load_fn(*rank, *multicast));
+        for (rank, multicast, evict) in &self.tma_load_ranks {
+            cuda.push_str(&prelude::tma_load_fn(*rank, *multicast, *evict));
         }
         if self.needs_shared_ops {
             cuda.push_str(prelude::SHARED_OPS);

@@ -14,6 +14,7 @@ impl Emitter<'_> {
         coords: &[ExprId],
         barrier: BarrierId,
         multicast: u32,
+        evict: Option<cake_ir::Evict>,
         sp: Span,
     ) {
         let k = self.k;
@@ -23,9 +24,10 @@ impl Emitter<'_> {
         }
         let view = k.views[dst.view].clone();
         let rank = self.rank(src);
-        if rank > 3 {
-            self.tma_load_ranks.insert((rank, mc > 1));
+        if rank > 3 || evict.is_some() {
+            self.tma_load_ranks.insert((rank, mc > 1, evict));
         }
+        let hint = crate::prelude::tma_load_suffix(evict);
         let box_rows = self.box_rows(dst, mc);
         let box_dims = self.tma_box(&view, box_rows, rank);
         let tmap = self.tmap_name(src, &box_dims, view.swizzle);
@@ -82,12 +84,12 @@ impl Emitter<'_> {
                 };
                 if mc > 1 {
                     me.line(&format!(
-                        "cake_tma_load_{rank}d_multicast({dst_addr}, &{tmap}, {slot}, {mask:#x}, {});",
+                        "cake_tma_load_{rank}d_multicast{hint}({dst_addr}, &{tmap}, {slot}, {mask:#x}, {});",
                         cc.join(", ")
                     ));
                 } else {
                     me.line(&format!(
-                        "cake_tma_load_{rank}d({dst_addr}, &{tmap}, {slot}, {});",
+                        "cake_tma_load_{rank}d{hint}({dst_addr}, &{tmap}, {slot}, {});",
                         cc.join(", ")
                     ));
                 }
