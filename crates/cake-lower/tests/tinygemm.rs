@@ -167,3 +167,35 @@ fn every_m_compiles_without_spills() {
     }
     let _ = std::fs::remove_dir_all(&out);
 }
+
+#[test]
+fn the_weight_streams_evict_first_and_the_tokens_with_the_default_priority() {
+    let cuda = lower(8);
+    // One helper with the cache hint: a policy from createpolicy, passed as the copy's last
+    // operand.
+    let helper = &cuda[cuda
+        .find("void cake_tma_load_2d_evict_first(")
+        .expect("the evict-first helper")..];
+    let helper = &helper[..helper.find("\n}\n").expect("its end")];
+    assert!(helper.contains("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;"));
+    assert!(helper.contains(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1, {%3, %4}], [%2], %5;"
+    ));
+    assert!(helper.contains("\"l\"(policy)"));
+    // B (the weight) takes it, A (the tokens every CTA rereads) does not.
+    let calls: Vec<&str> = cuda
+        .lines()
+        .filter(|l| l.trim_start().starts_with("cake_tma_load_2d"))
+        .collect();
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert!(calls
+        .iter()
+        .any(|l| l.contains("cake_tma_load_2d_evict_first(") && l.contains("&tmap_B_")));
+    assert!(calls
+        .iter()
+        .any(|l| l.contains("cake_tma_load_2d(") && l.contains("&tmap_A_")));
+    // Without the knob, no hint and no helper.
+    let plain = lower_with(&[("M", 8), ("EVICT_FIRST", 0)]);
+    assert!(!plain.contains("evict_first"));
+    assert!(!plain.contains("cache_hint"));
+}
