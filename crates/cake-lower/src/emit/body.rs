@@ -594,14 +594,7 @@ impl Emitter<'_> {
                     self.loc(sp)
                 ));
             }
-            Op::TmaLoad {
-                dst,
-                src,
-                coords,
-                barrier,
-                multicast,
-                evict,
-            } => self.tma_load(dst, *src, coords, *barrier, *multicast, *evict, sp),
+            Op::TmaLoad { .. } => self.tma_load(op, sp),
             Op::Mma {
                 acc,
                 a,

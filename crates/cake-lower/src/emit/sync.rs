@@ -4,19 +4,22 @@
 use super::*;
 
 impl Emitter<'_> {
-    /// `view.tma_load(tensor, coords, barrier, multicast)`: one thread issues one bulk tensor copy
+    /// `view.tma_load(tensor, coords, barrier, multicast, evict)` (`op`): one thread issues one bulk tensor copy
     /// per swizzle panel, after one `expect_tx` per phase for all of this role's loads signalling
     /// the barrier; a multicast load fetches this CTA's share of the rows for every CTA.
-    pub(crate) fn tma_load(
-        &mut self,
-        dst: &ViewRef,
-        src: ParamId,
-        coords: &[ExprId],
-        barrier: BarrierId,
-        multicast: u32,
-        evict: Option<cake_ir::Evict>,
-        sp: Span,
-    ) {
+    pub(crate) fn tma_load(&mut self, op: &Op, sp: Span) {
+        let Op::TmaLoad {
+            dst,
+            src,
+            coords,
+            barrier,
+            multicast,
+            evict,
+        } = op
+        else {
+            unreachable!("tma_load lowers TMA loads")
+        };
+        let (src, barrier, multicast, evict) = (*src, *barrier, *multicast, *evict);
         let k = self.k;
         let mc = multicast;
         if let Err(m) = legal::tma_load(k, self.target, dst, src, mc) {
