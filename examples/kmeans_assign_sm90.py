@@ -39,6 +39,8 @@ D = 128         # feature dimension (specialised per shape by assign_d.contract.
 DP = (D + 63) // 64 * 64   # D padded to whole 64-column panels: TMA fills the padding with zeros,
                            # which add nothing to x·c (a 96-wide row is not a whole number of panels)
 STAGES = 5      # x 48 KiB + 5 × 32 KiB of centroids = 208 KiB of shared memory
+EVICT_FIRST = 0  # 1: X's rows (read once) leave L2 first (tma_load evict=, being measured)
+X_EVICT = "first" if EVICT_FIRST == 1 else None
 
 
 def wg_rows(index):
@@ -77,7 +79,7 @@ def kmeans_assign(X: lm.tensor[lm.bf16, "B", "N", D],
                 sC.tma_load(Cen, coords=(b, c * BC, 0), barrier=c_full)
         with math:
             sX.rows(wg_rows(math.index), 64).tma_load(
-                X, coords=(b, tn * BN + wg_rows(math.index), 0), barrier=x_full)
+                X, coords=(b, tn * BN + wg_rows(math.index), 0), barrier=x_full, evict=X_EVICT)
             best_d[:] = lm.inf
             best_i[:] = 0
             lm.wait(x_full)

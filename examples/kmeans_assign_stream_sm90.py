@@ -30,6 +30,8 @@ BC = 64                            # centroids per stage
 XSTAGES = 0                        # tiles of x in flight; 0: by D, as below
 XS = XSTAGES if XSTAGES > 0 else (3 if DP <= 64 or (DP <= 128 and WIDE == 0) else 2)
 STAGES = 2                         # centroid stages
+EVICT_FIRST = 0                    # 1: X's rows (read once) leave L2 first (tma_load evict=, being measured)
+X_EVICT = "first" if EVICT_FIRST == 1 else None
 # Shared memory: XS × BN × DP × 2 + STAGES × BC × DP × 2 bytes:
 # D = 64: 144 + 16 KiB; D = 96/128: 144 + 32 KiB (WIDE: 192 + 32); D = 256: 128 + 64 KiB.
 
@@ -82,11 +84,11 @@ def kmeans_assign_stream(X: lm.tensor[lm.bf16, "B", "N", D],
             for _ in lm.range(1, pipeline=xpipe):
                 lm.wait(x_empty)
                 if BN <= 256:
-                    sX.tma_load(X, coords=(b, tn * BN, 0), barrier=x_full)
+                    sX.tma_load(X, coords=(b, tn * BN, 0), barrier=x_full, evict=X_EVICT)
                 else:   # a TMA box spans at most 256 rows: two copies, one barrier
                     half = BN // 2
-                    sX.rows(0, half).tma_load(X, coords=(b, tn * BN, 0), barrier=x_full)
-                    sX.rows(half, half).tma_load(X, coords=(b, tn * BN + half, 0), barrier=x_full)
+                    sX.rows(0, half).tma_load(X, coords=(b, tn * BN, 0), barrier=x_full, evict=X_EVICT)
+                    sX.rows(half, half).tma_load(X, coords=(b, tn * BN + half, 0), barrier=x_full, evict=X_EVICT)
                 for c in lm.range(lm.cdiv(K, BC), pipeline=pipe):
                     lm.wait(c_empty)
                     sC.tma_load(Cen, coords=(b, c * BC, 0), barrier=c_full)
