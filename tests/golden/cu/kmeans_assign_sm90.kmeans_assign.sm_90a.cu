@@ -178,7 +178,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) cake_kmeans_assign(
     cake_fence_barrier_init();
   }
   __syncthreads();
-  if (warp >= 0 && warp < 4) {  // role load (kmeans_assign_sm90.py:60)
+  if (warp >= 0 && warp < 4) {  // role load (kmeans_assign_sm90.py:62)
     cake_setmaxnreg_dec<56>();
     const int load_index = (warp - 0) / 4;
     const int load_thread = (int)threadIdx.x - 0 - load_index * 128;
@@ -187,19 +187,19 @@ extern "C" __global__ void __launch_bounds__(512, 1) cake_kmeans_assign(
     (void)lane_row; (void)lane_col;
     uint32_t pipe_it = 0;  // iterations of pipeline pipe completed by this role
     if (load_thread == 0) {  // issue-only role: one thread per replica
-      for (int tile = blockIdx.x; tile < tiles_total; tile += gridDim.x) {  // tiles (b, tn) (kmeans_assign_sm90.py:73)
+      for (int tile = blockIdx.x; tile < tiles_total; tile += gridDim.x) {  // tiles (b, tn) (kmeans_assign_sm90.py:75)
         int tile_rest = tile;
         const int tile_1 = tile_rest % tiles_1;
         tile_rest /= tiles_1;
         const int tile_0 = tile_rest % tiles_0;
         tile_rest /= tiles_0;
         (void)tile_rest;
-        // with load: (kmeans_assign_sm90.py:74)
-        for (int c_1 = 0; c_1 < cake_cdiv(dim_K, 128); ++c_1) {  // kmeans_assign_sm90.py:75
+        // with load: (kmeans_assign_sm90.py:76)
+        for (int c_1 = 0; c_1 < cake_cdiv(dim_K, 128); ++c_1) {  // kmeans_assign_sm90.py:77
           const uint32_t pipe_stage = pipe_it % 5;
           const uint32_t pipe_phase = (pipe_it / 5) & 1;
-          cake_mbar_wait(c_empty + 8 * pipe_stage, pipe_phase ^ 1);  // wait c_empty (kmeans_assign_sm90.py:76)
-          // tma_load sC <- Cen (kmeans_assign_sm90.py:77)
+          cake_mbar_wait(c_empty + 8 * pipe_stage, pipe_phase ^ 1);  // wait c_empty (kmeans_assign_sm90.py:78)
+          // tma_load sC <- Cen (kmeans_assign_sm90.py:79)
           cake_mbar_arrive_expect_tx(c_full + 8 * pipe_stage, 32768);
           cake_tma_load_3d((sC + 32768 * pipe_stage), &tmap_Cen_0, c_full + 8 * pipe_stage, 0, (c_1 * 128), tile_0);
           cake_tma_load_3d((sC + 32768 * pipe_stage) + 16384, &tmap_Cen_0, c_full + 8 * pipe_stage, 0 + 64, (c_1 * 128), tile_0);
@@ -208,7 +208,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) cake_kmeans_assign(
       }
     }
   }
-  if (warp >= 4 && warp < 16) {  // role math (kmeans_assign_sm90.py:61)
+  if (warp >= 4 && warp < 16) {  // role math (kmeans_assign_sm90.py:63)
     cake_setmaxnreg_inc<152>();
     const int math_index = (warp - 4) / 4;
     const int math_thread = (int)threadIdx.x - 128 - math_index * 128;
@@ -220,30 +220,30 @@ extern "C" __global__ void __launch_bounds__(512, 1) cake_kmeans_assign(
     int32_t best_i[2];  // fragment best_i [64] i32
     uint32_t pipe_it = 0;  // iterations of pipeline pipe completed by this role
     uint32_t x_full_waits = 0;
-    for (int tile = blockIdx.x; tile < tiles_total; tile += gridDim.x) {  // tiles (b, tn) (kmeans_assign_sm90.py:73)
+    for (int tile = blockIdx.x; tile < tiles_total; tile += gridDim.x) {  // tiles (b, tn) (kmeans_assign_sm90.py:75)
       int tile_rest = tile;
       const int tile_1 = tile_rest % tiles_1;
       tile_rest /= tiles_1;
       const int tile_0 = tile_rest % tiles_0;
       tile_rest /= tiles_0;
       (void)tile_rest;
-      // with math: (kmeans_assign_sm90.py:78)
-      // tma_load sX <- X (kmeans_assign_sm90.py:79)
+      // with math: (kmeans_assign_sm90.py:80)
+      // tma_load sX <- X (kmeans_assign_sm90.py:81)
       if (math_thread == 0) {
         cake_mbar_arrive_expect_tx(x_full, 16384);
         cake_tma_load_3d((sX + ((math_index * 64)) * 128), &tmap_X_1, x_full, 0, ((tile_1 * 192) + (math_index * 64)), tile_0);
         cake_tma_load_3d((sX + ((math_index * 64)) * 128) + 24576, &tmap_X_1, x_full, 0 + 64, ((tile_1 * 192) + (math_index * 64)), tile_0);
       }
-      #pragma unroll  // best_d <- ... (kmeans_assign_sm90.py:81)
+      #pragma unroll  // best_d <- ... (kmeans_assign_sm90.py:83)
       for (int h = 0; h < 2; ++h) best_d[h] = (float)(__int_as_float(0x7f800000));
-      #pragma unroll  // best_i <- ... (kmeans_assign_sm90.py:82)
+      #pragma unroll  // best_i <- ... (kmeans_assign_sm90.py:84)
       for (int h = 0; h < 2; ++h) best_i[h] = (int32_t)(0);
-      cake_mbar_wait(x_full, (x_full_waits++ & 1));  // wait x_full (kmeans_assign_sm90.py:83)
-      for (int c_2 = 0; c_2 < cake_cdiv(dim_K, 128); ++c_2) {  // kmeans_assign_sm90.py:84
+      cake_mbar_wait(x_full, (x_full_waits++ & 1));  // wait x_full (kmeans_assign_sm90.py:85)
+      for (int c_2 = 0; c_2 < cake_cdiv(dim_K, 128); ++c_2) {  // kmeans_assign_sm90.py:86
         const uint32_t pipe_stage = pipe_it % 5;
         const uint32_t pipe_phase = (pipe_it / 5) & 1;
-        cake_mbar_wait(c_full + 8 * pipe_stage, pipe_phase);  // wait c_full (kmeans_assign_sm90.py:85)
-        // mma acc += sX * sC.T (kmeans_assign_sm90.py:86)
+        cake_mbar_wait(c_full + 8 * pipe_stage, pipe_phase);  // wait c_full (kmeans_assign_sm90.py:87)
+        // mma acc += sX * sC.T (kmeans_assign_sm90.py:88)
         cake_wgmma_fence();
         cake_wgmma_m64n128k16_f32_bf16(acc, cake_wgmma_desc(sX + 0 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sC + 32768 * pipe_stage) + 0, 16, 1024, 1), (false) ? 1 : 0);
         cake_wgmma_m64n128k16_f32_bf16(acc, cake_wgmma_desc(sX + 32 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sC + 32768 * pipe_stage) + 32, 16, 1024, 1), 1);
@@ -254,7 +254,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) cake_kmeans_assign(
         cake_wgmma_m64n128k16_f32_bf16(acc, cake_wgmma_desc(sX + 24640 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sC + 32768 * pipe_stage) + 16448, 16, 1024, 1), 1);
         cake_wgmma_m64n128k16_f32_bf16(acc, cake_wgmma_desc(sX + 24672 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sC + 32768 * pipe_stage) + 16480, 16, 1024, 1), 1);
         cake_wgmma_commit();
-        float pre0[16][2];  // lm.load(CSQ) for this iteration's row reductions, issued early (kmeans_assign_sm90.py:88)
+        float pre0[16][2];  // lm.load(CSQ) for this iteration's row reductions, issued early (kmeans_assign_sm90.py:90)
         const auto* pre0_at = CSQ + ((size_t)(tile_0) * dim_K + (((c_2 * 128) + lane_col)));
         const int pre0_left = dim_K - ((c_2 * 128) + lane_col);
         #pragma unroll
@@ -264,7 +264,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) cake_kmeans_assign(
         }
         cake_wgmma_wait<0>();
         if (math_thread == 0) cake_mbar_arrive(c_empty + 8 * pipe_stage);  // release
-        float red1_v[2]; int red1_i[2];  // row min over 128 columns, packed (value, column) keys (kmeans_assign_sm90.py:90)
+        float red1_v[2]; int red1_i[2];  // row min over 128 columns, packed (value, column) keys (kmeans_assign_sm90.py:92)
         float red1_bv[2] = {__int_as_float(0x7f800000), __int_as_float(0x7f800000)}; int red1_bi[2] = {0, 0};
         const int red1_keymask = ~31 | ((int)blockDim.x >> 31);
         #pragma unroll
@@ -291,14 +291,14 @@ extern "C" __global__ void __launch_bounds__(512, 1) cake_kmeans_assign(
           }
           red1_v[h] = red1_bv[h]; red1_i[h] = red1_bi[h];
         }
-        #pragma unroll  // best_i <- ... (kmeans_assign_sm90.py:95)
+        #pragma unroll  // best_i <- ... (kmeans_assign_sm90.py:97)
         for (int h = 0; h < 2; ++h) best_i[h] = (int32_t)(((red1_v[h] < best_d[h]) ? (red1_i[h] + (c_2 * 128)) : best_i[h]));
-        #pragma unroll  // best_d <- ... (kmeans_assign_sm90.py:96)
+        #pragma unroll  // best_d <- ... (kmeans_assign_sm90.py:98)
         for (int h = 0; h < 2; ++h) best_d[h] = (float)(((red1_v[h] < best_d[h]) ? red1_v[h] : best_d[h]));
         ++pipe_it;
       }
       cake_wgmma_wait<0>();  // every MMA of the loop has retired
-      if (math_thread % 4 == 0) {  // store IDS <- per-row values (kmeans_assign_sm90.py:97)
+      if (math_thread % 4 == 0) {  // store IDS <- per-row values (kmeans_assign_sm90.py:99)
         #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int row = ((tile_1 * 192) + (math_index * 64)) + lane_row + 8 * h;
