@@ -224,7 +224,7 @@ fn cost_rejects_shapes_the_kernel_cannot_index() {
 /// renderings, and a clear refusal when the family file is not the one the measurement timed.
 #[test]
 fn family_accuracy_sets_committed_timings_against_the_model() {
-    let m = "bench/results/2026-12-02-tinygemm-gemv/4-tinygemm/measurement.json";
+    let m = "bench/results/2026-12-03-cost-model/c5/tinygemm/measurement.json";
     let o = cake(&[
         "family",
         "accuracy",
@@ -235,8 +235,8 @@ fn family_accuracy_sets_committed_timings_against_the_model() {
     let t = text(&o);
     for want in [
         "cost model on family `tinygemm`",
-        "all routes: 21 points",
-        "swapped: 13 points",
+        "all routes: 36 points",
+        "swapped: 34 points",
         "worst predictions:",
     ] {
         assert!(t.contains(want), "missing `{want}` in\n{t}");
@@ -251,9 +251,9 @@ fn family_accuracy_sets_committed_timings_against_the_model() {
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(doc["overall"]["points"], 21);
+    assert_eq!(doc["overall"]["points"], 36);
     let points = doc["points"].as_array().unwrap();
-    assert_eq!(points.len(), 21);
+    assert_eq!(points.len(), 36);
     // Every point is a correct CUPTI timing and the model's span for it.
     for p in points {
         assert!(p["measured_us"].as_f64().unwrap() > 1.0);
@@ -275,7 +275,7 @@ fn family_accuracy_sets_committed_timings_against_the_model() {
     let o = by(&[]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(text(&o).contains("by route and M:"), "{}", text(&o));
-    assert!(text(&o).contains("gemv at M=1: 4 points"), "{}", text(&o));
+    assert!(text(&o).contains("gemv at M=1: 1 points"), "{}", text(&o));
     let o = by(&["--format", "json"]);
     let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!(doc["breakdowns"]["M"].as_array().unwrap().len() >= 3);
@@ -296,6 +296,19 @@ fn family_accuracy_sets_committed_timings_against_the_model() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(
         text(&o).contains("the calibration table is for sm_80, not sm_90a"),
+        "{}",
+        text(&o)
+    );
+    // A measurement taken with a table that had a route this one has not: refused, named.
+    let o = cake(&[
+        "family",
+        "accuracy",
+        "kernels/tinygemm/tinygemm.family.toml",
+        "bench/results/2026-12-02-tinygemm-gemv/4-tinygemm/measurement.json",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("times route `swapped-split`, which kernels/tinygemm/tinygemm.family.toml does not have"),
         "{}",
         text(&o)
     );

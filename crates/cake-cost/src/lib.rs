@@ -726,8 +726,8 @@ pub fn estimate_with(
     };
     // The harness flushes L2 by writing a buffer twice its size, so the L2 a timed kernel starts
     // with is dirty: the lines its first loads evict are written back (a fraction of them
-    // measured, up to the L2's size), on the same DRAM.
-    // Copies that ask L2 to evict their own lines first (`evict="first"`) evict fewer dirty ones.
+    // measured, up to the L2's size), on the same DRAM. Copies that ask L2 to evict their own
+    // lines first (`evict="first"`) evict fewer dirty ones.
     let ef_loads = if a.evict_first.is_empty() {
         0.0
     } else {

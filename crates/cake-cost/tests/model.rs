@@ -773,3 +773,68 @@ fn calibration_derives_the_span_the_fill_and_the_atomic_rates() {
     let c = Calibration::from_toml(&old).unwrap();
     assert_eq!(c.get("red_gops"), seed.get("red_gops"));
 }
+
+/// The built-in table with one parameter's value replaced.
+fn builtin_with(name: &str, value: f64) -> Calibration {
+    let text = Calibration::builtin(sm90()).unwrap().to_toml();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(&format!("{name} = ")))
+        .unwrap_or_else(|| panic!("no `{name}` in the built-in table"));
+    let new = format!("{name} = {{ value = {value}, source = \"test\" }}");
+    Calibration::from_toml(&text.replacen(line, &new, 1)).unwrap()
+}
+
+/// The harness's write-flush: a weight-streaming kernel's DRAM loads carry the writeback of the
+/// dirty lines they evict, less of it when its copies are `evict="first"`; one SM's copies
+/// never draw more than `sm_dram_gbps`.
+#[test]
+fn flush_writeback_evict_first_and_the_per_sm_cap() {
+    let shape = parse_shape("N=4096,K=4096").unwrap();
+    let tiny = |evict: &str| {
+        kernel_with(
+            "examples/tinygemm_sm90.py",
+            &[
+                ("NW = 2048 ", "NW = 4096 "),
+                ("EVICT_FIRST = 1", &format!("EVICT_FIRST = {evict}")),
+            ],
+        )
+    };
+    let (plain, first) = (tiny("0"), tiny("1"));
+    let span =
+        |k: &cake_ir::Kernel, cal: &Calibration| estimate(k, sm90(), &shape, cal).unwrap().span_us;
+    let cal = Calibration::builtin(sm90()).unwrap();
+    let clean = builtin_with("flush_dirty_fraction", 1e-9);
+    assert!(
+        span(&plain, &cal) > span(&plain, &clean) * 1.1,
+        "the writeback of a 32 MB weight is charged: {} against {}",
+        span(&plain, &cal),
+        span(&plain, &clean)
+    );
+    assert!(
+        span(&first, &cal) < span(&plain, &cal),
+        "evict_first evicts fewer dirty lines"
+    );
+    assert!(span(&first, &cal) > span(&plain, &clean));
+    // 64 CTAs at 1 GB/s each cannot stream 32 MB in the DRAM-bound time.
+    let capped = builtin_with("sm_dram_gbps", 1.0);
+    assert!(span(&plain, &capped) > 2.0 * span(&plain, &cal));
+}
+
+/// `acc_issue_ratio` charges indexed reductions and per-column loads in accumulator layouts
+/// (k-means assign's fold), and nothing of attention's softmax.
+#[test]
+fn acc_issue_ratio_charges_indexed_reductions_only() {
+    let cal = Calibration::builtin(sm90()).unwrap();
+    let one = builtin_with("acc_issue_ratio", 1.0);
+    let epilogue = |k: &cake_ir::Kernel, shape: &str, cal: &Calibration| {
+        let e = estimate(k, sm90(), &parse_shape(shape).unwrap(), cal).unwrap();
+        e.terms.epilogue_us + e.terms.tensor_us
+    };
+    let assign = kernel("examples/kmeans_assign_stream_sm90.py");
+    let s = "B=2,N=135704,K=17136";
+    assert!(epilogue(&assign, s, &cal) > 1.2 * epilogue(&assign, s, &one));
+    let attention = kernel("examples/attention_sm90.py");
+    let s = "BH=64,BHKV=8,S=4096";
+    assert_eq!(epilogue(&attention, s, &cal), epilogue(&attention, s, &one));
+}
