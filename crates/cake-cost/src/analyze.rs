@@ -55,6 +55,15 @@ pub struct Work {
 }
 
 impl Work {
+    /// The thread operations of `o` (plus `extra` counted outside it, e.g. a store per element),
+    /// on `r` replicas.
+    fn set_ops(&mut self, o: Ops, extra: f64, r: f64) {
+        self.alu_ops = (o.all + extra) * r;
+        self.int_ops = o.int * r;
+        self.acc_alu_ops = o.acc_all * r;
+        self.acc_int_ops = o.acc_int * r;
+    }
+
     pub fn add(&mut self, o: &Work, k: f64) {
         self.load_bytes += o.load_bytes * k;
         for (t, b) in &o.load_by_tensor {
@@ -609,9 +618,7 @@ impl Analyzer<'_> {
                 }
                 let o = self.ops(*value, rw, seen);
                 self.row_context = false;
-                w.alu_ops = (o.all + el) * r;
-                w.int_ops = o.int * r;
-                (w.acc_alu_ops, w.acc_int_ops) = (o.acc_all * r, o.acc_int * r);
+                w.set_ops(o, el, r);
             }
             Op::GlobalScatterAdd {
                 dst,
@@ -642,9 +649,7 @@ impl Analyzer<'_> {
                 self.row_loads(*index, &mut w, r);
                 let o = self.ops(*value, rw, seen);
                 self.row_context = false;
-                w.alu_ops = (o.all + el) * r;
-                w.int_ops = o.int * r;
-                (w.acc_alu_ops, w.acc_int_ops) = (o.acc_all * r, o.acc_int * r);
+                w.set_ops(o, el, r);
             }
             Op::ScatterAdd { src, .. } => {
                 // Per element: a shared load, a conversion and a shared-memory atomic add (the
@@ -656,24 +661,18 @@ impl Analyzer<'_> {
             Op::SmemStore { value, .. } => {
                 let el = elements(&k.exprs[*value].ty);
                 let o = self.ops(*value, rw, seen);
-                w.alu_ops = (o.all + el / 2.0) * r;
-                w.int_ops = o.int * r;
-                (w.acc_alu_ops, w.acc_int_ops) = (o.acc_all * r, o.acc_int * r);
+                w.set_ops(o, el / 2.0, r);
             }
             Op::Assign { value: e, dst } if k.fragments[*dst].rows.is_some() => {
                 self.row_loads(*e, &mut w, r);
                 self.row_context = true;
                 let o = self.ops(*e, rw, seen);
                 self.row_context = false;
-                w.alu_ops = o.all * r;
-                w.int_ops = o.int * r;
-                (w.acc_alu_ops, w.acc_int_ops) = (o.acc_all * r, o.acc_int * r);
+                w.set_ops(o, 0.0, r);
             }
             Op::Assign { value: e, .. } | Op::TmemStore { src: e, .. } => {
                 let o = self.ops(*e, rw, seen);
-                w.alu_ops = o.all * r;
-                w.int_ops = o.int * r;
-                (w.acc_alu_ops, w.acc_int_ops) = (o.acc_all * r, o.acc_int * r);
+                w.set_ops(o, 0.0, r);
             }
             Op::Wait { .. } => w.waits = 1.0,
             Op::Sync { .. } => w.syncs = 1.0,
