@@ -2,10 +2,11 @@
 64 x BK tile of A and a BN x BK tile of B once, then issues REPS (the length of `R`) MMAs of
 64 x BN x BK on them back to back, and stores its accumulator. No copy is in flight during the
 loop, so with REPS large the time is the tensor-core rate. The CTA is small (128 threads,
-40 KiB at BN = 256), so several share an SM; `python -m cake.calibrate` runs four tiles per SM,
-at BN = 256 (mma_tflops_16bit) and, substituted, BN = 64 and 128 ([mma_tflops_16bit_by_n]):
-the per-N wgmma rate. At BN = 256 the accumulator takes 248 registers per thread, so two CTAs
-are resident per SM, not four."""
+40 KiB at BN = 256), so several share an SM; `python -m cake.calibrate` runs twelve tiles per
+SM, at BN = 256 (mma_tflops_16bit) and, substituted, BN = 64, 128 and 192
+([mma_tflops_16bit_by_n]): the per-N wgmma rate. The registers decide how many CTAs reside
+(ptxas: 82 per thread at BN = 64, six CTAs; 144 at 128, three; 248 at 256, two), and twelve
+tiles per SM fill whole waves at each."""
 import cake
 from cake import lm
 

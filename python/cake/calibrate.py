@@ -13,9 +13,12 @@ Probes (name: schedule, constants, shape → what it measures):
   l2_stream:   stream.py with REUSE = 8 (8 row blocks, 2 MiB) → L2 rate (l2_gbps)
   tma_latency: stream.py, 1 CTA, STAGES = 1 → µs per iteration (tma_latency_us)
   barrier:     stream.py, 1 CTA, STAGES = 8, L2-resident → µs per iteration (barrier_us, an upper bound)
-  wgmma:       wgmma.py, 4 CTAs per SM, REPS = 2048 → FLOP/s (mma_tflops_16bit, and N = 256 of
-               [mma_tflops_16bit_by_n])
-  wgmma_n64, wgmma_n128: wgmma.py with BN = 64, 128 → the per-N table [mma_tflops_16bit_by_n]
+  wgmma:       wgmma.py, 12 tiles per SM, REPS = 2048 → FLOP/s (mma_tflops_16bit, and N = 256 of
+               [mma_tflops_16bit_by_n]). 12 tiles per SM are whole waves at 2, 3, 4 or 6 CTAs
+               per SM, however many the N's registers let reside: a last wave of one CTA per
+               SM would time one dependent chain's latency, not the rate
+  wgmma_n64, wgmma_n128, wgmma_n192: wgmma.py with BN = 64, 128, 192 → the per-N table
+               [mma_tflops_16bit_by_n]
   stream_bm<BM>_s<S>: stream.py with REUSE = 8 at BM in {64, 128, 256} x STAGES in {1, 2, 4}, 8
                tiles of 128 rows per SM, one CTA per SM → L2 rate by box and depth
                ([tma_stream_gbps]; BM = 128, 4 stages is l2_stream); the Rust side derives the
@@ -102,7 +105,10 @@ def substitute_constants(text: str, values: Dict[str, Any]) -> str:
 def probes(sms: int) -> List[Dict[str, Any]]:
     """The probe table for a GPU with `sms` SMs."""
     stream_m = 8 * sms * 128
-    wg_m = 4 * sms * 64
+    # Whole waves whatever the occupancy (2, 3, 4 or 6 CTAs per SM): until 2026-12-03 this was
+    # 4 tiles per SM, and BN = 128 (144 registers, 3 CTAs per SM) ran a second wave of one CTA
+    # per SM, which measured it slower per flop than BN = 64 and 256.
+    wg_m = 12 * sms * 64
     return [
         dict(name="dram_stream", schedule="stream", kernel="stream", consts={},
              dims=dict(M=stream_m, K=4096), work=dict(bytes=stream_m * 4096 * 2)),
@@ -116,7 +122,7 @@ def probes(sms: int) -> List[Dict[str, Any]]:
              dims=dict(M=wg_m, REPS=2048), work=dict(flops=2 * wg_m * 256 * 64 * 2048), group="wgmma"),
         *[dict(name=f"wgmma_n{n}", schedule="wgmma", kernel="wgmma", consts=dict(BN=n),
                dims=dict(M=wg_m, REPS=2048), work=dict(flops=2 * wg_m * n * 64 * 2048), group="wgmma")
-          for n in (64, 128)],
+          for n in (64, 128, 192)],
         *[dict(name=f"stream_bm{bm}_s{st}", schedule="stream", kernel="stream",
                consts=dict(BM=bm, STAGES=st, REUSE=8), dims=dict(M=stream_m, K=4096),
                work=dict(bytes=stream_m * 4096 * 2), group="stream_table")

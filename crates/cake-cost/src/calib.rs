@@ -500,6 +500,7 @@ impl Calibration {
         for (key, name) in [
             ("n64", "wgmma_n64"),
             ("n128", "wgmma_n128"),
+            ("n192", "wgmma_n192"),
             ("n256", "wgmma"),
         ] {
             let p = &probes[name];
