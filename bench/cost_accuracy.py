@@ -82,7 +82,9 @@ def kmeans_variants() -> List[Dict[str, Any]]:
     for consumers, path in ((3, "examples/kmeans_assign_sm90.py"),
                             (2, "kernels/kmeans/variants/kmeans_assign_2wg_sm90.py")):
         text = open(os.path.join(ROOT, path), encoding="utf-8").read()
-        for bc in (64, 128, 256):
+        # BC 96 and 192 joined on 2026-12-03, after the model's last change: variants no
+        # version of the model was fitted or judged on.
+        for bc in (64, 96, 128, 192, 256):
             for stages in (2, 3, 4):
                 t = substitute_constants(text, dict(BC=bc, STAGES=stages))
                 out.append(dict(name=f"kmeans-c{consumers}-bc{bc}-s{stages}", family="kmeans",
@@ -110,11 +112,16 @@ def attention_variants() -> List[Dict[str, Any]]:
         "bn208": (dict(BN=208), []),
         "lazy": (dict(LAZY=1), []),
         "wg2": (dict(CONSUMERS=2), []),
+        # Joined on 2026-12-03, after the model's last change (warpgroups whose element-wise
+        # results feed an MMA overlap): variants no version of the model was fitted or judged on.
+        "wg2-nodefer": (dict(CONSUMERS=2), [(", defer=True)", ")")]),
+        "bn96": (dict(BN=96), []),
+        "bn144": (dict(BN=144), []),
     }
     out = []
     for d in (64, 128):
         for name, (consts, repl) in edits.items():
-            if name == "wg2" and d != 64:
+            if name in ("wg2", "wg2-nodefer") and d != 64:
                 continue
             if name in ("bn176", "bn208") and d == 64:
                 continue

@@ -793,17 +793,29 @@ pub fn estimate_with(
             let copies: u32 = members.iter().map(|(_, m)| m.work.copies).sum();
             let load_us = rates.load_us(load_bytes);
             let (mut c, mut c_mma, mut c_alu, mut c_row) = (0.0f64, 0.0, 0.0, 0.0);
-            for (_, m) in &members {
+            for (i, m) in &members {
                 let (mm, al, rs) = (
                     rates.mma_us(&m.work),
                     rates.alu_us(&m.work),
                     rates.row_us(&m.work),
                 );
-                // A loop whose last MMA is deferred (`defer=True`) runs its element-wise work
-                // while that MMA is in flight: the two overlap instead of adding up.
-                let consume = if defers_mma(kernel, m.id) {
+                let replicas = f64::from(a.roles[*i].replicas.max(1));
+                let consume = if replicas > 1.0 && feeds_mma(kernel, m.id) {
+                    // Warpgroups whose element-wise results are an MMA operand of the same
+                    // iteration (attention's P) each wait on their own element-wise work before
+                    // that MMA, so they drift apart: while one computes, the other W - 1 keep
+                    // the tensor cores busy, and of the shorter of the two phases that share
+                    // hides, with or without a deferred MMA (measured within 4-11 % of each
+                    // other, bench/results/2026-12-03-cost-model-2/).
+                    let hidden = mm.min(al) * (replicas - 1.0) / replicas;
+                    (mm + al - hidden).max(mm.max(al)) + rs
+                } else if defers_mma(kernel, m.id) {
+                    // A loop whose last MMA is deferred (`defer=True`) runs its element-wise
+                    // work while that MMA is in flight: the two overlap instead of adding up.
                     mm.max(al) + rs
                 } else {
+                    // Warpgroups whose element-wise work only reads the accumulator wait on
+                    // the same stage and their MMAs finish together: they run in lockstep.
                     mm + al + rs
                 };
                 if consume > c {
@@ -1377,8 +1389,6 @@ fn hints(
     out
 }
 
-/// Whether loop `l` defers its last MMA into the next iteration (`defer=True`, in the shape the
-/// lowering rotates).
 /// Cycles an L1 hit takes on the GPUs Cake targets (about 33 on Hopper in public
 /// microbenchmarks): what a spilled register's reload from local memory costs.
 const L1_HIT_CYCLES: f64 = 33.0;
@@ -1394,6 +1404,24 @@ fn spilled_registers(k: &Kernel, target: &Target, r: cake_ir::RoleId) -> u64 {
     k.registers_over_budget(r, launch, issues_wgmma)
 }
 
+/// Whether loop `l` issues an MMA whose A operand is a register fragment: element-wise results
+/// of the iteration feeding the tensor cores (attention's P·V), not only read from them.
+fn feeds_mma(k: &Kernel, l: LoopId) -> bool {
+    let mut found = false;
+    k.walk(|_, s, ctx| {
+        if let Stmt::Op(cake_ir::Op::Mma {
+            a: cake_ir::Operand::Frag(_),
+            ..
+        }) = s
+        {
+            found |= ctx.loops.contains(&l);
+        }
+    });
+    found
+}
+
+/// Whether loop `l` defers its last MMA into the next iteration (`defer=True`, in the shape the
+/// lowering rotates).
 fn defers_mma(k: &Kernel, l: LoopId) -> bool {
     let LoopKind::Range { pipeline, .. } = &k.loops[l].kind else {
         return false;

@@ -838,3 +838,61 @@ fn acc_issue_ratio_charges_indexed_reductions_only() {
     let s = "BH=64,BHKV=8,S=4096";
     assert_eq!(epilogue(&attention, s, &cal), epilogue(&attention, s, &one));
 }
+
+/// Warpgroups whose element-wise results feed an MMA of the same iteration (attention's P·V)
+/// hide (W - 1)/W of the shorter phase behind each other's MMAs, deferred or not; warpgroups
+/// whose element-wise work only reads the accumulator (k-means assign's argmin) run in
+/// lockstep, MMA then element-wise.
+#[test]
+fn warpgroups_overlap_where_element_wise_results_feed_an_mma() {
+    let cal = Calibration::builtin(sm90()).unwrap();
+    let main_loop = |k: &cake_ir::Kernel, shape: &str| {
+        let e = estimate(k, sm90(), &parse_shape(shape).unwrap(), &cal).unwrap();
+        e.loops
+            .into_iter()
+            .find(|l| l.mma_us > 0.0)
+            .expect("a loop issuing MMAs")
+    };
+    let s = "BH=64,BHKV=8,S=4096";
+    let line = "CONSUMERS = 3 if D == 64 else 2";
+    for (consumers, w) in [("CONSUMERS = 2", 2.0), ("CONSUMERS = 3", 3.0)] {
+        let deferred = kernel_with(
+            "examples/attention_sm90.py",
+            &[
+                ("D = 128            #", "D = 64            #"),
+                (line, consumers),
+            ],
+        );
+        let plain = kernel_with(
+            "examples/attention_sm90.py",
+            &[
+                ("D = 128            #", "D = 64            #"),
+                (line, consumers),
+                (", defer=True)", ")"),
+            ],
+        );
+        for k in [&deferred, &plain] {
+            let l = main_loop(k, s);
+            let hidden = l.mma_us.min(l.alu_us) * (w - 1.0) / w;
+            let want = l.mma_us + l.alu_us - hidden;
+            assert!(
+                (l.consume_us - want).abs() < 1e-9 * want,
+                "{consumers}: consume {} against {want}",
+                l.consume_us
+            );
+        }
+        assert_eq!(
+            main_loop(&deferred, s).consume_us,
+            main_loop(&plain, s).consume_us
+        );
+    }
+    let assign = kernel("examples/kmeans_assign_sm90.py");
+    let l = main_loop(&assign, "B=32,N=65536,K=1024");
+    assert!(
+        (l.consume_us - (l.mma_us + l.alu_us)).abs() < 1e-9 * l.consume_us,
+        "lockstep: {} against {} + {}",
+        l.consume_us,
+        l.mma_us,
+        l.alu_us
+    );
+}
