@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The cost model (this checkout's, with the committed calibration table) against every family
-# measurement of bench/results/2026-12-02-cost-family-accuracy/ and 2026-12-03-cost-model/, and the earlier representative
+# measurement of bench/results/2026-12-02-cost-family-accuracy/, 2026-12-03-cost-model/ and 2026-12-03-cost-model-2/, and the earlier representative
 # measurements the shipped tables were chosen from (docs/cost-model.md, "Accuracy per family").
 # No GPU. Prints one report per (family file, measurement); `--json DIR` also writes each as JSON.
 #
@@ -15,6 +15,9 @@ run() { # label, family file, measurements...
   "$CAKE" family accuracy "$@" --worst 6 | sed 's#^#    #'
   echo
 }
+C2=$R/2026-12-03-cost-model-2/c1
+echo "## Test sets of 2026-12-03 (session 21): GEMM's small-M routes, with and without evict-first"
+run "GEMM small-M, seeds 15 and 16" kernels/gemm/gemm-small.candidates.family.toml $C2/gemm-small15/measurement.json $C2/gemm-small16/measurement.json
 C=$R/2026-12-03-cost-model/c1
 echo "## Test sets of 2026-12-03: seeds 13 and 14, drawn after acc_issue_ratio was fixed"
 run "GEMM, seed 13" kernels/gemm/gemm.candidates.family.toml $C/gemm-rep13/measurement.json

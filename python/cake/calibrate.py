@@ -19,6 +19,8 @@ Probes (name: schedule, constants, shape → what it measures):
                SM would time one dependent chain's latency, not the rate
   wgmma_n64, wgmma_n128, wgmma_n192: wgmma.py with BN = 64, 128, 192 → the per-N table
                [mma_tflops_16bit_by_n]
+  wgmma_chain_n64, _n128, _n256: wgmma.py, one tile per SM → what one warpgroup's dependent
+               MMAs draw from an SM's tensor cores ([mma_chain_tflops_16bit_by_n])
   stream_bm<BM>_s<S>: stream.py with REUSE = 8 at BM in {64, 128, 256} x STAGES in {1, 2, 4}, 8
                tiles of 128 rows per SM, one CTA per SM → L2 rate by box and depth
                ([tma_stream_gbps]; BM = 128, 4 stages is l2_stream); the Rust side derives the
@@ -123,6 +125,13 @@ def probes(sms: int) -> List[Dict[str, Any]]:
         *[dict(name=f"wgmma_n{n}", schedule="wgmma", kernel="wgmma", consts=dict(BN=n),
                dims=dict(M=wg_m, REPS=2048), work=dict(flops=2 * wg_m * n * 64 * 2048), group="wgmma")
           for n in (64, 128, 192)],
+        # One tile per SM: a single warpgroup's chain of dependent MMAs on one accumulator,
+        # the most a lone consumer warpgroup gets from the tensor cores
+        # ([mma_chain_tflops_16bit_by_n]).
+        *[dict(name=f"wgmma_chain_n{n}", schedule="wgmma", kernel="wgmma", consts=dict(BN=n),
+               dims=dict(M=sms * 64, REPS=2048), work=dict(flops=2 * sms * 64 * n * 64 * 2048),
+               group="wgmma")
+          for n in (64, 128, 256)],
         *[dict(name=f"stream_bm{bm}_s{st}", schedule="stream", kernel="stream",
                consts=dict(BM=bm, STAGES=st, REUSE=8), dims=dict(M=stream_m, K=4096),
                work=dict(bytes=stream_m * 4096 * 2), group="stream_table")

@@ -620,6 +620,29 @@ fn cross_validation_routes_each_fold_by_the_table_chosen_without_it() {
     }
 }
 
+/// A shape merged from a measurement that did not time the route its fold's table gives it is
+/// untimed there, never counted as a wrong output.
+#[test]
+fn cross_validation_tells_an_untimed_route_from_a_wrong_one() {
+    let (fam, mut m) = picks();
+    // `a` untimed at every other few-row shape (a measurement of a file without it).
+    let few: Vec<usize> = (0..m.shapes.len())
+        .filter(|&k| m.shapes[k].timed.contains_key("a") && m.shapes[k].shape["R"] < 100)
+        .collect();
+    for &k in few.iter().step_by(2) {
+        m.shapes[k].timed.shift_remove("a");
+    }
+    let o = ChooseOptions::default();
+    let cv = cross_validate(&fam, &m, &o, 2).unwrap();
+    assert_eq!(cv.incorrect, 0, "{cv:?}");
+    assert!(cv.untimed > 0, "{cv:?}");
+    let text = render(&fam, &m, &choose(&fam, &m, &o).unwrap(), &o, Some(&cv));
+    assert!(
+        text.contains(&format!("{} to a route not timed there", cv.untimed)),
+        "{text}"
+    );
+}
+
 /// Measurements from several GPU calls choose together; a held-out shard never does.
 #[test]
 fn choose_takes_several_representative_measurements_and_refuses_a_held_out_one() {

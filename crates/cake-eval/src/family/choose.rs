@@ -488,6 +488,10 @@ pub struct CrossValidation {
     pub below: usize,
     /// Shapes routed to a route that failed at them or ran them wrong.
     pub incorrect: usize,
+    /// Shapes routed to a route the measurement did not time there (one merged from a
+    /// measurement of a candidates file without that route): counted 1× in the geomean, like
+    /// the fallback, and neither wrong nor below.
+    pub untimed: usize,
     /// Shapes no route took.
     pub fallback: usize,
 }
@@ -514,6 +518,7 @@ pub fn cross_validate(
         geomean: 1.0,
         below: 0,
         incorrect: 0,
+        untimed: 0,
         fallback: 0,
     };
     // The folds' choices are independent: one thread each.
@@ -544,9 +549,10 @@ pub fn cross_validate(
         for (k, s) in m.shapes.iter().enumerate().skip(fold).step_by(folds) {
             match route_of(&chosen, &s.shape) {
                 None => cv.fallback += 1,
-                Some(ci) => match speed[chosen[ci].candidate][k].flatten() {
-                    None => cv.incorrect += 1,
-                    Some(x) => {
+                Some(ci) => match speed[chosen[ci].candidate][k] {
+                    None => cv.untimed += 1,
+                    Some(None) => cv.incorrect += 1,
+                    Some(Some(x)) => {
                         ln += x.ln();
                         cv.below += usize::from(x < 0.95);
                     }
@@ -680,8 +686,18 @@ pub fn render(
     if let Some(cv) = cv {
         let _ = writeln!(
             out,
-            "# Cross-validated ({} folds, each routed by the table chosen from the others): geomean {:.3}x; {} of {} shapes below 0.95x, {} incorrect, {} to the fallback.",
-            cv.folds, cv.geomean, cv.below, cv.shapes, cv.incorrect, cv.fallback
+            "# Cross-validated ({} folds, each routed by the table chosen from the others): geomean {:.3}x; {} of {} shapes below 0.95x, {} incorrect, {}{} to the fallback.",
+            cv.folds,
+            cv.geomean,
+            cv.below,
+            cv.shapes,
+            cv.incorrect,
+            if cv.untimed > 0 {
+                format!("{} to a route not timed there, ", cv.untimed)
+            } else {
+                String::new()
+            },
+            cv.fallback
         );
     }
     let _ = writeln!(out, "name = \"{}\"", f.name);
