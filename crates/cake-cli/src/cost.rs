@@ -220,6 +220,7 @@ pub fn cmd_calibrate(
         },
         params: Default::default(),
         mma_tflops_16bit_by_n: Default::default(),
+        mma_chain_tflops_16bit_by_n: Default::default(),
         tma_stream_gbps: Default::default(),
     });
     let cal = match Calibration::from_measurements(&seed, &m) {

@@ -153,6 +153,12 @@ pub struct Calibration {
     /// `mma_tflops_16bit`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub mma_tflops_16bit_by_n: BTreeMap<String, Param>,
+    /// What one warpgroup's chain of dependent MMAs on one accumulator draws from an SM's tensor
+    /// cores, by N (16-bit inputs, TFLOP/s summed over the GPU at one chain per SM; keys as
+    /// above; `kernels/calibrate/wgmma.py`, one tile per SM). Optional: without it any number
+    /// of chains is taken to reach the per-N rate.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub mma_chain_tflops_16bit_by_n: BTreeMap<String, Param>,
     /// The full-grid TMA ring's L2 rate (GB/s, whole GPU, one CTA per SM) by box rows and stage
     /// depth: keys `bm128_s2` (`kernels/calibrate/stream.py`, boxes of BM x 64 bf16, STAGES,
     /// REUSE = 8). Optional: without it the ring uses the unloaded `tma_latency_us`.
@@ -162,6 +168,16 @@ pub struct Calibration {
 
 /// The bytes of one row of the stream probe's box (64 bf16 columns).
 pub const STREAM_ROW_BYTES: f64 = 128.0;
+
+/// A table keyed `n<N>` as (N, value), by N.
+fn by_n(table: &BTreeMap<String, Param>) -> Vec<(f64, f64)> {
+    let mut v: Vec<(f64, f64)> = table
+        .iter()
+        .filter_map(|(k, p)| Some((parse_n_key(k)? as f64, p.value)))
+        .collect();
+    v.sort_by(|a, b| a.0.total_cmp(&b.0));
+    v
+}
 
 /// `n64` -> 64.
 fn parse_n_key(k: &str) -> Option<u32> {
@@ -267,13 +283,21 @@ impl Calibration {
                 _ => {}
             }
         }
-        for (k, p) in &self.mma_tflops_16bit_by_n {
-            if parse_n_key(k).is_none() {
-                return Err(CostError::BadCalibration(format!(
-                    "unknown key `{k}` in [mma_tflops_16bit_by_n] (expected n<N>, N a multiple of 8 up to 256)"
-                )));
+        for (title, table) in [
+            ("mma_tflops_16bit_by_n", &self.mma_tflops_16bit_by_n),
+            (
+                "mma_chain_tflops_16bit_by_n",
+                &self.mma_chain_tflops_16bit_by_n,
+            ),
+        ] {
+            for (k, p) in table {
+                if parse_n_key(k).is_none() {
+                    return Err(CostError::BadCalibration(format!(
+                        "unknown key `{k}` in [{title}] (expected n<N>, N a multiple of 8 up to 256)"
+                    )));
+                }
+                check_param(&format!("[{title}]"), k, p)?;
             }
-            check_param("[mma_tflops_16bit_by_n]", k, p)?;
         }
         for (k, p) in &self.tma_stream_gbps {
             if parse_stream_key(k).is_none() {
@@ -338,9 +362,17 @@ impl Calibration {
                 }
             }
         };
-        let mut by_n: Vec<_> = self.mma_tflops_16bit_by_n.iter().collect();
-        by_n.sort_by_key(|(k, _)| parse_n_key(k));
-        section("mma_tflops_16bit_by_n", by_n);
+        for (title, table) in [
+            ("mma_tflops_16bit_by_n", &self.mma_tflops_16bit_by_n),
+            (
+                "mma_chain_tflops_16bit_by_n",
+                &self.mma_chain_tflops_16bit_by_n,
+            ),
+        ] {
+            let mut by_n: Vec<_> = table.iter().collect();
+            by_n.sort_by_key(|(k, _)| parse_n_key(k));
+            section(title, by_n);
+        }
         let mut stream: Vec<_> = self.tma_stream_gbps.iter().collect();
         stream.sort_by_key(|(k, _)| parse_stream_key(k));
         section("tma_stream_gbps", stream);
@@ -349,13 +381,12 @@ impl Calibration {
 
     /// The per-N wgmma table as (N, TFLOP/s), by N.
     pub fn mma_by_n(&self) -> Vec<(f64, f64)> {
-        let mut v: Vec<(f64, f64)> = self
-            .mma_tflops_16bit_by_n
-            .iter()
-            .filter_map(|(k, p)| Some((parse_n_key(k)? as f64, p.value)))
-            .collect();
-        v.sort_by(|a, b| a.0.total_cmp(&b.0));
-        v
+        by_n(&self.mma_tflops_16bit_by_n)
+    }
+
+    /// The per-N rate of one warpgroup's MMA chain as (N, TFLOP/s over the GPU), by N.
+    pub fn mma_chain_by_n(&self) -> Vec<(f64, f64)> {
+        by_n(&self.mma_chain_tflops_16bit_by_n)
     }
 
     /// The loaded TMA latency the stream table implies, as (bytes per µs per SM, µs), by
@@ -433,6 +464,7 @@ impl Calibration {
             .params
             .values_mut()
             .chain(out.mma_tflops_16bit_by_n.values_mut())
+            .chain(out.mma_chain_tflops_16bit_by_n.values_mut())
             .chain(out.tma_stream_gbps.values_mut())
         {
             if !p.source.starts_with("seed:") {
@@ -510,6 +542,19 @@ impl Calibration {
                     Param {
                         value: round4(r / 1e12),
                         source: probe_src("wgmma", p),
+                    },
+                );
+            }
+        }
+        // One warpgroup's chain per SM: `wgmma_chain_n<N>`.
+        for n in [64, 128, 256] {
+            let p = &probes[format!("wgmma_chain_n{n}").as_str()];
+            if let Some(r) = rate(p, "flops") {
+                out.mma_chain_tflops_16bit_by_n.insert(
+                    format!("n{n}"),
+                    Param {
+                        value: round4(r / 1e12),
+                        source: format!("{}, one tile per SM", probe_src("wgmma", p)),
                     },
                 );
             }

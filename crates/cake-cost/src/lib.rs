@@ -400,6 +400,8 @@ struct P {
     named_bar: f64,
     /// The wgmma rate by N (TFLOP/s), by N; empty without a table.
     mma_by_n: Vec<(f64, f64)>,
+    /// One warpgroup's MMA chain per SM by N (TFLOP/s over the GPU); empty without a table.
+    mma_chain_by_n: Vec<(f64, f64)>,
     /// The loaded TMA latency by bytes in flight per SM; empty without a table.
     loaded: Vec<(f64, f64)>,
     alu: f64,
@@ -435,6 +437,7 @@ impl P {
             bar: c.get("barrier_us"),
             named_bar: c.get("named_barrier_us"),
             mma_by_n: c.mma_by_n(),
+            mma_chain_by_n: c.mma_chain_by_n(),
             loaded: c.loaded_latency(),
             alu: c.get("alu_gops_per_sm"),
             int_ratio: c.get("alu_int_ratio"),
@@ -461,18 +464,17 @@ impl P {
     /// between its points; `None` when the table is empty or `n` lies outside it (the caller
     /// then uses `mma_tflops_16bit`).
     fn mma_rate_n(&self, n: f64) -> Option<f64> {
-        let t = &self.mma_by_n;
-        let (first, last) = (t.first()?, t.last()?);
-        if n < first.0 || n > last.0 {
-            return None;
-        }
-        for w in t.windows(2) {
-            let ((n0, r0), (n1, r1)) = (w[0], w[1]);
-            if n >= n0 && n <= n1 {
-                return Some(r0 + (r1 - r0) * (n - n0) / (n1 - n0).max(1e-9));
-            }
-        }
-        Some(first.1)
+        interpolate(&self.mma_by_n, n)
+    }
+
+    /// The 16-bit MMA rate `chains` warpgroups' dependent MMAs on an `n`-wide accumulator draw
+    /// from one SM's tensor cores, summed over the GPU (TFLOP/s, comparable with
+    /// `mma_rate_n`): `chains` times one chain's, linear between the table's Ns (an N outside
+    /// it, its nearest); `None` without a table.
+    fn mma_chain_rate_n(&self, n: f64, chains: f64) -> Option<f64> {
+        let t = &self.mma_chain_by_n;
+        let n = n.clamp(t.first()?.0, t.last()?.0);
+        Some(chains * interpolate(t, n)?)
     }
 
     /// The TMA latency a copy sees while every SM draws `rate` bytes per µs: the stream
@@ -520,6 +522,22 @@ impl P {
     }
 }
 
+/// A table of (x, y) by x, linear between its points; `None` when it is empty or `x` lies
+/// outside it.
+fn interpolate(t: &[(f64, f64)], x: f64) -> Option<f64> {
+    let (first, last) = (t.first()?, t.last()?);
+    if x < first.0 || x > last.0 {
+        return None;
+    }
+    for w in t.windows(2) {
+        let ((x0, y0), (x1, y1)) = (w[0], w[1]);
+        if x >= x0 && x <= x1 {
+            return Some(y0 + (y1 - y0) * (x - x0) / (x1 - x0).max(1e-9));
+        }
+    }
+    Some(first.1)
+}
+
 /// Rates a CTA sees while `active` CTAs run on the GPU, `per_sm` of them on each busy SM.
 struct Rates<'a> {
     p: &'a P,
@@ -542,16 +560,24 @@ impl Rates<'_> {
         let sm = self.p.sm_dram * 1e3 / self.per_sm;
         bytes * (1.0 / l2).max(self.miss * ((1.0 + self.writeback) / dram).max(1.0 / sm))
     }
-    fn mma_us(&self, w: &analyze::Work) -> f64 {
+    /// A CTA's MMAs, issued by `warpgroups` of its warpgroups: at the SM's rate for their N,
+    /// unless the chains of dependent MMAs on the SM (those warpgroups on each CTA resident
+    /// there) are too few to reach it.
+    fn mma_us(&self, w: &analyze::Work, warpgroups: f64) -> f64 {
+        let chains = warpgroups.max(1.0) * self.per_sm;
         let per_sm16 = self.p.tf16 * 1e6 / self.p.sms;
         let per_sm8 = self.p.tf8 * 1e6 / self.p.sms;
         let mut rest16 = w.mma_flops_16;
         let mut t = 0.0;
         for (n, f) in &w.mma_flops_16_by_n {
-            if let Some(r) = self.p.mma_rate_n(*n as f64) {
-                t += f / (r * 1e6 / self.p.sms);
-                rest16 -= f;
-            }
+            let n = *n as f64;
+            let rate = self.p.mma_rate_n(n).unwrap_or(self.p.tf16);
+            let rate = self
+                .p
+                .mma_chain_rate_n(n, chains)
+                .map_or(rate, |c| rate.min(c));
+            t += f / (rate * 1e6 / self.p.sms);
+            rest16 -= f;
         }
         t + rest16.max(0.0) / per_sm16 + w.mma_flops_8 / per_sm8
     }
@@ -795,7 +821,7 @@ pub fn estimate_with(
             let (mut c, mut c_mma, mut c_alu, mut c_row) = (0.0f64, 0.0, 0.0, 0.0);
             for (i, m) in &members {
                 let (mm, al, rs) = (
-                    rates.mma_us(&m.work),
+                    rates.mma_us(&m.work, f64::from(a.roles[*i].replicas)),
                     rates.alu_us(&m.work),
                     rates.row_us(&m.work),
                 );
@@ -916,7 +942,11 @@ pub fn estimate_with(
         let mut terms = Terms::default();
         let mut stream = 0.0;
         for w in [&r.before, &r.after] {
-            let (mm, al, rs) = (rates.mma_us(w), rates.alu_us(w), rates.row_us(w));
+            let (mm, al, rs) = (
+                rates.mma_us(w, f64::from(r.replicas)),
+                rates.alu_us(w),
+                rates.row_us(w),
+            );
             terms.tensor_us += mm;
             terms.epilogue_us += al;
             terms.memory_us += rs;

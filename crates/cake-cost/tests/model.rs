@@ -418,6 +418,8 @@ fn calibration_tables_from_measurements() {
             "wgmma": probe("BN=256", 2.0, "flops", 1.8e12),
             "wgmma_n64": probe("BN=64", 1.0, "flops", 0.6e12),
             "wgmma_n128": probe("BN=128", 1.0, "flops", 0.75e12),
+            "wgmma_chain_n64": probe("BN=64", 1.0, "flops", 0.2e12),
+            "wgmma_chain_n256": probe("BN=256", 1.0, "flops", 0.4e12),
             "l2_stream": probe("REUSE=8", 0.1, "bytes", 1.2e9),
             "stream_bm128_s2": probe("BM=128, STAGES=2", 0.2, "bytes", 1.2e9),
             "stream_bm256_s9": {"error": "timed out"},
@@ -432,6 +434,10 @@ fn calibration_tables_from_measurements() {
         [(64.0, 600.0), (128.0, 750.0), (256.0, 900.0)]
     );
     assert_eq!(cal.get("mma_tflops_16bit"), 900.0);
+    assert_eq!(cal.mma_chain_by_n(), [(64.0, 200.0), (256.0, 400.0)]);
+    assert!(cal.mma_chain_tflops_16bit_by_n["n64"]
+        .source
+        .ends_with("one tile per SM"));
     let s = &cal.tma_stream_gbps;
     assert_eq!(s["bm128_s4"].value, 12000.0);
     assert_eq!(s["bm128_s2"].value, 6000.0);
@@ -895,4 +901,54 @@ fn warpgroups_overlap_where_element_wise_results_feed_an_mma() {
         l.mma_us,
         l.alu_us
     );
+}
+
+/// With a measured rate for one warpgroup's chain of dependent MMAs, an SM whose resident
+/// warpgroups issue fewer chains than reach the per-N rate runs its MMAs at the chains' rate:
+/// tinygemm's lone consumer warpgroup slows; a GEMM whose two consumers' chains reach the rate
+/// does not.
+#[test]
+fn too_few_mma_chains_cannot_reach_the_tensor_rate() {
+    let base = Calibration::builtin(sm90()).unwrap();
+    let with_chain = |tflops: f64| {
+        let mut c = base.clone();
+        c.mma_chain_tflops_16bit_by_n = [64, 256]
+            .into_iter()
+            .map(|n| {
+                (
+                    format!("n{n}"),
+                    cake_cost::Param {
+                        value: tflops,
+                        source: "test".into(),
+                    },
+                )
+            })
+            .collect();
+        c
+    };
+    let tensor = |k: &cake_ir::Kernel, shape: &str, cal: &Calibration| {
+        estimate(k, sm90(), &parse_shape(shape).unwrap(), cal)
+            .unwrap()
+            .terms
+            .tensor_us
+    };
+    let gemm = kernel("examples/gemm_sm90.py");
+    let s = "M=4096,N=7168,K=4096";
+    let full = tensor(&gemm, s, &base);
+    assert_eq!(tensor(&gemm, s, &with_chain(600.0)), full);
+    assert!(tensor(&gemm, s, &with_chain(200.0)) > 1.5 * full);
+    let tiny = kernel_with(
+        "examples/tinygemm_sm90.py",
+        &[("M = 8 ", "M = 128 "), ("NW = 2048 ", "NW = 4096 ")],
+    );
+    let s = "N=4096,K=14336";
+    assert!(tensor(&tiny, s, &with_chain(300.0)) > 1.5 * tensor(&tiny, s, &base));
+    // The table round-trips through TOML and is validated like the per-N one.
+    let c = with_chain(300.0);
+    assert_eq!(Calibration::from_toml(&c.to_toml()).unwrap(), c);
+    let bad = c
+        .to_toml()
+        .replace("n64 = { value = 300.0", "m64 = { value = 300.0");
+    let e = Calibration::from_toml(&bad).unwrap_err().to_string();
+    assert!(e.contains("[mma_chain_tflops_16bit_by_n]"), "{e}");
 }
