@@ -30,6 +30,12 @@ STAGES = 16 if MP <= 16 else 12 if MP <= 64 else 8   # ring depth: the weight by
 # nor other kernels' dirty lines (1.10-1.14x measured: bench/results/2026-12-03-cost-model).
 EVICT_FIRST = 1
 WEIGHT_EVICT = "first" if EVICT_FIRST == 1 else None
+# WIDE = 1: two consumer warpgroups, each multiplying the weight tile by half of the tokens:
+# two chains of dependent MMAs per CTA instead of one, where one warpgroup's chain cannot keep
+# the tensor cores busy (MP of 64 and more). Split-K tiles keep one.
+WIDE = 0
+CONSUMERS = 2 if WIDE == 1 and SPLIT == 1 and MP >= 64 else 1
+MC = MP // CONSUMERS                    # tokens per consumer warpgroup
 
 
 @cake.schedule(targets=["sm_90a"], cluster=(SPLIT, 1, 1))
@@ -41,12 +47,12 @@ def tinygemm(A: lm.tensor[lm.bf16, M, "K"],
     sX = pool.view(shape=(MP, BK), dtype=lm.bf16, stages=STAGES, swizzle=128)
 
     load = lm.role(warpgroup=0, regs=40)
-    math = lm.role(warpgroup=1, regs=232)
+    math = lm.role(warpgroups=[1, 2] if CONSUMERS == 2 else [1], regs=232)
 
     pipe = lm.pipeline(stages=STAGES)
     full = lm.barrier(pipe, producers=[load], consumers=[math])
     empty = lm.barrier(pipe, producers=[math], consumers=[load])
-    acc = math.fragment(shape=(BN, MP), dtype=lm.f32)
+    acc = math.fragment(shape=(BN, MC), dtype=lm.f32)
     if SPLIT > 1:
         part = pool.view(shape=(BN, MP), dtype=lm.f32)      # this CTA's partial tile
         parts = lm.barrier(producers=[math], consumers=[math], cluster=True)
@@ -61,7 +67,7 @@ def tinygemm(A: lm.tensor[lm.bf16, M, "K"],
         with math:
             for k in lm.range(KB, pipeline=pipe):
                 lm.wait(full)
-                lm.mma(acc, sW, sX.T, accumulate=k > 0, release=empty)
+                lm.mma(acc, sW, sX.rows(MC * math.index, MC).T, accumulate=k > 0, release=empty)
             if SPLIT > 1:
                 part.store(acc)
                 lm.arrive(parts)
@@ -72,4 +78,4 @@ def tinygemm(A: lm.tensor[lm.bf16, M, "K"],
                         total = total + part.load(cta=r)
                     lm.store(C, lm.cast(total, lm.bf16), coords=(0, tn * BN), transpose=True)
             else:
-                lm.store(C, lm.cast(acc, lm.bf16), coords=(0, tn * BN), transpose=True)
+                lm.store(C, lm.cast(acc, lm.bf16), coords=(MC * math.index, tn * BN), transpose=True)
