@@ -38,6 +38,11 @@ variants = {
     "rms_cta256": ("rms_cta256", 256, 0, "R"),
     "rms_cta512": ("rms_cta512", 512, 0, "R"),
     "rms_packed2_o8": ("rms_packed2_o8", 128, 0, ["cdiv", "R", 2]),
+    "rms_packed2_cs": ("rms_packed2_cs", 128, 0, ["cdiv", "R", 2]),
+    "rms_packed2_ef": ("rms_packed2_ef", 128, 0, ["cdiv", "R", 2]),
+    "rms_packed2_efload": ("rms_packed2_efload", 128, 0, ["cdiv", "R", 2]),
+    "copy_fine1_cs": ("copy_fine1_cs", 128, 0, ["mul", "R", 4]),
+    "copy_fine1_ef": ("copy_fine1_ef", 128, 0, ["mul", "R", 4]),
 }
 for name, (sym, block, smem, grid) in variants.items():
     d = os.path.join(out, name); os.makedirs(d)
