@@ -30,9 +30,9 @@ STAGES = 16 if MP <= 16 else 12 if MP <= 64 else 8   # ring depth: the weight by
 # nor other kernels' dirty lines (1.10-1.14x measured: bench/results/2026-12-03-cost-model).
 EVICT_FIRST = 1
 WEIGHT_EVICT = "first" if EVICT_FIRST == 1 else None
-# WIDE = 1: two consumer warpgroups, each multiplying the weight tile by half of the tokens:
-# two chains of dependent MMAs per CTA instead of one, where one warpgroup's chain cannot keep
-# the tensor cores busy (MP of 64 and more). Split-K tiles keep one.
+# WIDE = 1: two consumer warpgroups, each multiplying the weight tile by half of the tokens (MP
+# of 64 and more, tiles not split). Measured slower at the contract's M = 64 and 128 (0.96x of
+# one, bench/results/2026-12-03-cost-model-2/): one warpgroup's MMAs already reach the rate.
 WIDE = 0
 CONSUMERS = 2 if WIDE == 1 and SPLIT == 1 and MP >= 64 else 1
 MC = MP // CONSUMERS                    # tokens per consumer warpgroup
