@@ -54,11 +54,43 @@ __device__ void copy_v4(const uint16_t* X, uint16_t* Y, int R) {
 extern "C" __global__ void __launch_bounds__(256) copy_u4(uint16_t* X, uint16_t* W, uint16_t* Y, int R, float eps) { copy_v4<4>(X, Y, R); }
 extern "C" __global__ void __launch_bounds__(256) copy_u1(uint16_t* X, uint16_t* W, uint16_t* Y, int R, float eps) { copy_v4<1>(X, Y, R); }
 
+// ---- L2 cache policies on the stream (2026-12-03): the harness flushes L2 by writing, so a
+// timed kernel starts with dirty lines its own traffic evicts and writes back; loads and stores
+// that ask L2 to evict their own lines first may leave those dirty lines alone (what
+// evict_first did for tinygemm's weight). MODE 1: .cs (cache-streaming) loads and stores;
+// MODE 2: an L2::evict_first policy on the loads and stores; MODE 3: on the loads only.
+template <int MODE>
+static __device__ __forceinline__ uint4 ld_policy(const uint4* p, uint64_t pol) {
+  if (MODE == 1) return __ldcs(p);
+  if (MODE >= 2) {
+    uint4 v;
+    asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p), "l"(pol));
+    return v;
+  }
+  return __ldg(p);
+}
+template <int MODE>
+static __device__ __forceinline__ void st_policy(uint4* p, uint4 v, uint64_t pol) {
+  if (MODE == 1) { __stcs(p, v); return; }
+  if (MODE == 2) {
+    asm volatile("st.global.L2::cache_hint.v4.u32 [%0], {%1, %2, %3, %4}, %5;"
+                 :: "l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w), "l"(pol) : "memory");
+    return;
+  }
+  *p = v;
+}
+static __device__ __forceinline__ uint64_t evict_first_policy() {
+  uint64_t pol;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+  return pol;
+}
 // ---- RMSNorm, rows in registers as packed bf16 (half the registers of f32) ----------------
 // ROWS rows per CTA of 128 threads; each thread holds 4 chunks of each row.
-template <int ROWS>
+template <int ROWS, int MODE = 0>
 __device__ void rms_packed(const uint16_t* X, const uint16_t* W, uint16_t* Y, int R, float eps) {
   __shared__ float red[ROWS][4];
+  const uint64_t pol = MODE >= 2 ? evict_first_policy() : 0;
   const int t = threadIdx.x, warp = t / 32, lane = t % 32;
   const int row0 = blockIdx.x * ROWS;
   uint4 raw[ROWS][4];
@@ -66,7 +98,7 @@ __device__ void rms_packed(const uint16_t* X, const uint16_t* W, uint16_t* Y, in
   for (int c = 0; c < 4; ++c)
 #pragma unroll
     for (int r = 0; r < ROWS; ++r)
-      raw[r][c] = row0 + r < R ? __ldg(reinterpret_cast<const uint4*>(X + (size_t)(row0 + r) * H) + t + 128 * c) : make_uint4(0, 0, 0, 0);
+      raw[r][c] = row0 + r < R ? ld_policy<MODE>(reinterpret_cast<const uint4*>(X + (size_t)(row0 + r) * H) + t + 128 * c, pol) : make_uint4(0, 0, 0, 0);
   float s[ROWS];
 #pragma unroll
   for (int r = 0; r < ROWS; ++r) {
@@ -84,12 +116,15 @@ __device__ void rms_packed(const uint16_t* X, const uint16_t* W, uint16_t* Y, in
     const uint4 w = __ldg(reinterpret_cast<const uint4*>(W) + t + 128 * c);
 #pragma unroll
     for (int r = 0; r < ROWS; ++r)
-      if (row0 + r < R) reinterpret_cast<uint4*>(Y + (size_t)(row0 + r) * H)[t + 128 * c] = norm(raw[r][c], w, s[r]);
+      if (row0 + r < R) st_policy<MODE>(reinterpret_cast<uint4*>(Y + (size_t)(row0 + r) * H) + t + 128 * c, norm(raw[r][c], w, s[r]), pol);
   }
 }
 extern "C" __global__ void __launch_bounds__(128) rms_packed1(uint16_t* X, uint16_t* W, uint16_t* Y, int R, float eps) { rms_packed<1>(X, W, Y, R, eps); }
 extern "C" __global__ void __launch_bounds__(128) rms_packed2(uint16_t* X, uint16_t* W, uint16_t* Y, int R, float eps) { rms_packed<2>(X, W, Y, R, eps); }
 extern "C" __global__ void __launch_bounds__(128) rms_packed4(uint16_t* X, uint16_t* W, uint16_t* Y, int R, float eps) { rms_packed<4>(X, W, Y, R, eps); }
+extern "C" __global__ void __launch_bounds__(128) rms_packed2_cs(uint16_t* X, uint16_t* W, uint16_t* Y, int R, float eps) { rms_packed<2, 1>(X, W, Y, R, eps); }
+extern "C" __global__ void __launch_bounds__(128) rms_packed2_ef(uint16_t* X, uint16_t* W, uint16_t* Y, int R, float eps) { rms_packed<2, 2>(X, W, Y, R, eps); }
+extern "C" __global__ void __launch_bounds__(128) rms_packed2_efload(uint16_t* X, uint16_t* W, uint16_t* Y, int R, float eps) { rms_packed<2, 3>(X, W, Y, R, eps); }
 
 // ---- RMSNorm, persistent rows with the next row's loads in flight -------------------------
 extern "C" __global__ void __launch_bounds__(128) rms_prefetch(uint16_t* X, uint16_t* W, uint16_t* Y, int R, float eps) {
@@ -222,20 +257,23 @@ extern "C" __global__ void __launch_bounds__(160) rms_bulk4(uint16_t* X, uint16_
 extern "C" __global__ void __launch_bounds__(160) rms_bulk8(uint16_t* X, uint16_t* W, uint16_t* Y, int R, float eps) { rms_bulk<8>(X, W, Y, R, eps); }
 
 // ---- fine-grained copies: one short-lived CTA per UNROLL * 128 chunks (torch's shape) --------
-template <int UNROLL>
+template <int UNROLL, int MODE = 0>
 __device__ void copy_fine(const uint16_t* X, uint16_t* Y, int R) {
+  const uint64_t pol = MODE >= 2 ? evict_first_policy() : 0;
   const size_t n = (size_t)R * CHUNKS;
   const size_t base = (size_t)blockIdx.x * 128 * UNROLL + threadIdx.x;
   uint4 v[UNROLL];
 #pragma unroll
-  for (int u = 0; u < UNROLL; ++u) if (base + u * 128 < n) v[u] = __ldg(reinterpret_cast<const uint4*>(X) + base + u * 128);
+  for (int u = 0; u < UNROLL; ++u) if (base + u * 128 < n) v[u] = ld_policy<MODE>(reinterpret_cast<const uint4*>(X) + base + u * 128, pol);
 #pragma unroll
-  for (int u = 0; u < UNROLL; ++u) if (base + u * 128 < n) reinterpret_cast<uint4*>(Y)[base + u * 128] = v[u];
+  for (int u = 0; u < UNROLL; ++u) if (base + u * 128 < n) st_policy<MODE>(reinterpret_cast<uint4*>(Y) + base + u * 128, v[u], pol);
 }
 extern "C" __global__ void __launch_bounds__(128) copy_fine1(uint16_t* X, uint16_t* W, uint16_t* Y, int R, float eps) { copy_fine<1>(X, Y, R); }
 extern "C" __global__ void __launch_bounds__(128) copy_fine2(uint16_t* X, uint16_t* W, uint16_t* Y, int R, float eps) { copy_fine<2>(X, Y, R); }
 extern "C" __global__ void __launch_bounds__(128) copy_fine4(uint16_t* X, uint16_t* W, uint16_t* Y, int R, float eps) { copy_fine<4>(X, Y, R); }
 extern "C" __global__ void __launch_bounds__(128) copy_fine8(uint16_t* X, uint16_t* W, uint16_t* Y, int R, float eps) { copy_fine<8>(X, Y, R); }
+extern "C" __global__ void __launch_bounds__(128) copy_fine1_cs(uint16_t* X, uint16_t* W, uint16_t* Y, int R, float eps) { copy_fine<1, 1>(X, Y, R); }
+extern "C" __global__ void __launch_bounds__(128) copy_fine1_ef(uint16_t* X, uint16_t* W, uint16_t* Y, int R, float eps) { copy_fine<1, 2>(X, Y, R); }
 
 // ---- RMSNorm, one row per CTA of THREADS threads (CHUNKS / THREADS chunks each, packed) ------
 template <int THREADS>
@@ -266,80 +304,3 @@ extern "C" __global__ void __launch_bounds__(64) rms_cta64(uint16_t* X, uint16_t
 extern "C" __global__ void __launch_bounds__(256) rms_cta256(uint16_t* X, uint16_t* W, uint16_t* Y, int R, float eps) { rms_cta<256>(X, W, Y, R, eps); }
 extern "C" __global__ void __launch_bounds__(512) rms_cta512(uint16_t* X, uint16_t* W, uint16_t* Y, int R, float eps) { rms_cta<512>(X, W, Y, R, eps); }
 extern "C" __global__ void __launch_bounds__(128, 8) rms_packed2_o8(uint16_t* X, uint16_t* W, uint16_t* Y, int R, float eps) { rms_packed<2>(X, W, Y, R, eps); }
-
-// ---- L2 cache policies on the stream (2026-12-03): the harness flushes L2 by writing, so a
-// timed kernel starts with dirty lines its own traffic evicts and writes back; loads and stores
-// that ask L2 to evict their own lines first may leave those dirty lines alone (what
-// evict_first did for tinygemm's weight). MODE 1: .cs (cache-streaming) loads and stores;
-// MODE 2: an L2::evict_first policy on the loads and stores; MODE 3: on the loads only.
-template <int MODE>
-static __device__ __forceinline__ uint4 ld_policy(const uint4* p, uint64_t pol) {
-  if (MODE == 1) return __ldcs(p);
-  if (MODE >= 2) {
-    uint4 v;
-    asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p), "l"(pol));
-    return v;
-  }
-  return __ldg(p);
-}
-template <int MODE>
-static __device__ __forceinline__ void st_policy(uint4* p, uint4 v, uint64_t pol) {
-  if (MODE == 1) { __stcs(p, v); return; }
-  if (MODE == 2) {
-    asm volatile("st.global.L2::cache_hint.v4.u32 [%0], {%1, %2, %3, %4}, %5;"
-                 :: "l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w), "l"(pol) : "memory");
-    return;
-  }
-  *p = v;
-}
-static __device__ __forceinline__ uint64_t evict_first_policy() {
-  uint64_t pol;
-  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
-  return pol;
-}
-template <int MODE>
-__device__ void rms_policy2(const uint16_t* X, const uint16_t* W, uint16_t* Y, int R, float eps) {
-  constexpr int ROWS = 2;
-  __shared__ float red[ROWS][4];
-  const uint64_t pol = MODE >= 2 ? evict_first_policy() : 0;
-  const int t = threadIdx.x, warp = t / 32, lane = t % 32;
-  const int row0 = blockIdx.x * ROWS;
-  uint4 raw[ROWS][4];
-#pragma unroll
-  for (int c = 0; c < 4; ++c)
-#pragma unroll
-    for (int r = 0; r < ROWS; ++r)
-      raw[r][c] = row0 + r < R ? ld_policy<MODE>(reinterpret_cast<const uint4*>(X + (size_t)(row0 + r) * H) + t + 128 * c, pol) : make_uint4(0, 0, 0, 0);
-  float s[ROWS];
-#pragma unroll
-  for (int r = 0; r < ROWS; ++r) {
-    s[r] = 0.f;
-#pragma unroll
-    for (int c = 0; c < 4; ++c) s[r] += sq(raw[r][c]);
-    s[r] = warp_sum(s[r]);
-    if (lane == 0) red[r][warp] = s[r];
-  }
-  __syncthreads();
-#pragma unroll
-  for (int r = 0; r < ROWS; ++r) s[r] = rsqrtf((red[r][0] + red[r][1] + red[r][2] + red[r][3]) * (1.0f / H) + eps);
-#pragma unroll
-  for (int c = 0; c < 4; ++c) {
-    const uint4 w = __ldg(reinterpret_cast<const uint4*>(W) + t + 128 * c);
-#pragma unroll
-    for (int r = 0; r < ROWS; ++r)
-      if (row0 + r < R) st_policy<MODE>(reinterpret_cast<uint4*>(Y + (size_t)(row0 + r) * H) + t + 128 * c, norm(raw[r][c], w, s[r]), pol);
-  }
-}
-extern "C" __global__ void __launch_bounds__(128) rms_packed2_cs(uint16_t* X, uint16_t* W, uint16_t* Y, int R, float eps) { rms_policy2<1>(X, W, Y, R, eps); }
-extern "C" __global__ void __launch_bounds__(128) rms_packed2_ef(uint16_t* X, uint16_t* W, uint16_t* Y, int R, float eps) { rms_policy2<2>(X, W, Y, R, eps); }
-extern "C" __global__ void __launch_bounds__(128) rms_packed2_efload(uint16_t* X, uint16_t* W, uint16_t* Y, int R, float eps) { rms_policy2<3>(X, W, Y, R, eps); }
-template <int MODE>
-__device__ void copy_policy(const uint16_t* X, uint16_t* Y, int R) {
-  const uint64_t pol = MODE >= 2 ? evict_first_policy() : 0;
-  const size_t n = (size_t)R * CHUNKS;
-  const size_t i = (size_t)blockIdx.x * 128 + threadIdx.x;
-  if (i < n) st_policy<MODE>(reinterpret_cast<uint4*>(Y) + i, ld_policy<MODE>(reinterpret_cast<const uint4*>(X) + i, pol), pol);
-}
-extern "C" __global__ void __launch_bounds__(128) copy_fine1_cs(uint16_t* X, uint16_t* W, uint16_t* Y, int R, float eps) { copy_policy<1>(X, Y, R); }
-extern "C" __global__ void __launch_bounds__(128) copy_fine1_ef(uint16_t* X, uint16_t* W, uint16_t* Y, int R, float eps) { copy_policy<2>(X, Y, R); }

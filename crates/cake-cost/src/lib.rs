@@ -820,18 +820,18 @@ pub fn estimate_with(
             let load_us = rates.load_us(load_bytes);
             let (mut c, mut c_mma, mut c_alu, mut c_row) = (0.0f64, 0.0, 0.0, 0.0);
             for (i, m) in &members {
+                let replicas = f64::from(a.roles[*i].replicas.max(1));
                 let (mm, al, rs) = (
-                    rates.mma_us(&m.work, f64::from(a.roles[*i].replicas)),
+                    rates.mma_us(&m.work, replicas),
                     rates.alu_us(&m.work),
                     rates.row_us(&m.work),
                 );
-                let replicas = f64::from(a.roles[*i].replicas.max(1));
                 let consume = if replicas > 1.0 && feeds_mma(kernel, m.id) {
                     // Warpgroups whose element-wise results are an MMA operand of the same
                     // iteration (attention's P) each wait on their own element-wise work before
                     // that MMA, so they drift apart: while one computes, the other W - 1 keep
                     // the tensor cores busy, and of the shorter of the two phases that share
-                    // hides, with or without a deferred MMA (measured within 4-11 % of each
+                    // hides, with or without a deferred MMA (measured within 9 % of each
                     // other, bench/results/2026-12-03-cost-model-2/).
                     let hidden = mm.min(al) * (replicas - 1.0) / replicas;
                     (mm + al - hidden).max(mm.max(al)) + rs

@@ -358,22 +358,11 @@ impl Interp<'_> {
         let coords = self.coords(&a[1], src, "`coords`")?;
         let barrier = self.barrier_arg(&a[2], "`barrier`")?;
         let multicast = self.positive(&a[3], "multicast", Some(1))?;
-        let evict = match a.get(4).cloned().flatten() {
-            None | Some((Value::None, _)) => None,
-            Some((Value::Str(s), _)) if s == "first" => Some(Evict::First),
-            Some((Value::Str(s), _)) if s == "last" => Some(Evict::Last),
-            Some((other, s)) => {
-                let shown = match &other {
-                    Value::Str(x) => format!("\"{x}\""),
-                    o => o.kind_name().to_string(),
-                };
-                return self.err(
-                    &codes::INVALID_VALUE,
-                    s,
-                    format!("`evict` is \"first\" (lines read once: evicted before others), \"last\" (lines many CTAs reread) or None; found {shown}"),
-                );
-            }
-        };
+        let evict = self.str_choice(
+            a.get(4),
+            &[("first", Evict::First), ("last", Evict::Last)],
+            "`evict` is \"first\" (lines read once: evicted before others), \"last\" (lines many CTAs reread) or None",
+        )?;
         self.check_view_tensor(&v, src, sp)?;
         self.emit_op(
             Op::TmaLoad {
@@ -389,26 +378,44 @@ impl Interp<'_> {
         Ok(Value::None)
     }
 
+    /// An optional string argument: absent or `None` gives `None`, one of `choices` its value;
+    /// anything else is `CAKE-L010` at the argument, `expected` followed by what was found.
+    fn str_choice<T: Copy>(
+        &mut self,
+        slot: Option<&Slot>,
+        choices: &[(&str, T)],
+        expected: &str,
+    ) -> R<Option<T>> {
+        let Some(Some((value, s))) = slot else {
+            return Ok(None);
+        };
+        let shown = match value {
+            Value::None => return Ok(None),
+            Value::Str(x) => match choices.iter().find(|(name, _)| name == x) {
+                Some((_, t)) => return Ok(Some(*t)),
+                None => format!("\"{x}\""),
+            },
+            o => o.kind_name().to_string(),
+        };
+        self.err(
+            &codes::INVALID_VALUE,
+            *s,
+            format!("{expected}; found {shown}"),
+        )
+    }
+
     /// `view.tma_store(dst, coords, reduce=None)`; `reduce="add"` adds the tile into the tensor.
     pub(super) fn tma_store(&mut self, v: ViewRef, a: &[Slot], sp: Span) -> R<Value> {
         let dst = self.tensor_arg(&a[0], "the destination")?;
         let coords = self.coords(&a[1], dst, "`coords`")?;
         self.check_view_tensor(&v, dst, sp)?;
-        let add = match a.get(2).cloned().flatten() {
-            None | Some((Value::None, _)) => false,
-            Some((Value::Str(s), _)) if s == "add" => true,
-            Some((other, s)) => {
-                let shown = match &other {
-                    Value::Str(x) => format!("\"{x}\""),
-                    o => o.kind_name().to_string(),
-                };
-                return self.err(
-                    &codes::INVALID_VALUE,
-                    s,
-                    format!("`reduce` is \"add\" (the tile is added into the tensor) or None; found {shown}"),
-                );
-            }
-        };
+        let add = self
+            .str_choice(
+                a.get(2),
+                &[("add", ())],
+                "`reduce` is \"add\" (the tile is added into the tensor) or None",
+            )?
+            .is_some();
         if add {
             let dtype = self.tensor_dtype(dst);
             if !matches!(dtype, DType::F32 | DType::F16 | DType::BF16 | DType::I32) {
