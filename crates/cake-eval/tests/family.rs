@@ -690,16 +690,24 @@ fn the_shipped_tables_are_the_choice_of_their_committed_measurements() {
         (
             "kernels/gemm/gemm.candidates.family.toml",
             &[
-                // In the order the GPU host's shell listed them (seeds 10, 11, 1).
+                // Seeds 10, 11, 1 and 12, the large-M short-K pocket (17), small M (15, 16),
+                // and 13 and 14.
                 "bench/results/2026-12-03-lowering-loads/c1/gemm-new/measurement.json",
                 "bench/results/2026-12-03-gemm-routes/c2/tiles/measurement.json",
                 "bench/results/2026-12-03-gemm-routes/c1/1-representative/measurement.json",
                 "bench/results/2026-12-03-gemm-routes/c3/rep12/measurement.json",
+                "bench/results/2026-12-03-cost-model-2/c2/gemm-pocket17/measurement.json",
+                "bench/results/2026-12-03-cost-model-2/c1/gemm-small15/measurement.json",
+                "bench/results/2026-12-03-cost-model-2/c1/gemm-small16/measurement.json",
+                "bench/results/2026-12-03-cost-model/c1/gemm-rep13/measurement.json",
+                "bench/results/2026-12-03-cost-model/c3/gemm-rep14/measurement.json",
             ],
             "kernels/gemm/gemm.family.toml",
             // Picked by cross-validation on these shapes (bench/choose_cv.py).
             ChooseOptions {
                 worst: 1.0,
+                min_shapes: 5,
+                boxes: 1,
                 ..defaults.clone()
             },
         ),

@@ -20,7 +20,7 @@
 
 use super::measure::{Measurement, Mode};
 use super::{guard_admits, Family, Range};
-use crate::contract::Shape;
+use crate::contract::{shape_text, Shape};
 use indexmap::IndexMap;
 use std::fmt::Write as _;
 use std::path::{Component, Path, PathBuf};
@@ -486,6 +486,8 @@ pub struct CrossValidation {
     pub geomean: f64,
     /// Shapes routed to a route that ran them below 0.95×.
     pub below: usize,
+    /// Those shapes, each with its route and speedup, worst first.
+    pub losers: Vec<(Shape, String, f64)>,
     /// Shapes routed to a route that failed at them or ran them wrong.
     pub incorrect: usize,
     /// Shapes routed to a route the measurement did not time there (one merged from a
@@ -517,6 +519,7 @@ pub fn cross_validate(
         shapes: m.shapes.len(),
         geomean: 1.0,
         below: 0,
+        losers: Vec::new(),
         incorrect: 0,
         untimed: 0,
         fallback: 0,
@@ -554,13 +557,18 @@ pub fn cross_validate(
                     Some(None) => cv.incorrect += 1,
                     Some(Some(x)) => {
                         ln += x.ln();
-                        cv.below += usize::from(x < 0.95);
+                        if x < 0.95 {
+                            cv.below += 1;
+                            cv.losers
+                                .push((s.shape.clone(), chosen[ci].name.clone(), x));
+                        }
                     }
                 },
             }
         }
     }
     cv.geomean = (ln / m.shapes.len() as f64).exp();
+    cv.losers.sort_by(|a, b| a.2.total_cmp(&b.2));
     Ok(cv)
 }
 
@@ -699,6 +707,14 @@ pub fn render(
             },
             cv.fallback
         );
+        if !cv.losers.is_empty() {
+            let list: Vec<String> = cv
+                .losers
+                .iter()
+                .map(|(shape, route, x)| format!("{} ({route} {x:.3}x)", shape_text(shape)))
+                .collect();
+            let _ = writeln!(out, "# Below 0.95x: {}.", list.join(", "));
+        }
     }
     let _ = writeln!(out, "name = \"{}\"", f.name);
     let _ = writeln!(out, "contract = \"{}\"", rel(&f.contract.path));
