@@ -23,8 +23,9 @@ MP = 8 if M <= 8 else 16 if M <= 16 else 32 if M <= 32 else 64 if M <= 64 else 1
 BN = 64                                 # weight rows per tile
 BK = 64                                 # K per stage (one 128-byte swizzle row per 64)
 # CTAs per tile: enough tiles × SPLIT to cover the 132 SMs (measured: bench/results/2026-12-02-tinygemm-splitk).
-SPLIT_UPTO = 2048                       # the most weight rows split in two (a family route may raise it)
-SPLIT = 2 if NW <= SPLIT_UPTO else 1
+SPLIT_UPTO = 2048                       # the most weight rows split (a family route may raise it)
+SPLIT_WAYS = 2                          # CTAs per tile where it splits (2 or 4)
+SPLIT = SPLIT_WAYS if NW <= SPLIT_UPTO else 1
 STAGES = 16 if MP <= 16 else 12 if MP <= 64 else 8   # ring depth: the weight bytes in flight (measured)
 # The weight is read once: its lines go first when L2 needs room, so they evict neither the tokens
 # nor other kernels' dirty lines (1.10-1.14x measured: bench/results/2026-12-03-cost-model).

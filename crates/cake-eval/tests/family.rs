@@ -643,6 +643,27 @@ fn cross_validation_tells_an_untimed_route_from_a_wrong_one() {
     );
 }
 
+/// A shape the table chosen without it routes below 0.95× is named, with its route and speedup.
+#[test]
+fn cross_validation_names_the_shapes_it_routes_below_0_95() {
+    let (fam, mut m) = picks();
+    // One few-row shape where `a` loses: the folds that do not see it still route it to `a`.
+    let k = (0..m.shapes.len())
+        .find(|&k| m.shapes[k].shape["R"] == 16 && m.shapes[k].shape["H"] == 4096)
+        .unwrap();
+    m.shapes[k].timed.insert("a".into(), timed(0.8));
+    let o = ChooseOptions {
+        worst: 0.7,
+        ..ChooseOptions::default()
+    };
+    let cv = cross_validate(&fam, &m, &o, 4).unwrap();
+    assert_eq!(cv.below, cv.losers.len(), "{cv:?}");
+    assert_eq!(cv.losers.len(), 1, "{cv:?}");
+    assert_eq!(cv.losers[0].1, "a");
+    let text = render(&fam, &m, &choose(&fam, &m, &o).unwrap(), &o, Some(&cv));
+    assert!(text.contains("# Below 0.95x: R=16 H=4096 (a 0.800x)."), "{text}");
+}
+
 /// Measurements from several GPU calls choose together; a held-out shard never does.
 #[test]
 fn choose_takes_several_representative_measurements_and_refuses_a_held_out_one() {
