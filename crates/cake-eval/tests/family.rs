@@ -661,7 +661,10 @@ fn cross_validation_names_the_shapes_it_routes_below_0_95() {
     assert_eq!(cv.losers.len(), 1, "{cv:?}");
     assert_eq!(cv.losers[0].1, "a");
     let text = render(&fam, &m, &choose(&fam, &m, &o).unwrap(), &o, Some(&cv));
-    assert!(text.contains("# Below 0.95x: R=16 H=4096 (a 0.800x)."), "{text}");
+    assert!(
+        text.contains("# Below 0.95x: R=16 H=4096 (a 0.800x)."),
+        "{text}"
+    );
 }
 
 /// Measurements from several GPU calls choose together; a held-out shard never does.
