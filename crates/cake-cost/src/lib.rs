@@ -1423,8 +1423,9 @@ fn hints(
     out
 }
 
-/// A tensor copied by TMA whose rows are not a multiple of 32 bytes apart: every other row's
-/// box starts 16 bytes into a sector, so each row costs one more sector request from L2.
+/// A tensor copied by TMA whose rows are not a multiple of 32 bytes apart: rows start inside
+/// sectors (every other one, for bf16 rows a multiple of 16 bytes apart), and each such row's
+/// box costs one more sector request from L2.
 /// Measured on the H200 (bench/results/2026-12-03-gemm-align/): the 128-row TMA GEMMs ran
 /// 20-35 % slower at K an odd multiple of 8 than at K a multiple of 16. The model does not
 /// charge it; the hint says where it applies.
@@ -1467,7 +1468,7 @@ fn misaligned_rows(
             &perf::MISALIGNED_ROWS,
             span,
             format!(
-                "the rows of `{}` are {name} × {} = {pitch} bytes apart, not a multiple of 32: every other row's TMA box starts {} bytes into a sector and costs one more L2 request{}",
+                "the rows of `{}` are {name} × {} = {pitch} bytes apart, not a multiple of 32: each row starts {} bytes further into a 32-byte sector, and a row's TMA box that starts inside one costs one more L2 request{}",
                 p.name,
                 dtype.bytes(),
                 pitch % 32,
