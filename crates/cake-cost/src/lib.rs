@@ -1426,9 +1426,9 @@ fn hints(
 /// A tensor copied by TMA whose rows are not a multiple of 32 bytes apart: rows start inside
 /// sectors (every other one, for bf16 rows a multiple of 16 bytes apart), and each such row's
 /// box costs one more sector request from L2.
-/// Measured on the H200 (bench/results/2026-12-03-gemm-align/): the 128-row TMA GEMMs ran
-/// 20-35 % slower at K an odd multiple of 8 than at K a multiple of 16. The model does not
-/// charge it; the hint says where it applies.
+/// Measured on the H200 (bench/results/2026-12-03-gemm-align/): the 128-row TMA GEMMs took
+/// 1.4-2.0x as long at K an odd multiple of 8 as at the multiple of 16 next to it. The model
+/// does not charge it; the hint says where it applies.
 fn misaligned_rows(
     kernel: &Kernel,
     shape: &BTreeMap<String, i64>,
