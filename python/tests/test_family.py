@@ -91,6 +91,11 @@ def test_the_gemm_family_routes_inside_its_narrowed_domain():
     n, k = tiny["when"]["N"]["max"], tiny["when"]["K"]["max"]
     assert fam.route_of((hi, n, k)) == tiny["name"]
     assert fam.route_of((hi + 1, n, k)) != tiny["name"]
+    # The 128-row TMA routes take only K a multiple of 16 (rows on 32-byte boundaries).
+    tiles = next(r for r in fam.routes if r["name"] == "tiles")
+    assert tiles["when"]["K"]["multiple_of"] == 16
+    assert fam.route_of((8192, 8192, 512)) == "tiles"
+    assert fam.route_of((8192, 8192, 520)) != "tiles"
 
 
 def test_a_route_with_constants_builds_that_variant(tmp_path):
