@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The cost model (this checkout's, with the committed calibration table) against every family
-# measurement of bench/results/2026-12-02-cost-family-accuracy/, 2026-12-03-cost-model/ and 2026-12-03-cost-model-2/, and the earlier representative
+# measurement of bench/results/2026-12-02-cost-family-accuracy/, 2026-12-03-cost-model/, 2026-12-03-cost-model-2/ and 2026-12-03-gemm-align/, and the earlier representative
 # measurements the shipped tables were chosen from (docs/cost-model.md, "Accuracy per family").
 # No GPU. Prints one report per (family file, measurement); `--json DIR` also writes each as JSON.
 #
@@ -15,6 +15,10 @@ run() { # label, family file, measurements...
   "$CAKE" family accuracy "$@" --worst 6 | sed 's#^#    #'
   echo
 }
+G=$R/2026-12-03-gemm-align/c1
+echo "## Session 22: rows off 32-byte sectors (tma_misaligned_rows_per_us was fitted on the pairs' misaligned points)"
+run "GEMM 128-row routes, pairs that differ only in K by 8" kernels/gemm/gemm-align.candidates.family.toml $G/gemm-align/measurement.json
+run "GEMM large-M short-K pocket, seed 17" kernels/gemm/gemm.candidates.family.toml $R/2026-12-03-cost-model-2/c2/gemm-pocket17/measurement.json
 C2=$R/2026-12-03-cost-model-2/c1
 echo "## Test sets of 2026-12-03 (session 21): GEMM's small-M routes, with and without evict-first"
 run "GEMM small-M, seeds 15 and 16" kernels/gemm/gemm-small.candidates.family.toml $C2/gemm-small15/measurement.json $C2/gemm-small16/measurement.json

@@ -19,6 +19,10 @@ pub struct Work {
     pub load_by_tensor: BTreeMap<usize, f64>,
     /// Whether a copy in this place completes on a barrier someone waits for.
     pub copies: u32,
+    /// Rows of TMA boxes whose source rows start inside 32-byte sectors at this shape (a
+    /// multicast box counts the share each CTA requests), all replicas: an SM's TMA serves such
+    /// rows at `tma_misaligned_rows_per_us`, whatever their bytes.
+    pub misaligned_rows: f64,
     /// Tensor-core work in FLOPs, by input width (16-bit, 8-bit).
     pub mma_flops_16: f64,
     pub mma_flops_8: f64,
@@ -70,6 +74,7 @@ impl Work {
             *self.load_by_tensor.entry(*t).or_default() += b * k;
         }
         self.copies += o.copies;
+        self.misaligned_rows += o.misaligned_rows * k;
         self.mma_flops_16 += o.mma_flops_16 * k;
         self.mma_flops_8 += o.mma_flops_8 * k;
         for (n, f) in &o.mma_flops_16_by_n {
@@ -460,6 +465,36 @@ impl Analyzer<'_> {
         }
     }
 
+    /// Rows of a view (or of its `rows(...)` slice): its elements over its innermost extent.
+    fn view_ref_rows(&self, v: &ViewRef) -> f64 {
+        let view = &self.k.views[v.view];
+        match v.rows {
+            Some((_, count)) => count as f64,
+            None => {
+                let inner = view.shape.last().copied().unwrap_or(1).max(1) as u64;
+                (view.elements() / inner) as f64
+            }
+        }
+    }
+
+    /// Whether tensor `t`'s rows are not a multiple of 32 bytes apart at this shape (one L2
+    /// sector; `CAKE-P008`).
+    fn misaligned_rows(&self, t: cake_ir::ParamId) -> bool {
+        let cake_ir::ParamKind::Tensor { dtype, dims } = &self.k.params[t].kind else {
+            return false;
+        };
+        if dims.len() < 2 {
+            return false;
+        }
+        let inner = match dims.last() {
+            Some(cake_ir::Extent::Fixed(v)) => i64::from(*v),
+            Some(cake_ir::Extent::Sym(d)) => *self.shape.get(&self.k.dims[*d].name).unwrap_or(&0),
+            None => 0,
+        };
+        let pitch = inner * dtype.bytes() as i64;
+        pitch > 0 && pitch % 32 != 0
+    }
+
     fn view_ref_bytes(&self, v: &ViewRef) -> f64 {
         let view = &self.k.views[v.view];
         match v.rows {
@@ -538,6 +573,9 @@ impl Analyzer<'_> {
                 };
                 w.load_bytes = bytes / share;
                 w.load_by_tensor.insert(src.index(), bytes);
+                if matches!(op, Op::TmaLoad { .. }) && self.misaligned_rows(*src) {
+                    w.misaligned_rows = self.view_ref_rows(dst) * r / share;
+                }
                 w.copies = 1;
                 if let Op::TmaLoad {
                     evict: Some(cake_ir::Evict::First),

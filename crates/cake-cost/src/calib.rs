@@ -90,6 +90,10 @@ pub const PARAMS: &[(&str, &str)] = &[
         "DRAM bytes one SM's TMA copies draw at most, GB/s (a deep ring on a few SMs)",
     ),
     (
+        "tma_misaligned_rows_per_us",
+        "rows of TMA boxes one SM is served per µs when the rows start inside 32-byte sectors (a row pitch not a multiple of 32 bytes)",
+    ),
+    (
         "flush_dirty_fraction",
         "of the DRAM bytes a kernel loads (up to the L2's size), the fraction written back on top: the harness's L2 flush is a write, so the L2 it leaves is dirty",
     ),
@@ -117,6 +121,7 @@ const LATER_PARAMS: &[&str] = &[
     "flush_dirty_fraction",
     "flush_dirty_fraction_evict_first",
     "acc_issue_ratio",
+    "tma_misaligned_rows_per_us",
 ];
 
 const SM_90A: &str = include_str!("../calibration/sm_90a.toml");

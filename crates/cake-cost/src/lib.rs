@@ -419,6 +419,7 @@ struct P {
     red_contended: f64,
     red_exponent: f64,
     sm_dram: f64,
+    tma_misaligned_rows: f64,
     dirty: f64,
     dirty_evict_first: f64,
     acc_issue: f64,
@@ -454,6 +455,7 @@ impl P {
             red_contended: c.get("red_contended_gops"),
             red_exponent: c.get("red_contention_exponent"),
             sm_dram: c.get("sm_dram_gbps"),
+            tma_misaligned_rows: c.get("tma_misaligned_rows_per_us"),
             dirty: c.get("flush_dirty_fraction"),
             dirty_evict_first: c.get("flush_dirty_fraction_evict_first"),
             acc_issue: c.get("acc_issue_ratio"),
@@ -554,11 +556,15 @@ impl Rates<'_> {
     /// of DRAM, which also carries the dirty lines those misses evict (`writeback` bytes per
     /// missed byte), and never faster than `sm_dram_gbps` (shared by the CTAs resident on its
     /// SM) however few SMs the grid keeps busy.
-    fn load_us(&self, bytes: f64) -> f64 {
+    /// `misaligned_rows` of them start inside 32-byte sectors: the SM's TMA serves those at
+    /// `tma_misaligned_rows_per_us` (shared by the CTAs resident on it), whatever their bytes.
+    fn load_us(&self, bytes: f64, misaligned_rows: f64) -> f64 {
         let l2 = self.p.l2 * 1e3 / self.active;
         let dram = self.p.dram * 1e3 / self.active;
         let sm = self.p.sm_dram * 1e3 / self.per_sm;
-        bytes * (1.0 / l2).max(self.miss * ((1.0 + self.writeback) / dram).max(1.0 / sm))
+        let by_bytes =
+            bytes * (1.0 / l2).max(self.miss * ((1.0 + self.writeback) / dram).max(1.0 / sm));
+        by_bytes.max(misaligned_rows * self.per_sm / self.p.tma_misaligned_rows)
     }
     /// A CTA's MMAs, issued by `warpgroups` of its warpgroups: at the SM's rate for their N,
     /// unless the chains of dependent MMAs on the SM (those warpgroups on each CTA resident
@@ -817,7 +823,8 @@ pub fn estimate_with(
             };
             let load_bytes: f64 = members.iter().map(|(_, m)| m.work.load_bytes).sum();
             let copies: u32 = members.iter().map(|(_, m)| m.work.copies).sum();
-            let load_us = rates.load_us(load_bytes);
+            let misaligned: f64 = members.iter().map(|(_, m)| m.work.misaligned_rows).sum();
+            let load_us = rates.load_us(load_bytes, misaligned);
             let (mut c, mut c_mma, mut c_alu, mut c_row) = (0.0f64, 0.0, 0.0, 0.0);
             for (i, m) in &members {
                 let replicas = f64::from(a.roles[*i].replicas.max(1));
@@ -954,7 +961,7 @@ pub fn estimate_with(
             if w.copies > 0 && w.waits > 0.0 {
                 // The role waits for its own copies: their latency and transfer are exposed.
                 terms.latency_us += p.lat;
-                terms.memory_us += rates.load_us(w.load_bytes);
+                terms.memory_us += rates.load_us(w.load_bytes, w.misaligned_rows);
             } else {
                 terms.sync_us += w.waits * p.bar;
             }
@@ -1427,8 +1434,8 @@ fn hints(
 /// sectors (every other one, for bf16 rows a multiple of 16 bytes apart), and each such row's
 /// box costs one more sector request from L2.
 /// Measured on the H200 (bench/results/2026-12-03-gemm-align/): the 128-row TMA GEMMs took
-/// 1.4-2.0x as long at K an odd multiple of 8 as at the multiple of 16 next to it. The model
-/// does not charge it; the hint says where it applies.
+/// 1.4-2.0x as long at K an odd multiple of 8 as at the multiple of 16 next to it. The loads'
+/// time charges it (`tma_misaligned_rows_per_us`); the hint says which tensors and why.
 fn misaligned_rows(
     kernel: &Kernel,
     shape: &BTreeMap<String, i64>,
