@@ -100,6 +100,48 @@ impl Work {
     }
 }
 
+/// The distance between a row-major tensor's rows at a shape, and the extent that sets it.
+pub(crate) struct RowPitch {
+    pub bytes: i64,
+    pub elem_bytes: i64,
+    /// The innermost extent's name: a dimension, or the number.
+    pub extent: String,
+}
+
+impl RowPitch {
+    /// Rows that start inside 32-byte L2 sectors (`CAKE-P008`).
+    pub fn misaligned(&self) -> bool {
+        self.bytes > 0 && self.bytes % 32 != 0
+    }
+}
+
+/// Tensor `t`'s row pitch at `shape`; `None` for a scalar, a vector or an unbound dimension.
+pub(crate) fn row_pitch(
+    k: &Kernel,
+    t: cake_ir::ParamId,
+    shape: &BTreeMap<String, i64>,
+) -> Option<RowPitch> {
+    let cake_ir::ParamKind::Tensor { dtype, dims } = &k.params[t].kind else {
+        return None;
+    };
+    if dims.len() < 2 {
+        return None;
+    }
+    let (inner, extent) = match dims.last()? {
+        cake_ir::Extent::Fixed(v) => (i64::from(*v), v.to_string()),
+        cake_ir::Extent::Sym(d) => {
+            let name = &k.dims[*d].name;
+            (*shape.get(name)?, name.clone())
+        }
+    };
+    let elem_bytes = dtype.bytes() as i64;
+    Some(RowPitch {
+        bytes: inner * elem_bytes,
+        elem_bytes,
+        extent,
+    })
+}
+
 /// One run-time loop of one role: its trip count and one iteration's work (inner non-pipelined
 /// loops folded in).
 #[derive(Clone, Debug)]
@@ -477,22 +519,9 @@ impl Analyzer<'_> {
         }
     }
 
-    /// Whether tensor `t`'s rows are not a multiple of 32 bytes apart at this shape (one L2
-    /// sector; `CAKE-P008`).
+    /// Whether tensor `t`'s rows are not a multiple of 32 bytes apart at this shape.
     fn misaligned_rows(&self, t: cake_ir::ParamId) -> bool {
-        let cake_ir::ParamKind::Tensor { dtype, dims } = &self.k.params[t].kind else {
-            return false;
-        };
-        if dims.len() < 2 {
-            return false;
-        }
-        let inner = match dims.last() {
-            Some(cake_ir::Extent::Fixed(v)) => i64::from(*v),
-            Some(cake_ir::Extent::Sym(d)) => *self.shape.get(&self.k.dims[*d].name).unwrap_or(&0),
-            None => 0,
-        };
-        let pitch = inner * dtype.bytes() as i64;
-        pitch > 0 && pitch % 32 != 0
+        row_pitch(self.k, t, self.shape).is_some_and(|p| p.misaligned())
     }
 
     fn view_ref_bytes(&self, v: &ViewRef) -> f64 {

@@ -1452,33 +1452,21 @@ fn misaligned_rows(
         }
     });
     for (t, (span, multicast)) in first {
-        let p = &kernel.params[cake_ir::ParamId::from_index(t)];
-        let cake_ir::ParamKind::Tensor { dtype, dims } = &p.kind else {
+        let id = cake_ir::ParamId::from_index(t);
+        let Some(pitch) = analyze::row_pitch(kernel, id, shape).filter(|p| p.misaligned()) else {
             continue;
         };
-        let (Some(inner), true) = (dims.last(), dims.len() >= 2) else {
-            continue;
-        };
-        let (extent, name) = match inner {
-            cake_ir::Extent::Fixed(v) => (i64::from(*v), v.to_string()),
-            cake_ir::Extent::Sym(d) => {
-                let name = &kernel.dims[*d].name;
-                (shape.get(name).copied().unwrap_or(0), name.clone())
-            }
-        };
-        let pitch = extent * dtype.bytes() as i64;
-        if pitch <= 0 || pitch % 32 == 0 {
-            continue;
-        }
-        let elems = 32 / (dtype.bytes() as i64).max(1);
+        let name = &pitch.extent;
+        let elems = 32 / pitch.elem_bytes.max(1);
         push(
             &perf::MISALIGNED_ROWS,
             span,
             format!(
-                "the rows of `{}` are {name} × {} = {pitch} bytes apart, not a multiple of 32: each row starts {} bytes further into a 32-byte sector, and a row's TMA box that starts inside one costs one more L2 request{}",
-                p.name,
-                dtype.bytes(),
-                pitch % 32,
+                "the rows of `{}` are {name} × {} = {} bytes apart, not a multiple of 32: each row starts {} bytes further into a 32-byte sector, and a row's TMA box that starts inside one costs one more L2 request{}",
+                kernel.params[id].name,
+                pitch.elem_bytes,
+                pitch.bytes,
+                pitch.bytes % 32,
                 if multicast { " (the multicast halves how many rows each CTA requests)" } else { "" }
             ),
             Some(format!(
