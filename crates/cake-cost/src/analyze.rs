@@ -519,11 +519,6 @@ impl Analyzer<'_> {
         }
     }
 
-    /// Whether tensor `t`'s rows are not a multiple of 32 bytes apart at this shape.
-    fn misaligned_rows(&self, t: cake_ir::ParamId) -> bool {
-        row_pitch(self.k, t, self.shape).is_some_and(|p| p.misaligned())
-    }
-
     fn view_ref_bytes(&self, v: &ViewRef) -> f64 {
         let view = &self.k.views[v.view];
         match v.rows {
@@ -602,7 +597,8 @@ impl Analyzer<'_> {
                 };
                 w.load_bytes = bytes / share;
                 w.load_by_tensor.insert(src.index(), bytes);
-                if matches!(op, Op::TmaLoad { .. }) && self.misaligned_rows(*src) {
+                let misaligned = row_pitch(k, *src, self.shape).is_some_and(|p| p.misaligned());
+                if matches!(op, Op::TmaLoad { .. }) && misaligned {
                     w.misaligned_rows = self.view_ref_rows(dst) * r / share;
                 }
                 w.copies = 1;

@@ -484,9 +484,8 @@ pub struct CrossValidation {
     /// Geomean speedup over the shapes, each through the table that did not see it (a shape
     /// its route failed or ran wrong at counts as 1× here and in `incorrect`).
     pub geomean: f64,
-    /// Shapes routed to a route that ran them below 0.95×.
-    pub below: usize,
-    /// Those shapes, each with its route and speedup, worst first.
+    /// Shapes routed to a route that ran them below 0.95×, each with that route and its
+    /// speedup, worst first.
     pub losers: Vec<(Shape, String, f64)>,
     /// Shapes routed to a route that failed at them or ran them wrong.
     pub incorrect: usize,
@@ -501,6 +500,13 @@ pub struct CrossValidation {
 /// Cross-validates `choose` with options `o` over the measurement (docs/dispatch.md): an
 /// estimate of the held-out geomean made from representative shapes only, to pick the options
 /// before a held-out shard judges the table.
+impl CrossValidation {
+    /// How many shapes the tables routed below 0.95×.
+    pub fn below(&self) -> usize {
+        self.losers.len()
+    }
+}
+
 pub fn cross_validate(
     f: &Family,
     m: &Measurement,
@@ -518,7 +524,6 @@ pub fn cross_validate(
         folds,
         shapes: m.shapes.len(),
         geomean: 1.0,
-        below: 0,
         losers: Vec::new(),
         incorrect: 0,
         untimed: 0,
@@ -558,7 +563,6 @@ pub fn cross_validate(
                     Some(Some(x)) => {
                         ln += x.ln();
                         if x < 0.95 {
-                            cv.below += 1;
                             cv.losers
                                 .push((s.shape.clone(), chosen[ci].name.clone(), x));
                         }
@@ -697,7 +701,7 @@ pub fn render(
             "# Cross-validated ({} folds, each routed by the table chosen from the others): geomean {:.3}x; {} of {} shapes below 0.95x, {} incorrect, {}{} to the fallback.",
             cv.folds,
             cv.geomean,
-            cv.below,
+            cv.below(),
             cv.shapes,
             cv.incorrect,
             if cv.untimed > 0 {
