@@ -291,8 +291,23 @@ impl Emitter<'_> {
                         k.roles[*role].name,
                         self.loc(sp)
                     ));
+                    let entering = !self.in_role_region();
                     self.indent_role_depth += 1;
-                    self.block(body);
+                    if entering {
+                        // A role's region in the tile loop runs once per tile: its row
+                        // reductions' column loads go out before its first wait, after the
+                        // copies issued ahead of it, so their latency overlaps the tile's
+                        // copies and MMAs (a short-lived CTA has nothing else to hide it
+                        // under). Loops inside prefetch for their own iterations.
+                        let saved = self.prefetched.clone();
+                        let at = legal::first_wait(k, body);
+                        self.block(&body[..at]);
+                        self.prefetch_column_loads(body);
+                        self.block(&body[at..]);
+                        self.prefetched = saved;
+                    } else {
+                        self.block(body);
+                    }
                     self.indent_role_depth -= 1;
                 }
             }

@@ -148,3 +148,11 @@ pub(crate) fn family_op(backend: &dyn MmaBackend, op: &Op, target: &Target) -> R
         _ => Ok(()),
     }
 }
+
+/// Where a role region's first top-level wait is (its length when it has none): the region's
+/// row reductions' column loads are issued there, after the copies that precede it.
+pub(crate) fn first_wait(k: &Kernel, body: &[StmtId]) -> usize {
+    body.iter()
+        .position(|&s| matches!(k.stmts[s], Stmt::Op(Op::Wait { .. })))
+        .unwrap_or(body.len())
+}

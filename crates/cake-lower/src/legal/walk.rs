@@ -156,7 +156,7 @@ impl<'a> Checker<'a> {
         self.errors
     }
 
-    fn block(&mut self, block: &Block) {
+    fn block(&mut self, block: &[StmtId]) {
         for &s in block {
             self.stmt(s);
         }
@@ -175,8 +175,18 @@ impl<'a> Checker<'a> {
         match &k.stmts[s] {
             Stmt::Role { role, body } => {
                 if Some(*role) == self.role.map(|r| r.0) {
+                    let entering = self.depth == 0;
                     self.depth += 1;
-                    self.block(body);
+                    if entering {
+                        // As the emitter: the region's column loads go out before its first wait.
+                        let at = super::first_wait(k, body);
+                        self.block(&body[..at]);
+                        let saved = self.prefetch_column_loads(body);
+                        self.block(&body[at..]);
+                        self.prefetched = saved;
+                    } else {
+                        self.block(body);
+                    }
                     self.depth -= 1;
                 }
             }
