@@ -672,6 +672,10 @@ fn choose_takes_several_representative_measurements_and_refuses_a_held_out_one()
     let (fam, m) = picks();
     let mut other = m.clone();
     other.seed = 4;
+    for row in &mut other.shapes {
+        let r = row.shape["R"];
+        row.shape.insert("R".into(), r + 1);
+    }
     let merged = Measurement::merge(vec![m.clone(), other.clone()]).unwrap();
     assert_eq!(merged.shapes.len(), 2 * m.shapes.len());
     assert_eq!(merged.merged_seeds, [4]);
@@ -682,6 +686,31 @@ fn choose_takes_several_representative_measurements_and_refuses_a_held_out_one()
     held.shard = "held_out".into();
     let e = Measurement::merge(vec![m, held]).unwrap_err();
     assert!(e.contains("held_out shard (seed 4)"), "{e}");
+}
+
+/// A seed's shapes timed again for a route added since join the first timing's rows: one row
+/// per shape with every route timed there, the first timing kept where both timed a route.
+#[test]
+fn merging_a_later_timing_of_the_same_shapes_joins_their_rows() {
+    let (_, m) = picks();
+    let mut later = m.clone();
+    for row in &mut later.shapes {
+        row.timed.clear();
+        row.timed.insert("a".into(), timed(9.0));
+        row.timed.insert("c".into(), timed(1.25));
+    }
+    let merged = Measurement::merge(vec![m.clone(), later]).unwrap();
+    assert_eq!(merged.shapes.len(), m.shapes.len());
+    assert_eq!(merged.n, m.shapes.len());
+    assert!(merged.merged_seeds.is_empty(), "{:?}", merged.merged_seeds);
+    for (row, first) in merged.shapes.iter().zip(&m.shapes) {
+        assert_eq!(row.timed["c"].speedup, Some(1.25));
+        assert_eq!(
+            row.timed.get("a").map(|o| o.speedup),
+            first.timed.get("a").map(|o| o.speedup).or(Some(Some(9.0)))
+        );
+        assert_eq!(row.timed["b"].speedup, first.timed["b"].speedup);
+    }
 }
 
 #[test]

@@ -66,7 +66,9 @@ pub struct Measurement {
 impl Measurement {
     /// One measurement of the shapes of several every-route measurements of the same family's
     /// representative shards (`cake family choose` over measurements from several GPU calls).
-    /// Held-out and boundary shards never choose routes, so they are refused.
+    /// Held-out and boundary shards never choose routes, so they are refused. A shape measured
+    /// again (the same seed's draw, timed later for routes added since) is one row: the routes
+    /// timed there join it, and a route timed in both keeps its first timing.
     pub fn merge(ms: Vec<Measurement>) -> Result<Measurement, String> {
         let mut it = ms.into_iter();
         let mut first = it.next().ok_or("no measurement to merge")?;
@@ -85,10 +87,22 @@ impl Measurement {
                     m.mode, m.family, first.mode, first.family
                 ));
             }
-            first.merged_seeds.push(m.seed);
-            first.merged_seeds.extend(m.merged_seeds);
-            first.n += m.n;
-            first.shapes.extend(m.shapes);
+            for seed in std::iter::once(m.seed).chain(m.merged_seeds) {
+                if seed != first.seed && !first.merged_seeds.contains(&seed) {
+                    first.merged_seeds.push(seed);
+                }
+            }
+            for row in m.shapes {
+                match first.shapes.iter_mut().find(|r| r.shape == row.shape) {
+                    Some(same) => {
+                        for (route, outcome) in row.timed {
+                            same.timed.entry(route).or_insert(outcome);
+                        }
+                    }
+                    None => first.shapes.push(row),
+                }
+            }
+            first.n = first.shapes.len();
         }
         Ok(first)
     }
