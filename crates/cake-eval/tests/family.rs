@@ -705,10 +705,9 @@ fn merging_a_later_timing_of_the_same_shapes_joins_their_rows() {
     assert!(merged.merged_seeds.is_empty(), "{:?}", merged.merged_seeds);
     for (row, first) in merged.shapes.iter().zip(&m.shapes) {
         assert_eq!(row.timed["c"].speedup, Some(1.25));
-        assert_eq!(
-            row.timed.get("a").map(|o| o.speedup),
-            first.timed.get("a").map(|o| o.speedup).or(Some(Some(9.0)))
-        );
+        // `a` was timed first where H <= 8192: that timing stays; elsewhere the later one joins.
+        let a = first.timed.get("a").map_or(Some(9.0), |o| o.speedup);
+        assert_eq!(row.timed["a"].speedup, a);
         assert_eq!(row.timed["b"].speedup, first.timed["b"].speedup);
     }
 }

@@ -497,9 +497,6 @@ pub struct CrossValidation {
     pub fallback: usize,
 }
 
-/// Cross-validates `choose` with options `o` over the measurement (docs/dispatch.md): an
-/// estimate of the held-out geomean made from representative shapes only, to pick the options
-/// before a held-out shard judges the table.
 impl CrossValidation {
     /// How many shapes the tables routed below 0.95×.
     pub fn below(&self) -> usize {
@@ -507,6 +504,9 @@ impl CrossValidation {
     }
 }
 
+/// Cross-validates `choose` with options `o` over the measurement (docs/dispatch.md): an
+/// estimate of the held-out geomean made from representative shapes only, to pick the options
+/// before a held-out shard judges the table.
 pub fn cross_validate(
     f: &Family,
     m: &Measurement,
