@@ -138,6 +138,10 @@ pub struct MeasureArgs {
     /// Time every route whose guard admits a shape (the evidence `choose` reads)
     #[arg(long)]
     pub every_route: bool,
+    /// With --every-route, time only this route (repeatable): the routes added since an earlier
+    /// measurement of the same seed, whose rows `choose` then joins
+    #[arg(long = "route", value_name = "NAME")]
+    pub routes: Vec<String>,
     /// The contract's baseline to time against (default: its first)
     #[arg(long)]
     pub baseline: Option<String>,
@@ -186,6 +190,7 @@ pub fn cmd_measure(a: MeasureArgs) -> ExitCode {
         warmup: a.warmup,
         samples: a.samples,
         target: a.target,
+        routes: a.routes,
     };
     let mut progress = |line: &str| eprintln!("{line}");
     if a.prebuild {

@@ -196,6 +196,10 @@ enum FamilyCommand {
         /// a route can then start at a problem size
         #[arg(long = "product", value_name = "DIMS")]
         products: Vec<String>,
+        /// Also let boxes bound this product of dimensions from above (repeatable): a route that
+        /// wins small problems on low fixed costs can then end at a problem size
+        #[arg(long = "product-under", value_name = "DIMS")]
+        products_under: Vec<String>,
         /// Also estimate the table's worth on unseen shapes: choose on all but one of FOLDS
         /// parts of the shapes, route the part left out (stated in the table's header)
         #[arg(long, value_name = "FOLDS")]
@@ -595,6 +599,7 @@ fn main() -> ExitCode {
             carve,
             open_above,
             products,
+            products_under,
             cross_validate,
         }) => family::cmd_choose(
             &file,
@@ -607,6 +612,7 @@ fn main() -> ExitCode {
                 carve,
                 open_above,
                 products,
+                products_under,
             },
             cross_validate,
         ),

@@ -577,6 +577,57 @@ fn choose_bounds_a_product_of_dimensions_from_below_where_small_problems_lose() 
     assert!(e.contains("`Q` in the product `R*Q`"), "{e}");
 }
 
+/// The mirror image: `a` wins 1.5× on problems below 2^20 elements and loses (0.5×) above.
+/// With `--open-above` the box of the small problems reaches the largest measured R and would
+/// stay open above it; `--product-under R*H` ends it at the largest product it took.
+#[test]
+fn choose_bounds_a_product_of_dimensions_from_above_where_large_problems_lose() {
+    let (mut fam, mut m) = picks();
+    fam.routes[0].when.clear();
+    for s in &mut m.shapes {
+        let size = s.shape["R"] * s.shape["H"];
+        s.timed.clear();
+        s.timed.insert(
+            "a".to_string(),
+            timed(if size < 1 << 20 { 1.5 } else { 0.5 }),
+        );
+    }
+    let o = ChooseOptions {
+        open_above: true,
+        products_under: vec!["R*H".into()],
+        ..ChooseOptions::default()
+    };
+    let sized = choose(&fam, &m, &o).unwrap();
+    // The box ends at a cut of the measured products (a grid of them, not every value): every
+    // shape it takes won, its bound is the largest product it took, and no bound from below.
+    let bound = sized[0].when["R*H"].max.expect("bounded from above");
+    assert!(bound < 1 << 20, "{sized:?}");
+    assert_eq!(sized[0].when["R*H"].min, None, "{sized:?}");
+    let largest_taken = m
+        .shapes
+        .iter()
+        .map(|s| s.shape["R"] * s.shape["H"])
+        .filter(|size| *size <= bound)
+        .max();
+    assert_eq!(largest_taken, Some(bound));
+    assert_eq!((sized[0].worst, sized.len()), (1.5, 1), "{sized:?}");
+    let text = render(&fam, &m, &sized, &o, None);
+    assert!(text.contains("from above (`--product-under`)"), "{text}");
+    let picked = Family::load(&write("under.chosen.family.toml", &text)).unwrap();
+    // The largest problem, far past any the box took, falls back.
+    assert_eq!(picked.route_of(&shape(65536, 16384)), None);
+    let e = choose(
+        &fam,
+        &m,
+        &ChooseOptions {
+            products_under: vec!["R*Q".into()],
+            ..ChooseOptions::default()
+        },
+    )
+    .unwrap_err();
+    assert!(e.contains("`Q` in the product `R*Q`"), "{e}");
+}
+
 /// A family file's product guard: every factor a dimension, only `min` and `max`.
 #[test]
 fn a_product_guard_names_dimensions_and_takes_only_bounds() {

@@ -670,6 +670,7 @@ fn a_family_is_measured_through_dispatch_against_its_baseline() {
         warmup: None,
         samples: None,
         target: None,
+        routes: Vec::new(),
     };
     // The fallback is the baseline's own function: speedup 1 by identity, never timed.
     let f = rows_family("family-identity", "baseline");
@@ -732,4 +733,37 @@ fn a_family_is_measured_through_dispatch_against_its_baseline() {
     let o = fb.dispatched().unwrap();
     assert!(!o.baseline_itself && o.correct, "{o:?}");
     assert_eq!((o.cupti_ms, o.speedup), (Some(1.8), Some(1.0)));
+}
+
+#[test]
+fn timing_only_some_routes_names_routes_of_the_family_in_every_route_mode() {
+    use cake_eval::family::measure::{measure, prebuild, MeasureOptions, Mode as FamilyMode};
+    use cake_eval::family::Shard;
+    let f = rows_family("family-only", "baseline");
+    let o = |mode, routes: &[&str]| MeasureOptions {
+        shard: Shard::Representative,
+        n: 4,
+        seed: 5,
+        mode,
+        baseline: None,
+        warmup: None,
+        samples: None,
+        target: Some("sm_90a".into()),
+        routes: routes.iter().map(|r| r.to_string()).collect(),
+    };
+    let usage = |o: &MeasureOptions| {
+        let mut sup = supervisor();
+        let e = measure(&f, o, &mut sup, &mut |_: &str| {}, &mut |_| {}).unwrap_err();
+        sup.shutdown();
+        let p = prebuild(&f, o, "sm_90a", &mut |_: &str| {}).unwrap_err();
+        assert_eq!(e.to_string(), p.to_string());
+        e.to_string()
+    };
+    let unknown = usage(&o(FamilyMode::EveryRoute, &["narrow", "wide"]));
+    assert!(
+        unknown.contains("no route `wide`; it has narrow"),
+        "{unknown}"
+    );
+    let dispatch = usage(&o(FamilyMode::Dispatch, &["narrow"]));
+    assert!(dispatch.contains("needs every-route mode"), "{dispatch}");
 }

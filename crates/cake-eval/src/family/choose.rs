@@ -14,7 +14,9 @@
 //! gain (the seed's policy).
 //!
 //! With `open_above`, a guard whose box reaches the largest measured value of a dimension stays
-//! open above it; with `products`, boxes may also bound products of dimensions from below.
+//! open above it; with `products`, boxes may also bound products of dimensions from below, and
+//! with `products_under` from above (a route whose fixed cost is low but that does not scale ends
+//! at a problem size).
 //! [`cross_validate`] estimates what a table chosen with given options is worth on shapes it
 //! did not see, so options are picked without a held-out shard.
 
@@ -44,6 +46,11 @@ pub struct ChooseOptions {
     /// Products of dimensions (`B*N`) the boxes may also bound from below: a route whose fixed
     /// costs lose on small problems starts at a problem size no range of one dimension can say.
     pub products: Vec<String>,
+    /// Products of dimensions the boxes may also bound from above: a route that wins small
+    /// problems on low fixed costs and loses large ones (short CTAs that each reload shared
+    /// operands) ends at a problem size. Its bound is the largest product the box took, whether
+    /// or not `open_above` keeps the box's dimensions open.
+    pub products_under: Vec<String>,
 }
 
 impl Default for ChooseOptions {
@@ -56,6 +63,7 @@ impl Default for ChooseOptions {
             carve: false,
             open_above: false,
             products: Vec::new(),
+            products_under: Vec::new(),
         }
     }
 }
@@ -124,7 +132,7 @@ pub fn choose(f: &Family, m: &Measurement, o: &ChooseOptions) -> Result<Vec<Chos
             m.family, f.name
         ));
     }
-    for p in &o.products {
+    for p in o.products.iter().chain(&o.products_under) {
         if let Some(bad) =
             super::guard_factors(p).find(|d| !f.contract.dims.iter().any(|x| x.name == *d))
         {
@@ -133,15 +141,18 @@ pub fn choose(f: &Family, m: &Measurement, o: &ChooseOptions) -> Result<Vec<Chos
             ));
         }
     }
-    // The axes a box bounds: each dimension, then each product (from below only).
+    // The axes a box bounds: each dimension, then each product bounded from below, then each
+    // product bounded from above.
     let dims: Vec<String> = f
         .contract
         .dims
         .iter()
         .map(|d| d.name.clone())
         .chain(o.products.iter().cloned())
+        .chain(o.products_under.iter().cloned())
         .collect();
     let products_from = f.contract.dims.len();
+    let under_from = products_from + o.products.len();
     let shapes: Vec<&Shape> = m.shapes.iter().map(|s| &s.shape).collect();
     // Each axis's value at each measured shape, computed once: `at[axis][shape]`.
     let at: Vec<Vec<i64>> = dims
@@ -176,8 +187,10 @@ pub fn choose(f: &Family, m: &Measurement, o: &ChooseOptions) -> Result<Vec<Chos
                     let c = cuts(&open.iter().map(|k| vals[*k]).collect::<Vec<_>>());
                     if a < products_from {
                         intervals(&c)
-                    } else {
+                    } else if a < under_from {
                         floors(&c)
+                    } else {
+                        ceilings(&c)
                     }
                 })
                 .collect();
@@ -213,9 +226,11 @@ pub fn choose(f: &Family, m: &Measurement, o: &ChooseOptions) -> Result<Vec<Chos
                     hi
                 };
                 (lo.filter(|v| *v > dim.min), hi.filter(|v| *v < dim.max))
-            } else {
+            } else if a < under_from {
                 // A product is bounded only where the box cut it.
                 (lo.filter(|_| b.0.is_some()), None)
+            } else {
+                (None, hi.filter(|_| b.1.is_some()))
             };
             if lo.is_none() && hi.is_none() {
                 continue;
@@ -278,6 +293,18 @@ fn value(axis: &str, shape: &Shape) -> i64 {
 fn floors(c: &[i64]) -> Vec<(Option<i64>, Option<i64>)> {
     std::iter::once((None, None))
         .chain(c.iter().skip(1).map(|lo| (Some(*lo), None)))
+        .collect()
+}
+
+/// Upper bounds only (a product axis bounded from above): no bound, or at most each cut value
+/// but the last.
+fn ceilings(c: &[i64]) -> Vec<(Option<i64>, Option<i64>)> {
+    std::iter::once((None, None))
+        .chain(
+            c.iter()
+                .take(c.len().saturating_sub(1))
+                .map(|hi| (None, Some(*hi))),
+        )
         .collect()
 }
 
@@ -682,7 +709,7 @@ pub fn render(
         out,
         "# On these shapes the table gives a geomean of {table:.3}x; the best route per shape (or the fallback) would give {best:.3}x."
     );
-    if o.open_above || !o.products.is_empty() {
+    if o.open_above || !o.products.is_empty() || !o.products_under.is_empty() {
         let mut how = Vec::new();
         if o.open_above {
             how.push("a box that reaches the largest measured value of a dimension stays open above it (`--open-above`)".to_string());
@@ -691,6 +718,12 @@ pub fn render(
             how.push(format!(
                 "boxes may bound {} from below (`--product`)",
                 o.products.join(", ")
+            ));
+        }
+        if !o.products_under.is_empty() {
+            how.push(format!(
+                "boxes may bound {} from above (`--product-under`)",
+                o.products_under.join(", ")
             ));
         }
         let _ = writeln!(out, "# Guards: {}.", how.join("; "));

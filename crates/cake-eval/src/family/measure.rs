@@ -40,6 +40,16 @@ pub struct MeasureOptions {
     pub samples: Option<u32>,
     /// The exact target (default: the GPU's).
     pub target: Option<String>,
+    /// Every-route mode: time only these routes (empty: all). A later measurement of the same
+    /// seed with the routes added since joins the earlier one's rows (`Measurement::merge`).
+    pub routes: Vec<String>,
+}
+
+impl MeasureOptions {
+    /// Whether the measurement times route `name` (every route unless `routes` names some).
+    fn times(&self, name: &str) -> bool {
+        self.routes.is_empty() || self.routes.iter().any(|r| r == name)
+    }
 }
 
 /// A family's measurement: one record per shape, in the order the sampler drew them.
@@ -193,9 +203,13 @@ const JOB_SHAPES: usize = 12;
 /// The runs a measurement makes: per route (and the fallback, in dispatch mode), one per build
 /// (specialization) of the shapes it times, so one build that fails costs only its shapes, in
 /// runs of at most [`JOB_SHAPES`] shapes.
-fn plan(f: &Family, shapes: &[Shape], mode: Mode, baseline: &str) -> Vec<Job> {
+fn plan(f: &Family, shapes: &[Shape], o: &MeasureOptions, baseline: &str) -> Vec<Job> {
+    let mode = o.mode;
     let mut jobs = Vec::new();
     for (i, r) in f.routes.iter().enumerate() {
+        if !o.times(&r.name) {
+            continue;
+        }
         let contract = f.route_contract(i);
         let mut groups: IndexMap<Vec<(String, i64)>, Vec<usize>> = IndexMap::new();
         for (k, s) in shapes.iter().enumerate() {
@@ -272,6 +286,34 @@ fn job_options(job: &Job, o: &MeasureOptions, baseline: &str) -> Options {
     }
 }
 
+/// A usage error where `--route` names a route the family lacks, or is given outside
+/// every-route mode (dispatch without some routes would time another table than the file's).
+fn check_routes(f: &Family, o: &MeasureOptions) -> Result<(), RunError> {
+    if o.routes.is_empty() {
+        return Ok(());
+    }
+    if o.mode != Mode::EveryRoute {
+        return Err(RunError::Usage(
+            "timing only some routes needs every-route mode: dispatch times the table as the file has it".into(),
+        ));
+    }
+    match o
+        .routes
+        .iter()
+        .find(|n| !f.routes.iter().any(|r| &r.name == *n))
+    {
+        Some(n) => Err(RunError::Usage(format!(
+            "the family has no route `{n}`; it has {}",
+            f.routes
+                .iter()
+                .map(|r| r.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// The baseline a measurement times against: the one asked for, else the contract's first.
 fn baseline_of(f: &Family, o: &MeasureOptions) -> Result<String, RunError> {
     match &o.baseline {
@@ -314,8 +356,9 @@ pub fn prebuild(
 ) -> Result<Vec<(String, Specialization, Option<String>)>, RunError> {
     let shapes: Vec<Shape> = shapes_of(f, o).into_iter().map(|(s, _)| s).collect();
     let mut out = Vec::new();
+    check_routes(f, o)?;
     let baseline = baseline_of(f, o)?;
-    for job in plan(f, &shapes, o.mode, &baseline) {
+    for job in plan(f, &shapes, o, &baseline) {
         if job.python.is_some() {
             continue;
         }
@@ -348,6 +391,7 @@ pub fn measure(
     progress: Progress,
     checkpoint: &mut dyn FnMut(&Measurement),
 ) -> Result<Measurement, RunError> {
+    check_routes(f, o)?;
     let baseline = baseline_of(f, o)?;
     let drawn = shapes_of(f, o);
     let shapes: Vec<Shape> = drawn.iter().map(|(s, _)| s.clone()).collect();
@@ -371,7 +415,7 @@ pub fn measure(
         }
     }
     let mut environment = Value::Null;
-    let jobs = plan(f, &shapes, o.mode, &baseline);
+    let jobs = plan(f, &shapes, o, &baseline);
     for (j, job) in jobs.iter().enumerate() {
         progress(&format!(
             "[{}/{}] {} at {} shape(s)",
