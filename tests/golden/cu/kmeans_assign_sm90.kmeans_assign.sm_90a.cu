@@ -264,7 +264,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) cake_kmeans_assign(
         }
         cake_wgmma_wait<0>();
         if (math_thread == 0) cake_mbar_arrive(c_empty + 8 * pipe_stage);  // release
-        float red1_v[2]; int red1_i[2];  // row min over 128 columns, packed (value, column) keys (kmeans_assign_sm90.py:92)
+        [[maybe_unused]] float red1_v[2]; int red1_i[2];  // row min over 128 columns, packed (value, column) keys (kmeans_assign_sm90.py:92)
         float red1_bv[2] = {__int_as_float(0x7f800000), __int_as_float(0x7f800000)}; int red1_bi[2] = {0, 0};
         const int red1_keymask = ~31 | ((int)blockDim.x >> 31);
         #pragma unroll

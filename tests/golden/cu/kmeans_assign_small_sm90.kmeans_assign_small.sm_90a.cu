@@ -217,7 +217,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_kmeans_assign_small(
       cake_wgmma_commit();
       cake_wgmma_wait<0>();  // the MMAs into `acc` have retired
       cake_wgmma_fence_regs(acc);
-      float red1_v[2]; int red1_i[2];  // row min over 64 columns, packed (value, column) keys (kmeans_assign_small_sm90.py:29)
+      [[maybe_unused]] float red1_v[2]; int red1_i[2];  // row min over 64 columns, packed (value, column) keys (kmeans_assign_small_sm90.py:29)
       float red1_bv[2] = {__int_as_float(0x7f800000), __int_as_float(0x7f800000)}; int red1_bi[2] = {0, 0};
       const int red1_keymask = ~15 | ((int)blockDim.x >> 31);
       #pragma unroll

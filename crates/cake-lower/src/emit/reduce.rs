@@ -161,8 +161,10 @@ impl Emitter<'_> {
         // declare the same names.
         let (bv, bi) = (format!("red{id}_bv"), format!("red{id}_bi"));
         if index {
+            // An arg-reduction whose value nothing reads (an argmin alone) still sets it:
+            // `maybe_unused` keeps nvcc from warning about the value array.
             self.line(&format!(
-                "float {vname}[2]; int {iname}[2];  // row {combine} over {layout} columns{how} ({})",
+                "[[maybe_unused]] float {vname}[2]; int {iname}[2];  // row {combine} over {layout} columns{how} ({})",
                 self.loc(k.exprs.span(e))
             ));
             // Both rows of the thread in one pass over its columns, so each column's operands
@@ -253,7 +255,7 @@ impl Emitter<'_> {
         } = *pass;
         let value = self.elem(arg, Site::Lane);
         let decl = if index {
-            format!("float {vname}[1] = {{{init}}}; int {iname}[1] = {{0}};")
+            format!("[[maybe_unused]] float {vname}[1] = {{{init}}}; int {iname}[1] = {{0}};")
         } else {
             format!("float {vname}[1] = {{{init}}};")
         };
