@@ -123,6 +123,12 @@ fn every_lowered_example_compiles_for_its_target() {
             "{stem}: ptxas ignored setmaxnreg: {:?}",
             r.warnings
         );
+        // Generated CUDA is read by people: it compiles without a warning from nvcc or ptxas.
+        assert!(
+            r.warnings.is_empty(),
+            "{stem} for {target}: the build warns: {:?}",
+            r.warnings
+        );
     }
     let _ = std::fs::remove_dir_all(&out);
 }
