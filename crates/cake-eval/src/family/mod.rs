@@ -364,13 +364,13 @@ impl Family {
         self.routes.iter().position(|r| r.admits(shape))
     }
 
-    /// Every region of the domain, one point each: the domain's edges and the guards' edges on
-    /// both sides, snapped to values the domain admits. Guards are ranges and value sets, so
-    /// between two consecutive edges every shape goes the same way, and these points decide
-    /// coverage exactly; a guard's `multiple_of` adds, next to each edge, a multiple and a
-    /// value that is not one. A guard over a product adds its crossings (see the loop below),
-    /// which sample its curved edge rather than decide it.
-    pub fn edge_points(&self) -> Result<Vec<Shape>, String> {
+    /// The edge grid's axes, one per dimension in the contract's order: the domain's edges and
+    /// the guards' edges on both sides, snapped to values the domain admits. Guards are ranges
+    /// and value sets, so between two consecutive edges every shape goes the same way, and the
+    /// grid's points decide coverage exactly; a guard's `multiple_of` adds, next to each edge, a
+    /// multiple and a value that is not one. A guard over a product adds its crossings (see the
+    /// loop below), which sample its curved edge rather than decide it.
+    fn edge_axes(&self) -> Vec<(String, Vec<i64>)> {
         let mut axes: Vec<(String, Vec<i64>)> = Vec::new();
         for dim in &self.contract.dims {
             let mut cuts = vec![dim.min, dim.max];
@@ -460,13 +460,14 @@ impl Family {
                 axis.dedup();
             }
         }
-        let count = axes
-            .iter()
-            .try_fold(1usize, |a, (_, v)| a.checked_mul(v.len()));
-        match count {
-            Some(n) if n <= 1 << 20 => {}
-            _ => return Err("the guards cut the domain into more than 2^20 regions".into()),
-        }
+        axes
+    }
+
+    /// Every region of the domain, one point each: the points of the edge grid (see
+    /// `edge_axes`), the first dimension varying slowest, less those past a [limits] product.
+    pub fn edge_points(&self) -> Result<Vec<Shape>, String> {
+        let axes = self.edge_axes();
+        check_grid_size(&axes, EDGE_POINTS_LOG2)?;
         let mut out = vec![Shape::new()];
         for (name, vals) in &axes {
             out = out
@@ -487,33 +488,71 @@ impl Family {
 
     /// Which route takes each region of the domain, which regions only the fallback takes,
     /// where guards overlap (the earlier route wins), and routes that no shape reaches.
+    ///
+    /// The regions are `edge_points`, walked in its order without building them (tables of
+    /// several routes cut the domain into millions of regions).
     pub fn validate(&self) -> Result<Validation, String> {
-        let points = self.edge_points()?;
+        let axes = self.edge_axes();
+        check_grid_size(&axes, VALIDATE_POINTS_LOG2)?;
+        let guards = GridGuards::new(&self.routes, &axes);
+        let limits: Vec<GridLimit> = self
+            .contract
+            .limits
+            .iter()
+            .map(|l| GridLimit::new(l, &axes))
+            .collect();
+        let shape_at = |point: &[i64]| -> Shape {
+            axes.iter()
+                .zip(point)
+                .map(|((name, _), v)| (name.clone(), *v))
+                .collect()
+        };
         let mut v = Validation {
-            regions: points.len(),
             by_route: vec![0; self.routes.len()],
             ..Validation::default()
         };
-        for p in &points {
-            let admitting: Vec<usize> = (0..self.routes.len())
-                .filter(|i| self.routes[*i].admits(p))
-                .collect();
-            match admitting.first() {
-                Some(&i) => v.by_route[i] += 1,
+        let words = guards.words;
+        let mut odometer = Odometer::new(&axes);
+        let mut point: Vec<i64> = vec![0; axes.len()];
+        // `along[k]`: the routes that the values of the first `k` axes admit, kept per axis so
+        // that a step recomputes only the axes it moved (mostly the last).
+        let mut along = vec![0u64; (axes.len() + 1) * words];
+        along[..words].copy_from_slice(&guards.possible);
+        let mut admitting = vec![0u64; words];
+        while let Some(moved) = odometer.step() {
+            for (k, &i) in odometer.index.iter().enumerate().skip(moved) {
+                point[k] = axes[k].1[i];
+                let (before, after) = along.split_at_mut((k + 1) * words);
+                let admits_value = &guards.by_value[k][i * words..][..words];
+                for ((out, prior), here) in after[..words]
+                    .iter_mut()
+                    .zip(&before[k * words..])
+                    .zip(admits_value)
+                {
+                    *out = prior & here;
+                }
+            }
+            // Points past a [limits] product are not in the domain.
+            if !limits.iter().all(|l| l.holds(&point)) {
+                continue;
+            }
+            v.regions += 1;
+            guards.admitting(&along[axes.len() * words..], &point, &mut admitting);
+            match members(&admitting).next() {
+                Some(i) => v.by_route[i] += 1,
                 None => {
                     v.fallback_regions += 1;
                     if v.fallback_examples.len() < 5 {
-                        v.fallback_examples.push(p.clone());
+                        v.fallback_examples.push(shape_at(&point));
                     }
                 }
             }
-            if admitting.len() > 1 && v.overlaps.len() < 5 {
+            if v.overlaps.len() < 5 && admitting.iter().map(|w| w.count_ones()).sum::<u32>() > 1 {
                 v.overlaps.push(Overlap {
-                    routes: admitting
-                        .iter()
-                        .map(|i| self.routes[*i].name.clone())
+                    routes: members(&admitting)
+                        .map(|i| self.routes[i].name.clone())
                         .collect(),
-                    shape: p.clone(),
+                    shape: shape_at(&point),
                 });
             }
         }
@@ -525,6 +564,190 @@ impl Family {
             .map(|(r, _)| r.name.clone())
             .collect();
         Ok(v)
+    }
+}
+
+/// Refuses a grid of `axes` of more than 2^`log2` points, naming the axes' sizes (which
+/// dimensions the guards cut finest).
+fn check_grid_size(axes: &[(String, Vec<i64>)], log2: u32) -> Result<(), String> {
+    let count = axes
+        .iter()
+        .try_fold(1usize, |a, (_, v)| a.checked_mul(v.len()));
+    match count {
+        Some(n) if n <= 1 << log2 => Ok(()),
+        _ => {
+            let sizes: Vec<String> = axes
+                .iter()
+                .map(|(n, v)| format!("{n} {}", v.len()))
+                .collect();
+            Err(format!(
+                "the guards cut the domain into more than 2^{log2} regions ({})",
+                sizes.join(" × ")
+            ))
+        }
+    }
+}
+
+/// The points of a grid, as indices into its axes, in `edge_points`' order: the last axis
+/// fastest.
+struct Odometer {
+    lens: Vec<usize>,
+    index: Vec<usize>,
+    started: bool,
+}
+
+impl Odometer {
+    fn new(axes: &[(String, Vec<i64>)]) -> Odometer {
+        Odometer {
+            lens: axes.iter().map(|(_, v)| v.len()).collect(),
+            index: vec![0; axes.len()],
+            started: false,
+        }
+    }
+
+    /// Moves to the next point: the first axis whose index changed (every one, 0, at the
+    /// first point), or `None` past the last point. An empty axis makes an empty grid.
+    fn step(&mut self) -> Option<usize> {
+        if !self.started {
+            self.started = true;
+            return self.lens.iter().all(|n| *n > 0).then_some(0);
+        }
+        for axis in (0..self.index.len()).rev() {
+            self.index[axis] += 1;
+            if self.index[axis] < self.lens[axis] {
+                return Some(axis);
+            }
+            self.index[axis] = 0;
+        }
+        None
+    }
+}
+
+/// The routes' guards over an edge grid, as sets of routes (route `i` is bit `i % 64` of word
+/// `i / 64`), computed once so that walking millions of points looks nothing up by name: per
+/// axis and value, the routes whose guards on that dimension alone admit the value; a point's
+/// admitting routes are the intersection over its axes, less those whose guards over products
+/// fail there.
+struct GridGuards<'a> {
+    words: usize,
+    /// Routes whose guards name only dimensions of the grid (`guard_value` finds no value for
+    /// another, and the guard admits nothing).
+    possible: Vec<u64>,
+    /// Per axis, `words` words per value, in the axis' order.
+    by_value: Vec<Vec<u64>>,
+    /// Guards over products: the route, the axis of each factor, the range.
+    products: Vec<(usize, Vec<usize>, &'a Range)>,
+}
+
+impl<'a> GridGuards<'a> {
+    fn new(routes: &'a [Route], axes: &[(String, Vec<i64>)]) -> GridGuards<'a> {
+        let words = routes.len().div_ceil(64);
+        let axis_of = |name: &str| axes.iter().position(|(n, _)| n == name);
+        let mut possible = vec![0u64; words];
+        let mut by_value: Vec<Vec<u64>> = axes
+            .iter()
+            .map(|(_, vals)| vec![0; vals.len() * words])
+            .collect();
+        let mut products = Vec::new();
+        for (route, r) in routes.iter().enumerate() {
+            let (word, bit) = (route / 64, 1u64 << (route % 64));
+            // Per axis, whether every guard on that dimension alone admits each value.
+            let mut admits: Vec<Vec<bool>> = axes
+                .iter()
+                .map(|(_, vals)| vec![true; vals.len()])
+                .collect();
+            let mut reachable = true;
+            for (key, range) in &r.when {
+                let Some(factors) = guard_factors(key)
+                    .map(axis_of)
+                    .collect::<Option<Vec<usize>>>()
+                else {
+                    reachable = false;
+                    continue;
+                };
+                match factors[..] {
+                    [axis] => {
+                        for (ok, value) in admits[axis].iter_mut().zip(&axes[axis].1) {
+                            *ok &= range.holds(*value);
+                        }
+                    }
+                    _ => products.push((route, factors, range)),
+                }
+            }
+            if reachable {
+                possible[word] |= bit;
+            }
+            for (axis, ok) in admits.iter().enumerate() {
+                for (i, _) in ok.iter().enumerate().filter(|(_, ok)| **ok) {
+                    by_value[axis][i * words + word] |= bit;
+                }
+            }
+        }
+        GridGuards {
+            words,
+            possible,
+            by_value,
+            products,
+        }
+    }
+
+    /// Into `out`, the routes that admit `point` (values in the axes' order), given
+    /// `along_axes`: the routes that its values admit one dimension at a time.
+    fn admitting(&self, along_axes: &[u64], point: &[i64], out: &mut [u64]) {
+        out.copy_from_slice(along_axes);
+        for (route, factors, range) in &self.products {
+            let (word, bit) = (route / 64, 1u64 << (route % 64));
+            if out[word] & bit == 0 {
+                continue;
+            }
+            // As `guard_value`: the product saturates.
+            let product = factors
+                .iter()
+                .fold(1i64, |p, axis| p.saturating_mul(point[*axis]));
+            if !range.holds(product) {
+                out[word] &= !bit;
+            }
+        }
+    }
+}
+
+/// The routes in a set of `GridGuards`, in route order.
+fn members(set: &[u64]) -> impl Iterator<Item = usize> + '_ {
+    set.iter().enumerate().flat_map(|(word, &bits)| {
+        std::iter::successors(Some(bits).filter(|b| *b != 0), |b| {
+            Some(b & (b - 1)).filter(|b| *b != 0)
+        })
+        .map(move |b| word * 64 + b.trailing_zeros() as usize)
+    })
+}
+
+/// A `[limits]` product over an edge grid's axes, evaluated as `Limit::holds` evaluates it on
+/// a shape: a product that overflows, or names a dimension the grid lacks, is past the limit.
+struct GridLimit {
+    factors: Option<Vec<usize>>,
+    max: i64,
+}
+
+impl GridLimit {
+    fn new(limit: &crate::contract::Limit, axes: &[(String, Vec<i64>)]) -> GridLimit {
+        GridLimit {
+            factors: limit
+                .dims
+                .iter()
+                .map(|d| axes.iter().position(|(n, _)| n == d))
+                .collect(),
+            max: limit.max,
+        }
+    }
+
+    fn holds(&self, point: &[i64]) -> bool {
+        self.factors
+            .as_ref()
+            .and_then(|f| {
+                f.iter()
+                    .try_fold(1i64, |p, axis| p.checked_mul(point[*axis]))
+            })
+            .is_some_and(|p| p <= self.max)
     }
 }
 
@@ -788,8 +1011,14 @@ fn stream_state(shard: Shard, seed: u64) -> u64 {
 }
 
 /// Values of a product guard's last factor that validation adds per bound, at most (see
-/// `edge_points`).
+/// `edge_axes`).
 const PRODUCT_CROSSINGS: usize = 12;
+
+/// The most points `edge_points` builds, as a power of two.
+const EDGE_POINTS_LOG2: u32 = 20;
+
+/// The most points `validate` walks (without building them), as a power of two.
+const VALIDATE_POINTS_LOG2: u32 = 26;
 
 /// Draws per shape before a sample gives up on a domain's [limits].
 const LIMIT_ATTEMPTS: usize = 64;
