@@ -6,7 +6,7 @@ Below ~20 µs a problem is a few tiles per SM, and the warp-specialised schedule
 whole 192-row tile's load before the first distance: one persistent CTA per SM, 180 KB of shared
 memory, a producer that streams what the consumers read. Here one warpgroup per CTA does it all:
 it copies its rows of x and every centroid (K ≤ BC, one barrier), multiplies, takes the argmin
-and stores. A CTA needs 24–128 KB of shared memory and one warpgroup, so several CTAs share an SM
+and stores. A CTA needs 13–129 KB of shared memory and one warpgroup, so several CTAs share an SM
 and one CTA's loads overlap another's math, as a fine-grained kernel's do.
 
 Centroids past K read as zero from TMA and get ‖c‖² = +inf from the fill of lm.load, so they

@@ -370,9 +370,15 @@ pub struct Limit {
 
 impl Limit {
     pub fn holds(&self, shape: &Shape) -> bool {
+        self.holds_with(|d| shape.get(d).copied())
+    }
+
+    /// [`Limit::holds`] with each dimension's value from `value_of`: a product that overflows,
+    /// or a dimension without a value, is past the limit.
+    pub fn holds_with(&self, value_of: impl Fn(&str) -> Option<i64>) -> bool {
         self.dims
             .iter()
-            .try_fold(1i64, |p, d| p.checked_mul(*shape.get(d)?))
+            .try_fold(1i64, |p, d| p.checked_mul(value_of(d)?))
             .is_some_and(|p| p <= self.max)
     }
 }

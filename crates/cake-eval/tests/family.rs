@@ -42,11 +42,9 @@ fn the_row_families_load_and_one_route_takes_their_whole_domain() {
     }
 }
 
-#[test]
-fn regions_go_to_the_first_route_that_admits_them_and_the_rest_fall_back() {
-    let path = write(
-        "split.family.toml",
-        r#"
+/// Three routes over the rows contract: one wins first where two overlap, one is shadowed by it,
+/// and wide rows of few rows fall back.
+const SPLIT_FAMILY: &str = r#"
 name = "split"
 contract = "ROWS/rmsnorm.contract.toml"
 [[route]]
@@ -60,8 +58,11 @@ name = "shadowed"
 when = { H = { max = 2048 } }
 [fallback]
 python = "ROWS/contract.py:rms_norm_into"
-"#,
-    );
+"#;
+
+#[test]
+fn regions_go_to_the_first_route_that_admits_them_and_the_rest_fall_back() {
+    let path = write("split.family.toml", SPLIT_FAMILY);
     let fam = Family::load(&path).unwrap();
     let shape = |r: i64, h: i64| {
         let mut s = cake_eval::contract::Shape::new();
@@ -1082,24 +1083,7 @@ fn tally_of_validate(fam: &Family) -> Tally {
 /// products and [limits] too.
 #[test]
 fn validation_agrees_with_every_edge_point_checked_alone() {
-    let split = write(
-        "split-again.family.toml",
-        r#"
-name = "split"
-contract = "ROWS/rmsnorm.contract.toml"
-[[route]]
-name = "narrow"
-when = { H = { max = 4096 } }
-[[route]]
-name = "wide-many-rows"
-when = { H = { min = 4104 }, R = { min = 64 } }
-[[route]]
-name = "shadowed"
-when = { H = { max = 2048 } }
-[fallback]
-python = "ROWS/contract.py:rms_norm_into"
-"#,
-    );
+    let split = write("split-again.family.toml", SPLIT_FAMILY);
     let split = Family::load(&split).unwrap();
     let gemm = Family::load(&repo().join("kernels/gemm/gemm.family.toml")).unwrap();
     let mut sized = gemm.clone();

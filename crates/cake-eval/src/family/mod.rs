@@ -495,12 +495,7 @@ impl Family {
         let axes = self.edge_axes();
         check_grid_size(&axes, VALIDATE_POINTS_LOG2)?;
         let guards = GridGuards::new(&self.routes, &axes);
-        let limits: Vec<GridLimit> = self
-            .contract
-            .limits
-            .iter()
-            .map(|l| GridLimit::new(l, &axes))
-            .collect();
+
         let shape_at = |point: &[i64]| -> Shape {
             axes.iter()
                 .zip(point)
@@ -533,7 +528,8 @@ impl Family {
                 }
             }
             // Points past a [limits] product are not in the domain.
-            if !limits.iter().all(|l| l.holds(&point)) {
+            let value_of = |d: &str| axes.iter().position(|(n, _)| n == d).map(|a| point[a]);
+            if !self.contract.limits.iter().all(|l| l.holds_with(value_of)) {
                 continue;
             }
             v.regions += 1;
@@ -719,36 +715,6 @@ fn members(set: &[u64]) -> impl Iterator<Item = usize> + '_ {
         })
         .map(move |b| word * 64 + b.trailing_zeros() as usize)
     })
-}
-
-/// A `[limits]` product over an edge grid's axes, evaluated as `Limit::holds` evaluates it on
-/// a shape: a product that overflows, or names a dimension the grid lacks, is past the limit.
-struct GridLimit {
-    factors: Option<Vec<usize>>,
-    max: i64,
-}
-
-impl GridLimit {
-    fn new(limit: &crate::contract::Limit, axes: &[(String, Vec<i64>)]) -> GridLimit {
-        GridLimit {
-            factors: limit
-                .dims
-                .iter()
-                .map(|d| axes.iter().position(|(n, _)| n == d))
-                .collect(),
-            max: limit.max,
-        }
-    }
-
-    fn holds(&self, point: &[i64]) -> bool {
-        self.factors
-            .as_ref()
-            .and_then(|f| {
-                f.iter()
-                    .try_fold(1i64, |p, axis| p.checked_mul(point[*axis]))
-            })
-            .is_some_and(|p| p <= self.max)
-    }
 }
 
 /// A guard over a product of dimensions (`"B*N"`): every factor a dimension of the contract,
