@@ -288,6 +288,27 @@ impl Emitter<'_> {
             ExprKind::ViewLoad { .. } if site == Site::Tile && self.peer_loads.contains_key(&e) => {
                 format!("{}[4 * i + 2 * h + j]", self.peer_loads[&e])
             }
+            // This thread's rows of a 1-D view of one value per row (a peer CTA's with `cta`).
+            ExprKind::ViewLoad { view, cta } if site == Site::Rows => {
+                let decl = &k.views[view.view];
+                let base = self.view_base_text(&ViewRef {
+                    rows: None,
+                    ..view.clone()
+                });
+                let row0 = match view.rows {
+                    Some((start, _)) => self.ix_text(start),
+                    None => "0".into(),
+                };
+                let at = format!("{base} + 4 * (({row0}) + lane_row + 8 * h)");
+                let suffix = if decl.dtype == DType::I32 { "s32" } else { "f32" };
+                match cta {
+                    Some(c) => format!(
+                        "cake_ld_cluster_{suffix}({at}, (uint32_t)({}))",
+                        self.ix_text(*c)
+                    ),
+                    None => format!("cake_ld_shared_{suffix}({at})"),
+                }
+            }
             ExprKind::ViewLoad { view, cta } if site == Site::Tile => {
                 let at = self.view_load_at(view, "lane_col + 8 * i + j");
                 match cta {

@@ -311,6 +311,20 @@ impl Emitter<'_> {
                     e.line(&format!("cake_st_shared_b32(addr, {pack}(v[0], v[1]));"));
                 });
             }
+            legal::SmemStore::Rows => {
+                let v = self.elem(value, Site::Rows);
+                let bits = match view.dtype {
+                    DType::F32 => "__float_as_uint",
+                    _ => "(uint32_t)",
+                };
+                // Every thread of a quad holds the row's value: its first thread writes it.
+                self.line(&format!("if ({rname}_thread % 4 == 0) {{"));
+                self.line("#pragma unroll");
+                self.line(&format!(
+                    "for (int h = 0; h < 2; ++h) cake_st_shared_b32({base} + 4 * (({row0}) + lane_row + 8 * h), {bits}({v}));"
+                ));
+                self.line("}");
+            }
             legal::SmemStore::F32 { n } => {
                 self.needs_shared_ops = true;
                 let v = self.elem(value, Site::Tile);

@@ -155,7 +155,7 @@ pub(crate) trait Scope {
                     }
                 }
             }
-            ExprKind::ViewLoad { view, cta } if site == Site::Tile => {
+            ExprKind::ViewLoad { view, cta } if matches!(site, Site::Tile | Site::Rows) => {
                 if let Err(m) = super::view_load(k, view) {
                     out.push((sp, m));
                 }
@@ -181,14 +181,18 @@ pub(crate) trait Scope {
             }
             true
         });
-        let tiled =
-            site == Site::Tile && matches!(self.tile_of(e), Some(FragLayout::WgmmaAcc { .. }));
+        // A tile in the accumulator's layout, or one value per row of one.
+        let tiled = match (site, self.tile_of(e)) {
+            (Site::Tile, Some(FragLayout::WgmmaAcc { .. })) => true,
+            (Site::Rows, Some(FragLayout::AccRows)) => true,
+            _ => false,
+        };
         for (x, peer) in loads {
             let sp = k.exprs.span(x);
             if !tiled {
                 out.push((
                     sp,
-                    "view.load is lowered inside values over a wgmma accumulator tile".into(),
+                    "view.load is lowered inside values over a wgmma accumulator tile or over one value per row of one".into(),
                 ));
             } else if peer && k.cluster_size() < 2 {
                 out.push((
@@ -231,6 +235,13 @@ pub(crate) trait Scope {
                         && self.kernel().roles[*role].unit == RoleUnit::Warpgroup =>
                 {
                     Some(FragLayout::WgmmaAcc { n: shape[1] })
+                }
+                // A 1-D view of 64 rows: one value per row, as a (64,) fragment holds it.
+                Ty::Frag { shape, role, .. }
+                    if shape[..] == [64]
+                        && self.kernel().roles[*role].unit == RoleUnit::Warpgroup =>
+                {
+                    Some(FragLayout::AccRows)
                 }
                 _ => None,
             },

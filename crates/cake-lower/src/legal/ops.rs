@@ -395,8 +395,16 @@ pub(crate) fn smem_store(
     tile: Option<FragLayout>,
 ) -> Result<SmemStore, String> {
     let view = &k.views[dst.view];
+    // One value per row of a 64-row tile (a row reduction's result, a running best): a 4-byte
+    // word per row of a 1-D view, what `view.load` of that view reads back.
+    if tile == Some(FragLayout::AccRows) {
+        if view.shape.len() != 1 || view.swizzle != 0 || !matches!(view.dtype, DType::F32 | DType::I32) {
+            return Err("a per-row value is stored into a 1-D f32 or i32 view without swizzle".into());
+        }
+        return Ok(SmemStore::Rows);
+    }
     let Some(FragLayout::WgmmaAcc { n }) = tile else {
-        return Err("view.store is lowered for values computed from an accumulator tile".into());
+        return Err("view.store is lowered for values computed from an accumulator tile, or for one value per row of one".into());
     };
     if view.shape.len() != 2 || dst.transposed {
         return Err("view.store is lowered into 2-D views".into());
@@ -435,12 +443,23 @@ pub(crate) enum SmemStore {
     Swizzled16 { n: u32, inner: ExprId, dtype: DType },
     /// The f32 tile itself, row-major, a pair per 8-byte store.
     F32 { n: u32 },
+    /// One f32 or i32 per row of a 64-row tile, a 4-byte store per row by one thread of the
+    /// quad that holds it.
+    Rows,
 }
 
 /// `view.load(cta=...)` read element-wise in a wgmma accumulator layout: the view is the f32
 /// tile that an f32 `view.store` writes (row-major, unswizzled or in 128B-swizzled panels).
 pub(crate) fn view_load(k: &Kernel, v: &ViewRef) -> Result<(), String> {
     let view = &k.views[v.view];
+    if view.shape.len() == 1 {
+        if view.swizzle != 0 || !matches!(view.dtype, DType::F32 | DType::I32) {
+            return Err(
+                "view.load of a 1-D view is lowered for f32 and i32 views without swizzle (what view.store of a per-row value writes)".into(),
+            );
+        }
+        return Ok(());
+    }
     let swizzle_ok = match view.swizzle {
         0 => true,
         128 => view.shape.get(1).is_some_and(|c| c % 32 == 0),
@@ -448,7 +467,7 @@ pub(crate) fn view_load(k: &Kernel, v: &ViewRef) -> Result<(), String> {
     };
     if view.shape.len() != 2 || v.transposed || view.dtype != DType::F32 || !swizzle_ok {
         return Err(
-            "view.load is lowered for 2-D f32 views, unswizzled or 128B-swizzled with a multiple of 32 columns (what an f32 view.store of an accumulator writes)".into(),
+            "view.load is lowered for 2-D f32 views, unswizzled or 128B-swizzled with a multiple of 32 columns (what an f32 view.store of an accumulator writes), and for 1-D f32 and i32 views".into(),
         );
     }
     Ok(())

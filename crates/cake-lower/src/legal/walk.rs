@@ -546,12 +546,13 @@ impl<'a> Checker<'a> {
                 match smem_store(k, dst, *value, self.tile_of(*value)) {
                     Err(m) => self.unsupported(sp, m),
                     Ok(kind) => {
-                        let inner = match kind {
-                            SmemStore::Swizzled16 { inner, .. } => inner,
-                            SmemStore::F32 { .. } => *value,
+                        let (inner, site) = match kind {
+                            SmemStore::Swizzled16 { inner, .. } => (inner, Site::Tile),
+                            SmemStore::F32 { .. } => (*value, Site::Tile),
+                            SmemStore::Rows => (*value, Site::Rows),
                         };
                         self.precompute_reductions(*value);
-                        self.elem(inner, Site::Tile);
+                        self.elem(inner, site);
                         self.view_base(dst);
                         self.rows_start(dst);
                         self.replica_sync(sp);
