@@ -999,7 +999,8 @@ fn cmd_mutate(file: &Path, out: Option<&Path>) -> ExitCode {
             "{:<16} line {:>4}  {:<9} {}",
             m.operator,
             m.line,
-            if m.equivalent.is_some() {
+            // `evaluate` may find the mutant equivalent (an edit in a branch the constants fold away).
+            if o.mutant.equivalent.is_some() {
                 "equivalent"
             } else if o.caught {
                 "caught"

@@ -3,8 +3,8 @@
 //! code) — the exact sequence `cake check` runs, in one place so every front door (CLI, tests,
 //! Python, MCP) reports the same findings.
 
-use cake_diag::{Finding, SourceFile};
-use cake_ir::{Kernel, KernelFacts};
+use cake_diag::{Finding, Label, SourceFile, Span};
+use cake_ir::{Inlined, Kernel, KernelFacts};
 
 mod build;
 mod read;
@@ -70,11 +70,70 @@ fn check_here(name: &str, bytes: &[u8], target: Option<&str>) -> Checked {
         facts = session.facts;
     }
     findings.sort_by_key(|f| (f.span.start, f.code));
+    // An unrolled loop or a helper called twice can make the same finding more than once:
+    // report it once.
+    let mut seen: Vec<Finding> = Vec::new();
+    findings.retain(|f| {
+        let fresh = !seen.contains(f);
+        if fresh {
+            seen.push(f.clone());
+        }
+        fresh
+    });
+    for f in &mut findings {
+        label_inlined_calls(f, &front.kernels);
+    }
     Checked {
         file,
         kernels: front.kernels,
         facts,
         findings,
+    }
+}
+
+/// The most calls of one helper a finding inside it names.
+const CALLS_NAMED: usize = 4;
+
+/// A finding inside a helper function's body points at code that runs where the helper was
+/// called: label the calls it was inlined at (and theirs, when a helper calls a helper), so the
+/// finding names the line in the schedule that brought the code in.
+fn label_inlined_calls(f: &mut Finding, kernels: &[Kernel]) {
+    let calls: Vec<&Inlined> = kernels.iter().flat_map(|k| &k.inlined).collect();
+    let inside = |at: Span, body: Span| body.start <= at.start && at.end <= body.end;
+    let mut frontier = vec![f.span];
+    let mut named: Vec<Span> = Vec::new();
+    // Helpers nest at most `MAX_INLINE_DEPTH` deep; each round climbs one level.
+    for _ in 0..=cake_front::limits::MAX_INLINE_DEPTH {
+        let mut next = Vec::new();
+        for at in frontier {
+            let mut of_helper: Vec<&Inlined> = calls
+                .iter()
+                .copied()
+                .filter(|c| inside(at, c.body) && !named.contains(&c.call))
+                .collect();
+            of_helper.sort_by_key(|c| c.call.start);
+            of_helper.dedup_by_key(|c| c.call);
+            let total = of_helper.len();
+            for (i, c) in of_helper.into_iter().enumerate() {
+                named.push(c.call);
+                next.push(c.call);
+                if i < CALLS_NAMED {
+                    let more = if i + 1 == CALLS_NAMED && total > CALLS_NAMED {
+                        format!(" (and {} more calls)", total - CALLS_NAMED)
+                    } else {
+                        String::new()
+                    };
+                    f.labels.push(Label {
+                        span: c.call,
+                        message: format!("in helper `{}`, inlined here{more}", c.helper),
+                    });
+                }
+            }
+        }
+        if next.is_empty() {
+            break;
+        }
+        frontier = next;
     }
 }
 

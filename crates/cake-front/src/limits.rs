@@ -278,3 +278,6 @@ impl<'a> Visitor<'a> for Depth {
         }
     }
 }
+
+/// How many helper calls may be active at once before we call it runaway recursion.
+pub const MAX_INLINE_DEPTH: usize = 32;

@@ -51,6 +51,20 @@ pub struct Kernel {
     /// (`@cake.schedule(zero=[...])`), in the order declared: the destinations of global
     /// atomic adds start from zero.
     pub zeroed: Vec<ParamId>,
+    /// Each call of a helper function the front-end inlined into this kernel, once per call
+    /// site: the IR made from a helper carries spans in the helper's body, and a finding there
+    /// names the calls it came through.
+    pub inlined: Vec<Inlined>,
+}
+
+/// A helper function's body inlined at a call.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Inlined {
+    pub helper: String,
+    /// The helper's definition.
+    pub body: Span,
+    /// The call expression.
+    pub call: Span,
 }
 
 pub type Block = Vec<StmtId>;

@@ -160,6 +160,9 @@ enum Site {
     Deleted(usize),
     /// Text inside statements was changed or inserted.
     Edited,
+    /// A wait was pointed at another barrier: the wait meant is gone, so, as for a deleted
+    /// one, what it guarded (the rest of its block) is where the hazard shows.
+    WaitSwapped,
 }
 
 struct Plan {
@@ -213,7 +216,7 @@ fn build(plan: Plan, src: &Source, original_ir: &std::sync::Arc<str>) -> Mutant 
                 }
             }
         }
-        Site::Edited => {
+        Site::Edited | Site::WaitSwapped => {
             for &(s, e) in &ranges {
                 let a = new.line_of(s);
                 let b = new.line_of(e.max(s + 1) - 1).max(a);
@@ -221,6 +224,18 @@ fn build(plan: Plan, src: &Source, original_ir: &std::sync::Arc<str>) -> Mutant 
                     lines.insert(l);
                     if let Some(i) = new.stmt_at_line(l) {
                         add_stmt(&mut lines, &new.stmts[i]);
+                    }
+                }
+            }
+            if plan.site == Site::WaitSwapped {
+                let edited = new.stmt_at_line(new.line_of(ranges[0].0));
+                if let Some(i) = edited {
+                    let indent = new.stmts[i].indent;
+                    for st in new.stmts[i + 1..].iter() {
+                        if st.indent < indent {
+                            break;
+                        }
+                        add_stmt(&mut lines, st);
                     }
                 }
             }

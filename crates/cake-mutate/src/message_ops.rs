@@ -41,7 +41,7 @@ pub(super) fn swap_barrier(src: &Source, f: &Facts, out: &mut Vec<Plan>) {
                         end: e,
                         text: other.to_string(),
                     }],
-                    Site::Edited,
+                    Site::WaitSwapped,
                 ),
                 names,
                 &SAFETY_OR_SEMANTICS,

@@ -134,6 +134,15 @@ static __device__ __forceinline__ float cake_ld_cluster_f32(uint32_t addr, uint3
       : "=f"(v) : "r"(addr), "r"(cta) : "memory");
   return v;
 }
+// An i32 from the same shared-memory offset in CTA `cta` of the cluster.
+static __device__ __forceinline__ int cake_ld_cluster_s32(uint32_t addr, uint32_t cta) {
+  int v;
+  asm volatile(
+      "{\n\t.reg .b32 remote;\n\tmapa.shared::cluster.u32 remote, %1, %2;\n\t"
+      "ld.shared::cluster.s32 %0, [remote];\n\t}"
+      : "=r"(v) : "r"(addr), "r"(cta) : "memory");
+  return v;
+}
 // Two adjacent f32 (8-byte aligned) from CTA `cta` of the cluster in one remote load: an
 // accumulator's column pair.
 static __device__ __forceinline__ void cake_ld_cluster_v2_f32(uint32_t addr, uint32_t cta, float& a, float& b) {

@@ -5,6 +5,7 @@
 use super::{span, Frame, Interp, LoopLog, Reported, R};
 use crate::args::{bind, CallArgs};
 use crate::codes;
+use crate::limits::MAX_INLINE_DEPTH;
 use crate::expr::is_full_slice;
 use crate::typing::broadcast;
 use crate::value::Value;
@@ -14,9 +15,6 @@ use cake_ir::*;
 use ruff_python_ast as ast;
 use ruff_text_size::Ranged;
 use std::collections::{HashMap, HashSet};
-
-/// How many helper calls may be active at once before we call it runaway recursion.
-const MAX_INLINE_DEPTH: usize = 32;
 
 pub(crate) enum Flow {
     Normal,
@@ -887,6 +885,14 @@ impl Interp<'_> {
                 args.span,
                 format!("helper `{name}` is inlined more than {MAX_INLINE_DEPTH} levels deep (recursion?)"),
             );
+        }
+        let inlined = Inlined {
+            helper: name.to_string(),
+            body: span(def.range),
+            call: args.span,
+        };
+        if !self.k.inlined.contains(&inlined) {
+            self.k.inlined.push(inlined);
         }
         let params: Vec<&ast::ParameterWithDefault> = def.parameters.args.iter().collect();
         let names: Vec<String> = params
