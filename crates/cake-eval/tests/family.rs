@@ -794,6 +794,12 @@ const ASSIGN_EVIDENCE: &[&str] = &[
     "bench/results/2026-12-03-assign-corner/c1/fill-rep22/measurement.json",
     "bench/results/2026-12-03-assign-corner/c1/corner-rep23/measurement.json",
     "bench/results/2026-12-03-assign-corner/c1/corner-rep24/measurement.json",
+    "bench/results/2026-12-03-assign-split/c1/corner-rep31/measurement.json",
+    "bench/results/2026-12-03-assign-split/c1/split-rep1/measurement.json",
+    "bench/results/2026-12-03-assign-split/c1/split-rep2/measurement.json",
+    "bench/results/2026-12-03-assign-split/c2/corner-rep32/measurement.json",
+    "bench/results/2026-12-03-assign-split/c2/split-rep13/measurement.json",
+    "bench/results/2026-12-03-assign-split/c2/split-rep14/measurement.json",
 ];
 
 /// Each shipped table is exactly what `cake family choose` makes of its committed

@@ -37,7 +37,9 @@ fn lower_with(constants: &[(&str, i64)]) -> String {
 fn each_row_is_stored_once_as_a_word_by_the_first_thread_of_its_quad() {
     let cuda = lower_with(&[("SPLIT", 4)]);
     let store = &cuda[cuda.find("// part_i.store(...)").expect("the store")..];
-    let store = &store[..store.find("cake_mbar_arrive_cluster").expect("then the arrival")];
+    let store = &store[..store
+        .find("cake_mbar_arrive_cluster")
+        .expect("then the arrival")];
     assert!(store.contains("if (math_thread % 4 == 0) {"), "{store}");
     assert!(
         store.contains("cake_st_shared_b32(part_i + 4 * (((math_index * 64)) + lane_row + 8 * h), (uint32_t)(best_i[h]));"),
@@ -62,17 +64,18 @@ fn cta_0_reads_every_peer_in_rank_order_after_the_cluster_handoff() {
             let read = format!(
                 "cake_ld_cluster_{load}({view} + 4 * (((math_index * 64)) + lane_row + 8 * h), (uint32_t)({r}))"
             );
-            let at = cuda
-                .find(&read)
-                .unwrap_or_else(|| panic!("{read}\n{cuda}"));
+            let at = cuda.find(&read).unwrap_or_else(|| panic!("{read}\n{cuda}"));
             assert!(at > last, "rank {r} read out of order");
             last = at;
         }
     }
     // Strictly nearer only: a tie keeps the lower rank's, lower, centroid index.
-    assert!(cuda
-        .contains("best_i[h] = (int32_t)(((peer_d[h] < best_d[h]) ? peer_i[h] : best_i[h]));"));
-    assert!(!cuda.contains("cake_ld_cluster_f32(part_d + 4 * (((math_index * 64)) + lane_row + 8 * h), (uint32_t)(4))"));
+    assert!(
+        cuda.contains("best_i[h] = (int32_t)(((peer_d[h] < best_d[h]) ? peer_i[h] : best_i[h]));")
+    );
+    assert!(!cuda.contains(
+        "cake_ld_cluster_f32(part_d + 4 * (((math_index * 64)) + lane_row + 8 * h), (uint32_t)(4))"
+    ));
     // The i32 peer load is emitted once, beside the f32 one.
     assert!(cuda.contains("int cake_ld_cluster_s32(uint32_t addr, uint32_t cta)"));
     assert!(cuda.contains("ld.shared::cluster.s32 %0, [remote];"));
@@ -120,13 +123,13 @@ fn a_per_row_value_into_a_swizzled_view_is_refused_with_the_reason() {
     assert!(
         messages
             .iter()
-            .any(|m| m.contains("a per-row value is stored into a 1-D f32 or i32 view without swizzle")),
+            .any(|m| m
+                .contains("a per-row value is stored into a 1-D f32 or i32 view without swizzle")),
         "{messages:?}"
     );
     assert!(
-        messages
-            .iter()
-            .any(|m| m.contains("view.load of a 1-D view is lowered for f32 and i32 views without swizzle")),
+        messages.iter().any(|m| m
+            .contains("view.load of a 1-D view is lowered for f32 and i32 views without swizzle")),
         "{messages:?}"
     );
 }
@@ -150,7 +153,11 @@ fn every_split_and_d_compiles_without_spills() {
             )
             .unwrap_or_else(|e| panic!("SPLIT={split} D={d}: {e}"));
         for r in &build.resources {
-            assert_eq!(r.spill_stores, 0, "SPLIT={split} D={d} spills: {}", build.log);
+            assert_eq!(
+                r.spill_stores, 0,
+                "SPLIT={split} D={d} spills: {}",
+                build.log
+            );
         }
     }
     let _ = std::fs::remove_dir_all(&out);

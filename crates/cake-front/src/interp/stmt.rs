@@ -5,8 +5,8 @@
 use super::{span, Frame, Interp, LoopLog, Reported, R};
 use crate::args::{bind, CallArgs};
 use crate::codes;
-use crate::limits::MAX_INLINE_DEPTH;
 use crate::expr::is_full_slice;
+use crate::limits::MAX_INLINE_DEPTH;
 use crate::typing::broadcast;
 use crate::value::Value;
 use crate::vocab::Param;

@@ -300,7 +300,11 @@ impl Emitter<'_> {
                     None => "0".into(),
                 };
                 let at = format!("{base} + 4 * (({row0}) + lane_row + 8 * h)");
-                let suffix = if decl.dtype == DType::I32 { "s32" } else { "f32" };
+                let suffix = if decl.dtype == DType::I32 {
+                    "s32"
+                } else {
+                    "f32"
+                };
                 match cta {
                     Some(c) => format!(
                         "cake_ld_cluster_{suffix}({at}, (uint32_t)({}))",

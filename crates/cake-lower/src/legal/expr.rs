@@ -182,11 +182,11 @@ pub(crate) trait Scope {
             true
         });
         // A tile in the accumulator's layout, or one value per row of one.
-        let tiled = match (site, self.tile_of(e)) {
-            (Site::Tile, Some(FragLayout::WgmmaAcc { .. })) => true,
-            (Site::Rows, Some(FragLayout::AccRows)) => true,
-            _ => false,
-        };
+        let tiled = matches!(
+            (site, self.tile_of(e)),
+            (Site::Tile, Some(FragLayout::WgmmaAcc { .. }))
+                | (Site::Rows, Some(FragLayout::AccRows))
+        );
         for (x, peer) in loads {
             let sp = k.exprs.span(x);
             if !tiled {

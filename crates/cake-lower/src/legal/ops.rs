@@ -398,8 +398,13 @@ pub(crate) fn smem_store(
     // One value per row of a 64-row tile (a row reduction's result, a running best): a 4-byte
     // word per row of a 1-D view, what `view.load` of that view reads back.
     if tile == Some(FragLayout::AccRows) {
-        if view.shape.len() != 1 || view.swizzle != 0 || !matches!(view.dtype, DType::F32 | DType::I32) {
-            return Err("a per-row value is stored into a 1-D f32 or i32 view without swizzle".into());
+        if view.shape.len() != 1
+            || view.swizzle != 0
+            || !matches!(view.dtype, DType::F32 | DType::I32)
+        {
+            return Err(
+                "a per-row value is stored into a 1-D f32 or i32 view without swizzle".into(),
+            );
         }
         return Ok(SmemStore::Rows);
     }
