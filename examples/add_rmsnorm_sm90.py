@@ -12,6 +12,8 @@ from cake import lm
 H = 4096                                  # hidden size (specialised per shape by the contract)
 OWNER = "warp" if H <= 2048 else "warpgroup"          # who holds a row
 ROWS = 4 if H <= 2048 else 2 if H <= 8192 else 1   # rows per CTA
+EVICT_FIRST = 0                           # 1: X's lines (read once) leave L2 first
+X_EVICT = "first" if EVICT_FIRST == 1 else None
 
 
 @cake.schedule(targets=["sm_90a"])
@@ -22,8 +24,8 @@ def add_rmsnorm(X: lm.tensor[lm.bf16, "R", H], Res: lm.tensor[lm.bf16, "R", H],
     x = rows.fragment(shape=(ROWS, H), dtype=lm.f32, rows=OWNER)
     for t in lm.tiles(lm.cdiv(R, ROWS)):
         with rows:
-            x[:] = (lm.cast(lm.load(X, coords=(t * ROWS, 0), shape=(ROWS, H)), lm.f32)
-                    + lm.cast(lm.load(Res, coords=(t * ROWS, 0), shape=(ROWS, H)), lm.f32))
+            x[:] = (lm.cast(lm.load(X, coords=(t * ROWS, 0), shape=(ROWS, H), evict=X_EVICT), lm.f32)
+                    + lm.cast(lm.load(Res, coords=(t * ROWS, 0), shape=(ROWS, H), evict=X_EVICT), lm.f32))
             lm.store(Hs, lm.cast(x, lm.bf16), coords=(t * ROWS, 0))
             rstd = lm.rsqrt(lm.sum(x * x, axis=1) * (1.0 / H) + eps)
             w = lm.cast(lm.load(W, coords=(0,), shape=(H,)), lm.f32)

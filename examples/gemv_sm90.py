@@ -16,6 +16,8 @@ from cake import lm
 K = 4096                       # the weight's columns (specialised per shape)
 MT = 1                         # rows of A (specialised per shape: 1 or 2)
 ROWS = 4 if K <= 2048 else 2 if K <= 4096 else 1   # weight rows per CTA: ~16 KB of weight each
+EVICT_FIRST = 0                # 1: the weight's lines (read once) leave L2 first
+B_EVICT = "first" if EVICT_FIRST == 1 else None
 
 
 @cake.schedule(targets=["sm_90a"])
@@ -27,10 +29,10 @@ def gemv(A: lm.tensor[lm.bf16, "M", K], B: lm.tensor[lm.bf16, "N", K],
         with rows:
             # The weight rows and A's row in one statement: every load of both is in flight
             # before the first is used (a statement's loads are batched, §9.8a).
-            p[:] = (lm.cast(lm.load(B, coords=(t * ROWS, 0), shape=(ROWS, K)), lm.f32)
+            p[:] = (lm.cast(lm.load(B, coords=(t * ROWS, 0), shape=(ROWS, K), evict=B_EVICT), lm.f32)
                     * lm.cast(lm.load(A, coords=(0, 0), shape=(K,)), lm.f32)[None, :])
             lm.store(C, lm.cast(lm.sum(p, axis=1), lm.bf16), coords=(0, t * ROWS))
             if MT == 2:
-                p[:] = (lm.cast(lm.load(B, coords=(t * ROWS, 0), shape=(ROWS, K)), lm.f32)
+                p[:] = (lm.cast(lm.load(B, coords=(t * ROWS, 0), shape=(ROWS, K), evict=B_EVICT), lm.f32)
                         * lm.cast(lm.load(A, coords=(1, 0), shape=(K,)), lm.f32)[None, :])
                 lm.store(C, lm.cast(lm.sum(p, axis=1), lm.bf16), coords=(1, t * ROWS))

@@ -16,6 +16,8 @@ from cake import lm
 
 D = 128          # feature dimension (specialised per shape by the family's contract)
 ROWS = 16        # rows per CTA: four per warp
+EVICT_FIRST = 0  # 1: X's and IDS's lines (read once) leave L2 first, SUMS's stay
+X_EVICT = "first" if EVICT_FIRST == 1 else None
 
 
 @cake.schedule(targets=["sm_90a"], zero=["SUMS", "COUNTS"])
@@ -28,7 +30,7 @@ def kmeans_update_atomic(X: lm.tensor[lm.bf16, "B", "N", D],
     x = rows.fragment(shape=(ROWS, D), dtype=lm.f32, rows="warp")
     for b, t in lm.tiles(B, lm.cdiv(N, ROWS)):
         with rows:
-            x[:] = lm.cast(lm.load(X, coords=(b, t * ROWS, 0), shape=(ROWS, D)), lm.f32)
-            ids = lm.load(IDS, coords=(b, t * ROWS), shape=(ROWS,), fill=-1)
+            x[:] = lm.cast(lm.load(X, coords=(b, t * ROWS, 0), shape=(ROWS, D), evict=X_EVICT), lm.f32)
+            ids = lm.load(IDS, coords=(b, t * ROWS), shape=(ROWS,), fill=-1, evict=X_EVICT)
             lm.scatter_add(SUMS, x, index=ids, coords=(b, 0, 0), counts=COUNTS)
     del Cen  # in the signature for the usual API; the kernel never reads it

@@ -12,6 +12,8 @@ from cake import lm
 H = 4096                                  # hidden size (specialised per shape by the contract)
 OWNER = "warp" if H <= 2048 else "warpgroup"          # who holds a row
 ROWS = 4 if H <= 2048 else 2 if H <= 8192 else 1   # rows per CTA
+EVICT_FIRST = 0                           # 1: X's lines (read once) leave L2 first
+X_EVICT = "first" if EVICT_FIRST == 1 else None
 
 
 @cake.schedule(targets=["sm_90a"])
@@ -21,7 +23,7 @@ def layernorm(X: lm.tensor[lm.bf16, "R", H], W: lm.tensor[lm.bf16, H],
     x = rows.fragment(shape=(ROWS, H), dtype=lm.f32, rows=OWNER)
     for t in lm.tiles(lm.cdiv(R, ROWS)):
         with rows:
-            x[:] = lm.cast(lm.load(X, coords=(t * ROWS, 0), shape=(ROWS, H)), lm.f32)
+            x[:] = lm.cast(lm.load(X, coords=(t * ROWS, 0), shape=(ROWS, H), evict=X_EVICT), lm.f32)
             x[:] = x - (lm.sum(x, axis=1) * (1.0 / H))[:, None]
             rstd = lm.rsqrt(lm.sum(x * x, axis=1) * (1.0 / H) + eps)
             w = lm.cast(lm.load(W, coords=(0,), shape=(H,)), lm.f32)

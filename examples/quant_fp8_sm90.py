@@ -13,6 +13,8 @@ from cake import lm
 H = 4096                                  # hidden size (specialised per shape by the contract)
 OWNER = "warp" if H <= 2048 else "warpgroup"          # who holds a row
 ROWS = 4 if H <= 2048 else 2 if H <= 8192 else 1   # rows per CTA
+EVICT_FIRST = 0                           # 1: X's lines (read once) leave L2 first
+X_EVICT = "first" if EVICT_FIRST == 1 else None
 
 
 @cake.schedule(targets=["sm_90a"])
@@ -22,7 +24,7 @@ def quant_fp8(X: lm.tensor[lm.bf16, "R", H], Q: lm.tensor[lm.e4m3, "R", H],
     x = rows.fragment(shape=(ROWS, H), dtype=lm.f32, rows=OWNER)
     for t in lm.tiles(lm.cdiv(R, ROWS)):
         with rows:
-            x[:] = lm.cast(lm.load(X, coords=(t * ROWS, 0), shape=(ROWS, H)), lm.f32)
+            x[:] = lm.cast(lm.load(X, coords=(t * ROWS, 0), shape=(ROWS, H), evict=X_EVICT), lm.f32)
             scale = lm.maximum(lm.max(lm.abs(x), axis=1), 1e-12) * (1.0 / 448.0)
             lm.store(S, scale, coords=(t * ROWS,))
             # One division per row, a multiplication per element: a division per element

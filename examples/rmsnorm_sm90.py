@@ -15,6 +15,8 @@ from cake import lm
 H = 4096                                  # hidden size (specialised per shape by the contract)
 OWNER = "warp" if H <= 2048 else "warpgroup"          # who holds a row
 RPC = 0                                   # rows per CTA; 0: by H, as below
+EVICT_FIRST = 0                           # 1: X's lines (read once) leave L2 first
+X_EVICT = "first" if EVICT_FIRST == 1 else None
 ROWS = RPC if RPC > 0 else 4 if H <= 2048 else 2 if H <= 8192 else 1   # rows per CTA
 
 
@@ -25,7 +27,7 @@ def rmsnorm(X: lm.tensor[lm.bf16, "R", H], W: lm.tensor[lm.bf16, H],
     x = rows.fragment(shape=(ROWS, H), dtype=lm.f32, rows=OWNER)
     for t in lm.tiles(lm.cdiv(R, ROWS)):
         with rows:
-            x[:] = lm.cast(lm.load(X, coords=(t * ROWS, 0), shape=(ROWS, H)), lm.f32)
+            x[:] = lm.cast(lm.load(X, coords=(t * ROWS, 0), shape=(ROWS, H), evict=X_EVICT), lm.f32)
             rstd = lm.rsqrt(lm.sum(x * x, axis=1) * (1.0 / H) + eps)
             w = lm.cast(lm.load(W, coords=(0,), shape=(H,)), lm.f32)
             lm.store(Y, lm.cast(x * rstd[:, None] * w[None, :], lm.bf16), coords=(t * ROWS, 0))

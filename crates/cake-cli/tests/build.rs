@@ -125,6 +125,39 @@ fn the_gemm_example_builds_with_its_metadata() {
     let _ = std::fs::remove_dir_all(&out_dir);
 }
 
+#[test]
+fn row_accesses_with_an_eviction_priority_build() {
+    if !has_toolchain() {
+        return;
+    }
+    // Every hinted helper the row lowering calls reaches ptxas (unused helpers never do).
+    let (out_dir, out) = build("tests/build/row_hints_sm90.py", "row-hints");
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let cu = std::fs::read_to_string(out_dir.join("row_hints.cu")).unwrap();
+    for call in [
+        "cake_row_raw_b16_evict_first(",
+        "cake_row_raw_b32_evict_last(",
+        "cake_ldg_evict_first(",
+        "cake_row_st8v_bf16_evict_first(",
+        "cake_row_st8v_f32_evict_last(",
+        "cake_row_st8v_e4m3_evict_first(",
+        "cake_st_evict_last(",
+        "cake_st_evict_first(",
+    ] {
+        assert!(
+            cu.lines().any(|l| l.contains(call) && !l.contains("__forceinline__")),
+            "the kernel never calls {call}"
+        );
+    }
+    assert!(out_dir.join("row_hints.cubin").is_file());
+    let _ = std::fs::remove_dir_all(&out_dir);
+}
+
 /// Whether `cake` will find nvcc (the same discovery as `cake build`); reported as a skip when not.
 fn has_toolchain() -> bool {
     cake_testkit::require(cake_toolchain::Toolchain::discover(), "no CUDA toolchain").is_some()

@@ -500,6 +500,8 @@ pub enum ExprKind {
         coords: Vec<ExprId>,
         shape: Vec<u32>,
         fill: f64,
+        /// The L2 eviction priority of the lines the load brings in (`evict=`); `None`: normal.
+        evict: Option<Evict>,
     },
     /// A register tile read from a shared-memory view (`view.load(cta=None)`), from the view of
     /// cluster CTA `cta` when given (distributed shared memory), in the layout of the value that
@@ -577,7 +579,7 @@ pub enum Stmt {
     Op(Op),
 }
 
-/// An L2 eviction priority for the lines a copy brings in (`createpolicy` and
+/// An L2 eviction priority for the lines a copy, load or store touches (`createpolicy` and
 /// `.L2::cache_hint`): `First` for data read once (a weight streamed past every other line),
 /// `Last` for data many CTAs reread.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -663,6 +665,8 @@ pub enum Op {
         value: ExprId,
         coords: Vec<ExprId>,
         transposed: bool,
+        /// The L2 eviction priority of the lines the store writes (`evict=`); `None`: normal.
+        evict: Option<Evict>,
     },
     /// `dst[.., coords[-2] + index[r], coords[-1] + c] += value[r, c]` for each row `r` of a
     /// row-layout register tile, with `index` one i32 value per row; rows whose destination lies

@@ -349,13 +349,15 @@ impl Printer<'_> {
                 value,
                 coords,
                 transposed,
+                evict,
             } => {
                 format!(
-                    "store {}[{}] <- {}{}",
+                    "store {}[{}] <- {}{}{}",
                     param(dst),
                     self.coords(coords),
                     self.expr(*value),
-                    if *transposed { " transposed" } else { "" }
+                    if *transposed { " transposed" } else { "" },
+                    evict.map_or(String::new(), |e| format!(" evict={}", e.as_str()))
                 )
             }
             Op::GlobalScatterAdd {
@@ -494,12 +496,14 @@ impl Printer<'_> {
                 coords,
                 shape,
                 fill,
+                evict,
             } => format!(
-                "load({}[{}], shape=[{}], fill={:?})",
+                "load({}[{}], shape=[{}], fill={:?}{})",
                 k.params[*tensor].name,
                 self.coords(coords),
                 list(shape, |d| d.to_string()),
-                fill
+                fill,
+                evict.map_or(String::new(), |e| format!(", evict={}", e.as_str()))
             ),
             ExprKind::ViewLoad { view, cta } => match cta {
                 Some(c) => format!("{}.load(cta={})", self.view_ref(view), self.expr(*c)),

@@ -555,3 +555,114 @@ static __device__ __forceinline__ void cake_tma_load_3d_multicast(uint32_t dst, 
       :: "r"(dst), "l"(map), "r"(bar), "h"(mask), "r"(c0), "r"(c1), "r"(c2) : "memory");
 }
 "#;
+
+/// Row-layout accesses with an L2 eviction priority (`lm.load(..., evict=)`,
+/// `lm.store(..., evict=)`), for one priority: the helpers of [`ROW_OPS`] (and [`ROW_FP8`]'s
+/// stores when `fp8`) with a `_evict_<priority>` suffix, whose 16-byte (8-byte for FP8) accesses
+/// and one-value-per-row accesses carry a `createpolicy` policy as their `.L2::cache_hint`
+/// operand. A chunk that is not whole or not aligned goes element by element through the plain
+/// helper: the priority is a hint, and a row's tail is too small for it to matter.
+pub fn row_hint_fns(evict: cake_ir::Evict, fp8: bool) -> String {
+    let s = format!("_evict_{}", evict.as_str());
+    let priority = evict.ptx();
+    let mut out = format!(
+        r#"
+// L2 {priority}: the policy is pure (no side effect), so repeated uses share one register.
+static __device__ __forceinline__ uint64_t cake_policy{s}() {{
+  uint64_t p;
+  asm("createpolicy.fractional.L2::{priority}.b64 %0, 1.0;" : "=l"(p));
+  return p;
+}}
+static __device__ __forceinline__ uint4 cake_row_raw_b16{s}(const void* p) {{
+  uint4 u;
+  asm("ld.global.nc.L2::cache_hint.v4.u32 {{%0, %1, %2, %3}}, [%4], %5;"
+      : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w) : "l"(p), "l"(cake_policy{s}()));
+  return u;
+}}
+static __device__ __forceinline__ cake_raw_b32 cake_row_raw_b32{s}(const void* p) {{
+  const uint4* q = reinterpret_cast<const uint4*>(p);
+  return {{cake_row_raw_b16{s}(q), cake_row_raw_b16{s}(q + 1)}};
+}}
+static __device__ __forceinline__ uint16_t cake_ldg{s}(const uint16_t* p) {{
+  uint16_t v;
+  asm("ld.global.nc.L2::cache_hint.b16 %0, [%1], %2;" : "=h"(v) : "l"(p), "l"(cake_policy{s}()));
+  return v;
+}}
+static __device__ __forceinline__ float cake_ldg{s}(const float* p) {{
+  float v;
+  asm("ld.global.nc.L2::cache_hint.f32 %0, [%1], %2;" : "=f"(v) : "l"(p), "l"(cake_policy{s}()));
+  return v;
+}}
+static __device__ __forceinline__ int cake_ldg{s}(const int32_t* p) {{
+  int v;
+  asm("ld.global.nc.L2::cache_hint.b32 %0, [%1], %2;" : "=r"(v) : "l"(p), "l"(cake_policy{s}()));
+  return v;
+}}
+static __device__ __forceinline__ void cake_st16{s}(void* p, uint4 u) {{
+  asm volatile("st.global.L2::cache_hint.v4.u32 [%0], {{%1, %2, %3, %4}}, %5;"
+               :: "l"(p), "r"(u.x), "r"(u.y), "r"(u.z), "r"(u.w), "l"(cake_policy{s}()) : "memory");
+}}
+static __device__ __forceinline__ void cake_st{s}(uint16_t* p, uint16_t v) {{
+  asm volatile("st.global.L2::cache_hint.b16 [%0], %1, %2;" :: "l"(p), "h"(v), "l"(cake_policy{s}()) : "memory");
+}}
+static __device__ __forceinline__ void cake_st{s}(float* p, float v) {{
+  asm volatile("st.global.L2::cache_hint.f32 [%0], %1, %2;" :: "l"(p), "f"(v), "l"(cake_policy{s}()) : "memory");
+}}
+static __device__ __forceinline__ void cake_st{s}(int32_t* p, int32_t v) {{
+  asm volatile("st.global.L2::cache_hint.b32 [%0], %1, %2;" :: "l"(p), "r"(v), "l"(cake_policy{s}()) : "memory");
+}}
+"#
+    );
+    // Loads: a whole, aligned chunk through the hinted raw read; anything else element by element.
+    for (t, elem, raw, reg) in [
+        ("bf16", "uint16_t", "b16", "float"),
+        ("f16", "uint16_t", "b16", "float"),
+        ("f32", "float", "b32", "float"),
+        ("i32", "int32_t", "b32", "int"),
+    ] {
+        out.push_str(&format!(
+            "static __device__ __forceinline__ void cake_row_ld8_{t}{s}({reg}* d, const {elem}* p, bool row_ok, int n, {reg} fill) {{\n  if (row_ok && n >= 8 && cake_aligned16(p)) cake_row_unpack_{t}(d, cake_row_raw_{raw}{s}(p));\n  else cake_row_ld8_{t}(d, p, row_ok, n, fill);\n}}\n"
+        ));
+    }
+    // Stores: the chunk packed as the plain helper packs it, written with the policy.
+    let mut stores: Vec<(&str, &str, &str, String)> = vec![
+        ("bf16", "uint16_t", "cake_aligned16", pack16("cake_pack_bf16x2", &s)),
+        ("f16", "uint16_t", "cake_aligned16", pack16("cake_pack_f16x2", &s)),
+        (
+            "f32",
+            "float",
+            "cake_aligned16",
+            format!(
+                "  cake_st16{s}(p, make_uint4(__float_as_uint(v[0]), __float_as_uint(v[1]), __float_as_uint(v[2]), __float_as_uint(v[3])));\n  cake_st16{s}(p + 4, make_uint4(__float_as_uint(v[4]), __float_as_uint(v[5]), __float_as_uint(v[6]), __float_as_uint(v[7])));\n"
+            ),
+        ),
+    ];
+    if fp8 {
+        out.push_str(&format!(
+            "static __device__ __forceinline__ void cake_st8{s}(void* p, uint2 u) {{\n  asm volatile(\"st.global.L2::cache_hint.v2.u32 [%0], {{%1, %2}}, %3;\"\n               :: \"l\"(p), \"r\"(u.x), \"r\"(u.y), \"l\"(cake_policy{s}()) : \"memory\");\n}}\nstatic __device__ __forceinline__ void cake_st{s}(uint8_t* p, uint8_t v) {{\n  asm volatile(\"st.global.L2::cache_hint.b8 [%0], %1, %2;\" :: \"l\"(p), \"h\"((uint16_t)v), \"l\"(cake_policy{s}()) : \"memory\");\n}}\n"
+        ));
+        for (t, pack) in [("e4m3", "cake_pack_e4m3x2"), ("e5m2", "cake_pack_e5m2x2")] {
+            stores.push((
+                t,
+                "uint8_t",
+                "cake_aligned8",
+                format!(
+                    "  cake_st8{s}(p, make_uint2((uint32_t){pack}(v[0], v[1]) | ((uint32_t){pack}(v[2], v[3]) << 16),\n                          (uint32_t){pack}(v[4], v[5]) | ((uint32_t){pack}(v[6], v[7]) << 16)));\n"
+                ),
+            ));
+        }
+    }
+    for (t, elem, aligned, body) in stores {
+        out.push_str(&format!(
+            "static __device__ __forceinline__ void cake_row_st8v_{t}{s}({elem}* p, const float* v) {{\n{body}}}\nstatic __device__ __forceinline__ void cake_row_st8_{t}{s}({elem}* p, const float* v, bool row_ok, int n) {{\n  if (row_ok && n >= 8 && {aligned}(p)) cake_row_st8v_{t}{s}(p, v);\n  else cake_row_st8_{t}(p, v, row_ok, n);\n}}\n"
+        ));
+    }
+    out
+}
+
+/// The body of a hinted 16-byte store of eight 16-bit values packed in pairs by `pack`.
+fn pack16(pack: &str, s: &str) -> String {
+    format!(
+        "  cake_st16{s}(p, make_uint4({pack}(v[0], v[1]), {pack}(v[2], v[3]), {pack}(v[4], v[5]), {pack}(v[6], v[7])));\n"
+    )
+}

@@ -249,6 +249,7 @@ fn store_of<'a>(k: &Kernel, site: &'a OpSite) -> Option<(ParamId, StoreSite<'a>)
             value,
             coords,
             transposed,
+            ..
         } => {
             let mut shape = match &k.exprs[*value].ty {
                 Ty::Frag { shape, .. } => shape.clone(),

@@ -303,24 +303,24 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_kmeans_update_atomic(
   const int tiles_0 = dim_B;
   const int tiles_1 = cake_cdiv(dim_N, 16);
   const int tiles_total = tiles_0 * tiles_1;
-  if (warp >= 0 && warp < 4) {  // role rows (kmeans_update_atomic_sm90.py:27)
+  if (warp >= 0 && warp < 4) {  // role rows (kmeans_update_atomic_sm90.py:29)
     const int rows_index = (warp - 0) / 4;
     const int rows_thread = (int)threadIdx.x - 0 - rows_index * 128;
     const int lane_row = 16 * (rows_thread / 32) + (rows_thread % 32) / 4;  // and +8
     const int lane_col = 2 * (rows_thread % 4);  // and +1, every 8 columns
     (void)lane_row; (void)lane_col;
     float x[32];  // fragment x [16, 128] f32
-    for (int tile = blockIdx.x; tile < tiles_total; tile += tiles_total) {  // one tile (b, t) per CTA (kmeans_update_atomic_sm90.py:29)
+    for (int tile = blockIdx.x; tile < tiles_total; tile += tiles_total) {  // one tile (b, t) per CTA (kmeans_update_atomic_sm90.py:31)
       int tile_rest = tile;
       const int tile_1 = tile_rest % tiles_1;
       tile_rest /= tiles_1;
       const int tile_0 = tile_rest % tiles_0;
       tile_rest /= tiles_0;
       (void)tile_rest;
-      // with rows: (kmeans_update_atomic_sm90.py:30)
-      {  // x <- ... (kmeans_update_atomic_sm90.py:31)
+      // with rows: (kmeans_update_atomic_sm90.py:32)
+      {  // x <- ... (kmeans_update_atomic_sm90.py:33)
         if (0 + 128 <= 128 && cake_aligned16(X + (((size_t)(tile_0) * dim_N + ((tile_1 * 16) + (rows_thread / 32 + 4 * 0))) * 128 + (0))) && cake_aligned16(X + (((size_t)(tile_0) * dim_N + ((tile_1 * 16) + (rows_thread / 32 + 4 * 1))) * 128 + (0))) && cake_aligned16(X + (((size_t)(tile_0) * dim_N + ((tile_1 * 16) + (rows_thread / 32 + 4 * 2))) * 128 + (0))) && cake_aligned16(X + (((size_t)(tile_0) * dim_N + ((tile_1 * 16) + (rows_thread / 32 + 4 * 3))) * 128 + (0)))) {  // whole, in bounds and aligned: batched
-          uint4 ld0_raw[4] = {};  // lm.load(X) (kmeans_update_atomic_sm90.py:31)
+          uint4 ld0_raw[4] = {};  // lm.load(X) (kmeans_update_atomic_sm90.py:33)
           // every load issued before the first is used
           #pragma unroll
           for (int c = 0; c < 1; ++c) {
@@ -349,7 +349,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_kmeans_update_atomic(
             #pragma unroll
             for (int r = 0; r < 4; ++r) {
               const int row = (rows_thread / 32 + 4 * r);
-              float ld0[8];  // lm.load(X) (kmeans_update_atomic_sm90.py:31)
+              float ld0[8];  // lm.load(X) (kmeans_update_atomic_sm90.py:33)
               cake_row_ld8_bf16(ld0, X + (((size_t)(tile_0) * dim_N + ((tile_1 * 16) + row)) * 128 + (0 + lc)), (tile_1 * 16) + row < dim_N, min(128 - (0 + lc), 128 - lc), 0.0f);
               #pragma unroll
               for (int v = 0; v < 8; ++v) x[(r * 1 + c) * 8 + v] = static_cast<float>(ld0[v]);
@@ -357,8 +357,8 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_kmeans_update_atomic(
           }
         }
       }
-      {  // scatter_add SUMS <- row-layout value by index (kmeans_update_atomic_sm90.py:33)
-        int ld1[4];  // lm.load(IDS): one value per row (kmeans_update_atomic_sm90.py:32)
+      {  // scatter_add SUMS <- row-layout value by index (kmeans_update_atomic_sm90.py:35)
+        int ld1[4];  // lm.load(IDS): one value per row (kmeans_update_atomic_sm90.py:34)
         #pragma unroll
         for (int r = 0; r < 4; ++r) {
           const int row = (tile_1 * 16) + (rows_thread / 32 + 4 * r);

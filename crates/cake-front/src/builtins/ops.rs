@@ -44,10 +44,11 @@ impl Interp<'_> {
         }
     }
 
-    /// `lm.store(dst, value, coords, transpose=False)`
+    /// `lm.store(dst, value, coords, transpose=False, evict=None)`
     pub(super) fn store(&mut self, a: &[Slot], sp: Span) -> R<Value> {
         let dst = self.tensor_arg(&a[0], "the destination")?;
         let coords = self.coords(&a[2], dst, "`coords`")?;
+        let evict = self.evict_arg(a.get(4))?;
         let transposed = match a.get(3).cloned().flatten() {
             None => false,
             Some((Value::Bool(t), _)) => t,
@@ -103,6 +104,7 @@ impl Interp<'_> {
                 value,
                 coords,
                 transposed,
+                evict,
             },
             sp,
         )?;
@@ -214,11 +216,12 @@ impl Interp<'_> {
         Ok(Value::None)
     }
 
-    /// `lm.load(src, coords, shape, fill=0)`
+    /// `lm.load(src, coords, shape, fill=0, evict=None)`
     pub(super) fn load(&mut self, a: &[Slot], sp: Span) -> R<Value> {
         let src = self.tensor_arg(&a[0], "the source")?;
         let coords = self.coords(&a[1], src, "`coords`")?;
         let shape = self.shape(&a[2], "shape")?;
+        let evict = self.evict_arg(a.get(4))?;
         let fill = match &a[3] {
             None => 0.0,
             Some((Value::Int(i), _)) => *i as f64,
@@ -243,6 +246,7 @@ impl Interp<'_> {
                 coords,
                 shape: shape.clone(),
                 fill,
+                evict,
             },
             Ty::Frag { dtype, shape, role },
             sp,
@@ -358,11 +362,7 @@ impl Interp<'_> {
         let coords = self.coords(&a[1], src, "`coords`")?;
         let barrier = self.barrier_arg(&a[2], "`barrier`")?;
         let multicast = self.positive(&a[3], "multicast", Some(1))?;
-        let evict = self.str_choice(
-            a.get(4),
-            &[("first", Evict::First), ("last", Evict::Last)],
-            "`evict` is \"first\" (lines read once: evicted before others), \"last\" (lines many CTAs reread) or None",
-        )?;
+        let evict = self.evict_arg(a.get(4))?;
         self.check_view_tensor(&v, src, sp)?;
         self.emit_op(
             Op::TmaLoad {
@@ -380,6 +380,15 @@ impl Interp<'_> {
 
     /// An optional string argument: absent or `None` gives `None`, one of `choices` its value;
     /// anything else is `CAKE-L010` at the argument, `expected` followed by what was found.
+    /// An `evict=` argument: an L2 eviction priority or None.
+    fn evict_arg(&mut self, slot: Option<&Slot>) -> R<Option<Evict>> {
+        self.str_choice(
+            slot,
+            &[("first", Evict::First), ("last", Evict::Last)],
+            "`evict` is \"first\" (lines read once: evicted before others), \"last\" (lines many CTAs reread) or None",
+        )
+    }
+
     fn str_choice<T: Copy>(
         &mut self,
         slot: Option<&Slot>,

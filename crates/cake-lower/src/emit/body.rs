@@ -642,7 +642,8 @@ impl Emitter<'_> {
                 value,
                 coords,
                 transposed,
-            } => self.store(*dst, *value, coords, *transposed, sp),
+                evict,
+            } => self.store(*dst, *value, coords, *transposed, *evict, sp),
             Op::Assign { dst, value } => self.assign(*dst, *value, sp),
             Op::SmemStore { dst, value } if self.k.const_number(*value).is_some() => {
                 self.smem_fill(dst, *value, sp)

@@ -263,6 +263,7 @@ impl Emitter<'_> {
                 coords,
                 shape,
                 fill,
+                ..
             } if shape.len() == 1 && site == Site::Tile => {
                 // A vector along the tile's columns: this thread's column of it.
                 let ParamKind::Tensor { dims, .. } = k.params[*tensor].kind.clone() else {

@@ -105,6 +105,9 @@ pub(crate) struct Emitter<'a> {
     pub(crate) needs_row_ops: bool,
     /// Whether a row-layout store converts to FP8 (sm_89 and later).
     pub(crate) needs_row_fp8: bool,
+    /// The L2 eviction priorities of row-layout loads and stores (`evict=`): each brings its
+    /// hinted helpers into the prelude.
+    pub(crate) row_hints: std::collections::BTreeSet<cake_ir::Evict>,
     /// `lm.scatter_add` is used: the global atomic-add helpers.
     pub(crate) needs_row_red: bool,
 }
@@ -256,6 +259,7 @@ impl<'a> Emitter<'a> {
             warp_branches: 0,
             needs_row_ops: false,
             needs_row_fp8: false,
+            row_hints: Default::default(),
             needs_row_red: false,
         }
     }
@@ -406,6 +410,9 @@ impl<'a> Emitter<'a> {
         }
         if self.needs_row_fp8 {
             cuda.push_str(prelude::ROW_FP8);
+        }
+        for evict in &self.row_hints {
+            cuda.push_str(&prelude::row_hint_fns(*evict, self.needs_row_fp8));
         }
         if self.needs_row_red {
             cuda.push_str(prelude::ROW_RED);

@@ -54,6 +54,8 @@ struct ChunkAccess {
     /// thread's rows starting aligned (rows past the tensor are predicated, not excluded);
     /// None when the element type has no batched read.
     batched: Option<String>,
+    /// The helpers' name suffix of the load's L2 eviction priority (`_evict_first`), or empty.
+    hint: String,
 }
 
 /// The batched path's raw chunk of an element type: its register type and the prelude's read.
@@ -102,6 +104,13 @@ impl Emitter<'_> {
         }
     }
 
+    /// A row access with L2 eviction priority `evict`: its helpers join the prelude, and the
+    /// name is `base` with the priority's suffix (`cake_ldg_evict_first`).
+    fn row_hint(&mut self, evict: Evict, base: &str) -> String {
+        self.row_hints.insert(evict);
+        format!("{base}_evict_{}", evict.as_str())
+    }
+
     fn role_thread(&self) -> String {
         let (role, _) = self.role.expect("role");
         format!("{}_thread", c_ident(&self.k.roles[role].name))
@@ -128,6 +137,7 @@ impl Emitter<'_> {
                 tensor,
                 coords,
                 fill,
+                evict,
                 ..
             } = k.exprs[l].kind.clone()
             else {
@@ -164,10 +174,14 @@ impl Emitter<'_> {
                 k.params[tensor].name,
                 self.loc(k.exprs.span(l))
             ));
+            let read = match evict {
+                Some(ev) => self.row_hint(ev, "cake_ldg"),
+                None => "__ldg".to_string(),
+            };
             self.unrolled(&format!("for (int r = 0; r < {}; ++r) {{", g.rpt), |e| {
                 e.line(&format!("const int row = {c0} + {row};"));
                 e.line(&format!(
-                    "{array}[r] = row < {cext} ? {conv}(__ldg({tname} + {offset})) : {fill};"
+                    "{array}[r] = row < {cext} ? {conv}({read}({tname} + {offset})) : {fill};"
                 ));
             });
             self.row_loads.insert(l, format!("{array}[r]"));
@@ -214,11 +228,18 @@ impl Emitter<'_> {
     /// Where chunk (r, c) of a chunked load lies: its tensor's C name and element type, the
     /// offset of its first element (with `row` and `lc` in scope), whether its row exists, how
     /// many of its elements exist, and the batched path's condition.
-    fn chunk_access(&self, load: &ChunkLoad, g: RowGeom) -> Option<ChunkAccess> {
+    fn chunk_access(&mut self, load: &ChunkLoad, g: RowGeom) -> Option<ChunkAccess> {
         let k = self.k;
-        let ExprKind::Load { tensor, fill, .. } = k.exprs[load.load].kind.clone() else {
+        let ExprKind::Load {
+            tensor,
+            fill,
+            evict,
+            ..
+        } = k.exprs[load.load].kind.clone()
+        else {
             return None;
         };
+        let hint = evict.map_or(String::new(), |ev| self.row_hint(ev, ""));
         let ParamKind::Tensor { dtype, dims } = k.params[tensor].kind.clone() else {
             return None;
         };
@@ -260,6 +281,7 @@ impl Emitter<'_> {
             n: format!("min({cext} - ({c0} + lc), {} - lc)", g.cols),
             fill: Self::load_fill(dtype, fill),
             batched: raw_read(dtype).map(|_| batched),
+            hint,
         })
     }
 
@@ -279,8 +301,8 @@ impl Emitter<'_> {
                 self.loc(a.span)
             ));
             self.line(&format!(
-                "cake_row_ld8_{suffix}({}, {}, {}, {}, {});",
-                load.array, a.ptr, a.row_ok, a.n, a.fill
+                "cake_row_ld8_{suffix}{}({}, {}, {}, {}, {});",
+                a.hint, load.array, a.ptr, a.row_ok, a.n, a.fill
             ));
         }
     }
@@ -383,10 +405,11 @@ impl Emitter<'_> {
                     };
                     let (_, read) = raw_read(a.dtype).expect("batched");
                     e.line(&format!(
-                        "{}{}_raw{} = {read}({});",
+                        "{}{}_raw{} = {read}{}({});",
                         exists(&a.row_ok),
                         l.array,
                         raw_index(how),
+                        a.hint,
                         a.ptr
                     ));
                 }
@@ -501,12 +524,14 @@ impl Emitter<'_> {
         value: ExprId,
         coords: &[ExprId],
         layout: FragLayout,
+        evict: Option<Evict>,
         sp: Span,
     ) {
         let k = self.k;
         let ParamKind::Tensor { dtype, dims } = k.params[dst].kind.clone() else {
             return;
         };
+        let hint = evict.map_or(String::new(), |ev| self.row_hint(ev, ""));
         let inner = match legal::row_store(k, value, layout, dtype, &dims, coords) {
             Ok(i) => i,
             Err(m) => return self.unsupported(sp, m),
@@ -548,10 +573,10 @@ impl Emitter<'_> {
                     e.line("#pragma unroll");
                     e.line(&format!("for (int v = 0; v < {ROW_CHUNK}; ++v) out[v] = {v};"));
                     if batched {
-                        e.line(&format!("{exists}cake_row_st8v_{suffix}({tname} + {offset}, out);"));
+                        e.line(&format!("{exists}cake_row_st8v_{suffix}{hint}({tname} + {offset}, out);"));
                     } else {
                         e.line(&format!(
-                            "cake_row_st8_{suffix}({tname} + {offset}, out, {r0} + row < {rext}, min({cext} - ({c0} + lc), {} - lc));",
+                            "cake_row_st8_{suffix}{hint}({tname} + {offset}, out, {r0} + row < {rext}, min({cext} - ({c0} + lc), {} - lc));",
                             g.cols
                         ));
                     }
@@ -572,9 +597,15 @@ impl Emitter<'_> {
                 e.braced(&format!("if ({t} % {} == 0) {{", g.t), |e| {
                     e.unrolled(&format!("for (int r = 0; r < {}; ++r) {{", g.rpt), |e| {
                         e.line(&format!("const int row = {row};"));
-                        e.line(&format!(
-                            "if ({c0} + row < {cext}) {tname}[{offset}] = ({ty}){conv}({v});"
-                        ));
+                        if hint.is_empty() {
+                            e.line(&format!(
+                                "if ({c0} + row < {cext}) {tname}[{offset}] = ({ty}){conv}({v});"
+                            ));
+                        } else {
+                            e.line(&format!(
+                                "if ({c0} + row < {cext}) cake_st{hint}({tname} + {offset}, ({ty}){conv}({v}));"
+                            ));
+                        }
                     });
                 });
             }

@@ -11,6 +11,7 @@ impl Emitter<'_> {
         value: ExprId,
         coords: &[ExprId],
         transposed: bool,
+        evict: Option<Evict>,
         sp: Span,
     ) {
         let k = self.k;
@@ -49,7 +50,7 @@ impl Emitter<'_> {
                 });
             }
             legal::StoreKind::TmemRows(n) => self.store_tmem_rows(dst, value, coords, n, sp),
-            legal::StoreKind::RowLayout(l) => self.store_rows(dst, value, coords, l, sp),
+            legal::StoreKind::RowLayout(l) => self.store_rows(dst, value, coords, l, evict, sp),
             legal::StoreKind::Tile(l) => self.store_tile(dst, value, coords, l, transposed, sp),
         }
     }

@@ -71,7 +71,11 @@ pub(crate) trait Scope {
             return self.scalar_problems(e, out);
         }
         let sp = k.exprs.span(e);
+        let row_site = matches!(site, Site::Row(_) | Site::RowVal(_) | Site::RowCol(_));
         match &k.exprs[e].kind {
+            ExprKind::Load {
+                evict: Some(ev), ..
+            } if !row_site => out.push((sp, super::evict_not_lowered("lm.load", *ev))),
             ExprKind::Frag(f) => {
                 if !readable_at(self.layout(*f), site) {
                     out.push((

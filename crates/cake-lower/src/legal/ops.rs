@@ -178,6 +178,15 @@ pub(crate) fn replica_barrier(k: &Kernel, kf: &KernelFacts, role: RoleId) -> Res
     Ok(first_id)
 }
 
+/// `evict=` on an `lm.load` or `lm.store` (`what`) whose value is not in a row layout: the
+/// message.
+pub(crate) fn evict_not_lowered(what: &str, evict: Evict) -> String {
+    format!(
+        "`evict=\"{}\"` on {what} is lowered for row-layout values (a `rows=` fragment's tile, its per-row and per-column vectors); this value is in an accumulator's layout",
+        evict.as_str()
+    )
+}
+
 /// `defer=True` and `turns=True` on a family that does not lower them: the message.
 pub(crate) fn mma_scheduling_not_lowered(option: &str) -> String {
     format!("`{option}=True` is lowered for wgmma (sm_90a) only")

@@ -505,7 +505,8 @@ impl<'a> Checker<'a> {
                 value,
                 coords,
                 transposed,
-            } => self.store(*dst, *value, coords, *transposed, sp),
+                evict,
+            } => self.store(*dst, *value, coords, *transposed, *evict, sp),
             Op::Assign { dst, value } => self.assign(*dst, *value, sp),
             Op::GlobalScatterAdd {
                 dst,
@@ -620,6 +621,7 @@ impl<'a> Checker<'a> {
         value: ExprId,
         coords: &[ExprId],
         transposed: bool,
+        evict: Option<Evict>,
         sp: Span,
     ) {
         let k = self.k;
@@ -627,12 +629,18 @@ impl<'a> Checker<'a> {
             return;
         };
         self.precompute_reductions(value);
+        let kind = store_kind(self.tile_of(value), transposed);
+        if let (Some(e), Ok(kind)) = (evict, &kind) {
+            if !matches!(kind, StoreKind::RowLayout(_)) {
+                self.unsupported(sp, super::evict_not_lowered("lm.store", e));
+            }
+        }
         let others = |me: &mut Self, axis: usize| {
             for i in (0..dims.len()).filter(|i| *i != axis) {
                 me.ix(coords[i]);
             }
         };
-        match store_kind(self.tile_of(value), transposed) {
+        match kind {
             Err(m) => self.unsupported(sp, m),
             Ok(StoreKind::RowLayout(layout)) => {
                 match row_store(k, value, layout, *dtype, dims, coords) {
