@@ -26,7 +26,11 @@ BK = 64                                 # K per stage (one 128-byte swizzle row 
 SPLIT_UPTO = 2048                       # the most weight rows split (a family route may raise it)
 SPLIT_WAYS = 2                          # CTAs per tile where it splits (2 or 4)
 SPLIT = SPLIT_WAYS if NW <= SPLIT_UPTO else 1
-STAGES = 16 if MP <= 16 else 12 if MP <= 64 else 8   # ring depth: the weight bytes in flight (measured)
+# PER_SM = 2: two CTAs share each SM (`ctas_per_sm=2`), each with half the ring, so a weight of
+# more tiles than SMs runs in one wave instead of 1.7 (14336 rows: 224 tiles on 132 SMs).
+PER_SM = 1
+STAGES = (16 if MP <= 16 else 12 if MP <= 64 else 8) // PER_SM   # ring depth: the weight bytes in flight (measured)
+MATH_REGS = 232 if PER_SM == 1 else 216  # within 1/PER_SM of the register file, with the producer's 40
 # The weight is read once: its lines go first when L2 needs room, so they evict neither the tokens
 # nor other kernels' dirty lines (1.10-1.14x measured: bench/results/2026-12-03-cost-model).
 EVICT_FIRST = 1
@@ -39,7 +43,7 @@ CONSUMERS = 2 if WIDE == 1 and SPLIT == 1 and MP >= 64 else 1
 MC = MP // CONSUMERS                    # tokens per consumer warpgroup
 
 
-@cake.schedule(targets=["sm_90a"], cluster=(SPLIT, 1, 1))
+@cake.schedule(targets=["sm_90a"], cluster=(SPLIT, 1, 1), ctas_per_sm=PER_SM)
 def tinygemm(A: lm.tensor[lm.bf16, M, "K"],
              B: lm.tensor[lm.bf16, "N", "K"],
              C: lm.tensor[lm.bf16, M, "N"]):
@@ -48,7 +52,7 @@ def tinygemm(A: lm.tensor[lm.bf16, M, "K"],
     sX = pool.view(shape=(MP, BK), dtype=lm.bf16, stages=STAGES, swizzle=128)
 
     load = lm.role(warpgroup=0, regs=40)
-    math = lm.role(warpgroups=[1, 2] if CONSUMERS == 2 else [1], regs=232)
+    math = lm.role(warpgroups=[1, 2] if CONSUMERS == 2 else [1], regs=MATH_REGS)
 
     pipe = lm.pipeline(stages=STAGES)
     full = lm.barrier(pipe, producers=[load], consumers=[math])

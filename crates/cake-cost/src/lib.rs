@@ -682,9 +682,13 @@ pub fn estimate_with(
     let threads = kernel.block_threads();
     let lim = &target.limits;
     let budgets = kernel.roles.iter().any(|(_, r)| r.regs.is_some());
+    // `ctas_per_sm=n` launches every thread with at most 1/n of the register file.
+    let per_sm_asked = kernel.ctas_per_sm();
     let regs_per_thread = if budgets {
-        // setmaxnreg schedules are launched with the whole register file.
-        (lim.regs_per_block / threads.max(1)).max(1)
+        // setmaxnreg schedules are launched with the whole register file (or its 1/n).
+        (lim.regs_per_block / (threads * per_sm_asked).max(1)).max(1)
+    } else if per_sm_asked > 1 {
+        (lim.regs_per_block / (threads * per_sm_asked).max(1)).clamp(1, 128)
     } else {
         assumptions
             .push("no role states `regs=`: 128 registers per thread assumed for occupancy".into());
@@ -1487,7 +1491,7 @@ fn spilled_registers(k: &Kernel, target: &Target, r: cake_ir::RoleId) -> u64 {
         && k.stmts.iter().any(|(_, s)| {
             matches!(s, Stmt::Op(cake_ir::Op::Mma { acc: cake_ir::Operand::Frag(f), .. }) if k.fragments[*f].role == r)
         });
-    let launch = target.limits.launch_registers(k.block_threads());
+    let launch = target.limits.launch_registers(k.block_threads() * k.ctas_per_sm());
     k.registers_over_budget(r, launch, issues_wgmma)
 }
 

@@ -556,6 +556,18 @@ fn decorator_settings(
                     }
                 }
             }
+            "ctas_per_sm" => match it.const_int(&v, vsp, "`ctas_per_sm`") {
+                Ok(n) if (1..=32).contains(&n) => it.k.min_ctas_per_sm = n as u32,
+                Ok(n) => {
+                    failed = true;
+                    it.report(Finding::new(
+                        &codes::INVALID_VALUE,
+                        vsp,
+                        format!("`ctas_per_sm` (the CTAs each SM must hold at once) is in 1..=32, got {n}"),
+                    ));
+                }
+                Err(_) => failed = true,
+            },
             "cluster" => {
                 let items = match v {
                     Value::Tuple(items) => items,

@@ -210,7 +210,7 @@ pub const TABLE: &[Entry] = &[
     row!(Python "min" => PyMin, Custom("min(a, b, ...)"), "smallest of two or more values"),
     row!(Python "max" => PyMax, Custom("max(a, b, ...)"), "largest of two or more values"),
 
-    row!(Cake "schedule" => Schedule, Decorator(&[opt("targets"), opt("persistent"), opt("cluster"), opt("zero")]), "marks a schedule function"),
+    row!(Cake "schedule" => Schedule, Decorator(&[opt("targets"), opt("persistent"), opt("cluster"), opt("zero"), opt("ctas_per_sm")]), "marks a schedule function"),
     row!(Cake "lm" => LmModule, Read, "the `lm` namespace"),
 
     // lm: declarations

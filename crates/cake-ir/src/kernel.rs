@@ -30,6 +30,10 @@ pub struct Kernel {
     /// One CTA per tile (`false`) or a persistent grid of at most one CTA per SM (`true`).
     pub persistent: bool,
     pub cluster: [u32; 3],
+    /// CTAs each SM must be able to hold at once (`@cake.schedule(ctas_per_sm=n)`): the launch
+    /// bounds' minimum, so ptxas keeps each thread's registers within 1/n of the SM's file; 0 or
+    /// 1 is one. Read it through [`Kernel::ctas_per_sm`].
+    pub min_ctas_per_sm: u32,
     pub params: Arena<Param>,
     pub dims: Arena<Dim>,
     pub pools: Arena<Pool>,
@@ -709,6 +713,11 @@ pub enum Op {
 }
 
 impl Kernel {
+    /// CTAs each SM must hold at once (`ctas_per_sm=`, at least 1).
+    pub fn ctas_per_sm(&self) -> u32 {
+        self.min_ctas_per_sm.max(1)
+    }
+
     pub fn expr(&self, e: ExprId) -> &Expr {
         &self.exprs[e]
     }

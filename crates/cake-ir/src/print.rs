@@ -34,14 +34,18 @@ impl Printer<'_> {
     fn kernel(&mut self) {
         let k = self.k;
         let head = format!(
-            "kernel {} targets=[{}] grid={} cluster=({}, {}, {}) threads={}",
+            "kernel {} targets=[{}] grid={} cluster=({}, {}, {}) threads={}{}",
             k.name,
             k.targets.join(", "),
             if k.persistent { "persistent" } else { "tiles" },
             k.cluster[0],
             k.cluster[1],
             k.cluster[2],
-            k.block_threads()
+            k.block_threads(),
+            match k.ctas_per_sm() {
+                1 => String::new(),
+                n => format!(" ctas_per_sm={n}"),
+            }
         );
         self.line(0, &head);
         for (id, p) in k.params.iter() {

@@ -114,5 +114,15 @@ pub fn lower_with(
     // Register layouts are inferred once, by the legality pass's plan; the emitter asks the
     // same conditions the pass does as it goes (`lowerable` returns exactly its findings).
     let plan = legal::Plan::new(k, facts, backend);
-    emit::Emitter::new(k, facts, file, backend, &plan).run()
+    let mut errors = legal::kernel_problems(k);
+    match emit::Emitter::new(k, facts, file, backend, &plan).run() {
+        Ok(lowered) if errors.is_empty() => Ok(lowered),
+        Ok(_) => Err(errors),
+        Err(more) => {
+            for u in more {
+                legal::record(&mut errors, u.span, u.message);
+            }
+            Err(errors)
+        }
+    }
 }

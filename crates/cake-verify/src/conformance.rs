@@ -128,6 +128,25 @@ fn smem(cx: &Ctx, out: &mut Vec<Finding>) {
     let limit = cx.target.limits.smem_per_block_optin as u64;
     // The lowering adds 1024 B so the base can be aligned for 128-byte swizzle.
     let total = cx.layout.total + 1024;
+    // `ctas_per_sm=n`: n CTAs' shared memory, each with the 1 KB the system reserves per CTA.
+    let n = k.ctas_per_sm() as u64;
+    let per_sm = cx.target.limits.smem_per_sm as u64;
+    if n > 1 && total <= limit && n * (total + 1024) > per_sm {
+        out.push(
+            Finding::new(
+                &SMEM_LIMIT,
+                k.span,
+                format!(
+                    "`ctas_per_sm={n}` needs {n} x ({total} + 1024 reserved) = {} B of shared memory on an SM; {} has {per_sm} B",
+                    n * (total + 1024),
+                    cx.target.name
+                ),
+            )
+            .expected(format!("<= {per_sm} B"))
+            .actual(format!("{} B", n * (total + 1024)))
+            .help("use fewer stages or smaller tiles, or fewer CTAs per SM"),
+        );
+    }
     if total > limit {
         let mut f = Finding::new(
             &SMEM_LIMIT,
@@ -180,7 +199,29 @@ fn threads_and_registers(cx: &Ctx, out: &mut Vec<Finding>) {
         );
         return;
     }
-    let launch_regs = lim.launch_registers(threads);
+    // `ctas_per_sm=n`: n CTAs share the SM's threads and register file (ptxas keeps each
+    // thread within 1/n of the file under __launch_bounds__(threads, n)).
+    let n = k.ctas_per_sm();
+    if n > 1 && (threads * n > lim.threads_per_sm || n > lim.max_ctas_per_sm) {
+        out.push(
+            Finding::new(
+                &THREAD_LIMIT,
+                k.span,
+                format!(
+                    "`ctas_per_sm={n}` needs {} threads on an SM; {} holds {} (and at most {} CTAs)",
+                    threads * n,
+                    cx.target.name,
+                    lim.threads_per_sm,
+                    lim.max_ctas_per_sm
+                ),
+            )
+            .expected(format!("<= {} threads", lim.threads_per_sm))
+            .actual(threads * n)
+            .help("ask for fewer CTAs per SM or fewer threads per CTA"),
+        );
+        return;
+    }
+    let launch_regs = lim.launch_registers(threads * n);
     let mut total: u64 = 0;
     let mut any_budget = false;
     for (rid, r) in k.roles.iter() {
@@ -213,7 +254,7 @@ fn threads_and_registers(cx: &Ctx, out: &mut Vec<Finding>) {
         total += r.threads() as u64 * regs as u64;
     }
     // setmaxnreg moves registers within what the CTA was launched with: every thread starts with
-    // the launch allocation (ptxas's count under __launch_bounds__(threads, 1)), decreases free
+    // the launch allocation (ptxas's count under __launch_bounds__(threads, ctas_per_sm)), decreases free
     // registers into the CTA's pool and increases take from it. Budgets beyond the launch total
     // leave a `setmaxnreg.inc` waiting forever (seen on the H200: a 640-thread k-means variant
     // asking 4 x 128 x 112 + 128 x 56 = 64512 of 61440 hung).

@@ -87,7 +87,7 @@ fn register_demand(cx: &Ctx, out: &mut Vec<Finding>) {
     let k = cx.k;
     let lim = &cx.target.limits;
     let threads = k.block_threads().max(1);
-    let launch = lim.launch_registers(threads);
+    let launch = lim.launch_registers(threads * k.ctas_per_sm());
     let wgmma = wgmma_accumulators(cx);
     for (rid, role) in k.roles.iter() {
         let demand = k.role_fragment_registers(rid);

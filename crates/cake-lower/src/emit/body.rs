@@ -116,7 +116,8 @@ impl Emitter<'_> {
         }
         self.tmem_base_after_sync();
         let threads = k.block_threads();
-        let default_regs = ((65536 / threads.max(1)) / 8 * 8).min(255);
+        // Every thread starts with its share of the register file under the launch bounds.
+        let default_regs = ((65536 / (threads * k.ctas_per_sm()).max(1)) / 8 * 8).min(255);
         for (rid, role) in k.roles.iter() {
             let (first, last) = match legal::role_warp_range(k, rid) {
                 Ok(range) => range,

@@ -421,7 +421,8 @@ impl<'a> Emitter<'a> {
         let threads = self.k.block_threads();
         let _ = writeln!(
             cuda,
-            "\nextern \"C\" __global__ void __launch_bounds__({threads}, 1) {symbol}("
+            "\nextern \"C\" __global__ void __launch_bounds__({threads}, {}) {symbol}(",
+            self.k.ctas_per_sm()
         );
         let params: Vec<String> = args.iter().map(|a| self.param_decl(a)).collect();
         let _ = writeln!(cuda, "    {}) {{", params.join(",\n    "));

@@ -26,6 +26,9 @@ impl Emitter<'_> {
             Ok(kind) => kind,
             Err(m) => return self.unsupported(sp, m),
         };
+        if let Some(e) = evict.filter(|_| !matches!(kind, legal::StoreKind::RowLayout(_))) {
+            self.unsupported(sp, legal::evict_not_lowered("lm.store", e));
+        }
         match kind {
             legal::StoreKind::Rows => {
                 // One value per row: the first thread of each quad writes the quad's two rows.

@@ -135,7 +135,27 @@ pub fn lowerable(k: &Kernel, facts: &KernelFacts) -> Vec<Unsupported> {
         }
     };
     let plan = Plan::new(k, facts, backend);
-    Checker::new(k, facts, &plan, backend).run()
+    let mut errors = kernel_problems(k);
+    for u in Checker::new(k, facts, &plan, backend).run() {
+        record(&mut errors, u.span, u.message);
+    }
+    errors
+}
+
+/// What the lowering cannot do with the schedule's own options, whatever its body.
+pub(crate) fn kernel_problems(k: &Kernel) -> Vec<Unsupported> {
+    let mut errors = Vec::new();
+    if k.persistent && k.ctas_per_sm() > 1 {
+        record(
+            &mut errors,
+            k.span,
+            format!(
+                "`ctas_per_sm={}` on a persistent schedule is not lowered: its grid is one CTA per SM",
+                k.ctas_per_sm()
+            ),
+        );
+    }
+    errors
 }
 
 /// An operation only some families have an instruction for (`CpAsync`, `Ldmatrix`, `Commit`,
