@@ -264,6 +264,89 @@ static __device__ __forceinline__ void cake_row_st8_f32(float* p, const float* v
   }
 }
 
+// L2 evict_first: the policy is pure (no side effect), so repeated uses share one register.
+static __device__ __forceinline__ uint64_t cake_policy_evict_first() {
+  uint64_t p;
+  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
+  return p;
+}
+static __device__ __forceinline__ uint4 cake_row_raw_b16_evict_first(const void* p) {
+  uint4 u;
+  asm("ld.global.nc.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+      : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w) : "l"(p), "l"(cake_policy_evict_first()));
+  return u;
+}
+static __device__ __forceinline__ cake_raw_b32 cake_row_raw_b32_evict_first(const void* p) {
+  const uint4* q = reinterpret_cast<const uint4*>(p);
+  return {cake_row_raw_b16_evict_first(q), cake_row_raw_b16_evict_first(q + 1)};
+}
+static __device__ __forceinline__ uint16_t cake_ldg_evict_first(const uint16_t* p) {
+  uint16_t v;
+  asm("ld.global.nc.L2::cache_hint.b16 %0, [%1], %2;" : "=h"(v) : "l"(p), "l"(cake_policy_evict_first()));
+  return v;
+}
+static __device__ __forceinline__ float cake_ldg_evict_first(const float* p) {
+  float v;
+  asm("ld.global.nc.L2::cache_hint.f32 %0, [%1], %2;" : "=f"(v) : "l"(p), "l"(cake_policy_evict_first()));
+  return v;
+}
+static __device__ __forceinline__ int cake_ldg_evict_first(const int32_t* p) {
+  int v;
+  asm("ld.global.nc.L2::cache_hint.b32 %0, [%1], %2;" : "=r"(v) : "l"(p), "l"(cake_policy_evict_first()));
+  return v;
+}
+static __device__ __forceinline__ void cake_st16_evict_first(void* p, uint4 u) {
+  asm volatile("st.global.L2::cache_hint.v4.u32 [%0], {%1, %2, %3, %4}, %5;"
+               :: "l"(p), "r"(u.x), "r"(u.y), "r"(u.z), "r"(u.w), "l"(cake_policy_evict_first()) : "memory");
+}
+static __device__ __forceinline__ void cake_st_evict_first(uint16_t* p, uint16_t v) {
+  asm volatile("st.global.L2::cache_hint.b16 [%0], %1, %2;" :: "l"(p), "h"(v), "l"(cake_policy_evict_first()) : "memory");
+}
+static __device__ __forceinline__ void cake_st_evict_first(float* p, float v) {
+  asm volatile("st.global.L2::cache_hint.f32 [%0], %1, %2;" :: "l"(p), "f"(v), "l"(cake_policy_evict_first()) : "memory");
+}
+static __device__ __forceinline__ void cake_st_evict_first(int32_t* p, int32_t v) {
+  asm volatile("st.global.L2::cache_hint.b32 [%0], %1, %2;" :: "l"(p), "r"(v), "l"(cake_policy_evict_first()) : "memory");
+}
+static __device__ __forceinline__ void cake_row_ld8_bf16_evict_first(float* d, const uint16_t* p, bool row_ok, int n, float fill) {
+  if (row_ok && n >= 8 && cake_aligned16(p)) cake_row_unpack_bf16(d, cake_row_raw_b16_evict_first(p));
+  else cake_row_ld8_bf16(d, p, row_ok, n, fill);
+}
+static __device__ __forceinline__ void cake_row_ld8_f16_evict_first(float* d, const uint16_t* p, bool row_ok, int n, float fill) {
+  if (row_ok && n >= 8 && cake_aligned16(p)) cake_row_unpack_f16(d, cake_row_raw_b16_evict_first(p));
+  else cake_row_ld8_f16(d, p, row_ok, n, fill);
+}
+static __device__ __forceinline__ void cake_row_ld8_f32_evict_first(float* d, const float* p, bool row_ok, int n, float fill) {
+  if (row_ok && n >= 8 && cake_aligned16(p)) cake_row_unpack_f32(d, cake_row_raw_b32_evict_first(p));
+  else cake_row_ld8_f32(d, p, row_ok, n, fill);
+}
+static __device__ __forceinline__ void cake_row_ld8_i32_evict_first(int* d, const int32_t* p, bool row_ok, int n, int fill) {
+  if (row_ok && n >= 8 && cake_aligned16(p)) cake_row_unpack_i32(d, cake_row_raw_b32_evict_first(p));
+  else cake_row_ld8_i32(d, p, row_ok, n, fill);
+}
+static __device__ __forceinline__ void cake_row_st8v_bf16_evict_first(uint16_t* p, const float* v) {
+  cake_st16_evict_first(p, make_uint4(cake_pack_bf16x2(v[0], v[1]), cake_pack_bf16x2(v[2], v[3]), cake_pack_bf16x2(v[4], v[5]), cake_pack_bf16x2(v[6], v[7])));
+}
+static __device__ __forceinline__ void cake_row_st8_bf16_evict_first(uint16_t* p, const float* v, bool row_ok, int n) {
+  if (row_ok && n >= 8 && cake_aligned16(p)) cake_row_st8v_bf16_evict_first(p, v);
+  else cake_row_st8_bf16(p, v, row_ok, n);
+}
+static __device__ __forceinline__ void cake_row_st8v_f16_evict_first(uint16_t* p, const float* v) {
+  cake_st16_evict_first(p, make_uint4(cake_pack_f16x2(v[0], v[1]), cake_pack_f16x2(v[2], v[3]), cake_pack_f16x2(v[4], v[5]), cake_pack_f16x2(v[6], v[7])));
+}
+static __device__ __forceinline__ void cake_row_st8_f16_evict_first(uint16_t* p, const float* v, bool row_ok, int n) {
+  if (row_ok && n >= 8 && cake_aligned16(p)) cake_row_st8v_f16_evict_first(p, v);
+  else cake_row_st8_f16(p, v, row_ok, n);
+}
+static __device__ __forceinline__ void cake_row_st8v_f32_evict_first(float* p, const float* v) {
+  cake_st16_evict_first(p, make_uint4(__float_as_uint(v[0]), __float_as_uint(v[1]), __float_as_uint(v[2]), __float_as_uint(v[3])));
+  cake_st16_evict_first(p + 4, make_uint4(__float_as_uint(v[4]), __float_as_uint(v[5]), __float_as_uint(v[6]), __float_as_uint(v[7])));
+}
+static __device__ __forceinline__ void cake_row_st8_f32_evict_first(float* p, const float* v, bool row_ok, int n) {
+  if (row_ok && n >= 8 && cake_aligned16(p)) cake_row_st8v_f32_evict_first(p, v);
+  else cake_row_st8_f32(p, v, row_ok, n);
+}
+
 static __device__ __forceinline__ void cake_wgmma_fence() {
   asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 }
@@ -311,23 +394,23 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_gemv(
   const int warp = __shfl_sync(0xffffffffu, (int)threadIdx.x / 32, 0);
   const int tiles_0 = cake_cdiv(dim_N, 2);
   const int tiles_total = tiles_0;
-  if (warp >= 0 && warp < 4) {  // role rows (gemv_sm90.py:26)
+  if (warp >= 0 && warp < 4) {  // role rows (gemv_sm90.py:28)
     const int rows_index = (warp - 0) / 4;
     const int rows_thread = (int)threadIdx.x - 0 - rows_index * 128;
     const int lane_row = 16 * (rows_thread / 32) + (rows_thread % 32) / 4;  // and +8
     const int lane_col = 2 * (rows_thread % 4);  // and +1, every 8 columns
     (void)lane_row; (void)lane_col;
     float p[64];  // fragment p [2, 4096] f32
-    for (int tile = blockIdx.x; tile < tiles_total; tile += tiles_total) {  // one tile (t) per CTA (gemv_sm90.py:28)
+    for (int tile = blockIdx.x; tile < tiles_total; tile += tiles_total) {  // one tile (t) per CTA (gemv_sm90.py:30)
       int tile_rest = tile;
       const int tile_0 = tile_rest % tiles_0;
       tile_rest /= tiles_0;
       (void)tile_rest;
-      // with rows: (gemv_sm90.py:29)
-      {  // p <- ... (gemv_sm90.py:32)
+      // with rows: (gemv_sm90.py:31)
+      {  // p <- ... (gemv_sm90.py:34)
         if (0 + 4096 <= 4096 && cake_aligned16(B + ((size_t)((tile_0 * 2) + 0) * 4096 + (0))) && cake_aligned16(B + ((size_t)((tile_0 * 2) + 1) * 4096 + (0))) && 0 + 4096 <= 4096 && cake_aligned16(A + ((size_t)(0) * 4096 + (0)))) {  // whole, in bounds and aligned: batched
-          uint4 ld0_raw[8] = {};  // lm.load(B) (gemv_sm90.py:32)
-          uint4 ld1_raw[4];  // lm.load(A) (gemv_sm90.py:33)
+          uint4 ld0_raw[8] = {};  // lm.load(B) (gemv_sm90.py:34)
+          uint4 ld1_raw[4];  // lm.load(A) (gemv_sm90.py:35)
           // every load issued before the first is used
           #pragma unroll
           for (int c = 0; c < 4; ++c) {
@@ -336,7 +419,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_gemv(
             #pragma unroll
             for (int r = 0; r < 2; ++r) {
               const int row = r;
-              if ((tile_0 * 2) + row < dim_N) ld0_raw[r * 4 + c] = cake_row_raw_b16(B + ((size_t)((tile_0 * 2) + row) * 4096 + (0 + lc)));
+              if ((tile_0 * 2) + row < dim_N) ld0_raw[r * 4 + c] = cake_row_raw_b16_evict_first(B + ((size_t)((tile_0 * 2) + row) * 4096 + (0 + lc)));
             }
           }
           #pragma unroll
@@ -355,20 +438,20 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_gemv(
           #pragma unroll
           for (int c = 0; c < 4; ++c) {
             const int lc = 8 * (rows_thread % 128 + 128 * c);
-            float ld1[8];  // lm.load(A) (gemv_sm90.py:33)
+            float ld1[8];  // lm.load(A) (gemv_sm90.py:35)
             cake_row_ld8_bf16(ld1, A + ((size_t)(0) * 4096 + (0 + lc)), true, min(4096 - (0 + lc), 4096 - lc), 0.0f);
             #pragma unroll
             for (int r = 0; r < 2; ++r) {
               const int row = r;
-              float ld0[8];  // lm.load(B) (gemv_sm90.py:32)
-              cake_row_ld8_bf16(ld0, B + ((size_t)((tile_0 * 2) + row) * 4096 + (0 + lc)), (tile_0 * 2) + row < dim_N, min(4096 - (0 + lc), 4096 - lc), 0.0f);
+              float ld0[8];  // lm.load(B) (gemv_sm90.py:34)
+              cake_row_ld8_bf16_evict_first(ld0, B + ((size_t)((tile_0 * 2) + row) * 4096 + (0 + lc)), (tile_0 * 2) + row < dim_N, min(4096 - (0 + lc), 4096 - lc), 0.0f);
               #pragma unroll
               for (int v = 0; v < 8; ++v) p[(r * 4 + c) * 8 + v] = (static_cast<float>(ld0[v]) * static_cast<float>(ld1[v]));
             }
           }
         }
       }
-      float red2_v[2];  // row sum over 4096 columns, rows held by 128 thread(s) (gemv_sm90.py:34)
+      float red2_v[2];  // row sum over 4096 columns, rows held by 128 thread(s) (gemv_sm90.py:36)
       {
         float acc[2];
         #pragma unroll
@@ -403,7 +486,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_gemv(
         for (int w = 1; w < 4; ++w) acc = cake_sum(acc, cake_ld_shared_f32(cake_smem + 0u + 4u * ((rows_index * 4 + w) * 2 + r)));
         red2_v[r] = acc;
       }
-      {  // store C <- row-layout value (gemv_sm90.py:34)
+      {  // store C <- row-layout value (gemv_sm90.py:36)
         if (rows_thread % 128 == 0) {
           #pragma unroll
           for (int r = 0; r < 2; ++r) {
