@@ -8,7 +8,7 @@
 # then on the GPU host (carry dist, .carry):  bench/tinygemm_routes_session.sh
 set -u
 CANDIDATES=kernels/tinygemm/tinygemm.candidates.family.toml
-ROUTES=${ROUTES:-gemv-evict swapped swapped-2sm split-4096}
+ROUTES=${ROUTES-gemv-evict swapped swapped-2sm split-4096}
 TABLES=${TABLES:-}
 route_args=$(for r in $ROUTES; do printf -- '--route %s ' "$r"; done)
 if [ "${1:-}" = "--prebuild" ]; then

@@ -150,7 +150,8 @@ fn row_accesses_with_an_eviction_priority_build() {
         "cake_st_evict_first(",
     ] {
         assert!(
-            cu.lines().any(|l| l.contains(call) && !l.contains("__forceinline__")),
+            cu.lines()
+                .any(|l| l.contains(call) && !l.contains("__forceinline__")),
             "the kernel never calls {call}"
         );
     }

@@ -1491,7 +1491,9 @@ fn spilled_registers(k: &Kernel, target: &Target, r: cake_ir::RoleId) -> u64 {
         && k.stmts.iter().any(|(_, s)| {
             matches!(s, Stmt::Op(cake_ir::Op::Mma { acc: cake_ir::Operand::Frag(f), .. }) if k.fragments[*f].role == r)
         });
-    let launch = target.limits.launch_registers(k.block_threads() * k.ctas_per_sm());
+    let launch = target
+        .limits
+        .launch_registers(k.block_threads() * k.ctas_per_sm());
     k.registers_over_budget(r, launch, issues_wgmma)
 }
 

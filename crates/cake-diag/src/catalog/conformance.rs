@@ -23,7 +23,7 @@ pub const SMEM_LIMIT: CodeInfo = CodeInfo {
     category: Category::Conformance,
     severity: Severity::Error,
     summary: r#"The shared-memory layout exceeds the target's per-block limit."#,
-    explanation: r#"The compiler places every view (all stages), every mbarrier and the alignment padding between them, plus 1024 bytes so the base can be aligned for 128-byte swizzle. The total must fit the target's opt-in per-block shared memory (232448 B on sm_90a and sm_100a, 166912 B on sm_80, 101376 B on sm_89 and sm_120a); otherwise the launch fails. The finding lists each view's share.
+    explanation: r#"The compiler places every view (all stages), every mbarrier and the alignment padding between them, plus 1024 bytes so the base can be aligned for 128-byte swizzle. The total must fit the target's opt-in per-block shared memory (232448 B on sm_90a and sm_100a, 166912 B on sm_80, 101376 B on sm_89 and sm_120a); otherwise the launch fails. The finding lists each view's share. With `ctas_per_sm=n`, n such totals, each with the 1 KB the system reserves per CTA, must also fit the SM's shared memory (233472 B on sm_90a), or the SM holds fewer CTAs than the schedule asks.
 
 Use fewer stages or smaller tiles, or alias views with explicit offsets whose lifetimes do not overlap."#,
     bad: include_str!("../../../../tests/check/CAKE-C002-bad.py"),
@@ -36,7 +36,7 @@ pub const THREAD_LIMIT: CodeInfo = CodeInfo {
     category: Category::Conformance,
     severity: Severity::Error,
     summary: r#"The roles need more threads per block than the target allows."#,
-    explanation: r#"The block size is derived from the highest warp any role claims; it must not exceed the target's threads per block (1024 on every supported target).
+    explanation: r#"The block size is derived from the highest warp any role claims; it must not exceed the target's threads per block (1024 on every supported target). With `ctas_per_sm=n`, n blocks' threads must fit the SM's (2048 on sm_90a), and n the SM's CTA slots.
 
 Use fewer or smaller roles."#,
     bad: include_str!("../../../../tests/check/CAKE-C003-bad.py"),
@@ -49,7 +49,7 @@ pub const REGISTER_BUDGET: CodeInfo = CodeInfo {
     category: Category::Conformance,
     severity: Severity::Error,
     summary: r#"A role's register budget is not a legal setmaxnreg value, or the budgets oversubscribe the register file."#,
-    explanation: r#"`regs=` lowers to `setmaxnreg`, which takes a per-thread count in 24..=256 in steps of 8. The registers move within what the CTA was launched with — threads × the launch allocation, which is 65536 / threads rounded down to a multiple of 8 (at most 256: the 255 registers a thread can address, allocated in steps of 8) — so the sum over roles of threads × budget (roles without a budget count at the launch allocation) must fit that total, or `setmaxnreg.inc` blocks forever waiting for registers. With 384 threads the total is 64512; with 640 threads only 61440.
+    explanation: r#"`regs=` lowers to `setmaxnreg`, which takes a per-thread count in 24..=256 in steps of 8. The registers move within what the CTA was launched with — threads × the launch allocation, which is 65536 / threads rounded down to a multiple of 8 (at most 256: the 255 registers a thread can address, allocated in steps of 8) — so the sum over roles of threads × budget (roles without a budget count at the launch allocation) must fit that total, or `setmaxnreg.inc` blocks forever waiting for registers. With 384 threads the total is 64512; with 640 threads only 61440. With `ctas_per_sm=n` the launch allocation is 65536 / (n · threads): two CTAs of 256 threads start with 128 registers each, 32768 per CTA.
 
 Pick budgets such as 40 for a producer warpgroup and 232 for two consumer warpgroups (128·40 + 256·232 = 64512)."#,
     bad: include_str!("../../../../tests/check/CAKE-C004-bad.py"),

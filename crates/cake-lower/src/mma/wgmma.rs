@@ -1084,7 +1084,10 @@ impl Emitter<'_> {
     fn room_for_second_array(&self, f: FragId) -> bool {
         let k = self.k;
         let role = k.fragments[f].role;
-        let launch = self.target.limits.launch_registers(k.block_threads() * k.ctas_per_sm());
+        let launch = self
+            .target
+            .limits
+            .launch_registers(k.block_threads() * k.ctas_per_sm());
         let budget = k.register_budget(role, launch);
         let need = k.role_fragment_registers(role) + k.fragment_registers(f) + SECOND_ARRAY_MARGIN;
         need <= budget
