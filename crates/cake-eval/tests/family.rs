@@ -800,6 +800,8 @@ const ASSIGN_EVIDENCE: &[&str] = &[
     "bench/results/2026-12-03-assign-split/c2/corner-rep32/measurement.json",
     "bench/results/2026-12-03-assign-split/c2/split-rep13/measurement.json",
     "bench/results/2026-12-03-assign-split/c2/split-rep14/measurement.json",
+    "bench/results/2026-12-04-row-evict/c5/b1-rep41/measurement.json",
+    "bench/results/2026-12-04-row-evict/c5/b1-rep42/measurement.json",
 ];
 
 /// Each shipped table is exactly what `cake family choose` makes of its committed
