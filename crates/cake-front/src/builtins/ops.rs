@@ -378,8 +378,6 @@ impl Interp<'_> {
         Ok(Value::None)
     }
 
-    /// An optional string argument: absent or `None` gives `None`, one of `choices` its value;
-    /// anything else is `CAKE-L010` at the argument, `expected` followed by what was found.
     /// An `evict=` argument: an L2 eviction priority or None.
     fn evict_arg(&mut self, slot: Option<&Slot>) -> R<Option<Evict>> {
         self.str_choice(
@@ -389,6 +387,8 @@ impl Interp<'_> {
         )
     }
 
+    /// An optional string argument: absent or `None` gives `None`, one of `choices` its value;
+    /// anything else is `CAKE-L010` at the argument, `expected` followed by what was found.
     fn str_choice<T: Copy>(
         &mut self,
         slot: Option<&Slot>,
