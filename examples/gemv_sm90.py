@@ -22,6 +22,7 @@ EVICT_FIRST = 1
 B_EVICT = "first" if EVICT_FIRST == 1 else None
 # HOLD = 1: the weight rows are read once into registers, then each of A's MT rows (MT up to 4)
 # is multiplied by them and reduced in its own statement (A's rows are read after the weight).
+# Measured at M = 2 and 4: 0.62-0.88x of the swapped tensor-core schedule, so off by default.
 HOLD = 0
 
 
