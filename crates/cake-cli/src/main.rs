@@ -200,6 +200,10 @@ enum FamilyCommand {
         /// wins small problems on low fixed costs can then end at a problem size
         #[arg(long = "product-under", value_name = "DIMS")]
         products_under: Vec<String>,
+        /// Compare routes at a shape through one baseline time, the median of every baseline
+        /// timing there, instead of each route's speedup over its own baseline timing
+        #[arg(long)]
+        pooled_baseline: bool,
         /// Also estimate the table's worth on unseen shapes: choose on all but one of FOLDS
         /// parts of the shapes, route the part left out (stated in the table's header)
         #[arg(long, value_name = "FOLDS")]
@@ -600,6 +604,7 @@ fn main() -> ExitCode {
             open_above,
             products,
             products_under,
+            pooled_baseline,
             cross_validate,
         }) => family::cmd_choose(
             &file,
@@ -613,6 +618,7 @@ fn main() -> ExitCode {
                 open_above,
                 products,
                 products_under,
+                pooled_baseline,
             },
             cross_validate,
         ),

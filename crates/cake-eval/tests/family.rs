@@ -442,6 +442,40 @@ fn choose_keeps_each_route_where_it_wins_and_the_file_it_writes_loads() {
     assert_eq!(names, ["a"]);
 }
 
+/// Two routes as fast as each other whose own baseline timings differ by 30 %: compared by their
+/// speedups over those, `a` wins on the baseline's noise alone; through one pooled baseline per
+/// shape (`pooled_baseline`) it is a tie, and neither route brings the 1.02× it must to be kept
+/// over the other, so the first route measured keeps the shapes and the ratios are the pooled ones.
+#[test]
+fn a_pooled_baseline_compares_routes_by_their_own_times() {
+    let (mut fam, mut m) = picks();
+    fam.routes[0].when.clear();
+    for s in &mut m.shapes {
+        let noisy = |base: f64| Outcome {
+            cupti_ms: Some(1.0),
+            baseline_cupti_ms: Some(base),
+            speedup: Some(base),
+            correct: true,
+            ..Outcome::default()
+        };
+        s.timed.insert("a".to_string(), noisy(1.3));
+        s.timed.insert("b".to_string(), noisy(1.0));
+    }
+    let by_ratio = choose(&fam, &m, &ChooseOptions::default()).unwrap();
+    assert_eq!(by_ratio.len(), 1, "{by_ratio:?}");
+    assert!((by_ratio[0].geomean - 1.3).abs() < 1e-9, "{by_ratio:?}");
+    let o = ChooseOptions {
+        pooled_baseline: true,
+        ..ChooseOptions::default()
+    };
+    let pooled = choose(&fam, &m, &o).unwrap();
+    assert_eq!(pooled.len(), 1, "{pooled:?}");
+    // The median of the two baseline timings (1.3 and 1.0) over either route's 1.0 ms.
+    assert!((pooled[0].geomean - 1.15).abs() < 1e-9, "{pooled:?}");
+    let text = render(&fam, &m, &pooled, &o, None);
+    assert!(text.contains("(`--pooled-baseline`)"), "{text}");
+}
+
 /// `a` wins 1.5× everywhere; `b` wins 2× on wide rows. Without `--carve`, `a`'s broad box (the
 /// first pick) keeps every shape; with it, `b` carves the wide rows out and is listed first.
 #[test]

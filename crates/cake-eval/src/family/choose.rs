@@ -51,6 +51,11 @@ pub struct ChooseOptions {
     /// operands) ends at a problem size. Its bound is the largest product the box took, whether
     /// or not `open_above` keeps the box's dimensions open.
     pub products_under: Vec<String>,
+    /// Compare the routes at a shape through one baseline time, the median of every baseline
+    /// timing taken there, instead of each route's speedup over its own baseline timing: where
+    /// the baseline's time moves between runs more than the routes differ (microsecond problems
+    /// behind a Python baseline), a route could otherwise win on the baseline's noise.
+    pub pooled_baseline: bool,
 }
 
 impl Default for ChooseOptions {
@@ -64,6 +69,7 @@ impl Default for ChooseOptions {
             open_above: false,
             products: Vec::new(),
             products_under: Vec::new(),
+            pooled_baseline: false,
         }
     }
 }
@@ -103,16 +109,40 @@ fn cuts(values: &[i64]) -> Vec<i64> {
 /// where it failed or was wrong.
 type Table = Vec<Vec<Option<Option<f64>>>>;
 
-fn table(f: &Family, m: &Measurement) -> Table {
+fn table(f: &Family, m: &Measurement, pooled_baseline: bool) -> Table {
+    // With `pooled_baseline`, the median of the baseline timings at each shape.
+    let pooled: Vec<Option<f64>> = m
+        .shapes
+        .iter()
+        .map(|s| {
+            let mut b: Vec<f64> = s
+                .timed
+                .values()
+                .filter_map(|o| o.baseline_cupti_ms)
+                .collect();
+            b.sort_by(f64::total_cmp);
+            match b.len() {
+                0 => None,
+                n if n % 2 == 1 => Some(b[n / 2]),
+                n => Some(0.5 * (b[n / 2 - 1] + b[n / 2])),
+            }
+        })
+        .collect();
     f.routes
         .iter()
         .map(|r| {
             m.shapes
                 .iter()
-                .map(|s| {
-                    s.timed
-                        .get(&r.name)
-                        .map(|o| o.speedup.filter(|_| o.correct))
+                .zip(&pooled)
+                .map(|(s, base)| {
+                    s.timed.get(&r.name).map(|o| {
+                        // A speedup the measurement refused (a time not believable) stays refused.
+                        let own = o.speedup.filter(|_| o.correct);
+                        match (pooled_baseline, base, o.cupti_ms) {
+                            (true, Some(b), Some(t)) if t > 0.0 => own.map(|_| b / t),
+                            _ => own,
+                        }
+                    })
                 })
                 .collect()
         })
@@ -159,7 +189,7 @@ pub fn choose(f: &Family, m: &Measurement, o: &ChooseOptions) -> Result<Vec<Chos
         .iter()
         .map(|d| shapes.iter().map(|s| value(d, s)).collect())
         .collect();
-    let speed = table(f, m);
+    let speed = table(f, m, o.pooled_baseline);
     // ln of the speedup the table chosen so far gives each measured shape (0: the fallback).
     let mut current = vec![0.0f64; shapes.len()];
     let mut chosen: Vec<Chosen> = Vec::new();
@@ -485,8 +515,8 @@ impl Search<'_> {
 /// Over the measurement's shapes: the geomean speedup the chosen table gives (each shape through
 /// its first admitting route, the fallback at 1×), and the most any table over these candidates
 /// could (each shape's fastest correct route, or the fallback).
-pub fn in_sample(f: &Family, m: &Measurement, chosen: &[Chosen]) -> (f64, f64) {
-    let speed = table(f, m);
+pub fn in_sample(f: &Family, m: &Measurement, chosen: &[Chosen], o: &ChooseOptions) -> (f64, f64) {
+    let speed = table(f, m, o.pooled_baseline);
     let n = m.shapes.len().max(1) as f64;
     let (mut table_ln, mut best_ln) = (0.0, 0.0);
     for (k, s) in m.shapes.iter().enumerate() {
@@ -546,7 +576,7 @@ pub fn cross_validate(
             m.shapes.len()
         ));
     }
-    let speed = table(f, m);
+    let speed = table(f, m, o.pooled_baseline);
     let mut cv = CrossValidation {
         folds,
         shapes: m.shapes.len(),
@@ -704,7 +734,7 @@ pub fn render(
             "# Carved (`--carve`): a later box took shapes from an earlier one where its route beat it there, and is listed first."
         );
     }
-    let (table, best) = in_sample(f, m, chosen);
+    let (table, best) = in_sample(f, m, chosen, o);
     let _ = writeln!(
         out,
         "# On these shapes the table gives a geomean of {table:.3}x; the best route per shape (or the fallback) would give {best:.3}x."
@@ -727,6 +757,12 @@ pub fn render(
             ));
         }
         let _ = writeln!(out, "# Guards: {}.", how.join("; "));
+    }
+    if o.pooled_baseline {
+        let _ = writeln!(
+            out,
+            "# Speedups: at each shape the median of every baseline timing there over the route's time (`--pooled-baseline`), not each route's own baseline timing."
+        );
     }
     if let Some(cv) = cv {
         let _ = writeln!(
