@@ -20,10 +20,6 @@ ROWS = 4 if K <= 2048 else 2 if K <= 4096 else 1   # weight rows per CTA: ~16 KB
 # kernels' dirty lines (1.12-1.21x faster at M = 1: bench/results/2026-12-04-row-evict/).
 EVICT_FIRST = 1
 B_EVICT = "first" if EVICT_FIRST == 1 else None
-# HOLD = 1: the weight rows are read once into registers, then each of A's MT rows (MT up to 4)
-# is multiplied by them and reduced in its own statement (A's rows are read after the weight).
-# Measured at M = 2 and 4: 0.62-0.88x of the swapped tensor-core schedule, so off by default.
-HOLD = 0
 
 
 @cake.schedule(targets=["sm_90a"])
@@ -33,18 +29,12 @@ def gemv(A: lm.tensor[lm.bf16, "M", K], B: lm.tensor[lm.bf16, "N", K],
     p = rows.fragment(shape=(ROWS, K), dtype=lm.f32, rows="warpgroup")
     for t in lm.tiles(lm.cdiv(N, ROWS)):
         with rows:
-            if HOLD == 1:
-                p[:] = lm.cast(lm.load(B, coords=(t * ROWS, 0), shape=(ROWS, K), evict=B_EVICT), lm.f32)
-                for m in range(MT):
-                    lm.store(C, lm.cast(lm.sum(p * lm.cast(lm.load(A, coords=(m, 0), shape=(K,)), lm.f32)[None, :],
-                                               axis=1), lm.bf16), coords=(m, t * ROWS))
-            else:
-                # The weight rows and A's row in one statement: every load of both is in flight
-                # before the first is used (a statement's loads are batched, §9.8a).
+            # The weight rows and A's row in one statement: every load of both is in flight
+            # before the first is used (a statement's loads are batched, §9.8a).
+            p[:] = (lm.cast(lm.load(B, coords=(t * ROWS, 0), shape=(ROWS, K), evict=B_EVICT), lm.f32)
+                    * lm.cast(lm.load(A, coords=(0, 0), shape=(K,)), lm.f32)[None, :])
+            lm.store(C, lm.cast(lm.sum(p, axis=1), lm.bf16), coords=(0, t * ROWS))
+            if MT == 2:
                 p[:] = (lm.cast(lm.load(B, coords=(t * ROWS, 0), shape=(ROWS, K), evict=B_EVICT), lm.f32)
-                        * lm.cast(lm.load(A, coords=(0, 0), shape=(K,)), lm.f32)[None, :])
-                lm.store(C, lm.cast(lm.sum(p, axis=1), lm.bf16), coords=(0, t * ROWS))
-                if MT == 2:
-                    p[:] = (lm.cast(lm.load(B, coords=(t * ROWS, 0), shape=(ROWS, K), evict=B_EVICT), lm.f32)
-                            * lm.cast(lm.load(A, coords=(1, 0), shape=(K,)), lm.f32)[None, :])
-                    lm.store(C, lm.cast(lm.sum(p, axis=1), lm.bf16), coords=(1, t * ROWS))
+                        * lm.cast(lm.load(A, coords=(1, 0), shape=(K,)), lm.f32)[None, :])
+                lm.store(C, lm.cast(lm.sum(p, axis=1), lm.bf16), coords=(1, t * ROWS))

@@ -4,26 +4,10 @@ from cake import lm
 
 
 @cake.schedule(targets=["sm_90a"], ctas_per_sm=0)  # error[CAKE-L010]: is in 1..=32, got 0
-def tinygemm(A: lm.tensor[lm.bf16, 16, "K"],
-             B: lm.tensor[lm.bf16, "N", "K"],
-             C: lm.tensor[lm.bf16, 16, "N"]):
-    pool = lm.smem()
-    sW = pool.view(shape=(64, 64), dtype=lm.bf16, stages=16, swizzle=128)
-    sX = pool.view(shape=(16, 64), dtype=lm.bf16, stages=16, swizzle=128)
-    load = lm.role(warpgroup=0, regs=40)
-    math = lm.role(warpgroup=1, regs=216)
-    pipe = lm.pipeline(stages=16)
-    full = lm.barrier(pipe, producers=[load], consumers=[math])
-    empty = lm.barrier(pipe, producers=[math], consumers=[load])
-    acc = math.fragment(shape=(64, 16), dtype=lm.f32)
-    for tn in lm.tiles(lm.cdiv(N, 64)):
-        with load:
-            for k in lm.range(lm.cdiv(K, 64), pipeline=pipe):
-                lm.wait(empty)
-                sW.tma_load(B, coords=(tn * 64, k * 64), barrier=full, evict="first")
-                sX.tma_load(A, coords=(0, k * 64), barrier=full)
-        with math:
-            for k in lm.range(lm.cdiv(K, 64), pipeline=pipe):
-                lm.wait(full)
-                lm.mma(acc, sW, sX.T, accumulate=k > 0, release=empty)
-            lm.store(C, lm.cast(acc, lm.bf16), coords=(0, tn * 64), transpose=True)
+def copy(X: lm.tensor[lm.bf16, "R", 1024], Y: lm.tensor[lm.bf16, "R", 1024]):
+    rows = lm.role(warpgroup=0)
+    x = rows.fragment(shape=(4, 1024), dtype=lm.f32, rows="warp")
+    for t in lm.tiles(lm.cdiv(R, 4)):
+        with rows:
+            x[:] = lm.cast(lm.load(X, coords=(t * 4, 0), shape=(4, 1024)), lm.f32)
+            lm.store(Y, lm.cast(x, lm.bf16), coords=(t * 4, 0))

@@ -682,13 +682,15 @@ pub fn estimate_with(
     let threads = kernel.block_threads();
     let lim = &target.limits;
     let budgets = kernel.roles.iter().any(|(_, r)| r.regs.is_some());
-    // `ctas_per_sm=n` launches every thread with at most 1/n of the register file.
+    // Every thread's share of the register file: all of it over the CTA's threads, or 1/n of
+    // that with `ctas_per_sm=n`.
     let per_sm_asked = kernel.ctas_per_sm();
+    let share = lim.regs_per_block / (threads * per_sm_asked).max(1);
     let regs_per_thread = if budgets {
-        // setmaxnreg schedules are launched with the whole register file (or its 1/n).
-        (lim.regs_per_block / (threads * per_sm_asked).max(1)).max(1)
+        // setmaxnreg schedules are launched with their whole share.
+        share.max(1)
     } else if per_sm_asked > 1 {
-        (lim.regs_per_block / (threads * per_sm_asked).max(1)).clamp(1, 128)
+        share.clamp(1, 128)
     } else {
         assumptions
             .push("no role states `regs=`: 128 registers per thread assumed for occupancy".into());

@@ -115,6 +115,9 @@ fn table(f: &Family, m: &Measurement, pooled_baseline: bool) -> Table {
         .shapes
         .iter()
         .map(|s| {
+            if !pooled_baseline {
+                return None;
+            }
             let mut b: Vec<f64> = s
                 .timed
                 .values()
@@ -138,8 +141,8 @@ fn table(f: &Family, m: &Measurement, pooled_baseline: bool) -> Table {
                     s.timed.get(&r.name).map(|o| {
                         // A speedup the measurement refused (a time not believable) stays refused.
                         let own = o.speedup.filter(|_| o.correct);
-                        match (pooled_baseline, base, o.cupti_ms) {
-                            (true, Some(b), Some(t)) if t > 0.0 => own.map(|_| b / t),
+                        match (base, o.cupti_ms) {
+                            (Some(b), Some(t)) if t > 0.0 => own.map(|_| b / t),
                             _ => own,
                         }
                     })
