@@ -221,6 +221,7 @@ impl Op {
                 barrier,
                 multicast: _,
                 evict: _,
+                flat: _,
             } => {
                 e.smem_write(dst);
                 e.global_reads.push(*src);
@@ -243,6 +244,7 @@ impl Op {
                 src,
                 coords,
                 add,
+                flat: _,
             } => {
                 e.smem_read(src);
                 e.global_writes.push(*dst);

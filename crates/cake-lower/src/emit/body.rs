@@ -674,7 +674,8 @@ impl Emitter<'_> {
                 src,
                 coords,
                 add,
-            } => self.tma_store(*dst, src, coords, *add, sp),
+                flat,
+            } => self.tma_store(*dst, src, coords, *add, *flat, sp),
             // Operations only some families have an instruction for.
             Op::CpAsync { .. }
             | Op::Ldmatrix { .. }

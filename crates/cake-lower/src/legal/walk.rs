@@ -455,8 +455,9 @@ impl<'a> Checker<'a> {
                 src,
                 coords,
                 multicast,
+                flat,
                 ..
-            } => match tma_load(k, self.target, dst, *src, *multicast) {
+            } => match tma_load(k, self.target, dst, *src, *multicast, *flat) {
                 Err(m) => self.unsupported(sp, m),
                 Ok(()) => {
                     self.view_base(dst);
@@ -591,8 +592,12 @@ impl<'a> Checker<'a> {
                 }
             }
             Op::TmaStore {
-                dst, src, coords, ..
-            } => match tma_store(k, *dst, src) {
+                dst,
+                src,
+                coords,
+                flat,
+                ..
+            } => match tma_store(k, *dst, src, *flat) {
                 Err(m) => self.unsupported(sp, m),
                 Ok(()) => {
                     self.view_base(src);
