@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One GPU call: the k-means update's few-centroid corner (issue #18). `cake test` of the
-# per-CTA-sums schedule at its contract's check shapes (odd N and K: flat TMA copies of the ids
-# and counts), then every candidate route at representative shards of
+# per-CTA-sums schedule at its contract's check shapes, then every candidate route at
+# representative shards of
 # bench/update_corner.family.toml (CUPTI spans against flash-kmeans in the same process, every
 # output checked against the oracle first).
 #

@@ -11,14 +11,8 @@ split's rows of X and their ids through a ring of BR-row stages (TMA), the two c
 warpgroups each add the rows of the centroids they own into the copy with `scatter_add` (no
 atomics: one warp owns each sum), and at the end the copy is added into SUMS and COUNTS by TMA
 (`reduce="add"`, done at L2), which the launcher zeroed (`zero=`). The rows of a batch are split
-SPLITS ways so that B × blocks × SPLITS tiles fill the GPU whatever B is. Adds from different
-splits meet in no fixed order.
-
-IDS and COUNTS travel as flat copies (`flat=True`): their maps span each tensor as one run of
-elements, so N and K need not be multiples of 4 (a row of i32s whose pitch is not 16 bytes has no
-2-D map). A stage of ids that runs past a batch's N reads the next batch's first ids, which
-`valid_rows` leaves out; the counts' box runs past K into the next batch's first counts, adding
-the zeros of the centroids past K (ids lie in [0, K)).
+SPLITS ways so that B × blocks × SPLITS tiles fill the GPU whatever B is. IDS travels by TMA, so
+N must be a multiple of 4 (16-byte rows). Adds from different splits meet in no fixed order.
 """
 import cake
 from cake import lm
@@ -63,7 +57,7 @@ def kmeans_update_private(X: lm.tensor[lm.bf16, "B", "N", D],
                 lm.wait(empty)
                 # Stages past N read zeros (and add nothing: valid_rows below).
                 sX.tma_load(X, coords=(b, r * BR, ds * DS), barrier=full)
-                sI.tma_load(IDS, coords=(b, r * BR), barrier=full, flat=True)
+                sI.tma_load(IDS, coords=(b, r * BR), barrier=full)
         with math:
             part = math.index * PART
             my_sum = sSum.rows(part, PART)
@@ -78,5 +72,5 @@ def kmeans_update_private(X: lm.tensor[lm.bf16, "B", "N", D],
             lm.fence_proxy_async()
             my_sum.tma_store(SUMS, coords=(b, kc * KC + part, ds * DS), reduce="add")
             if ds == 0:
-                my_cnt.tma_store(COUNTS, coords=(b, kc * KC + part), reduce="add", flat=True)
+                my_cnt.tma_store(COUNTS, coords=(b, kc * KC + part), reduce="add")
     del Cen  # in the signature for the usual API; the kernel never reads it

@@ -598,8 +598,7 @@ impl Analyzer<'_> {
                 w.load_bytes = bytes / share;
                 w.load_by_tensor.insert(src.index(), bytes);
                 let misaligned = row_pitch(k, *src, self.shape).is_some_and(|p| p.misaligned());
-                // A flat copy's map has no row pitch.
-                if matches!(op, Op::TmaLoad { flat: false, .. }) && misaligned {
+                if matches!(op, Op::TmaLoad { .. }) && misaligned {
                     w.misaligned_rows = self.view_ref_rows(dst) * r / share;
                 }
                 w.copies = 1;

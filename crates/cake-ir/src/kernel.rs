@@ -621,20 +621,14 @@ pub enum Op {
         multicast: u32,
         /// The L2 eviction priority of the lines the copy brings in (`evict=`); `None`: normal.
         evict: Option<Evict>,
-        /// `flat=True`: the tensor map spans the tensor as one run of elements (a 1-D box from
-        /// the element `coords` names), so rows of any length copy and a box that runs past a
-        /// row's end continues into the next row.
-        flat: bool,
     },
     /// Bulk tensor copy shared → global. `add`: the tile is added to the tensor's elements
-    /// (`cp.reduce.async.bulk.tensor ... .add`, at L2) instead of overwriting them. `flat`: as
-    /// for [`Op::TmaLoad`] (only with `add`).
+    /// (`cp.reduce.async.bulk.tensor ... .add`, at L2) instead of overwriting them.
     TmaStore {
         dst: ParamId,
         src: ViewRef,
         coords: Vec<ExprId>,
         add: bool,
-        flat: bool,
     },
     /// Per-thread asynchronous copy global → shared (sm_80+), completing on `barrier`.
     CpAsync {

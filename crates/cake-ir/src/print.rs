@@ -263,7 +263,6 @@ impl Printer<'_> {
                 barrier,
                 multicast,
                 evict,
-                flat,
             } => {
                 let mc = if *multicast > 1 {
                     format!(" multicast={multicast}")
@@ -272,14 +271,13 @@ impl Printer<'_> {
                 };
                 let ev = evict.map_or(String::new(), |e| format!(" evict={}", e.as_str()));
                 format!(
-                    "tma_load {} <- {}[{}] barrier={}{}{}{}",
+                    "tma_load {} <- {}[{}] barrier={}{}{}",
                     self.view_ref(dst),
                     param(src),
                     self.coords(coords),
                     bar(barrier),
                     mc,
-                    ev,
-                    if *flat { " flat" } else { "" }
+                    ev
                 )
             }
             Op::TmaStore {
@@ -287,15 +285,13 @@ impl Printer<'_> {
                 src,
                 coords,
                 add,
-                flat,
             } => {
                 format!(
-                    "tma_store {}[{}] {} {}{}",
+                    "tma_store {}[{}] {} {}",
                     param(dst),
                     self.coords(coords),
                     if *add { "+=" } else { "<-" },
-                    self.view_ref(src),
-                    if *flat { " flat" } else { "" }
+                    self.view_ref(src)
                 )
             }
             Op::CpAsync {

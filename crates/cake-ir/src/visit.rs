@@ -221,7 +221,6 @@ impl Op {
                 barrier,
                 multicast: _,
                 evict: _,
-                flat: _,
             } => {
                 e.smem_write(dst);
                 e.global_reads.push(*src);
@@ -244,7 +243,6 @@ impl Op {
                 src,
                 coords,
                 add,
-                flat: _,
             } => {
                 e.smem_read(src);
                 e.global_writes.push(*dst);

@@ -61,10 +61,6 @@ pub enum Arg {
         interleave: String,
         oob_fill: String,
         l2_promotion: u32,
-        /// The map spans the tensor as one run of elements (a rank-1 map over every element,
-        /// `box` of one entry): a flat copy (`flat=True`).
-        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-        flat: bool,
     },
     Ptr {
         tensor: String,

@@ -94,8 +94,6 @@ pub struct TmaSpec {
     pub oob_nan: bool,
     /// L2 promotion in bytes: 0, 64, 128 or 256.
     pub l2_promotion: u32,
-    /// The map spans the tensor as one run of its elements (rank 1), whatever its rank.
-    pub flat: bool,
 }
 
 impl TmaSpec {
@@ -408,13 +406,12 @@ impl Spec {
             interleave,
             oob_fill,
             l2_promotion,
-            flat,
             ..
         } = a
         {
             let place = format!("launch.json arg {i} (tensormap `{name}`)");
             let t = self.tensor(name).expect("checked above");
-            let rank = if *flat { 1 } else { t.dims.len() };
+            let rank = t.dims.len();
             if !(1..=MAX_TMA_RANK).contains(&rank) {
                 return Err(launch(format!(
                     "{place}: tensor rank must be in [1, {MAX_TMA_RANK}] for TMA, got {rank}"
@@ -473,7 +470,6 @@ impl Spec {
                 interleave,
                 oob_nan,
                 l2_promotion: *l2_promotion,
-                flat: *flat,
             };
             crate::tensormap::check_box(&tma, t.dtype.bytes, &place)?;
             arg.kind = ArgKind::TensorMap(tma);

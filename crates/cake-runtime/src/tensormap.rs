@@ -65,9 +65,6 @@ pub fn check_box(tma: &TmaSpec, elem_bytes: u32, place: &str) -> Result<()> {
 /// row-major (M, K) tensor: globalDim = [K, M], globalStrides = [K * elem].
 pub fn fields(arg: &ArgSpec, tma: &TmaSpec, t: &BoundTensor) -> Result<TensorMapFields> {
     let place = format!("{} for tensor `{}`", arg.label(), t.name);
-    if tma.flat {
-        return flat_fields(tma, t, &place);
-    }
     let rank = t.shape.len();
     if !(1..=MAX_TMA_RANK).contains(&rank) {
         return Err(launch(format!(
@@ -131,45 +128,6 @@ pub fn fields(arg: &ArgSpec, tma: &TmaSpec, t: &BoundTensor) -> Result<TensorMap
         global_strides,
         box_dim: tma.box_dims.clone(),
         element_strides: vec![1; rank],
-        interleave: tma.interleave.code(),
-        swizzle: tma.swizzle_code(),
-        l2_promotion: tma.l2_code(),
-        oob_fill: u32::from(tma.oob_nan),
-    })
-}
-
-/// The encode arguments of a flat map over `t`: one run of all its elements (contiguous, checked
-/// at bind), so a row of any length needs no stride. The kernel addresses it with one signed
-/// 32-bit coordinate, so the tensor holds fewer than 2^31 elements.
-fn flat_fields(tma: &TmaSpec, t: &BoundTensor, place: &str) -> Result<TensorMapFields> {
-    if tma.box_dims.len() != 1 {
-        return Err(launch(format!(
-            "{place}: a flat map has a box of one entry, got {:?}",
-            tma.box_dims
-        )));
-    }
-    if !t.data_ptr.is_multiple_of(16) {
-        return Err(launch(format!(
-            "{place}: globalAddress must be 16-byte aligned, got {:#x}",
-            t.data_ptr
-        )));
-    }
-    let elements: u64 = t.shape.iter().product();
-    if !(1..(1u64 << 31)).contains(&elements) {
-        return Err(launch(format!(
-            "{place}: a flat map's tensor must hold 1 to 2^31 - 1 elements, got {elements} (shape {:?})",
-            t.shape
-        )));
-    }
-    check_box(tma, t.dtype.bytes, place)?;
-    Ok(TensorMapFields {
-        data_type: t.dtype.tma,
-        rank: 1,
-        global_address: t.data_ptr,
-        global_dim: vec![elements],
-        global_strides: Vec::new(),
-        box_dim: tma.box_dims.clone(),
-        element_strides: vec![1],
         interleave: tma.interleave.code(),
         swizzle: tma.swizzle_code(),
         l2_promotion: tma.l2_code(),

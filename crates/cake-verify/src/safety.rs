@@ -541,23 +541,11 @@ fn oob_fill(cx: &Ctx, out: &mut Vec<Finding>) {
     let k = cx.k;
     let mut seen = Vec::new();
     for site in &cx.ops {
-        let Op::TmaLoad { dst, src, flat, .. } = &site.op else {
+        let Op::TmaLoad { dst, src, .. } = &site.op else {
             continue;
         };
         let ParamKind::Tensor { dims, .. } = &k.params[*src].kind else {
             continue;
-        };
-        // A flat box runs on into the next row (zeros only past the tensor's last element).
-        let (tail, help) = if *flat {
-            (
-                "a row's last box reads the next row's first elements",
-                "mask the elements past the row's end (valid_rows=) before anything uses them",
-            )
-        } else {
-            (
-                "the last box is zero-filled",
-                "mask the zero-filled tail before a min, max or softmax uses it",
-            )
         };
         let v = &k.views[dst.view];
         // Box extents aligned to the tensor's trailing dimensions (innermost: one panel).
@@ -574,12 +562,12 @@ fn oob_fill(cx: &Ctx, out: &mut Vec<Finding>) {
                         Finding::new(
                             &TMA_OOB_FILL,
                             cx.span(site.stmt),
-                            format!("dimension {} of `{}` is {n}, not a multiple of the {b}-wide box: {tail}", offset + i, k.params[*src].name),
+                            format!("dimension {} of `{}` is {n}, not a multiple of the {b}-wide box: the last box is zero-filled", offset + i, k.params[*src].name),
                         )
                         .subject("tensor", &k.params[*src].name)
                         .expected(format!("a multiple of {b}"))
                         .actual(n)
-                        .help(help),
+                        .help("mask the zero-filled tail before a min, max or softmax uses it"),
                     );
                 }
             }

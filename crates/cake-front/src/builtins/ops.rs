@@ -355,20 +355,15 @@ impl Interp<'_> {
         Ok(Value::None)
     }
 
-    /// `view.tma_load(src, coords, barrier, multicast=1, evict=None, flat=False)`;
-    /// `evict="first"` or `"last"` sets the L2 eviction priority of the lines the copy brings
-    /// in; `flat=True` copies a 1-D box along the tensor's elements in memory order.
+    /// `view.tma_load(src, coords, barrier, multicast=1, evict=None)`; `evict="first"` or
+    /// `"last"` sets the L2 eviction priority of the lines the copy brings in.
     pub(super) fn tma_load(&mut self, v: ViewRef, a: &[Slot], sp: Span) -> R<Value> {
         let src = self.tensor_arg(&a[0], "the source")?;
         let coords = self.coords(&a[1], src, "`coords`")?;
         let barrier = self.barrier_arg(&a[2], "`barrier`")?;
         let multicast = self.positive(&a[3], "multicast", Some(1))?;
         let evict = self.evict_arg(a.get(4))?;
-        let flat = self.bool_flag(a.get(5), "flat")?;
         self.check_view_tensor(&v, src, sp)?;
-        if flat {
-            self.check_flat(&v, src, multicast > 1, sp)?;
-        }
         self.emit_op(
             Op::TmaLoad {
                 dst: v,
@@ -377,54 +372,10 @@ impl Interp<'_> {
                 barrier,
                 multicast,
                 evict,
-                flat,
             },
             sp,
         )?;
         Ok(Value::None)
-    }
-
-    /// An optional compile-time bool argument `name` (absent: false).
-    fn bool_flag(&mut self, slot: Option<&Slot>, name: &str) -> R<bool> {
-        match slot.cloned().flatten() {
-            None => Ok(false),
-            Some((Value::Bool(b), _)) => Ok(b),
-            Some((_, s)) => self.err(
-                &codes::TYPE_MISMATCH,
-                s,
-                format!("`{name}` is a compile-time bool (True or False)"),
-            ),
-        }
-    }
-
-    /// A `flat=True` copy moves a 1-D box along the tensor's elements in memory order: the view
-    /// is 1-D (or a row range of one) and the copy is not multicast.
-    fn check_flat(&mut self, v: &ViewRef, t: ParamId, multicast: bool, sp: Span) -> R<()> {
-        let view = &self.k.views[v.view];
-        if view.shape.len() != 1 || v.transposed {
-            let f = Finding::new(
-                &codes::SHAPE_MISMATCH,
-                sp,
-                format!(
-                    "a flat copy moves a 1-D box of `{}`'s elements in memory order; view `{}` is {}-D",
-                    self.k.params[t].name,
-                    view.name,
-                    view.shape.len()
-                ),
-            )
-            .expected("a 1-D view")
-            .actual(format!("{:?}", view.shape))
-            .help("copy a 2-D tile without flat=, or declare a 1-D view");
-            return Err(self.report(f));
-        }
-        if multicast {
-            return self.err(
-                &codes::INVALID_VALUE,
-                sp,
-                "a flat copy is not multicast: drop flat= or multicast=",
-            );
-        }
-        Ok(())
     }
 
     /// An `evict=` argument: an L2 eviction priority or None.
@@ -462,8 +413,7 @@ impl Interp<'_> {
         )
     }
 
-    /// `view.tma_store(dst, coords, reduce=None, flat=False)`; `reduce="add"` adds the tile into
-    /// the tensor; `flat=True` (with the add) a 1-D box along its elements in memory order.
+    /// `view.tma_store(dst, coords, reduce=None)`; `reduce="add"` adds the tile into the tensor.
     pub(super) fn tma_store(&mut self, v: ViewRef, a: &[Slot], sp: Span) -> R<Value> {
         let dst = self.tensor_arg(&a[0], "the destination")?;
         let coords = self.coords(&a[1], dst, "`coords`")?;
@@ -475,18 +425,6 @@ impl Interp<'_> {
                 "`reduce` is \"add\" (the tile is added into the tensor) or None",
             )?
             .is_some();
-        let flat = self.bool_flag(a.get(3), "flat")?;
-        if flat {
-            if !add {
-                // Past the row's end the box would overwrite the next row's elements.
-                return self.err(
-                    &codes::INVALID_VALUE,
-                    sp,
-                    "a flat TMA store adds (reduce=\"add\"): a box that runs past the row's end would overwrite the next row's first elements, while an add of the zeros there changes nothing",
-                );
-            }
-            self.check_flat(&v, dst, false, sp)?;
-        }
         if add {
             let dtype = self.tensor_dtype(dst);
             if !matches!(dtype, DType::F32 | DType::F16 | DType::BF16 | DType::I32) {
@@ -504,7 +442,6 @@ impl Interp<'_> {
                 src: v,
                 coords,
                 add,
-                flat,
             },
             sp,
         )?;

@@ -674,8 +674,7 @@ impl Emitter<'_> {
                 src,
                 coords,
                 add,
-                flat,
-            } => self.tma_store(*dst, src, coords, *add, *flat, sp),
+            } => self.tma_store(*dst, src, coords, *add, sp),
             // Operations only some families have an instruction for.
             Op::CpAsync { .. }
             | Op::Ldmatrix { .. }

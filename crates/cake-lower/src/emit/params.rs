@@ -32,19 +32,18 @@ impl Emitter<'_> {
     pub(crate) fn collect_tensor_maps(&mut self) {
         let kf = self.kf;
         for op in kf.ops.iter().map(|s| &s.op) {
-            let (v, t, multicast, flat) = match &op {
+            let (v, t, multicast) = match &op {
                 Op::TmaLoad {
                     dst,
                     src,
                     multicast,
-                    flat,
                     ..
-                } => (dst, *src, *multicast, *flat),
-                Op::TmaStore { src, dst, flat, .. } => (src, *dst, 1, *flat),
+                } => (dst, *src, *multicast),
+                Op::TmaStore { src, dst, .. } => (src, *dst, 1),
                 _ => continue,
             };
             let view = &self.k.views[v.view];
-            let rank = legal::map_rank(self.k, t, flat);
+            let rank = self.rank(t);
             let key = (
                 t,
                 self.tma_box(view, self.box_rows(v, multicast), rank),
@@ -100,8 +99,6 @@ impl Emitter<'_> {
                 interleave: "none".into(),
                 oob_fill: "zero".into(),
                 l2_promotion: 256,
-                // A box of lower rank than its tensor comes only from a flat copy.
-                flat: b.len() < self.rank(*p),
             });
         }
         for (_, p) in self.k.params.iter() {

@@ -536,22 +536,6 @@ impl Emitter<'_> {
         }
     }
 
-    /// The coordinates of a TMA copy of tensor `t` at `coords`, innermost first as the tensor
-    /// map orders them; a flat copy's one coordinate is the element's offset in memory order.
-    pub(crate) fn tma_coords(&mut self, t: ParamId, coords: &[ExprId], flat: bool) -> Vec<String> {
-        if flat {
-            let ParamKind::Tensor { dims, .. } = &self.k.params[t].kind else {
-                unreachable!("TMA copies name tensors")
-            };
-            let at: Vec<String> = coords.iter().map(|e| self.ix(*e)).collect();
-            // The runtime keeps a flat map's elements below 2^31, so the offset fits an int.
-            return vec![format!("(int){}", self.offset_of(dims, &at))];
-        }
-        let mut c: Vec<String> = coords.iter().map(|e| self.ix(*e)).collect();
-        c.reverse();
-        c
-    }
-
     /// `view.tma_store(tensor, coords)`: every thread of the replica has written and fenced; one
     /// thread issues one bulk store per swizzle panel and commits them as a group.
     pub(crate) fn tma_store(
@@ -560,13 +544,12 @@ impl Emitter<'_> {
         src: &ViewRef,
         coords: &[ExprId],
         add: bool,
-        flat: bool,
         sp: Span,
     ) {
         let k = self.k;
         let view = k.views[src.view].clone();
-        let rank = legal::map_rank(k, dst, flat);
-        if let Err(m) = legal::tma_store(k, dst, src, flat) {
+        let rank = self.rank(dst);
+        if let Err(m) = legal::tma_store(k, dst, src) {
             return self.unsupported(sp, m);
         }
         let (role, _) = self.role.expect("role");
@@ -586,7 +569,9 @@ impl Emitter<'_> {
             };
             base = format!("({base} + ({}) * {row_bytes})", self.ix(start));
         }
-        let c = self.tma_coords(dst, coords, flat);
+        // Innermost first, as the tensor map orders them.
+        let mut c: Vec<String> = coords.iter().map(|e| self.ix(*e)).collect();
+        c.reverse();
         if rank != 2 || add {
             self.tma_store_ranks.insert((rank, add));
         }

@@ -15,21 +15,19 @@ impl Emitter<'_> {
             barrier,
             multicast,
             evict,
-            flat,
         } = op
         else {
             unreachable!("tma_load lowers TMA loads")
         };
-        let (src, barrier, multicast, evict, flat) = (*src, *barrier, *multicast, *evict, *flat);
+        let (src, barrier, multicast, evict) = (*src, *barrier, *multicast, *evict);
         let k = self.k;
         let mc = multicast;
-        if let Err(m) = legal::tma_load(k, self.target, dst, src, mc, flat) {
+        if let Err(m) = legal::tma_load(k, self.target, dst, src, mc) {
             return self.unsupported(sp, m);
         }
         let view = k.views[dst.view].clone();
-        let rank = legal::map_rank(k, src, flat);
-        // The prelude has the 2-D and 3-D loads without a hint; the others are generated.
-        if !(2..=3).contains(&rank) || evict.is_some() {
+        let rank = self.rank(src);
+        if rank > 3 || evict.is_some() {
             self.tma_load_ranks.insert((rank, mc > 1, evict));
         }
         let hint = crate::prelude::tma_load_suffix(evict);
@@ -43,7 +41,8 @@ impl Emitter<'_> {
             let row_bytes = view.panel_cols() * view.dtype.bytes();
             dst_base = format!("({dst_base} + ({}) * {row_bytes})", self.ix(start));
         }
-        let mut c = self.tma_coords(src, coords, flat);
+        let mut c: Vec<String> = coords.iter().map(|e| self.ix(*e)).collect();
+        c.reverse(); // innermost first
         self.line(&format!(
             "// tma_load {} <- {} ({})",
             view.name,

@@ -101,23 +101,13 @@ pub(crate) fn family_op_name(op: &Op) -> Option<&'static str> {
     })
 }
 
-/// The rank of the tensor map a TMA copy of `p` uses: a flat copy's map is one run of elements.
-pub(crate) fn map_rank(k: &Kernel, p: ParamId, flat: bool) -> usize {
-    if flat {
-        1
-    } else {
-        rank(k, p)
-    }
-}
-
-/// `view.tma_load(tensor, coords, barrier, multicast, flat)`.
+/// `view.tma_load(tensor, coords, barrier, multicast)`.
 pub(crate) fn tma_load(
     k: &Kernel,
     target: &Target,
     dst: &ViewRef,
     src: ParamId,
     multicast: u32,
-    flat: bool,
 ) -> Result<(), String> {
     let mc = multicast;
     // `CAKE-C013` reports these; a verified schedule never gets here.
@@ -128,14 +118,6 @@ pub(crate) fn tma_load(
                 .into(),
         );
     }
-    if flat {
-        // The front-end checks the rest: a 1-D view or a row range of one, no multicast.
-        return if k.views[dst.view].shape.len() == 1 {
-            Ok(())
-        } else {
-            Err("a flat TMA load writes a 1-D view".into())
-        };
-    }
     if dst.transposed || (dst.rows.is_some() && k.views[dst.view].shape.len() != 2) {
         return Err("a TMA load writes a 2-D view or a row range of one (no .T)".into());
     }
@@ -145,16 +127,9 @@ pub(crate) fn tma_load(
     Ok(())
 }
 
-/// `view.tma_store(tensor, coords, flat)`.
-pub(crate) fn tma_store(k: &Kernel, dst: ParamId, src: &ViewRef, flat: bool) -> Result<(), String> {
+/// `view.tma_store(tensor, coords)`.
+pub(crate) fn tma_store(k: &Kernel, dst: ParamId, src: &ViewRef) -> Result<(), String> {
     let view = &k.views[src.view];
-    if flat {
-        return if view.shape.len() == 1 && !src.transposed {
-            Ok(())
-        } else {
-            Err("a flat TMA store reads a 1-D view".into())
-        };
-    }
     let rank = rank(k, dst);
     if !(1..=3).contains(&rank)
         || view.shape.len() > rank

@@ -455,9 +455,8 @@ impl<'a> Checker<'a> {
                 src,
                 coords,
                 multicast,
-                flat,
                 ..
-            } => match tma_load(k, self.target, dst, *src, *multicast, *flat) {
+            } => match tma_load(k, self.target, dst, *src, *multicast) {
                 Err(m) => self.unsupported(sp, m),
                 Ok(()) => {
                     self.view_base(dst);
@@ -592,12 +591,8 @@ impl<'a> Checker<'a> {
                 }
             }
             Op::TmaStore {
-                dst,
-                src,
-                coords,
-                flat,
-                ..
-            } => match tma_store(k, *dst, src, *flat) {
+                dst, src, coords, ..
+            } => match tma_store(k, *dst, src) {
                 Err(m) => self.unsupported(sp, m),
                 Ok(()) => {
                     self.view_base(src);
