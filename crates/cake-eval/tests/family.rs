@@ -884,10 +884,17 @@ fn the_shipped_tables_are_the_choice_of_their_committed_measurements() {
         ),
         (
             "kernels/kmeans/update.candidates.family.toml",
-            &["bench/results/2026-12-02-kmeans-update-family/2-family/1-representative/measurement.json"],
+            &[
+                "bench/results/2026-12-02-kmeans-update-family/2-family/1-representative/measurement.json",
+                // The few-centroid corner (bench/update_corner.family.toml).
+                "bench/results/2026-12-04-update-corner/c1/corner-rep51/measurement.json",
+                "bench/results/2026-12-04-update-corner/c1/corner-rep52/measurement.json",
+            ],
             "kernels/kmeans/update.family.toml",
+            // min_shapes 8: the smallest that cross-validated with no shape below 0.95x.
             ChooseOptions {
                 open_above: true,
+                min_shapes: 8,
                 ..defaults.clone()
             },
         ),
