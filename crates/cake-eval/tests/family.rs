@@ -874,11 +874,14 @@ fn the_shipped_tables_are_the_choice_of_their_committed_measurements() {
             "kernels/kmeans/assign.candidates.family.toml",
             ASSIGN_EVIDENCE,
             "kernels/kmeans/assign.family.toml",
+            // material 1.1: a route must bring 10 % where it runs, which cross-validated with 3
+            // of the 720 shapes below 0.95x against 9 at the default (geomean 1.362x, 1.365x).
             ChooseOptions {
                 carve: true,
                 open_above: true,
                 products: vec!["B*N*K".into()],
                 products_under: vec!["B*N".into()],
+                material: 1.1,
                 ..defaults.clone()
             },
         ),
