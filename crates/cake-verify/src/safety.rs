@@ -22,6 +22,7 @@ pub fn check(cx: &Ctx, out: &mut Vec<Finding>) {
     placement(cx, out);
     tmem_read_before_ready(cx, out);
     oob_fill(cx, out);
+    coord_alignment(cx, out);
     rows_in_range(cx, out);
     multicast_guard(cx, out);
     cluster_divergence(cx, out);
@@ -572,6 +573,67 @@ fn oob_fill(cx: &Ctx, out: &mut Vec<Finding>) {
                 }
             }
         }
+    }
+}
+
+/// A TMA copy's box starts 16-byte aligned along the tensor's innermost dimension: the hardware
+/// stops the kernel (illegal instruction) at a box that starts between two 16-byte boundaries.
+/// The innermost coordinate's derived multiple ([`known_multiple`]) times the element size must
+/// be a multiple of 16; the tensor's base and its row pitch are checked at launch.
+fn coord_alignment(cx: &Ctx, out: &mut Vec<Finding>) {
+    let k = cx.k;
+    for site in &cx.ops {
+        let (t, coords, what) = match &site.op {
+            Op::TmaLoad { src, coords, .. } => (*src, coords, "load"),
+            Op::TmaStore { dst, coords, .. } => (*dst, coords, "store"),
+            _ => continue,
+        };
+        let (ParamKind::Tensor { dtype, .. }, Some(&c)) = (&k.params[t].kind, coords.last()) else {
+            continue;
+        };
+        let elem = u64::from(dtype.bytes());
+        let multiple = known_multiple(k, c);
+        if multiple == 0 || (multiple * elem).is_multiple_of(16) {
+            continue;
+        }
+        let name = &k.params[t].name;
+        out.push(
+            Finding::new(
+                &TMA_COORD_MISALIGNED,
+                cx.span(site.stmt),
+                format!(
+                    "the innermost coordinate of this TMA {what} of `{name}` is known to be a multiple of only {multiple} element(s) ({} bytes): a box that starts off a 16-byte boundary stops the kernel",
+                    multiple * elem
+                ),
+            )
+            .label(k.exprs.span(c), "the innermost coordinate")
+            .subject("tensor", name)
+            .expected(format!("a multiple of {} elements", 16 / elem.clamp(1, 16)))
+            .actual(format!("a multiple of {multiple}"))
+            .help("start boxes at multiples of the box width (`k * BK`), or copy rows that start off 16 bytes with per-thread loads"),
+        );
+    }
+}
+
+/// A number that `e` is always a multiple of (0: `e` is always 0), from its constants, sums and
+/// products; 1 where nothing is known (dimensions, tile and loop indices, divisions).
+fn known_multiple(k: &Kernel, e: ExprId) -> u64 {
+    fn gcd(a: u64, b: u64) -> u64 {
+        if b == 0 {
+            a
+        } else {
+            gcd(b, a % b)
+        }
+    }
+    match &k.exprs[e].kind {
+        ExprKind::Int(v) => v.unsigned_abs(),
+        ExprKind::Binary(BinOp::Add | BinOp::Sub, a, b) => {
+            gcd(known_multiple(k, *a), known_multiple(k, *b))
+        }
+        ExprKind::Binary(BinOp::Mul, a, b) => {
+            known_multiple(k, *a).saturating_mul(known_multiple(k, *b))
+        }
+        _ => 1,
     }
 }
 

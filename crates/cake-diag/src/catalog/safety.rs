@@ -331,6 +331,19 @@ Declare `parts = lm.barrier(producers=[math], consumers=[math], cluster=True)`; 
     good: include_str!("../../../../tests/check/CAKE-S025-good.py"),
 };
 
+pub const TMA_COORD_MISALIGNED: CodeInfo = CodeInfo {
+    code: "CAKE-S026",
+    name: "tma-coord-misaligned",
+    category: Category::Safety,
+    severity: Severity::Error,
+    summary: r#"A TMA copy's innermost coordinate is not a multiple of 16 bytes, so its box can start between two 16-byte boundaries."#,
+    explanation: r#"A tensor copy (`tma_load`, `tma_store`) moves a box whose start along the tensor's innermost dimension must lie on a 16-byte boundary: 8 bf16 elements, 4 f32 or i32 ones, 16 FP8 ones. A box that starts anywhere else stops the kernel with an illegal instruction (measured on the H200: copies of i32 ids whose boxes started at `b * N` elements for an N not a multiple of 4). The tensor's base address and its row pitch are checked when the kernel is launched; the coordinate is the schedule's, so Cake derives what it is always a multiple of from its constants, sums and products, and reports a coordinate whose derived multiple is not 16 bytes.
+
+Start boxes at multiples of the box width (`k * BK`, `tn * BN`), keep offsets added to them multiples of 16 bytes, or copy rows that start off 16 bytes with per-thread loads instead of TMA."#,
+    bad: include_str!("../../../../tests/check/CAKE-S026-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-S026-good.py"),
+};
+
 /// Every code of this module, in number order; [`super::ALL`] is made of these lists.
 pub const ALL: &[&CodeInfo] = &[
     &ARRIVAL_COUNT,
@@ -358,4 +371,5 @@ pub const ALL: &[&CodeInfo] = &[
     &DIVERGENT_COLLECTIVE,
     &TILE_OVERWRITE,
     &PEER_READ_UNPUBLISHED,
+    &TMA_COORD_MISALIGNED,
 ];
