@@ -593,6 +593,7 @@ fn coord_alignment(cx: &Ctx, out: &mut Vec<Finding>) {
         };
         let elem = u64::from(dtype.bytes());
         let multiple = known_multiple(k, c);
+        // A coordinate always 0, or elements of no whole byte (elem 0), start aligned.
         if multiple == 0 || (multiple * elem).is_multiple_of(16) {
             continue;
         }
@@ -608,7 +609,7 @@ fn coord_alignment(cx: &Ctx, out: &mut Vec<Finding>) {
             )
             .label(k.exprs.span(c), "the innermost coordinate")
             .subject("tensor", name)
-            .expected(format!("a multiple of {} elements", 16 / elem.clamp(1, 16)))
+            .expected(format!("a multiple of {} elements", 16 / elem))
             .actual(format!("a multiple of {multiple}"))
             .help("start boxes at multiples of the box width (`k * BK`), or copy rows that start off 16 bytes with per-thread loads"),
         );
