@@ -11,8 +11,14 @@ split's rows of X and their ids through a ring of BR-row stages (TMA), the two c
 warpgroups each add the rows of the centroids they own into the copy with `scatter_add` (no
 atomics: one warp owns each sum), and at the end the copy is added into SUMS and COUNTS by TMA
 (`reduce="add"`, done at L2), which the launcher zeroed (`zero=`). The rows of a batch are split
-SPLITS ways so that B × blocks × SPLITS tiles fill the GPU whatever B is. IDS travels by TMA, so
-N must be a multiple of 4 (16-byte rows). Adds from different splits meet in no fixed order.
+SPLITS ways so that B × blocks × SPLITS tiles fill the GPU whatever B is. Adds from different
+splits meet in no fixed order.
+
+A tensor map needs 16-byte row pitches, which IDS (B × N i32) and COUNTS (B × K i32) have only
+when N and K are multiples of 4. So the producer's threads copy each stage's ids themselves
+(`cp_async`: 16 bytes at a time where the rows are aligned, one id at a time where they are not),
+and each consumer adds its counts into COUNTS with per-thread atomic adds (`copy_to`): any N, any
+K. TMA_IDS = 1 keeps the earlier form (both by TMA, N and K multiples of 4).
 """
 import cake
 from cake import lm
@@ -25,6 +31,7 @@ STAGES = 5
 CONSUMERS = 2                    # consumer warpgroups, each owning KC / CONSUMERS centroids
 PART = KC // CONSUMERS
 TILES = 264                      # tiles to aim for: two per SM
+TMA_IDS = 0                      # 1: ids and counts by TMA (N, K multiples of 4 only)
 
 
 @cake.schedule(targets=["sm_90a"], persistent=True, zero=["SUMS", "COUNTS"])
@@ -57,7 +64,10 @@ def kmeans_update_private(X: lm.tensor[lm.bf16, "B", "N", D],
                 lm.wait(empty)
                 # Stages past N read zeros (and add nothing: valid_rows below).
                 sX.tma_load(X, coords=(b, r * BR, ds * DS), barrier=full)
-                sI.tma_load(IDS, coords=(b, r * BR), barrier=full)
+                if TMA_IDS == 1:
+                    sI.tma_load(IDS, coords=(b, r * BR), barrier=full)
+                else:
+                    sI.cp_async(IDS, coords=(b, r * BR), barrier=full)
         with math:
             part = math.index * PART
             my_sum = sSum.rows(part, PART)
@@ -72,5 +82,8 @@ def kmeans_update_private(X: lm.tensor[lm.bf16, "B", "N", D],
             lm.fence_proxy_async()
             my_sum.tma_store(SUMS, coords=(b, kc * KC + part, ds * DS), reduce="add")
             if ds == 0:
-                my_cnt.tma_store(COUNTS, coords=(b, kc * KC + part), reduce="add")
+                if TMA_IDS == 1:
+                    my_cnt.tma_store(COUNTS, coords=(b, kc * KC + part), reduce="add")
+                else:
+                    my_cnt.copy_to(COUNTS, coords=(b, kc * KC + part), reduce="add")
     del Cen  # in the signature for the usual API; the kernel never reads it

@@ -613,6 +613,8 @@ impl Analyzer<'_> {
                 *self.tensor_axes.entry(src.index()).or_default() |= mask;
             }
             Op::TmaStore { src, .. } => w.tma_store_bytes = self.view_ref_bytes(src) * r,
+            // Per-thread stores (or reductions at L2) of the view's elements.
+            Op::CopyTo { src, .. } => w.store_bytes = self.view_ref_bytes(src) * r,
             Op::Mma { acc, a, .. } => {
                 let (m, n) = match acc {
                     Operand::Frag(f) => {

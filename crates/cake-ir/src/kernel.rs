@@ -637,6 +637,14 @@ pub enum Op {
         coords: Vec<ExprId>,
         barrier: BarrierId,
     },
+    /// Shared → global by the role's threads, element by element (`st.global`, or with `add`
+    /// `red.global.add`): no alignment needed, unlike a TMA store.
+    CopyTo {
+        dst: ParamId,
+        src: ViewRef,
+        coords: Vec<ExprId>,
+        add: bool,
+    },
     /// Load a shared-memory tile into a register fragment with ldmatrix.
     Ldmatrix { dst: FragId, src: ViewRef },
     /// `acc (+)= a · b` on the tensor cores.

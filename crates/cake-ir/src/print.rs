@@ -294,6 +294,18 @@ impl Printer<'_> {
                     self.view_ref(src)
                 )
             }
+            Op::CopyTo {
+                dst,
+                src,
+                coords,
+                add,
+            } => format!(
+                "copy_to {}[{}] {} {}",
+                param(dst),
+                self.coords(coords),
+                if *add { "+=" } else { "<-" },
+                self.view_ref(src)
+            ),
             Op::CpAsync {
                 dst,
                 src,

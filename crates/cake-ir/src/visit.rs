@@ -243,6 +243,12 @@ impl Op {
                 src,
                 coords,
                 add,
+            }
+            | Op::CopyTo {
+                dst,
+                src,
+                coords,
+                add,
             } => {
                 e.smem_read(src);
                 e.global_writes.push(*dst);

@@ -95,6 +95,7 @@ fn availability(cx: &Ctx, out: &mut Vec<Finding>) {
             }
             // Available on every target Cake knows.
             Op::Store { .. }
+            | Op::CopyTo { .. }
             | Op::GlobalScatterAdd { .. }
             | Op::SmemStore { .. }
             | Op::ScatterAdd { .. }

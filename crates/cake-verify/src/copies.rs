@@ -257,6 +257,7 @@ fn reads(op: &Op) -> Vec<(&ViewRef, &'static str)> {
         Op::Ldmatrix { src, .. } => vec![(src, "ldmatrix")],
         Op::TmemCopy { src, .. } => vec![(src, "tcgen05.cp")],
         Op::TmaStore { src, .. } => vec![(src, "the TMA store")],
+        Op::CopyTo { src, .. } => vec![(src, "copy_to")],
         Op::ScatterAdd { src, index, .. } => vec![(src, "scatter_add"), (index, "scatter_add")],
         _ => Vec::new(),
     }

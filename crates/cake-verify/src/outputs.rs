@@ -197,7 +197,7 @@ fn store_paths(k: &Kernel) -> BTreeMap<StmtId, Vec<(StmtId, ExprId, bool)>> {
                     go(k, else_body, path, out);
                     path.pop();
                 }
-                Stmt::Op(Op::Store { .. } | Op::TmaStore { .. }) => {
+                Stmt::Op(Op::Store { .. } | Op::TmaStore { .. } | Op::CopyTo { .. }) => {
                     out.insert(s, path.clone());
                 }
                 Stmt::Op(_) => {}
@@ -263,8 +263,11 @@ fn store_of<'a>(k: &Kernel, site: &'a OpSite) -> Option<(ParamId, StoreSite<'a>)
         }
         // A store that adds into the tensor (adds commute: tiles may overlap) is not a write of
         // the tile's elements; like `lm.scatter_add`, it leaves coverage to `zero=`.
-        Op::TmaStore { add: true, .. } => return None,
+        Op::TmaStore { add: true, .. } | Op::CopyTo { add: true, .. } => return None,
         Op::TmaStore {
+            dst, src, coords, ..
+        }
+        | Op::CopyTo {
             dst, src, coords, ..
         } => {
             let mut shape = k.views[src.view].shape.clone();

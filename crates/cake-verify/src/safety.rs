@@ -219,6 +219,9 @@ fn warp_branches(cx: &Ctx, out: &mut Vec<Finding>) {
             Op::SmemStore { .. } | Op::ScatterAdd { .. } => {
                 "a shared-memory store the replica's warps synchronise around".into()
             }
+            Op::CopyTo { .. } => {
+                "a copy out of shared memory the replica's warps synchronise around".into()
+            }
             Op::TmemLoad { .. } | Op::TmemStore { .. } | Op::FenceProxyAsync => {
                 "an operation ordered for the whole role".into()
             }

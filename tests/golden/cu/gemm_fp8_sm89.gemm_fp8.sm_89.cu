@@ -45,9 +45,16 @@ static __device__ __forceinline__ void cake_mbar_wait(uint32_t bar, uint32_t par
 static __device__ __forceinline__ void cake_cp_async_16(uint32_t dst, const void* src, uint32_t src_bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(dst), "l"(src), "r"(src_bytes) : "memory");
 }
+static __device__ __forceinline__ void cake_cp_async_8(uint32_t dst, const void* src, uint32_t src_bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;" :: "r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
+static __device__ __forceinline__ void cake_cp_async_4(uint32_t dst, const void* src, uint32_t src_bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
 static __device__ __forceinline__ void cake_cp_async_mbar_arrive(uint32_t bar) {
   asm volatile("cp.async.mbarrier.arrive.noinc.shared.b64 [%0];" :: "r"(bar) : "memory");
 }
+static __device__ __forceinline__ uint32_t cake_swizzle64(uint32_t off) { return off ^ (((off >> 7) & 3u) << 4); }
 
 // Four 8x8 b16 matrices: lanes 8i..8i+7 give the row addresses of matrix i; thread t receives
 // row t/4, elements 2(t%4) and 2(t%4)+1 of each matrix, one 32-bit register per matrix.
@@ -55,7 +62,6 @@ static __device__ __forceinline__ void cake_ldmatrix_x4(uint32_t* r, uint32_t ad
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
 }
-static __device__ __forceinline__ uint32_t cake_swizzle64(uint32_t off) { return off ^ (((off >> 7) & 3u) << 4); }
 
 static __device__ __forceinline__ void cake_mma_m16n8k32_f32_e4m3(float* d, const uint32_t* a, const uint32_t* b) {
   asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
@@ -108,7 +114,8 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_gemm_fp8(
         const uint32_t pipe_stage = pipe_it % 4;
         const uint32_t pipe_phase = (pipe_it / 4) & 1;
         cake_mbar_wait(empty + 8 * pipe_stage, pipe_phase ^ 1);  // wait empty (gemm_fp8_sm89.py:30)
-        {  // cp_async sA <- A (gemm_fp8_sm89.py:31): 512 chunks of 16 B, 4 per thread of role main
+        {  // cp_async sA <- A (gemm_fp8_sm89.py:31): 128 x 64 elements by the 128 threads of role main
+          // 512 pieces of 16 B, 4 per thread
           #pragma unroll
           for (int c = 0; c < 4; ++c) {
             const int chunk = ((int)threadIdx.x - 0) + 128 * c;
@@ -116,13 +123,14 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_gemm_fp8(
             const int col = (chunk % 4) * 16;
             const int g_row = (tile_0 * 128) + row;
             const int g_col = (k_1 * 64) + col;
-            // Bytes of the chunk inside the tensor; the rest is zero-filled (none: nothing is read).
+            // Bytes of the piece inside the tensor; the rest is zero-filled (none: nothing is read).
             const int valid = g_row < dim_M ? max(0, min(16, dim_K - g_col)) * 1 : 0;
-            cake_cp_async_16((sA + 8192 * pipe_stage) + cake_swizzle64((row) * 64 + (col * 1)), A + (valid > 0 ? (size_t)g_row * dim_K + g_col : 0), valid);
+            cake_cp_async_16((sA + 8192 * pipe_stage) + cake_swizzle64((row) * 64 + (col * 1)), A + (valid > 0 ? ((size_t)(g_row) * dim_K + (g_col)) : 0), valid);
           }
           cake_cp_async_mbar_arrive(full + 8 * pipe_stage);  // completes on full once this thread's copies land (1 of 256 arrivals per phase)
         }
-        {  // cp_async sB <- B (gemm_fp8_sm89.py:32): 512 chunks of 16 B, 4 per thread of role main
+        {  // cp_async sB <- B (gemm_fp8_sm89.py:32): 128 x 64 elements by the 128 threads of role main
+          // 512 pieces of 16 B, 4 per thread
           #pragma unroll
           for (int c = 0; c < 4; ++c) {
             const int chunk = ((int)threadIdx.x - 0) + 128 * c;
@@ -130,9 +138,9 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_gemm_fp8(
             const int col = (chunk % 4) * 16;
             const int g_row = (tile_1 * 128) + row;
             const int g_col = (k_1 * 64) + col;
-            // Bytes of the chunk inside the tensor; the rest is zero-filled (none: nothing is read).
+            // Bytes of the piece inside the tensor; the rest is zero-filled (none: nothing is read).
             const int valid = g_row < dim_N ? max(0, min(16, dim_K - g_col)) * 1 : 0;
-            cake_cp_async_16((sB + 8192 * pipe_stage) + cake_swizzle64((row) * 64 + (col * 1)), B + (valid > 0 ? (size_t)g_row * dim_K + g_col : 0), valid);
+            cake_cp_async_16((sB + 8192 * pipe_stage) + cake_swizzle64((row) * 64 + (col * 1)), B + (valid > 0 ? ((size_t)(g_row) * dim_K + (g_col)) : 0), valid);
           }
           cake_cp_async_mbar_arrive(full + 8 * pipe_stage);  // completes on full once this thread's copies land (1 of 256 arrivals per phase)
         }

@@ -87,13 +87,7 @@ template <int R> static __device__ __forceinline__ void cake_setmaxnreg_inc() {
 template <int R> static __device__ __forceinline__ void cake_setmaxnreg_dec() {
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(R));
 }
-
-static __device__ __forceinline__ void cake_cp_async_16(uint32_t dst, const void* src, uint32_t src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(dst), "l"(src), "r"(src_bytes) : "memory");
-}
-static __device__ __forceinline__ void cake_cp_async_mbar_arrive(uint32_t bar) {
-  asm volatile("cp.async.mbarrier.arrive.noinc.shared.b64 [%0];" :: "r"(bar) : "memory");
-}
+static __device__ __forceinline__ uint32_t cake_swizzle128(uint32_t off) { return off ^ (((off >> 7) & 7u) << 4); }
 
 // Four 8x8 b16 matrices: lanes 8i..8i+7 give the row addresses of matrix i; thread t receives
 // row t/4, elements 2(t%4) and 2(t%4)+1 of each matrix, one 32-bit register per matrix.
@@ -101,7 +95,6 @@ static __device__ __forceinline__ void cake_ldmatrix_x4(uint32_t* r, uint32_t ad
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
 }
-static __device__ __forceinline__ uint32_t cake_swizzle128(uint32_t off) { return off ^ (((off >> 7) & 7u) << 4); }
 
 static __device__ __forceinline__ void cake_mma_m16n8k16_f32_bf16(float* d, const uint32_t* a, const uint32_t* b) {
   asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"

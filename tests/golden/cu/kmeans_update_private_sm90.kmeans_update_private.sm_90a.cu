@@ -87,10 +87,6 @@ template <int R> static __device__ __forceinline__ void cake_setmaxnreg_inc() {
 template <int R> static __device__ __forceinline__ void cake_setmaxnreg_dec() {
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(R));
 }
-static __device__ __forceinline__ void cake_tma_store_add_2d(const CakeTensorMap* map, uint32_t src, int c0, int c1) {
-  asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group [%0, {%2, %3}], [%1];"
-               :: "l"(map), "r"(src), "r"(c0), "r"(c1) : "memory");
-}
 static __device__ __forceinline__ void cake_tma_store_add_3d(const CakeTensorMap* map, uint32_t src, int c0, int c1, int c2) {
   asm volatile("cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.tile.bulk_group [%0, {%2, %3, %4}], [%1];"
                :: "l"(map), "r"(src), "r"(c0), "r"(c1), "r"(c2) : "memory");
@@ -131,6 +127,19 @@ static __device__ __forceinline__ void cake_red_shared_add_u32(uint32_t addr, ui
   asm volatile("red.shared.add.u32 [%0], %1;" :: "r"(addr), "r"(v) : "memory");
 }
 
+static __device__ __forceinline__ void cake_cp_async_16(uint32_t dst, const void* src, uint32_t src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
+static __device__ __forceinline__ void cake_cp_async_8(uint32_t dst, const void* src, uint32_t src_bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;" :: "r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
+static __device__ __forceinline__ void cake_cp_async_4(uint32_t dst, const void* src, uint32_t src_bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
+static __device__ __forceinline__ void cake_cp_async_mbar_arrive(uint32_t bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared.b64 [%0];" :: "r"(bar) : "memory");
+}
+
 static __device__ __forceinline__ void cake_wgmma_fence() {
   asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 }
@@ -168,9 +177,7 @@ static __device__ __forceinline__ uint64_t cake_wgmma_desc(uint32_t addr, uint32
 
 extern "C" __global__ void __launch_bounds__(384, 1) cake_kmeans_update_private(
     const __grid_constant__ CakeTensorMap tmap_X_0,
-    const __grid_constant__ CakeTensorMap tmap_IDS_1,
-    const __grid_constant__ CakeTensorMap tmap_SUMS_2,
-    const __grid_constant__ CakeTensorMap tmap_COUNTS_3,
+    const __grid_constant__ CakeTensorMap tmap_SUMS_1,
     uint16_t* __restrict__ X,
     uint16_t* __restrict__ Cen,
     int32_t* __restrict__ IDS,
@@ -186,7 +193,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_kmeans_update_private(
   const uint32_t sI = cake_smem + 81920;  // view sI: i32 x [64], 5 stage(s) of 256 B, swizzle 0
   const uint32_t sSum = cake_smem + 83200;  // view sSum: f32 x [256, 128], 1 stage(s) of 131072 B, swizzle 0
   const uint32_t sCnt = cake_smem + 214272;  // view sCnt: i32 x [256], 1 stage(s) of 1024 B, swizzle 0
-  const uint32_t full = cake_smem + 215296;  // mbarrier full: 5 slot(s), 1 arrival(s) per phase
+  const uint32_t full = cake_smem + 215296;  // mbarrier full: 5 slot(s), 129 arrival(s) per phase
   const uint32_t empty = cake_smem + 215336;  // mbarrier empty: 5 slot(s), 256 arrival(s) per phase
   const int warp = __shfl_sync(0xffffffffu, (int)threadIdx.x / 32, 0);
   const int tiles_0 = dim_B;
@@ -195,56 +202,22 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_kmeans_update_private(
   const int tiles_total = tiles_0 * tiles_1 * tiles_2;
   if (threadIdx.x == 0) {
     cake_prefetch_tensormap(&tmap_X_0);
-    cake_prefetch_tensormap(&tmap_IDS_1);
-    cake_prefetch_tensormap(&tmap_SUMS_2);
-    cake_prefetch_tensormap(&tmap_COUNTS_3);
+    cake_prefetch_tensormap(&tmap_SUMS_1);
   }
   if (threadIdx.x == 0) {
-    for (int s = 0; s < 5; ++s) cake_mbar_init(full + 8 * s, 1);
+    for (int s = 0; s < 5; ++s) cake_mbar_init(full + 8 * s, 129);
     for (int s = 0; s < 5; ++s) cake_mbar_init(empty + 8 * s, 256);
     cake_fence_barrier_init();
   }
   __syncthreads();
-  if (warp >= 0 && warp < 4) {  // role load (kmeans_update_private_sm90.py:42)
+  if (warp >= 0 && warp < 4) {  // role load (kmeans_update_private_sm90.py:49)
     const int load_index = (warp - 0) / 4;
     const int load_thread = (int)threadIdx.x - 0 - load_index * 128;
     const int lane_row = 16 * (load_thread / 32) + (load_thread % 32) / 4;  // and +8
     const int lane_col = 2 * (load_thread % 4);  // and +1, every 8 columns
     (void)lane_row; (void)lane_col;
     uint32_t pipe_it = 0;  // iterations of pipeline pipe completed by this role
-    if (load_thread == 0) {  // issue-only role: one thread per replica
-      for (int tile = blockIdx.x; tile < tiles_total; tile += gridDim.x) {  // tiles (b, j, s) (kmeans_update_private_sm90.py:52)
-        int tile_rest = tile;
-        const int tile_2 = tile_rest % tiles_2;
-        tile_rest /= tiles_2;
-        const int tile_1 = tile_rest % tiles_1;
-        tile_rest /= tiles_1;
-        const int tile_0 = tile_rest % tiles_0;
-        tile_rest /= tiles_0;
-        (void)tile_rest;
-        // with load: (kmeans_update_private_sm90.py:55)
-        for (int r_1 = (tile_2 * cake_cdiv(cake_cdiv(dim_N, 64), cake_cdiv(264, (dim_B * (cake_cdiv(dim_K, 256) * 1))))); r_1 < ((tile_2 * cake_cdiv(cake_cdiv(dim_N, 64), cake_cdiv(264, (dim_B * (cake_cdiv(dim_K, 256) * 1))))) + cake_cdiv(cake_cdiv(dim_N, 64), cake_cdiv(264, (dim_B * (cake_cdiv(dim_K, 256) * 1))))); ++r_1) {  // kmeans_update_private_sm90.py:56
-          const uint32_t pipe_stage = pipe_it % 5;
-          const uint32_t pipe_phase = (pipe_it / 5) & 1;
-          cake_mbar_wait(empty + 8 * pipe_stage, pipe_phase ^ 1);  // wait empty (kmeans_update_private_sm90.py:57)
-          // tma_load sX <- X (kmeans_update_private_sm90.py:59)
-          cake_mbar_arrive_expect_tx(full + 8 * pipe_stage, 16640);
-          cake_tma_load_3d((sX + 16384 * pipe_stage), &tmap_X_0, full + 8 * pipe_stage, ((tile_1 % 1) * 128), (r_1 * 64), tile_0);
-          // tma_load sI <- IDS (kmeans_update_private_sm90.py:60)
-          cake_tma_load_2d((sI + 256 * pipe_stage), &tmap_IDS_1, full + 8 * pipe_stage, (r_1 * 64), tile_0);
-          ++pipe_it;
-        }
-      }
-    }
-  }
-  if (warp >= 4 && warp < 12) {  // role math (kmeans_update_private_sm90.py:43)
-    const int math_index = (warp - 4) / 4;
-    const int math_thread = (int)threadIdx.x - 128 - math_index * 128;
-    const int lane_row = 16 * (math_thread / 32) + (math_thread % 32) / 4;  // and +8
-    const int lane_col = 2 * (math_thread % 4);  // and +1, every 8 columns
-    (void)lane_row; (void)lane_col;
-    uint32_t pipe_it = 0;  // iterations of pipeline pipe completed by this role
-    for (int tile = blockIdx.x; tile < tiles_total; tile += gridDim.x) {  // tiles (b, j, s) (kmeans_update_private_sm90.py:52)
+    for (int tile = blockIdx.x; tile < tiles_total; tile += gridDim.x) {  // tiles (b, j, s) (kmeans_update_private_sm90.py:59)
       int tile_rest = tile;
       const int tile_2 = tile_rest % tiles_2;
       tile_rest /= tiles_2;
@@ -253,22 +226,84 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_kmeans_update_private(
       const int tile_0 = tile_rest % tiles_0;
       tile_rest /= tiles_0;
       (void)tile_rest;
-      // with math: (kmeans_update_private_sm90.py:61)
-      // sSum.store(0) (kmeans_update_private_sm90.py:65)
+      // with load: (kmeans_update_private_sm90.py:62)
+      for (int r_1 = (tile_2 * cake_cdiv(cake_cdiv(dim_N, 64), cake_cdiv(264, (dim_B * (cake_cdiv(dim_K, 256) * 1))))); r_1 < ((tile_2 * cake_cdiv(cake_cdiv(dim_N, 64), cake_cdiv(264, (dim_B * (cake_cdiv(dim_K, 256) * 1))))) + cake_cdiv(cake_cdiv(dim_N, 64), cake_cdiv(264, (dim_B * (cake_cdiv(dim_K, 256) * 1))))); ++r_1) {  // kmeans_update_private_sm90.py:63
+        const uint32_t pipe_stage = pipe_it % 5;
+        const uint32_t pipe_phase = (pipe_it / 5) & 1;
+        cake_mbar_wait(empty + 8 * pipe_stage, pipe_phase ^ 1);  // wait empty (kmeans_update_private_sm90.py:64)
+        // tma_load sX <- X (kmeans_update_private_sm90.py:66)
+        if (load_thread == 0) {
+          cake_mbar_arrive_expect_tx(full + 8 * pipe_stage, 16384);
+          cake_tma_load_3d((sX + 16384 * pipe_stage), &tmap_X_0, full + 8 * pipe_stage, ((tile_1 % 1) * 128), (r_1 * 64), tile_0);
+        }
+        {  // cp_async sI <- IDS (kmeans_update_private_sm90.py:70): 1 x 64 elements by the 128 threads of role load
+          if ((uintptr_t)(IDS + ((size_t)(tile_0) * dim_N + ((r_1 * 64)))) % 16 == 0) {  // 16-byte aligned rows: 16 B at a time
+            // 16 pieces of 16 B, 1 per thread
+            #pragma unroll
+            for (int c = 0; c < 1; ++c) {
+              const int chunk = ((int)threadIdx.x - 0) + 128 * c;
+              if (chunk >= 16) break;
+              const int row = chunk / 16;
+              const int col = (chunk % 16) * 4;
+              const int g_row = 0;
+              const int g_col = (r_1 * 64) + col;
+              // Bytes of the piece inside the tensor; the rest is zero-filled (none: nothing is read).
+              const int valid = g_row < 1 ? max(0, min(4, dim_N - g_col)) * 4 : 0;
+              cake_cp_async_16((sI + 256 * pipe_stage) + (row) * 256 + (col * 4), IDS + (valid > 0 ? ((size_t)(tile_0) * dim_N + (g_col)) : 0), valid);
+            }
+          } else {
+            // 64 pieces of 4 B, 1 per thread
+            #pragma unroll
+            for (int c = 0; c < 1; ++c) {
+              const int chunk = ((int)threadIdx.x - 0) + 128 * c;
+              if (chunk >= 64) break;
+              const int row = chunk / 64;
+              const int col = (chunk % 64) * 1;
+              const int g_row = 0;
+              const int g_col = (r_1 * 64) + col;
+              // Bytes of the piece inside the tensor; the rest is zero-filled (none: nothing is read).
+              const int valid = g_row < 1 ? max(0, min(1, dim_N - g_col)) * 4 : 0;
+              cake_cp_async_4((sI + 256 * pipe_stage) + (row) * 256 + (col * 4), IDS + (valid > 0 ? ((size_t)(tile_0) * dim_N + (g_col)) : 0), valid);
+            }
+          }
+          cake_cp_async_mbar_arrive(full + 8 * pipe_stage);  // completes on full once this thread's copies land (1 of 129 arrivals per phase)
+        }
+        ++pipe_it;
+      }
+    }
+  }
+  if (warp >= 4 && warp < 12) {  // role math (kmeans_update_private_sm90.py:50)
+    const int math_index = (warp - 4) / 4;
+    const int math_thread = (int)threadIdx.x - 128 - math_index * 128;
+    const int lane_row = 16 * (math_thread / 32) + (math_thread % 32) / 4;  // and +8
+    const int lane_col = 2 * (math_thread % 4);  // and +1, every 8 columns
+    (void)lane_row; (void)lane_col;
+    uint32_t pipe_it = 0;  // iterations of pipeline pipe completed by this role
+    for (int tile = blockIdx.x; tile < tiles_total; tile += gridDim.x) {  // tiles (b, j, s) (kmeans_update_private_sm90.py:59)
+      int tile_rest = tile;
+      const int tile_2 = tile_rest % tiles_2;
+      tile_rest /= tiles_2;
+      const int tile_1 = tile_rest % tiles_1;
+      tile_rest /= tiles_1;
+      const int tile_0 = tile_rest % tiles_0;
+      tile_rest /= tiles_0;
+      (void)tile_rest;
+      // with math: (kmeans_update_private_sm90.py:71)
+      // sSum.store(0) (kmeans_update_private_sm90.py:75)
       if (math_thread == 0) cake_bulk_wait_read();
       cake_named_sync(8 + math_index, 128);
       for (int chunk = math_thread; chunk < 4096; chunk += 128) cake_st_shared_v4((sSum + ((math_index * 128)) * 512) + 16 * chunk, 0x00000000u);
       cake_named_sync(8 + math_index, 128);
-      // sCnt.store(0) (kmeans_update_private_sm90.py:66)
+      // sCnt.store(0) (kmeans_update_private_sm90.py:76)
       if (math_thread == 0) cake_bulk_wait_read();
       cake_named_sync(8 + math_index, 128);
       for (int chunk = math_thread; chunk < 32; chunk += 128) cake_st_shared_v4((sCnt + ((math_index * 128)) * 4) + 16 * chunk, 0x00000000u);
       cake_named_sync(8 + math_index, 128);
-      for (int r_2 = (tile_2 * cake_cdiv(cake_cdiv(dim_N, 64), cake_cdiv(264, (dim_B * (cake_cdiv(dim_K, 256) * 1))))); r_2 < ((tile_2 * cake_cdiv(cake_cdiv(dim_N, 64), cake_cdiv(264, (dim_B * (cake_cdiv(dim_K, 256) * 1))))) + cake_cdiv(cake_cdiv(dim_N, 64), cake_cdiv(264, (dim_B * (cake_cdiv(dim_K, 256) * 1))))); ++r_2) {  // kmeans_update_private_sm90.py:67
+      for (int r_2 = (tile_2 * cake_cdiv(cake_cdiv(dim_N, 64), cake_cdiv(264, (dim_B * (cake_cdiv(dim_K, 256) * 1))))); r_2 < ((tile_2 * cake_cdiv(cake_cdiv(dim_N, 64), cake_cdiv(264, (dim_B * (cake_cdiv(dim_K, 256) * 1))))) + cake_cdiv(cake_cdiv(dim_N, 64), cake_cdiv(264, (dim_B * (cake_cdiv(dim_K, 256) * 1))))); ++r_2) {  // kmeans_update_private_sm90.py:77
         const uint32_t pipe_stage = pipe_it % 5;
         const uint32_t pipe_phase = (pipe_it / 5) & 1;
-        cake_mbar_wait(full + 8 * pipe_stage, pipe_phase);  // wait full (kmeans_update_private_sm90.py:68)
-        // sSum.scatter_add(sX rows by sI) (kmeans_update_private_sm90.py:69)
+        cake_mbar_wait(full + 8 * pipe_stage, pipe_phase);  // wait full (kmeans_update_private_sm90.py:78)
+        // sSum.scatter_add(sX rows by sI) (kmeans_update_private_sm90.py:79)
         // Warp w of the 4 owns the rows i of `sSum` with i % 4 == w: each sum is updated by one warp, in row order, with plain loads and stores (no float atomics, which shared memory lacks: they would be compare-and-swap loops).
         {
           const int lane = math_thread % 32, owner = math_thread / 32;
@@ -309,23 +344,27 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_kmeans_update_private(
             }
           }
         }
-        cake_mbar_arrive(empty + 8 * pipe_stage);  // arrive empty (kmeans_update_private_sm90.py:71)
+        cake_mbar_arrive(empty + 8 * pipe_stage);  // arrive empty (kmeans_update_private_sm90.py:81)
         ++pipe_it;
       }
-      cake_fence_proxy_async();  // (kmeans_update_private_sm90.py:72)
-      // tma_store sSum -> SUMS, adding (kmeans_update_private_sm90.py:73)
+      cake_fence_proxy_async();  // (kmeans_update_private_sm90.py:82)
+      // tma_store sSum -> SUMS, adding (kmeans_update_private_sm90.py:83)
       cake_named_sync(8 + math_index, 128);
       if (math_thread == 0) {
-        cake_tma_store_add_3d(&tmap_SUMS_2, (sSum + ((math_index * 128)) * 512), ((tile_1 % 1) * 128), (((tile_1 / 1) * 256) + (math_index * 128)), tile_0);
+        cake_tma_store_add_3d(&tmap_SUMS_1, (sSum + ((math_index * 128)) * 512), ((tile_1 % 1) * 128), (((tile_1 / 1) * 256) + (math_index * 128)), tile_0);
         cake_bulk_commit();
       }
-      if (((tile_1 % 1) == 0)) {  // kmeans_update_private_sm90.py:74
-        // tma_store sCnt -> COUNTS, adding (kmeans_update_private_sm90.py:75)
+      if (((tile_1 % 1) == 0)) {  // kmeans_update_private_sm90.py:84
+        // copy_to COUNTS += sCnt: 128 elements of 4 B by the 128 threads of each replica of math (kmeans_update_private_sm90.py:88)
         cake_named_sync(8 + math_index, 128);
-        if (math_thread == 0) {
-          cake_tma_store_add_2d(&tmap_COUNTS_3, (sCnt + ((math_index * 128)) * 4), (((tile_1 / 1) * 256) + (math_index * 128)), tile_0);
-          cake_bulk_commit();
+        for (int e = math_thread; e < 128; e += 128) {
+          const int row = e / 128, col = e % 128;
+          (void)row;
+          const int g_col = (((tile_1 / 1) * 256) + (math_index * 128)) + col;
+          const int v = cake_ld_shared_s32((sCnt + ((math_index * 128)) * 4) + (uint32_t)e * 4u);
+          if (g_col < dim_K) atomicAdd(COUNTS + ((size_t)(tile_0) * dim_K + (g_col)), v);
         }
+        cake_named_sync(8 + math_index, 128);
       }
     }
     if (math_thread == 0) cake_bulk_wait_read();

@@ -78,6 +78,7 @@ impl Interp<'_> {
             ViewTmaLoad => self.tma_load(recv!(View), a, sp),
             ViewTmaStore => self.tma_store(recv!(View), a, sp),
             ViewCpAsync => self.cp_async(recv!(View), a, sp),
+            ViewCopyTo => self.copy_to(recv!(View), a, sp),
             ViewStore => self.view_store(recv!(View), a, sp),
             ViewLoad => self.view_load(recv!(View), a, sp),
             ViewScatterAdd => self.scatter_add(recv!(View), a, sp),

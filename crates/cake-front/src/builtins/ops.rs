@@ -466,6 +466,42 @@ impl Interp<'_> {
         Ok(Value::None)
     }
 
+    /// `view.copy_to(dst, coords, reduce=None)`: the view's elements stored (or, with
+    /// `reduce="add"`, atomically added) into a tensor tile by the role's threads.
+    pub(super) fn copy_to(&mut self, v: ViewRef, a: &[Slot], sp: Span) -> R<Value> {
+        let dst = self.tensor_arg(&a[0], "the destination")?;
+        let coords = self.coords(&a[1], dst, "`coords`")?;
+        self.check_view_tensor(&v, dst, sp)?;
+        let add = self
+            .str_choice(
+                a.get(2),
+                &[("add", ())],
+                "`reduce` is \"add\" (the view is added into the tensor) or None",
+            )?
+            .is_some();
+        let dtype = self.tensor_dtype(dst);
+        if add && !matches!(dtype, DType::F32 | DType::I32) {
+            let name = self.k.params[dst].name.clone();
+            return self.err(
+                &codes::DTYPE_MISMATCH,
+                sp,
+                format!(
+                    "copy_to with reduce=\"add\" adds f32 or i32 elements; `{name}` holds {dtype}"
+                ),
+            );
+        }
+        self.emit_op(
+            Op::CopyTo {
+                dst,
+                src: v,
+                coords,
+                add,
+            },
+            sp,
+        )?;
+        Ok(Value::None)
+    }
+
     /// `view.store(value)`
     pub(super) fn view_store(&mut self, v: ViewRef, a: &[Slot], sp: Span) -> R<Value> {
         let (x, xsp) = a[0].clone().expect("required");

@@ -675,9 +675,20 @@ impl Emitter<'_> {
                 coords,
                 add,
             } => self.tma_store(*dst, src, coords, *add, sp),
+            Op::CopyTo {
+                dst,
+                src,
+                coords,
+                add,
+            } => self.copy_to(*dst, src, coords, *add, sp),
+            Op::CpAsync {
+                dst,
+                src,
+                coords,
+                barrier,
+            } => self.cp_async(dst, *src, coords, *barrier, sp),
             // Operations only some families have an instruction for.
-            Op::CpAsync { .. }
-            | Op::Ldmatrix { .. }
+            Op::Ldmatrix { .. }
             | Op::Commit { .. }
             | Op::TmemLoad { .. }
             | Op::TmemStore { .. }
@@ -692,12 +703,6 @@ impl Emitter<'_> {
     fn family_op(&mut self, op: &Op, sp: Span) {
         let backend = self.backend;
         match op {
-            Op::CpAsync {
-                dst,
-                src,
-                coords,
-                barrier,
-            } => backend.cp_async(self, dst, *src, coords, *barrier, sp),
             Op::Ldmatrix { dst, src } => backend.ldmatrix(self, *dst, src, sp),
             Op::Commit { barrier } => backend.commit(self, *barrier, sp),
             Op::TmemLoad { dst, src } => backend.tmem_load(self, *dst, *src, sp),

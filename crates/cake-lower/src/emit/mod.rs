@@ -25,6 +25,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write;
 
 mod body;
+mod copy;
 mod expr;
 mod params;
 mod reduce;
@@ -59,6 +60,10 @@ pub(crate) struct Emitter<'a> {
     pub(crate) needs_shared_ops: bool,
     /// Whether the body evaluates `lm.exp2` (the prelude then defines `cake_ex2`).
     pub(crate) needs_ex2: bool,
+    /// Whether the body issues `cp.async` copies (the prelude then defines them).
+    pub(crate) needs_cp_async: bool,
+    /// Swizzle modes whose address function the generated code uses (`smem_addr`).
+    pub(crate) swizzles: BTreeSet<u32>,
     /// Accumulator writes emitted while another wgmma group was in flight (`Lowered`).
     pub(crate) in_flight_writes: Vec<crate::InFlightWrite>,
     /// TMA stores other than the plain 2-D one: (rank, adds into the tensor).
@@ -236,6 +241,8 @@ impl<'a> Emitter<'a> {
             frag_layouts: &plan.frag_layouts,
             tmaps: Vec::new(),
             needs_shared_ops: false,
+            needs_cp_async: false,
+            swizzles: BTreeSet::new(),
             needs_ex2: false,
             in_flight_writes: Vec::new(),
             tma_store_ranks: BTreeSet::new(),
@@ -396,6 +403,12 @@ impl<'a> Emitter<'a> {
         }
         if self.needs_ex2 {
             cuda.push_str(prelude::EX2);
+        }
+        if self.needs_cp_async {
+            cuda.push_str(copy::CP_ASYNC);
+        }
+        for s in &self.swizzles {
+            cuda.push_str(&copy::swizzle_fn(*s));
         }
         if self
             .k

@@ -91,7 +91,6 @@ pub(crate) fn has_role_work(k: &Kernel, role: RoleId, block: &Block, inside: boo
 /// An operation only some MMA families have an instruction for, as the IR spells it.
 pub(crate) fn family_op_name(op: &Op) -> Option<&'static str> {
     Some(match op {
-        Op::CpAsync { .. } => "CpAsync",
         Op::Ldmatrix { .. } => "Ldmatrix",
         Op::Commit { .. } => "Commit",
         Op::TmemLoad { .. } => "TmemLoad",
@@ -144,11 +143,73 @@ pub(crate) fn tma_store(k: &Kernel, dst: ParamId, src: &ViewRef) -> Result<(), S
     Ok(())
 }
 
+/// How `view.cp_async` copies a tile of (rows, columns) elements: in 16-byte pieces when the
+/// source is 16-byte aligned (`wide`), element by element when it is not (`narrow`); with both,
+/// the alignment is tested at run time.
+pub(crate) struct CpAsyncForm {
+    pub(crate) tile: (u32, u32),
+    pub(crate) wide: bool,
+    pub(crate) narrow: bool,
+}
+
+/// `view.cp_async(tensor, coords, barrier)`: a whole 1-D or 2-D view (no `.rows`, no `.T`)
+/// from the trailing axes of a tensor of at least its rank. cp.async moves 4, 8 or 16 bytes, so
+/// elements of 1 or 2 bytes need rows of whole 16-byte chunks, 16-byte aligned (the contract
+/// says so, as for TMA); 4- and 8-byte elements may be copied one by one.
+pub(crate) fn cp_async(k: &Kernel, dst: &ViewRef, src: ParamId) -> Result<CpAsyncForm, String> {
+    let view = &k.views[dst.view];
+    if !(1..=2).contains(&view.shape.len()) || dst.transposed || dst.rows.is_some() {
+        return Err("cp_async is lowered for a whole 1-D or 2-D view (no .rows, no .T)".into());
+    }
+    if view.shape.len() > rank(k, src) {
+        return Err(
+            "cp_async reads the view from the tensor's trailing axes; the tensor has fewer".into(),
+        );
+    }
+    let tile = match view.shape.as_slice() {
+        [n] => (1, *n),
+        [m, n] => (*m, *n),
+        _ => unreachable!("checked above"),
+    };
+    let eb = view.dtype.bytes();
+    let wide = (tile.1 * eb).is_multiple_of(16);
+    let narrow = matches!(eb, 4 | 8);
+    if !wide && !narrow {
+        return Err(format!(
+            "cp_async copies {eb}-byte elements in 16-byte chunks; a row of `{}` is {} bytes",
+            view.name,
+            tile.1 * eb
+        ));
+    }
+    Ok(CpAsyncForm { tile, wide, narrow })
+}
+
+/// `view.copy_to(tensor, coords, reduce)`: an unswizzled 1-D or 2-D view (or a `.rows` range)
+/// of 4-byte elements, no `.T`, into the trailing axes of a tensor of at least its rank.
+pub(crate) fn copy_to(k: &Kernel, dst: ParamId, src: &ViewRef) -> Result<(), String> {
+    let view = &k.views[src.view];
+    if src.transposed || view.swizzle != 0 || !(1..=2).contains(&view.shape.len()) {
+        return Err("copy_to is lowered for unswizzled 1-D and 2-D views (no .T)".into());
+    }
+    if view.shape.len() > rank(k, dst) {
+        return Err(
+            "copy_to writes the view into the tensor's trailing axes; the tensor has fewer".into(),
+        );
+    }
+    if view.dtype.bytes() != 4 {
+        return Err(format!(
+            "copy_to is lowered for 4-byte elements (f32, i32); `{}` holds {}",
+            view.name, view.dtype
+        ));
+    }
+    Ok(())
+}
+
 /// Whether the role's replicas synchronise their own threads (`replica_sync`): around TMA
-/// stores, shared-memory fills and scatter-adds.
+/// stores, per-thread copies out of shared memory, shared-memory fills and scatter-adds.
 pub(crate) fn role_syncs_replicas(k: &Kernel, kf: &KernelFacts, role: RoleId) -> bool {
     role_ops(kf, role).any(|s| match &s.op {
-        Op::TmaStore { .. } | Op::ScatterAdd { .. } => true,
+        Op::TmaStore { .. } | Op::CopyTo { .. } | Op::ScatterAdd { .. } => true,
         Op::SmemStore { value, .. } => k.const_number(*value).is_some(),
         _ => false,
     })

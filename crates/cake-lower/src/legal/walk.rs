@@ -603,8 +603,33 @@ impl<'a> Checker<'a> {
                     self.replica_sync(sp);
                 }
             },
-            Op::CpAsync { .. }
-            | Op::Ldmatrix { .. }
+            Op::CopyTo {
+                dst, src, coords, ..
+            } => match replica_threads(k, role, issue_only, "copy_to")
+                .and_then(|_| copy_to(k, *dst, src))
+            {
+                Err(m) => self.unsupported(sp, m),
+                Ok(()) => {
+                    self.view_base(src);
+                    self.rows_start(src);
+                    for c in coords {
+                        self.ix(*c);
+                    }
+                    self.replica_sync(sp);
+                }
+            },
+            Op::CpAsync {
+                dst, src, coords, ..
+            } => match cp_async(k, dst, *src) {
+                Err(m) => self.unsupported(sp, m),
+                Ok(_) => {
+                    for c in coords {
+                        self.ix(*c);
+                    }
+                    self.view_base(dst);
+                }
+            },
+            Op::Ldmatrix { .. }
             | Op::Commit { .. }
             | Op::TmemLoad { .. }
             | Op::TmemStore { .. }

@@ -17,14 +17,11 @@ pub(crate) struct MmaSync;
 pub(crate) struct State {
     /// mma.sync instructions used: (k, A type, B type).
     shapes: BTreeSet<(u32, &'static str, &'static str)>,
-    /// Swizzle modes whose address function the generated code uses.
-    swizzles: BTreeSet<u32>,
 }
 
 impl State {
     pub(crate) fn join(&mut self, other: State) {
         self.shapes.extend(other.shapes);
-        self.swizzles.extend(other.swizzles);
     }
 }
 
@@ -56,39 +53,24 @@ impl MmaBackend for MmaSync {
     }
 
     fn family_ops(&self) -> &'static [&'static str] {
-        &["CpAsync", "Ldmatrix"]
+        &["Ldmatrix"]
     }
 
     fn check_family_op(&self, c: &mut Checker, op: &Op, sp: Span) {
-        match op {
-            Op::CpAsync {
-                dst, src, coords, ..
-            } => match cp_async_form(c.k, dst, *src) {
-                Err(m) => c.unsupported(sp, m),
-                Ok(None) => {}
-                Ok(Some(_)) => {
-                    c.ix(coords[0]);
-                    c.ix(coords[1]);
-                    c.view_base(dst);
-                }
-            },
-            Op::Ldmatrix { dst, src } => match ldmatrix_form(c.k, *dst, c.layout(*dst), src) {
-                Err(m) => c.unsupported(sp, m),
-                Ok(_) => {
-                    c.rows_start(src);
-                    c.view_base(src);
-                }
-            },
-            _ => {}
+        let Op::Ldmatrix { dst, src } = op else {
+            return;
+        };
+        match ldmatrix_form(c.k, *dst, c.layout(*dst), src) {
+            Err(m) => c.unsupported(sp, m),
+            Ok(_) => {
+                c.rows_start(src);
+                c.view_base(src);
+            }
         }
     }
 
     fn prelude(&self, e: &Emitter, out: &mut String) {
-        out.push_str(CP_ASYNC);
         out.push_str(MMA_SYNC);
-        for s in &e.mma.mma_sync.swizzles {
-            out.push_str(&swizzle_fn(*s));
-        }
         for (kk, a, b) in &e.mma.mma_sync.shapes {
             out.push('\n');
             out.push_str(&mma_sync_fn(*kk, a, b));
@@ -105,18 +87,6 @@ impl MmaBackend for MmaSync {
 
     fn mma(&self, e: &mut Emitter, m: &MmaCall) {
         e.mma_sync_op(m);
-    }
-
-    fn cp_async(
-        &self,
-        e: &mut Emitter,
-        dst: &ViewRef,
-        src: ParamId,
-        coords: &[ExprId],
-        barrier: BarrierId,
-        sp: Span,
-    ) {
-        e.cp_async(dst, src, coords, barrier, sp);
     }
 
     fn ldmatrix(&self, e: &mut Emitter, dst: FragId, src: &ViewRef, sp: Span) {
@@ -207,29 +177,6 @@ fn mma_form<'o>(
         bn,
         b: bv,
     }))
-}
-
-/// The conditions of `view.cp_async(tensor, ...)`: a whole 2-D view from a 2-D tensor, rows of
-/// whole 16-byte chunks. `Ok(None)` for a scalar source (nothing emitted).
-fn cp_async_form(k: &Kernel, dst: &ViewRef, src: ParamId) -> Result<Option<()>, String> {
-    let view = &k.views[dst.view];
-    let ParamKind::Tensor { dims, .. } = &k.params[src].kind else {
-        return Ok(None);
-    };
-    if view.shape.len() != 2 || dims.len() != 2 || dst.transposed || dst.rows.is_some() {
-        return Err(
-            "cp_async is lowered for a whole 2-D view (no .rows, no .T) from a 2-D tensor".into(),
-        );
-    }
-    let eb = view.dtype.bytes();
-    if !(view.shape[1] * eb).is_multiple_of(16) {
-        return Err(format!(
-            "cp_async copies 16-byte chunks; a row of `{}` is {} bytes",
-            view.name,
-            view.shape[1] * eb
-        ));
-    }
-    Ok(Some(()))
 }
 
 /// The conditions of `lm.ldmatrix(frag, view)`: into an mma.sync `a` fragment, from a 2-D view
@@ -344,101 +291,6 @@ impl Planner<'_> {
 }
 
 impl Emitter<'_> {
-    /// Byte address of element row `row`, byte column `cb` of one stage of `view` (`base` is the
-    /// stage's address), through the view's panels and swizzle — the one address function the
-    /// cp.async writes and the ldmatrix reads of a view share.
-    fn smem_addr(&mut self, view: &View, base: &str, row: &str, cb: &str) -> String {
-        let eb = view.dtype.bytes();
-        let prb = view.panel_cols() * eb;
-        if view.swizzle == 0 {
-            return format!("{base} + ({row}) * {prb} + ({cb})");
-        }
-        self.mma.mma_sync.swizzles.insert(view.swizzle);
-        let s = view.swizzle;
-        if view.panels() == 1 {
-            format!("{base} + cake_swizzle{s}(({row}) * {prb} + ({cb}))")
-        } else {
-            let panel_bytes = view.shape[0] as u64 * prb as u64;
-            format!(
-                "{base} + cake_swizzle{s}((({cb}) / {prb}) * {panel_bytes} + ({row}) * {prb} + ({cb}) % {prb})"
-            )
-        }
-    }
-
-    /// `view.cp_async(tensor, coords, barrier)`: every thread of the role copies its share of the
-    /// tile in 16-byte chunks (chunk c of the tile goes to thread c mod threads), zero-filling
-    /// what lies past the tensor's rows or columns through the source-size operand, then arrives
-    /// on the barrier's current slot once its copies have landed (`cp.async.mbarrier.arrive
-    /// .noinc`: one of the role's `threads` arrivals per phase this statement contributes).
-    fn cp_async(
-        &mut self,
-        dst: &ViewRef,
-        src: ParamId,
-        coords: &[ExprId],
-        barrier: BarrierId,
-        sp: Span,
-    ) {
-        let k = self.k;
-        let view = k.views[dst.view].clone();
-        match cp_async_form(k, dst, src) {
-            Ok(Some(())) => {}
-            Ok(None) => return,
-            Err(m) => return self.unsupported(sp, m),
-        }
-        let ParamKind::Tensor { dims, .. } = k.params[src].kind.clone() else {
-            return;
-        };
-        let eb = view.dtype.bytes();
-        let (rows, cols) = (view.shape[0], view.shape[1]);
-        let (role, _) = self.role.expect("role");
-        let r = &k.roles[role];
-        let threads = r.threads();
-        let first = r.warps().into_iter().min().unwrap_or(0) * 32;
-        let per_row = cols * eb / 16;
-        let elems = 16 / eb;
-        let total = rows * per_row;
-        let per_thread = total.div_ceil(threads);
-        let (r0, c0) = (self.ix(coords[0]), self.ix(coords[1]));
-        let (rext, cext) = (self.extent_text(&dims[0]), self.extent_text(&dims[1]));
-        let base = self.view_base(dst);
-        let slot = self.barrier_slot(barrier);
-        let tname = c_ident(&k.params[src].name);
-        let addr = self.smem_addr(&view, &base, "row", &format!("col * {eb}"));
-        let arrivals = self.facts[barrier.index()].arrival_count();
-        let open = format!(
-            "{{  // cp_async {} <- {} ({}): {total} chunks of 16 B, {per_thread} per thread of role {}",
-            view.name,
-            k.params[src].name,
-            self.loc(sp),
-            r.name
-        );
-        self.braced(&open, |e| {
-            e.unrolled(&format!("for (int c = 0; c < {per_thread}; ++c) {{"), |e| {
-                e.line(&format!(
-                    "const int chunk = ((int)threadIdx.x - {first}) + {threads} * c;"
-                ));
-                if !total.is_multiple_of(threads) {
-                    e.line(&format!("if (chunk >= {total}) break;"));
-                }
-                e.line(&format!("const int row = chunk / {per_row};"));
-                e.line(&format!("const int col = (chunk % {per_row}) * {elems};"));
-                e.line(&format!("const int g_row = {r0} + row;"));
-                e.line(&format!("const int g_col = {c0} + col;"));
-                e.line("// Bytes of the chunk inside the tensor; the rest is zero-filled (none: nothing is read).");
-                e.line(&format!(
-                    "const int valid = g_row < {rext} ? max(0, min({elems}, {cext} - g_col)) * {eb} : 0;"
-                ));
-                e.line(&format!(
-                    "cake_cp_async_16({addr}, {tname} + (valid > 0 ? (size_t)g_row * {cext} + g_col : 0), valid);"
-                ));
-            });
-            e.line(&format!(
-                "cake_cp_async_mbar_arrive({slot});  // completes on {} once this thread's copies land (1 of {arrivals} arrivals per phase)",
-                k.barriers[barrier].name
-            ));
-        });
-    }
-
     /// `lm.ldmatrix(frag, view)` into an mma.sync `a` fragment: one ldmatrix.x4 per 16 rows and
     /// 32 bytes of K. Lanes 0-15 address rows 0-15 at the k-step's first 16 bytes, lanes 16-31
     /// the same rows at its second 16 bytes, so the four registers are the m16n8k16 A fragment
@@ -593,19 +445,6 @@ impl Emitter<'_> {
     }
 }
 
-/// cp.async (sm_80 and later): one 16-byte chunk global → shared, zero-filled beyond `src_bytes`
-/// (0 fills the whole chunk: the source is not read), and the arrive that completes on an
-/// mbarrier once every cp.async this thread issued before it has landed. `.noinc`: the arrival
-/// is one of those the barrier was initialised to expect.
-const CP_ASYNC: &str = r#"
-static __device__ __forceinline__ void cake_cp_async_16(uint32_t dst, const void* src, uint32_t src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(dst), "l"(src), "r"(src_bytes) : "memory");
-}
-static __device__ __forceinline__ void cake_cp_async_mbar_arrive(uint32_t bar) {
-  asm volatile("cp.async.mbarrier.arrive.noinc.shared.b64 [%0];" :: "r"(bar) : "memory");
-}
-"#;
-
 /// ldmatrix and mma.sync (sm_80 and later).
 const MMA_SYNC: &str = r#"
 // Four 8x8 b16 matrices: lanes 8i..8i+7 give the row addresses of matrix i; thread t receives
@@ -636,21 +475,5 @@ fn mma_sync_fn(k: u32, a: &str, b: &str) -> String {
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }}
 "#
-    )
-}
-
-/// The shared-memory swizzle of a view, as a function of the byte offset from a 1024-byte aligned
-/// base: the 16-byte chunk index (bits 4..) XOR the 128-byte line index (bits 7..), over 1, 2 or
-/// 3 bits for the 32B, 64B and 128B modes — the pattern TMA and wgmma use for the same tags.
-fn swizzle_fn(swizzle: u32) -> String {
-    let bits = match swizzle {
-        32 => 1,
-        64 => 2,
-        128 => 3,
-        _ => 0,
-    };
-    let mask = (1u32 << bits) - 1;
-    format!(
-        "static __device__ __forceinline__ uint32_t cake_swizzle{swizzle}(uint32_t off) {{ return off ^ (((off >> 7) & {mask}u) << 4); }}\n"
     )
 }

@@ -159,18 +159,6 @@ pub(crate) trait MmaBackend: Sync {
 
     // The `family_ops`, called only for those the family lists.
 
-    /// `view.cp_async(tensor, coords, barrier)`.
-    fn cp_async(
-        &self,
-        _e: &mut Emitter,
-        _dst: &ViewRef,
-        _src: ParamId,
-        _coords: &[ExprId],
-        _barrier: BarrierId,
-        _sp: Span,
-    ) {
-    }
-
     /// `lm.ldmatrix(frag, view)`.
     fn ldmatrix(&self, _e: &mut Emitter, _dst: FragId, _src: &ViewRef, _sp: Span) {}
 
