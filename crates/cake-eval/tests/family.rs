@@ -896,6 +896,10 @@ fn the_shipped_tables_are_the_choice_of_their_committed_measurements() {
                 // The few-centroid corner (bench/update_corner.family.toml).
                 "bench/results/2026-12-04-update-corner/c1/corner-rep51/measurement.json",
                 "bench/results/2026-12-04-update-corner/c1/corner-rep52/measurement.json",
+                // The per-CTA-sums schedule for any N and K (`private-any`) at the same shapes.
+                "bench/results/2026-12-04-private-any/c1/update-rep1/measurement.json",
+                "bench/results/2026-12-04-private-any/c1/update_corner-rep51/measurement.json",
+                "bench/results/2026-12-04-private-any/c1/update_corner-rep52/measurement.json",
             ],
             "kernels/kmeans/update.family.toml",
             // min_shapes 8: the smallest that cross-validated with no shape below 0.95x.
