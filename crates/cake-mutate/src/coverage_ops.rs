@@ -179,9 +179,9 @@ fn store_at<'f>(
 )> {
     let (_, k, op, sid) = op_at(f, st)?;
     match op {
-        Op::Store { dst, coords, .. } | Op::TmaStore { dst, coords, .. } => {
-            Some((k, *dst, coords.as_slice(), sid))
-        }
+        Op::Store { dst, coords, .. }
+        | Op::TmaStore { dst, coords, .. }
+        | Op::CopyTo { dst, coords, .. } => Some((k, *dst, coords.as_slice(), sid)),
         _ => None,
     }
 }
@@ -189,7 +189,10 @@ fn store_at<'f>(
 fn store_sites(k: &Kernel, p: cake_ir::ParamId) -> usize {
     let mut n = 0;
     k.walk(|_, s, _| {
-        if let IrStmt::Op(Op::Store { dst, .. } | Op::TmaStore { dst, .. }) = s {
+        if let IrStmt::Op(
+            Op::Store { dst, .. } | Op::TmaStore { dst, .. } | Op::CopyTo { dst, .. },
+        ) = s
+        {
             n += (*dst == p) as usize;
         }
     });
@@ -297,7 +300,12 @@ pub(super) fn narrow_store(src: &Source, f: &Facts, out: &mut Vec<Plan>) {
         let stored: BTreeSet<usize> = {
             let mut s = BTreeSet::new();
             k.walk(|_, x, _| {
-                if let IrStmt::Op(Op::Store { coords, .. } | Op::TmaStore { coords, .. }) = x {
+                if let IrStmt::Op(
+                    Op::Store { coords, .. }
+                    | Op::TmaStore { coords, .. }
+                    | Op::CopyTo { coords, .. },
+                ) = x
+                {
                     for axis in 0..8 {
                         if coords.iter().any(|c| k.expr_reads_tile_coord(*c, axis)) {
                             s.insert(axis);

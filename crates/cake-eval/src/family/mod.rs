@@ -18,13 +18,20 @@ use std::path::{Path, PathBuf};
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawFamily {
-    name: String,
-    contract: String,
+    name: Option<String>,
+    contract: Option<String>,
+    /// Another family file whose name, contract, routes and fallback this one takes, over a
+    /// narrower `[domain]`: the measurement of a corner of that family, without a copy of its
+    /// routes that could drift from them.
+    narrows: Option<String>,
+    /// With `narrows`: the routes to keep, by name (default: all of them).
+    routes: Option<Vec<String>>,
     /// Narrows the contract's dimensions to the domain this family serves.
     #[serde(default)]
     domain: IndexMap<String, RawBounds>,
+    #[serde(default)]
     route: Vec<RawRoute>,
-    fallback: RawFallback,
+    fallback: Option<RawFallback>,
 }
 
 #[derive(Deserialize)]
@@ -95,6 +102,45 @@ pub struct Route {
     pub when: IndexMap<String, Range>,
 }
 
+/// Narrows the contract's dimensions to a family's `[domain]` (which must lie inside them):
+/// dimension → the (min, max) it now spans.
+fn narrow_domain(
+    contract: &mut Contract,
+    raw: &IndexMap<String, RawBounds>,
+    errs: &mut Errors,
+) -> IndexMap<String, (i64, i64)> {
+    let mut domain = IndexMap::new();
+    for (d, b) in raw {
+        let key = format!("domain.{d}");
+        let Some(dim) = contract.dims.iter_mut().find(|x| &x.name == d) else {
+            errs.push(
+                key,
+                format!("`{d}` is not a dimension of the contract"),
+                None,
+            );
+            continue;
+        };
+        let (lo, hi) = (b.min.unwrap_or(dim.min), b.max.unwrap_or(dim.max));
+        if lo < dim.min || hi > dim.max || lo > hi {
+            errs.push(
+                key,
+                format!(
+                    "the family's domain must lie inside the contract's ({}..={}), got {lo}..={hi}",
+                    dim.min, dim.max
+                ),
+                None,
+            );
+            continue;
+        }
+        (dim.min, dim.max) = (lo, hi);
+        if let Some(v) = dim.values.as_mut() {
+            v.retain(|x| (lo..=hi).contains(x));
+        }
+        domain.insert(d.clone(), (lo, hi));
+    }
+    domain
+}
+
 /// The value a guard's key names at `shape`: a dimension (`N`), or a product of dimensions
 /// (`B*N`), which tells a small problem from a large one where ranges per dimension cannot.
 /// `None` if the shape lacks a factor.
@@ -161,41 +207,43 @@ impl Family {
             .ok()
             .and_then(|p| p.parent().map(Path::to_path_buf))
             .unwrap_or_else(|| PathBuf::from("."));
-        let mut contract = Contract::load(&dir.join(&raw.contract))?;
+        if let Some(narrowed) = &raw.narrows {
+            return Self::load_narrowing(path, &text, &dir.join(narrowed), &raw);
+        }
         let mut errs = Errors {
             file: path,
             text: &text,
             list: Vec::new(),
         };
-        let mut domain = IndexMap::new();
-        for (d, b) in &raw.domain {
-            let key = format!("domain.{d}");
-            let Some(dim) = contract.dims.iter_mut().find(|x| &x.name == d) else {
-                errs.push(
-                    key,
-                    format!("`{d}` is not a dimension of the contract"),
-                    None,
-                );
-                continue;
-            };
-            let (lo, hi) = (b.min.unwrap_or(dim.min), b.max.unwrap_or(dim.max));
-            if lo < dim.min || hi > dim.max || lo > hi {
-                errs.push(
-                    key,
-                    format!(
-                        "the family's domain must lie inside the contract's ({}..={}), got {lo}..={hi}",
-                        dim.min, dim.max
-                    ),
-                    None,
-                );
-                continue;
+        let (Some(name), Some(contract_file), Some(fallback)) = (
+            raw.name.clone(),
+            raw.contract.clone(),
+            raw.fallback.as_ref(),
+        ) else {
+            for (key, given) in [
+                ("name", raw.name.is_some()),
+                ("contract", raw.contract.is_some()),
+                ("fallback", raw.fallback.is_some()),
+            ] {
+                if !given {
+                    errs.push(
+                        key,
+                        format!("a family needs `{key}`"),
+                        Some("or `narrows = \"<family file>\"` to take another family's".into()),
+                    );
+                }
             }
-            (dim.min, dim.max) = (lo, hi);
-            if let Some(v) = dim.values.as_mut() {
-                v.retain(|x| (lo..=hi).contains(x));
-            }
-            domain.insert(d.clone(), (lo, hi));
+            return Err(errs.list);
+        };
+        if raw.routes.is_some() {
+            errs.push(
+                "routes",
+                "`routes` picks routes of the family a file `narrows`; this one narrows none",
+                Some("list the routes as [[route]] tables".into()),
+            );
         }
+        let mut contract = Contract::load(&dir.join(&contract_file))?;
+        let domain = narrow_domain(&mut contract, &raw.domain, &mut errs);
         if raw.route.is_empty() {
             errs.push(
                 "route",
@@ -328,24 +376,86 @@ impl Family {
                 when: r.when,
             });
         }
-        let fallback = resolve_function(
-            &raw.fallback.python,
-            None,
-            &dir,
-            "fallback.python",
-            &mut errs,
-        );
+        let fallback = resolve_function(&fallback.python, None, &dir, "fallback.python", &mut errs);
         if !errs.list.is_empty() {
             return Err(errs.list);
         }
         Ok(Family {
             path: path.to_path_buf(),
-            name: raw.name,
+            name,
             contract,
             domain,
             routes,
             fallback,
         })
+    }
+
+    /// A family file that `narrows` another (`narrowed`): that family, its domain narrowed
+    /// further by this file's `[domain]` and its routes cut to this file's `routes`.
+    fn load_narrowing(
+        path: &Path,
+        text: &str,
+        narrowed: &Path,
+        raw: &RawFamily,
+    ) -> Result<Family, Vec<ContractError>> {
+        let mut errs = Errors {
+            file: path,
+            text,
+            list: Vec::new(),
+        };
+        for (key, given) in [
+            ("name", raw.name.is_some()),
+            ("contract", raw.contract.is_some()),
+            ("route", !raw.route.is_empty()),
+            ("fallback", raw.fallback.is_some()),
+        ] {
+            if given {
+                errs.push(
+                    key,
+                    format!("a family that narrows another takes its `{key}` from it"),
+                    Some("remove it, or drop `narrows`".into()),
+                );
+            }
+        }
+        let mut family = match Family::load(narrowed) {
+            Ok(f) => f,
+            Err(inner) => {
+                errs.push(
+                    "narrows",
+                    format!(
+                        "the family it narrows, {}, does not load ({} error(s), the first: {})",
+                        narrowed.display(),
+                        inner.len(),
+                        inner.first().map_or("", |e| e.message.as_str())
+                    ),
+                    None,
+                );
+                return Err(errs.list);
+            }
+        };
+        let narrower = narrow_domain(&mut family.contract, &raw.domain, &mut errs);
+        family.domain.extend(narrower);
+        if let Some(keep) = &raw.routes {
+            for name in keep {
+                if !family.routes.iter().any(|r| &r.name == name) {
+                    let names: Vec<&str> = family.routes.iter().map(|r| r.name.as_str()).collect();
+                    errs.push(
+                        "routes",
+                        format!("`{name}` is not a route of {}", narrowed.display()),
+                        Some(format!("its routes are {}", names.join(", "))),
+                    );
+                }
+            }
+            family.routes.retain(|r| keep.contains(&r.name));
+        }
+        if family.routes.is_empty() {
+            errs.push("routes", "a family needs at least one route", None);
+        }
+        if !errs.list.is_empty() {
+            return Err(errs.list);
+        }
+        family.path = path.to_path_buf();
+        Ok(family)
     }
 
     /// The contract as route `i` runs it: the route's schedule, entry and specialization.
