@@ -614,7 +614,7 @@ fn coord_alignment(cx: &Ctx, out: &mut Vec<Finding>) {
             .subject("tensor", name)
             .expected(format!("a multiple of {} elements", 16 / elem))
             .actual(format!("a multiple of {multiple}"))
-            .help("start boxes at multiples of the box width (`k * BK`), or copy rows that start off 16 bytes with per-thread loads"),
+            .help("start boxes at multiples of the box width (`k * BK`), or copy them with `view.cp_async` (the role's threads; 4- and 8-byte elements at any alignment)"),
         );
     }
 }

@@ -339,7 +339,7 @@ pub const TMA_COORD_MISALIGNED: CodeInfo = CodeInfo {
     summary: r#"A TMA copy's innermost coordinate is not a multiple of 16 bytes, so its box can start between two 16-byte boundaries."#,
     explanation: r#"A tensor copy (`tma_load`, `tma_store`) moves a box whose start along the tensor's innermost dimension must lie on a 16-byte boundary: 8 bf16 elements, 4 f32 or i32 ones, 16 FP8 ones. A box that starts anywhere else stops the kernel with an illegal instruction (measured on the H200: copies of i32 ids whose boxes started at `b * N` elements for an N not a multiple of 4). The tensor's base address and its row pitch are checked when the kernel is launched; the coordinate is the schedule's, so Cake derives what it is always a multiple of from its constants, sums and products, and reports a coordinate whose derived multiple is not 16 bytes.
 
-Start boxes at multiples of the box width (`k * BK`, `tn * BN`), keep offsets added to them multiples of 16 bytes, or copy rows that start off 16 bytes with per-thread loads instead of TMA."#,
+Start boxes at multiples of the box width (`k * BK`, `tn * BN`), keep offsets added to them multiples of 16 bytes, or copy them with the role's own threads instead of TMA: `view.cp_async` into shared memory (4- and 8-byte elements at any alignment), `view.copy_to` out of it (docs/language.md §9.3, §9.3a)."#,
     bad: include_str!("../../../../tests/check/CAKE-S026-bad.py"),
     good: include_str!("../../../../tests/check/CAKE-S026-good.py"),
 };
