@@ -13,7 +13,7 @@ set -u
 TABLES=${TABLES:-kernels/kmeans/update.family.toml:11 kernels/kmeans/assign.family.toml:18}
 HELD=${HELD:-100}
 BOUNDARY=${BOUNDARY:-30}
-TIMEOUT=${TIMEOUT:-200}
+TIMEOUT=${TIMEOUT:-400}
 shards() {  # seed
     echo "held_out:$HELD:$1 boundary:$BOUNDARY:$1"
 }
