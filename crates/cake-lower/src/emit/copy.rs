@@ -167,14 +167,16 @@ impl Emitter<'_> {
         sp: Span,
     ) {
         let k = self.k;
-        if let Err(m) = legal::copy_to(k, dst, src) {
+        let (role, issue_only) = self.role.expect("role");
+        if let Err(m) = legal::replica_threads(k, role, issue_only, "copy_to")
+            .and_then(|_| legal::copy_to(k, dst, src))
+        {
             return self.unsupported(sp, m);
         }
         let ParamKind::Tensor { dims, .. } = k.params[dst].kind.clone() else {
             return;
         };
         let view = k.views[src.view].clone();
-        let (role, _) = self.role.expect("role");
         let r = &k.roles[role];
         let rname = c_ident(&r.name);
         let threads = r.unit.threads();
