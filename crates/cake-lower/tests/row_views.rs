@@ -5,32 +5,13 @@
 //! in CTA 0. What the emitted code must do and, with nvcc, that every split and D compiles
 //! without spilling.
 
+mod common;
+
 use std::path::Path;
 
 /// The example with its module constants set.
 fn lower_with(constants: &[(&str, i64)]) -> String {
-    let path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/kmeans_assign_split_sm90.py");
-    let source = std::fs::read_to_string(path).expect("example");
-    let knobs = cake_mutate::knobs::constants(&source);
-    let set: Vec<_> = constants
-        .iter()
-        .map(|(name, v)| {
-            let knob = knobs.iter().find(|k| k.name == *name).expect("a constant");
-            (knob, *v)
-        })
-        .collect();
-    let source = cake_mutate::knobs::apply(&source, &set);
-    let checked = cake_driver::check("split.py", source.as_bytes(), Some("sm_90a"));
-    assert!(
-        !checked.findings.iter().any(|f| f.is_error()),
-        "{constants:?}: {:?}",
-        checked.findings
-    );
-    let t = cake_target::lookup("sm_90a").unwrap();
-    cake_lower::lower(&checked.kernels[0], &checked.file, t)
-        .unwrap_or_else(|e| panic!("{constants:?} does not lower: {e:?}"))
-        .cuda
+    common::lower_example("kmeans_assign_split_sm90.py", constants)
 }
 
 #[test]

@@ -4,32 +4,11 @@
 //! (examples/kmeans_update_private_sm90.py) copies its ids and adds its counts this way, so it
 //! serves any N and K; TMA_IDS = 1 is its TMA-only form.
 
-use std::path::Path;
+mod common;
 
 /// The example with its module constants set, lowered for sm_90a.
 fn lower_with(constants: &[(&str, i64)]) -> String {
-    let path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/kmeans_update_private_sm90.py");
-    let source = std::fs::read_to_string(path).expect("example");
-    let knobs = cake_mutate::knobs::constants(&source);
-    let set: Vec<_> = constants
-        .iter()
-        .map(|(name, v)| {
-            let knob = knobs.iter().find(|k| k.name == *name).expect("a constant");
-            (knob, *v)
-        })
-        .collect();
-    let source = cake_mutate::knobs::apply(&source, &set);
-    let checked = cake_driver::check("private.py", source.as_bytes(), Some("sm_90a"));
-    assert!(
-        !checked.findings.iter().any(|f| f.is_error()),
-        "{constants:?}: {:?}",
-        checked.findings
-    );
-    let t = cake_target::lookup("sm_90a").unwrap();
-    cake_lower::lower(&checked.kernels[0], &checked.file, t)
-        .unwrap_or_else(|e| panic!("{constants:?} does not lower: {e:?}"))
-        .cuda
+    common::lower_example("kmeans_update_private_sm90.py", constants)
 }
 
 /// The text from the first occurrence of `from` to the next of `to` after it.

@@ -4,6 +4,8 @@
 //! memory. What the emitted code must do and, with nvcc, that every M and split compiles without
 //! spilling.
 
+mod common;
+
 use std::path::Path;
 
 fn lower(m: i64) -> String {
@@ -12,28 +14,7 @@ fn lower(m: i64) -> String {
 
 /// The example with its module constants set (`NW`, the weight's rows, picks the split).
 fn lower_with(constants: &[(&str, i64)]) -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/tinygemm_sm90.py");
-    let source = std::fs::read_to_string(path).expect("example");
-    let knobs = cake_mutate::knobs::constants(&source);
-    let set: Vec<_> = constants
-        .iter()
-        .map(|(name, v)| {
-            let knob = knobs.iter().find(|k| k.name == *name).expect("a constant");
-            (knob, *v)
-        })
-        .collect();
-    let source = cake_mutate::knobs::apply(&source, &set);
-    let m = constants[0].1;
-    let checked = cake_driver::check("tinygemm_sm90.py", source.as_bytes(), Some("sm_90a"));
-    assert!(
-        !checked.findings.iter().any(|f| f.is_error()),
-        "M={m}: {:?}",
-        checked.findings
-    );
-    let t = cake_target::lookup("sm_90a").unwrap();
-    cake_lower::lower(&checked.kernels[0], &checked.file, t)
-        .unwrap_or_else(|e| panic!("M={m} does not lower: {e:?}"))
-        .cuda
+    common::lower_example("tinygemm_sm90.py", constants)
 }
 
 #[test]
