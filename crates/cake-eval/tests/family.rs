@@ -23,6 +23,15 @@ fn write(name: &str, text: &str) -> PathBuf {
     path
 }
 
+/// Every error loading a family file reports, as text.
+fn load_errors(path: &Path) -> Vec<String> {
+    Family::load(path)
+        .unwrap_err()
+        .iter()
+        .map(|e| e.to_string())
+        .collect()
+}
+
 #[test]
 fn the_row_families_load_and_one_route_takes_their_whole_domain() {
     for f in [
@@ -233,11 +242,7 @@ constants = { NOPE = 1 }
 python = "ROWS/contract.py:rms_norm_into"
 "#,
     );
-    let text: Vec<String> = Family::load(&bad)
-        .unwrap_err()
-        .iter()
-        .map(|e| e.to_string())
-        .collect();
+    let text: Vec<String> = load_errors(&bad);
     for want in [
         "must lie inside the contract's (1..=65536)",
         "`Q` is not a dimension of the contract",
@@ -295,11 +300,7 @@ R = { min = 100, max = 200 }
         "all.family.toml",
         "narrows = \"base.family.toml\"\n[domain]\nR = { max = 5000 }\n",
     );
-    let text: Vec<String> = Family::load(&all)
-        .unwrap_err()
-        .iter()
-        .map(|e| e.to_string())
-        .collect();
+    let text: Vec<String> = load_errors(&all);
     assert!(
         text.iter()
             .any(|e| e.contains("must lie inside the contract's (8..=4096)")),
@@ -315,11 +316,7 @@ routes = ["any", "nope"]
 name = "extra"
 "#,
     );
-    let text: Vec<String> = Family::load(&bad)
-        .unwrap_err()
-        .iter()
-        .map(|e| e.to_string())
-        .collect();
+    let text: Vec<String> = load_errors(&bad);
     for want in [
         "a family that narrows another takes its `name` from it",
         "a family that narrows another takes its `route` from it",
@@ -340,22 +337,14 @@ name = "a"
 python = "ROWS/contract.py:rms_norm_into"
 "#,
     );
-    let text: Vec<String> = Family::load(&stray)
-        .unwrap_err()
-        .iter()
-        .map(|e| e.to_string())
-        .collect();
+    let text: Vec<String> = load_errors(&stray);
     assert!(
         text.iter()
             .any(|e| e.contains("`routes` picks routes of the family a file `narrows`")),
         "{text:?}"
     );
     let missing = write("missing.family.toml", "[domain]\n");
-    let text: Vec<String> = Family::load(&missing)
-        .unwrap_err()
-        .iter()
-        .map(|e| e.to_string())
-        .collect();
+    let text: Vec<String> = load_errors(&missing);
     for want in [
         "a family needs `name`",
         "a family needs `contract`",

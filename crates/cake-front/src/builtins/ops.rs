@@ -418,13 +418,7 @@ impl Interp<'_> {
         let dst = self.tensor_arg(&a[0], "the destination")?;
         let coords = self.coords(&a[1], dst, "`coords`")?;
         self.check_view_tensor(&v, dst, sp)?;
-        let add = self
-            .str_choice(
-                a.get(2),
-                &[("add", ())],
-                "`reduce` is \"add\" (the tile is added into the tensor) or None",
-            )?
-            .is_some();
+        let add = self.reduce_add(a.get(2), "the tile")?;
         if add {
             let dtype = self.tensor_dtype(dst);
             if !matches!(dtype, DType::F32 | DType::F16 | DType::BF16 | DType::I32) {
@@ -446,6 +440,12 @@ impl Interp<'_> {
             sp,
         )?;
         Ok(Value::None)
+    }
+
+    /// A store's `reduce=`: `"add"` (true: `what` is added into the tensor) or None.
+    fn reduce_add(&mut self, slot: Option<&Slot>, what: &str) -> R<bool> {
+        let message = format!("`reduce` is \"add\" ({what} is added into the tensor) or None");
+        Ok(self.str_choice(slot, &[("add", ())], &message)?.is_some())
     }
 
     /// `view.cp_async(src, coords, barrier)`
@@ -472,13 +472,7 @@ impl Interp<'_> {
         let dst = self.tensor_arg(&a[0], "the destination")?;
         let coords = self.coords(&a[1], dst, "`coords`")?;
         self.check_view_tensor(&v, dst, sp)?;
-        let add = self
-            .str_choice(
-                a.get(2),
-                &[("add", ())],
-                "`reduce` is \"add\" (the view is added into the tensor) or None",
-            )?
-            .is_some();
+        let add = self.reduce_add(a.get(2), "the view")?;
         let dtype = self.tensor_dtype(dst);
         if add && !matches!(dtype, DType::F32 | DType::I32) {
             let name = self.k.params[dst].name.clone();

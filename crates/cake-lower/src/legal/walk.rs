@@ -590,34 +590,30 @@ impl<'a> Checker<'a> {
                     self.unsupported(sp, m);
                 }
             }
+            // Copies out of a view: the replica's threads meet around them.
             Op::TmaStore {
                 dst, src, coords, ..
-            } => match tma_store(k, *dst, src) {
-                Err(m) => self.unsupported(sp, m),
-                Ok(()) => {
-                    self.view_base(src);
-                    self.rows_start(src);
-                    for c in coords {
-                        self.ix(*c);
-                    }
-                    self.replica_sync(sp);
-                }
-            },
-            Op::CopyTo {
+            }
+            | Op::CopyTo {
                 dst, src, coords, ..
-            } => match replica_threads(k, role, issue_only, "copy_to")
-                .and_then(|_| copy_to(k, *dst, src))
-            {
-                Err(m) => self.unsupported(sp, m),
-                Ok(()) => {
-                    self.view_base(src);
-                    self.rows_start(src);
-                    for c in coords {
-                        self.ix(*c);
+            } => {
+                let legal = match op {
+                    Op::TmaStore { .. } => tma_store(k, *dst, src),
+                    _ => replica_threads(k, role, issue_only, "copy_to")
+                        .and_then(|_| copy_to(k, *dst, src)),
+                };
+                match legal {
+                    Err(m) => self.unsupported(sp, m),
+                    Ok(()) => {
+                        self.view_base(src);
+                        self.rows_start(src);
+                        for c in coords {
+                            self.ix(*c);
+                        }
+                        self.replica_sync(sp);
                     }
-                    self.replica_sync(sp);
                 }
-            },
+            }
             Op::CpAsync {
                 dst, src, coords, ..
             } => match cp_async(k, dst, *src) {
