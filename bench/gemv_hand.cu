@@ -164,3 +164,165 @@ GEMV_ALL(2)
 GEMV_ALL(4)
 GEMV_ALL(8)
 GEMV_ALL(16)
+
+// ---------------------------------------------------------------------------------------------
+// Tensor-core GEMVs for M ≤ 64 (issue #19's question after the CUDA-core ones lost from M = 4):
+// the weight is read as the GEMVs read it (16-byte loads straight into registers, many short
+// CTAs, no shared-memory ring), and multiplied with mma.sync.m16n8k16.
+//
+//   tc<NB, R16, KS, U, EF>
+//                a warp owns 16·R16 rows of B; KS warps share each row group's K (warp s takes
+//                every KS-th 32-column step), U steps of every row in flight per warp; A's
+//                tokens are NB blocks of 8 (tokens ≥ M read as zero). EF: the weight is read
+//                L2::evict_first.
+//
+// A dot product over K does not depend on the order of K, so each MMA's 16-deep K is a
+// permutation of real columns chosen to fit 16-byte loads: lane (g = lane/4, c = lane%4) loads
+// 8 columns kb + 8c … + 7 of weight rows g and g + 8 and of token g; MMA j ∈ {0, 1} of the step
+// takes words 2j and 2j + 1 of each, i.e. its virtual columns (2c, 2c+1) and (2c+8, 2c+9) are
+// the real kb + 8c + 4j + {0, 1} and + {2, 3} for both operands alike.
+__device__ __forceinline__ uint4 ld_stream_ef(const uint4* p, uint64_t policy) {
+    uint4 v;
+    asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p), "l"(policy));
+    return v;
+}
+
+__device__ __forceinline__ void mma16816(float* d, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                         uint32_t b0, uint32_t b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
+                 "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+template <int NB, int R16, int KS, int U, int EF, int WARPS>
+__device__ void tc(const uint16_t* __restrict__ A, const uint16_t* __restrict__ B,
+                   uint16_t* __restrict__ C, int M, int N, int K) {
+    constexpr int GROUPS = WARPS / KS;           // row groups per CTA
+    constexpr int RPW = 16 * R16;                // rows per warp
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int g = lane / 4, c = lane % 4;
+    const int group = warp / KS, slice = warp % KS;
+    const int row0 = (blockIdx.x * GROUPS + group) * RPW;
+    const int steps = K / 32;                    // whole 32-column steps (K % 32 == 0 here)
+    const int kv = K / 8;                        // 16-byte vectors per row
+    uint64_t policy = 0;
+    if (EF) asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+    float acc[R16][NB][4];
+#pragma unroll
+    for (int r = 0; r < R16; ++r)
+#pragma unroll
+        for (int n = 0; n < NB; ++n)
+#pragma unroll
+            for (int i = 0; i < 4; ++i) acc[r][n][i] = 0.f;
+    const uint4* Bv = reinterpret_cast<const uint4*>(B);
+    const uint4* Av = reinterpret_cast<const uint4*>(A);
+    for (int s0 = slice; s0 < steps; s0 += KS * U) {
+        uint4 w[U][R16][2];
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+#pragma unroll
+            for (int r = 0; r < R16; ++r)
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    const int s = s0 + u * KS, row = row0 + 16 * r + g + 8 * h;
+                    const uint4* p = Bv + (size_t)row * kv + s * 4 + c;
+                    w[u][r][h] = (s < steps && row < N) ? (EF ? ld_stream_ef(p, policy) : ld_stream(p))
+                                                        : make_uint4(0, 0, 0, 0);
+                }
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const int s = s0 + u * KS;
+            if (s >= steps) break;
+#pragma unroll
+            for (int n = 0; n < NB; ++n) {
+                const int tok = 8 * n + g;
+                const uint4 x = tok < M ? __ldg(Av + (size_t)tok * kv + s * 4 + c) : make_uint4(0, 0, 0, 0);
+#pragma unroll
+                for (int r = 0; r < R16; ++r) {
+                    mma16816(acc[r][n], w[u][r][0].x, w[u][r][1].x, w[u][r][0].y, w[u][r][1].y, x.x, x.y);
+                    mma16816(acc[r][n], w[u][r][0].z, w[u][r][1].z, w[u][r][0].w, w[u][r][1].w, x.z, x.w);
+                }
+            }
+        }
+    }
+    if constexpr (KS > 1) {
+        __shared__ float part[WARPS][R16][NB][4][32];
+#pragma unroll
+        for (int r = 0; r < R16; ++r)
+#pragma unroll
+            for (int n = 0; n < NB; ++n)
+#pragma unroll
+                for (int i = 0; i < 4; ++i) part[warp][r][n][i][lane] = acc[r][n][i];
+        __syncthreads();
+        if (slice != 0) return;
+#pragma unroll
+        for (int r = 0; r < R16; ++r)
+#pragma unroll
+            for (int n = 0; n < NB; ++n)
+#pragma unroll
+                for (int i = 0; i < 4; ++i) {
+                    float t = 0.f;
+#pragma unroll
+                    for (int k = 0; k < KS; ++k) t += part[warp + k][r][n][i][lane];
+                    acc[r][n][i] = t;
+                }
+    }
+    // acc[r][n]: rows row0 + 16r + g (+8 for 2, 3) × tokens 8n + 2c (+1 for 1, 3).
+#pragma unroll
+    for (int r = 0; r < R16; ++r)
+#pragma unroll
+        for (int n = 0; n < NB; ++n)
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                const int row = row0 + 16 * r + g + 8 * (i / 2), tok = 8 * n + 2 * c + (i % 2);
+                if (row < N && tok < M) C[(size_t)tok * N + row] = to_bf16(acc[r][n][i]);
+            }
+}
+
+#define TC(MT, R16, KS, U, EF, WARPS)                                                              \
+    extern "C" __global__ void __launch_bounds__(WARPS * 32)                                       \
+        tc_m##MT##_r##R16##_k##KS##_u##U##_e##EF##_w##WARPS(                                       \
+            const uint16_t* __restrict__ A, const uint16_t* __restrict__ B,                        \
+            uint16_t* __restrict__ C, int M, int N, int K) {                                       \
+        tc<MT / 8, R16, KS, U, EF, WARPS>(A, B, C, M, N, K);                                       \
+    }
+
+#define TC_ALL(MT)            \
+    TC(MT, 1, 4, 8, 1, 4)     \
+    TC(MT, 1, 8, 8, 1, 8)     \
+    TC(MT, 1, 4, 4, 1, 8)     \
+    TC(MT, 2, 4, 4, 1, 8)     \
+    TC(MT, 1, 8, 4, 1, 8)     \
+    TC(MT, 1, 8, 8, 0, 8)     \
+    TC(MT, 1, 2, 8, 1, 4)
+
+TC_ALL(8)
+TC_ALL(16)
+TC_ALL(32)
+
+// The floor again with the weight read L2::evict_first (the schedules that stream it use that).
+extern "C" __global__ void __launch_bounds__(256) read_sum_ef(const uint16_t* __restrict__ A,
+                                                              const uint16_t* __restrict__ B,
+                                                              uint16_t* __restrict__ C, int M, int N, int K) {
+    uint64_t policy;
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+    const uint4* Bv = reinterpret_cast<const uint4*>(B);
+    const size_t n = (size_t)N * K / 8;
+    uint32_t x = 0;
+    const size_t stride = (size_t)gridDim.x * blockDim.x;
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; i + 7 * stride < n; i += 8 * stride) {
+        uint4 v[8];
+#pragma unroll
+        for (int u = 0; u < 8; ++u) v[u] = ld_stream_ef(Bv + i + u * stride, policy);
+#pragma unroll
+        for (int u = 0; u < 8; ++u) x ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
+    }
+    for (; i < n; i += stride) {
+        const uint4 v = ld_stream_ef(Bv + i, policy);
+        x ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    if (x == 0x9e3779b9u) C[blockIdx.x % (M * N)] = (uint16_t)x;  // keeps the loads alive
+}

@@ -16,6 +16,8 @@ GEMV = os.environ.get("GEMV", ".carry/gemv")
 OUT = os.environ.get("OUT", "out")
 SAMPLES = int(os.environ.get("SAMPLES", "50"))
 MS = [int(m) for m in os.environ.get("MS", "1,2,4,8,16").split(",")]
+# GEMVS=0 leaves the CUDA-core GEMVs out (they lose from M = 4: 1-hand-floor/).
+GEMVS = os.environ.get("GEMVS", "1") != "0"
 NK = [(4096, 4096), (14336, 4096), (4096, 14336), (7168, 2048), (2048, 7168)]
 dev = torch.device("cuda")
 flush = timing.make_flush_buffer(torch, torch.cuda.get_device_properties(0).L2_cache_size, dev)
@@ -34,13 +36,18 @@ for M in MS:
         ref = C.oracle(**ins)["C"].float()
         calls, names = [], []
         for name, k in kernels.items():
-            if name != "read_sum" and not name.startswith(f"gemv_m{M}_") \
-                    and not name.startswith(f"cake_k{K}_m{M}_"):
+            mt = next(t for t in (8, 16, 32, 64) if t >= M)   # a tensor-core GEMV's token blocks
+            if not name.startswith("read_sum") and not name.startswith(f"gemv_m{M}_") \
+                    and not name.startswith(f"tc_m{mt}_") and not name.startswith(f"cake_k{K}_m{M}_"):
+                continue
+            if name.startswith("cake_") and "_n" in name and not name.endswith(f"_n{N}"):
+                continue   # built for another weight (bench/tinygemm_hand_builds.sh)
+            if name.startswith("gemv_") and not GEMVS:
                 continue
             out = torch.full((M, N), float("nan"), dtype=torch.bfloat16, device=dev)
             try:
                 k(**ins, C=out); torch.cuda.synchronize()
-                ok = name == "read_sum" or bool(torch.allclose(out.float(), ref, rtol=0.02, atol=0.02))
+                ok = name.startswith("read_sum") or bool(torch.allclose(out.float(), ref, rtol=0.02, atol=0.02))
             except Exception as e:
                 records.append({"M": M, "N": N, "K": K, "kernel": name, "error": f"{type(e).__name__}: {e}"[:300]})
                 continue
@@ -60,12 +67,14 @@ for M in MS:
                             "weight_tbs": 2 * N * K / us / 1e6, "spans_ms": r.spans_ms})
 json.dump(records, open(f"{OUT}/gemv_hand.json", "w"), indent=1)
 
-print(f"{'M':>3} {'N':>6} {'K':>6} {'cuBLAS':>8} {'read':>7} {'best GEMV':>10}  {'kernel':<20} {'vs cuBLAS':>9} {'TB/s':>5}  {'Cake':>7} {'vs cuBLAS':>9}")
+print(f"{'M':>3} {'N':>6} {'K':>6} {'cuBLAS':>8} {'read':>7} {'read_ef':>7} {'best GEMV':>10}  {'kernel':<20} {'vs cuBLAS':>9} {'TB/s':>5}  {'best tc':>7} {'vs cuBLAS':>9} {'kernel':<22}  {'Cake':>7} {'vs cuBLAS':>9}")
 for M in MS:
     for N, K in NK:
         rs = [r for r in records if (r["M"], r["N"], r["K"]) == (M, N, K) and "us" in r]
         by = {r["kernel"]: r for r in rs}
         gem = [r for r in rs if r["kernel"].startswith("gemv")]
+        tcs = [r for r in rs if r["kernel"].startswith("tc_")]
+        tbest = min(tcs, key=lambda r: r["us"]) if tcs else None
         ck = [r for r in rs if r["kernel"].startswith("cake")]
         cbest = min(ck, key=lambda r: r["us"]) if ck else None
         best = min(gem, key=lambda r: r["us"]) if gem else None
@@ -73,5 +82,6 @@ for M in MS:
         print(f"{M:>3} {N:>6} {K:>6} {by['cublas']['us']:>8.1f} {by['read_sum']['us']:>7.1f} "
               f"{best['us'] if best else float('nan'):>10.1f}  {best['kernel'] if best else '-':<20} "
               f"{by['cublas']['us'] / best['us'] if best else 0:>8.3f}x {best['weight_tbs'] if best else 0:>5.2f}"
+              + (f"  {tbest['us']:>7.1f} {by['cublas']['us'] / tbest['us']:>8.3f}x {tbest['kernel']:<22}" if tbest else "")
               + (f"  {cbest['us']:>7.1f} {by['cublas']['us'] / cbest['us']:>8.3f}x {cbest['kernel']}" if cbest else "")
               + (f"  FAILED: {bad}" if bad else ""))

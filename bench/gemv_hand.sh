@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build the hand-written small-M references of bench/gemv_hand.cu (issue #19: the weight-streaming
-# floor and hand GEMVs) into folders `cake.load_kernel` reads: one cubin, one launch.json each.
+# floor, hand GEMVs on the CUDA cores and with mma.sync) into folders `cake.load_kernel` reads: one cubin, one launch.json each.
 # Runs on the build machine (compile-only CUDA toolchain); bench/gemv_hand.py times them.
 #   bench/gemv_hand.sh [OUTDIR]      (default .carry/gemv)
 set -euo pipefail
@@ -16,8 +16,12 @@ import json, os, re, shutil, sys
 out = sys.argv[1]
 names = re.findall(r"Compiling entry function '([a-z_0-9]+)'", open(os.path.join(out, "ptxas.txt")).read())
 for sym in names:
-    if sym == "read_sum":
+    block = 256
+    if sym.startswith("read_sum"):
         grid = 132 * 4
+    elif sym.startswith("tc_"):
+        r16, ks, warps = map(int, re.match(r"tc_m\d+_r(\d+)_k(\d+)_u\d+_e\d_w(\d+)", sym).groups())
+        grid, block = ["cdiv", "N", (warps // ks) * 16 * r16], warps * 32
     else:
         rpw, ks = map(int, re.match(r"gemv_m\d+_r(\d+)_k(\d+)_u\d+", sym).groups())
         grid = ["cdiv", "N", (8 // ks) * rpw]
@@ -25,7 +29,7 @@ for sym in names:
     shutil.copy(os.path.join(out, "gemv_hand.cubin"), os.path.join(d, "k.cubin"))
     meta = {
         "schema": "cake.launch/v0", "kernel": sym, "symbol": sym, "target": "sm_90a",
-        "cubin": "k.cubin", "block": [256, 1, 1], "cluster": [1, 1, 1], "dynamic_smem": 0,
+        "cubin": "k.cubin", "block": [block, 1, 1], "cluster": [1, 1, 1], "dynamic_smem": 0,
         "grid": {"kind": "tiles", "tiles": [grid]},
         "tensors": [
             {"name": "A", "dtype": "bf16", "dims": ["M", "K"], "access": "read"},
