@@ -159,11 +159,13 @@ extern "C" __global__ void __launch_bounds__(256) read_sum(const uint16_t* __res
     GEMV(MT, 1, 4, 4)     \
     GEMV(MT, 1, 8, 4)
 
+#ifndef TC_ONLY
 GEMV_ALL(1)
 GEMV_ALL(2)
 GEMV_ALL(4)
 GEMV_ALL(8)
 GEMV_ALL(16)
+#endif
 
 // ---------------------------------------------------------------------------------------------
 // Tensor-core GEMVs for M ≤ 64 (issue #19's question after the CUDA-core ones lost from M = 4):

@@ -3,11 +3,12 @@
 # floor, hand GEMVs on the CUDA cores and with mma.sync) into folders `cake.load_kernel` reads: one cubin, one launch.json each.
 # Runs on the build machine (compile-only CUDA toolchain); bench/gemv_hand.py times them.
 #   bench/gemv_hand.sh [OUTDIR]      (default .carry/gemv)
+# TC_ONLY=1 leaves out the CUDA-core GEMVs (each folder carries a copy of the cubin).
 set -euo pipefail
 OUTDIR=${1:-.carry/gemv}
 NVCC=${NVCC:-$CUDA_HOME/bin/nvcc}
 rm -rf "$OUTDIR"; mkdir -p "$OUTDIR"
-"$NVCC" -gencode=arch=compute_90a,code=sm_90a -cubin -O3 -std=c++17 -Xptxas -v \
+"$NVCC" -gencode=arch=compute_90a,code=sm_90a -cubin -O3 -std=c++17 -Xptxas -v ${TC_ONLY:+-DTC_ONLY} \
     -o "$OUTDIR/gemv_hand.cubin" bench/gemv_hand.cu 2> "$OUTDIR/ptxas.txt"
 # Spills would make a reference slower than it should be: name them.
 grep "bytes spill stores" "$OUTDIR/ptxas.txt" | grep -v " 0 bytes spill stores" || true
