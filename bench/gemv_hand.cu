@@ -174,7 +174,8 @@ GEMV_ALL(16)
 //
 //   tc<NB, R16, KS, U, EF>
 //                a warp owns 16·R16 rows of B; KS warps share each row group's K (warp s takes
-//                every KS-th 32-column step), U steps of every row in flight per warp; A's
+//                every KS-th run of U 32-column steps: U × 64 contiguous bytes of each row), U
+//                steps of every row in flight per warp; A's
 //                tokens are NB blocks of 8 (tokens ≥ M read as zero). EF: the weight is read
 //                L2::evict_first.
 //
@@ -212,7 +213,7 @@ __device__ __forceinline__ void tc_load(TcBatch<NB, R16, U>& t, const uint4* Bv,
                                         uint64_t policy) {
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-        const int s = s0 + u * KS;
+        const int s = s0 + u;
 #pragma unroll
         for (int r = 0; r < R16; ++r)
 #pragma unroll
@@ -269,15 +270,15 @@ __device__ void tc(const uint16_t* __restrict__ A, const uint16_t* __restrict__ 
     const uint4* Av = reinterpret_cast<const uint4*>(A);
     if constexpr (PIPE) {
         TcBatch<NB, R16, U> cur, nxt;
-        tc_load<NB, R16, KS, U, EF>(cur, Bv, Av, slice, steps, row0, g, c, M, N, kv, policy);
-        for (int s0 = slice; s0 < steps; s0 += KS * U) {
+        tc_load<NB, R16, KS, U, EF>(cur, Bv, Av, slice * U, steps, row0, g, c, M, N, kv, policy);
+        for (int s0 = slice * U; s0 < steps; s0 += KS * U) {
             if (s0 + KS * U < steps)
                 tc_load<NB, R16, KS, U, EF>(nxt, Bv, Av, s0 + KS * U, steps, row0, g, c, M, N, kv, policy);
             tc_math<NB, R16, U>(acc, cur);
             cur = nxt;
         }
     } else {
-        for (int s0 = slice; s0 < steps; s0 += KS * U) {
+        for (int s0 = slice * U; s0 < steps; s0 += KS * U) {
             TcBatch<NB, R16, U> t;
             tc_load<NB, R16, KS, U, EF>(t, Bv, Av, s0, steps, row0, g, c, M, N, kv, policy);
             tc_math<NB, R16, U>(acc, t);
@@ -328,15 +329,15 @@ __device__ void tc(const uint16_t* __restrict__ A, const uint16_t* __restrict__ 
 // Measured first (c1 of 2026-12-04-tc-gemv): with A's loads issued after the weight's had landed
 // every variant lost to the swapped schedule; these issue them in the same batch.
 #define TC_ALL(MT)               \
-    TC(MT, 1, 4, 4, 1, 4, 0)     \
     TC(MT, 1, 4, 8, 1, 4, 0)     \
+    TC(MT, 1, 4, 8, 1, 4, 1)     \
     TC(MT, 1, 4, 4, 1, 4, 1)     \
-    TC(MT, 1, 8, 4, 1, 8, 0)     \
-    TC(MT, 1, 8, 4, 1, 8, 1)     \
     TC(MT, 1, 8, 8, 1, 8, 0)     \
-    TC(MT, 1, 2, 4, 1, 4, 1)     \
-    TC(MT, 2, 4, 4, 1, 4, 0)     \
-    TC(MT, 1, 16, 4, 1, 16, 0)
+    TC(MT, 1, 8, 4, 1, 8, 1)     \
+    TC(MT, 1, 16, 8, 1, 16, 0)   \
+    TC(MT, 1, 16, 4, 1, 16, 1)   \
+    TC(MT, 1, 2, 8, 1, 4, 0)     \
+    TC(MT, 1, 8, 8, 1, 8, 1)
 
 TC_ALL(8)
 TC_ALL(16)
