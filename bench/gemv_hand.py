@@ -1,6 +1,7 @@
 """Time the hand-written small-M references of bench/gemv_hand.cu (built by bench/gemv_hand.sh)
 against cuBLAS (torch.matmul) in one process at issue #19's shapes with M ≤ 16: the weight-read
-floor (`read_sum`: every byte of B once, no math) and six hand GEMVs per M. Every GEMV is checked
+floor (`read_sum`, `read_sum_ef`: every byte of B once, no math), six hand GEMVs per M and the
+tensor-core ones (`tc_*`, GEMVS=0 leaves the CUDA-core ones out). Every GEMV is checked
 against the contract's f64 oracle (rtol = atol = 0.02, as tinygemm.contract.toml) before it is
 timed; a wrong kernel gets no time. CUPTI kernel spans, L2 flushed before each call, samples
 interleaved, median of SAMPLES (50). Writes $OUT/gemv_hand.json and prints a table.
@@ -80,6 +81,7 @@ for M in MS:
         best = min(gem, key=lambda r: r["us"]) if gem else None
         bad = [r["kernel"] for r in records if (r["M"], r["N"], r["K"]) == (M, N, K) and "us" not in r]
         print(f"{M:>3} {N:>6} {K:>6} {by['cublas']['us']:>8.1f} {by['read_sum']['us']:>7.1f} "
+              f"{by['read_sum_ef']['us'] if 'read_sum_ef' in by else float('nan'):>7.1f} "
               f"{best['us'] if best else float('nan'):>10.1f}  {best['kernel'] if best else '-':<20} "
               f"{by['cublas']['us'] / best['us'] if best else 0:>8.3f}x {best['weight_tbs'] if best else 0:>5.2f}"
               + (f"  {tbest['us']:>7.1f} {by['cublas']['us'] / tbest['us']:>8.3f}x {tbest['kernel']:<22}" if tbest else "")
