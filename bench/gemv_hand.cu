@@ -172,7 +172,7 @@ GEMV_ALL(16)
 // the weight is read as the GEMVs read it (16-byte loads straight into registers, many short
 // CTAs, no shared-memory ring), and multiplied with mma.sync.m16n8k16.
 //
-//   tc<NB, R16, KS, U, EF>
+//   tc<NB, R16, KS, U, EF, WARPS, PIPE, ROT>
 //                a warp owns 16·R16 rows of B; KS warps share each row group's K (warp s takes
 //                every KS-th run of U 32-column steps: U × 64 contiguous bytes of each row), U
 //                steps of every row in flight per warp; A's
@@ -246,7 +246,7 @@ __device__ __forceinline__ void tc_math(float (&acc)[R16][NB][4], const TcBatch<
 }
 
 // PIPE: the next batch's loads are issued before this batch's MMAs (two batches of registers).
-template <int NB, int R16, int KS, int U, int EF, int WARPS, int PIPE>
+template <int NB, int R16, int KS, int U, int EF, int WARPS, int PIPE, int ROT>
 __device__ void tc(const uint16_t* __restrict__ A, const uint16_t* __restrict__ B,
                    uint16_t* __restrict__ C, int M, int N, int K) {
     constexpr int GROUPS = WARPS / KS;           // row groups per CTA
@@ -268,19 +268,25 @@ __device__ void tc(const uint16_t* __restrict__ A, const uint16_t* __restrict__ 
             for (int i = 0; i < 4; ++i) acc[r][n][i] = 0.f;
     const uint4* Bv = reinterpret_cast<const uint4*>(B);
     const uint4* Av = reinterpret_cast<const uint4*>(A);
+    // Batch b covers steps b·U … b·U + U − 1; warp `slice` takes b ≡ slice (mod KS). ROT: the
+    // CTA starts at batch blockIdx.x·ROT (mod the batches) rather than 0, so CTAs in flight read
+    // different columns of the weight at once.
+    const int nb = (steps + U - 1) / U;
+    const int rot = ROT ? (int)((blockIdx.x * (unsigned)ROT) % (unsigned)nb) : 0;
+    auto first = [&](int b) { const int r = b + rot; return (r >= nb ? r - nb : r) * U; };
     if constexpr (PIPE) {
         TcBatch<NB, R16, U> cur, nxt;
-        tc_load<NB, R16, KS, U, EF>(cur, Bv, Av, slice * U, steps, row0, g, c, M, N, kv, policy);
-        for (int s0 = slice * U; s0 < steps; s0 += KS * U) {
-            if (s0 + KS * U < steps)
-                tc_load<NB, R16, KS, U, EF>(nxt, Bv, Av, s0 + KS * U, steps, row0, g, c, M, N, kv, policy);
+        if (slice < nb) tc_load<NB, R16, KS, U, EF>(cur, Bv, Av, first(slice), steps, row0, g, c, M, N, kv, policy);
+        for (int b = slice; b < nb; b += KS) {
+            if (b + KS < nb)
+                tc_load<NB, R16, KS, U, EF>(nxt, Bv, Av, first(b + KS), steps, row0, g, c, M, N, kv, policy);
             tc_math<NB, R16, U>(acc, cur);
             cur = nxt;
         }
     } else {
-        for (int s0 = slice * U; s0 < steps; s0 += KS * U) {
+        for (int b = slice; b < nb; b += KS) {
             TcBatch<NB, R16, U> t;
-            tc_load<NB, R16, KS, U, EF>(t, Bv, Av, s0, steps, row0, g, c, M, N, kv, policy);
+            tc_load<NB, R16, KS, U, EF>(t, Bv, Av, first(b), steps, row0, g, c, M, N, kv, policy);
             tc_math<NB, R16, U>(acc, t);
         }
     }
@@ -318,26 +324,27 @@ __device__ void tc(const uint16_t* __restrict__ A, const uint16_t* __restrict__ 
             }
 }
 
-#define TC(MT, R16, KS, U, EF, WARPS, PIPE)                                                       \
+#define TC(MT, R16, KS, U, EF, WARPS, PIPE, ROT)                                                  \
     extern "C" __global__ void __launch_bounds__(WARPS * 32)                                       \
-        tc_m##MT##_r##R16##_k##KS##_u##U##_e##EF##_w##WARPS##_p##PIPE(                             \
+        tc_m##MT##_r##R16##_k##KS##_u##U##_e##EF##_w##WARPS##_p##PIPE##_o##ROT(                    \
             const uint16_t* __restrict__ A, const uint16_t* __restrict__ B,                        \
             uint16_t* __restrict__ C, int M, int N, int K) {                                       \
-        tc<MT / 8, R16, KS, U, EF, WARPS, PIPE>(A, B, C, M, N, K);                                 \
+        tc<MT / 8, R16, KS, U, EF, WARPS, PIPE, ROT>(A, B, C, M, N, K);                            \
     }
 
-// Measured first (c1 of 2026-12-04-tc-gemv): with A's loads issued after the weight's had landed
-// every variant lost to the swapped schedule; these issue them in the same batch.
-#define TC_ALL(MT)               \
-    TC(MT, 1, 4, 8, 1, 4, 0)     \
-    TC(MT, 1, 4, 8, 1, 4, 1)     \
-    TC(MT, 1, 4, 4, 1, 4, 1)     \
-    TC(MT, 1, 8, 8, 1, 8, 0)     \
-    TC(MT, 1, 8, 4, 1, 8, 1)     \
-    TC(MT, 1, 16, 8, 1, 16, 0)   \
-    TC(MT, 1, 16, 4, 1, 16, 1)   \
-    TC(MT, 1, 2, 8, 1, 4, 0)     \
-    TC(MT, 1, 8, 8, 1, 8, 1)
+// c1 (2026-12-04-tc-gemv): A's loads issued after the weight's had landed, every variant lost to
+// the swapped schedule; c2/c3: A in the weight's batch, then runs of U contiguous steps. c4: the
+// best of c3 with and without ROT (each CTA starting at another batch of K).
+#define TC_ALL(MT)                  \
+    TC(MT, 1, 8, 4, 1, 8, 1, 0)     \
+    TC(MT, 1, 8, 4, 1, 8, 1, 1)     \
+    TC(MT, 1, 8, 4, 1, 8, 1, 7)     \
+    TC(MT, 1, 4, 4, 1, 4, 1, 0)     \
+    TC(MT, 1, 4, 4, 1, 4, 1, 7)     \
+    TC(MT, 1, 16, 4, 1, 16, 1, 0)   \
+    TC(MT, 1, 16, 4, 1, 16, 1, 7)   \
+    TC(MT, 1, 2, 8, 1, 4, 0, 0)     \
+    TC(MT, 1, 2, 8, 1, 4, 0, 7)
 
 TC_ALL(8)
 TC_ALL(16)

@@ -6,7 +6,7 @@ against the contract's f64 oracle (rtol = atol = 0.02, as tinygemm.contract.toml
 timed; a wrong kernel gets no time. CUPTI kernel spans, L2 flushed before each call, samples
 interleaved, median of SAMPLES (50). Writes $OUT/gemv_hand.json and prints a table.
    GEMV=.carry/gemv python3 bench/gemv_hand.py"""
-import json, os, statistics, sys
+import json, os, re, statistics, sys
 import torch
 sys.path.insert(0, "kernels/gemm")
 import contract as C
@@ -38,11 +38,13 @@ for M in MS:
         calls, names = [], []
         for name, k in kernels.items():
             mt = next(t for t in (8, 16, 32, 64) if t >= M)   # a tensor-core GEMV's token blocks
-            if not name.startswith("read_sum") and not name.startswith(f"gemv_m{M}_") \
-                    and not name.startswith(f"tc_m{mt}_") and not name.startswith(f"cake_k{K}_m{M}_"):
+            built = re.fullmatch(r"cake\w*_k(\d+)_m(\d+)(?:_n(\d+))?(?:_r\d+)?", name)
+            if built:   # Cake's builds for one K and M (and N: bench/tinygemm_hand_builds.sh)
+                if (int(built[1]), int(built[2])) != (K, M) or (built[3] and int(built[3]) != N):
+                    continue
+            elif not name.startswith("read_sum") and not name.startswith(f"gemv_m{M}_") \
+                    and not name.startswith(f"tc_m{mt}_"):
                 continue
-            if name.startswith("cake_") and "_n" in name and not name.endswith(f"_n{N}"):
-                continue   # built for another weight (bench/tinygemm_hand_builds.sh)
             if name.startswith("gemv_") and not GEMVS:
                 continue
             out = torch.full((M, N), float("nan"), dtype=torch.bfloat16, device=dev)
@@ -76,7 +78,7 @@ for M in MS:
         gem = [r for r in rs if r["kernel"].startswith("gemv")]
         tcs = [r for r in rs if r["kernel"].startswith("tc_")]
         tbest = min(tcs, key=lambda r: r["us"]) if tcs else None
-        ck = [r for r in rs if r["kernel"].startswith("cake")]
+        ck = [r for r in rs if r["kernel"].startswith("cake_")]
         cbest = min(ck, key=lambda r: r["us"]) if ck else None
         best = min(gem, key=lambda r: r["us"]) if gem else None
         bad = [r["kernel"] for r in records if (r["M"], r["N"], r["K"]) == (M, N, K) and "us" not in r]
@@ -86,4 +88,6 @@ for M in MS:
               f"{by['cublas']['us'] / best['us'] if best else 0:>8.3f}x {best['weight_tbs'] if best else 0:>5.2f}"
               + (f"  {tbest['us']:>7.1f} {by['cublas']['us'] / tbest['us']:>8.3f}x {tbest['kernel']:<22}" if tbest else "")
               + (f"  {cbest['us']:>7.1f} {by['cublas']['us'] / cbest['us']:>8.3f}x {cbest['kernel']}" if cbest else "")
+              + (f"  rotated {by[rot]['us']:>6.1f} {by['cublas']['us'] / by[rot]['us']:>6.3f}x"
+                 if (rot := f"cakerot_k{K}_m{M}_n{N}") in by else "")
               + (f"  FAILED: {bad}" if bad else ""))

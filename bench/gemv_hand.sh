@@ -21,7 +21,7 @@ for sym in names:
     if sym.startswith("read_sum"):
         grid = 132 * 4
     elif sym.startswith("tc_"):
-        r16, ks, warps = map(int, re.match(r"tc_m\d+_r(\d+)_k(\d+)_u\d+_e\d_w(\d+)_p\d", sym).groups())
+        r16, ks, warps = map(int, re.match(r"tc_m\d+_r(\d+)_k(\d+)_u\d+_e\d_w(\d+)_p\d_o\d+", sym).groups())
         grid, block = ["cdiv", "N", (warps // ks) * 16 * r16], warps * 32
     else:
         rpw, ks = map(int, re.match(r"gemv_m\d+_r(\d+)_k(\d+)_u\d+", sym).groups())
