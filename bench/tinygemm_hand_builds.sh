@@ -2,8 +2,7 @@
 # Build what the shipped tinygemm table (kernels/tinygemm/tinygemm.family.toml) runs at each of
 # issue #19's shapes, into folders bench/gemv_hand.py times beside the hand kernels and cuBLAS:
 # cake_k<K>_m<M>_n<N> (the swapped schedule, with the table's constants for that shape) and
-# cake_k<K>_m1_n<N> (the GEMV where the table routes M = 1 to it), and cakerot_k<K>_m<M>_n<N>, the
-# swapped schedule with ROTATE = 1.
+# cake_k<K>_m1_n<N> (the GEMV where the table routes M = 1 to it).
 #   bench/tinygemm_hand_builds.sh [OUTDIR]     (default .carry/cakegemv; needs target/release/cake)
 set -euo pipefail
 OUTDIR=${1:-.carry/cakegemv}
@@ -25,11 +24,6 @@ for nk in 4096x4096 14336x4096 4096x14336 7168x2048 2048x7168; do
             fi
         fi
         "$CAKE" build --target sm_90a -o "$OUTDIR/cake_k${K}_m${M}_n${N}" "$tmp/k.py" > /dev/null
-        # The same with ROTATE = 1 (each tile starts at another K block), where it is the schedule.
-        if grep -q "^ROTATE = 0" "$tmp/k.py"; then
-            sed -i "s/^ROTATE = 0/ROTATE = 1/" "$tmp/k.py"
-            "$CAKE" build --target sm_90a -o "$OUTDIR/cakerot_k${K}_m${M}_n${N}" "$tmp/k.py" > /dev/null
-        fi
     done
 done
 ls "$OUTDIR" | wc -l

@@ -39,9 +39,6 @@ WEIGHT_EVICT = "first" if EVICT_FIRST == 1 else None
 # of 64 and more, tiles not split). Measured slower at the contract's M = 64 and 128 (0.96x of
 # one, bench/results/2026-12-03-cost-model-2/): one warpgroup's MMAs already reach the rate.
 WIDE = 0
-# ROTATE = 1: tile tn reads its K blocks starting at block tn (mod KB) instead of 0, so that the
-# CTAs in flight read different columns of the weight at once rather than the same ones.
-ROTATE = 0
 CONSUMERS = 2 if WIDE == 1 and SPLIT == 1 and MP >= 64 else 1
 MC = MP // CONSUMERS                    # tokens per consumer warpgroup
 
@@ -69,10 +66,9 @@ def tinygemm(A: lm.tensor[lm.bf16, M, "K"],
     for ks, tn in lm.tiles(SPLIT, lm.cdiv(N, BN)):
         with load:
             for k in lm.range(KB, pipeline=pipe):
-                kb = ks * KB + ((k + tn) % KB if ROTATE == 1 else k)
                 lm.wait(empty)
-                sW.tma_load(B, coords=(tn * BN, kb * BK), barrier=full, evict=WEIGHT_EVICT)
-                sX.tma_load(A, coords=(0, kb * BK), barrier=full)
+                sW.tma_load(B, coords=(tn * BN, (ks * KB + k) * BK), barrier=full, evict=WEIGHT_EVICT)
+                sX.tma_load(A, coords=(0, (ks * KB + k) * BK), barrier=full)
         with math:
             for k in lm.range(KB, pipeline=pipe):
                 lm.wait(full)
