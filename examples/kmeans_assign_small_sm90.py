@@ -20,6 +20,12 @@ DP = (D + 63) // 64 * 64           # D padded to whole 64-column swizzle panels 
 BC = 64                            # centroids: the route serves K ≤ BC (32, 64 or 128)
 RB = 1                             # 64-row blocks per CTA (1 or 2)
 BN = 64 * RB                       # rows of X per CTA
+# 1: X's rows (read once) leave L2 first, so the dirty lines already there (another kernel's
+# output) are not written back while X streams in. Measured for the streaming schedule, where
+# it gained 7-10 % at 39-78 MB of X and lost 2-4 % at hundreds of MB
+# (bench/results/2026-12-03-cost-model/, c6); the family measures both forms.
+EVICT_FIRST = 0
+X_EVICT = "first" if EVICT_FIRST == 1 else None
 # Shared memory: BN × DP × 2 + BC × DP × 2 bytes; D = 128, BC = 64, RB = 1: 16 + 16 KiB.
 
 
@@ -48,7 +54,7 @@ def kmeans_assign_small(X: lm.tensor[lm.bf16, "B", "N", D],
 
     for b, tn in lm.tiles(B, lm.cdiv(N, BN)):
         with math:
-            sX.tma_load(X, coords=(b, tn * BN, 0), barrier=loaded)
+            sX.tma_load(X, coords=(b, tn * BN, 0), barrier=loaded, evict=X_EVICT)
             sC.tma_load(Cen, coords=(b, 0, 0), barrier=loaded)
             # ‖c‖² from global memory while the copies are in flight.
             csq = lm.load(CSQ, coords=(b, 0), shape=(BC,), fill=lm.inf)

@@ -30,7 +30,10 @@ BC = 64                            # centroids per stage
 XSTAGES = 0                        # tiles of x in flight; 0: by D, as below
 XS = XSTAGES if XSTAGES > 0 else (3 if DP <= 64 or (DP <= 128 and WIDE == 0) else 2)
 STAGES = 2                         # centroid stages
-EVICT_FIRST = 0                    # 1: X's rows (read once) leave L2 first: measured 1.01x, not adopted
+# 1: X's rows (read once) leave L2 first: 1.01x over 17 representative shapes, but 1.07-1.10x at
+# 39-78 MB of X and 0.96-0.98x at hundreds of MB (bench/results/2026-12-03-cost-model/, c6): the
+# family measures both forms.
+EVICT_FIRST = 0
 X_EVICT = "first" if EVICT_FIRST == 1 else None
 # Shared memory: XS × BN × DP × 2 + STAGES × BC × DP × 2 bytes:
 # D = 64: 144 + 16 KiB; D = 96/128: 144 + 32 KiB (WIDE: 192 + 32); D = 256: 128 + 64 KiB.
