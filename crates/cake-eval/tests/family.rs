@@ -944,6 +944,10 @@ const ASSIGN_EVIDENCE: &[&str] = &[
     // The small-problem corner (bench/assign_small_n_routes.family.toml), seeds 61 and 62.
     "bench/results/2026-12-04-update-corner/c4/smalln-rep61/measurement.json",
     "bench/results/2026-12-04-update-corner/c4/smalln-rep62/measurement.json",
+    // The few-centroid corner with and without X read evict-first
+    // (bench/assign_evict_routes.family.toml), seeds 71 and 72.
+    "bench/results/2026-12-04-assign-evict/e1/assign_evict-rep71/measurement.json",
+    "bench/results/2026-12-04-assign-evict/e1/assign_evict-rep72/measurement.json",
 ];
 
 /// Each shipped table is exactly what `cake family choose` makes of its committed
