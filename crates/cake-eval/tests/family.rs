@@ -948,6 +948,20 @@ const ASSIGN_EVIDENCE: &[&str] = &[
     // (bench/assign_evict_routes.family.toml), seeds 71 and 72.
     "bench/results/2026-12-04-assign-evict/e1/assign_evict-rep71/measurement.json",
     "bench/results/2026-12-04-assign-evict/e1/assign_evict-rep72/measurement.json",
+    // `stream-ef` alone at the shapes above where `stream` ran (the same files and seeds drawn
+    // again: bench/results/2026-12-04-assign-evict/, e2).
+    "bench/results/2026-12-04-assign-evict/e2/assign-rep1/measurement.json",
+    "bench/results/2026-12-04-assign-evict/e2/assign-rep2/measurement.json",
+    "bench/results/2026-12-04-assign-evict/e2/assign-rep13/measurement.json",
+    "bench/results/2026-12-04-assign-evict/e2/assign-rep14/measurement.json",
+    "bench/results/2026-12-04-assign-evict/e2/assign_small_ef-rep21/measurement.json",
+    "bench/results/2026-12-04-assign-evict/e2/assign_small_ef-rep22/measurement.json",
+    "bench/results/2026-12-04-assign-evict/e2/assign_small_ef-rep23/measurement.json",
+    "bench/results/2026-12-04-assign-evict/e2/assign_small_ef-rep24/measurement.json",
+    "bench/results/2026-12-04-assign-evict/e2/assign_b1-rep41/measurement.json",
+    "bench/results/2026-12-04-assign-evict/e2/assign_b1-rep42/measurement.json",
+    "bench/results/2026-12-04-assign-evict/e2/assign_small_n-rep61/measurement.json",
+    "bench/results/2026-12-04-assign-evict/e2/assign_small_n-rep62/measurement.json",
 ];
 
 /// Each shipped table is exactly what `cake family choose` makes of its committed
