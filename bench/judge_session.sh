@@ -42,6 +42,6 @@ for t in $TABLES; do
         echo "== $name, $shard seed $seed ($n) through dispatch"
         timeout "$TIMEOUT" "$CAKE" family measure "$file" --shard "$shard" --n "$n" --seed "$seed" \
             --warmup 5 --samples 30 --out "$R/$name-$shard$seed" 2> "$R/$name-$shard$seed.log" | sed -n 2,10p
+        tar czf "$OUT/judge.tgz" -C "$R" .   # after every shard: what finished survives a cut-off call
     done
 done
-tar czf "$OUT/judge.tgz" -C "$R" .
