@@ -88,6 +88,4 @@ for M in MS:
               f"{by['cublas']['us'] / best['us'] if best else 0:>8.3f}x {best['weight_tbs'] if best else 0:>5.2f}"
               + (f"  {tbest['us']:>7.1f} {by['cublas']['us'] / tbest['us']:>8.3f}x {tbest['kernel']:<22}" if tbest else "")
               + (f"  {cbest['us']:>7.1f} {by['cublas']['us'] / cbest['us']:>8.3f}x {cbest['kernel']}" if cbest else "")
-              + (f"  rotated {by[rot]['us']:>6.1f} {by['cublas']['us'] / by[rot]['us']:>6.3f}x"
-                 if (rot := f"cakerot_k{K}_m{M}_n{N}") in by else "")
               + (f"  FAILED: {bad}" if bad else ""))

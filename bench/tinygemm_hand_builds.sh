@@ -13,7 +13,7 @@ for nk in 4096x4096 14336x4096 4096x14336 7168x2048 2048x7168; do
     N=${nk%x*}; K=${nk#*x}
     for M in ${MS:-1 2 4 8 16 32}; do
         if [ "$M" = 1 ] && [ "$K" != 14336 ]; then
-            sed -e "s/^K = 4096 /K = $K /" -e "s/^MT = 1 /MT = 1 /" examples/gemv_sm90.py > "$tmp/k.py"
+            sed -e "s/^K = 4096 /K = $K /" examples/gemv_sm90.py > "$tmp/k.py"
         else
             sed -e "s/^M = 8 /M = $M /" -e "s/^NW = 2048 /NW = $N /" examples/tinygemm_sm90.py > "$tmp/k.py"
             if [ "$N" = 7168 ] && [ "$K" = 2048 ] && [ "$M" -ge 2 ] && [ "$M" -le 16 ]; then
