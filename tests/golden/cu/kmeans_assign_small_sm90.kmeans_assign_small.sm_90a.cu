@@ -168,7 +168,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_kmeans_assign_small(
     cake_fence_barrier_init();
   }
   __syncthreads();
-  if (warp >= 0 && warp < 4) {  // role math (kmeans_assign_small_sm90.py:42)
+  if (warp >= 0 && warp < 4) {  // role math (kmeans_assign_small_sm90.py:48)
     const int math_index = (warp - 0) / 4;
     const int math_thread = (int)threadIdx.x - 0 - math_index * 128;
     const int lane_row = 16 * (math_thread / 32) + (math_thread % 32) / 4;  // and +8
@@ -176,26 +176,26 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_kmeans_assign_small(
     (void)lane_row; (void)lane_col;
     float acc[32];  // fragment acc [64, 64] f32
     uint32_t loaded_waits = 0;
-    for (int tile = blockIdx.x; tile < tiles_total; tile += tiles_total) {  // one tile (b, tn) per CTA (kmeans_assign_small_sm90.py:49)
+    for (int tile = blockIdx.x; tile < tiles_total; tile += tiles_total) {  // one tile (b, tn) per CTA (kmeans_assign_small_sm90.py:55)
       int tile_rest = tile;
       const int tile_1 = tile_rest % tiles_1;
       tile_rest /= tiles_1;
       const int tile_0 = tile_rest % tiles_0;
       tile_rest /= tiles_0;
       (void)tile_rest;
-      // with math: (kmeans_assign_small_sm90.py:50)
-      // tma_load sX <- X (kmeans_assign_small_sm90.py:51)
+      // with math: (kmeans_assign_small_sm90.py:56)
+      // tma_load sX <- X (kmeans_assign_small_sm90.py:57)
       if (math_thread == 0) {
         cake_mbar_arrive_expect_tx(loaded, 32768);
         cake_tma_load_3d(sX, &tmap_X_0, loaded, 0, (tile_1 * 64), tile_0);
         cake_tma_load_3d(sX + 8192, &tmap_X_0, loaded, 0 + 64, (tile_1 * 64), tile_0);
       }
-      // tma_load sC <- Cen (kmeans_assign_small_sm90.py:52)
+      // tma_load sC <- Cen (kmeans_assign_small_sm90.py:58)
       if (math_thread == 0) {
         cake_tma_load_3d(sC, &tmap_Cen_1, loaded, 0, 0, tile_0);
         cake_tma_load_3d(sC + 8192, &tmap_Cen_1, loaded, 0 + 64, 0, tile_0);
       }
-      float pre0[8][2];  // lm.load(CSQ) for this iteration's row reductions, issued early (kmeans_assign_small_sm90.py:54)
+      float pre0[8][2];  // lm.load(CSQ) for this iteration's row reductions, issued early (kmeans_assign_small_sm90.py:60)
       const auto* pre0_at = CSQ + ((size_t)(tile_0) * dim_K + ((0 + lane_col)));
       const int pre0_left = dim_K - (0 + lane_col);
       #pragma unroll
@@ -203,8 +203,8 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_kmeans_assign_small(
         #pragma unroll
         for (int j = 0; j < 2; ++j) pre0[i][j] = 8 * i + j < pre0_left ? __ldg(pre0_at + 8 * i + j) : __int_as_float(0x7f800000);
       }
-      cake_mbar_wait(loaded, (loaded_waits++ & 1));  // wait loaded (kmeans_assign_small_sm90.py:55)
-      // mma acc += sX * sC.T (kmeans_assign_small_sm90.py:58)
+      cake_mbar_wait(loaded, (loaded_waits++ & 1));  // wait loaded (kmeans_assign_small_sm90.py:61)
+      // mma acc += sX * sC.T (kmeans_assign_small_sm90.py:64)
       cake_wgmma_fence();
       cake_wgmma_m64n64k16_f32_bf16(acc, cake_wgmma_desc(sX + 0 + (0) * 128, 16, 1024, 1), cake_wgmma_desc(sC + 0, 16, 1024, 1), (false) ? 1 : 0);
       cake_wgmma_m64n64k16_f32_bf16(acc, cake_wgmma_desc(sX + 32 + (0) * 128, 16, 1024, 1), cake_wgmma_desc(sC + 32, 16, 1024, 1), 1);
@@ -217,7 +217,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_kmeans_assign_small(
       cake_wgmma_commit();
       cake_wgmma_wait<0>();  // the MMAs into `acc` have retired
       cake_wgmma_fence_regs(acc);
-      [[maybe_unused]] float red1_v[2]; int red1_i[2];  // row min over 64 columns, packed (value, column) keys (kmeans_assign_small_sm90.py:29)
+      [[maybe_unused]] float red1_v[2]; int red1_i[2];  // row min over 64 columns, packed (value, column) keys (kmeans_assign_small_sm90.py:35)
       float red1_bv[2] = {__int_as_float(0x7f800000), __int_as_float(0x7f800000)}; int red1_bi[2] = {0, 0};
       const int red1_keymask = ~15 | ((int)blockDim.x >> 31);
       #pragma unroll
@@ -244,7 +244,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_kmeans_assign_small(
         }
         red1_v[h] = red1_bv[h]; red1_i[h] = red1_bi[h];
       }
-      if (math_thread % 4 == 0) {  // store IDS <- per-row values (kmeans_assign_small_sm90.py:61)
+      if (math_thread % 4 == 0) {  // store IDS <- per-row values (kmeans_assign_small_sm90.py:67)
         #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int row = (tile_1 * 64) + lane_row + 8 * h;

@@ -174,7 +174,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) cake_kmeans_assign_stream(
     cake_fence_barrier_init();
   }
   __syncthreads();
-  if (warp >= 0 && warp < 4) {  // role load (kmeans_assign_stream_sm90.py:62)
+  if (warp >= 0 && warp < 4) {  // role load (kmeans_assign_stream_sm90.py:65)
     cake_setmaxnreg_dec<56>();
     const int load_index = (warp - 0) / 4;
     const int load_thread = (int)threadIdx.x - 0 - load_index * 128;
@@ -184,27 +184,27 @@ extern "C" __global__ void __launch_bounds__(512, 1) cake_kmeans_assign_stream(
     uint32_t xpipe_it = 0;  // iterations of pipeline xpipe completed by this role
     uint32_t pipe_it = 0;  // iterations of pipeline pipe completed by this role
     if (load_thread == 0) {  // issue-only role: one thread per replica
-      for (int tile = blockIdx.x; tile < tiles_total; tile += gridDim.x) {  // tiles (b, tn) (kmeans_assign_stream_sm90.py:82)
+      for (int tile = blockIdx.x; tile < tiles_total; tile += gridDim.x) {  // tiles (b, tn) (kmeans_assign_stream_sm90.py:85)
         int tile_rest = tile;
         const int tile_1 = tile_rest % tiles_1;
         tile_rest /= tiles_1;
         const int tile_0 = tile_rest % tiles_0;
         tile_rest /= tiles_0;
         (void)tile_rest;
-        // with load: (kmeans_assign_stream_sm90.py:83)
-        for (int __1 = 0; __1 < 1; ++__1) {  // kmeans_assign_stream_sm90.py:84
+        // with load: (kmeans_assign_stream_sm90.py:86)
+        for (int __1 = 0; __1 < 1; ++__1) {  // kmeans_assign_stream_sm90.py:87
           const uint32_t xpipe_stage = xpipe_it % 3;
           const uint32_t xpipe_phase = (xpipe_it / 3) & 1;
-          cake_mbar_wait(x_empty + 8 * xpipe_stage, xpipe_phase ^ 1);  // wait x_empty (kmeans_assign_stream_sm90.py:85)
-          // tma_load sX <- X (kmeans_assign_stream_sm90.py:87)
+          cake_mbar_wait(x_empty + 8 * xpipe_stage, xpipe_phase ^ 1);  // wait x_empty (kmeans_assign_stream_sm90.py:88)
+          // tma_load sX <- X (kmeans_assign_stream_sm90.py:90)
           cake_mbar_arrive_expect_tx(x_full + 8 * xpipe_stage, 49152);
           cake_tma_load_3d((sX + 49152 * xpipe_stage), &tmap_X_0, x_full + 8 * xpipe_stage, 0, (tile_1 * 192), tile_0);
           cake_tma_load_3d((sX + 49152 * xpipe_stage) + 24576, &tmap_X_0, x_full + 8 * xpipe_stage, 0 + 64, (tile_1 * 192), tile_0);
-          for (int c_2 = 0; c_2 < cake_cdiv(dim_K, 64); ++c_2) {  // kmeans_assign_stream_sm90.py:92
+          for (int c_2 = 0; c_2 < cake_cdiv(dim_K, 64); ++c_2) {  // kmeans_assign_stream_sm90.py:95
             const uint32_t pipe_stage = pipe_it % 2;
             const uint32_t pipe_phase = (pipe_it / 2) & 1;
-            cake_mbar_wait(c_empty + 8 * pipe_stage, pipe_phase ^ 1);  // wait c_empty (kmeans_assign_stream_sm90.py:93)
-            // tma_load sC <- Cen (kmeans_assign_stream_sm90.py:94)
+            cake_mbar_wait(c_empty + 8 * pipe_stage, pipe_phase ^ 1);  // wait c_empty (kmeans_assign_stream_sm90.py:96)
+            // tma_load sC <- Cen (kmeans_assign_stream_sm90.py:97)
             cake_mbar_arrive_expect_tx(c_full + 8 * pipe_stage, 16384);
             cake_tma_load_3d((sC + 16384 * pipe_stage), &tmap_Cen_1, c_full + 8 * pipe_stage, 0, (c_2 * 64), tile_0);
             cake_tma_load_3d((sC + 16384 * pipe_stage) + 8192, &tmap_Cen_1, c_full + 8 * pipe_stage, 0 + 64, (c_2 * 64), tile_0);
@@ -215,7 +215,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) cake_kmeans_assign_stream(
       }
     }
   }
-  if (warp >= 4 && warp < 16) {  // role math (kmeans_assign_stream_sm90.py:63)
+  if (warp >= 4 && warp < 16) {  // role math (kmeans_assign_stream_sm90.py:66)
     cake_setmaxnreg_inc<152>();
     const int math_index = (warp - 4) / 4;
     const int math_thread = (int)threadIdx.x - 128 - math_index * 128;
@@ -227,27 +227,27 @@ extern "C" __global__ void __launch_bounds__(512, 1) cake_kmeans_assign_stream(
     int32_t best_i[2];  // fragment best_i [64] i32
     uint32_t xpipe_it = 0;  // iterations of pipeline xpipe completed by this role
     uint32_t pipe_it = 0;  // iterations of pipeline pipe completed by this role
-    for (int tile = blockIdx.x; tile < tiles_total; tile += gridDim.x) {  // tiles (b, tn) (kmeans_assign_stream_sm90.py:82)
+    for (int tile = blockIdx.x; tile < tiles_total; tile += gridDim.x) {  // tiles (b, tn) (kmeans_assign_stream_sm90.py:85)
       int tile_rest = tile;
       const int tile_1 = tile_rest % tiles_1;
       tile_rest /= tiles_1;
       const int tile_0 = tile_rest % tiles_0;
       tile_rest /= tiles_0;
       (void)tile_rest;
-      // with math: (kmeans_assign_stream_sm90.py:95)
-      #pragma unroll  // best_d <- ... (kmeans_assign_stream_sm90.py:97)
+      // with math: (kmeans_assign_stream_sm90.py:98)
+      #pragma unroll  // best_d <- ... (kmeans_assign_stream_sm90.py:100)
       for (int h = 0; h < 2; ++h) best_d[h] = (float)(__int_as_float(0x7f800000));
-      #pragma unroll  // best_i <- ... (kmeans_assign_stream_sm90.py:98)
+      #pragma unroll  // best_i <- ... (kmeans_assign_stream_sm90.py:101)
       for (int h = 0; h < 2; ++h) best_i[h] = (int32_t)(0);
-      for (int __3 = 0; __3 < 1; ++__3) {  // kmeans_assign_stream_sm90.py:102
+      for (int __3 = 0; __3 < 1; ++__3) {  // kmeans_assign_stream_sm90.py:105
         const uint32_t xpipe_stage = xpipe_it % 3;
         const uint32_t xpipe_phase = (xpipe_it / 3) & 1;
-        cake_mbar_wait(x_full + 8 * xpipe_stage, xpipe_phase);  // wait x_full (kmeans_assign_stream_sm90.py:103)
-        for (int c_4 = 0; c_4 < cake_cdiv(dim_K, 64); ++c_4) {  // kmeans_assign_stream_sm90.py:105
+        cake_mbar_wait(x_full + 8 * xpipe_stage, xpipe_phase);  // wait x_full (kmeans_assign_stream_sm90.py:106)
+        for (int c_4 = 0; c_4 < cake_cdiv(dim_K, 64); ++c_4) {  // kmeans_assign_stream_sm90.py:108
           const uint32_t pipe_stage = pipe_it % 2;
           const uint32_t pipe_phase = (pipe_it / 2) & 1;
-          cake_mbar_wait(c_full + 8 * pipe_stage, pipe_phase);  // wait c_full (kmeans_assign_stream_sm90.py:106)
-          // mma acc += sX * sC.T (kmeans_assign_stream_sm90.py:110)
+          cake_mbar_wait(c_full + 8 * pipe_stage, pipe_phase);  // wait c_full (kmeans_assign_stream_sm90.py:109)
+          // mma acc += sX * sC.T (kmeans_assign_stream_sm90.py:113)
           cake_wgmma_fence();
           cake_wgmma_m64n64k16_f32_bf16(acc, cake_wgmma_desc((sX + 49152 * xpipe_stage) + 0 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sC + 16384 * pipe_stage) + 0, 16, 1024, 1), (false) ? 1 : 0);
           cake_wgmma_m64n64k16_f32_bf16(acc, cake_wgmma_desc((sX + 49152 * xpipe_stage) + 32 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sC + 16384 * pipe_stage) + 32, 16, 1024, 1), 1);
@@ -258,7 +258,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) cake_kmeans_assign_stream(
           cake_wgmma_m64n64k16_f32_bf16(acc, cake_wgmma_desc((sX + 49152 * xpipe_stage) + 24640 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sC + 16384 * pipe_stage) + 8256, 16, 1024, 1), 1);
           cake_wgmma_m64n64k16_f32_bf16(acc, cake_wgmma_desc((sX + 49152 * xpipe_stage) + 24672 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sC + 16384 * pipe_stage) + 8288, 16, 1024, 1), 1);
           cake_wgmma_commit();
-          float pre0[8][2];  // lm.load(CSQ) for this iteration's row reductions, issued early (kmeans_assign_stream_sm90.py:111)
+          float pre0[8][2];  // lm.load(CSQ) for this iteration's row reductions, issued early (kmeans_assign_stream_sm90.py:114)
           const auto* pre0_at = CSQ + ((size_t)(tile_0) * dim_K + (((c_4 * 64) + lane_col)));
           const int pre0_left = dim_K - ((c_4 * 64) + lane_col);
           #pragma unroll
@@ -268,7 +268,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) cake_kmeans_assign_stream(
           }
           cake_wgmma_wait<0>();
           if (math_thread == 0) cake_mbar_arrive(c_empty + 8 * pipe_stage);  // release
-          [[maybe_unused]] float red1_v[2]; int red1_i[2];  // row min over 64 columns, packed (value, column) keys (kmeans_assign_stream_sm90.py:42)
+          [[maybe_unused]] float red1_v[2]; int red1_i[2];  // row min over 64 columns, packed (value, column) keys (kmeans_assign_stream_sm90.py:45)
           float red1_bv[2] = {__int_as_float(0x7f800000), __int_as_float(0x7f800000)}; int red1_bi[2] = {0, 0};
           const int red1_keymask = ~15 | ((int)blockDim.x >> 31);
           #pragma unroll
@@ -295,18 +295,18 @@ extern "C" __global__ void __launch_bounds__(512, 1) cake_kmeans_assign_stream(
             }
             red1_v[h] = red1_bv[h]; red1_i[h] = red1_bi[h];
           }
-          #pragma unroll  // best_i <- ... (kmeans_assign_stream_sm90.py:46)
+          #pragma unroll  // best_i <- ... (kmeans_assign_stream_sm90.py:49)
           for (int h = 0; h < 2; ++h) best_i[h] = (int32_t)(((red1_v[h] < best_d[h]) ? (red1_i[h] + (c_4 * 64)) : best_i[h]));
-          #pragma unroll  // best_d <- ... (kmeans_assign_stream_sm90.py:47)
+          #pragma unroll  // best_d <- ... (kmeans_assign_stream_sm90.py:50)
           for (int h = 0; h < 2; ++h) best_d[h] = (float)(((red1_v[h] < best_d[h]) ? red1_v[h] : best_d[h]));
           ++pipe_it;
         }
         cake_wgmma_wait<0>();  // every MMA of the loop has retired
-        cake_mbar_arrive(x_empty + 8 * xpipe_stage);  // arrive x_empty (kmeans_assign_stream_sm90.py:115)
+        cake_mbar_arrive(x_empty + 8 * xpipe_stage);  // arrive x_empty (kmeans_assign_stream_sm90.py:118)
         ++xpipe_it;
       }
       cake_wgmma_wait<0>();  // every MMA of the loop has retired
-      if (math_thread % 4 == 0) {  // store IDS <- per-row values (kmeans_assign_stream_sm90.py:116)
+      if (math_thread % 4 == 0) {  // store IDS <- per-row values (kmeans_assign_stream_sm90.py:119)
         #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int row = ((tile_1 * 192) + (math_index * 64)) + lane_row + 8 * h;
