@@ -22,6 +22,14 @@ __device__ __forceinline__ uint4 ld_stream(const uint4* p) {
     return v;
 }
 
+// The same with an L2 cache-policy operand (evict-first for a weight read once).
+__device__ __forceinline__ uint4 ld_stream_ef(const uint4* p, uint64_t policy) {
+    uint4 v;
+    asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p), "l"(policy));
+    return v;
+}
+
 // bf16 pairs in a 32-bit word to f32 (a bf16 is the high half of an f32).
 __device__ __forceinline__ float lo(uint32_t v) { return __uint_as_float(v << 16); }
 __device__ __forceinline__ float hi(uint32_t v) { return __uint_as_float(v & 0xffff0000u); }
@@ -120,11 +128,14 @@ __device__ void gemv(const uint16_t* __restrict__ A, const uint16_t* __restrict_
 }  // namespace
 
 // The floor: every byte of B once, 16-byte loads, 8 in flight per thread; grid-stride over
-// 256-thread CTAs. C[blockIdx.x] gets the CTA's sum so nothing is optimised away (C is not
-// checked: it is not a product).
-extern "C" __global__ void __launch_bounds__(256) read_sum(const uint16_t* __restrict__ A,
-                                                           const uint16_t* __restrict__ B,
-                                                           uint16_t* __restrict__ C, int M, int N, int K) {
+// 256-thread CTAs (EF: L2::evict_first, as the schedules that stream the weight read it).
+// C[blockIdx.x] gets the CTA's sum so nothing is optimised away (C is not checked: it is not a
+// product).
+template <int EF>
+__device__ void read_all(const uint16_t* __restrict__ B, uint16_t* __restrict__ C, int M, int N, int K) {
+    uint64_t policy = 0;
+    if (EF) asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+    auto load = [&](const uint4* p) { return EF ? ld_stream_ef(p, policy) : ld_stream(p); };
     const uint4* Bv = reinterpret_cast<const uint4*>(B);
     const size_t n = (size_t)N * K / 8;
     uint32_t x = 0;
@@ -133,15 +144,27 @@ extern "C" __global__ void __launch_bounds__(256) read_sum(const uint16_t* __res
     for (; i + 7 * stride < n; i += 8 * stride) {
         uint4 v[8];
 #pragma unroll
-        for (int u = 0; u < 8; ++u) v[u] = ld_stream(Bv + i + u * stride);
+        for (int u = 0; u < 8; ++u) v[u] = load(Bv + i + u * stride);
 #pragma unroll
         for (int u = 0; u < 8; ++u) x ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
     }
     for (; i < n; i += stride) {
-        const uint4 v = ld_stream(Bv + i);
+        const uint4 v = load(Bv + i);
         x ^= v.x ^ v.y ^ v.z ^ v.w;
     }
     if (x == 0x9e3779b9u) C[blockIdx.x % (M * N)] = (uint16_t)x;  // keeps the loads alive
+}
+
+extern "C" __global__ void __launch_bounds__(256) read_sum(const uint16_t* __restrict__ A,
+                                                           const uint16_t* __restrict__ B,
+                                                           uint16_t* __restrict__ C, int M, int N, int K) {
+    read_all<0>(B, C, M, N, K);
+}
+
+extern "C" __global__ void __launch_bounds__(256) read_sum_ef(const uint16_t* __restrict__ A,
+                                                              const uint16_t* __restrict__ B,
+                                                              uint16_t* __restrict__ C, int M, int N, int K) {
+    read_all<1>(B, C, M, N, K);
 }
 
 #define GEMV(MT, RPW, KS, U)                                                                       \
@@ -184,12 +207,6 @@ GEMV_ALL(16)
 // 8 columns kb + 8c … + 7 of weight rows g and g + 8 and of token g; MMA j ∈ {0, 1} of the step
 // takes words 2j and 2j + 1 of each, i.e. its virtual columns (2c, 2c+1) and (2c+8, 2c+9) are
 // the real kb + 8c + 4j + {0, 1} and + {2, 3} for both operands alike.
-__device__ __forceinline__ uint4 ld_stream_ef(const uint4* p, uint64_t policy) {
-    uint4 v;
-    asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p), "l"(policy));
-    return v;
-}
 
 __device__ __forceinline__ void mma16816(float* d, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
                                          uint32_t b0, uint32_t b1) {
@@ -349,28 +366,3 @@ __device__ void tc(const uint16_t* __restrict__ A, const uint16_t* __restrict__ 
 TC_ALL(8)
 TC_ALL(16)
 TC_ALL(32)
-
-// The floor again with the weight read L2::evict_first (the schedules that stream it use that).
-extern "C" __global__ void __launch_bounds__(256) read_sum_ef(const uint16_t* __restrict__ A,
-                                                              const uint16_t* __restrict__ B,
-                                                              uint16_t* __restrict__ C, int M, int N, int K) {
-    uint64_t policy;
-    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
-    const uint4* Bv = reinterpret_cast<const uint4*>(B);
-    const size_t n = (size_t)N * K / 8;
-    uint32_t x = 0;
-    const size_t stride = (size_t)gridDim.x * blockDim.x;
-    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; i + 7 * stride < n; i += 8 * stride) {
-        uint4 v[8];
-#pragma unroll
-        for (int u = 0; u < 8; ++u) v[u] = ld_stream_ef(Bv + i + u * stride, policy);
-#pragma unroll
-        for (int u = 0; u < 8; ++u) x ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
-    }
-    for (; i < n; i += stride) {
-        const uint4 v = ld_stream_ef(Bv + i, policy);
-        x ^= v.x ^ v.y ^ v.z ^ v.w;
-    }
-    if (x == 0x9e3779b9u) C[blockIdx.x % (M * N)] = (uint16_t)x;  // keeps the loads alive
-}

@@ -5,17 +5,10 @@
 
 use std::path::Path;
 
+mod common;
+
 fn lower_source(name: &str, source: &str) -> String {
-    let checked = cake_driver::check(name, source.as_bytes(), Some("sm_90a"));
-    assert!(
-        !checked.findings.iter().any(|f| f.is_error()),
-        "{name}: {:?}",
-        checked.findings
-    );
-    let t = cake_target::lookup("sm_90a").unwrap();
-    cake_lower::lower(&checked.kernels[0], &checked.file, t)
-        .unwrap_or_else(|e| panic!("{name} does not lower: {e:?}"))
-        .cuda
+    common::lower_source(name, source, "")
 }
 
 fn example(file: &str) -> String {

@@ -6,6 +6,8 @@
 
 use std::path::Path;
 
+mod common;
+
 const FAMILIES: [(&str, &str); 5] = [
     ("rmsnorm", "examples/rmsnorm_sm90.py"),
     ("layernorm", "examples/layernorm_sm90.py"),
@@ -30,16 +32,7 @@ fn lower(file: &str, h: i64) -> String {
 }
 
 fn lower_source(file: &str, source: &str, h: i64) -> String {
-    let checked = cake_driver::check(file, source.as_bytes(), Some("sm_90a"));
-    assert!(
-        !checked.findings.iter().any(|f| f.is_error()),
-        "{file} at H={h}: {:?}",
-        checked.findings
-    );
-    let t = cake_target::lookup("sm_90a").unwrap();
-    cake_lower::lower(&checked.kernels[0], &checked.file, t)
-        .unwrap_or_else(|e| panic!("{file} at H={h} does not lower: {e:?}"))
-        .cuda
+    common::lower_source(file, source, &format!("at H={h}"))
 }
 
 #[test]

@@ -1,5 +1,8 @@
 //! What several lowering tests share.
 
+// Each test file is its own crate and uses only some of these.
+#![allow(dead_code)]
+
 use std::path::Path;
 
 /// `examples/<file>` with some of its module constants set, checked (no errors allowed) and
@@ -18,14 +21,20 @@ pub fn lower_example(file: &str, constants: &[(&str, i64)]) -> String {
         })
         .collect();
     let source = cake_mutate::knobs::apply(&source, &set);
-    let checked = cake_driver::check(file, source.as_bytes(), Some("sm_90a"));
+    lower_source(file, &source, &format!("{constants:?}"))
+}
+
+/// `source` (named `name`) checked (no errors allowed) and lowered for sm_90a: the generated
+/// CUDA. `what` says which variant it is in a failure's message.
+pub fn lower_source(name: &str, source: &str, what: &str) -> String {
+    let checked = cake_driver::check(name, source.as_bytes(), Some("sm_90a"));
     assert!(
         !checked.findings.iter().any(|f| f.is_error()),
-        "{file} {constants:?}: {:?}",
+        "{name} {what}: {:?}",
         checked.findings
     );
     let t = cake_target::lookup("sm_90a").unwrap();
     cake_lower::lower(&checked.kernels[0], &checked.file, t)
-        .unwrap_or_else(|e| panic!("{file} {constants:?} does not lower: {e:?}"))
+        .unwrap_or_else(|e| panic!("{name} {what} does not lower: {e:?}"))
         .cuda
 }
