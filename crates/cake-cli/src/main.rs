@@ -204,6 +204,13 @@ enum FamilyCommand {
         /// timing there, instead of each route's speedup over its own baseline timing
         #[arg(long)]
         pooled_baseline: bool,
+        /// Shapes whose baseline ran under this many microseconds need `--short-worst` instead
+        /// of `--worst` (few-wave problems are where speedups move most between neighbours)
+        #[arg(long, value_name = "US", default_value_t = 0.0)]
+        short_us: f64,
+        /// The lowest speedup a route may have at a measured shape shorter than `--short-us`
+        #[arg(long, value_name = "SPEEDUP", default_value_t = 0.97)]
+        short_worst: f64,
         /// Also estimate the table's worth on unseen shapes: choose on all but one of FOLDS
         /// parts of the shapes, route the part left out (stated in the table's header)
         #[arg(long, value_name = "FOLDS")]
@@ -605,6 +612,8 @@ fn main() -> ExitCode {
             products,
             products_under,
             pooled_baseline,
+            short_us,
+            short_worst,
             cross_validate,
         }) => family::cmd_choose(
             &file,
@@ -619,6 +628,8 @@ fn main() -> ExitCode {
                 products,
                 products_under,
                 pooled_baseline,
+                short_us,
+                short_worst,
             },
             cross_validate,
         ),

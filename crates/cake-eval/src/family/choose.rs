@@ -16,7 +16,8 @@
 //! With `open_above`, a guard whose box reaches the largest measured value of a dimension stays
 //! open above it; with `products`, boxes may also bound products of dimensions from below, and
 //! with `products_under` from above (a route whose fixed cost is low but that does not scale ends
-//! at a problem size).
+//! at a problem size). With `short_us`, a measured shape whose baseline ran shorter than that
+//! needs `short_worst` to sit in a box (few-wave problems are where speedups are roughest).
 //! [`cross_validate`] estimates what a table chosen with given options is worth on shapes it
 //! did not see, so options are picked without a held-out shard.
 
@@ -56,6 +57,14 @@ pub struct ChooseOptions {
     /// the baseline's time moves between runs more than the routes differ (microsecond problems
     /// behind a Python baseline), a route could otherwise win on the baseline's noise.
     pub pooled_baseline: bool,
+    /// Shapes whose baseline ran under this many microseconds (the median of the baseline's
+    /// timings there) must have run at least `short_worst` rather than `worst` in a box.
+    /// A problem of a few waves is where a route's speedup moves most between neighbouring
+    /// shapes (a persistent kernel's last wave, 1.1 or 2 waves of tiles; launch latency), so a
+    /// box whose short problems only just pass holds unmeasured ones that lose.
+    pub short_us: f64,
+    /// The lowest speedup a route may have at a measured shape shorter than `short_us`.
+    pub short_worst: f64,
 }
 
 impl Default for ChooseOptions {
@@ -70,6 +79,8 @@ impl Default for ChooseOptions {
             products: Vec::new(),
             products_under: Vec::new(),
             pooled_baseline: false,
+            short_us: 0.0,
+            short_worst: 0.97,
         }
     }
 }
@@ -111,26 +122,11 @@ type Table = Vec<Vec<Option<Option<f64>>>>;
 
 fn table(f: &Family, m: &Measurement, pooled_baseline: bool) -> Table {
     // With `pooled_baseline`, the median of the baseline timings at each shape.
-    let pooled: Vec<Option<f64>> = m
-        .shapes
-        .iter()
-        .map(|s| {
-            if !pooled_baseline {
-                return None;
-            }
-            let mut b: Vec<f64> = s
-                .timed
-                .values()
-                .filter_map(|o| o.baseline_cupti_ms)
-                .collect();
-            b.sort_by(f64::total_cmp);
-            match b.len() {
-                0 => None,
-                n if n % 2 == 1 => Some(b[n / 2]),
-                n => Some(0.5 * (b[n / 2 - 1] + b[n / 2])),
-            }
-        })
-        .collect();
+    let pooled: Vec<Option<f64>> = if pooled_baseline {
+        baseline_medians(m)
+    } else {
+        vec![None; m.shapes.len()]
+    };
     f.routes
         .iter()
         .map(|r| {
@@ -193,51 +189,70 @@ pub fn choose(f: &Family, m: &Measurement, o: &ChooseOptions) -> Result<Vec<Chos
         .map(|d| shapes.iter().map(|s| value(d, s)).collect())
         .collect();
     let speed = table(f, m, o.pooled_baseline);
+    let least = least_speedups(m, o);
     // ln of the speedup the table chosen so far gives each measured shape (0: the fallback).
     let mut current = vec![0.0f64; shapes.len()];
     let mut chosen: Vec<Chosen> = Vec::new();
     let mut used = vec![0usize; f.routes.len()];
     // Shapes an earlier pick took; without `carve` no later box may hold them.
     let mut claimed = vec![false; shapes.len()];
+    let admits: Vec<Vec<bool>> = f
+        .routes
+        .iter()
+        .map(|r| shapes.iter().map(|s| r.admits(s)).collect())
+        .collect();
+    // Each candidate's best box as last searched; `None` once a pick changed the table at a
+    // shape the candidate admits (its search sees only those shapes, so the rest keep theirs).
+    type Found = Option<(f64, Vec<usize>, Bounds)>;
+    let mut searched: Vec<Option<Found>> = vec![None; f.routes.len()];
     // Greedy over every candidate: the box of most gain over the current table goes next (in
     // front of the earlier picks when carving).
     loop {
-        let mut pick: Option<(usize, f64, Vec<usize>, Bounds)> = None;
-        for (ri, route) in f.routes.iter().enumerate() {
+        let mut pick: Option<(usize, f64)> = None;
+        for ri in 0..f.routes.len() {
             if used[ri] >= o.boxes {
                 continue;
             }
-            let open: Vec<usize> = (0..shapes.len())
-                .filter(|k| (o.carve || !claimed[*k]) && route.admits(shapes[*k]))
-                .collect();
-            if open.len() < o.min_shapes {
-                continue;
-            }
-            let axes: Vec<Vec<(Option<i64>, Option<i64>)>> = at
-                .iter()
-                .enumerate()
-                .map(|(a, vals)| {
-                    let c = cuts(&open.iter().map(|k| vals[*k]).collect::<Vec<_>>());
-                    if a < products_from {
-                        intervals(&c)
-                    } else if a < under_from {
-                        floors(&c)
-                    } else {
-                        ceilings(&c)
-                    }
-                })
-                .collect();
-            if let Some((score, taken, bounds)) =
-                best_box(&at, &axes, &open, &speed[ri], &current, o)
-            {
-                if pick.as_ref().is_none_or(|p| score > p.1 + 1e-12) {
-                    pick = Some((ri, score, taken, bounds));
+            let found = searched[ri].get_or_insert_with(|| {
+                let open: Vec<usize> = (0..shapes.len())
+                    .filter(|k| (o.carve || !claimed[*k]) && admits[ri][*k])
+                    .collect();
+                if open.len() < o.min_shapes {
+                    return None;
+                }
+                let axes: Vec<Vec<(Option<i64>, Option<i64>)>> = at
+                    .iter()
+                    .enumerate()
+                    .map(|(a, vals)| {
+                        let c = cuts(&open.iter().map(|k| vals[*k]).collect::<Vec<_>>());
+                        if a < products_from {
+                            intervals(&c)
+                        } else if a < under_from {
+                            floors(&c)
+                        } else {
+                            ceilings(&c)
+                        }
+                    })
+                    .collect();
+                best_box(&at, &axes, &open, &speed[ri], &least, &current, o)
+            });
+            if let Some((score, ..)) = found {
+                if pick.is_none_or(|p| *score > p.1 + 1e-12) {
+                    pick = Some((ri, *score));
                 }
             }
         }
-        let Some((ri, _, taken, bounds)) = pick else {
+        let Some((ri, _)) = pick else {
             break;
         };
+        let Some(Some((_, taken, bounds))) = searched[ri].take() else {
+            unreachable!("the pick was searched");
+        };
+        for (rj, stale) in searched.iter_mut().enumerate() {
+            if taken.iter().any(|k| admits[rj][*k]) {
+                *stale = None;
+            }
+        }
         let route = &f.routes[ri];
         used[ri] += 1;
         for k in &taken {
@@ -317,6 +332,38 @@ fn route_of(chosen: &[Chosen], shape: &Shape) -> Option<usize> {
     chosen.iter().position(|c| guard_admits(&c.when, shape))
 }
 
+/// The median of the baseline's timings at each measured shape, in milliseconds.
+fn baseline_medians(m: &Measurement) -> Vec<Option<f64>> {
+    m.shapes
+        .iter()
+        .map(|s| {
+            let mut b: Vec<f64> = s
+                .timed
+                .values()
+                .filter_map(|o| o.baseline_cupti_ms)
+                .collect();
+            b.sort_by(f64::total_cmp);
+            match b.len() {
+                0 => None,
+                n if n % 2 == 1 => Some(b[n / 2]),
+                n => Some(0.5 * (b[n / 2 - 1] + b[n / 2])),
+            }
+        })
+        .collect()
+}
+
+/// The lowest speedup a route may have at each measured shape: `short_worst` where the baseline
+/// ran under `short_us`, else `worst`.
+fn least_speedups(m: &Measurement, o: &ChooseOptions) -> Vec<f64> {
+    baseline_medians(m)
+        .iter()
+        .map(|b| match b {
+            Some(ms) if ms * 1e3 < o.short_us => o.short_worst.max(o.worst),
+            _ => o.worst,
+        })
+        .collect()
+}
+
 /// A box axis's value at a shape: a dimension or a product of dimensions.
 fn value(axis: &str, shape: &Shape) -> i64 {
     super::guard_value(axis, shape).unwrap_or(0)
@@ -362,6 +409,7 @@ fn best_box(
     axes: &[Vec<(Option<i64>, Option<i64>)>],
     open: &[usize],
     speed: &[Option<Option<f64>>],
+    least: &[f64],
     current: &[f64],
     o: &ChooseOptions,
 ) -> Option<(f64, Vec<usize>, Bounds)> {
@@ -389,9 +437,10 @@ fn best_box(
         .collect();
     let gain: Vec<Option<f64>> = open
         .iter()
-        .map(|k| speed[*k].flatten().filter(|s| *s >= o.worst))
+        .map(|k| speed[*k].flatten().filter(|s| *s >= least[*k]))
         .collect();
-    // Shapes that forbid any box holding them (failed, or below `worst`), and each one's gain.
+    // Shapes that forbid any box holding them (failed, or below `worst` or `short_worst`), and
+    // each one's gain.
     let mut bad = vec![0u64; words];
     let lns: Vec<f64> = gain
         .iter()
@@ -760,6 +809,13 @@ pub fn render(
             ));
         }
         let _ = writeln!(out, "# Guards: {}.", how.join("; "));
+    }
+    if o.short_us > 0.0 && o.short_worst > o.worst {
+        let _ = writeln!(
+            out,
+            "# Short problems: where the baseline ran under {} us, a route's box held only shapes it ran at least {}x (`--short-us`, `--short-worst`).",
+            o.short_us, o.short_worst
+        );
     }
     if o.pooled_baseline {
         let _ = writeln!(
