@@ -15,7 +15,7 @@
 //!   the same way, and the time lost by taking the model's favourite route at each shape.
 
 use super::measure::Measurement;
-use super::Family;
+use super::{median, Family};
 use crate::contract::{Shape, Specialization};
 use crate::run;
 use cake_cost::Calibration;
@@ -402,19 +402,6 @@ fn ranks(xs: &[f64]) -> Vec<f64> {
         i = j + 1;
     }
     r
-}
-
-fn median(mut xs: Vec<f64>) -> Option<f64> {
-    if xs.is_empty() {
-        return None;
-    }
-    xs.sort_by(f64::total_cmp);
-    let n = xs.len();
-    Some(if n % 2 == 1 {
-        xs[n / 2]
-    } else {
-        0.5 * (xs[n / 2 - 1] + xs[n / 2])
-    })
 }
 
 /// The human report: the family's numbers, then per route, then the worst points.

@@ -22,7 +22,7 @@
 //! did not see, so options are picked without a held-out shard.
 
 use super::measure::{Measurement, Mode};
-use super::{guard_admits, Family, Range};
+use super::{guard_admits, median, Family, Range};
 use crate::contract::{shape_text, Shape};
 use indexmap::IndexMap;
 use std::fmt::Write as _;
@@ -120,19 +120,17 @@ fn cuts(values: &[i64]) -> Vec<i64> {
 /// where it failed or was wrong.
 type Table = Vec<Vec<Option<Option<f64>>>>;
 
-fn table(f: &Family, m: &Measurement, pooled_baseline: bool) -> Table {
-    // With `pooled_baseline`, the median of the baseline timings at each shape.
-    let pooled: Vec<Option<f64>> = if pooled_baseline {
-        baseline_medians(m)
-    } else {
-        vec![None; m.shapes.len()]
-    };
+/// With `pooled`, each route's time at a shape is compared with that shape's entry (the median
+/// of every baseline timing there, [`baseline_medians`]) instead of its own baseline timing.
+fn table(f: &Family, m: &Measurement, pooled: Option<&[Option<f64>]>) -> Table {
+    let none = vec![None; m.shapes.len()];
+    let pooled = pooled.unwrap_or(&none);
     f.routes
         .iter()
         .map(|r| {
             m.shapes
                 .iter()
-                .zip(&pooled)
+                .zip(pooled)
                 .map(|(s, base)| {
                     s.timed.get(&r.name).map(|o| {
                         // A speedup the measurement refused (a time not believable) stays refused.
@@ -188,8 +186,9 @@ pub fn choose(f: &Family, m: &Measurement, o: &ChooseOptions) -> Result<Vec<Chos
         .iter()
         .map(|d| shapes.iter().map(|s| value(d, s)).collect())
         .collect();
-    let speed = table(f, m, o.pooled_baseline);
-    let least = least_speedups(m, o);
+    let medians = baseline_medians(m);
+    let speed = table(f, m, o.pooled_baseline.then_some(&medians[..]));
+    let least = least_speedups(&medians, o);
     // ln of the speedup the table chosen so far gives each measured shape (0: the fallback).
     let mut current = vec![0.0f64; shapes.len()];
     let mut chosen: Vec<Chosen> = Vec::new();
@@ -337,25 +336,20 @@ fn baseline_medians(m: &Measurement) -> Vec<Option<f64>> {
     m.shapes
         .iter()
         .map(|s| {
-            let mut b: Vec<f64> = s
-                .timed
-                .values()
-                .filter_map(|o| o.baseline_cupti_ms)
-                .collect();
-            b.sort_by(f64::total_cmp);
-            match b.len() {
-                0 => None,
-                n if n % 2 == 1 => Some(b[n / 2]),
-                n => Some(0.5 * (b[n / 2 - 1] + b[n / 2])),
-            }
+            median(
+                s.timed
+                    .values()
+                    .filter_map(|o| o.baseline_cupti_ms)
+                    .collect(),
+            )
         })
         .collect()
 }
 
 /// The lowest speedup a route may have at each measured shape: `short_worst` where the baseline
-/// ran under `short_us`, else `worst`.
-fn least_speedups(m: &Measurement, o: &ChooseOptions) -> Vec<f64> {
-    baseline_medians(m)
+/// ran under `short_us` (`medians`: [`baseline_medians`]), else `worst`.
+fn least_speedups(medians: &[Option<f64>], o: &ChooseOptions) -> Vec<f64> {
+    medians
         .iter()
         .map(|b| match b {
             Some(ms) if ms * 1e3 < o.short_us => o.short_worst.max(o.worst),
@@ -568,7 +562,11 @@ impl Search<'_> {
 /// its first admitting route, the fallback at 1×), and the most any table over these candidates
 /// could (each shape's fastest correct route, or the fallback).
 pub fn in_sample(f: &Family, m: &Measurement, chosen: &[Chosen], o: &ChooseOptions) -> (f64, f64) {
-    let speed = table(f, m, o.pooled_baseline);
+    let speed = table(
+        f,
+        m,
+        o.pooled_baseline.then(|| baseline_medians(m)).as_deref(),
+    );
     let n = m.shapes.len().max(1) as f64;
     let (mut table_ln, mut best_ln) = (0.0, 0.0);
     for (k, s) in m.shapes.iter().enumerate() {
@@ -628,7 +626,11 @@ pub fn cross_validate(
             m.shapes.len()
         ));
     }
-    let speed = table(f, m, o.pooled_baseline);
+    let speed = table(
+        f,
+        m,
+        o.pooled_baseline.then(|| baseline_medians(m)).as_deref(),
+    );
     let mut cv = CrossValidation {
         folds,
         shapes: m.shapes.len(),

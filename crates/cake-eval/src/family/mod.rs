@@ -1116,3 +1116,17 @@ impl SplitMix {
         (self.next() >> 11) as f64 / (1u64 << 53) as f64
     }
 }
+
+/// The median of `xs` (the mean of the middle two when their count is even), `None` if empty.
+fn median(mut xs: Vec<f64>) -> Option<f64> {
+    if xs.is_empty() {
+        return None;
+    }
+    xs.sort_by(f64::total_cmp);
+    let n = xs.len();
+    Some(if n % 2 == 1 {
+        xs[n / 2]
+    } else {
+        0.5 * (xs[n / 2 - 1] + xs[n / 2])
+    })
+}
