@@ -413,6 +413,11 @@ fn intervals(c: &[i64]) -> Vec<(Option<i64>, Option<i64>)> {
 
 type Bounds = Vec<(Option<i64>, Option<i64>)>;
 
+/// Whether an interval (either end open where `None`) holds `v`.
+fn inside(iv: &(Option<i64>, Option<i64>), v: i64) -> bool {
+    iv.0.is_none_or(|lo| v >= lo) && iv.1.is_none_or(|hi| v <= hi)
+}
+
 /// The box of most total gain over the open shapes, subject to the options; ties go to the box
 /// with fewer bounds, then the wider one. `gains` is each shape's gain (ln of the route's
 /// speedup over what the table so far gives it), `None` where no box may hold it. Each of
@@ -426,9 +431,6 @@ fn best_box(
     o: &ChooseOptions,
     hints: &[Bounds],
 ) -> Option<(f64, Vec<usize>, Bounds)> {
-    let inside = |iv: &(Option<i64>, Option<i64>), v: i64| {
-        iv.0.is_none_or(|lo| v >= lo) && iv.1.is_none_or(|hi| v <= hi)
-    };
     // Per axis and interval, which open shapes it admits (bit sets over `open`).
     let words = open.len().div_ceil(64);
     let masks: Vec<Vec<Vec<u64>>> = axes
@@ -1114,9 +1116,6 @@ mod tests {
         gains: &[Option<f64>],
         o: &ChooseOptions,
     ) -> Option<(f64, Vec<usize>, Bounds)> {
-        let inside = |iv: &(Option<i64>, Option<i64>), v: i64| {
-            iv.0.is_none_or(|lo| v >= lo) && iv.1.is_none_or(|hi| v <= hi)
-        };
         let mut best: Option<(f64, usize, usize, Vec<usize>, Bounds)> = None;
         let mut idx = vec![0usize; axes.len()];
         'boxes: loop {
