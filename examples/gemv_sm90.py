@@ -15,7 +15,8 @@ from cake import lm
 
 K = 4096                       # the weight's columns (specialised per shape)
 MT = 1                         # rows of A (specialised per shape: 1 or 2)
-ROWS = 4 if K <= 2048 else 2 if K <= 4096 else 1   # weight rows per CTA: ~16 KB of weight each
+WEIGHT_ROWS = 0                # weight rows per CTA; 0: about 16 KB of weight each, from K
+ROWS = WEIGHT_ROWS if WEIGHT_ROWS > 0 else 4 if K <= 2048 else 2 if K <= 4096 else 1
 # The weight is read once: its lines leave L2 first, so they evict neither A's row nor other
 # kernels' dirty lines (1.12-1.21x faster at M = 1: bench/results/2026-12-04-row-evict/).
 EVICT_FIRST = 1
@@ -27,14 +28,20 @@ def gemv(A: lm.tensor[lm.bf16, "M", K], B: lm.tensor[lm.bf16, "N", K],
          C: lm.tensor[lm.bf16, "M", "N"]):
     rows = lm.role(warpgroup=0)
     p = rows.fragment(shape=(ROWS, K), dtype=lm.f32, rows="warpgroup")
+    if MT == 2:
+        q = rows.fragment(shape=(ROWS, K), dtype=lm.f32, rows="warpgroup")
     for t in lm.tiles(lm.cdiv(N, ROWS)):
         with rows:
-            # The weight rows and A's row in one statement: every load of both is in flight
-            # before the first is used (a statement's loads are batched, §9.8a).
-            p[:] = (lm.cast(lm.load(B, coords=(t * ROWS, 0), shape=(ROWS, K), evict=B_EVICT), lm.f32)
-                    * lm.cast(lm.load(A, coords=(0, 0), shape=(K,)), lm.f32)[None, :])
+            w = lm.cast(lm.load(B, coords=(t * ROWS, 0), shape=(ROWS, K), evict=B_EVICT), lm.f32)
+            a0 = lm.cast(lm.load(A, coords=(0, 0), shape=(K,)), lm.f32)
+            if MT == 1:
+                # The weight rows and A's row in one statement: every load of both is in
+                # flight before the first is used (a statement's loads are batched, §9.8a).
+                p[:] = w * a0[None, :]
+            else:
+                # Two rows of A by the same weight rows: one statement, so the weight is read
+                # once and A's rows are in flight with it.
+                a1 = lm.cast(lm.load(A, coords=(1, 0), shape=(K,)), lm.f32)
+                p[:], q[:] = w * a0[None, :], w * a1[None, :]
+                lm.store(C, lm.cast(lm.sum(q, axis=1), lm.bf16), coords=(1, t * ROWS))
             lm.store(C, lm.cast(lm.sum(p, axis=1), lm.bf16), coords=(0, t * ROWS))
-            if MT == 2:
-                p[:] = (lm.cast(lm.load(B, coords=(t * ROWS, 0), shape=(ROWS, K), evict=B_EVICT), lm.f32)
-                        * lm.cast(lm.load(A, coords=(1, 0), shape=(K,)), lm.f32)[None, :])
-                lm.store(C, lm.cast(lm.sum(p, axis=1), lm.bf16), coords=(1, t * ROWS))

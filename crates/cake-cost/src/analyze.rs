@@ -547,8 +547,17 @@ impl Analyzer<'_> {
     /// vectors broadcast along a tile come from L2 (`reg_load_bytes`). Reductions' loads count
     /// too: their pass reads them.
     fn row_loads(&self, e: ExprId, w: &mut Work, r: f64) {
+        self.row_loads_once(e, w, r, &mut HashSet::new());
+    }
+
+    /// `row_loads`, less the loads in `counted` (a load shared by the values of one statement
+    /// is read once), which it extends.
+    fn row_loads_once(&self, e: ExprId, w: &mut Work, r: f64, counted: &mut HashSet<ExprId>) {
         let k = self.k;
-        k.visit_expr(e, |_, kind| {
+        k.visit_expr(e, |l, kind| {
+            if !counted.insert(l) {
+                return true;
+            }
             if let ExprKind::Load { tensor, shape, .. } = kind {
                 let bytes = match &k.params[*tensor].kind {
                     cake_ir::ParamKind::Tensor { dtype, .. } => dtype.bytes() as f64,
@@ -733,6 +742,17 @@ impl Analyzer<'_> {
                 self.row_context = true;
                 let o = self.ops(*e, rw, seen);
                 self.row_context = false;
+                w.set_ops(o, 0.0, r);
+            }
+            Op::AssignMany { pairs } => {
+                let mut counted = HashSet::new();
+                let mut o = Ops::default();
+                for (_, e) in pairs {
+                    self.row_loads_once(*e, &mut w, r, &mut counted);
+                    self.row_context = true;
+                    o = o + self.ops(*e, rw, seen);
+                    self.row_context = false;
+                }
                 w.set_ops(o, 0.0, r);
             }
             Op::Assign { value: e, .. } | Op::TmemStore { src: e, .. } => {

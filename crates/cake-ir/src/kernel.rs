@@ -707,6 +707,10 @@ pub enum Op {
     },
     /// Overwrite a fragment (`frag[:] = value`).
     Assign { dst: FragId, value: ExprId },
+    /// Overwrite several distinct fragments in one statement (`a[:], b[:] = x, y`): every
+    /// value reads the fragments as they were before the statement, and a row-layout
+    /// statement's loads, shared ones once, are all in flight before the first is used.
+    AssignMany { pairs: Vec<(FragId, ExprId)> },
     /// Block until the barrier's current phase (of the current stage) completes.
     Wait { barrier: BarrierId },
     /// Arrive on the barrier (the arrival count per phase is derived from the roles).

@@ -400,6 +400,14 @@ impl Printer<'_> {
             Op::Assign { dst, value } => {
                 format!("assign {} <- {}", k.fragments[*dst].name, self.expr(*value))
             }
+            Op::AssignMany { pairs } => {
+                let dsts: Vec<&str> = pairs
+                    .iter()
+                    .map(|(d, _)| k.fragments[*d].name.as_str())
+                    .collect();
+                let values: Vec<String> = pairs.iter().map(|(_, v)| self.expr(*v)).collect();
+                format!("assign {} <- {}", dsts.join(", "), values.join(", "))
+            }
             Op::ScatterAdd {
                 dst,
                 src,

@@ -343,6 +343,12 @@ impl Op {
                 e.frag_writes.push(*dst);
                 e.exprs.push(*value);
             }
+            Op::AssignMany { pairs } => {
+                for (dst, value) in pairs {
+                    e.frag_writes.push(*dst);
+                    e.exprs.push(*value);
+                }
+            }
             Op::Wait { barrier } => e.barriers.push((*barrier, BarrierUse::Wait)),
             Op::Arrive { barrier } => e.barriers.push((*barrier, BarrierUse::Arrive)),
             Op::Commit { barrier } => e.barriers.push((*barrier, BarrierUse::Commit)),

@@ -100,6 +100,7 @@ fn availability(cx: &Ctx, out: &mut Vec<Finding>) {
             | Op::SmemStore { .. }
             | Op::ScatterAdd { .. }
             | Op::Assign { .. }
+            | Op::AssignMany { .. }
             | Op::Wait { .. }
             | Op::Arrive { .. }
             | Op::Sync { .. } => {}

@@ -199,6 +199,7 @@ fn warp_branches(cx: &Ctx, out: &mut Vec<Finding>) {
             // Per-thread work. A global store of registers is per thread too; where its
             // lowering synchronises the replica, the lowering refuses it under a vote.
             Op::Assign { .. }
+            | Op::AssignMany { .. }
             | Op::Ldmatrix { .. }
             | Op::Store { .. }
             | Op::GlobalScatterAdd { .. } => continue,

@@ -275,6 +275,12 @@ impl Interp<'_> {
         if let ast::Expr::Subscript(sub) = target {
             return self.assign_fragment(sub, &a.value, span(a.range));
         }
+        // `a[:], b[:] = x, y` overwrites several fragments in one statement.
+        if let ast::Expr::Tuple(t) = target {
+            if t.elts.iter().any(|e| matches!(e, ast::Expr::Subscript(_))) {
+                return self.assign_fragments(t, &a.value, span(a.range));
+            }
+        }
         self.current_decl_span = span(a.value.range());
         self.pending_name = match target {
             ast::Expr::Name(n) => Some(n.id.as_str().to_string()),
@@ -293,6 +299,93 @@ impl Interp<'_> {
     }
 
     fn assign_fragment(&mut self, sub: &ast::ExprSubscript, value: &ast::Expr, sp: Span) -> R<()> {
+        let frag = self.fragment_target(sub)?;
+        let vspan = span(value.range());
+        let v = self.eval(value)?;
+        let value = self.fragment_value(frag, v, vspan)?;
+        self.emit_op(Op::Assign { dst: frag, value }, sp)?;
+        self.mark_stale(frag, sp);
+        Ok(())
+    }
+
+    /// `a[:], b[:] = x, y`: several fragments overwritten by one statement, every value
+    /// computed before any fragment is written (a row-layout statement's loads go out in one
+    /// batch, docs/language.md §9.8a).
+    fn assign_fragments(&mut self, targets: &ast::ExprTuple, value: &ast::Expr, sp: Span) -> R<()> {
+        let ast::Expr::Tuple(values) = value else {
+            return self
+                .err(
+                    &codes::UNSUPPORTED_PYTHON,
+                    span(value.range()),
+                    "fragments assigned together take a tuple of values",
+                )
+                .map_err(|r| {
+                    self.help_last(r, "write `a[:], b[:] = x, y`, one value per fragment")
+                });
+        };
+        if values.elts.len() != targets.elts.len() {
+            return self.err(
+                &codes::SHAPE_MISMATCH,
+                span(targets.range),
+                format!(
+                    "{} fragments but {} values",
+                    targets.elts.len(),
+                    values.elts.len()
+                ),
+            );
+        }
+        // Every target is resolved and every value checked before the first error returns, so
+        // one run reports them all.
+        let mut pairs: Vec<(FragId, ExprId)> = Vec::new();
+        let mut failed = false;
+        for (t, v) in targets.elts.iter().zip(&values.elts) {
+            let ast::Expr::Subscript(sub) = t else {
+                failed = true;
+                let r = self.err::<()>(
+                    &codes::UNSUPPORTED_PYTHON,
+                    span(t.range()),
+                    "a name and fragments cannot be assigned in one statement",
+                );
+                let _ = r.map_err(|r| {
+                    self.help_last(r, "assign the name on a line of its own")
+                });
+                continue;
+            };
+            let Ok(frag) = self.fragment_target(sub) else {
+                failed = true;
+                continue;
+            };
+            if pairs.iter().any(|(f, _)| *f == frag) {
+                failed = true;
+                let _ = self.err::<()>(
+                    &codes::UNSUPPORTED_PYTHON,
+                    span(t.range()),
+                    format!(
+                        "fragment `{}` is assigned twice in one statement",
+                        self.k.fragments[frag].name
+                    ),
+                );
+                continue;
+            }
+            let vspan = span(v.range());
+            match self.eval(v).and_then(|x| self.fragment_value(frag, x, vspan)) {
+                Ok(e) => pairs.push((frag, e)),
+                Err(_) => failed = true,
+            }
+        }
+        if failed {
+            return Err(Reported);
+        }
+        let frags: Vec<FragId> = pairs.iter().map(|(f, _)| *f).collect();
+        self.emit_op(Op::AssignMany { pairs }, sp)?;
+        for f in frags {
+            self.mark_stale(f, sp);
+        }
+        Ok(())
+    }
+
+    /// The fragment a `frag[:]` target names.
+    fn fragment_target(&mut self, sub: &ast::ExprSubscript) -> R<FragId> {
         let base = self.eval(&sub.value)?;
         // A fragment whose declaration failed is already reported: assigning to it is not a
         // second finding.
@@ -323,12 +416,7 @@ impl Interp<'_> {
                     )
                 });
         }
-        let vspan = span(value.range());
-        let v = self.eval(value)?;
-        let value = self.fragment_value(frag, v, vspan)?;
-        self.emit_op(Op::Assign { dst: frag, value }, sp)?;
-        self.mark_stale(frag, sp);
-        Ok(())
+        Ok(frag)
     }
 
     /// Check that `v` can be stored into `frag` (same dtype, broadcastable shape, same role).

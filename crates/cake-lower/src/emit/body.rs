@@ -646,6 +646,7 @@ impl Emitter<'_> {
                 evict,
             } => self.store(*dst, *value, coords, *transposed, *evict, sp),
             Op::Assign { dst, value } => self.assign(*dst, *value, sp),
+            Op::AssignMany { pairs } => self.assign_many(pairs, sp),
             Op::SmemStore { dst, value } if self.k.const_number(*value).is_some() => {
                 self.smem_fill(dst, *value, sp)
             }

@@ -478,6 +478,20 @@ impl Emitter<'_> {
         self.invalidate_reductions(Some(dst));
     }
 
+    /// `a[:], b[:] = x, y`: row-layout tiles of one geometry, assigned in one loop nest.
+    pub(crate) fn assign_many(&mut self, pairs: &[(FragId, ExprId)], sp: Span) {
+        for (_, value) in pairs {
+            self.precompute_reductions(*value);
+        }
+        match legal::assign_many_geom(self.k, pairs, |f| self.layout(f)) {
+            Ok(g) => self.assign_rows_many(pairs, g, sp),
+            Err(m) => self.unsupported(sp, m),
+        }
+        for (dst, _) in pairs {
+            self.invalidate_reductions(Some(*dst));
+        }
+    }
+
     /// `frag[:] = value` for a one-row-per-thread tile (`n` columns) or a per-row value (`n` = 1).
     pub(crate) fn assign_lanes(&mut self, dst: FragId, value: ExprId, n: u32, sp: Span) {
         let k = self.k;

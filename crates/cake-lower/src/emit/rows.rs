@@ -133,6 +133,10 @@ impl Emitter<'_> {
         let (row, _) = self.row_text(g);
         let mut chunked = Vec::new();
         for (l, how) in loads {
+            // Read already for another value of the statement (`a[:], b[:] = x, y`).
+            if self.row_loads.contains_key(&l) {
+                continue;
+            }
             let ExprKind::Load {
                 tensor,
                 coords,
@@ -512,6 +516,57 @@ impl Emitter<'_> {
                 e.line(&format!("for (int r = 0; r < {}; ++r) {name}[r] = {v};", g.rpt));
             }
             _ => {}
+        });
+        self.row_loads.clear();
+    }
+
+    /// `a[:], b[:] = x, y` into row-layout tiles of one geometry: one loop nest, every load of
+    /// every value (a load the values share, once) issued in one batch.
+    pub(crate) fn assign_rows_many(&mut self, pairs: &[(FragId, ExprId)], g: RowGeom, sp: Span) {
+        let k = self.k;
+        let names: Vec<String> = pairs.iter().map(|(d, _)| self.frag_name(*d)).collect();
+        let header = format!(
+            "{{  // {} <- ... ({})",
+            pairs
+                .iter()
+                .map(|(d, _)| k.fragments[*d].name.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            self.loc(sp)
+        );
+        self.braced(&header, |e| {
+            let mut loads = Vec::new();
+            for (_, value) in pairs {
+                let Some(l) = e.row_value_loads(*value, g, true) else {
+                    return;
+                };
+                loads.extend(l);
+            }
+            let values: Vec<String> = pairs
+                .iter()
+                .map(|(_, v)| e.elem(*v, Site::Row(g)))
+                .collect();
+            let cpt = g.cpt();
+            // Every value is computed before any fragment is written: a value may read a
+            // fragment the statement assigns, and reads it as it was.
+            let computed: Vec<String> = values
+                .iter()
+                .enumerate()
+                .map(|(i, v)| format!("const auto cake_val{i} = {v};"))
+                .collect();
+            let written: Vec<String> = names
+                .iter()
+                .enumerate()
+                .map(|(i, n)| format!("{n}[(r * {cpt} + c) * {ROW_CHUNK} + v] = cake_val{i};"))
+                .collect();
+            e.row_chunks(g, &loads, None, |e, _| {
+                e.line("#pragma unroll");
+                e.line(&format!(
+                    "for (int v = 0; v < {ROW_CHUNK}; ++v) {{ {} {} }}",
+                    computed.join(" "),
+                    written.join(" ")
+                ));
+            });
         });
         self.row_loads.clear();
     }

@@ -315,6 +315,11 @@ pub(crate) trait Scope {
             {
                 reductions_in(k, *value, &mut reductions);
             }
+            if let Stmt::Op(Op::AssignMany { pairs }) = &k.stmts[s] {
+                for (_, value) in pairs {
+                    reductions_in(k, *value, &mut reductions);
+                }
+            }
         }
         let mut out: Vec<(ExprId, u32)> = Vec::new();
         for r in reductions {

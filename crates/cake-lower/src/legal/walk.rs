@@ -508,6 +508,7 @@ impl<'a> Checker<'a> {
                 evict,
             } => self.store(*dst, *value, coords, *transposed, *evict, sp),
             Op::Assign { dst, value } => self.assign(*dst, *value, sp),
+            Op::AssignMany { pairs } => self.assign_many(pairs, sp),
             Op::GlobalScatterAdd {
                 dst,
                 value,
@@ -709,6 +710,23 @@ impl<'a> Checker<'a> {
                     Ok((inner, _)) => self.elem(inner, Site::Tile),
                 }
             }
+        }
+    }
+
+    fn assign_many(&mut self, pairs: &[(FragId, ExprId)], sp: Span) {
+        for (_, value) in pairs {
+            self.precompute_reductions(*value);
+        }
+        match assign_many_geom(self.k, pairs, |f| self.layout(f)) {
+            Err(m) => self.unsupported(sp, m),
+            Ok(g) => {
+                for (_, value) in pairs {
+                    self.row_value(*value, g, true);
+                }
+            }
+        }
+        for (dst, _) in pairs {
+            self.invalidate(*dst);
         }
     }
 

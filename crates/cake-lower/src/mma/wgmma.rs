@@ -1063,6 +1063,7 @@ fn touches(k: &Kernel, op: &Op, f: FragId) -> bool {
     let reads = |e: &ExprId| k.expr_reads_fragment(*e, f);
     match op {
         Op::Assign { dst, value } => *dst == f || reads(value),
+        Op::AssignMany { pairs } => pairs.iter().any(|(dst, value)| *dst == f || reads(value)),
         Op::Store { value, .. }
         | Op::SmemStore { value, .. }
         | Op::TmemStore { src: value, .. } => reads(value),
@@ -1128,6 +1129,7 @@ fn writes_under_mma(k: &Kernel, middle: &[StmtId], a: FragId, acc: FragId) -> bo
 fn overwrites(op: &Op, f: FragId) -> bool {
     match op {
         Op::Assign { dst, .. } | Op::Ldmatrix { dst, .. } | Op::TmemLoad { dst, .. } => *dst == f,
+        Op::AssignMany { pairs } => pairs.iter().any(|(dst, _)| *dst == f),
         Op::Mma {
             acc: Operand::Frag(acc),
             ..
