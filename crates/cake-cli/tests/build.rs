@@ -159,6 +159,47 @@ fn row_accesses_with_an_eviction_priority_build() {
     let _ = std::fs::remove_dir_all(&out_dir);
 }
 
+#[test]
+fn fragments_assigned_together_build() {
+    if !has_toolchain() {
+        return;
+    }
+    let (out_dir, out) = build("tests/build/assign_many_sm90.py", "assign-many");
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let cu = std::fs::read_to_string(out_dir.join("assign_many.cu")).unwrap();
+    // The first statement's batched path reads X's tile once for both values, with both
+    // vectors, before any fragment is written.
+    let first = cu
+        .split("// p, q <- ...")
+        .nth(1)
+        .expect("the first statement");
+    let first = &first[..first.find("} else {").expect("its checked path")];
+    let raw = |t: &str| {
+        first
+            .lines()
+            .filter(|l| l.contains("_raw[") && l.contains(&format!("lm.load({t})")))
+            .count()
+    };
+    assert_eq!((raw("X"), raw("W"), raw("V")), (1, 1, 1), "{first}");
+    // The swap computes both values before writing either.
+    let swap = cu.split("// p, q <- ...").nth(2).expect("the swap");
+    let line = swap
+        .lines()
+        .find(|l| l.contains("cake_val1"))
+        .expect("the swap's element loop");
+    assert!(
+        line.find("const auto cake_val1").unwrap() < line.find("p[").unwrap(),
+        "{line}"
+    );
+    assert!(out_dir.join("assign_many.cubin").is_file());
+    let _ = std::fs::remove_dir_all(&out_dir);
+}
+
 /// Whether `cake` will find nvcc (the same discovery as `cake build`); reported as a skip when not.
 fn has_toolchain() -> bool {
     cake_testkit::require(cake_toolchain::Toolchain::discover(), "no CUDA toolchain").is_some()

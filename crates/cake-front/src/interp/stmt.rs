@@ -346,9 +346,7 @@ impl Interp<'_> {
                     span(t.range()),
                     "a name and fragments cannot be assigned in one statement",
                 );
-                let _ = r.map_err(|r| {
-                    self.help_last(r, "assign the name on a line of its own")
-                });
+                let _ = r.map_err(|r| self.help_last(r, "assign the name on a line of its own"));
                 continue;
             };
             let Ok(frag) = self.fragment_target(sub) else {
@@ -368,7 +366,10 @@ impl Interp<'_> {
                 continue;
             }
             let vspan = span(v.range());
-            match self.eval(v).and_then(|x| self.fragment_value(frag, x, vspan)) {
+            match self
+                .eval(v)
+                .and_then(|x| self.fragment_value(frag, x, vspan))
+            {
                 Ok(e) => pairs.push((frag, e)),
                 Err(_) => failed = true,
             }
