@@ -17,7 +17,9 @@ def pairs(X: lm.tensor[lm.bf16, "R", 1024], Y: lm.tensor[lm.bf16, "R", 1024]):
             p[:], q[:] = x  # error[CAKE-L002]: take a tuple of values
             p[:], q[:] = x, x, x  # error[CAKE-L007]: 2 fragments but 3 values
             p[:], p[:] = x, x  # error[CAKE-L002]: `p` is assigned twice
-            p[:], n = x, 3  # error[CAKE-L002]: a name and fragments
+            p[:], n = x, 3  # error[CAKE-L002]: only with other fragments
+            p[:], (q[:], n) = x, (x, 3)  # error[CAKE-L002]: only with other fragments
+            p[:], *q = x, x  # error[CAKE-L002]: only with other fragments
             p[:], q[0] = x, x  # error[CAKE-L002]: assigned whole
             p[:], q[:] = x, lm.cast(x, lm.bf16)  # error[CAKE-L008]: holds f32
             lm.store(Y, lm.cast(p + q, lm.bf16), coords=(t * 4, 0))

@@ -344,9 +344,11 @@ impl Interp<'_> {
                 let r = self.err::<()>(
                     &codes::UNSUPPORTED_PYTHON,
                     span(t.range()),
-                    "a name and fragments cannot be assigned in one statement",
+                    "fragments are assigned together only with other fragments (`frag[:]`)",
                 );
-                let _ = r.map_err(|r| self.help_last(r, "assign the name on a line of its own"));
+                let _ = r.map_err(|r| {
+                    self.help_last(r, "assign names and nested targets on lines of their own")
+                });
                 continue;
             };
             let Ok(frag) = self.fragment_target(sub) else {
