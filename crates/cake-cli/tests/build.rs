@@ -175,7 +175,7 @@ fn fragments_assigned_together_build() {
     // The first statement's batched path reads X's tile once for both values, with both
     // vectors, before any fragment is written.
     let first = cu
-        .split("// p, q <- ...")
+        .split("// p, v <- ...")
         .nth(1)
         .expect("the first statement");
     let first = &first[..first.find("} else {").expect("its checked path")];
@@ -187,7 +187,7 @@ fn fragments_assigned_together_build() {
     };
     assert_eq!((raw("X"), raw("W"), raw("V")), (1, 1, 1), "{first}");
     // The swap computes both values before writing either.
-    let swap = cu.split("// p, q <- ...").nth(2).expect("the swap");
+    let swap = cu.split("// p, v <- ...").nth(2).expect("the swap");
     let line = swap
         .lines()
         .find(|l| l.contains("cake_val1"))

@@ -407,9 +407,9 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_quant_fp8(
       }
       float red1_v[2];  // row max over 4096 columns, rows held by 128 thread(s) (quant_fp8_sm90.py:28)
       {
-        float acc[2];
+        float cake_part[2];
         #pragma unroll
-        for (int r = 0; r < 2; ++r) acc[r] = __int_as_float(0xff800000);
+        for (int r = 0; r < 2; ++r) cake_part[r] = __int_as_float(0xff800000);
         #pragma unroll
         for (int c = 0; c < 4; ++c) {
           const int lc = 8 * (rows_thread % 128 + 128 * c);
@@ -417,11 +417,11 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_quant_fp8(
           for (int r = 0; r < 2; ++r) {
             const int row = r;
             #pragma unroll
-            for (int v = 0; v < 8; ++v) { acc[r] = fmaxf(acc[r], fabsf(x[(r * 4 + c) * 8 + v])); }
+            for (int v = 0; v < 8; ++v) { cake_part[r] = fmaxf(cake_part[r], fabsf(x[(r * 4 + c) * 8 + v])); }
           }
         }
         #pragma unroll
-        for (int r = 0; r < 2; ++r) red1_v[r] = acc[r];
+        for (int r = 0; r < 2; ++r) red1_v[r] = cake_part[r];
       }
       #pragma unroll
       for (int r = 0; r < 2; ++r) {

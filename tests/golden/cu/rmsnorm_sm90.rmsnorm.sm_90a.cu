@@ -365,9 +365,9 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_rmsnorm(
       }
       float red1_v[2];  // row sum over 4096 columns, rows held by 128 thread(s) (rmsnorm_sm90.py:31)
       {
-        float acc[2];
+        float cake_part[2];
         #pragma unroll
-        for (int r = 0; r < 2; ++r) acc[r] = 0.0f;
+        for (int r = 0; r < 2; ++r) cake_part[r] = 0.0f;
         #pragma unroll
         for (int c = 0; c < 4; ++c) {
           const int lc = 8 * (rows_thread % 128 + 128 * c);
@@ -375,11 +375,11 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_rmsnorm(
           for (int r = 0; r < 2; ++r) {
             const int row = r;
             #pragma unroll
-            for (int v = 0; v < 8; ++v) { acc[r] = cake_sum(acc[r], (x[(r * 4 + c) * 8 + v] * x[(r * 4 + c) * 8 + v])); }
+            for (int v = 0; v < 8; ++v) { cake_part[r] = cake_sum(cake_part[r], (x[(r * 4 + c) * 8 + v] * x[(r * 4 + c) * 8 + v])); }
           }
         }
         #pragma unroll
-        for (int r = 0; r < 2; ++r) red1_v[r] = acc[r];
+        for (int r = 0; r < 2; ++r) red1_v[r] = cake_part[r];
       }
       #pragma unroll
       for (int r = 0; r < 2; ++r) {

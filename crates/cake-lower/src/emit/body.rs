@@ -484,7 +484,11 @@ impl Emitter<'_> {
         body: &Block,
         sp: Span,
     ) {
-        let var = format!("{}_{}", c_ident(&self.k.loops[id].var_name), id.index());
+        let var = format!(
+            "{}_{}",
+            c_ident_stem(&self.k.loops[id].var_name),
+            id.index()
+        );
         let (a, b) = (self.ix(start), self.ix(stop));
         let backend = self.backend;
         let lp = RangeLoop {

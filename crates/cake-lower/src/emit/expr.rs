@@ -19,9 +19,11 @@ impl Emitter<'_> {
             ExprKind::Int(v) => v.to_string(),
             ExprKind::Bool(b) => b.to_string(),
             ExprKind::Float(f) => format!("{f:?}f"),
-            ExprKind::Dim(d) => format!("dim_{}", c_ident(&k.dims[*d].name)),
+            ExprKind::Dim(d) => format!("dim_{}", c_ident_stem(&k.dims[*d].name)),
             ExprKind::Scalar(p) => c_ident(&k.params[*p].name),
-            ExprKind::LoopVar(l) => format!("{}_{}", c_ident(&k.loops[*l].var_name), l.index()),
+            ExprKind::LoopVar(l) => {
+                format!("{}_{}", c_ident_stem(&k.loops[*l].var_name), l.index())
+            }
             ExprKind::TileCoord { axis, .. } => format!("tile_{axis}"),
             ExprKind::RoleIndex(r) => format!("{}_index", c_ident(&k.roles[*r].name)),
             ExprKind::PipelineStage(p) => self.pipe_var(*p, "stage"),
@@ -351,7 +353,7 @@ impl Emitter<'_> {
     pub(crate) fn extent_text(&self, d: &Extent) -> String {
         match d {
             Extent::Fixed(v) => v.to_string(),
-            Extent::Sym(s) => format!("dim_{}", c_ident(&self.k.dims[*s].name)),
+            Extent::Sym(s) => format!("dim_{}", c_ident_stem(&self.k.dims[*s].name)),
         }
     }
 

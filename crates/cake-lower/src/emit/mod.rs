@@ -117,7 +117,19 @@ pub(crate) struct Emitter<'a> {
     pub(crate) needs_row_red: bool,
 }
 
+/// A schedule's name as a C identifier standing on its own (a fragment, a tensor, a scalar): the
+/// C keywords and the lowering's own locals get a trailing `_`.
 pub(crate) fn c_ident(name: &str) -> String {
+    ident(name, true)
+}
+
+/// A schedule's name as the stem of a C identifier the lowering affixes (`dim_N`, the loop
+/// variable `j_3`), which cannot meet an element loop's index: only the C keywords are renamed.
+pub(crate) fn c_ident_stem(name: &str) -> String {
+    ident(name, false)
+}
+
+fn ident(name: &str, alone: bool) -> String {
     const RESERVED: &[&str] = &[
         "int",
         "float",
@@ -166,6 +178,8 @@ pub(crate) fn c_ident(name: &str) -> String {
         "lane",
         "tile",
     ];
+    // The element loops' indices, in scope wherever a value's text is emitted.
+    const LOCALS: &[&str] = &["v", "c", "r", "lc", "row", "i", "h", "j", "mt", "e"];
     let clean: String = name
         .chars()
         .map(|c| {
@@ -177,6 +191,7 @@ pub(crate) fn c_ident(name: &str) -> String {
         })
         .collect();
     if RESERVED.contains(&clean.as_str())
+        || (alone && LOCALS.contains(&clean.as_str()))
         || clean.starts_with("cake_")
         || clean.starts_with(|c: char| c.is_ascii_digit())
     {
@@ -367,7 +382,7 @@ impl<'a> Emitter<'a> {
         let backend = self.backend;
         self.collect_tensor_maps();
         let args = self.args();
-        let symbol = format!("cake_{}", c_ident(&self.k.name));
+        let symbol = format!("cake_{}", c_ident_stem(&self.k.name));
         let body = self.kernel_body();
         if !self.errors.is_empty() {
             return Err(self.errors);

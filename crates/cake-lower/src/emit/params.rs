@@ -155,7 +155,7 @@ impl Emitter<'_> {
                 };
                 format!("{}* __restrict__ {}", storage_type(dtype), c_ident(tensor))
             }
-            Arg::Dim { name } => format!("const int dim_{}", c_ident(name)),
+            Arg::Dim { name } => format!("const int dim_{}", c_ident_stem(name)),
             Arg::Scalar { name } => {
                 let (_, p) = self
                     .k

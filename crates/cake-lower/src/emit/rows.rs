@@ -805,9 +805,10 @@ impl Emitter<'_> {
                 return;
             };
             let value = em.elem(arg, Site::Row(g));
-            em.line(&format!("float acc[{}];", g.rpt));
+            // `cake_` names are the lowering's own (c_ident renames a fragment called so).
+            em.line(&format!("float cake_part[{}];", g.rpt));
             em.line("#pragma unroll");
-            em.line(&format!("for (int r = 0; r < {}; ++r) acc[r] = {init};", g.rpt));
+            em.line(&format!("for (int r = 0; r < {}; ++r) cake_part[r] = {init};", g.rpt));
             // Elements past the tile's columns do not exist.
             let guard = if g.ragged() {
                 format!("if (lc + v < {}) ", g.cols)
@@ -817,11 +818,11 @@ impl Emitter<'_> {
             em.row_chunks(g, &loads, None, |em, _| {
                 em.line("#pragma unroll");
                 em.line(&format!(
-                    "for (int v = 0; v < {ROW_CHUNK}; ++v) {{ {guard}acc[r] = {combine}(acc[r], {value}); }}"
+                    "for (int v = 0; v < {ROW_CHUNK}; ++v) {{ {guard}cake_part[r] = {combine}(cake_part[r], {value}); }}"
                 ));
             });
             em.line("#pragma unroll");
-            em.line(&format!("for (int r = 0; r < {}; ++r) {vname}[r] = acc[r];", g.rpt));
+            em.line(&format!("for (int r = 0; r < {}; ++r) {vname}[r] = cake_part[r];", g.rpt));
         });
         self.row_loads.clear();
         // Across the lanes of a row group (consecutive lanes of one warp).
