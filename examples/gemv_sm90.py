@@ -14,9 +14,8 @@ import cake
 from cake import lm
 
 K = 4096                       # the weight's columns (specialised per shape)
-MT = 1                         # rows of A (specialised per shape: 1, 2 or 4)
-WEIGHT_ROWS = 0                # weight rows per CTA; 0: about 16 KB of weight each, from K
-ROWS = WEIGHT_ROWS if WEIGHT_ROWS > 0 else 4 if K <= 2048 else 2 if K <= 4096 else 1
+MT = 1                         # rows of A (specialised per shape: 1 or 2)
+ROWS = 4 if K <= 2048 else 2 if K <= 4096 else 1   # weight rows per CTA: ~16 KB of weight each
 # The weight is read once: its lines leave L2 first, so they evict neither A's row nor other
 # kernels' dirty lines (1.12-1.21x faster at M = 1: bench/results/2026-12-04-row-evict/).
 EVICT_FIRST = 1
@@ -28,33 +27,14 @@ def gemv(A: lm.tensor[lm.bf16, "M", K], B: lm.tensor[lm.bf16, "N", K],
          C: lm.tensor[lm.bf16, "M", "N"]):
     rows = lm.role(warpgroup=0)
     p = rows.fragment(shape=(ROWS, K), dtype=lm.f32, rows="warpgroup")
-    assert MT == 1 or MT == 2 or MT == 4, "the GEMV takes 1, 2 or 4 rows of A"
-    if MT >= 2:
-        q = rows.fragment(shape=(ROWS, K), dtype=lm.f32, rows="warpgroup")
-    if MT == 4:
-        u = rows.fragment(shape=(ROWS, K), dtype=lm.f32, rows="warpgroup")
-        v = rows.fragment(shape=(ROWS, K), dtype=lm.f32, rows="warpgroup")
     for t in lm.tiles(lm.cdiv(N, ROWS)):
         with rows:
-            w = lm.cast(lm.load(B, coords=(t * ROWS, 0), shape=(ROWS, K), evict=B_EVICT), lm.f32)
-            a0 = lm.cast(lm.load(A, coords=(0, 0), shape=(K,)), lm.f32)
-            if MT == 1:
-                # The weight rows and A's row in one statement: every load of both is in
-                # flight before the first is used (a statement's loads are batched, §9.8a).
-                p[:] = w * a0[None, :]
-            elif MT == 2:
-                # Two rows of A by the same weight rows: one statement, so the weight is read
-                # once and A's rows are in flight with it.
-                a1 = lm.cast(lm.load(A, coords=(1, 0), shape=(K,)), lm.f32)
-                p[:], q[:] = w * a0[None, :], w * a1[None, :]
-                lm.store(C, lm.cast(lm.sum(q, axis=1), lm.bf16), coords=(1, t * ROWS))
-            else:
-                a1 = lm.cast(lm.load(A, coords=(1, 0), shape=(K,)), lm.f32)
-                a2 = lm.cast(lm.load(A, coords=(2, 0), shape=(K,)), lm.f32)
-                a3 = lm.cast(lm.load(A, coords=(3, 0), shape=(K,)), lm.f32)
-                p[:], q[:], u[:], v[:] = (w * a0[None, :], w * a1[None, :], w * a2[None, :],
-                                          w * a3[None, :])
-                lm.store(C, lm.cast(lm.sum(q, axis=1), lm.bf16), coords=(1, t * ROWS))
-                lm.store(C, lm.cast(lm.sum(u, axis=1), lm.bf16), coords=(2, t * ROWS))
-                lm.store(C, lm.cast(lm.sum(v, axis=1), lm.bf16), coords=(3, t * ROWS))
+            # The weight rows and A's row in one statement: every load of both is in flight
+            # before the first is used (a statement's loads are batched, §9.8a).
+            p[:] = (lm.cast(lm.load(B, coords=(t * ROWS, 0), shape=(ROWS, K), evict=B_EVICT), lm.f32)
+                    * lm.cast(lm.load(A, coords=(0, 0), shape=(K,)), lm.f32)[None, :])
             lm.store(C, lm.cast(lm.sum(p, axis=1), lm.bf16), coords=(0, t * ROWS))
+            if MT == 2:
+                p[:] = (lm.cast(lm.load(B, coords=(t * ROWS, 0), shape=(ROWS, K), evict=B_EVICT), lm.f32)
+                        * lm.cast(lm.load(A, coords=(1, 0), shape=(K,)), lm.f32)[None, :])
+                lm.store(C, lm.cast(lm.sum(p, axis=1), lm.bf16), coords=(1, t * ROWS))
