@@ -196,6 +196,20 @@ fn fragments_assigned_together_build() {
         line.find("const auto cake_val1").unwrap() < line.find("p[").unwrap(),
         "{line}"
     );
+    // The two row reductions of one statement: one pass, W read once for both.
+    let fused = cu
+        .split("float cake_part0[")
+        .nth(1)
+        .expect("the reductions' shared pass");
+    let fused = &fused[..fused.find("} else {").expect("its checked path")];
+    assert!(fused.contains("float cake_part1["), "{fused}");
+    let reads = |t: &str| {
+        fused
+            .lines()
+            .filter(|l| l.contains("_raw[") && l.contains(&format!("lm.load({t})")))
+            .count()
+    };
+    assert_eq!((reads("W"), reads("V")), (1, 1), "{fused}");
     assert!(out_dir.join("assign_many.cubin").is_file());
     let _ = std::fs::remove_dir_all(&out_dir);
 }

@@ -482,11 +482,18 @@ impl Emitter<'_> {
 
     /// `a[:], b[:] = x, y`: row-layout tiles of one geometry, assigned in one loop nest.
     pub(crate) fn assign_many(&mut self, pairs: &[(FragId, ExprId)], sp: Span) {
+        let layout = legal::assign_many_layout(self.k, pairs, |f| self.layout(f));
+        if let Ok(FragLayout::RowVals(_)) = layout {
+            let values: Vec<ExprId> = pairs.iter().map(|(_, v)| *v).collect();
+            self.fuse_row_reductions(&values);
+        }
         for (_, value) in pairs {
             self.precompute_reductions(*value);
         }
-        match legal::assign_many_geom(self.k, pairs, |f| self.layout(f)) {
-            Ok(g) => self.assign_rows_many(pairs, g, sp),
+        match layout {
+            Ok(FragLayout::RowTile(g)) => self.assign_rows_many(pairs, g, sp),
+            Ok(FragLayout::RowVals(g)) => self.assign_vals_many(pairs, g, sp),
+            Ok(_) => {}
             Err(m) => self.unsupported(sp, m),
         }
         for (dst, _) in pairs {

@@ -61,6 +61,75 @@ impl Emitter<'_> {
             .computed(e, (arg, op, packed), pass.vname, iname);
     }
 
+    /// The row reductions (sum, max, min along the columns) that the values of one statement
+    /// (`a[:], b[:] = lm.sum(x * u, axis=1), lm.sum(x * w, axis=1)`) read, computed together
+    /// where two or more reduce tiles of one geometry: one pass over the chunks, every load of
+    /// every argument (shared ones once) in one batch. The rest are left to
+    /// `precompute_reductions`. Only reductions whose argument holds no reduction of its own.
+    pub(crate) fn fuse_row_reductions(&mut self, values: &[ExprId]) {
+        let k = self.k;
+        let mut candidates: Vec<(ExprId, ReduceOp, ExprId)> = Vec::new();
+        for &v in values {
+            k.visit_expr(v, |e, kind| {
+                let ExprKind::Reduce {
+                    op,
+                    axis: 1,
+                    arg,
+                    packed: false,
+                } = *kind
+                else {
+                    return true;
+                };
+                let mut nested = false;
+                k.visit_expr(arg, |_, kind| {
+                    nested |= matches!(kind, ExprKind::Reduce { .. });
+                    !nested
+                });
+                if !nested
+                    && matches!(op, ReduceOp::Sum | ReduceOp::Max | ReduceOp::Min)
+                    && candidates.iter().all(|c| c.0 != e)
+                {
+                    candidates.push((e, op, arg));
+                }
+                false
+            });
+        }
+        let mut found: Vec<(ExprId, ReduceOp, ExprId, legal::RowGeom)> = Vec::new();
+        for (e, op, arg) in candidates {
+            if self.reductions.contains(e) {
+                continue;
+            }
+            let Ok(legal::ReductionTile::Rows(g)) = self.reduction_tile(arg, 1) else {
+                continue;
+            };
+            let index = legal::reduction_tracks_index(k, (arg, op, 1, false));
+            if !index && legal::row_reduction(k, arg, op, index).is_ok() {
+                found.push((e, op, arg, g));
+            }
+        }
+        while let Some(&(_, _, _, g)) = found.first() {
+            let (group, rest): (Vec<_>, Vec<_>) = found.into_iter().partition(|f| f.3 == g);
+            found = rest;
+            if group.len() < 2 {
+                continue;
+            }
+            let passes: Vec<Pass> = group
+                .iter()
+                .map(|&(_, op, _, _)| self.reduction_pass(op, false))
+                .collect();
+            let items: Vec<_> = group
+                .iter()
+                .zip(&passes)
+                .map(|(&(e, op, arg, _), pass)| (e, pass, op, arg))
+                .collect();
+            self.row_reductions(&items, g);
+            for ((e, op, arg, _), pass) in group.into_iter().zip(passes) {
+                self.reductions
+                    .computed(e, (arg, op, false), pass.vname, None);
+            }
+        }
+    }
+
     /// Warp vote `e` (`lm.any` / `lm.all` of `arg`): each thread combines the elements it
     /// holds, then `__any_sync` / `__all_sync` gives every thread of the warp the same answer.
     /// Computed afresh wherever the condition is evaluated (its registers may have changed).

@@ -571,6 +571,52 @@ impl Emitter<'_> {
         self.row_loads.clear();
     }
 
+    /// `a[:], b[:] = x, y` into per-row values of one geometry (the row reductions the values
+    /// read are computed before, together where they can be: `fuse_row_reductions`).
+    pub(crate) fn assign_vals_many(&mut self, pairs: &[(FragId, ExprId)], g: RowGeom, sp: Span) {
+        let k = self.k;
+        let names: Vec<String> = pairs.iter().map(|(d, _)| self.frag_name(*d)).collect();
+        let header = format!(
+            "{{  // {} <- ... ({})",
+            pairs
+                .iter()
+                .map(|(d, _)| k.fragments[*d].name.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            self.loc(sp)
+        );
+        self.braced(&header, |e| {
+            for (_, value) in pairs {
+                if e.row_value_loads(*value, g, false).is_none() {
+                    return;
+                }
+            }
+            let values: Vec<String> = pairs
+                .iter()
+                .map(|(_, v)| e.elem(*v, Site::RowVal(g)))
+                .collect();
+            // Every value before any fragment is written, as for tiles.
+            let computed: Vec<String> = values
+                .iter()
+                .enumerate()
+                .map(|(i, v)| format!("const auto cake_val{i} = {v};"))
+                .collect();
+            let written: Vec<String> = names
+                .iter()
+                .enumerate()
+                .map(|(i, n)| format!("{n}[r] = cake_val{i};"))
+                .collect();
+            e.line("#pragma unroll");
+            e.line(&format!(
+                "for (int r = 0; r < {}; ++r) {{ {} {} }}",
+                g.rpt,
+                computed.join(" "),
+                written.join(" ")
+            ));
+        });
+        self.row_loads.clear();
+    }
+
     /// `lm.store` of a row-layout tile (its two innermost axes, a chunk at a time) or of
     /// per-row values (the innermost axis, written by the first thread of each row group).
     pub(crate) fn store_rows(
@@ -784,47 +830,111 @@ impl Emitter<'_> {
         arg: ExprId,
         g: RowGeom,
     ) {
+        self.row_reductions(&[(e, pass, op, arg)], g);
+    }
+
+    /// Row reductions of tiles of one geometry in one pass over the chunks: every load of
+    /// every argument (shared ones once) in one batch, a partial per reduction, then each
+    /// combined across its row group in turn.
+    pub(crate) fn row_reductions(
+        &mut self,
+        items: &[(ExprId, &super::reduce::Pass, ReduceOp, ExprId)],
+        g: RowGeom,
+    ) {
         let k = self.k;
-        let vname = pass.vname.clone();
-        let init = pass.init;
-        let combine = match op {
+        let combine_of = |op: ReduceOp| match op {
             ReduceOp::Sum => "cake_sum",
             ReduceOp::Max | ReduceOp::ArgMax => "fmaxf",
             ReduceOp::Min | ReduceOp::ArgMin => "fminf",
         };
-        self.line(&format!(
-            "float {vname}[{}];  // row {} over {} columns, rows held by {} thread(s) ({})",
-            g.rpt,
-            pass.combine,
-            g.cols,
-            g.t,
-            self.loc(k.exprs.span(e))
-        ));
+        // One reduction keeps the name it always had; several number theirs.
+        let part = |i: usize| {
+            if items.len() == 1 {
+                "cake_part".to_string()
+            } else {
+                format!("cake_part{i}")
+            }
+        };
+        for (e, pass, _, _) in items {
+            self.line(&format!(
+                "float {}[{}];  // row {} over {} columns, rows held by {} thread(s) ({})",
+                pass.vname,
+                g.rpt,
+                pass.combine,
+                g.cols,
+                g.t,
+                self.loc(k.exprs.span(*e))
+            ));
+        }
         self.braced("{", |em| {
-            let Some(loads) = em.row_value_loads(arg, g, true) else {
-                return;
-            };
-            let value = em.elem(arg, Site::Row(g));
-            // `cake_` names are the lowering's own (c_ident renames a fragment called so).
-            em.line(&format!("float cake_part[{}];", g.rpt));
-            em.line("#pragma unroll");
-            em.line(&format!("for (int r = 0; r < {}; ++r) cake_part[r] = {init};", g.rpt));
+            let mut loads = Vec::new();
+            for (_, _, _, arg) in items {
+                let Some(l) = em.row_value_loads(*arg, g, true) else {
+                    return;
+                };
+                loads.extend(l);
+            }
+            let values: Vec<String> = items
+                .iter()
+                .map(|(_, _, _, arg)| em.elem(*arg, Site::Row(g)))
+                .collect();
+            for (i, (_, pass, _, _)) in items.iter().enumerate() {
+                // `cake_` names are the lowering's own (c_ident renames a fragment called so).
+                em.line(&format!("float {}[{}];", part(i), g.rpt));
+                em.line("#pragma unroll");
+                em.line(&format!(
+                    "for (int r = 0; r < {}; ++r) {}[r] = {};",
+                    g.rpt,
+                    part(i),
+                    pass.init
+                ));
+            }
             // Elements past the tile's columns do not exist.
             let guard = if g.ragged() {
                 format!("if (lc + v < {}) ", g.cols)
             } else {
                 String::new()
             };
+            let folds: Vec<String> = items
+                .iter()
+                .zip(&values)
+                .enumerate()
+                .map(|(i, ((_, _, op, _), value))| {
+                    let (p, c) = (part(i), combine_of(*op));
+                    format!("{p}[r] = {c}({p}[r], {value});")
+                })
+                .collect();
+            let body = if items.len() == 1 {
+                format!("{guard}{}", folds[0])
+            } else {
+                format!("{guard}{{ {} }}", folds.join(" "))
+            };
             em.row_chunks(g, &loads, None, |em, _| {
                 em.line("#pragma unroll");
                 em.line(&format!(
-                    "for (int v = 0; v < {ROW_CHUNK}; ++v) {{ {guard}cake_part[r] = {combine}(cake_part[r], {value}); }}"
+                    "for (int v = 0; v < {ROW_CHUNK}; ++v) {{ {body} }}"
                 ));
             });
-            em.line("#pragma unroll");
-            em.line(&format!("for (int r = 0; r < {}; ++r) {vname}[r] = cake_part[r];", g.rpt));
+            for (i, (_, pass, _, _)) in items.iter().enumerate() {
+                em.line("#pragma unroll");
+                em.line(&format!(
+                    "for (int r = 0; r < {}; ++r) {}[r] = {}[r];",
+                    g.rpt,
+                    pass.vname,
+                    part(i)
+                ));
+            }
         });
         self.row_loads.clear();
+        for (e, pass, op, _) in items {
+            self.row_combine(*e, &pass.vname, combine_of(*op), g);
+        }
+    }
+
+    /// Combine a row reduction's per-thread partials in `vname` across its row group: the lanes
+    /// of a warp by shuffles, the warps of a warpgroup through the role's scratch.
+    fn row_combine(&mut self, e: ExprId, vname: &str, combine: &str, g: RowGeom) {
+        let k = self.k;
         // Across the lanes of a row group (consecutive lanes of one warp).
         let lanes = g.t.min(32);
         if lanes > 1 {

@@ -3,7 +3,7 @@
 //! emitter and the pass call the same function (what one family decides is a method of its
 //! backend in `crate::mma`).
 
-use super::layout::{FragLayout, RowGeom};
+use super::layout::FragLayout;
 use cake_ir::*;
 use cake_target::{Feature, Target};
 
@@ -600,33 +600,37 @@ pub(crate) fn assign_layout(
     }
 }
 
-/// `a[:], b[:] = x, y`: the fragments' common row-layout tile geometry. Only row-layout tiles
-/// of one shape and holder are assigned together: the statement is one loop nest over their
-/// chunks, its loads issued in one batch.
-pub(crate) fn assign_many_geom(
+/// `a[:], b[:] = x, y`: the fragments' common row layout. Only row-layout tiles, or per-row
+/// values, of one shape and holder are assigned together: the statement is one loop nest, its
+/// loads issued in one batch (and, for per-row values, the row reductions it reads computed in
+/// one pass).
+pub(crate) fn assign_many_layout(
     k: &Kernel,
     pairs: &[(FragId, ExprId)],
     layout: impl Fn(FragId) -> Option<FragLayout>,
-) -> Result<RowGeom, String> {
-    let mut geom: Option<RowGeom> = None;
+) -> Result<FragLayout, String> {
+    let mut common: Option<FragLayout> = None;
     for (dst, _) in pairs {
         let name = &k.fragments[*dst].name;
-        let Some(FragLayout::RowTile(g)) = layout(*dst) else {
-            return Err(format!(
-                "fragments are assigned together only as row-layout tiles (`rows=`, docs/language.md §9.8a); `{name}` is not one: assign it in a statement of its own"
-            ));
+        let l = match layout(*dst) {
+            Some(l @ (FragLayout::RowTile(_) | FragLayout::RowVals(_))) => l,
+            _ => {
+                return Err(format!(
+                    "fragments are assigned together only as row-layout tiles or per-row values (`rows=`, docs/language.md §9.8a); `{name}` is neither: assign it in a statement of its own"
+                ))
+            }
         };
-        match geom {
-            Some(first) if first != g => {
+        match common {
+            Some(first) if first != l => {
                 return Err(format!(
                     "fragments assigned together must have one shape and row holder; `{name}` differs from `{}`",
                     k.fragments[pairs[0].0].name
                 ))
             }
-            _ => geom = Some(g),
+            _ => common = Some(l),
         }
     }
-    geom.ok_or_else(|| "no fragment is assigned".into())
+    common.ok_or_else(|| "no fragment is assigned".into())
 }
 
 /// `frag[:] = value` into a one-row-per-thread tile or per-row value.

@@ -717,11 +717,15 @@ impl<'a> Checker<'a> {
         for (_, value) in pairs {
             self.precompute_reductions(*value);
         }
-        match assign_many_geom(self.k, pairs, |f| self.layout(f)) {
+        match assign_many_layout(self.k, pairs, |f| self.layout(f)) {
             Err(m) => self.unsupported(sp, m),
-            Ok(g) => {
+            Ok(layout) => {
                 for (_, value) in pairs {
-                    self.row_value(*value, g, true);
+                    match layout {
+                        FragLayout::RowVals(g) => self.row_value(*value, g, false),
+                        FragLayout::RowTile(g) => self.row_value(*value, g, true),
+                        _ => {}
+                    }
                 }
             }
         }
