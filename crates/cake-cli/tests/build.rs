@@ -21,6 +21,19 @@ fn build(file: &str, tag: &str) -> (std::path::PathBuf, Output) {
     (out_dir, out)
 }
 
+/// `build`, which must succeed, and the CUDA it wrote for `kernel`.
+fn built_cuda(file: &str, tag: &str, kernel: &str) -> (std::path::PathBuf, String) {
+    let (out_dir, out) = build(file, tag);
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let cu = std::fs::read_to_string(out_dir.join(format!("{kernel}.cu"))).unwrap();
+    (out_dir, cu)
+}
+
 /// The 1-based line of `file` that first contains `text`.
 fn line_of(file: &str, text: &str) -> usize {
     let source = std::fs::read_to_string(repo().join(file)).unwrap();
@@ -131,14 +144,7 @@ fn row_accesses_with_an_eviction_priority_build() {
         return;
     }
     // Every hinted helper the row lowering calls reaches ptxas (unused helpers never do).
-    let (out_dir, out) = build("tests/build/row_hints_sm90.py", "row-hints");
-    assert!(
-        out.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let cu = std::fs::read_to_string(out_dir.join("row_hints.cu")).unwrap();
+    let (out_dir, cu) = built_cuda("tests/build/row_hints_sm90.py", "row-hints", "row_hints");
     for call in [
         "cake_row_raw_b16_evict_first(",
         "cake_row_raw_b32_evict_last(",
@@ -164,14 +170,11 @@ fn fragments_assigned_together_build() {
     if !has_toolchain() {
         return;
     }
-    let (out_dir, out) = build("tests/build/assign_many_sm90.py", "assign-many");
-    assert!(
-        out.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+    let (out_dir, cu) = built_cuda(
+        "tests/build/assign_many_sm90.py",
+        "assign-many",
+        "assign_many",
     );
-    let cu = std::fs::read_to_string(out_dir.join("assign_many.cu")).unwrap();
     // The first statement's batched path reads X's tile once for both values, with both
     // vectors, before any fragment is written.
     let first = cu

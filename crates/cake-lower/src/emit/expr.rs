@@ -470,7 +470,7 @@ impl Emitter<'_> {
                 ));
             }
             FragLayout::RowTile(_) | FragLayout::RowVals(_) => {
-                self.assign_rows(dst, value, layout, sp)
+                self.assign_rows(&[(dst, value)], layout, sp)
             }
             FragLayout::TmemRow { n } => self.assign_lanes(dst, value, n, sp),
             FragLayout::LaneScalar => self.assign_lanes(dst, value, 1, sp),
@@ -491,9 +491,7 @@ impl Emitter<'_> {
             self.precompute_reductions(*value);
         }
         match layout {
-            Ok(FragLayout::RowTile(g)) => self.assign_rows_many(pairs, g, sp),
-            Ok(FragLayout::RowVals(g)) => self.assign_vals_many(pairs, g, sp),
-            Ok(_) => {}
+            Ok(layout) => self.assign_rows(pairs, layout, sp),
             Err(m) => self.unsupported(sp, m),
         }
         for (dst, _) in pairs {

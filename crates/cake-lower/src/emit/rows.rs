@@ -485,46 +485,17 @@ impl Emitter<'_> {
         self.offset_of(dims, &all)
     }
 
-    /// `frag[:] = value` into a row-layout tile or per-row fragment.
-    pub(crate) fn assign_rows(&mut self, dst: FragId, value: ExprId, layout: FragLayout, sp: Span) {
-        let name = self.frag_name(dst);
-        let header = format!(
-            "{{  // {} <- ... ({})",
-            self.k.fragments[dst].name,
-            self.loc(sp)
-        );
-        self.braced(&header, |e| match layout {
-            FragLayout::RowTile(g) => {
-                let Some(loads) = e.row_value_loads(value, g, true) else {
-                    return;
-                };
-                let v = e.elem(value, Site::Row(g));
-                let cpt = g.cpt();
-                e.row_chunks(g, &loads, None, |e, _| {
-                    e.line("#pragma unroll");
-                    e.line(&format!(
-                        "for (int v = 0; v < {ROW_CHUNK}; ++v) {name}[(r * {cpt} + c) * {ROW_CHUNK} + v] = {v};"
-                    ));
-                });
-            }
-            FragLayout::RowVals(g) => {
-                if e.row_value_loads(value, g, false).is_none() {
-                    return;
-                }
-                let v = e.elem(value, Site::RowVal(g));
-                e.line("#pragma unroll");
-                e.line(&format!("for (int r = 0; r < {}; ++r) {name}[r] = {v};", g.rpt));
-            }
-            _ => {}
-        });
-        self.row_loads.clear();
-    }
-
-    /// `a[:], b[:] = x, y` into row-layout tiles of one geometry: one loop nest, every load of
-    /// every value (a load the values share, once) issued in one batch.
-    pub(crate) fn assign_rows_many(&mut self, pairs: &[(FragId, ExprId)], g: RowGeom, sp: Span) {
+    /// `frag[:] = value`, or `a[:], b[:] = x, y`, into row-layout tiles or per-row values of one
+    /// layout: one loop nest, every load of every value (a load the values share, once) issued
+    /// in one batch. The row reductions the values read are computed before (for per-row
+    /// values assigned together, in one pass: `fuse_row_reductions`).
+    pub(crate) fn assign_rows(&mut self, pairs: &[(FragId, ExprId)], layout: FragLayout, sp: Span) {
+        let (g, tile) = match layout {
+            FragLayout::RowTile(g) => (g, true),
+            FragLayout::RowVals(g) => (g, false),
+            _ => return,
+        };
         let k = self.k;
-        let names: Vec<String> = pairs.iter().map(|(d, _)| self.frag_name(*d)).collect();
         let header = format!(
             "{{  // {} <- ... ({})",
             pairs
@@ -534,85 +505,49 @@ impl Emitter<'_> {
                 .join(", "),
             self.loc(sp)
         );
+        let names: Vec<String> = pairs.iter().map(|(d, _)| self.frag_name(*d)).collect();
         self.braced(&header, |e| {
             let mut loads = Vec::new();
             for (_, value) in pairs {
-                let Some(l) = e.row_value_loads(*value, g, true) else {
+                let Some(l) = e.row_value_loads(*value, g, tile) else {
                     return;
                 };
                 loads.extend(l);
             }
-            let values: Vec<String> = pairs
-                .iter()
-                .map(|(_, v)| e.elem(*v, Site::Row(g)))
-                .collect();
-            let cpt = g.cpt();
-            // Every value is computed before any fragment is written: a value may read a
-            // fragment the statement assigns, and reads it as it was.
-            let computed: Vec<String> = values
-                .iter()
-                .enumerate()
-                .map(|(i, v)| format!("const auto cake_val{i} = {v};"))
-                .collect();
-            let written: Vec<String> = names
-                .iter()
-                .enumerate()
-                .map(|(i, n)| format!("{n}[(r * {cpt} + c) * {ROW_CHUNK} + v] = cake_val{i};"))
-                .collect();
-            e.row_chunks(g, &loads, None, |e, _| {
+            let site = if tile { Site::Row(g) } else { Site::RowVal(g) };
+            let values: Vec<String> = pairs.iter().map(|(_, v)| e.elem(*v, site)).collect();
+            let at = if tile {
+                format!("(r * {} + c) * {ROW_CHUNK} + v", g.cpt())
+            } else {
+                "r".to_string()
+            };
+            let body = if let ([name], [value]) = (names.as_slice(), values.as_slice()) {
+                format!("{name}[{at}] = {value};")
+            } else {
+                // Every value is computed before any fragment is written: a value may read a
+                // fragment the statement assigns, and reads it as it was.
+                let computed = values
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| format!("const auto cake_val{i} = {v};"));
+                let written = names
+                    .iter()
+                    .enumerate()
+                    .map(|(i, n)| format!("{n}[{at}] = cake_val{i};"));
+                format!(
+                    "{{ {} }}",
+                    computed.chain(written).collect::<Vec<_>>().join(" ")
+                )
+            };
+            if tile {
+                e.row_chunks(g, &loads, None, |e, _| {
+                    e.line("#pragma unroll");
+                    e.line(&format!("for (int v = 0; v < {ROW_CHUNK}; ++v) {body}"));
+                });
+            } else {
                 e.line("#pragma unroll");
-                e.line(&format!(
-                    "for (int v = 0; v < {ROW_CHUNK}; ++v) {{ {} {} }}",
-                    computed.join(" "),
-                    written.join(" ")
-                ));
-            });
-        });
-        self.row_loads.clear();
-    }
-
-    /// `a[:], b[:] = x, y` into per-row values of one geometry (the row reductions the values
-    /// read are computed before, together where they can be: `fuse_row_reductions`).
-    pub(crate) fn assign_vals_many(&mut self, pairs: &[(FragId, ExprId)], g: RowGeom, sp: Span) {
-        let k = self.k;
-        let names: Vec<String> = pairs.iter().map(|(d, _)| self.frag_name(*d)).collect();
-        let header = format!(
-            "{{  // {} <- ... ({})",
-            pairs
-                .iter()
-                .map(|(d, _)| k.fragments[*d].name.as_str())
-                .collect::<Vec<_>>()
-                .join(", "),
-            self.loc(sp)
-        );
-        self.braced(&header, |e| {
-            for (_, value) in pairs {
-                if e.row_value_loads(*value, g, false).is_none() {
-                    return;
-                }
+                e.line(&format!("for (int r = 0; r < {}; ++r) {body}", g.rpt));
             }
-            let values: Vec<String> = pairs
-                .iter()
-                .map(|(_, v)| e.elem(*v, Site::RowVal(g)))
-                .collect();
-            // Every value before any fragment is written, as for tiles.
-            let computed: Vec<String> = values
-                .iter()
-                .enumerate()
-                .map(|(i, v)| format!("const auto cake_val{i} = {v};"))
-                .collect();
-            let written: Vec<String> = names
-                .iter()
-                .enumerate()
-                .map(|(i, n)| format!("{n}[r] = cake_val{i};"))
-                .collect();
-            e.line("#pragma unroll");
-            e.line(&format!(
-                "for (int r = 0; r < {}; ++r) {{ {} {} }}",
-                g.rpt,
-                computed.join(" "),
-                written.join(" ")
-            ));
         });
         self.row_loads.clear();
     }
