@@ -17,6 +17,8 @@ OWNER = "warp" if H <= 2048 else "warpgroup"          # who holds a row
 RPC = 0                                   # rows per CTA; 0: by H, as below
 EVICT_FIRST = 0                           # 1: X's lines (read once) leave L2 first
 X_EVICT = "first" if EVICT_FIRST == 1 else None
+STORE_EVICT = 0                           # L2 priority of Y's lines: 0 default, 1 first, 2 last
+Y_EVICT = "first" if STORE_EVICT == 1 else "last" if STORE_EVICT == 2 else None
 ROWS = RPC if RPC > 0 else 4 if H <= 2048 else 2 if H <= 8192 else 1   # rows per CTA
 
 
@@ -30,4 +32,4 @@ def rmsnorm(X: lm.tensor[lm.bf16, "R", H], W: lm.tensor[lm.bf16, H],
             x[:] = lm.cast(lm.load(X, coords=(t * ROWS, 0), shape=(ROWS, H), evict=X_EVICT), lm.f32)
             rstd = lm.rsqrt(lm.sum(x * x, axis=1) * (1.0 / H) + eps)
             w = lm.cast(lm.load(W, coords=(0,), shape=(H,)), lm.f32)
-            lm.store(Y, lm.cast(x * rstd[:, None] * w[None, :], lm.bf16), coords=(t * ROWS, 0))
+            lm.store(Y, lm.cast(x * rstd[:, None] * w[None, :], lm.bf16), coords=(t * ROWS, 0), evict=Y_EVICT)

@@ -1,6 +1,7 @@
 """Fragments assigned together (docs/language.md §9.8a), for the build test: one statement reads
 X once for both values, a swap reads each fragment as it was before the statement, and two row
-reductions of one statement share one pass (W read once for both). The fragments are named like
+reductions of one statement share one pass (W read once for both), as do two reductions of loads
+alone (X read once for both, no fragment holding it). The fragments are named like
 the lowering's own locals (`v`, `acc`), which it must rename."""
 import cake
 from cake import lm
@@ -29,4 +30,6 @@ def assign_many(X: lm.tensor[lm.bf16, "R", H], W: lm.tensor[lm.bf16, H], V: lm.t
             lm.store(S, lm.sum(acc, axis=1), coords=(t * ROWS,))
             s0[:], s1[:] = lm.sum(acc * w[None, :], axis=1), lm.max(acc * w[None, :] * b[None, :], axis=1)
             lm.store(T, s0 + s1, coords=(t * ROWS,))
+            s0[:], s1[:] = lm.sum(x * w[None, :], axis=1), lm.sum(x * b[None, :], axis=1)
+            lm.store(S, s0 - s1, coords=(t * ROWS,))
             lm.store(Y, lm.cast(p + v, lm.bf16), coords=(t * ROWS, 0))

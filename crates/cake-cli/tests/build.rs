@@ -213,6 +213,23 @@ fn fragments_assigned_together_build() {
             .count()
     };
     assert_eq!((reads("W"), reads("V")), (1, 1), "{fused}");
+    // Two reductions of loads alone: their pass reads X's tile once, and the vectors once each.
+    let loads_only = cu
+        .split("float cake_part0[")
+        .nth(2)
+        .expect("the load-only reductions' shared pass");
+    let loads_only = &loads_only[..loads_only.find("} else {").expect("its checked path")];
+    let reads = |t: &str| {
+        loads_only
+            .lines()
+            .filter(|l| l.contains("_raw[") && l.contains(&format!("lm.load({t})")))
+            .count()
+    };
+    assert_eq!(
+        (reads("X"), reads("W"), reads("V")),
+        (1, 1, 1),
+        "{loads_only}"
+    );
     assert!(out_dir.join("assign_many.cubin").is_file());
     let _ = std::fs::remove_dir_all(&out_dir);
 }

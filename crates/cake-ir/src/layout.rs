@@ -131,15 +131,7 @@ pub fn smem_layout(k: &Kernel) -> SmemLayout {
         cursor += 8;
     }
     for (rid, role) in k.roles.iter() {
-        let rows = k
-            .fragments
-            .iter()
-            .filter(|(_, f)| {
-                f.role == rid && f.rows == Some(RowOwner::Warpgroup) && f.shape.len() == 2
-            })
-            .map(|(_, f)| f.shape[0] as u64)
-            .max();
-        if let Some(rows) = rows {
+        if let Some(rows) = warpgroup_rows(k, rid).map(u64::from) {
             cursor = align_up(cursor, 16);
             layout.row_scratch.push((rid, cursor));
             cursor += role.replicas() as u64 * 4 * rows * 4;
@@ -156,4 +148,15 @@ pub fn smem_layout(k: &Kernel) -> SmemLayout {
     }
     layout.total = align_up(cursor, 16);
     layout
+}
+
+/// The most rows a fragment of `role` held by whole warpgroups (`rows="warpgroup"`) has: its
+/// row reductions combine the four warps' partials in a scratch of that many rows per warp.
+/// Per-row values count too: a reduction assigned to one may read only loads.
+pub fn warpgroup_rows(k: &Kernel, role: RoleId) -> Option<u32> {
+    k.fragments
+        .iter()
+        .filter(|(_, f)| f.role == role && f.rows == Some(RowOwner::Warpgroup))
+        .map(|(_, f)| f.shape[0])
+        .max()
 }

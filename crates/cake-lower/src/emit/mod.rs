@@ -51,6 +51,8 @@ pub(crate) struct Emitter<'a> {
     pub(crate) facts: &'a [BarrierFacts],
     /// Register layouts of the fragments, from the legality pass's plan.
     pub(crate) frag_layouts: &'a HashMap<FragId, FragLayout>,
+    /// Layouts of tile loads that row reductions read without a fragment (the same plan's).
+    pub(crate) load_layouts: &'a HashMap<ExprId, FragLayout>,
     pub(crate) tmaps: Vec<(ParamId, Vec<u32>, u32)>,
     /// The MMA family's lowering, picked once from the target, and what it records.
     pub(crate) backend: &'static dyn MmaBackend,
@@ -254,6 +256,7 @@ impl<'a> Emitter<'a> {
             layout: &kf.layout,
             facts: &kf.barriers,
             frag_layouts: &plan.frag_layouts,
+            load_layouts: &plan.load_layouts,
             tmaps: Vec::new(),
             needs_shared_ops: false,
             needs_cp_async: false,
@@ -549,6 +552,9 @@ impl Scope for Emitter<'_> {
     }
     fn layout(&self, f: FragId) -> Option<FragLayout> {
         self.frag_layouts.get(&f).copied()
+    }
+    fn load_layout(&self, e: ExprId) -> Option<FragLayout> {
+        self.load_layouts.get(&e).copied()
     }
     fn in_pipeline(&self, p: PipelineId) -> bool {
         self.pipes.iter().any(|(_, q)| *q == p)

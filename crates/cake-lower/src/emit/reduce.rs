@@ -31,7 +31,12 @@ impl Emitter<'_> {
         }
         let tile = match self.reduction_tile(arg, axis) {
             Ok(tile) => tile,
-            Err(m) => return self.unsupported(k.exprs.span(e), m),
+            Err(m) => {
+                self.unsupported(k.exprs.span(e), m);
+                self.reductions
+                    .computed(e, (arg, op, packed), "0".to_string(), None);
+                return;
+            }
         };
         let index = legal::reduction_tracks_index(k, (arg, op, axis, packed));
         if let legal::ReductionTile::Rows(g) = tile {

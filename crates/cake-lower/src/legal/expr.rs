@@ -17,6 +17,9 @@ pub(crate) type Problems = Vec<(Span, String)>;
 pub(crate) trait Scope {
     fn kernel(&self) -> &Kernel;
     fn layout(&self, f: FragId) -> Option<FragLayout>;
+    /// The layout of a tile load that a row reduction reads without a fragment (the plan's
+    /// `load_layouts`).
+    fn load_layout(&self, e: ExprId) -> Option<FragLayout>;
     /// Whether a loop over pipeline `p` encloses the expression.
     fn in_pipeline(&self, p: PipelineId) -> bool;
     /// Whether reduction `e` has been computed in the current block.
@@ -231,6 +234,7 @@ pub(crate) trait Scope {
                 _ => Some(FragLayout::AccRows),
             },
             ExprKind::Expand { arg, .. } => self.tile_of(*arg),
+            ExprKind::Load { .. } => self.load_layout(e),
             // A 64-row tile read by a warpgroup is read in the wgmma accumulator's layout.
             ExprKind::ViewLoad { .. } => match &self.kernel().exprs[e].ty {
                 Ty::Frag { shape, role, .. }
@@ -351,7 +355,7 @@ pub(crate) trait Scope {
             Some(FragLayout::TmemRow { n }) if axis == 1 => Ok(ReductionTile::Lanes(n)),
             Some(FragLayout::RowTile(g)) if axis == 1 => Ok(ReductionTile::Rows(g)),
             _ => Err(
-                "reductions are lowered along the columns (axis=1) of an accumulator tile or a row-layout tile".into(),
+                "reductions are lowered along the columns (axis=1) of an accumulator tile or a row-layout tile; a reduction of loads alone takes its rows from the per-row fragment (rows=) it is assigned to, with as many rows as the loaded tile".into(),
             ),
         }
     }

@@ -152,6 +152,49 @@ impl Planner<'_> {
         }
     }
 
+    /// A row reduction whose argument reads no fragment (`lm.sum(lm.load(B, shape=(R, K)) *
+    /// a[None, :], axis=1)`) has no tile to take a layout from; assigned to a per-row fragment,
+    /// its argument's tile loads take that fragment's rows and their own columns. A load of other
+    /// rows is left unplaced, and the reduction is reported where it is checked.
+    pub(crate) fn infer_reduced_load_layouts(&mut self) {
+        let k = self.k;
+        for (_, stmt) in k.stmts.iter() {
+            let pairs: Vec<(FragId, ExprId)> = match stmt {
+                Stmt::Op(Op::Assign { dst, value }) => vec![(*dst, *value)],
+                Stmt::Op(Op::AssignMany { pairs }) => pairs.clone(),
+                _ => continue,
+            };
+            for (dst, value) in pairs {
+                let Some(FragLayout::RowVals(g)) = self.frag_layouts.get(&dst).copied() else {
+                    continue;
+                };
+                let mut args = Vec::new();
+                k.visit_expr(value, |_, kind| {
+                    if let ExprKind::Reduce { arg, axis: 1, .. } = kind {
+                        args.push(*arg);
+                    }
+                    true
+                });
+                for arg in args {
+                    for load in unplaced_tile_loads(k, arg) {
+                        let ExprKind::Load { shape, .. } = &k.exprs[load].kind else {
+                            continue;
+                        };
+                        if shape[0] == g.rows() {
+                            let tile = RowGeom {
+                                cols: shape[1],
+                                ..g
+                            };
+                            self.load_layouts
+                                .entry(load)
+                                .or_insert(FragLayout::RowTile(tile));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     /// A fragment declared with `rows=` that an MMA family's inference placed is an MMA operand.
     pub(crate) fn check_row_layouts_kept(&mut self) {
         for (f, frag) in self.k.fragments.iter() {
@@ -222,5 +265,32 @@ impl Planner<'_> {
                 self.frag_layouts.insert(f, FragLayout::AccRows);
             }
         }
+    }
+}
+
+/// The 2-D loads a reduction's argument reads element by element when it reads no fragment:
+/// not under a broadcast (those are per-row or per-column vectors) or a nested reduction. Empty
+/// when the argument reads a fragment, whose layout it takes.
+fn unplaced_tile_loads(k: &Kernel, arg: ExprId) -> Vec<ExprId> {
+    let mut loads = Vec::new();
+    let mut reads_fragment = false;
+    k.visit_expr(arg, |e, kind| match kind {
+        ExprKind::Frag(_) | ExprKind::ViewLoad { .. } => {
+            reads_fragment = true;
+            false
+        }
+        ExprKind::Load { shape, .. } => {
+            if shape.len() == 2 {
+                loads.push(e);
+            }
+            false
+        }
+        ExprKind::Expand { .. } | ExprKind::Reduce { .. } => false,
+        _ => true,
+    });
+    if reads_fragment {
+        Vec::new()
+    } else {
+        loads
     }
 }

@@ -43,6 +43,9 @@ use std::collections::HashMap;
 /// could place, and what it could not (in program order).
 pub(crate) struct Plan {
     pub(crate) frag_layouts: HashMap<FragId, FragLayout>,
+    /// Tile loads a row reduction reads without a fragment, placed like the per-row fragment the
+    /// reduction is assigned to (`Planner::infer_reduced_load_layouts`).
+    pub(crate) load_layouts: HashMap<ExprId, FragLayout>,
     pub(crate) errors: Vec<Unsupported>,
 }
 
@@ -53,6 +56,7 @@ impl Plan {
             k,
             kf,
             frag_layouts: HashMap::new(),
+            load_layouts: HashMap::new(),
             errors: Vec::new(),
         };
         // Row layouts first: the MMA families' per-row vector inference leaves placed
@@ -60,8 +64,10 @@ impl Plan {
         p.infer_row_layouts();
         backend.plan_layouts(&mut p);
         p.check_row_layouts_kept();
+        p.infer_reduced_load_layouts();
         Plan {
             frag_layouts: p.frag_layouts,
+            load_layouts: p.load_layouts,
             errors: p.errors,
         }
     }
@@ -72,6 +78,7 @@ pub(crate) struct Planner<'a> {
     pub(crate) k: &'a Kernel,
     pub(crate) kf: &'a KernelFacts,
     pub(crate) frag_layouts: HashMap<FragId, FragLayout>,
+    pub(crate) load_layouts: HashMap<ExprId, FragLayout>,
     pub(crate) errors: Vec<Unsupported>,
 }
 

@@ -191,7 +191,5 @@ pub(crate) fn row_reduction(
 /// Whether `role` reduces rows held by a whole warpgroup: its replicas meet on a hardware barrier
 /// of their own (`super::replica_barrier`) to combine the four warps' partial results.
 pub(crate) fn role_reduces_across_warps(k: &Kernel, role: RoleId) -> bool {
-    k.fragments
-        .iter()
-        .any(|(_, f)| f.role == role && f.rows == Some(RowOwner::Warpgroup) && f.shape.len() == 2)
+    cake_ir::layout::warpgroup_rows(k, role).is_some()
 }

@@ -51,6 +51,9 @@ impl Scope for Checker<'_> {
     fn layout(&self, f: FragId) -> Option<FragLayout> {
         self.plan.frag_layouts.get(&f).copied()
     }
+    fn load_layout(&self, e: ExprId) -> Option<FragLayout> {
+        self.plan.load_layouts.get(&e).copied()
+    }
     fn in_pipeline(&self, p: PipelineId) -> bool {
         self.pipes.iter().any(|(_, q)| *q == p)
     }
@@ -373,7 +376,12 @@ impl<'a> Checker<'a> {
         }
         let tile = match self.reduction_tile(arg, axis) {
             Ok(tile) => tile,
-            Err(m) => return self.unsupported(k.exprs.span(e), m),
+            Err(m) => {
+                // Recorded as computed: its readers are not reported again.
+                self.unsupported(k.exprs.span(e), m);
+                self.reductions.computed(e, (arg, op, packed), (), None);
+                return;
+            }
         };
         let index = reduction_tracks_index(k, (arg, op, axis, packed));
         if let ReductionTile::Rows(g) = tile {
