@@ -4,7 +4,10 @@ bench/rows_steady.sh is checked against the f32 oracle of kernels/rows/contract.
 with the torch op and a copy of the same rows, two ways, in one process:
 
 - flushed: one call per sample, L2 flushed by a write before it (as `cake family measure`
-  does), CUDA events, median of 30 after 10 warm-up calls;
+  does, L2's persisting lines first returned to normal priority), CUDA events, median of 30
+  after 10 warm-up calls;
+- flushed, no reset: the same without returning persisting lines to normal priority (as the
+  harness flushed before this change): lines kept evict-last survive the flush;
 - steady: BURST calls back to back between two events, no flush, so each call pays for the
   dirty lines the previous one left in L2 (the rows are several times the L2); median over 10
   bursts of the time per call.
@@ -37,6 +40,21 @@ def outputs(fam, R, H):
         return {"Q": torch.empty(R, H, dtype=torch.float8_e4m3fn, device=dev),
                 "S": torch.empty(R, dtype=torch.float32, device=dev)}
     return {n: torch.empty(R, H, dtype=torch.bfloat16, device=dev) for n in FAMILIES[fam][3]}
+
+
+def flushed_no_reset(calls, warmup=10, samples=30):
+    per = [[] for _ in calls]
+    for i in range(warmup + samples):
+        for j, c in enumerate(calls):
+            flush.zero_()
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            c()
+            b.record()
+            torch.cuda.synchronize()
+            if i >= warmup:
+                per[j].append(a.elapsed_time(b) * 1e3)
+    return [statistics.median(p) for p in per]
 
 
 def steady(calls, bursts=10):
@@ -79,14 +97,15 @@ for fam in [f for f in FAMILIES if glob.glob(f"{VARIANTS}/{f}__*")]:
         names += ["torch", "copy"]; oks += [None, None]
         calls += [lambda: base(**ins, **bo, **scalars), lambda: y.copy_(x)]
         fl = [statistics.median(t) * 1e3 for t in timing.time_events_interleaved(torch, calls, 10, 30, flush)]
+        nr = flushed_no_reset(calls)
         st = steady(calls)
-        for n, ok, f, s in zip(names, oks, fl, st):
-            rec = dict(family=fam, R=R, H=H, variant=n, correct=ok, flushed_us=f, steady_us=s,
+        for n, ok, f, u, s in zip(names, oks, fl, nr, st):
+            rec = dict(family=fam, R=R, H=H, variant=n, correct=ok, flushed_us=f, no_reset_us=u, steady_us=s,
                        vs_torch_flushed=fl[-2] / f, vs_torch_steady=st[-2] / s)
             rows.append(rec)
             print(json.dumps(rec), flush=True)
 json.dump(rows, open(f"{OUT}/rows_steady.json", "w"), indent=1)
-print(f"\n{'family':12} {'R':>6} {'H':>6} {'variant':8} ok  flushed steady  ×torch(fl) ×torch(st)")
+print(f"\n{'family':12} {'R':>6} {'H':>6} {'variant':8} ok  flushed no-reset steady  ×torch(fl) ×torch(st)")
 for r in rows:
     ok = "-" if r["correct"] is None else "y" if r["correct"] else "N"
-    print(f"{r['family']:12} {r['R']:6} {r['H']:6} {r['variant']:8} {ok}  {r['flushed_us']:7.1f} {r['steady_us']:7.1f}  {r['vs_torch_flushed']:8.3f}x {r['vs_torch_steady']:8.3f}x")
+    print(f"{r['family']:12} {r['R']:6} {r['H']:6} {r['variant']:8} {ok}  {r['flushed_us']:7.1f} {r['no_reset_us']:8.1f} {r['steady_us']:7.1f}  {r['vs_torch_flushed']:8.3f}x {r['vs_torch_steady']:8.3f}x")

@@ -628,6 +628,24 @@ def test_fake_driver_zeroes_before_the_kernel(fake_libcuda, tmp_path):
         cake.load_kernel(str(path))
 
 
+def test_fake_driver_resets_persisting_l2_in_the_device_context(fake_libcuda, tmp_path):
+    # The timing harness's flush first returns evict-last lines to normal priority
+    # (cake.harness.timing.flush_l2): in the device's primary context, made current first.
+    log = tmp_path / "calls.log"
+    code = "from cake._native_loader import native; native().reset_persisting_l2(1)"
+    env = dict(os.environ, LD_LIBRARY_PATH=os.pathsep.join(
+        p for p in (str(fake_libcuda), os.environ.get("LD_LIBRARY_PATH")) if p), FAKE_CUDA_LOG=str(log))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    calls = log.read_text().splitlines()
+    assert calls[-3:] == ["cuDevicePrimaryCtxRetain 1", "cuCtxSetCurrent 0xc0001",
+                          "cuCtxResetPersistingL2Cache ctx=0xc0001"], calls
+    # A failure is a CudaError naming the call, not a silent pass.
+    env["FAKE_CUDA_FAIL"] = "cuCtxResetPersistingL2Cache"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert r.returncode != 0 and "cuCtxResetPersistingL2Cache" in r.stderr, r.stderr
+
+
 FAKE_EMPTY_UPDATE = r"""
 import sys
 sys.modules["torch"] = None

@@ -616,6 +616,15 @@ fn device_info<'py>(py: Python<'py>, device: i32) -> PyResult<Bound<'py, PyDict>
     Ok(out)
 }
 
+/// Return L2's persisting lines (an `evict_last` policy's) to normal priority on a device, so
+/// that the next write of the whole L2 evicts them (`cake.harness.timing.flush_l2`).
+#[pyfunction]
+#[pyo3(signature = (device=0))]
+fn reset_persisting_l2(py: Python<'_>, device: i32) -> PyResult<()> {
+    py.detach(|| cake_runtime::driver::driver()?.reset_persisting_l2(device))
+        .map_err(runtime_err)
+}
+
 #[pymodule]
 #[pyo3(name = "_native")]
 fn cake_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -631,6 +640,7 @@ fn cake_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(specialize, m)?)?;
     m.add_function(wrap_pyfunction!(family, m)?)?;
     m.add_function(wrap_pyfunction!(device_info, m)?)?;
+    m.add_function(wrap_pyfunction!(reset_persisting_l2, m)?)?;
     m.add_class::<PyKernel>()?;
     m.add_class::<PyPrepared>()?;
     Ok(())

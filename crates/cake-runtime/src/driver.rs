@@ -18,7 +18,7 @@ use crate::pack::ParamSlot;
 use crate::tensormap::TensorMapFields;
 
 /// Every entry point used here; probed at load so an old driver is a clear error, not a panic.
-const REQUIRED: [&str; 16] = [
+const REQUIRED: [&str; 17] = [
     "cuInit",
     "cuGetErrorName",
     "cuGetErrorString",
@@ -35,6 +35,7 @@ const REQUIRED: [&str; 16] = [
     "cuLaunchKernelEx",
     "cuOccupancyMaxActiveClusters",
     "cuMemsetD8Async",
+    "cuCtxResetPersistingL2Cache",
 ];
 
 /// A `CUresult` as (name, description), e.g. ("CUDA_ERROR_INVALID_VALUE", "invalid argument").
@@ -209,6 +210,18 @@ impl Driver {
             }
         }
         Ok(())
+    }
+
+    /// Return every L2 line marked persisting to normal priority, in device `ordinal`'s primary
+    /// context. Lines a kernel read or wrote with an `evict_last` policy outlive a write that
+    /// fills L2 (it evicts normal lines first), so a timing harness resets them before it
+    /// flushes: otherwise a kernel's lines would stay to slow whatever is timed next.
+    pub fn reset_persisting_l2(&self, ordinal: i32) -> Result<()> {
+        self.make_current(ordinal)?;
+        // SAFETY: no arguments; acts on the context made current above.
+        check(unsafe { sys::cuCtxResetPersistingL2Cache() }, || {
+            format!("cuCtxResetPersistingL2Cache(primary context of device {ordinal})")
+        })
     }
 
     /// Encode one tensor map into `slot` (128 bytes, aligned as `CUtensorMap` requires).

@@ -178,3 +178,8 @@ CUresult cuMemsetD8Async(unsigned long long ptr, unsigned char value, size_t byt
           (unsigned long)(uintptr_t)current, ptr, value, bytes, (unsigned long)(uintptr_t)s);
     return fails("cuMemsetD8Async") ? 200 : 0;
 }
+
+CUresult cuCtxResetPersistingL2Cache(void) {
+    logf_("cuCtxResetPersistingL2Cache ctx=%#lx", (unsigned long)(uintptr_t)current);
+    return fails("cuCtxResetPersistingL2Cache") ? 200 : 0;
+}

@@ -52,9 +52,27 @@ def make_flush_buffer(torch: Any, l2_bytes: Optional[int], device: Any) -> Any:
 
 
 def flush_l2(buf: Any) -> None:
-    """Write the whole buffer: evicts whatever the previous call left in L2."""
+    """Write the whole buffer: evicts whatever the previous call left in L2.
+
+    Lines the previous call read or wrote with an L2 `evict_last` policy would survive the write
+    (L2 evicts normal lines first) and slow the next call: a kernel could win its comparison by
+    leaving them for the baseline timed after it (measured: RMSNorm's output stored evict-last
+    made torch's `rms_norm` timed after it 6 % slower, bench/results/2026-12-05-gemv-fused/).
+    So they are returned to normal priority first. Every call is synchronised before the flush
+    (the reset is not ordered on a stream)."""
     if buf is not None:
+        reset_persisting_l2(buf.device)
         buf.zero_()
+
+
+def reset_persisting_l2(device: Any) -> None:
+    """cuCtxResetPersistingL2Cache in the device's primary context (torch's), after the work
+    queued before it has finished."""
+    import torch
+    from cake._native_loader import native
+
+    torch.cuda.synchronize(device)
+    native().reset_persisting_l2(device.index if device.index is not None else torch.cuda.current_device())
 
 
 def time_events(torch: Any, call: Callable[[], Any], warmup: int, samples: int,
