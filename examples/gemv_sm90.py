@@ -18,6 +18,8 @@ MT = 1                         # rows of A (specialised per shape: 1, 2 or 4)
 # Weight rows per CTA: ~16 KB of weight each (WEIGHT_ROWS > 0 overrides it).
 WEIGHT_ROWS = 0
 ROWS = WEIGHT_ROWS if WEIGHT_ROWS > 0 else 4 if K <= 2048 else 2 if K <= 4096 else 1
+# FUSED = 1: at M = 1 too, the row sum of the loads alone (no product tile held in registers).
+FUSED = 0
 # The weight is read once: its lines leave L2 first, so they evict neither A's row nor other
 # kernels' dirty lines (1.12-1.21x faster at M = 1: bench/results/2026-12-04-row-evict/).
 EVICT_FIRST = 1
@@ -28,8 +30,10 @@ B_EVICT = "first" if EVICT_FIRST == 1 else None
 def gemv(A: lm.tensor[lm.bf16, "M", K], B: lm.tensor[lm.bf16, "N", K],
          C: lm.tensor[lm.bf16, "M", "N"]):
     rows = lm.role(warpgroup=0)
-    if MT == 1:
+    if MT == 1 and FUSED == 0:
         p = rows.fragment(shape=(ROWS, K), dtype=lm.f32, rows="warpgroup")
+    elif MT == 1:
+        s0 = rows.fragment(shape=(ROWS,), dtype=lm.f32, rows="warpgroup")
     else:
         # One sum per weight row and row of A; no product tile is held (§9.8a).
         s0 = rows.fragment(shape=(ROWS,), dtype=lm.f32, rows="warpgroup")
@@ -40,7 +44,10 @@ def gemv(A: lm.tensor[lm.bf16, "M", K], B: lm.tensor[lm.bf16, "N", K],
     for t in lm.tiles(lm.cdiv(N, ROWS)):
         with rows:
             w = lm.cast(lm.load(B, coords=(t * ROWS, 0), shape=(ROWS, K), evict=B_EVICT), lm.f32)
-            if MT == 1:
+            if MT == 1 and FUSED == 1:
+                s0[:] = lm.sum(w * lm.cast(lm.load(A, coords=(0, 0), shape=(K,)), lm.f32)[None, :], axis=1)
+                lm.store(C, lm.cast(s0, lm.bf16), coords=(0, t * ROWS))
+            elif MT == 1:
                 # The weight rows and A's row in one statement: every load of both is in flight
                 # before the first is used (a statement's loads are batched, §9.8a).
                 p[:] = w * lm.cast(lm.load(A, coords=(0, 0), shape=(K,)), lm.f32)[None, :]
