@@ -4,11 +4,14 @@
 
 At M = 1 or 2 a token's projection does 2·M flops per weight element: far too few for the tensor
 cores to matter, so the time is the weight's bytes over HBM bandwidth. Each CTA of one warpgroup
-takes ROWS rows of the weight (row layout, docs/language.md §9.8a), multiplies them by a row of
-A (a per-column vector) as they load, and reduces each product along K. Measured on the H200
-(bench/results/2026-12-02-gemv-floor/): at M = 1, 1.08–1.23× cuBLAS where K ≤ 7168, with ROWS
-chosen so that a CTA streams about 16 KB; at K = 14336 (one row per CTA) and at M = 2 (the
-weight loaded once per row of A) it loses, and the family routes those shapes elsewhere.
+takes ROWS rows of the weight (row layout, docs/language.md §9.8a), multiplies them by the rows
+of A (per-column vectors) as they load, and reduces each product along K. At MT = 2 and 4 one
+statement reads the weight once with every row of A in flight and keeps one running sum per
+weight row and row of A (`s0[:], s1[:] = lm.sum(...), lm.sum(...)`). Measured on the H200: at
+M = 1, 1.23–1.40× cuBLAS where K ≤ 7168 (bench/results/2026-12-04-row-evict/); at M = 2,
+1.15–1.31× at the five contract weights, faster than the swapped tensor-core schedule at each
+(bench/results/2026-12-05-gemv-fused/); at M = 4 A's rows, reread from L2 by every CTA, make
+it slower than that schedule, and the family routes those shapes there.
 """
 import cake
 from cake import lm

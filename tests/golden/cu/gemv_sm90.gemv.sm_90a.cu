@@ -394,23 +394,23 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_gemv(
   const int warp = __shfl_sync(0xffffffffu, (int)threadIdx.x / 32, 0);
   const int tiles_0 = cake_cdiv(dim_N, 2);
   const int tiles_total = tiles_0;
-  if (warp >= 0 && warp < 4) {  // role rows (gemv_sm90.py:32)
+  if (warp >= 0 && warp < 4) {  // role rows (gemv_sm90.py:35)
     const int rows_index = (warp - 0) / 4;
     const int rows_thread = (int)threadIdx.x - 0 - rows_index * 128;
     const int lane_row = 16 * (rows_thread / 32) + (rows_thread % 32) / 4;  // and +8
     const int lane_col = 2 * (rows_thread % 4);  // and +1, every 8 columns
     (void)lane_row; (void)lane_col;
     float p[64];  // fragment p [2, 4096] f32
-    for (int tile = blockIdx.x; tile < tiles_total; tile += tiles_total) {  // one tile (t) per CTA (gemv_sm90.py:44)
+    for (int tile = blockIdx.x; tile < tiles_total; tile += tiles_total) {  // one tile (t) per CTA (gemv_sm90.py:47)
       int tile_rest = tile;
       const int tile_0 = tile_rest % tiles_0;
       tile_rest /= tiles_0;
       (void)tile_rest;
-      // with rows: (gemv_sm90.py:45)
-      {  // p <- ... (gemv_sm90.py:53)
+      // with rows: (gemv_sm90.py:48)
+      {  // p <- ... (gemv_sm90.py:56)
         if (0 + 4096 <= 4096 && cake_aligned16(B + ((size_t)((tile_0 * 2) + 0) * 4096 + (0))) && cake_aligned16(B + ((size_t)((tile_0 * 2) + 1) * 4096 + (0))) && 0 + 4096 <= 4096 && cake_aligned16(A + ((size_t)(0) * 4096 + (0)))) {  // whole, in bounds and aligned: batched
-          uint4 ld0_raw[8] = {};  // lm.load(B) (gemv_sm90.py:46)
-          uint4 ld1_raw[4];  // lm.load(A) (gemv_sm90.py:53)
+          uint4 ld0_raw[8] = {};  // lm.load(B) (gemv_sm90.py:49)
+          uint4 ld1_raw[4];  // lm.load(A) (gemv_sm90.py:56)
           // every load issued before the first is used
           #pragma unroll
           for (int c = 0; c < 4; ++c) {
@@ -438,12 +438,12 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_gemv(
           #pragma unroll
           for (int c = 0; c < 4; ++c) {
             const int lc = 8 * (rows_thread % 128 + 128 * c);
-            float ld1[8];  // lm.load(A) (gemv_sm90.py:53)
+            float ld1[8];  // lm.load(A) (gemv_sm90.py:56)
             cake_row_ld8_bf16(ld1, A + ((size_t)(0) * 4096 + (0 + lc)), true, min(4096 - (0 + lc), 4096 - lc), 0.0f);
             #pragma unroll
             for (int r = 0; r < 2; ++r) {
               const int row = r;
-              float ld0[8];  // lm.load(B) (gemv_sm90.py:46)
+              float ld0[8];  // lm.load(B) (gemv_sm90.py:49)
               cake_row_ld8_bf16_evict_first(ld0, B + ((size_t)((tile_0 * 2) + row) * 4096 + (0 + lc)), (tile_0 * 2) + row < dim_N, min(4096 - (0 + lc), 4096 - lc), 0.0f);
               #pragma unroll
               for (int v = 0; v < 8; ++v) p[(r * 4 + c) * 8 + v] = (static_cast<float>(ld0[v]) * static_cast<float>(ld1[v]));
@@ -451,7 +451,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_gemv(
           }
         }
       }
-      float red2_v[2];  // row sum over 4096 columns, rows held by 128 thread(s) (gemv_sm90.py:54)
+      float red2_v[2];  // row sum over 4096 columns, rows held by 128 thread(s) (gemv_sm90.py:57)
       {
         float cake_part[2];
         #pragma unroll
@@ -486,7 +486,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_gemv(
         for (int w = 1; w < 4; ++w) acc = cake_sum(acc, cake_ld_shared_f32(cake_smem + 0u + 4u * ((rows_index * 4 + w) * 2 + r)));
         red2_v[r] = acc;
       }
-      {  // store C <- row-layout value (gemv_sm90.py:54)
+      {  // store C <- row-layout value (gemv_sm90.py:57)
         if (rows_thread % 128 == 0) {
           #pragma unroll
           for (int r = 0; r < 2; ++r) {
