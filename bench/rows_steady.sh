@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Build the row families' schedules with and without their output's L2 evict-last priority
-# (STORE_EVICT = 2: `lm.store(..., evict="last")`) at the hidden sizes bench/rows_steady.py times.
+# Build RMSNorm (FAMILIES: other row examples that have the STORE_EVICT knob) with and without its
+# output's L2 evict-last priority (STORE_EVICT = 2: `lm.store(..., evict="last")`) at the hidden
+# sizes bench/rows_steady.py times.
 # Runs on the build machine; one folder per build under ${VARIANTS:-.carry/steady}, named
 # <family>__<H>__<variant>, holding what `cake build` writes.
 #   CAKE=target/release/cake bench/rows_steady.sh
@@ -9,7 +10,7 @@ CAKE=${CAKE:-target/release/cake}
 OUTDIR=${VARIANTS:-.carry/steady}
 rm -rf "$OUTDIR"; mkdir -p "$OUTDIR"
 tmp=$(mktemp -d)
-for fam in ${FAMILIES:-rmsnorm layernorm softmax add_rmsnorm quant_fp8}; do
+for fam in ${FAMILIES:-rmsnorm}; do
     for H in 1024 4096 16384; do
         for v in "shipped 0" "last 2"; do
             set -- $v

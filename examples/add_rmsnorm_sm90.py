@@ -14,8 +14,6 @@ OWNER = "warp" if H <= 2048 else "warpgroup"          # who holds a row
 ROWS = 4 if H <= 2048 else 2 if H <= 8192 else 1   # rows per CTA
 EVICT_FIRST = 0                           # 1: X's lines (read once) leave L2 first
 X_EVICT = "first" if EVICT_FIRST == 1 else None
-STORE_EVICT = 0                           # L2 priority of the output's lines: 0 default, 1 first, 2 last
-Y_EVICT = "first" if STORE_EVICT == 1 else "last" if STORE_EVICT == 2 else None
 
 
 @cake.schedule(targets=["sm_90a"])
@@ -28,7 +26,7 @@ def add_rmsnorm(X: lm.tensor[lm.bf16, "R", H], Res: lm.tensor[lm.bf16, "R", H],
         with rows:
             x[:] = (lm.cast(lm.load(X, coords=(t * ROWS, 0), shape=(ROWS, H), evict=X_EVICT), lm.f32)
                     + lm.cast(lm.load(Res, coords=(t * ROWS, 0), shape=(ROWS, H), evict=X_EVICT), lm.f32))
-            lm.store(Hs, lm.cast(x, lm.bf16), coords=(t * ROWS, 0), evict=Y_EVICT)
+            lm.store(Hs, lm.cast(x, lm.bf16), coords=(t * ROWS, 0))
             rstd = lm.rsqrt(lm.sum(x * x, axis=1) * (1.0 / H) + eps)
             w = lm.cast(lm.load(W, coords=(0,), shape=(H,)), lm.f32)
-            lm.store(Y, lm.cast(x * rstd[:, None] * w[None, :], lm.bf16), coords=(t * ROWS, 0), evict=Y_EVICT)
+            lm.store(Y, lm.cast(x * rstd[:, None] * w[None, :], lm.bf16), coords=(t * ROWS, 0))

@@ -14,8 +14,6 @@ OWNER = "warp" if H <= 2048 else "warpgroup"          # who holds a row
 ROWS = 4 if H <= 2048 else 2 if H <= 8192 else 1   # rows per CTA
 EVICT_FIRST = 0                           # 1: X's lines (read once) leave L2 first
 X_EVICT = "first" if EVICT_FIRST == 1 else None
-STORE_EVICT = 0                           # L2 priority of the output's lines: 0 default, 1 first, 2 last
-Y_EVICT = "first" if STORE_EVICT == 1 else "last" if STORE_EVICT == 2 else None
 
 
 @cake.schedule(targets=["sm_90a"])
@@ -31,4 +29,4 @@ def layernorm(X: lm.tensor[lm.bf16, "R", H], W: lm.tensor[lm.bf16, H],
             w = lm.cast(lm.load(W, coords=(0,), shape=(H,)), lm.f32)
             b = lm.cast(lm.load(Bias, coords=(0,), shape=(H,)), lm.f32)
             lm.store(Y, lm.cast(x * rstd[:, None] * w[None, :] + b[None, :], lm.bf16),
-                     coords=(t * ROWS, 0), evict=Y_EVICT)
+                     coords=(t * ROWS, 0))

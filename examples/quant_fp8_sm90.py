@@ -15,8 +15,6 @@ OWNER = "warp" if H <= 2048 else "warpgroup"          # who holds a row
 ROWS = 4 if H <= 2048 else 2 if H <= 8192 else 1   # rows per CTA
 EVICT_FIRST = 0                           # 1: X's lines (read once) leave L2 first
 X_EVICT = "first" if EVICT_FIRST == 1 else None
-STORE_EVICT = 0                           # L2 priority of the output's lines: 0 default, 1 first, 2 last
-Y_EVICT = "first" if STORE_EVICT == 1 else "last" if STORE_EVICT == 2 else None
 
 
 @cake.schedule(targets=["sm_90a"])
@@ -32,4 +30,4 @@ def quant_fp8(X: lm.tensor[lm.bf16, "R", H], Q: lm.tensor[lm.e4m3, "R", H],
             # One division per row, a multiplication per element: a division per element
             # (IEEE, several instructions) made the kernel bound by arithmetic, not memory.
             inv = 1.0 / scale
-            lm.store(Q, lm.cast(x * inv[:, None], lm.e4m3), coords=(t * ROWS, 0), evict=Y_EVICT)
+            lm.store(Q, lm.cast(x * inv[:, None], lm.e4m3), coords=(t * ROWS, 0))

@@ -312,22 +312,22 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_layernorm(
   const int warp = __shfl_sync(0xffffffffu, (int)threadIdx.x / 32, 0);
   const int tiles_0 = cake_cdiv(dim_R, 2);
   const int tiles_total = tiles_0;
-  if (warp >= 0 && warp < 4) {  // role rows (layernorm_sm90.py:24)
+  if (warp >= 0 && warp < 4) {  // role rows (layernorm_sm90.py:22)
     const int rows_index = (warp - 0) / 4;
     const int rows_thread = (int)threadIdx.x - 0 - rows_index * 128;
     const int lane_row = 16 * (rows_thread / 32) + (rows_thread % 32) / 4;  // and +8
     const int lane_col = 2 * (rows_thread % 4);  // and +1, every 8 columns
     (void)lane_row; (void)lane_col;
     float x[64];  // fragment x [2, 4096] f32
-    for (int tile = blockIdx.x; tile < tiles_total; tile += tiles_total) {  // one tile (t) per CTA (layernorm_sm90.py:26)
+    for (int tile = blockIdx.x; tile < tiles_total; tile += tiles_total) {  // one tile (t) per CTA (layernorm_sm90.py:24)
       int tile_rest = tile;
       const int tile_0 = tile_rest % tiles_0;
       tile_rest /= tiles_0;
       (void)tile_rest;
-      // with rows: (layernorm_sm90.py:27)
-      {  // x <- ... (layernorm_sm90.py:28)
+      // with rows: (layernorm_sm90.py:25)
+      {  // x <- ... (layernorm_sm90.py:26)
         if (0 + 4096 <= 4096 && cake_aligned16(X + ((size_t)((tile_0 * 2) + 0) * 4096 + (0))) && cake_aligned16(X + ((size_t)((tile_0 * 2) + 1) * 4096 + (0)))) {  // whole, in bounds and aligned: batched
-          uint4 ld0_raw[8] = {};  // lm.load(X) (layernorm_sm90.py:28)
+          uint4 ld0_raw[8] = {};  // lm.load(X) (layernorm_sm90.py:26)
           // every load issued before the first is used
           #pragma unroll
           for (int c = 0; c < 4; ++c) {
@@ -356,7 +356,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_layernorm(
             #pragma unroll
             for (int r = 0; r < 2; ++r) {
               const int row = r;
-              float ld0[8];  // lm.load(X) (layernorm_sm90.py:28)
+              float ld0[8];  // lm.load(X) (layernorm_sm90.py:26)
               cake_row_ld8_bf16(ld0, X + ((size_t)((tile_0 * 2) + row) * 4096 + (0 + lc)), (tile_0 * 2) + row < dim_R, min(4096 - (0 + lc), 4096 - lc), 0.0f);
               #pragma unroll
               for (int v = 0; v < 8; ++v) x[(r * 4 + c) * 8 + v] = static_cast<float>(ld0[v]);
@@ -364,7 +364,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_layernorm(
           }
         }
       }
-      float red1_v[2];  // row sum over 4096 columns, rows held by 128 thread(s) (layernorm_sm90.py:29)
+      float red1_v[2];  // row sum over 4096 columns, rows held by 128 thread(s) (layernorm_sm90.py:27)
       {
         float cake_part[2];
         #pragma unroll
@@ -399,7 +399,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_layernorm(
         for (int w = 1; w < 4; ++w) acc = cake_sum(acc, cake_ld_shared_f32(cake_smem + 0u + 4u * ((rows_index * 4 + w) * 2 + r)));
         red1_v[r] = acc;
       }
-      {  // x <- ... (layernorm_sm90.py:29)
+      {  // x <- ... (layernorm_sm90.py:27)
         #pragma unroll
         for (int c = 0; c < 4; ++c) {
           const int lc = 8 * (rows_thread % 128 + 128 * c);
@@ -411,7 +411,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_layernorm(
           }
         }
       }
-      float red2_v[2];  // row sum over 4096 columns, rows held by 128 thread(s) (layernorm_sm90.py:30)
+      float red2_v[2];  // row sum over 4096 columns, rows held by 128 thread(s) (layernorm_sm90.py:28)
       {
         float cake_part[2];
         #pragma unroll
@@ -446,10 +446,10 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_layernorm(
         for (int w = 1; w < 4; ++w) acc = cake_sum(acc, cake_ld_shared_f32(cake_smem + 0u + 4u * ((rows_index * 4 + w) * 2 + r)));
         red2_v[r] = acc;
       }
-      {  // store Y <- row-layout value (layernorm_sm90.py:33)
+      {  // store Y <- row-layout value (layernorm_sm90.py:31)
         if (0 + 4096 <= 4096 && cake_aligned16(W + (size_t)(0)) && 0 + 4096 <= 4096 && cake_aligned16(Bias + (size_t)(0)) && 0 + 4096 <= 4096 && cake_aligned16(Y + ((size_t)((tile_0 * 2) + 0) * 4096 + (0))) && cake_aligned16(Y + ((size_t)((tile_0 * 2) + 1) * 4096 + (0)))) {  // whole, in bounds and aligned: batched
-          uint4 ld3_raw[4];  // lm.load(W) (layernorm_sm90.py:31)
-          uint4 ld4_raw[4];  // lm.load(Bias) (layernorm_sm90.py:32)
+          uint4 ld3_raw[4];  // lm.load(W) (layernorm_sm90.py:29)
+          uint4 ld4_raw[4];  // lm.load(Bias) (layernorm_sm90.py:30)
           // every load issued before the first is used
           #pragma unroll
           for (int c = 0; c < 4; ++c) {
@@ -479,9 +479,9 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_layernorm(
           #pragma unroll
           for (int c = 0; c < 4; ++c) {
             const int lc = 8 * (rows_thread % 128 + 128 * c);
-            float ld3[8];  // lm.load(W) (layernorm_sm90.py:31)
+            float ld3[8];  // lm.load(W) (layernorm_sm90.py:29)
             cake_row_ld8_bf16(ld3, W + (size_t)(0 + lc), true, min(4096 - (0 + lc), 4096 - lc), 0.0f);
-            float ld4[8];  // lm.load(Bias) (layernorm_sm90.py:32)
+            float ld4[8];  // lm.load(Bias) (layernorm_sm90.py:30)
             cake_row_ld8_bf16(ld4, Bias + (size_t)(0 + lc), true, min(4096 - (0 + lc), 4096 - lc), 0.0f);
             #pragma unroll
             for (int r = 0; r < 2; ++r) {

@@ -353,22 +353,22 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_quant_fp8(
   const int warp = __shfl_sync(0xffffffffu, (int)threadIdx.x / 32, 0);
   const int tiles_0 = cake_cdiv(dim_R, 2);
   const int tiles_total = tiles_0;
-  if (warp >= 0 && warp < 4) {  // role rows (quant_fp8_sm90.py:25)
+  if (warp >= 0 && warp < 4) {  // role rows (quant_fp8_sm90.py:23)
     const int rows_index = (warp - 0) / 4;
     const int rows_thread = (int)threadIdx.x - 0 - rows_index * 128;
     const int lane_row = 16 * (rows_thread / 32) + (rows_thread % 32) / 4;  // and +8
     const int lane_col = 2 * (rows_thread % 4);  // and +1, every 8 columns
     (void)lane_row; (void)lane_col;
     float x[64];  // fragment x [2, 4096] f32
-    for (int tile = blockIdx.x; tile < tiles_total; tile += tiles_total) {  // one tile (t) per CTA (quant_fp8_sm90.py:27)
+    for (int tile = blockIdx.x; tile < tiles_total; tile += tiles_total) {  // one tile (t) per CTA (quant_fp8_sm90.py:25)
       int tile_rest = tile;
       const int tile_0 = tile_rest % tiles_0;
       tile_rest /= tiles_0;
       (void)tile_rest;
-      // with rows: (quant_fp8_sm90.py:28)
-      {  // x <- ... (quant_fp8_sm90.py:29)
+      // with rows: (quant_fp8_sm90.py:26)
+      {  // x <- ... (quant_fp8_sm90.py:27)
         if (0 + 4096 <= 4096 && cake_aligned16(X + ((size_t)((tile_0 * 2) + 0) * 4096 + (0))) && cake_aligned16(X + ((size_t)((tile_0 * 2) + 1) * 4096 + (0)))) {  // whole, in bounds and aligned: batched
-          uint4 ld0_raw[8] = {};  // lm.load(X) (quant_fp8_sm90.py:29)
+          uint4 ld0_raw[8] = {};  // lm.load(X) (quant_fp8_sm90.py:27)
           // every load issued before the first is used
           #pragma unroll
           for (int c = 0; c < 4; ++c) {
@@ -397,7 +397,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_quant_fp8(
             #pragma unroll
             for (int r = 0; r < 2; ++r) {
               const int row = r;
-              float ld0[8];  // lm.load(X) (quant_fp8_sm90.py:29)
+              float ld0[8];  // lm.load(X) (quant_fp8_sm90.py:27)
               cake_row_ld8_bf16(ld0, X + ((size_t)((tile_0 * 2) + row) * 4096 + (0 + lc)), (tile_0 * 2) + row < dim_R, min(4096 - (0 + lc), 4096 - lc), 0.0f);
               #pragma unroll
               for (int v = 0; v < 8; ++v) x[(r * 4 + c) * 8 + v] = static_cast<float>(ld0[v]);
@@ -405,7 +405,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_quant_fp8(
           }
         }
       }
-      float red1_v[2];  // row max over 4096 columns, rows held by 128 thread(s) (quant_fp8_sm90.py:30)
+      float red1_v[2];  // row max over 4096 columns, rows held by 128 thread(s) (quant_fp8_sm90.py:28)
       {
         float cake_part[2];
         #pragma unroll
@@ -440,7 +440,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_quant_fp8(
         for (int w = 1; w < 4; ++w) acc = fmaxf(acc, cake_ld_shared_f32(cake_smem + 0u + 4u * ((rows_index * 4 + w) * 2 + r)));
         red1_v[r] = acc;
       }
-      {  // store S <- row-layout value (quant_fp8_sm90.py:31)
+      {  // store S <- row-layout value (quant_fp8_sm90.py:29)
         if (rows_thread % 128 == 0) {
           #pragma unroll
           for (int r = 0; r < 2; ++r) {
@@ -449,7 +449,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_quant_fp8(
           }
         }
       }
-      {  // store Q <- row-layout value (quant_fp8_sm90.py:35)
+      {  // store Q <- row-layout value (quant_fp8_sm90.py:33)
         if (0 + 4096 <= 4096 && cake_aligned8(Q + ((size_t)((tile_0 * 2) + 0) * 4096 + (0))) && cake_aligned8(Q + ((size_t)((tile_0 * 2) + 1) * 4096 + (0)))) {  // whole, in bounds and aligned: batched
           // every load issued before the first is used
           #pragma unroll
