@@ -177,17 +177,8 @@ fn fragments_assigned_together_build() {
     );
     // The first statement's batched path reads X's tile once for both values, with both
     // vectors, before any fragment is written.
-    let first = cu
-        .split("// p, v <- ...")
-        .nth(1)
-        .expect("the first statement");
-    let first = &first[..first.find("} else {").expect("its checked path")];
-    let raw = |t: &str| {
-        first
-            .lines()
-            .filter(|l| l.contains("_raw[") && l.contains(&format!("lm.load({t})")))
-            .count()
-    };
+    let first = batched_path(&cu, "// p, v <- ...", 1);
+    let raw = |t: &str| raw_loads(first, t);
     assert_eq!((raw("X"), raw("W"), raw("V")), (1, 1, 1), "{first}");
     // The swap computes both values before writing either.
     let swap = cu.split("// p, v <- ...").nth(2).expect("the swap");
@@ -200,31 +191,13 @@ fn fragments_assigned_together_build() {
         "{line}"
     );
     // The two row reductions of one statement: one pass, W read once for both.
-    let fused = cu
-        .split("float cake_part0[")
-        .nth(1)
-        .expect("the reductions' shared pass");
-    let fused = &fused[..fused.find("} else {").expect("its checked path")];
+    let fused = batched_path(&cu, "float cake_part0[", 1);
     assert!(fused.contains("float cake_part1["), "{fused}");
-    let reads = |t: &str| {
-        fused
-            .lines()
-            .filter(|l| l.contains("_raw[") && l.contains(&format!("lm.load({t})")))
-            .count()
-    };
+    let reads = |t: &str| raw_loads(fused, t);
     assert_eq!((reads("W"), reads("V")), (1, 1), "{fused}");
     // Two reductions of loads alone: their pass reads X's tile once, and the vectors once each.
-    let loads_only = cu
-        .split("float cake_part0[")
-        .nth(2)
-        .expect("the load-only reductions' shared pass");
-    let loads_only = &loads_only[..loads_only.find("} else {").expect("its checked path")];
-    let reads = |t: &str| {
-        loads_only
-            .lines()
-            .filter(|l| l.contains("_raw[") && l.contains(&format!("lm.load({t})")))
-            .count()
-    };
+    let loads_only = batched_path(&cu, "float cake_part0[", 2);
+    let reads = |t: &str| raw_loads(loads_only, t);
     assert_eq!(
         (reads("X"), reads("W"), reads("V")),
         (1, 1, 1),
@@ -232,6 +205,24 @@ fn fragments_assigned_together_build() {
     );
     assert!(out_dir.join("assign_many.cubin").is_file());
     let _ = std::fs::remove_dir_all(&out_dir);
+}
+
+/// The batched path of the `nth` section of `cu` that starts at `marker`: up to its checked
+/// path (`} else {`).
+fn batched_path<'a>(cu: &'a str, marker: &str, nth: usize) -> &'a str {
+    let section = cu
+        .split(marker)
+        .nth(nth)
+        .unwrap_or_else(|| panic!("section {nth} after `{marker}`"));
+    &section[..section.find("} else {").expect("its checked path")]
+}
+
+/// How many 16-byte reads of `tensor` a batched path issues (lines filling a `_raw[` register
+/// from `lm.load(tensor)`).
+fn raw_loads(path: &str, tensor: &str) -> usize {
+    path.lines()
+        .filter(|l| l.contains("_raw[") && l.contains(&format!("lm.load({tensor})")))
+        .count()
 }
 
 /// Whether `cake` will find nvcc (the same discovery as `cake build`); reported as a skip when not.
