@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The cost model (this checkout's, with the committed calibration table) against every family
-# measurement of bench/results/2026-12-02-cost-family-accuracy/, 2026-12-03-cost-model/, 2026-12-03-cost-model-2/ and 2026-12-03-gemm-align/, and the earlier representative
-# measurements the shipped tables were chosen from (docs/cost-model.md, "Accuracy per family").
+# measurement of bench/results/2026-12-02-cost-family-accuracy/, 2026-12-03-cost-model/, 2026-12-03-cost-model-2/ and 2026-12-03-gemm-align/, the earlier representative
+# measurements the shipped tables were chosen from, and the row-layout kernels' (the five row
+# families and the CUDA-core GEMV, 2026-12-04-row-evict/ and 2026-12-05-gemv-fused/)
+# (docs/cost-model.md, "Accuracy per family").
 # No GPU. Prints one report per (family file, measurement); `--json DIR` also writes each as JSON.
 #
 #   bench/family_accuracy.sh [CAKE] > accuracy.txt
@@ -15,6 +17,13 @@ run() { # label, family file, measurements...
   "$CAKE" family accuracy "$@" --worst 6 | sed 's#^#    #'
   echo
 }
+RE=$R/2026-12-04-row-evict
+echo "## Row-layout kernels (rows=): the five row families and the CUDA-core GEMV"
+for f in rmsnorm layernorm softmax add_rmsnorm quant_fp8; do
+  run "$f, every candidate at the bench shapes (two runs)" kernels/rows/$f.candidates.family.toml $RE/c1/$f-1/measurement.json $RE/c1/$f-2/measurement.json
+done
+run "tinygemm, the GEMV at M = 1 against the swapped schedule (two calls)" kernels/tinygemm/tinygemm.candidates.family.toml $RE/c2/every/measurement.json $RE/c3/every/measurement.json
+run "tinygemm, the GEMV at M = 2 and 4 (fused row sums of loads)" $R/2026-12-05-gemv-fused/gemv_fused.family.toml $R/2026-12-05-gemv-fused/c1/gemv/measurement.json
 G=$R/2026-12-03-gemm-align/c1
 echo "## Session 22: rows off 32-byte sectors (tma_misaligned_rows_per_us was fitted on the pairs' misaligned points)"
 run "GEMM 128-row routes, pairs that differ only in K by 8" kernels/gemm/gemm-align.candidates.family.toml $G/gemm-align/measurement.json

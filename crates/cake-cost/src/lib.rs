@@ -596,7 +596,8 @@ impl Rates<'_> {
         (all / (self.p.alu * 1e3)).max(int / (self.p.alu * self.p.int_ratio * 1e3))
             + w.store_bytes / (self.p.store * 1e3 / self.active)
             + w.tma_store_bytes / (self.p.tma_store * 1e3 / self.active)
-            + w.reg_load_bytes / (self.p.l2 * 1e3 / self.active)
+            + w.reg_load_bytes
+                / (self.p.l2 * 1e3 / (self.active / self.per_sm).clamp(1.0, self.p.sms))
             + w.syncs * self.p.named_bar
     }
     /// Row-layout tiles streamed through registers, at the SM's share of DRAM: the CTAs

@@ -827,6 +827,36 @@ fn flush_writeback_evict_first_and_the_per_sm_cap() {
     assert!(span(&plain, &capped) > 2.0 * span(&plain, &cal));
 }
 
+/// A row-layout kernel's per-column vectors (A's two rows in the GEMV, read from L2 by every
+/// CTA) are charged at the SM's share of L2: four CTAs resident on an SM take turns in the wave,
+/// so dividing by them as well charged the vectors four times (predicted 99 µs against 33.5
+/// measured on the H200, bench/results/2026-12-05-row-model/). They still cost what L2 serves.
+#[test]
+fn row_vectors_are_charged_once_per_sm() {
+    let gemv = kernel_with(
+        "examples/gemv_sm90.py",
+        &[("K = 4096 ", "K = 14336 "), ("MT = 1 ", "MT = 2 ")],
+    );
+    let shape = parse_shape("M=2,N=4096").unwrap();
+    let cal = Calibration::builtin(sm90()).unwrap();
+    let e = estimate(&gemv, sm90(), &shape, &cal).unwrap();
+    assert_eq!(e.grid.ctas_per_sm, 4, "{:?}", e.grid);
+    assert!(
+        e.span_us < 1.8 * e.speed_of_light_us,
+        "span {} against the speed of light {}",
+        e.span_us,
+        e.speed_of_light_us
+    );
+    let slow_l2 = builtin_with("l2_gbps", 1500.0);
+    let slow = estimate(&gemv, sm90(), &shape, &slow_l2).unwrap();
+    assert!(
+        slow.span_us > 1.5 * e.span_us,
+        "235 MB of vector reads at 1.5 TB/s: {} against {}",
+        slow.span_us,
+        e.span_us
+    );
+}
+
 /// `acc_issue_ratio` charges indexed reductions and per-column loads in accumulator layouts
 /// (k-means assign's fold), and nothing of attention's softmax.
 #[test]
