@@ -207,6 +207,42 @@ fn fragments_assigned_together_build() {
     let _ = std::fs::remove_dir_all(&out_dir);
 }
 
+#[test]
+fn reductions_of_one_statement_cross_the_warps_in_one_exchange() {
+    if !has_toolchain() {
+        return;
+    }
+    let (out_dir, cu) = built_cuda("tests/build/exchange_sm90.py", "exchange", "exchange");
+    let syncs = |s: &str| s.matches("cake_named_sync(8 + rows_index, 128);").count();
+    // The statement's three reductions: one pass, then one exchange (two barriers), each
+    // partial at its own slot of a warp's six floats (three values of two rows).
+    let fused = cu
+        .split("float cake_part0[")
+        .nth(1)
+        .and_then(|s| s.split("// s0, s1, s2 <- ...").next())
+        .expect("the fused pass");
+    assert_eq!(syncs(fused), 2, "{fused}");
+    let stores = fused
+        .lines()
+        .find(|l| l.contains("cake_st_shared_f32"))
+        .expect("the exchange's stores");
+    for slot in ["* 6 + r)", "* 6 + 2 + r)", "* 6 + 4 + r)"] {
+        assert!(stores.contains(slot), "no partial at `{slot}`: {stores}");
+    }
+    // The reduction stored alone crosses by itself, in the slots it always had.
+    let alone = cu
+        .split("// store S <- row-layout value")
+        .nth(1)
+        .expect("the lone reduction");
+    assert_eq!(syncs(alone), 2, "{alone}");
+    assert!(alone.contains("rows_thread / 32) * 2 + r)"), "{alone}");
+    // The scratch holds the exchange: 4 warps x 2 rows x 3 values x 4 bytes, after 1 KB of slack.
+    let launch = std::fs::read_to_string(out_dir.join("exchange.launch.json")).unwrap();
+    assert!(launch.contains("\"dynamic_smem\": 1120"), "{launch}");
+    assert!(out_dir.join("exchange.cubin").is_file());
+    let _ = std::fs::remove_dir_all(&out_dir);
+}
+
 /// The batched path of the `nth` section of `cu` that starts at `marker`: up to its checked
 /// path (`} else {`).
 fn batched_path<'a>(cu: &'a str, marker: &str, nth: usize) -> &'a str {

@@ -1,7 +1,7 @@
 //! Shared-memory placement, computed once from the declarations so that the verifier (which
 //! checks it against the target's limit) and the lowering (which emits the offsets) agree.
 
-use crate::kernel::{BarrierId, Kernel, Op, RoleId, RowOwner, Stmt, ViewId};
+use crate::kernel::{BarrierId, ExprKind, Kernel, Op, RoleId, RowOwner, Stmt, ViewId};
 
 /// Bytes reserved per mbarrier (`.b64`).
 pub const MBARRIER_BYTES: u64 = 8;
@@ -134,7 +134,8 @@ pub fn smem_layout(k: &Kernel) -> SmemLayout {
         if let Some(rows) = warpgroup_rows(k, rid).map(u64::from) {
             cursor = align_up(cursor, 16);
             layout.row_scratch.push((rid, cursor));
-            cursor += role.replicas() as u64 * 4 * rows * 4;
+            let values = u64::from(exchanged_reductions(k, rid));
+            cursor += role.replicas() as u64 * 4 * rows * values * 4;
         }
     }
     let defers = k
@@ -159,4 +160,31 @@ pub fn warpgroup_rows(k: &Kernel, role: RoleId) -> Option<u32> {
         .filter(|(_, f)| f.role == role && f.rows == Some(RowOwner::Warpgroup))
         .map(|(_, f)| f.shape[0])
         .max()
+}
+
+/// The most row reductions of `role` whose partials cross its warps in one exchange: those of
+/// one statement assigning several per-row values (`a[:], b[:] = lm.sum(x * u, axis=1),
+/// lm.sum(x * w, axis=1)`), computed in one pass, meet in the scratch together (every reduction
+/// along the rows in the statement's values is counted, a bound on what the lowering fuses).
+/// At least 1: any other reduction crosses alone.
+pub fn exchanged_reductions(k: &Kernel, role: RoleId) -> u32 {
+    let counts = k.stmts.iter().filter_map(|(_, s)| {
+        let Stmt::Op(Op::AssignMany { pairs }) = s else {
+            return None;
+        };
+        if !pairs.iter().any(|(f, _)| k.fragments[*f].role == role) {
+            return None;
+        }
+        let mut n = 0u32;
+        for (_, value) in pairs {
+            k.visit_expr(*value, |_, kind| {
+                if matches!(kind, ExprKind::Reduce { axis: 1, .. }) {
+                    n += 1;
+                }
+                true
+            });
+        }
+        Some(n)
+    });
+    counts.max().unwrap_or(1).max(1)
 }

@@ -861,66 +861,96 @@ impl Emitter<'_> {
             }
         });
         self.row_loads.clear();
-        for (e, pass, op, _) in items {
-            self.row_combine(*e, &pass.vname, combine_of(*op), g);
-        }
+        let combines: Vec<(ExprId, &str, &str)> = items
+            .iter()
+            .map(|(e, pass, op, _)| (*e, pass.vname.as_str(), combine_of(*op)))
+            .collect();
+        self.row_combine(&combines, g);
     }
 
-    /// Combine a row reduction's per-thread partials in `vname` across its row group: the lanes
-    /// of a warp by shuffles, the warps of a warpgroup through the role's scratch.
-    fn row_combine(&mut self, e: ExprId, vname: &str, combine: &str, g: RowGeom) {
+    /// Combine row reductions' per-thread partials (each `(expr, vname, combine)`) across their
+    /// row group: the lanes of a warp by shuffles, the warps of a warpgroup through the role's
+    /// scratch — the partials of every reduction in one exchange (two `bar.sync` in all, not
+    /// two per reduction), as many as the scratch holds (`exchanged_reductions`).
+    fn row_combine(&mut self, items: &[(ExprId, &str, &str)], g: RowGeom) {
         let k = self.k;
         // Across the lanes of a row group (consecutive lanes of one warp).
         let lanes = g.t.min(32);
         if lanes > 1 {
-            self.unrolled(&format!("for (int r = 0; r < {}; ++r) {{", g.rpt), |em| {
-                let mut off = lanes / 2;
-                while off >= 1 {
-                    em.line(&format!(
-                        "{vname}[r] = {combine}({vname}[r], __shfl_xor_sync(0xffffffffu, {vname}[r], {off}));"
-                    ));
-                    off /= 2;
-                }
-            });
-        }
-        if g.t > 32 {
-            // Across the warps of the warpgroup: each warp's partial through shared memory,
-            // combined in warp order by every thread (so all agree bit for bit). The first
-            // barrier keeps the previous use's readers ahead of these writes.
-            let (role, issue_only) = self.role.expect("role");
-            let rname = c_ident(&k.roles[role].name);
-            let warps = g.t / 32;
-            let sp = k.exprs.span(e);
-            let what = "a row reduction across the warps of a warpgroup";
-            if let Err(m) = legal::replica_threads(k, role, issue_only, what) {
-                self.unsupported(sp, m);
+            for &(_, vname, combine) in items {
+                self.unrolled(&format!("for (int r = 0; r < {}; ++r) {{", g.rpt), |em| {
+                    let mut off = lanes / 2;
+                    while off >= 1 {
+                        em.line(&format!(
+                            "{vname}[r] = {combine}({vname}[r], __shfl_xor_sync(0xffffffffu, {vname}[r], {off}));"
+                        ));
+                        off /= 2;
+                    }
+                });
             }
-            let Some(scratch) = self.layout.row_scratch(role) else {
-                return self.unsupported(sp, "no row-reduction scratch was placed for this role");
-            };
-            self.needs_shared_ops = true;
-            // Partial (replica, warp, r) at a float of its own in the role's scratch.
-            let slot = |w: &str| {
-                format!(
-                    "cake_smem + {scratch}u + 4u * (({rname}_index * {warps} + {w}) * {} + r)",
-                    g.rpt
-                )
+        }
+        if g.t <= 32 || items.is_empty() {
+            return;
+        }
+        // Across the warps of the warpgroup: each warp's partials through shared memory,
+        // combined in warp order by every thread (so all agree bit for bit). The first barrier
+        // keeps the previous exchange's readers ahead of these writes.
+        let (role, issue_only) = self.role.expect("role");
+        let rname = c_ident(&k.roles[role].name);
+        let warps = g.t / 32;
+        let sp = k.exprs.span(items[0].0);
+        let what = "a row reduction across the warps of a warpgroup";
+        if let Err(m) = legal::replica_threads(k, role, issue_only, what) {
+            self.unsupported(sp, m);
+        }
+        let Some(scratch) = self.layout.row_scratch(role) else {
+            return self.unsupported(sp, "no row-reduction scratch was placed for this role");
+        };
+        self.needs_shared_ops = true;
+        // Floats per warp: the role's widest per-row fragment, times the reductions one
+        // statement exchanges at once.
+        let per_warp = cake_ir::layout::warpgroup_rows(k, role).unwrap_or(g.rpt)
+            * cake_ir::layout::exchanged_reductions(k, role);
+        let batch = (per_warp / g.rpt.max(1)).max(1) as usize;
+        for group in items.chunks(batch) {
+            let width = group.len() as u32 * g.rpt;
+            // Partial (replica, warp, reduction i, r) at a float of its own in the scratch.
+            let slot = |w: &str, i: usize| {
+                let at = if i == 0 {
+                    "r".to_string()
+                } else {
+                    format!("{} + r", i as u32 * g.rpt)
+                };
+                format!("cake_smem + {scratch}u + 4u * (({rname}_index * {warps} + {w}) * {width} + {at})")
             };
             self.replica_sync(sp);
+            let lane0 = format!("{rname}_thread / 32");
+            let stores: Vec<String> = group
+                .iter()
+                .enumerate()
+                .map(|(i, &(_, vname, _))| {
+                    format!("cake_st_shared_f32({}, {vname}[r]);", slot(&lane0, i))
+                })
+                .collect();
+            let stores = match stores.as_slice() {
+                [one] => one.clone(),
+                many => format!("{{ {} }}", many.join(" ")),
+            };
             self.line(&format!(
-                "if ({rname}_thread % 32 == 0) for (int r = 0; r < {}; ++r) cake_st_shared_f32({}, {vname}[r]);",
-                g.rpt,
-                slot(&format!("{rname}_thread / 32"))
+                "if ({rname}_thread % 32 == 0) for (int r = 0; r < {}; ++r) {stores}",
+                g.rpt
             ));
             self.replica_sync(sp);
-            self.unrolled(&format!("for (int r = 0; r < {}; ++r) {{", g.rpt), |em| {
-                em.line(&format!("float acc = cake_ld_shared_f32({});", slot("0")));
-                em.line(&format!(
-                    "for (int w = 1; w < {warps}; ++w) acc = {combine}(acc, cake_ld_shared_f32({}));",
-                    slot("w")
-                ));
-                em.line(&format!("{vname}[r] = acc;"));
-            });
+            for (i, &(_, vname, combine)) in group.iter().enumerate() {
+                self.unrolled(&format!("for (int r = 0; r < {}; ++r) {{", g.rpt), |em| {
+                    em.line(&format!("float acc = cake_ld_shared_f32({});", slot("0", i)));
+                    em.line(&format!(
+                        "for (int w = 1; w < {warps}; ++w) acc = {combine}(acc, cake_ld_shared_f32({}));",
+                        slot("w", i)
+                    ));
+                    em.line(&format!("{vname}[r] = acc;"));
+                });
+            }
         }
     }
 }
