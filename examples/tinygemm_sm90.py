@@ -29,6 +29,10 @@ SPLIT = SPLIT_WAYS if NW <= SPLIT_UPTO else 1
 # PER_SM = 2: two CTAs share each SM (`ctas_per_sm=2`), each with half the ring, so a weight of
 # more tiles than SMs runs in one wave instead of 1.7 (14336 rows: 224 tiles on 132 SMs).
 PER_SM = 1
+# PERSISTENT = 1: a grid of one CTA per SM walks the tiles, so the producer streams the next tile's
+# weight while the consumer finishes the last one and no wave boundary empties the ring
+# (14336 rows: 224 tiles, 1.7 per SM). Not with PER_SM = 2 (`ctas_per_sm` is not lowered there).
+PERSISTENT = 0
 STAGES = (16 if MP <= 16 else 12 if MP <= 64 else 8) // PER_SM   # ring depth: the weight bytes in flight (measured)
 MATH_REGS = 232 if PER_SM == 1 else 216  # within 1/PER_SM of the register file, with the producer's 40
 # The weight is read once: its lines go first when L2 needs room, so they evict neither the tokens
@@ -43,7 +47,8 @@ CONSUMERS = 2 if WIDE == 1 and SPLIT == 1 and MP >= 64 else 1
 MC = MP // CONSUMERS                    # tokens per consumer warpgroup
 
 
-@cake.schedule(targets=["sm_90a"], cluster=(SPLIT, 1, 1), ctas_per_sm=PER_SM)
+@cake.schedule(targets=["sm_90a"], cluster=(SPLIT, 1, 1), ctas_per_sm=PER_SM,
+               persistent=PERSISTENT == 1)
 def tinygemm(A: lm.tensor[lm.bf16, M, "K"],
              B: lm.tensor[lm.bf16, "N", "K"],
              C: lm.tensor[lm.bf16, M, "N"]):
@@ -61,6 +66,8 @@ def tinygemm(A: lm.tensor[lm.bf16, M, "K"],
     if SPLIT > 1:
         part = pool.view(shape=(BN, MP), dtype=lm.f32)      # this CTA's partial tile
         parts = lm.barrier(producers=[math], consumers=[math], cluster=True)
+        if PERSISTENT == 1:     # CTA 0 has read the partials: the next tile's may overwrite them
+            drained = lm.barrier(producers=[math], consumers=[math], cluster=True)
 
     KB = lm.cdiv(lm.cdiv(K, BK), SPLIT)                      # K blocks per CTA of a cluster
     for ks, tn in lm.tiles(SPLIT, lm.cdiv(N, BN)):
@@ -82,5 +89,8 @@ def tinygemm(A: lm.tensor[lm.bf16, M, "K"],
                     for r in range(1, SPLIT):
                         total = total + part.load(cta=r)
                     lm.store(C, lm.cast(total, lm.bf16), coords=(0, tn * BN), transpose=True)
+                if PERSISTENT == 1:
+                    lm.arrive(drained)
+                    lm.wait(drained)
             else:
                 lm.store(C, lm.cast(acc, lm.bf16), coords=(MC * math.index, tn * BN), transpose=True)
