@@ -15,31 +15,17 @@ with the torch op and a copy of the same rows, two ways, in one process:
 Writes $OUT/rows_steady.json and prints a table."""
 import json, os, sys, statistics, glob
 import torch
-sys.path.insert(0, "kernels/rows")
-import contract as C
+sys.path.insert(0, "bench")
+from rows_common import C, FAMILIES, mismatches, outputs
 import cake
 from cake.harness import timing
 
-FAMILIES = {
-    "rmsnorm": ("make_rmsnorm_inputs", "rmsnorm_oracle", C.torch_rms_norm, ["Y"], {"eps": 1e-6}),
-    "layernorm": ("make_layernorm_inputs", "layernorm_oracle", C.torch_layer_norm, ["Y"], {"eps": 1e-5}),
-    "softmax": ("make_softmax_inputs", "softmax_oracle", C.torch_softmax, ["Y"], {}),
-    "add_rmsnorm": ("make_add_rmsnorm_inputs", "add_rmsnorm_oracle", C.torch_add_rms_norm, ["Hs", "Y"], {"eps": 1e-6}),
-    "quant_fp8": ("make_quant_inputs", "quant_oracle", C.torch_quant_fp8, ["Q", "S"], {}),
-}
 ROWS_FOR_H = {1024: 65536, 4096: 32768, 16384: 8192}
 VARIANTS = os.environ.get("VARIANTS", ".carry/steady")
 OUT = os.environ.get("OUT", "out")
 BURST = int(os.environ.get("BURST", "20"))
 dev = torch.device("cuda")
 flush = timing.make_flush_buffer(torch, torch.cuda.get_device_properties(0).L2_cache_size, dev)
-
-
-def outputs(fam, R, H):
-    if fam == "quant_fp8":
-        return {"Q": torch.empty(R, H, dtype=torch.float8_e4m3fn, device=dev),
-                "S": torch.empty(R, dtype=torch.float32, device=dev)}
-    return {n: torch.empty(R, H, dtype=torch.bfloat16, device=dev) for n in FAMILIES[fam][3]}
 
 
 def flushed_no_reset(calls, warmup=10, samples=30):
@@ -76,7 +62,7 @@ def steady(calls, bursts=10):
 
 rows = []
 for fam in [f for f in FAMILIES if glob.glob(f"{VARIANTS}/{f}__*")]:
-    gen, orc, base, outs, scalars = FAMILIES[fam]
+    gen, orc, base, outs, scalars, _ = FAMILIES[fam]
     for H, R in ROWS_FOR_H.items():
         g = torch.Generator(device=dev); g.manual_seed(R * 7 + H)
         ins = getattr(C, gen)({"R": R, "H": H}, "normal", g)
@@ -84,15 +70,12 @@ for fam in [f for f in FAMILIES if glob.glob(f"{VARIANTS}/{f}__*")]:
         names, calls, oks = [], [], []
         for d in sorted(glob.glob(f"{VARIANTS}/{fam}__{H}__*")):
             k = cake.load_kernel(glob.glob(f"{d}/*.launch.json")[0])
-            out = outputs(fam, R, H)
+            out = outputs(fam, R, H, dev)
             call = (lambda k, out: lambda: k(**ins, **out, **scalars))(k, out)
             call(); torch.cuda.synchronize()
-            ok = True
-            for n, t in ref.items():
-                tol = dict(rtol=0.125, atol=0.002) if n == "Q" else dict(rtol=1e-6, atol=0.0) if n == "S" else dict(rtol=1e-2, atol=1e-3)
-                ok &= bool(torch.allclose(out[n].float(), t.float(), **tol))
+            ok = not mismatches(fam, out, ref)
             names.append(os.path.basename(d).split("__")[2]); calls.append(call); oks.append(ok)
-        bo = outputs(fam, R, H)
+        bo = outputs(fam, R, H, dev)
         x = ins["X"]; y = torch.empty_like(x)
         names += ["torch", "copy"]; oks += [None, None]
         calls += [lambda: base(**ins, **bo, **scalars), lambda: y.copy_(x)]

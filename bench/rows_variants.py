@@ -5,18 +5,11 @@ L2 flushed before each call, median of 50 after 10 warm-up calls). Writes
 $OUT/rows_variants.json and prints a table, best variant per (family, shape) marked."""
 import json, os, sys, statistics, glob, collections
 import torch
-sys.path.insert(0, "kernels/rows")
-import contract as C
+sys.path.insert(0, "bench")
+from rows_common import C, FAMILIES, mismatches, outputs
 import cake
 from cake.harness import timing
 
-FAMILIES = {
-    "rmsnorm": ("make_rmsnorm_inputs", "rmsnorm_oracle", C.torch_rms_norm, ["Y"], {"eps": 1e-6}, 4),
-    "layernorm": ("make_layernorm_inputs", "layernorm_oracle", C.torch_layer_norm, ["Y"], {"eps": 1e-5}, 4),
-    "softmax": ("make_softmax_inputs", "softmax_oracle", C.torch_softmax, ["Y"], {}, 4),
-    "add_rmsnorm": ("make_add_rmsnorm_inputs", "add_rmsnorm_oracle", C.torch_add_rms_norm, ["Hs", "Y"], {"eps": 1e-6}, 8),
-    "quant_fp8": ("make_quant_inputs", "quant_oracle", C.torch_quant_fp8, ["Q", "S"], {}, 3),
-}
 ROWS_FOR_H = {1024: [65536], 2048: [65536, 1], 4096: [32768, 1, 4096], 8192: [16384], 16384: [8192, 1]}
 VARIANTS = os.environ.get("VARIANTS", ".carry/variants")
 OUT = os.environ.get("OUT", "out")
@@ -28,13 +21,6 @@ for d in sorted(glob.glob(f"{VARIANTS}/*__*__*")):
     if os.path.isdir(d):
         fam, H, name = os.path.basename(d).split("__")
         by[(fam, int(H))].append((name, d))
-
-
-def outputs(fam, R, H):
-    if fam == "quant_fp8":
-        return {"Q": torch.empty(R, H, dtype=torch.float8_e4m3fn, device=dev),
-                "S": torch.empty(R, dtype=torch.float32, device=dev)}
-    return {n: torch.empty(R, H, dtype=torch.bfloat16, device=dev) for n in FAMILIES[fam][3]}
 
 
 rows = []
@@ -49,23 +35,17 @@ for (fam, H), variants in sorted(by.items()):
             rec = {"family": fam, "R": R, "H": H, "variant": name}
             try:
                 k = cake.load_kernel(glob.glob(f"{d}/*.launch.json")[0])
-                out = outputs(fam, R, H)
+                out = outputs(fam, R, H, dev)
                 call = (lambda k, out: lambda: k(**ins, **out, **scalars))(k, out)
                 call(); torch.cuda.synchronize()
-                ok = True
-                for n, t in ref.items():
-                    got = out[n].float()
-                    # The contracts' tolerances (kernels/rows/*.contract.toml).
-                    tol = dict(rtol=0.125, atol=0.002) if n == "Q" else dict(rtol=1e-6, atol=0.0) if n == "S" else dict(rtol=1e-2, atol=1e-3)
-                    if not torch.allclose(got, t.float(), **tol):
-                        ok = False
-                        rec[f"maxerr_{n}"] = float((got - t.float()).abs().max())
-                rec["correct"] = ok
+                bad = mismatches(fam, out, ref)
+                rec.update({f"maxerr_{n}": e for n, e in bad.items()})
+                rec["correct"] = not bad
                 calls.append(call); recs.append(rec)
             except Exception as e:
                 rec["error"] = f"{type(e).__name__}: {e}"[:300]
                 rows.append(rec)
-        bo = outputs(fam, R, H)
+        bo = outputs(fam, R, H, dev)
         x = ins["X"]; y = torch.empty_like(x)
         calls += [lambda: base(**ins, **bo, **scalars), lambda: y.copy_(x)]
         times = timing.time_events_interleaved(torch, calls, 10, 50, flush)
