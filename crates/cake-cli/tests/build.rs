@@ -243,6 +243,39 @@ fn reductions_of_one_statement_cross_the_warps_in_one_exchange() {
     let _ = std::fs::remove_dir_all(&out_dir);
 }
 
+#[test]
+fn shared_views_are_read_in_row_layout_16_bytes_at_a_time() {
+    if !has_toolchain() {
+        return;
+    }
+    let (out_dir, cu) = built_cuda("tests/build/row_view_sm90.py", "row-view", "row_view");
+    let reads = |s: &str, view: &str| {
+        s.lines()
+            .filter(|l| l.contains("_raw[") && l.contains(&format!("cake_row_lds_b16(({view} +")))
+            .count()
+    };
+    // The tile from shared memory alone: one batched path (no run-time condition, no checked
+    // path), one 16-byte read per chunk statement (2 rows x 2 chunks, unrolled).
+    let tile = cu
+        .split("{  // whole chunks of shared views: batched")
+        .nth(1)
+        .expect("the view tile's batched path");
+    let tile = &tile[..tile.find("row sum over").expect("the next statement")];
+    assert_eq!(reads(tile, "sX"), 1, "{tile}");
+    assert!(!tile.contains("} else {"), "{tile}");
+    // The weight from shared memory next to a vector from global memory: both in one batch, the
+    // view read with ld.shared in the checked path too.
+    let mixed = batched_path(&cu, "// x <- ...", 2);
+    assert_eq!(reads(mixed, "sW"), 1, "{mixed}");
+    assert_eq!(raw_loads(mixed, "B"), 1, "{mixed}");
+    assert!(
+        cu.contains("cake_row_lds8_bf16(ld"),
+        "no checked read of sW"
+    );
+    assert!(out_dir.join("row_view.cubin").is_file());
+    let _ = std::fs::remove_dir_all(&out_dir);
+}
+
 /// The batched path of the `nth` section of `cu` that starts at `marker`: up to its checked
 /// path (`} else {`).
 fn batched_path<'a>(cu: &'a str, marker: &str, nth: usize) -> &'a str {

@@ -201,6 +201,33 @@ static __device__ __forceinline__ void cake_row_st8_f32(float* p, const float* v
 }
 "#;
 
+/// Whole chunks of row-major shared views read in a row layout (`view.load()`, §9.8a), after
+/// [`ROW_OPS`] (whose unpacking they use).
+pub const ROW_SHARED: &str = r#"
+// Chunks of a row-major view in shared memory (`view.load()` in a row layout): always whole.
+static __device__ __forceinline__ uint4 cake_row_lds_b16(uint32_t addr) {
+  uint4 u;
+  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w) : "r"(addr) : "memory");
+  return u;
+}
+static __device__ __forceinline__ cake_raw_b32 cake_row_lds_b32(uint32_t addr) {
+  return {cake_row_lds_b16(addr), cake_row_lds_b16(addr + 16)};
+}
+static __device__ __forceinline__ void cake_row_lds8_bf16(float* d, uint32_t addr, int n, float fill) {
+  if (n >= 8) cake_row_unpack_bf16(d, cake_row_lds_b16(addr));
+  else for (int i = 0; i < 8; ++i) d[i] = fill;
+}
+static __device__ __forceinline__ void cake_row_lds8_f16(float* d, uint32_t addr, int n, float fill) {
+  if (n >= 8) cake_row_unpack_f16(d, cake_row_lds_b16(addr));
+  else for (int i = 0; i < 8; ++i) d[i] = fill;
+}
+static __device__ __forceinline__ void cake_row_lds8_f32(float* d, uint32_t addr, int n, float fill) {
+  if (n >= 8) cake_row_unpack_f32(d, cake_row_lds_b32(addr));
+  else for (int i = 0; i < 8; ++i) d[i] = fill;
+}
+"#;
+
 /// Global atomic adds of row-layout chunks (`lm.scatter_add`): `red.global.add`, relaxed at GPU
 /// scope; sm_90 adds four floats per instruction.
 pub const ROW_RED: &str = r#"

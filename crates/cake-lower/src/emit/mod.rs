@@ -110,6 +110,8 @@ pub(crate) struct Emitter<'a> {
     pub(crate) warp_branches: u32,
     /// Whether the body uses row-layout loads and stores (the prelude then defines them).
     pub(crate) needs_row_ops: bool,
+    /// Whether a row-layout statement reads a shared view (`prelude::ROW_SHARED`).
+    pub(crate) needs_row_shared: bool,
     /// Whether a row-layout store converts to FP8 (sm_89 and later).
     pub(crate) needs_row_fp8: bool,
     /// The L2 eviction priorities of row-layout loads and stores (`evict=`): each brings its
@@ -283,6 +285,7 @@ impl<'a> Emitter<'a> {
             votes: HashMap::new(),
             warp_branches: 0,
             needs_row_ops: false,
+            needs_row_shared: false,
             needs_row_fp8: false,
             row_hints: Default::default(),
             needs_row_red: false,
@@ -438,6 +441,9 @@ impl<'a> Emitter<'a> {
         }
         if self.needs_row_ops {
             cuda.push_str(prelude::ROW_OPS);
+        }
+        if self.needs_row_shared {
+            cuda.push_str(prelude::ROW_SHARED);
         }
         if self.needs_row_fp8 {
             cuda.push_str(prelude::ROW_FP8);

@@ -56,6 +56,9 @@ struct ChunkAccess {
     batched: Option<String>,
     /// The helpers' name suffix of the load's L2 eviction priority (`_evict_first`), or empty.
     hint: String,
+    /// A view of this CTA's shared memory (`view.load()`), not a tensor: `ptr` is its 32-bit
+    /// shared address, and its chunks are always whole.
+    shared: bool,
 }
 
 /// The batched path's raw chunk of an element type: its register type and the prelude's read.
@@ -65,6 +68,25 @@ fn raw_read(d: DType) -> Option<(&'static str, &'static str)> {
         DType::BF16 | DType::F16 => Some(("uint4", "cake_row_raw_b16")),
         DType::F32 | DType::I32 => Some(("cake_raw_b32", "cake_row_raw_b32")),
         _ => None,
+    }
+}
+
+impl ChunkAccess {
+    /// How the schedule reads it, for the generated code's comments.
+    fn source(&self) -> String {
+        if self.shared {
+            format!("{}.load()", self.name)
+        } else {
+            format!("lm.load({})", self.name)
+        }
+    }
+}
+
+/// The raw chunk read of a shared-memory view's element type (`ld.shared.v4`, two for f32).
+fn raw_read_shared(d: DType) -> &'static str {
+    match d {
+        DType::F32 | DType::I32 => "cake_row_lds_b32",
+        _ => "cake_row_lds_b16",
     }
 }
 
@@ -135,6 +157,19 @@ impl Emitter<'_> {
         for (l, how) in loads {
             // Read already for another value of the statement (`a[:], b[:] = x, y`).
             if self.row_loads.contains_key(&l) {
+                continue;
+            }
+            // A shared view (`legal::row_view_read`): chunk by chunk, as the tile or per column.
+            if let ExprKind::ViewLoad { .. } = k.exprs[l].kind {
+                let array = format!("ld{}", self.reduction_counter);
+                self.reduction_counter += 1;
+                self.row_loads.insert(l, format!("{array}[v]"));
+                chunked.push(ChunkLoad {
+                    load: l,
+                    how,
+                    coords: Vec::new(),
+                    array,
+                });
                 continue;
             }
             let ExprKind::Load {
@@ -234,6 +269,9 @@ impl Emitter<'_> {
     /// many of its elements exist, and the batched path's condition.
     fn chunk_access(&mut self, load: &ChunkLoad, g: RowGeom) -> Option<ChunkAccess> {
         let k = self.k;
+        if let ExprKind::ViewLoad { view, .. } = &k.exprs[load.load].kind {
+            return Some(self.view_chunk_access(load, view, g));
+        }
         let ExprKind::Load {
             tensor,
             fill,
@@ -286,7 +324,43 @@ impl Emitter<'_> {
             fill: Self::load_fill(dtype, fill),
             batched: raw_read(dtype).map(|_| batched),
             hint,
+            shared: false,
         })
+    }
+
+    /// `chunk_access` of a row-major view in this CTA's shared memory: chunk (r, c) at row
+    /// `row0 + row`, column `lc` of the view's stage; always whole (`legal::row_view_read`).
+    fn view_chunk_access(&mut self, load: &ChunkLoad, view: &ViewRef, g: RowGeom) -> ChunkAccess {
+        let k = self.k;
+        self.needs_row_shared = true;
+        let decl = &k.views[view.view];
+        let esize = decl.dtype.bytes();
+        let base = self.view_base_text(&ViewRef {
+            rows: None,
+            ..view.clone()
+        });
+        let at = if load.how == RowLoad::Tile {
+            let row0 = match view.rows {
+                Some((start, _)) => format!("({}) + ", self.ix(start)),
+                None => String::new(),
+            };
+            let pitch = decl.shape.last().copied().unwrap_or(1) * esize;
+            format!("{base} + ({row0}row) * {pitch}u + lc * {esize}u")
+        } else {
+            format!("{base} + lc * {esize}u")
+        };
+        ChunkAccess {
+            ptr: at,
+            name: decl.name.clone(),
+            span: k.exprs.span(load.load),
+            dtype: decl.dtype,
+            row_ok: "true".into(),
+            n: format!("{} - lc", g.cols),
+            fill: Self::load_fill(decl.dtype, 0.0),
+            batched: Some("true".into()),
+            hint: String::new(),
+            shared: true,
+        }
     }
 
     /// Read chunk (r, c) of the loads `how` (per-column loads in the chunk loop, tile loads in
@@ -299,15 +373,22 @@ impl Emitter<'_> {
             };
             let (vty, suffix) = row_elem(a.dtype);
             self.line(&format!(
-                "{vty} {}[{ROW_CHUNK}];  // lm.load({}) ({})",
+                "{vty} {}[{ROW_CHUNK}];  // {} ({})",
                 load.array,
-                a.name,
+                a.source(),
                 self.loc(a.span)
             ));
-            self.line(&format!(
-                "cake_row_ld8_{suffix}{}({}, {}, {}, {}, {});",
-                a.hint, load.array, a.ptr, a.row_ok, a.n, a.fill
-            ));
+            if a.shared {
+                self.line(&format!(
+                    "cake_row_lds8_{suffix}({}, {}, {}, {});",
+                    load.array, a.ptr, a.n, a.fill
+                ));
+            } else {
+                self.line(&format!(
+                    "cake_row_ld8_{suffix}{}({}, {}, {}, {}, {});",
+                    a.hint, load.array, a.ptr, a.row_ok, a.n, a.fill
+                ));
+            }
         }
     }
 
@@ -356,7 +437,12 @@ impl Emitter<'_> {
         if !batched {
             return checked(self);
         }
-        let cond: Vec<String> = conds.into_iter().flatten().collect();
+        // Shared views' chunks are always whole: their condition is `true`.
+        let cond: Vec<String> = conds
+            .into_iter()
+            .flatten()
+            .filter(|c| c != "true")
+            .collect();
         let cpt = g.cpt();
         // A thread's last chunk may lie past the tile's columns, and a tile row past the
         // tensor's rows: neither is read (its registers hold zeros, never stored).
@@ -396,9 +482,9 @@ impl Emitter<'_> {
                     " = {}"
                 };
                 e.line(&format!(
-                    "{ty} {}_raw[{n}]{init};  // lm.load({}) ({})",
+                    "{ty} {}_raw[{n}]{init};  // {} ({})",
                     l.array,
-                    a.name,
+                    a.source(),
                     e.loc(a.span)
                 ));
             }
@@ -407,7 +493,11 @@ impl Emitter<'_> {
                     let Some(a) = a.as_ref().filter(|_| l.how == how) else {
                         continue;
                     };
-                    let (_, read) = raw_read(a.dtype).expect("batched");
+                    let read = if a.shared {
+                        raw_read_shared(a.dtype)
+                    } else {
+                        raw_read(a.dtype).expect("batched").1
+                    };
                     e.line(&format!(
                         "{}{}_raw{} = {read}{}({});",
                         exists(&a.row_ok),
@@ -452,6 +542,9 @@ impl Emitter<'_> {
                 });
             });
         };
+        if cond.is_empty() {
+            return self.braced("{  // whole chunks of shared views: batched", batch);
+        }
         self.braced_else(
             &format!(
                 "if ({}) {{  // whole, in bounds and aligned: batched",

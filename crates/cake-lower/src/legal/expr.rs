@@ -143,7 +143,7 @@ pub(crate) trait Scope {
                     out.push((sp, m));
                 }
             }
-            ExprKind::Load { .. } if self.col_loaded(e) => {}
+            ExprKind::Load { .. } | ExprKind::ViewLoad { .. } if self.col_loaded(e) => {}
             ExprKind::Load {
                 tensor,
                 coords,
@@ -183,8 +183,11 @@ pub(crate) trait Scope {
         let k = self.kernel();
         let mut loads = Vec::new();
         k.visit_expr(e, |x, kind| {
+            // Read into registers already by a row-layout statement (`row_view_read`).
             if let ExprKind::ViewLoad { cta, .. } = kind {
-                loads.push((x, cta.is_some()));
+                if !self.col_loaded(x) {
+                    loads.push((x, cta.is_some()));
+                }
             }
             true
         });

@@ -82,6 +82,13 @@ fn walk(
             }
             Ok(())
         }
+        ExprKind::ViewLoad { view, cta } => {
+            row_view_read(k, view, *cta, g, how).map_err(|m| (k.exprs.span(e), m))?;
+            if !out.iter().any(|(x, _)| *x == e) {
+                out.push((e, how));
+            }
+            Ok(())
+        }
         ExprKind::Expand { arg, axis } => {
             let inner = match (how, axis) {
                 (RowLoad::Tile, 1) => RowLoad::Row,
@@ -105,6 +112,59 @@ fn walk(
             result
         }
     }
+}
+
+/// Whether `view.load()` of `view` can be read in row layout `g` as `how`: this CTA's copy, a
+/// 2-D view of the tile's rows and columns (or a 1-D view of its columns, broadcast along the
+/// rows), unswizzled and row-major, of 16-bit floats or f32, its rows whole 16-byte chunks —
+/// what `cp_async` writes, read 16 bytes at a time.
+pub(crate) fn row_view_read(
+    k: &Kernel,
+    view: &ViewRef,
+    cta: Option<ExprId>,
+    g: RowGeom,
+    how: RowLoad,
+) -> Result<(), String> {
+    let decl = &k.views[view.view];
+    if cta.is_some() {
+        return Err("a peer CTA's view is read in the wgmma accumulator's layout only (§9.4b), not in a row layout".into());
+    }
+    let shape: Vec<u32> = match (decl.shape.as_slice(), view.rows) {
+        ([_, cols], Some((_, count))) => vec![count, *cols],
+        (dims, _) => dims.to_vec(),
+    };
+    let want: Vec<u32> = match how {
+        RowLoad::Tile => vec![g.rows(), g.cols],
+        RowLoad::Column => vec![g.cols],
+        RowLoad::Row => {
+            return Err("a per-row vector read from shared memory (v[:, None] of a view) is not lowered yet; read it with lm.load".into())
+        }
+    };
+    if shape != want || view.transposed {
+        let what = match how {
+            RowLoad::Tile => "the tile",
+            _ => "a per-column vector of the tile (w[None, :])",
+        };
+        return Err(format!(
+            "this view.load is read as {what}, which has shape {want:?}; `{}` reads {shape:?}{}",
+            decl.name,
+            if view.transposed { " transposed" } else { "" }
+        ));
+    }
+    if !matches!(decl.dtype, DType::BF16 | DType::F16 | DType::F32) {
+        return Err(format!(
+            "reading a {} view into a row-layout value is not lowered yet (bf16, f16 and f32 are)",
+            decl.dtype
+        ));
+    }
+    let row_bytes = u64::from(g.cols) * decl.dtype.bytes() as u64;
+    if decl.swizzle != 0 || !g.cols.is_multiple_of(super::ROW_CHUNK) || !row_bytes.is_multiple_of(16) {
+        return Err(format!(
+            "a view is read in row layout when it is unswizzled with rows of whole 8-element chunks (what cp_async writes); `{}` has swizzle={} and {} columns",
+            decl.name, decl.swizzle, g.cols
+        ));
+    }
+    Ok(())
 }
 
 /// What `lm.store` of a row-layout value writes: the inner value to evaluate and the element

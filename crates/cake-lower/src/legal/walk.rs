@@ -429,10 +429,23 @@ impl<'a> Checker<'a> {
             Err((sp, m)) => self.unsupported(sp, m),
             Ok(loads) => {
                 for (l, _) in loads {
-                    if let ExprKind::Load { coords, .. } = &k.exprs[l].kind {
-                        for c in coords {
-                            self.ix(*c);
+                    match &k.exprs[l].kind {
+                        ExprKind::Load { coords, .. } => {
+                            for c in coords {
+                                self.ix(*c);
+                            }
                         }
+                        ExprKind::ViewLoad { view, .. } => {
+                            for i in view
+                                .rows
+                                .map(|(start, _)| start)
+                                .into_iter()
+                                .chain(view.stage)
+                            {
+                                self.ix(i);
+                            }
+                        }
+                        _ => {}
                     }
                     self.row_loaded.insert(l);
                 }
