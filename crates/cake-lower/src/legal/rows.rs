@@ -158,7 +158,10 @@ pub(crate) fn row_view_read(
         ));
     }
     let row_bytes = u64::from(g.cols) * decl.dtype.bytes() as u64;
-    if decl.swizzle != 0 || !g.cols.is_multiple_of(super::ROW_CHUNK) || !row_bytes.is_multiple_of(16) {
+    if decl.swizzle != 0
+        || !g.cols.is_multiple_of(super::ROW_CHUNK)
+        || !row_bytes.is_multiple_of(16)
+    {
         return Err(format!(
             "a view is read in row layout when it is unswizzled with rows of whole 8-element chunks (what cp_async writes); `{}` has swizzle={} and {} columns",
             decl.name, decl.swizzle, g.cols
