@@ -2,7 +2,7 @@
 copies each tile's rows of X and the weight W into a ring with cp_async; the consumer warpgroup
 reads the rows as its row-layout tile (`sX.load()`) and the weight as a per-column vector
 (`sW.load()[None, :]`), 16 bytes at a time from shared memory, next to a vector from global
-memory (`lm.load(B)`)."""
+memory (`lm.load(B)`), and a per-row scale as a per-row vector (`sS.load()[:, None]`)."""
 import cake
 from cake import lm
 
@@ -13,10 +13,11 @@ STAGES = 4
 
 @cake.schedule(targets=["sm_90a"], persistent=True)
 def row_view(X: lm.tensor[lm.bf16, "R", H], W: lm.tensor[lm.bf16, H], B: lm.tensor[lm.bf16, H],
-             Y: lm.tensor[lm.bf16, "R", H], eps: lm.f32):
+             S: lm.tensor[lm.f32, "R"], Y: lm.tensor[lm.bf16, "R", H], eps: lm.f32):
     pool = lm.smem()
     sX = pool.view(shape=(ROWS, H), dtype=lm.bf16, stages=STAGES)
     sW = pool.view(shape=(H,), dtype=lm.bf16, stages=STAGES)
+    sS = pool.view(shape=(ROWS,), dtype=lm.f32, stages=STAGES)
     load = lm.role(warp=0)
     rows = lm.role(warpgroup=1)
     pipe = lm.pipeline(stages=STAGES)
@@ -29,6 +30,7 @@ def row_view(X: lm.tensor[lm.bf16, "R", H], W: lm.tensor[lm.bf16, H], B: lm.tens
                 lm.wait(empty)
                 sX.cp_async(X, coords=(t * ROWS, 0), barrier=full)
                 sW.cp_async(W, coords=(0,), barrier=full)
+                sS.cp_async(S, coords=(t * ROWS,), barrier=full)
         with rows:
             for _ in lm.range(1, pipeline=pipe):
                 lm.wait(full)
@@ -36,6 +38,6 @@ def row_view(X: lm.tensor[lm.bf16, "R", H], W: lm.tensor[lm.bf16, H], B: lm.tens
                 rstd = lm.rsqrt(lm.sum(x * x, axis=1) * (1.0 / H) + eps)
                 w = lm.cast(sW.load(), lm.f32)
                 b = lm.cast(lm.load(B, coords=(0,), shape=(H,)), lm.f32)
-                x[:] = x * rstd[:, None] * w[None, :] + b[None, :]
+                x[:] = x * (rstd * sS.load())[:, None] * w[None, :] + b[None, :]
                 lm.arrive(empty)
             lm.store(Y, lm.cast(x, lm.bf16), coords=(t * ROWS, 0))

@@ -1,6 +1,6 @@
-# A view is read in row layout when it is this CTA's, unswizzled and row-major, as the tile or a
-# per-column vector (what cp_async writes): a swizzled view and a per-row vector are each
-# reported at their read, in one run.
+# A view is read in row layout when it is this CTA's, unswizzled and row-major (what cp_async
+# writes), as the tile, a per-column or a per-row vector: a swizzled view is reported at each
+# read, in one run; the per-row vector is lowered.
 import cake
 from cake import lm
 
@@ -23,5 +23,6 @@ def row_view(X: lm.tensor[lm.bf16, "R", 512], S: lm.tensor[lm.f32, "R"],
             lm.wait(done)
             x[:] = lm.cast(sX.load(), lm.f32)
             x[:] = x + lm.cast(sZ.load(), lm.f32)  # note[CAKE-V001]
-            x[:] = x * sR.load()[:, None]  # note[CAKE-V001]
+            x[:] = x * sR.load()[:, None]
+            x[:] = x - lm.cast(sZ.load(), lm.f32)  # note[CAKE-V001]
             lm.store(Y, lm.cast(x, lm.bf16), coords=(t * 4, 0))

@@ -272,6 +272,11 @@ fn shared_views_are_read_in_row_layout_16_bytes_at_a_time() {
         cu.contains("cake_row_lds8_bf16(ld"),
         "no checked read of sW"
     );
+    // The per-row scale: one ld.shared per row of the thread.
+    assert!(
+        cu.contains("= cake_ld_shared_f32((sS + "),
+        "no per-row read of sS"
+    );
     assert!(out_dir.join("row_view.cubin").is_file());
     let _ = std::fs::remove_dir_all(&out_dir);
 }

@@ -159,10 +159,16 @@ impl Emitter<'_> {
             if self.row_loads.contains_key(&l) {
                 continue;
             }
-            // A shared view (`legal::row_view_read`): chunk by chunk, as the tile or per column.
-            if let ExprKind::ViewLoad { .. } = k.exprs[l].kind {
+            // A shared view (`legal::row_view_read`): chunk by chunk, as the tile or per column;
+            // one value per row, each thread its rows'.
+            if let ExprKind::ViewLoad { view, .. } = &k.exprs[l].kind {
                 let array = format!("ld{}", self.reduction_counter);
                 self.reduction_counter += 1;
+                if how == RowLoad::Row {
+                    self.view_row_values(l, view, g, &array);
+                    self.row_loads.insert(l, format!("{array}[r]"));
+                    continue;
+                }
                 self.row_loads.insert(l, format!("{array}[v]"));
                 chunked.push(ChunkLoad {
                     load: l,
@@ -226,6 +232,40 @@ impl Emitter<'_> {
             self.row_loads.insert(l, format!("{array}[r]"));
         }
         Some(chunked)
+    }
+
+    /// A 1-D view of one value per row of the tile, read into `array[r]` for the thread's rows
+    /// (`ld.shared`, converted to f32).
+    fn view_row_values(&mut self, l: ExprId, view: &ViewRef, g: RowGeom, array: &str) {
+        let k = self.k;
+        let decl = &k.views[view.view];
+        self.needs_shared_ops = true;
+        let base = self.view_base_text(&ViewRef {
+            rows: None,
+            ..view.clone()
+        });
+        let first = match view.rows {
+            Some((start, _)) => format!("({}) + ", self.ix(start)),
+            None => String::new(),
+        };
+        let (row, _) = self.row_text(g);
+        let (esize, read) = match decl.dtype {
+            DType::BF16 => (2, "cake_ld_shared_bf16"),
+            DType::F16 => (2, "cake_ld_shared_f16"),
+            _ => (4, "cake_ld_shared_f32"),
+        };
+        self.line(&format!(
+            "float {array}[{}];  // {}.load(): one value per row ({})",
+            g.rpt,
+            decl.name,
+            self.loc(k.exprs.span(l))
+        ));
+        self.unrolled(&format!("for (int r = 0; r < {}; ++r) {{", g.rpt), |e| {
+            e.line(&format!("const int row = {row};"));
+            e.line(&format!(
+                "{array}[r] = {read}({base} + ({first}row) * {esize}u);"
+            ));
+        });
     }
 
     fn load_fill(dtype: DType, fill: f64) -> String {
@@ -339,15 +379,16 @@ impl Emitter<'_> {
             rows: None,
             ..view.clone()
         });
+        // `.rows(start, n)` picks rows of a 2-D view, elements of a 1-D one.
+        let first = match view.rows {
+            Some((start, _)) => format!("({}) + ", self.ix(start)),
+            None => String::new(),
+        };
         let at = if load.how == RowLoad::Tile {
-            let row0 = match view.rows {
-                Some((start, _)) => format!("({}) + ", self.ix(start)),
-                None => String::new(),
-            };
             let pitch = decl.shape.last().copied().unwrap_or(1) * esize;
-            format!("{base} + ({row0}row) * {pitch}u + lc * {esize}u")
+            format!("{base} + ({first}row) * {pitch}u + lc * {esize}u")
         } else {
-            format!("{base} + lc * {esize}u")
+            format!("{base} + ({first}lc) * {esize}u")
         };
         ChunkAccess {
             ptr: at,

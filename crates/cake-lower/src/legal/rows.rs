@@ -115,9 +115,10 @@ fn walk(
 }
 
 /// Whether `view.load()` of `view` can be read in row layout `g` as `how`: this CTA's copy, a
-/// 2-D view of the tile's rows and columns (or a 1-D view of its columns, broadcast along the
-/// rows), unswizzled and row-major, of 16-bit floats or f32, its rows whole 16-byte chunks —
-/// what `cp_async` writes, read 16 bytes at a time.
+/// 2-D view of the tile's rows and columns (or a 1-D view of its columns or rows, broadcast
+/// along the other axis), unswizzled and row-major, of 16-bit floats or f32, a tile's rows
+/// whole 16-byte chunks — what `cp_async` writes, read 16 bytes at a time (a per-row vector
+/// one value at a time).
 pub(crate) fn row_view_read(
     k: &Kernel,
     view: &ViewRef,
@@ -131,19 +132,19 @@ pub(crate) fn row_view_read(
     }
     let shape: Vec<u32> = match (decl.shape.as_slice(), view.rows) {
         ([_, cols], Some((_, count))) => vec![count, *cols],
+        ([_], Some((_, count))) => vec![count],
         (dims, _) => dims.to_vec(),
     };
     let want: Vec<u32> = match how {
         RowLoad::Tile => vec![g.rows(), g.cols],
         RowLoad::Column => vec![g.cols],
-        RowLoad::Row => {
-            return Err("a per-row vector read from shared memory (v[:, None] of a view) is not lowered yet; read it with lm.load".into())
-        }
+        RowLoad::Row => vec![g.rows()],
     };
     if shape != want || view.transposed {
         let what = match how {
             RowLoad::Tile => "the tile",
-            _ => "a per-column vector of the tile (w[None, :])",
+            RowLoad::Column => "a per-column vector of the tile (w[None, :])",
+            RowLoad::Row => "a per-row vector of the tile (v[:, None])",
         };
         return Err(format!(
             "this view.load is read as {what}, which has shape {want:?}; `{}` reads {shape:?}{}",
@@ -156,6 +157,17 @@ pub(crate) fn row_view_read(
             "reading a {} view into a row-layout value is not lowered yet (bf16, f16 and f32 are)",
             decl.dtype
         ));
+    }
+    if how == RowLoad::Row {
+        // One value per row, read one at a time.
+        return if decl.swizzle == 0 {
+            Ok(())
+        } else {
+            Err(format!(
+                "a per-row vector is read from an unswizzled view; `{}` has swizzle={}",
+                decl.name, decl.swizzle
+            ))
+        };
     }
     let row_bytes = u64::from(g.cols) * decl.dtype.bytes() as u64;
     if decl.swizzle != 0
