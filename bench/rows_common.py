@@ -2,6 +2,7 @@
 the five families of kernels/rows/ with their inputs, oracles, torch ops and outputs, and the
 check of a kernel's outputs against the oracle at the tolerances of the family's contract
 (kernels/rows/<family>.contract.toml, [tolerance])."""
+import functools
 import sys
 import tomllib
 from typing import NamedTuple
@@ -30,8 +31,10 @@ FAMILIES = {
 }
 
 
+@functools.cache
 def tolerances(fam):
-    """Each output's `allclose` tolerances from the family's contract (None: bitwise equal)."""
+    """Each output's `allclose` tolerances from the family's contract (None: bitwise equal),
+    read once per family."""
     with open(f"kernels/rows/{fam}.contract.toml", "rb") as f:
         table = tomllib.load(f)["tolerance"]
     return {name: None if t["policy"] == "exact" else dict(rtol=t["rtol"], atol=t["atol"])

@@ -587,6 +587,10 @@ impl Rates<'_> {
         }
         t + rest16.max(0.0) / per_sm16 + w.mma_flops_8 / per_sm8
     }
+    /// The SMs the CTAs in flight occupy (`per_sm` on each).
+    fn busy_sms(&self) -> f64 {
+        (self.active / self.per_sm).clamp(1.0, self.p.sms)
+    }
     fn alu_us(&self, w: &analyze::Work) -> f64 {
         // Indexed reductions and per-column vector loads in accumulator layouts issue more than
         // their counted operations (acc_issue_ratio).
@@ -596,8 +600,7 @@ impl Rates<'_> {
         (all / (self.p.alu * 1e3)).max(int / (self.p.alu * self.p.int_ratio * 1e3))
             + w.store_bytes / (self.p.store * 1e3 / self.active)
             + w.tma_store_bytes / (self.p.tma_store * 1e3 / self.active)
-            + w.reg_load_bytes
-                / (self.p.l2 * 1e3 / (self.active / self.per_sm).clamp(1.0, self.p.sms))
+            + w.reg_load_bytes / (self.p.l2 * 1e3 / self.busy_sms())
             + w.syncs * self.p.named_bar
     }
     /// Row-layout tiles streamed through registers, at the SM's share of DRAM: the CTAs
@@ -605,8 +608,7 @@ impl Rates<'_> {
     /// again. With fewer SMs busy than the GPU has, each draws a larger share, up to its
     /// share of the L2's rate (what one SM's requests in flight reach).
     fn row_us(&self, w: &analyze::Work) -> f64 {
-        let busy = (self.active / self.per_sm).clamp(1.0, self.p.sms);
-        let share = (self.p.dram / busy).min(self.p.l2 / self.p.sms);
+        let share = (self.p.dram / self.busy_sms()).min(self.p.l2 / self.p.sms);
         w.row_bytes / (share * 1e3)
     }
 }

@@ -26,6 +26,16 @@ pub struct ViewPlacement {
     pub align: u64,
 }
 
+/// A role's row-reduction scratch: `floats_per_warp` f32 per warp per replica (its widest
+/// per-row fragment's rows, times the reductions one statement exchanges at once).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RowScratch {
+    pub role: RoleId,
+    /// Byte offset from the start of dynamic shared memory.
+    pub offset: u64,
+    pub floats_per_warp: u32,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct BarrierPlacement {
     pub barrier: BarrierId,
@@ -42,11 +52,10 @@ pub struct SmemLayout {
     pub barriers: Vec<BarrierPlacement>,
     /// Where `tcgen05.alloc` writes the TMEM base address, when the kernel uses TMEM.
     pub tmem_slot: Option<u64>,
-    /// Per role whose rows a whole warpgroup holds (`rows="warpgroup"`), the offset of the
-    /// scratch its row reductions combine the four warps' partials in: one f32 per warp per row
-    /// per replica, shared by all of the role's reductions (each is fenced by barriers before
-    /// its writes and after them).
-    pub row_scratch: Vec<(RoleId, u64)>,
+    /// Per role whose rows a whole warpgroup holds (`rows="warpgroup"`), the scratch its row
+    /// reductions combine the four warps' partials in, shared by all of the role's reductions
+    /// (each exchange is fenced by barriers before its writes and after them).
+    pub row_scratch: Vec<RowScratch>,
     /// A 4-byte word the lowering stores into before a wgmma wait inside a loop with a deferred
     /// MMA (`defer=True`): ptxas keeps a `wgmma.wait_group` after earlier shared-memory stores,
     /// so a store of a value the middle computed keeps that work ahead of the wait. Present when
@@ -64,11 +73,8 @@ impl SmemLayout {
             .find(|p| p.view == v)
             .expect("every view is placed")
     }
-    pub fn row_scratch(&self, role: RoleId) -> Option<u64> {
-        self.row_scratch
-            .iter()
-            .find(|(r, _)| *r == role)
-            .map(|(_, o)| *o)
+    pub fn row_scratch(&self, role: RoleId) -> Option<&RowScratch> {
+        self.row_scratch.iter().find(|s| s.role == role)
     }
     pub fn barrier(&self, b: BarrierId) -> &BarrierPlacement {
         self.barriers
@@ -131,11 +137,15 @@ pub fn smem_layout(k: &Kernel) -> SmemLayout {
         cursor += 8;
     }
     for (rid, role) in k.roles.iter() {
-        if let Some(rows) = warpgroup_rows(k, rid).map(u64::from) {
+        if let Some(rows) = warpgroup_rows(k, rid) {
             cursor = align_up(cursor, 16);
-            layout.row_scratch.push((rid, cursor));
-            let values = u64::from(exchanged_reductions(k, rid));
-            cursor += role.replicas() as u64 * 4 * rows * values * 4;
+            let floats_per_warp = rows * exchanged_reductions(k, rid);
+            layout.row_scratch.push(RowScratch {
+                role: rid,
+                offset: cursor,
+                floats_per_warp,
+            });
+            cursor += role.replicas() as u64 * 4 * u64::from(floats_per_warp) * 4;
         }
     }
     let defers = k

@@ -234,12 +234,9 @@ impl Emitter<'_> {
         Some(chunked)
     }
 
-    /// A 1-D view of one value per row of the tile, read into `array[r]` for the thread's rows
-    /// (`ld.shared`, converted to f32).
-    fn view_row_values(&mut self, l: ExprId, view: &ViewRef, g: RowGeom, array: &str) {
-        let k = self.k;
-        let decl = &k.views[view.view];
-        self.needs_shared_ops = true;
+    /// Where a row-layout read of `view` starts: the shared address of its stage, and the
+    /// `start + ` that `.rows(start, n)` adds to the row (2-D) or element (1-D) index, or nothing.
+    fn view_origin(&mut self, view: &ViewRef) -> (String, String) {
         let base = self.view_base_text(&ViewRef {
             rows: None,
             ..view.clone()
@@ -248,6 +245,16 @@ impl Emitter<'_> {
             Some((start, _)) => format!("({}) + ", self.ix(start)),
             None => String::new(),
         };
+        (base, first)
+    }
+
+    /// A 1-D view of one value per row of the tile, read into `array[r]` for the thread's rows
+    /// (`ld.shared`, converted to f32).
+    fn view_row_values(&mut self, l: ExprId, view: &ViewRef, g: RowGeom, array: &str) {
+        let k = self.k;
+        let decl = &k.views[view.view];
+        self.needs_shared_ops = true;
+        let (base, first) = self.view_origin(view);
         let (row, _) = self.row_text(g);
         let (esize, read) = match decl.dtype {
             DType::BF16 => (2, "cake_ld_shared_bf16"),
@@ -375,15 +382,7 @@ impl Emitter<'_> {
         self.needs_row_shared = true;
         let decl = &k.views[view.view];
         let esize = decl.dtype.bytes();
-        let base = self.view_base_text(&ViewRef {
-            rows: None,
-            ..view.clone()
-        });
-        // `.rows(start, n)` picks rows of a 2-D view, elements of a 1-D one.
-        let first = match view.rows {
-            Some((start, _)) => format!("({}) + ", self.ix(start)),
-            None => String::new(),
-        };
+        let (base, first) = self.view_origin(view);
         let at = if load.how == RowLoad::Tile {
             let pitch = decl.shape.last().copied().unwrap_or(1) * esize;
             format!("{base} + ({first}row) * {pitch}u + lc * {esize}u")
@@ -1037,14 +1036,11 @@ impl Emitter<'_> {
         if let Err(m) = legal::replica_threads(k, role, issue_only, what) {
             self.unsupported(sp, m);
         }
-        let Some(scratch) = self.layout.row_scratch(role) else {
+        let Some(placed) = self.layout.row_scratch(role) else {
             return self.unsupported(sp, "no row-reduction scratch was placed for this role");
         };
+        let (scratch, per_warp) = (placed.offset, placed.floats_per_warp);
         self.needs_shared_ops = true;
-        // Floats per warp: the role's widest per-row fragment, times the reductions one
-        // statement exchanges at once.
-        let per_warp = cake_ir::layout::warpgroup_rows(k, role).unwrap_or(g.rpt)
-            * cake_ir::layout::exchanged_reductions(k, role);
         let batch = (per_warp / g.rpt.max(1)).max(1) as usize;
         for group in items.chunks(batch) {
             let width = group.len() as u32 * g.rpt;
