@@ -9,6 +9,12 @@ The swapped schedule (examples/tinygemm_sm90.py) puts the weight's rows on the 6
 Here 4096 rows make 128 tiles of 32 rows with no reduction. The price: the MMAs multiply 64 token
 rows however few are real (the tensor cores are idle at M ≤ 16 anyway) and each stage holds
 A's 64 × 64 slice beside the weight's (TMA fills the rows past M with zeros without reading them).
+
+Measured (H100, bench/results/2026-12-05-persistent/ c1): correct; slower than the swapped
+schedule wherever M ≤ 32 (4096 × 4096, M = 1: 19.8 against 16.1 µs; 2048 × 7168: 0.55-0.65×)
+and equal at M = 64. The weight bytes in flight across the GPU set the rate, not the number of
+SMs streaming: 128 CTAs × 16 stages × 4 KB hold what 64 × 16 × 8 KB do, and each stage also
+carries A's 8 KB. No route takes it.
 """
 import cake
 from cake import lm

@@ -356,21 +356,21 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemv_ring(
     cake_fence_barrier_init();
   }
   __syncthreads();
-  if (warp >= 0 && warp < 1) {  // role load (gemv_ring_sm90.py:34)
+  if (warp >= 0 && warp < 1) {  // role load (gemv_ring_sm90.py:35)
     const int load_index = (warp - 0) / 1;
     const int load_thread = (int)threadIdx.x - 0 - load_index * 32;
     uint32_t pipe_it = 0;  // iterations of pipeline pipe completed by this role
-    for (int tile = blockIdx.x; tile < tiles_total; tile += gridDim.x) {  // tiles (t) (gemv_ring_sm90.py:43)
+    for (int tile = blockIdx.x; tile < tiles_total; tile += gridDim.x) {  // tiles (t) (gemv_ring_sm90.py:44)
       int tile_rest = tile;
       const int tile_0 = tile_rest % tiles_0;
       tile_rest /= tiles_0;
       (void)tile_rest;
-      // with load: (gemv_ring_sm90.py:44)
-      for (int __1 = 0; __1 < 1; ++__1) {  // gemv_ring_sm90.py:45
+      // with load: (gemv_ring_sm90.py:45)
+      for (int __1 = 0; __1 < 1; ++__1) {  // gemv_ring_sm90.py:46
         const uint32_t pipe_stage = pipe_it % 2;
         const uint32_t pipe_phase = (pipe_it / 2) & 1;
-        cake_mbar_wait(empty + 8 * pipe_stage, pipe_phase ^ 1);  // wait empty (gemv_ring_sm90.py:46)
-        {  // cp_async sB <- B (gemv_ring_sm90.py:47): 4 x 4096 elements by the 32 threads of role load
+        cake_mbar_wait(empty + 8 * pipe_stage, pipe_phase ^ 1);  // wait empty (gemv_ring_sm90.py:47)
+        {  // cp_async sB <- B (gemv_ring_sm90.py:48): 4 x 4096 elements by the 32 threads of role load
           // 2048 pieces of 16 B, 64 per thread
           #pragma unroll
           for (int c = 0; c < 64; ++c) {
@@ -389,7 +389,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemv_ring(
       }
     }
   }
-  if (warp >= 4 && warp < 12) {  // role rows (gemv_ring_sm90.py:35)
+  if (warp >= 4 && warp < 12) {  // role rows (gemv_ring_sm90.py:36)
     const int rows_index = (warp - 4) / 4;
     const int rows_thread = (int)threadIdx.x - 128 - rows_index * 128;
     const int lane_row = 16 * (rows_thread / 32) + (rows_thread % 32) / 4;  // and +8
@@ -398,19 +398,19 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemv_ring(
     float w[64];  // fragment w [2, 4096] f32
     float s0[2];  // fragment s0 [2] f32
     uint32_t pipe_it = 0;  // iterations of pipeline pipe completed by this role
-    for (int tile = blockIdx.x; tile < tiles_total; tile += gridDim.x) {  // tiles (t) (gemv_ring_sm90.py:43)
+    for (int tile = blockIdx.x; tile < tiles_total; tile += gridDim.x) {  // tiles (t) (gemv_ring_sm90.py:44)
       int tile_rest = tile;
       const int tile_0 = tile_rest % tiles_0;
       tile_rest /= tiles_0;
       (void)tile_rest;
-      // with rows: (gemv_ring_sm90.py:48)
-      for (int __2 = 0; __2 < 1; ++__2) {  // gemv_ring_sm90.py:50
+      // with rows: (gemv_ring_sm90.py:49)
+      for (int __2 = 0; __2 < 1; ++__2) {  // gemv_ring_sm90.py:51
         const uint32_t pipe_stage = pipe_it % 2;
         const uint32_t pipe_phase = (pipe_it / 2) & 1;
-        cake_mbar_wait(full + 8 * pipe_stage, pipe_phase);  // wait full (gemv_ring_sm90.py:51)
-        {  // w <- ... (gemv_ring_sm90.py:52)
+        cake_mbar_wait(full + 8 * pipe_stage, pipe_phase);  // wait full (gemv_ring_sm90.py:52)
+        {  // w <- ... (gemv_ring_sm90.py:53)
           {  // whole chunks of shared views: batched
-            uint4 ld0_raw[8];  // sB.load() (gemv_ring_sm90.py:52)
+            uint4 ld0_raw[8];  // sB.load() (gemv_ring_sm90.py:53)
             // every load issued before the first is used
             #pragma unroll
             for (int c = 0; c < 4; ++c) {
@@ -434,16 +434,16 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemv_ring(
             }
           }
         }
-        cake_mbar_arrive(empty + 8 * pipe_stage);  // arrive empty (gemv_ring_sm90.py:53)
+        cake_mbar_arrive(empty + 8 * pipe_stage);  // arrive empty (gemv_ring_sm90.py:54)
         ++pipe_it;
       }
-      float red1_v[2];  // row sum over 4096 columns, rows held by 128 thread(s) (gemv_ring_sm90.py:56)
+      float red1_v[2];  // row sum over 4096 columns, rows held by 128 thread(s) (gemv_ring_sm90.py:57)
       {
         float cake_part[2];
         #pragma unroll
         for (int r = 0; r < 2; ++r) cake_part[r] = 0.0f;
         if (0 + 4096 <= 4096 && cake_aligned16(A + ((size_t)(0) * 4096 + (0)))) {  // whole, in bounds and aligned: batched
-          uint4 ld2_raw[4];  // lm.load(A) (gemv_ring_sm90.py:54)
+          uint4 ld2_raw[4];  // lm.load(A) (gemv_ring_sm90.py:55)
           // every load issued before the first is used
           #pragma unroll
           for (int c = 0; c < 4; ++c) {
@@ -469,7 +469,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemv_ring(
           #pragma unroll
           for (int c = 0; c < 4; ++c) {
             const int lc = 8 * (rows_thread % 128 + 128 * c);
-            float ld2[8];  // lm.load(A) (gemv_ring_sm90.py:54)
+            float ld2[8];  // lm.load(A) (gemv_ring_sm90.py:55)
             cake_row_ld8_bf16(ld2, A + ((size_t)(0) * 4096 + (0 + lc)), true, min(4096 - (0 + lc), 4096 - lc), 0.0f);
             #pragma unroll
             for (int r = 0; r < 2; ++r) {
@@ -499,11 +499,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemv_ring(
         for (int w = 1; w < 4; ++w) acc = cake_sum(acc, cake_ld_shared_f32(cake_smem + 65568u + 4u * ((rows_index * 4 + w) * 2 + r)));
         red1_v[r] = acc;
       }
-      {  // s0 <- ... (gemv_ring_sm90.py:56)
+      {  // s0 <- ... (gemv_ring_sm90.py:57)
         #pragma unroll
         for (int r = 0; r < 2; ++r) s0[r] = red1_v[r];
       }
-      {  // store C <- row-layout value (gemv_ring_sm90.py:61)
+      {  // store C <- row-layout value (gemv_ring_sm90.py:62)
         if (rows_thread % 128 == 0) {
           #pragma unroll
           for (int r = 0; r < 2; ++r) {
