@@ -170,7 +170,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm_narrow(
     cake_fence_barrier_init();
   }
   __syncthreads();
-  if (warp >= 0 && warp < 4) {  // role load (tinygemm_narrow_sm90.py:44)
+  if (warp >= 0 && warp < 4) {  // role load (tinygemm_narrow_sm90.py:46)
     cake_setmaxnreg_dec<40>();
     const int load_index = (warp - 0) / 4;
     const int load_thread = (int)threadIdx.x - 0 - load_index * 128;
@@ -179,27 +179,27 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm_narrow(
     (void)lane_row; (void)lane_col;
     uint32_t pipe_it = 0;  // iterations of pipeline pipe completed by this role
     if (load_thread == 0) {  // issue-only role: one thread per replica
-      for (int tile = blockIdx.x; tile < tiles_total; tile += tiles_total) {  // one tile (tn) per CTA (tinygemm_narrow_sm90.py:52)
+      for (int tile = blockIdx.x; tile < tiles_total; tile += tiles_total) {  // one tile (tn) per CTA (tinygemm_narrow_sm90.py:54)
         int tile_rest = tile;
         const int tile_0 = tile_rest % tiles_0;
         tile_rest /= tiles_0;
         (void)tile_rest;
-        // with load: (tinygemm_narrow_sm90.py:53)
-        for (int k_1 = 0; k_1 < cake_cdiv(dim_K, 64); ++k_1) {  // tinygemm_narrow_sm90.py:54
+        // with load: (tinygemm_narrow_sm90.py:55)
+        for (int k_1 = 0; k_1 < cake_cdiv(dim_K, 64); ++k_1) {  // tinygemm_narrow_sm90.py:56
           const uint32_t pipe_stage = pipe_it % 16;
           const uint32_t pipe_phase = (pipe_it / 16) & 1;
-          cake_mbar_wait(empty + 8 * pipe_stage, pipe_phase ^ 1);  // wait empty (tinygemm_narrow_sm90.py:55)
-          // tma_load sW <- B (tinygemm_narrow_sm90.py:56)
+          cake_mbar_wait(empty + 8 * pipe_stage, pipe_phase ^ 1);  // wait empty (tinygemm_narrow_sm90.py:57)
+          // tma_load sW <- B (tinygemm_narrow_sm90.py:58)
           cake_mbar_arrive_expect_tx(full + 8 * pipe_stage, 12288);
           cake_tma_load_2d_evict_first((sW + 4096 * pipe_stage), &tmap_B_0, full + 8 * pipe_stage, (k_1 * 64), (tile_0 * 32));
-          // tma_load sA <- A (tinygemm_narrow_sm90.py:57)
+          // tma_load sA <- A (tinygemm_narrow_sm90.py:59)
           cake_tma_load_2d((sA + 8192 * pipe_stage), &tmap_A_1, full + 8 * pipe_stage, (k_1 * 64), 0);
           ++pipe_it;
         }
       }
     }
   }
-  if (warp >= 4 && warp < 8) {  // role math (tinygemm_narrow_sm90.py:45)
+  if (warp >= 4 && warp < 8) {  // role math (tinygemm_narrow_sm90.py:47)
     cake_setmaxnreg_dec<232>();
     const int math_index = (warp - 4) / 4;
     const int math_thread = (int)threadIdx.x - 128 - math_index * 128;
@@ -208,18 +208,18 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm_narrow(
     (void)lane_row; (void)lane_col;
     float acc[16];  // fragment acc [64, 32] f32
     uint32_t pipe_it = 0;  // iterations of pipeline pipe completed by this role
-    for (int tile = blockIdx.x; tile < tiles_total; tile += tiles_total) {  // one tile (tn) per CTA (tinygemm_narrow_sm90.py:52)
+    for (int tile = blockIdx.x; tile < tiles_total; tile += tiles_total) {  // one tile (tn) per CTA (tinygemm_narrow_sm90.py:54)
       int tile_rest = tile;
       const int tile_0 = tile_rest % tiles_0;
       tile_rest /= tiles_0;
       (void)tile_rest;
-      // with math: (tinygemm_narrow_sm90.py:58)
+      // with math: (tinygemm_narrow_sm90.py:60)
       int empty_pending = -1;  // stage whose release waits for its MMAs to retire
-      for (int k_2 = 0; k_2 < cake_cdiv(dim_K, 64); ++k_2) {  // tinygemm_narrow_sm90.py:59
+      for (int k_2 = 0; k_2 < cake_cdiv(dim_K, 64); ++k_2) {  // tinygemm_narrow_sm90.py:61
         const uint32_t pipe_stage = pipe_it % 16;
         const uint32_t pipe_phase = (pipe_it / 16) & 1;
-        cake_mbar_wait(full + 8 * pipe_stage, pipe_phase);  // wait full (tinygemm_narrow_sm90.py:60)
-        // mma acc += sA * sW.T (tinygemm_narrow_sm90.py:61)
+        cake_mbar_wait(full + 8 * pipe_stage, pipe_phase);  // wait full (tinygemm_narrow_sm90.py:62)
+        // mma acc += sA * sW.T (tinygemm_narrow_sm90.py:63)
         cake_wgmma_fence();
         cake_wgmma_m64n32k16_f32_bf16(acc, cake_wgmma_desc((sA + 8192 * pipe_stage) + 0, 16, 1024, 1), cake_wgmma_desc((sW + 4096 * pipe_stage) + 0, 16, 1024, 1), ((k_2 > 0)) ? 1 : 0);
         cake_wgmma_m64n32k16_f32_bf16(acc, cake_wgmma_desc((sA + 8192 * pipe_stage) + 32, 16, 1024, 1), cake_wgmma_desc((sW + 4096 * pipe_stage) + 32, 16, 1024, 1), 1);
@@ -233,7 +233,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm_narrow(
       }
       cake_wgmma_wait<0>();  // every MMA of the loop has retired
       if (empty_pending >= 0 && math_thread == 0) cake_mbar_arrive(empty + 8 * empty_pending);
-      {  // store C <- accumulator tile (tinygemm_narrow_sm90.py:62)
+      {  // store C <- accumulator tile (tinygemm_narrow_sm90.py:64)
         #pragma unroll
         for (int i = 0; i < 4; ++i) {
           #pragma unroll
@@ -243,7 +243,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm_narrow(
             float v[2];
             #pragma unroll
             for (int j = 0; j < 2; ++j) v[j] = acc[4 * i + 2 * h + j];
-            if (row < 8) {
+            if (row < 64) {
               uint16_t* out = C + ((size_t)(row) * dim_N + (col));
               const uint32_t both = cake_pack_bf16x2(v[0], v[1]);
               if (col + 1 < dim_N && (dim_N % 2) == 0) {
