@@ -11,10 +11,11 @@
 #      routes at 30 held-out shapes, and the tinygemm table that would route the persistent
 #      schedule at N = 14336 through dispatch.
 #
-#   OUT=... bench/persistent_session.sh      # on the GPU host, from the repository root
+#   OUT=... CACHE=... bench/persistent_session.sh      # on the GPU host, from the repository root
 #
-# Expects dist/cake, dist/cake-*.whl and the build cache prebuilt on the build machine (every
-# part's `--prebuild --target sm_90a`, bench/results/2026-12-05-persistent/README.md).
+# Expects dist/cake, dist/cake-*.whl and, in CACHE (default: gpu_env.sh's CAKE_CACHE_DIR), the
+# build cache prebuilt on the build machine (every part's `--prebuild --target sm_90a`,
+# bench/results/2026-12-05-persistent/README.md), so that the GPU host compiles nothing.
 set -u
 . "$(dirname "$0")/gpu_env.sh" || exit 1
 [ -n "${CACHE:-}" ] && export CAKE_CACHE_DIR=$CACHE
