@@ -13,6 +13,12 @@ Split-K (SPLIT > 1): a weight of few rows has too few tiles to keep every SM str
 tile is shared by a cluster of SPLIT CTAs, CTA r taking the r-th of SPLIT runs of K blocks. Each
 writes its f32 partial tile into its own shared memory and arrives on a cluster barrier; CTA 0
 waits, adds the others' partials through distributed shared memory, and stores C.
+
+Shared tokens (MCAST > 1, tiles not split): every CTA multiplies the same tokens, so at M of 32 and
+more their K-slices leave L2 once per tile as often as the weight does (twice the weight's bytes
+at M = 128). A cluster of MCAST CTAs takes neighbouring weight tiles; each loads 1/MCAST of the
+token rows and multicasts them to all, and a stage is refilled only when every CTA's consumer
+has released it.
 """
 import cake
 from cake import lm
@@ -25,7 +31,10 @@ BK = 64                                 # K per stage (one 128-byte swizzle row 
 # CTAs per tile: enough tiles × SPLIT to cover the 132 SMs (measured: bench/results/2026-12-02-tinygemm-splitk).
 SPLIT_UPTO = 2048                       # the most weight rows split (a family route may raise it)
 SPLIT_WAYS = 2                          # CTAs per tile where it splits (2 or 4)
-SPLIT = SPLIT_WAYS if NW <= SPLIT_UPTO else 1
+# MCAST: CTAs of a cluster sharing one token load (1, 2 or 4; each loads MP / MCAST rows, a
+# multiple of 8, so MP >= 8 * MCAST). The cluster then runs along the weight tiles, so not split.
+MCAST = 1
+SPLIT = SPLIT_WAYS if NW <= SPLIT_UPTO and MCAST == 1 else 1
 # PER_SM = 2: two CTAs share each SM (`ctas_per_sm=2`), each with half the ring, so a weight of
 # more tiles than SMs runs in one wave instead of 1.7 (14336 rows: 224 tiles on 132 SMs).
 PER_SM = 1
@@ -47,7 +56,7 @@ CONSUMERS = 2 if WIDE == 1 and SPLIT == 1 and MP >= 64 else 1
 MC = MP // CONSUMERS                    # tokens per consumer warpgroup
 
 
-@cake.schedule(targets=["sm_90a"], cluster=(SPLIT, 1, 1), ctas_per_sm=PER_SM,
+@cake.schedule(targets=["sm_90a"], cluster=(SPLIT * MCAST, 1, 1), ctas_per_sm=PER_SM,
                persistent=PERSISTENT == 1)
 def tinygemm(A: lm.tensor[lm.bf16, M, "K"],
              B: lm.tensor[lm.bf16, "N", "K"],
@@ -61,7 +70,7 @@ def tinygemm(A: lm.tensor[lm.bf16, M, "K"],
 
     pipe = lm.pipeline(stages=STAGES)
     full = lm.barrier(pipe, producers=[load], consumers=[math])
-    empty = lm.barrier(pipe, producers=[math], consumers=[load])
+    empty = lm.barrier(pipe, producers=[math], consumers=[load], cluster=MCAST > 1)
     acc = math.fragment(shape=(BN, MC), dtype=lm.f32)
     if SPLIT > 1:
         part = pool.view(shape=(BN, MP), dtype=lm.f32)      # this CTA's partial tile
@@ -70,12 +79,16 @@ def tinygemm(A: lm.tensor[lm.bf16, M, "K"],
             drained = lm.barrier(producers=[math], consumers=[math], cluster=True)
 
     KB = lm.cdiv(lm.cdiv(K, BK), SPLIT)                      # K blocks per CTA of a cluster
-    for ks, tn in lm.tiles(SPLIT, lm.cdiv(N, BN)):
+    # A cluster's CTAs take neighbouring tiles of the first axis: the K runs when split, the
+    # weight tiles when the tokens are shared.
+    for t0, t1 in lm.tiles(lm.cdiv(N, BN) if MCAST > 1 else SPLIT, 1 if MCAST > 1 else lm.cdiv(N, BN)):
+        ks = 0 if MCAST > 1 else t0
+        tn = t0 if MCAST > 1 else t1
         with load:
             for k in lm.range(KB, pipeline=pipe):
                 lm.wait(empty)
                 sW.tma_load(B, coords=(tn * BN, (ks * KB + k) * BK), barrier=full, evict=WEIGHT_EVICT)
-                sX.tma_load(A, coords=(0, (ks * KB + k) * BK), barrier=full)
+                sX.tma_load(A, coords=(0, (ks * KB + k) * BK), barrier=full, multicast=MCAST)
         with math:
             for k in lm.range(KB, pipeline=pipe):
                 lm.wait(full)
