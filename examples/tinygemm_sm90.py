@@ -26,11 +26,11 @@ from cake import lm
 M = 8                                   # tokens (specialised per shape by the contract)
 NW = 2048                               # weight rows N (specialised per shape: it sets SPLIT)
 MP = 8 if M <= 8 else 16 if M <= 16 else 32 if M <= 32 else 64 if M <= 64 else 128
-# TALL = 1: tiles of 128 weight rows, two consumer warpgroups each multiplying its own 64 of them
-# by all the tokens: half the tiles (14336 rows: 112, one wave on 132 SMs, where 224 tiles of 64
-# take 1.7) and each token load serves twice the weight. Not split.
-TALL = 0
-BN = 128 if TALL == 1 else 64           # weight rows per tile
+# ROW_WGS: consumer warpgroups per tile, each multiplying its own 64 weight rows by all the tokens,
+# so a tile is 64 * ROW_WGS rows: fewer, taller tiles (14336 rows: 112 of 128 run in one wave
+# where 224 of 64 take 1.7) and each token load serves ROW_WGS times the weight. Not split.
+ROW_WGS = 1
+BN = 64 * ROW_WGS                       # weight rows per tile
 BK = 64                                 # K per stage (one 128-byte swizzle row per 64)
 # CTAs per tile: enough tiles × SPLIT to cover the 132 SMs (measured: bench/results/2026-12-02-tinygemm-splitk).
 SPLIT_UPTO = 2048                       # the most weight rows split (a family route may raise it)
@@ -38,7 +38,7 @@ SPLIT_WAYS = 2                          # CTAs per tile where it splits (2 or 4)
 # MCAST: CTAs of a cluster sharing one token load (1, 2 or 4; each loads MP / MCAST rows, a
 # multiple of 8, so MP >= 8 * MCAST). The cluster then runs along the weight tiles, so not split.
 MCAST = 1
-SPLIT = SPLIT_WAYS if NW <= SPLIT_UPTO and MCAST == 1 and TALL == 0 else 1
+SPLIT = SPLIT_WAYS if NW <= SPLIT_UPTO and MCAST == 1 and ROW_WGS == 1 else 1
 # PER_SM = 2: two CTAs share each SM (`ctas_per_sm=2`), each with half the ring, so a weight of
 # more tiles than SMs runs in one wave instead of 1.7 (14336 rows: 224 tiles on 132 SMs).
 PER_SM = 1
@@ -47,9 +47,11 @@ PER_SM = 1
 # (14336 rows: 224 tiles, 1.7 per SM). Not with PER_SM = 2 (`ctas_per_sm` is not lowered there).
 PERSISTENT = 0
 # Ring depth: the weight bytes in flight (measured); a tall tile's stage holds twice the weight.
-STAGES = (16 if MP <= 16 else 12 if MP <= 64 else 8) // PER_SM if TALL == 0 else \
-    12 if MP <= 16 else 10 if MP <= 32 else 8 if MP <= 64 else 6
-MATH_REGS = 232 if PER_SM == 1 else 216  # within 1/PER_SM of the register file, with the producer's 40
+# Ring depth: the weight bytes in flight (measured); taller tiles fill ~216 KB with fewer stages.
+STAGES = (16 if MP <= 16 else 12 if MP <= 64 else 8) // PER_SM if ROW_WGS == 1 else \
+    min(12, 221184 // (128 * (BN + MP)))
+# Within 1/PER_SM of the register file, with the producer's 40 (ROW_WGS consumers: what is left).
+MATH_REGS = (232 if PER_SM == 1 else 216) if ROW_WGS <= 2 else 152 if ROW_WGS == 3 else 104
 # The weight is read once: its lines go first when L2 needs room, so they evict neither the tokens
 # nor other kernels' dirty lines (1.10-1.14x measured: bench/results/2026-12-03-cost-model).
 EVICT_FIRST = 1
@@ -58,8 +60,8 @@ WEIGHT_EVICT = "first" if EVICT_FIRST == 1 else None
 # of 64 and more, tiles not split). Measured slower at the contract's M = 64 and 128 (0.96x of
 # one, bench/results/2026-12-03-cost-model-2/): one warpgroup's MMAs already reach the rate.
 WIDE = 0
-CONSUMERS = 2 if TALL == 1 or (WIDE == 1 and SPLIT == 1 and MP >= 64) else 1
-MC = MP if TALL == 1 else MP // CONSUMERS   # tokens per consumer warpgroup
+CONSUMERS = ROW_WGS if ROW_WGS > 1 else 2 if WIDE == 1 and SPLIT == 1 and MP >= 64 else 1
+MC = MP if ROW_WGS > 1 else MP // CONSUMERS   # tokens per consumer warpgroup
 
 
 @cake.schedule(targets=["sm_90a"], cluster=(SPLIT * MCAST, 1, 1), ctas_per_sm=PER_SM,
@@ -72,7 +74,8 @@ def tinygemm(A: lm.tensor[lm.bf16, M, "K"],
     sX = pool.view(shape=(MP, BK), dtype=lm.bf16, stages=STAGES, swizzle=128)
 
     load = lm.role(warpgroup=0, regs=40)
-    math = lm.role(warpgroups=[1, 2] if CONSUMERS == 2 else [1], regs=MATH_REGS)
+    math = lm.role(warpgroups=[1, 2, 3, 4] if CONSUMERS == 4 else [1, 2, 3] if CONSUMERS == 3 else
+                   [1, 2] if CONSUMERS == 2 else [1], regs=MATH_REGS)
 
     pipe = lm.pipeline(stages=STAGES)
     full = lm.barrier(pipe, producers=[load], consumers=[math])
@@ -96,8 +99,8 @@ def tinygemm(A: lm.tensor[lm.bf16, M, "K"],
                 sW.tma_load(B, coords=(tn * BN, (ks * KB + k) * BK), barrier=full, evict=WEIGHT_EVICT)
                 sX.tma_load(A, coords=(0, (ks * KB + k) * BK), barrier=full, multicast=MCAST)
         with math:
-            wrow = 64 * math.index if TALL == 1 else 0      # this warpgroup's weight rows in the tile
-            tok = 0 if TALL == 1 else MC * math.index       # and its tokens
+            wrow = 64 * math.index if ROW_WGS > 1 else 0     # this warpgroup's weight rows in the tile
+            tok = 0 if ROW_WGS > 1 else MC * math.index      # and its tokens
             for k in lm.range(KB, pipeline=pipe):
                 lm.wait(full)
                 lm.mma(acc, sW.rows(wrow, 64), sX.rows(tok, MC).T, accumulate=k > 0, release=empty)

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Third GPU call for bench/results/2026-12-05-mcast/ (issue #19), most important first:
+#   1. tiles of 64 x ROW_WGS weight rows (2, 3, 4) at every contract weight, every route, against
+#      the routes the shipped table runs there;
+#   2. the shipped tinygemm table and session 37's candidate (128-row tiles at 14336 x 4096, the
+#      4096-row split at 4096 x 4096, M = 128) through dispatch, alternated twice.
+#
+#   OUT=... CACHE=... bench/rowwgs_session.sh     # on the GPU host, from the repository root
+set -u
+. "$(dirname "$0")/gpu_env.sh" || exit 1
+[ -n "${CACHE:-}" ] && export CAKE_CACHE_DIR=$CACHE
+D=bench/results/2026-12-05-mcast
+start=$(date +%s)
+part() {  # part NAME SECONDS FAMILY-FILE ARGS...
+    local name=$1 limit=$2 file=$3; shift 3
+    timeout "$limit" "$CAKE" family measure "$file" "$@" --out "$OUT/$name" > "$OUT/$name.log" 2>&1
+    echo "== $name: exit $? at $(( $(date +%s) - start )) s"
+    head -3 "$OUT/$name/report.txt" 2>/dev/null
+}
+part rowwgs 200 $D/tinygemm_rowwgs.family.toml --shard bench --every-route
+sed -n '4,14p' "$OUT/rowwgs/report.txt" 2>/dev/null
+grep -E "^  M=" "$OUT/rowwgs/report.txt" 2>/dev/null | head -40
+part table-1 40 kernels/tinygemm/tinygemm.family.toml --shard bench
+part tall-table-1 40 $D/tinygemm_table_tall.family.toml --shard bench
+part table-2 40 kernels/tinygemm/tinygemm.family.toml --shard bench
+part tall-table-2 40 $D/tinygemm_table_tall.family.toml --shard bench
