@@ -24,3 +24,7 @@ part table-1 40 kernels/tinygemm/tinygemm.family.toml --shard bench
 part tall-table-1 40 $D/tinygemm_table_tall.family.toml --shard bench
 part table-2 40 kernels/tinygemm/tinygemm.family.toml --shard bench
 part tall-table-2 40 $D/tinygemm_table_tall.family.toml --shard bench
+# 3. whether the flush after a call measures the writeback it deferred (bench/writeback_probe.py)
+[ -n "${VARIANTS:-}" ] && timeout 120 python3 bench/writeback_probe.py > "$OUT/writeback.log" 2>&1
+echo "== writeback: exit $? at $(( $(date +%s) - start )) s"
+tail -32 "$OUT/writeback.log"
