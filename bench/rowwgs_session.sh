@@ -28,3 +28,13 @@ part tall-table-2 40 $D/tinygemm_table_tall.family.toml --shard bench
 [ -n "${VARIANTS:-}" ] && timeout 120 python3 bench/writeback_probe.py > "$OUT/writeback.log" 2>&1
 echo "== writeback: exit $? at $(( $(date +%s) - start )) s"
 tail -32 "$OUT/writeback.log"
+# 4. RMSNorm with its output stored evict-last through the harness that charges deferred writeback
+timeout 60 "$CAKE" family measure kernels/rows/rmsnorm.candidates.family.toml --shard bench --every-route \
+    --route rows --route rows-store-last --out "$OUT/rms" > "$OUT/rms.log" 2>&1
+echo "== rms: exit $? at $(( $(date +%s) - start )) s"
+python3 - "$OUT/rms/measurement.json" <<'PY' 2>/dev/null
+import json, sys
+for s in json.load(open(sys.argv[1]))["shapes"]:
+    print(s["shape"], {k: (round(v["cupti_ms"] * 1e3, 1), round(v["baseline_cupti_ms"] * 1e3, 1), round(v["speedup"], 3),
+                           v.get("deferred_ms"), v.get("baseline_deferred_ms")) for k, v in s["timed"].items()})
+PY

@@ -287,6 +287,8 @@ class Session:
                 "cupti_ms": summarize(cupti[j].spans_ms) if cupti else None,
                 "kernels_per_call": cupti[j].kernels_per_call if cupti else None,
                 "kernel_names": list(cupti[j].kernel_names) if cupti else [],
+                # The flush after each profiled call: what it left dirty in L2 (timing.py).
+                "flush_after_ms": summarize(cupti[j].flush_after_ms) if cupti and cupti[j].flush_after_ms else None,
                 "outputs_ok": ok,
                 "outputs_reason": why,
             }

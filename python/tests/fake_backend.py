@@ -234,7 +234,8 @@ class FakeBackend:
 
     def time_cupti(self, calls: List[Callable[[], Any]], samples: int, flush_l2: bool,
                    before_last: Any = None) -> List[CuptiResult]:
-        return [CuptiResult(spans, 1, ["fake_kernel"])
+        # A flush after every call when flushing (its span: a fixed 0.05 ms).
+        return [CuptiResult(spans, 1, ["fake_kernel"], [0.05] * len(spans) if flush_l2 else [])
                 for spans in self.time_events(calls, 0, samples, flush_l2, before_last)]
 
 

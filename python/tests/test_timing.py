@@ -122,3 +122,13 @@ def test_before_last_runs_once_per_call_right_before_its_last_sample():
     log.clear()
     T.time_events_interleaved(torch, [call("a")], warmup=0, samples=1, before_last=lambda j: log.append("p"))
     assert log == ["p", "a"]
+
+
+def test_the_flush_between_two_samples_is_credited_to_the_call_before_it():
+    ranges = [(100.0, 200.0), (300.0, 400.0), (500.0, 600.0)]
+    acts = [Activity("flush", 50, 90),                                   # before the first: nobody's
+            Activity("k", 110, 150), Activity("flush", 210, 290),        # after sample 0: 80 us
+            Activity("k", 310, 350), Activity("flush", 410, 470), Activity("flush2", 460, 480),
+            Activity("k", 510, 550)]
+    assert T.flush_spans(ranges, acts) == [None, pytest.approx(0.08), pytest.approx(0.07)]
+    assert T.flush_spans([(0.0, 10.0), (20.0, 30.0)], [Activity("k", 1, 2)]) == [None, None]

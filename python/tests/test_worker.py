@@ -434,8 +434,12 @@ def test_time(worker, kernels):
     assert set(ev) == {"n", "median", "mean", "min", "max", "q1", "q3", "iqr", "samples"}
     assert ev["n"] == 7 and len(ev["samples"]) == 7 and ev["min"] <= ev["q1"] <= ev["median"] <= ev["q3"] <= ev["max"]
     assert a["cupti_ms"] is None and a["kernels_per_call"] is None and a["kernel_names"] == []
+    assert a["flush_after_ms"] is None
     a = ok(worker.request("time", cupti=True, **fields))
     assert a["cupti_ms"]["n"] == 7 and a["kernels_per_call"] == 1 and a["kernel_names"] == ["fake_kernel"]
+    assert a["flush_after_ms"]["median"] == 0.05
+    a = ok(worker.request("time", cupti=True, **dict(fields, flush_l2=False)))
+    assert a["flush_after_ms"] is None, "no flush, nothing to time after the call"
 
 
 def time_fields(**kw):

@@ -6,8 +6,8 @@
 
 use crate::contract::{shape_text, Contract, Precision, Shape, ShapeEntry, Specialization};
 use crate::evidence::{
-    self, Budget, CandidateRecord, CheckRecord, ContractRecord, Correctness, Evidence, Floor,
-    Predicted, Rate, ShapeTiming, SpecializationRecord, Speedup, Timed, Timing,
+    self, deferred_writeback, Budget, CandidateRecord, CheckRecord, ContractRecord, Correctness,
+    Evidence, Floor, Predicted, Rate, ShapeTiming, SpecializationRecord, Speedup, Timed, Timing,
 };
 use crate::worker::{Failure, Supervisor};
 use indexmap::IndexMap;
@@ -1394,10 +1394,21 @@ fn bench(
             None => (None, Vec::new()),
         };
         suspicious.extend(below);
+        let flushes: Vec<(String, Option<f64>)> = std::iter::once(("candidate", &candidate))
+            .chain(timed.iter().map(|(n, t)| (n.as_str(), t)))
+            .map(|(n, t)| (n.to_string(), t.median("flush_after_ms")))
+            .collect();
+        let deferred_ms = deferred_writeback(&flushes);
+        let charge = |name: &str| deferred_ms.get(name).copied().unwrap_or(0.0);
         let mut speedup = IndexMap::new();
         if suspicious.is_empty() && outputs_wrong.is_none() {
             for (name, t) in &timed {
-                let ratio = |m: &str| Some(t.median(m)? / candidate.median(m)?);
+                let ratio = |m: &str| {
+                    Some(
+                        (t.median(m)? + charge(name))
+                            / (candidate.median(m)? + charge("candidate")),
+                    )
+                };
                 speedup.insert(
                     name.clone(),
                     Speedup {
@@ -1464,6 +1475,9 @@ fn bench(
         if !interleaved {
             line += " · (timed one at a time)";
         }
+        for (name, ms) in &deferred_ms {
+            line += &format!(" · {name} charged {ms:.4} ms of deferred writeback");
+        }
         progress(&line);
         shapes.push(ShapeTiming {
             shape: shape.clone(),
@@ -1476,6 +1490,7 @@ fn bench(
             outputs_wrong,
             candidate_rate,
             predicted,
+            deferred_ms,
         });
     }
     Timing {

@@ -14,13 +14,19 @@ on any stream, starts and ends inside the sample's CPU range, while the flush fi
 before it. Kineto puts CPU events and GPU activities on one clock (microseconds since the
 trace start, FunctionEvent.time_range.start/.end), so an activity belongs to the sample
 whose CPU range contains its start. The span is then last end - first start.
+
+Deferred writeback. The lines a call leaves dirty in L2 are written back by the flush that
+follows it, outside the call's span: a kernel that keeps its output's lines in L2 (an
+`evict_last` store) looks faster flushed than it is back to back (bench/results/
+2026-12-05-mcast/). So the flush's own GPU span, between two samples' ranges, is kept as the
+`flush_after_ms` of the call before it; callers compare it across the callables timed together.
 """
 
 from __future__ import annotations
 
 import bisect
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 SAMPLE_PREFIX = "cake.sample."
@@ -41,6 +47,8 @@ class CuptiResult:
     spans_ms: List[float]
     kernels_per_call: int
     kernel_names: List[str]
+    # The GPU span of the flush right after each call (the writeback of what it left dirty).
+    flush_after_ms: List[float] = field(default_factory=list)
 
 
 def flush_bytes(l2_bytes: Optional[int]) -> int:
@@ -138,8 +146,14 @@ def time_cupti_interleaved(torch: Any, calls: Sequence[Callable[[], Any]], sampl
     missing = [k for k in range(samples * n) if k not in ranges]
     if missing:
         raise RuntimeError(f"the profiler trace lacks the CPU ranges of samples {missing[:5]}")
-    per_sample = attribute([ranges[k] for k in range(samples * n)], activities)
-    return [summarize_cupti(per_sample[j::n]) for j in range(n)]
+    ordered = [ranges[k] for k in range(samples * n)]
+    per_sample = attribute(ordered, activities)
+    between = flush_spans(ordered, activities)
+    results = [summarize_cupti(per_sample[j::n]) for j in range(n)]
+    for k in range(1, samples * n):  # the flush before sample k follows sample k - 1's call
+        if between[k] is not None:
+            results[(k - 1) % n].flush_after_ms.append(between[k])
+    return results
 
 
 def trace_records(torch: Any, events: Any) -> Tuple[Dict[int, Tuple[float, float]], List[Activity]]:
@@ -177,6 +191,19 @@ def attribute(ranges: Sequence[Tuple[float, float]], activities: Sequence[Activi
         k = bisect.bisect_right(starts, a.start_us) - 1
         if k >= 0 and a.start_us <= ranges[order[k]][1]:
             out[order[k]].append(a)
+    return out
+
+
+def flush_spans(ranges: Sequence[Tuple[float, float]], activities: Sequence[Activity]) -> List[Optional[float]]:
+    """For each sample k (ranges in sample order, not overlapping), the span in ms of the GPU
+    activities that start after sample k - 1's range ends and before sample k's starts (the
+    flush between them); None for the first sample and where there was none."""
+    out: List[Optional[float]] = [None] * len(ranges)
+    for k in range(1, len(ranges)):
+        lo, hi = ranges[k - 1][1], ranges[k][0]
+        acts = [a for a in activities if lo < a.start_us < hi]
+        if acts:
+            out[k] = span_ms(acts)
     return out
 
 

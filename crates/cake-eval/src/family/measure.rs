@@ -140,9 +140,15 @@ pub struct Outcome {
     /// Median CUPTI span of this callable's calls, and of the baseline's, in ms.
     pub cupti_ms: Option<f64>,
     pub baseline_cupti_ms: Option<f64>,
-    /// Baseline ÷ this callable (CUPTI medians); absent where either is missing or the time is
-    /// not believable.
+    /// Baseline ÷ this callable (CUPTI medians, each with its deferred writeback added); absent
+    /// where either is missing or the time is not believable.
     pub speedup: Option<f64>,
+    /// Writeback this callable, or the baseline, left for the flush after it beyond what the
+    /// other left (ms; `evidence::deferred_writeback`), charged in `speedup`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deferred_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline_deferred_ms: Option<f64>,
     /// The outputs of the timed calls matched the oracle.
     pub correct: bool,
     /// Why there is no speedup, or why the outputs are wrong.
@@ -171,6 +177,8 @@ impl Outcome {
             cupti_ms: st.candidate.median("cupti_ms"),
             baseline_cupti_ms: base.and_then(|b| b.median("cupti_ms")),
             speedup: st.speedup.get(baseline).and_then(|s| s.cupti),
+            deferred_ms: st.deferred_ms.get("candidate").copied(),
+            baseline_deferred_ms: st.deferred_ms.get(baseline).copied(),
             correct: st.candidate.result.is_some()
                 && st.outputs_wrong.is_none()
                 && st.candidate.failure.is_none(),
