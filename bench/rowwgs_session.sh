@@ -22,8 +22,6 @@ sed -n '4,14p' "$OUT/rowwgs/report.txt" 2>/dev/null
 grep -E "^  M=" "$OUT/rowwgs/report.txt" 2>/dev/null | head -40
 part table-1 40 kernels/tinygemm/tinygemm.family.toml --shard bench
 part tall-table-1 40 $D/tinygemm_table_tall.family.toml --shard bench
-part table-2 40 kernels/tinygemm/tinygemm.family.toml --shard bench
-part tall-table-2 40 $D/tinygemm_table_tall.family.toml --shard bench
 # 3. whether the flush after a call measures the writeback it deferred (bench/writeback_probe.py)
 [ -n "${VARIANTS:-}" ] && timeout 120 python3 bench/writeback_probe.py > "$OUT/writeback.log" 2>&1
 echo "== writeback: exit $? at $(( $(date +%s) - start )) s"
@@ -38,3 +36,5 @@ for s in json.load(open(sys.argv[1]))["shapes"]:
     print(s["shape"], {k: (round(v["cupti_ms"] * 1e3, 1), round(v["baseline_cupti_ms"] * 1e3, 1), round(v["speedup"], 3),
                            v.get("deferred_ms"), v.get("baseline_deferred_ms")) for k, v in s["timed"].items()})
 PY
+part table-2 40 kernels/tinygemm/tinygemm.family.toml --shard bench
+part tall-table-2 40 $D/tinygemm_table_tall.family.toml --shard bench
