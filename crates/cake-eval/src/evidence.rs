@@ -144,11 +144,12 @@ pub struct ShapeTiming {
 }
 
 /// A flush after a call that takes longer than the same flush after the other callables timed
-/// with it is writing back lines that call left dirty in L2: work the call moved past the end
-/// of its own span (an `evict_last` output kept in L2 looks 1.6–5.5 % faster flushed than back to
-/// back, bench/results/2026-12-05-mcast/). Each callable is charged its flush's excess over the
-/// shortest one, when the excess passes `DEFERRED_NOISE_MS`; medians of the CUPTI spans of the
-/// flushes (docs/worker.md). Absent flush times charge nothing.
+/// with it is doing work that call left behind in L2, past the end of its own span: an
+/// `evict_last` output kept in L2 looks 1.6–5.5 % faster flushed than back to back, and the span
+/// between samples after it was 5.0–5.6 µs longer (bench/results/2026-12-05-mcast/, calls 2–3).
+/// Each callable is charged its excess over the shortest one, when the excess passes
+/// `DEFERRED_NOISE_MS`; medians of the CUPTI spans between samples (docs/worker.md). Absent
+/// flush times charge nothing.
 pub fn deferred_writeback(flush_after_ms: &[(String, Option<f64>)]) -> IndexMap<String, f64> {
     let least = flush_after_ms
         .iter()
@@ -163,8 +164,9 @@ pub fn deferred_writeback(flush_after_ms: &[(String, Option<f64>)]) -> IndexMap<
         .collect()
 }
 
-/// The smallest flush excess charged (ms): meant to sit above the differences between the
-/// flushes after two kernels that defer nothing (bench/results/2026-12-05-mcast/ call 3).
+/// The smallest flush excess charged (ms): above the differences between the flushes after
+/// kernels that keep nothing in L2 (none of ~400 tinygemm timings, nor RMSNorm against torch,
+/// passed it: bench/results/2026-12-05-mcast/ call 3).
 pub const DEFERRED_NOISE_MS: f64 = 0.001;
 
 /// The cost model's prediction for one bench shape (crates/cake-cost, docs/cost-model.md).

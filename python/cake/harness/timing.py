@@ -15,11 +15,12 @@ before it. Kineto puts CPU events and GPU activities on one clock (microseconds 
 trace start, FunctionEvent.time_range.start/.end), so an activity belongs to the sample
 whose CPU range contains its start. The span is then last end - first start.
 
-Deferred writeback. The lines a call leaves dirty in L2 are written back by the flush that
-follows it, outside the call's span: a kernel that keeps its output's lines in L2 (an
-`evict_last` store) looks faster flushed than it is back to back (bench/results/
-2026-12-05-mcast/). So the flush's own GPU span, between two samples' ranges, is kept as the
-`flush_after_ms` of the call before it; callers compare it across the callables timed together.
+Deferred writeback. What a call leaves in L2 is dealt with by the reset and the flush that
+follow it, outside the call's span: a kernel that keeps its output's lines in L2 (an
+`evict_last` store) looks faster flushed than it is back to back, and the GPU span between
+samples after it is ~5 us longer (bench/results/2026-12-05-mcast/). So that span, between two
+samples' ranges, is kept as the `flush_after_ms` of the call before it; callers compare it
+across the callables timed together.
 """
 
 from __future__ import annotations
