@@ -18,7 +18,12 @@ Shared tokens (MCAST > 1, tiles not split): every CTA multiplies the same tokens
 more their K-slices leave L2 once per tile as often as the weight does (twice the weight's bytes
 at M = 128). A cluster of MCAST CTAs takes neighbouring weight tiles; each loads 1/MCAST of the
 token rows and multicasts them to all, and a stage is refilled only when every CTA's consumer
-has released it.
+has released it. Measured 2.5-8 % slower than unshared at every contract shape it admits on the
+H200 (bench/results/2026-12-05-mcast/): the L2 reads it saves were not the limit.
+
+Taller tiles (ROW_WGS > 1): a consumer warpgroup per 64 weight rows of the tile, all sharing the
+token slice. On the H200 128-row tiles ran 2.5 % faster than the persistent schedule at
+14336 x 4096, on an H100 1-3 % slower (same results); not routed.
 """
 import cake
 from cake import lm
@@ -46,7 +51,6 @@ PER_SM = 1
 # weight while the consumer finishes the last one and no wave boundary empties the ring
 # (14336 rows: 224 tiles, 1.7 per SM). Not with PER_SM = 2 (`ctas_per_sm` is not lowered there).
 PERSISTENT = 0
-# Ring depth: the weight bytes in flight (measured); a tall tile's stage holds twice the weight.
 # Ring depth: the weight bytes in flight (measured); taller tiles fill ~216 KB with fewer stages.
 STAGES = (16 if MP <= 16 else 12 if MP <= 64 else 8) // PER_SM if ROW_WGS == 1 else \
     min(12, 221184 // (128 * (BN + MP)))
