@@ -15,3 +15,13 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.g
 # COMMIT: given where the copy on the GPU host has no git history.
 export COMMIT=${COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}
 echo "$COMMIT" | tee "$OUT/commit.txt"
+# The session scripts' parts: `part NAME SECONDS FAMILY-FILE ARGS...` runs one `cake family
+# measure` under its own time limit into $OUT/NAME (so a call cut short still returns what ran)
+# and prints its exit status, the seconds since this file was sourced and the report's head.
+SESSION_START=$(date +%s)
+part() {
+    local name=$1 limit=$2 file=$3; shift 3
+    timeout "$limit" "$CAKE" family measure "$file" "$@" --out "$OUT/$name" > "$OUT/$name.log" 2>&1
+    echo "== $name: exit $? at $(( $(date +%s) - SESSION_START )) s"
+    head -3 "$OUT/$name/report.txt" 2>/dev/null
+}

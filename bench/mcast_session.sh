@@ -18,13 +18,6 @@ set -u
 [ -n "${CACHE:-}" ] && export CAKE_CACHE_DIR=$CACHE
 D=bench/results/2026-12-05-mcast
 P=bench/results/2026-12-05-persistent
-start=$(date +%s)
-part() {  # part NAME SECONDS FAMILY-FILE ARGS...
-    local name=$1 limit=$2 file=$3; shift 3
-    timeout "$limit" "$CAKE" family measure "$file" "$@" --out "$OUT/$name" > "$OUT/$name.log" 2>&1
-    echo "== $name: exit $? at $(( $(date +%s) - start )) s"
-    head -3 "$OUT/$name/report.txt" 2>/dev/null
-}
 part mcast 200 $D/tinygemm_mcast.family.toml --shard bench --every-route
 grep -E "route |swapped|split" "$OUT/mcast/report.txt" 2>/dev/null | head -8
 grep -E "M=(16|32|64|128) " "$OUT/mcast/report.txt" 2>/dev/null | head -20

@@ -20,13 +20,6 @@ set -u
 . "$(dirname "$0")/gpu_env.sh" || exit 1
 [ -n "${CACHE:-}" ] && export CAKE_CACHE_DIR=$CACHE
 D=bench/results/2026-12-05-persistent
-start=$(date +%s)
-part() {  # part NAME SECONDS FAMILY-FILE ARGS...
-    local name=$1 limit=$2 file=$3; shift 3
-    timeout "$limit" "$CAKE" family measure "$file" "$@" --out "$OUT/$name" > "$OUT/$name.log" 2>&1
-    echo "== $name: exit $? at $(( $(date +%s) - start )) s"
-    head -3 "$OUT/$name/report.txt" 2>/dev/null
-}
 part gemv_fused 80 bench/results/2026-12-05-gemv-fused/gemv_fused.family.toml --shard bench \
     --every-route --route gemv-2 --route gemv-4 --route swapped
 part rms 60 kernels/rows/rmsnorm.candidates.family.toml --shard bench --every-route --route rows --route ring

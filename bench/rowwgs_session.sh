@@ -10,13 +10,6 @@ set -u
 . "$(dirname "$0")/gpu_env.sh" || exit 1
 [ -n "${CACHE:-}" ] && export CAKE_CACHE_DIR=$CACHE
 D=bench/results/2026-12-05-mcast
-start=$(date +%s)
-part() {  # part NAME SECONDS FAMILY-FILE ARGS...
-    local name=$1 limit=$2 file=$3; shift 3
-    timeout "$limit" "$CAKE" family measure "$file" "$@" --out "$OUT/$name" > "$OUT/$name.log" 2>&1
-    echo "== $name: exit $? at $(( $(date +%s) - start )) s"
-    head -3 "$OUT/$name/report.txt" 2>/dev/null
-}
 part rowwgs 200 $D/tinygemm_rowwgs.family.toml --shard bench --every-route
 sed -n '4,14p' "$OUT/rowwgs/report.txt" 2>/dev/null
 grep -E "^  M=" "$OUT/rowwgs/report.txt" 2>/dev/null | head -40
@@ -24,12 +17,12 @@ part table-1 40 kernels/tinygemm/tinygemm.family.toml --shard bench
 part tall-table-1 40 $D/tinygemm_table_tall.family.toml --shard bench
 # 3. whether the flush after a call measures the writeback it deferred (bench/writeback_probe.py)
 [ -n "${VARIANTS:-}" ] && timeout 120 python3 bench/writeback_probe.py > "$OUT/writeback.log" 2>&1
-echo "== writeback: exit $? at $(( $(date +%s) - start )) s"
+echo "== writeback: exit $? at $(( $(date +%s) - SESSION_START )) s"
 tail -32 "$OUT/writeback.log"
 # 4. RMSNorm with its output stored evict-last through the harness that charges deferred writeback
 timeout 60 "$CAKE" family measure kernels/rows/rmsnorm.candidates.family.toml --shard bench --every-route \
     --route rows --route rows-store-last --out "$OUT/rms" > "$OUT/rms.log" 2>&1
-echo "== rms: exit $? at $(( $(date +%s) - start )) s"
+echo "== rms: exit $? at $(( $(date +%s) - SESSION_START )) s"
 python3 - "$OUT/rms/measurement.json" <<'PY' 2>/dev/null
 import json, sys
 for s in json.load(open(sys.argv[1]))["shapes"]:

@@ -10,12 +10,11 @@ set -u
 . "$(dirname "$0")/gpu_env.sh" || exit 1
 [ -n "${CACHE:-}" ] && export CAKE_CACHE_DIR=$CACHE
 D=bench/results/2026-12-05-mcast
-start=$(date +%s)
 timeout 150 "$CAKE" family measure $D/tinygemm_tall.family.toml --shard bench --every-route \
     --out "$OUT/tall" > "$OUT/tall.log" 2>&1
-echo "== tall: exit $? at $(( $(date +%s) - start )) s"
+echo "== tall: exit $? at $(( $(date +%s) - SESSION_START )) s"
 sed -n '1,12p' "$OUT/tall/report.txt" 2>/dev/null
 grep -E "N=(14336|7168|4096) " "$OUT/tall/report.txt" 2>/dev/null | head -30
 timeout 150 python3 bench/rows_steady.py > "$OUT/steady.log" 2>&1
-echo "== steady: exit $? at $(( $(date +%s) - start )) s"
+echo "== steady: exit $? at $(( $(date +%s) - SESSION_START )) s"
 tail -15 "$OUT/steady.log"
