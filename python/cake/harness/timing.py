@@ -48,7 +48,8 @@ class CuptiResult:
     spans_ms: List[float]
     kernels_per_call: int
     kernel_names: List[str]
-    # The GPU span of the flush right after each call (the writeback of what it left dirty).
+    # After each call but the last, the GPU span between its sample and the next one (the reset
+    # and the flush: they deal with what the call left in L2).
     flush_after_ms: List[float] = field(default_factory=list)
 
 
