@@ -2,7 +2,10 @@
 builds of bench/rows_steady.sh (RMSNorm with and without its output stored evict-last), torch's
 rms_norm and a copy of the rows, at three shapes: flush, call, then time the next flush (CUDA
 events, median of SAMPLES); against the same flush after a flush alone. The candidate for the
-harness's charge of deferred writeback (docs/worker.md). Writes $OUT/writeback_probe.json.
+harness's charge of deferred writeback (docs/worker.md). Measured (bench/results/
+2026-12-05-mcast/ call 3, H100): within +-0.5 us after every variant, so this probe (no reset
+between call and flush) does not see what the harness's between-sample span does.
+Writes $OUT/writeback_probe.json.
    VARIANTS=.carry/steady python3 bench/writeback_probe.py"""
 import glob, json, os, statistics, sys
 import torch

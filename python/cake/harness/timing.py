@@ -68,8 +68,9 @@ def flush_l2(buf: Any) -> None:
     (L2 evicts normal lines first) and slow the next call: a kernel could win its comparison by
     leaving them for the baseline timed after it (measured: RMSNorm's output stored evict-last
     made torch's `rms_norm` timed after it 6 % slower, bench/results/2026-12-05-gemv-fused/).
-    So persisting lines are returned to normal priority first (not yet measured to clear what a
-    PTX `createpolicy` evict-last access kept: bench/rows_steady.py is the check). The device is
+    So persisting lines are returned to normal priority first (measured since to change nothing
+    for lines a PTX `createpolicy` evict-last access kept, bench/results/2026-12-05-mcast/ call 2;
+    what such a kernel leaves behind is charged instead, see Deferred writeback). The device is
     synchronised before the reset, which is not ordered on a stream."""
     if buf is not None:
         reset_persisting_l2(buf.device)
