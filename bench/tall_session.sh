@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Second GPU call for bench/results/2026-12-05-mcast/ (issues #19, #20), most important first:
-#   1. tall tiles (TALL = 1 at e6b9f8b, ROW_WGS = 2 since) at the weights of 7168 and 14336 rows against the swapped schedule
-#      and its persistent form; the 4096-row split at M <= 16;
+#   1. tall tiles (TALL = 1 at e6b9f8b, ROW_WGS = 2 since) at the weights of 7168 and 14336
+#      rows against the swapped schedule and its persistent form; the 4096-row split at M <= 16;
 #   2. bench/rows_steady.py: whether RMSNorm's output stored evict-last saves time or moves the
 #      writeback past the timed kernel (VARIANTS: bench/rows_steady.sh's builds).
 #
