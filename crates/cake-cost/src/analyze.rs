@@ -56,6 +56,9 @@ pub struct Work {
     /// Barrier waits and named-barrier syncs.
     pub waits: f64,
     pub syncs: f64,
+    /// Bytes of partial accumulators a stream-K fix-up moves, all replicas, each way (published
+    /// by one run, read by another): charged per CTA, not per tile (`lm.stream_fixup`).
+    pub fixup_bytes: f64,
 }
 
 impl Work {
@@ -94,6 +97,7 @@ impl Work {
         }
         self.waits += o.waits * k;
         self.syncs += o.syncs * k;
+        self.fixup_bytes += o.fixup_bytes * k;
     }
     pub fn has_mma(&self) -> bool {
         self.mma_flops_16 + self.mma_flops_8 > 0.0
@@ -173,6 +177,8 @@ pub struct Tiles {
     /// For each axis whose count is `cdiv(DIM, c)`: (DIM's extent, c).
     pub divisors: Vec<Option<(i64, i64)>>,
     pub group: Option<u32>,
+    /// Stream-K: the K steps of each tile, shared out evenly over the persistent grid.
+    pub stream: Option<i64>,
     pub span: cake_diag::Span,
 }
 
@@ -208,7 +214,13 @@ pub fn analyze(k: &Kernel, shape: &BTreeMap<String, i64>) -> Analysis {
     let mut body: &[cake_ir::StmtId] = &k.body;
     for &s in &k.body {
         if let Stmt::Loop { id, body: b } = &k.stmts[s] {
-            if let LoopKind::Tiles { counts, group, .. } = &k.loops[*id].kind {
+            if let LoopKind::Tiles {
+                counts,
+                group,
+                stream,
+                ..
+            } = &k.loops[*id].kind
+            {
                 let c: Vec<i64> = counts
                     .iter()
                     .map(|&e| a.eval(e).unwrap_or(1).max(0))
@@ -218,6 +230,7 @@ pub fn analyze(k: &Kernel, shape: &BTreeMap<String, i64>) -> Analysis {
                     counts: c,
                     divisors,
                     group: *group,
+                    stream: stream.map(|e| a.eval(e).unwrap_or(1).max(1)),
                     span: k.stmts.span(s),
                 });
                 body = b;
@@ -363,9 +376,11 @@ impl Analyzer<'_> {
         Some(match &k.exprs[e].kind {
             ExprKind::Int(v) => *v,
             ExprKind::Dim(d) => *self.shape.get(&k.dims[*d].name)?,
-            ExprKind::TileCoord { axis, .. } => {
-                tile.iter().find(|(a, _)| a == axis).map_or(0, |(_, v)| *v)
-            }
+            // A stream-K run is costed as a whole tile: its stop step is the tile's last.
+            ExprKind::TileCoord { axis, .. } => match k.stream_k() {
+                Some((steps, _, stop)) if *axis == stop => self.eval_at(steps, tile)?,
+                _ => tile.iter().find(|(a, _)| a == axis).map_or(0, |(_, v)| *v),
+            },
             ExprKind::LoopVar(_) | ExprKind::RoleIndex(_) | ExprKind::PipelineStage(_) => 0,
             ExprKind::Binary(op, a, b) => {
                 let (a, b) = (self.eval_at(*a, tile)?, self.eval_at(*b, tile)?);
@@ -767,6 +782,11 @@ impl Analyzer<'_> {
             | Op::Arrive { .. }
             | Op::Commit { .. }
             | Op::FenceProxyAsync => {}
+            Op::StreamFixup { frag } => {
+                let f = &k.fragments[*frag];
+                let el: f64 = f.shape.iter().map(|&d| d as f64).product();
+                w.fixup_bytes = el * f.dtype.bytes() as f64 * r;
+            }
         }
         w
     }

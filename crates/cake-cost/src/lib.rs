@@ -717,8 +717,11 @@ pub fn estimate_with(
     );
     let occ = occ.max(1) as f64;
     let persistent = kernel.persistent;
+    // Stream-K shares every tile's steps out over the grid: up to one CTA per step.
+    let stream_steps = a.tiles.as_ref().and_then(|t| t.stream);
     let (ctas, per_sm) = if persistent {
-        ((tiles as f64).min(p.sms), 1.0)
+        let work = (tiles as f64) * stream_steps.unwrap_or(1) as f64;
+        (work.min(p.sms), 1.0)
     } else {
         (tiles as f64, occ)
     };
@@ -993,12 +996,25 @@ pub fn estimate_with(
     let (sched_us, waves) = if tiles == 0 {
         (0.0, 0.0)
     } else if persistent {
-        let max_tiles = (t / ctas).ceil();
         let balanced = t / ctas;
+        // Stream-K CTAs take equal shares of steps: no tile is a CTA's last alone. Each pays
+        // for one partial published and one added (an L2 round trip and the bytes).
+        let max_tiles = if stream_steps.is_some() {
+            balanced
+        } else {
+            balanced.ceil()
+        };
         terms.add(&tile_terms, balanced);
         terms.tail_us = (max_tiles - balanced) * tile_us;
         terms.latency_us += p.setup + p.lat;
-        (max_tiles * tile_us + p.setup + p.lat, t / p.sms)
+        let fixup_us = if stream_steps.is_some() {
+            let bytes = per_tile(&|w| w.fixup_bytes);
+            2.0 * p.lat + 2.0 * bytes / (p.l2 * 1e3 / p.sms)
+        } else {
+            0.0
+        };
+        terms.latency_us += fixup_us;
+        (max_tiles * tile_us + p.setup + p.lat + fixup_us, t / p.sms)
     } else {
         // Each CTA pays its prologue and pipeline fill; CTAs resident together on an SM share
         // its tensor cores and ALUs but overlap each other's latencies.

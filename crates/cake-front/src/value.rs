@@ -39,7 +39,13 @@ pub enum Value {
         stop: Box<Value>,
         pipeline: Option<PipelineId>,
     },
-    TilesIter(Vec<Value>, Option<u32>),
+    /// `lm.tiles(...)`: the tile counts, `group=` and `stream=` (the count of K steps per tile,
+    /// with its span).
+    TilesIter(
+        Vec<Value>,
+        Option<u32>,
+        Option<(Box<Value>, cake_diag::Span)>,
+    ),
     PyRange(Vec<i64>),
     /// The result of an expression that already produced a finding; using it reports nothing
     /// more, so one mistake yields one finding.

@@ -561,6 +561,11 @@ pub enum LoopKind {
         /// group) so CTAs running at the same time share operand tiles in L2. `None` is plain
         /// row-major order.
         group: Option<u32>,
+        /// Stream-K (`stream=KB`): the tiles' KB steps each, `Π counts · KB` in all, are split
+        /// evenly over the persistent grid; the loop visits each (tile, run of steps) of this
+        /// CTA's share and binds the run's first and last-plus-one step as the coordinates of
+        /// axes `counts.len()` and `counts.len() + 1` (`names` holds their names too).
+        stream: Option<ExprId>,
     },
 }
 
@@ -722,6 +727,11 @@ pub enum Op {
     FenceProxyAsync,
     /// Synchronise the roles of a named barrier.
     Sync { barrier: NamedBarrierId },
+    /// Stream-K fix-up of an f32 accumulator after a stream tile loop's run of K steps
+    /// (`lm.stream_fixup(acc)`): a run that does not end the tile publishes `frag` for the CTA
+    /// that does; the run that ends it adds every earlier run's partial into `frag`, which then
+    /// holds the whole tile's sum (docs/language.md §8.1a).
+    StreamFixup { frag: FragId },
 }
 
 impl Kernel {
@@ -817,6 +827,36 @@ impl Kernel {
             e,
             |k| matches!(k, ExprKind::TileCoord { axis: a, .. } if *a == axis),
         )
+    }
+
+    /// The stream tile loop's count of K steps per tile and the axes of its run bounds
+    /// (`(count, first axis, stop axis)`), when the kernel's tile loop has `stream=`.
+    pub fn stream_k(&self) -> Option<(ExprId, usize, usize)> {
+        self.loops.iter().find_map(|(_, l)| match &l.kind {
+            LoopKind::Tiles {
+                counts,
+                stream: Some(kb),
+                ..
+            } => Some((*kb, counts.len(), counts.len() + 1)),
+            _ => None,
+        })
+    }
+
+    /// Whether `cond` is `k1 == KB` of a stream-K tile loop (its run's stop step equals the
+    /// steps per tile, either way round): true on exactly the run that ends each tile.
+    pub fn is_stream_end(&self, cond: ExprId) -> bool {
+        let Some((steps, _, stop)) = self.stream_k() else {
+            return false;
+        };
+        let ExprKind::Cmp(CmpOp::Eq, a, b) = self.exprs[cond].kind else {
+            return false;
+        };
+        let is_stop = |e: ExprId| matches!(self.exprs[e].kind, ExprKind::TileCoord { axis, .. } if axis == stop);
+        let is_steps = |e: ExprId| {
+            e == steps
+                || (self.const_int(e).is_some() && self.const_int(e) == self.const_int(steps))
+        };
+        (is_stop(a) && is_steps(b)) || (is_stop(b) && is_steps(a))
     }
 
     /// Whether expression `e` reads fragment `f`.

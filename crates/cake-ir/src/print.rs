@@ -195,12 +195,14 @@ impl Printer<'_> {
                         counts,
                         names,
                         group,
+                        stream,
                     } => format!(
-                        "tiles %{} ({}) in [{}]{}:",
+                        "tiles %{} ({}) in [{}]{}{}:",
                         id.index(),
                         names.join(", "),
                         list(counts, |e| self.expr(*e)),
-                        group.map_or(String::new(), |g| format!(" group={g}"))
+                        group.map_or(String::new(), |g| format!(" group={g}")),
+                        stream.map_or(String::new(), |s| format!(" stream={}", self.expr(s)))
                     ),
                 };
                 self.line(depth, &head);
@@ -436,6 +438,7 @@ impl Printer<'_> {
             Op::Commit { barrier } => format!("commit {}", bar(barrier)),
             Op::FenceProxyAsync => "fence_proxy_async".to_string(),
             Op::Sync { barrier } => format!("sync {}", k.named_barriers[*barrier].name),
+            Op::StreamFixup { frag } => format!("stream_fixup {}", k.fragments[*frag].name),
         }
     }
 

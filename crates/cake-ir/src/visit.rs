@@ -354,6 +354,11 @@ impl Op {
             Op::Commit { barrier } => e.barriers.push((*barrier, BarrierUse::Commit)),
             Op::FenceProxyAsync => {}
             Op::Sync { barrier } => e.named_barriers.push(*barrier),
+            // Reads the partial and, on the run that ends the tile, writes the sum.
+            Op::StreamFixup { frag } => {
+                e.frag_reads.push(*frag);
+                e.frag_writes.push(*frag);
+            }
         }
         e
     }

@@ -94,7 +94,8 @@ fn availability(cx: &Ctx, out: &mut Vec<Finding>) {
                 );
             }
             // Available on every target Cake knows.
-            Op::Store { .. }
+            Op::StreamFixup { .. }
+            | Op::Store { .. }
             | Op::CopyTo { .. }
             | Op::GlobalScatterAdd { .. }
             | Op::SmemStore { .. }

@@ -769,6 +769,10 @@ fn path_taken(
 ) -> Option<bool> {
     let empty = Vec::new();
     for &(if_stmt, cond, then) in paths.get(&s.site.stmt).unwrap_or(&empty) {
+        // Exactly one run of a stream-K tile ends it: that run writes the tile.
+        if then && k.is_stream_end(cond) {
+            continue;
+        }
         let r = cond_reads(k, cond);
         if !r.opaque && r.tiles.is_empty() && r.roles {
             let v = eval(k, cond, &|v| env.get(&v).copied().unwrap_or(0))?;

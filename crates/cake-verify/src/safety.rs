@@ -30,6 +30,106 @@ pub fn check(cx: &Ctx, out: &mut Vec<Finding>) {
     tile_overwrite(cx, out);
     warp_branches(cx, out);
     peer_reads(cx, out);
+    stream_partials(cx, out);
+}
+
+/// Stream-K: each run of a tile's K steps holds only its own steps' sum. The fix-up pairs every
+/// run's warps with the same warps of other CTAs, so it must run on every path; after it, only
+/// the run that ends the tile (`k1 == KB`) holds the whole sum, so only that run may write an
+/// output, and an accumulator the runs store must have been fixed up.
+fn stream_partials(cx: &Ctx, out: &mut Vec<Finding>) {
+    let k = cx.k;
+    let Some((steps, _, stop)) = k.stream_k() else {
+        return;
+    };
+    let stop_name = k
+        .loops
+        .iter()
+        .find_map(|(_, l)| match &l.kind {
+            LoopKind::Tiles { names, .. } => names.get(stop).cloned(),
+            LoopKind::Range { .. } => None,
+        })
+        .unwrap_or_default();
+    let steps_text = cx.k.exprs.span(steps);
+    let mut fixed: Vec<FragId> = Vec::new();
+    for site in &cx.ops {
+        match &site.op {
+            Op::StreamFixup { frag } => {
+                if let Some(g) = site.guards.first() {
+                    out.push(
+                        Finding::new(
+                            &STREAM_PARTIAL,
+                            cx.span(site.stmt),
+                            format!(
+                                "the fix-up of `{}` runs only on some paths: a run that skips it neither publishes its partial nor adds the others', and the run waiting for it never finishes",
+                                k.fragments[*frag].name
+                            ),
+                        )
+                        .label(k.exprs.span(g.cond), "only where this holds")
+                        .role(cx.role_name(site.role))
+                        .help("call `lm.stream_fixup(acc)` unconditionally, once per run, after the run's K loop"),
+                    );
+                }
+                fixed.push(*frag);
+            }
+            Op::Store { .. }
+            | Op::TmaStore { .. }
+            | Op::CopyTo { .. }
+            | Op::GlobalScatterAdd { .. } => {
+                let ends_tile = site
+                    .guards
+                    .iter()
+                    .any(|g| !g.negated && k.is_stream_end(g.cond));
+                let partial = site
+                    .effects
+                    .exprs
+                    .iter()
+                    .flat_map(|&e| {
+                        k.fragments
+                            .iter()
+                            .filter(move |(f, _)| k.expr_reads_fragment(e, *f))
+                            .map(|(f, _)| f)
+                    })
+                    .find(|f| {
+                        !fixed.contains(f)
+                            && cx.ops.iter().any(|o| {
+                                matches!(&o.op, Op::Mma { acc: Operand::Frag(a), .. } if a == f)
+                            })
+                    });
+                if let Some(f) = partial {
+                    out.push(
+                        Finding::new(
+                            &STREAM_PARTIAL,
+                            cx.span(site.stmt),
+                            format!(
+                                "accumulator `{}` holds only this run's K steps: no `lm.stream_fixup({})` adds the other runs' partials before it is stored",
+                                k.fragments[f].name, k.fragments[f].name
+                            ),
+                        )
+                        .role(cx.role_name(site.role))
+                        .help(format!(
+                            "after the run's K loop: `lm.stream_fixup({})`, then store under `if {stop_name} == KB:`",
+                            k.fragments[f].name
+                        )),
+                    );
+                } else if !ends_tile {
+                    out.push(
+                        Finding::new(
+                            &STREAM_PARTIAL,
+                            cx.span(site.stmt),
+                            format!(
+                                "this write runs on every run of the stream-K tile loop, but only the run that ends its tile (`{stop_name}` equal to the steps per tile) holds the tile's sum"
+                            ),
+                        )
+                        .label(steps_text, "the steps per tile")
+                        .role(cx.role_name(site.role))
+                        .help(format!("write the tile under `if {stop_name} == KB:`, with KB the loop's `stream=` count")),
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 /// The reads of cluster peers' views in an operation's expressions: (view, rank expression).
@@ -225,6 +325,9 @@ fn warp_branches(cx: &Ctx, out: &mut Vec<Finding>) {
             }
             Op::TmemLoad { .. } | Op::TmemStore { .. } | Op::FenceProxyAsync => {
                 "an operation ordered for the whole role".into()
+            }
+            Op::StreamFixup { .. } => {
+                "a stream-K fix-up, which pairs each warp with the same warp of other CTAs".into()
             }
         };
         out.push(

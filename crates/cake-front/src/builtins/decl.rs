@@ -125,36 +125,42 @@ impl Interp<'_> {
         ))
     }
 
-    /// `lm.tiles(count0, ..., group=G)`: variadic, so it checks its own arguments.
+    /// `lm.tiles(count0, ..., group=G, stream=KB)`: variadic, so it checks its own arguments.
     pub(super) fn tiles(&mut self, args: CallArgs, usage: &str) -> R<Value> {
         let sp = args.span;
         let mut group = None;
+        let mut stream = None;
         for (name, v, s) in &args.keywords {
-            if name != "group" {
-                return self
-                    .err(
-                        &codes::BAD_ARGUMENTS,
-                        *s,
-                        format!("`lm.tiles` has no parameter `{name}`"),
-                    )
-                    .map_err(|r| self.help_last(r, usage));
+            match name.as_str() {
+                "group" => {
+                    let g = self.const_int(v, *s, "group")?;
+                    if !(1..=65535).contains(&g) {
+                        return self.err(
+                            &codes::INVALID_VALUE,
+                            *s,
+                            format!("group must be in 1..=65535, got {g}"),
+                        );
+                    }
+                    if args.positional.len() != 2 {
+                        return self.err(
+                            &codes::BAD_ARGUMENTS,
+                            *s,
+                            "group= applies to two-axis tile loops",
+                        );
+                    }
+                    group = Some(g as u32);
+                }
+                "stream" => stream = Some((Box::new(v.clone()), *s)),
+                _ => {
+                    return self
+                        .err(
+                            &codes::BAD_ARGUMENTS,
+                            *s,
+                            format!("`lm.tiles` has no parameter `{name}`"),
+                        )
+                        .map_err(|r| self.help_last(r, usage));
+                }
             }
-            let g = self.const_int(v, *s, "group")?;
-            if !(1..=65535).contains(&g) {
-                return self.err(
-                    &codes::INVALID_VALUE,
-                    *s,
-                    format!("group must be in 1..=65535, got {g}"),
-                );
-            }
-            if args.positional.len() != 2 {
-                return self.err(
-                    &codes::BAD_ARGUMENTS,
-                    *s,
-                    "group= applies to two-axis tile loops",
-                );
-            }
-            group = Some(g as u32);
         }
         if args.positional.is_empty() || args.positional.len() > 3 {
             return self.err(
@@ -163,9 +169,17 @@ impl Interp<'_> {
                 "`lm.tiles` takes 1 to 3 tile counts",
             );
         }
+        if let (Some(_), Some((_, s))) = (group, &stream) {
+            return self.err(
+                &codes::BAD_ARGUMENTS,
+                *s,
+                "a stream-K tile loop visits its tiles in order: `group=` does not apply",
+            );
+        }
         Ok(Value::TilesIter(
             args.positional.into_iter().map(|(v, _)| v).collect(),
             group,
+            stream,
         ))
     }
 

@@ -66,6 +66,7 @@ impl Interp<'_> {
             Wait | Arrive | Commit => self.barrier_op(b, a, sp),
             FenceProxyAsync => self.fence_proxy_async(a, sp),
             Sync => self.sync(a, sp),
+            StreamFixup => self.stream_fixup(a, sp),
             Mma => self.mma(a, sp),
             Store => self.store(a, sp),
             ScatterAddGlobal => self.scatter_add_global(a, sp),

@@ -29,6 +29,41 @@ impl Interp<'_> {
         Ok(Value::None)
     }
 
+    /// `lm.stream_fixup(acc)`: once per run of a stream-K tile loop, after its K steps.
+    pub(super) fn stream_fixup(&mut self, a: &[Slot], sp: Span) -> R<Value> {
+        let frag = self.frag_arg(&a[0], "the accumulator")?;
+        if !self.has_tile_loop() {
+            // Outside any tile loop: the tile loop's own finding (a failed `lm.tiles`, or none
+            // declared) says what is wrong.
+            return Err(Reported);
+        }
+        if !self.directly_in_stream_tiles() {
+            return self
+                .err(
+                    &codes::MISPLACED_OPERATION,
+                    sp,
+                    "`lm.stream_fixup` runs once per run of a stream-K tile loop: directly in its body (in a role region), outside every `lm.range` loop",
+                )
+                .map_err(|r| {
+                    self.help_last(r, "declare the tile loop with `stream=`: `for tn, k0, k1 in lm.tiles(n, stream=KB)`")
+                });
+        }
+        let f = &self.k.fragments[frag];
+        if f.dtype != cake_target::DType::F32 {
+            let msg = format!(
+                "`lm.stream_fixup` adds f32 partial sums; fragment `{}` is {}",
+                f.name, f.dtype
+            );
+            return self.err(
+                &codes::TYPE_MISMATCH,
+                a[0].as_ref().map_or(sp, |s| s.1),
+                msg,
+            );
+        }
+        self.emit_op(Op::StreamFixup { frag }, sp)?;
+        Ok(Value::None)
+    }
+
     /// `lm.sync(barrier)` on a named barrier.
     pub(super) fn sync(&mut self, a: &[Slot], sp: Span) -> R<Value> {
         match &a[0] {

@@ -487,6 +487,22 @@ impl<'a> Interp<'a> {
         self.tiles_loop.is_some()
     }
 
+    /// Whether the statement being interpreted sits directly in the body of a stream-K tile
+    /// loop (`lm.tiles(..., stream=KB)`), inside no other loop.
+    pub(crate) fn directly_in_stream_tiles(&self) -> bool {
+        self.loops.len() == 1
+            && self.tiles_loop == self.loops.first().copied()
+            && self.tiles_loop.is_some_and(|l| {
+                matches!(
+                    self.k.loops[l].kind,
+                    LoopKind::Tiles {
+                        stream: Some(_),
+                        ..
+                    }
+                )
+            })
+    }
+
     /// The names bound at the top level (module-level constants are interpreted as one).
     pub fn into_top_level_names(mut self) -> HashMap<String, Value> {
         self.frames.pop().expect("kernel frame").vars

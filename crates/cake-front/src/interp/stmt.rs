@@ -726,7 +726,9 @@ impl Interp<'_> {
                 let r = if stale { Err(Reported) } else { r };
                 self.no_return_inside(r, "an `lm.range` loop")
             }
-            Value::TilesIter(counts, group) => self.exec_tiles(f, counts, group, sp, iter_span),
+            Value::TilesIter(counts, group, stream) => {
+                self.exec_tiles(f, counts, group, stream, sp, iter_span)
+            }
             Value::Poison => Err(Reported),
             other => {
                 let msg = format!("cannot loop over {}", other.kind_name());
@@ -753,6 +755,7 @@ impl Interp<'_> {
         f: &ast::StmtFor,
         counts: Vec<Value>,
         group: Option<u32>,
+        stream: Option<(Box<Value>, Span)>,
         sp: Span,
         iter_span: Span,
     ) -> R<Flow> {
@@ -801,22 +804,52 @@ impl Interp<'_> {
                 )
             }
         };
-        if names.len() != 1 && names.len() != counts.len() {
-            return self.err(
-                &codes::SHAPE_MISMATCH,
-                span(f.target.range()),
+        // A stream-K loop binds each axis and then its run's first and stop K steps.
+        let bound = counts.len() + if stream.is_some() { 2 } else { 0 };
+        if (names.len() != 1 || stream.is_some()) && names.len() != bound {
+            let msg = if stream.is_some() {
+                format!(
+                    "a stream-K `lm.tiles` over {} binds {} names: one per axis, then the run's first and stop K steps (`for tn, k0, k1 in lm.tiles(n, stream=KB)`), but the loop binds {}",
+                    if counts.len() == 1 { "1 axis".to_string() } else { format!("{} axes", counts.len()) },
+                    bound,
+                    names.len()
+                )
+            } else {
                 format!(
                     "`lm.tiles` has {} axes but the loop binds {} names",
                     counts.len(),
                     names.len()
-                ),
-            );
+                )
+            };
+            return self.err(&codes::SHAPE_MISMATCH, span(f.target.range()), msg);
+        }
+        let stream = match stream {
+            None => None,
+            Some((v, s)) => Some((self.index_of(*v, s)?, s)),
+        };
+        if let Some((_, s)) = stream {
+            if !self.k.persistent {
+                return self
+                    .err(
+                        &codes::BAD_ARGUMENTS,
+                        s,
+                        "stream-K splits the tiles' K steps over a persistent grid: the schedule must be `persistent=True`",
+                    )
+                    .map_err(|r| self.help_last(r, "add `persistent=True` to `@cake.schedule(...)`"));
+            }
+            if self.k.cluster.iter().product::<u32>() > 1 {
+                return self.err(
+                    &codes::BAD_ARGUMENTS,
+                    s,
+                    "a stream-K tile loop runs without clusters: each CTA's share of the K steps is its own",
+                );
+            }
         }
         let mut count_exprs = Vec::new();
         for c in counts {
             count_exprs.push(self.index_of(c, iter_span)?);
         }
-        let axis_names: Vec<String> = if names.len() == count_exprs.len() {
+        let axis_names: Vec<String> = if names.len() == bound {
             names.iter().map(|(n, _)| n.clone()).collect()
         } else {
             (0..count_exprs.len())
@@ -830,11 +863,12 @@ impl Interp<'_> {
                     counts: count_exprs.clone(),
                     names: axis_names,
                     group,
+                    stream: stream.map(|(e, _)| e),
                 },
             },
             iter_span,
         );
-        let coords: Vec<Value> = (0..count_exprs.len())
+        let coords: Vec<Value> = (0..bound)
             .map(|axis| {
                 let s = names.get(axis).map_or(names[0].1, |n| n.1);
                 Value::Expr(self.mk(ExprKind::TileCoord { tiles: id, axis }, Ty::Index, s))

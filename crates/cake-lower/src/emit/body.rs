@@ -73,6 +73,9 @@ impl Emitter<'_> {
                 .join(" * ")
         };
         self.line(&format!("const int tiles_total = {total};"));
+        if let Some((steps, _, _)) = k.stream_k() {
+            self.stream_prologue(steps);
+        }
         self.tmem_alloc_prologue();
         if !self.tmaps.is_empty() {
             // A TMA's first use of a tensor map fetches the descriptor from parameter memory;
@@ -327,7 +330,14 @@ impl Emitter<'_> {
                     LoopKind::Tiles {
                         counts,
                         names,
+                        stream: Some(_),
+                        ..
+                    } => self.stream_tile_loop(&counts, &names, body, sp),
+                    LoopKind::Tiles {
+                        counts,
+                        names,
                         group,
+                        stream: None,
                     } => self.tile_loop(&counts, &names, group, body, sp),
                     LoopKind::Range {
                         start,
@@ -430,7 +440,7 @@ impl Emitter<'_> {
     }
 
     /// Decode the loop's `tile` into one coordinate per tile axis (`tile_0`, `tile_1`, …).
-    fn tile_coords(&mut self, counts: &[ExprId], group: Option<u32>) {
+    pub(crate) fn tile_coords(&mut self, counts: &[ExprId], group: Option<u32>) {
         let n = self.cluster_ctas();
         let rows0 = self.tile_rows(0);
         // Axis 0 is decoded into `tile_row` when the CTA's rank within the cluster completes it.
@@ -671,6 +681,7 @@ impl Emitter<'_> {
                 counts,
             } => self.scatter_add(dst, src, index, *offset, *valid_rows, counts.as_ref(), sp),
             Op::Sync { barrier } => self.named_sync(*barrier, sp),
+            Op::StreamFixup { frag } => self.stream_fixup(*frag, sp),
             Op::FenceProxyAsync => {
                 self.line(&format!("cake_fence_proxy_async();  // ({})", self.loc(sp)))
             }

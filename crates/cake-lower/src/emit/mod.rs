@@ -31,6 +31,7 @@ mod params;
 mod reduce;
 mod rows;
 mod store;
+mod stream;
 mod sync;
 mod tmem;
 
@@ -119,6 +120,9 @@ pub(crate) struct Emitter<'a> {
     pub(crate) row_hints: std::collections::BTreeSet<cake_ir::Evict>,
     /// `lm.scatter_add` is used: the global atomic-add helpers.
     pub(crate) needs_row_red: bool,
+    /// Device globals of the stream-K fix-ups (workspace and ready flags), declared before the
+    /// kernel.
+    pub(crate) stream_globals: Vec<String>,
 }
 
 /// A schedule's name as a C identifier standing on its own (a fragment, a tensor, a scalar): the
@@ -289,6 +293,7 @@ impl<'a> Emitter<'a> {
             needs_row_fp8: false,
             row_hints: Default::default(),
             needs_row_red: false,
+            stream_globals: Vec::new(),
         }
     }
 
@@ -455,6 +460,13 @@ impl<'a> Emitter<'a> {
             cuda.push_str(prelude::ROW_RED);
         }
         backend.prelude(&self, &mut cuda);
+        if !self.stream_globals.is_empty() {
+            cuda.push_str(stream::STREAM_OPS);
+            for g in &self.stream_globals {
+                cuda.push_str(g);
+                cuda.push('\n');
+            }
+        }
         let threads = self.k.block_threads();
         let _ = writeln!(
             cuda,

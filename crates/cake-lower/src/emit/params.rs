@@ -186,6 +186,10 @@ impl Emitter<'_> {
             // A cluster takes n tiles of axis 0 together: the grid counts whole clusters.
             *first = serde_json::json!(["mul", ["cdiv", first.take(), n], n]);
         }
+        if let Some((steps, _, _)) = self.k.stream_k() {
+            // Stream-K shares the tiles' K steps out: as many CTAs as steps, up to the SMs.
+            tiles.push(self.json_expr(steps));
+        }
         let grid = if self.k.persistent {
             Grid::Persistent { tiles }
         } else {

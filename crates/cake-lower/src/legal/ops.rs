@@ -676,6 +676,46 @@ pub(crate) fn tensor_access(
     access
 }
 
+/// CTAs a stream-K kernel splits its tiles' K steps over at most: its fix-up workspace (a
+/// device global, zero when the module loads) holds one partial per CTA and replica. A larger
+/// grid's extra CTAs find no steps.
+pub(crate) const STREAM_CTAS: u32 = 256;
+
+/// `lm.stream_fixup(frag)` in `role`: the registers per thread of the partial it moves, or why
+/// it is not lowered. Every thread of each replica publishes and adds its own registers, so the
+/// layout only has to be the same in the run that publishes and the one that adds.
+pub(crate) fn stream_fixup_registers(
+    k: &Kernel,
+    role: RoleId,
+    issue_only: bool,
+    frag: FragId,
+    layout: Option<FragLayout>,
+) -> Result<u32, String> {
+    let f = &k.fragments[frag];
+    if f.role != role {
+        return Err(format!(
+            "fragment `{}` belongs to role `{}`: `lm.stream_fixup` runs in its owner's region",
+            f.name, k.roles[f.role].name
+        ));
+    }
+    if issue_only {
+        return Err("`lm.stream_fixup` needs every thread of the role: it moves each thread's registers, but this role only issues (one thread per replica runs it)".into());
+    }
+    if f.buffers != 1 {
+        return Err(format!(
+            "fragment `{}` is double-buffered; `lm.stream_fixup` takes a single accumulator",
+            f.name
+        ));
+    }
+    match declared_layout(k, frag, layout)? {
+        FragLayout::MmaA { .. } | FragLayout::WgmmaA { .. } => Err(format!(
+            "fragment `{}` is an MMA's A operand; `lm.stream_fixup` takes an accumulator",
+            f.name
+        )),
+        l => Ok(l.registers()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::f32_view_offset;

@@ -471,6 +471,13 @@ impl<'a> Checker<'a> {
         let backend = self.backend;
         match op {
             Op::Wait { .. } | Op::Arrive { .. } | Op::FenceProxyAsync => {}
+            Op::StreamFixup { frag } => {
+                if let Err(m) =
+                    stream_fixup_registers(k, role, issue_only, *frag, self.layout(*frag))
+                {
+                    self.unsupported(sp, m);
+                }
+            }
             Op::TmaLoad {
                 dst,
                 src,

@@ -1,0 +1,181 @@
+//! Stream-K (docs/language.md §8.1a): the tile loop over a CTA's even share of every tile's K
+//! steps, and `lm.stream_fixup`, which adds a tile's partial accumulators into the run that
+//! ends the tile.
+//!
+//! CTA c of the `stream_ctas` takes steps `[all·c/n, all·(c+1)/n)` of the `all = tiles · steps`
+//! and walks them from the end back, one run (a tile's steps inside the share) at a time. Only
+//! a share's last run can stop before its tile's end, so each CTA publishes at most one partial
+//! per launch, in its slot of a workspace that lives in the module; the run that ends a tile is
+//! its CTA's first and runs last, after every CTA before it has published the runs it waits
+//! for, as their first work. Waits only go to CTAs of lower index, which start no later.
+
+use super::{c_ident, Emitter};
+use crate::legal::{self, Scope, STREAM_CTAS};
+use cake_diag::Span;
+use cake_ir::*;
+use std::fmt::Write;
+
+/// The prelude's stream-K helpers: a release store and an acquire load of a ready flag at GPU
+/// scope (sm_70 and later).
+pub(crate) const STREAM_OPS: &str = r#"
+// Stream-K fix-up: ready flags published with release and read with acquire at GPU scope.
+__device__ __forceinline__ void cake_st_release_gpu(unsigned int* p, unsigned int v) {
+  asm volatile("st.release.gpu.global.u32 [%0], %1;" :: "l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ unsigned int cake_ld_acquire_gpu(const unsigned int* p) {
+  unsigned int v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void cake_st_relaxed_gpu(unsigned int* p, unsigned int v) {
+  asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" :: "l"(p), "r"(v) : "memory");
+}
+"#;
+
+impl Emitter<'_> {
+    /// The kernel prologue's stream-K lines: the K steps of a tile and this CTA's share.
+    pub(crate) fn stream_prologue(&mut self, steps: ExprId) {
+        let steps = self.ix(steps);
+        self.line(&format!(
+            "const int stream_steps = {steps};  // K steps per tile, shared out by stream-K"
+        ));
+        self.line("const long long stream_all = (long long)tiles_total * stream_steps;");
+        self.line(&format!(
+            "const int stream_ctas = (int)min(stream_all, (long long)min((int)gridDim.x, {STREAM_CTAS}));  // each with a workspace slot and at least one step"
+        ));
+        self.line("const bool stream_member = (int)blockIdx.x < stream_ctas;");
+        self.line("const long long stream_first = stream_member ? stream_all * blockIdx.x / stream_ctas : 0;  // this CTA's steps: [stream_first, stream_end)");
+        self.line(
+            "const long long stream_end = stream_member ? stream_all * (blockIdx.x + 1) / stream_ctas : 0;",
+        );
+    }
+
+    /// The tile loop of a stream-K schedule: one iteration per run, binding the run's first and
+    /// stop step as the tile coordinates of axes `counts.len()` and `counts.len() + 1`.
+    pub(crate) fn stream_tile_loop(
+        &mut self,
+        counts: &[ExprId],
+        names: &[String],
+        body: &Block,
+        sp: Span,
+    ) {
+        let (k0, k1) = (counts.len(), counts.len() + 1);
+        let open = format!(
+            "for (long long stream_at = stream_end; stream_at > stream_first;) {{  // runs ({}) of this CTA's K steps, last first ({})",
+            names.join(", "),
+            self.loc(sp)
+        );
+        self.braced(&open, |me| {
+            me.line("const int tile = (int)((stream_at - 1) / stream_steps);");
+            me.line("const long long stream_tile_first = (long long)tile * stream_steps;");
+            me.line(&format!(
+                "const int tile_{k0} = (int)(max(stream_first, stream_tile_first) - stream_tile_first);  // {}: the run's first step",
+                names[k0]
+            ));
+            me.line(&format!(
+                "const int tile_{k1} = (int)(stream_at - stream_tile_first);  // {}: its stop",
+                names[k1]
+            ));
+            me.line(&format!("stream_at = stream_tile_first + tile_{k0};"));
+            me.tile_coords(counts, None);
+            me.block(body);
+        });
+    }
+
+    /// `lm.stream_fixup(frag)`: a run that stops before its tile's end publishes `frag`; a run
+    /// that ends a tile it did not start adds the partials of the CTAs before it that ran the
+    /// tile's earlier steps, each once, and resets their flags for the next launch.
+    pub(crate) fn stream_fixup(&mut self, frag: FragId, sp: Span) {
+        let k = self.k;
+        let (role, issue_only) = self.role.expect("inside a role");
+        let regs = match legal::stream_fixup_registers(k, role, issue_only, frag, self.layout(frag))
+        {
+            Ok(n) => n,
+            Err(m) => return self.unsupported(sp, m),
+        };
+        let Some((_, k0, k1)) = k.stream_k() else {
+            return self.unsupported(sp, "`lm.stream_fixup` outside a stream-K tile loop");
+        };
+        let r = &k.roles[role];
+        let (replicas, threads) = (r.replicas(), r.threads() / r.replicas());
+        let warps = threads / 32;
+        let rn = c_ident(&r.name);
+        let acc = self.frag_name(frag);
+        let ws = format!("cake_stream_{}", c_ident(&k.fragments[frag].name));
+        if !self
+            .stream_globals
+            .iter()
+            .any(|g| g.contains(&format!(" {ws}[")))
+        {
+            let mut g = String::new();
+            let _ = writeln!(
+                g,
+                "\n// Stream-K partials of `{}` ({}): per CTA and replica of role `{}`, {regs} f32 registers of each of its {threads} threads; a ready flag per warp. Zero when the module loads; the run that reads a flag resets it.",
+                k.fragments[frag].name,
+                self.loc(sp),
+                r.name
+            );
+            let _ = writeln!(
+                g,
+                "__device__ float {ws}[{}];",
+                STREAM_CTAS * replicas * threads * regs
+            );
+            let _ = write!(
+                g,
+                "__device__ unsigned int {ws}_ready[{}];",
+                STREAM_CTAS * replicas * warps
+            );
+            self.stream_globals.push(g);
+        }
+        let slot = |cta: &str| {
+            format!(
+                "{ws} + ((size_t)({cta}) * {replicas} + {rn}_index) * {} + {rn}_thread",
+                regs * threads
+            )
+        };
+        let flag = |cta: &str| {
+            format!("{ws}_ready + ((size_t)({cta}) * {replicas} + {rn}_index) * {warps} + {rn}_thread / 32")
+        };
+        self.line(&format!(
+            "// stream_fixup {} ({})",
+            k.fragments[frag].name,
+            self.loc(sp)
+        ));
+        self.braced_else(
+            &format!("if (tile_{k1} < stream_steps) {{  // the tile goes on past this run: publish the partial"),
+            |me| {
+                me.line(&format!("float* const slot = {};", slot("blockIdx.x")));
+                me.unrolled(&format!("for (int r = 0; r < {regs}; ++r) {{"), |me| {
+                    me.line(&format!("__stcg(slot + r * {threads}, {acc}[r]);"));
+                });
+                me.line("__threadfence();");
+                me.line("__syncwarp();");
+                me.line(&format!(
+                    "if ({rn}_thread % 32 == 0) cake_st_release_gpu({}, 1u);",
+                    flag("blockIdx.x")
+                ));
+            },
+            |me| {
+                me.braced(
+                    &format!("if (tile_{k0} > 0) {{  // the run ends a tile begun before this CTA's share: add the partials"),
+                    |me| {
+                        me.braced("for (int c = (int)blockIdx.x - 1; c >= 0; --c) {", |me| {
+                            me.line(&format!("unsigned int* const ready = {};", flag("c")));
+                            me.line("while (cake_ld_acquire_gpu(ready) == 0u) {}");
+                            me.line(&format!("const float* const slot = {};", slot("c")));
+                            me.unrolled(&format!("for (int r = 0; r < {regs}; ++r) {{"), |me| {
+                                me.line(&format!("{acc}[r] += __ldcg(slot + r * {threads});"));
+                            });
+                            me.line("__syncwarp();");
+                            me.line(&format!(
+                                "if ({rn}_thread % 32 == 0) cake_st_relaxed_gpu(ready, 0u);"
+                            ));
+                            me.line("if (stream_all * c / stream_ctas <= stream_tile_first) break;  // CTA c ran the tile's first step");
+                        });
+                    },
+                );
+            },
+        );
+        self.invalidate_reductions(Some(frag));
+    }
+}
