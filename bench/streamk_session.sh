@@ -2,10 +2,12 @@
 # GPU call for bench/results/2026-12-05-offm/ (issue #19, session 38), most important first:
 #   1. the stream-K schedule (examples/tinygemm_streamk_sm90.py) through the contract's
 #      correctness protocol at its check shapes (tails, K shorter than the ring);
-#   2. every route, stream-K among them, at the contract's 40 shapes;
-#   3. every route of the shipped table, session 37's candidates and stream-K at M the contract
+#   2. the stream-K GEMM (two consumer warpgroups, a TMA-store epilogue) through the GEMM
+#      contract's correctness protocol;
+#   3. every route, stream-K among them, at the tinygemm contract's 40 shapes;
+#   4. every route of the shipped table, session 37's candidates and stream-K at M the contract
 #      does not list (does the persistent route's guard hold?);
-#   4. the shipped table and session 37's candidate through dispatch, once each.
+#   5. the stream-K GEMM and gemm_sm90 timed against cuBLAS at the GEMM contract's bench shapes.
 #
 #   OUT=... CACHE=... bench/streamk_session.sh     # on the GPU host, from the repository root
 set -u
@@ -17,8 +19,16 @@ timeout 90 "$CAKE" test kernels/tinygemm/tinygemm.contract.toml --kernel example
     --record "$OUT/streamk-test.json" > "$OUT/streamk-test.log" 2>&1
 echo "== streamk-test: exit $? at $(( $(date +%s) - SESSION_START )) s"
 tail -12 "$OUT/streamk-test.log"
-part streamk 210 $D/tinygemm_streamk.family.toml --shard bench --every-route
+timeout 60 "$CAKE" test kernels/gemm/gemm.contract.toml --kernel examples/gemm_streamk_sm90.py \
+    --record "$OUT/gemm-streamk-test.json" > "$OUT/gemm-streamk-test.log" 2>&1
+echo "== gemm-streamk-test: exit $? at $(( $(date +%s) - SESSION_START )) s"
+tail -10 "$OUT/gemm-streamk-test.log"
+part streamk 180 $D/tinygemm_streamk.family.toml --shard bench --every-route
 grep -E "^  M=" "$OUT/streamk/report.txt" 2>/dev/null | head -45
-part offm 150 $D/tinygemm_offm.family.toml --shard bench --every-route
-part table-1 40 kernels/tinygemm/tinygemm.family.toml --shard bench
-part tall-table-1 40 $T/tinygemm_table_tall.family.toml --shard bench
+for g in gemm_streamk_sm90 gemm_sm90; do
+    timeout 50 "$CAKE" bench kernels/gemm/gemm.contract.toml --kernel examples/$g.py --shapes bench \
+        --record "$OUT/bench-$g.json" > "$OUT/bench-$g.log" 2>&1
+    echo "== bench-$g: exit $? at $(( $(date +%s) - SESSION_START )) s"
+    tail -6 "$OUT/bench-$g.log"
+done
+part offm 110 $D/tinygemm_offm.family.toml --shard bench --every-route
