@@ -31,7 +31,7 @@ use cake_target::MmaFamily;
 use text::{Kind, Source, Stmt, Tok};
 
 /// Every operator, in the order [`mutants`] applies them and [`catch_table`] lists them.
-pub const OPERATORS: [&str; 24] = [
+pub const OPERATORS: [&str; 25] = [
     "drop-wait",
     "drop-arrive",
     "change-count",
@@ -56,6 +56,7 @@ pub const OPERATORS: [&str; 24] = [
     "grow-fragment",
     "swap-barrier",
     "warpgroup-mma-sync",
+    "drop-stream-fixup",
 ];
 
 /// One planted hazard.
@@ -977,6 +978,23 @@ fn drop_fence(src: &Source, f: &Facts, out: &mut Vec<Plan>) {
     }
 }
 
+/// A stream-K run's partial stored as if it were the tile's sum: `lm.stream_fixup(acc)` deleted.
+fn drop_stream_fixup(src: &Source, f: &Facts, out: &mut Vec<Plan>) {
+    for (i, st) in src.stmts.iter().enumerate() {
+        let t = texts(src, st);
+        if t.starts_with(&["lm", ".", "stream_fixup", "("]) {
+            out.push(plan(
+                "drop-stream-fixup",
+                st.first,
+                "delete `lm.stream_fixup(...)`".into(),
+                delete_stmt(src, i),
+                f.names_in(src, st),
+                &[Category::Safety],
+            ));
+        }
+    }
+}
+
 /// The MMA families an `lm.mma` statement lowers to, over every target its kernel declares.
 fn mma_families(st: &Stmt, f: &Facts) -> Vec<MmaFamily> {
     let mut out = Vec::new();
@@ -1098,7 +1116,7 @@ pub fn mutants(source: &str) -> Vec<Mutant> {
     }
     let src = Source::new(source);
     let mut plans = Vec::new();
-    let ops: [fn(&Source, &Facts, &mut Vec<Plan>); 24] = [
+    let ops: [fn(&Source, &Facts, &mut Vec<Plan>); 25] = [
         drop_wait,
         drop_arrive,
         change_count,
@@ -1123,6 +1141,7 @@ pub fn mutants(source: &str) -> Vec<Mutant> {
         coverage_ops::grow_fragment,
         message_ops::swap_barrier,
         message_ops::warpgroup_mma_sync,
+        drop_stream_fixup,
     ];
     for op in ops {
         op(&src, &f, &mut plans);

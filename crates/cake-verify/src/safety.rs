@@ -72,10 +72,13 @@ fn stream_partials(cx: &Ctx, out: &mut Vec<Finding>) {
                 }
                 fixed.push(*frag);
             }
+            // A shared-memory store of the accumulator feeds a TMA store or a copy out.
             Op::Store { .. }
             | Op::TmaStore { .. }
             | Op::CopyTo { .. }
-            | Op::GlobalScatterAdd { .. } => {
+            | Op::GlobalScatterAdd { .. }
+            | Op::SmemStore { .. } => {
+                let to_shared = matches!(site.op, Op::SmemStore { .. });
                 let ends_tile = site
                     .guards
                     .iter()
@@ -112,7 +115,7 @@ fn stream_partials(cx: &Ctx, out: &mut Vec<Finding>) {
                             k.fragments[f].name
                         )),
                     );
-                } else if !ends_tile {
+                } else if !ends_tile && !to_shared {
                     out.push(
                         Finding::new(
                             &STREAM_PARTIAL,
