@@ -34,7 +34,8 @@ def gemm(A: lm.tensor[lm.bf16, "M", "K"],
     acc = math.fragment(shape=(64, BN), dtype=lm.f32)
 
     KB = lm.cdiv(K, BK)                     # K steps per tile
-    for tm, tn, k0, k1 in lm.tiles(lm.cdiv(M, BM), lm.cdiv(N, BN), stream=KB):
+    # Grouped raster: tiles numbered 8 M-tiles at a time, so the CTAs in flight share B in L2.
+    for tm, tn, k0, k1 in lm.tiles(lm.cdiv(M, BM), lm.cdiv(N, BN), group=8, stream=KB):
         with load:
             for k in lm.range(k0, k1, pipeline=pipe):
                 lm.wait(empty)

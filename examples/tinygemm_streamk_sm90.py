@@ -14,6 +14,7 @@ import cake
 from cake import lm
 
 M = 8                                   # tokens (specialised per shape by the contract)
+NW = 4096                               # weight rows (the contract specialises it; unused here)
 MP = 8 if M <= 8 else 16 if M <= 16 else 32 if M <= 32 else 64 if M <= 64 else 128
 BN = 64                                 # weight rows per tile (wgmma's M)
 BK = 64                                 # K per step (one 128-byte swizzle row)

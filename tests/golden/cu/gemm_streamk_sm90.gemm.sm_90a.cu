@@ -169,7 +169,7 @@ __device__ __forceinline__ void cake_st_relaxed_gpu(unsigned int* p, unsigned in
   asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" :: "l"(p), "r"(v) : "memory");
 }
 
-// Stream-K partials of `acc` (gemm_streamk_sm90.py:47): per CTA and replica of role `math`, 128 f32 registers of each of its 128 threads; a ready flag per warp. Zero when the module loads; the run that reads a flag resets it.
+// Stream-K partials of `acc` (gemm_streamk_sm90.py:48): per CTA and replica of role `math`, 128 f32 registers of each of its 128 threads; a ready flag per warp. Zero when the module loads; the run that reads a flag resets it.
 __device__ float cake_stream_acc[8388608];
 __device__ unsigned int cake_stream_acc_ready[2048];
 
@@ -221,27 +221,26 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
     (void)lane_row; (void)lane_col;
     uint32_t pipe_it = 0;  // iterations of pipeline pipe completed by this role
     if (load_thread == 0) {  // issue-only role: one thread per replica
-      for (long long stream_at = stream_end; stream_at > stream_first;) {  // runs (tm, tn, k0, k1) of this CTA's K steps, last first (gemm_streamk_sm90.py:37)
+      for (long long stream_at = stream_end; stream_at > stream_first;) {  // runs (tm, tn, k0, k1) of this CTA's K steps, last first (gemm_streamk_sm90.py:38)
         const int tile = (int)((stream_at - 1) / stream_steps);
         const long long stream_tile_first = (long long)tile * stream_steps;
         const int tile_2 = (int)(max(stream_first, stream_tile_first) - stream_tile_first);  // k0: the run's first step
         const int tile_3 = (int)(stream_at - stream_tile_first);  // k1: its stop
         stream_at = stream_tile_first + tile_2;
-        int tile_rest = tile;
-        const int tile_1 = tile_rest % tiles_1;
-        tile_rest /= tiles_1;
-        const int tile_0 = tile_rest % tiles_0;
-        tile_rest /= tiles_0;
-        (void)tile_rest;
-        // with load: (gemm_streamk_sm90.py:38)
-        for (int k_1 = tile_2; k_1 < tile_3; ++k_1) {  // gemm_streamk_sm90.py:39
+        const int group_tiles = 8 * tiles_1;
+        const int group_first = (tile / group_tiles) * 8;
+        const int group_rows = min(tiles_0 - group_first, 8);
+        const int tile_0 = group_first + (tile % group_tiles) % group_rows;
+        const int tile_1 = (tile % group_tiles) / group_rows;
+        // with load: (gemm_streamk_sm90.py:39)
+        for (int k_1 = tile_2; k_1 < tile_3; ++k_1) {  // gemm_streamk_sm90.py:40
           const uint32_t pipe_stage = pipe_it % 3;
           const uint32_t pipe_phase = (pipe_it / 3) & 1;
-          cake_mbar_wait(empty + 8 * pipe_stage, pipe_phase ^ 1);  // wait empty (gemm_streamk_sm90.py:40)
-          // tma_load sA <- A (gemm_streamk_sm90.py:41)
+          cake_mbar_wait(empty + 8 * pipe_stage, pipe_phase ^ 1);  // wait empty (gemm_streamk_sm90.py:41)
+          // tma_load sA <- A (gemm_streamk_sm90.py:42)
           cake_mbar_arrive_expect_tx(full + 8 * pipe_stage, 49152);
           cake_tma_load_2d((sA + 16384 * pipe_stage), &tmap_A_0, full + 8 * pipe_stage, (k_1 * 64), (tile_0 * 128));
-          // tma_load sB <- B (gemm_streamk_sm90.py:42)
+          // tma_load sB <- B (gemm_streamk_sm90.py:43)
           cake_tma_load_2d((sB + 32768 * pipe_stage), &tmap_B_1, full + 8 * pipe_stage, (k_1 * 64), (tile_1 * 256));
           ++pipe_it;
         }
@@ -257,25 +256,24 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
     (void)lane_row; (void)lane_col;
     float acc[128];  // fragment acc [64, 256] f32
     uint32_t pipe_it = 0;  // iterations of pipeline pipe completed by this role
-    for (long long stream_at = stream_end; stream_at > stream_first;) {  // runs (tm, tn, k0, k1) of this CTA's K steps, last first (gemm_streamk_sm90.py:37)
+    for (long long stream_at = stream_end; stream_at > stream_first;) {  // runs (tm, tn, k0, k1) of this CTA's K steps, last first (gemm_streamk_sm90.py:38)
       const int tile = (int)((stream_at - 1) / stream_steps);
       const long long stream_tile_first = (long long)tile * stream_steps;
       const int tile_2 = (int)(max(stream_first, stream_tile_first) - stream_tile_first);  // k0: the run's first step
       const int tile_3 = (int)(stream_at - stream_tile_first);  // k1: its stop
       stream_at = stream_tile_first + tile_2;
-      int tile_rest = tile;
-      const int tile_1 = tile_rest % tiles_1;
-      tile_rest /= tiles_1;
-      const int tile_0 = tile_rest % tiles_0;
-      tile_rest /= tiles_0;
-      (void)tile_rest;
-      // with math: (gemm_streamk_sm90.py:43)
+      const int group_tiles = 8 * tiles_1;
+      const int group_first = (tile / group_tiles) * 8;
+      const int group_rows = min(tiles_0 - group_first, 8);
+      const int tile_0 = group_first + (tile % group_tiles) % group_rows;
+      const int tile_1 = (tile % group_tiles) / group_rows;
+      // with math: (gemm_streamk_sm90.py:44)
       int empty_pending = -1;  // stage whose release waits for its MMAs to retire
-      for (int k_2 = tile_2; k_2 < tile_3; ++k_2) {  // gemm_streamk_sm90.py:44
+      for (int k_2 = tile_2; k_2 < tile_3; ++k_2) {  // gemm_streamk_sm90.py:45
         const uint32_t pipe_stage = pipe_it % 3;
         const uint32_t pipe_phase = (pipe_it / 3) & 1;
-        cake_mbar_wait(full + 8 * pipe_stage, pipe_phase);  // wait full (gemm_streamk_sm90.py:45)
-        // mma acc += sA * sB.T (gemm_streamk_sm90.py:46)
+        cake_mbar_wait(full + 8 * pipe_stage, pipe_phase);  // wait full (gemm_streamk_sm90.py:46)
+        // mma acc += sA * sB.T (gemm_streamk_sm90.py:47)
         cake_wgmma_fence();
         cake_wgmma_m64n256k16_f32_bf16(acc, cake_wgmma_desc((sA + 16384 * pipe_stage) + 0 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sB + 32768 * pipe_stage) + 0, 16, 1024, 1), ((k_2 > tile_2)) ? 1 : 0);
         cake_wgmma_m64n256k16_f32_bf16(acc, cake_wgmma_desc((sA + 16384 * pipe_stage) + 32 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sB + 32768 * pipe_stage) + 32, 16, 1024, 1), 1);
@@ -289,7 +287,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
       }
       cake_wgmma_wait<0>();  // every MMA of the loop has retired
       if (empty_pending >= 0 && math_thread == 0) cake_mbar_arrive(empty + 8 * empty_pending);
-      // stream_fixup acc (gemm_streamk_sm90.py:47)
+      // stream_fixup acc (gemm_streamk_sm90.py:48)
       if (tile_3 < stream_steps) {  // the tile goes on past this run: publish the partial
         float* const slot = cake_stream_acc + ((size_t)(blockIdx.x) * 2 + math_index) * 16384 + math_thread;
         #pragma unroll
@@ -315,8 +313,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
           }
         }
       }
-      if ((tile_3 == cake_cdiv(dim_K, 64))) {  // gemm_streamk_sm90.py:48
-        // sC.store(...) (gemm_streamk_sm90.py:49)
+      if ((tile_3 == cake_cdiv(dim_K, 64))) {  // gemm_streamk_sm90.py:49
+        // sC.store(...) (gemm_streamk_sm90.py:50)
         if (math_thread == 0) cake_bulk_wait_read();
         cake_named_sync(8 + math_index, 128);
         #pragma unroll
@@ -332,8 +330,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
             cake_st_shared_b32(addr, cake_pack_bf16x2(v[0], v[1]));
           }
         }
-        cake_fence_proxy_async();  // (gemm_streamk_sm90.py:50)
-        // tma_store sC -> C (gemm_streamk_sm90.py:51)
+        cake_fence_proxy_async();  // (gemm_streamk_sm90.py:51)
+        // tma_store sC -> C (gemm_streamk_sm90.py:52)
         cake_named_sync(8 + math_index, 128);
         if (math_thread == 0) {
           cake_tma_store_2d(&tmap_C_2, (sC + ((math_index * 64)) * 128), (tile_1 * 256), ((tile_0 * 128) + (math_index * 64)));

@@ -169,13 +169,6 @@ impl Interp<'_> {
                 "`lm.tiles` takes 1 to 3 tile counts",
             );
         }
-        if let (Some(_), Some((_, s))) = (group, &stream) {
-            return self.err(
-                &codes::BAD_ARGUMENTS,
-                *s,
-                "a stream-K tile loop visits its tiles in order: `group=` does not apply",
-            );
-        }
         Ok(Value::TilesIter(
             args.positional.into_iter().map(|(v, _)| v).collect(),
             group,

@@ -330,9 +330,9 @@ impl Emitter<'_> {
                     LoopKind::Tiles {
                         counts,
                         names,
+                        group,
                         stream: Some(_),
-                        ..
-                    } => self.stream_tile_loop(&counts, &names, body, sp),
+                    } => self.stream_tile_loop(&counts, &names, group, body, sp),
                     LoopKind::Tiles {
                         counts,
                         names,

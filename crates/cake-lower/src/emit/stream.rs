@@ -51,11 +51,14 @@ impl Emitter<'_> {
     }
 
     /// The tile loop of a stream-K schedule: one iteration per run, binding the run's first and
-    /// stop step as the tile coordinates of axes `counts.len()` and `counts.len() + 1`.
+    /// stop step as the tile coordinates of axes `counts.len()` and `counts.len() + 1`. With
+    /// `group`, the tiles are numbered in grouped raster order, so the CTAs running at once
+    /// work on neighbouring tiles, as in a tile loop with `group=`.
     pub(crate) fn stream_tile_loop(
         &mut self,
         counts: &[ExprId],
         names: &[String],
+        group: Option<u32>,
         body: &Block,
         sp: Span,
     ) {
@@ -77,7 +80,7 @@ impl Emitter<'_> {
                 names[k1]
             ));
             me.line(&format!("stream_at = stream_tile_first + tile_{k0};"));
-            me.tile_coords(counts, None);
+            me.tile_coords(counts, group);
             me.block(body);
         });
     }
