@@ -177,8 +177,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm(
   const int tiles_0 = cake_cdiv(dim_N, 64);
   const int tiles_total = tiles_0;
   const int stream_steps = cake_cdiv(dim_K, 64);  // K steps per tile, shared out by stream-K
-  const long long stream_all = (long long)tiles_total * stream_steps;
-  const int stream_ctas = (int)min(stream_all, (long long)min((int)gridDim.x, 256));  // each with a workspace slot and at least one step
+  const int stream_grid = min((int)gridDim.x, 256);  // CTAs with a workspace slot
+  const int stream_dp_waves = max(tiles_total / stream_grid - 1, 0);  // whole waves of whole tiles first
+  const int stream_dp_tiles = stream_dp_waves * stream_grid;
+  const long long stream_all = (long long)(tiles_total - stream_dp_tiles) * stream_steps;  // the steps shared out
+  const int stream_ctas = (int)min(stream_all, (long long)stream_grid);  // each with at least one step
   const bool stream_member = (int)blockIdx.x < stream_ctas;
   const long long stream_first = stream_member ? stream_all * blockIdx.x / stream_ctas : 0;  // this CTA's steps: [stream_first, stream_end)
   const long long stream_end = stream_member ? stream_all * (blockIdx.x + 1) / stream_ctas : 0;
@@ -201,12 +204,26 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm(
     (void)lane_row; (void)lane_col;
     uint32_t pipe_it = 0;  // iterations of pipeline pipe completed by this role
     if (load_thread == 0) {  // issue-only role: one thread per replica
-      for (long long stream_at = stream_end; stream_at > stream_first;) {  // runs (tn, k0, k1) of this CTA's K steps, last first (tinygemm_streamk_sm90.py:45)
-        const int tile = (int)((stream_at - 1) / stream_steps);
-        const long long stream_tile_first = (long long)tile * stream_steps;
-        const int tile_1 = (int)(max(stream_first, stream_tile_first) - stream_tile_first);  // k0: the run's first step
-        const int tile_2 = (int)(stream_at - stream_tile_first);  // k1: its stop
-        stream_at = stream_tile_first + tile_1;
+      long long stream_at = stream_end;
+      for (int stream_dp = 0; ; ++stream_dp) {  // runs (tn, k0, k1): whole tiles of the data-parallel waves, then this CTA's shared-out steps, last first (tinygemm_streamk_sm90.py:45)
+        int tile;
+        long long stream_tile_first;  // the tile's first step in the shared-out part
+        int tile_1, tile_2;  // k0, k1: the run's first step and its stop
+        if (stream_dp < stream_dp_waves) {
+          tile = (int)blockIdx.x + stream_dp * stream_grid;
+          if ((int)blockIdx.x >= stream_grid) break;
+          stream_tile_first = 0;
+          tile_1 = 0;
+          tile_2 = stream_steps;
+        } else {
+          if (stream_at <= stream_first) break;
+          const int rest = (int)((stream_at - 1) / stream_steps);
+          tile = stream_dp_tiles + rest;
+          stream_tile_first = (long long)rest * stream_steps;
+          tile_1 = (int)(max(stream_first, stream_tile_first) - stream_tile_first);
+          tile_2 = (int)(stream_at - stream_tile_first);
+          stream_at = stream_tile_first + tile_1;
+        }
         int tile_rest = tile;
         const int tile_0 = tile_rest % tiles_0;
         tile_rest /= tiles_0;
@@ -235,12 +252,26 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm(
     (void)lane_row; (void)lane_col;
     float acc[4];  // fragment acc [64, 8] f32
     uint32_t pipe_it = 0;  // iterations of pipeline pipe completed by this role
-    for (long long stream_at = stream_end; stream_at > stream_first;) {  // runs (tn, k0, k1) of this CTA's K steps, last first (tinygemm_streamk_sm90.py:45)
-      const int tile = (int)((stream_at - 1) / stream_steps);
-      const long long stream_tile_first = (long long)tile * stream_steps;
-      const int tile_1 = (int)(max(stream_first, stream_tile_first) - stream_tile_first);  // k0: the run's first step
-      const int tile_2 = (int)(stream_at - stream_tile_first);  // k1: its stop
-      stream_at = stream_tile_first + tile_1;
+    long long stream_at = stream_end;
+    for (int stream_dp = 0; ; ++stream_dp) {  // runs (tn, k0, k1): whole tiles of the data-parallel waves, then this CTA's shared-out steps, last first (tinygemm_streamk_sm90.py:45)
+      int tile;
+      long long stream_tile_first;  // the tile's first step in the shared-out part
+      int tile_1, tile_2;  // k0, k1: the run's first step and its stop
+      if (stream_dp < stream_dp_waves) {
+        tile = (int)blockIdx.x + stream_dp * stream_grid;
+        if ((int)blockIdx.x >= stream_grid) break;
+        stream_tile_first = 0;
+        tile_1 = 0;
+        tile_2 = stream_steps;
+      } else {
+        if (stream_at <= stream_first) break;
+        const int rest = (int)((stream_at - 1) / stream_steps);
+        tile = stream_dp_tiles + rest;
+        stream_tile_first = (long long)rest * stream_steps;
+        tile_1 = (int)(max(stream_first, stream_tile_first) - stream_tile_first);
+        tile_2 = (int)(stream_at - stream_tile_first);
+        stream_at = stream_tile_first + tile_1;
+      }
       int tile_rest = tile;
       const int tile_0 = tile_rest % tiles_0;
       tile_rest /= tiles_0;

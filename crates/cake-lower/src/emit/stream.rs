@@ -1,13 +1,16 @@
-//! Stream-K (docs/language.md §8.1a): the tile loop over a CTA's even share of every tile's K
+//! Stream-K (docs/language.md §8.1a): the tile loop over a CTA's even share of the tiles' K
 //! steps, and `lm.stream_fixup`, which adds a tile's partial accumulators into the run that
 //! ends the tile.
 //!
-//! CTA c of the `stream_ctas` takes steps `[all·c/n, all·(c+1)/n)` of the `all = tiles · steps`
-//! and walks them from the end back, one run (a tile's steps inside the share) at a time. Only
-//! a share's last run can stop before its tile's end, so each CTA publishes at most one partial
-//! per launch, in its slot of a workspace that lives in the module; the run that ends a tile is
-//! its CTA's first and runs last, after every CTA before it has published the runs it waits
-//! for, as their first work. Waits only go to CTAs of lower index, which start no later.
+//! With `n` CTAs and `w = tiles / n` whole waves, the first `w − 1` waves are data-parallel:
+//! CTA c takes tiles `c, c + n, …` whole, so the CTAs running at once work on neighbouring
+//! tiles and share their operands in L2. The rest (between one and two waves' worth) is shared
+//! out by steps: CTA c takes steps `[all·c/n, all·(c+1)/n)` of the `all = rest · steps` and walks
+//! them from the end back, one run (a tile's steps inside the share) at a time. Only a share's
+//! last run can stop before its tile's end, so each CTA publishes at most one partial per
+//! launch, in its slot of a workspace that lives in the module; the run that ends a tile is its
+//! CTA's first and runs last, after every CTA before it has published the runs it waits for, as
+//! their first shared-out work. Waits only go to CTAs of lower index, which start no later.
 
 use super::{c_ident, Emitter};
 use crate::legal::{self, Scope, STREAM_CTAS};
@@ -33,16 +36,22 @@ __device__ __forceinline__ void cake_st_relaxed_gpu(unsigned int* p, unsigned in
 "#;
 
 impl Emitter<'_> {
-    /// The kernel prologue's stream-K lines: the K steps of a tile and this CTA's share.
+    /// The kernel prologue's stream-K lines: the K steps of a tile, the data-parallel waves and
+    /// this CTA's share of the rest.
     pub(crate) fn stream_prologue(&mut self, steps: ExprId) {
         let steps = self.ix(steps);
         self.line(&format!(
             "const int stream_steps = {steps};  // K steps per tile, shared out by stream-K"
         ));
-        self.line("const long long stream_all = (long long)tiles_total * stream_steps;");
         self.line(&format!(
-            "const int stream_ctas = (int)min(stream_all, (long long)min((int)gridDim.x, {STREAM_CTAS}));  // each with a workspace slot and at least one step"
+            "const int stream_grid = min((int)gridDim.x, {STREAM_CTAS});  // CTAs with a workspace slot"
         ));
+        self.line("const int stream_dp_waves = max(tiles_total / stream_grid - 1, 0);  // whole waves of whole tiles first");
+        self.line("const int stream_dp_tiles = stream_dp_waves * stream_grid;");
+        self.line(
+            "const long long stream_all = (long long)(tiles_total - stream_dp_tiles) * stream_steps;  // the steps shared out",
+        );
+        self.line("const int stream_ctas = (int)min(stream_all, (long long)stream_grid);  // each with at least one step");
         self.line("const bool stream_member = (int)blockIdx.x < stream_ctas;");
         self.line("const long long stream_first = stream_member ? stream_all * blockIdx.x / stream_ctas : 0;  // this CTA's steps: [stream_first, stream_end)");
         self.line(
@@ -64,22 +73,36 @@ impl Emitter<'_> {
     ) {
         let (k0, k1) = (counts.len(), counts.len() + 1);
         let open = format!(
-            "for (long long stream_at = stream_end; stream_at > stream_first;) {{  // runs ({}) of this CTA's K steps, last first ({})",
+            "for (int stream_dp = 0; ; ++stream_dp) {{  // runs ({}): whole tiles of the data-parallel waves, then this CTA's shared-out steps, last first ({})",
             names.join(", "),
             self.loc(sp)
         );
+        self.line("long long stream_at = stream_end;");
         self.braced(&open, |me| {
-            me.line("const int tile = (int)((stream_at - 1) / stream_steps);");
-            me.line("const long long stream_tile_first = (long long)tile * stream_steps;");
-            me.line(&format!(
-                "const int tile_{k0} = (int)(max(stream_first, stream_tile_first) - stream_tile_first);  // {}: the run's first step",
-                names[k0]
-            ));
-            me.line(&format!(
-                "const int tile_{k1} = (int)(stream_at - stream_tile_first);  // {}: its stop",
-                names[k1]
-            ));
-            me.line(&format!("stream_at = stream_tile_first + tile_{k0};"));
+            me.line("int tile;");
+            me.line("long long stream_tile_first;  // the tile's first step in the shared-out part");
+            me.line(&format!("int tile_{k0}, tile_{k1};  // {}, {}: the run's first step and its stop", names[k0], names[k1]));
+            me.braced_else(
+                "if (stream_dp < stream_dp_waves) {",
+                |me| {
+                    me.line("tile = (int)blockIdx.x + stream_dp * stream_grid;");
+                    me.line("if ((int)blockIdx.x >= stream_grid) break;");
+                    me.line("stream_tile_first = 0;");
+                    me.line(&format!("tile_{k0} = 0;"));
+                    me.line(&format!("tile_{k1} = stream_steps;"));
+                },
+                |me| {
+                    me.line("if (stream_at <= stream_first) break;");
+                    me.line("const int rest = (int)((stream_at - 1) / stream_steps);");
+                    me.line("tile = stream_dp_tiles + rest;");
+                    me.line("stream_tile_first = (long long)rest * stream_steps;");
+                    me.line(&format!(
+                        "tile_{k0} = (int)(max(stream_first, stream_tile_first) - stream_tile_first);"
+                    ));
+                    me.line(&format!("tile_{k1} = (int)(stream_at - stream_tile_first);"));
+                    me.line(&format!("stream_at = stream_tile_first + tile_{k0};"));
+                },
+            );
             me.tile_coords(counts, group);
             me.block(body);
         });
