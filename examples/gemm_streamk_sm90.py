@@ -3,7 +3,12 @@ consumer warpgroups (TMA + wgmma over 128 × 256 tiles, a TMA-store epilogue), b
 grid of one CTA per SM takes equal shares of all tiles' K steps instead of whole tiles, so a
 tile count that leaves the last wave part full (256 tiles on 132 SMs: 1.94 waves) costs no idle
 SMs. A run that stops before its tile's end publishes each warpgroup's partial; the run that ends
-the tile adds them and stores it (docs/language.md §8.1a)."""
+the tile adds them and stores it (docs/language.md §8.1a). The whole waves but the last run
+data-parallel (CTA c takes tiles c, c + grid, ...), so only one to two waves' worth is split.
+
+Measured (bench/results/2026-12-05-offm/): correct; 0.84x / 0.93x / 0.85x of gemm_sm90's speed
+at 4096 x 7168 x 4096, 8192^3, 4096^3 on an H100 (splitting every step: 0.78-0.82x cuBLAS on
+the H200 where gemm_sm90 ran 0.98-1.02x). Not a GEMM route."""
 import cake
 from cake import lm
 

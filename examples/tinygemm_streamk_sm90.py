@@ -9,6 +9,11 @@ CTA c takes the c-th of `grid` equal shares of all tiles × KB steps, as runs of
 tiles (docs/language.md §8.1a). `lm.stream_fixup(acc)` publishes the partial of a run that stops
 before its tile's end, and adds the earlier runs' partials into the run that ends the tile, which
 stores it. Every SM streams the same number of weight bytes, whatever the tile count.
+
+Measured on the H200 (bench/results/2026-12-05-offm/, call 1): correct, and 0.82-1.09x cuBLAS
+at the contract's 40 shapes, slower than the table's routes everywhere but M = 1 at 14336 x 4096:
+the run that ends a split tile adds the partials after its own steps, on the critical path of
+a 12-15 us kernel (docs/language.md §14). An example of the language's stream-K, not a route.
 """
 import cake
 from cake import lm

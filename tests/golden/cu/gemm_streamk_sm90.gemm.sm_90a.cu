@@ -169,7 +169,7 @@ __device__ __forceinline__ void cake_st_relaxed_gpu(unsigned int* p, unsigned in
   asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" :: "l"(p), "r"(v) : "memory");
 }
 
-// Stream-K partials of `acc` (gemm_streamk_sm90.py:48): per CTA and replica of role `math`, 128 f32 registers of each of its 128 threads; a ready flag per warp. Zero when the module loads; the run that reads a flag resets it.
+// Stream-K partials of `acc` (gemm_streamk_sm90.py:53): per CTA and replica of role `math`, 128 f32 registers of each of its 128 threads; a ready flag per warp. Zero when the module loads; the run that reads a flag resets it.
 __device__ float cake_stream_acc[8388608];
 __device__ unsigned int cake_stream_acc_ready[2048];
 
@@ -215,7 +215,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
     cake_fence_barrier_init();
   }
   __syncthreads();
-  if (warp >= 0 && warp < 4) {  // role load (gemm_streamk_sm90.py:28)
+  if (warp >= 0 && warp < 4) {  // role load (gemm_streamk_sm90.py:33)
     cake_setmaxnreg_dec<40>();
     const int load_index = (warp - 0) / 4;
     const int load_thread = (int)threadIdx.x - 0 - load_index * 128;
@@ -225,7 +225,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
     uint32_t pipe_it = 0;  // iterations of pipeline pipe completed by this role
     if (load_thread == 0) {  // issue-only role: one thread per replica
       long long stream_at = stream_end;
-      for (int stream_dp = 0; ; ++stream_dp) {  // runs (tm, tn, k0, k1): whole tiles of the data-parallel waves, then this CTA's shared-out steps, last first (gemm_streamk_sm90.py:38)
+      for (int stream_dp = 0; ; ++stream_dp) {  // runs (tm, tn, k0, k1): whole tiles of the data-parallel waves, then this CTA's shared-out steps, last first (gemm_streamk_sm90.py:43)
         int tile;
         long long stream_tile_first;  // the tile's first step in the shared-out part
         int tile_2, tile_3;  // k0, k1: the run's first step and its stop
@@ -249,22 +249,22 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
         const int group_rows = min(tiles_0 - group_first, 8);
         const int tile_0 = group_first + (tile % group_tiles) % group_rows;
         const int tile_1 = (tile % group_tiles) / group_rows;
-        // with load: (gemm_streamk_sm90.py:39)
-        for (int k_1 = tile_2; k_1 < tile_3; ++k_1) {  // gemm_streamk_sm90.py:40
+        // with load: (gemm_streamk_sm90.py:44)
+        for (int k_1 = tile_2; k_1 < tile_3; ++k_1) {  // gemm_streamk_sm90.py:45
           const uint32_t pipe_stage = pipe_it % 3;
           const uint32_t pipe_phase = (pipe_it / 3) & 1;
-          cake_mbar_wait(empty + 8 * pipe_stage, pipe_phase ^ 1);  // wait empty (gemm_streamk_sm90.py:41)
-          // tma_load sA <- A (gemm_streamk_sm90.py:42)
+          cake_mbar_wait(empty + 8 * pipe_stage, pipe_phase ^ 1);  // wait empty (gemm_streamk_sm90.py:46)
+          // tma_load sA <- A (gemm_streamk_sm90.py:47)
           cake_mbar_arrive_expect_tx(full + 8 * pipe_stage, 49152);
           cake_tma_load_2d((sA + 16384 * pipe_stage), &tmap_A_0, full + 8 * pipe_stage, (k_1 * 64), (tile_0 * 128));
-          // tma_load sB <- B (gemm_streamk_sm90.py:43)
+          // tma_load sB <- B (gemm_streamk_sm90.py:48)
           cake_tma_load_2d((sB + 32768 * pipe_stage), &tmap_B_1, full + 8 * pipe_stage, (k_1 * 64), (tile_1 * 256));
           ++pipe_it;
         }
       }
     }
   }
-  if (warp >= 4 && warp < 12) {  // role math (gemm_streamk_sm90.py:29)
+  if (warp >= 4 && warp < 12) {  // role math (gemm_streamk_sm90.py:34)
     cake_setmaxnreg_inc<232>();
     const int math_index = (warp - 4) / 4;
     const int math_thread = (int)threadIdx.x - 128 - math_index * 128;
@@ -274,7 +274,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
     float acc[128];  // fragment acc [64, 256] f32
     uint32_t pipe_it = 0;  // iterations of pipeline pipe completed by this role
     long long stream_at = stream_end;
-    for (int stream_dp = 0; ; ++stream_dp) {  // runs (tm, tn, k0, k1): whole tiles of the data-parallel waves, then this CTA's shared-out steps, last first (gemm_streamk_sm90.py:38)
+    for (int stream_dp = 0; ; ++stream_dp) {  // runs (tm, tn, k0, k1): whole tiles of the data-parallel waves, then this CTA's shared-out steps, last first (gemm_streamk_sm90.py:43)
       int tile;
       long long stream_tile_first;  // the tile's first step in the shared-out part
       int tile_2, tile_3;  // k0, k1: the run's first step and its stop
@@ -298,13 +298,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
       const int group_rows = min(tiles_0 - group_first, 8);
       const int tile_0 = group_first + (tile % group_tiles) % group_rows;
       const int tile_1 = (tile % group_tiles) / group_rows;
-      // with math: (gemm_streamk_sm90.py:44)
+      // with math: (gemm_streamk_sm90.py:49)
       int empty_pending = -1;  // stage whose release waits for its MMAs to retire
-      for (int k_2 = tile_2; k_2 < tile_3; ++k_2) {  // gemm_streamk_sm90.py:45
+      for (int k_2 = tile_2; k_2 < tile_3; ++k_2) {  // gemm_streamk_sm90.py:50
         const uint32_t pipe_stage = pipe_it % 3;
         const uint32_t pipe_phase = (pipe_it / 3) & 1;
-        cake_mbar_wait(full + 8 * pipe_stage, pipe_phase);  // wait full (gemm_streamk_sm90.py:46)
-        // mma acc += sA * sB.T (gemm_streamk_sm90.py:47)
+        cake_mbar_wait(full + 8 * pipe_stage, pipe_phase);  // wait full (gemm_streamk_sm90.py:51)
+        // mma acc += sA * sB.T (gemm_streamk_sm90.py:52)
         cake_wgmma_fence();
         cake_wgmma_m64n256k16_f32_bf16(acc, cake_wgmma_desc((sA + 16384 * pipe_stage) + 0 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sB + 32768 * pipe_stage) + 0, 16, 1024, 1), ((k_2 > tile_2)) ? 1 : 0);
         cake_wgmma_m64n256k16_f32_bf16(acc, cake_wgmma_desc((sA + 16384 * pipe_stage) + 32 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sB + 32768 * pipe_stage) + 32, 16, 1024, 1), 1);
@@ -318,7 +318,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
       }
       cake_wgmma_wait<0>();  // every MMA of the loop has retired
       if (empty_pending >= 0 && math_thread == 0) cake_mbar_arrive(empty + 8 * empty_pending);
-      // stream_fixup acc (gemm_streamk_sm90.py:48)
+      // stream_fixup acc (gemm_streamk_sm90.py:53)
       if (tile_3 < stream_steps) {  // the tile goes on past this run: publish the partial
         float* const slot = cake_stream_acc + ((size_t)(blockIdx.x) * 2 + math_index) * 16384 + math_thread;
         #pragma unroll
@@ -344,8 +344,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
           }
         }
       }
-      if ((tile_3 == cake_cdiv(dim_K, 64))) {  // gemm_streamk_sm90.py:49
-        // sC.store(...) (gemm_streamk_sm90.py:50)
+      if ((tile_3 == cake_cdiv(dim_K, 64))) {  // gemm_streamk_sm90.py:54
+        // sC.store(...) (gemm_streamk_sm90.py:55)
         if (math_thread == 0) cake_bulk_wait_read();
         cake_named_sync(8 + math_index, 128);
         #pragma unroll
@@ -361,8 +361,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
             cake_st_shared_b32(addr, cake_pack_bf16x2(v[0], v[1]));
           }
         }
-        cake_fence_proxy_async();  // (gemm_streamk_sm90.py:51)
-        // tma_store sC -> C (gemm_streamk_sm90.py:52)
+        cake_fence_proxy_async();  // (gemm_streamk_sm90.py:56)
+        // tma_store sC -> C (gemm_streamk_sm90.py:57)
         cake_named_sync(8 + math_index, 128);
         if (math_thread == 0) {
           cake_tma_store_2d(&tmap_C_2, (sC + ((math_index * 64)) * 128), (tile_1 * 256), ((tile_0 * 128) + (math_index * 64)));

@@ -154,7 +154,7 @@ __device__ __forceinline__ void cake_st_relaxed_gpu(unsigned int* p, unsigned in
   asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" :: "l"(p), "r"(v) : "memory");
 }
 
-// Stream-K partials of `acc` (tinygemm_streamk_sm90.py:55): per CTA and replica of role `math`, 4 f32 registers of each of its 128 threads; a ready flag per warp. Zero when the module loads; the run that reads a flag resets it.
+// Stream-K partials of `acc` (tinygemm_streamk_sm90.py:60): per CTA and replica of role `math`, 4 f32 registers of each of its 128 threads; a ready flag per warp. Zero when the module loads; the run that reads a flag resets it.
 __device__ float cake_stream_acc[131072];
 __device__ unsigned int cake_stream_acc_ready[1024];
 
@@ -195,7 +195,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm(
     cake_fence_barrier_init();
   }
   __syncthreads();
-  if (warp >= 0 && warp < 4) {  // role load (tinygemm_streamk_sm90.py:36)
+  if (warp >= 0 && warp < 4) {  // role load (tinygemm_streamk_sm90.py:41)
     cake_setmaxnreg_dec<40>();
     const int load_index = (warp - 0) / 4;
     const int load_thread = (int)threadIdx.x - 0 - load_index * 128;
@@ -205,7 +205,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm(
     uint32_t pipe_it = 0;  // iterations of pipeline pipe completed by this role
     if (load_thread == 0) {  // issue-only role: one thread per replica
       long long stream_at = stream_end;
-      for (int stream_dp = 0; ; ++stream_dp) {  // runs (tn, k0, k1): whole tiles of the data-parallel waves, then this CTA's shared-out steps, last first (tinygemm_streamk_sm90.py:45)
+      for (int stream_dp = 0; ; ++stream_dp) {  // runs (tn, k0, k1): whole tiles of the data-parallel waves, then this CTA's shared-out steps, last first (tinygemm_streamk_sm90.py:50)
         int tile;
         long long stream_tile_first;  // the tile's first step in the shared-out part
         int tile_1, tile_2;  // k0, k1: the run's first step and its stop
@@ -228,22 +228,22 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm(
         const int tile_0 = tile_rest % tiles_0;
         tile_rest /= tiles_0;
         (void)tile_rest;
-        // with load: (tinygemm_streamk_sm90.py:46)
-        for (int k_1 = tile_1; k_1 < tile_2; ++k_1) {  // tinygemm_streamk_sm90.py:47
+        // with load: (tinygemm_streamk_sm90.py:51)
+        for (int k_1 = tile_1; k_1 < tile_2; ++k_1) {  // tinygemm_streamk_sm90.py:52
           const uint32_t pipe_stage = pipe_it % 16;
           const uint32_t pipe_phase = (pipe_it / 16) & 1;
-          cake_mbar_wait(empty + 8 * pipe_stage, pipe_phase ^ 1);  // wait empty (tinygemm_streamk_sm90.py:48)
-          // tma_load sW <- B (tinygemm_streamk_sm90.py:49)
+          cake_mbar_wait(empty + 8 * pipe_stage, pipe_phase ^ 1);  // wait empty (tinygemm_streamk_sm90.py:53)
+          // tma_load sW <- B (tinygemm_streamk_sm90.py:54)
           cake_mbar_arrive_expect_tx(full + 8 * pipe_stage, 9216);
           cake_tma_load_2d_evict_first((sW + 8192 * pipe_stage), &tmap_B_0, full + 8 * pipe_stage, (k_1 * 64), (tile_0 * 64));
-          // tma_load sX <- A (tinygemm_streamk_sm90.py:50)
+          // tma_load sX <- A (tinygemm_streamk_sm90.py:55)
           cake_tma_load_2d((sX + 1024 * pipe_stage), &tmap_A_1, full + 8 * pipe_stage, (k_1 * 64), 0);
           ++pipe_it;
         }
       }
     }
   }
-  if (warp >= 4 && warp < 8) {  // role math (tinygemm_streamk_sm90.py:37)
+  if (warp >= 4 && warp < 8) {  // role math (tinygemm_streamk_sm90.py:42)
     cake_setmaxnreg_dec<232>();
     const int math_index = (warp - 4) / 4;
     const int math_thread = (int)threadIdx.x - 128 - math_index * 128;
@@ -253,7 +253,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm(
     float acc[4];  // fragment acc [64, 8] f32
     uint32_t pipe_it = 0;  // iterations of pipeline pipe completed by this role
     long long stream_at = stream_end;
-    for (int stream_dp = 0; ; ++stream_dp) {  // runs (tn, k0, k1): whole tiles of the data-parallel waves, then this CTA's shared-out steps, last first (tinygemm_streamk_sm90.py:45)
+    for (int stream_dp = 0; ; ++stream_dp) {  // runs (tn, k0, k1): whole tiles of the data-parallel waves, then this CTA's shared-out steps, last first (tinygemm_streamk_sm90.py:50)
       int tile;
       long long stream_tile_first;  // the tile's first step in the shared-out part
       int tile_1, tile_2;  // k0, k1: the run's first step and its stop
@@ -276,13 +276,13 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm(
       const int tile_0 = tile_rest % tiles_0;
       tile_rest /= tiles_0;
       (void)tile_rest;
-      // with math: (tinygemm_streamk_sm90.py:51)
+      // with math: (tinygemm_streamk_sm90.py:56)
       int empty_pending = -1;  // stage whose release waits for its MMAs to retire
-      for (int k_2 = tile_1; k_2 < tile_2; ++k_2) {  // tinygemm_streamk_sm90.py:52
+      for (int k_2 = tile_1; k_2 < tile_2; ++k_2) {  // tinygemm_streamk_sm90.py:57
         const uint32_t pipe_stage = pipe_it % 16;
         const uint32_t pipe_phase = (pipe_it / 16) & 1;
-        cake_mbar_wait(full + 8 * pipe_stage, pipe_phase);  // wait full (tinygemm_streamk_sm90.py:53)
-        // mma acc += sW * sX.T (tinygemm_streamk_sm90.py:54)
+        cake_mbar_wait(full + 8 * pipe_stage, pipe_phase);  // wait full (tinygemm_streamk_sm90.py:58)
+        // mma acc += sW * sX.T (tinygemm_streamk_sm90.py:59)
         cake_wgmma_fence();
         cake_wgmma_m64n8k16_f32_bf16(acc, cake_wgmma_desc((sW + 8192 * pipe_stage) + 0, 16, 1024, 1), cake_wgmma_desc((sX + 1024 * pipe_stage) + 0, 16, 1024, 1), ((k_2 > tile_1)) ? 1 : 0);
         cake_wgmma_m64n8k16_f32_bf16(acc, cake_wgmma_desc((sW + 8192 * pipe_stage) + 32, 16, 1024, 1), cake_wgmma_desc((sX + 1024 * pipe_stage) + 32, 16, 1024, 1), 1);
@@ -296,7 +296,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm(
       }
       cake_wgmma_wait<0>();  // every MMA of the loop has retired
       if (empty_pending >= 0 && math_thread == 0) cake_mbar_arrive(empty + 8 * empty_pending);
-      // stream_fixup acc (tinygemm_streamk_sm90.py:55)
+      // stream_fixup acc (tinygemm_streamk_sm90.py:60)
       if (tile_2 < stream_steps) {  // the tile goes on past this run: publish the partial
         float* const slot = cake_stream_acc + ((size_t)(blockIdx.x) * 1 + math_index) * 512 + math_thread;
         #pragma unroll
@@ -322,8 +322,8 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm(
           }
         }
       }
-      if ((tile_2 == cake_cdiv(dim_K, 64))) {  // tinygemm_streamk_sm90.py:56
-        {  // store C <- accumulator tile, transposed (tinygemm_streamk_sm90.py:57)
+      if ((tile_2 == cake_cdiv(dim_K, 64))) {  // tinygemm_streamk_sm90.py:61
+        {  // store C <- accumulator tile, transposed (tinygemm_streamk_sm90.py:62)
           #pragma unroll
           for (int i = 0; i < 1; ++i) {
             #pragma unroll
