@@ -25,3 +25,12 @@ part() {
     echo "== $name: exit $? at $(( $(date +%s) - SESSION_START )) s"
     head -3 "$OUT/$name/report.txt" 2>/dev/null
 }
+# `record NAME SECONDS SUBCOMMAND ARGS...`: one `cake test` or `cake bench` under its own time
+# limit, its evidence record in $OUT/NAME.json and its output in $OUT/NAME.log; prints its exit
+# status and the output's last lines.
+record() {
+    local name=$1 limit=$2; shift 2
+    timeout "$limit" "$CAKE" "$@" --record "$OUT/$name.json" > "$OUT/$name.log" 2>&1
+    echo "== $name: exit $? at $(( $(date +%s) - SESSION_START )) s"
+    tail -6 "$OUT/$name.log"
+}

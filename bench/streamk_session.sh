@@ -15,20 +15,11 @@ set -u
 [ -n "${CACHE:-}" ] && export CAKE_CACHE_DIR=$CACHE
 D=bench/results/2026-12-05-offm
 T=bench/results/2026-12-05-mcast
-timeout 90 "$CAKE" test kernels/tinygemm/tinygemm.contract.toml --kernel examples/tinygemm_streamk_sm90.py \
-    --record "$OUT/streamk-test.json" > "$OUT/streamk-test.log" 2>&1
-echo "== streamk-test: exit $? at $(( $(date +%s) - SESSION_START )) s"
-tail -12 "$OUT/streamk-test.log"
-timeout 60 "$CAKE" test kernels/gemm/gemm.contract.toml --kernel examples/gemm_streamk_sm90.py \
-    --record "$OUT/gemm-streamk-test.json" > "$OUT/gemm-streamk-test.log" 2>&1
-echo "== gemm-streamk-test: exit $? at $(( $(date +%s) - SESSION_START )) s"
-tail -10 "$OUT/gemm-streamk-test.log"
+record streamk-test 90 test kernels/tinygemm/tinygemm.contract.toml --kernel examples/tinygemm_streamk_sm90.py
+record gemm-streamk-test 60 test kernels/gemm/gemm.contract.toml --kernel examples/gemm_streamk_sm90.py
 part streamk 180 $D/tinygemm_streamk.family.toml --shard bench --every-route
 grep -E "^  M=" "$OUT/streamk/report.txt" 2>/dev/null | head -45
 for g in gemm_streamk_sm90 gemm_sm90; do
-    timeout 50 "$CAKE" bench kernels/gemm/gemm.contract.toml --kernel examples/$g.py --shapes bench \
-        --record "$OUT/bench-$g.json" > "$OUT/bench-$g.log" 2>&1
-    echo "== bench-$g: exit $? at $(( $(date +%s) - SESSION_START )) s"
-    tail -6 "$OUT/bench-$g.log"
+    record bench-$g 50 bench kernels/gemm/gemm.contract.toml --kernel examples/$g.py --shapes bench
 done
 part offm 110 $D/tinygemm_offm.family.toml --shard bench --every-route
