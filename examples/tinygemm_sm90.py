@@ -30,7 +30,11 @@ from cake import lm
 
 M = 8                                   # tokens (specialised per shape by the contract)
 NW = 2048                               # weight rows N (specialised per shape: it sets SPLIT)
-MP = 8 if M <= 8 else 16 if M <= 16 else 32 if M <= 32 else 64 if M <= 64 else 128
+# TIGHT = 1: MP is M rounded up to 8 (wgmma's N moves in steps of 8), so a token box carries at
+# most 7 rows past M; else the next power of two (M = 100: 128, 28 zero-filled rows per box).
+TIGHT = 0
+MP = (M + 7) // 8 * 8 if TIGHT == 1 else \
+    8 if M <= 8 else 16 if M <= 16 else 32 if M <= 32 else 64 if M <= 64 else 128
 # ROW_WGS: consumer warpgroups per tile, each multiplying its own 64 weight rows by all the tokens,
 # so a tile is 64 * ROW_WGS rows: fewer, taller tiles (14336 rows: 112 of 128 run in one wave
 # where 224 of 64 take 1.7) and each token load serves ROW_WGS times the weight. Not split.
