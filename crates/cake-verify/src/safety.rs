@@ -70,6 +70,20 @@ fn stream_partials(cx: &Ctx, out: &mut Vec<Finding>) {
                         .help("call `lm.stream_fixup(acc)` unconditionally, once per run, after the run's K loop"),
                     );
                 }
+                if fixed.contains(frag) {
+                    out.push(
+                        Finding::new(
+                            &STREAM_PARTIAL,
+                            cx.span(site.stmt),
+                            format!(
+                                "`{}` is fixed up twice in a run: the first fix-up takes the partials the other runs published, and the second waits for partials nobody publishes again",
+                                k.fragments[*frag].name
+                            ),
+                        )
+                        .role(cx.role_name(site.role))
+                        .help("fix each accumulator up once per run"),
+                    );
+                }
                 fixed.push(*frag);
             }
             // A shared-memory store of the accumulator feeds a TMA store or a copy out.

@@ -352,7 +352,7 @@ pub const STREAM_PARTIAL: CodeInfo = CodeInfo {
     summary: r#"A stream-K schedule writes an output from a run that holds only part of its tile's sum, or fixes a partial up on some paths only."#,
     explanation: r#"A stream-K tile loop (`for tn, k0, k1 in lm.tiles(n, stream=KB)`) splits every tile's KB steps of K over the CTAs of a persistent grid, so a tile's sum is spread over the runs of several CTAs. `lm.stream_fixup(acc)` brings it together: a run that stops before the tile's last step publishes its accumulator, and the run that ends the tile (`k1 == KB`) waits for and adds every earlier run's partial. Each warp of a publishing run is paired with the same warp of the adding run, so every run must call it.
 
-Three mistakes break the sum: storing the accumulator from every run (the partial runs overwrite or race the tile's sum), storing an accumulator that was never fixed up (the tile holds only its last run's steps), and calling the fix-up under a run-time `if` (a run that skips it never publishes, and the run waiting for it spins forever).
+Four mistakes break the sum: storing the accumulator from every run (the partial runs overwrite or race the tile's sum), storing an accumulator that was never fixed up (the tile holds only its last run's steps), calling the fix-up under a run-time `if` (a run that skips it never publishes, and the run waiting for it spins forever), and fixing one accumulator up twice in a run (the second waits for partials nobody publishes again).
 
 After the run's K loop, call `lm.stream_fixup(acc)` unconditionally, then write the tile under `if k1 == KB:` (docs/language.md §8.1a)."#,
     bad: include_str!("../../../../tests/check/CAKE-S027-bad.py"),
