@@ -23,7 +23,7 @@ H200 (bench/results/2026-12-05-mcast/): the L2 reads it saves were not the limit
 
 Taller tiles (ROW_WGS > 1): a consumer warpgroup per 64 weight rows of the tile, all sharing the
 token slice. On the H200 128-row tiles ran 2.5 % faster than the persistent schedule at
-14336 x 4096, on an H100 1-3 % slower (same results); not routed.
+14336 x 4096, on an H100 1-3 % slower (same results); the table routes them there, M 3-128.
 """
 import cake
 from cake import lm
