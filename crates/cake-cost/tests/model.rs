@@ -167,6 +167,28 @@ fn multicast_halves_the_shared_operands_l2_traffic() {
 }
 
 #[test]
+fn stream_k_fills_the_sms_without_a_tail() {
+    // 64 weight tiles on 132 SMs: one CTA per tile leaves 68 SMs idle; stream-K shares the
+    // tiles' 64 K steps each over every SM, with no tail, and pays for its fix-up.
+    let cal = Calibration::builtin(sm90()).unwrap();
+    let shape = parse_shape("N=4096,K=4096").unwrap();
+    let tiles = estimate(&kernel("examples/tinygemm_sm90.py"), sm90(), &shape, &cal).unwrap();
+    let stream = estimate(
+        &kernel("examples/tinygemm_streamk_sm90.py"),
+        sm90(),
+        &shape,
+        &cal,
+    )
+    .unwrap();
+    assert_eq!(stream.grid.tiles, 64);
+    assert_eq!(stream.grid.ctas, 132);
+    assert!(tiles.grid.ctas < 132, "{}", tiles.grid.ctas);
+    assert_eq!(stream.terms.tail_us, 0.0);
+    // The same bytes move either way.
+    assert!((stream.dram_bytes - tiles.dram_bytes).abs() < 0.01 * tiles.dram_bytes);
+}
+
+#[test]
 fn uncalibrated_target_declines() {
     let t = cake_target::lookup("sm_100a").unwrap();
     let err = Calibration::builtin(t).unwrap_err();
