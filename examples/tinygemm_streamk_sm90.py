@@ -12,8 +12,8 @@ stores it. Every SM streams the same number of weight bytes, whatever the tile c
 
 Measured on the H200 (bench/results/2026-12-05-offm/, call 1): correct, and 0.82-1.09x cuBLAS
 at the contract's 40 shapes, slower than the table's routes everywhere but M = 1 at 14336 x 4096:
-the run that ends a split tile adds the partials after its own steps, on the critical path of
-a 12-15 us kernel (docs/language.md §14). An example of the language's stream-K, not a route.
+likely because the run that ends a split tile adds the partials after its own steps, on the
+critical path of a 12-15 us kernel (docs/language.md §14). An example of the language's stream-K, not a route.
 """
 import cake
 from cake import lm

@@ -207,6 +207,7 @@ pub fn analyze(k: &Kernel, shape: &BTreeMap<String, i64>) -> Analysis {
         evict_first: BTreeSet::new(),
         row_context: false,
         red_layout: BTreeMap::new(),
+        stream_stop: k.stream_k().map(|(steps, _, stop)| (steps, stop)),
     };
     let mut tiles = None;
     let mut roles: Vec<RoleWork> = Vec::new();
@@ -361,6 +362,8 @@ struct Analyzer<'a> {
     row_context: bool,
     /// Tensors that take global atomic adds: (innermost axes one slice spans, bytes per add).
     red_layout: BTreeMap<usize, (usize, f64)>,
+    /// A stream-K tile loop's steps per tile and the axis of a run's stop step.
+    stream_stop: Option<(ExprId, usize)>,
 }
 
 impl Analyzer<'_> {
@@ -377,8 +380,8 @@ impl Analyzer<'_> {
             ExprKind::Int(v) => *v,
             ExprKind::Dim(d) => *self.shape.get(&k.dims[*d].name)?,
             // A stream-K run is costed as a whole tile: its stop step is the tile's last.
-            ExprKind::TileCoord { axis, .. } => match k.stream_k() {
-                Some((steps, _, stop)) if *axis == stop => self.eval_at(steps, tile)?,
+            ExprKind::TileCoord { axis, .. } => match self.stream_stop {
+                Some((steps, stop)) if *axis == stop => self.eval_at(steps, tile)?,
                 _ => tile.iter().find(|(a, _)| a == axis).map_or(0, |(_, v)| *v),
             },
             ExprKind::LoopVar(_) | ExprKind::RoleIndex(_) | ExprKind::PipelineStage(_) => 0,

@@ -51,6 +51,17 @@ fn stream_partials(cx: &Ctx, out: &mut Vec<Finding>) {
         })
         .unwrap_or_default();
     let steps_text = cx.k.exprs.span(steps);
+    let accumulators: Vec<FragId> = cx
+        .ops
+        .iter()
+        .filter_map(|o| match &o.op {
+            Op::Mma {
+                acc: Operand::Frag(a),
+                ..
+            } => Some(*a),
+            _ => None,
+        })
+        .collect();
     let mut fixed: Vec<FragId> = Vec::new();
     for site in &cx.ops {
         match &site.op {
@@ -97,22 +108,14 @@ fn stream_partials(cx: &Ctx, out: &mut Vec<Finding>) {
                     .guards
                     .iter()
                     .any(|g| !g.negated && k.is_stream_end(g.cond));
-                let partial = site
-                    .effects
-                    .exprs
-                    .iter()
-                    .flat_map(|&e| {
-                        k.fragments
+                let partial = accumulators.iter().copied().find(|f| {
+                    !fixed.contains(f)
+                        && site
+                            .effects
+                            .exprs
                             .iter()
-                            .filter(move |(f, _)| k.expr_reads_fragment(e, *f))
-                            .map(|(f, _)| f)
-                    })
-                    .find(|f| {
-                        !fixed.contains(f)
-                            && cx.ops.iter().any(|o| {
-                                matches!(&o.op, Op::Mma { acc: Operand::Frag(a), .. } if a == f)
-                            })
-                    });
+                            .any(|&e| k.expr_reads_fragment(e, *f))
+                });
                 if let Some(f) = partial {
                     out.push(
                         Finding::new(

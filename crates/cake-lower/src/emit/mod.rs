@@ -21,7 +21,7 @@ use cake_ir::layout::SmemLayout;
 use cake_ir::sync::{tma_bytes, BarrierFacts};
 use cake_ir::*;
 use cake_target::{Feature, Target};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write;
 
 mod body;
@@ -121,8 +121,8 @@ pub(crate) struct Emitter<'a> {
     /// `lm.scatter_add` is used: the global atomic-add helpers.
     pub(crate) needs_row_red: bool,
     /// Device globals of the stream-K fix-ups (workspace and ready flags), declared before the
-    /// kernel.
-    pub(crate) stream_globals: Vec<String>,
+    /// kernel: one declaration per fixed-up fragment.
+    pub(crate) stream_globals: BTreeMap<FragId, String>,
 }
 
 /// A schedule's name as a C identifier standing on its own (a fragment, a tensor, a scalar): the
@@ -293,7 +293,7 @@ impl<'a> Emitter<'a> {
             needs_row_fp8: false,
             row_hints: Default::default(),
             needs_row_red: false,
-            stream_globals: Vec::new(),
+            stream_globals: BTreeMap::new(),
         }
     }
 
@@ -462,7 +462,7 @@ impl<'a> Emitter<'a> {
         backend.prelude(&self, &mut cuda);
         if !self.stream_globals.is_empty() {
             cuda.push_str(stream::STREAM_OPS);
-            for g in &self.stream_globals {
+            for g in self.stream_globals.values() {
                 cuda.push_str(g);
                 cuda.push('\n');
             }

@@ -128,11 +128,7 @@ impl Emitter<'_> {
         let rn = c_ident(&r.name);
         let acc = self.frag_name(frag);
         let ws = format!("cake_stream_{}", c_ident(&k.fragments[frag].name));
-        if !self
-            .stream_globals
-            .iter()
-            .any(|g| g.contains(&format!(" {ws}[")))
-        {
+        if !self.stream_globals.contains_key(&frag) {
             let mut g = String::new();
             let _ = writeln!(
                 g,
@@ -151,7 +147,7 @@ impl Emitter<'_> {
                 "__device__ unsigned int {ws}_ready[{}];",
                 STREAM_CTAS * replicas * warps
             );
-            self.stream_globals.push(g);
+            self.stream_globals.insert(frag, g);
         }
         let slot = |cta: &str| {
             format!(
