@@ -40,7 +40,9 @@ MP = (M + 7) // 8 * 8 if TIGHT == 1 else \
 # where 224 of 64 take 1.7) and each token load serves ROW_WGS times the weight. Not split.
 ROW_WGS = 1
 BN = 64 * ROW_WGS                       # weight rows per tile
-BK = 64                                 # K per stage (one 128-byte swizzle row per 64)
+# K per stage: one 128-byte swizzle panel per 64, each its own TMA box. A wider stage asks for
+# BK / 64 consecutive panels of every weight row at once (fewer stages hold the same bytes).
+BK = 64
 # CTAs per tile: enough tiles × SPLIT to cover the 132 SMs (measured: bench/results/2026-12-02-tinygemm-splitk).
 SPLIT_UPTO = 2048                       # the most weight rows split (a family route may raise it)
 SPLIT_WAYS = 2                          # CTAs per tile where it splits (2 or 4)
@@ -56,8 +58,8 @@ PER_SM = 1
 # (14336 rows: 224 tiles, 1.7 per SM). Not with PER_SM = 2 (`ctas_per_sm` is not lowered there).
 PERSISTENT = 0
 # Ring depth: the weight bytes in flight (measured); taller tiles fill ~216 KB with fewer stages.
-STAGES = (16 if MP <= 16 else 12 if MP <= 64 else 8) // PER_SM if ROW_WGS == 1 else \
-    min(12, 221184 // (128 * (BN + MP)))
+STAGES = (16 if MP <= 16 else 12 if MP <= 64 else 8) // PER_SM // (BK // 64) if ROW_WGS == 1 else \
+    min(12, 221184 // (2 * BK * (BN + MP)))
 # Within 1/PER_SM of the register file, with the producer's 40 (ROW_WGS consumers: what is left).
 MATH_REGS = (232 if PER_SM == 1 else 216) if ROW_WGS <= 2 else 152 if ROW_WGS == 3 else 104
 # The weight is read once: its lines go first when L2 needs room, so they evict neither the tokens
