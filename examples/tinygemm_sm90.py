@@ -58,7 +58,10 @@ PER_SM = 1
 # (14336 rows: 224 tiles, 1.7 per SM). Not with PER_SM = 2 (`ctas_per_sm` is not lowered there).
 PERSISTENT = 0
 # Ring depth: the weight bytes in flight (measured); taller tiles fill ~216 KB with fewer stages.
-STAGES = (16 if MP <= 16 else 12 if MP <= 64 else 8) // PER_SM // (BK // 64) if ROW_WGS == 1 else \
+# RING_STAGES > 0 sets it outright (a family route may fix it per M).
+RING_STAGES = 0
+STAGES = RING_STAGES if RING_STAGES > 0 else \
+    (16 if MP <= 16 else 12 if MP <= 64 else 8) // PER_SM // (BK // 64) if ROW_WGS == 1 else \
     min(12, 221184 // (2 * BK * (BN + MP)))
 # Within 1/PER_SM of the register file, with the producer's 40 (ROW_WGS consumers: what is left).
 MATH_REGS = (232 if PER_SM == 1 else 216) if ROW_WGS <= 2 else 152 if ROW_WGS == 3 else 104
