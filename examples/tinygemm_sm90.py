@@ -21,6 +21,12 @@ token rows and multicasts them to all, and a stage is refilled only when every C
 has released it. Measured 2.5-8 % slower than unshared at every contract shape it admits on the
 H200 (bench/results/2026-12-05-mcast/): the L2 reads it saves were not the limit.
 
+Wider stages (BK > 64): a stage is BK / 64 swizzle panels, one TMA box each, issued back to back,
+so every weight row is asked for BK * 2 contiguous bytes at once. On an H100 BK = 256 in four
+stages (M <= 16) and BK = 128 in six (M 17-64) ran 2-5 % faster than BK = 64 in 16 or 12 stages;
+deeper and shallower rings at each width were slower (bench/results/2026-12-05-bk/). The
+family table routes them.
+
 Taller tiles (ROW_WGS > 1): a consumer warpgroup per 64 weight rows of the tile, all sharing the
 token slice. On the H200 128-row tiles ran 2.5 % faster than the persistent schedule at
 14336 x 4096, on an H100 1-3 % slower (same results); the table routes them there, M 3-128.
