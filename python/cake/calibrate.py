@@ -25,6 +25,10 @@ Probes (name: schedule, constants, shape → what it measures):
                tiles of 128 rows per SM, one CTA per SM → L2 rate by box and depth
                ([tma_stream_gbps]; BM = 128, 4 stages is l2_stream); the Rust side derives the
                loaded TMA latency from it (Little's law)
+  dram_bk<BK>_s<S>: stream.py from DRAM with 64-row boxes BK wide (BK / 64 swizzle panels per
+               stage) in S stages, one CTA per SM → the DRAM rate by the contiguous bytes a
+               stage asks of each row and the bytes in flight (not yet in the table: measured
+               for bench/results/2026-12-05-bk/)
   sm_stream:   stream.py, BM = 64, 16 stages, from DRAM, 16 CTAs (one per SM), K = 65536 → bytes ÷
                time ÷ 16: what one SM's TMA copies draw at most when few SMs stream (sm_dram_gbps)
   named_barrier: named_barrier.py, one CTA of two warpgroups, REPS = 65536 syncs → µs per
@@ -136,6 +140,14 @@ def probes(sms: int) -> List[Dict[str, Any]]:
                consts=dict(BM=bm, STAGES=st, REUSE=8), dims=dict(M=stream_m, K=4096),
                work=dict(bytes=stream_m * 4096 * 2), group="stream_table")
           for bm in (64, 128, 256) for st in (1, 2, 4) if (bm, st) != (128, 4)],
+        # From DRAM, one CTA per SM, 64-row boxes BK wide: the DRAM rate by the bytes each
+        # stage asks of a row (BK * 2) and the bytes in flight (STAGES * 64 * BK * 2).
+        *[dict(name=f"dram_bk{bk}_s{st}", schedule="stream", kernel="stream",
+               consts=dict(BM=64, BK=bk, STAGES=st), dims=dict(M=stream_m, K=4096),
+               work=dict(bytes=stream_m * 4096 * 2), group="dram_width")
+          for bk, stages in ((64, (4, 8, 12, 16, 24)), (128, (2, 4, 6, 8, 12)),
+                             (256, (2, 3, 4, 6)), (512, (2, 3)))
+          for st in stages],
         dict(name="sm_stream", schedule="stream", kernel="stream", consts=dict(BM=64, STAGES=16),
              dims=dict(M=64 * SM_STREAM_CTAS, K=65536),
              work=dict(bytes=64 * SM_STREAM_CTAS * 65536 * 2, ctas=SM_STREAM_CTAS)),
