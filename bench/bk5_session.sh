@@ -20,3 +20,13 @@ for name, r in sorted(d.items()):
     if ms:
         print(f"{name:<16} {ms:.4f} ms  {135168 * 4096 * 2 / ms / 1e9:.0f} GB/s")
 PY
+# On an H200 (the card issue #19's targets name), the shipped table against session 38's too.
+if grep -q H200 "$OUT/gpu.txt"; then
+    [ -n "${CACHE:-}" ] && export CAKE_CACHE_DIR=$CACHE
+    D=bench/results/2026-12-05-bk
+    part table-1 45 kernels/tinygemm/tinygemm.family.toml --shard bench
+    part s38-1 45 $D/tinygemm_table_s38.family.toml --shard bench
+    part offm 45 $D/tinygemm_table_offm.family.toml --shard bench
+    part table-2 45 kernels/tinygemm/tinygemm.family.toml --shard bench
+    part s38-2 45 $D/tinygemm_table_s38.family.toml --shard bench
+fi
