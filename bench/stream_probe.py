@@ -1,0 +1,49 @@
+"""The TMA streaming probe (kernels/calibrate/stream.py) at the tinygemm's weights: a producer
+warp streams 64-row boxes of a weight of N rows x K through a ring, a consumer only releases each
+stage after a token MMA, one CTA per SM walking the 64-row tiles. What the swapped tinygemm
+schedule would take if its MMAs, its token loads and its epilogue cost nothing: the weight's
+streaming ceiling at that shape, timed by CUPTI like `cake family measure`.
+
+    python3 bench/stream_probe.py --cake dist/cake --out OUT.json     # on the GPU host
+"""
+import argparse
+import json
+import os
+import sys
+import tempfile
+
+from cake.calibrate import build_probes, run_probe
+
+WEIGHTS = [(4096, 4096), (14336, 4096), (4096, 14336), (7168, 2048), (2048, 7168)]
+RINGS = [(64, 16), (256, 4)]    # (BK, stages): the shipped BK = 64 ring and the wider one
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cake", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--samples", type=int, default=30)
+    a = ap.parse_args()
+    table = [dict(name=f"w{n}x{k}_bk{bk}_s{st}", schedule="stream", kernel="stream",
+                  consts=dict(BM=64, BK=bk, STAGES=st), dims=dict(M=n, K=k),
+                  work=dict(bytes=n * k * 2), span=True)
+             for n, k in WEIGHTS for bk, st in RINGS]
+    launches = build_probes(table, "kernels/calibrate", "sm_90a", a.cake,
+                            tempfile.mkdtemp(prefix="stream-probe-"))
+    out = {}
+    for p in table:
+        try:
+            r = run_probe(p, "kernels/calibrate", "sm_90a", a.samples, launches.get(p["name"]))
+        except Exception as e:  # one failing probe must not lose the others
+            r = dict(error=str(e)[-500:])
+        out[p["name"]] = r
+        span = r.get("span_median_ms")
+        print(f"{p['name']:<24} " + (f"{span * 1e3:7.2f} us  {p['work']['bytes'] / span / 1e9:6.2f} TB/s"
+                                     if span else "FAILED " + r.get("error", "")[-200:]), flush=True)
+    with open(a.out, "w", encoding="utf-8") as fh:
+        json.dump(out, fh, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
