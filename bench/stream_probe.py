@@ -15,7 +15,9 @@ import tempfile
 from cake.calibrate import build_probes, run_probe
 
 WEIGHTS = [(4096, 4096), (14336, 4096), (4096, 14336), (7168, 2048), (2048, 7168)]
-RINGS = [(64, 16), (256, 4)]    # (BK, stages): the shipped BK = 64 ring and the wider one
+# (BK, stages, evict-first): the BK = 64 ring and the wider one, A's lines loaded plainly or
+# evict-first (as the tinygemm loads its weight).
+RINGS = [(64, 16, 0), (256, 4, 0), (64, 16, 1), (256, 4, 1)]
 
 
 def main() -> int:
@@ -24,10 +26,10 @@ def main() -> int:
     ap.add_argument("--out", required=True)
     ap.add_argument("--samples", type=int, default=30)
     a = ap.parse_args()
-    table = [dict(name=f"w{n}x{k}_bk{bk}_s{st}", schedule="stream", kernel="stream",
-                  consts=dict(BM=64, BK=bk, STAGES=st), dims=dict(M=n, K=k),
-                  work=dict(bytes=n * k * 2), span=True)
-             for n, k in WEIGHTS for bk, st in RINGS]
+    table = [dict(name=f"w{n}x{k}_bk{bk}_s{st}" + ("_ef" if ef else ""), schedule="stream",
+                  kernel="stream", consts=dict(BM=64, BK=bk, STAGES=st, EVICT_FIRST=ef),
+                  dims=dict(M=n, K=k), work=dict(bytes=n * k * 2), span=True)
+             for n, k in WEIGHTS for bk, st, ef in RINGS]
     launches = build_probes(table, "kernels/calibrate", "sm_90a", a.cake,
                             tempfile.mkdtemp(prefix="stream-probe-"))
     out = {}

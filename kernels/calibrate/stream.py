@@ -12,6 +12,7 @@ from cake import lm
 
 BM, BK = 128, 64
 STAGES = 4
+EVICT_FIRST = 0        # 1: A's lines are loaded evict-first (L2 keeps other lines over them)
 REUSE = 1048576
 
 
@@ -29,7 +30,8 @@ def stream(A: lm.tensor[lm.bf16, "M", "K"]):
         with load:
             for k in lm.range(lm.cdiv(K, BK), pipeline=pipe):
                 lm.wait(empty)
-                sA.tma_load(A, coords=((tm % REUSE) * BM, k * BK), barrier=full)
+                sA.tma_load(A, coords=((tm % REUSE) * BM, k * BK), barrier=full,
+                            evict="first" if EVICT_FIRST == 1 else None)
         with drain:
             for k in lm.range(lm.cdiv(K, BK), pipeline=pipe):
                 lm.wait(full)
