@@ -291,7 +291,9 @@ fn family_accuracy_sets_committed_timings_against_the_model() {
     ]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(
-        text(&o).contains("times route `swapped`, which kernels/tinygemm/tinygemm.family.toml does not have"),
+        text(&o).contains(
+            "times route `swapped`, which kernels/tinygemm/tinygemm.family.toml does not have"
+        ),
         "{}",
         text(&o)
     );
