@@ -27,8 +27,9 @@ Probes (name: schedule, constants, shape → what it measures):
                loaded TMA latency from it (Little's law)
   dram_bk<BK>_s<S>: stream.py from DRAM with 64-row boxes BK wide (BK / 64 swizzle panels per
                stage) in S stages, one CTA per SM → the DRAM rate by the contiguous bytes a
-               stage asks of each row and the bytes in flight (not yet in the table: measured
-               for bench/results/2026-12-05-bk/)
+               stage asks of each row and the bytes in flight. Nothing in the table derives
+               from them: they check the model's assumption that the DRAM rate depends on
+               neither beyond ~64 KB in flight per SM (docs/cost-model.md)
   sm_stream:   stream.py, BM = 64, 16 stages, from DRAM, 16 CTAs (one per SM), K = 65536 → bytes ÷
                time ÷ 16: what one SM's TMA copies draw at most when few SMs stream (sm_dram_gbps)
   named_barrier: named_barrier.py, one CTA of two warpgroups, REPS = 65536 syncs → µs per
