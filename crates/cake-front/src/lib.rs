@@ -293,7 +293,9 @@ fn module_constant(
     let ok = it.exec_block(std::slice::from_ref(stmt)).is_ok();
     let work = it.work();
     for (k, v) in it.into_top_level_names() {
-        if is_constant(&v) {
+        // A constant whose value failed (its finding is reported) stays bound, poisoned, so
+        // its uses fail quietly instead of reporting it as undefined.
+        if is_constant(&v) || matches!(v, Value::Poison) {
             globals.insert(k, v);
         } else if ok {
             local.push(
