@@ -19,8 +19,8 @@ carries A's 8 KB. No route takes it.
 import cake
 from cake import lm
 
-# Tokens (specialised per shape by the contract). Below 64, A's box runs past its rows and
-# CAKE-S015 says so: the zero rows feed only accumulator rows that the store skips.
+# Tokens (specialised per shape by the contract). Below 64, A's box runs past its rows: the zero
+# rows feed only accumulator rows that the store skips (so CAKE-S015 stays quiet).
 M = 64
 NW = 4096                               # weight rows N (specialised per shape: it sets BN)
 # Weight rows per tile: about one tile per SM at the contract's weights (2048 rows: 128 tiles of

@@ -684,7 +684,11 @@ fn oob_fill(cx: &Ctx, out: &mut Vec<Finding>) {
         let offset = dims.len().saturating_sub(box_dims.len());
         for (i, b) in box_dims.iter().enumerate() {
             if let Some(Extent::Fixed(n)) = dims.get(offset + i) {
-                if *b > 1 && n % b != 0 && !seen.contains(&(*src, offset + i)) {
+                if *b > 1
+                    && n % b != 0
+                    && !seen.contains(&(*src, offset + i))
+                    && zeros_can_reach_results(cx, dst.view)
+                {
                     seen.push((*src, offset + i));
                     out.push(
                         Finding::new(
@@ -700,6 +704,130 @@ fn oob_fill(cx: &Ctx, out: &mut Vec<Finding>) {
                 }
             }
         }
+    }
+}
+
+/// Whether the zeros a TMA copy fills into `view` can reach a result as if they were data. They
+/// cannot when every read of the view is an MMA operand (zeros along K add nothing to a sum;
+/// zero rows fill accumulator rows or columns of their own) and everything computed from those
+/// accumulators is element-wise on its way to stores, which skip elements past their tensor:
+/// no reduction or vote across the filled entries, no MMA that contracts them, no run-time `if`
+/// on them, no other reader. Shared-memory views written from such values are followed like
+/// the values.
+fn zeros_can_reach_results(cx: &Ctx, view: ViewId) -> bool {
+    let k = cx.k;
+    let mut frags: Vec<FragId> = Vec::new();
+    let mut views: Vec<ViewId> = vec![view];
+    // The accumulators fed by the view, and whether anything else reads it.
+    for site in &cx.ops {
+        let effects = k.op_effects(&site.op);
+        if !effects.smem_reads.iter().any(|r| r.view == view) {
+            continue;
+        }
+        let Op::Mma { acc, a, b, .. } = &site.op else {
+            return true;
+        };
+        let reads_view = |o: &Operand| matches!(o, Operand::Smem(r) if r.view == view);
+        let in_exprs = effects.exprs.iter().any(|&e| {
+            k.expr_any(
+                e,
+                |kind| matches!(kind, ExprKind::ViewLoad { view: r, .. } if r.view == view),
+            )
+        });
+        match acc {
+            Operand::Frag(f) if (reads_view(a) || reads_view(b)) && !in_exprs => {
+                if !frags.contains(f) {
+                    frags.push(*f);
+                }
+            }
+            _ => return true,
+        }
+    }
+    // Follow the values computed from them until nothing new is reached.
+    let tainted_expr = |e: ExprId, frags: &[FragId], views: &[ViewId]| {
+        k.expr_any(e, |kind| match kind {
+            ExprKind::Frag(f) => frags.contains(f),
+            ExprKind::ViewLoad { view: r, .. } => views.contains(&r.view),
+            _ => false,
+        })
+    };
+    let mut grew = true;
+    while grew {
+        grew = false;
+        for site in &cx.ops {
+            let effects = k.op_effects(&site.op);
+            let reads = effects.frag_reads.iter().any(|f| frags.contains(f))
+                || effects.smem_reads.iter().any(|r| views.contains(&r.view))
+                || effects
+                    .exprs
+                    .iter()
+                    .any(|&e| tainted_expr(e, &frags, &views));
+            // A run-time `if` on such a value decides by the zeros too.
+            if site
+                .guards
+                .iter()
+                .any(|g| tainted_expr(g.cond, &frags, &views))
+            {
+                return true;
+            }
+            if !reads {
+                continue;
+            }
+            // A value that mixes elements (a reduction, a warp vote) can carry the zeros into
+            // real ones.
+            let mixes = effects.exprs.iter().any(|&e| {
+                tainted_expr(e, &frags, &views)
+                    && k.expr_any(e, |kind| {
+                        matches!(kind, ExprKind::Reduce { .. } | ExprKind::Vote { .. })
+                    })
+            });
+            if mixes {
+                return true;
+            }
+            match &site.op {
+                Op::Mma { acc, a, b, .. } => {
+                    // Accumulating into itself is element-wise; contracting a value computed
+                    // from the zeros is not (the filled view itself is what the MMAs above read).
+                    let operand = |o: &Operand| match o {
+                        Operand::Frag(f) => frags.contains(f),
+                        Operand::Smem(r) => r.view != view && views.contains(&r.view),
+                        Operand::Tmem(_) => false,
+                    };
+                    if operand(a)
+                        || operand(b)
+                        || !matches!(acc, Operand::Frag(f) if frags.contains(f))
+                    {
+                        return true;
+                    }
+                }
+                Op::Assign { dst, .. } => grew |= add(&mut frags, *dst),
+                Op::AssignMany { pairs } => {
+                    for (dst, value) in pairs {
+                        if tainted_expr(*value, &frags, &views) {
+                            grew |= add(&mut frags, *dst);
+                        }
+                    }
+                }
+                Op::SmemStore { dst, .. } => grew |= add(&mut views, dst.view),
+                // Stores to global memory skip what lies past the tensor; the fix-up adds partial
+                // sums element by element.
+                Op::Store { .. }
+                | Op::TmaStore { .. }
+                | Op::CopyTo { .. }
+                | Op::StreamFixup { .. } => {}
+                _ => return true,
+            }
+        }
+    }
+    false
+}
+
+fn add<T: PartialEq>(set: &mut Vec<T>, x: T) -> bool {
+    if set.contains(&x) {
+        false
+    } else {
+        set.push(x);
+        true
     }
 }
 

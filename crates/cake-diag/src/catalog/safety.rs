@@ -194,9 +194,9 @@ pub const TMA_OOB_FILL: CodeInfo = CodeInfo {
     category: Category::Safety,
     severity: Severity::Warning,
     summary: r#"A TMA box runs past a fixed tensor extent, so the last tile is zero-filled."#,
-    explanation: r#"TMA fills box elements outside the tensor with zeros. For a sum over K that is harmless, but for a min, an argmin or a softmax the zeros are real-looking values (a phantom centroid at the origin, a score of 0) unless the kernel masks them. When a tensor extent is fixed and not a multiple of the box, Cake says so.
+    explanation: r#"TMA fills box elements outside the tensor with zeros. For a sum over K that is harmless, but for a min, an argmin or a softmax the zeros are real-looking values (a phantom centroid at the origin, a score of 0) unless the kernel masks them. When a tensor extent is fixed and not a multiple of the box, Cake says so, unless the zeros cannot reach a result: every read of the filled view is an MMA operand (zeros along K add nothing; zero rows make accumulator rows or columns of their own), and everything computed from those accumulators is element-wise on its way to stores, which skip elements past their tensor. A reduction or a warp vote over those values, an MMA that contracts them, or any other reader of the view keeps the warning.
 
-Mask the tail in the epilogue, or choose a box that divides the extent."#,
+Mask the tail before the reduction, or choose a box that divides the extent."#,
     bad: include_str!("../../../../tests/check/CAKE-S015-bad.py"),
     good: include_str!("../../../../tests/check/CAKE-S015-good.py"),
 };
