@@ -24,10 +24,10 @@ H200 (bench/results/2026-12-05-mcast/): the L2 reads it saves were not the limit
 Wider stages (BK > 64): a stage is BK / 64 swizzle panels, one TMA box each, issued back to back,
 and a quarter as many barrier waits, MMA groups and releases per weight byte at BK = 256. On an
 H100 BK = 256 in four stages (M <= 16) and BK = 128 in six (M 17-64) ran 2-5 % faster than
-BK = 64 in 16 or 12 stages, within 2.4-3.6 % of a bare evict-first TMA stream of the same weight
-on the same grid at the three largest weights; deeper and shallower rings at each width were
-slower, and the bare stream itself draws the same rate at every width
-(bench/results/2026-12-05-bk/). The family table routes them.
+BK = 64 in 16 or 12 stages; at 4096 x 4096, 14336 x 4096 and 4096 x 14336, BK = 256 ran within
+2.3-3.7 % of a bare evict-first TMA stream of the same weight on the same grid. Deeper and
+shallower rings at each width were slower, and the bare stream itself draws the same rate at
+every width (bench/results/2026-12-05-bk/). The family table routes them.
 
 Taller tiles (ROW_WGS > 1): a consumer warpgroup per 64 weight rows of the tile, all sharing the
 token slice. On the H200 128-row tiles ran 2.5 % faster than the persistent schedule at

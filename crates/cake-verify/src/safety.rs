@@ -716,11 +716,12 @@ fn oob_fill(cx: &Ctx, out: &mut Vec<Finding>) {
 /// the values.
 fn zeros_can_reach_results(cx: &Ctx, view: ViewId) -> bool {
     let k = cx.k;
+    // Every op's effects with the views its expressions load, once (the walk below repeats).
+    let all_effects: Vec<OpEffects> = cx.ops.iter().map(|s| k.op_effects(&s.op)).collect();
     let mut frags: Vec<FragId> = Vec::new();
     let mut views: Vec<ViewId> = vec![view];
     // The accumulators fed by the view, and whether anything else reads it.
-    for site in &cx.ops {
-        let effects = k.op_effects(&site.op);
+    for (site, effects) in cx.ops.iter().zip(&all_effects) {
         if !effects.smem_reads.iter().any(|r| r.view == view) {
             continue;
         }
@@ -754,8 +755,7 @@ fn zeros_can_reach_results(cx: &Ctx, view: ViewId) -> bool {
     let mut grew = true;
     while grew {
         grew = false;
-        for site in &cx.ops {
-            let effects = k.op_effects(&site.op);
+        for (site, effects) in cx.ops.iter().zip(&all_effects) {
             let reads = effects.frag_reads.iter().any(|f| frags.contains(f))
                 || effects.smem_reads.iter().any(|r| views.contains(&r.view))
                 || effects
