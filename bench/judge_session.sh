@@ -1,47 +1,27 @@
 #!/usr/bin/env bash
-# One GPU call that judges shipped family tables (docs/dispatch.md, issue #18): each table
-# through dispatch on a held-out shard and on the boundary shard of a seed no earlier judgement
-# drew, CUPTI spans against the contract's baseline in the same process, every output checked
-# against the oracle before it is timed.
+# GPU call for bench/results/2026-12-05-judge/ (issue #19, session 40). On any card: the shipped
+# tinygemm table at 40 shapes off the contract's M, and 2048 x 7168 unsplit against the split at
+# those M, every route. On an H200 (the card issue #19's targets name), first: the shipped table
+# against session 38's through dispatch, alternated twice, and the bare TMA stream of each weight
+# (the ceiling under the harness's flush).
 #
-# On the build machine first (no GPU), so the GPU host compiles nothing:
-#   CAKE_CACHE_DIR=$PWD/.carry/cache bench/judge_session.sh --prebuild
-# then on the GPU host (carry dist, .carry, .whl):   bench/judge_session.sh
-# Settings: TABLES (family files, each with its seed: `file:seed`), HELD (held-out shapes),
-# BOUNDARY (boundary shapes), TIMEOUT (seconds per shard).
+#   OUT=... CACHE=... bench/judge_session.sh     # on the GPU host, from the repository root
 set -u
-TABLES=${TABLES:-kernels/kmeans/update.family.toml:11 kernels/kmeans/assign.family.toml:18}
-HELD=${HELD:-100}
-BOUNDARY=${BOUNDARY:-30}
-TIMEOUT=${TIMEOUT:-400}
-shards() {  # seed
-    echo "held_out:$HELD:$1 boundary:$BOUNDARY:$1"
-}
-if [ "${1:-}" = "--prebuild" ]; then
-    CAKE=${CAKE:-target/release/cake}
-    for t in $TABLES; do
-        for s in $(shards "${t#*:}"); do
-            IFS=: read -r shard n seed <<< "$s"
-            "$CAKE" family measure "${t%:*}" --shard "$shard" --n "$n" --seed "$seed" \
-                --prebuild --target sm_90a | tail -1
-        done
-    done
-    rm -rf "${CAKE_CACHE_DIR:?}/eval"
-    exit 0
-fi
-OUT=${OUT:-out/judge}
 . "$(dirname "$0")/gpu_env.sh" || exit 1
-export CAKE_CACHE_DIR=$PWD/.carry/cache
-R=/tmp/judge; rm -rf "$R"; mkdir -p "$R"
-cp "$OUT/gpu.txt" "$OUT/commit.txt" "$R/"
-for t in $TABLES; do
-    file=${t%:*}
-    name=$(basename "$file" .family.toml)
-    for s in $(shards "${t#*:}"); do
-        IFS=: read -r shard n seed <<< "$s"
-        echo "== $name, $shard seed $seed ($n) through dispatch"
-        timeout "$TIMEOUT" "$CAKE" family measure "$file" --shard "$shard" --n "$n" --seed "$seed" \
-            --warmup 5 --samples 30 --out "$R/$name-$shard$seed" 2> "$R/$name-$shard$seed.log" | sed -n 2,10p
-        tar czf "$OUT/judge.tgz" -C "$R" .   # after every shard: what finished survives a cut-off call
-    done
+[ -n "${CACHE:-}" ] && export CAKE_CACHE_DIR=$CACHE
+D=bench/results/2026-12-05-judge
+if grep -q H200 "$OUT/gpu.txt"; then
+    part table-1 50 kernels/tinygemm/tinygemm.family.toml --shard bench
+    part s38-1 50 bench/results/2026-12-05-bk/tinygemm_table_s38.family.toml --shard bench
+    part table-2 50 kernels/tinygemm/tinygemm.family.toml --shard bench
+    part s38-2 50 bench/results/2026-12-05-bk/tinygemm_table_s38.family.toml --shard bench
+    timeout 180 python3 bench/stream_probe.py --cake "$CAKE" --out "$OUT/stream_probe.json" \
+        > "$OUT/stream_probe.log" 2>&1
+    echo "== stream_probe: exit $? at $(( $(date +%s) - SESSION_START )) s"
+fi
+part offm 60 $D/tinygemm_table_offm.family.toml --shard bench
+part unsplit-offm 60 $D/unsplit_offm.family.toml --shard bench --every-route
+for r in table-1 s38-1 table-2 s38-2 offm unsplit-offm; do
+    [ -f "$OUT/$r/report.txt" ] && { echo "## $r"; head -4 "$OUT/$r/report.txt"; }
 done
+true
