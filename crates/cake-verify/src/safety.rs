@@ -51,17 +51,15 @@ fn stream_partials(cx: &Ctx, out: &mut Vec<Finding>) {
         })
         .unwrap_or_default();
     let steps_text = cx.k.exprs.span(steps);
-    let accumulators: Vec<FragId> = cx
-        .ops
-        .iter()
-        .filter_map(|o| match &o.op {
-            Op::Mma {
-                acc: Operand::Frag(a),
-                ..
-            } => Some(*a),
-            _ => None,
-        })
-        .collect();
+    // The fragments holding only this run's K steps, each with the accumulator it came from:
+    // an MMA's accumulator until its fix-up, and any fragment assigned from one before that.
+    let mut partial: Vec<(FragId, FragId)> = Vec::new();
+    let origin_in = |partial: &[(FragId, FragId)], e: ExprId| {
+        partial
+            .iter()
+            .find(|(f, _)| k.expr_reads_fragment(e, *f))
+            .map(|&(_, origin)| origin)
+    };
     let mut fixed: Vec<FragId> = Vec::new();
     for site in &cx.ops {
         match &site.op {
@@ -96,6 +94,27 @@ fn stream_partials(cx: &Ctx, out: &mut Vec<Finding>) {
                     );
                 }
                 fixed.push(*frag);
+                partial.retain(|(f, _)| f != frag);
+            }
+            Op::Mma {
+                acc: Operand::Frag(a),
+                ..
+            } if !partial.iter().any(|(f, _)| f == a) => partial.push((*a, *a)),
+            Op::Assign { dst, value } => {
+                let origin = origin_in(&partial, *value);
+                partial.retain(|(f, _)| f != dst);
+                partial.extend(origin.map(|o| (*dst, o)));
+            }
+            // Every value reads the fragments as they were before the statement.
+            Op::AssignMany { pairs } => {
+                let origins: Vec<_> = pairs
+                    .iter()
+                    .map(|(dst, value)| (*dst, origin_in(&partial, *value)))
+                    .collect();
+                for (dst, origin) in origins {
+                    partial.retain(|(f, _)| *f != dst);
+                    partial.extend(origin.map(|o| (dst, o)));
+                }
             }
             // A shared-memory store of the accumulator feeds a TMA store or a copy out.
             Op::Store { .. }
@@ -108,29 +127,28 @@ fn stream_partials(cx: &Ctx, out: &mut Vec<Finding>) {
                     .guards
                     .iter()
                     .any(|g| !g.negated && k.is_stream_end(g.cond));
-                let partial = accumulators.iter().copied().find(|f| {
-                    !fixed.contains(f)
-                        && site
-                            .effects
-                            .exprs
-                            .iter()
-                            .any(|&e| k.expr_reads_fragment(e, *f))
+                let held = partial.iter().copied().find(|(f, _)| {
+                    site.effects
+                        .exprs
+                        .iter()
+                        .any(|&e| k.expr_reads_fragment(e, *f))
                 });
-                if let Some(f) = partial {
+                if let Some((f, origin)) = held {
+                    let (name, acc) = (&k.fragments[f].name, &k.fragments[origin].name);
+                    let message = if f == origin {
+                        format!("accumulator `{name}` holds only this run's K steps: no `lm.stream_fixup({name})` adds the other runs' partials before it is stored")
+                    } else {
+                        format!("`{name}` was assigned from accumulator `{acc}` before `lm.stream_fixup({acc})`: it holds only this run's K steps, and the fix-up does not reach a copy")
+                    };
+                    let help = if f == origin {
+                        format!("after the run's K loop: `lm.stream_fixup({name})`, then store under `if {stop_name} == KB:`")
+                    } else {
+                        format!("fix `{acc}` up before `{name}` reads it, or fix `{name}` up in its place")
+                    };
                     out.push(
-                        Finding::new(
-                            &STREAM_PARTIAL,
-                            cx.span(site.stmt),
-                            format!(
-                                "accumulator `{}` holds only this run's K steps: no `lm.stream_fixup({})` adds the other runs' partials before it is stored",
-                                k.fragments[f].name, k.fragments[f].name
-                            ),
-                        )
-                        .role(cx.role_name(site.role))
-                        .help(format!(
-                            "after the run's K loop: `lm.stream_fixup({})`, then store under `if {stop_name} == KB:`",
-                            k.fragments[f].name
-                        )),
+                        Finding::new(&STREAM_PARTIAL, cx.span(site.stmt), message)
+                            .role(cx.role_name(site.role))
+                            .help(help),
                     );
                 } else if !ends_tile && !to_shared {
                     out.push(
