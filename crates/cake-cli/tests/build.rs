@@ -208,6 +208,31 @@ fn fragments_assigned_together_build() {
 }
 
 #[test]
+fn fragments_written_from_an_accumulator_take_its_layout() {
+    if !has_toolchain() {
+        return;
+    }
+    let (out_dir, cu) = built_cuda(
+        "tests/build/accumulator_copy_sm90.py",
+        "accumulator-copy",
+        "accumulator_copy",
+    );
+    // A (64, 16) wgmma accumulator is 8 f32 registers a thread; both copies are declared so and
+    // written register for register.
+    for decl in ["float out[8];", "float twice[8];"] {
+        assert!(cu.contains(decl), "no `{decl}` in\n{cu}");
+    }
+    assert!(
+        cu.contains(
+            "twice[4 * i + 2 * h + j] = (float)((out[4 * i + 2 * h + j] + acc[4 * i + 2 * h + j]))"
+        ),
+        "{cu}"
+    );
+    assert!(out_dir.join("accumulator_copy.cubin").is_file());
+    let _ = std::fs::remove_dir_all(&out_dir);
+}
+
+#[test]
 fn reductions_of_one_statement_cross_the_warps_in_one_exchange() {
     if !has_toolchain() {
         return;

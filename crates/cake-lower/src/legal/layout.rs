@@ -195,6 +195,57 @@ impl Planner<'_> {
         }
     }
 
+    /// An f32 fragment that no MMA places, assigned from a value that reads an accumulator of
+    /// its own role and shape (`out[:] = acc * scale`), holds that value register for register:
+    /// it takes the accumulator's layout (and a copy of a copy too).
+    pub(crate) fn infer_accumulator_copies(&mut self) {
+        let k = self.k;
+        loop {
+            let mut placed = Vec::new();
+            for (_, stmt) in k.stmts.iter() {
+                let pairs: &[(FragId, ExprId)] = match stmt {
+                    Stmt::Op(Op::Assign { dst, value }) => &[(*dst, *value)],
+                    Stmt::Op(Op::AssignMany { pairs }) => pairs,
+                    _ => continue,
+                };
+                for &(dst, value) in pairs {
+                    let frag = &k.fragments[dst];
+                    if self.frag_layouts.contains_key(&dst)
+                        || frag.rows.is_some()
+                        || frag.dtype != DType::F32
+                        || placed.iter().any(|&(f, _)| f == dst)
+                    {
+                        continue;
+                    }
+                    let mut source = None;
+                    k.visit_expr(value, |_, kind| {
+                        if let ExprKind::Frag(f) = kind {
+                            let src = &k.fragments[*f];
+                            match self.frag_layouts.get(f) {
+                                Some(l)
+                                    if l.is_accumulator()
+                                        && src.role == frag.role
+                                        && src.shape == frag.shape =>
+                                {
+                                    source.get_or_insert(*l);
+                                }
+                                _ => {}
+                            }
+                        }
+                        true
+                    });
+                    if let Some(layout) = source {
+                        placed.push((dst, layout));
+                    }
+                }
+            }
+            if placed.is_empty() {
+                return;
+            }
+            self.frag_layouts.extend(placed);
+        }
+    }
+
     /// A fragment declared with `rows=` that an MMA family's inference placed is an MMA operand.
     pub(crate) fn check_row_layouts_kept(&mut self) {
         for (f, frag) in self.k.fragments.iter() {

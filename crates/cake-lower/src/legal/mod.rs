@@ -63,6 +63,7 @@ impl Plan {
         // fragments alone, and an MMA that claims a row-layout fragment is reported after.
         p.infer_row_layouts();
         backend.plan_layouts(&mut p);
+        p.infer_accumulator_copies();
         p.check_row_layouts_kept();
         p.infer_reduced_load_layouts();
         Plan {
