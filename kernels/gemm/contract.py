@@ -59,3 +59,22 @@ def oracle_nn(A: torch.Tensor, B: torch.Tensor) -> dict:
 def torch_matmul_nn(A: torch.Tensor, B: torch.Tensor, C: torch.Tensor) -> None:
     """cuBLAS through torch (B as stored, (K, N)), writing the preallocated output."""
     torch.matmul(A, B, out=C)
+
+
+# --- C = Aᵀ · B with A stored (K, M) and B stored (K, N) (gemm_tn.contract.toml) -------------
+
+def make_inputs_tn(shape: dict, distribution: str, generator: torch.Generator) -> dict:
+    """As make_inputs, both drawn K-minor and stored transposed: A (K, M), B (K, N) row-major
+    (a weight gradient's layout: dW = Xᵀ · dY with X and dY stored one row per token)."""
+    ins = make_inputs(shape, distribution, generator)
+    return {"A": ins["A"].T.contiguous(), "B": ins["B"].T.contiguous()}
+
+
+def oracle_tn(A: torch.Tensor, B: torch.Tensor) -> dict:
+    """f64 product of the bf16 inputs, rounded once to bf16."""
+    return {"C": (A.double().T @ B.double()).to(torch.bfloat16)}
+
+
+def torch_matmul_tn(A: torch.Tensor, B: torch.Tensor, C: torch.Tensor) -> None:
+    """cuBLAS through torch (A and B as stored; the transpose is a flag to cuBLAS, no copy)."""
+    torch.matmul(A.T, B, out=C)

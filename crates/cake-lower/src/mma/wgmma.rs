@@ -32,8 +32,9 @@ struct Group {
 /// What the wgmma backend records while it emits.
 #[derive(Default, Clone)]
 pub(crate) struct State {
-    /// wgmma shapes used with both operands in shared memory: (N, input type, `b` N-major).
-    shapes: BTreeSet<(u32, &'static str, bool)>,
+    /// wgmma shapes used with both operands in shared memory: (N, input type, `a` M-major, `b`
+    /// N-major).
+    shapes: BTreeSet<(u32, &'static str, bool, bool)>,
     /// wgmma shapes whose A operand is in registers: (N, input type, `b` N-major).
     rs_shapes: BTreeSet<(u32, &'static str, bool)>,
     /// Groups committed and not yet waited for, oldest first: an operation that reads or
@@ -136,13 +137,14 @@ impl MmaBackend for Wgmma {
         if e.mma.wgmma.orders {
             out.push_str(WGMMA_ORDER);
         }
-        for (n, input, b_mn) in &e.mma.wgmma.shapes {
+        for &(n, input, a_mn, b_mn) in &e.mma.wgmma.shapes {
+            let a = if a_mn { AForm::SharedMn } else { AForm::SharedK };
             out.push('\n');
-            out.push_str(&wgmma_fn_with(*n, input, false, *b_mn));
+            out.push_str(&wgmma_fn_with(n, input, a, b_mn));
         }
-        for (n, input, b_mn) in &e.mma.wgmma.rs_shapes {
+        for &(n, input, b_mn) in &e.mma.wgmma.rs_shapes {
             out.push('\n');
-            out.push_str(&wgmma_fn_with(*n, input, true, *b_mn));
+            out.push_str(&wgmma_fn_with(n, input, AForm::Registers, b_mn));
         }
     }
 
@@ -269,8 +271,10 @@ impl MmaBackend for Wgmma {
 }
 
 /// An `lm.mma` wgmma lowers: with `a` in registers or in shared memory, the accumulator's
-/// columns, K, the input type, and whether `b` is N-major (a (K, N) view as stored, read with
-/// the instruction's transpose flag) rather than K-major (`.T` of an (N, K) view).
+/// columns, K, the input type, whether `a` in shared memory is M-major (`.T` of a (K, 64) view,
+/// read with the instruction's transpose flag for A) rather than K-major (an (M, K) view as
+/// stored), and whether `b` is N-major (a (K, N) view as stored, read with the instruction's
+/// transpose flag) rather than K-major (`.T` of an (N, K) view).
 enum WgmmaForm<'o> {
     RegisterA {
         accf: FragId,
@@ -286,10 +290,30 @@ enum WgmmaForm<'o> {
         n: u32,
         kdim: u32,
         a: &'o ViewRef,
+        a_mn: bool,
         b: &'o ViewRef,
         b_mn: bool,
         input: &'static str,
     },
+}
+
+/// An M-major `a`: `.T` of a 2-D (K, 64) view (or of `.rows(start, K)` of one), K a multiple of
+/// wgmma's 16, 16-bit, with 128B swizzle: wgmma's 64 rows of M are one 128-byte panel row, so a
+/// k-step of 16 is 16 panel rows further. Wider M tiles are stacked along the view's rows, one
+/// (K, 64) block per warpgroup (examples/gemm_tn_sm90.py). Returns K.
+fn m_major_a(k: &Kernel, av: &ViewRef) -> Result<u32, String> {
+    let v = &k.views[av.view];
+    let kdim = av
+        .rows
+        .map(|(_, n)| n)
+        .unwrap_or(v.shape.first().copied().unwrap_or(0));
+    if v.shape.len() != 2 || v.shape[1] != 64 || !kdim.is_multiple_of(16) {
+        return Err(format!(
+            "an M-major `a` (`.T` of a view stored (K, M)) is lowered from a (K, 64) view or `.rows(start, K)` of one, K a multiple of 16 (wgmma's M is 64: stack wider tiles along the rows, one (K, 64) block per warpgroup); `{}` is {:?}",
+            v.name, v.shape
+        ));
+    }
+    Ok(kdim)
 }
 
 /// An N-major `b`: the whole of a 2-D (K, N) view (K a multiple of wgmma's 16), 16-bit, with
@@ -351,10 +375,12 @@ fn mma_form<'o>(
     let Some(FragLayout::WgmmaAcc { n }) = layout(*accf) else {
         return Ok(None);
     };
-    if av.transposed {
-        return Err("an M-major `a` is not lowered yet: `a` as stored (M, K)".into());
-    }
-    let kdim = k.views[av.view].shape[1];
+    let a_mn = av.transposed;
+    let kdim = if a_mn {
+        m_major_a(k, av)?
+    } else {
+        k.views[av.view].shape[1]
+    };
     let b_mn = !bv.transposed;
     if b_mn {
         n_major_b(k, bv, kdim, n)?;
@@ -369,6 +395,7 @@ fn mma_form<'o>(
         n,
         kdim,
         a: av,
+        a_mn,
         b: bv,
         b_mn,
         input,
@@ -814,15 +841,16 @@ impl Emitter<'_> {
                 n,
                 kdim,
                 a,
+                a_mn,
                 b,
                 b_mn,
                 input,
-            })) => (accf, n, kdim, a, (b, b_mn), input),
+            })) => (accf, n, kdim, (a, a_mn), (b, b_mn), input),
         };
-        let (bv, b_mn) = bv;
+        let ((av, a_mn), (bv, b_mn)) = (av, bv);
         let accf = &accf;
         let k_step = 16;
-        self.mma.wgmma.shapes.insert((n, input, b_mn));
+        self.mma.wgmma.shapes.insert((n, input, a_mn, b_mn));
         let accn = self.frag_name(*accf);
         let acc_pred = self.ix(accumulate);
         self.line(&format!(
@@ -834,7 +862,7 @@ impl Emitter<'_> {
         self.line("cake_wgmma_fence();");
         for kk in 0..kdim / k_step {
             let (Some(ad), Some(bd)) = (
-                self.wgmma_operand(av, kk, k_step, sp),
+                self.wgmma_a_desc(av, a_mn, kk, sp),
                 self.wgmma_b_desc(bv, b_mn, kk, sp),
             ) else {
                 return;
@@ -844,12 +872,32 @@ impl Emitter<'_> {
             } else {
                 "1".into()
             };
+            let ta = if a_mn { "_ta" } else { "" };
             let tb = if b_mn { "_tb" } else { "" };
             self.line(&format!(
-                "cake_wgmma_m64n{n}k16_f32_{input}{tb}({accn}, cake_wgmma_desc({ad}, 16, 1024, 1), {bd}, {scale});"
+                "cake_wgmma_m64n{n}k16_f32_{input}{ta}{tb}({accn}, {ad}, {bd}, {scale});"
             ));
         }
         self.wgmma_commit(*accf, None, release, sp);
+    }
+
+    /// The shared-memory descriptor of `a` at k-step `kk` (16 along K). K-major (an (M, K) view
+    /// as stored): the operand tile's start within its 64-column panel. M-major (`.T` of a
+    /// (K, 64) view): 16 panel rows of 128 bytes further per k-step, from the `.rows` start;
+    /// one panel along M, so the leading byte offset is the panel's size (not read), and the
+    /// stride offset the 1024 bytes between groups of 8 rows along K.
+    fn wgmma_a_desc(&mut self, av: &ViewRef, a_mn: bool, kk: u32, sp: Span) -> Option<String> {
+        let ad = self.wgmma_operand(av, if a_mn { 0 } else { kk }, 16, sp)?;
+        if !a_mn {
+            return Some(format!("cake_wgmma_desc({ad}, 16, 1024, 1)"));
+        }
+        let view = &self.k.views[av.view];
+        let row_bytes = view.panel_cols() * view.dtype.bytes();
+        let panel = super::n_major_panel_stride(view);
+        Some(format!(
+            "cake_wgmma_desc({ad} + {}, {panel}, 1024, 1)",
+            kk * 16 * row_bytes
+        ))
     }
 
     /// The shared-memory descriptor of `b` at k-step `kk` (16 along K). K-major (`.T` of an
@@ -1186,19 +1234,35 @@ static __device__ __forceinline__ uint64_t cake_wgmma_desc(uint32_t addr, uint32
 }
 "#;
 
+/// Where a wgmma's A operand comes from.
+#[derive(Clone, Copy, PartialEq)]
+enum AForm {
+    /// Shared memory, K-major (an (M, K) view as stored).
+    SharedK,
+    /// Shared memory, M-major (`.T` of a (K, M) view), read with the transpose flag for A.
+    SharedMn,
+    /// Registers: four 32-bit registers of packed 16-bit pairs, the accumulator's element order.
+    Registers,
+}
+
 /// One wgmma wrapper for an `m64nNk16` shape with f32 accumulators and bf16/f16 inputs from
 /// shared-memory descriptors.
-/// `cake_wgmma_m64n<N>k16_f32_<input>[_rs][_tb]`: the wgmma of one k-step, its A operand in
-/// shared memory or (`_rs`) in registers (four 32-bit registers of packed 16-bit pairs, the
-/// accumulator's element order), its B operand K-major or (`_tb`) N-major, read with the
-/// instruction's transpose flag.
-fn wgmma_fn_with(n: u32, input: &str, a_in_registers: bool, b_n_major: bool) -> String {
+/// `cake_wgmma_m64n<N>k16_f32_<input>[_rs|_ta][_tb]`: the wgmma of one k-step, its A operand in
+/// shared memory, K-major or (`_ta`) M-major, or (`_rs`) in registers, its B operand K-major or
+/// (`_tb`) N-major; the M-major and N-major ones are read with the instruction's transpose flags.
+fn wgmma_fn_with(n: u32, input: &str, a: AForm, b_n_major: bool) -> String {
     let regs = n / 2;
+    let a_in_registers = a == AForm::Registers;
     let suffix = format!(
         "{}{}",
-        if a_in_registers { "_rs" } else { "" },
+        match a {
+            AForm::SharedK => "",
+            AForm::SharedMn => "_ta",
+            AForm::Registers => "_rs",
+        },
         if b_n_major { "_tb" } else { "" }
     );
+    let tnsp_a = u8::from(a == AForm::SharedMn);
     let tnsp_b = u8::from(b_n_major);
     let name = format!("cake_wgmma_m64n{n}k16_f32_{input}{suffix}");
     let a_params = if a_in_registers {
@@ -1241,9 +1305,9 @@ fn wgmma_fn_with(n: u32, input: &str, a_in_registers: bool, b_n_major: bool) -> 
             regs + 3
         ));
     } else {
-        // A K-major (transpose flag 0), then B's.
+        // A's transpose flag (M-major), then B's.
         out.push_str(&format!(
-            "      \" %{regs}, %{b_op}, p, 1, 1, 0, {tnsp_b};\\n\\t}}\\n\"\n"
+            "      \" %{regs}, %{b_op}, p, 1, 1, {tnsp_a}, {tnsp_b};\\n\\t}}\\n\"\n"
         ));
     }
     let outs: Vec<String> = (0..regs).map(|i| format!("\"+f\"(d[{i}])")).collect();
