@@ -669,8 +669,11 @@ impl Analyzer<'_> {
                 let (kk, dtype) = match a {
                     Operand::Smem(v) => {
                         let view = &k.views[v.view];
+                        // An M-major `a` (`.T`) runs K along the view's rows: its `.rows` slice's.
                         let kk = if v.transposed {
-                            view.shape.first().copied().unwrap_or(1)
+                            v.rows
+                                .map(|(_, count)| count)
+                                .unwrap_or(view.shape.first().copied().unwrap_or(1))
                         } else {
                             view.shape.last().copied().unwrap_or(1)
                         };

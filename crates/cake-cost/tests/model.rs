@@ -167,6 +167,22 @@ fn multicast_halves_the_shared_operands_l2_traffic() {
 }
 
 #[test]
+fn an_m_major_a_costs_what_a_k_major_one_does() {
+    // examples/gemm_tn_sm90.py is examples/gemm_nn_sm90.py with `a` read M-major from
+    // `.rows(w * BK, BK).T` of a (2 BK, 64) view: the same MMAs, bytes and tiles. K is the
+    // slice's rows, not the view's (which once doubled the flops and failed the speed-of-light
+    // check on a correct kernel, bench/results/2026-12-05-tn/).
+    let cal = Calibration::builtin(sm90()).unwrap();
+    let shape = parse_shape("M=4096,N=7168,K=4096").unwrap();
+    let nn = estimate(&kernel("examples/gemm_nn_sm90.py"), sm90(), &shape, &cal).unwrap();
+    let tn = estimate(&kernel("examples/gemm_tn_sm90.py"), sm90(), &shape, &cal).unwrap();
+    assert_eq!(tn.flops, 2.0 * 4096.0 * 7168.0 * 4096.0);
+    assert_eq!((tn.flops, tn.dram_bytes), (nn.flops, nn.dram_bytes));
+    assert!((tn.time_us - nn.time_us).abs() < 1e-6 * nn.time_us);
+    assert_eq!(tn.speed_of_light_us, nn.speed_of_light_us);
+}
+
+#[test]
 fn stream_k_fills_the_sms_without_a_tail() {
     // 64 weight tiles on 132 SMs: one CTA per tile leaves 68 SMs idle; stream-K shares the
     // tiles' 64 K steps each over every SM, with no tail, and pays for its fix-up.

@@ -138,7 +138,11 @@ impl MmaBackend for Wgmma {
             out.push_str(WGMMA_ORDER);
         }
         for &(n, input, a_mn, b_mn) in &e.mma.wgmma.shapes {
-            let a = if a_mn { AForm::SharedMn } else { AForm::SharedK };
+            let a = if a_mn {
+                AForm::SharedMn
+            } else {
+                AForm::SharedK
+            };
             out.push('\n');
             out.push_str(&wgmma_fn_with(n, input, a, b_mn));
         }
