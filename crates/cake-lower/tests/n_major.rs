@@ -1,7 +1,8 @@
 //! wgmma with an N-major `b` (issue #17 item 2: attention's V as stored): a `(K, N)` view passed
 //! to `lm.mma` untransposed is read with the instruction's transpose flag. Both forms: `a` in
 //! shared memory (`examples/gemm_nn_sm90.py`) and in registers (the gemm-chain example with its
-//! second weight stored `(K, N)`, as P · V is).
+//! second weight stored `(K, N)`, as P · V is). And an M-major `a` (`.T` of a `(K, 64)` view:
+//! `examples/gemm_tn_sm90.py`, C = Aᵀ · B), read with the transpose flag for A.
 
 use std::path::Path;
 
@@ -70,4 +71,24 @@ fn an_n_major_b_sliced_by_rows_is_not_lowered() {
     let lowered = cake_lower::lower(&checked.kernels[0], &checked.file, t).err();
     let said = format!("{:?} {lowered:?}", checked.findings);
     assert!(said.contains("N-major `b`"), "{said}");
+}
+
+#[test]
+fn an_m_major_a_sets_the_transpose_flag_for_a_and_steps_its_panel_rows() {
+    let cuda = lower_source("gemm_tn_sm90.py", &example("examples/gemm_tn_sm90.py"));
+    assert!(
+        cuda.contains("cake_wgmma_m64n256k16_f32_bf16_ta_tb("),
+        "{cuda}"
+    );
+    // A M-major (flag 1), B N-major (flag 1).
+    assert!(cuda.contains("%128, %129, p, 1, 1, 1, 1;"), "{cuda}");
+    // Warpgroup w's (64, 64) block starts 64 rows × 128 B into the (128, 64) stage; each k-step
+    // is 16 rows × 128 B further; one panel along M (its size, 16 KB, the unread leading
+    // offset), 1024 B between 8-row groups of K.
+    for off in [0, 2048, 4096, 6144] {
+        let want = format!(
+            "cake_wgmma_desc((sA + 16384 * pipe_stage) + 0 + ((math_index * 64)) * 128 + {off}, 16384, 1024, 1)"
+        );
+        assert!(cuda.contains(&want), "k-step at {off}: {cuda}");
+    }
 }
