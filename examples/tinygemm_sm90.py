@@ -45,7 +45,9 @@ MP = (M + 7) // 8 * 8 if TIGHT == 1 else \
     8 if M <= 8 else 16 if M <= 16 else 32 if M <= 32 else 64 if M <= 64 else 128
 # ROW_WGS: consumer warpgroups per tile, each multiplying its own 64 weight rows by all the tokens,
 # so a tile is 64 * ROW_WGS rows: fewer, taller tiles (14336 rows: 112 of 128 run in one wave
-# where 224 of 64 take 1.7) and each token load serves ROW_WGS times the weight. Not split.
+# where 224 of 64 take 1.7) and each token load serves ROW_WGS times the weight. Split too, the
+# tall tiles' partials meet in CTA 0 like the short ones': at M = 128 every CTA rereads all the
+# tokens' K-slice from L2 per tile, twice the weight's bytes with 64-row tiles.
 ROW_WGS = 1
 BN = 64 * ROW_WGS                       # weight rows per tile
 # K per stage: one 128-byte swizzle panel per 64, each its own TMA box. A wider stage asks for
@@ -57,7 +59,7 @@ SPLIT_WAYS = 2                          # CTAs per tile where it splits (2 or 4)
 # MCAST: CTAs of a cluster sharing one token load (1, 2 or 4; each loads MP / MCAST rows, a
 # multiple of 8, so MP >= 8 * MCAST). The cluster then runs along the weight tiles, so not split.
 MCAST = 1
-SPLIT = SPLIT_WAYS if NW <= SPLIT_UPTO and MCAST == 1 and ROW_WGS == 1 else 1
+SPLIT = SPLIT_WAYS if NW <= SPLIT_UPTO and MCAST == 1 else 1
 # PER_SM = 2: two CTAs share each SM (`ctas_per_sm=2`), each with half the ring, so a weight of
 # more tiles than SMs runs in one wave instead of 1.7 (14336 rows: 224 tiles on 132 SMs).
 PER_SM = 1
@@ -70,7 +72,7 @@ PERSISTENT = 0
 RING_STAGES = 0
 STAGES = RING_STAGES if RING_STAGES > 0 else \
     (16 if MP <= 16 else 12 if MP <= 64 else 8) // PER_SM // (BK // 64) if ROW_WGS == 1 else \
-    min(12, 221184 // (2 * BK * (BN + MP)))
+    min(12, (221184 - (BN * MP * 4 if SPLIT > 1 else 0)) // (2 * BK * (BN + MP)))
 # Within 1/PER_SM of the register file, with the producer's 40 (ROW_WGS consumers: what is left).
 MATH_REGS = (232 if PER_SM == 1 else 216) if ROW_WGS <= 2 else 152 if ROW_WGS == 3 else 104
 # The weight is read once: its lines go first when L2 needs room, so they evict neither the tokens
@@ -126,14 +128,21 @@ def tinygemm(A: lm.tensor[lm.bf16, M, "K"],
                 lm.wait(full)
                 lm.mma(acc, sW.rows(wrow, 64), sX.rows(tok, MC).T, accumulate=k > 0, release=empty)
             if SPLIT > 1:
-                part.store(acc)
+                part.rows(wrow, 64).store(acc)
                 lm.arrive(parts)
                 lm.wait(parts)
                 if ks == 0:
-                    total = acc
-                    for r in range(1, SPLIT):
-                        total = total + part.load(cta=r)
-                    lm.store(C, lm.cast(total, lm.bf16), coords=(0, tn * BN), transpose=True)
+                    if (SPLIT - 1) * MC <= 128:
+                        # The peers' partials read together, all in registers at once.
+                        total = acc
+                        for r in range(1, SPLIT):
+                            total = total + part.rows(wrow, 64).load(cta=r)
+                        lm.store(C, lm.cast(total, lm.bf16), coords=(0, tn * BN + wrow), transpose=True)
+                    else:
+                        # One peer at a time: SPLIT - 1 partials of MC columns at once would spill.
+                        for r in range(1, SPLIT):
+                            acc[:] = acc + part.rows(wrow, 64).load(cta=r)
+                        lm.store(C, lm.cast(acc, lm.bf16), coords=(0, tn * BN + wrow), transpose=True)
                 if PERSISTENT == 1:
                     lm.arrive(drained)
                     lm.wait(drained)

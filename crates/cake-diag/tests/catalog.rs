@@ -118,7 +118,7 @@ fn catalog_is_in_code_order() {
 fn rules_doc_is_generated_from_the_catalog() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/rules.md");
     let expected = catalog::rules_markdown();
-    if std::env::var_os("CAKE_BLESS").is_some_and(|v| v == "1") {
+    if cake_testkit::blessing() {
         std::fs::write(&path, &expected).expect("write docs/rules.md");
         return;
     }

@@ -38,7 +38,7 @@ fn lowered_examples() -> Vec<(String, String, String, cake_lower::LaunchMeta)> {
 
 #[test]
 fn generated_cuda_matches_golden_files() {
-    let bless = std::env::var_os("CAKE_BLESS").is_some();
+    let bless = cake_testkit::blessing();
     let dir = repo().join("tests/golden/cu");
     std::fs::create_dir_all(&dir).expect("golden dir");
     let lowered = lowered_examples();

@@ -58,9 +58,6 @@ fn outcomes() -> &'static Vec<Outcome> {
     })
 }
 
-fn bless() -> bool {
-    std::env::var_os("CAKE_BLESS").is_some_and(|v| !v.is_empty() && v != "0")
-}
 
 /// The corpus is valid: the verifier measures catches, not pre-existing errors.
 #[test]
@@ -141,7 +138,7 @@ fn table_is_in_docs() {
     if current == want {
         return;
     }
-    if bless() {
+    if cake_testkit::blessing() {
         let new = format!("{}{START}{want}{}", &doc[..a], &doc[b..]);
         std::fs::write(&path, new).expect("write docs/verifier.md");
         return;

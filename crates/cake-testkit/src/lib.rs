@@ -29,6 +29,15 @@ pub fn require_all() -> bool {
     std::env::var_os(REQUIRE_ALL).is_some_and(|v| !v.is_empty() && v != "0")
 }
 
+/// The variable that makes golden-output tests rewrite their files instead of comparing.
+pub const BLESS: &str = "CAKE_BLESS";
+
+/// Whether `CAKE_BLESS` is set (to anything but empty or `0`): every golden test reads it the
+/// same way, so `CAKE_BLESS=0` compares.
+pub fn blessing() -> bool {
+    std::env::var_os(BLESS).is_some_and(|v| !v.is_empty() && v != "0")
+}
+
 /// `Some` when the test has its resource. Otherwise: under `CAKE_REQUIRE_ALL=1` a panic naming
 /// `what` and the error; without it `None`, after reporting the test skipped.
 #[track_caller]

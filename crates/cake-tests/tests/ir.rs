@@ -34,10 +34,6 @@ fn examples() -> Vec<PathBuf> {
     files
 }
 
-fn blessing() -> bool {
-    std::env::var_os("CAKE_BLESS").is_some_and(|v| !v.is_empty() && v != "0")
-}
-
 /// The printed IR of every kernel in `path`, concatenated in source order. Findings are
 /// reported by the corpus test in check.rs; here a file with errors is reported too, since
 /// its IR would be partial.
@@ -130,7 +126,7 @@ fn examples_match_golden_ir() {
         "no examples under {}",
         examples_dir().display()
     );
-    let bless = blessing();
+    let bless = cake_testkit::blessing();
     if bless {
         std::fs::create_dir_all(golden_dir()).expect("creating tests/golden/ir");
     }
