@@ -46,8 +46,9 @@ MP = (M + 7) // 8 * 8 if TIGHT == 1 else \
 # ROW_WGS: consumer warpgroups per tile, each multiplying its own 64 weight rows by all the tokens,
 # so a tile is 64 * ROW_WGS rows: fewer, taller tiles (14336 rows: 112 of 128 run in one wave
 # where 224 of 64 take 1.7) and each token load serves ROW_WGS times the weight. Split too, the
-# tall tiles' partials meet in CTA 0 like the short ones': at M = 128 every CTA rereads all the
-# tokens' K-slice from L2 per tile, twice the weight's bytes with 64-row tiles.
+# tall tiles' partials meet in CTA 0 like the short ones' (half the token bytes of 64-row tiles
+# on as many CTAs): measured 1.2-2.6x slower than the unsplit 64-row tiles at every M of 32-128
+# on an H100 (bench/results/2026-12-05-tall/).
 ROW_WGS = 1
 BN = 64 * ROW_WGS                       # weight rows per tile
 # K per stage: one 128-byte swizzle panel per 64, each its own TMA box. A wider stage asks for
