@@ -58,7 +58,6 @@ fn outcomes() -> &'static Vec<Outcome> {
     })
 }
 
-
 /// The corpus is valid: the verifier measures catches, not pre-existing errors.
 #[test]
 fn corpus_is_valid() {

@@ -78,6 +78,11 @@ impl Emitter<'_> {
         let offset = self.offset_of(&dims, &at);
         let start = self.offset_of(&dims, &texts);
         let base = self.view_base(dst);
+        // Into `.rows(start, ..)` of the view: the box's row r lands in view row start + r.
+        let view_row = match dst.rows {
+            Some((s, _)) => format!("({}) + row", self.ix(s)),
+            None => "row".to_string(),
+        };
         let slot = self.barrier_slot(barrier);
         let tname = c_ident(&k.params[src].name);
         let arrivals = self.facts[barrier.index()].arrival_count();
@@ -93,7 +98,7 @@ impl Emitter<'_> {
             let per_row = cols / elems;
             let total = rows * per_row;
             let per_thread = total.div_ceil(threads);
-            let addr = e.smem_addr(&view, &base, "row", &format!("col * {eb}"));
+            let addr = e.smem_addr(&view, &base, &view_row, &format!("col * {eb}"));
             e.line(&format!(
                 "// {total} pieces of {bytes} B, {per_thread} per thread"
             ));

@@ -152,23 +152,28 @@ pub(crate) struct CpAsyncForm {
     pub(crate) narrow: bool,
 }
 
-/// `view.cp_async(tensor, coords, barrier)`: a whole 1-D or 2-D view (no `.rows`, no `.T`)
+/// `view.cp_async(tensor, coords, barrier)`: a 1-D or 2-D view, or `.rows` of a 2-D one (no `.T`),
 /// from the trailing axes of a tensor of at least its rank. cp.async moves 4, 8 or 16 bytes, so
 /// elements of 1 or 2 bytes need rows of whole 16-byte chunks, 16-byte aligned (the contract
 /// says so, as for TMA); 4- and 8-byte elements may be copied one by one.
 pub(crate) fn cp_async(k: &Kernel, dst: &ViewRef, src: ParamId) -> Result<CpAsyncForm, String> {
     let view = &k.views[dst.view];
-    if !(1..=2).contains(&view.shape.len()) || dst.transposed || dst.rows.is_some() {
-        return Err("cp_async is lowered for a whole 1-D or 2-D view (no .rows, no .T)".into());
+    if !(1..=2).contains(&view.shape.len()) || dst.transposed {
+        return Err(
+            "cp_async is lowered for a 1-D or 2-D view or `.rows` of a 2-D one (no .T)".into(),
+        );
     }
     if view.shape.len() > rank(k, src) {
         return Err(
             "cp_async reads the view from the tensor's trailing axes; the tensor has fewer".into(),
         );
     }
-    let tile = match view.shape.as_slice() {
-        [n] => (1, *n),
-        [m, n] => (*m, *n),
+    // `.rows(start, count)`: a box of `count` rows into those rows of the view (blocks of a
+    // wider tile stacked along the rows: one MN-major operand block per warp).
+    let tile = match (view.shape.as_slice(), dst.rows) {
+        ([n], _) => (1, *n),
+        ([_, n], Some((_, count))) => (count, *n),
+        ([m, n], None) => (*m, *n),
         _ => unreachable!("checked above"),
     };
     let eb = view.dtype.bytes();

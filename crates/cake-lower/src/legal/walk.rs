@@ -652,6 +652,7 @@ impl<'a> Checker<'a> {
                         self.ix(*c);
                     }
                     self.view_base(dst);
+                    self.rows_start(dst);
                 }
             },
             Op::Ldmatrix { .. }

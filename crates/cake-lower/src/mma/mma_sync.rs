@@ -17,11 +17,14 @@ pub(crate) struct MmaSync;
 pub(crate) struct State {
     /// mma.sync instructions used: (k, A type, B type).
     shapes: BTreeSet<(u32, &'static str, &'static str)>,
+    /// Whether an MN-major operand was read (`ldmatrix.trans`).
+    trans: bool,
 }
 
 impl State {
     pub(crate) fn join(&mut self, other: State) {
         self.shapes.extend(other.shapes);
+        self.trans |= other.trans;
     }
 }
 
@@ -71,6 +74,9 @@ impl MmaBackend for MmaSync {
 
     fn prelude(&self, e: &Emitter, out: &mut String) {
         out.push_str(MMA_SYNC);
+        if e.mma.mma_sync.trans {
+            out.push_str(LDMATRIX_TRANS);
+        }
         for (kk, a, b) in &e.mma.mma_sync.shapes {
             out.push('\n');
             out.push_str(&mma_sync_fn(*kk, a, b));
@@ -105,6 +111,8 @@ struct MmaForm<'o> {
     an: &'static str,
     bn: &'static str,
     b: &'o ViewRef,
+    /// `b` N-major (a (K, N) view as stored), read with ldmatrix.trans.
+    b_mn: bool,
 }
 
 /// The conditions of an mma.sync `lm.mma`. `Ok(None)`: nothing is emitted and nothing reported
@@ -135,8 +143,14 @@ fn mma_form<'o>(
             let v = &k.views[av.view];
             (v.shape[1] * v.dtype.bytes(), v.dtype)
         }
+        Operand::Smem(av) if av.transposed => {
+            mn_major(k, av, "`a`", m)?;
+            let v = &k.views[av.view];
+            let rows = av.rows.map_or(v.shape[0], |(_, n)| n);
+            (rows * v.dtype.bytes(), v.dtype)
+        }
         _ => {
-            return Err("on mma.sync, `a` is a fragment loaded by lm.ldmatrix or an (M, K) view as stored (no .T)".into());
+            return Err("on mma.sync, `a` is a fragment loaded by lm.ldmatrix, an (M, K) view as stored, or `.T` of a (K, M) view".into());
         }
     };
     if k_bytes % 32 != 0 {
@@ -145,8 +159,12 @@ fn mma_form<'o>(
         ));
     }
     let bview = &k.views[bv.view];
-    if !bv.transposed || bview.shape.len() != 2 {
-        return Err("only a K-major `b` is lowered: the transpose of an (N, K) view".into());
+    if bview.shape.len() != 2 {
+        return Err("`b` is lowered from a 2-D view: `.T` of an (N, K) one (K-major) or a (K, N) one as stored (N-major)".into());
+    }
+    let b_mn = !bv.transposed;
+    if b_mn {
+        mn_major(k, bv, "`b`", n)?;
     }
     let bdt = bview.dtype;
     let ptx = |d: DType| match d {
@@ -176,30 +194,52 @@ fn mma_form<'o>(
         an,
         bn,
         b: bv,
+        b_mn,
     }))
 }
 
 /// The conditions of `lm.ldmatrix(frag, view)`: into an mma.sync `a` fragment, from a 2-D view
-/// as stored. The fragment's rows and K bytes.
+/// as stored (K-major) or `.T` of one (M-major: `ldmatrix.trans`). The fragment's rows, K
+/// bytes, and whether the view is M-major.
 fn ldmatrix_form(
     k: &Kernel,
     dst: FragId,
     layout: Option<FragLayout>,
     src: &ViewRef,
-) -> Result<(u32, u32), String> {
+) -> Result<(u32, u32, bool), String> {
     let Some(FragLayout::MmaA { m, k_bytes }) = layout else {
         return Err(format!(
             "lm.ldmatrix is lowered into the `a` fragment of an mma.sync; `{}` is not one",
             k.fragments[dst].name
         ));
     };
-    if k.views[src.view].shape.len() != 2 || src.transposed {
-        return Err(
-            "lm.ldmatrix is lowered from a 2-D view as stored (ldmatrix .trans is not lowered yet)"
-                .into(),
-        );
+    if k.views[src.view].shape.len() != 2 {
+        return Err("lm.ldmatrix is lowered from a 2-D view".into());
     }
-    Ok((m, k_bytes))
+    if src.transposed {
+        mn_major(k, src, "`a`", m)?;
+    }
+    Ok((m, k_bytes, src.transposed))
+}
+
+/// An MN-major mma.sync operand, read with `ldmatrix.trans`: a 16-bit 2-D view stored (K, M) or
+/// (K, N) whose columns are exactly the operand's `mn` rows or columns (a warp's block; wider
+/// tiles stack their blocks along the view's rows, `.rows(start, K)` each).
+fn mn_major(k: &Kernel, v: &ViewRef, what: &str, mn: u32) -> Result<(), String> {
+    let view = &k.views[v.view];
+    if view.dtype.bytes() != 2 {
+        return Err(format!(
+            "an M- or N-major {what} on mma.sync is read with ldmatrix.trans, which moves 16-bit elements; `{}` holds {}",
+            view.name, view.dtype
+        ));
+    }
+    if view.shape.len() != 2 || view.shape[1] != mn {
+        return Err(format!(
+            "an M- or N-major {what} on mma.sync is lowered from a (K, {mn}) view (or `.rows(start, K)` of one) whose columns are the warp's {mn}; `{}` is {:?}",
+            view.name, view.shape
+        ));
+    }
+    Ok(())
 }
 
 impl Planner<'_> {
@@ -297,7 +337,7 @@ impl Emitter<'_> {
     /// (a0: rows 0-7, a1: rows 8-15, a2/a3: the same rows 16 bytes on).
     fn ldmatrix(&mut self, dst: FragId, src: &ViewRef, sp: Span) {
         let k = self.k;
-        let (m, k_bytes) = match ldmatrix_form(k, dst, self.layout(dst), src) {
+        let (m, k_bytes, trans) = match ldmatrix_form(k, dst, self.layout(dst), src) {
             Ok(form) => form,
             Err(msg) => return self.unsupported(sp, msg),
         };
@@ -322,20 +362,36 @@ impl Emitter<'_> {
                 &format!("for (int mt = 0; mt < {}; ++mt) {{", m / 16),
                 |me| {
                     me.unrolled(&format!("for (int kt = 0; kt < {kt}; ++kt) {{"), |me| {
-                        me.ldmatrix_a(&start, &format!("{name} + 4 * (mt * {kt} + kt)"), &addr)
+                        me.ldmatrix_a(
+                            &start,
+                            &format!("{name} + 4 * (mt * {kt} + kt)"),
+                            &addr,
+                            trans,
+                        )
                     })
                 },
             )
         });
     }
 
-    /// One ldmatrix.x4 of the A registers of 16-row tile `mt` at k-step `kt` (both in scope):
-    /// lanes 0-15 address rows 0-15 at the k-step's first 16 bytes, lanes 16-31 the same rows
-    /// at its second 16 bytes. `start` is the first row, `addr` the address of (`row`, `cb`).
-    fn ldmatrix_a(&mut self, start: &str, dst: &str, addr: &str) {
-        self.line(&format!("const int row = {start} + 16 * mt + lane % 16;"));
-        self.line("const int cb = 32 * kt + (lane / 16) * 16;");
-        self.line(&format!("cake_ldmatrix_x4({dst}, {addr});"));
+    /// One ldmatrix.x4 of the A registers of 16-row tile `mt` at k-step `kt` (both in scope).
+    /// K-major: lanes 0-15 address rows 0-15 at the k-step's first 16 bytes, lanes 16-31 the
+    /// same rows at its second 16 bytes. M-major (`trans`, the view stored (K, M)): matrix j's
+    /// lanes address K rows 8 (j / 2) on, at M columns 8 (j % 2) on, and ldmatrix.trans hands
+    /// each thread the transpose. `start` is the first row, `addr` the address of (`row`, `cb`).
+    fn ldmatrix_a(&mut self, start: &str, dst: &str, addr: &str, trans: bool) {
+        if trans {
+            self.mma.mma_sync.trans = true;
+            self.line(&format!(
+                "const int row = {start} + 16 * kt + (lane / 16) * 8 + lane % 8;"
+            ));
+            self.line("const int cb = 2 * (16 * mt + ((lane / 8) % 2) * 8);");
+            self.line(&format!("cake_ldmatrix_x4_trans({dst}, {addr});"));
+        } else {
+            self.line(&format!("const int row = {start} + 16 * mt + lane % 16;"));
+            self.line("const int cb = 32 * kt + (lane / 16) * 16;");
+            self.line(&format!("cake_ldmatrix_x4({dst}, {addr});"));
+        }
     }
 
     /// `lm.mma(acc, a_frag, view.T)` on mma.sync: for each 32-byte k-step and each pair of
@@ -360,6 +416,7 @@ impl Emitter<'_> {
             an,
             bn,
             b: bv,
+            b_mn,
         } = form;
         let accf = &accf;
         let bview = k.views[bv.view].clone();
@@ -385,9 +442,11 @@ impl Emitter<'_> {
         };
         let pred = self.ix(accumulate);
         let open = format!(
-            "{{  // mma {accn} += {afn} * {}.T ({}): mma.sync m16n8k{kk}, {mt} x {nt} tiles, {kt} k-step(s); B through ldmatrix.x4",
+            "{{  // mma {accn} += {afn} * {}{} ({}): mma.sync m16n8k{kk}, {mt} x {nt} tiles, {kt} k-step(s); B through ldmatrix.x4{}",
             bview.name,
-            self.loc(sp)
+            if b_mn { "" } else { ".T" },
+            self.loc(sp),
+            if b_mn { ".trans" } else { "" }
         );
         self.braced(&open, |e| {
             if !matches!(k.exprs[accumulate].kind, ExprKind::Bool(true)) {
@@ -411,18 +470,30 @@ impl Emitter<'_> {
                     e.line(&format!(
                         "uint32_t a_regs[{mt}][4];  // A of this k-step, as lm.ldmatrix would load it"
                     ));
+                    let trans = av.transposed;
                     e.unrolled(&format!("for (int mt = 0; mt < {mt}; ++mt) {{"), |me| {
-                        me.ldmatrix_a(&start, "a_regs[mt]", &addr)
+                        me.ldmatrix_a(&start, "a_regs[mt]", &addr, trans)
                     });
                 }
                 e.unrolled(&format!("for (int np = 0; np < {}; ++np) {{", nt / 2), |e| {
-                    e.line("// Column tiles 2np and 2np+1: lanes 0-7 and 16-23 address their rows of the view, lanes 8-15 and 24-31 the same rows 16 bytes on.");
-                    e.line(&format!(
-                        "const int row = {bstart} + 16 * np + (lane / 16) * 8 + lane % 8;"
-                    ));
-                    e.line("const int cb = 32 * kt + ((lane / 8) % 2) * 16;");
-                    e.line("uint32_t b_regs[4];");
-                    e.line(&format!("cake_ldmatrix_x4(b_regs, {baddr});"));
+                    if b_mn {
+                        e.mma.mma_sync.trans = true;
+                        e.line("// Column tiles 2np and 2np+1 of the (K, N) view: lanes 0-7 and 16-23 address K rows 0-7 of their 8 columns, lanes 8-15 and 24-31 K rows 8-15; ldmatrix.trans hands each thread the transpose.");
+                        e.line(&format!(
+                            "const int row = {bstart} + 16 * kt + ((lane / 8) % 2) * 8 + lane % 8;"
+                        ));
+                        e.line("const int cb = 2 * (16 * np + (lane / 16) * 8);");
+                        e.line("uint32_t b_regs[4];");
+                        e.line(&format!("cake_ldmatrix_x4_trans(b_regs, {baddr});"));
+                    } else {
+                        e.line("// Column tiles 2np and 2np+1: lanes 0-7 and 16-23 address their rows of the view, lanes 8-15 and 24-31 the same rows 16 bytes on.");
+                        e.line(&format!(
+                            "const int row = {bstart} + 16 * np + (lane / 16) * 8 + lane % 8;"
+                        ));
+                        e.line("const int cb = 32 * kt + ((lane / 8) % 2) * 16;");
+                        e.line("uint32_t b_regs[4];");
+                        e.line(&format!("cake_ldmatrix_x4(b_regs, {baddr});"));
+                    }
                     e.unrolled(&format!("for (int mt = 0; mt < {mt}; ++mt) {{"), |me| {
                         me.line(&format!(
                             "{func}({accn} + 4 * (mt * {nt} + 2 * np), {a_of}, b_regs);"
@@ -451,6 +522,15 @@ const MMA_SYNC: &str = r#"
 // row t/4, elements 2(t%4) and 2(t%4)+1 of each matrix, one 32-bit register per matrix.
 static __device__ __forceinline__ void cake_ldmatrix_x4(uint32_t* r, uint32_t addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
+}
+"#;
+
+/// ldmatrix.trans, for MN-major operands.
+const LDMATRIX_TRANS: &str = r#"// ldmatrix with .trans: thread t receives elements (2(t%4), t/4) and (2(t%4)+1, t/4) of each
+// matrix, the transpose's row t/4 (an MN-major operand as mma.sync's K-major registers).
+static __device__ __forceinline__ void cake_ldmatrix_x4_trans(uint32_t* r, uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
 }
 "#;
