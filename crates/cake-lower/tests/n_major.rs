@@ -92,3 +92,62 @@ fn an_m_major_a_sets_the_transpose_flag_for_a_and_steps_its_panel_rows() {
         assert!(cuda.contains(&want), "k-step at {off}: {cuda}");
     }
 }
+
+/// `path` checked and lowered for `target`: the generated CUDA.
+fn lower_for(path: &str, target: &str) -> String {
+    let source = example(path);
+    let checked = cake_driver::check(path, source.as_bytes(), Some(target));
+    assert!(
+        !checked.findings.iter().any(|f| f.is_error()),
+        "{:?}",
+        checked.findings
+    );
+    let t = cake_target::lookup(target).unwrap();
+    cake_lower::lower(&checked.kernels[0], &checked.file, t)
+        .unwrap_or_else(|e| panic!("{path} does not lower for {target}: {e:?}"))
+        .cuda
+}
+
+#[test]
+fn mn_major_operands_on_mma_sync_go_through_ldmatrix_trans() {
+    let cuda = lower_for("examples/gemm_tn_sm80.py", "sm_80");
+    // `a`: matrix j's lanes at K rows 8 (j / 2) on, M columns 8 (j % 2) on, of the warp's block.
+    assert!(
+        cuda.contains(
+            "const int row = ((main_index / 2) * 32) + 16 * kt + (lane / 16) * 8 + lane % 8;"
+        ),
+        "{cuda}"
+    );
+    assert!(
+        cuda.contains("const int cb = 2 * (16 * mt + ((lane / 8) % 2) * 8);"),
+        "{cuda}"
+    );
+    // `b` N-major: K rows 8 (j % 2) on, N columns 8 (j / 2) on.
+    assert!(
+        cuda.contains(
+            "const int row = ((main_index % 2) * 32) + 16 * kt + ((lane / 8) % 2) * 8 + lane % 8;"
+        ),
+        "{cuda}"
+    );
+    assert!(
+        cuda.contains("const int cb = 2 * (16 * np + (lane / 16) * 8);"),
+        "{cuda}"
+    );
+    assert_eq!(cuda.matches("cake_ldmatrix_x4_trans(").count(), 3, "{cuda}");
+    // The K-major example has no use for the helper and does not carry it.
+    assert!(!lower_for("examples/gemm_sm80.py", "sm_80").contains("ldmatrix_x4_trans"));
+}
+
+#[test]
+fn an_fp8_mn_major_operand_on_mma_sync_is_not_lowered() {
+    // ldmatrix.trans moves 16-bit elements only.
+    let source = example("examples/gemm_tn_sm80.py").replace("lm.bf16", "lm.e4m3");
+    let checked = cake_driver::check("gemm_tn_fp8.py", source.as_bytes(), Some("sm_89"));
+    let t = cake_target::lookup("sm_89").unwrap();
+    let lowered = cake_lower::lower(&checked.kernels[0], &checked.file, t).err();
+    let said = format!("{:?} {lowered:?}", checked.findings);
+    assert!(
+        said.contains("ldmatrix.trans, which moves 16-bit elements"),
+        "{said}"
+    );
+}
