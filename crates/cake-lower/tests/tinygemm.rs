@@ -39,7 +39,7 @@ fn a_transposed_store_swaps_the_coordinates_and_writes_each_element() {
     // The tile's rows run along C's columns (from tn * 64; tn is the second tile axis, after the
     // split), its columns along C's rows (from 0).
     assert!(
-        store.contains("const int row = (tile_1 * 64) + lane_row + 8 * h;"),
+        store.contains("const int row = ((tile_1 * 64) + 0) + lane_row + 8 * h;"),
         "{store}"
     );
     assert!(
