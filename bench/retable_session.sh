@@ -7,6 +7,8 @@
 set -u
 . "$(dirname "$0")/gpu_env.sh" || exit 1
 [ -n "${CACHE:-}" ] && export CAKE_CACHE_DIR=$CACHE
+# ONLY_H200=1: record the card and stop unless it is an H200 (the H100's run is call 5).
+if [ "${ONLY_H200:-0}" = 1 ] && ! grep -q H200 "$OUT/gpu.txt"; then echo "not an H200: nothing run"; exit 0; fi
 D=bench/results/2026-12-05-judge
 part new-1 50 kernels/tinygemm/tinygemm.family.toml --shard bench
 part c2-1 50 $D/tinygemm_table_c2.family.toml --shard bench
