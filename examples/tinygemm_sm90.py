@@ -56,7 +56,7 @@ BN = 64 * ROW_WGS                       # weight rows per tile
 BK = 64
 # CTAs per tile: enough tiles × SPLIT to cover the 132 SMs (measured: bench/results/2026-12-02-tinygemm-splitk).
 SPLIT_UPTO = 2048                       # the most weight rows split (a family route may raise it)
-SPLIT_WAYS = 2                          # CTAs per tile where it splits (2 or 4)
+SPLIT_WAYS = 2                          # CTAs per tile where it splits (2, 4 or 8)
 # MCAST: CTAs of a cluster sharing one token load (1, 2 or 4; each loads MP / MCAST rows, a
 # multiple of 8, so MP >= 8 * MCAST). The cluster then runs along the weight tiles, so not split.
 MCAST = 1

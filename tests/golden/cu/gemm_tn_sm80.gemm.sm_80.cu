@@ -201,7 +201,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_gemm(
           for (int kt = 0; kt < 2; ++kt) {
             #pragma unroll
             for (int np = 0; np < 4; ++np) {
-              // Column tiles 2np and 2np+1 of the (K, N) view: lanes 0-7 and 16-23 address K rows 0-7 of their 8 columns, lanes 8-15 and 24-31 K rows 8-15; ldmatrix.trans hands each thread the transpose.
+              // Column tiles 2np and 2np+1: lanes 0-7 and 16-23 address K rows 0-7 of their 8 columns of the (K, N) view, lanes 8-15 and 24-31 K rows 8-15.
               const int row = ((main_index % 2) * 32) + 16 * kt + ((lane / 8) % 2) * 8 + lane % 8;
               const int cb = 2 * (16 * np + (lane / 16) * 8);
               uint32_t b_regs[4];

@@ -476,24 +476,30 @@ impl Emitter<'_> {
                     });
                 }
                 e.unrolled(&format!("for (int np = 0; np < {}; ++np) {{", nt / 2), |e| {
-                    if b_mn {
+                    // Column tiles 2np and 2np+1: matrix j of the x4 is tile 2np + j / 2 at K
+                    // 8 (j % 2) on, from an (N, K) view (rows of B's columns, K contiguous: no
+                    // .trans) or a (K, N) one (N-major: .trans hands each thread the transpose).
+                    let (what, row, cb, load) = if b_mn {
                         e.mma.mma_sync.trans = true;
-                        e.line("// Column tiles 2np and 2np+1 of the (K, N) view: lanes 0-7 and 16-23 address K rows 0-7 of their 8 columns, lanes 8-15 and 24-31 K rows 8-15; ldmatrix.trans hands each thread the transpose.");
-                        e.line(&format!(
-                            "const int row = {bstart} + 16 * kt + ((lane / 8) % 2) * 8 + lane % 8;"
-                        ));
-                        e.line("const int cb = 2 * (16 * np + (lane / 16) * 8);");
-                        e.line("uint32_t b_regs[4];");
-                        e.line(&format!("cake_ldmatrix_x4_trans(b_regs, {baddr});"));
+                        (
+                            "lanes 0-7 and 16-23 address K rows 0-7 of their 8 columns of the (K, N) view, lanes 8-15 and 24-31 K rows 8-15",
+                            format!("{bstart} + 16 * kt + ((lane / 8) % 2) * 8 + lane % 8"),
+                            "2 * (16 * np + (lane / 16) * 8)",
+                            "cake_ldmatrix_x4_trans",
+                        )
                     } else {
-                        e.line("// Column tiles 2np and 2np+1: lanes 0-7 and 16-23 address their rows of the view, lanes 8-15 and 24-31 the same rows 16 bytes on.");
-                        e.line(&format!(
-                            "const int row = {bstart} + 16 * np + (lane / 16) * 8 + lane % 8;"
-                        ));
-                        e.line("const int cb = 32 * kt + ((lane / 8) % 2) * 16;");
-                        e.line("uint32_t b_regs[4];");
-                        e.line(&format!("cake_ldmatrix_x4(b_regs, {baddr});"));
-                    }
+                        (
+                            "lanes 0-7 and 16-23 address their rows of the view, lanes 8-15 and 24-31 the same rows 16 bytes on",
+                            format!("{bstart} + 16 * np + (lane / 16) * 8 + lane % 8"),
+                            "32 * kt + ((lane / 8) % 2) * 16",
+                            "cake_ldmatrix_x4",
+                        )
+                    };
+                    e.line(&format!("// Column tiles 2np and 2np+1: {what}."));
+                    e.line(&format!("const int row = {row};"));
+                    e.line(&format!("const int cb = {cb};"));
+                    e.line("uint32_t b_regs[4];");
+                    e.line(&format!("{load}(b_regs, {baddr});"));
                     e.unrolled(&format!("for (int mt = 0; mt < {mt}; ++mt) {{"), |me| {
                         me.line(&format!(
                             "{func}({accn} + 4 * (mt * {nt} + 2 * np), {a_of}, b_regs);"
