@@ -31,7 +31,7 @@ every width (bench/results/2026-12-05-bk/). The family table routes them.
 
 Taller tiles (ROW_WGS > 1): a consumer warpgroup per 64 weight rows of the tile, all sharing the
 token slice. On the H200 128-row tiles ran 2.5 % faster than the persistent schedule at
-14336 x 4096, on an H100 1-3 % slower (same results); the table routes them there, M 3-128.
+14336 x 4096 (H100: 1-3 % slower); the table routes them there for M 33-128 (2026-12-05-judge).
 """
 import cake
 from cake import lm
