@@ -380,18 +380,23 @@ impl Emitter<'_> {
     /// lanes address K rows 8 (j / 2) on, at M columns 8 (j % 2) on, and ldmatrix.trans hands
     /// each thread the transpose. `start` is the first row, `addr` the address of (`row`, `cb`).
     fn ldmatrix_a(&mut self, start: &str, dst: &str, addr: &str, trans: bool) {
-        if trans {
+        let (row, cb, load) = if trans {
             self.mma.mma_sync.trans = true;
-            self.line(&format!(
-                "const int row = {start} + 16 * kt + (lane / 16) * 8 + lane % 8;"
-            ));
-            self.line("const int cb = 2 * (16 * mt + ((lane / 8) % 2) * 8);");
-            self.line(&format!("cake_ldmatrix_x4_trans({dst}, {addr});"));
+            (
+                "16 * kt + (lane / 16) * 8 + lane % 8",
+                "2 * (16 * mt + ((lane / 8) % 2) * 8)",
+                "cake_ldmatrix_x4_trans",
+            )
         } else {
-            self.line(&format!("const int row = {start} + 16 * mt + lane % 16;"));
-            self.line("const int cb = 32 * kt + (lane / 16) * 16;");
-            self.line(&format!("cake_ldmatrix_x4({dst}, {addr});"));
-        }
+            (
+                "16 * mt + lane % 16",
+                "32 * kt + (lane / 16) * 16",
+                "cake_ldmatrix_x4",
+            )
+        };
+        self.line(&format!("const int row = {start} + {row};"));
+        self.line(&format!("const int cb = {cb};"));
+        self.line(&format!("{load}({dst}, {addr});"));
     }
 
     /// `lm.mma(acc, a_frag, view.T)` on mma.sync: for each 32-byte k-step and each pair of

@@ -32,11 +32,8 @@ struct Group {
 /// What the wgmma backend records while it emits.
 #[derive(Default, Clone)]
 pub(crate) struct State {
-    /// wgmma shapes used with both operands in shared memory: (N, input type, `a` M-major, `b`
-    /// N-major).
-    shapes: BTreeSet<(u32, &'static str, bool, bool)>,
-    /// wgmma shapes whose A operand is in registers: (N, input type, `b` N-major).
-    rs_shapes: BTreeSet<(u32, &'static str, bool)>,
+    /// wgmma forms used: (where A comes from, N, input type, `b` N-major), one wrapper each.
+    shapes: BTreeSet<(AForm, u32, &'static str, bool)>,
     /// Groups committed and not yet waited for, oldest first: an operation that reads or
     /// overwrites the accumulator of one must first wait for it (and, groups retiring in order,
     /// for every older one) to retire.
@@ -72,7 +69,6 @@ impl State {
     /// After a run-time branch: what either path may have left in flight.
     pub(crate) fn join(&mut self, other: State) {
         self.shapes.extend(other.shapes);
-        self.rs_shapes.extend(other.rs_shapes);
         if self.in_flight != other.in_flight {
             for g in other.in_flight {
                 if !self.in_flight.contains(&g) {
@@ -137,18 +133,9 @@ impl MmaBackend for Wgmma {
         if e.mma.wgmma.orders {
             out.push_str(WGMMA_ORDER);
         }
-        for &(n, input, a_mn, b_mn) in &e.mma.wgmma.shapes {
-            let a = if a_mn {
-                AForm::SharedMn
-            } else {
-                AForm::SharedK
-            };
+        for &(a, n, input, b_mn) in &e.mma.wgmma.shapes {
             out.push('\n');
             out.push_str(&wgmma_fn_with(n, input, a, b_mn));
-        }
-        for &(n, input, b_mn) in &e.mma.wgmma.rs_shapes {
-            out.push('\n');
-            out.push_str(&wgmma_fn_with(n, input, AForm::Registers, b_mn));
         }
     }
 
@@ -750,7 +737,10 @@ impl Emitter<'_> {
         sp: Span,
     ) {
         let k = self.k;
-        self.mma.wgmma.rs_shapes.insert((n, input, b_mn));
+        self.mma
+            .wgmma
+            .shapes
+            .insert((AForm::Registers, n, input, b_mn));
         let (accn, an) = (self.frag_name(accf), self.frag_name(af));
         let acc_pred = self.ix(accumulate);
         self.line(&format!(
@@ -854,7 +844,12 @@ impl Emitter<'_> {
         let ((av, a_mn), (bv, b_mn)) = (av, bv);
         let accf = &accf;
         let k_step = 16;
-        self.mma.wgmma.shapes.insert((n, input, a_mn, b_mn));
+        let a_form = if a_mn {
+            AForm::SharedMn
+        } else {
+            AForm::SharedK
+        };
+        self.mma.wgmma.shapes.insert((a_form, n, input, b_mn));
         let accn = self.frag_name(*accf);
         let acc_pred = self.ix(accumulate);
         self.line(&format!(
@@ -1238,8 +1233,8 @@ static __device__ __forceinline__ uint64_t cake_wgmma_desc(uint32_t addr, uint32
 }
 "#;
 
-/// Where a wgmma's A operand comes from.
-#[derive(Clone, Copy, PartialEq)]
+/// Where a wgmma's A operand comes from (in this order in the prelude).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum AForm {
     /// Shared memory, K-major (an (M, K) view as stored).
     SharedK,
