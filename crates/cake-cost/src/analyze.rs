@@ -154,6 +154,9 @@ pub struct LoopWork {
     pub pipeline: Option<PipelineId>,
     pub trips: f64,
     pub work: Work,
+    /// The loop of its own it runs inside (an index into the role's loops): its iterations are
+    /// part of that loop's, not after them.
+    pub parent: Option<usize>,
     /// The loop's statement, for findings.
     pub stmt: cake_diag::Span,
 }
@@ -505,11 +508,18 @@ impl Analyzer<'_> {
                             self.block(body, rw, Sink::Loop(i), mult * trips, seen)
                         }
                         _ => {
+                            // A loop of its own inside another runs once per iteration of it.
+                            let parent = match sink {
+                                Sink::Loop(i) => Some(i),
+                                _ => None,
+                            };
+                            let enclosing = parent.map_or(1.0, |i| rw.loops[i].trips);
                             rw.loops.push(LoopWork {
                                 id: *id,
                                 pipeline,
-                                trips: trips * mult,
+                                trips: trips * mult * enclosing,
                                 work: Work::default(),
+                                parent,
                                 stmt: k.stmts.span(s),
                             });
                             let i = rw.loops.len() - 1;

@@ -978,9 +978,12 @@ pub fn estimate_with(
                 terms.sync_us += w.waits * p.bar;
             }
         }
+        // A loop nested in another runs within its iterations: an iteration of the outer one
+        // takes the longer of its own time and its inner loops' (`loop_terms`).
         for (li, l) in r.loops.iter().enumerate() {
-            let (_, it_terms) = &iter_of[&(ri, li)];
-            terms.add(it_terms, l.trips);
+            if l.parent.is_none() {
+                terms.add(&loop_terms(&iter_of, ri, &r.loops, li), l.trips);
+            }
             stream += row_of[&(ri, li)] * l.trips;
         }
         let total = terms.total();
@@ -1516,6 +1519,34 @@ fn spilled_registers(k: &Kernel, target: &Target, r: cake_ir::RoleId) -> u64 {
         .limits
         .launch_registers(k.block_threads() * k.ctas_per_sm());
     k.registers_over_budget(r, launch, issues_wgmma)
+}
+
+/// The terms of one iteration of loop `li` of role `ri`, with the loops nested in it: its own
+/// (`iter_of`) or, when longer, its inner loops' iterations per iteration of it, which then hide
+/// its own waits.
+fn loop_terms(
+    iter_of: &BTreeMap<(usize, usize), (f64, Terms)>,
+    ri: usize,
+    loops: &[analyze::LoopWork],
+    li: usize,
+) -> Terms {
+    let own = iter_of[&(ri, li)].1.clone();
+    let mut inner = Terms::default();
+    let mut nested = false;
+    for (ci, c) in loops.iter().enumerate() {
+        if c.parent == Some(li) && loops[li].trips > 0.0 {
+            inner.add(
+                &loop_terms(iter_of, ri, loops, ci),
+                c.trips / loops[li].trips,
+            );
+            nested = true;
+        }
+    }
+    if nested && inner.total() > own.total() {
+        inner
+    } else {
+        own
+    }
 }
 
 /// Whether loop `l` issues an MMA whose A operand is a register fragment: element-wise results

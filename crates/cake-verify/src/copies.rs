@@ -37,42 +37,68 @@ const SPLIT_ENUMERATION_LIMIT: usize = 1 << 16;
 /// lm.tiles(SPLIT, ...)`) each load a run of one dimension, and between them every element of
 /// it must be loaded exactly once — a gap leaves part of the sum out, an overlap counts it twice.
 /// A run's length is symbolic (`cdiv(cdiv(K, BK), SPLIT)` boxes), so the boxes are enumerated at
-/// sample extents of the dimension instead of compared by stride.
+/// sample extents of the dimension instead of compared by stride. The copies one statement makes
+/// in a compile-time `range` (one box per step of it) are one copy: their boxes are checked
+/// together.
 fn split_coverage(cx: &Ctx, out: &mut Vec<Finding>) {
     let k = cx.k;
+    let mut groups: Vec<(SplitKey, Vec<(&OpSite, SplitCheck)>)> = Vec::new();
     for site in &cx.ops {
-        let (Op::TmaLoad {
-            dst, src, coords, ..
-        }
-        | Op::CpAsync {
-            dst, src, coords, ..
-        }) = &site.op
-        else {
+        let (Op::TmaLoad { coords, .. } | Op::CpAsync { coords, .. }) = &site.op else {
             continue;
         };
         for d in 0..coords.len() {
             let Some(split) = split_check(k, site, d) else {
                 continue;
             };
-            let Some((size, problem)) = split.problem else {
-                continue;
-            };
-            let dim = k.dims[split.dim].name.clone();
-            let tile_name = var_name(k, Var::Tile(split.axis), split.tiles);
-            let msg = format!(
-                "with `{dim}` = {size}, the {} CTAs along `{tile_name}` and their steps {problem} of {}: split runs must tile the dimension exactly once",
-                split.ctas,
-                dim_text(k, *src, d),
-            );
-            out.push(
-                Finding::new(&COPY_COVERAGE, cx.span(site.stmt), msg)
-                    .subject("view", &k.views[dst.view].name)
-                    .label(k.loops.span(split.tiles), format!("`{tile_name}` splits the work here"))
-                    .help(format!("let CTA `{tile_name}` start its run at `{tile_name} * RUN` boxes and step one box at a time, RUN = lm.cdiv(lm.cdiv({dim}, BOX), {})", split.ctas)),
-            );
+            let key = (cx.span(site.stmt), d);
+            match groups.iter_mut().find(|(g, _)| *g == key) {
+                Some((_, members)) => members.push((site, split)),
+                None => groups.push((key, vec![(site, split)])),
+            }
         }
     }
+    for ((_, d), members) in groups {
+        let (site, split) = &members[0];
+        let Some((size, problem)) = group_problem(&members) else {
+            continue;
+        };
+        let (Op::TmaLoad { dst, src, .. } | Op::CpAsync { dst, src, .. }) = &site.op else {
+            continue;
+        };
+        let dim = k.dims[split.dim].name.clone();
+        let tile_name = var_name(k, Var::Tile(split.axis), split.tiles);
+        let msg = format!(
+            "with `{dim}` = {size}, the {} CTAs along `{tile_name}` and their steps {problem} of {}: split runs must tile the dimension exactly once",
+            split.ctas,
+            dim_text(k, *src, d),
+        );
+        out.push(
+            Finding::new(&COPY_COVERAGE, cx.span(site.stmt), msg)
+                .subject("view", &k.views[dst.view].name)
+                .label(k.loops.span(split.tiles), format!("`{tile_name}` splits the work here"))
+                .help(format!("let CTA `{tile_name}` start its run at `{tile_name} * RUN` boxes and step one box at a time, RUN = lm.cdiv(lm.cdiv({dim}, BOX), {})", split.ctas)),
+        );
+    }
 }
+
+/// The first sample extent at which the boxes of one statement's copies, together, leave an
+/// element out or load it twice; `None` when they tile it (or could not all be enumerated).
+fn group_problem(members: &[(&OpSite, SplitCheck)]) -> Option<(i64, String)> {
+    for (i, size) in SPLIT_SAMPLES.into_iter().enumerate() {
+        let mut starts = Vec::new();
+        for (_, check) in members {
+            starts.extend(check.boxes.as_ref()?[i].iter().copied());
+        }
+        if let Some(p) = coverage_problem(starts, members[0].1.extent, size) {
+            return Some((size, p));
+        }
+    }
+    None
+}
+
+/// A statement's copies along one coordinate: (the statement's span, the coordinate).
+type SplitKey = (cake_diag::Span, usize);
 
 /// What enumerating a split coordinate found.
 struct SplitCheck {
@@ -80,12 +106,15 @@ struct SplitCheck {
     axis: usize,
     ctas: i64,
     tiles: LoopId,
-    /// The first sample extent at which the boxes leave an element out or load it twice.
-    problem: Option<(i64, String)>,
+    /// The extent of one box along the dimension.
+    extent: i64,
+    /// The starts of the boxes at each of [`SPLIT_SAMPLES`]; `None` when they could not be
+    /// enumerated.
+    boxes: Option<Vec<Vec<i64>>>,
 }
 
 /// The split check of coordinate `d` of a copy: `None` when the coordinate reads no tile axis of
-/// constant count (2 to 16), or cannot be enumerated.
+/// constant count (2 to 16).
 fn split_check(k: &Kernel, site: &OpSite, d: usize) -> Option<SplitCheck> {
     let (Op::TmaLoad {
         dst, src, coords, ..
@@ -128,21 +157,20 @@ fn split_check(k: &Kernel, site: &OpSite, d: usize) -> Option<SplitCheck> {
         return None;
     }
     let (_, extent) = box_along(k, dst, coords.len(), d);
-    let mut problem = None;
-    for size in SPLIT_SAMPLES {
-        let dim_value = |x: DimId| Some(if x == dim { size } else { 4096 });
-        let boxes = split_boxes(k, site, c, &split, &steps, &dim_value)?;
-        if let Some(p) = coverage_problem(boxes, extent, size) {
-            problem = Some((size, p));
-            break;
-        }
-    }
+    let boxes = SPLIT_SAMPLES
+        .into_iter()
+        .map(|size| {
+            let dim_value = |x: DimId| Some(if x == dim { size } else { 4096 });
+            split_boxes(k, site, c, &split, &steps, &dim_value)
+        })
+        .collect();
     Some(SplitCheck {
         dim,
         axis,
         ctas,
         tiles,
-        problem,
+        extent,
+        boxes,
     })
 }
 
@@ -222,22 +250,45 @@ fn coverage_problem(mut starts: Vec<i64>, extent: i64, size: i64) -> Option<Stri
     (covered < size).then(|| format!("never load [{covered}, {size})"))
 }
 
-/// The rows of `v`'s view that one operation touches over every replica of its role; `None`
-/// when the row start moves with a loop or cannot be evaluated.
+/// Most values of the loops a row slice's start moves with that [`rows_of`] enumerates.
+const ROWS_ENUMERATION_LIMIT: i64 = 64;
+
+/// The rows of `v`'s view that one operation touches over every replica of its role and every
+/// step of the constant-trip loops its start moves with; `None` when it moves with another loop
+/// or cannot be evaluated.
 pub fn rows_of(k: &Kernel, site: &OpSite, v: &ViewRef) -> Option<Ranges> {
     let total = k.views[v.view].shape.first().copied().unwrap_or(1) as i64;
     let mut r = Ranges::default();
     match v.rows {
         None => r.add(0, total),
         Some((start, n)) => {
-            for (var, _, _) in loop_vars(k, &site.loops) {
-                if step(k, start, var, &|_| 0)? != 0 {
+            // A start that moves with loops of a few constant trips (`kw * MP` over
+            // `lm.range(R)`) takes each of their values; with any other loop, it is unknown.
+            let mut points: Vec<Vec<(Var, i64)>> = vec![Vec::new()];
+            for (var, trips, _) in loop_vars(k, &site.loops) {
+                if step(k, start, var, &|_| 0)? == 0 {
+                    continue;
+                }
+                let Trips::Count(count) = trips else {
+                    return None;
+                };
+                if count < 1 || points.len() as i64 * count > ROWS_ENUMERATION_LIMIT {
                     return None;
                 }
+                points = points
+                    .into_iter()
+                    .flat_map(|p| (0..count).map(move |x| [p.clone(), vec![(var, x)]].concat()))
+                    .collect();
             }
             for (role, i) in replicas(k, site.role) {
-                let s = eval(k, start, &at_replica(role, i))?;
-                r.add(s.max(0), s.saturating_add(n as i64).min(total));
+                for p in &points {
+                    let env = |v: Var| match v {
+                        Var::Role(x) if Some(x) == role => i,
+                        _ => p.iter().find(|(w, _)| *w == v).map_or(0, |(_, x)| *x),
+                    };
+                    let s = eval(k, start, &env)?;
+                    r.add(s.max(0), s.saturating_add(n as i64).min(total));
+                }
             }
         }
     }
@@ -426,8 +477,9 @@ struct Member<'a> {
     axis: Option<usize>,
     step: i64,
     /// Whether a loop nested inside this one moves the same coordinate too (`kc * 512 + k *
-    /// 64`): this loop then steps over whole runs of the inner loop's boxes, not one box.
-    finer: bool,
+    /// 64`): this loop then steps over whole runs of the inner loop's boxes, not one box. With
+    /// one such loop of a constant trip count, its run: this loop must step by exactly that.
+    finer: Option<Option<i64>>,
     trips: Trips,
     lp: LoopId,
     /// Where the copy's boxes lie along the dimension at the loop's first step, over every
@@ -458,9 +510,17 @@ fn strides(cx: &Ctx, out: &mut Vec<Finding>) {
                 if s == 0 {
                     continue;
                 }
-                let finer = vars[vi + 1..]
+                let inner: Vec<(i64, Trips)> = vars[vi + 1..]
                     .iter()
-                    .any(|&(w, _, _)| step(k, c, w, &base).is_some_and(|x| x != 0));
+                    .filter_map(|&(w, t, _)| {
+                        step(k, c, w, &base).filter(|x| *x != 0).map(|x| (x, t))
+                    })
+                    .collect();
+                let finer = match inner.as_slice() {
+                    [] => None,
+                    [(x, Trips::Count(n))] => Some(Some(x.abs() * n)),
+                    _ => Some(None),
+                };
                 let (axis, extent) = box_along(k, dst, coords.len(), d);
                 let mut boxes = Some(Ranges::default());
                 for (role, i) in replicas(k, site.role) {
@@ -562,10 +622,10 @@ fn strides(cx: &Ctx, out: &mut Vec<Finding>) {
             // Loops may walk downwards; an outer loop over runs of an inner loop's boxes needs
             // only to step by whole boxes.
             let stride = m.step.abs();
-            let gap = if m.finer {
-                filled > 0 && stride % filled != 0
-            } else {
-                stride != filled
+            let gap = match m.finer {
+                Some(Some(run)) => stride != run,
+                Some(None) => filled > 0 && stride % filled != 0,
+                None => stride != filled,
             };
             // CTAs of a split tile axis fill the boxes in between (`(k * SPLIT + ks) * BK`):
             // the enumeration decides, and reports what it finds itself.
@@ -575,12 +635,17 @@ fn strides(cx: &Ctx, out: &mut Vec<Finding>) {
                     .iter()
                     .map(|v| format!("`{}`", k.views[*v].name))
                     .collect();
+                // What one step must cover: the inner loop's run of boxes, else the boxes.
+                let views = names.join(", ");
+                let (span, what) = match m.finer {
+                    Some(Some(run)) => (run, format!("the inner loop's run of boxes ({views}) is")),
+                    _ => (filled, format!("the boxes filled from it ({views}) are")),
+                };
                 problems.push(format!(
-                    "this copy's coordinate moves {} by {} per step of `{name}`, but the boxes filled from it ({}) are {filled} wide: {}",
+                    "this copy's coordinate moves {} by {} per step of `{name}`, but {what} {span} wide: {}",
                     dim_text(k, *p, *d),
                     m.step,
-                    names.join(", "),
-                    if stride > filled { "tiles in between are never loaded" } else { "successive steps load overlapping tiles" }
+                    if stride > span { "tiles in between are never loaded" } else { "successive steps load overlapping tiles" }
                 ));
             }
             if let Trips::Along { dim, step } = m.trips {

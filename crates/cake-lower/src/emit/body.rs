@@ -392,7 +392,9 @@ impl Emitter<'_> {
             }
             Stmt::Op(op) => {
                 if self.in_role_region() {
+                    let outer = self.op_stmt.replace(s);
                     self.op(op, sp);
+                    self.op_stmt = outer;
                 }
             }
         }

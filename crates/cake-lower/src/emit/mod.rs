@@ -79,6 +79,9 @@ pub(crate) struct Emitter<'a> {
     pub(crate) indent: usize,
     /// Role whose branch is being emitted, and whether it runs on one thread per replica.
     pub(crate) role: Option<(RoleId, bool)>,
+    /// The operation statement being emitted. A compile-time `range` unrolls one source line
+    /// into several statements, so statements, not spans, tell them apart.
+    pub(crate) op_stmt: Option<StmtId>,
     /// Pipelined loops enclosing the current statement: (loop, pipeline).
     pub(crate) pipes: Vec<(LoopId, PipelineId)>,
     /// While a deferred MMA is emitted (`defer=True`), its pipeline: the stage and phase it uses
@@ -275,6 +278,7 @@ impl<'a> Emitter<'a> {
             out: String::new(),
             indent: 0,
             role: None,
+            op_stmt: None,
             pipes: Vec::new(),
             deferred_pipe: None,
             indent_role_depth: 0,

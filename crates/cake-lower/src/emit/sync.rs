@@ -52,7 +52,7 @@ impl Emitter<'_> {
         let (role, _) = self.role.expect("inside a role");
         self.on_one_thread(|me| {
             // One expect_tx per phase covers every load of this role signalling the barrier.
-            let first_to_barrier = me.first_tma_to(barrier, role, sp);
+            let first_to_barrier = me.first_tma_to(barrier, role);
             if first_to_barrier {
                 let bytes = me.role_tx_bytes(barrier, role);
                 me.line(&format!("cake_mbar_arrive_expect_tx({slot}, {bytes});"));
@@ -135,12 +135,13 @@ impl Emitter<'_> {
         }
     }
 
-    pub(crate) fn first_tma_to(&self, barrier: BarrierId, role: RoleId, sp: Span) -> bool {
-        // The first TMA op (in program order) of this role signalling this barrier.
+    /// Whether the TMA load being emitted is the first (in program order) of this role that
+    /// signals `barrier`: the one whose `expect_tx` covers them all.
+    pub(crate) fn first_tma_to(&self, barrier: BarrierId, role: RoleId) -> bool {
         let first = self
             .role_ops(role)
             .find(|s| matches!(s.op, Op::TmaLoad { barrier: b, .. } if b == barrier));
-        first.map(|s| self.k.stmts.span(s.stmt)) == Some(sp)
+        first.is_some_and(|s| Some(s.stmt) == self.op_stmt)
     }
 
     pub(crate) fn role_tx_bytes(&self, barrier: BarrierId, role: RoleId) -> u64 {
