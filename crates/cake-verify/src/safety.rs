@@ -1252,7 +1252,8 @@ fn release_before_retire(cx: &Ctx, out: &mut Vec<Finding>) {
             {
                 continue;
             }
-            let async_mma = body[..i].iter().any(|s| s.role == site.role && matches!(&s.op, Op::Mma { acc, .. } if cx.mma_family(acc) != MmaFamily::MmaSync));
+            let async_mma = body[..i].iter().any(|s| s.role == site.role && matches!(&s.op, Op::Mma { acc, .. } if cx.mma_family(acc) != MmaFamily::MmaSync))
+                || tcgen05_in_inner_loop(cx, site);
             // A barrier that a producer waits on before overwriting is a release barrier.
             let guards_writes = body
                 .iter()
@@ -1272,6 +1273,35 @@ fn release_before_retire(cx: &Ctx, out: &mut Vec<Finding>) {
             }
         }
     }
+}
+
+/// Whether a tcgen05 MMA of `arrive`'s role runs in a loop nested in `arrive`'s innermost loop,
+/// before it in the same iteration. A wgmma loop retires its MMAs when it ends (the lowering
+/// waits for them there), so an arrive after it releases what they read; a tcgen05 MMA
+/// completes only through a commit, so the loop's end does not order it before the arrive.
+fn tcgen05_in_inner_loop(cx: &Ctx, arrive: &OpSite) -> bool {
+    let Some(pos) = cx.ops.iter().position(|s| s.stmt == arrive.stmt) else {
+        return false;
+    };
+    let Some(&innermost) = arrive.loops.last() else {
+        return false;
+    };
+    for s in cx.ops[..pos].iter().rev() {
+        if s.role != arrive.role || !s.loops.contains(&innermost) {
+            continue;
+        }
+        // A wait of the role in between (on a commit's barrier) may have ordered them.
+        if matches!(s.op, Op::Wait { .. }) && s.loops == arrive.loops {
+            return false;
+        }
+        if s.loops.len() > arrive.loops.len()
+            && s.loops.starts_with(&arrive.loops)
+            && matches!(&s.op, Op::Mma { acc, .. } if cx.mma_family(acc) == MmaFamily::Tcgen05)
+        {
+            return true;
+        }
+    }
+    false
 }
 
 /// Whether some role waits on `barrier` before a copy into a staged view.

@@ -90,7 +90,9 @@ pub const RELEASE_BEFORE_RETIRE: CodeInfo = CodeInfo {
     summary: r#"A stage is released with a plain arrive while asynchronous MMAs may still be reading it."#,
     explanation: r#"wgmma and tcgen05.mma read shared memory asynchronously: the instruction returns before the read happens. Arriving on the release barrier right after issuing them lets the producer overwrite the stage under the MMA. `release=` on `lm.mma` arrives only after the MMA has retired (wgmma.wait_group / tcgen05.commit).
 
-Use `lm.mma(..., release=empty)` instead of `lm.arrive(empty)`."#,
+Use `lm.mma(..., release=empty)` instead of `lm.arrive(empty)`.
+
+After a loop of MMAs the two families differ. On sm_90a the loop's end waits for every wgmma it issued (`wgmma.wait_group 0`), so a plain arrive after it is safe: a two-ring schedule releases its outer ring's stage that way after the inner loop over the other ring. A tcgen05 MMA completes only through a commit, so the same arrive after a loop of tcgen05 MMAs is this error: use `lm.commit(empty)`, which arrives once they complete."#,
     bad: include_str!("../../../../tests/check/CAKE-S007-bad.py"),
     good: include_str!("../../../../tests/check/CAKE-S007-good.py"),
 };
