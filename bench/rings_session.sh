@@ -10,6 +10,8 @@ set -u
 # ONLY_H200=1: record the card and stop unless it is an H200.
 if [ "${ONLY_H200:-0}" = 1 ] && ! grep -q H200 "$OUT/gpu.txt"; then echo "not an H200: nothing run"; exit 0; fi
 D=bench/results/2026-12-05-rings
-part rings 420 $D/rings.family.toml --shard bench --every-route
-[ -f "$OUT/rings/report.txt" ] && cat "$OUT/rings/report.txt" | head -120
+# M 64-128 first (where the hypothesis predicts a gain), then M 16-32.
+part m64 330 $D/rings_m64.family.toml --shard bench --every-route
+part m16 240 $D/rings_m16.family.toml --shard bench --every-route
+for r in m64 m16; do [ -f "$OUT/$r/report.txt" ] && { echo "## $r"; head -24 "$OUT/$r/report.txt"; }; done
 true

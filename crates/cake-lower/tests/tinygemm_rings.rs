@@ -1,7 +1,7 @@
 //! Small-M GEMM with two rings (examples/tinygemm_rings_sm90.py): the weight and the tokens each
 //! in a pipeline of their own, loaded by their own warp; the consumer walks the token ring in its
 //! outer loop and the weight ring inside it. What the emitted code must do and, with nvcc, that
-//! every M, stage width and split compiles without spilling.
+//! every M, stage width, split and tile height compiles without spilling.
 
 mod common;
 
@@ -66,24 +66,37 @@ fn every_m_width_and_split_compiles_without_spills() {
     let t = cake_target::lookup("sm_90a").unwrap();
     let out = std::env::temp_dir().join(format!("cake-tinygemm-rings-{}", std::process::id()));
     // NW = 2048 splits K across a cluster of two.
-    for (m, nw, bk, r, xs) in [
-        (16, 4096, 64, 2, 2),
-        (32, 2048, 64, 1, 3),
-        (64, 14336, 128, 1, 2),
-        (100, 4096, 128, 1, 3),
-        (128, 2048, 64, 2, 2),
-        (128, 4096, 128, 1, 3),
+    // (M, NW, BK, R, X_STAGES, ROW_WGS)
+    for (m, nw, bk, r, xs, wgs) in [
+        (16, 4096, 64, 2, 2, 1),
+        (32, 2048, 64, 1, 3, 1),
+        (64, 14336, 128, 1, 2, 1),
+        (100, 4096, 128, 1, 3, 1),
+        (128, 2048, 64, 2, 2, 1),
+        (128, 4096, 128, 1, 3, 1),
+        (128, 14336, 64, 1, 3, 2),
+        // Split too, at M = 128 the peers' sum needs 4 bytes more than the 168 registers a
+        // thread of three warpgroups gets (ptxas spills them): M = 64 here.
+        (64, 2048, 64, 1, 3, 2),
     ] {
+        let constants = [
+            ("M", m),
+            ("NW", nw),
+            ("BK", bk),
+            ("R", r),
+            ("X_STAGES", xs),
+            ("ROW_WGS", wgs),
+        ];
         let build = tc
             .compile(
-                &lower_with(&[("M", m), ("NW", nw), ("BK", bk), ("R", r), ("X_STAGES", xs)]),
+                &lower_with(&constants),
                 t,
                 &out,
-                &format!("tinygemm_rings_{m}_{nw}_{bk}_{r}_{xs}"),
+                &format!("tinygemm_rings_{m}_{nw}_{bk}_{r}_{xs}_{wgs}"),
             )
-            .unwrap_or_else(|e| panic!("M={m} NW={nw} BK={bk} R={r} X_STAGES={xs}: {e}"));
+            .unwrap_or_else(|e| panic!("{constants:?}: {e}"));
         for res in &build.resources {
-            assert_eq!(res.spill_stores, 0, "M={m} BK={bk} spills: {}", build.log);
+            assert_eq!(res.spill_stores, 0, "{constants:?} spills: {}", build.log);
         }
     }
     let _ = std::fs::remove_dir_all(&out);
