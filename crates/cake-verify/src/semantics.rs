@@ -378,6 +378,25 @@ fn stage_mismatch(cx: &Ctx, out: &mut Vec<Finding>) {
         for v in writes.iter().chain(reads) {
             let view = &k.views[v.view];
             if v.stage.is_none() && view.stages > 1 && view.stages != pipe.stages {
+                // An outer loop over a pipeline of the view's depth: the view is that ring's
+                // (two rings, docs/language.md §7.6), and wants its stage named.
+                let outer = site
+                    .loops
+                    .iter()
+                    .rev()
+                    .find_map(|&o| match k.loops[o].kind {
+                        LoopKind::Range {
+                            pipeline: Some(q), ..
+                        } if q != p && k.pipelines[q].stages == view.stages => Some(q),
+                        _ => None,
+                    });
+                let help = match outer {
+                    Some(q) => format!(
+                        "`{}` follows the loop over `{}` around this one ({} stages): name its stage, `{}.stage({}.stage)`",
+                        view.name, k.pipelines[q].name, view.stages, view.name, k.pipelines[q].name
+                    ),
+                    None => format!("declare `{}` with stages={}", view.name, pipe.stages),
+                };
                 out.push(
                     Finding::new(
                         &STAGE_MISMATCH,
@@ -392,10 +411,7 @@ fn stage_mismatch(cx: &Ctx, out: &mut Vec<Finding>) {
                     .actual(view.stages)
                     .label(k.views.span(v.view), "view declared here")
                     .label(k.loops.span(l), format!("loop bound to `{}`", pipe.name))
-                    .help(format!(
-                        "declare `{}` with stages={}",
-                        view.name, pipe.stages
-                    )),
+                    .help(help),
                 );
             }
         }
