@@ -13,8 +13,8 @@ the same few rows), the weight from DRAM: the tokens need a shallow ring, the we
 
 The consumer walks the token ring in its outer loop and, inside each token stage, R steps of the
 weight ring: the MMA of each step releases its weight stage (one MMA group stays in flight), and
-after the R steps, which every MMA of has retired when the inner loop ends, it releases the token
-stage with a plain arrive. The weight warp runs ahead of the consumer by up to W_STAGES steps,
+after the R steps `lm.commit` releases the token stage once every MMA that read it has retired
+(one arrival per warpgroup, as a tcgen05 commit would be). The weight warp runs ahead of the consumer by up to W_STAGES steps,
 whatever the token ring's depth.
 
     Cᵀ[n0 : n0 + 64, :] = B[n0 : n0 + 64, :] · Aᵀ          (64 × MP tile, MP = M rounded up)
@@ -96,7 +96,7 @@ def tinygemm_rings(A: lm.tensor[lm.bf16, M, "K"],
                     lm.wait(wfull)
                     lm.mma(acc, sW.rows(wrow, 64), sX.stage(xpipe.stage).rows(kw * MP, MP).T,
                            accumulate=kx * R + kw > 0, release=wempty)
-                lm.arrive(xempty)      # the inner loop's MMAs have all retired
+                lm.commit(xempty)      # once the MMAs reading the stage have retired
             if SPLIT > 1:
                 part.rows(wrow, 64).store(acc)
                 lm.arrive(parts)

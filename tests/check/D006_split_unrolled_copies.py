@@ -43,7 +43,7 @@ def splitk(A: lm.tensor[lm.bf16, 16, "K"],
                 for kw in lm.range(R, pipeline=wpipe):
                     lm.wait(wfull)
                     lm.mma(acc, sW, sX.stage(xpipe.stage).rows(kw * 16, 16).T, accumulate=kx + kw > 0, release=wempty)
-                lm.arrive(xempty)
+                lm.commit(xempty)
             part.store(acc)
             lm.arrive(parts)
             lm.wait(parts)

@@ -72,7 +72,7 @@ def tinygemm_rings(A: lm.tensor[lm.bf16, M, "K"],
                     lm.wait(wfull)
                     lm.mma(acc, sW.rows(wrow, 64), sX.rows(kw * MP, MP).T,  # error[CAKE-M003]: name its stage, `sX.stage(xpipe.stage)`
                            accumulate=kx * R + kw > 0, release=wempty)
-                lm.arrive(xempty)      # the inner loop's MMAs have all retired
+                lm.commit(xempty)      # once the MMAs reading the stage have retired
             if SPLIT > 1:
                 part.rows(wrow, 64).store(acc)
                 lm.arrive(parts)

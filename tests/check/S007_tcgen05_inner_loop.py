@@ -1,6 +1,6 @@
 # CAKE-S007: on sm_100a an MMA completes only through a commit: a plain arrive after the inner
 # loop of a two-ring schedule releases the outer ring's stage while the tcgen05 MMAs may still
-# read it (on sm_90a the loop's end waits for its wgmmas; tests/check/D006_split_unrolled_copies.py)
+# read it (on sm_90a the loop's end waits for its wgmmas: tests/check/S007_wgmma_inner_loop.py)
 import cake
 from cake import lm
 

@@ -40,18 +40,24 @@ fn the_copies_of_an_unrolled_range_share_one_expect_tx_per_phase() {
 }
 
 #[test]
-fn the_token_stage_is_released_after_every_mma_reading_it_has_retired() {
+fn the_token_stage_is_committed_after_every_mma_reading_it_has_retired() {
+    // `lm.commit(xempty)` on sm_90a: every wgmma group retires, then one thread of the
+    // warpgroup arrives (one arrival per phase, as tcgen05.commit would make).
     let cuda = lower_with(&[("M", 64)]);
     let math = role(&cuda, "// role math");
     let release = math
         .find("cake_mbar_arrive(xempty")
         .expect("the token release");
     let retired = math[..release]
-        .rfind("cake_wgmma_wait<0>();")
-        .expect("a wait for every MMA before it");
-    // Between the wait and the release: only the weight ring's last deferred release.
-    let between = &math[retired..release];
-    assert!(!between.contains("cake_wgmma_m64"), "{between}");
+        .rfind("cake_wgmma_wait<0>();  // commit xempty")
+        .expect("the commit's wait for every MMA before it");
+    assert!(!math[retired..release].contains("cake_wgmma_m64"));
+    let line = math[..release].rsplit('\n').next().unwrap_or("");
+    assert!(line.contains("if (math_thread == 0)"), "{line}");
+    assert!(
+        cuda.contains("cake_mbar_init(xempty + 8 * s, 1);"),
+        "one arrival per phase"
+    );
     // The weight ring's releases lag one MMA group (one stays in flight).
     assert!(math.contains("cake_wgmma_wait<1>();"), "{math}");
 }

@@ -74,7 +74,31 @@ fn availability(cx: &Ctx, out: &mut Vec<Finding>) {
             Op::CpAsync { .. } => need(cx, out, Feature::CpAsync, sp, "cp.async"),
             Op::Ldmatrix { .. } => need(cx, out, Feature::Ldmatrix, sp, "ldmatrix"),
             Op::FenceProxyAsync => need(cx, out, Feature::FenceProxyAsync, sp, "a proxy fence"),
-            Op::Commit { .. } => need(cx, out, Feature::Tcgen05, sp, "lm.commit (tcgen05.commit)"),
+            // tcgen05.commit, or on sm_90a a wait for the warpgroup's wgmma groups and one
+            // arrival per warpgroup.
+            Op::Commit { .. }
+                if !cx.target.has(Feature::Wgmma) && !cx.target.has(Feature::Tcgen05) =>
+            {
+                let have: Vec<&str> = Feature::Wgmma
+                    .targets()
+                    .into_iter()
+                    .chain(Feature::Tcgen05.targets())
+                    .collect();
+                out.push(
+                    Finding::new(
+                        &INSTRUCTION_UNAVAILABLE,
+                        sp,
+                        format!(
+                            "lm.commit waits for asynchronous MMAs (wgmma or tcgen05), which {} does not have: its MMAs are synchronous",
+                            cx.target.name
+                        ),
+                    )
+                    .expected(format!("a target with wgmma or tcgen05: {}", have.join(", ")))
+                    .actual(cx.target.name)
+                    .help("release with `lm.arrive` (or `release=` on the MMA): after a synchronous MMA the stage is free"),
+                );
+            }
+            Op::Commit { .. } => {}
             Op::TmemLoad { .. } | Op::TmemStore { .. } | Op::TmemCopy { .. } => {
                 need(cx, out, Feature::Tmem, sp, "a TMEM access")
             }

@@ -278,7 +278,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm_rings(
   const uint32_t wfull = cake_smem + 221184;  // mbarrier wfull: 15 slot(s), 1 arrival(s) per phase
   const uint32_t wempty = cake_smem + 221304;  // mbarrier wempty: 15 slot(s), 1 arrival(s) per phase
   const uint32_t xfull = cake_smem + 221424;  // mbarrier xfull: 2 slot(s), 1 arrival(s) per phase
-  const uint32_t xempty = cake_smem + 221440;  // mbarrier xempty: 2 slot(s), 128 arrival(s) per phase
+  const uint32_t xempty = cake_smem + 221440;  // mbarrier xempty: 2 slot(s), 1 arrival(s) per phase
   const uint32_t parts = cake_smem + 221456;  // mbarrier parts: 1 slot(s), 8 arrival(s) per phase
   const int warp = __shfl_sync(0xffffffffu, (int)threadIdx.x / 32, 0);
   const int tiles_0 = 2;
@@ -293,7 +293,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm_rings(
     for (int s = 0; s < 15; ++s) cake_mbar_init(wfull + 8 * s, 1);
     for (int s = 0; s < 15; ++s) cake_mbar_init(wempty + 8 * s, 1);
     for (int s = 0; s < 2; ++s) cake_mbar_init(xfull + 8 * s, 1);
-    for (int s = 0; s < 2; ++s) cake_mbar_init(xempty + 8 * s, 128);
+    for (int s = 0; s < 2; ++s) cake_mbar_init(xempty + 8 * s, 1);
     for (int s = 0; s < 1; ++s) cake_mbar_init(parts + 8 * s, 8);
     cake_fence_barrier_init();
   }
@@ -400,7 +400,8 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm_rings(
         }
         cake_wgmma_wait<0>();  // every MMA of the loop has retired
         if (wempty_pending >= 0 && math_thread == 0) cake_mbar_arrive(wempty + 8 * wempty_pending);
-        cake_mbar_arrive(xempty + 8 * xpipe_stage);  // arrive xempty (tinygemm_rings_sm90.py:99)
+        cake_wgmma_wait<0>();  // commit xempty: every MMA issued so far has retired (tinygemm_rings_sm90.py:99)
+        if (math_thread == 0) cake_mbar_arrive(xempty + 8 * xpipe_stage);
         ++xpipe_it;
       }
       cake_wgmma_wait<0>();  // every MMA of the loop has retired

@@ -195,6 +195,14 @@ impl MmaBackend for Wgmma {
         true
     }
 
+    fn family_ops(&self) -> &'static [&'static str] {
+        &["Commit"]
+    }
+
+    fn commit(&self, e: &mut Emitter, barrier: BarrierId, sp: Span) {
+        e.commit_barrier(barrier, sp);
+    }
+
     fn deferred_loop(
         &self,
         e: &mut Emitter,
@@ -706,6 +714,23 @@ impl Emitter<'_> {
             }
             me.pipes.pop();
         });
+    }
+
+    /// `lm.commit(bar)` on sm_90a: every wgmma group the warpgroup issued retires, then one
+    /// thread per warpgroup arrives (tcgen05.commit's meaning: an arrival once the issued MMAs
+    /// have completed). The releases waiting for those groups go out first.
+    fn commit_barrier(&mut self, b: BarrierId, sp: Span) {
+        let name = self.k.barriers[b].name.clone();
+        self.line(&format!(
+            "cake_wgmma_wait<0>();  // commit {name}: every MMA issued so far has retired ({})",
+            self.loc(sp)
+        ));
+        for arrive in self.mma.wgmma.retired() {
+            self.line(&arrive);
+        }
+        let slot = self.barrier_slot(b);
+        let arrive = self.wgmma_release(b, &slot, None);
+        self.line(&arrive);
     }
 
     /// The statement that releases barrier `b` at `slot` once the current role's wgmma groups
