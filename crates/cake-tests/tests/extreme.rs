@@ -233,3 +233,67 @@ proptest! {
         }
     }
 }
+
+/// A two-ring copy nest (tests/check/D006_split_unrolled_copies.py's shape) with `v` where
+/// copy coverage enumerates: the inner loop's trips, the outer loop's stride, a row slice's
+/// start and the compile-time `range` that unrolls the copies.
+fn copy_nest(at: u8, v: &str) -> String {
+    let (r, stride, start, unroll) = match at % 4 {
+        0 => (v, "2", "kw * 16", "2"),
+        1 => ("2", v, "kw * 16", "2"),
+        2 => ("2", "2", &*format!("kw * ({v})"), "2"),
+        _ => ("2", "2", "kw * 16", v),
+    };
+    format!(
+        r#"import cake
+from cake import lm
+
+
+@cake.schedule(targets=["sm_90a"], cluster=(2, 1, 1))
+def k(A: lm.tensor[lm.bf16, 16, "K"], B: lm.tensor[lm.bf16, "N", "K"]):
+    pool = lm.smem()
+    sW = pool.view(shape=(64, 64), dtype=lm.bf16, stages=8, swizzle=128)
+    sX = pool.view(shape=(32, 64), dtype=lm.bf16, stages=2, swizzle=128)
+    wload = lm.role(warp=0)
+    xload = lm.role(warp=1)
+    math = lm.role(warpgroup=1)
+    wpipe = lm.pipeline(stages=8)
+    xpipe = lm.pipeline(stages=2)
+    wfull = lm.barrier(wpipe, producers=[wload], consumers=[math])
+    wempty = lm.barrier(wpipe, producers=[math], consumers=[wload])
+    xfull = lm.barrier(xpipe, producers=[xload], consumers=[math])
+    xempty = lm.barrier(xpipe, producers=[math], consumers=[xload])
+    acc = math.fragment(shape=(64, 16), dtype=lm.f32)
+    KX = lm.cdiv(lm.cdiv(K, 64), 4)
+    for ks, tn in lm.tiles(2, lm.cdiv(N, 64)):
+        with wload:
+            for kx in lm.range(KX):
+                for kw in lm.range({r}, pipeline=wpipe):
+                    lm.wait(wempty)
+                    sW.tma_load(B, coords=(tn * 64, (ks * KX * 2 + kx * {stride} + kw) * 64), barrier=wfull)
+        with xload:
+            for kx in lm.range(KX, pipeline=xpipe):
+                lm.wait(xempty)
+                for kw in range({unroll}):
+                    sX.rows({start}, 16).tma_load(A, coords=(0, (ks * KX * 2 + kx * 2 + kw) * 64), barrier=xfull)
+        with math:
+            for kx in lm.range(KX, pipeline=xpipe):
+                lm.wait(xfull)
+                for kw in lm.range({r}, pipeline=wpipe):
+                    lm.wait(wfull)
+                    lm.mma(acc, sW, sX.stage(xpipe.stage).rows({start}, 16).T, accumulate=kx + kw > 0, release=wempty)
+                lm.commit(xempty)
+"#
+    )
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    /// Extreme numbers where copy coverage enumerates a copy nest (trip counts, strides, row
+    /// starts, unrolled copies): a finding or a clean check, never an overflow or a hang.
+    #[test]
+    fn copy_nests_with_extreme_numbers(v in extreme_int(), at in any::<u8>()) {
+        session(copy_nest(at, &v))?;
+    }
+}

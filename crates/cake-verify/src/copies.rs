@@ -272,7 +272,8 @@ pub fn rows_of(k: &Kernel, site: &OpSite, v: &ViewRef) -> Option<Ranges> {
                 let Trips::Count(count) = trips else {
                     return None;
                 };
-                if count < 1 || points.len() as i64 * count > ROWS_ENUMERATION_LIMIT {
+                if count < 1 || (points.len() as i64).saturating_mul(count) > ROWS_ENUMERATION_LIMIT
+                {
                     return None;
                 }
                 points = points
@@ -344,6 +345,38 @@ fn rows(cx: &Ctx, out: &mut Vec<Finding>) {
         let Some((first, _)) = writers.first() else {
             continue;
         };
+        // The copies one statement makes in a compile-time `range` are in flight together: two
+        // writing the same rows race, and one step's tile lands in another's rows.
+        // (A copy that names its stage, `.stage(i)`, may fill a different stage each step.)
+        for (i, (w, r)) in writers.iter().enumerate() {
+            if !matches!(&w.op, Op::TmaLoad { dst, .. } | Op::CpAsync { dst, .. } if dst.stage.is_none())
+            {
+                continue;
+            }
+            let mut earlier = Ranges::default();
+            for (v, q) in &writers[..i] {
+                if cx.span(v.stmt) == cx.span(w.stmt) {
+                    q.0.iter().for_each(|&(lo, hi)| earlier.add(lo, hi));
+                }
+            }
+            let twice = earlier.missing(r).missing(r);
+            if !twice.0.is_empty() {
+                out.push(
+                    Finding::new(
+                        &COPY_COVERAGE,
+                        cx.span(w.stmt),
+                        format!(
+                            "the copies this statement makes in its compile-time `range` write rows {} of `{}` twice: they are in flight together, and one step's tile overwrites another's",
+                            twice.text(),
+                            view.name
+                        ),
+                    )
+                    .subject("view", &view.name)
+                    .help("give each step of the `range` its own rows: `.rows(i * n, n)` for boxes of n rows"),
+                );
+                continue 'views;
+            }
+        }
         // Rows the copies bring in that no MMA or ldmatrix reads: the readers' slices were
         // meant to cover the box (a replica's rows computed wrong), or the box is too tall.
         let mut all_read = Some(Ranges::default());
@@ -518,7 +551,7 @@ fn strides(cx: &Ctx, out: &mut Vec<Finding>) {
                     .collect();
                 let finer = match inner.as_slice() {
                     [] => None,
-                    [(x, Trips::Count(n))] => Some(Some(x.abs() * n)),
+                    [(x, Trips::Count(n))] => Some(x.checked_abs().and_then(|a| a.checked_mul(*n))),
                     _ => Some(None),
                 };
                 let (axis, extent) = box_along(k, dst, coords.len(), d);
@@ -621,7 +654,7 @@ fn strides(cx: &Ctx, out: &mut Vec<Finding>) {
             let mut problems = Vec::new();
             // Loops may walk downwards; an outer loop over runs of an inner loop's boxes needs
             // only to step by whole boxes.
-            let stride = m.step.abs();
+            let stride = m.step.checked_abs().unwrap_or(i64::MAX);
             let gap = match m.finer {
                 Some(Some(run)) => stride != run,
                 Some(None) => filled > 0 && stride % filled != 0,
