@@ -67,6 +67,9 @@ impl Emitter<'_> {
     pub(crate) fn elem(&mut self, e: ExprId, site: Site) -> String {
         let mut problems = Vec::new();
         self.elem_problems(e, site, &mut problems);
+        // As the legality pass does (`legal::walk`): a `view.load` outside a wgmma accumulator
+        // tile (or one value per row of one) would be addressed in that layout.
+        self.view_load_problems(e, site, &mut problems);
         self.report(problems);
         if self.k.expr_any(e, |x| {
             matches!(x, ExprKind::Unary(UnOp::Exp2 | UnOp::Exp2Ftz, _))
@@ -92,7 +95,7 @@ impl Emitter<'_> {
     pub(crate) fn prefetch_peer_tiles(&mut self, value: ExprId) -> HashMap<ExprId, String> {
         let saved = self.peer_loads.clone();
         let k = self.k;
-        // Elsewhere `view.load` is refused (`view_load_problems`), once, by the statement.
+        // Elsewhere `view.load` is refused (`view_load_problems`, by `elem`).
         if !matches!(self.tile_of(value), Some(FragLayout::WgmmaAcc { .. })) {
             return saved;
         }
