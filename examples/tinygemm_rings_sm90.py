@@ -40,7 +40,7 @@ X_STAGES = 2                            # token stages: the tokens come from L2
 ROW_WGS = 1
 BN = 64 * ROW_WGS                       # weight rows per tile
 SPLIT_UPTO = 2048                       # the most weight rows split over K
-SPLIT_WAYS = 2                          # CTAs per tile where it splits
+SPLIT_WAYS = 2                          # CTAs per tile where it splits (2, 4 or 8)
 SPLIT = SPLIT_WAYS if NW <= SPLIT_UPTO else 1
 # The weight ring takes what the token ring and the partial tile leave of ~216 KB.
 W_STAGES = min(32 * 64 // BK,
@@ -102,9 +102,16 @@ def tinygemm_rings(A: lm.tensor[lm.bf16, M, "K"],
                 lm.arrive(parts)
                 lm.wait(parts)
                 if ks == 0:
-                    total = acc
-                    for r in range(1, SPLIT):
-                        total = total + part.rows(wrow, 64).load(cta=r)
-                    lm.store(C, lm.cast(total, lm.bf16), coords=(0, tn * BN + wrow), transpose=True)
+                    if (SPLIT - 1) * MP <= 128:
+                        # The peers' partials read together, all in registers at once.
+                        total = acc
+                        for r in range(1, SPLIT):
+                            total = total + part.rows(wrow, 64).load(cta=r)
+                        lm.store(C, lm.cast(total, lm.bf16), coords=(0, tn * BN + wrow), transpose=True)
+                    else:
+                        # One peer at a time: SPLIT - 1 partials of MP columns at once would spill.
+                        for r in range(1, SPLIT):
+                            acc[:] = acc + part.rows(wrow, 64).load(cta=r)
+                        lm.store(C, lm.cast(acc, lm.bf16), coords=(0, tn * BN + wrow), transpose=True)
             else:
                 lm.store(C, lm.cast(acc, lm.bf16), coords=(0, tn * BN + wrow), transpose=True)

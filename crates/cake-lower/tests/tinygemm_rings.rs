@@ -72,18 +72,20 @@ fn every_m_width_and_split_compiles_without_spills() {
     let t = cake_target::lookup("sm_90a").unwrap();
     let out = std::env::temp_dir().join(format!("cake-tinygemm-rings-{}", std::process::id()));
     // NW = 2048 splits K across a cluster of two.
-    // (M, NW, BK, R, X_STAGES, ROW_WGS)
-    for (m, nw, bk, r, xs, wgs) in [
-        (16, 4096, 64, 2, 2, 1),
-        (32, 2048, 64, 1, 3, 1),
-        (64, 14336, 128, 1, 2, 1),
-        (100, 4096, 128, 1, 3, 1),
-        (128, 2048, 64, 2, 2, 1),
-        (128, 4096, 128, 1, 3, 1),
-        (128, 14336, 64, 1, 3, 2),
+    // (M, NW, BK, R, X_STAGES, ROW_WGS, SPLIT_WAYS)
+    for (m, nw, bk, r, xs, wgs, ways) in [
+        (16, 4096, 64, 2, 2, 1, 2),
+        (32, 2048, 64, 1, 3, 1, 2),
+        (64, 14336, 128, 1, 2, 1, 2),
+        (100, 4096, 128, 1, 3, 1, 2),
+        (128, 2048, 64, 2, 2, 1, 2),
+        (128, 4096, 128, 1, 3, 1, 2),
+        (128, 14336, 64, 1, 3, 2, 2),
         // Split too, at M = 128 the peers' sum needs 4 bytes more than the 168 registers a
         // thread of three warpgroups gets (ptxas spills them): M = 64 here.
-        (64, 2048, 64, 1, 3, 2),
+        (64, 2048, 64, 1, 3, 2, 2),
+        // Four ways: the peers' partials added one at a time.
+        (128, 2048, 64, 1, 3, 1, 4),
     ] {
         let constants = [
             ("M", m),
@@ -92,13 +94,14 @@ fn every_m_width_and_split_compiles_without_spills() {
             ("R", r),
             ("X_STAGES", xs),
             ("ROW_WGS", wgs),
+            ("SPLIT_WAYS", ways),
         ];
         let build = tc
             .compile(
                 &lower_with(&constants),
                 t,
                 &out,
-                &format!("tinygemm_rings_{m}_{nw}_{bk}_{r}_{xs}_{wgs}"),
+                &format!("tinygemm_rings_{m}_{nw}_{bk}_{r}_{xs}_{wgs}_{ways}"),
             )
             .unwrap_or_else(|e| panic!("{constants:?}: {e}"));
         for res in &build.resources {

@@ -423,10 +423,10 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm_rings(
       { __syncwarp(); if (threadIdx.x % 32 < 2) cake_mbar_arrive_cluster(parts, threadIdx.x % 32); }  // arrive parts (tinygemm_rings_sm90.py:102)
       cake_mbar_wait_cluster(parts, (parts_waits++ & 1));  // wait parts (tinygemm_rings_sm90.py:103)
       if ((tile_0 == 0)) {  // tinygemm_rings_sm90.py:104
-        float peer0[64];  // part.load(cta=...): every element in flight before the first is used (tinygemm_rings_sm90.py:107)
+        float peer0[64];  // part.load(cta=...): every element in flight before the first is used (tinygemm_rings_sm90.py:109)
         #pragma unroll
         for (int i = 0; i < 16; ++i) for (int h = 0; h < 2; ++h) cake_ld_cluster_v2_f32(part + (((((64 * math_index)) + lane_row + 8 * h) * 128 + (lane_col + 8 * i)) * 4), (uint32_t)(1), peer0[4 * i + 2 * h], peer0[4 * i + 2 * h + 1]);
-        {  // store C <- accumulator tile, transposed (tinygemm_rings_sm90.py:108)
+        {  // store C <- accumulator tile, transposed (tinygemm_rings_sm90.py:110)
           #pragma unroll
           for (int i = 0; i < 16; ++i) {
             #pragma unroll
