@@ -100,6 +100,18 @@ fn group_problem(members: &[(&OpSite, SplitCheck)]) -> Option<(i64, String)> {
 /// A statement's copies along one coordinate: (the statement's span, the coordinate).
 type SplitKey = (cake_diag::Span, usize);
 
+/// What the loops nested inside one that moves a copy's coordinate do with it.
+#[derive(Clone, Copy)]
+enum Finer {
+    /// None moves it: each step of this loop is one box.
+    No,
+    /// One loop of constant trips does: each step of this loop is its whole run of boxes, this
+    /// long.
+    Run(i64),
+    /// Others do: each step of this loop is a whole number of boxes.
+    Boxes,
+}
+
 /// What enumerating a split coordinate found.
 struct SplitCheck {
     dim: DimId,
@@ -510,9 +522,8 @@ struct Member<'a> {
     axis: Option<usize>,
     step: i64,
     /// Whether a loop nested inside this one moves the same coordinate too (`kc * 512 + k *
-    /// 64`): this loop then steps over whole runs of the inner loop's boxes, not one box. With
-    /// one such loop of a constant trip count, its run: this loop must step by exactly that.
-    finer: Option<Option<i64>>,
+    /// 64`): this loop then steps over whole runs of the inner loop's boxes, not one box.
+    finer: Finer,
     trips: Trips,
     lp: LoopId,
     /// Where the copy's boxes lie along the dimension at the loop's first step, over every
@@ -550,9 +561,12 @@ fn strides(cx: &Ctx, out: &mut Vec<Finding>) {
                     })
                     .collect();
                 let finer = match inner.as_slice() {
-                    [] => None,
-                    [(x, Trips::Count(n))] => Some(x.checked_abs().and_then(|a| a.checked_mul(*n))),
-                    _ => Some(None),
+                    [] => Finer::No,
+                    [(x, Trips::Count(n))] => x
+                        .checked_abs()
+                        .and_then(|a| a.checked_mul(*n))
+                        .map_or(Finer::Boxes, Finer::Run),
+                    _ => Finer::Boxes,
                 };
                 let (axis, extent) = box_along(k, dst, coords.len(), d);
                 let mut boxes = Some(Ranges::default());
@@ -652,13 +666,13 @@ fn strides(cx: &Ctx, out: &mut Vec<Finding>) {
             }
             let name = var_name(k, *var, m.lp);
             let mut problems = Vec::new();
-            // Loops may walk downwards; an outer loop over runs of an inner loop's boxes needs
-            // only to step by whole boxes.
+            // Loops may walk downwards; an outer loop over runs of an inner loop's boxes steps
+            // by the run (an inner loop of constant trips), else by whole boxes.
             let stride = m.step.checked_abs().unwrap_or(i64::MAX);
             let gap = match m.finer {
-                Some(Some(run)) => stride != run,
-                Some(None) => filled > 0 && stride % filled != 0,
-                None => stride != filled,
+                Finer::Run(run) => stride != run,
+                Finer::Boxes => filled > 0 && stride % filled != 0,
+                Finer::No => stride != filled,
             };
             // CTAs of a split tile axis fill the boxes in between (`(k * SPLIT + ks) * BK`):
             // the enumeration decides, and reports what it finds itself.
@@ -671,7 +685,7 @@ fn strides(cx: &Ctx, out: &mut Vec<Finding>) {
                 // What one step must cover: the inner loop's run of boxes, else the boxes.
                 let views = names.join(", ");
                 let (span, what) = match m.finer {
-                    Some(Some(run)) => (run, format!("the inner loop's run of boxes ({views}) is")),
+                    Finer::Run(run) => (run, format!("the inner loop's run of boxes ({views}) is")),
                     _ => (filled, format!("the boxes filled from it ({views}) are")),
                 };
                 problems.push(format!(
