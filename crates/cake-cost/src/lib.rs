@@ -802,7 +802,6 @@ pub fn estimate_with(
     };
 
     // ---- one tile, per role
-    let mut loops_out = Vec::new();
     let mut iter_of: BTreeMap<(usize, usize), (f64, Terms)> = BTreeMap::new();
     // Of an iteration, the time streaming row-layout tiles (a throughput CTAs on an SM share).
     let mut row_of: BTreeMap<(usize, usize), f64> = BTreeMap::new();
@@ -817,9 +816,26 @@ pub fn estimate_with(
             }
         }
     }
+    // Loops nested in another first: an outer loop's iteration holds its inner loops' (their
+    // time is part of its consumers' work, `inner_us`). The report keeps program order.
+    let mut order: Vec<(usize, usize, usize)> = Vec::new();
     for (ri, r) in a.roles.iter().enumerate() {
         for (li, l) in r.loops.iter().enumerate() {
-            let members: Vec<(usize, &analyze::LoopWork)> = match l.pipeline {
+            let mut depth = 0;
+            let mut up = l.parent;
+            while let Some(pi) = up {
+                depth += 1;
+                up = r.loops[pi].parent;
+            }
+            order.push((depth, ri, li));
+        }
+    }
+    order.sort_by_key(|&(depth, ri, li)| (std::cmp::Reverse(depth), ri, li));
+    let mut reports: Vec<((usize, usize), LoopReport)> = Vec::new();
+    for (_, ri, li) in order {
+        let l = &a.roles[ri].loops[li];
+        {
+            let members: Vec<(usize, usize, &analyze::LoopWork)> = match l.pipeline {
                 Some(pp) => a
                     .roles
                     .iter()
@@ -827,18 +843,32 @@ pub fn estimate_with(
                     .filter_map(|(i, r)| {
                         r.loops
                             .iter()
-                            .find(|m| m.pipeline == Some(pp))
-                            .map(|m| (i, m))
+                            .position(|m| m.pipeline == Some(pp))
+                            .map(|j| (i, j, &r.loops[j]))
                     })
                     .collect(),
-                None => vec![(ri, l)],
+                None => vec![(ri, li, l)],
             };
-            let load_bytes: f64 = members.iter().map(|(_, m)| m.work.load_bytes).sum();
-            let copies: u32 = members.iter().map(|(_, m)| m.work.copies).sum();
-            let misaligned: f64 = members.iter().map(|(_, m)| m.work.misaligned_rows).sum();
+            // Per member: the time of the loops nested in it, per iteration of it.
+            let inner_us = |i: usize, j: usize| -> f64 {
+                let outer = &a.roles[i].loops[j];
+                a.roles[i]
+                    .loops
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, c)| c.parent == Some(j) && outer.trips > 0.0)
+                    .map(|(ci, c)| {
+                        iter_of.get(&(i, ci)).map_or(0.0, |x| x.0) * c.trips / outer.trips
+                    })
+                    .sum()
+            };
+            let load_bytes: f64 = members.iter().map(|(_, _, m)| m.work.load_bytes).sum();
+            let copies: u32 = members.iter().map(|(_, _, m)| m.work.copies).sum();
+            let misaligned: f64 = members.iter().map(|(_, _, m)| m.work.misaligned_rows).sum();
             let load_us = rates.load_us(load_bytes, misaligned);
-            let (mut c, mut c_mma, mut c_alu, mut c_row) = (0.0f64, 0.0, 0.0, 0.0);
-            for (i, m) in &members {
+            let (mut c, mut c_mma, mut c_alu, mut c_row, mut c_inner) =
+                (0.0f64, 0.0, 0.0, 0.0, 0.0);
+            for (i, j, m) in &members {
                 let replicas = f64::from(a.roles[*i].replicas.max(1));
                 let (mm, al, rs) = (
                     rates.mma_us(&m.work, replicas),
@@ -863,14 +893,17 @@ pub fn estimate_with(
                     // the same stage and their MMAs finish together: they run in lockstep.
                     mm + al + rs
                 };
-                if consume > c {
-                    c = consume;
+                // The loops inside it run before its consumer is done with the stage.
+                let inner = inner_us(*i, *j);
+                if consume + inner > c {
+                    c = consume + inner;
                     c_mma = mm;
                     c_alu = al;
                     c_row = rs;
+                    c_inner = inner;
                 }
             }
-            let waits = members.iter().any(|(_, m)| m.work.waits > 0.0);
+            let waits = members.iter().any(|(_, _, m)| m.work.waits > 0.0);
             let stages = l.pipeline.map(|pp| kernel.pipelines[pp].stages);
             let handoff = if waits { p.bar } else { 0.0 };
             // The latency under the load the loop itself puts on L2 (every SM runs it).
@@ -891,7 +924,7 @@ pub fn estimate_with(
             // iteration, on the warps' critical path.
             let worst = members
                 .iter()
-                .filter_map(|(i, _)| a.roles[*i].role)
+                .filter_map(|(i, _, _)| a.roles[*i].role)
                 .map(|rid| (spilled_registers(kernel, target, rid), rid))
                 .max_by_key(|(n, rid)| (*n, std::cmp::Reverse(rid.index())));
             let spilled = worst.map_or(0, |(n, _)| n);
@@ -909,9 +942,10 @@ pub fn estimate_with(
             let limit = load_us.max(c).max(ring).max(handoff);
             let it = limit + spill_us;
             // The element-wise work the MMAs do not hide (all of it, unless an MMA is deferred).
+            // The inner loops' time is theirs (`loop_terms` adds it): not counted here.
             let mut terms = Terms {
                 tensor_us: c_mma,
-                epilogue_us: (c - c_mma - c_row).max(0.0),
+                epilogue_us: (c - c_inner - c_mma - c_row).max(0.0),
                 memory_us: c_row,
                 ..Terms::default()
             };
@@ -928,11 +962,11 @@ pub fn estimate_with(
             }
             terms.latency_us += spill_us;
             iter_of.insert((ri, li), (it, terms));
-            if members.first().map(|(i, _)| *i) == Some(ri) || l.pipeline.is_none() {
-                loops_out.push(LoopReport {
+            if members.first().map(|(i, _, _)| *i) == Some(ri) || l.pipeline.is_none() {
+                let report = LoopReport {
                     role: members
                         .iter()
-                        .map(|(i, _)| a.roles[*i].name.clone())
+                        .map(|(i, _, _)| a.roles[*i].name.clone())
                         .collect::<Vec<_>>()
                         .join(" + "),
                     var: kernel.loops[l.id].var_name.clone(),
@@ -949,12 +983,15 @@ pub fn estimate_with(
                     load_bytes,
                     flops: members
                         .iter()
-                        .map(|(_, m)| m.work.mma_flops_16 + m.work.mma_flops_8)
+                        .map(|(_, _, m)| m.work.mma_flops_16 + m.work.mma_flops_8)
                         .sum(),
-                });
+                };
+                reports.push(((ri, li), report));
             }
         }
     }
+    reports.sort_by_key(|(at, _)| *at);
+    let loops_out: Vec<LoopReport> = reports.into_iter().map(|(_, r)| r).collect();
     // Per role: what runs once per tile outside loops, then its loops.
     let mut critical: Option<(usize, f64, Terms, f64)> = None;
     for (ri, r) in a.roles.iter().enumerate() {
@@ -978,8 +1015,7 @@ pub fn estimate_with(
                 terms.sync_us += w.waits * p.bar;
             }
         }
-        // A loop nested in another runs within its iterations: an iteration of the outer one
-        // takes the longer of its own time and its inner loops' (`loop_terms`).
+        // A loop nested in another runs within its iterations (`loop_terms`).
         for (li, l) in r.loops.iter().enumerate() {
             if l.parent.is_none() {
                 terms.add(&loop_terms(&iter_of, ri, &r.loops, li), l.trips);
@@ -1521,32 +1557,25 @@ fn spilled_registers(k: &Kernel, target: &Target, r: cake_ir::RoleId) -> u64 {
     k.registers_over_budget(r, launch, issues_wgmma)
 }
 
-/// The terms of one iteration of loop `li` of role `ri`, with the loops nested in it: its own
-/// (`iter_of`) or, when longer, its inner loops' iterations per iteration of it, which then hide
-/// its own waits.
+/// The terms of one iteration of loop `li` of role `ri` with the loops nested in it: its own
+/// (`iter_of`: its work, and what of its limit the inner loops' time does not cover) plus its
+/// inner loops' iterations per iteration of it.
 fn loop_terms(
     iter_of: &BTreeMap<(usize, usize), (f64, Terms)>,
     ri: usize,
     loops: &[analyze::LoopWork],
     li: usize,
 ) -> Terms {
-    let own = iter_of[&(ri, li)].1.clone();
-    let mut inner = Terms::default();
-    let mut nested = false;
+    let mut terms = iter_of[&(ri, li)].1.clone();
     for (ci, c) in loops.iter().enumerate() {
         if c.parent == Some(li) && loops[li].trips > 0.0 {
-            inner.add(
+            terms.add(
                 &loop_terms(iter_of, ri, loops, ci),
                 c.trips / loops[li].trips,
             );
-            nested = true;
         }
     }
-    if nested && inner.total() > own.total() {
-        inner
-    } else {
-        own
-    }
+    terms
 }
 
 /// Whether loop `l` issues an MMA whose A operand is a register fragment: element-wise results

@@ -1020,3 +1020,39 @@ fn too_few_mma_chains_cannot_reach_the_tensor_rate() {
     let e = Calibration::from_toml(&bad).unwrap_err().to_string();
     assert!(e.contains("[mma_chain_tflops_16bit_by_n]"), "{e}");
 }
+
+#[test]
+fn a_loop_split_into_an_outer_loop_over_runs_costs_what_the_flat_loop_does() {
+    // tests/check/D006_outer_loop_over_runs_of_boxes.py walks K as `kc` over runs of four
+    // pipelined steps `k`; flattened, the same steps. The inner loop runs once per `kc` (its trips
+    // multiply), and an iteration of `kc` is its four steps (not added after them): until the
+    // cost model counted so, the nested form was costed with 4 steps per tile.
+    let path = "tests/check/D006_outer_loop_over_runs_of_boxes.py";
+    let nested = std::fs::read_to_string(root().join(path)).unwrap();
+    let flat = nested
+        .replace(
+            "            for kc in lm.range(lm.cdiv(K, 4 * BK)):\n                for k in lm.range(4, pipeline=pipe):\n                    lm.wait(empty)\n                    sA.tma_load(A, coords=(tm * BM, kc * (4 * BK) + k * BK), barrier=full)\n                    sB.tma_load(B, coords=(tn * BN, kc * (4 * BK) + k * BK), barrier=full)",
+            "            for k in lm.range(lm.cdiv(K, BK), pipeline=pipe):\n                lm.wait(empty)\n                sA.tma_load(A, coords=(tm * BM, k * BK), barrier=full)\n                sB.tma_load(B, coords=(tn * BN, k * BK), barrier=full)",
+        )
+        .replace(
+            "            for kc in lm.range(lm.cdiv(K, 4 * BK)):\n                for k in lm.range(4, pipeline=pipe):\n                    lm.wait(full)\n                    lm.mma(acc, sA.rows(wg_rows(math.index), 64), sB.T, accumulate=kc + k > 0, release=empty)",
+            "            for k in lm.range(lm.cdiv(K, BK), pipeline=pipe):\n                lm.wait(full)\n                lm.mma(acc, sA.rows(wg_rows(math.index), 64), sB.T, accumulate=k > 0, release=empty)",
+        );
+    assert!(!flat.contains("for kc in"), "both loops flattened");
+    let parse = |name: &str, text: &str| {
+        let (_, front) = cake_front::check_bytes(name, text.as_bytes());
+        assert!(!front.findings.has_errors(), "{name} must check");
+        front.kernels.into_iter().next().unwrap()
+    };
+    let cal = Calibration::builtin(sm90()).unwrap();
+    let shape = parse_shape("M=4096,N=7168,K=4096").unwrap();
+    let n = estimate(&parse("nested.py", &nested), sm90(), &shape, &cal).unwrap();
+    let f = estimate(&parse("flat.py", &flat), sm90(), &shape, &cal).unwrap();
+    assert_eq!((n.flops, n.dram_bytes), (f.flops, f.dram_bytes));
+    assert!(
+        (n.time_us - f.time_us).abs() < 0.01 * f.time_us,
+        "nested {} µs against flat {} µs",
+        n.time_us,
+        f.time_us
+    );
+}
