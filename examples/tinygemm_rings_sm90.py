@@ -8,16 +8,16 @@ where M = 16's 16 stages hold 128 KB; an H100 under ncu read 59 % of DRAM's peak
 68 % at M = 16 (bench/results/2026-12-05-tall/, call 2). The tokens come from L2 (every CTA reads
 the same few rows), the weight from DRAM: the tokens need a shallow ring, the weight a deep one.
 
-    weight ring   W_STAGES stages of one 64 × BK weight tile        (loaded by `wload`, warp 0)
+    weight ring   W_STAGES stages of one BN × BK weight tile        (loaded by `wload`, warp 0)
     token ring    X_STAGES stages of R K-steps of the MP tokens     (loaded by `xload`, warp 1)
 
 The consumer walks the token ring in its outer loop and, inside each token stage, R steps of the
 weight ring: the MMA of each step releases its weight stage (one MMA group stays in flight), and
 after the R steps `lm.commit` releases the token stage once every MMA that read it has retired
-(one arrival per warpgroup, as a tcgen05 commit would be). The weight warp runs ahead of the consumer by up to W_STAGES steps,
-whatever the token ring's depth.
+(one arrival per warpgroup, as a tcgen05 commit would be). The weight warp runs ahead of the
+consumer by up to W_STAGES steps, whatever the token ring's depth.
 
-    Cᵀ[n0 : n0 + 64, :] = B[n0 : n0 + 64, :] · Aᵀ          (64 × MP tile, MP = M rounded up)
+    Cᵀ[n0 : n0 + BN, :] = B[n0 : n0 + BN, :] · Aᵀ          (BN × MP tile, MP = M rounded up)
 
 Split over K as the one-ring schedule is (SPLIT CTAs of a cluster each take KB steps; CTA 0 adds
 the partials through distributed shared memory), with KB a multiple of R: the last CTA's steps
