@@ -834,160 +834,154 @@ pub fn estimate_with(
     let mut reports: Vec<((usize, usize), LoopReport)> = Vec::new();
     for (_, ri, li) in order {
         let l = &a.roles[ri].loops[li];
-        {
-            let members: Vec<(usize, usize, &analyze::LoopWork)> = match l.pipeline {
-                Some(pp) => a
-                    .roles
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(i, r)| {
-                        r.loops
-                            .iter()
-                            .position(|m| m.pipeline == Some(pp))
-                            .map(|j| (i, j, &r.loops[j]))
-                    })
-                    .collect(),
-                None => vec![(ri, li, l)],
-            };
-            // Per member: the time of the loops nested in it, per iteration of it.
-            let inner_us = |i: usize, j: usize| -> f64 {
-                let outer = &a.roles[i].loops[j];
-                a.roles[i]
-                    .loops
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, c)| c.parent == Some(j) && outer.trips > 0.0)
-                    .map(|(ci, c)| {
-                        iter_of.get(&(i, ci)).map_or(0.0, |x| x.0) * c.trips / outer.trips
-                    })
-                    .sum()
-            };
-            let load_bytes: f64 = members.iter().map(|(_, _, m)| m.work.load_bytes).sum();
-            let copies: u32 = members.iter().map(|(_, _, m)| m.work.copies).sum();
-            let misaligned: f64 = members.iter().map(|(_, _, m)| m.work.misaligned_rows).sum();
-            let load_us = rates.load_us(load_bytes, misaligned);
-            let (mut c, mut c_mma, mut c_alu, mut c_row, mut c_inner) =
-                (0.0f64, 0.0, 0.0, 0.0, 0.0);
-            for (i, j, m) in &members {
-                let replicas = f64::from(a.roles[*i].replicas.max(1));
-                let (mm, al, rs) = (
-                    rates.mma_us(&m.work, replicas),
-                    rates.alu_us(&m.work),
-                    rates.row_us(&m.work),
-                );
-                let consume = if replicas > 1.0 && feeds_mma(kernel, m.id) {
-                    // Warpgroups whose element-wise results are an MMA operand of the same
-                    // iteration (attention's P) each wait on their own element-wise work before
-                    // that MMA, so they drift apart: while one computes, the other W - 1 keep
-                    // the tensor cores busy, and of the shorter of the two phases that share
-                    // hides, with or without a deferred MMA (measured within 9 % of each
-                    // other, bench/results/2026-12-03-cost-model-2/).
-                    let hidden = mm.min(al) * (replicas - 1.0) / replicas;
-                    (mm + al - hidden).max(mm.max(al)) + rs
-                } else if defers_mma(kernel, m.id) {
-                    // A loop whose last MMA is deferred (`defer=True`) runs its element-wise
-                    // work while that MMA is in flight: the two overlap instead of adding up.
-                    mm.max(al) + rs
-                } else {
-                    // Warpgroups whose element-wise work only reads the accumulator wait on
-                    // the same stage and their MMAs finish together: they run in lockstep.
-                    mm + al + rs
-                };
-                // The loops inside it run before its consumer is done with the stage.
-                let inner = inner_us(*i, *j);
-                if consume + inner > c {
-                    c = consume + inner;
-                    c_mma = mm;
-                    c_alu = al;
-                    c_row = rs;
-                    c_inner = inner;
-                }
-            }
-            let waits = members.iter().any(|(_, _, m)| m.work.waits > 0.0);
-            let stages = l.pipeline.map(|pp| kernel.pipelines[pp].stages);
-            let handoff = if waits { p.bar } else { 0.0 };
-            // The latency under the load the loop itself puts on L2 (every SM runs it).
-            let ring = match stages {
-                Some(s) if copies > 0 => {
-                    let note =
-                        "no [tma_stream_gbps] table: rings cover the unloaded tma_latency_us";
-                    if p.loaded.is_empty() && !assumptions.iter().any(|a| a == note) {
-                        assumptions.push(note.into());
-                    }
-                    let per_sm = load_bytes * active / p.sms;
-                    p.ring_us(s as f64, per_sm, load_us, c, handoff)
-                }
-                _ => 0.0,
-            };
-            // Registers the role's fragments (and a wgmma's working set) need beyond its
-            // budget are spilled: each is reloaded from and stored to local memory once per
-            // iteration, on the warps' critical path.
-            let worst = members
+        let members: Vec<(usize, usize, &analyze::LoopWork)> = match l.pipeline {
+            Some(pp) => a
+                .roles
                 .iter()
-                .filter_map(|(i, _, _)| a.roles[*i].role)
-                .map(|rid| (spilled_registers(kernel, target, rid), rid))
-                .max_by_key(|(n, rid)| (*n, std::cmp::Reverse(rid.index())));
-            let spilled = worst.map_or(0, |(n, _)| n);
-            let spill_us = spilled as f64 * 2.0 * L1_HIT_CYCLES / (p.clock_ghz * 1e3);
-            if let Some((_, spiller)) = worst.filter(|(n, _)| *n > 0) {
-                let note = format!(
+                .enumerate()
+                .filter_map(|(i, r)| {
+                    r.loops
+                        .iter()
+                        .position(|m| m.pipeline == Some(pp))
+                        .map(|j| (i, j, &r.loops[j]))
+                })
+                .collect(),
+            None => vec![(ri, li, l)],
+        };
+        // Per member: the time of the loops nested in it, per iteration of it.
+        let inner_us = |i: usize, j: usize| -> f64 {
+            let outer = &a.roles[i].loops[j];
+            a.roles[i]
+                .loops
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| c.parent == Some(j) && outer.trips > 0.0)
+                .map(|(ci, c)| iter_of.get(&(i, ci)).map_or(0.0, |x| x.0) * c.trips / outer.trips)
+                .sum()
+        };
+        let load_bytes: f64 = members.iter().map(|(_, _, m)| m.work.load_bytes).sum();
+        let copies: u32 = members.iter().map(|(_, _, m)| m.work.copies).sum();
+        let misaligned: f64 = members.iter().map(|(_, _, m)| m.work.misaligned_rows).sum();
+        let load_us = rates.load_us(load_bytes, misaligned);
+        let (mut c, mut c_mma, mut c_alu, mut c_row, mut c_inner) = (0.0f64, 0.0, 0.0, 0.0, 0.0);
+        for (i, j, m) in &members {
+            let replicas = f64::from(a.roles[*i].replicas.max(1));
+            let (mm, al, rs) = (
+                rates.mma_us(&m.work, replicas),
+                rates.alu_us(&m.work),
+                rates.row_us(&m.work),
+            );
+            let consume = if replicas > 1.0 && feeds_mma(kernel, m.id) {
+                // Warpgroups whose element-wise results are an MMA operand of the same
+                // iteration (attention's P) each wait on their own element-wise work before
+                // that MMA, so they drift apart: while one computes, the other W - 1 keep
+                // the tensor cores busy, and of the shorter of the two phases that share
+                // hides, with or without a deferred MMA (measured within 9 % of each
+                // other, bench/results/2026-12-03-cost-model-2/).
+                let hidden = mm.min(al) * (replicas - 1.0) / replicas;
+                (mm + al - hidden).max(mm.max(al)) + rs
+            } else if defers_mma(kernel, m.id) {
+                // A loop whose last MMA is deferred (`defer=True`) runs its element-wise
+                // work while that MMA is in flight: the two overlap instead of adding up.
+                mm.max(al) + rs
+            } else {
+                // Warpgroups whose element-wise work only reads the accumulator wait on
+                // the same stage and their MMAs finish together: they run in lockstep.
+                mm + al + rs
+            };
+            // The loops inside it run before its consumer is done with the stage.
+            let inner = inner_us(*i, *j);
+            if consume + inner > c {
+                c = consume + inner;
+                c_mma = mm;
+                c_alu = al;
+                c_row = rs;
+                c_inner = inner;
+            }
+        }
+        let waits = members.iter().any(|(_, _, m)| m.work.waits > 0.0);
+        let stages = l.pipeline.map(|pp| kernel.pipelines[pp].stages);
+        let handoff = if waits { p.bar } else { 0.0 };
+        // The latency under the load the loop itself puts on L2 (every SM runs it).
+        let ring = match stages {
+            Some(s) if copies > 0 => {
+                let note = "no [tma_stream_gbps] table: rings cover the unloaded tma_latency_us";
+                if p.loaded.is_empty() && !assumptions.iter().any(|a| a == note) {
+                    assumptions.push(note.into());
+                }
+                let per_sm = load_bytes * active / p.sms;
+                p.ring_us(s as f64, per_sm, load_us, c, handoff)
+            }
+            _ => 0.0,
+        };
+        // Registers the role's fragments (and a wgmma's working set) need beyond its
+        // budget are spilled: each is reloaded from and stored to local memory once per
+        // iteration, on the warps' critical path.
+        let worst = members
+            .iter()
+            .filter_map(|(i, _, _)| a.roles[*i].role)
+            .map(|rid| (spilled_registers(kernel, target, rid), rid))
+            .max_by_key(|(n, rid)| (*n, std::cmp::Reverse(rid.index())));
+        let spilled = worst.map_or(0, |(n, _)| n);
+        let spill_us = spilled as f64 * 2.0 * L1_HIT_CYCLES / (p.clock_ghz * 1e3);
+        if let Some((_, spiller)) = worst.filter(|(n, _)| *n > 0) {
+            let note = format!(
                     "role `{}` needs {spilled} registers per thread more than its budget (fragments and the wgmma working set): ptxas spills them; charged {spill_us:.3} µs per iteration of `{}` (a reload and a store each, at L1 latency)",
                     kernel.roles[spiller].name,
                     kernel.loops[l.id].var_name
                 );
-                if !assumptions.contains(&note) {
-                    assumptions.push(note);
-                }
+            if !assumptions.contains(&note) {
+                assumptions.push(note);
             }
-            let limit = load_us.max(c).max(ring).max(handoff);
-            let it = limit + spill_us;
-            // The element-wise work the MMAs do not hide (all of it, unless an MMA is deferred).
-            // The inner loops' time is theirs (`loop_terms` adds it): not counted here.
-            let mut terms = Terms {
-                tensor_us: c_mma,
-                epilogue_us: (c - c_inner - c_mma - c_row).max(0.0),
-                memory_us: c_row,
-                ..Terms::default()
+        }
+        let limit = load_us.max(c).max(ring).max(handoff);
+        let it = limit + spill_us;
+        // The element-wise work the MMAs do not hide (all of it, unless an MMA is deferred).
+        // The inner loops' time is theirs (`loop_terms` adds it): not counted here.
+        let mut terms = Terms {
+            tensor_us: c_mma,
+            epilogue_us: (c - c_inner - c_mma - c_row).max(0.0),
+            memory_us: c_row,
+            ..Terms::default()
+        };
+        row_of.insert((ri, li), c_row);
+        let extra = limit - c;
+        if extra > 0.0 {
+            if load_us >= ring && load_us >= handoff {
+                terms.memory_us = extra;
+            } else if ring >= handoff {
+                terms.latency_us = extra;
+            } else {
+                terms.sync_us = extra;
+            }
+        }
+        terms.latency_us += spill_us;
+        iter_of.insert((ri, li), (it, terms));
+        if members.first().map(|(i, _, _)| *i) == Some(ri) || l.pipeline.is_none() {
+            let report = LoopReport {
+                role: members
+                    .iter()
+                    .map(|(i, _, _)| a.roles[*i].name.clone())
+                    .collect::<Vec<_>>()
+                    .join(" + "),
+                var: kernel.loops[l.id].var_name.clone(),
+                pipeline: l.pipeline.map(|pp| kernel.pipelines[pp].name.clone()),
+                stages,
+                trips: l.trips,
+                iteration_us: it,
+                load_us,
+                consume_us: c,
+                ring_us: ring,
+                handoff_us: handoff,
+                mma_us: c_mma,
+                alu_us: c_alu,
+                load_bytes,
+                flops: members
+                    .iter()
+                    .map(|(_, _, m)| m.work.mma_flops_16 + m.work.mma_flops_8)
+                    .sum(),
             };
-            row_of.insert((ri, li), c_row);
-            let extra = limit - c;
-            if extra > 0.0 {
-                if load_us >= ring && load_us >= handoff {
-                    terms.memory_us = extra;
-                } else if ring >= handoff {
-                    terms.latency_us = extra;
-                } else {
-                    terms.sync_us = extra;
-                }
-            }
-            terms.latency_us += spill_us;
-            iter_of.insert((ri, li), (it, terms));
-            if members.first().map(|(i, _, _)| *i) == Some(ri) || l.pipeline.is_none() {
-                let report = LoopReport {
-                    role: members
-                        .iter()
-                        .map(|(i, _, _)| a.roles[*i].name.clone())
-                        .collect::<Vec<_>>()
-                        .join(" + "),
-                    var: kernel.loops[l.id].var_name.clone(),
-                    pipeline: l.pipeline.map(|pp| kernel.pipelines[pp].name.clone()),
-                    stages,
-                    trips: l.trips,
-                    iteration_us: it,
-                    load_us,
-                    consume_us: c,
-                    ring_us: ring,
-                    handoff_us: handoff,
-                    mma_us: c_mma,
-                    alu_us: c_alu,
-                    load_bytes,
-                    flops: members
-                        .iter()
-                        .map(|(_, _, m)| m.work.mma_flops_16 + m.work.mma_flops_8)
-                        .sum(),
-                };
-                reports.push(((ri, li), report));
-            }
+            reports.push(((ri, li), report));
         }
     }
     reports.sort_by_key(|(at, _)| *at);
