@@ -8,8 +8,10 @@ dimensions, and a fallback for what no route takes. A call binds the dimensions 
 tensors' shapes (the contract says which axis of which tensor is which dimension), takes the
 first route whose guard holds, and launches its kernel, built for those shapes' compile-time
 constants (`[specialize]`) and cached on disk by `cake.compile`. Shapes outside the domain, or
-that no route takes, go to the fallback. The decision is cached per distinct binding, so a
-repeated call costs a tuple and a dictionary lookup (bench/family_overhead.py measures it).
+that no route takes, go to the fallback. A route that names `cards` serves only the GPUs
+whose names hold one of them as a word (`H100` serves "NVIDIA H100 80GB HBM3"); such a family
+decides per binding and device. The decision is cached per distinct binding, so a repeated
+call costs a tuple and a dictionary lookup (bench/family_overhead.py measures it).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import time
 from typing import Any, Callable
 
@@ -45,6 +48,17 @@ def _value(dims: tuple, at: tuple) -> int:
 def _holds(v: int, lo, hi, vals, m) -> bool:
     return ((lo is None or v >= lo) and (hi is None or v <= hi)
             and (vals is None or v in vals) and v % m == 0)
+
+
+def _serves(cards: list[str] | None, gpu: str | None) -> bool:
+    """Whether a route naming `cards` (none: every GPU) serves the GPU named `gpu`: a card is
+    one of the name's words, case aside (as `Route::serves` in crates/cake-eval)."""
+    if not cards:
+        return True
+    if gpu is None:
+        return False
+    words = {w.lower() for w in re.split(r"[^A-Za-z0-9]+", gpu)}
+    return any(c.lower() in words for c in cards)
 
 
 class Family:
@@ -79,6 +93,8 @@ class Family:
              for d, g in r["when"].items()]
             for r in self.routes
         ]
+        # Routes that serve some GPUs only: decisions then depend on the call's device.
+        self._carded = any(r.get("cards") for r in self.routes)
         self._fallback_ref: str = doc["fallback"]
         self._fallback: Callable[..., Any] | None = None
         self._decided: dict[tuple, Callable[..., Any]] = {}
@@ -107,18 +123,30 @@ class Family:
                 return False
         return True
 
-    def route_of(self, dims: tuple) -> str | None:
-        """The route that takes `dims` (the first whose guard holds), or None: the fallback."""
+    def route_of(self, dims: tuple, gpu: str | None = None) -> str | None:
+        """The route that takes `dims` on the GPU named `gpu` (`torch.cuda.get_device_name()`;
+        None: a GPU no route's `cards` names): the first that serves it and whose guard holds,
+        or None: the fallback."""
         if not self.in_domain(dims):
             return None
         for r, guard in zip(self.routes, self._guards):
-            if all(_holds(_value(dims, at), lo, hi, vals, m) for at, lo, hi, vals, m in guard):
+            if _serves(r.get("cards"), gpu) and all(
+                    _holds(_value(dims, at), lo, hi, vals, m) for at, lo, hi, vals, m in guard):
                 return r["name"]
         return None
 
     def __call__(self, **args: Any) -> Any:
         # The hot path: the binding inline (no method call), one dictionary lookup.
         dims = tuple([args[t].shape[i] for t, i in self._binders])
+        if self._carded:
+            device = args[self._binders[0][0]].device
+            key = (dims, device)
+            fn = self._decided.get(key)
+            if fn is None:
+                import torch
+                gpu = torch.cuda.get_device_name(device) if device.type == "cuda" else None
+                fn = self._decided[key] = self._decide(dims, gpu)
+            return fn(**args)
         fn = self._decided.get(dims)
         if fn is None:
             fn = self._decided[dims] = self._decide(dims)
@@ -126,8 +154,8 @@ class Family:
 
     # ---- what a decision builds ---------------------------------------------------------------
 
-    def _decide(self, dims: tuple) -> Callable[..., Any]:
-        name = self.route_of(dims)
+    def _decide(self, dims: tuple, gpu: str | None = None) -> Callable[..., Any]:
+        name = self.route_of(dims, gpu)
         if name is None:
             if self._fallback is None:
                 self._fallback = _import(self._fallback_ref)

@@ -76,6 +76,40 @@ def test_a_bad_family_file_names_every_error(tmp_path):
         cake.family(bad)
 
 
+def carded_family(tmp_path, cards='["H100"]'):
+    rows = os.path.join(ROOT, "kernels", "rows")
+    f = tmp_path / "carded.family.toml"
+    f.write_text(
+        f'name = "carded"\ncontract = "{rows}/rmsnorm.contract.toml"\n'
+        f'[[route]]\nname = "narrow"\ncards = {cards}\nwhen = {{ H = {{ max = 4096 }} }}\n'
+        '[[route]]\nname = "rows"\n'
+        f'[fallback]\npython = "{rows}/contract.py:rms_norm_into"\n'
+    )
+    return f
+
+
+def test_a_route_that_names_cards_serves_only_those_gpus(tmp_path):
+    fam = cake.family(carded_family(tmp_path))
+    assert fam.route_of((3, 4096), "NVIDIA H100 80GB HBM3") == "narrow"
+    assert fam.route_of((3, 4096), "nvidia h100 nvl") == "narrow"
+    assert fam.route_of((3, 8192), "NVIDIA H100 80GB HBM3") == "rows"
+    # Another card, a name that only contains the word, and no card at all: the other routes.
+    assert fam.route_of((3, 4096), "NVIDIA H200") == "rows"
+    assert fam.route_of((3, 4096), "NVIDIA GH100X") == "rows"
+    assert fam.route_of((3, 4096)) == "rows"
+    # A call on the CPU names no GPU: out of the domain, the fallback as for any family.
+    x = torch.ones(2, 1000, dtype=torch.bfloat16)
+    y = torch.zeros_like(x)
+    fam(X=x, W=torch.ones(1000, dtype=torch.bfloat16), Y=y, eps=1e-6)
+    assert torch.equal(y, torch.nn.functional.rms_norm(x, (1000,), torch.ones(1000, dtype=torch.bfloat16), 1e-6))
+
+
+@pytest.mark.parametrize("cards", ['["H 100"]', "[]"])
+def test_cards_must_name_gpus(tmp_path, cards):
+    with pytest.raises(ValueError, match="not one word of a GPU's name|names no GPU"):
+        cake.family(carded_family(tmp_path, cards))
+
+
 GEMM = os.path.join(ROOT, "kernels", "gemm", "gemm.family.toml")
 
 

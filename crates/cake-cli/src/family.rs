@@ -18,95 +18,123 @@ fn load(file: &Path) -> Result<Family, ExitCode> {
     })
 }
 
-/// Which route takes each region of the domain; exit 1 when a route is unreachable.
+/// Which route takes each region of the domain, on each GPU the family routes differently;
+/// exit 1 when a route takes no region on any GPU it serves.
 pub fn cmd_validate(file: &Path, json: bool) -> ExitCode {
     let f = match load(file) {
         Ok(f) => f,
         Err(code) => return code,
     };
-    let v = match f.validate() {
+    let all = match f.validate() {
         Ok(v) => v,
         Err(e) => {
             eprintln!("error: {}: {e}", file.display());
             return ExitCode::from(2);
         }
     };
+    let (named, other) = all.views.split_at(all.views.len() - 1);
     if json {
-        let doc = serde_json::json!({
+        let mut doc = serde_json::json!({
             "family": f.name,
             "contract": f.contract.path,
             "routes": f.routes,
             "fallback": f.fallback,
-            "validation": v,
+            "validation": other[0].validation,
+            "unreachable": all.unreachable,
         });
+        if !named.is_empty() {
+            doc["cards"] = serde_json::json!(named);
+        }
         outln!("{}", serde_json::to_string_pretty(&doc).expect("JSON"));
     } else {
-        outln!(
-            "family {} over contract {}: {} regions of the domain",
-            f.name,
-            f.contract.name,
-            v.regions
-        );
-        for (r, n) in f.routes.iter().zip(&v.by_route) {
-            let when: Vec<String> = r
-                .when
-                .iter()
-                .map(|(d, g)| {
-                    let mut parts = Vec::new();
-                    if let Some(m) = g.min {
-                        parts.push(format!("{d} >= {m}"));
-                    }
-                    if let Some(m) = g.max {
-                        parts.push(format!("{d} <= {m}"));
-                    }
-                    if let Some(s) = &g.values {
-                        parts.push(format!("{d} in {s:?}"));
-                    }
-                    parts.join(" and ")
-                })
-                .collect();
-            let when = if when.is_empty() {
-                "every shape".to_string()
-            } else {
-                when.join(" and ")
+        for view in &all.views {
+            let v = &view.validation;
+            let on = match (&view.card, named.is_empty()) {
+                (_, true) => String::new(),
+                (Some(card), false) => format!(" on {card}"),
+                (None, false) => " on any other GPU".to_string(),
             };
             outln!(
-                "  route {:<16} {n:>6} regions  when {when}  ({})",
-                r.name,
-                r.kernel.display()
+                "family {} over contract {}{on}: {} regions of the domain",
+                f.name,
+                f.contract.name,
+                v.regions
             );
-        }
-        outln!(
-            "  fallback          {:>6} regions  {}",
-            v.fallback_regions,
-            f.fallback
-        );
-        for s in &v.fallback_examples {
-            outln!("    e.g. {}", shape_text(s));
-        }
-        for o in &v.overlaps {
+            for (r, n) in f.routes.iter().zip(&v.by_route) {
+                let taken = if r.serves(view.card.as_deref()) {
+                    format!("{n:>6} regions")
+                } else {
+                    format!("{:>14}", "not this GPU")
+                };
+                outln!(
+                    "  route {:<20} {taken}  when {}  ({})",
+                    r.name,
+                    guard_text(r),
+                    r.kernel.display()
+                );
+            }
             outln!(
-                "  overlap: {} all admit {}; `{}` takes it",
-                o.routes.join(", "),
-                shape_text(&o.shape),
-                o.routes[0]
+                "  fallback                   {:>6} regions  {}",
+                v.fallback_regions,
+                f.fallback
             );
+            for s in &v.fallback_examples {
+                outln!("    e.g. {}", shape_text(s));
+            }
+            for o in &v.overlaps {
+                outln!(
+                    "  overlap: {} all admit {}; `{}` takes it",
+                    o.routes.join(", "),
+                    shape_text(&o.shape),
+                    o.routes[0]
+                );
+            }
         }
-        for r in &v.unreachable {
+        for r in &all.unreachable {
             outln!(
                 "  error: route `{r}` takes no shape: an earlier route or its own guard shadows it"
             );
         }
     }
-    if v.unreachable.is_empty() {
+    if all.unreachable.is_empty() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     }
 }
 
+/// A route's guard as text (`M >= 2 and N in [4096]`), and the cards it serves.
+fn guard_text(r: &cake_eval::family::Route) -> String {
+    let when: Vec<String> = r
+        .when
+        .iter()
+        .map(|(d, g)| {
+            let mut parts = Vec::new();
+            if let Some(m) = g.min {
+                parts.push(format!("{d} >= {m}"));
+            }
+            if let Some(m) = g.max {
+                parts.push(format!("{d} <= {m}"));
+            }
+            if let Some(s) = &g.values {
+                parts.push(format!("{d} in {s:?}"));
+            }
+            parts.join(" and ")
+        })
+        .collect();
+    let mut text = if when.is_empty() {
+        "every shape".to_string()
+    } else {
+        when.join(" and ")
+    };
+    if !r.cards.is_empty() {
+        text += &format!(" on {}", r.cards.join(", "));
+    }
+    text
+}
+
 /// Shapes of the family's domain, one JSON object per line.
-pub fn cmd_sample(file: &Path, shard: &str, n: usize, seed: u64) -> ExitCode {
+pub fn cmd_sample(file: &Path, shard: &str, n: usize, seed: u64, card: Option<&str>) -> ExitCode {
     let Some(shard) = Shard::parse(shard) else {
         eprintln!("error: --shard is representative, boundary, held_out or bench, got `{shard}`");
         return ExitCode::from(2);
@@ -117,7 +145,7 @@ pub fn cmd_sample(file: &Path, shard: &str, n: usize, seed: u64) -> ExitCode {
     };
     for s in sample(&f.contract, shard, n, seed) {
         let route = f
-            .route_of(&s)
+            .route_of(&s, card)
             .map_or("fallback".to_string(), |i| f.routes[i].name.clone());
         outln!("{}", serde_json::json!({"shape": s, "route": route}));
     }
@@ -157,6 +185,10 @@ pub struct MeasureArgs {
     /// build cache (CAKE_CACHE_DIR) then compiles nothing
     #[arg(long)]
     pub prebuild: bool,
+    /// With --prebuild, build what dispatch needs on this GPU only (a word of its name: H100,
+    /// H200); default: on every GPU the family's routes name, and on any other
+    #[arg(long, requires = "prebuild")]
+    pub card: Option<String>,
     #[arg(long, short, required_unless_present = "prebuild")]
     pub out: Option<PathBuf>,
     /// Print the worker's chatter
@@ -191,6 +223,7 @@ pub fn cmd_measure(a: MeasureArgs) -> ExitCode {
         samples: a.samples,
         target: a.target,
         routes: a.routes,
+        card: a.card,
     };
     let mut progress = |line: &str| eprintln!("{line}");
     if a.prebuild {

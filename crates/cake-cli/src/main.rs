@@ -127,6 +127,10 @@ enum FamilyCommand {
         n: usize,
         #[arg(long, default_value_t = 0)]
         seed: u64,
+        /// Route as on this GPU (a word of its name: H100, H200); default: a GPU no route's
+        /// `cards` names
+        #[arg(long)]
+        card: Option<String>,
     },
     /// Time the family on the GPU over shapes drawn from its domain, each through the route
     /// dispatch gives it (or every route that admits it, `--every-route`), against the
@@ -576,7 +580,8 @@ fn main() -> ExitCode {
             shard,
             n,
             seed,
-        }) => family::cmd_sample(&file, &shard, n, seed),
+            card,
+        }) => family::cmd_sample(&file, &shard, n, seed, card.as_deref()),
         Command::Family(FamilyCommand::Measure(args)) => family::cmd_measure(args),
         Command::Family(FamilyCommand::Report {
             measurement,

@@ -441,3 +441,49 @@ fn family_choose_refuses_a_table_without_routes_and_states_its_options() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("`Q` in the product `M*Q`"));
 }
+
+/// A family whose routes name cards is validated and sampled per GPU: the shipped tinygemm table
+/// sends 2048 × 7168 at M = 8 to its H100 route on an H100 and to the shared split elsewhere.
+#[test]
+fn family_routes_for_one_card_show_per_gpu() {
+    let table = "kernels/tinygemm/tinygemm.family.toml";
+    let o = cake(&["family", "validate", table]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    assert!(text.contains("tinygemm-bf16-nt on H100:"), "{text}");
+    assert!(text.contains("on any other GPU:"), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.contains("route unsplit-2048-h100") && l.contains(" not this GPU ")),
+        "{text}"
+    );
+    let route_at_m8 = |card: Option<&str>| {
+        let mut args = vec!["family", "sample", table, "--shard", "bench"];
+        args.extend(card.map(|c| ["--card", c]).iter().flatten());
+        let o = cake(&args);
+        assert_eq!(o.status.code(), Some(0));
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("JSON line"))
+            .find(|v| v["shape"] == serde_json::json!({"M": 8, "N": 2048, "K": 7168}))
+            .expect("the bench shard has M = 8, 2048 x 7168")["route"]
+            .as_str()
+            .expect("a route")
+            .to_string()
+    };
+    assert_eq!(route_at_m8(Some("H100")), "unsplit-2048-h100");
+    assert_eq!(route_at_m8(Some("H200")), "swapped-bk256");
+    assert_eq!(route_at_m8(None), "swapped-bk256");
+    // A measurement routes for the worker's GPU: --card only says what to prebuild.
+    let o = cake(&[
+        "family",
+        "measure",
+        table,
+        "--card",
+        "H100",
+        "-o",
+        "/nonexistent",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--prebuild"));
+}

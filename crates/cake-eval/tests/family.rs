@@ -43,7 +43,7 @@ fn the_row_families_load_and_one_route_takes_their_whole_domain() {
     ] {
         let fam = Family::load(&repo().join(format!("kernels/rows/{f}.family.toml")))
             .unwrap_or_else(|e| panic!("{f}: {e:?}"));
-        let v = fam.validate().unwrap();
+        let v = fam.validate_on(None).unwrap();
         assert_eq!(v.by_route, vec![v.regions], "{f}: {v:?}");
         assert_eq!(v.fallback_regions, 0);
         assert!(v.unreachable.is_empty() && v.overlaps.is_empty());
@@ -79,11 +79,11 @@ fn regions_go_to_the_first_route_that_admits_them_and_the_rest_fall_back() {
         s.insert("H".into(), h);
         s
     };
-    assert_eq!(fam.route_of(&shape(1, 1024)), Some(0));
-    assert_eq!(fam.route_of(&shape(64, 4104)), Some(1));
+    assert_eq!(fam.route_of(&shape(1, 1024), None), Some(0));
+    assert_eq!(fam.route_of(&shape(64, 4104), None), Some(1));
     // Wide rows but few of them: no route, the fallback.
-    assert_eq!(fam.route_of(&shape(63, 8192)), None);
-    let v = fam.validate().unwrap();
+    assert_eq!(fam.route_of(&shape(63, 8192), None), None);
+    let v = fam.validate_on(None).unwrap();
     assert!(v.fallback_regions > 0, "{v:?}");
     assert!(v
         .fallback_examples
@@ -362,7 +362,7 @@ fn the_gemm_families_load_and_the_chosen_one_covers_its_domain() {
     assert!(candidates.routes.iter().any(|r| !r.constants.is_empty()));
     let chosen = Family::load(&repo().join("kernels/gemm/gemm.family.toml"))
         .unwrap_or_else(|e| panic!("{e:?}"));
-    let v = chosen.validate().unwrap();
+    let v = chosen.validate_on(None).unwrap();
     assert!(v.unreachable.is_empty(), "{v:?}");
     assert_eq!(chosen.domain["M"], (1, 16384));
 }
@@ -531,9 +531,9 @@ fn choose_keeps_each_route_where_it_wins_and_the_file_it_writes_loads() {
     );
     let out = write("pick.chosen.family.toml", &text);
     let picked = Family::load(&out).unwrap_or_else(|e| panic!("{e:?}\n{text}"));
-    assert_eq!(picked.route_of(&shape(4, 2048)), Some(0));
-    assert_eq!(picked.route_of(&shape(4096, 16384)), Some(1));
-    assert_eq!(picked.route_of(&shape(4096, 2048)), None);
+    assert_eq!(picked.route_of(&shape(4, 2048), None), Some(0));
+    assert_eq!(picked.route_of(&shape(4096, 16384), None), Some(1));
+    assert_eq!(picked.route_of(&shape(4096, 2048), None), None);
     // A route that never gains `material` is not kept.
     let strict = ChooseOptions {
         material: 1.2,
@@ -664,8 +664,8 @@ fn carving_lets_a_later_route_take_the_region_where_it_beats_an_earlier_one() {
         "{flat}"
     );
     let picked = Family::load(&write("carve.chosen.family.toml", &text)).unwrap();
-    assert_eq!(picked.route_of(&shape(4, 16384)), Some(0));
-    assert_eq!(picked.route_of(&shape(4, 2048)), Some(1));
+    assert_eq!(picked.route_of(&shape(4, 16384), None), Some(0));
+    assert_eq!(picked.route_of(&shape(4, 2048), None), Some(1));
 }
 
 /// `--open-above`: a box that reaches the largest measured value stays open to the domain's top.
@@ -685,7 +685,7 @@ fn open_above_keeps_a_box_that_reaches_the_largest_measured_value_open() {
     let text = render(&fam, &m, &chosen, &o, None);
     assert!(text.contains("(`--open-above`)"), "{text}");
     let picked = Family::load(&write("open.chosen.family.toml", &text)).unwrap();
-    assert_eq!(picked.route_of(&shape(65536, 16384)), Some(1));
+    assert_eq!(picked.route_of(&shape(65536, 16384), None), Some(1));
 }
 
 /// `a` wins 1.5× once a problem has 2^20 elements and loses (0.5×) below; no range of R or H
@@ -722,8 +722,8 @@ fn choose_bounds_a_product_of_dimensions_from_below_where_small_problems_lose() 
     let text = render(&fam, &m, &sized, &o, None);
     assert!(text.contains("\"R*H\" = { min = 1048576 }"), "{text}");
     let picked = Family::load(&write("sized.chosen.family.toml", &text)).unwrap();
-    assert_eq!(picked.route_of(&shape(256, 4096)), Some(0));
-    assert_eq!(picked.route_of(&shape(255, 4096)), None);
+    assert_eq!(picked.route_of(&shape(256, 4096), None), Some(0));
+    assert_eq!(picked.route_of(&shape(255, 4096), None), None);
     // Validation sees both sides of the product's bound wherever it samples the other factor:
     // at R = 65 (next to the guard's R ≥ 64), H just above and just below 2^20 / 65.
     let points = picked.edge_points().unwrap();
@@ -744,7 +744,7 @@ fn choose_bounds_a_product_of_dimensions_from_below_where_small_problems_lose() 
             .any(|h| 65 * h < 1 << 20 && 65 * (h + 8) >= 1 << 20),
         "{at_65:?}"
     );
-    let v = picked.validate().unwrap();
+    let v = picked.validate_on(None).unwrap();
     assert!(v.by_route[0] > 0 && v.fallback_regions > 0, "{v:?}");
     // A product of something that is not a dimension is refused.
     let bad = ChooseOptions {
@@ -793,7 +793,7 @@ fn choose_bounds_a_product_of_dimensions_from_above_where_large_problems_lose() 
     assert!(text.contains("from above (`--product-under`)"), "{text}");
     let picked = Family::load(&write("under.chosen.family.toml", &text)).unwrap();
     // The largest problem, far past any the box took, falls back.
-    assert_eq!(picked.route_of(&shape(65536, 16384)), None);
+    assert_eq!(picked.route_of(&shape(65536, 16384), None), None);
     let e = choose(
         &fam,
         &m,
@@ -1158,7 +1158,7 @@ fn a_dimension_that_is_a_set_of_options_is_sampled_and_validated_as_one() {
         .collect();
     assert_eq!(drawn.into_iter().collect::<Vec<_>>(), [1024, 2048, 4096]);
     // Regions: every point of the edge grid is a member of the set.
-    let v = fam.validate().unwrap();
+    let v = fam.validate_on(None).unwrap();
     assert!(v.fallback_examples.iter().all(|s| s["H"] == 4096), "{v:?}");
     assert!(v.unreachable.is_empty());
 }
@@ -1212,10 +1212,10 @@ python = "ROWS/contract.py:rms_norm_into"
         s.insert("H".into(), h);
         s
     };
-    assert_eq!(fam.route_of(&shape(8, 8192)), Some(0));
-    assert_eq!(fam.route_of(&shape(7, 1024)), Some(1));
-    assert_eq!(fam.route_of(&shape(7, 8192)), None);
-    let v = fam.validate().unwrap();
+    assert_eq!(fam.route_of(&shape(8, 8192), None), Some(0));
+    assert_eq!(fam.route_of(&shape(7, 1024), None), Some(1));
+    assert_eq!(fam.route_of(&shape(7, 8192), None), None);
+    let v = fam.validate_on(None).unwrap();
     assert!(v.unreachable.is_empty(), "{v:?}");
     assert!(v.by_route[0] > 0 && v.by_route[1] > 0, "{v:?}");
     assert!(v.fallback_regions > 0, "{v:?}");
@@ -1268,7 +1268,7 @@ fn tally_of_edge_points(fam: &Family) -> Tally {
             .filter(|r| r.admits(p))
             .map(|r| r.name.clone())
             .collect();
-        match fam.route_of(p) {
+        match fam.route_of(p, None) {
             Some(i) => by_route[i] += 1,
             None => {
                 fallback += 1;
@@ -1285,7 +1285,7 @@ fn tally_of_edge_points(fam: &Family) -> Tally {
 }
 
 fn tally_of_validate(fam: &Family) -> Tally {
-    let v = fam.validate().unwrap();
+    let v = fam.validate_on(None).unwrap();
     let overlaps = v
         .overlaps
         .into_iter()
@@ -1385,7 +1385,7 @@ fn a_table_of_many_routes_validates_past_2_20_regions() {
         panic!("the grid should have more than 2^20 points")
     };
     assert!(e.contains("more than 2^20 regions (M "), "{e}");
-    let v = fam.validate().unwrap();
+    let v = fam.validate_on(None).unwrap();
     assert!(v.regions > 1 << 20 && v.regions <= 1 << 26, "{}", v.regions);
     assert!(v.unreachable.is_empty(), "{:?}", v.unreachable);
     assert!(v.fallback_regions > 0 && v.overlaps.is_empty(), "{v:?}");
@@ -1396,5 +1396,92 @@ fn a_table_of_many_routes_validates_past_2_20_regions() {
     assert!(v
         .fallback_examples
         .iter()
-        .all(|s| fam.route_of(s).is_none()));
+        .all(|s| fam.route_of(s, None).is_none()));
+}
+
+/// A route for one card ahead of the routes every GPU takes: on an H100 it shadows `wide`'s
+/// narrow rows, elsewhere `wide` takes them; `h200-only` is shadowed on the one card it serves.
+const CARDED_FAMILY: &str = r#"
+name = "carded"
+contract = "ROWS/rmsnorm.contract.toml"
+[[route]]
+name = "h100"
+cards = ["H100"]
+when = { H = { max = 4096 } }
+[[route]]
+name = "wide"
+[[route]]
+name = "h200-only"
+cards = ["h200"]
+when = { H = { max = 2048 } }
+[fallback]
+python = "ROWS/contract.py:rms_norm_into"
+"#;
+
+#[test]
+fn a_route_naming_cards_takes_shapes_only_on_those_gpus() {
+    let fam = Family::load(&write("carded.family.toml", CARDED_FAMILY)).unwrap();
+    let shape = |h: i64| {
+        let mut s = cake_eval::contract::Shape::new();
+        s.insert("R".into(), 8);
+        s.insert("H".into(), h);
+        s
+    };
+    assert_eq!(fam.cards(), vec!["H100", "h200"]);
+    assert_eq!(
+        fam.route_of(&shape(2048), Some("NVIDIA H100 80GB HBM3")),
+        Some(0)
+    );
+    assert_eq!(
+        fam.route_of(&shape(8192), Some("NVIDIA H100 80GB HBM3")),
+        Some(1)
+    );
+    // Other cards, names that merely contain the word, and an unknown GPU: never the H100's.
+    for gpu in [Some("NVIDIA H200"), Some("NVIDIA GH100"), None] {
+        assert_eq!(fam.route_of(&shape(2048), gpu), Some(1), "{gpu:?}");
+    }
+    // One view per named card, then every other GPU's.
+    let all = fam.validate().unwrap();
+    let cards: Vec<Option<&str>> = all.views.iter().map(|v| v.card.as_deref()).collect();
+    assert_eq!(cards, vec![Some("H100"), Some("h200"), None]);
+    let h100 = &all.views[0].validation;
+    assert!(h100.by_route[0] > 0 && h100.by_route[1] > 0 && h100.by_route[2] == 0);
+    let other = &all.views[2].validation;
+    assert_eq!(other.by_route[0], 0);
+    assert_eq!(other.by_route[1], other.regions);
+    // `wide` takes regions on some GPU; `h200-only` on none it serves: the one error.
+    assert_eq!(all.unreachable, vec!["h200-only".to_string()]);
+    assert_eq!(
+        all.views[1].validation.unreachable,
+        vec!["h200-only".to_string()]
+    );
+}
+
+#[test]
+fn cards_are_words_of_a_gpu_name() {
+    for (cards, message) in [
+        ("[]", "`cards` names no GPU"),
+        (r#"["H 100"]"#, "`H 100` is not one word of a GPU's name"),
+        (r#"["H100", ""]"#, "`` is not one word of a GPU's name"),
+    ] {
+        let text = CARDED_FAMILY.replacen(r#"cards = ["H100"]"#, &format!("cards = {cards}"), 1);
+        let errs = load_errors(&write("bad-cards.family.toml", &text));
+        assert!(
+            errs.iter()
+                .any(|e| e.contains(message) && e.contains(":6:")),
+            "{cards}: {errs:?}"
+        );
+    }
+}
+
+/// `choose` writes routes for every GPU from one GPU's measurement: candidates that name cards
+/// are refused, with the way to give a card its own routes.
+#[test]
+fn choose_refuses_candidates_that_name_cards() {
+    let fam = Family::load(&write("carded.family.toml", CARDED_FAMILY)).unwrap();
+    let mut m = measurement(Mode::EveryRoute, Vec::new());
+    m.family = "carded".into();
+    let e = choose(&fam, &m, &ChooseOptions::default()).unwrap_err();
+    assert!(e.contains("candidate `h100` names cards (H100)"), "{e}");
+    assert!(e.contains("give a card its own routes"), "{e}");
 }

@@ -671,6 +671,7 @@ fn a_family_is_measured_through_dispatch_against_its_baseline() {
         samples: None,
         target: None,
         routes: Vec::new(),
+        card: None,
     };
     // The fallback is the baseline's own function: speedup 1 by identity, never timed.
     let f = rows_family("family-identity", "baseline");
@@ -750,6 +751,7 @@ fn timing_only_some_routes_names_routes_of_the_family_in_every_route_mode() {
         samples: None,
         target: Some("sm_90a".into()),
         routes: routes.iter().map(|r| r.to_string()).collect(),
+        card: None,
     };
     let usage = |o: &MeasureOptions| {
         let mut sup = supervisor();

@@ -160,6 +160,17 @@ pub fn choose(f: &Family, m: &Measurement, o: &ChooseOptions) -> Result<Vec<Chos
             m.family, f.name
         ));
     }
+    // A table is chosen for the GPU its measurement ran on: a candidate limited to some cards
+    // would make the written table route other GPUs by what was never chosen for them.
+    if let Some(r) = f.routes.iter().find(|r| !r.cards.is_empty()) {
+        return Err(format!(
+            "candidate `{}` names cards ({}): choose writes routes for every GPU from one GPU's \
+             measurement; drop `cards` from the candidates and give a card its own routes in the \
+             table (docs/dispatch.md, \"Which card chooses\")",
+            r.name,
+            r.cards.join(", ")
+        ));
+    }
     for p in o.products.iter().chain(&o.products_under) {
         if let Some(bad) =
             super::guard_factors(p).find(|d| !f.contract.dims.iter().any(|x| x.name == *d))

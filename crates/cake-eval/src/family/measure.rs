@@ -43,6 +43,10 @@ pub struct MeasureOptions {
     /// Every-route mode: time only these routes (empty: all). A later measurement of the same
     /// seed with the routes added since joins the earlier one's rows (`Measurement::merge`).
     pub routes: Vec<String>,
+    /// Prebuild only: dispatch as on this GPU (a word of its name, as a route's `cards`);
+    /// `None`: build what every GPU the family routes differently needs. A measurement
+    /// dispatches as on the worker's GPU.
+    pub card: Option<String>,
 }
 
 impl MeasureOptions {
@@ -211,7 +215,13 @@ const JOB_SHAPES: usize = 12;
 /// The runs a measurement makes: per route (and the fallback, in dispatch mode), one per build
 /// (specialization) of the shapes it times, so one build that fails costs only its shapes, in
 /// runs of at most [`JOB_SHAPES`] shapes.
-fn plan(f: &Family, shapes: &[Shape], o: &MeasureOptions, baseline: &str) -> Vec<Job> {
+fn plan(
+    f: &Family,
+    shapes: &[Shape],
+    o: &MeasureOptions,
+    baseline: &str,
+    gpu: Option<&str>,
+) -> Vec<Job> {
     let mode = o.mode;
     let mut jobs = Vec::new();
     for (i, r) in f.routes.iter().enumerate() {
@@ -222,7 +232,7 @@ fn plan(f: &Family, shapes: &[Shape], o: &MeasureOptions, baseline: &str) -> Vec
         let mut groups: IndexMap<Vec<(String, i64)>, Vec<usize>> = IndexMap::new();
         for (k, s) in shapes.iter().enumerate() {
             let takes = match mode {
-                Mode::Dispatch => f.route_of(s) == Some(i),
+                Mode::Dispatch => f.route_of(s, gpu) == Some(i),
                 Mode::EveryRoute => r.admits(s),
             };
             if takes {
@@ -243,7 +253,7 @@ fn plan(f: &Family, shapes: &[Shape], o: &MeasureOptions, baseline: &str) -> Vec
     }
     if mode == Mode::Dispatch && !fallback_is_baseline(f, baseline) {
         let ks: Vec<usize> = (0..shapes.len())
-            .filter(|k| f.route_of(&shapes[*k]).is_none())
+            .filter(|k| f.route_of(&shapes[*k], gpu).is_none())
             .collect();
         for chunk in ks.chunks(JOB_SHAPES) {
             jobs.push(Job {
@@ -341,13 +351,13 @@ fn baseline_of(f: &Family, o: &MeasureOptions) -> Result<String, RunError> {
     }
 }
 
-/// The shapes of the shard, each with the route dispatch gives it.
-pub fn shapes_of(f: &Family, o: &MeasureOptions) -> Vec<(Shape, String)> {
+/// The shapes of the shard, each with the route dispatch gives it on the GPU named `gpu`.
+pub fn shapes_of(f: &Family, o: &MeasureOptions, gpu: Option<&str>) -> Vec<(Shape, String)> {
     sample(&f.contract, o.shard, o.n, o.seed)
         .into_iter()
         .map(|s| {
             let r = f
-                .route_of(&s)
+                .route_of(&s, gpu)
                 .map_or("fallback".to_string(), |i| f.routes[i].name.clone());
             (s, r)
         })
@@ -362,12 +372,21 @@ pub fn prebuild(
     target: &str,
     progress: Progress,
 ) -> Result<Vec<(String, Specialization, Option<String>)>, RunError> {
-    let shapes: Vec<Shape> = shapes_of(f, o).into_iter().map(|(s, _)| s).collect();
+    let shapes: Vec<Shape> = shapes_of(f, o, None).into_iter().map(|(s, _)| s).collect();
     let mut out = Vec::new();
     check_routes(f, o)?;
     let baseline = baseline_of(f, o)?;
-    for job in plan(f, &shapes, o, &baseline) {
-        if job.python.is_some() {
+    // Dispatch on the card asked for, else on every GPU the family routes differently.
+    let gpus: Vec<Option<&str>> = match &o.card {
+        Some(card) => vec![Some(card.as_str())],
+        None => f.cards().into_iter().map(Some).chain([None]).collect(),
+    };
+    let mut seen = std::collections::HashSet::new();
+    for job in gpus
+        .into_iter()
+        .flat_map(|gpu| plan(f, &shapes, o, &baseline, gpu))
+    {
+        if job.python.is_some() || !seen.insert((job.callable.clone(), job.shapes.clone())) {
             continue;
         }
         let c = job_contract(&job, &shapes, o);
@@ -401,7 +420,21 @@ pub fn measure(
 ) -> Result<Measurement, RunError> {
     check_routes(f, o)?;
     let baseline = baseline_of(f, o)?;
-    let drawn = shapes_of(f, o);
+    if o.card.is_some() {
+        return Err(RunError::Usage(
+            "a measurement dispatches as on the worker's GPU; --card is for --prebuild".into(),
+        ));
+    }
+    // Routes that name cards dispatch on the name of the GPU the worker runs on.
+    let gpu = if f.cards().is_empty() {
+        None
+    } else {
+        sup.ensure_running().map_err(RunError::Worker)?;
+        sup.env
+            .as_ref()
+            .and_then(|e| e["gpu"].as_str().map(str::to_string))
+    };
+    let drawn = shapes_of(f, o, gpu.as_deref());
     let shapes: Vec<Shape> = drawn.iter().map(|(s, _)| s.clone()).collect();
     let mut results: Vec<ShapeResult> = drawn
         .into_iter()
@@ -423,7 +456,7 @@ pub fn measure(
         }
     }
     let mut environment = Value::Null;
-    let jobs = plan(f, &shapes, o, &baseline);
+    let jobs = plan(f, &shapes, o, &baseline, gpu.as_deref());
     for (j, job) in jobs.iter().enumerate() {
         progress(&format!(
             "[{}/{}] {} at {} shape(s)",

@@ -48,6 +48,9 @@ struct RawRoute {
     constants: IndexMap<String, i64>,
     #[serde(default)]
     when: IndexMap<String, Range>,
+    /// The GPUs the route serves, each a word of the GPU's name (`H100`, `H200`); default:
+    /// every GPU of the target.
+    cards: Option<Vec<String>>,
 }
 
 #[derive(Deserialize)]
@@ -100,6 +103,10 @@ pub struct Route {
     pub constants: IndexMap<String, i64>,
     /// Per dimension, what the shape must satisfy; a dimension not named is unconstrained.
     pub when: IndexMap<String, Range>,
+    /// The GPUs the route serves, each a word of the GPU's name as the driver reports it
+    /// (`H100` serves "NVIDIA H100 80GB HBM3"); empty: every GPU.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cards: Vec<String>,
 }
 
 /// Narrows the contract's dimensions to a family's `[domain]` (which must lie inside them):
@@ -166,6 +173,19 @@ impl Route {
     pub fn admits(&self, shape: &Shape) -> bool {
         guard_admits(&self.when, shape)
     }
+
+    /// Whether the route serves the GPU named `gpu` (`None`: a GPU not known, which only the
+    /// routes naming no card serve).
+    pub fn serves(&self, gpu: Option<&str>) -> bool {
+        self.cards.is_empty() || gpu.is_some_and(|g| self.cards.iter().any(|c| card_is(c, g)))
+    }
+}
+
+/// Whether `card` is one of the words of the GPU's name `gpu` (case aside): `H100` is
+/// "NVIDIA H100 80GB HBM3" and "NVIDIA H100 NVL", and not "NVIDIA GH200 480GB".
+pub fn card_is(card: &str, gpu: &str) -> bool {
+    gpu.split(|c: char| !c.is_ascii_alphanumeric())
+        .any(|word| word.eq_ignore_ascii_case(card))
 }
 
 #[derive(Clone, Debug)]
@@ -314,6 +334,27 @@ impl Family {
                     );
                 }
             }
+            if let Some(cards) = &r.cards {
+                let bad = cards
+                    .iter()
+                    .find(|c| c.is_empty() || !c.chars().all(|x| x.is_ascii_alphanumeric()));
+                if cards.is_empty() || bad.is_some() {
+                    push(
+                        "cards",
+                        "cards",
+                        match bad {
+                            Some(c) => format!("`{c}` is not one word of a GPU's name"),
+                            None => "`cards` names no GPU".into(),
+                        },
+                        Some(
+                            "a card is a word of the name the driver reports, e.g. \
+                             cards = [\"H100\"] for \"NVIDIA H100 80GB HBM3\"; leave `cards` \
+                             out to serve every GPU"
+                                .into(),
+                        ),
+                    );
+                }
+            }
             let kernel = match &r.kernel {
                 Some(k) => dir.join(k),
                 None => contract.kernel.clone(),
@@ -374,6 +415,7 @@ impl Family {
                 specialize: r.specialize.unwrap_or_else(|| contract.specialize.clone()),
                 constants: r.constants,
                 when: r.when,
+                cards: r.cards.unwrap_or_default(),
             });
         }
         let fallback = resolve_function(&fallback.python, None, &dir, "fallback.python", &mut errs);
@@ -469,9 +511,24 @@ impl Family {
         c
     }
 
-    /// The route that takes `shape` (the first whose guard holds), or `None`: the fallback.
-    pub fn route_of(&self, shape: &Shape) -> Option<usize> {
-        self.routes.iter().position(|r| r.admits(shape))
+    /// The route that takes `shape` on the GPU named `gpu` (the first that serves that GPU and
+    /// whose guard holds), or `None`: the fallback. `gpu: None` is a GPU no route names.
+    pub fn route_of(&self, shape: &Shape, gpu: Option<&str>) -> Option<usize> {
+        self.routes
+            .iter()
+            .position(|r| r.serves(gpu) && r.admits(shape))
+    }
+
+    /// The cards the routes name, each once, in the order they first appear: the GPUs this
+    /// family routes differently (every other GPU takes the routes that name none).
+    pub fn cards(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        for c in self.routes.iter().flat_map(|r| &r.cards) {
+            if !out.iter().any(|o| o.eq_ignore_ascii_case(c)) {
+                out.push(c);
+            }
+        }
+        out
     }
 
     /// The edge grid's axes, one per dimension in the contract's order: the domain's edges and
@@ -596,15 +653,42 @@ impl Family {
         Ok(out)
     }
 
-    /// Which route takes each region of the domain, which regions only the fallback takes,
-    /// where guards overlap (the earlier route wins), and routes that no shape reaches.
+    /// [`Family::validate_on`] for every GPU the family routes differently: each card its
+    /// routes name, then every other GPU (`card: None`), one view each; and the routes that take
+    /// no region on any GPU they serve.
+    pub fn validate(&self) -> Result<Validations, String> {
+        let mut views = Vec::new();
+        for card in self.cards().into_iter().map(Some).chain([None]) {
+            views.push(CardValidation {
+                card: card.map(str::to_string),
+                validation: self.validate_on(card)?,
+            });
+        }
+        let unreachable = self
+            .routes
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| views.iter().all(|v| v.validation.by_route[*i] == 0))
+            .map(|(_, r)| r.name.clone())
+            .collect();
+        Ok(Validations { views, unreachable })
+    }
+
+    /// On the GPU named `gpu` (`None`: one no route names), which route takes each region of
+    /// the domain, which regions only the fallback takes, where guards overlap (the earlier
+    /// route wins), and the routes serving that GPU that no shape reaches.
     ///
     /// The regions are `edge_points`, walked in its order without building them (tables of
     /// several routes cut the domain into millions of regions).
-    pub fn validate(&self) -> Result<Validation, String> {
+    pub fn validate_on(&self, gpu: Option<&str>) -> Result<Validation, String> {
         let axes = self.edge_axes();
         check_grid_size(&axes, VALIDATE_POINTS_LOG2)?;
-        let guards = GridGuards::new(&self.routes, &axes);
+        let mut guards = GridGuards::new(&self.routes, &axes);
+        for (i, r) in self.routes.iter().enumerate() {
+            if !r.serves(gpu) {
+                guards.possible[i / 64] &= !(1u64 << (i % 64));
+            }
+        }
 
         let shape_at = |point: &[i64]| -> Shape {
             axes.iter()
@@ -666,7 +750,7 @@ impl Family {
             .routes
             .iter()
             .zip(&v.by_route)
-            .filter(|(_, n)| **n == 0)
+            .filter(|(r, n)| **n == 0 && r.serves(gpu))
             .map(|(r, _)| r.name.clone())
             .collect();
         Ok(v)
@@ -948,6 +1032,23 @@ pub struct Validation {
     pub overlaps: Vec<Overlap>,
     /// Routes no region reaches (an earlier route or its own guard shadows it).
     pub unreachable: Vec<String>,
+}
+
+/// A family's validation on every GPU it routes differently (`Family::validate`).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Validations {
+    /// One per card the routes name, then every other GPU's.
+    pub views: Vec<CardValidation>,
+    /// Routes that take no region on any GPU they serve: an error.
+    pub unreachable: Vec<String>,
+}
+
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct CardValidation {
+    /// The card, or `None`: every GPU no route names.
+    pub card: Option<String>,
+    #[serde(flatten)]
+    pub validation: Validation,
 }
 
 #[derive(Clone, Debug, serde::Serialize)]
