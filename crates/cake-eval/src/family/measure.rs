@@ -381,16 +381,20 @@ pub fn prebuild(
         Some(card) => vec![Some(card.as_str())],
         None => f.cards().into_iter().map(Some).chain([None]).collect(),
     };
-    let mut seen = std::collections::HashSet::new();
+    // Two GPUs' plans can cut one build's shapes into different runs: each build once.
+    let mut built = std::collections::HashSet::new();
     for job in gpus
         .into_iter()
         .flat_map(|gpu| plan(f, &shapes, o, &baseline, gpu))
     {
-        if job.python.is_some() || !seen.insert((job.callable.clone(), job.shapes.clone())) {
+        if job.python.is_some() {
             continue;
         }
         let c = job_contract(&job, &shapes, o);
         for (spec, rejected) in run::prebuild(&c, &Options::default(), target)? {
+            if !built.insert((job.callable.clone(), run::specialization_text(&spec))) {
+                continue;
+            }
             progress(&format!(
                 "built {} {}{}",
                 job.callable,
