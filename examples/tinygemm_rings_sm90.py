@@ -19,6 +19,11 @@ consumer by up to W_STAGES steps, whatever the token ring's depth.
 
     Cᵀ[n0 : n0 + BN, :] = B[n0 : n0 + BN, :] · Aᵀ          (BN × MP tile, MP = M rounded up)
 
+Measured, the premise failed: on an H100 this schedule ran 1-18 % slower than the one-ring one
+at each of the 20 contract shapes with M >= 16 and read DRAM more slowly (ncu: 45-53 % of peak at
+M = 64 against 65 %), the shallow token ring waiting on L2 (bench/results/2026-12-05-rings/). It
+stays as the language's two-ring example; no family routes to it.
+
 Split over K as the one-ring schedule is (SPLIT CTAs of a cluster each take KB steps; CTA 0 adds
 the partials through distributed shared memory), with KB a multiple of R: the last CTA's steps
 past K read zeros.

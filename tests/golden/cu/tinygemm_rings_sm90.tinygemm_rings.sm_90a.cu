@@ -300,13 +300,13 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm_rings(
   cake_cluster_sync();
   const uint32_t cta_rank = cake_cluster_ctarank();
   (void)cta_rank;
-  if (warp >= 0 && warp < 1) {  // role wload (tinygemm_rings_sm90.py:61)
+  if (warp >= 0 && warp < 1) {  // role wload (tinygemm_rings_sm90.py:66)
     const int wload_index = (warp - 0) / 1;
     const int wload_thread = (int)threadIdx.x - 0 - wload_index * 32;
     uint32_t wpipe_it = 0;  // iterations of pipeline wpipe completed by this role
     uint32_t xpipe_it = 0;  // iterations of pipeline xpipe completed by this role
     if (wload_thread == 0) {  // issue-only role: one thread per replica
-      for (int tile = blockIdx.x / 2; tile < tiles_total; tile += tiles_total) {  // one tile (ks, tn) per CTA, 2 per cluster (tinygemm_rings_sm90.py:78)
+      for (int tile = blockIdx.x / 2; tile < tiles_total; tile += tiles_total) {  // one tile (ks, tn) per CTA, 2 per cluster (tinygemm_rings_sm90.py:83)
         int tile_rest = tile;
         const int tile_1 = tile_rest % tiles_1;
         tile_rest /= tiles_1;
@@ -314,13 +314,13 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm_rings(
         tile_rest /= cluster_rows;
         (void)tile_rest;
         const int tile_0 = tile_row * 2 + (int)cta_rank;  // may pass tiles_0: loads fill zeros, stores clip
-        // with wload: (tinygemm_rings_sm90.py:79)
-        for (int kx_1 = 0; kx_1 < cake_cdiv(cake_cdiv(dim_K, 64), 4); ++kx_1) {  // tinygemm_rings_sm90.py:80
-          for (int kw_2 = 0; kw_2 < 2; ++kw_2) {  // tinygemm_rings_sm90.py:81
+        // with wload: (tinygemm_rings_sm90.py:84)
+        for (int kx_1 = 0; kx_1 < cake_cdiv(cake_cdiv(dim_K, 64), 4); ++kx_1) {  // tinygemm_rings_sm90.py:85
+          for (int kw_2 = 0; kw_2 < 2; ++kw_2) {  // tinygemm_rings_sm90.py:86
             const uint32_t wpipe_stage = wpipe_it % 15;
             const uint32_t wpipe_phase = (wpipe_it / 15) & 1;
-            cake_mbar_wait(wempty + 8 * wpipe_stage, wpipe_phase ^ 1);  // wait wempty (tinygemm_rings_sm90.py:82)
-            // tma_load sW <- B (tinygemm_rings_sm90.py:83)
+            cake_mbar_wait(wempty + 8 * wpipe_stage, wpipe_phase ^ 1);  // wait wempty (tinygemm_rings_sm90.py:87)
+            // tma_load sW <- B (tinygemm_rings_sm90.py:88)
             cake_mbar_arrive_expect_tx(wfull + 8 * wpipe_stage, 8192);
             cake_tma_load_2d_evict_first((sW + 8192 * wpipe_stage), &tmap_B_0, wfull + 8 * wpipe_stage, ((((tile_0 * (cake_cdiv(cake_cdiv(dim_K, 64), 4) * 2)) + (kx_1 * 2)) + kw_2) * 64), (tile_1 * 64));
             ++wpipe_it;
@@ -329,13 +329,13 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm_rings(
       }
     }
   }
-  if (warp >= 1 && warp < 2) {  // role xload (tinygemm_rings_sm90.py:62)
+  if (warp >= 1 && warp < 2) {  // role xload (tinygemm_rings_sm90.py:67)
     const int xload_index = (warp - 1) / 1;
     const int xload_thread = (int)threadIdx.x - 32 - xload_index * 32;
     uint32_t wpipe_it = 0;  // iterations of pipeline wpipe completed by this role
     uint32_t xpipe_it = 0;  // iterations of pipeline xpipe completed by this role
     if (xload_thread == 0) {  // issue-only role: one thread per replica
-      for (int tile = blockIdx.x / 2; tile < tiles_total; tile += tiles_total) {  // one tile (ks, tn) per CTA, 2 per cluster (tinygemm_rings_sm90.py:78)
+      for (int tile = blockIdx.x / 2; tile < tiles_total; tile += tiles_total) {  // one tile (ks, tn) per CTA, 2 per cluster (tinygemm_rings_sm90.py:83)
         int tile_rest = tile;
         const int tile_1 = tile_rest % tiles_1;
         tile_rest /= tiles_1;
@@ -343,22 +343,22 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm_rings(
         tile_rest /= cluster_rows;
         (void)tile_rest;
         const int tile_0 = tile_row * 2 + (int)cta_rank;  // may pass tiles_0: loads fill zeros, stores clip
-        // with xload: (tinygemm_rings_sm90.py:85)
-        for (int kx_3 = 0; kx_3 < cake_cdiv(cake_cdiv(dim_K, 64), 4); ++kx_3) {  // tinygemm_rings_sm90.py:86
+        // with xload: (tinygemm_rings_sm90.py:90)
+        for (int kx_3 = 0; kx_3 < cake_cdiv(cake_cdiv(dim_K, 64), 4); ++kx_3) {  // tinygemm_rings_sm90.py:91
           const uint32_t xpipe_stage = xpipe_it % 2;
           const uint32_t xpipe_phase = (xpipe_it / 2) & 1;
-          cake_mbar_wait(xempty + 8 * xpipe_stage, xpipe_phase ^ 1);  // wait xempty (tinygemm_rings_sm90.py:87)
-          // tma_load sX <- A (tinygemm_rings_sm90.py:89)
+          cake_mbar_wait(xempty + 8 * xpipe_stage, xpipe_phase ^ 1);  // wait xempty (tinygemm_rings_sm90.py:92)
+          // tma_load sX <- A (tinygemm_rings_sm90.py:94)
           cake_mbar_arrive_expect_tx(xfull + 8 * xpipe_stage, 32768);
           cake_tma_load_2d(((sX + 32768 * xpipe_stage) + (0) * 128), &tmap_A_1, xfull + 8 * xpipe_stage, ((((tile_0 * (cake_cdiv(cake_cdiv(dim_K, 64), 4) * 2)) + (kx_3 * 2)) + 0) * 64), 0);
-          // tma_load sX <- A (tinygemm_rings_sm90.py:89)
+          // tma_load sX <- A (tinygemm_rings_sm90.py:94)
           cake_tma_load_2d(((sX + 32768 * xpipe_stage) + (128) * 128), &tmap_A_1, xfull + 8 * xpipe_stage, ((((tile_0 * (cake_cdiv(cake_cdiv(dim_K, 64), 4) * 2)) + (kx_3 * 2)) + 1) * 64), 0);
           ++xpipe_it;
         }
       }
     }
   }
-  if (warp >= 4 && warp < 8) {  // role math (tinygemm_rings_sm90.py:63)
+  if (warp >= 4 && warp < 8) {  // role math (tinygemm_rings_sm90.py:68)
     const int math_index = (warp - 4) / 4;
     const int math_thread = (int)threadIdx.x - 128 - math_index * 128;
     const int lane_row = 16 * (math_thread / 32) + (math_thread % 32) / 4;  // and +8
@@ -368,7 +368,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm_rings(
     uint32_t wpipe_it = 0;  // iterations of pipeline wpipe completed by this role
     uint32_t xpipe_it = 0;  // iterations of pipeline xpipe completed by this role
     uint32_t parts_waits = 0;
-    for (int tile = blockIdx.x / 2; tile < tiles_total; tile += tiles_total) {  // one tile (ks, tn) per CTA, 2 per cluster (tinygemm_rings_sm90.py:78)
+    for (int tile = blockIdx.x / 2; tile < tiles_total; tile += tiles_total) {  // one tile (ks, tn) per CTA, 2 per cluster (tinygemm_rings_sm90.py:83)
       int tile_rest = tile;
       const int tile_1 = tile_rest % tiles_1;
       tile_rest /= tiles_1;
@@ -376,17 +376,17 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm_rings(
       tile_rest /= cluster_rows;
       (void)tile_rest;
       const int tile_0 = tile_row * 2 + (int)cta_rank;  // may pass tiles_0: loads fill zeros, stores clip
-      // with math: (tinygemm_rings_sm90.py:91)
-      for (int kx_4 = 0; kx_4 < cake_cdiv(cake_cdiv(dim_K, 64), 4); ++kx_4) {  // tinygemm_rings_sm90.py:93
+      // with math: (tinygemm_rings_sm90.py:96)
+      for (int kx_4 = 0; kx_4 < cake_cdiv(cake_cdiv(dim_K, 64), 4); ++kx_4) {  // tinygemm_rings_sm90.py:98
         const uint32_t xpipe_stage = xpipe_it % 2;
         const uint32_t xpipe_phase = (xpipe_it / 2) & 1;
-        cake_mbar_wait(xfull + 8 * xpipe_stage, xpipe_phase);  // wait xfull (tinygemm_rings_sm90.py:94)
+        cake_mbar_wait(xfull + 8 * xpipe_stage, xpipe_phase);  // wait xfull (tinygemm_rings_sm90.py:99)
         int wempty_pending = -1;  // stage whose release waits for its MMAs to retire
-        for (int kw_5 = 0; kw_5 < 2; ++kw_5) {  // tinygemm_rings_sm90.py:95
+        for (int kw_5 = 0; kw_5 < 2; ++kw_5) {  // tinygemm_rings_sm90.py:100
           const uint32_t wpipe_stage = wpipe_it % 15;
           const uint32_t wpipe_phase = (wpipe_it / 15) & 1;
-          cake_mbar_wait(wfull + 8 * wpipe_stage, wpipe_phase);  // wait wfull (tinygemm_rings_sm90.py:96)
-          // mma acc += sW * sX.T (tinygemm_rings_sm90.py:97)
+          cake_mbar_wait(wfull + 8 * wpipe_stage, wpipe_phase);  // wait wfull (tinygemm_rings_sm90.py:101)
+          // mma acc += sW * sX.T (tinygemm_rings_sm90.py:102)
           cake_wgmma_fence();
           cake_wgmma_m64n128k16_f32_bf16(acc, cake_wgmma_desc((sW + 8192 * wpipe_stage) + 0 + ((64 * math_index)) * 128, 16, 1024, 1), cake_wgmma_desc((sX + 32768 * xpipe_stage) + 0 + ((kw_5 * 128)) * 128, 16, 1024, 1), ((((kx_4 * 2) + kw_5) > 0)) ? 1 : 0);
           cake_wgmma_m64n128k16_f32_bf16(acc, cake_wgmma_desc((sW + 8192 * wpipe_stage) + 32 + ((64 * math_index)) * 128, 16, 1024, 1), cake_wgmma_desc((sX + 32768 * xpipe_stage) + 32 + ((kw_5 * 128)) * 128, 16, 1024, 1), 1);
@@ -400,12 +400,12 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm_rings(
         }
         cake_wgmma_wait<0>();  // every MMA of the loop has retired
         if (wempty_pending >= 0 && math_thread == 0) cake_mbar_arrive(wempty + 8 * wempty_pending);
-        cake_wgmma_wait<0>();  // commit xempty: every MMA issued so far has retired (tinygemm_rings_sm90.py:99)
+        cake_wgmma_wait<0>();  // commit xempty: every MMA issued so far has retired (tinygemm_rings_sm90.py:104)
         if (math_thread == 0) cake_mbar_arrive(xempty + 8 * xpipe_stage);
         ++xpipe_it;
       }
       cake_wgmma_wait<0>();  // every MMA of the loop has retired
-      // part.store(...) (tinygemm_rings_sm90.py:101)
+      // part.store(...) (tinygemm_rings_sm90.py:106)
       if (math_thread == 0) cake_bulk_wait_read();
       cake_named_sync(8 + math_index, 128);
       #pragma unroll
@@ -420,13 +420,13 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm_rings(
           cake_st_shared_v2_f32(part + (((row) * 128 + (col)) * 4), v[0], v[1]);
         }
       }
-      { __syncwarp(); if (threadIdx.x % 32 < 2) cake_mbar_arrive_cluster(parts, threadIdx.x % 32); }  // arrive parts (tinygemm_rings_sm90.py:102)
-      cake_mbar_wait_cluster(parts, (parts_waits++ & 1));  // wait parts (tinygemm_rings_sm90.py:103)
-      if ((tile_0 == 0)) {  // tinygemm_rings_sm90.py:104
-        float peer0[64];  // part.load(cta=...): every element in flight before the first is used (tinygemm_rings_sm90.py:109)
+      { __syncwarp(); if (threadIdx.x % 32 < 2) cake_mbar_arrive_cluster(parts, threadIdx.x % 32); }  // arrive parts (tinygemm_rings_sm90.py:107)
+      cake_mbar_wait_cluster(parts, (parts_waits++ & 1));  // wait parts (tinygemm_rings_sm90.py:108)
+      if ((tile_0 == 0)) {  // tinygemm_rings_sm90.py:109
+        float peer0[64];  // part.load(cta=...): every element in flight before the first is used (tinygemm_rings_sm90.py:114)
         #pragma unroll
         for (int i = 0; i < 16; ++i) for (int h = 0; h < 2; ++h) cake_ld_cluster_v2_f32(part + (((((64 * math_index)) + lane_row + 8 * h) * 128 + (lane_col + 8 * i)) * 4), (uint32_t)(1), peer0[4 * i + 2 * h], peer0[4 * i + 2 * h + 1]);
-        {  // store C <- accumulator tile, transposed (tinygemm_rings_sm90.py:110)
+        {  // store C <- accumulator tile, transposed (tinygemm_rings_sm90.py:115)
           #pragma unroll
           for (int i = 0; i < 16; ++i) {
             #pragma unroll
