@@ -10,10 +10,11 @@ set -u
 . "$(dirname "$0")/gpu_env.sh" || exit 1
 [ -n "${CACHE:-}" ] && export CAKE_CACHE_DIR=$CACHE
 C2=bench/results/2026-12-05-judge/tinygemm_table_c2.family.toml
-part shipped-1 60 kernels/tinygemm/tinygemm.family.toml --shard bench
-part c2-1 60 $C2 --shard bench
-part shipped-2 60 kernels/tinygemm/tinygemm.family.toml --shard bench
-part c2-2 60 $C2 --shard bench
+# PAIRS=1: one pair only (a call with little device time left).
+for i in $(seq 1 "${PAIRS:-2}"); do
+    part shipped-$i 60 kernels/tinygemm/tinygemm.family.toml --shard bench
+    part c2-$i 60 $C2 --shard bench
+done
 for r in shipped-1 c2-1 shipped-2 c2-2; do
     [ -f "$OUT/$r/report.txt" ] && { echo "## $r"; sed -n 2p "$OUT/$r/report.txt"; }
 done
