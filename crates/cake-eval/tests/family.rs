@@ -1485,3 +1485,33 @@ fn choose_refuses_candidates_that_name_cards() {
     assert!(e.contains("candidate `h100` names cards (H100)"), "{e}");
     assert!(e.contains("give a card its own routes"), "{e}");
 }
+
+/// A report names the GPU its measurement ran on (dispatch depends on it where routes name
+/// cards), and says nothing where the worker reported none.
+#[test]
+fn a_report_names_the_gpu_it_ran_on() {
+    let rows = vec![ShapeResult {
+        shape: shape(1, 1024),
+        route: "a".into(),
+        timed: [("a".to_string(), timed(1.5))].into_iter().collect(),
+    }];
+    let mut m = measurement(Mode::Dispatch, rows);
+    let first = |m: &Measurement| {
+        cake_eval::family::report::render(m, &report(m))
+            .lines()
+            .next()
+            .unwrap()
+            .to_string()
+    };
+    assert!(
+        first(&m).ends_with("baseline torch_rms_norm"),
+        "{}",
+        first(&m)
+    );
+    m.environment = serde_json::json!({"gpu": "NVIDIA H200"});
+    assert!(
+        first(&m).ends_with("baseline torch_rms_norm · NVIDIA H200"),
+        "{}",
+        first(&m)
+    );
+}
