@@ -381,20 +381,21 @@ pub fn prebuild(
         Some(card) => vec![Some(card.as_str())],
         None => f.cards().into_iter().map(Some).chain([None]).collect(),
     };
-    // Two GPUs' plans can cut one build's shapes into different runs: each build once.
+    // A route's job is one build (`plan` groups shapes by specialization), which several GPUs'
+    // plans, or runs of one, can share: each build once.
     let mut built = std::collections::HashSet::new();
     for job in gpus
         .into_iter()
         .flat_map(|gpu| plan(f, &shapes, o, &baseline, gpu))
     {
-        if job.python.is_some() {
+        let spec = job.contract.specialization(&shapes[job.shapes[0]]);
+        if job.python.is_some()
+            || !built.insert((job.callable.clone(), run::specialization_text(&spec)))
+        {
             continue;
         }
         let c = job_contract(&job, &shapes, o);
         for (spec, rejected) in run::prebuild(&c, &Options::default(), target)? {
-            if !built.insert((job.callable.clone(), run::specialization_text(&spec))) {
-                continue;
-            }
             progress(&format!(
                 "built {} {}{}",
                 job.callable,

@@ -657,13 +657,18 @@ impl Family {
     /// routes name, then every other GPU (`card: None`), one view each; and the routes that take
     /// no region on any GPU they serve.
     pub fn validate(&self) -> Result<Validations, String> {
-        let mut views = Vec::new();
-        for card in self.cards().into_iter().map(Some).chain([None]) {
-            views.push(CardValidation {
+        let axes = self.edge_axes();
+        check_grid_size(&axes, VALIDATE_POINTS_LOG2)?;
+        let views: Vec<CardValidation> = self
+            .cards()
+            .into_iter()
+            .map(Some)
+            .chain([None])
+            .map(|card| CardValidation {
                 card: card.map(str::to_string),
-                validation: self.validate_on(card)?,
-            });
-        }
+                validation: self.validate_grid(&axes, card),
+            })
+            .collect();
         let unreachable = self
             .routes
             .iter()
@@ -683,7 +688,12 @@ impl Family {
     pub fn validate_on(&self, gpu: Option<&str>) -> Result<Validation, String> {
         let axes = self.edge_axes();
         check_grid_size(&axes, VALIDATE_POINTS_LOG2)?;
-        let mut guards = GridGuards::new(&self.routes, &axes);
+        Ok(self.validate_grid(&axes, gpu))
+    }
+
+    /// [`Family::validate_on`] over the edge grid `axes` (its size already checked).
+    fn validate_grid(&self, axes: &[(String, Vec<i64>)], gpu: Option<&str>) -> Validation {
+        let mut guards = GridGuards::new(&self.routes, axes);
         for (i, r) in self.routes.iter().enumerate() {
             if !r.serves(gpu) {
                 guards.possible[i / 64] &= !(1u64 << (i % 64));
@@ -701,7 +711,7 @@ impl Family {
             ..Validation::default()
         };
         let words = guards.words;
-        let mut odometer = Odometer::new(&axes);
+        let mut odometer = Odometer::new(axes);
         let mut point: Vec<i64> = vec![0; axes.len()];
         // `along[k]`: the routes that the values of the first `k` axes admit, kept per axis so
         // that a step recomputes only the axes it moved (mostly the last).
@@ -753,7 +763,7 @@ impl Family {
             .filter(|(r, n)| **n == 0 && r.serves(gpu))
             .map(|(r, _)| r.name.clone())
             .collect();
-        Ok(v)
+        v
     }
 }
 

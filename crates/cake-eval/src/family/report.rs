@@ -168,24 +168,23 @@ pub fn render(m: &Measurement, r: &Report) -> String {
         Mode::Dispatch => "G_span",
         Mode::EveryRoute => "best-route geomean",
     };
-    line(
-        format!(
-            "family {} · {} shard, seed {}, {} shapes · {} mode · baseline {}",
-            r.family,
-            r.shard,
-            m.seed,
-            r.shapes,
-            match m.mode {
-                Mode::Dispatch => "dispatch",
-                Mode::EveryRoute => "every-route",
-            },
-            r.baseline
-        ) + &m.environment["gpu"]
-            .as_str()
-            // Routes that name cards dispatch by it: say which GPU this was.
-            .map(|gpu| format!(" · {gpu}"))
-            .unwrap_or_default(),
-    );
+    // Routes that name cards dispatch by the GPU: say which one this was.
+    let gpu = m.environment["gpu"]
+        .as_str()
+        .map(|g| format!(" · {g}"))
+        .unwrap_or_default();
+    line(format!(
+        "family {} · {} shard, seed {}, {} shapes · {} mode · baseline {}{gpu}",
+        r.family,
+        r.shard,
+        m.seed,
+        r.shapes,
+        match m.mode {
+            Mode::Dispatch => "dispatch",
+            Mode::EveryRoute => "every-route",
+        },
+        r.baseline
+    ));
     line(format!(
         "{what} {} over {} timed shapes; {} incorrect; {} untimed; {} below {FLOOR}x",
         x(r.g_span),
