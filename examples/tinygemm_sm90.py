@@ -80,6 +80,11 @@ MATH_REGS = (232 if PER_SM == 1 else 216) if ROW_WGS <= 2 else 152 if ROW_WGS ==
 # nor other kernels' dirty lines (1.10-1.14x measured: bench/results/2026-12-03-cost-model).
 EVICT_FIRST = 1
 WEIGHT_EVICT = "first" if EVICT_FIRST == 1 else None
+# CP_ASYNC = 1: the producer warpgroup's 128 threads copy the weight with cp.async, 16 bytes each,
+# a warp's 32 pieces one row's 512 contiguous bytes at BK = 256 (the GEMV's access pattern), instead
+# of TMA boxes (one issuing thread). The tokens stay on TMA.
+CP_ASYNC = 0
+LOAD_REGS = 40 if CP_ASYNC == 0 else 104
 # WIDE = 1: two consumer warpgroups, each multiplying the weight tile by half of the tokens (MP
 # of 64 and more, tiles not split). Measured slower at the contract's M = 64 and 128 (0.96x of
 # one, bench/results/2026-12-03-cost-model-2/): one warpgroup's MMAs already reach the rate.
@@ -97,7 +102,7 @@ def tinygemm(A: lm.tensor[lm.bf16, M, "K"],
     sW = pool.view(shape=(BN, BK), dtype=lm.bf16, stages=STAGES, swizzle=128)
     sX = pool.view(shape=(MP, BK), dtype=lm.bf16, stages=STAGES, swizzle=128)
 
-    load = lm.role(warpgroup=0, regs=40)
+    load = lm.role(warpgroup=0, regs=LOAD_REGS)
     math = lm.role(warpgroups=[1, 2, 3, 4] if CONSUMERS == 4 else [1, 2, 3] if CONSUMERS == 3 else
                    [1, 2] if CONSUMERS == 2 else [1], regs=MATH_REGS)
 
@@ -120,7 +125,10 @@ def tinygemm(A: lm.tensor[lm.bf16, M, "K"],
         with load:
             for k in lm.range(KB, pipeline=pipe):
                 lm.wait(empty)
-                sW.tma_load(B, coords=(tn * BN, (ks * KB + k) * BK), barrier=full, evict=WEIGHT_EVICT)
+                if CP_ASYNC == 1:
+                    sW.cp_async(B, coords=(tn * BN, (ks * KB + k) * BK), barrier=full, evict=WEIGHT_EVICT)
+                else:
+                    sW.tma_load(B, coords=(tn * BN, (ks * KB + k) * BK), barrier=full, evict=WEIGHT_EVICT)
                 sX.tma_load(A, coords=(0, (ks * KB + k) * BK), barrier=full, multicast=MCAST)
         with math:
             wrow = 64 * math.index if ROW_WGS > 1 else 0     # this warpgroup's weight rows in the tile

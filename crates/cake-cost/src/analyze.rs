@@ -642,6 +642,10 @@ impl Analyzer<'_> {
                 if let Op::TmaLoad {
                     evict: Some(cake_ir::Evict::First),
                     ..
+                }
+                | Op::CpAsync {
+                    evict: Some(cake_ir::Evict::First),
+                    ..
                 } = op
                 {
                     self.evict_first.insert(src.index());

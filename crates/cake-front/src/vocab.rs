@@ -267,7 +267,7 @@ pub const TABLE: &[Entry] = &[
     row!(Pool "view" => PoolView, Call(&[req("shape"), req("dtype"), opt("stages"), opt("swizzle"), opt("offset")]), "a shared-memory view carved from the pool"),
     row!(View "tma_load" => ViewTmaLoad, Call(&[req("src"), req("coords"), req("barrier"), opt("multicast"), opt("evict")]), "TMA copy of a tensor tile into the view"),
     row!(View "tma_store" => ViewTmaStore, Call(&[req("dst"), req("coords"), opt("reduce")]), "TMA copy of the view into a tensor tile (reduce=\"add\": added into it)"),
-    row!(View "cp_async" => ViewCpAsync, Call(&[req("src"), req("coords"), req("barrier")]), "cp.async copy of a tensor tile into the view"),
+    row!(View "cp_async" => ViewCpAsync, Call(&[req("src"), req("coords"), req("barrier"), opt("evict")]), "cp.async copy of a tensor tile into the view"),
     row!(View "copy_to" => ViewCopyTo, Call(&[req("dst"), req("coords"), opt("reduce")]), "per-thread copy of the view into a tensor tile, any alignment (reduce=\"add\": added into it)"),
     row!(View "rows" => ViewRows, Call(&[req("start"), req("count")]), "the view restricted to a row range"),
     row!(View "stage" => ViewStage, Call(&[req("index")]), "one stage of a staged view"),

@@ -641,6 +641,8 @@ pub enum Op {
         src: ParamId,
         coords: Vec<ExprId>,
         barrier: BarrierId,
+        /// The L2 eviction priority of the lines the copy brings in (`evict=`); `None`: normal.
+        evict: Option<Evict>,
     },
     /// Shared → global by the role's threads, element by element (`st.global`, or with `add`
     /// `red.global.add`): no alignment needed, unlike a TMA store.

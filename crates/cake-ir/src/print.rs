@@ -313,12 +313,14 @@ impl Printer<'_> {
                 src,
                 coords,
                 barrier,
+                evict,
             } => format!(
-                "cp_async {} <- {}[{}] barrier={}",
+                "cp_async {} <- {}[{}] barrier={}{}",
                 self.view_ref(dst),
                 param(src),
                 self.coords(coords),
-                bar(barrier)
+                bar(barrier),
+                evict.map_or(String::new(), |e| format!(" evict={}", e.as_str()))
             ),
             Op::Ldmatrix { dst, src } => {
                 format!(

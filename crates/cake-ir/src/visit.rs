@@ -232,6 +232,7 @@ impl Op {
                 src,
                 coords,
                 barrier,
+                evict: _,
             } => {
                 e.smem_write(dst);
                 e.global_reads.push(*src);

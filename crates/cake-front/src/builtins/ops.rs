@@ -483,11 +483,12 @@ impl Interp<'_> {
         Ok(self.str_choice(slot, &[("add", ())], &message)?.is_some())
     }
 
-    /// `view.cp_async(src, coords, barrier)`
+    /// `view.cp_async(src, coords, barrier, evict=None)`
     pub(super) fn cp_async(&mut self, v: ViewRef, a: &[Slot], sp: Span) -> R<Value> {
         let src = self.tensor_arg(&a[0], "the source")?;
         let coords = self.coords(&a[1], src, "`coords`")?;
         let barrier = self.barrier_arg(&a[2], "`barrier`")?;
+        let evict = self.evict_arg(a.get(3))?;
         self.check_view_tensor(&v, src, sp)?;
         self.emit_op(
             Op::CpAsync {
@@ -495,6 +496,7 @@ impl Interp<'_> {
                 src,
                 coords,
                 barrier,
+                evict,
             },
             sp,
         )?;

@@ -704,7 +704,8 @@ impl Emitter<'_> {
                 src,
                 coords,
                 barrier,
-            } => self.cp_async(dst, *src, coords, *barrier, sp),
+                evict,
+            } => self.cp_async(dst, *src, coords, *barrier, *evict, sp),
             // Operations only some families have an instruction for.
             Op::Ldmatrix { .. }
             | Op::Commit { .. }
