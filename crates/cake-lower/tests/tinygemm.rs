@@ -117,6 +117,47 @@ fn a_peer_read_of_a_swizzled_view_narrower_than_a_panel_is_refused() {
 }
 
 #[test]
+fn the_weight_by_cp_async_carries_its_priority_on_every_piece() {
+    // CP_ASYNC = 1: the producer's 128 threads copy the weight (64 rows x 256 columns at
+    // BK = 256: 2048 pieces of 16 bytes, 16 per thread), each piece evict-first; the tokens
+    // stay on one thread's TMA boxes.
+    let cuda = lower_with(&[("M", 8), ("NW", 4096), ("BK", 256), ("CP_ASYNC", 1)]);
+    let helper = &cuda[cuda
+        .find("void cake_cp_async_16_evict_first(")
+        .expect("the evict-first cp.async helper")..];
+    let helper = &helper[..helper.find("\n}\n").expect("its end")];
+    assert!(helper.contains("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;"));
+    assert!(helper.contains("cake_cp_async_policy_evict_first()"));
+    assert!(cuda.contains("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;"));
+    assert!(cuda.contains("2048 pieces of 16 B, 16 per thread"));
+    let calls: Vec<&str> = cuda
+        .lines()
+        .filter(|l| l.trim_start().starts_with("cake_cp_async_16"))
+        .collect();
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert!(calls[0].contains("cake_cp_async_16_evict_first(") && calls[0].contains(" B + "));
+    assert!(cuda
+        .lines()
+        .any(|l| l.trim_start().starts_with("cake_tma_load_2d(") && l.contains("&tmap_A_")));
+    assert!(!cuda
+        .lines()
+        .any(|l| l.trim_start().starts_with("cake_tma_load_2d") && l.contains("&tmap_B_")));
+    // Plain: the unhinted helper, and no policy anywhere.
+    let plain = lower_with(&[
+        ("M", 8),
+        ("NW", 4096),
+        ("BK", 256),
+        ("CP_ASYNC", 1),
+        ("EVICT_FIRST", 0),
+    ]);
+    assert!(plain
+        .lines()
+        .any(|l| l.trim_start().starts_with("cake_cp_async_16(")));
+    assert!(!plain.contains("evict_first"));
+    assert!(!plain.contains("cache_hint"));
+}
+
+#[test]
 fn every_m_compiles_without_spills() {
     let Some(tc) =
         cake_testkit::require(cake_toolchain::Toolchain::discover(), "no CUDA toolchain")
@@ -126,20 +167,25 @@ fn every_m_compiles_without_spills() {
     let t = cake_target::lookup("sm_90a").unwrap();
     let out = std::env::temp_dir().join(format!("cake-tinygemm-{}", std::process::id()));
     // NW = 2048 splits K across a cluster of two.
-    for (m, nw) in [
-        (1, 4096),
-        (8, 4096),
-        (16, 2048),
-        (32, 4096),
-        (64, 2048),
-        (128, 4096),
+    // CP_ASYNC = 1 (the weight by the producer's threads, BK = 256 and 128): its register
+    // budget must hold sixteen pieces' addresses (with 56 ptxas spilled).
+    for (m, nw, cp, bk) in [
+        (1, 4096, 0, 64),
+        (8, 4096, 0, 64),
+        (16, 2048, 0, 64),
+        (32, 4096, 0, 64),
+        (64, 2048, 0, 64),
+        (128, 4096, 0, 64),
+        (8, 4096, 1, 256),
+        (16, 2048, 1, 256),
+        (64, 14336, 1, 128),
     ] {
         let build = tc
             .compile(
-                &lower_with(&[("M", m), ("NW", nw)]),
+                &lower_with(&[("M", m), ("NW", nw), ("CP_ASYNC", cp), ("BK", bk)]),
                 t,
                 &out,
-                &format!("tinygemm_{m}_{nw}"),
+                &format!("tinygemm_{m}_{nw}_{cp}_{bk}"),
             )
             .unwrap_or_else(|e| panic!("M={m} NW={nw}: {e}"));
         for r in &build.resources {
