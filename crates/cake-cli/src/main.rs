@@ -219,6 +219,10 @@ enum FamilyCommand {
         /// parts of the shapes, route the part left out (stated in the table's header)
         #[arg(long, value_name = "FOLDS")]
         cross_validate: Option<usize>,
+        /// Write routes for this card alone (`cards = [CARD]`, named `<route>-<card>`), from a
+        /// measurement that ran on it: they go ahead of the table's shared routes
+        #[arg(long, value_name = "CARD")]
+        card: Option<String>,
     },
 }
 
@@ -620,6 +624,7 @@ fn main() -> ExitCode {
             short_us,
             short_worst,
             cross_validate,
+            card,
         }) => family::cmd_choose(
             &file,
             &measurement,
@@ -635,6 +640,7 @@ fn main() -> ExitCode {
                 pooled_baseline,
                 short_us,
                 short_worst,
+                card,
             },
             cross_validate,
         ),

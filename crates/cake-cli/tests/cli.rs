@@ -440,6 +440,23 @@ fn family_choose_refuses_a_table_without_routes_and_states_its_options() {
     let o = cake(&["family", "choose", c, m, "--product", "M*Q"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("`Q` in the product `M*Q`"));
+    // `--card`: the routes of the card the measurement ran on, or a located refusal.
+    let o = cake(&["family", "choose", c, m, "--card", "H200"]);
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(table.contains("cards = [\"H200\"]"), "{table}");
+    let o = cake(&["family", "choose", c, m, "--card", "H100"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("not on a GPU named H100"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
 
 /// A family whose routes name cards is validated and sampled per GPU: the shipped tinygemm table

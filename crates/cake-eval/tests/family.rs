@@ -1486,6 +1486,72 @@ fn choose_refuses_candidates_that_name_cards() {
     assert!(e.contains("give a card its own routes"), "{e}");
 }
 
+/// `choose --card H100` writes the card's own routes from a measurement on that card: every
+/// route names it and is named for it, and where a later shared route would serve other GPUs,
+/// these serve the H100 alone. A measurement on another GPU, or on none named, cannot choose them.
+#[test]
+fn choose_for_a_card_writes_routes_that_name_it() {
+    let (fam, mut m) = picks();
+    m.environment = serde_json::json!({"gpu": "NVIDIA H100 80GB HBM3"});
+    let o = ChooseOptions {
+        card: Some("H100".into()),
+        ..ChooseOptions::default()
+    };
+    let chosen = choose(&fam, &m, &o).unwrap();
+    let text = render(&fam, &m, &chosen, &o, None);
+    assert!(
+        text.contains("# For the H100 alone (`--card H100`)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("name = \"a-h100\"\ncards = [\"H100\"]")
+            && text.contains("name = \"b-h100\"\ncards = [\"H100\"]"),
+        "{text}"
+    );
+    let picked = Family::load(&write("pick.h100.family.toml", &text))
+        .unwrap_or_else(|e| panic!("{e:?}\n{text}"));
+    assert_eq!(
+        picked.route_of(&shape(4, 2048), Some("NVIDIA H100 80GB HBM3")),
+        Some(0)
+    );
+    assert_eq!(picked.route_of(&shape(4, 2048), Some("NVIDIA H200")), None);
+    // Routes chosen from another card's times, from times of no named GPU, or for a card that
+    // is not one word of a GPU's name: refused.
+    m.environment = serde_json::json!({"gpu": "NVIDIA H200"});
+    let e = choose(&fam, &m, &o).unwrap_err();
+    assert!(
+        e.contains("ran on NVIDIA H200, not on a GPU named H100"),
+        "{e}"
+    );
+    m.environment = serde_json::Value::Null;
+    let e = choose(&fam, &m, &o).unwrap_err();
+    assert!(e.contains("names no GPU"), "{e}");
+    let spaced = ChooseOptions {
+        card: Some("H 100".into()),
+        ..ChooseOptions::default()
+    };
+    let e = choose(&fam, &m, &spaced).unwrap_err();
+    assert!(e.contains("is not one word"), "{e}");
+}
+
+/// Times from two GPUs are not one choice: merging measurements that name different GPUs is
+/// refused (measurements that name none, or the same one, merge as before).
+#[test]
+fn merging_measurements_from_two_gpus_is_refused() {
+    let (_, mut m) = picks();
+    let mut other = m.clone();
+    other.seed = 4;
+    m.environment = serde_json::json!({"gpu": "NVIDIA H200"});
+    other.environment = serde_json::json!({"gpu": "NVIDIA H100 80GB HBM3"});
+    let e = Measurement::merge(vec![m.clone(), other.clone()]).unwrap_err();
+    assert!(
+        e.contains("a measurement on NVIDIA H100 80GB HBM3 (seed 4) into one on NVIDIA H200"),
+        "{e}"
+    );
+    other.environment = m.environment.clone();
+    assert!(Measurement::merge(vec![m, other]).is_ok());
+}
+
 /// A report names the GPU its measurement ran on (dispatch depends on it where routes name
 /// cards), and says nothing where the worker reported none.
 #[test]

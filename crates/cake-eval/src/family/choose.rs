@@ -66,6 +66,10 @@ pub struct ChooseOptions {
     pub short_us: f64,
     /// The lowest speedup a route may have at a measured shape shorter than `short_us`.
     pub short_worst: f64,
+    /// Write the routes for this card alone (`cards = [card]`, docs/dispatch.md): the
+    /// measurement must have run on a GPU of that name, and the routes go ahead of a table's
+    /// shared ones.
+    pub card: Option<String>,
 }
 
 impl Default for ChooseOptions {
@@ -82,6 +86,7 @@ impl Default for ChooseOptions {
             pooled_baseline: false,
             short_us: 0.0,
             short_worst: 0.97,
+            card: None,
         }
     }
 }
@@ -147,6 +152,25 @@ fn table(f: &Family, m: &Measurement, pooled: Option<&[Option<f64>]>) -> Table {
         .collect()
 }
 
+/// With `--card`: the card is one word, and the measurement ran on a GPU it names (a card's
+/// routes are chosen from that card's times only).
+fn card_of_measurement(card: &str, m: &Measurement) -> Result<(), String> {
+    if card.is_empty() || !card.chars().all(|c| c.is_ascii_alphanumeric()) {
+        return Err(format!(
+            "`--card {card}` is not one word of a GPU's name (letters and digits: H100, H200)"
+        ));
+    }
+    match m.environment.get("gpu").and_then(|g| g.as_str()) {
+        Some(gpu) if super::card_is(card, gpu) => Ok(()),
+        Some(gpu) => Err(format!(
+            "the measurement ran on {gpu}, not on a GPU named {card}: a card's routes are chosen from its own times"
+        )),
+        None => Err(format!(
+            "the measurement names no GPU (`environment.gpu`), so it cannot choose routes for the {card}"
+        )),
+    }
+}
+
 pub fn choose(f: &Family, m: &Measurement, o: &ChooseOptions) -> Result<Vec<Chosen>, String> {
     if m.mode != Mode::EveryRoute {
         return Err(
@@ -170,6 +194,9 @@ pub fn choose(f: &Family, m: &Measurement, o: &ChooseOptions) -> Result<Vec<Chos
             r.name,
             r.cards.join(", ")
         ));
+    }
+    if let Some(card) = &o.card {
+        card_of_measurement(card, m)?;
     }
     for p in o.products.iter().chain(&o.products_under) {
         if let Some(bad) =
@@ -983,6 +1010,17 @@ fn range_text(r: &Range) -> String {
 
 /// The chosen family as a family file, to be written next to the candidates file (paths are
 /// relative to its folder); comments carry the evidence each route was kept on.
+/// A card's route is named for it (`rows-2` for the H100: `rows-2-h100`), so that it and the
+/// shared route it goes ahead of can sit in one table.
+fn card_route_name(name: &str, card: &str) -> String {
+    let suffix = format!("-{}", card.to_ascii_lowercase());
+    if name.ends_with(&suffix) {
+        name.to_string()
+    } else {
+        format!("{name}{suffix}")
+    }
+}
+
 pub fn render(
     f: &Family,
     m: &Measurement,
@@ -1062,6 +1100,12 @@ pub fn render(
             o.short_us, o.short_worst
         );
     }
+    if let Some(card) = &o.card {
+        let _ = writeln!(
+            out,
+            "# For the {card} alone (`--card {card}`): each route names the card; put them ahead of the table's shared routes, which keep serving every other GPU."
+        );
+    }
     if o.pooled_baseline {
         let _ = writeln!(
             out,
@@ -1108,7 +1152,18 @@ pub fn render(
             "\n# measured: {} shapes, geomean {:.3}x, worst {:.3}x",
             c.shapes, c.geomean, c.worst
         );
-        let _ = writeln!(out, "[[route]]\nname = \"{}\"", c.name);
+        match &o.card {
+            Some(card) => {
+                let _ = writeln!(
+                    out,
+                    "[[route]]\nname = \"{}\"\ncards = [\"{card}\"]",
+                    card_route_name(&c.name, card)
+                );
+            }
+            None => {
+                let _ = writeln!(out, "[[route]]\nname = \"{}\"", c.name);
+            }
+        }
         let _ = writeln!(out, "kernel = \"{}\"", rel(&r.kernel));
         let _ = writeln!(out, "entry = \"{}\"", r.entry);
         if !r.constants.is_empty() {

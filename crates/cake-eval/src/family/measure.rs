@@ -101,6 +101,22 @@ impl Measurement {
                     m.mode, m.family, first.mode, first.family
                 ));
             }
+            // Cards of one target disagree on routes (docs/dispatch.md): times from two GPUs
+            // are not one choice.
+            let gpu = |m: &Measurement| {
+                m.environment
+                    .get("gpu")
+                    .and_then(|g| g.as_str())
+                    .map(str::to_owned)
+            };
+            if let (Some(a), Some(b)) = (gpu(&first), gpu(&m)) {
+                if a != b {
+                    return Err(format!(
+                        "cannot merge a measurement on {b} (seed {}) into one on {a} (seed {}): choose from one GPU's times",
+                        m.seed, first.seed
+                    ));
+                }
+            }
             for seed in std::iter::once(m.seed).chain(m.merged_seeds) {
                 if seed != first.seed && !first.merged_seeds.contains(&seed) {
                     first.merged_seeds.push(seed);
