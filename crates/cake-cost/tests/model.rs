@@ -862,17 +862,21 @@ fn flush_writeback_evict_first_and_the_per_sm_cap() {
     assert!(span(&first, &cal) > span(&plain, &clean));
     // The weight copied by the producer's threads (`cp_async(..., evict="first")`) is charged
     // as the TMA copy with the same priority.
+    // (The lowering refuses the priority on cp_async for now; the model costs what it asks.)
     let threads = |evict: &str| {
         kernel_with(
             "examples/tinygemm_sm90.py",
             &[
                 ("NW = 2048 ", "NW = 4096 "),
-                ("EVICT_FIRST = 1", &format!("EVICT_FIRST = {evict}")),
                 ("CP_ASYNC = 0", "CP_ASYNC = 1"),
+                (
+                    "barrier=full)\n                else:",
+                    &format!("barrier=full, evict={evict})\n                else:"),
+                ),
             ],
         )
     };
-    let (cp_plain, cp_first) = (threads("0"), threads("1"));
+    let (cp_plain, cp_first) = (threads("None"), threads("\"first\""));
     assert!(span(&cp_first, &cal) < span(&cp_plain, &cal));
     assert!((span(&cp_first, &cal) - span(&first, &cal)).abs() < 0.02 * span(&first, &cal));
     // 64 CTAs at 1 GB/s each cannot stream 32 MB in the DRAM-bound time.

@@ -117,44 +117,52 @@ fn a_peer_read_of_a_swizzled_view_narrower_than_a_panel_is_refused() {
 }
 
 #[test]
-fn the_weight_by_cp_async_carries_its_priority_on_every_piece() {
+fn the_weight_by_cp_async_goes_by_the_producers_threads() {
     // CP_ASYNC = 1: the producer's 128 threads copy the weight (64 rows x 256 columns at
-    // BK = 256: 2048 pieces of 16 bytes, 16 per thread), each piece evict-first; the tokens
+    // BK = 256: 2048 pieces of 16 bytes, 16 per thread) with L2's default priority; the tokens
     // stay on one thread's TMA boxes.
     let cuda = lower_with(&[("M", 8), ("NW", 4096), ("BK", 256), ("CP_ASYNC", 1)]);
-    let helper = &cuda[cuda
-        .find("void cake_cp_async_16_evict_first(")
-        .expect("the evict-first cp.async helper")..];
-    let helper = &helper[..helper.find("\n}\n").expect("its end")];
-    assert!(helper.contains("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;"));
-    assert!(helper.contains("cake_cp_async_policy_evict_first()"));
-    assert!(cuda.contains("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;"));
     assert!(cuda.contains("2048 pieces of 16 B, 16 per thread"));
     let calls: Vec<&str> = cuda
         .lines()
         .filter(|l| l.trim_start().starts_with("cake_cp_async_16"))
         .collect();
     assert_eq!(calls.len(), 1, "{calls:?}");
-    assert!(calls[0].contains("cake_cp_async_16_evict_first(") && calls[0].contains(" B + "));
+    assert!(calls[0].contains("cake_cp_async_16(") && calls[0].contains(" B + "));
     assert!(cuda
         .lines()
         .any(|l| l.trim_start().starts_with("cake_tma_load_2d(") && l.contains("&tmap_A_")));
     assert!(!cuda
         .lines()
         .any(|l| l.trim_start().starts_with("cake_tma_load_2d") && l.contains("&tmap_B_")));
-    // Plain: the unhinted helper, and no policy anywhere.
-    let plain = lower_with(&[
-        ("M", 8),
-        ("NW", 4096),
-        ("BK", 256),
-        ("CP_ASYNC", 1),
-        ("EVICT_FIRST", 0),
-    ]);
-    assert!(plain
-        .lines()
-        .any(|l| l.trim_start().starts_with("cake_cp_async_16(")));
-    assert!(!plain.contains("evict_first"));
-    assert!(!plain.contains("cache_hint"));
+    assert!(!cuda.contains("cache_hint"));
+}
+
+/// `evict=` on cp_async is refused by the lowering with a located reason (the hinted copies
+/// raised an illegal instruction on an H200), not dropped.
+#[test]
+fn an_eviction_priority_on_cp_async_is_refused() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/tinygemm_sm90.py");
+    let source = std::fs::read_to_string(path).expect("example");
+    let plain = "sW.cp_async(B, coords=(tn * BN, (ks * KB + k) * BK), barrier=full)";
+    assert!(source.contains(plain));
+    let source = source
+        .replace(
+            plain,
+            "sW.cp_async(B, coords=(tn * BN, (ks * KB + k) * BK), barrier=full, evict=\"first\")",
+        )
+        .replace("CP_ASYNC = 0", "CP_ASYNC = 1");
+    let checked = cake_driver::check("cp.py", source.as_bytes(), Some("sm_90a"));
+    assert!(!checked.has_errors(), "{:?}", checked.findings);
+    let t = cake_target::lookup("sm_90a").unwrap();
+    let errors = cake_lower::lower(&checked.kernels[0], &checked.file, t).expect_err("refused");
+    assert!(
+        errors.iter().any(|u| u
+            .message
+            .contains("`evict=\"first\"` on cp_async is not lowered")),
+        "{:?}",
+        errors.iter().map(|u| &u.message).collect::<Vec<_>>()
+    );
 }
 
 #[test]

@@ -65,8 +65,6 @@ pub(crate) struct Emitter<'a> {
     pub(crate) needs_ex2: bool,
     /// Whether the body issues `cp.async` copies (the prelude then defines them).
     pub(crate) needs_cp_async: bool,
-    /// The L2 eviction priorities its `cp.async` copies carry (`evict=`; a helper set each).
-    pub(crate) cp_async_evicts: BTreeSet<Evict>,
     /// Swizzle modes whose address function the generated code uses (`smem_addr`).
     pub(crate) swizzles: BTreeSet<u32>,
     /// Accumulator writes emitted while another wgmma group was in flight (`Lowered`).
@@ -271,7 +269,6 @@ impl<'a> Emitter<'a> {
             tmaps: Vec::new(),
             needs_shared_ops: false,
             needs_cp_async: false,
-            cp_async_evicts: BTreeSet::new(),
             swizzles: BTreeSet::new(),
             needs_ex2: false,
             in_flight_writes: Vec::new(),
@@ -439,9 +436,6 @@ impl<'a> Emitter<'a> {
         }
         if self.needs_cp_async {
             cuda.push_str(copy::CP_ASYNC);
-        }
-        for e in &self.cp_async_evicts {
-            cuda.push_str(&copy::cp_async_hint_fns(*e));
         }
         for s in &self.swizzles {
             cuda.push_str(&copy::swizzle_fn(*s));

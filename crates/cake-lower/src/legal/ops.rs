@@ -253,6 +253,17 @@ pub(crate) fn evict_not_lowered(what: &str, evict: Evict) -> String {
     )
 }
 
+/// `evict=` on `view.cp_async`: the message. The hinted copies (`cp.async ... .L2::cache_hint`)
+/// compiled, but the tinygemm's weight copied that way at BK = 256 raised an illegal instruction
+/// on an H200 at every shape, where the same copies without the hint ran correct; until that is
+/// understood, a schedule asks for the priority on a TMA load instead.
+pub(crate) fn cp_async_evict_not_lowered(evict: Evict) -> String {
+    format!(
+        "`evict=\"{}\"` on cp_async is not lowered: the hinted per-thread copies raised an illegal instruction on an H200 (bench/results/2026-12-06-regs-gemm/); a TMA load takes `evict=` (tma_load), or leave the copy's lines to L2's default priority",
+        evict.as_str()
+    )
+}
+
 /// `defer=True` and `turns=True` on a family that does not lower them: the message.
 pub(crate) fn mma_scheduling_not_lowered(option: &str) -> String {
     format!("`{option}=True` is lowered for wgmma (sm_90a) only")

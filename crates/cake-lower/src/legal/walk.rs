@@ -643,6 +643,9 @@ impl<'a> Checker<'a> {
                     }
                 }
             }
+            Op::CpAsync { evict: Some(e), .. } => {
+                self.unsupported(sp, super::cp_async_evict_not_lowered(*e))
+            }
             Op::CpAsync {
                 dst, src, coords, ..
             } => match cp_async(k, dst, *src) {
