@@ -87,6 +87,8 @@ WEIGHT_EVICT = "first" if EVICT_FIRST == 1 else None
 # slower than TMA boxes at M <= 8, each copy plain, and up to 44 % slower at M = 16
 # (bench/results/2026-12-06-regs-gemm/, call 2): no route takes it.
 CP_ASYNC = 0
+# The producer's registers: its sixteen pieces' addresses need more than one TMA issuer (with 56
+# ptxas spilled 16-184 B in the copy loop; with 104, none).
 LOAD_REGS = 40 if CP_ASYNC == 0 else 104
 # WIDE = 1: two consumer warpgroups, each multiplying the weight tile by half of the tokens (MP
 # of 64 and more, tiles not split). Measured slower at the contract's M = 64 and 128 (0.96x of

@@ -103,14 +103,17 @@ fn a_peer_read_of_a_swizzled_view_narrower_than_a_panel_is_refused() {
         part,
         "part = pool.view(shape=(64, 16), dtype=lm.f32, swizzle=128)",
     );
-    let checked = cake_driver::check("peer.py", source.as_bytes(), Some("sm_90a"));
+    assert_refused(&source, "128B-swizzled with a multiple of 32 columns");
+}
+
+/// `source` passes the checks and the lowering refuses it with a message containing `reason`.
+fn assert_refused(source: &str, reason: &str) {
+    let checked = cake_driver::check("refused.py", source.as_bytes(), Some("sm_90a"));
     assert!(!checked.has_errors(), "{:?}", checked.findings);
     let t = cake_target::lookup("sm_90a").unwrap();
     let errors = cake_lower::lower(&checked.kernels[0], &checked.file, t).expect_err("refused");
     assert!(
-        errors.iter().any(|u| u
-            .message
-            .contains("128B-swizzled with a multiple of 32 columns")),
+        errors.iter().any(|u| u.message.contains(reason)),
         "{:?}",
         errors.iter().map(|u| &u.message).collect::<Vec<_>>()
     );
@@ -152,17 +155,7 @@ fn an_eviction_priority_on_cp_async_is_refused() {
             "sW.cp_async(B, coords=(tn * BN, (ks * KB + k) * BK), barrier=full, evict=\"first\")",
         )
         .replace("CP_ASYNC = 0", "CP_ASYNC = 1");
-    let checked = cake_driver::check("cp.py", source.as_bytes(), Some("sm_90a"));
-    assert!(!checked.has_errors(), "{:?}", checked.findings);
-    let t = cake_target::lookup("sm_90a").unwrap();
-    let errors = cake_lower::lower(&checked.kernels[0], &checked.file, t).expect_err("refused");
-    assert!(
-        errors.iter().any(|u| u
-            .message
-            .contains("`evict=\"first\"` on cp_async is not lowered")),
-        "{:?}",
-        errors.iter().map(|u| &u.message).collect::<Vec<_>>()
-    );
+    assert_refused(&source, "`evict=\"first\"` on cp_async is not lowered");
 }
 
 #[test]
