@@ -15,6 +15,8 @@ for s in m["shapes"]:
     sh = s["shape"]
     t = {r: v["cupti_ms"] * 1e3 for r, v in s["timed"].items() if v.get("cupti_ms") and v.get("correct")}
     bad = [r for r, v in s["timed"].items() if not v.get("correct")]
+    if not s["timed"] or s["route"] == "fallback":
+        continue
     base = next(iter(s["timed"].values()))["baseline_cupti_ms"] * 1e3
     print(f"{sh['N']:5} {sh['K']:5} M={sh['M']:3} cublas {base:6.2f} " + " ".join(f"{r} {u:6.2f}" for r, u in sorted(t.items())) + (f" WRONG {bad}" if bad else ""))
 PY
