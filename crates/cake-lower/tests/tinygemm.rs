@@ -17,6 +17,13 @@ fn lower_with(constants: &[(&str, i64)]) -> String {
     common::lower_example("tinygemm_sm90.py", constants)
 }
 
+/// The generated lines that call a helper whose name starts with `prefix`.
+fn calls<'a>(cuda: &'a str, prefix: &str) -> Vec<&'a str> {
+    cuda.lines()
+        .filter(|l| l.trim_start().starts_with(prefix))
+        .collect()
+}
+
 #[test]
 fn the_tokens_are_wgmma_n_rounded_up_to_a_legal_width() {
     for (m, n) in [(1, 8), (8, 8), (9, 16), (16, 16), (33, 64), (100, 128)] {
@@ -126,18 +133,14 @@ fn the_weight_by_cp_async_goes_by_the_producers_threads() {
     // stay on one thread's TMA boxes.
     let cuda = lower_with(&[("M", 8), ("NW", 4096), ("BK", 256), ("CP_ASYNC", 1)]);
     assert!(cuda.contains("2048 pieces of 16 B, 16 per thread"));
-    let calls: Vec<&str> = cuda
-        .lines()
-        .filter(|l| l.trim_start().starts_with("cake_cp_async_16"))
-        .collect();
-    assert_eq!(calls.len(), 1, "{calls:?}");
-    assert!(calls[0].contains("cake_cp_async_16(") && calls[0].contains(" B + "));
-    assert!(cuda
-        .lines()
-        .any(|l| l.trim_start().starts_with("cake_tma_load_2d(") && l.contains("&tmap_A_")));
-    assert!(!cuda
-        .lines()
-        .any(|l| l.trim_start().starts_with("cake_tma_load_2d") && l.contains("&tmap_B_")));
+    let copies = calls(&cuda, "cake_cp_async_16");
+    assert_eq!(copies.len(), 1, "{copies:?}");
+    assert!(copies[0].contains("cake_cp_async_16(") && copies[0].contains(" B + "));
+    let boxes = calls(&cuda, "cake_tma_load_2d");
+    assert!(boxes
+        .iter()
+        .any(|l| l.contains("cake_tma_load_2d(") && l.contains("&tmap_A_")));
+    assert!(!boxes.iter().any(|l| l.contains("&tmap_B_")));
     assert!(!cuda.contains("cache_hint"));
 }
 
@@ -211,15 +214,12 @@ fn the_weight_streams_evict_first_and_the_tokens_with_the_default_priority() {
     ));
     assert!(helper.contains("\"l\"(policy)"));
     // B (the weight) takes it, A (the tokens every CTA rereads) does not.
-    let calls: Vec<&str> = cuda
-        .lines()
-        .filter(|l| l.trim_start().starts_with("cake_tma_load_2d"))
-        .collect();
-    assert_eq!(calls.len(), 2, "{calls:?}");
-    assert!(calls
+    let boxes = calls(&cuda, "cake_tma_load_2d");
+    assert_eq!(boxes.len(), 2, "{boxes:?}");
+    assert!(boxes
         .iter()
         .any(|l| l.contains("cake_tma_load_2d_evict_first(") && l.contains("&tmap_B_")));
-    assert!(calls
+    assert!(boxes
         .iter()
         .any(|l| l.contains("cake_tma_load_2d(") && l.contains("&tmap_A_")));
     // Without the knob, no hint and no helper.

@@ -155,12 +155,12 @@ fn table(f: &Family, m: &Measurement, pooled: Option<&[Option<f64>]>) -> Table {
 /// With `--card`: the card is one word, and the measurement ran on a GPU it names (a card's
 /// routes are chosen from that card's times only).
 fn card_of_measurement(card: &str, m: &Measurement) -> Result<(), String> {
-    if card.is_empty() || !card.chars().all(|c| c.is_ascii_alphanumeric()) {
+    if !super::is_card_word(card) {
         return Err(format!(
             "`--card {card}` is not one word of a GPU's name (letters and digits: H100, H200)"
         ));
     }
-    match m.environment.get("gpu").and_then(|g| g.as_str()) {
+    match m.gpu() {
         Some(gpu) if super::card_is(card, gpu) => Ok(()),
         Some(gpu) => Err(format!(
             "the measurement ran on {gpu}, not on a GPU named {card}: a card's routes are chosen from its own times"

@@ -77,12 +77,23 @@ pub struct Measurement {
     pub merged_seeds: Vec<u64>,
 }
 
+/// The GPU's name in a worker's environment report (`gpu`), where it gave one.
+fn gpu_name(environment: &Value) -> Option<&str> {
+    environment.get("gpu").and_then(|g| g.as_str())
+}
+
 impl Measurement {
+    /// The name of the GPU the worker ran on (`environment.gpu`), where it reported one.
+    pub fn gpu(&self) -> Option<&str> {
+        gpu_name(&self.environment)
+    }
+
     /// One measurement of the shapes of several every-route measurements of the same family's
     /// representative shards (`cake family choose` over measurements from several GPU calls).
     /// Held-out and boundary shards never choose routes, so they are refused. A shape measured
     /// again (the same seed's draw, timed later for routes added since) is one row: the routes
-    /// timed there join it, and a route timed in both keeps its first timing.
+    /// timed there join it, and a route timed in both keeps its first timing. Measurements
+    /// that name different GPUs are refused: cards of one target disagree on routes.
     pub fn merge(ms: Vec<Measurement>) -> Result<Measurement, String> {
         let mut it = ms.into_iter();
         let mut first = it.next().ok_or("no measurement to merge")?;
@@ -103,13 +114,7 @@ impl Measurement {
             }
             // Cards of one target disagree on routes (docs/dispatch.md): times from two GPUs
             // are not one choice.
-            let gpu = |m: &Measurement| {
-                m.environment
-                    .get("gpu")
-                    .and_then(|g| g.as_str())
-                    .map(str::to_owned)
-            };
-            if let (Some(a), Some(b)) = (gpu(&first), gpu(&m)) {
+            if let (Some(a), Some(b)) = (first.gpu(), m.gpu()) {
                 if a != b {
                     return Err(format!(
                         "cannot merge a measurement on {b} (seed {}) into one on {a} (seed {}): choose from one GPU's times",
@@ -395,7 +400,7 @@ pub fn prebuild(
     // Dispatch on the card asked for, else on every GPU the family routes differently.
     let gpus: Vec<Option<&str>> = match &o.card {
         Some(card) => vec![Some(card.as_str())],
-        None => f.cards().into_iter().map(Some).chain([None]).collect(),
+        None => f.gpu_views(),
     };
     // A route's job is one build (`plan` groups shapes by specialization), which several GPUs'
     // plans, or runs of one, can share: each build once.
@@ -451,9 +456,7 @@ pub fn measure(
         None
     } else {
         sup.ensure_running().map_err(RunError::Worker)?;
-        sup.env
-            .as_ref()
-            .and_then(|e| e["gpu"].as_str().map(str::to_string))
+        sup.env.as_ref().and_then(gpu_name).map(str::to_string)
     };
     let drawn = shapes_of(f, o, gpu.as_deref());
     let shapes: Vec<Shape> = drawn.iter().map(|(s, _)| s.clone()).collect();

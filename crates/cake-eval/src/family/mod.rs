@@ -181,6 +181,11 @@ impl Route {
     }
 }
 
+/// Whether `card` can name a GPU: one word of letters and digits (`H100`), as `card_is` matches.
+pub fn is_card_word(card: &str) -> bool {
+    !card.is_empty() && card.chars().all(|c| c.is_ascii_alphanumeric())
+}
+
 /// Whether `card` is one of the words of the GPU's name `gpu` (case aside): `H100` is
 /// "NVIDIA H100 80GB HBM3" and "NVIDIA H100 NVL", and not "NVIDIA GH200 480GB".
 pub fn card_is(card: &str, gpu: &str) -> bool {
@@ -335,9 +340,7 @@ impl Family {
                 }
             }
             if let Some(cards) = &r.cards {
-                let bad = cards
-                    .iter()
-                    .find(|c| c.is_empty() || !c.chars().all(|x| x.is_ascii_alphanumeric()));
+                let bad = cards.iter().find(|c| !is_card_word(c));
                 if cards.is_empty() || bad.is_some() {
                     push(
                         "cards",
@@ -531,6 +534,12 @@ impl Family {
         out
     }
 
+    /// Every GPU the family routes differently, as `route_of` takes them: each card the routes
+    /// name, then `None` (any other GPU).
+    pub fn gpu_views(&self) -> Vec<Option<&str>> {
+        self.cards().into_iter().map(Some).chain([None]).collect()
+    }
+
     /// The edge grid's axes, one per dimension in the contract's order: the domain's edges and
     /// the guards' edges on both sides, snapped to values the domain admits. Guards are ranges
     /// and value sets, so between two consecutive edges every shape goes the same way, and the
@@ -660,10 +669,8 @@ impl Family {
         let axes = self.edge_axes();
         check_grid_size(&axes, VALIDATE_POINTS_LOG2)?;
         let views: Vec<CardValidation> = self
-            .cards()
+            .gpu_views()
             .into_iter()
-            .map(Some)
-            .chain([None])
             .map(|card| CardValidation {
                 card: card.map(str::to_string),
                 validation: self.validate_grid(&axes, card),

@@ -169,10 +169,7 @@ pub fn render(m: &Measurement, r: &Report) -> String {
         Mode::EveryRoute => "best-route geomean",
     };
     // Routes that name cards dispatch by the GPU: say which one this was.
-    let gpu = m.environment["gpu"]
-        .as_str()
-        .map(|g| format!(" · {g}"))
-        .unwrap_or_default();
+    let gpu = m.gpu().map(|g| format!(" · {g}")).unwrap_or_default();
     line(format!(
         "family {} · {} shard, seed {}, {} shapes · {} mode · baseline {}{gpu}",
         r.family,
