@@ -140,6 +140,8 @@ def tinygemm(A: lm.tensor[lm.bf16, M, "K"],
             tok = 0 if ROW_WGS > 1 else MC * math.index      # and its tokens
             for k in lm.range(KB, pipeline=pipe):
                 lm.wait(full)
+                if CP_ASYNC == 1:
+                    lm.fence_proxy_async()   # cp.async wrote sW through the generic proxy
                 lm.mma(acc, sW.rows(wrow, 64), sX.rows(tok, MC).T, accumulate=k > 0, release=empty)
             if SPLIT > 1:
                 part.rows(wrow, 64).store(acc)

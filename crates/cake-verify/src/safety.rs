@@ -1320,19 +1320,66 @@ fn guards_copies(cx: &Ctx, barrier: BarrierId) -> bool {
     false
 }
 
+/// Shared memory written through the generic proxy and not yet fenced for the async proxy.
+struct Unfenced {
+    view: ViewId,
+    written: StmtId,
+    fencer: Fencer,
+}
+
+/// Who fences an unfenced write.
+enum Fencer {
+    /// Stores by a role's own threads: that role fences them, after the writes.
+    Writer(Option<RoleId>),
+    /// Per-thread `cp.async` copies completing on a barrier: their writes land after the issuing
+    /// thread has moved on, so each reading role fences them itself, after waiting on that
+    /// barrier. `fenced`: the roles that have.
+    Readers {
+        barrier: BarrierId,
+        fenced: Vec<Option<RoleId>>,
+    },
+}
+
 fn proxy_fence(cx: &Ctx, out: &mut Vec<Finding>) {
     let k = cx.k;
-    let mut dirty: Vec<(Option<RoleId>, ViewId, StmtId)> = Vec::new();
+    let mut dirty: Vec<Unfenced> = Vec::new();
+    // The barriers each role has waited on since its last proxy fence.
+    let mut waited: Vec<(Option<RoleId>, BarrierId)> = Vec::new();
+    let stores = |view, site: &OpSite| Unfenced {
+        view,
+        written: site.stmt,
+        fencer: Fencer::Writer(site.role),
+    };
     for site in &cx.ops {
         match &site.op {
-            Op::SmemStore { dst, .. } => dirty.push((site.role, dst.view, site.stmt)),
+            Op::SmemStore { dst, .. } => dirty.push(stores(dst.view, site)),
             Op::ScatterAdd { dst, counts, .. } => {
-                dirty.push((site.role, dst.view, site.stmt));
+                dirty.push(stores(dst.view, site));
                 if let Some(c) = counts {
-                    dirty.push((site.role, c.view, site.stmt));
+                    dirty.push(stores(c.view, site));
                 }
             }
-            Op::FenceProxyAsync => dirty.retain(|(r, _, _)| *r != site.role),
+            Op::CpAsync { dst, barrier, .. } => dirty.push(Unfenced {
+                view: dst.view,
+                written: site.stmt,
+                fencer: Fencer::Readers {
+                    barrier: *barrier,
+                    fenced: Vec::new(),
+                },
+            }),
+            Op::Wait { barrier } => waited.push((site.role, *barrier)),
+            Op::FenceProxyAsync => {
+                dirty.retain_mut(|d| match &mut d.fencer {
+                    Fencer::Writer(r) => *r != site.role,
+                    Fencer::Readers { barrier, fenced } => {
+                        if waited.contains(&(site.role, *barrier)) && !fenced.contains(&site.role) {
+                            fenced.push(site.role);
+                        }
+                        true
+                    }
+                });
+                waited.retain(|(r, _)| *r != site.role);
+            }
             op => {
                 let async_reads: Vec<ViewId> = match op {
                     Op::TmaStore { src, .. } => vec![src.view],
@@ -1343,18 +1390,35 @@ fn proxy_fence(cx: &Ctx, out: &mut Vec<Finding>) {
                     _ => vec![],
                 };
                 for v in async_reads {
-                    if let Some((_, _, w)) = dirty.iter().find(|(_, dv, _)| *dv == v) {
-                        out.push(
+                    let unfenced = dirty.iter().find(|d| {
+                        d.view == v
+                            && match &d.fencer {
+                                Fencer::Writer(_) => true,
+                                Fencer::Readers { fenced, .. } => !fenced.contains(&site.role),
+                            }
+                    });
+                    let Some(d) = unfenced else { continue };
+                    let name = &k.views[v].name;
+                    let f = match &d.fencer {
+                        Fencer::Writer(_) => Finding::new(
+                            &PROXY_FENCE,
+                            cx.span(site.stmt),
+                            format!("`{name}` was written with ordinary stores and is now read by the async proxy without a proxy fence"),
+                        )
+                        .label(cx.span(d.written), "written here (generic proxy)")
+                        .help("add lm.fence_proxy_async() after the writes, before the handoff"),
+                        Fencer::Readers { barrier, .. } => {
+                            let b = &k.barriers[*barrier].name;
                             Finding::new(
                                 &PROXY_FENCE,
                                 cx.span(site.stmt),
-                                format!("`{}` was written with ordinary stores and is now read by the async proxy without a proxy fence", k.views[v].name),
+                                format!("`{name}` was written by cp.async (generic proxy) and is now read by the async proxy without a proxy fence"),
                             )
-                            .subject("view", &k.views[v].name)
-                            .label(cx.span(*w), "written here (generic proxy)")
-                            .help("add lm.fence_proxy_async() after the writes, before the handoff"),
-                        );
-                    }
+                            .label(cx.span(d.written), format!("written here, completing on `{b}`"))
+                            .help(format!("add lm.fence_proxy_async() in role `{}` after lm.wait({b}), before this read", cx.role_name(site.role)))
+                        }
+                    };
+                    out.push(f.subject("view", name));
                 }
             }
         }

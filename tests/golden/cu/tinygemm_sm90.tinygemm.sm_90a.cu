@@ -342,7 +342,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm(
         const uint32_t pipe_stage = pipe_it % 16;
         const uint32_t pipe_phase = (pipe_it / 16) & 1;
         cake_mbar_wait(full + 8 * pipe_stage, pipe_phase);  // wait full (tinygemm_sm90.py:142)
-        // mma acc += sW * sX.T (tinygemm_sm90.py:143)
+        // mma acc += sW * sX.T (tinygemm_sm90.py:145)
         cake_wgmma_fence();
         cake_wgmma_m64n8k16_f32_bf16(acc, cake_wgmma_desc((sW + 8192 * pipe_stage) + 0 + (0) * 128, 16, 1024, 1), cake_wgmma_desc((sX + 1024 * pipe_stage) + 0 + ((8 * math_index)) * 128, 16, 1024, 1), ((k_2 > 0)) ? 1 : 0);
         cake_wgmma_m64n8k16_f32_bf16(acc, cake_wgmma_desc((sW + 8192 * pipe_stage) + 32 + (0) * 128, 16, 1024, 1), cake_wgmma_desc((sX + 1024 * pipe_stage) + 32 + ((8 * math_index)) * 128, 16, 1024, 1), 1);
@@ -356,7 +356,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm(
       }
       cake_wgmma_wait<0>();  // every MMA of the loop has retired
       if (empty_pending >= 0 && math_thread == 0) cake_mbar_arrive(empty + 8 * empty_pending);
-      // part.store(...) (tinygemm_sm90.py:145)
+      // part.store(...) (tinygemm_sm90.py:147)
       if (math_thread == 0) cake_bulk_wait_read();
       cake_named_sync(8 + math_index, 128);
       #pragma unroll
@@ -371,13 +371,13 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm(
           cake_st_shared_v2_f32(part + (((row) * 8 + (col)) * 4), v[0], v[1]);
         }
       }
-      { __syncwarp(); if (threadIdx.x % 32 < 2) cake_mbar_arrive_cluster(parts, threadIdx.x % 32); }  // arrive parts (tinygemm_sm90.py:146)
-      cake_mbar_wait_cluster(parts, (parts_waits++ & 1));  // wait parts (tinygemm_sm90.py:147)
-      if ((tile_0 == 0)) {  // tinygemm_sm90.py:148
-        float peer0[4];  // part.load(cta=...): every element in flight before the first is used (tinygemm_sm90.py:153)
+      { __syncwarp(); if (threadIdx.x % 32 < 2) cake_mbar_arrive_cluster(parts, threadIdx.x % 32); }  // arrive parts (tinygemm_sm90.py:148)
+      cake_mbar_wait_cluster(parts, (parts_waits++ & 1));  // wait parts (tinygemm_sm90.py:149)
+      if ((tile_0 == 0)) {  // tinygemm_sm90.py:150
+        float peer0[4];  // part.load(cta=...): every element in flight before the first is used (tinygemm_sm90.py:155)
         #pragma unroll
         for (int i = 0; i < 1; ++i) for (int h = 0; h < 2; ++h) cake_ld_cluster_v2_f32(part + ((((0) + lane_row + 8 * h) * 8 + (lane_col + 8 * i)) * 4), (uint32_t)(1), peer0[4 * i + 2 * h], peer0[4 * i + 2 * h + 1]);
-        {  // store C <- accumulator tile, transposed (tinygemm_sm90.py:154)
+        {  // store C <- accumulator tile, transposed (tinygemm_sm90.py:156)
           #pragma unroll
           for (int i = 0; i < 1; ++i) {
             #pragma unroll

@@ -102,10 +102,12 @@ pub const PROXY_FENCE: CodeInfo = CodeInfo {
     name: "proxy-fence",
     category: Category::Safety,
     severity: Severity::Error,
-    summary: r#"Shared memory written by ordinary stores is read by the async proxy without a proxy fence."#,
+    summary: r#"Shared memory written through the generic proxy (stores, cp.async) is read by the async proxy without a proxy fence."#,
     explanation: r#"Stores from threads (st.shared, stmatrix) go through the generic proxy; TMA stores, wgmma and tcgen05 read through the async proxy. Without `fence.proxy.async.shared::cta` by the writing threads between the two, the async read may see stale data, intermittently.
 
-Add `lm.fence_proxy_async()` after the writes and before the handoff."#,
+Add `lm.fence_proxy_async()` after the writes and before the handoff.
+
+Per-thread `cp_async` copies write through the generic proxy too, but they land after the issuing thread has moved on: it arrives on the copies' barrier before their data is in shared memory, so it has nothing to fence. The role that reads the view with wgmma or tcgen05 fences instead, after its `lm.wait` on that barrier and before the read."#,
     bad: include_str!("../../../../tests/check/CAKE-S008-bad.py"),
     good: include_str!("../../../../tests/check/CAKE-S008-good.py"),
 };
