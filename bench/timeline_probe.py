@@ -148,7 +148,7 @@ def run():
         rec["probed_us"] = statistics.median(spans[1].spans_ms) * 1e3
         runs = []
         for _ in range(reps):
-            P.zero_(); flush(); torch.cuda.synchronize()
+            P.zero_(); timing.flush_l2(flush); torch.cuda.synchronize()
             probed(**ins, C=outs["probed"], P=P); torch.cuda.synchronize()
             t = P.view(-1, SLOTS).cpu()
             t = t[t[:, 0] != 0]
