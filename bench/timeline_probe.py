@@ -177,7 +177,7 @@ def run():
         rec["sample"] = runs[len(runs) // 2]
         results.append(rec)
         print(name, "done", flush=True)
-    json.dump(results, open(os.path.join(out, "timeline.json"), "w"), indent=1)
+    json.dump(results, open(os.path.join(out, "timeline.json"), "w"), separators=(",", ":"))
     cols = ["plain_us", "probed_us", "ctas", "sms", "ctas_per_sm_max", "skew_p50_ns", "skew_max_ns", "prologue_ns",
             "first_data_ns", "stream_ns", "epilogue_ns", "exit_sync_ns", "cta_life_ns", "inside_span_ns", "exit_spread_ns"]
     print("\n" + " ".join(f"{c[:-3] if c.endswith('_ns') else c:>12}" for c in ["name"] + cols))

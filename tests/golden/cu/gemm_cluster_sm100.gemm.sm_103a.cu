@@ -97,6 +97,19 @@ static __device__ __forceinline__ uint32_t cake_cluster_ctarank() {
 static __device__ __forceinline__ void cake_cluster_sync() {
   asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
 }
+// The prologue's half of the cluster barrier. Relaxed: the barrier inits it publishes are
+// ordered by the initialising thread's fence.mbarrier_init.release.cluster.
+static __device__ __forceinline__ void cake_cluster_arrive_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+}
+// The other half, once per thread, before its first access to a peer CTA: every CTA of the
+// cluster has started and initialised its barriers.
+static __device__ __forceinline__ void cake_cluster_wait_once(bool& waited) {
+  if (!waited) {
+    asm volatile("barrier.cluster.wait.acquire;" ::: "memory");
+    waited = true;
+  }
+}
 // Arrive on the mbarrier at the same offset in CTA `cta` of the cluster, ordering this thread's
 // earlier memory accesses before it at cluster scope (an `lm.arrive` after generic accesses).
 static __device__ __forceinline__ void cake_mbar_arrive_cluster(uint32_t bar, uint32_t cta) {
@@ -299,7 +312,9 @@ extern "C" __global__ void __launch_bounds__(192, 1) cake_gemm(
     for (int s = 0; s < 1; ++s) cake_mbar_init(acc_full + 8 * s, 1);
     cake_fence_barrier_init();
   }
-  cake_cluster_sync();
+  __syncthreads();
+  cake_cluster_arrive_relaxed();
+  bool cluster_waited = false;  // this thread has seen every peer start
   const uint32_t cta_rank = cake_cluster_ctarank();
   (void)cta_rank;
   cake_tcgen05_fence_after();
@@ -380,6 +395,7 @@ extern "C" __global__ void __launch_bounds__(192, 1) cake_gemm(
           // tma_load sA <- A (gemm_cluster_sm100.py:40)
           cake_mbar_arrive_expect_tx(full + 8 * pipe_stage, 32768);
           cake_tma_load_2d((sA + 16384 * pipe_stage), &tmap_A_0, full + 8 * pipe_stage, (k_1 * 64), (tile_0 * 128));
+          cake_cluster_wait_once(cluster_waited);
           // tma_load sB <- B (gemm_cluster_sm100.py:41)
           // multicast to 2 CTAs: this one loads rows [64 * cta_rank, +64) of the box
           cake_tma_load_2d_multicast((sB + 16384 * pipe_stage) + cta_rank * 8192, &tmap_B_1, full + 8 * pipe_stage, 0x3, (k_1 * 64), (tile_1 * 128) + (int)cta_rank * 64);
@@ -407,6 +423,7 @@ extern "C" __global__ void __launch_bounds__(192, 1) cake_gemm(
           const uint32_t pipe_phase = (pipe_it / 4) & 1;
           cake_mbar_wait(full + 8 * pipe_stage, pipe_phase);  // wait full (gemm_cluster_sm100.py:44)
           cake_tcgen05_fence_after();
+          cake_cluster_wait_once(cluster_waited);
           // mma acc += sA * sB.T (gemm_cluster_sm100.py:45): tcgen05.mma M=128 N=128 K=16, idesc 0x08200490
           cake_tcgen05_mma_f16_ss(cake_tmem, cake_umma_desc((sA + 16384 * pipe_stage) + 0, 0x4000404000010000ull), cake_umma_desc((sB + 16384 * pipe_stage) + 0, 0x4000404000010000ull), 0x08200490u, ((k_2 > 0)) ? 1u : 0u);
           cake_tcgen05_mma_f16_ss(cake_tmem, cake_umma_desc((sA + 16384 * pipe_stage) + 32, 0x4000404000010000ull), cake_umma_desc((sB + 16384 * pipe_stage) + 32, 0x4000404000010000ull), 0x08200490u, 1u);
@@ -427,5 +444,6 @@ extern "C" __global__ void __launch_bounds__(192, 1) cake_gemm(
     cake_tmem_dealloc(cake_tmem, 128);
   }
   // No CTA leaves while a peer may still arrive on its barriers or write its shared memory.
+  cake_cluster_wait_once(cluster_waited);
   cake_cluster_sync();
 }

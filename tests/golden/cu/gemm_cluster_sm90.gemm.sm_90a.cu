@@ -97,6 +97,19 @@ static __device__ __forceinline__ uint32_t cake_cluster_ctarank() {
 static __device__ __forceinline__ void cake_cluster_sync() {
   asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
 }
+// The prologue's half of the cluster barrier. Relaxed: the barrier inits it publishes are
+// ordered by the initialising thread's fence.mbarrier_init.release.cluster.
+static __device__ __forceinline__ void cake_cluster_arrive_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+}
+// The other half, once per thread, before its first access to a peer CTA: every CTA of the
+// cluster has started and initialised its barriers.
+static __device__ __forceinline__ void cake_cluster_wait_once(bool& waited) {
+  if (!waited) {
+    asm volatile("barrier.cluster.wait.acquire;" ::: "memory");
+    waited = true;
+  }
+}
 // Arrive on the mbarrier at the same offset in CTA `cta` of the cluster, ordering this thread's
 // earlier memory accesses before it at cluster scope (an `lm.arrive` after generic accesses).
 static __device__ __forceinline__ void cake_mbar_arrive_cluster(uint32_t bar, uint32_t cta) {
@@ -264,7 +277,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
     for (int s = 0; s < 3; ++s) cake_mbar_init(empty + 8 * s, 4);
     cake_fence_barrier_init();
   }
-  cake_cluster_sync();
+  __syncthreads();
+  cake_cluster_arrive_relaxed();
+  bool cluster_waited = false;  // this thread has seen every peer start
   const uint32_t cta_rank = cake_cluster_ctarank();
   (void)cta_rank;
   if (warp >= 0 && warp < 4) {  // role load (gemm_cluster_sm90.py:28)
@@ -291,6 +306,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
           // tma_load sA <- A (gemm_cluster_sm90.py:41)
           cake_mbar_arrive_expect_tx(full + 8 * pipe_stage, 49152);
           cake_tma_load_2d((sA + 16384 * pipe_stage), &tmap_A_0, full + 8 * pipe_stage, (k_1 * 64), (tile_0 * 128));
+          cake_cluster_wait_once(cluster_waited);
           // tma_load sB <- B (gemm_cluster_sm90.py:42)
           // multicast to 2 CTAs: this one loads rows [128 * cta_rank, +128) of the box
           cake_tma_load_2d_multicast((sB + 32768 * pipe_stage) + cta_rank * 16384, &tmap_B_1, full + 8 * pipe_stage, 0x3, (k_1 * 64), (tile_1 * 256) + (int)cta_rank * 128);
@@ -321,6 +337,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
         const uint32_t pipe_stage = pipe_it % 3;
         const uint32_t pipe_phase = (pipe_it / 3) & 1;
         cake_mbar_wait(full + 8 * pipe_stage, pipe_phase);  // wait full (gemm_cluster_sm90.py:45)
+        cake_cluster_wait_once(cluster_waited);
         // mma acc += sA * sB.T (gemm_cluster_sm90.py:46)
         cake_wgmma_fence();
         cake_wgmma_m64n256k16_f32_bf16(acc, cake_wgmma_desc((sA + 16384 * pipe_stage) + 0 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sB + 32768 * pipe_stage) + 0, 16, 1024, 1), ((k_2 > 0)) ? 1 : 0);
@@ -365,5 +382,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
     if (math_thread == 0) cake_bulk_wait_read();
   }
   // No CTA leaves while a peer may still arrive on its barriers or write its shared memory.
+  cake_cluster_wait_once(cluster_waited);
   cake_cluster_sync();
 }

@@ -97,6 +97,19 @@ static __device__ __forceinline__ uint32_t cake_cluster_ctarank() {
 static __device__ __forceinline__ void cake_cluster_sync() {
   asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
 }
+// The prologue's half of the cluster barrier. Relaxed: the barrier inits it publishes are
+// ordered by the initialising thread's fence.mbarrier_init.release.cluster.
+static __device__ __forceinline__ void cake_cluster_arrive_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+}
+// The other half, once per thread, before its first access to a peer CTA: every CTA of the
+// cluster has started and initialised its barriers.
+static __device__ __forceinline__ void cake_cluster_wait_once(bool& waited) {
+  if (!waited) {
+    asm volatile("barrier.cluster.wait.acquire;" ::: "memory");
+    waited = true;
+  }
+}
 // Arrive on the mbarrier at the same offset in CTA `cta` of the cluster, ordering this thread's
 // earlier memory accesses before it at cluster scope (an `lm.arrive` after generic accesses).
 static __device__ __forceinline__ void cake_mbar_arrive_cluster(uint32_t bar, uint32_t cta) {
@@ -293,7 +306,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
     for (int s = 0; s < 1; ++s) cake_mbar_init(drained + 8 * s, 16);
     cake_fence_barrier_init();
   }
-  cake_cluster_sync();
+  __syncthreads();
+  cake_cluster_arrive_relaxed();
+  bool cluster_waited = false;  // this thread has seen every peer start
   const uint32_t cta_rank = cake_cluster_ctarank();
   (void)cta_rank;
   if (warp >= 0 && warp < 4) {  // role load (gemm_splitk_sm90.py:42)
@@ -386,9 +401,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
           cake_st_shared_v2_f32(part + (((col) / 32) * 16384 + (row) * 128 + ((((col) % 32) / 4) ^ ((row) % 8)) * 16 + ((col) % 4) * 4), v[0], v[1]);
         }
       }
+      cake_cluster_wait_once(cluster_waited);
       { __syncwarp(); if (threadIdx.x % 32 < 2) cake_mbar_arrive_cluster(parts, threadIdx.x % 32); }  // arrive parts (gemm_splitk_sm90.py:64)
       cake_mbar_wait_cluster(parts, (parts_waits++ & 1));  // wait parts (gemm_splitk_sm90.py:65)
       if ((tile_0 == 0)) {  // gemm_splitk_sm90.py:66
+        cake_cluster_wait_once(cluster_waited);
         // sC.store(...) (gemm_splitk_sm90.py:70)
         float peer0[64];  // part.load(cta=...): every element in flight before the first is used (gemm_splitk_sm90.py:69)
         #pragma unroll
@@ -417,11 +434,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
           cake_bulk_commit();
         }
       }
+      cake_cluster_wait_once(cluster_waited);
       { __syncwarp(); if (threadIdx.x % 32 < 2) cake_mbar_arrive_cluster(drained, threadIdx.x % 32); }  // arrive drained (gemm_splitk_sm90.py:73)
       cake_mbar_wait_cluster(drained, (drained_waits++ & 1));  // wait drained (gemm_splitk_sm90.py:74)
     }
     if (math_thread == 0) cake_bulk_wait_read();
   }
   // No CTA leaves while a peer may still arrive on its barriers or write its shared memory.
+  cake_cluster_wait_once(cluster_waited);
   cake_cluster_sync();
 }

@@ -97,6 +97,19 @@ static __device__ __forceinline__ uint32_t cake_cluster_ctarank() {
 static __device__ __forceinline__ void cake_cluster_sync() {
   asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
 }
+// The prologue's half of the cluster barrier. Relaxed: the barrier inits it publishes are
+// ordered by the initialising thread's fence.mbarrier_init.release.cluster.
+static __device__ __forceinline__ void cake_cluster_arrive_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+}
+// The other half, once per thread, before its first access to a peer CTA: every CTA of the
+// cluster has started and initialised its barriers.
+static __device__ __forceinline__ void cake_cluster_wait_once(bool& waited) {
+  if (!waited) {
+    asm volatile("barrier.cluster.wait.acquire;" ::: "memory");
+    waited = true;
+  }
+}
 // Arrive on the mbarrier at the same offset in CTA `cta` of the cluster, ordering this thread's
 // earlier memory accesses before it at cluster scope (an `lm.arrive` after generic accesses).
 static __device__ __forceinline__ void cake_mbar_arrive_cluster(uint32_t bar, uint32_t cta) {
@@ -287,7 +300,9 @@ extern "C" __global__ void __launch_bounds__(512, 1) cake_kmeans_assign_split(
     for (int s = 0; s < 1; ++s) cake_mbar_init(parts + 8 * s, 48);
     cake_fence_barrier_init();
   }
-  cake_cluster_sync();
+  __syncthreads();
+  cake_cluster_arrive_relaxed();
+  bool cluster_waited = false;  // this thread has seen every peer start
   const uint32_t cta_rank = cake_cluster_ctarank();
   (void)cta_rank;
   if (warp >= 0 && warp < 4) {  // role load (kmeans_assign_split_sm90.py:68)
@@ -431,27 +446,34 @@ extern "C" __global__ void __launch_bounds__(512, 1) cake_kmeans_assign_split(
       #pragma unroll
       for (int h = 0; h < 2; ++h) cake_st_shared_b32(part_i + 4 * (((math_index * 64)) + lane_row + 8 * h), (uint32_t)(best_i[h]));
       }
+      cake_cluster_wait_once(cluster_waited);
       { __syncwarp(); if (threadIdx.x % 32 < 4) cake_mbar_arrive_cluster(parts, threadIdx.x % 32); }  // arrive parts (kmeans_assign_split_sm90.py:123)
       cake_mbar_wait_cluster(parts, (parts_waits++ & 1));  // wait parts (kmeans_assign_split_sm90.py:124)
       if ((tile_0 == 0)) {  // kmeans_assign_split_sm90.py:125
+        cake_cluster_wait_once(cluster_waited);
         #pragma unroll  // peer_d <- ... (kmeans_assign_split_sm90.py:49)
         for (int h = 0; h < 2; ++h) peer_d[h] = (float)(cake_ld_cluster_f32(part_d + 4 * (((math_index * 64)) + lane_row + 8 * h), (uint32_t)(1)));
+        cake_cluster_wait_once(cluster_waited);
         #pragma unroll  // peer_i <- ... (kmeans_assign_split_sm90.py:50)
         for (int h = 0; h < 2; ++h) peer_i[h] = (int32_t)(cake_ld_cluster_s32(part_i + 4 * (((math_index * 64)) + lane_row + 8 * h), (uint32_t)(1)));
         #pragma unroll  // best_i <- ... (kmeans_assign_split_sm90.py:52)
         for (int h = 0; h < 2; ++h) best_i[h] = (int32_t)(((peer_d[h] < best_d[h]) ? peer_i[h] : best_i[h]));
         #pragma unroll  // best_d <- ... (kmeans_assign_split_sm90.py:53)
         for (int h = 0; h < 2; ++h) best_d[h] = (float)(((peer_d[h] < best_d[h]) ? peer_d[h] : best_d[h]));
+        cake_cluster_wait_once(cluster_waited);
         #pragma unroll  // peer_d <- ... (kmeans_assign_split_sm90.py:49)
         for (int h = 0; h < 2; ++h) peer_d[h] = (float)(cake_ld_cluster_f32(part_d + 4 * (((math_index * 64)) + lane_row + 8 * h), (uint32_t)(2)));
+        cake_cluster_wait_once(cluster_waited);
         #pragma unroll  // peer_i <- ... (kmeans_assign_split_sm90.py:50)
         for (int h = 0; h < 2; ++h) peer_i[h] = (int32_t)(cake_ld_cluster_s32(part_i + 4 * (((math_index * 64)) + lane_row + 8 * h), (uint32_t)(2)));
         #pragma unroll  // best_i <- ... (kmeans_assign_split_sm90.py:52)
         for (int h = 0; h < 2; ++h) best_i[h] = (int32_t)(((peer_d[h] < best_d[h]) ? peer_i[h] : best_i[h]));
         #pragma unroll  // best_d <- ... (kmeans_assign_split_sm90.py:53)
         for (int h = 0; h < 2; ++h) best_d[h] = (float)(((peer_d[h] < best_d[h]) ? peer_d[h] : best_d[h]));
+        cake_cluster_wait_once(cluster_waited);
         #pragma unroll  // peer_d <- ... (kmeans_assign_split_sm90.py:49)
         for (int h = 0; h < 2; ++h) peer_d[h] = (float)(cake_ld_cluster_f32(part_d + 4 * (((math_index * 64)) + lane_row + 8 * h), (uint32_t)(3)));
+        cake_cluster_wait_once(cluster_waited);
         #pragma unroll  // peer_i <- ... (kmeans_assign_split_sm90.py:50)
         for (int h = 0; h < 2; ++h) peer_i[h] = (int32_t)(cake_ld_cluster_s32(part_i + 4 * (((math_index * 64)) + lane_row + 8 * h), (uint32_t)(3)));
         #pragma unroll  // best_i <- ... (kmeans_assign_split_sm90.py:52)
@@ -469,5 +491,6 @@ extern "C" __global__ void __launch_bounds__(512, 1) cake_kmeans_assign_split(
     }
   }
   // No CTA leaves while a peer may still arrive on its barriers or write its shared memory.
+  cake_cluster_wait_once(cluster_waited);
   cake_cluster_sync();
 }

@@ -97,6 +97,19 @@ static __device__ __forceinline__ uint32_t cake_cluster_ctarank() {
 static __device__ __forceinline__ void cake_cluster_sync() {
   asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
 }
+// The prologue's half of the cluster barrier. Relaxed: the barrier inits it publishes are
+// ordered by the initialising thread's fence.mbarrier_init.release.cluster.
+static __device__ __forceinline__ void cake_cluster_arrive_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+}
+// The other half, once per thread, before its first access to a peer CTA: every CTA of the
+// cluster has started and initialised its barriers.
+static __device__ __forceinline__ void cake_cluster_wait_once(bool& waited) {
+  if (!waited) {
+    asm volatile("barrier.cluster.wait.acquire;" ::: "memory");
+    waited = true;
+  }
+}
 // Arrive on the mbarrier at the same offset in CTA `cta` of the cluster, ordering this thread's
 // earlier memory accesses before it at cluster scope (an `lm.arrive` after generic accesses).
 static __device__ __forceinline__ void cake_mbar_arrive_cluster(uint32_t bar, uint32_t cta) {
@@ -297,7 +310,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm_rings(
     for (int s = 0; s < 1; ++s) cake_mbar_init(parts + 8 * s, 8);
     cake_fence_barrier_init();
   }
-  cake_cluster_sync();
+  __syncthreads();
+  cake_cluster_arrive_relaxed();
+  bool cluster_waited = false;  // this thread has seen every peer start
   const uint32_t cta_rank = cake_cluster_ctarank();
   (void)cta_rank;
   if (warp >= 0 && warp < 1) {  // role wload (tinygemm_rings_sm90.py:66)
@@ -420,9 +435,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm_rings(
           cake_st_shared_v2_f32(part + (((row) * 128 + (col)) * 4), v[0], v[1]);
         }
       }
+      cake_cluster_wait_once(cluster_waited);
       { __syncwarp(); if (threadIdx.x % 32 < 2) cake_mbar_arrive_cluster(parts, threadIdx.x % 32); }  // arrive parts (tinygemm_rings_sm90.py:107)
       cake_mbar_wait_cluster(parts, (parts_waits++ & 1));  // wait parts (tinygemm_rings_sm90.py:108)
       if ((tile_0 == 0)) {  // tinygemm_rings_sm90.py:109
+        cake_cluster_wait_once(cluster_waited);
         float peer0[64];  // part.load(cta=...): every element in flight before the first is used (tinygemm_rings_sm90.py:114)
         #pragma unroll
         for (int i = 0; i < 16; ++i) for (int h = 0; h < 2; ++h) cake_ld_cluster_v2_f32(part + (((((64 * math_index)) + lane_row + 8 * h) * 128 + (lane_col + 8 * i)) * 4), (uint32_t)(1), peer0[4 * i + 2 * h], peer0[4 * i + 2 * h + 1]);
@@ -448,5 +465,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm_rings(
     }
   }
   // No CTA leaves while a peer may still arrive on its barriers or write its shared memory.
+  cake_cluster_wait_once(cluster_waited);
   cake_cluster_sync();
 }
