@@ -23,6 +23,9 @@ CONFIGS = [
     ("swapped-bk256-m8-2048x7168", "examples/tinygemm_sm90.py", {"M": 8, "NW": 2048, "BK": 256, "TIGHT": 1}, (8, 2048, 7168), "ws"),
     ("split-bk256-m8-4096", "examples/tinygemm_sm90.py", {"M": 8, "NW": 4096, "BK": 256, "TIGHT": 1, "SPLIT_UPTO": 4096}, (8, 4096, 4096), "ws"),
     ("cpasync-bk256-m8-4096", "examples/tinygemm_sm90.py", {"M": 8, "NW": 4096, "BK": 256, "TIGHT": 1, "CP_ASYNC": 1}, (8, 4096, 4096), "ws"),
+    ("2persm-bk256-m8-14336", "examples/tinygemm_sm90.py", {"M": 8, "NW": 14336, "BK": 256, "TIGHT": 1, "PER_SM": 2}, (8, 14336, 4096), "ws"),
+    ("persistent-m8-14336", "examples/tinygemm_sm90.py", {"M": 8, "NW": 14336, "TIGHT": 1, "PERSISTENT": 1}, (8, 14336, 4096), "ws"),
+    ("streamk-m8-4096", "examples/tinygemm_streamk_sm90.py", {"M": 8, "NW": 4096}, (8, 4096, 4096), "ws"),
     ("gemv-m1-4096", "examples/gemv_sm90.py", {"K": 4096, "MT": 1}, (1, 4096, 4096), "rows"),
     ("gemv-m1-14336", "examples/gemv_sm90.py", {"K": 4096, "MT": 1}, (1, 14336, 4096), "rows"),
 ]
@@ -55,8 +58,8 @@ def patch(src, kind, recorder):
         src = src[:j] + "        if (pipe_it == 0) cake_t[2] = cake_probe_now();\n" + src[j:]
         src = _once(src, "      cake_wgmma_wait<0>();  // every MMA of the loop has retired\n",
                     "      cake_wgmma_wait<0>();  // every MMA of the loop has retired\n      cake_t[3] = cake_probe_now();\n", "loop end")
-        tail = "  // No CTA leaves while a peer may still arrive on its barriers or write its shared memory.\n  cake_cluster_sync();\n}"
-        if tail not in src:
+        tail = "  cake_cluster_sync();\n}"
+        if not src.rstrip().endswith(tail):
             tail = None
         rank = "cta_rank" if "const uint32_t cta_rank" in src else "0u"
     else:
@@ -69,8 +72,8 @@ def patch(src, kind, recorder):
               "    for (int i = 0; i < 6; ++i) r[i] = (long long)cake_t[i];\n"
               f"    r[6] = smid; r[7] = {rank};\n  }}\n")
     if tail:
-        src = _once(src, tail, tail[:-1].replace("  cake_cluster_sync();\n", "  cake_t[4] = cake_probe_now();\n  cake_cluster_sync();\n")
-                    + "  cake_t[5] = cake_probe_now();\n" + record + "}", "exit")
+        k = src.rindex(tail)
+        src = src[:k] + "  cake_t[4] = cake_probe_now();\n" + tail[:-1] + "  cake_t[5] = cake_probe_now();\n" + record + "}" + src[k + len(tail):]
     else:
         # No closing cluster barrier: the end of the roles' tile loops is the end of the kernel.
         k = src.rindex("\n}")
