@@ -4,13 +4,13 @@
 # with the compiler before the change ($OLD, carried as .carry/cake-old.gz) and after (dist/cake),
 # alternated twice, each build prebuilt into one carried cache; then the other clustered schedules
 # through their contracts' correctness protocol with the new compiler.
-#   OUT=... CACHE=... OLD=... bench/cluster_session.sh     # on the GPU host, repository root
+#   OUT=... CACHE=... OLD=... [PAIRS=2] [TESTS=1] bench/cluster_session.sh   # GPU host, repository root
 set -u
 . "$(dirname "$0")/gpu_env.sh" || exit 1
 [ -n "${CACHE:-}" ] && export CAKE_CACHE_DIR=$CACHE
 FAM=bench/results/2026-12-06-timeline/cluster.family.toml
 NEW=$CAKE
-for i in 1 2; do
+for i in $(seq 1 "${PAIRS:-2}"); do
     for v in new old; do
         [ $v = new ] && CAKE=$NEW || CAKE=$OLD
         part $v-$i 150 $FAM --shard bench --every-route
@@ -18,7 +18,9 @@ for i in 1 2; do
 done
 CAKE=$NEW
 python3 bench/cluster_table.py "$OUT" | tee "$OUT/table.txt"
-# Correctness of the other clustered schedules, built by the new compiler on this host.
+# Correctness of the other clustered schedules, built by the new compiler on this host
+# (TESTS=0: not in this call).
+[ "${TESTS:-1}" = 0 ] && exit 0
 t() { local name=$1; shift; timeout 240 "$CAKE" test "$@" --record "$OUT/test-$name.json" > "$OUT/test-$name.log" 2>&1
       echo "== test $name: exit $? at $(( $(date +%s) - SESSION_START )) s"; grep -iE "verdict|passed|failed" "$OUT/test-$name.log" | tail -2; }
 t gemm-cluster kernels/gemm/gemm.contract.toml --kernel examples/gemm_cluster_sm90.py
