@@ -4,14 +4,16 @@
 # with the compiler before the change ($OLD, carried as .carry/cake-old.gz) and after (dist/cake),
 # alternated twice, each build prebuilt into one carried cache; then the other clustered schedules
 # through their contracts' correctness protocol with the new compiler.
-#   OUT=... CACHE=... OLD=... [PAIRS=2] [TESTS=1] bench/cluster_session.sh   # GPU host, repository root
+#   OUT=... CACHE=... OLD=... [PAIRS=2] [TESTS=1] [VERSIONS="new old"] bench/cluster_session.sh
+# (on the GPU host, from the repository root; VERSIONS=old runs $OLD as dist/cake, for calls
+# that can carry one binary only)
 set -u
 . "$(dirname "$0")/gpu_env.sh" || exit 1
 [ -n "${CACHE:-}" ] && export CAKE_CACHE_DIR=$CACHE
 FAM=bench/results/2026-12-06-timeline/cluster.family.toml
 NEW=$CAKE
 for i in $(seq 1 "${PAIRS:-2}"); do
-    for v in new old; do
+    for v in ${VERSIONS:-new old}; do
         [ $v = new ] && CAKE=$NEW || CAKE=$OLD
         part $v-$i 150 $FAM --shard bench --every-route
     done
