@@ -27,7 +27,11 @@ t() { local name=$1; shift; timeout 240 "$CAKE" test "$@" --record "$OUT/test-$n
       echo "== test $name: exit $? at $(( $(date +%s) - SESSION_START )) s"; grep -iE "verdict|passed|failed" "$OUT/test-$name.log" | tail -2; }
 t gemm-cluster kernels/gemm/gemm.contract.toml --kernel examples/gemm_cluster_sm90.py
 t gemm-splitk kernels/gemm/gemm.contract.toml --kernel examples/gemm_splitk_sm90.py
-t assign-split kernels/kmeans/assign.contract.toml --kernel examples/kmeans_assign_split_sm90.py
 t assign-mc kernels/kmeans/assign.contract.toml --kernel kernels/kmeans/variants/kmeans_assign_mc_sm90.py
-t tinygemm-rings kernels/tinygemm/tinygemm.contract.toml --kernel examples/tinygemm_rings_sm90.py
+# Two schedules whose kernel is not named as their contract's entry: a copy renamed.
+mkdir -p /tmp/renamed
+sed 's/^def kmeans_assign_split(/def kmeans_assign(/' examples/kmeans_assign_split_sm90.py > /tmp/renamed/kmeans_assign_split_sm90.py
+sed 's/^def tinygemm_rings(/def tinygemm(/' examples/tinygemm_rings_sm90.py > /tmp/renamed/tinygemm_rings_sm90.py
+t assign-split kernels/kmeans/assign.contract.toml --kernel /tmp/renamed/kmeans_assign_split_sm90.py
+t tinygemm-rings kernels/tinygemm/tinygemm.contract.toml --kernel /tmp/renamed/tinygemm_rings_sm90.py
 true
