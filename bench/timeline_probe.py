@@ -15,7 +15,7 @@ Every probed kernel is checked against the contract's oracle before its stamps c
 """
 import json, os, re, shutil, subprocess, sys
 
-# (name, schedule, constants, shape, stamp kind)
+# (name, schedule, constants, shape, stamp kind[, fields set on every tensor-map argument])
 CONFIGS = [
     ("swapped-bk256-m8-4096", "examples/tinygemm_sm90.py", {"M": 8, "NW": 4096, "BK": 256, "TIGHT": 1}, (8, 4096, 4096), "ws"),
     ("swapped-bk256-m1-4096", "examples/tinygemm_sm90.py", {"M": 1, "NW": 4096, "BK": 256, "TIGHT": 1}, (1, 4096, 4096), "ws"),
@@ -26,6 +26,11 @@ CONFIGS = [
     ("2persm-bk256-m8-14336", "examples/tinygemm_sm90.py", {"M": 8, "NW": 14336, "BK": 256, "TIGHT": 1, "PER_SM": 2}, (8, 14336, 4096), "ws"),
     ("persistent-m8-14336", "examples/tinygemm_sm90.py", {"M": 8, "NW": 14336, "TIGHT": 1, "PERSISTENT": 1}, (8, 14336, 4096), "ws"),
     ("streamk-m8-4096", "examples/tinygemm_streamk_sm90.py", {"M": 8, "NW": 4096}, (8, 4096, 4096), "ws"),
+    # The weight's tensor map with other L2 promotions (the lowering asks for 256-byte).
+    ("l2p128-bk256-m8-4096", "examples/tinygemm_sm90.py", {"M": 8, "NW": 4096, "BK": 256, "TIGHT": 1}, (8, 4096, 4096), "ws", {"l2_promotion": 128}),
+    ("l2p0-bk256-m8-4096", "examples/tinygemm_sm90.py", {"M": 8, "NW": 4096, "BK": 256, "TIGHT": 1}, (8, 4096, 4096), "ws", {"l2_promotion": 0}),
+    ("l2p128-bk256-m8-14336", "examples/tinygemm_sm90.py", {"M": 8, "NW": 14336, "BK": 256, "TIGHT": 1}, (8, 14336, 4096), "ws", {"l2_promotion": 128}),
+    ("l2p0-bk256-m8-14336", "examples/tinygemm_sm90.py", {"M": 8, "NW": 14336, "BK": 256, "TIGHT": 1}, (8, 14336, 4096), "ws", {"l2_promotion": 0}),
     ("gemv-m1-4096", "examples/gemv_sm90.py", {"K": 4096, "MT": 1}, (1, 4096, 4096), "rows"),
     ("gemv-m1-14336", "examples/gemv_sm90.py", {"K": 4096, "MT": 1}, (1, 14336, 4096), "rows"),
 ]
@@ -85,7 +90,7 @@ def build(outdir):
     cake = os.environ.get("CAKE", "target/release/cake")
     nvcc = os.environ.get("NVCC", os.path.join(os.environ.get("CUDA_HOME", ""), "bin", "nvcc"))
     shutil.rmtree(outdir, ignore_errors=True); os.makedirs(outdir)
-    for name, schedule, consts, shape, kind in CONFIGS:
+    for name, schedule, consts, shape, kind, *tmap in CONFIGS:
         text = open(schedule).read()
         for k, v in consts.items():
             text, n = re.subn(rf"^{k} = .*$", f"{k} = {v}", text, count=1, flags=re.M)
@@ -94,6 +99,9 @@ def build(outdir):
         open(tmp, "w").write(text)
         cu = subprocess.run([cake, "lower", tmp, "--target", "sm_90a"], check=True, capture_output=True, text=True).stdout
         launch = json.loads(subprocess.run([cake, "lower", tmp, "--target", "sm_90a", "--launch"], check=True, capture_output=True, text=True).stdout)
+        for arg in launch["args"]:
+            if arg["kind"] == "tensormap" and tmap:
+                arg.update(tmap[0])
         recorder = 128 if kind == "ws" else 0
         for variant, source in (("plain", cu), ("probed", patch(cu, kind, recorder))):
             d = os.path.join(outdir, f"{name}.{variant}"); os.makedirs(d)
