@@ -31,6 +31,12 @@ CONFIGS = [
     ("l2p0-bk256-m8-4096", "examples/tinygemm_sm90.py", {"M": 8, "NW": 4096, "BK": 256, "TIGHT": 1}, (8, 4096, 4096), "ws", {"l2_promotion": 0}),
     ("l2p128-bk256-m8-14336", "examples/tinygemm_sm90.py", {"M": 8, "NW": 14336, "BK": 256, "TIGHT": 1}, (8, 14336, 4096), "ws", {"l2_promotion": 128}),
     ("l2p0-bk256-m8-14336", "examples/tinygemm_sm90.py", {"M": 8, "NW": 14336, "BK": 256, "TIGHT": 1}, (8, 14336, 4096), "ws", {"l2_promotion": 0}),
+    # Wider stages: 1 KB of each weight row per stage (BK = 512) in two or three stages.
+    ("bk512x2-m8-4096", "examples/tinygemm_sm90.py", {"M": 8, "NW": 4096, "BK": 512, "RING_STAGES": 2, "TIGHT": 1}, (8, 4096, 4096), "ws"),
+    ("bk512x3-m8-4096", "examples/tinygemm_sm90.py", {"M": 8, "NW": 4096, "BK": 512, "RING_STAGES": 3, "TIGHT": 1}, (8, 4096, 4096), "ws"),
+    ("bk512x3-m8-14336", "examples/tinygemm_sm90.py", {"M": 8, "NW": 14336, "BK": 512, "RING_STAGES": 3, "TIGHT": 1}, (8, 14336, 4096), "ws"),
+    ("bk512x3-m8-4096x14336", "examples/tinygemm_sm90.py", {"M": 8, "NW": 4096, "BK": 512, "RING_STAGES": 3, "TIGHT": 1}, (8, 4096, 14336), "ws"),
+    ("swapped-bk256-m8-4096x14336", "examples/tinygemm_sm90.py", {"M": 8, "NW": 4096, "BK": 256, "TIGHT": 1}, (8, 4096, 14336), "ws"),
     ("gemv-m1-4096", "examples/gemv_sm90.py", {"K": 4096, "MT": 1}, (1, 4096, 4096), "rows"),
     ("gemv-m1-14336", "examples/gemv_sm90.py", {"K": 4096, "MT": 1}, (1, 14336, 4096), "rows"),
 ]
@@ -135,7 +141,10 @@ def run():
     dev = torch.device("cuda")
     flush = timing.make_flush_buffer(torch, torch.cuda.get_device_properties(0).L2_cache_size, dev)
     results = []
+    only = [w for w in os.environ.get("ONLY", "").split(",") if w]   # names holding one of these
     for cfg in sorted(f for f in os.listdir(probe_dir) if f.endswith(".json")):
+        if only and not any(w in cfg for w in only):
+            continue
         info = json.load(open(os.path.join(probe_dir, cfg)))
         name, (M, N, K) = info["name"], info["shape"]
         plain = cake.load_kernel(os.path.join(probe_dir, f"{name}.plain"))
