@@ -54,6 +54,7 @@ BN = 64 * ROW_WGS                       # weight rows per tile
 # K per stage: one 128-byte swizzle panel per 64, each its own TMA box. A wider stage asks for
 # BK / 64 consecutive panels of every weight row at once (fewer stages hold the same bytes).
 BK = 64
+# BK = 512 ran 1.8-2.8x slower than 256 on an H100 (bench/results/2026-12-06-timeline/, call 4).
 # CTAs per tile: enough tiles × SPLIT to cover the 132 SMs (measured: bench/results/2026-12-02-tinygemm-splitk).
 SPLIT_UPTO = 2048                       # the most weight rows split (a family route may raise it)
 SPLIT_WAYS = 2                          # CTAs per tile where it splits (2, 4 or 8)
