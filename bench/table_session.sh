@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
-# Fourth GPU call for bench/results/2026-12-05-mcast/ (issue #19): the shipped tinygemm table
-# (with the persistent route at 14336 x 4096) and session 37's candidate (128-row tiles there,
-# the 4096-row split at 4096 x 4096, M = 128) through dispatch, alternated twice, on the H200.
-#
+# GPU call 5 for bench/results/2026-12-06-timeline/ (issue #19): the shipped tinygemm table through
+# dispatch twice, then, every route, the H100's unsplit route at 2048 x 7168 against the split.
 #   OUT=... CACHE=... bench/table_session.sh     # on the GPU host, from the repository root
 set -u
 . "$(dirname "$0")/gpu_env.sh" || exit 1
 [ -n "${CACHE:-}" ] && export CAKE_CACHE_DIR=$CACHE
-D=bench/results/2026-12-05-mcast
-part table-1 40 kernels/tinygemm/tinygemm.family.toml --shard bench
-part tall-table-1 40 $D/tinygemm_table_tall.family.toml --shard bench
-part table-2 40 kernels/tinygemm/tinygemm.family.toml --shard bench
-part tall-table-2 40 $D/tinygemm_table_tall.family.toml --shard bench
+for i in 1 2; do
+    part shipped-$i 90 kernels/tinygemm/tinygemm.family.toml --shard bench
+done
+part split2048 90 bench/results/2026-12-06-timeline/split2048.family.toml --shard bench --every-route
+python3 - "$OUT/split2048/measurement.json" <<'PY' || true
+import json, sys
+for s in json.load(open(sys.argv[1]))["shapes"]:
+    t = {r: v["cupti_ms"] * 1e3 for r, v in s["timed"].items() if v.get("cupti_ms") and v.get("correct")}
+    if t and s["route"] != "fallback":
+        print(s["shape"], " ".join(f"{r} {u:.2f}" for r, u in sorted(t.items())))
+PY
+true
