@@ -9,6 +9,10 @@ SM it ran on.
 
    python3 bench/timeline_probe.py build [OUTDIR]   (build machine: cake lower, patch, nvcc)
    PROBE=OUTDIR python3 bench/timeline_probe.py run  (GPU: writes $OUT/timeline.json, a table)
+   (ONLY=a,b runs the kernels whose names hold one of those words; REPS, default 30)
+
+The stamps are patched into `cake lower`'s output at markers of the generated code; a marker
+that is missing stops the build with its name (the lowering changed: update the marker).
 
 Every probed kernel is checked against the contract's oracle before its stamps count, and timed
 (CUPTI, L2 flushed) beside the same source built without stamps, so the stamps' own cost shows.
@@ -40,8 +44,9 @@ CONFIGS = [
     ("gemv-m1-4096", "examples/gemv_sm90.py", {"K": 4096, "MT": 1}, (1, 4096, 4096), "rows"),
     ("gemv-m1-14336", "examples/gemv_sm90.py", {"K": 4096, "MT": 1}, (1, 14336, 4096), "rows"),
 ]
-STAMPS = ["entry", "synced", "first_data", "loop_done", "before_exit_sync", "exit"]
-SLOTS = 8  # per CTA: the six stamps, the SM id, the cluster rank
+# Per CTA: entry, after the prologue barrier, first data, loop done, before the closing cluster
+# barrier, exit; then the SM id and the cluster rank.
+SLOTS = 8
 
 NOW = "static __device__ __forceinline__ unsigned long long cake_probe_now() {\n" \
       "  unsigned long long t; asm volatile(\"mov.u64 %0, %globaltimer;\" : \"=l\"(t)); return t;\n}\n"
