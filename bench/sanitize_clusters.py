@@ -11,6 +11,8 @@ import cake
 root = os.environ.get("DIR", ".carry/sanitize")
 bad = 0
 for name in sorted(os.listdir(root)):
+    if not os.path.isdir(os.path.join(root, name)):
+        continue
     M, N, K = map(int, name.split("_")[-3:])
     g = torch.Generator(device="cuda"); g.manual_seed(M + N + K)
     ins = C.make_inputs({"M": M, "N": N, "K": K}, "normal", g)

@@ -13,7 +13,7 @@ for tool in memcheck racecheck synccheck; do
     echo "== $tool: exit $? at $(( $(date +%s) - SESSION_START )) s"
     grep -E "correct|WRONG|ERROR SUMMARY|RACECHECK SUMMARY|hazard" "$OUT/$tool.log" | tail -5
 done
-for i in 1 2; do
+for i in $(seq 1 "${PAIRS:-2}"); do
     part shipped-$i 90 kernels/tinygemm/tinygemm.family.toml --shard bench
 done
 true
