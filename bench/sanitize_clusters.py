@@ -11,7 +11,9 @@ import cake
 root = os.environ.get("DIR", ".carry/sanitize")
 bad = 0
 for name in sorted(os.listdir(root)):
-    if not os.path.isdir(os.path.join(root, name)):
+    parts = name.split("_")[-3:]
+    if not (os.path.isdir(os.path.join(root, name)) and all(p.isdigit() for p in parts)):
+        print("skipped", name, flush=True)
         continue
     M, N, K = map(int, name.split("_")[-3:])
     g = torch.Generator(device="cuda"); g.manual_seed(M + N + K)
