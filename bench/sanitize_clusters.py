@@ -1,14 +1,14 @@
 """The clustered GEMMs under compute-sanitizer (issue #19's deferred cluster wait): each kernel
 built by bench/sanitize_clusters.sh runs once on one GEMM-contract shape and is checked against
 the oracle; run this file under `compute-sanitizer --tool racecheck|synccheck|memcheck`.
-   DIR=.carry/sanitize python3 bench/sanitize_clusters.py"""
+   SANITIZE_DIR=.carry/sanitize python3 bench/sanitize_clusters.py"""
 import os, sys
 import torch
 sys.path.insert(0, "kernels/gemm")
 import contract as C
 import cake
 
-root = os.environ.get("DIR", ".carry/sanitize")
+root = os.environ.get("SANITIZE_DIR", ".carry/sanitize")
 bad = 0
 for name in sorted(os.listdir(root)):
     parts = name.split("_")[-3:]
