@@ -1290,9 +1290,17 @@ fn tcgen05_in_inner_loop(cx: &Ctx, arrive: &OpSite) -> bool {
         if s.role != arrive.role || !s.loops.contains(&innermost) {
             continue;
         }
-        // A wait of the role in between (on a commit's barrier) may have ordered them.
-        if matches!(s.op, Op::Wait { .. }) && s.loops == arrive.loops {
-            return false;
+        // A wait of the role in between on a barrier its own commit arrives on has ordered
+        // them (a commit completes once every tcgen05 op its thread issued before it has);
+        // a wait on any other barrier orders nothing about them.
+        if let Op::Wait { barrier } = s.op {
+            let committed = cx.barriers[barrier.index()]
+                .arrivals
+                .iter()
+                .any(|a| a.kind == ArriveKind::Commit && Some(a.role) == arrive.role);
+            if committed && s.loops == arrive.loops {
+                return false;
+            }
         }
         if s.loops.len() > arrive.loops.len()
             && s.loops.starts_with(&arrive.loops)

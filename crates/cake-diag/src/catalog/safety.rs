@@ -92,7 +92,7 @@ pub const RELEASE_BEFORE_RETIRE: CodeInfo = CodeInfo {
 
 Use `lm.mma(..., release=empty)` instead of `lm.arrive(empty)`.
 
-After a loop of MMAs the two families differ. On sm_90a the loop's end waits for every wgmma it issued (`wgmma.wait_group 0`), so a plain arrive after it is safe: a two-ring schedule releases its outer ring's stage that way after the inner loop over the other ring. A tcgen05 MMA completes only through a commit, so the same arrive after a loop of tcgen05 MMAs is this error: use `lm.commit(empty)`, which arrives once they complete."#,
+After a loop of MMAs the two families differ. On sm_90a the loop's end waits for every wgmma it issued (`wgmma.wait_group 0`), so a plain arrive after it is safe: a two-ring schedule releases its outer ring's stage that way after the inner loop over the other ring. A tcgen05 MMA completes only through a commit, so the same arrive after a loop of tcgen05 MMAs is this error: use `lm.commit(empty)`, which arrives once they complete. A wait between the loop and the arrive orders them only when the role's own commit arrives on the barrier it waits on."#,
     bad: include_str!("../../../../tests/check/CAKE-S007-bad.py"),
     good: include_str!("../../../../tests/check/CAKE-S007-good.py"),
 };
