@@ -23,8 +23,8 @@ python3 bench/cluster_table.py "$OUT" | tee "$OUT/table.txt"
 # Correctness of the other clustered schedules, built by the new compiler on this host
 # (TESTS=0: not in this call).
 [ "${TESTS:-1}" = 0 ] && exit 0
-t() { local name=$1; shift; timeout 240 "$CAKE" test "$@" --record "$OUT/test-$name.json" > "$OUT/test-$name.log" 2>&1
-      echo "== test $name: exit $? at $(( $(date +%s) - SESSION_START )) s"; grep -iE "verdict|passed|failed" "$OUT/test-$name.log" | tail -2; }
+# (gpu_env.sh's `record`: $OUT/test-NAME.json and .log, the exit status and the output's tail)
+t() { local name=$1; shift; record test-$name 240 test "$@"; }
 t gemm-cluster kernels/gemm/gemm.contract.toml --kernel examples/gemm_cluster_sm90.py
 t gemm-splitk kernels/gemm/gemm.contract.toml --kernel examples/gemm_splitk_sm90.py
 t assign-mc kernels/kmeans/assign.contract.toml --kernel kernels/kmeans/variants/kmeans_assign_mc_sm90.py

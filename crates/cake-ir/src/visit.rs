@@ -61,6 +61,29 @@ impl Kernel {
         effects
     }
 
+    /// Whether `op` reaches another CTA of the cluster: a multicast load, an arrival (plain, on
+    /// commit or on release) on a cluster barrier, or a read of a peer's shared memory. The
+    /// lowering waits for the cluster's CTAs to start before a thread's first such operation.
+    pub fn reaches_peers(&self, op: &Op) -> bool {
+        if matches!(op, Op::TmaLoad { multicast, .. } if *multicast > 1) {
+            return true;
+        }
+        let effects = self.op_effects(op);
+        let remote_arrival = effects.barriers.iter().any(|(b, u)| {
+            self.barriers[*b].cluster
+                && matches!(
+                    u,
+                    BarrierUse::Arrive | BarrierUse::Commit | BarrierUse::Release
+                )
+        });
+        remote_arrival
+            || effects.exprs.iter().any(|&e| {
+                self.expr_any(e, |kind| {
+                    matches!(kind, ExprKind::ViewLoad { cta: Some(_), .. })
+                })
+            })
+    }
+
     /// Visits `e` and the expressions under it in pre-order, left to right, each node once
     /// (expressions form a DAG: names share subexpressions). `f` returns whether to descend
     /// into the node's operands.

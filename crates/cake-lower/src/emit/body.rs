@@ -593,7 +593,7 @@ impl Emitter<'_> {
     pub(crate) fn op(&mut self, op: &Op, sp: Span) {
         let k = self.k;
         let backend = self.backend;
-        if self.clustered() && reaches_peers(k, op) {
+        if self.clustered() && k.reaches_peers(op) {
             self.line("cake_cluster_wait_once(cluster_waited);");
         }
         backend.before_op(self, op, sp);
@@ -742,26 +742,4 @@ impl Emitter<'_> {
             _ => {}
         }
     }
-}
-
-/// Whether `op` reaches another CTA of the cluster: a multicast load, an arrival (plain, on
-/// commit or on release) on a cluster barrier, or a read of a peer's shared memory.
-fn reaches_peers(k: &Kernel, op: &Op) -> bool {
-    if matches!(op, Op::TmaLoad { multicast, .. } if *multicast > 1) {
-        return true;
-    }
-    let effects = k.op_effects(op);
-    let remote_arrival = effects.barriers.iter().any(|(b, u)| {
-        k.barriers[*b].cluster
-            && matches!(
-                u,
-                BarrierUse::Arrive | BarrierUse::Commit | BarrierUse::Release
-            )
-    });
-    remote_arrival
-        || effects.exprs.iter().any(|&e| {
-            k.expr_any(e, |kind| {
-                matches!(kind, ExprKind::ViewLoad { cta: Some(_), .. })
-            })
-        })
 }
