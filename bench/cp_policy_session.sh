@@ -6,7 +6,7 @@
 set -u
 . "$(dirname "$0")/gpu_env.sh" || exit 1
 [ -n "${CACHE:-}" ] && export CAKE_CACHE_DIR=$CACHE
-bash bench/sass_policy.sh "${POLICY:-.carry/pol}" 2>&1 | tee "$OUT/sass.log"
+python3 bench/sass_policy.py "${POLICY:-.carry/pol}"/tg_createpolicy.cubin "${POLICY:-.carry/pol}"/tg_const.cubin 2>&1 | tee "$OUT/sass.log"
 timeout 60 python3 bench/policy_probe.py run "${POLICY:-.carry/pol}" 2>&1 | tee "$OUT/policy.log" | tail -6
 part cpasync 300 bench/results/2026-12-06-grid/cp_policy.family.toml --shard bench --every-route
 python3 - "$OUT/cpasync/measurement.json" <<'PY' || true

@@ -83,9 +83,10 @@ EVICT_FIRST = 1
 WEIGHT_EVICT = "first" if EVICT_FIRST == 1 else None
 # CP_ASYNC = 1: the producer warpgroup's 128 threads copy the weight with cp.async, 16 bytes each,
 # a warp's 32 pieces one row's 512 contiguous bytes at BK = 256 (the GEMV's access pattern), instead
-# of TMA boxes (one issuing thread); the tokens stay on TMA, and the weight takes WEIGHT_EVICT
-# like the TMA boxes. On the H200 it ran 2-4 % slower than TMA boxes at M <= 8, each copy plain,
-# and up to 44 % slower at M = 16 (bench/results/2026-12-06-regs-gemm/, call 2): no route takes it.
+# of TMA boxes (one issuing thread); the tokens stay on TMA, and the weight takes L2's default
+# priority (cp_async's `evict=` is not lowered, docs/language.md §9.3). On the H200 it ran 2-4 %
+# slower than TMA boxes at M <= 8, each copy plain, and up to 44 % slower at M = 16
+# (bench/results/2026-12-06-regs-gemm/, call 2): no route takes it.
 CP_ASYNC = 0
 # The producer's registers: its sixteen pieces' addresses need more than one TMA issuer (with 56
 # ptxas spilled 16-184 B in the copy loop; with 104, none).
@@ -131,7 +132,7 @@ def tinygemm(A: lm.tensor[lm.bf16, M, "K"],
             for k in lm.range(KB, pipeline=pipe):
                 lm.wait(empty)
                 if CP_ASYNC == 1:
-                    sW.cp_async(B, coords=(tn * BN, (ks * KB + k) * BK), barrier=full, evict=WEIGHT_EVICT)
+                    sW.cp_async(B, coords=(tn * BN, (ks * KB + k) * BK), barrier=full)
                 else:
                     sW.tma_load(B, coords=(tn * BN, (ks * KB + k) * BK), barrier=full, evict=WEIGHT_EVICT)
                 sX.tma_load(A, coords=(0, (ks * KB + k) * BK), barrier=full, multicast=MCAST)

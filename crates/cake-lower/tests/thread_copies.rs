@@ -81,39 +81,3 @@ fn counts_are_added_by_each_consumer_thread_within_the_tensor() {
     let tma_only = lower_with(&[("TMA_IDS", 1)]);
     assert!(!tma_only.contains("atomicAdd("));
 }
-
-/// With `evict=`, both forms of the ids' copy carry the priority (the 16-byte `.cg` pieces and
-/// the 4-byte `.ca` ones) as the descriptor constant, and ptxas takes every hinted helper the
-/// kernel calls.
-#[test]
-fn both_copy_forms_carry_an_eviction_priority_and_compile() {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../examples/kmeans_update_private_sm90.py");
-    let source = std::fs::read_to_string(path).expect("example");
-    let plain = "sI.cp_async(IDS, coords=(b, r * BR), barrier=full)";
-    assert!(source.contains(plain));
-    let source = source.replace(
-        plain,
-        "sI.cp_async(IDS, coords=(b, r * BR), barrier=full, evict=\"last\")",
-    );
-    let cuda = common::lower_source("kmeans_update_private_sm90.py", &source, "evict=last");
-    let copy = between(&cuda, "// cp_async sI <- IDS", "cake_cp_async_mbar_arrive(");
-    assert!(copy.contains(", L2 evict_last"), "{copy}");
-    let (wide, narrow) = copy.split_at(copy.find("} else {").expect("the narrow form"));
-    assert!(wide.contains("cake_cp_async_16_evict_last("), "{wide}");
-    assert!(narrow.contains("cake_cp_async_4_evict_last("), "{narrow}");
-    assert!(cuda.contains("cp.async.ca.shared.global.L2::cache_hint [%0], [%1], 4, %2, %3;"));
-    assert!(cuda.contains(
-        "static constexpr uint64_t cake_cp_async_policy_evict_last = 0x14F0000000000000ull;"
-    ));
-    let Some(tc) =
-        cake_testkit::require(cake_toolchain::Toolchain::discover(), "no CUDA toolchain")
-    else {
-        return;
-    };
-    let t = cake_target::lookup("sm_90a").unwrap();
-    let out = std::env::temp_dir().join(format!("cake-cp-evict-{}", std::process::id()));
-    tc.compile(&cuda, t, &out, "kmeans_update_evict")
-        .unwrap_or_else(|e| panic!("{e}"));
-    let _ = std::fs::remove_dir_all(&out);
-}

@@ -714,7 +714,10 @@ impl Emitter<'_> {
                 coords,
                 barrier,
                 evict,
-            } => self.cp_async(dst, *src, coords, *barrier, *evict, sp),
+            } => match evict {
+                Some(e) => self.unsupported(sp, legal::cp_async_evict_not_lowered(*e)),
+                None => self.cp_async(dst, *src, coords, *barrier, sp),
+            },
             // Operations only some families have an instruction for.
             Op::Ldmatrix { .. }
             | Op::Commit { .. }

@@ -38,28 +38,18 @@ impl Emitter<'_> {
     /// the source is 16-byte aligned; with 4- or 8-byte elements, a source that is not (a row
     /// pitch that is not a multiple of 16 bytes: IDS[b, n] with N odd) goes element by element,
     /// chosen at run time. 1- and 2-byte elements have only the 16-byte form (`legal::cp_async`).
-    /// With `evict`, every piece carries that L2 eviction priority (`.L2::cache_hint`).
     pub(crate) fn cp_async(
         &mut self,
         dst: &ViewRef,
         src: ParamId,
         coords: &[ExprId],
         barrier: BarrierId,
-        evict: Option<Evict>,
         sp: Span,
     ) {
         let k = self.k;
         let form = match legal::cp_async(k, dst, src) {
             Ok(f) => f,
             Err(m) => return self.unsupported(sp, m),
-        };
-        let hint = match evict.map(|e| (e, legal::cp_async_policy(self.target, e))) {
-            None => String::new(),
-            Some((_, Err(m))) => return self.unsupported(sp, m),
-            Some((e, Ok(policy))) => {
-                self.cp_async_policies.insert(e, policy);
-                format!("_evict_{}", e.as_str())
-            }
         };
         let ParamKind::Tensor { dims, .. } = k.params[src].kind.clone() else {
             return;
@@ -128,17 +118,16 @@ impl Emitter<'_> {
                     "const int valid = g_row < {rext} ? max(0, min({elems}, {cext} - g_col)) * {eb} : 0;"
                 ));
                 e.line(&format!(
-                    "cake_cp_async_{bytes}{hint}({addr}, {tname} + (valid > 0 ? {offset} : 0), valid);"
+                    "cake_cp_async_{bytes}({addr}, {tname} + (valid > 0 ? {offset} : 0), valid);"
                 ));
             });
         };
         let open = format!(
-            "{{  // cp_async {} <- {} ({}): {rows} x {cols} elements by the {threads} threads of role {}{}",
+            "{{  // cp_async {} <- {} ({}): {rows} x {cols} elements by the {threads} threads of role {}",
             view.name,
             k.params[src].name,
             self.loc(sp),
-            r.name,
-            evict.map_or(String::new(), |e| format!(", L2 {}", e.ptx()))
+            r.name
         );
         self.braced(&open, |e| {
             match (form.wide, form.narrow) {
@@ -283,24 +272,6 @@ static __device__ __forceinline__ void cake_cp_async_mbar_arrive(uint32_t bar) {
   asm volatile("cp.async.mbarrier.arrive.noinc.shared.b64 [%0];" :: "r"(bar) : "memory");
 }
 "#;
-
-/// The cp.async helpers of [`CP_ASYNC`] with an L2 eviction priority (`evict=`): the same
-/// pieces, each with `.L2::cache_hint` and the priority's policy descriptor as a constant
-/// (`legal::cp_async_policy`: not a `createpolicy`, which ptxas 13.0 can drop from under them).
-pub(crate) fn cp_async_hint_fns(evict: Evict, policy: u64) -> String {
-    let s = format!("_evict_{}", evict.as_str());
-    let mut out = format!(
-        "// L2 {}: the descriptor createpolicy.fractional.L2::{}.b64 (1.0) returns on this target.\nstatic constexpr uint64_t cake_cp_async_policy{s} = 0x{policy:016X}ull;\n",
-        evict.ptx(),
-        evict.ptx()
-    );
-    for (bytes, level) in [(16, "cg"), (8, "ca"), (4, "ca")] {
-        out.push_str(&format!(
-            "static __device__ __forceinline__ void cake_cp_async_{bytes}{s}(uint32_t dst, const void* src, uint32_t src_bytes) {{\n  asm volatile(\"cp.async.{level}.shared.global.L2::cache_hint [%0], [%1], {bytes}, %2, %3;\" :: \"r\"(dst), \"l\"(src), \"r\"(src_bytes), \"l\"(cake_cp_async_policy{s}) : \"memory\");\n}}\n"
-        ));
-    }
-    out
-}
 
 /// The shared-memory swizzle of a view, as a function of the byte offset from a 1024-byte aligned
 /// base: the 16-byte chunk index (bits 4..) XOR the 128-byte line index (bits 7..), over 1, 2 or

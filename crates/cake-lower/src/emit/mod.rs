@@ -65,9 +65,6 @@ pub(crate) struct Emitter<'a> {
     pub(crate) needs_ex2: bool,
     /// Whether the body issues `cp.async` copies (the prelude then defines them).
     pub(crate) needs_cp_async: bool,
-    /// The L2 eviction priorities its `cp.async` copies carry (`evict=`), each with its policy
-    /// descriptor: a helper set each.
-    pub(crate) cp_async_policies: BTreeMap<Evict, u64>,
     /// Swizzle modes whose address function the generated code uses (`smem_addr`).
     pub(crate) swizzles: BTreeSet<u32>,
     /// Accumulator writes emitted while another wgmma group was in flight (`Lowered`).
@@ -272,7 +269,6 @@ impl<'a> Emitter<'a> {
             tmaps: Vec::new(),
             needs_shared_ops: false,
             needs_cp_async: false,
-            cp_async_policies: BTreeMap::new(),
             swizzles: BTreeSet::new(),
             needs_ex2: false,
             in_flight_writes: Vec::new(),
@@ -440,9 +436,6 @@ impl<'a> Emitter<'a> {
         }
         if self.needs_cp_async {
             cuda.push_str(copy::CP_ASYNC);
-        }
-        for (e, policy) in &self.cp_async_policies {
-            cuda.push_str(&copy::cp_async_hint_fns(*e, *policy));
         }
         for s in &self.swizzles {
             cuda.push_str(&copy::swizzle_fn(*s));

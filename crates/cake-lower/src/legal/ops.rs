@@ -253,33 +253,17 @@ pub(crate) fn evict_not_lowered(what: &str, evict: Evict) -> String {
     )
 }
 
-/// The L2 cache-policy descriptors `view.cp_async(..., evict=)` passes to each piece's
-/// `.L2::cache_hint`, per target: the 64-bit values `createpolicy.fractional.L2::<priority>.b64
-/// 1.0` returns on the device, given as constants because ptxas 13.0 can drop a `createpolicy`
-/// whose only users are `cp.async` copies and leave them reading an uninitialised register (an
-/// illegal instruction: the tinygemm's hinted copies on an H200, bench/results/2026-12-06-regs-gemm/).
-/// Only targets whose values were read on a GPU are listed.
-const CP_ASYNC_POLICIES: &[(&str, Evict, u64, &str)] = &[
-    ("sm_90a", Evict::First, 0x12F0_0000_0000_0000, POLICY_SOURCE_SM90),
-    ("sm_90a", Evict::Last, 0x14F0_0000_0000_0000, POLICY_SOURCE_SM90),
-];
-const POLICY_SOURCE_SM90: &str =
-    "createpolicy read back on an H100 (bench/results/2026-12-06-grid/, call 3, bench/policy_probe.py)";
-
-/// The cache-policy descriptor of `evict=` on a `cp_async` for `target`, or the message where
-/// the lowering has none.
-pub(crate) fn cp_async_policy(target: &Target, evict: Evict) -> Result<u64, String> {
-    CP_ASYNC_POLICIES
-        .iter()
-        .find(|(t, e, _, _)| *t == target.name && *e == evict)
-        .map(|(_, _, policy, _)| *policy)
-        .ok_or_else(|| {
-            format!(
-                "`evict=\"{}\"` on cp_async is lowered where the L2 policy descriptor was read on the GPU (sm_90a), not on {}: a `createpolicy` feeding cp.async can be dropped by ptxas and the copies then stop the kernel; load the tensor by TMA with `evict=`, or leave the copy's lines to L2's default priority",
-                evict.as_str(),
-                target.name
-            )
-        })
+/// `evict=` on `view.cp_async`: the message. ptxas 13.0 compiles the tinygemm's hinted copies
+/// (`cp.async ... .L2::cache_hint`) into LDGSTS instructions whose uniform address and
+/// descriptor registers no instruction writes, whether the policy comes from `createpolicy` or
+/// is the descriptor's value as a constant (its SASS, and an illegal instruction on the GPU:
+/// bench/results/2026-12-06-grid/, call 3); small kernels compile correctly, so a schedule cannot
+/// tell beforehand, and the lowering does not emit the hint.
+pub(crate) fn cp_async_evict_not_lowered(evict: Evict) -> String {
+    format!(
+        "`evict=\"{}\"` on cp_async is not lowered: ptxas 13.0 can compile the hinted per-thread copies into instructions that read descriptor registers nothing writes (an illegal instruction on the GPU; bench/results/2026-12-06-grid/); a TMA load takes `evict=` (tma_load), or leave the copy's lines to L2's default priority",
+        evict.as_str()
+    )
 }
 
 /// `defer=True` and `turns=True` on a family that does not lower them: the message.

@@ -643,16 +643,12 @@ impl<'a> Checker<'a> {
                     }
                 }
             }
+            Op::CpAsync { evict: Some(e), .. } => {
+                self.unsupported(sp, super::cp_async_evict_not_lowered(*e))
+            }
             Op::CpAsync {
-                dst,
-                src,
-                coords,
-                evict,
-                ..
-            } => match cp_async(k, dst, *src).and_then(|form| {
-                evict.map_or(Ok(()), |e| super::cp_async_policy(self.target, e).map(|_| ()))?;
-                Ok(form)
-            }) {
+                dst, src, coords, ..
+            } => match cp_async(k, dst, *src) {
                 Err(m) => self.unsupported(sp, m),
                 Ok(_) => {
                     for c in coords {
