@@ -2,10 +2,15 @@
 # GPU call for bench/results/2026-12-06-grid/ (issue #19): the bare-stream grid probe
 # (bench/grid_probe.py, built on the build machine into $PROBE), then the shipped tinygemm table
 # through dispatch, and with SPLIT_TABLE every route of that table.
-#   OUT=... PROBE=.carry/gp CACHE=... [SPLIT_TABLE=F] bench/grid_session.sh   # on the GPU host, repository root
+#   OUT=... PROBE=.carry/gp CACHE=... [SPLIT_TABLE=F] [H200_ONLY=1] bench/grid_session.sh   # on the GPU host, repository root
 set -u
 . "$(dirname "$0")/gpu_env.sh" || exit 1
 [ -n "${CACHE:-}" ] && export CAKE_CACHE_DIR=$CACHE
+# H200_ONLY=1: on another GPU, only the shipped table (the rest was measured on it already).
+if [ -n "${H200_ONLY:-}" ] && ! grep -q H200 "$OUT/gpu.txt"; then
+    part shipped 120 kernels/tinygemm/tinygemm.family.toml --shard bench
+    exit 0
+fi
 timeout 300 python3 bench/grid_probe.py run --dir "${PROBE:-.carry/gp}" --out "$OUT/grid_probe.json" \
     > "$OUT/grid_probe.log" 2>&1
 echo "== grid probe: exit $? at $(( $(date +%s) - SESSION_START )) s"
