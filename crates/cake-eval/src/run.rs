@@ -1290,6 +1290,9 @@ fn bench(
         .cloned()
         .unwrap_or_else(|| "normal".into());
     let mut shapes = Vec::new();
+    // Where the candidate ended the worker (a sticky CUDA error, a crash, a hang): its build is
+    // not run at the later shapes, whose baselines are still timed.
+    let mut candidate_ended: Option<(String, String)> = None;
     for (i, shape) in c.shape_set("bench").iter().enumerate() {
         let request = |callables: Vec<&str>| {
             json!({"op": "time", "callables": callables, "problem": problem,
@@ -1301,7 +1304,16 @@ fn bench(
         // Candidate and baselines are timed together, sample by sample in turn, so drift in
         // clocks or power during the series reaches all of them alike.
         let candidate_name = callables.get(i).copied().unwrap_or("candidate");
-        let mut names = vec![candidate_name];
+        // A later shape of the same build after it ended the worker (builds differ per
+        // specialization: a callable of another name is another build, and runs).
+        let skip = candidate_ended
+            .as_ref()
+            .filter(|(name, _)| name == candidate_name);
+        let mut names = if skip.is_some() {
+            Vec::new()
+        } else {
+            vec![candidate_name]
+        };
         names.extend(
             baselines
                 .iter()
@@ -1335,7 +1347,23 @@ fn bench(
                 },
             }
         };
-        let candidate = time(sup, candidate_name);
+        let candidate = match skip {
+            Some((_, at)) => Timed {
+                result: None,
+                failure: Some(Failure::Skipped {
+                    reason: format!("this build ended the worker at {at}"),
+                }),
+            },
+            None => time(sup, candidate_name),
+        };
+        if skip.is_none() {
+            if let Some(f) = candidate.failure.as_ref().filter(|f| f.ended_worker()) {
+                candidate_ended = Some((
+                    candidate_name.to_string(),
+                    format!("{} ({f})", shape_text(shape)),
+                ));
+            }
+        }
         let mut timed = IndexMap::new();
         for (name, load_failure) in &baselines {
             let t = match load_failure {

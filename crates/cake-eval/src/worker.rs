@@ -90,6 +90,9 @@ pub enum Failure {
     },
     /// The caller cancelled the evaluation ([`Cancel`]); the worker was killed.
     Cancelled,
+    /// Not asked of the worker: the same build ended it earlier in the run (`reason` says
+    /// where), so each further shape would only cost another restart, or another deadline.
+    Skipped { reason: String },
 }
 
 impl Failure {
@@ -103,6 +106,7 @@ impl Failure {
     pub fn ended_worker(&self) -> bool {
         match self {
             Failure::Error { sticky, .. } => *sticky,
+            Failure::Skipped { .. } => false,
             _ => true,
         }
     }
@@ -113,6 +117,7 @@ impl std::fmt::Display for Failure {
         match self {
             Failure::Spawn { message } => write!(f, "the worker did not start: {message}"),
             Failure::Cancelled => write!(f, "cancelled by the caller; the worker was killed"),
+            Failure::Skipped { reason } => write!(f, "not run: {reason}"),
             Failure::Hang { timeout_s } => {
                 write!(
                     f,

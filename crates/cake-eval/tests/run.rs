@@ -143,6 +143,57 @@ fn a_time_below_the_physical_floor_is_flagged_not_reported_as_a_win() {
     assert_eq!(s.suspicious.len(), 2, "both measures");
 }
 
+/// A build that ends the worker while it is timed (a sticky CUDA error) is not run again at the
+/// run's later shapes, which record why and still time the baseline: each retry would cost a
+/// worker restart (or, for a hang, the whole deadline) and say nothing new. Measured on the GPU:
+/// 25 shapes of one failing route took a 300 s budget.
+#[test]
+fn a_build_that_ended_the_worker_is_not_timed_again_at_later_shapes() {
+    let mut contract = Contract::load(&data("small.contract.toml")).unwrap();
+    // Bench shapes only, as a family measurement's runs have.
+    let bench: Vec<_> = [256, 512, 1024]
+        .iter()
+        .map(|&n| serde_json::from_value(serde_json::json!({"M": n, "N": n, "K": n})).unwrap())
+        .collect();
+    contract.shapes = indexmap::IndexMap::from([("bench".to_string(), bench)]);
+    let opts = Options {
+        kernel: Some(data("sticky.launch.json")),
+        seed: Some(7),
+        ..Options::default()
+    };
+    let mut sup = supervisor();
+    let e = run(&contract, Mode::Bench, &opts, &mut sup, &mut |_: &str| {}).unwrap();
+    sup.shutdown();
+    let t = e.timing.expect("timed");
+    assert_eq!(t.shapes.len(), 3);
+    match &t.shapes[0].candidate.failure {
+        Some(cake_eval::Failure::Error {
+            sticky: true,
+            message,
+            ..
+        }) => {
+            assert!(message.contains("illegal instruction"), "{message}")
+        }
+        other => panic!("expected the sticky error, got {other:?}"),
+    }
+    for s in &t.shapes[1..] {
+        match &s.candidate.failure {
+            Some(cake_eval::Failure::Skipped { reason }) => assert!(
+                reason.starts_with("this build ended the worker at M=256 N=256 K=256"),
+                "{reason}"
+            ),
+            other => panic!("expected a skip, got {other:?}"),
+        }
+        assert!(s.baselines["torch_matmul"].median("events_ms").is_some());
+    }
+    // The joint request and the candidate alone at the first shape: two restarts, not six.
+    assert!(
+        e.budget.worker_restarts <= 2,
+        "{}",
+        e.budget.worker_restarts
+    );
+}
+
 #[test]
 fn a_failed_candidate_is_never_timed() {
     let e = evaluate("unwritten", Mode::Bench);

@@ -1,7 +1,7 @@
 """A stand-in for `python3 -m cake.worker` that needs no GPU: it speaks cake.worker/v0 and
 behaves as the loaded candidate's launch metadata says (its `kernel` field): `good` passes,
 `unwritten` leaves outputs unwritten, `hang` never answers a check, `chatter` prints stray lines
-instead of answering, `crash` exits mid-check, `sticky` reports an illegal address, `toofast`
+instead of answering, `crash` exits mid-check, `sticky` reports an illegal address (checked) or instruction (timed), `toofast`
 times below any physical floor, `drifts` passes its checks but its timed calls end with wrong
 outputs, `contractbug` meets a failing oracle. A kernel whose launch metadata fixes an extent
 (`"dims": ["R", 64]`) gives wrong results on a shape that binds that dimension otherwise, as a
@@ -86,6 +86,9 @@ for line in sys.stdin:
         results = {}
         for name in req["callables"]:
             b = behaviour[name]
+            if b == "sticky":
+                error(req, "cuda", "CUDA error: an illegal instruction was encountered", sticky=True)
+                sys.exit(1)
             if b == "baseline" and "--baseline-fails" in sys.argv:
                 error(req, "python", "the baseline raised")
                 break
