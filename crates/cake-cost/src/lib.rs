@@ -242,7 +242,12 @@ pub struct Estimate {
     /// The kernel's span on the GPU, first CTA start to last CTA end (what CUPTI reports, and
     /// what the harness's medians are): `time_us` less the launch.
     pub span_us: f64,
+    /// The largest term of `time_us` (the launch included).
     pub bound: Bound,
+    /// The largest term of the kernel's work on the GPU (the launch left out): what `span_us`
+    /// is bound by, the bottleneck a CUPTI span shows. A kernel of a few microseconds is
+    /// `Launch`-bound as timed by CUDA events and bound by its memory or tail wave on the GPU.
+    pub span_bound: Bound,
     pub tflops: Option<f64>,
     /// DRAM traffic over the predicted time, TB/s.
     pub dram_tbps: f64,
@@ -290,7 +295,7 @@ impl Estimate {
         let mut o = String::new();
         let _ = writeln!(
             o,
-            "{} on {} at {}: {:.1} µs ({}{:.2} TB/s from DRAM), bound by {}",
+            "{} on {} at {}: {:.1} µs ({}{:.2} TB/s from DRAM), bound by {}; {:.1} µs on the GPU, bound by {}",
             self.kernel,
             self.target,
             shape_text(&self.shape),
@@ -299,7 +304,9 @@ impl Estimate {
                 .map(|t| format!("{t:.0} TFLOP/s, "))
                 .unwrap_or_default(),
             self.dram_tbps,
-            self.bound.as_str()
+            self.bound.as_str(),
+            self.span_us,
+            self.span_bound.as_str()
         );
         let t = &self.terms;
         let _ = writeln!(
@@ -1168,6 +1175,11 @@ pub fn estimate_with(
         time_us,
         span_us,
         bound: terms.bound(),
+        span_bound: Terms {
+            launch_us: 0.0,
+            ..terms.clone()
+        }
+        .bound(),
         tflops: (flops > 0.0).then(|| flops / (time_us * 1e6)),
         dram_tbps: dram_bytes / (time_us * 1e6),
         flops,

@@ -140,6 +140,51 @@ fn gemm_example_is_tensor_bound_and_plausible() {
     );
 }
 
+/// A kernel of ten microseconds is launch-bound as CUDA events time it, but its span on the GPU
+/// (what CUPTI and the harness's medians measure) is bound by its own work: the small-M GEMM's
+/// 64 CTAs on 132 SMs leave a tail wave. The span leaves the launch out.
+#[test]
+fn a_short_kernel_names_its_bound_on_the_gpu_apart_from_the_launch() {
+    // The shipped route at M = 8 for a 4096 x 4096 weight: 64-row tiles unsplit, BK = 256.
+    let path = "examples/tinygemm_sm90.py";
+    let text = std::fs::read_to_string(root().join(path)).unwrap();
+    let text = text
+        .replace("\nNW = 2048 ", "\nNW = 4096 ")
+        .replace("\nBK = 64\n", "\nBK = 256\n");
+    let (_, front) = cake_front::check_bytes(path, text.as_bytes());
+    assert!(!front.findings.has_errors());
+    let k = front.kernels.into_iter().next().unwrap();
+    assert_eq!(k.cluster.iter().product::<u32>(), 1, "not split");
+    let cal = Calibration::builtin(sm90()).unwrap();
+    let e = estimate(&k, sm90(), &parse_shape("N=4096,K=4096").unwrap(), &cal).unwrap();
+    assert_eq!(e.bound, Bound::Launch);
+    assert_eq!(e.span_bound, Bound::TailWave);
+    assert!(
+        e.span_us < e.time_us - e.terms.launch_us + 2.0,
+        "{} {}",
+        e.span_us,
+        e.time_us
+    );
+    // Measured on the H200 at M = 8: 12.4 us (bench/results/2026-12-06-cards/).
+    assert!(
+        e.span_us > 0.75 * 12.4 && e.span_us < 1.25 * 12.4,
+        "{}",
+        e.span_us
+    );
+    let gemm = kernel("examples/gemm_sm90.py");
+    let e = estimate(
+        &gemm,
+        sm90(),
+        &parse_shape("M=4096,N=7168,K=4096").unwrap(),
+        &cal,
+    )
+    .unwrap();
+    assert_eq!(
+        (e.bound, e.span_bound),
+        (Bound::TensorCores, Bound::TensorCores)
+    );
+}
+
 /// A multicast load is charged its CTA's share of L2 traffic: the cluster GEMM, identical to
 /// the CTA GEMM but for the B tile multicast to 2 CTAs, moves B's L2 bytes once per cluster.
 /// Its DRAM traffic and FLOPs do not change.

@@ -179,6 +179,13 @@ pub struct Predicted {
     pub bound: String,
     /// Events median ÷ predicted time.
     pub measured_over_predicted: Option<f64>,
+    /// The model's span on the GPU (the launch left out), what the CUPTI median measures.
+    pub span_ms: f64,
+    /// What that span is bound by (`bound` includes the launch, which a short kernel's events
+    /// time is mostly made of).
+    pub span_bound: String,
+    /// CUPTI median ÷ predicted span.
+    pub cupti_over_predicted_span: Option<f64>,
 }
 
 /// Throughput of one timed callable at one shape.

@@ -746,6 +746,9 @@ pub fn judge_prediction(
         speed_of_light_ms: sol_ms,
         bound: e.bound.as_str().to_string(),
         measured_over_predicted: events_ms.map(|m| m / (e.time_us * 1e-3)),
+        span_ms: e.span_us * 1e-3,
+        span_bound: e.span_bound.as_str().to_string(),
+        cupti_over_predicted_span: cupti_ms.map(|m| m / (e.span_us * 1e-3)),
     };
     (predicted, suspicious)
 }
@@ -1492,7 +1495,10 @@ fn bench(
             }
         }
         if let Some(pr) = &predicted {
-            line += &format!(" · model {:.4} ms ({})", pr.time_ms, pr.bound);
+            line += &format!(
+                " · model {:.4} ms ({}), on the GPU {:.4} ms ({})",
+                pr.time_ms, pr.bound, pr.span_ms, pr.span_bound
+            );
         }
         if !suspicious.is_empty() {
             line += &format!(" · SUSPICIOUS: {}", suspicious.join("; "));
