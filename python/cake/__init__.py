@@ -34,6 +34,7 @@ from .tuning import Trial, Tuned, autotune, knobs, specialize, with_knobs
 from .errors import CakeError, CompileError, CudaError, LaunchError, TargetError
 from .runtime import Kernel, PreparedLaunch, load_kernel
 from .torch_ops import torch_op
+from . import timeline
 
 __version__ = "0.1.0"
 
@@ -44,4 +45,5 @@ __all__ = [
     "CakeError", "CompileError", "CudaError", "LaunchError", "TargetError",
     "Kernel", "PreparedLaunch", "load_kernel", "torch_op",
     "Trial", "Tuned", "autotune", "knobs", "specialize", "with_knobs", "Family", "family",
+    "timeline",
 ]

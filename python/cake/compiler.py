@@ -90,11 +90,12 @@ def lower(path: str | os.PathLike | None = None, target: str | None = None, *, s
 
 
 def build(path: str | os.PathLike | None, target: str, out_dir: str | os.PathLike, embed_ptx: bool = False, *,
-          source: str | None = None) -> dict:
+          source: str | None = None, timeline: bool = False) -> dict:
     """Check, lower and compile into `out_dir` (`<kernel>.{cu,cubin,launch.json,
     resources.json}`), as `cake build` does. Needs the CUDA toolchain (nvcc), not a GPU.
-    `source`: the schedule's text instead of a file."""
-    return native().build(_name(path, source), target, os.fspath(out_dir), embed_ptx, source)
+    `source`: the schedule's text instead of a file; `timeline`: the stamps compiled in, as
+    `cake build --timeline` (docs/timeline.md)."""
+    return native().build(_name(path, source), target, os.fspath(out_dir), embed_ptx, source, timeline)
 
 
 def default_cache_dir() -> str:
@@ -135,11 +136,13 @@ class Module:
         return f"<cake.Module {self.path} for {self.target}: {', '.join(self.kernels)}>"
 
 
-def _cache_key(source: bytes, target: str, embed_ptx: bool = False) -> str:
+def _cache_key(source: bytes, target: str, embed_ptx: bool = False, timeline: bool = False) -> str:
     h = hashlib.sha256()
     parts = [CACHE_SCHEMA.encode(), native_build_id().encode(), target.encode(), source]
     if embed_ptx:  # another image for the same source: another entry
         parts.append(b"+ptx")
+    if timeline:  # the stamps compiled in: another kernel
+        parts.append(b"+timeline")
     for part in parts:
         h.update(len(part).to_bytes(8, "little"))
         h.update(part)
@@ -155,7 +158,7 @@ def _load(path: str, target: str, directory: str, manifest: dict, cached: bool) 
 
 def compile(path: str | os.PathLike | None = None, target: str | None = None,
             cache_dir: str | os.PathLike | None = None, embed_ptx: bool = False, *,
-            source: str | None = None) -> Module:
+            source: str | None = None, timeline: bool = False) -> Module:
     """Check, lower and build a schedule file for `target` (default: the current GPU's exact
     target) and return its kernels as a module.
 
@@ -172,6 +175,9 @@ def compile(path: str | os.PathLike | None = None, target: str | None = None,
 
     `source`: the schedule's text instead of a file (`path`, if given, only names it); the
     cache keys on the text either way.
+
+    `timeline=True` compiles the timeline stamps in: each kernel then takes a `CAKE_TIMELINE`
+    buffer, which `cake.timeline.record` passes and reads back (docs/timeline.md).
     """
     path = _name(path, source)
     if target is None:
@@ -183,7 +189,7 @@ def compile(path: str | os.PathLike | None = None, target: str | None = None,
     else:
         source_bytes = text.encode()
     root = os.path.join(os.fspath(cache_dir) if cache_dir is not None else default_cache_dir(), "python")
-    directory = os.path.join(root, _cache_key(source_bytes, target, embed_ptx))
+    directory = os.path.join(root, _cache_key(source_bytes, target, embed_ptx, timeline))
     manifest_path = os.path.join(directory, "manifest.json")
     try:
         with open(manifest_path, encoding="utf-8") as fh:
@@ -201,7 +207,7 @@ def compile(path: str | os.PathLike | None = None, target: str | None = None,
     tmp = f"{directory}.tmp-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     try:
-        built = build(path, target, tmp, embed_ptx, source=text)
+        built = build(path, target, tmp, embed_ptx, source=text, timeline=timeline)
         if built["errors"]:
             raise CompileError(built.get("human") or f"{path}: {built['errors']} error(s)", built["findings"])
         manifest = {

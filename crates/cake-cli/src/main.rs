@@ -331,6 +331,11 @@ enum Command {
         /// cubin, so a later GPU can run it through the driver's JIT (sm_80 and sm_89 only).
         #[arg(long)]
         embed_ptx: bool,
+        /// Compile the timeline stamps in (docs/timeline.md): the kernel records, per CTA, when
+        /// it starts, ends its prologue, and when each role starts, first completes a wait and
+        /// ends, into a buffer given as two more arguments (`cake.timeline` in Python).
+        #[arg(long)]
+        timeline: bool,
         /// `json`: the files written, the resource reports and the findings as one document.
         #[arg(long, value_enum, default_value = "human")]
         format: DocFormat,
@@ -559,8 +564,18 @@ fn main() -> ExitCode {
             target,
             out,
             embed_ptx,
+            timeline,
             format,
-        } => cmd_build(&file, &target, &out, embed_ptx, format.into()),
+        } => cmd_build(
+            &file,
+            &target,
+            &out,
+            cake_driver::BuildOptions {
+                embed_ptx,
+                timeline,
+            },
+            format.into(),
+        ),
         Command::Mutate { file, out } => cmd_mutate(&file, out.as_deref()),
         Command::Test { eval } => eval::cmd_eval(cake_eval::Mode::Test, eval.into_args(None)),
         Command::Bench { eval, baseline } => {
@@ -930,7 +945,13 @@ fn build_failed(e: cake_driver::BuildError, format: Format) -> ExitCode {
     }
 }
 
-fn cmd_build(file: &Path, target: &str, out: &Path, embed_ptx: bool, format: Format) -> ExitCode {
+fn cmd_build(
+    file: &Path,
+    target: &str,
+    out: &Path,
+    opts: cake_driver::BuildOptions,
+    format: Format,
+) -> ExitCode {
     let bytes = match read(file) {
         Ok(b) => b,
         Err(code) => return code,
@@ -939,8 +960,7 @@ fn cmd_build(file: &Path, target: &str, out: &Path, embed_ptx: bool, format: For
         "compiling {} for {target} with nvcc",
         file.display()
     ));
-    let built =
-        cake_driver::build_with(&file.display().to_string(), &bytes, target, out, embed_ptx);
+    let built = cake_driver::build_opts(&file.display().to_string(), &bytes, target, out, &opts);
     drop(spinner);
     let built = match built {
         Ok(b) => b,

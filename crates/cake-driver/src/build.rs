@@ -125,6 +125,37 @@ pub fn build_with(
     out: &Path,
     embed_ptx: bool,
 ) -> Result<Built, BuildError> {
+    build_opts(
+        name,
+        bytes,
+        target,
+        out,
+        &BuildOptions {
+            embed_ptx,
+            timeline: false,
+        },
+    )
+}
+
+/// How `build_opts` compiles.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BuildOptions {
+    /// Embed the target's PTX beside its machine code (sm_80, sm_89).
+    pub embed_ptx: bool,
+    /// Compile the timeline stamps in (docs/timeline.md): the kernel takes the stamp buffer and
+    /// its length as two more arguments, which the launch metadata lists.
+    pub timeline: bool,
+}
+
+/// `build` with [`BuildOptions`].
+pub fn build_opts(
+    name: &str,
+    bytes: &[u8],
+    target: &str,
+    out: &Path,
+    opts: &BuildOptions,
+) -> Result<Built, BuildError> {
+    let embed_ptx = opts.embed_ptx;
     let t = cake_target::lookup(target).map_err(|e| BuildError::Target(e.to_string()))?;
     if embed_ptx && !t.ptx_forward_compatible() {
         return Err(BuildError::Target(format!(
@@ -152,6 +183,10 @@ pub fn build_with(
             )));
         }
         l.launch.cubin = format!("{stem}.{}", image.extension());
+        if opts.timeline {
+            l.cuda = cake_lower::timeline_source(&l.cuda);
+            cake_lower::enable_timeline(&mut l.launch);
+        }
         let build = tc
             .compile_cached_image(&l.cuda, t, image, out, &stem)
             .map_err(|e| match e {

@@ -8,7 +8,10 @@ use cake_ir::{Inlined, Kernel, KernelFacts};
 
 mod build;
 mod read;
-pub use build::{build, build_with, lower, resource_findings, BuildError, Built, BuiltKernel};
+pub use build::{
+    build, build_opts, build_with, lower, resource_findings, BuildError, BuildOptions, Built,
+    BuiltKernel,
+};
 pub use read::{read_schedule, ReadError, MAX_SCHEDULE_BYTES};
 
 #[derive(Debug)]

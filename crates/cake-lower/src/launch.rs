@@ -22,6 +22,20 @@ pub struct LaunchMeta {
     /// (`@cake.schedule(zero=[...])`): the destinations of global atomic adds.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub zero: Vec<String>,
+    /// Where the kernel's timeline stamps go (docs/timeline.md): compiled in only in a
+    /// `cake build --timeline` build (`enabled`), whose last two arguments are then the buffer
+    /// and its length.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<Timeline>,
+}
+
+/// The timeline's layout: `slots` 64-bit words per CTA (at `blockIdx.x * slots`), named by
+/// `points` in order.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Timeline {
+    pub slots: u32,
+    pub points: Vec<String>,
+    pub enabled: bool,
 }
 
 /// Grid rule. Expressions are JSON: an integer, a dimension or scalar name, or

@@ -12,7 +12,10 @@ use cake_diag::{SourceFile, Span};
 use cake_ir::{Kernel, KernelFacts};
 use cake_target::Target;
 
-pub use launch::{Arg, Grid, LaunchMeta, ScalarMeta, TensorMeta};
+pub use emit::timeline::{
+    enable_timeline, timeline_points, timeline_source, TIMELINE_LEN, TIMELINE_TENSOR,
+};
+pub use launch::{Arg, Grid, LaunchMeta, ScalarMeta, TensorMeta, Timeline};
 pub use legal::lowerable;
 
 thread_local! {

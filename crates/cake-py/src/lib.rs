@@ -168,8 +168,9 @@ fn lower<'py>(
 /// resources.json}`; cubins come from the build cache when the same CUDA was compiled before).
 /// The findings may include errors drawn from the ptxas report (`errors` > 0). `embed_ptx`:
 /// write `<kernel>.fatbin` with the target's PTX too (sm_80, sm_89), so a later GPU can run it.
+/// `timeline`: compile the timeline stamps in (docs/timeline.md).
 #[pyfunction]
-#[pyo3(signature = (path, target, out_dir, embed_ptx=false, source=None))]
+#[pyo3(signature = (path, target, out_dir, embed_ptx=false, source=None, timeline=false))]
 fn build<'py>(
     py: Python<'py>,
     path: &str,
@@ -177,11 +178,16 @@ fn build<'py>(
     out_dir: PathBuf,
     embed_ptx: bool,
     source: Option<&str>,
+    timeline: bool,
 ) -> PyResult<Bound<'py, PyAny>> {
     let bytes = schedule(path, source)?;
     check_target(target)?;
+    let opts = cake_driver::BuildOptions {
+        embed_ptx,
+        timeline,
+    };
     let built = py
-        .detach(|| cake_driver::build_with(path, &bytes, target, &out_dir, embed_ptx))
+        .detach(|| cake_driver::build_opts(path, &bytes, target, &out_dir, &opts))
         .map_err(|e| build_err(py, e))?;
     let kernels: Vec<serde_json::Value> = built
         .kernels

@@ -27,6 +27,38 @@ static __device__ __forceinline__ uint32_t cake_pack_f16x2(float lo, float hi) {
   return r;
 }
 
+// Timeline stamps (cake build --timeline defines CAKE_TIMELINE; otherwise they compile to nothing).
+#ifdef CAKE_TIMELINE
+#define CAKE_TIMELINE_PARAMS , unsigned long long* __restrict__ cake_timeline, int cake_timeline_len
+#define CAKE_TIMELINE_ONLY_PARAMS unsigned long long* __restrict__ cake_timeline, int cake_timeline_len
+static __device__ __forceinline__ void cake_stamp_at(unsigned long long* t, int len, int slots, int slot, unsigned long long v) {
+  const long long i = (long long)blockIdx.x * slots + slot;
+  if (i < len) t[i] = v;
+}
+static __device__ __forceinline__ unsigned long long cake_globaltimer() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
+  return t;
+}
+static __device__ __forceinline__ unsigned long long cake_smid() {
+  unsigned int s;
+  asm volatile("mov.u32 %0, %smid;" : "=r"(s));
+  return s;
+}
+#define CAKE_STAMP(who, slot) do { if (who) cake_stamp_at(cake_timeline, cake_timeline_len, CAKE_TIMELINE_SLOTS, (slot), cake_globaltimer()); } while (0)
+#define CAKE_STAMP_SM(who, slot) do { if (who) cake_stamp_at(cake_timeline, cake_timeline_len, CAKE_TIMELINE_SLOTS, (slot), cake_smid()); } while (0)
+#define CAKE_STAMP_FLAG(flag) bool flag = false
+#define CAKE_STAMP_ONCE(who, slot, flag) do { if (!flag) { flag = true; CAKE_STAMP(who, slot); } } while (0)
+#else
+#define CAKE_TIMELINE_PARAMS
+#define CAKE_TIMELINE_ONLY_PARAMS
+#define CAKE_STAMP(who, slot) do { } while (0)
+#define CAKE_STAMP_SM(who, slot) do { } while (0)
+#define CAKE_STAMP_FLAG(flag) do { } while (0)
+#define CAKE_STAMP_ONCE(who, slot, flag) do { } while (0)
+#endif
+#define CAKE_TIMELINE_SLOTS 12  // timeline: words per CTA (cta.start, cta.sm, cta.prologue, softmax.start, softmax.first_wait, softmax.end, load.start, load.first_wait, load.end, mma.start, mma.first_wait, mma.end)
+
 static __device__ __forceinline__ void cake_mbar_init(uint32_t bar, uint32_t count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(bar), "r"(count) : "memory");
 }
@@ -208,7 +240,7 @@ extern "C" __global__ void __launch_bounds__(192, 1) cake_attention_fwd(
     uint16_t* __restrict__ O,
     const int dim_BH,
     const int dim_S,
-    const float sm_scale) {
+    const float sm_scale CAKE_TIMELINE_PARAMS) {
   // Dynamic shared memory, rounded up to 1024 B: swizzled views repeat every 8 rows of 128 B.
   extern __shared__ __align__(16) uint8_t cake_smem_raw[];
   const uint32_t cake_smem = (cake_smem_addr(cake_smem_raw) + 1023u) & ~1023u;
@@ -222,6 +254,8 @@ extern "C" __global__ void __launch_bounds__(192, 1) cake_attention_fwd(
   const uint32_t p_full = cake_smem + 114752;  // mbarrier p_full: 1 slot(s), 128 arrival(s) per phase
   const uint32_t o_done = cake_smem + 114760;  // mbarrier o_done: 1 slot(s), 1 arrival(s) per phase
   const int warp = __shfl_sync(0xffffffffu, (int)threadIdx.x / 32, 0);
+  CAKE_STAMP(threadIdx.x == 0, 0);  // timeline: the CTA starts
+  CAKE_STAMP_SM(threadIdx.x == 0, 1);  // timeline: on this SM
   const int tiles_0 = dim_BH;
   const int tiles_1 = cake_cdiv(dim_S, 128);
   const int tiles_total = tiles_0 * tiles_1;
@@ -248,9 +282,12 @@ extern "C" __global__ void __launch_bounds__(192, 1) cake_attention_fwd(
   __syncthreads();
   cake_tcgen05_fence_after();
   const uint32_t cake_tmem = cake_ld_shared_b32(cake_smem + 114768);  // lane 0, column of the allocation
+  CAKE_STAMP(threadIdx.x == 0, 2);  // timeline: prologue done
   if (warp >= 0 && warp < 4) {  // role softmax (attention_sm100.py:52)
     const int softmax_index = (warp - 0) / 4;
     const int softmax_thread = (int)threadIdx.x - 0 - softmax_index * 128;
+    CAKE_STAMP_FLAG(softmax_stamped_wait);
+    CAKE_STAMP(softmax_thread == 0 && softmax_index == 0, 3);  // timeline: role softmax starts
     const int lane_row = 16 * (softmax_thread / 32) + (softmax_thread % 32) / 4;  // and +8
     const int lane_col = 2 * (softmax_thread % 4);  // and +1, every 8 columns
     (void)lane_row; (void)lane_col;
@@ -277,6 +314,7 @@ extern "C" __global__ void __launch_bounds__(192, 1) cake_attention_fwd(
       for (int c = 0; c < 1; ++c) l_run[c] = (float)(0.0f);
       for (int j_3 = 0; j_3 < cake_cdiv(dim_S, 128); ++j_3) {  // attention_sm100.py:94
         cake_mbar_wait(s_full, (s_full_waits++ & 1));  // wait s_full (attention_sm100.py:95)
+        CAKE_STAMP_ONCE(softmax_thread == 0 && softmax_index == 0, 4, softmax_stamped_wait);  // timeline: first completed wait
         cake_tcgen05_fence_after();
         // tmem_load s_frag <- s_tmem (attention_sm100.py:96): this warp's 32 lanes, 128 columns
         {
@@ -407,10 +445,13 @@ extern "C" __global__ void __launch_bounds__(192, 1) cake_attention_fwd(
         }
       }
     }
+    CAKE_STAMP(softmax_thread == 0 && softmax_index == 0, 5);  // timeline: role softmax ends
   }
   if (warp >= 4 && warp < 5) {  // role load (attention_sm100.py:53)
     const int load_index = (warp - 4) / 1;
     const int load_thread = (int)threadIdx.x - 128 - load_index * 32;
+    CAKE_STAMP_FLAG(load_stamped_wait);
+    CAKE_STAMP(load_thread == 0 && load_index == 0, 6);  // timeline: role load starts
     uint32_t kv_it = 0;  // iterations of pipeline kv completed by this role
     if (load_thread == 0) {  // issue-only role: one thread per replica
       for (int tile = blockIdx.x; tile < tiles_total; tile += tiles_total) {  // one tile (bh, tq) per CTA (attention_sm100.py:72)
@@ -428,6 +469,7 @@ extern "C" __global__ void __launch_bounds__(192, 1) cake_attention_fwd(
           const uint32_t kv_stage = kv_it % 3;
           const uint32_t kv_phase = (kv_it / 3) & 1;
           cake_mbar_wait(kv_empty + 8 * kv_stage, kv_phase ^ 1);  // wait kv_empty (attention_sm100.py:76)
+          CAKE_STAMP_ONCE(load_thread == 0 && load_index == 0, 7, load_stamped_wait);  // timeline: first completed wait
           // tma_load sK <- K (attention_sm100.py:77)
           cake_mbar_arrive_expect_tx(kv_full + 8 * kv_stage, 32768);
           cake_tma_load_3d((sK + 16384 * kv_stage), &tmap_K_1, kv_full + 8 * kv_stage, 0, (j_1 * 128), tile_0);
@@ -437,10 +479,13 @@ extern "C" __global__ void __launch_bounds__(192, 1) cake_attention_fwd(
         }
       }
     }
+    CAKE_STAMP(load_thread == 0 && load_index == 0, 8);  // timeline: role load ends
   }
   if (warp >= 5 && warp < 6) {  // role mma (attention_sm100.py:54)
     const int mma_index = (warp - 5) / 1;
     const int mma_thread = (int)threadIdx.x - 160 - mma_index * 32;
+    CAKE_STAMP_FLAG(mma_stamped_wait);
+    CAKE_STAMP(mma_thread == 0 && mma_index == 0, 9);  // timeline: role mma starts
     uint32_t kv_it = 0;  // iterations of pipeline kv completed by this role
     uint32_t q_full_waits = 0;
     uint32_t p_full_waits = 0;
@@ -454,6 +499,7 @@ extern "C" __global__ void __launch_bounds__(192, 1) cake_attention_fwd(
         (void)tile_rest;
         // with mma: (attention_sm100.py:80)
         cake_mbar_wait(q_full, (q_full_waits++ & 1));  // wait q_full (attention_sm100.py:81)
+        CAKE_STAMP_ONCE(mma_thread == 0 && mma_index == 0, 10, mma_stamped_wait);  // timeline: first completed wait
         cake_tcgen05_fence_after();
         for (int j_2 = 0; j_2 < cake_cdiv(dim_S, 128); ++j_2) {  // attention_sm100.py:82
           const uint32_t kv_stage = kv_it % 3;
@@ -483,6 +529,7 @@ extern "C" __global__ void __launch_bounds__(192, 1) cake_attention_fwd(
         }
       }
     }
+    CAKE_STAMP(mma_thread == 0 && mma_index == 0, 11);  // timeline: role mma ends
   }
   // Free TMEM once every role is done with it.
   cake_tcgen05_fence_before();

@@ -27,6 +27,38 @@ static __device__ __forceinline__ uint32_t cake_pack_f16x2(float lo, float hi) {
   return r;
 }
 
+// Timeline stamps (cake build --timeline defines CAKE_TIMELINE; otherwise they compile to nothing).
+#ifdef CAKE_TIMELINE
+#define CAKE_TIMELINE_PARAMS , unsigned long long* __restrict__ cake_timeline, int cake_timeline_len
+#define CAKE_TIMELINE_ONLY_PARAMS unsigned long long* __restrict__ cake_timeline, int cake_timeline_len
+static __device__ __forceinline__ void cake_stamp_at(unsigned long long* t, int len, int slots, int slot, unsigned long long v) {
+  const long long i = (long long)blockIdx.x * slots + slot;
+  if (i < len) t[i] = v;
+}
+static __device__ __forceinline__ unsigned long long cake_globaltimer() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
+  return t;
+}
+static __device__ __forceinline__ unsigned long long cake_smid() {
+  unsigned int s;
+  asm volatile("mov.u32 %0, %smid;" : "=r"(s));
+  return s;
+}
+#define CAKE_STAMP(who, slot) do { if (who) cake_stamp_at(cake_timeline, cake_timeline_len, CAKE_TIMELINE_SLOTS, (slot), cake_globaltimer()); } while (0)
+#define CAKE_STAMP_SM(who, slot) do { if (who) cake_stamp_at(cake_timeline, cake_timeline_len, CAKE_TIMELINE_SLOTS, (slot), cake_smid()); } while (0)
+#define CAKE_STAMP_FLAG(flag) bool flag = false
+#define CAKE_STAMP_ONCE(who, slot, flag) do { if (!flag) { flag = true; CAKE_STAMP(who, slot); } } while (0)
+#else
+#define CAKE_TIMELINE_PARAMS
+#define CAKE_TIMELINE_ONLY_PARAMS
+#define CAKE_STAMP(who, slot) do { } while (0)
+#define CAKE_STAMP_SM(who, slot) do { } while (0)
+#define CAKE_STAMP_FLAG(flag) do { } while (0)
+#define CAKE_STAMP_ONCE(who, slot, flag) do { } while (0)
+#endif
+#define CAKE_TIMELINE_SLOTS 9  // timeline: words per CTA (cta.start, cta.sm, cta.prologue, load.start, load.first_wait, load.end, math.start, math.first_wait, math.end)
+
 static __device__ __forceinline__ void cake_mbar_init(uint32_t bar, uint32_t count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(bar), "r"(count) : "memory");
 }
@@ -198,7 +230,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_attention(
     uint16_t* __restrict__ O,
     const int dim_BH,
     const int dim_S,
-    const int dim_BHKV) {
+    const int dim_BHKV CAKE_TIMELINE_PARAMS) {
   // Dynamic shared memory, rounded up to 1024 B: swizzled views repeat every 8 rows of 128 B.
   extern __shared__ __align__(16) uint8_t cake_smem_raw[];
   const uint32_t cake_smem = (cake_smem_addr(cake_smem_raw) + 1023u) & ~1023u;
@@ -211,6 +243,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_attention(
   const uint32_t k_empty = cake_smem + 163880;  // mbarrier k_empty: 2 slot(s), 2 arrival(s) per phase
   const uint32_t v_empty = cake_smem + 163896;  // mbarrier v_empty: 2 slot(s), 2 arrival(s) per phase
   const int warp = __shfl_sync(0xffffffffu, (int)threadIdx.x / 32, 0);
+  CAKE_STAMP(threadIdx.x == 0, 0);  // timeline: the CTA starts
+  CAKE_STAMP_SM(threadIdx.x == 0, 1);  // timeline: on this SM
   const int tiles_0 = dim_BH;
   const int tiles_1 = cake_cdiv(dim_S, 128);
   const int tiles_total = tiles_0 * tiles_1;
@@ -228,10 +262,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_attention(
     cake_fence_barrier_init();
   }
   __syncthreads();
+  CAKE_STAMP(threadIdx.x == 0, 2);  // timeline: prologue done
   if (warp >= 0 && warp < 4) {  // role load (attention_sm90.py:60)
     cake_setmaxnreg_dec<40>();
     const int load_index = (warp - 0) / 4;
     const int load_thread = (int)threadIdx.x - 0 - load_index * 128;
+    CAKE_STAMP_FLAG(load_stamped_wait);
+    CAKE_STAMP(load_thread == 0 && load_index == 0, 3);  // timeline: role load starts
     const int lane_row = 16 * (load_thread / 32) + (load_thread % 32) / 4;  // and +8
     const int lane_col = 2 * (load_thread % 4);  // and +1, every 8 columns
     (void)lane_row; (void)lane_col;
@@ -253,6 +290,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_attention(
           const uint32_t kv_stage = kv_it % 2;
           const uint32_t kv_phase = (kv_it / 2) & 1;
           cake_mbar_wait(k_empty + 8 * kv_stage, kv_phase ^ 1);  // wait k_empty (attention_sm90.py:91)
+          CAKE_STAMP_ONCE(load_thread == 0 && load_index == 0, 4, load_stamped_wait);  // timeline: first completed wait
           // tma_load sK <- K (attention_sm90.py:92)
           cake_mbar_arrive_expect_tx(k_full + 8 * kv_stage, 32768);
           cake_tma_load_3d((sK + 32768 * kv_stage), &tmap_K_1, k_full + 8 * kv_stage, 0, (j_1 * 128), (tile_0 / (dim_BH / dim_BHKV)));
@@ -266,11 +304,14 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_attention(
         }
       }
     }
+    CAKE_STAMP(load_thread == 0 && load_index == 0, 5);  // timeline: role load ends
   }
   if (warp >= 4 && warp < 12) {  // role math (attention_sm90.py:61)
     cake_setmaxnreg_inc<232>();
     const int math_index = (warp - 4) / 4;
     const int math_thread = (int)threadIdx.x - 128 - math_index * 128;
+    CAKE_STAMP_FLAG(math_stamped_wait);
+    CAKE_STAMP(math_thread == 0 && math_index == 0, 6);  // timeline: role math starts
     if (math_index == 1) cake_named_arrive(1, 256);  // replica 0 takes the first turn
     const int lane_row = 16 * (math_thread / 32) + (math_thread % 32) / 4;  // and +8
     const int lane_col = 2 * (math_thread % 4);  // and +1, every 8 columns
@@ -299,6 +340,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_attention(
       #pragma unroll  // l_i <- ... (attention_sm90.py:99)
       for (int h = 0; h < 2; ++h) l_i[h] = (float)(0.0f);
       cake_mbar_wait(q_full, (q_full_waits++ & 1));  // wait q_full (attention_sm90.py:100)
+      CAKE_STAMP_ONCE(math_thread == 0 && math_index == 0, 7, math_stamped_wait);  // timeline: first completed wait
       {  // j_2 (attention_sm90.py:101): the MMA at attention_sm90.py:133 is deferred — issued in the next iteration, after its first MMA
         const int j_2_end = cake_cdiv(dim_S, 128);
         uint32_t p_next[32];  // the other array of `p`: odd iterations write it while the deferred MMA reads the even one's
@@ -691,5 +733,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_attention(
         }
       }
     }
+    CAKE_STAMP(math_thread == 0 && math_index == 0, 8);  // timeline: role math ends
   }
 }

@@ -27,6 +27,38 @@ static __device__ __forceinline__ uint32_t cake_pack_f16x2(float lo, float hi) {
   return r;
 }
 
+// Timeline stamps (cake build --timeline defines CAKE_TIMELINE; otherwise they compile to nothing).
+#ifdef CAKE_TIMELINE
+#define CAKE_TIMELINE_PARAMS , unsigned long long* __restrict__ cake_timeline, int cake_timeline_len
+#define CAKE_TIMELINE_ONLY_PARAMS unsigned long long* __restrict__ cake_timeline, int cake_timeline_len
+static __device__ __forceinline__ void cake_stamp_at(unsigned long long* t, int len, int slots, int slot, unsigned long long v) {
+  const long long i = (long long)blockIdx.x * slots + slot;
+  if (i < len) t[i] = v;
+}
+static __device__ __forceinline__ unsigned long long cake_globaltimer() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
+  return t;
+}
+static __device__ __forceinline__ unsigned long long cake_smid() {
+  unsigned int s;
+  asm volatile("mov.u32 %0, %smid;" : "=r"(s));
+  return s;
+}
+#define CAKE_STAMP(who, slot) do { if (who) cake_stamp_at(cake_timeline, cake_timeline_len, CAKE_TIMELINE_SLOTS, (slot), cake_globaltimer()); } while (0)
+#define CAKE_STAMP_SM(who, slot) do { if (who) cake_stamp_at(cake_timeline, cake_timeline_len, CAKE_TIMELINE_SLOTS, (slot), cake_smid()); } while (0)
+#define CAKE_STAMP_FLAG(flag) bool flag = false
+#define CAKE_STAMP_ONCE(who, slot, flag) do { if (!flag) { flag = true; CAKE_STAMP(who, slot); } } while (0)
+#else
+#define CAKE_TIMELINE_PARAMS
+#define CAKE_TIMELINE_ONLY_PARAMS
+#define CAKE_STAMP(who, slot) do { } while (0)
+#define CAKE_STAMP_SM(who, slot) do { } while (0)
+#define CAKE_STAMP_FLAG(flag) do { } while (0)
+#define CAKE_STAMP_ONCE(who, slot, flag) do { } while (0)
+#endif
+#define CAKE_TIMELINE_SLOTS 6  // timeline: words per CTA (cta.start, cta.sm, cta.prologue, math.start, math.first_wait, math.end)
+
 static __device__ __forceinline__ void cake_mbar_init(uint32_t bar, uint32_t count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(bar), "r"(count) : "memory");
 }
@@ -167,7 +199,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_gemm_chain(
     uint16_t* __restrict__ B1,
     uint16_t* __restrict__ B2,
     float* __restrict__ O,
-    const int dim_M) {
+    const int dim_M CAKE_TIMELINE_PARAMS) {
   // Dynamic shared memory, rounded up to 1024 B: swizzled views repeat every 8 rows of 128 B.
   extern __shared__ __align__(16) uint8_t cake_smem_raw[];
   const uint32_t cake_smem = (cake_smem_addr(cake_smem_raw) + 1023u) & ~1023u;
@@ -176,6 +208,8 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_gemm_chain(
   const uint32_t sB2 = cake_smem + 32768;  // view sB2: bf16 x [128, 64], 1 stage(s) of 16384 B, swizzle 128
   const uint32_t loaded = cake_smem + 49152;  // mbarrier loaded: 1 slot(s), 1 arrival(s) per phase
   const int warp = __shfl_sync(0xffffffffu, (int)threadIdx.x / 32, 0);
+  CAKE_STAMP(threadIdx.x == 0, 0);  // timeline: the CTA starts
+  CAKE_STAMP_SM(threadIdx.x == 0, 1);  // timeline: on this SM
   const int tiles_0 = cake_cdiv(dim_M, 64);
   const int tiles_total = tiles_0;
   if (threadIdx.x == 0) {
@@ -188,9 +222,12 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_gemm_chain(
     cake_fence_barrier_init();
   }
   __syncthreads();
+  CAKE_STAMP(threadIdx.x == 0, 2);  // timeline: prologue done
   if (warp >= 0 && warp < 4) {  // role math (gemm_chain_sm90.py:36)
     const int math_index = (warp - 0) / 4;
     const int math_thread = (int)threadIdx.x - 0 - math_index * 128;
+    CAKE_STAMP_FLAG(math_stamped_wait);
+    CAKE_STAMP(math_thread == 0 && math_index == 0, 3);  // timeline: role math starts
     const int lane_row = 16 * (math_thread / 32) + (math_thread % 32) / 4;  // and +8
     const int lane_col = 2 * (math_thread % 4);  // and +1, every 8 columns
     (void)lane_row; (void)lane_col;
@@ -220,6 +257,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_gemm_chain(
         cake_tma_load_2d(sB2, &tmap_B2_2, loaded, 0, 0);
       }
       cake_mbar_wait(loaded, (loaded_waits++ & 1));  // wait loaded (gemm_chain_sm90.py:48)
+      CAKE_STAMP_ONCE(math_thread == 0 && math_index == 0, 4, math_stamped_wait);  // timeline: first completed wait
       // mma s += sA * sB1.T (gemm_chain_sm90.py:49)
       cake_wgmma_fence();
       cake_wgmma_m64n64k16_f32_bf16(s, cake_wgmma_desc(sA + 0, 16, 1024, 1), cake_wgmma_desc(sB1 + 0, 16, 1024, 1), (false) ? 1 : 0);
@@ -263,5 +301,6 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_gemm_chain(
         }
       }
     }
+    CAKE_STAMP(math_thread == 0 && math_index == 0, 5);  // timeline: role math ends
   }
 }

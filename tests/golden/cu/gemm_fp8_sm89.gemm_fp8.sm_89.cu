@@ -27,6 +27,38 @@ static __device__ __forceinline__ uint32_t cake_pack_f16x2(float lo, float hi) {
   return r;
 }
 
+// Timeline stamps (cake build --timeline defines CAKE_TIMELINE; otherwise they compile to nothing).
+#ifdef CAKE_TIMELINE
+#define CAKE_TIMELINE_PARAMS , unsigned long long* __restrict__ cake_timeline, int cake_timeline_len
+#define CAKE_TIMELINE_ONLY_PARAMS unsigned long long* __restrict__ cake_timeline, int cake_timeline_len
+static __device__ __forceinline__ void cake_stamp_at(unsigned long long* t, int len, int slots, int slot, unsigned long long v) {
+  const long long i = (long long)blockIdx.x * slots + slot;
+  if (i < len) t[i] = v;
+}
+static __device__ __forceinline__ unsigned long long cake_globaltimer() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
+  return t;
+}
+static __device__ __forceinline__ unsigned long long cake_smid() {
+  unsigned int s;
+  asm volatile("mov.u32 %0, %smid;" : "=r"(s));
+  return s;
+}
+#define CAKE_STAMP(who, slot) do { if (who) cake_stamp_at(cake_timeline, cake_timeline_len, CAKE_TIMELINE_SLOTS, (slot), cake_globaltimer()); } while (0)
+#define CAKE_STAMP_SM(who, slot) do { if (who) cake_stamp_at(cake_timeline, cake_timeline_len, CAKE_TIMELINE_SLOTS, (slot), cake_smid()); } while (0)
+#define CAKE_STAMP_FLAG(flag) bool flag = false
+#define CAKE_STAMP_ONCE(who, slot, flag) do { if (!flag) { flag = true; CAKE_STAMP(who, slot); } } while (0)
+#else
+#define CAKE_TIMELINE_PARAMS
+#define CAKE_TIMELINE_ONLY_PARAMS
+#define CAKE_STAMP(who, slot) do { } while (0)
+#define CAKE_STAMP_SM(who, slot) do { } while (0)
+#define CAKE_STAMP_FLAG(flag) do { } while (0)
+#define CAKE_STAMP_ONCE(who, slot, flag) do { } while (0)
+#endif
+#define CAKE_TIMELINE_SLOTS 6  // timeline: words per CTA (cta.start, cta.sm, cta.prologue, main.start, main.first_wait, main.end)
+
 static __device__ __forceinline__ void cake_mbar_init(uint32_t bar, uint32_t count) {
   asm volatile("mbarrier.init.shared.b64 [%0], %1;" :: "r"(bar), "r"(count) : "memory");
 }
@@ -75,7 +107,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_gemm_fp8(
     uint16_t* __restrict__ C,
     const int dim_M,
     const int dim_K,
-    const int dim_N) {
+    const int dim_N CAKE_TIMELINE_PARAMS) {
   // Dynamic shared memory, rounded up to 1024 B: swizzled views repeat every 8 rows of 128 B.
   extern __shared__ __align__(16) uint8_t cake_smem_raw[];
   const uint32_t cake_smem = (cake_smem_addr(cake_smem_raw) + 1023u) & ~1023u;
@@ -84,6 +116,8 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_gemm_fp8(
   const uint32_t full = cake_smem + 65536;  // mbarrier full: 4 slot(s), 256 arrival(s) per phase
   const uint32_t empty = cake_smem + 65568;  // mbarrier empty: 4 slot(s), 128 arrival(s) per phase
   const int warp = __shfl_sync(0xffffffffu, (int)threadIdx.x / 32, 0);
+  CAKE_STAMP(threadIdx.x == 0, 0);  // timeline: the CTA starts
+  CAKE_STAMP_SM(threadIdx.x == 0, 1);  // timeline: on this SM
   const int tiles_0 = cake_cdiv(dim_M, 128);
   const int tiles_1 = cake_cdiv(dim_N, 128);
   const int tiles_total = tiles_0 * tiles_1;
@@ -92,9 +126,12 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_gemm_fp8(
     for (int s = 0; s < 4; ++s) cake_mbar_init(empty + 8 * s, 128);
   }
   __syncthreads();
+  CAKE_STAMP(threadIdx.x == 0, 2);  // timeline: prologue done
   if (warp >= 0 && warp < 4) {  // role main (gemm_fp8_sm89.py:21)
     const int main_index = (warp - 0) / 1;
     const int main_thread = (int)threadIdx.x - 0 - main_index * 32;
+    CAKE_STAMP_FLAG(main_stamped_wait);
+    CAKE_STAMP(main_thread == 0 && main_index == 0, 3);  // timeline: role main starts
     const int lane = (int)threadIdx.x % 32;
     const int lane_row = lane / 4;  // and +8, every 16 rows
     const int lane_col = 2 * (lane % 4);  // and +1, every 8 columns
@@ -114,6 +151,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_gemm_fp8(
         const uint32_t pipe_stage = pipe_it % 4;
         const uint32_t pipe_phase = (pipe_it / 4) & 1;
         cake_mbar_wait(empty + 8 * pipe_stage, pipe_phase ^ 1);  // wait empty (gemm_fp8_sm89.py:30)
+        CAKE_STAMP_ONCE(main_thread == 0 && main_index == 0, 4, main_stamped_wait);  // timeline: first completed wait
         {  // cp_async sA <- A (gemm_fp8_sm89.py:31): 128 x 64 elements by the 128 threads of role main
           // 512 pieces of 16 B, 4 per thread
           #pragma unroll
@@ -208,5 +246,6 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_gemm_fp8(
         }
       }
     }
+    CAKE_STAMP(main_thread == 0 && main_index == 0, 5);  // timeline: role main ends
   }
 }

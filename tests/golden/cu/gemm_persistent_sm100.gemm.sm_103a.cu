@@ -27,6 +27,38 @@ static __device__ __forceinline__ uint32_t cake_pack_f16x2(float lo, float hi) {
   return r;
 }
 
+// Timeline stamps (cake build --timeline defines CAKE_TIMELINE; otherwise they compile to nothing).
+#ifdef CAKE_TIMELINE
+#define CAKE_TIMELINE_PARAMS , unsigned long long* __restrict__ cake_timeline, int cake_timeline_len
+#define CAKE_TIMELINE_ONLY_PARAMS unsigned long long* __restrict__ cake_timeline, int cake_timeline_len
+static __device__ __forceinline__ void cake_stamp_at(unsigned long long* t, int len, int slots, int slot, unsigned long long v) {
+  const long long i = (long long)blockIdx.x * slots + slot;
+  if (i < len) t[i] = v;
+}
+static __device__ __forceinline__ unsigned long long cake_globaltimer() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
+  return t;
+}
+static __device__ __forceinline__ unsigned long long cake_smid() {
+  unsigned int s;
+  asm volatile("mov.u32 %0, %smid;" : "=r"(s));
+  return s;
+}
+#define CAKE_STAMP(who, slot) do { if (who) cake_stamp_at(cake_timeline, cake_timeline_len, CAKE_TIMELINE_SLOTS, (slot), cake_globaltimer()); } while (0)
+#define CAKE_STAMP_SM(who, slot) do { if (who) cake_stamp_at(cake_timeline, cake_timeline_len, CAKE_TIMELINE_SLOTS, (slot), cake_smid()); } while (0)
+#define CAKE_STAMP_FLAG(flag) bool flag = false
+#define CAKE_STAMP_ONCE(who, slot, flag) do { if (!flag) { flag = true; CAKE_STAMP(who, slot); } } while (0)
+#else
+#define CAKE_TIMELINE_PARAMS
+#define CAKE_TIMELINE_ONLY_PARAMS
+#define CAKE_STAMP(who, slot) do { } while (0)
+#define CAKE_STAMP_SM(who, slot) do { } while (0)
+#define CAKE_STAMP_FLAG(flag) do { } while (0)
+#define CAKE_STAMP_ONCE(who, slot, flag) do { } while (0)
+#endif
+#define CAKE_TIMELINE_SLOTS 12  // timeline: words per CTA (cta.start, cta.sm, cta.prologue, epilogue.start, epilogue.first_wait, epilogue.end, load.start, load.first_wait, load.end, mma.start, mma.first_wait, mma.end)
+
 static __device__ __forceinline__ void cake_mbar_init(uint32_t bar, uint32_t count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(bar), "r"(count) : "memory");
 }
@@ -194,7 +226,7 @@ extern "C" __global__ void __launch_bounds__(192, 1) cake_gemm(
     uint16_t* __restrict__ C,
     const int dim_M,
     const int dim_K,
-    const int dim_N) {
+    const int dim_N CAKE_TIMELINE_PARAMS) {
   // Dynamic shared memory, rounded up to 1024 B: swizzled views repeat every 8 rows of 128 B.
   extern __shared__ __align__(16) uint8_t cake_smem_raw[];
   const uint32_t cake_smem = (cake_smem_addr(cake_smem_raw) + 1023u) & ~1023u;
@@ -205,6 +237,8 @@ extern "C" __global__ void __launch_bounds__(192, 1) cake_gemm(
   const uint32_t acc_full = cake_smem + 131136;  // mbarrier acc_full: 1 slot(s), 1 arrival(s) per phase
   const uint32_t acc_empty = cake_smem + 131144;  // mbarrier acc_empty: 1 slot(s), 128 arrival(s) per phase
   const int warp = __shfl_sync(0xffffffffu, (int)threadIdx.x / 32, 0);
+  CAKE_STAMP(threadIdx.x == 0, 0);  // timeline: the CTA starts
+  CAKE_STAMP_SM(threadIdx.x == 0, 1);  // timeline: on this SM
   const int tiles_0 = cake_cdiv(dim_M, 128);
   const int tiles_1 = cake_cdiv(dim_N, 128);
   const int tiles_total = tiles_0 * tiles_1;
@@ -228,9 +262,12 @@ extern "C" __global__ void __launch_bounds__(192, 1) cake_gemm(
   __syncthreads();
   cake_tcgen05_fence_after();
   const uint32_t cake_tmem = cake_ld_shared_b32(cake_smem + 131152);  // lane 0, column of the allocation
+  CAKE_STAMP(threadIdx.x == 0, 2);  // timeline: prologue done
   if (warp >= 0 && warp < 4) {  // role epilogue (gemm_persistent_sm100.py:27)
     const int epilogue_index = (warp - 0) / 4;
     const int epilogue_thread = (int)threadIdx.x - 0 - epilogue_index * 128;
+    CAKE_STAMP_FLAG(epilogue_stamped_wait);
+    CAKE_STAMP(epilogue_thread == 0 && epilogue_index == 0, 3);  // timeline: role epilogue starts
     const int lane_row = 16 * (epilogue_thread / 32) + (epilogue_thread % 32) / 4;  // and +8
     const int lane_col = 2 * (epilogue_thread % 4);  // and +1, every 8 columns
     (void)lane_row; (void)lane_col;
@@ -246,6 +283,7 @@ extern "C" __global__ void __launch_bounds__(192, 1) cake_gemm(
       (void)tile_rest;
       // with epilogue: (gemm_persistent_sm100.py:51)
       cake_mbar_wait(acc_full, (acc_full_waits++ & 1));  // wait acc_full (gemm_persistent_sm100.py:52)
+      CAKE_STAMP_ONCE(epilogue_thread == 0 && epilogue_index == 0, 4, epilogue_stamped_wait);  // timeline: first completed wait
       cake_tcgen05_fence_after();
       // tmem_load out <- acc (gemm_persistent_sm100.py:53): this warp's 32 lanes, 128 columns
       {
@@ -283,10 +321,13 @@ extern "C" __global__ void __launch_bounds__(192, 1) cake_gemm(
         }
       }
     }
+    CAKE_STAMP(epilogue_thread == 0 && epilogue_index == 0, 5);  // timeline: role epilogue ends
   }
   if (warp >= 4 && warp < 5) {  // role load (gemm_persistent_sm100.py:28)
     const int load_index = (warp - 4) / 1;
     const int load_thread = (int)threadIdx.x - 128 - load_index * 32;
+    CAKE_STAMP_FLAG(load_stamped_wait);
+    CAKE_STAMP(load_thread == 0 && load_index == 0, 6);  // timeline: role load starts
     uint32_t pipe_it = 0;  // iterations of pipeline pipe completed by this role
     if (load_thread == 0) {  // issue-only role: one thread per replica
       for (int tile = blockIdx.x; tile < tiles_total; tile += gridDim.x) {  // tiles (tm, tn) (gemm_persistent_sm100.py:39)
@@ -301,6 +342,7 @@ extern "C" __global__ void __launch_bounds__(192, 1) cake_gemm(
           const uint32_t pipe_stage = pipe_it % 4;
           const uint32_t pipe_phase = (pipe_it / 4) & 1;
           cake_mbar_wait(empty + 8 * pipe_stage, pipe_phase ^ 1);  // wait empty (gemm_persistent_sm100.py:42)
+          CAKE_STAMP_ONCE(load_thread == 0 && load_index == 0, 7, load_stamped_wait);  // timeline: first completed wait
           // tma_load sA <- A (gemm_persistent_sm100.py:43)
           cake_mbar_arrive_expect_tx(full + 8 * pipe_stage, 32768);
           cake_tma_load_2d((sA + 16384 * pipe_stage), &tmap_A_0, full + 8 * pipe_stage, (k_1 * 64), (tile_0 * 128));
@@ -310,10 +352,13 @@ extern "C" __global__ void __launch_bounds__(192, 1) cake_gemm(
         }
       }
     }
+    CAKE_STAMP(load_thread == 0 && load_index == 0, 8);  // timeline: role load ends
   }
   if (warp >= 5 && warp < 6) {  // role mma (gemm_persistent_sm100.py:29)
     const int mma_index = (warp - 5) / 1;
     const int mma_thread = (int)threadIdx.x - 160 - mma_index * 32;
+    CAKE_STAMP_FLAG(mma_stamped_wait);
+    CAKE_STAMP(mma_thread == 0 && mma_index == 0, 9);  // timeline: role mma starts
     uint32_t pipe_it = 0;  // iterations of pipeline pipe completed by this role
     uint32_t acc_empty_waits = 0;
     if (mma_thread == 0) {  // issue-only role: one thread per replica
@@ -326,6 +371,7 @@ extern "C" __global__ void __launch_bounds__(192, 1) cake_gemm(
         (void)tile_rest;
         // with mma: (gemm_persistent_sm100.py:45)
         cake_mbar_wait(acc_empty, (acc_empty_waits++ & 1) ^ 1);  // wait acc_empty (gemm_persistent_sm100.py:46)
+        CAKE_STAMP_ONCE(mma_thread == 0 && mma_index == 0, 10, mma_stamped_wait);  // timeline: first completed wait
         cake_tcgen05_fence_after();
         for (int k_2 = 0; k_2 < cake_cdiv(dim_K, 64); ++k_2) {  // gemm_persistent_sm100.py:47
           const uint32_t pipe_stage = pipe_it % 4;
@@ -343,6 +389,7 @@ extern "C" __global__ void __launch_bounds__(192, 1) cake_gemm(
         cake_tcgen05_commit(acc_full);  // commit acc_full (gemm_persistent_sm100.py:50)
       }
     }
+    CAKE_STAMP(mma_thread == 0 && mma_index == 0, 11);  // timeline: role mma ends
   }
   // Free TMEM once every role is done with it.
   cake_tcgen05_fence_before();

@@ -27,6 +27,38 @@ static __device__ __forceinline__ uint32_t cake_pack_f16x2(float lo, float hi) {
   return r;
 }
 
+// Timeline stamps (cake build --timeline defines CAKE_TIMELINE; otherwise they compile to nothing).
+#ifdef CAKE_TIMELINE
+#define CAKE_TIMELINE_PARAMS , unsigned long long* __restrict__ cake_timeline, int cake_timeline_len
+#define CAKE_TIMELINE_ONLY_PARAMS unsigned long long* __restrict__ cake_timeline, int cake_timeline_len
+static __device__ __forceinline__ void cake_stamp_at(unsigned long long* t, int len, int slots, int slot, unsigned long long v) {
+  const long long i = (long long)blockIdx.x * slots + slot;
+  if (i < len) t[i] = v;
+}
+static __device__ __forceinline__ unsigned long long cake_globaltimer() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
+  return t;
+}
+static __device__ __forceinline__ unsigned long long cake_smid() {
+  unsigned int s;
+  asm volatile("mov.u32 %0, %smid;" : "=r"(s));
+  return s;
+}
+#define CAKE_STAMP(who, slot) do { if (who) cake_stamp_at(cake_timeline, cake_timeline_len, CAKE_TIMELINE_SLOTS, (slot), cake_globaltimer()); } while (0)
+#define CAKE_STAMP_SM(who, slot) do { if (who) cake_stamp_at(cake_timeline, cake_timeline_len, CAKE_TIMELINE_SLOTS, (slot), cake_smid()); } while (0)
+#define CAKE_STAMP_FLAG(flag) bool flag = false
+#define CAKE_STAMP_ONCE(who, slot, flag) do { if (!flag) { flag = true; CAKE_STAMP(who, slot); } } while (0)
+#else
+#define CAKE_TIMELINE_PARAMS
+#define CAKE_TIMELINE_ONLY_PARAMS
+#define CAKE_STAMP(who, slot) do { } while (0)
+#define CAKE_STAMP_SM(who, slot) do { } while (0)
+#define CAKE_STAMP_FLAG(flag) do { } while (0)
+#define CAKE_STAMP_ONCE(who, slot, flag) do { } while (0)
+#endif
+#define CAKE_TIMELINE_SLOTS 9  // timeline: words per CTA (cta.start, cta.sm, cta.prologue, load.start, load.first_wait, load.end, math.start, math.first_wait, math.end)
+
 static __device__ __forceinline__ void cake_mbar_init(uint32_t bar, uint32_t count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(bar), "r"(count) : "memory");
 }
@@ -110,7 +142,7 @@ extern "C" __global__ void __launch_bounds__(160, 1) cake_gemm(
     uint16_t* __restrict__ C,
     const int dim_M,
     const int dim_K,
-    const int dim_N) {
+    const int dim_N CAKE_TIMELINE_PARAMS) {
   // Dynamic shared memory, rounded up to 1024 B: swizzled views repeat every 8 rows of 128 B.
   extern __shared__ __align__(16) uint8_t cake_smem_raw[];
   const uint32_t cake_smem = (cake_smem_addr(cake_smem_raw) + 1023u) & ~1023u;
@@ -119,6 +151,8 @@ extern "C" __global__ void __launch_bounds__(160, 1) cake_gemm(
   const uint32_t full = cake_smem + 98304;  // mbarrier full: 3 slot(s), 1 arrival(s) per phase
   const uint32_t empty = cake_smem + 98328;  // mbarrier empty: 3 slot(s), 128 arrival(s) per phase
   const int warp = __shfl_sync(0xffffffffu, (int)threadIdx.x / 32, 0);
+  CAKE_STAMP(threadIdx.x == 0, 0);  // timeline: the CTA starts
+  CAKE_STAMP_SM(threadIdx.x == 0, 1);  // timeline: on this SM
   const int tiles_0 = cake_cdiv(dim_M, 128);
   const int tiles_1 = cake_cdiv(dim_N, 128);
   const int tiles_total = tiles_0 * tiles_1;
@@ -132,9 +166,12 @@ extern "C" __global__ void __launch_bounds__(160, 1) cake_gemm(
     cake_fence_barrier_init();
   }
   __syncthreads();
+  CAKE_STAMP(threadIdx.x == 0, 2);  // timeline: prologue done
   if (warp >= 0 && warp < 1) {  // role load (gemm_sm120.py:39)
     const int load_index = (warp - 0) / 1;
     const int load_thread = (int)threadIdx.x - 0 - load_index * 32;
+    CAKE_STAMP_FLAG(load_stamped_wait);
+    CAKE_STAMP(load_thread == 0 && load_index == 0, 3);  // timeline: role load starts
     const int lane = (int)threadIdx.x % 32;
     const int lane_row = lane / 4;  // and +8, every 16 rows
     const int lane_col = 2 * (lane % 4);  // and +1, every 8 columns
@@ -153,6 +190,7 @@ extern "C" __global__ void __launch_bounds__(160, 1) cake_gemm(
           const uint32_t pipe_stage = pipe_it % 3;
           const uint32_t pipe_phase = (pipe_it / 3) & 1;
           cake_mbar_wait(empty + 8 * pipe_stage, pipe_phase ^ 1);  // wait empty (gemm_sm120.py:52)
+          CAKE_STAMP_ONCE(load_thread == 0 && load_index == 0, 4, load_stamped_wait);  // timeline: first completed wait
           // tma_load sA <- A (gemm_sm120.py:53)
           cake_mbar_arrive_expect_tx(full + 8 * pipe_stage, 32768);
           cake_tma_load_2d((sA + 16384 * pipe_stage), &tmap_A_0, full + 8 * pipe_stage, (k_1 * 64), (tile_0 * 128));
@@ -162,10 +200,13 @@ extern "C" __global__ void __launch_bounds__(160, 1) cake_gemm(
         }
       }
     }
+    CAKE_STAMP(load_thread == 0 && load_index == 0, 5);  // timeline: role load ends
   }
   if (warp >= 1 && warp < 5) {  // role math (gemm_sm120.py:40)
     const int math_index = (warp - 1) / 1;
     const int math_thread = (int)threadIdx.x - 32 - math_index * 32;
+    CAKE_STAMP_FLAG(math_stamped_wait);
+    CAKE_STAMP(math_thread == 0 && math_index == 0, 6);  // timeline: role math starts
     const int lane = (int)threadIdx.x % 32;
     const int lane_row = lane / 4;  // and +8, every 16 rows
     const int lane_col = 2 * (lane % 4);  // and +1, every 8 columns
@@ -185,6 +226,7 @@ extern "C" __global__ void __launch_bounds__(160, 1) cake_gemm(
         const uint32_t pipe_stage = pipe_it % 3;
         const uint32_t pipe_phase = (pipe_it / 3) & 1;
         cake_mbar_wait(full + 8 * pipe_stage, pipe_phase);  // wait full (gemm_sm120.py:57)
+        CAKE_STAMP_ONCE(math_thread == 0 && math_index == 0, 7, math_stamped_wait);  // timeline: first completed wait
         {  // ldmatrix a_frag <- sA (gemm_sm120.py:58): 4 x 4 ldmatrix.x4
           #pragma unroll
           for (int mt = 0; mt < 4; ++mt) {
@@ -248,5 +290,6 @@ extern "C" __global__ void __launch_bounds__(160, 1) cake_gemm(
         }
       }
     }
+    CAKE_STAMP(math_thread == 0 && math_index == 0, 8);  // timeline: role math ends
   }
 }

@@ -27,6 +27,38 @@ static __device__ __forceinline__ uint32_t cake_pack_f16x2(float lo, float hi) {
   return r;
 }
 
+// Timeline stamps (cake build --timeline defines CAKE_TIMELINE; otherwise they compile to nothing).
+#ifdef CAKE_TIMELINE
+#define CAKE_TIMELINE_PARAMS , unsigned long long* __restrict__ cake_timeline, int cake_timeline_len
+#define CAKE_TIMELINE_ONLY_PARAMS unsigned long long* __restrict__ cake_timeline, int cake_timeline_len
+static __device__ __forceinline__ void cake_stamp_at(unsigned long long* t, int len, int slots, int slot, unsigned long long v) {
+  const long long i = (long long)blockIdx.x * slots + slot;
+  if (i < len) t[i] = v;
+}
+static __device__ __forceinline__ unsigned long long cake_globaltimer() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
+  return t;
+}
+static __device__ __forceinline__ unsigned long long cake_smid() {
+  unsigned int s;
+  asm volatile("mov.u32 %0, %smid;" : "=r"(s));
+  return s;
+}
+#define CAKE_STAMP(who, slot) do { if (who) cake_stamp_at(cake_timeline, cake_timeline_len, CAKE_TIMELINE_SLOTS, (slot), cake_globaltimer()); } while (0)
+#define CAKE_STAMP_SM(who, slot) do { if (who) cake_stamp_at(cake_timeline, cake_timeline_len, CAKE_TIMELINE_SLOTS, (slot), cake_smid()); } while (0)
+#define CAKE_STAMP_FLAG(flag) bool flag = false
+#define CAKE_STAMP_ONCE(who, slot, flag) do { if (!flag) { flag = true; CAKE_STAMP(who, slot); } } while (0)
+#else
+#define CAKE_TIMELINE_PARAMS
+#define CAKE_TIMELINE_ONLY_PARAMS
+#define CAKE_STAMP(who, slot) do { } while (0)
+#define CAKE_STAMP_SM(who, slot) do { } while (0)
+#define CAKE_STAMP_FLAG(flag) do { } while (0)
+#define CAKE_STAMP_ONCE(who, slot, flag) do { } while (0)
+#endif
+#define CAKE_TIMELINE_SLOTS 9  // timeline: words per CTA (cta.start, cta.sm, cta.prologue, load.start, load.first_wait, load.end, math.start, math.first_wait, math.end)
+
 static __device__ __forceinline__ void cake_mbar_init(uint32_t bar, uint32_t count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(bar), "r"(count) : "memory");
 }
@@ -165,7 +197,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
     uint16_t* __restrict__ C,
     const int dim_K,
     const int dim_M,
-    const int dim_N) {
+    const int dim_N CAKE_TIMELINE_PARAMS) {
   // Dynamic shared memory, rounded up to 1024 B: swizzled views repeat every 8 rows of 128 B.
   extern __shared__ __align__(16) uint8_t cake_smem_raw[];
   const uint32_t cake_smem = (cake_smem_addr(cake_smem_raw) + 1023u) & ~1023u;
@@ -175,6 +207,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
   const uint32_t full = cake_smem + 212992;  // mbarrier full: 3 slot(s), 1 arrival(s) per phase
   const uint32_t empty = cake_smem + 213016;  // mbarrier empty: 3 slot(s), 2 arrival(s) per phase
   const int warp = __shfl_sync(0xffffffffu, (int)threadIdx.x / 32, 0);
+  CAKE_STAMP(threadIdx.x == 0, 0);  // timeline: the CTA starts
+  CAKE_STAMP_SM(threadIdx.x == 0, 1);  // timeline: on this SM
   const int tiles_0 = cake_cdiv(dim_M, 128);
   const int tiles_1 = cake_cdiv(dim_N, 256);
   const int tiles_total = tiles_0 * tiles_1;
@@ -189,10 +223,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
     cake_fence_barrier_init();
   }
   __syncthreads();
+  CAKE_STAMP(threadIdx.x == 0, 2);  // timeline: prologue done
   if (warp >= 0 && warp < 4) {  // role load (gemm_tn_sm90.py:31)
     cake_setmaxnreg_dec<40>();
     const int load_index = (warp - 0) / 4;
     const int load_thread = (int)threadIdx.x - 0 - load_index * 128;
+    CAKE_STAMP_FLAG(load_stamped_wait);
+    CAKE_STAMP(load_thread == 0 && load_index == 0, 3);  // timeline: role load starts
     const int lane_row = 16 * (load_thread / 32) + (load_thread % 32) / 4;  // and +8
     const int lane_col = 2 * (load_thread % 4);  // and +1, every 8 columns
     (void)lane_row; (void)lane_col;
@@ -209,6 +246,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
           const uint32_t pipe_stage = pipe_it % 3;
           const uint32_t pipe_phase = (pipe_it / 3) & 1;
           cake_mbar_wait(empty + 8 * pipe_stage, pipe_phase ^ 1);  // wait empty (gemm_tn_sm90.py:43)
+          CAKE_STAMP_ONCE(load_thread == 0 && load_index == 0, 4, load_stamped_wait);  // timeline: first completed wait
           // tma_load sA <- A (gemm_tn_sm90.py:44)
           cake_mbar_arrive_expect_tx(full + 8 * pipe_stage, 49152);
           cake_tma_load_2d(((sA + 16384 * pipe_stage) + (0) * 128), &tmap_A_0, full + 8 * pipe_stage, (tile_0 * 128), (k_1 * 64));
@@ -223,11 +261,14 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
         }
       }
     }
+    CAKE_STAMP(load_thread == 0 && load_index == 0, 5);  // timeline: role load ends
   }
   if (warp >= 4 && warp < 12) {  // role math (gemm_tn_sm90.py:32)
     cake_setmaxnreg_inc<232>();
     const int math_index = (warp - 4) / 4;
     const int math_thread = (int)threadIdx.x - 128 - math_index * 128;
+    CAKE_STAMP_FLAG(math_stamped_wait);
+    CAKE_STAMP(math_thread == 0 && math_index == 0, 6);  // timeline: role math starts
     const int lane_row = 16 * (math_thread / 32) + (math_thread % 32) / 4;  // and +8
     const int lane_col = 2 * (math_thread % 4);  // and +1, every 8 columns
     (void)lane_row; (void)lane_col;
@@ -245,6 +286,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
         const uint32_t pipe_stage = pipe_it % 3;
         const uint32_t pipe_phase = (pipe_it / 3) & 1;
         cake_mbar_wait(full + 8 * pipe_stage, pipe_phase);  // wait full (gemm_tn_sm90.py:49)
+        CAKE_STAMP_ONCE(math_thread == 0 && math_index == 0, 7, math_stamped_wait);  // timeline: first completed wait
         // mma acc += sA * sB.T (gemm_tn_sm90.py:50)
         cake_wgmma_fence();
         cake_wgmma_m64n256k16_f32_bf16_ta_tb(acc, cake_wgmma_desc((sA + 16384 * pipe_stage) + 0 + ((math_index * 64)) * 128 + 0, 16384, 1024, 1), cake_wgmma_desc((sB + 32768 * pipe_stage) + 0, 8192, 1024, 1), ((k_2 > 0)) ? 1 : 0);
@@ -287,5 +329,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
       }
     }
     if (math_thread == 0) cake_bulk_wait_read();
+    CAKE_STAMP(math_thread == 0 && math_index == 0, 8);  // timeline: role math ends
   }
 }

@@ -27,6 +27,38 @@ static __device__ __forceinline__ uint32_t cake_pack_f16x2(float lo, float hi) {
   return r;
 }
 
+// Timeline stamps (cake build --timeline defines CAKE_TIMELINE; otherwise they compile to nothing).
+#ifdef CAKE_TIMELINE
+#define CAKE_TIMELINE_PARAMS , unsigned long long* __restrict__ cake_timeline, int cake_timeline_len
+#define CAKE_TIMELINE_ONLY_PARAMS unsigned long long* __restrict__ cake_timeline, int cake_timeline_len
+static __device__ __forceinline__ void cake_stamp_at(unsigned long long* t, int len, int slots, int slot, unsigned long long v) {
+  const long long i = (long long)blockIdx.x * slots + slot;
+  if (i < len) t[i] = v;
+}
+static __device__ __forceinline__ unsigned long long cake_globaltimer() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
+  return t;
+}
+static __device__ __forceinline__ unsigned long long cake_smid() {
+  unsigned int s;
+  asm volatile("mov.u32 %0, %smid;" : "=r"(s));
+  return s;
+}
+#define CAKE_STAMP(who, slot) do { if (who) cake_stamp_at(cake_timeline, cake_timeline_len, CAKE_TIMELINE_SLOTS, (slot), cake_globaltimer()); } while (0)
+#define CAKE_STAMP_SM(who, slot) do { if (who) cake_stamp_at(cake_timeline, cake_timeline_len, CAKE_TIMELINE_SLOTS, (slot), cake_smid()); } while (0)
+#define CAKE_STAMP_FLAG(flag) bool flag = false
+#define CAKE_STAMP_ONCE(who, slot, flag) do { if (!flag) { flag = true; CAKE_STAMP(who, slot); } } while (0)
+#else
+#define CAKE_TIMELINE_PARAMS
+#define CAKE_TIMELINE_ONLY_PARAMS
+#define CAKE_STAMP(who, slot) do { } while (0)
+#define CAKE_STAMP_SM(who, slot) do { } while (0)
+#define CAKE_STAMP_FLAG(flag) do { } while (0)
+#define CAKE_STAMP_ONCE(who, slot, flag) do { } while (0)
+#endif
+#define CAKE_TIMELINE_SLOTS 6  // timeline: words per CTA (cta.start, cta.sm, cta.prologue, rows.start, rows.first_wait, rows.end)
+
 static __device__ __forceinline__ void cake_mbar_init(uint32_t bar, uint32_t count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(bar), "r"(count) : "memory");
 }
@@ -387,16 +419,21 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_gemv(
     uint16_t* __restrict__ B,
     uint16_t* __restrict__ C,
     const int dim_M,
-    const int dim_N) {
+    const int dim_N CAKE_TIMELINE_PARAMS) {
   // Dynamic shared memory, rounded up to 1024 B: swizzled views repeat every 8 rows of 128 B.
   extern __shared__ __align__(16) uint8_t cake_smem_raw[];
   const uint32_t cake_smem = (cake_smem_addr(cake_smem_raw) + 1023u) & ~1023u;
   const int warp = __shfl_sync(0xffffffffu, (int)threadIdx.x / 32, 0);
+  CAKE_STAMP(threadIdx.x == 0, 0);  // timeline: the CTA starts
+  CAKE_STAMP_SM(threadIdx.x == 0, 1);  // timeline: on this SM
   const int tiles_0 = cake_cdiv(dim_N, 2);
   const int tiles_total = tiles_0;
+  CAKE_STAMP(threadIdx.x == 0, 2);  // timeline: prologue done
   if (warp >= 0 && warp < 4) {  // role rows (gemv_sm90.py:35)
     const int rows_index = (warp - 0) / 4;
     const int rows_thread = (int)threadIdx.x - 0 - rows_index * 128;
+    CAKE_STAMP_FLAG(rows_stamped_wait);
+    CAKE_STAMP(rows_thread == 0 && rows_index == 0, 3);  // timeline: role rows starts
     const int lane_row = 16 * (rows_thread / 32) + (rows_thread % 32) / 4;  // and +8
     const int lane_col = 2 * (rows_thread % 4);  // and +1, every 8 columns
     (void)lane_row; (void)lane_col;
@@ -496,5 +533,6 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_gemv(
         }
       }
     }
+    CAKE_STAMP(rows_thread == 0 && rows_index == 0, 5);  // timeline: role rows ends
   }
 }

@@ -27,6 +27,38 @@ static __device__ __forceinline__ uint32_t cake_pack_f16x2(float lo, float hi) {
   return r;
 }
 
+// Timeline stamps (cake build --timeline defines CAKE_TIMELINE; otherwise they compile to nothing).
+#ifdef CAKE_TIMELINE
+#define CAKE_TIMELINE_PARAMS , unsigned long long* __restrict__ cake_timeline, int cake_timeline_len
+#define CAKE_TIMELINE_ONLY_PARAMS unsigned long long* __restrict__ cake_timeline, int cake_timeline_len
+static __device__ __forceinline__ void cake_stamp_at(unsigned long long* t, int len, int slots, int slot, unsigned long long v) {
+  const long long i = (long long)blockIdx.x * slots + slot;
+  if (i < len) t[i] = v;
+}
+static __device__ __forceinline__ unsigned long long cake_globaltimer() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
+  return t;
+}
+static __device__ __forceinline__ unsigned long long cake_smid() {
+  unsigned int s;
+  asm volatile("mov.u32 %0, %smid;" : "=r"(s));
+  return s;
+}
+#define CAKE_STAMP(who, slot) do { if (who) cake_stamp_at(cake_timeline, cake_timeline_len, CAKE_TIMELINE_SLOTS, (slot), cake_globaltimer()); } while (0)
+#define CAKE_STAMP_SM(who, slot) do { if (who) cake_stamp_at(cake_timeline, cake_timeline_len, CAKE_TIMELINE_SLOTS, (slot), cake_smid()); } while (0)
+#define CAKE_STAMP_FLAG(flag) bool flag = false
+#define CAKE_STAMP_ONCE(who, slot, flag) do { if (!flag) { flag = true; CAKE_STAMP(who, slot); } } while (0)
+#else
+#define CAKE_TIMELINE_PARAMS
+#define CAKE_TIMELINE_ONLY_PARAMS
+#define CAKE_STAMP(who, slot) do { } while (0)
+#define CAKE_STAMP_SM(who, slot) do { } while (0)
+#define CAKE_STAMP_FLAG(flag) do { } while (0)
+#define CAKE_STAMP_ONCE(who, slot, flag) do { } while (0)
+#endif
+#define CAKE_TIMELINE_SLOTS 6  // timeline: words per CTA (cta.start, cta.sm, cta.prologue, math.start, math.first_wait, math.end)
+
 static __device__ __forceinline__ void cake_mbar_init(uint32_t bar, uint32_t count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(bar), "r"(count) : "memory");
 }
@@ -148,7 +180,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_kmeans_assign_small(
     int32_t* __restrict__ IDS,
     const int dim_B,
     const int dim_N,
-    const int dim_K) {
+    const int dim_K CAKE_TIMELINE_PARAMS) {
   // Dynamic shared memory, rounded up to 1024 B: swizzled views repeat every 8 rows of 128 B.
   extern __shared__ __align__(16) uint8_t cake_smem_raw[];
   const uint32_t cake_smem = (cake_smem_addr(cake_smem_raw) + 1023u) & ~1023u;
@@ -156,6 +188,8 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_kmeans_assign_small(
   const uint32_t sC = cake_smem + 16384;  // view sC: bf16 x [64, 128], 1 stage(s) of 16384 B, swizzle 128
   const uint32_t loaded = cake_smem + 32768;  // mbarrier loaded: 1 slot(s), 1 arrival(s) per phase
   const int warp = __shfl_sync(0xffffffffu, (int)threadIdx.x / 32, 0);
+  CAKE_STAMP(threadIdx.x == 0, 0);  // timeline: the CTA starts
+  CAKE_STAMP_SM(threadIdx.x == 0, 1);  // timeline: on this SM
   const int tiles_0 = dim_B;
   const int tiles_1 = cake_cdiv(dim_N, 64);
   const int tiles_total = tiles_0 * tiles_1;
@@ -168,9 +202,12 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_kmeans_assign_small(
     cake_fence_barrier_init();
   }
   __syncthreads();
+  CAKE_STAMP(threadIdx.x == 0, 2);  // timeline: prologue done
   if (warp >= 0 && warp < 4) {  // role math (kmeans_assign_small_sm90.py:48)
     const int math_index = (warp - 0) / 4;
     const int math_thread = (int)threadIdx.x - 0 - math_index * 128;
+    CAKE_STAMP_FLAG(math_stamped_wait);
+    CAKE_STAMP(math_thread == 0 && math_index == 0, 3);  // timeline: role math starts
     const int lane_row = 16 * (math_thread / 32) + (math_thread % 32) / 4;  // and +8
     const int lane_col = 2 * (math_thread % 4);  // and +1, every 8 columns
     (void)lane_row; (void)lane_col;
@@ -204,6 +241,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_kmeans_assign_small(
         for (int j = 0; j < 2; ++j) pre0[i][j] = 8 * i + j < pre0_left ? __ldg(pre0_at + 8 * i + j) : __int_as_float(0x7f800000);
       }
       cake_mbar_wait(loaded, (loaded_waits++ & 1));  // wait loaded (kmeans_assign_small_sm90.py:61)
+      CAKE_STAMP_ONCE(math_thread == 0 && math_index == 0, 4, math_stamped_wait);  // timeline: first completed wait
       // mma acc += sX * sC.T (kmeans_assign_small_sm90.py:64)
       cake_wgmma_fence();
       cake_wgmma_m64n64k16_f32_bf16(acc, cake_wgmma_desc(sX + 0 + (0) * 128, 16, 1024, 1), cake_wgmma_desc(sC + 0, 16, 1024, 1), (false) ? 1 : 0);
@@ -252,5 +290,6 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_kmeans_assign_small(
         }
       }
     }
+    CAKE_STAMP(math_thread == 0 && math_index == 0, 5);  // timeline: role math ends
   }
 }

@@ -27,6 +27,38 @@ static __device__ __forceinline__ uint32_t cake_pack_f16x2(float lo, float hi) {
   return r;
 }
 
+// Timeline stamps (cake build --timeline defines CAKE_TIMELINE; otherwise they compile to nothing).
+#ifdef CAKE_TIMELINE
+#define CAKE_TIMELINE_PARAMS , unsigned long long* __restrict__ cake_timeline, int cake_timeline_len
+#define CAKE_TIMELINE_ONLY_PARAMS unsigned long long* __restrict__ cake_timeline, int cake_timeline_len
+static __device__ __forceinline__ void cake_stamp_at(unsigned long long* t, int len, int slots, int slot, unsigned long long v) {
+  const long long i = (long long)blockIdx.x * slots + slot;
+  if (i < len) t[i] = v;
+}
+static __device__ __forceinline__ unsigned long long cake_globaltimer() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
+  return t;
+}
+static __device__ __forceinline__ unsigned long long cake_smid() {
+  unsigned int s;
+  asm volatile("mov.u32 %0, %smid;" : "=r"(s));
+  return s;
+}
+#define CAKE_STAMP(who, slot) do { if (who) cake_stamp_at(cake_timeline, cake_timeline_len, CAKE_TIMELINE_SLOTS, (slot), cake_globaltimer()); } while (0)
+#define CAKE_STAMP_SM(who, slot) do { if (who) cake_stamp_at(cake_timeline, cake_timeline_len, CAKE_TIMELINE_SLOTS, (slot), cake_smid()); } while (0)
+#define CAKE_STAMP_FLAG(flag) bool flag = false
+#define CAKE_STAMP_ONCE(who, slot, flag) do { if (!flag) { flag = true; CAKE_STAMP(who, slot); } } while (0)
+#else
+#define CAKE_TIMELINE_PARAMS
+#define CAKE_TIMELINE_ONLY_PARAMS
+#define CAKE_STAMP(who, slot) do { } while (0)
+#define CAKE_STAMP_SM(who, slot) do { } while (0)
+#define CAKE_STAMP_FLAG(flag) do { } while (0)
+#define CAKE_STAMP_ONCE(who, slot, flag) do { } while (0)
+#endif
+#define CAKE_TIMELINE_SLOTS 9  // timeline: words per CTA (cta.start, cta.sm, cta.prologue, load.start, load.first_wait, load.end, math.start, math.first_wait, math.end)
+
 static __device__ __forceinline__ void cake_mbar_init(uint32_t bar, uint32_t count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(bar), "r"(count) : "memory");
 }
@@ -271,7 +303,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) cake_kmeans_assign_split(
     int32_t* __restrict__ IDS,
     const int dim_B,
     const int dim_N,
-    const int dim_K) {
+    const int dim_K CAKE_TIMELINE_PARAMS) {
   // Dynamic shared memory, rounded up to 1024 B: swizzled views repeat every 8 rows of 128 B.
   extern __shared__ __align__(16) uint8_t cake_smem_raw[];
   const uint32_t cake_smem = (cake_smem_addr(cake_smem_raw) + 1023u) & ~1023u;
@@ -284,6 +316,8 @@ extern "C" __global__ void __launch_bounds__(512, 1) cake_kmeans_assign_split(
   const uint32_t c_empty = cake_smem + 116264;  // mbarrier c_empty: 4 slot(s), 3 arrival(s) per phase
   const uint32_t parts = cake_smem + 116296;  // mbarrier parts: 1 slot(s), 48 arrival(s) per phase
   const int warp = __shfl_sync(0xffffffffu, (int)threadIdx.x / 32, 0);
+  CAKE_STAMP(threadIdx.x == 0, 0);  // timeline: the CTA starts
+  CAKE_STAMP_SM(threadIdx.x == 0, 1);  // timeline: on this SM
   const int tiles_0 = 4;
   const int tiles_1 = dim_B;
   const int tiles_2 = cake_cdiv(dim_N, 192);
@@ -305,10 +339,13 @@ extern "C" __global__ void __launch_bounds__(512, 1) cake_kmeans_assign_split(
   bool cluster_waited = false;  // this thread has seen every peer start
   const uint32_t cta_rank = cake_cluster_ctarank();
   (void)cta_rank;
+  CAKE_STAMP(threadIdx.x == 0, 2);  // timeline: prologue done
   if (warp >= 0 && warp < 4) {  // role load (kmeans_assign_split_sm90.py:68)
     cake_setmaxnreg_dec<56>();
     const int load_index = (warp - 0) / 4;
     const int load_thread = (int)threadIdx.x - 0 - load_index * 128;
+    CAKE_STAMP_FLAG(load_stamped_wait);
+    CAKE_STAMP(load_thread == 0 && load_index == 0, 3);  // timeline: role load starts
     const int lane_row = 16 * (load_thread / 32) + (load_thread % 32) / 4;  // and +8
     const int lane_col = 2 * (load_thread % 4);  // and +1, every 8 columns
     (void)lane_row; (void)lane_col;
@@ -333,6 +370,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) cake_kmeans_assign_split(
           const uint32_t pipe_stage = pipe_it % 4;
           const uint32_t pipe_phase = (pipe_it / 4) & 1;
           cake_mbar_wait(c_empty + 8 * pipe_stage, pipe_phase ^ 1);  // wait c_empty (kmeans_assign_split_sm90.py:98)
+          CAKE_STAMP_ONCE(load_thread == 0 && load_index == 0, 4, load_stamped_wait);  // timeline: first completed wait
           // tma_load sC <- Cen (kmeans_assign_split_sm90.py:99)
           cake_mbar_arrive_expect_tx(c_full + 8 * pipe_stage, 16384);
           cake_tma_load_3d((sC + 16384 * pipe_stage), &tmap_Cen_1, c_full + 8 * pipe_stage, 0, (((tile_0 * cake_cdiv(cake_cdiv(dim_K, 64), 4)) + c_1) * 64), tile_1);
@@ -341,11 +379,14 @@ extern "C" __global__ void __launch_bounds__(512, 1) cake_kmeans_assign_split(
         }
       }
     }
+    CAKE_STAMP(load_thread == 0 && load_index == 0, 5);  // timeline: role load ends
   }
   if (warp >= 4 && warp < 16) {  // role math (kmeans_assign_split_sm90.py:69)
     cake_setmaxnreg_inc<152>();
     const int math_index = (warp - 4) / 4;
     const int math_thread = (int)threadIdx.x - 128 - math_index * 128;
+    CAKE_STAMP_FLAG(math_stamped_wait);
+    CAKE_STAMP(math_thread == 0 && math_index == 0, 6);  // timeline: role math starts
     const int lane_row = 16 * (math_thread / 32) + (math_thread % 32) / 4;  // and +8
     const int lane_col = 2 * (math_thread % 4);  // and +1, every 8 columns
     (void)lane_row; (void)lane_col;
@@ -373,6 +414,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) cake_kmeans_assign_split(
       #pragma unroll  // best_i <- ... (kmeans_assign_split_sm90.py:103)
       for (int h = 0; h < 2; ++h) best_i[h] = (int32_t)(0);
       cake_mbar_wait(x_full, (x_full_waits++ & 1));  // wait x_full (kmeans_assign_split_sm90.py:107)
+      CAKE_STAMP_ONCE(math_thread == 0 && math_index == 0, 7, math_stamped_wait);  // timeline: first completed wait
       for (int c_2 = 0; c_2 < cake_cdiv(cake_cdiv(dim_K, 64), 4); ++c_2) {  // kmeans_assign_split_sm90.py:108
         const uint32_t pipe_stage = pipe_it % 4;
         const uint32_t pipe_phase = (pipe_it / 4) & 1;
@@ -489,6 +531,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) cake_kmeans_assign_split(
         }
       }
     }
+    CAKE_STAMP(math_thread == 0 && math_index == 0, 8);  // timeline: role math ends
   }
   // No CTA leaves while a peer may still arrive on its barriers or write its shared memory.
   cake_cluster_wait_once(cluster_waited);

@@ -27,6 +27,38 @@ static __device__ __forceinline__ uint32_t cake_pack_f16x2(float lo, float hi) {
   return r;
 }
 
+// Timeline stamps (cake build --timeline defines CAKE_TIMELINE; otherwise they compile to nothing).
+#ifdef CAKE_TIMELINE
+#define CAKE_TIMELINE_PARAMS , unsigned long long* __restrict__ cake_timeline, int cake_timeline_len
+#define CAKE_TIMELINE_ONLY_PARAMS unsigned long long* __restrict__ cake_timeline, int cake_timeline_len
+static __device__ __forceinline__ void cake_stamp_at(unsigned long long* t, int len, int slots, int slot, unsigned long long v) {
+  const long long i = (long long)blockIdx.x * slots + slot;
+  if (i < len) t[i] = v;
+}
+static __device__ __forceinline__ unsigned long long cake_globaltimer() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
+  return t;
+}
+static __device__ __forceinline__ unsigned long long cake_smid() {
+  unsigned int s;
+  asm volatile("mov.u32 %0, %smid;" : "=r"(s));
+  return s;
+}
+#define CAKE_STAMP(who, slot) do { if (who) cake_stamp_at(cake_timeline, cake_timeline_len, CAKE_TIMELINE_SLOTS, (slot), cake_globaltimer()); } while (0)
+#define CAKE_STAMP_SM(who, slot) do { if (who) cake_stamp_at(cake_timeline, cake_timeline_len, CAKE_TIMELINE_SLOTS, (slot), cake_smid()); } while (0)
+#define CAKE_STAMP_FLAG(flag) bool flag = false
+#define CAKE_STAMP_ONCE(who, slot, flag) do { if (!flag) { flag = true; CAKE_STAMP(who, slot); } } while (0)
+#else
+#define CAKE_TIMELINE_PARAMS
+#define CAKE_TIMELINE_ONLY_PARAMS
+#define CAKE_STAMP(who, slot) do { } while (0)
+#define CAKE_STAMP_SM(who, slot) do { } while (0)
+#define CAKE_STAMP_FLAG(flag) do { } while (0)
+#define CAKE_STAMP_ONCE(who, slot, flag) do { } while (0)
+#endif
+#define CAKE_TIMELINE_SLOTS 9  // timeline: words per CTA (cta.start, cta.sm, cta.prologue, load.start, load.first_wait, load.end, rows.start, rows.first_wait, rows.end)
+
 static __device__ __forceinline__ void cake_mbar_init(uint32_t bar, uint32_t count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(bar), "r"(count) : "memory");
 }
@@ -340,7 +372,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_rmsnorm_ring(
     uint16_t* __restrict__ W,
     uint16_t* __restrict__ Y,
     const int dim_R,
-    const float eps) {
+    const float eps CAKE_TIMELINE_PARAMS) {
   // Dynamic shared memory, rounded up to 1024 B: swizzled views repeat every 8 rows of 128 B.
   extern __shared__ __align__(16) uint8_t cake_smem_raw[];
   const uint32_t cake_smem = (cake_smem_addr(cake_smem_raw) + 1023u) & ~1023u;
@@ -348,6 +380,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_rmsnorm_ring(
   const uint32_t full = cake_smem + 131072;  // mbarrier full: 4 slot(s), 32 arrival(s) per phase
   const uint32_t empty = cake_smem + 131104;  // mbarrier empty: 4 slot(s), 256 arrival(s) per phase
   const int warp = __shfl_sync(0xffffffffu, (int)threadIdx.x / 32, 0);
+  CAKE_STAMP(threadIdx.x == 0, 0);  // timeline: the CTA starts
+  CAKE_STAMP_SM(threadIdx.x == 0, 1);  // timeline: on this SM
   const int tiles_0 = cake_cdiv(dim_R, 4);
   const int tiles_total = tiles_0;
   if (threadIdx.x == 0) {
@@ -356,9 +390,12 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_rmsnorm_ring(
     cake_fence_barrier_init();
   }
   __syncthreads();
+  CAKE_STAMP(threadIdx.x == 0, 2);  // timeline: prologue done
   if (warp >= 0 && warp < 1) {  // role load (rmsnorm_ring_sm90.py:42)
     const int load_index = (warp - 0) / 1;
     const int load_thread = (int)threadIdx.x - 0 - load_index * 32;
+    CAKE_STAMP_FLAG(load_stamped_wait);
+    CAKE_STAMP(load_thread == 0 && load_index == 0, 3);  // timeline: role load starts
     uint32_t pipe_it = 0;  // iterations of pipeline pipe completed by this role
     for (int tile = blockIdx.x; tile < tiles_total; tile += gridDim.x) {  // tiles (t) (rmsnorm_ring_sm90.py:48)
       int tile_rest = tile;
@@ -370,6 +407,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_rmsnorm_ring(
         const uint32_t pipe_stage = pipe_it % 4;
         const uint32_t pipe_phase = (pipe_it / 4) & 1;
         cake_mbar_wait(empty + 8 * pipe_stage, pipe_phase ^ 1);  // wait empty (rmsnorm_ring_sm90.py:51)
+        CAKE_STAMP_ONCE(load_thread == 0 && load_index == 0, 4, load_stamped_wait);  // timeline: first completed wait
         {  // cp_async sX <- X (rmsnorm_ring_sm90.py:52): 4 x 4096 elements by the 32 threads of role load
           // 2048 pieces of 16 B, 64 per thread
           #pragma unroll
@@ -388,10 +426,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_rmsnorm_ring(
         ++pipe_it;
       }
     }
+    CAKE_STAMP(load_thread == 0 && load_index == 0, 5);  // timeline: role load ends
   }
   if (warp >= 4 && warp < 12) {  // role rows (rmsnorm_ring_sm90.py:43)
     const int rows_index = (warp - 4) / 4;
     const int rows_thread = (int)threadIdx.x - 128 - rows_index * 128;
+    CAKE_STAMP_FLAG(rows_stamped_wait);
+    CAKE_STAMP(rows_thread == 0 && rows_index == 0, 6);  // timeline: role rows starts
     const int lane_row = 16 * (rows_thread / 32) + (rows_thread % 32) / 4;  // and +8
     const int lane_col = 2 * (rows_thread % 4);  // and +1, every 8 columns
     (void)lane_row; (void)lane_col;
@@ -407,6 +448,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_rmsnorm_ring(
         const uint32_t pipe_stage = pipe_it % 4;
         const uint32_t pipe_phase = (pipe_it / 4) & 1;
         cake_mbar_wait(full + 8 * pipe_stage, pipe_phase);  // wait full (rmsnorm_ring_sm90.py:56)
+        CAKE_STAMP_ONCE(rows_thread == 0 && rows_index == 0, 7, rows_stamped_wait);  // timeline: first completed wait
         {  // x <- ... (rmsnorm_ring_sm90.py:57)
           {  // whole chunks of shared views: batched
             uint4 ld0_raw[8];  // sX.load() (rmsnorm_ring_sm90.py:57)
@@ -515,5 +557,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_rmsnorm_ring(
         }
       }
     }
+    CAKE_STAMP(rows_thread == 0 && rows_index == 0, 8);  // timeline: role rows ends
   }
 }

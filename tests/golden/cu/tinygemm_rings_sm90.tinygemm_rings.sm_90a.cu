@@ -27,6 +27,38 @@ static __device__ __forceinline__ uint32_t cake_pack_f16x2(float lo, float hi) {
   return r;
 }
 
+// Timeline stamps (cake build --timeline defines CAKE_TIMELINE; otherwise they compile to nothing).
+#ifdef CAKE_TIMELINE
+#define CAKE_TIMELINE_PARAMS , unsigned long long* __restrict__ cake_timeline, int cake_timeline_len
+#define CAKE_TIMELINE_ONLY_PARAMS unsigned long long* __restrict__ cake_timeline, int cake_timeline_len
+static __device__ __forceinline__ void cake_stamp_at(unsigned long long* t, int len, int slots, int slot, unsigned long long v) {
+  const long long i = (long long)blockIdx.x * slots + slot;
+  if (i < len) t[i] = v;
+}
+static __device__ __forceinline__ unsigned long long cake_globaltimer() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
+  return t;
+}
+static __device__ __forceinline__ unsigned long long cake_smid() {
+  unsigned int s;
+  asm volatile("mov.u32 %0, %smid;" : "=r"(s));
+  return s;
+}
+#define CAKE_STAMP(who, slot) do { if (who) cake_stamp_at(cake_timeline, cake_timeline_len, CAKE_TIMELINE_SLOTS, (slot), cake_globaltimer()); } while (0)
+#define CAKE_STAMP_SM(who, slot) do { if (who) cake_stamp_at(cake_timeline, cake_timeline_len, CAKE_TIMELINE_SLOTS, (slot), cake_smid()); } while (0)
+#define CAKE_STAMP_FLAG(flag) bool flag = false
+#define CAKE_STAMP_ONCE(who, slot, flag) do { if (!flag) { flag = true; CAKE_STAMP(who, slot); } } while (0)
+#else
+#define CAKE_TIMELINE_PARAMS
+#define CAKE_TIMELINE_ONLY_PARAMS
+#define CAKE_STAMP(who, slot) do { } while (0)
+#define CAKE_STAMP_SM(who, slot) do { } while (0)
+#define CAKE_STAMP_FLAG(flag) do { } while (0)
+#define CAKE_STAMP_ONCE(who, slot, flag) do { } while (0)
+#endif
+#define CAKE_TIMELINE_SLOTS 12  // timeline: words per CTA (cta.start, cta.sm, cta.prologue, wload.start, wload.first_wait, wload.end, xload.start, xload.first_wait, xload.end, math.start, math.first_wait, math.end)
+
 static __device__ __forceinline__ void cake_mbar_init(uint32_t bar, uint32_t count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(bar), "r"(count) : "memory");
 }
@@ -281,7 +313,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm_rings(
     uint16_t* __restrict__ B,
     uint16_t* __restrict__ C,
     const int dim_K,
-    const int dim_N) {
+    const int dim_N CAKE_TIMELINE_PARAMS) {
   // Dynamic shared memory, rounded up to 1024 B: swizzled views repeat every 8 rows of 128 B.
   extern __shared__ __align__(16) uint8_t cake_smem_raw[];
   const uint32_t cake_smem = (cake_smem_addr(cake_smem_raw) + 1023u) & ~1023u;
@@ -294,6 +326,8 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm_rings(
   const uint32_t xempty = cake_smem + 221440;  // mbarrier xempty: 2 slot(s), 1 arrival(s) per phase
   const uint32_t parts = cake_smem + 221456;  // mbarrier parts: 1 slot(s), 8 arrival(s) per phase
   const int warp = __shfl_sync(0xffffffffu, (int)threadIdx.x / 32, 0);
+  CAKE_STAMP(threadIdx.x == 0, 0);  // timeline: the CTA starts
+  CAKE_STAMP_SM(threadIdx.x == 0, 1);  // timeline: on this SM
   const int tiles_0 = 2;
   const int tiles_1 = cake_cdiv(dim_N, 64);
   const int cluster_rows = cake_cdiv(tiles_0, 2);  // tiles of axis 0, in clusters
@@ -315,9 +349,12 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm_rings(
   bool cluster_waited = false;  // this thread has seen every peer start
   const uint32_t cta_rank = cake_cluster_ctarank();
   (void)cta_rank;
+  CAKE_STAMP(threadIdx.x == 0, 2);  // timeline: prologue done
   if (warp >= 0 && warp < 1) {  // role wload (tinygemm_rings_sm90.py:66)
     const int wload_index = (warp - 0) / 1;
     const int wload_thread = (int)threadIdx.x - 0 - wload_index * 32;
+    CAKE_STAMP_FLAG(wload_stamped_wait);
+    CAKE_STAMP(wload_thread == 0 && wload_index == 0, 3);  // timeline: role wload starts
     uint32_t wpipe_it = 0;  // iterations of pipeline wpipe completed by this role
     uint32_t xpipe_it = 0;  // iterations of pipeline xpipe completed by this role
     if (wload_thread == 0) {  // issue-only role: one thread per replica
@@ -335,6 +372,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm_rings(
             const uint32_t wpipe_stage = wpipe_it % 15;
             const uint32_t wpipe_phase = (wpipe_it / 15) & 1;
             cake_mbar_wait(wempty + 8 * wpipe_stage, wpipe_phase ^ 1);  // wait wempty (tinygemm_rings_sm90.py:87)
+            CAKE_STAMP_ONCE(wload_thread == 0 && wload_index == 0, 4, wload_stamped_wait);  // timeline: first completed wait
             // tma_load sW <- B (tinygemm_rings_sm90.py:88)
             cake_mbar_arrive_expect_tx(wfull + 8 * wpipe_stage, 8192);
             cake_tma_load_2d_evict_first((sW + 8192 * wpipe_stage), &tmap_B_0, wfull + 8 * wpipe_stage, ((((tile_0 * (cake_cdiv(cake_cdiv(dim_K, 64), 4) * 2)) + (kx_1 * 2)) + kw_2) * 64), (tile_1 * 64));
@@ -343,10 +381,13 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm_rings(
         }
       }
     }
+    CAKE_STAMP(wload_thread == 0 && wload_index == 0, 5);  // timeline: role wload ends
   }
   if (warp >= 1 && warp < 2) {  // role xload (tinygemm_rings_sm90.py:67)
     const int xload_index = (warp - 1) / 1;
     const int xload_thread = (int)threadIdx.x - 32 - xload_index * 32;
+    CAKE_STAMP_FLAG(xload_stamped_wait);
+    CAKE_STAMP(xload_thread == 0 && xload_index == 0, 6);  // timeline: role xload starts
     uint32_t wpipe_it = 0;  // iterations of pipeline wpipe completed by this role
     uint32_t xpipe_it = 0;  // iterations of pipeline xpipe completed by this role
     if (xload_thread == 0) {  // issue-only role: one thread per replica
@@ -363,6 +404,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm_rings(
           const uint32_t xpipe_stage = xpipe_it % 2;
           const uint32_t xpipe_phase = (xpipe_it / 2) & 1;
           cake_mbar_wait(xempty + 8 * xpipe_stage, xpipe_phase ^ 1);  // wait xempty (tinygemm_rings_sm90.py:92)
+          CAKE_STAMP_ONCE(xload_thread == 0 && xload_index == 0, 7, xload_stamped_wait);  // timeline: first completed wait
           // tma_load sX <- A (tinygemm_rings_sm90.py:94)
           cake_mbar_arrive_expect_tx(xfull + 8 * xpipe_stage, 32768);
           cake_tma_load_2d(((sX + 32768 * xpipe_stage) + (0) * 128), &tmap_A_1, xfull + 8 * xpipe_stage, ((((tile_0 * (cake_cdiv(cake_cdiv(dim_K, 64), 4) * 2)) + (kx_3 * 2)) + 0) * 64), 0);
@@ -372,10 +414,13 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm_rings(
         }
       }
     }
+    CAKE_STAMP(xload_thread == 0 && xload_index == 0, 8);  // timeline: role xload ends
   }
   if (warp >= 4 && warp < 8) {  // role math (tinygemm_rings_sm90.py:68)
     const int math_index = (warp - 4) / 4;
     const int math_thread = (int)threadIdx.x - 128 - math_index * 128;
+    CAKE_STAMP_FLAG(math_stamped_wait);
+    CAKE_STAMP(math_thread == 0 && math_index == 0, 9);  // timeline: role math starts
     const int lane_row = 16 * (math_thread / 32) + (math_thread % 32) / 4;  // and +8
     const int lane_col = 2 * (math_thread % 4);  // and +1, every 8 columns
     (void)lane_row; (void)lane_col;
@@ -396,6 +441,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm_rings(
         const uint32_t xpipe_stage = xpipe_it % 2;
         const uint32_t xpipe_phase = (xpipe_it / 2) & 1;
         cake_mbar_wait(xfull + 8 * xpipe_stage, xpipe_phase);  // wait xfull (tinygemm_rings_sm90.py:99)
+        CAKE_STAMP_ONCE(math_thread == 0 && math_index == 0, 10, math_stamped_wait);  // timeline: first completed wait
         int wempty_pending = -1;  // stage whose release waits for its MMAs to retire
         for (int kw_5 = 0; kw_5 < 2; ++kw_5) {  // tinygemm_rings_sm90.py:100
           const uint32_t wpipe_stage = wpipe_it % 15;
@@ -463,6 +509,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm_rings(
         }
       }
     }
+    CAKE_STAMP(math_thread == 0 && math_index == 0, 11);  // timeline: role math ends
   }
   // No CTA leaves while a peer may still arrive on its barriers or write its shared memory.
   cake_cluster_wait_once(cluster_waited);

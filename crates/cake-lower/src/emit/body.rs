@@ -52,6 +52,14 @@ impl Emitter<'_> {
             self.line(&line);
         }
         self.line("const int warp = __shfl_sync(0xffffffffu, (int)threadIdx.x / 32, 0);");
+        self.line(&format!(
+            "CAKE_STAMP(threadIdx.x == 0, {});  // timeline: the CTA starts",
+            timeline::SLOT_START
+        ));
+        self.line(&format!(
+            "CAKE_STAMP_SM(threadIdx.x == 0, {});  // timeline: on this SM",
+            timeline::SLOT_SM
+        ));
         let counts = self.tile_counts();
         for (i, c) in counts.iter().enumerate() {
             let text = format!("const int tiles_{i} = {};", self.ix(*c));
@@ -123,6 +131,10 @@ impl Emitter<'_> {
             self.line("__syncthreads();");
         }
         self.tmem_base_after_sync();
+        self.line(&format!(
+            "CAKE_STAMP(threadIdx.x == 0, {});  // timeline: prologue done",
+            timeline::SLOT_PROLOGUE
+        ));
         let threads = k.block_threads();
         // Every thread starts with its share of the register file under the launch bounds.
         let default_regs = ((65536 / (threads * k.ctas_per_sm()).max(1)) / 8 * 8).min(255);
@@ -158,6 +170,7 @@ impl Emitter<'_> {
                     first * 32,
                     unit_warps * 32
                 ));
+                e.stamp_role_start(rid);
                 if legal::role_takes_turns(e.kf, rid) {
                     if let Ok((first, count)) = legal::turn_barriers(e.k, e.kf, rid) {
                         let last = role.replicas() - 1;
@@ -258,6 +271,7 @@ impl Emitter<'_> {
                 } else {
                     role_body(e);
                 }
+                e.stamp_role_end(rid);
             });
         }
         self.tmem_dealloc_epilogue();
@@ -623,6 +637,7 @@ impl Emitter<'_> {
                     bar.name,
                     self.loc(sp)
                 ));
+                self.stamp_first_wait(role);
                 backend.after_wait(self, role);
             }
             Op::Arrive { barrier } => {

@@ -246,6 +246,7 @@ impl Emitter<'_> {
                 .iter()
                 .map(|p| self.k.params[*p].name.clone())
                 .collect(),
+            timeline: Some(super::timeline::timeline_meta(self.k)),
         }
     }
 

@@ -1,0 +1,143 @@
+//! Timeline stamps (docs/timeline.md): every kernel carries `CAKE_STAMP` hooks at a fixed set of
+//! points — a CTA's start, the SM it runs on, the end of its prologue, and for each role its
+//! start, its first completed wait (its first data) and its end — that expand to nothing unless
+//! the source is compiled with `CAKE_TIMELINE` defined (`cake build --timeline`). Then the kernel
+//! takes two more parameters, a buffer of `slots` 64-bit words per CTA and its length, and the
+//! first thread of each point writes `%globaltimer` (the SM id for `sm`) into its CTA's slot.
+
+use super::{c_ident, Emitter};
+use crate::launch::{Arg, TensorMeta, Timeline};
+use cake_ir::{Kernel, RoleId};
+
+/// The name of the timeline buffer's tensor and of its length in a timeline build's launch
+/// metadata.
+pub const TIMELINE_TENSOR: &str = "CAKE_TIMELINE";
+pub const TIMELINE_LEN: &str = "CAKE_TIMELINE_LEN";
+
+/// The prelude's stamp macros: hooks that compile to nothing in an ordinary build.
+pub(crate) const TIMELINE_OPS: &str = r#"
+// Timeline stamps (cake build --timeline defines CAKE_TIMELINE; otherwise they compile to nothing).
+#ifdef CAKE_TIMELINE
+#define CAKE_TIMELINE_PARAMS , unsigned long long* __restrict__ cake_timeline, int cake_timeline_len
+#define CAKE_TIMELINE_ONLY_PARAMS unsigned long long* __restrict__ cake_timeline, int cake_timeline_len
+static __device__ __forceinline__ void cake_stamp_at(unsigned long long* t, int len, int slots, int slot, unsigned long long v) {
+  const long long i = (long long)blockIdx.x * slots + slot;
+  if (i < len) t[i] = v;
+}
+static __device__ __forceinline__ unsigned long long cake_globaltimer() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
+  return t;
+}
+static __device__ __forceinline__ unsigned long long cake_smid() {
+  unsigned int s;
+  asm volatile("mov.u32 %0, %smid;" : "=r"(s));
+  return s;
+}
+#define CAKE_STAMP(who, slot) do { if (who) cake_stamp_at(cake_timeline, cake_timeline_len, CAKE_TIMELINE_SLOTS, (slot), cake_globaltimer()); } while (0)
+#define CAKE_STAMP_SM(who, slot) do { if (who) cake_stamp_at(cake_timeline, cake_timeline_len, CAKE_TIMELINE_SLOTS, (slot), cake_smid()); } while (0)
+#define CAKE_STAMP_FLAG(flag) bool flag = false
+#define CAKE_STAMP_ONCE(who, slot, flag) do { if (!flag) { flag = true; CAKE_STAMP(who, slot); } } while (0)
+#else
+#define CAKE_TIMELINE_PARAMS
+#define CAKE_TIMELINE_ONLY_PARAMS
+#define CAKE_STAMP(who, slot) do { } while (0)
+#define CAKE_STAMP_SM(who, slot) do { } while (0)
+#define CAKE_STAMP_FLAG(flag) do { } while (0)
+#define CAKE_STAMP_ONCE(who, slot, flag) do { } while (0)
+#endif
+"#;
+
+/// Slot of the CTA's start, its SM, and the end of its prologue.
+pub(crate) const SLOT_START: u32 = 0;
+pub(crate) const SLOT_SM: u32 = 1;
+pub(crate) const SLOT_PROLOGUE: u32 = 2;
+
+/// The slots' names, in order: `cta.start`, `cta.sm`, `cta.prologue`, then per role
+/// `<role>.start`, `<role>.first_wait`, `<role>.end`.
+pub fn timeline_points(k: &Kernel) -> Vec<String> {
+    let mut points = vec!["cta.start".into(), "cta.sm".into(), "cta.prologue".into()];
+    for (_, r) in k.roles.iter() {
+        for what in ["start", "first_wait", "end"] {
+            points.push(format!("{}.{what}", r.name));
+        }
+    }
+    points
+}
+
+/// A role's slot for `what` (0 start, 1 first completed wait, 2 end).
+fn role_slot(k: &Kernel, role: RoleId, what: u32) -> u32 {
+    let index = k.roles.iter().position(|(r, _)| r == role).unwrap_or(0) as u32;
+    3 + 3 * index + what
+}
+
+impl Emitter<'_> {
+    /// The stamp for a role point, by the role's first thread of its first replica.
+    fn role_stamp(&mut self, role: RoleId, what: u32, text: &str) {
+        let name = c_ident(&self.k.roles[role].name);
+        let slot = role_slot(self.k, role, what);
+        self.line(&format!(
+            "CAKE_STAMP({name}_thread == 0 && {name}_index == 0, {slot});  // timeline: role {} {text}",
+            self.k.roles[role].name
+        ));
+    }
+
+    pub(crate) fn stamp_role_start(&mut self, role: RoleId) {
+        let name = c_ident(&self.k.roles[role].name);
+        self.line(&format!("CAKE_STAMP_FLAG({name}_stamped_wait);"));
+        self.role_stamp(role, 0, "starts");
+        self.stamped_first_wait = false;
+    }
+
+    pub(crate) fn stamp_role_end(&mut self, role: RoleId) {
+        self.role_stamp(role, 2, "ends");
+    }
+
+    /// After the role's first wait in program order: the first time any run reaches it.
+    pub(crate) fn stamp_first_wait(&mut self, role: RoleId) {
+        if self.stamped_first_wait {
+            return;
+        }
+        self.stamped_first_wait = true;
+        let name = c_ident(&self.k.roles[role].name);
+        let slot = role_slot(self.k, role, 1);
+        self.line(&format!(
+            "CAKE_STAMP_ONCE({name}_thread == 0 && {name}_index == 0, {slot}, {name}_stamped_wait);  // timeline: first completed wait"
+        ));
+    }
+}
+
+/// The launch metadata of a timeline build: the buffer and its length as the kernel's last two
+/// arguments, and the layout marked as compiled in.
+pub fn enable_timeline(launch: &mut crate::LaunchMeta) {
+    launch.tensors.push(TensorMeta {
+        name: TIMELINE_TENSOR.into(),
+        dtype: "i64".into(),
+        dims: vec![serde_json::json!(TIMELINE_LEN)],
+        access: "write".into(),
+    });
+    launch.args.push(Arg::Ptr {
+        tensor: TIMELINE_TENSOR.into(),
+    });
+    launch.args.push(Arg::Dim {
+        name: TIMELINE_LEN.into(),
+    });
+    if let Some(t) = launch.timeline.as_mut() {
+        t.enabled = true;
+    }
+}
+
+/// The layout every kernel's launch metadata describes (not compiled in).
+pub(crate) fn timeline_meta(k: &Kernel) -> Timeline {
+    let points = timeline_points(k);
+    Timeline {
+        slots: points.len() as u32,
+        points,
+        enabled: false,
+    }
+}
+
+/// The source of a timeline build: `cuda` with the stamps compiled in.
+pub fn timeline_source(cuda: &str) -> String {
+    format!("#define CAKE_TIMELINE 1\n{cuda}")
+}
