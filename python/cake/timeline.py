@@ -5,7 +5,7 @@ for every CTA, `%globaltimer` when the CTA starts, the SM it runs on, when its p
 setup) is done, and for each role when it starts, when it first completes a wait (for a consumer:
 its first data) and when it ends. `record` launches it once and reads them back; `summarize`
 turns them into the phases an agent can act on: how long CTAs wait for their first data, how long
-they stream, and how far the last CTA ends after the median one (the tail).
+they stream, and how long after the median SM finished the slowest one did (the tail).
 
     k = cake.compile("tinygemm.py", "sm_90a", timeline=True)["tinygemm"]
     rec = cake.timeline.record(k, A=a, B=b, C=c)
@@ -71,8 +71,8 @@ def summarize(points: List[str], rows: List[List[int]]) -> Dict[str, Any]:
     """Phases over the CTAs, in microseconds: medians (and the largest) of each CTA's start
     after the first CTA's (`start_skew`), its prologue, and per role the time from its start to
     its first completed wait (`to_first_wait`) and from there to its end (`after_first_wait`);
-    the kernel's span (first start to last end), the tail (last end after the median end), the
-    CTAs and the SMs they ran on."""
+    the kernel's span (first start to last end), the tail (the last end after the median SM's
+    last CTA ended), the CTAs and the SMs they ran on."""
     at = {p: i for i, p in enumerate(points)}
     ran = [r for r in rows if r[at["cta.start"]] > 0]
     if not ran:
@@ -95,14 +95,19 @@ def summarize(points: List[str], rows: List[List[int]]) -> Dict[str, Any]:
     life = [e - r[at["cta.start"]] for e, r in zip(ends, ran)]
     skew = [r[at["cta.start"]] - t0 for r in ran]
     per_sm: Dict[int, int] = {}
-    for r in ran:
-        per_sm[r[at["cta.sm"]]] = per_sm.get(r[at["cta.sm"]], 0) + 1
+    sm_done: Dict[int, int] = {}          # when each SM's last CTA ended
+    for r, e in zip(ran, ends):
+        sm = r[at["cta.sm"]]
+        per_sm[sm] = per_sm.get(sm, 0) + 1
+        sm_done[sm] = max(sm_done.get(sm, 0), e)
     out: Dict[str, Any] = {
         "ctas": len(ran),
         "sms": len(per_sm),
         "ctas_per_sm_max": max(per_sm.values()),
         "span_us": us(max(ends) - t0),
-        "tail_us": us(max(ends) - _median(ends)),
+        # The kernel's end after the median SM's last CTA: how long part of the GPU sat idle
+        # waiting for the slowest SMs (a wave's worth of CTAs per SM or one long CTA alike).
+        "tail_us": us(max(ends) - _median(list(sm_done.values()))),
         "start_skew": {"median_us": us(_median(skew)), "max_us": us(max(skew))},
         "prologue": phase("cta.start", "cta.prologue"),
         "cta_life": {"median_us": us(_median(life)), "max_us": us(max(life))},
@@ -129,7 +134,7 @@ def format_summary(s: Dict[str, Any]) -> str:
 
     lines = [
         f"{s['ctas']} CTAs on {s['sms']} SMs (at most {s['ctas_per_sm_max']} per SM); span "
-        f"{s['span_us']:.2f} us, the last CTA ends {s['tail_us']:.2f} us after the median one",
+        f"{s['span_us']:.2f} us, the last CTA ends {s['tail_us']:.2f} us after the median SM's last one",
         f"  CTA start after the first: {m(s['start_skew'])} us · prologue {m(s['prologue'])} us · "
         f"CTA life {m(s['cta_life'])} us",
     ]

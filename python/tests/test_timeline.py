@@ -34,7 +34,8 @@ def test_the_summary_reads_phases_tail_and_sms_from_the_stamps():
     s = timeline.summarize(POINTS, rows)
     assert (s["ctas"], s["sms"], s["ctas_per_sm_max"]) == (3, 2, 2)
     assert s["span_us"] == 13.0                 # 1000 -> 14000 ns
-    assert s["tail_us"] == 3.0                  # 14000 after the median end 11000
+    # SM 0 last ended at 14000, SM 1 at 11000: the median of the SMs' last ends is 12500.
+    assert s["tail_us"] == 1.5
     assert s["start_skew"] == {"median_us": 0.1, "max_us": 0.2}
     assert s["prologue"]["median_us"] == 0.5
     math = s["roles"]["math"]
