@@ -16,12 +16,14 @@ import statistics
 import subprocess
 import sys
 
-# (name, schedule, constants, (M, N, K))
+# (name, schedule, constants, (M, N, K) of the GEMM contract, or (R, H) of the RMSNorm one)
 CONFIGS = [
     ("swapped-bk256-m8-4096", "examples/tinygemm_sm90.py", {"M": 8, "NW": 4096, "BK": 256, "TIGHT": 1}, (8, 4096, 4096)),
     ("swapped-bk256-m8-14336", "examples/tinygemm_sm90.py", {"M": 8, "NW": 14336, "BK": 256, "TIGHT": 1}, (8, 14336, 4096)),
     ("split-bk256-m8-2048x7168", "examples/tinygemm_sm90.py", {"M": 8, "NW": 2048, "BK": 256, "TIGHT": 1}, (8, 2048, 7168)),
     ("gemv-m1-4096", "examples/gemv_sm90.py", {"K": 4096, "MT": 1}, (1, 4096, 4096)),
+    # A row kernel: (R, H) rows of the RMSNorm contract (kernels/rows/), issue #20's shape.
+    ("rmsnorm-32768x4096", "examples/rmsnorm_sm90.py", {"H": 4096}, (32768, 4096)),
 ]
 
 
@@ -44,8 +46,16 @@ def build(outdir):
 
 def run():
     import torch
-    sys.path.insert(0, "kernels/gemm")
-    import contract as C
+    import importlib.util
+
+    def module(path):
+        spec = importlib.util.spec_from_file_location(path.replace("/", "_"), path)
+        m = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(m)
+        return m
+
+    C = module("kernels/gemm/contract.py")
+    R = module("kernels/rows/contract.py")
     import cake
     from cake.harness import timing
     d = os.environ.get("TL", ".carry/tl")
@@ -57,22 +67,31 @@ def run():
     results = []
     for cfg in sorted(f for f in os.listdir(d) if f.endswith(".json")):
         info = json.load(open(os.path.join(d, cfg)))
-        name, (M, N, K) = info["name"], info["shape"]
+        name, shape = info["name"], info["shape"]
         plain = cake.load_kernel(os.path.join(d, f"{name}.plain"))
         stamped = cake.load_kernel(os.path.join(d, f"{name}.timeline"))
         g = torch.Generator(device=dev)
-        g.manual_seed(M * 100003 + N + K)
-        ins = C.make_inputs({"M": M, "N": N, "K": K}, "normal", g)
-        ref = C.oracle(**ins)["C"].float()
+        g.manual_seed(sum(shape) * 100003)
+        if name.startswith("rmsnorm"):
+            rows, hidden = shape
+            ins = {**R.make_rmsnorm_inputs({"R": rows, "H": hidden}, "normal", g), "eps": 1e-6}
+            out_name, out_shape = "Y", (rows, hidden)
+            ref = R.rmsnorm_oracle(**ins)["Y"].float()
+            rec = {"name": name, "R": rows, "H": hidden}
+        else:
+            M, N, K = shape
+            ins = C.make_inputs({"M": M, "N": N, "K": K}, "normal", g)
+            out_name, out_shape = "C", (M, N)
+            ref = C.oracle(**ins)["C"].float()
+            rec = {"name": name, "M": M, "N": N, "K": K}
         slots = cake.timeline.layout(stamped)["slots"]
-        grid = stamped.bind(**ins, C=torch.empty(M, N, dtype=torch.bfloat16, device=dev),
+        grid = stamped.bind(**ins, **{out_name: torch.empty(out_shape, dtype=torch.bfloat16, device=dev)},
                             CAKE_TIMELINE=torch.zeros(slots, dtype=torch.int64, device=dev))["grid"]
         P = torch.zeros(grid[0] * slots, dtype=torch.int64, device=dev)
-        rec = {"name": name, "M": M, "N": N, "K": K}
         outs = {}
         for v, k, extra in (("plain", plain, {}), ("timeline", stamped, {"CAKE_TIMELINE": P})):
-            o = torch.full((M, N), float("nan"), dtype=torch.bfloat16, device=dev)
-            k(**ins, C=o, **extra)
+            o = torch.full(out_shape, float("nan"), dtype=torch.bfloat16, device=dev)
+            k(**ins, **{out_name: o}, **extra)
             torch.cuda.synchronize()
             rec[f"{v}_correct"] = bool(torch.allclose(o.float(), ref, rtol=0.02, atol=0.02))
             outs[v] = o
@@ -80,12 +99,12 @@ def run():
             results.append(rec)
             print(name, "WRONG", flush=True)
             continue
-        spans = timing.time_cupti_interleaved(torch, [lambda: plain(**ins, C=outs["plain"]),
-                                                      lambda: stamped(**ins, C=outs["timeline"], CAKE_TIMELINE=P)],
-                                              30, flush)
+        spans = timing.time_cupti_interleaved(
+            torch, [lambda: plain(**ins, **{out_name: outs["plain"]}),
+                    lambda: stamped(**ins, **{out_name: outs["timeline"]}, CAKE_TIMELINE=P)], 30, flush)
         rec["plain_us"] = statistics.median(spans[0].spans_ms) * 1e3
         rec["timeline_us"] = statistics.median(spans[1].spans_ms) * 1e3
-        recordings = [cake.timeline.record(stamped, **ins, C=outs["timeline"]) for _ in range(reps)]
+        recordings = [cake.timeline.record(stamped, **ins, **{out_name: outs["timeline"]}) for _ in range(reps)]
         recordings.sort(key=lambda r: r.summary()["span_us"])
         median = recordings[len(recordings) // 2]
         rec["summary"] = median.summary()
