@@ -414,7 +414,7 @@ impl<'a> Emitter<'a> {
             cuda,
             "#define CAKE_TIMELINE_SLOTS {}  // timeline: words per CTA ({})",
             timeline::timeline_points(self.k).len(),
-            timeline::timeline_points(self.k).join(", ")
+            source_safe(&timeline::timeline_points(self.k).join(", "))
         );
         // mbarrier.try_wait arrived with the transaction counts (sm_90); before it, test_wait.
         if self.target.has(Feature::MbarrierExpectTx) {
