@@ -1,5 +1,9 @@
 """Where a small-M GEMM's time goes (issue #19): the shipped schedules with %globaltimer stamps.
 
+Superseded by the compiler's own stamps (`cake build --timeline`, `cake.timeline`,
+docs/timeline.md; bench/timeline_api.py); kept because bench/results/2026-12-06-timeline/ came
+from it.
+
 On the H200 the GEMV streams a 4096 x 4096 weight in 11.0 us and the swapped TMA schedule in
 12.4 us, although both read the same 32 MB (bench/results/2026-12-06-regs-gemm/). This probe
 asks which part of a CTA's life holds the difference. Each CTA's first consumer thread records

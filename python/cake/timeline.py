@@ -54,13 +54,25 @@ def record(kernel: Any, *args: Any, flush: bool = True, **kwargs: Any) -> Record
     ctas = int(grid[0]) * int(grid[1]) * int(grid[2])
     buf = torch.zeros(max(ctas, 1) * slots, dtype=torch.int64, device="cuda")
     if flush:
-        from .harness.timing import flush_l2, make_flush_buffer
-        fb = make_flush_buffer(torch, torch.cuda.get_device_properties(0).L2_cache_size, "cuda")
-        flush_l2(fb)
+        from .harness.timing import flush_l2
+        flush_l2(_flush_buffer(torch))
     torch.cuda.synchronize()
     kernel(*args, **kwargs, **{TENSOR: buf})
     torch.cuda.synchronize()
     return Recording(points=list(t["points"]), rows=buf.view(-1, slots).cpu().tolist()[:ctas])
+
+
+_FLUSH: Dict[int, Any] = {}
+
+
+def _flush_buffer(torch: Any) -> Any:
+    """One L2-sized flush buffer per device, kept across recordings (not 60 MB per call)."""
+    from .harness.timing import make_flush_buffer
+    device = torch.cuda.current_device()
+    if device not in _FLUSH:
+        l2 = torch.cuda.get_device_properties(device).L2_cache_size
+        _FLUSH[device] = make_flush_buffer(torch, l2, f"cuda:{device}")
+    return _FLUSH[device]
 
 
 def _median(xs: List[float]) -> Optional[float]:

@@ -52,23 +52,26 @@ static __device__ __forceinline__ unsigned long long cake_smid() {
 pub(crate) const SLOT_START: u32 = 0;
 pub(crate) const SLOT_SM: u32 = 1;
 pub(crate) const SLOT_PROLOGUE: u32 = 2;
+/// Each role's points, in slot order after the CTA's three.
+const ROLE_POINTS: [&str; 3] = ["start", "first_wait", "end"];
 
 /// The slots' names, in order: `cta.start`, `cta.sm`, `cta.prologue`, then per role
 /// `<role>.start`, `<role>.first_wait`, `<role>.end`.
 pub fn timeline_points(k: &Kernel) -> Vec<String> {
     let mut points = vec!["cta.start".into(), "cta.sm".into(), "cta.prologue".into()];
     for (_, r) in k.roles.iter() {
-        for what in ["start", "first_wait", "end"] {
+        for what in ROLE_POINTS {
             points.push(format!("{}.{what}", r.name));
         }
     }
     points
 }
 
-/// A role's slot for `what` (0 start, 1 first completed wait, 2 end).
+/// A role's slot for `what` (an index into [`ROLE_POINTS`]), as [`timeline_points`] lays
+/// them out.
 fn role_slot(k: &Kernel, role: RoleId, what: u32) -> u32 {
     let index = k.roles.iter().position(|(r, _)| r == role).unwrap_or(0) as u32;
-    3 + 3 * index + what
+    SLOT_PROLOGUE + 1 + ROLE_POINTS.len() as u32 * index + what
 }
 
 impl Emitter<'_> {
