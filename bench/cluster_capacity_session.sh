@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# GPU call for bench/results/2026-12-07-clusters/: how many clusters of each size run at once
+# (bench/probes/cluster_capacity.cu, built on the build machine into $PROBE), and on an H200 the
+# alternated A/B of the tinygemm candidate table (bench/h200_ab_session.sh).
+#   OUT=... PROBE=.carry/cluster_capacity CACHE=... bench/cluster_capacity_session.sh
+set -u
+. "$(dirname "$0")/gpu_env.sh" || exit 1
+timeout 60 "${PROBE:-.carry/cluster_capacity}" > "$OUT/cluster_capacity.json" 2> "$OUT/cluster_capacity.err"
+echo "== cluster capacity: exit $? at $(( $(date +%s) - SESSION_START )) s"
+python3 - "$OUT/cluster_capacity.json" <<'PY' || cat "$OUT/cluster_capacity.err"
+import json, sys
+d = json.load(open(sys.argv[1]))
+print(d["gpu"], d["sms"], "SMs")
+for r in d["max_active_clusters"]:
+    print(f"  cluster {r['cluster']:2} smem {r['smem'] // 1024:3} KB: {r['clusters']:3} clusters, {r['ctas']:3} CTAs")
+for r in d["timed"]:
+    print(f"  cluster {r['cluster']:2} x {r['clusters']:3}: span {r['span_us']:6.2f} us on {r['distinct_sms']} SMs")
+PY
+grep -q H200 "$OUT/gpu.txt" && OUT=$OUT/ab bash "$(dirname "$0")/h200_ab_session.sh"
+true
