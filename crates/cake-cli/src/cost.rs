@@ -222,6 +222,7 @@ pub fn cmd_calibrate(
         mma_tflops_16bit_by_n: Default::default(),
         mma_chain_tflops_16bit_by_n: Default::default(),
         tma_stream_gbps: Default::default(),
+        cluster_ctas: Default::default(),
     });
     let cal = match Calibration::from_measurements(&seed, &m) {
         Ok(c) => c,

@@ -169,6 +169,12 @@ pub struct Calibration {
     /// REUSE = 8). Optional: without it the ring uses the unloaded `tma_latency_us`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tma_stream_gbps: BTreeMap<String, Param>,
+    /// CTAs resident at once in clusters of n CTAs, at one CTA per SM, by n: keys `c2`, `c4`,
+    /// ... (`cudaOccupancyMaxActiveClusters` × n; `bench/probes/cluster_capacity.cu`). A
+    /// cluster's CTAs share a GPC, so GPCs whose SM count n does not divide leave SMs idle.
+    /// Optional: without it every SM takes a CTA of any cluster.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub cluster_ctas: BTreeMap<String, Param>,
 }
 
 /// The bytes of one row of the stream probe's box (64 bf16 columns).
@@ -188,6 +194,12 @@ fn by_n(table: &BTreeMap<String, Param>) -> Vec<(f64, f64)> {
 fn parse_n_key(k: &str) -> Option<u32> {
     let n: u32 = k.strip_prefix('n')?.parse().ok()?;
     ((8..=256).contains(&n) && n.is_multiple_of(8) && format!("n{n}") == k).then_some(n)
+}
+
+/// `c4` -> 4: cluster sizes from 2 to 16 (16 is non-portable).
+fn parse_cluster_key(k: &str) -> Option<u32> {
+    let n: u32 = k.strip_prefix('c')?.parse().ok()?;
+    ((2..=16).contains(&n) && format!("c{n}") == k).then_some(n)
 }
 
 /// `bm128_s2` -> (128, 2).
@@ -312,6 +324,21 @@ impl Calibration {
             }
             check_param("[tma_stream_gbps]", k, p)?;
         }
+        let sms = self.get("sm_count");
+        for (k, p) in &self.cluster_ctas {
+            if parse_cluster_key(k).is_none() {
+                return Err(CostError::BadCalibration(format!(
+                    "unknown key `{k}` in [cluster_ctas] (expected c<n>, n from 2 to 16)"
+                )));
+            }
+            check_param("[cluster_ctas]", k, p)?;
+            if p.value > sms {
+                return Err(CostError::BadCalibration(format!(
+                    "[cluster_ctas] `{k}` = {} is more CTAs than the {sms} SMs hold at one per SM",
+                    p.value
+                )));
+            }
+        }
         if let Some(extra) = self
             .params
             .keys()
@@ -381,6 +408,9 @@ impl Calibration {
         let mut stream: Vec<_> = self.tma_stream_gbps.iter().collect();
         stream.sort_by_key(|(k, _)| parse_stream_key(k));
         section("tma_stream_gbps", stream);
+        let mut clusters: Vec<_> = self.cluster_ctas.iter().collect();
+        clusters.sort_by_key(|(k, _)| parse_cluster_key(k));
+        section("cluster_ctas", clusters);
         out
     }
 
@@ -392,6 +422,16 @@ impl Calibration {
     /// The per-N rate of one warpgroup's MMA chain as (N, TFLOP/s over the GPU), by N.
     pub fn mma_chain_by_n(&self) -> Vec<(f64, f64)> {
         by_n(&self.mma_chain_tflops_16bit_by_n)
+    }
+
+    /// The CTAs resident at once (one per SM) in clusters of `n`, where the table measured that
+    /// size; `None` for a size it did not (resident CTAs are not monotone in the size: a GPC of
+    /// 16 SMs holds 16 in clusters of 4 and 15 in clusters of 3).
+    pub fn cluster_ctas(&self, n: u32) -> Option<f64> {
+        self.cluster_ctas
+            .iter()
+            .find(|(k, _)| parse_cluster_key(k) == Some(n))
+            .map(|(_, p)| p.value)
     }
 
     /// The loaded TMA latency the stream table implies, as (bytes per µs per SM, µs), by
@@ -471,6 +511,7 @@ impl Calibration {
             .chain(out.mma_tflops_16bit_by_n.values_mut())
             .chain(out.mma_chain_tflops_16bit_by_n.values_mut())
             .chain(out.tma_stream_gbps.values_mut())
+            .chain(out.cluster_ctas.values_mut())
         {
             if !p.source.starts_with("seed:") {
                 p.source = format!("seed: {}", p.source);

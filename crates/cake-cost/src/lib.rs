@@ -186,6 +186,12 @@ pub struct Grid {
     pub waves: f64,
     pub smem_bytes: u64,
     pub threads: u32,
+    /// CTAs per cluster (1: not clustered).
+    pub cluster: u32,
+    /// The SMs that can hold a CTA of such clusters at once, where fewer than all (calibrated:
+    /// a cluster stays within one GPC).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster_sms: Option<u32>,
 }
 
 /// One run-time loop's iteration, as the model sees it.
@@ -337,6 +343,14 @@ impl Estimate {
             g.smem_bytes,
             g.threads
         );
+        if let Some(n) = g.cluster_sms {
+            let _ = writeln!(
+                o,
+                "  clusters of {}: at most {} at once, on {n} SMs (a cluster stays within one GPC)",
+                g.cluster,
+                n / g.cluster.max(1),
+            );
+        }
         let _ = writeln!(
             o,
             "  traffic: DRAM {:.1} MB · L2 {:.1} MB · speed of light {:.1} µs",
@@ -420,6 +434,8 @@ struct P {
     clock_ghz: f64,
     span: f64,
     cluster_start: f64,
+    /// CTAs resident at once in clusters of n (one per SM), for the sizes measured.
+    cluster_ctas: BTreeMap<u32, f64>,
     memset: f64,
     red: f64,
     red_dram: f64,
@@ -456,6 +472,9 @@ impl P {
             setup: c.get("cta_setup_us"),
             span: c.get("kernel_span_us"),
             cluster_start: c.get("cluster_start_us"),
+            cluster_ctas: (2..=16)
+                .filter_map(|n| Some((n, c.cluster_ctas(n)?)))
+                .collect(),
             memset: c.get("memset_gbps"),
             red: c.get("red_gops"),
             red_dram: c.get("red_dram_gops"),
@@ -726,16 +745,23 @@ pub fn estimate_with(
     let persistent = kernel.persistent;
     // Stream-K shares every tile's steps out over the grid: up to one CTA per step.
     let stream_steps = a.tiles.as_ref().and_then(|t| t.stream);
+    // A cluster's CTAs share a GPC: where the table measured clusters of this size, only the
+    // SMs they can occupy take CTAs (the runtime sizes persistent grids the same way).
+    let cluster_size: u32 = kernel.cluster.iter().product();
+    let cluster_sms = p.cluster_ctas.get(&cluster_size).copied();
+    let sms = cluster_sms.unwrap_or(p.sms).min(p.sms);
     let (ctas, per_sm) = if persistent {
         let work = (tiles as f64) * stream_steps.unwrap_or(1) as f64;
-        (work.min(p.sms), 1.0)
+        (work.min(sms), 1.0)
     } else {
         (tiles as f64, occ)
     };
-    let slots = p.sms * per_sm;
+    // At several CTAs per SM the measured one-per-SM count is scaled (on an H100, clusters of 4
+    // at two per SM: 248 measured, 240 taken).
+    let slots = sms * per_sm;
     let active = ctas.min(slots).max(1.0);
     // CTAs resident on each busy SM: fewer than fit when the grid does not fill the GPU.
-    let per_sm_busy = per_sm.min((ctas / p.sms).ceil()).max(1.0);
+    let per_sm_busy = per_sm.min((ctas / sms).ceil()).max(1.0);
 
     // ---- traffic and L2 reuse
     let per_tile = |f: &dyn Fn(&analyze::Work) -> f64| -> f64 {
@@ -1054,7 +1080,7 @@ pub fn estimate_with(
             0.0
         };
         terms.latency_us += fixup_us;
-        (max_tiles * tile_us + p.setup + p.lat + fixup_us, t / p.sms)
+        (max_tiles * tile_us + p.setup + p.lat + fixup_us, t / sms)
     } else {
         // Each CTA pays its prologue and pipeline fill; CTAs resident together on an SM share
         // its tensor cores and ALUs but overlap each other's latencies.
@@ -1070,8 +1096,21 @@ pub fn estimate_with(
         // Spread one wave's time over the causes in proportion.
         let scale = if lat_tile > 0.0 { wave / lat_tile } else { 0.0 };
         terms.add(&per, scale * waves_exact);
-        terms.tail_us = (waves - waves_exact) * wave;
-        (waves * wave, waves_exact)
+        // The last wave's few CTAs share DRAM with each other only: each streams at up to the
+        // SM's own cap, so the memory part of their tile is shorter than in a full wave.
+        let last = t - (waves - 1.0) * slots;
+        let last_wave = if waves > 1.0 && last < active && tile_terms.total() > 0.0 {
+            let per_cta = |n: f64, per: f64| (p.dram / n).min(p.sm_dram / per);
+            let per_last = per_sm.min((last / sms).ceil()).max(1.0);
+            let speed = (per_cta(last, per_last) / per_cta(active, per_sm_busy)).max(1.0);
+            let memory = (tile_terms.memory_us / tile_terms.total()).clamp(0.0, 1.0);
+            wave * (1.0 - memory + memory / speed)
+        } else {
+            wave
+        };
+        let sched = (waves - 1.0) * wave + last_wave;
+        terms.tail_us = (sched - waves_exact * wave).max(0.0);
+        (sched, waves_exact)
     };
     let mem_us = ((dram_bytes + writeback) / (p.dram * 1e3)).max(l2_bytes / (p.l2 * 1e3));
     // Adds to one destination are serialized at L2: adds spread over A destinations go at
@@ -1167,6 +1206,8 @@ pub fn estimate_with(
         waves,
         smem_bytes: smem,
         threads,
+        cluster: cluster_size,
+        cluster_sms: cluster_sms.filter(|c| *c < p.sms).map(|c| c as u32),
     };
     let mut est = Estimate {
         kernel: kernel.name.clone(),
@@ -1408,13 +1449,32 @@ fn hints(
                 help = Some("a persistent schedule (persistent=True) lets CTAs run the last tiles back to back without a fresh prologue".into());
             }
         }
+        let mut message = format!(
+            "{w:.2} waves: the last wave is {full:.0}% full and SMs idle for {:.0}% of the time",
+            100.0 * est.terms.tail_us / time
+        );
+        // Waves the GPC limit on clusters adds: the same grid unclustered would need fewer.
+        let g = &est.grid;
+        let every_sm = p.sms * g.ctas_per_sm as f64;
+        if let Some(sms) = g.cluster_sms.filter(|_| !g.persistent) {
+            let tiles = g.tiles as f64;
+            if (tiles / slots).ceil() > (tiles / every_sm).ceil() {
+                let n = g.cluster.max(1);
+                let resident = slots as u32 / n;
+                message += &format!(
+                    ", because only {resident} clusters of {n} run at once ({sms} of the {} SMs: a cluster stays within one GPC)",
+                    p.sms
+                );
+                help = Some(format!(
+                    "a grid of at most {resident} clusters of {n} (fewer tiles, or fewer CTAs per tile), or clusters of a size every GPC divides, runs in {:.0} wave(s)",
+                    (tiles / every_sm).ceil()
+                ));
+            }
+        }
         out.push(hint(
             &perf::TAIL_WAVE,
             a.tiles.as_ref().map_or(kernel.span, |t| t.span),
-            format!(
-                "{w:.2} waves: the last wave is {full:.0}% full and SMs idle for {:.0}% of the time",
-                100.0 * est.terms.tail_us / time
-            ),
+            message,
             help,
         ));
     }

@@ -1120,3 +1120,78 @@ fn a_loop_split_into_an_outer_loop_over_runs_costs_what_the_flat_loop_does() {
         f.time_us
     );
 }
+
+#[test]
+fn clusters_that_a_gpc_cannot_hold_run_another_wave() {
+    // The tinygemm at 2048 x 7168, split four ways: 32 tiles x 4 = 128 CTAs in 32 clusters of
+    // four. On the H100 measured only 30 clusters of four run at once (120 SMs), so two of
+    // them make a second wave; split two ways, 64 clusters of two fit on all 132 SMs.
+    let split = |ways: &str| {
+        kernel_with(
+            "examples/tinygemm_sm90.py",
+            &[
+                ("\nBK = 64\n", "\nBK = 128\n"),
+                ("\nSPLIT_WAYS = 2 ", &format!("\nSPLIT_WAYS = {ways} ")),
+            ],
+        )
+    };
+    let shape = parse_shape("N=2048,K=7168").unwrap();
+    let cal = Calibration::builtin(sm90()).unwrap();
+    assert_eq!(cal.cluster_ctas(4), Some(120.0));
+    assert_eq!(cal.cluster_ctas(3), None, "a size not measured");
+    let four = estimate(&split("4"), sm90(), &shape, &cal).unwrap();
+    let two = estimate(&split("2"), sm90(), &shape, &cal).unwrap();
+    assert_eq!((four.grid.cluster, four.grid.cluster_sms), (4, Some(120)));
+    assert_eq!((two.grid.cluster, two.grid.cluster_sms), (2, None));
+    assert!(four.grid.waves > 1.0 && two.grid.waves <= 1.0);
+    // Measured 19.3-19.9 us against 15.1-15.3 on an H100 (bench/results/2026-12-06-grid/ c2).
+    assert!(
+        four.span_us > 1.15 * two.span_us,
+        "{} vs {}",
+        four.span_us,
+        two.span_us
+    );
+    let tail = four
+        .hints
+        .iter()
+        .find(|h| h.code == "CAKE-P004")
+        .unwrap_or_else(|| panic!("{:?}", four.hints));
+    assert!(
+        tail.message.contains("only 30 clusters of 4 run at once"),
+        "{}",
+        tail.message
+    );
+    assert!(
+        tail.help
+            .as_deref()
+            .unwrap_or("")
+            .contains("at most 30 clusters of 4"),
+        "{:?}",
+        tail.help
+    );
+    assert!(four
+        .render()
+        .contains("clusters of 4: at most 30 at once, on 120 SMs"));
+    // Without the section the model knows no GPCs: every SM takes a CTA.
+    let bare = plain();
+    let four = estimate(&split("4"), sm90(), &shape, &bare).unwrap();
+    assert_eq!(four.grid.cluster_sms, None);
+    assert!(four.grid.waves <= 1.0);
+    // The section is validated like the others.
+    for (bad, needle) in [
+        (
+            "[cluster_ctas]\nc1 = { value = 1.0, source = \"x\" }",
+            "unknown key `c1`",
+        ),
+        (
+            "[cluster_ctas]\nc4 = { value = 200.0, source = \"x\" }",
+            "more CTAs than",
+        ),
+        ("[cluster_ctas]\nc4 = { value = 120.0 }", "source"),
+    ] {
+        let e = with_sections(bad).unwrap_err().to_string();
+        assert!(e.contains(needle), "{bad}: {e}");
+    }
+    let cal = with_sections("[cluster_ctas]\nc8 = { value = 120.0, source = \"x\" }").unwrap();
+    assert_eq!(Calibration::from_toml(&cal.to_toml()).unwrap(), cal);
+}

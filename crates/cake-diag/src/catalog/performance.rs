@@ -52,7 +52,7 @@ pub const TAIL_WAVE: CodeInfo = CodeInfo {
     category: Category::Performance,
     severity: Severity::Note,
     summary: r#"The tiles do not divide evenly over the SMs: the last wave leaves SMs idle."#,
-    explanation: r#"Tiles run in waves of (SMs × resident CTAs). With 1.03 waves, the second wave holds 3% of the tiles and every other SM idles while it runs, so the kernel takes almost twice as long as its work needs. A persistent tile loop has the same quantization when each CTA owns whole tiles. The cost model names a tile size along one axis that divides the work more evenly, when one exists.
+    explanation: r#"Tiles run in waves of (SMs × resident CTAs). With 1.03 waves, the second wave holds 3% of the tiles and every other SM idles while it runs, so the kernel takes almost twice as long as its work needs. A persistent tile loop has the same quantization when each CTA owns whole tiles. Clusters shrink the wave: a cluster's CTAs share a GPC, and GPCs whose SM count the cluster size does not divide leave SMs idle (on an H100 of 132 SMs, 30 clusters of 4 run at once, not 33), so 32 clusters of 4 take two waves; the calibration's [cluster_ctas] says how many fit. The cost model names a tile size along one axis that divides the work more evenly, when one exists, or the most clusters that fit.
 
 Change a tile extent (for example BN) so the tile count is a multiple of the SM count or much larger than it, or split the contraction."#,
     bad: "",
