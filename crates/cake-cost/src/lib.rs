@@ -1425,7 +1425,10 @@ fn hints(
             for (ax, d) in ti.divisors.iter().enumerate() {
                 let Some((dim, c)) = d else { continue };
                 for cand in [c / 2, c * 3 / 4, c * 3 / 2, c * 2] {
-                    if cand < 16 || cand % 16 != 0 || cand == *c || cand > 256 {
+                    // Keep the extent's alignment up to 64 (an extent of 64 is often wgmma's M,
+                    // which moves in steps of 64: never suggest 32 or 48 there).
+                    let step = (*c).clamp(16, 64);
+                    if cand < 16 || cand % step != 0 || cand == *c || cand > 256 {
                         continue;
                     }
                     let mut counts = ti.counts.clone();
@@ -1445,7 +1448,9 @@ fn hints(
                     base * 100.0
                 )
             });
-            if help.is_none() && !kernel.persistent {
+            if help.is_none() && w < 1.0 {
+                help = Some("fewer tiles than the SMs take: split the contraction so several CTAs share a tile (a cluster that adds the partials, or stream-K: docs/language.md §8.1a)".into());
+            } else if help.is_none() && !kernel.persistent {
                 help = Some("a persistent schedule (persistent=True) lets CTAs run the last tiles back to back without a fresh prologue".into());
             }
         }

@@ -1195,3 +1195,26 @@ fn clusters_that_a_gpc_cannot_hold_run_another_wave() {
     let cal = with_sections("[cluster_ctas]\nc8 = { value = 120.0, source = \"x\" }").unwrap();
     assert_eq!(Calibration::from_toml(&cal.to_toml()).unwrap(), cal);
 }
+
+#[test]
+fn the_tail_wave_help_keeps_the_mma_extent_and_splits_a_short_grid() {
+    // 64 tiles of 64 weight rows (wgmma's M): half a wave. Tiles of 32 rows would fill it,
+    // but wgmma cannot take them; the help names a split of K instead.
+    let k = kernel_with(
+        "examples/tinygemm_sm90.py",
+        &[
+            ("\nNW = 2048 ", "\nNW = 4096 "),
+            ("\nBK = 64\n", "\nBK = 256\n"),
+        ],
+    );
+    let cal = Calibration::builtin(sm90()).unwrap();
+    let e = estimate(&k, sm90(), &parse_shape("N=4096,K=4096").unwrap(), &cal).unwrap();
+    let tail = e
+        .hints
+        .iter()
+        .find(|h| h.code == "CAKE-P004")
+        .unwrap_or_else(|| panic!("{:?}", e.hints));
+    let help = tail.help.as_deref().unwrap_or("");
+    assert!(!help.contains("tiles of 32"), "{help}");
+    assert!(help.contains("split the contraction"), "{help}");
+}
