@@ -276,6 +276,21 @@ class Kernel:
             device = _torch().cuda.current_device()
         return dict(self._k.func_attributes(device))
 
+    def residency(self, device: int | None = None) -> dict:
+        """How the kernel's CTAs fit the device, as the driver reckons it: `sm_count`,
+        `ctas_per_sm`, `cluster` (CTAs per cluster), `clusters_at_once` (clustered kernels; a
+        cluster's CTAs share a GPC, so fewer may fit than the SMs suggest, `None` otherwise) and
+        `resident_ctas`, the CTAs that run at once."""
+        if device is None:
+            device = _torch().cuda.current_device()
+        return dict(self._k.residency(device))
+
+    def waves(self, grid: tuple, device: int | None = None) -> float:
+        """The waves a launch of `grid` (x, y, z CTAs, e.g. `last_grid`) takes on the device."""
+        r = self.residency(device)
+        ctas = grid[0] * grid[1] * grid[2]
+        return ctas / r["resident_ctas"] if r["resident_ctas"] else 0.0
+
 
 def _known(extent: Any) -> bool:
     """A concrete extent (a torch SymInt while tracing is not compared here)."""

@@ -292,6 +292,9 @@ class Session:
                 "outputs_ok": ok,
                 "outputs_reason": why,
             }
+            launch = launch_facts(fns[j])
+            if launch is not None:
+                results[name]["launch"] = launch
         if "callables" in req:
             return {"results": results}
         return results[r.callables[0]]
@@ -404,6 +407,25 @@ def call_kwargs(p: P.Problem, inputs: Dict[str, Any], outputs: Dict[str, Any],
     """fn(**tensors, **scalars), tensors in the contract's order."""
     tensors = {t.name: (inputs if t.role == "input" else outputs)[t.name] for t in p.tensors}
     return {**tensors, **scalars}
+
+
+def launch_facts(fn: Any) -> Optional[Dict[str, Any]]:
+    """The last launch's grid and how its CTAs fit the device (a Cake kernel's `residency`):
+    the waves it ran, counting only the clusters that fit at once. None for other callables, or
+    (logged) when the driver cannot say."""
+    residency = getattr(fn, "residency", None)
+    grid = getattr(fn, "last_grid", None)
+    if residency is None or grid is None:
+        return None
+    try:
+        r = dict(residency())
+    except Exception as e:  # the timing stands without it
+        print(f"cake.worker: no residency: {e}", file=sys.stderr)
+        return None
+    ctas = grid[0] * grid[1] * grid[2]
+    r["grid"] = list(grid)
+    r["waves"] = ctas / r["resident_ctas"] if r.get("resident_ctas") else None
+    return r
 
 
 def is_cuda_error(exc: BaseException) -> bool:

@@ -175,7 +175,16 @@ class FakeBackend:
             state["calls"] += 1
             self.call_index, self.good_calls = state["calls"], state["good_calls"]
             kernel(self, **kw)
+            if "grid" in meta:
+                call.last_grid = tuple(meta["grid"])
 
+        if "residency" in meta:  # a Cake kernel's driver facts (cake.runtime.Kernel.residency)
+            def residency() -> Dict[str, Any]:
+                if meta["residency"] == "fails":
+                    raise RuntimeError("cuOccupancyMaxActiveClusters failed")
+                return dict(meta["residency"])
+
+            call.residency = residency
         return call
 
     def generator(self, seed: int) -> Any:

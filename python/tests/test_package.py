@@ -531,6 +531,8 @@ try:
     p = k.prepare(A, B, C, stream=0xABC)
     p()
     out["attrs"] = k.func_attributes(0)
+    out["residency"] = k.residency(0)
+    out["waves"] = k.waves((264, 1, 1), 0)
     A1, B1, C1 = (T(t.shape, t._ptr, device=1) for t in (A, B, C))
     k(A1, B1, C1, stream=0xDEF)
     k(T((0, 512), 16 * G), B, T((0, 1000), 48 * G), stream=0xABC)  # empty: no launch
@@ -577,6 +579,12 @@ def test_fake_driver_launch_path(fake_libcuda, tmp_path):
     assert out["grid"] == [32, 1, 1]  # 8 x 4 tiles < 132 SMs
     assert out["attrs"] == {"num_regs": 1004, "static_smem": 1001, "local_bytes": 1003,
                             "max_threads_per_block": 1000, "max_dynamic_smem": 1008}
+    # Not clustered: the CTAs one SM holds, as the driver says, over every SM.
+    assert out["residency"] == {"sm_count": 132, "ctas_per_sm": 1, "cluster": 1,
+                                "clusters_at_once": None, "resident_ctas": 132}
+    assert out["waves"] == 2.0
+    assert any(c.startswith("cuOccupancyMaxActiveBlocksPerMultiprocessor") and "smem=214064" in c for c in calls)
+    assert not any(c.startswith("cuOccupancyMaxActiveClusters") for c in calls)
     assert calls[0] == "cuInit 0"
     # The primary context of device 0, made current before the module is loaded into it.
     assert calls[1:5] == ["cuDevicePrimaryCtxRetain 0", "cuCtxSetCurrent 0xc0000",
@@ -708,8 +716,13 @@ def test_fake_driver_cluster_launch(fake_libcuda, tmp_path):
     # A persistent cluster grid is asked how many clusters fit at once, and capped by it when
     # fewer fit than the grid would launch.
     assert any(c.startswith("cuOccupancyMaxActiveClusters") and "cluster=2" in c for c in calls)
+    # Residency: the clusters the driver says fit (64 of 2 here), and the waves a grid takes.
+    assert out["residency"] == {"sm_count": 132, "ctas_per_sm": 1, "cluster": 2,
+                                "clusters_at_once": 64, "resident_ctas": 128}
+    assert out["waves"] == 264 / 128
     out, calls = fake_launch(fake_libcuda, tmp_path, meta, nparams=0, max_clusters=4)
     assert out["grid"] == [8, 1, 1]
+    assert out["residency"]["clusters_at_once"] == 4 and out["residency"]["resident_ctas"] == 8
     assert "grid=8,1,1" in [c for c in calls if c.startswith("cuLaunchKernelEx")][-1]
 
 

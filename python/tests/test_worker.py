@@ -101,6 +101,10 @@ def kernels(tmp_path_factory):
         "good", "half", "modifies_input", "nondeterministic", "wrong", "launch_error", "sticky", "async_fault",
         "oom", "chatty", "exits", "driver_fault", "oob_after", "oob_before", "writes_nan", "decays", "stale")}
     metas["stale_late"] = {"fake": "stale", "good_calls": 9}  # right through the events loop below
+    metas["clustered"] = {"fake": "good", "grid": [128, 1, 1],
+                          "residency": {"sm_count": 132, "ctas_per_sm": 1, "cluster": 4,
+                                        "clusters_at_once": 30, "resident_ctas": 120}}
+    metas["no_residency"] = {"fake": "good", "grid": [8, 1, 1], "residency": "fails"}
     for b, meta in metas.items():
         p = d / f"{b}.launch.json"
         p.write_text(json.dumps(meta))
@@ -440,6 +444,21 @@ def test_time(worker, kernels):
     assert a["flush_after_ms"]["median"] == 0.05
     a = ok(worker.request("time", cupti=True, **dict(fields, flush_l2=False)))
     assert a["flush_after_ms"] is None, "no flush, nothing to time after the call"
+
+
+def test_time_reports_the_launch_and_its_waves(worker, kernels):
+    for name in ("clustered", "no_residency", "good"):
+        load(worker, name, kernels)
+    fields = {"problem": with_(ADD, oracle=None, tolerance={}), "shape": SHAPE, "distribution": "normal",
+              "seed": 99, "warmup": 1, "samples": 3, "flush_l2": False, "cupti": False}
+    a = ok(worker.request("time", callable="clustered", **fields))
+    assert a["launch"] == {"sm_count": 132, "ctas_per_sm": 1, "cluster": 4, "clusters_at_once": 30,
+                           "resident_ctas": 120, "grid": [128, 1, 1], "waves": 128 / 120}
+    # A driver that cannot say leaves the timing standing, without `launch`; so does a callable
+    # that is not a Cake kernel.
+    for name in ("no_residency", "good"):
+        a = ok(worker.request("time", callable=name, **fields))
+        assert "launch" not in a and a["events_ms"]["n"] == 3
 
 
 def time_fields(**kw):

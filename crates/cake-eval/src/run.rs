@@ -1494,6 +1494,9 @@ fn bench(
                 line += &format!(" ({s:.3}x)");
             }
         }
+        if let Some(w) = candidate.result.as_ref().and_then(waves_note) {
+            line += &format!(" · {w}");
+        }
         if let Some(pr) = &predicted {
             line += &format!(
                 " · model {:.4} ms ({}), on the GPU {:.4} ms ({})",
@@ -1537,10 +1540,54 @@ fn bench(
     }
 }
 
+/// The candidate's waves from the worker's `launch` facts (its grid against the CTAs the driver
+/// says run at once), naming the cluster limit where that is what cut the resident CTAs:
+/// "1.07 waves (only 30 clusters of 4 at once: 120 CTAs)".
+fn waves_note(result: &Value) -> Option<String> {
+    let l = result.get("launch")?;
+    let waves = l["waves"].as_f64()?;
+    let mut note = format!("{waves:.2} waves");
+    let (Some(at_once), Some(n)) = (l["clusters_at_once"].as_u64(), l["cluster"].as_u64()) else {
+        return Some(note);
+    };
+    let every = l["sm_count"].as_u64()? * l["ctas_per_sm"].as_u64()?;
+    if at_once * n < every {
+        note += &format!(
+            " (only {at_once} clusters of {n} at once: {} CTAs)",
+            at_once * n
+        );
+    }
+    Some(note)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::contract::Role;
+
+    #[test]
+    fn the_bench_line_names_the_waves_and_the_cluster_limit() {
+        let fact = |clusters: Value| {
+            json!({"launch": {"grid": [128, 1, 1], "sm_count": 132, "ctas_per_sm": 1,
+                              "cluster": 4, "clusters_at_once": clusters,
+                              "resident_ctas": 120, "waves": 128.0 / 120.0}})
+        };
+        assert_eq!(
+            waves_note(&fact(json!(30))).as_deref(),
+            Some("1.07 waves (only 30 clusters of 4 at once: 120 CTAs)")
+        );
+        let plain = json!({"launch": {"grid": [64, 1, 1], "sm_count": 132, "ctas_per_sm": 1,
+                                      "cluster": 1, "clusters_at_once": null,
+                                      "resident_ctas": 132, "waves": 64.0 / 132.0}});
+        assert_eq!(waves_note(&plain).as_deref(), Some("0.48 waves"));
+        // Clusters of 2 on every SM: no limit to name.
+        let pairs = json!({"launch": {"grid": [128, 1, 1], "sm_count": 132, "ctas_per_sm": 1,
+                                      "cluster": 2, "clusters_at_once": 66,
+                                      "resident_ctas": 132, "waves": 128.0 / 132.0}});
+        assert_eq!(waves_note(&pairs).as_deref(), Some("0.97 waves"));
+        // No facts (a baseline, or a backend without a driver): nothing.
+        assert_eq!(waves_note(&json!({"events_ms": {}})), None);
+    }
 
     #[test]
     fn a_time_under_the_models_speed_of_light_is_suspicious() {

@@ -592,6 +592,22 @@ impl PyKernel {
         Ok(d)
     }
 
+    /// How the kernel's CTAs fit the device: `sm_count`, `ctas_per_sm`, `cluster` (CTAs per
+    /// cluster) and, when clustered, `clusters_at_once`; `resident_ctas` is what runs at once.
+    #[pyo3(signature = (device=0))]
+    fn residency<'py>(&self, py: Python<'py>, device: i32) -> PyResult<Bound<'py, PyDict>> {
+        let r = py
+            .detach(|| self.inner.residency(device))
+            .map_err(runtime_err)?;
+        let d = PyDict::new(py);
+        d.set_item("sm_count", r.sm_count)?;
+        d.set_item("ctas_per_sm", r.ctas_per_sm)?;
+        d.set_item("cluster", r.cluster)?;
+        d.set_item("clusters_at_once", r.clusters_at_once)?;
+        d.set_item("resident_ctas", r.resident_ctas())?;
+        Ok(d)
+    }
+
     fn __repr__(&self) -> String {
         let path = self
             .inner

@@ -18,7 +18,7 @@ use crate::pack::ParamSlot;
 use crate::tensormap::TensorMapFields;
 
 /// Every entry point used here; probed at load so an old driver is a clear error, not a panic.
-const REQUIRED: [&str; 17] = [
+const REQUIRED: [&str; 18] = [
     "cuInit",
     "cuGetErrorName",
     "cuGetErrorString",
@@ -34,6 +34,7 @@ const REQUIRED: [&str; 17] = [
     "cuTensorMapEncodeTiled",
     "cuLaunchKernelEx",
     "cuOccupancyMaxActiveClusters",
+    "cuOccupancyMaxActiveBlocksPerMultiprocessor",
     "cuMemsetD8Async",
     "cuCtxResetPersistingL2Cache",
 ];
@@ -461,6 +462,30 @@ pub fn max_active_clusters(f: Function, cfg: &Config) -> Result<u32> {
         format!(
             "cuOccupancyMaxActiveClusters(block={:?}, cluster={:?}, smem={})",
             cfg.block, cfg.cluster, cfg.dynamic_smem
+        )
+    })?;
+    Ok(n.max(0) as u32)
+}
+
+/// How many CTAs of `f` one SM holds at once with `cfg`'s block and dynamic shared memory
+/// (`cuOccupancyMaxActiveBlocksPerMultiprocessor`: registers, shared memory, threads, slots).
+/// `f` must be loaded in the current context.
+pub fn max_ctas_per_sm(f: Function, cfg: &Config) -> Result<u32> {
+    let threads: u32 = cfg.block.iter().product();
+    let mut n: std::ffi::c_int = 0;
+    // SAFETY: an out-pointer to a local; `f` is a loaded function.
+    let res = unsafe {
+        sys::cuOccupancyMaxActiveBlocksPerMultiprocessor(
+            &mut n,
+            f.0,
+            threads as std::ffi::c_int,
+            cfg.dynamic_smem as usize,
+        )
+    };
+    check(res, || {
+        format!(
+            "cuOccupancyMaxActiveBlocksPerMultiprocessor(block={:?}, smem={})",
+            cfg.block, cfg.dynamic_smem
         )
     })?;
     Ok(n.max(0) as u32)

@@ -304,6 +304,63 @@ impl Kernel {
         driver::driver()?.make_current(device)?;
         driver::function_attributes(self.function(device)?)
     }
+
+    /// How this kernel's CTAs fit `device` as the driver reckons it: per SM, and for a
+    /// clustered kernel the clusters resident at once (a cluster's CTAs share a GPC, so fewer
+    /// than SMs × CTAs per SM ÷ cluster size where the GPCs' SM counts leave remainders).
+    pub fn residency(&self, device: i32) -> Result<Residency> {
+        let drv = driver::driver()?;
+        drv.make_current(device)?;
+        let function = self.function(device)?;
+        let m = &self.spec.meta;
+        let config = Config {
+            grid: [1, 1, 1],
+            block: m.block,
+            cluster: m.cluster,
+            dynamic_smem: m.dynamic_smem as u32,
+            stream: 0,
+        };
+        let cluster: u32 = m.cluster.iter().product();
+        Ok(Residency {
+            sm_count: drv.sm_count(device)?,
+            ctas_per_sm: driver::max_ctas_per_sm(function, &config)?,
+            cluster,
+            clusters_at_once: if cluster > 1 {
+                Some(driver::max_active_clusters(function, &config)?)
+            } else {
+                None
+            },
+        })
+    }
+}
+
+/// How a kernel's CTAs fit one device ([`Kernel::residency`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Residency {
+    pub sm_count: u32,
+    pub ctas_per_sm: u32,
+    /// CTAs per cluster (1: not clustered).
+    pub cluster: u32,
+    /// Clusters resident at once, for a clustered kernel.
+    pub clusters_at_once: Option<u32>,
+}
+
+impl Residency {
+    /// CTAs that run at once: the clusters that fit times their size, else SMs × per SM.
+    pub fn resident_ctas(&self) -> u32 {
+        match self.clusters_at_once {
+            Some(c) => c * self.cluster,
+            None => self.sm_count * self.ctas_per_sm,
+        }
+    }
+
+    /// Waves a grid of `ctas` CTAs takes (fractional; 0 when nothing fits).
+    pub fn waves(&self, ctas: u64) -> f64 {
+        match self.resident_ctas() {
+            0 => 0.0,
+            r => ctas as f64 / r as f64,
+        }
+    }
 }
 
 /// Whether `image` starts like an ELF object (a cubin) or a fatbin: the only images this runtime

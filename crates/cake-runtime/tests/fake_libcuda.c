@@ -149,6 +149,15 @@ CUresult cuOccupancyMaxActiveClusters(int *n, CUfunction f, const CUlaunchConfig
     return 0;
 }
 
+/* $FAKE_CUDA_CTAS_PER_SM CTAs fit on one SM (default 1). */
+CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, CUfunction f, int threads, size_t smem) {
+    const char *m = getenv("FAKE_CUDA_CTAS_PER_SM");
+    *n = m ? atoi(m) : 1;
+    logf_("cuOccupancyMaxActiveBlocksPerMultiprocessor f=%#lx threads=%d smem=%zu -> %d",
+          (unsigned long)(uintptr_t)f, threads, smem, *n);
+    return 0;
+}
+
 CUresult cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **params, void **extra) {
     char text[1024];
     int n = snprintf(text, sizeof text,
