@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # GPU call for bench/results/2026-12-07-clusters/: how many clusters of each size run at once
 # (bench/probes/cluster_capacity.cu, built on the build machine into $PROBE), and on an H200 the
-# alternated A/B of the tinygemm candidate table (bench/h200_ab_session.sh).
+# alternated A/B of the tinygemm candidate table (bench/h200_ab_session.sh); with RESIDENCY=1 first
+# bench/residency_check.py (Kernel.residency on clustered tinygemms).
 #   OUT=... PROBE=.carry/cluster_capacity CACHE=... bench/cluster_capacity_session.sh
 set -u
 . "$(dirname "$0")/gpu_env.sh" || exit 1
@@ -16,5 +17,7 @@ for r in d["max_active_clusters"]:
 for r in d["timed"]:
     print(f"  cluster {r['cluster']:2} x {r['clusters']:3}: span {r['span_us']:6.2f} us on {r['distinct_sms']} SMs")
 PY
+[ "${RESIDENCY:-0}" = 1 ] && { timeout 240 python3 bench/residency_check.py --out "$OUT/residency.json" \
+    > "$OUT/residency.log" 2>&1; echo "== residency: exit $?"; tail -5 "$OUT/residency.log"; }
 grep -q H200 "$OUT/gpu.txt" && OUT=$OUT/ab bash "$(dirname "$0")/h200_ab_session.sh"
 true
