@@ -314,7 +314,8 @@ impl Kernel {
         let function = self.function(device)?;
         let m = &self.spec.meta;
         let config = Config {
-            grid: [1, 1, 1],
+            // One cluster's worth: the driver refuses a grid that is not whole clusters.
+            grid: m.cluster,
             block: m.block,
             cluster: m.cluster,
             dynamic_smem: m.dynamic_smem as u32,

@@ -54,7 +54,7 @@ static int fails(const char *name) {
 CUresult cuInit(unsigned flags) { logf_("cuInit %u", flags); return 0; }
 
 CUresult cuGetErrorName(CUresult e, const char **s) {
-    *s = e == 200 ? "CUDA_ERROR_INVALID_IMAGE" : "CUDA_ERROR_UNKNOWN";
+    *s = e == 200 ? "CUDA_ERROR_INVALID_IMAGE" : e == 912 ? "CUDA_ERROR_INVALID_CLUSTER_SIZE" : "CUDA_ERROR_UNKNOWN";
     return 0;
 }
 
@@ -141,6 +141,12 @@ CUresult cuTensorMapEncodeTiled(void *tm, int dtype, unsigned rank, void *addr,
 
 /* $FAKE_CUDA_MAX_CLUSTERS clusters fit at once (default 64). */
 CUresult cuOccupancyMaxActiveClusters(int *n, CUfunction f, const CUlaunchConfig *c) {
+    /* As the driver: the grid must be a whole number of clusters (CUDA_ERROR_INVALID_CLUSTER_SIZE). */
+    unsigned cx = c->numAttrs ? c->attrs[0].value.clusterDim.x : 1;
+    if (cx == 0 || c->gridDimX % cx != 0) {
+        logf_("cuOccupancyMaxActiveClusters grid=%u cluster=%u -> 912", c->gridDimX, cx);
+        return 912;
+    }
     const char *m = getenv("FAKE_CUDA_MAX_CLUSTERS");
     *n = m ? atoi(m) : 64;
     logf_("cuOccupancyMaxActiveClusters f=%#lx block=%u smem=%u cluster=%u -> %d",
