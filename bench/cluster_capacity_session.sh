@@ -19,5 +19,11 @@ for r in d["timed"]:
 PY
 [ "${RESIDENCY:-0}" = 1 ] && { timeout 240 python3 bench/residency_check.py --out "$OUT/residency.json" \
     > "$OUT/residency.log" 2>&1; echo "== residency: exit $?"; tail -5 "$OUT/residency.log"; }
+# CALIBRATE=1: the calibration's residency probes alone, and the table cake derives from them.
+[ "${CALIBRATE:-0}" = 1 ] && { timeout 240 python3 -m cake.calibrate --only cluster_c2 --only cluster_c4 \
+    --only cluster_c8 --target sm_90a --cake "$CAKE" --out "$OUT/calibrate.json" > "$OUT/calibrate.log" 2>&1
+    echo "== calibrate: exit $?"; cat "$OUT/calibrate.log" | tail -4
+    "$CAKE" calibrate --target sm_90a --measurements "$OUT/calibrate.json" -o "$OUT/calibrate.toml" \
+        && grep -A4 "cluster_ctas" "$OUT/calibrate.toml"; }
 grep -q H200 "$OUT/gpu.txt" && OUT=$OUT/ab bash "$(dirname "$0")/h200_ab_session.sh"
 true

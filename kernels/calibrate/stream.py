@@ -14,9 +14,10 @@ BM, BK = 128, 64
 STAGES = 4
 EVICT_FIRST = 0        # 1: A's lines are loaded evict-first (L2 keeps other lines over them)
 REUSE = 1048576
+CLUSTER = 1            # CTAs per cluster (the residency probes: clusters that fit at once)
 
 
-@cake.schedule(targets=["sm_90a"], persistent=True)
+@cake.schedule(targets=["sm_90a"], persistent=True, cluster=(CLUSTER, 1, 1))
 def stream(A: lm.tensor[lm.bf16, "M", "K"]):
     pool = lm.smem()
     sA = pool.view(shape=(BM, BK), dtype=lm.bf16, stages=STAGES, swizzle=128)

@@ -49,6 +49,9 @@ Probes (name: schedule, constants, shape → what it measures):
                (red_dram_gops); K = 1 (32 destinations) → the contended rate
                (red_contended_gops); K = 64 (2048) → how the rate grows with the destinations
                (red_contention_exponent)
+  cluster_c2, _c4, _c8: stream.py with CLUSTER = n and a 192 KiB ring (one CTA per SM) → not
+               timed: the driver's clusters of n at once (Kernel.residency) × n, the CTAs that
+               run at once ([cluster_ctas]; a cluster's CTAs share a GPC)
   memset:      atomic.py with ZERO = 1, 16 rows into K = 1M zero-filled rows → the fill rate
                (memset_gbps)
 """
@@ -174,6 +177,9 @@ def probes(sms: int) -> List[Dict[str, Any]]:
                work=dict(reds=ATOMIC_ROWS * 128 // 4, per_target=ATOMIC_ROWS / k), group="atomic")
           for name, k in (("spread", ATOMIC_ROWS), ("contended", 1), ("contended64", 64),
                           ("mid", ATOMIC_ROWS // 1024))],
+        *[dict(name=f"cluster_c{n}", schedule="stream", kernel="stream",
+               consts=dict(BM=256, STAGES=6, CLUSTER=n), dims={}, work={}, residency=True, group="cluster")
+          for n in (2, 4, 8)],
         dict(name="memset", schedule="atomic", kernel="atomic", consts=dict(ZERO=1),
              dims=dict(N=16, K=ATOMIC_ROWS), ids="uniform", work=dict(bytes=ATOMIC_ROWS * 128 * 4),
              group="atomic"),
@@ -258,6 +264,9 @@ def run_probe(p: Dict[str, Any], schedules: str, target: str, samples: int,
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(probe_source(p, schedules))
         k = cake.compile(path, target)[p["kernel"]]
+    cfg = ", ".join(f"{n}={v}" for n, v in {**p["consts"], **p["dims"]}.items())
+    if p.get("residency"):  # not launched: how its CTAs fit, as the driver says
+        return dict(schedule=p["schedule"], kernel=p["kernel"], config=cfg, **k.residency())
     args = _tensors(torch, k, p["dims"], p.get("ids"))
     props = torch.cuda.get_device_properties(0)
     flush = make_flush_buffer(torch, getattr(props, "L2_cache_size", None), "cuda")
@@ -265,7 +274,6 @@ def run_probe(p: Dict[str, Any], schedules: str, target: str, samples: int,
     torch.cuda.synchronize()
     times = time_events(torch, lambda: k(**args), WARMUP, samples, flush)
     s = summarize(times)
-    cfg = ", ".join(f"{n}={v}" for n, v in {**p["consts"], **p["dims"]}.items())
     out = dict(schedule=p["schedule"], kernel=p["kernel"], config=cfg, samples=samples,
                median_ms=s["median"], stats=s, **p["work"])
     if p.get("span"):
@@ -359,6 +367,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         for n in names:
             results.setdefault(n, dict(error=err or "no result"))
             status = results[n].get("median_ms")
+            if status is None and "resident_ctas" in results[n]:
+                print(f"probe {n:<18} {results[n]['resident_ctas']} CTAs at once", file=sys.stderr, flush=True)
+                continue
             print(f"probe {n:<18} " + (f"{status:.4f} ms" if status is not None else
                   "FAILED: " + (results[n]["error"].strip().splitlines() or ["?"])[-1][:200]),
                   file=sys.stderr, flush=True)

@@ -46,8 +46,13 @@ def test_probe_table_names_existing_schedules_and_constants():
         text = open(os.path.join(ROOT, "kernels", "calibrate", p["schedule"] + ".py"), encoding="utf-8").read()
         assert f"def {p['kernel']}(" in text
         substitute_constants(text, p["consts"])  # every substituted name is a module constant
-        # Every probe measures some work, a launch, or a span (CUPTI).
-        assert p["work"] or p["name"] == "launch" or p.get("span")
+        # Every probe measures some work, a launch, a span (CUPTI), or asks the driver how its
+        # CTAs fit (residency).
+        assert p["work"] or p["name"] == "launch" or p.get("span") or p.get("residency")
+    # The residency probes: one CTA per SM (a 192 KiB ring), clusters of 2, 4 and 8.
+    clusters = [p for p in probes(132) if p.get("residency")]
+    assert [p["consts"]["CLUSTER"] for p in clusters] == [2, 4, 8]
+    assert all(p["consts"]["BM"] * 64 * 2 * p["consts"]["STAGES"] > 232448 // 2 for p in clusters)
     # The atomic probes draw their indices uniformly from [0, K): contention is N / K per row.
     atomic = [p for p in probes(132) if p["schedule"] == "atomic"]
     assert {p["name"] for p in atomic} >= {"atomic_spread", "atomic_contended", "atomic_contended64",

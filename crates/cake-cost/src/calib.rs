@@ -714,6 +714,28 @@ impl Calibration {
                 probe_src("cluster_span", p)
             ),
         );
+        // Clusters that fit at once (not timed: the driver's answer), at one CTA per SM only —
+        // what the table's entries mean.
+        for n in [2u64, 4, 8] {
+            let p = &probes[format!("cluster_c{n}").as_str()];
+            let (Some(ctas), Some(1)) = (p["resident_ctas"].as_f64(), p["ctas_per_sm"].as_u64())
+            else {
+                continue;
+            };
+            if ctas > 0.0 {
+                out.cluster_ctas.insert(
+                    format!("c{n}"),
+                    Param {
+                        value: ctas,
+                        source: format!(
+                            "kernels/calibrate/stream.py {}: {} clusters of {n} at once (cuOccupancyMaxActiveClusters)",
+                            p["config"].as_str().unwrap_or(""),
+                            p["clusters_at_once"].as_u64().unwrap_or(0)
+                        ),
+                    },
+                );
+            }
+        }
         let p = &probes["memset"];
         set(
             "memset_gbps",

@@ -508,10 +508,23 @@ fn calibration_tables_from_measurements() {
             "stream_bm256_s9": {"error": "timed out"},
             "stream_bogus": probe("?", 0.2, "bytes", 1.2e9),
             "named_barrier": probe("REPS=65536", 1.31072, "iterations", 65536.0),
-            "barrier": probe("", 0.4096, "iterations", 4096.0)
+            "barrier": probe("", 0.4096, "iterations", 4096.0),
+            "cluster_c2": {"config": "BM=256, STAGES=6, CLUSTER=2", "sm_count": 132, "ctas_per_sm": 1,
+                           "cluster": 2, "clusters_at_once": 66, "resident_ctas": 132},
+            "cluster_c4": {"config": "BM=256, STAGES=6, CLUSTER=4", "sm_count": 132, "ctas_per_sm": 1,
+                           "cluster": 4, "clusters_at_once": 30, "resident_ctas": 120},
+            "cluster_c8": {"config": "BM=256, STAGES=6, CLUSTER=8", "sm_count": 132, "ctas_per_sm": 2,
+                           "cluster": 8, "clusters_at_once": 30, "resident_ctas": 240}
         }
     });
     let cal = Calibration::from_measurements(&seed, &m).unwrap();
+    // Clusters at one CTA per SM enter [cluster_ctas]; a probe that fit two per SM does not.
+    assert_eq!(cal.cluster_ctas(2), Some(132.0));
+    assert_eq!(cal.cluster_ctas(4), Some(120.0));
+    assert!(cal.cluster_ctas["c4"]
+        .source
+        .contains("30 clusters of 4 at once"));
+    assert_eq!(cal.cluster_ctas(8), None);
     assert_eq!(
         cal.mma_by_n(),
         [(64.0, 600.0), (128.0, 750.0), (256.0, 900.0)]
