@@ -25,5 +25,14 @@ PY
     echo "== calibrate: exit $?"; cat "$OUT/calibrate.log" | tail -4
     "$CAKE" calibrate --target sm_90a --measurements "$OUT/calibrate.json" -o "$OUT/calibrate.toml" \
         && grep -A4 "cluster_ctas" "$OUT/calibrate.toml"; }
+# BENCH=1: `cake bench` of the tinygemm split four ways at every size (SPLIT_UPTO = 4224) on the
+# contract's check shapes: its lines name the waves and the cluster limit.
+if [ "${BENCH:-0}" = 1 ]; then
+    sed -e 's/^SPLIT_WAYS = 2 /SPLIT_WAYS = 4 /' -e 's/^SPLIT_UPTO = 2048 /SPLIT_UPTO = 4224 /' \
+        -e 's/^BK = 64$/BK = 128/' examples/tinygemm_sm90.py > /tmp/tinygemm_split4.py
+    record bench-split4 300 bench kernels/tinygemm/tinygemm.contract.toml --kernel /tmp/tinygemm_split4.py \
+        --shapes check
+    grep "^bench" "$OUT/bench-split4.log" | cut -c1-60,200-400
+fi
 grep -q H200 "$OUT/gpu.txt" && OUT=$OUT/ab bash "$(dirname "$0")/h200_ab_session.sh"
 true

@@ -354,14 +354,6 @@ impl Residency {
             None => self.sm_count * self.ctas_per_sm,
         }
     }
-
-    /// Waves a grid of `ctas` CTAs takes (fractional; 0 when nothing fits).
-    pub fn waves(&self, ctas: u64) -> f64 {
-        match self.resident_ctas() {
-            0 => 0.0,
-            r => ctas as f64 / r as f64,
-        }
-    }
 }
 
 /// Whether `image` starts like an ELF object (a cubin) or a fatbin: the only images this runtime
