@@ -183,6 +183,10 @@ pub struct Outcome {
     /// runs of one kernel).
     #[serde(default)]
     pub baseline_itself: bool,
+    /// The waves this callable's grid took on the GPU, as the driver reckons the CTAs resident
+    /// at once (the worker's `launch` facts; a Cake kernel's only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waves: Option<f64>,
 }
 
 impl Outcome {
@@ -209,6 +213,11 @@ impl Outcome {
                 && st.candidate.failure.is_none(),
             problem: (!problems.is_empty()).then(|| problems.join("; ")),
             baseline_itself: false,
+            waves: st
+                .candidate
+                .result
+                .as_ref()
+                .and_then(|r| r.get("launch")?.get("waves")?.as_f64()),
         }
     }
 
@@ -550,5 +559,52 @@ fn snapshot(
         environment: environment.clone(),
         shapes: results.to_vec(),
         merged_seeds: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evidence::{Speedup, Timed};
+    use serde_json::json;
+
+    #[test]
+    fn an_outcome_keeps_the_waves_the_worker_reported() {
+        let timing = |launch: Option<Value>| {
+            let mut result = json!({"events_ms": {"median": 0.02}, "cupti_ms": {"median": 0.015}});
+            if let Some(l) = launch {
+                result["launch"] = l;
+            }
+            ShapeTiming {
+                shape: Shape::from([("M".to_string(), 8)]),
+                floor: None,
+                candidate: Timed {
+                    result: Some(result),
+                    failure: None,
+                },
+                baselines: IndexMap::new(),
+                speedup: IndexMap::from([(
+                    "torch_matmul".to_string(),
+                    Speedup {
+                        events: Some(1.1),
+                        cupti: Some(1.2),
+                    },
+                )]),
+                suspicious: Vec::new(),
+                interleaved: true,
+                outputs_wrong: None,
+                candidate_rate: None,
+                predicted: None,
+                deferred_ms: IndexMap::new(),
+            }
+        };
+        let launch = json!({"grid": [128, 1, 1], "cluster": 4, "clusters_at_once": 30,
+                            "resident_ctas": 120, "waves": 128.0 / 120.0});
+        let o = Outcome::from_timing(&timing(Some(launch)), "torch_matmul");
+        assert_eq!(o.waves, Some(128.0 / 120.0));
+        assert_eq!(o.speedup, Some(1.2));
+        let o = Outcome::from_timing(&timing(None), "torch_matmul");
+        assert_eq!(o.waves, None);
+        assert!(!serde_json::to_string(&o).unwrap().contains("waves"));
     }
 }
