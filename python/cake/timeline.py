@@ -34,10 +34,11 @@ class Recording:
 def layout(kernel: Any) -> Dict[str, Any]:
     """The kernel's timeline layout from its launch metadata; ValueError unless the stamps are
     compiled in."""
-    t = kernel.meta.get("timeline")
+    meta = getattr(kernel, "meta", None) or {}
+    t = meta.get("timeline")
     if not t or not t.get("enabled"):
         raise ValueError(
-            f"{kernel.meta.get('kernel', 'the kernel')} was built without its timeline: build it "
+            f"{meta.get('kernel', 'the kernel')} was built without its timeline: build it "
             "with `cake build --timeline` or `cake.compile(..., timeline=True)`")
     return t
 

@@ -299,6 +299,19 @@ class Session:
             return {"results": results}
         return results[r.callables[0]]
 
+    def op_timeline(self, req: Dict[str, Any]) -> Dict[str, Any]:
+        """One launch of a timeline build (`cake build --timeline`) on fresh inputs, L2 flushed:
+        every CTA's stamps, summarized (cake.timeline). Its outputs are not judged."""
+        name, p, dist, seed = P.parse_timeline(req)
+        fn = self.callable(name)
+        inputs = self.make_inputs(p, dist, seed)
+        outputs = self.make_outputs(p)
+        kwargs = call_kwargs(p, inputs, {n: o.view for n, o in outputs.items()}, p.scalar_values())
+        with self.phase("python", f"recording the timeline of {name}"):
+            from cake import timeline
+            summary = timeline.record(fn, **kwargs).summary()
+        return {"summary": summary, "text": timeline.format_summary(summary)}
+
     def time_cupti(self, r: P.TimeRequest, calls: List[Callable[[], Any]],
                    before_last: Optional[Callable[[int], None]] = None) -> Any:
         """CUPTI spans, or None (logged) when only the profiler failed: the events still count."""

@@ -461,6 +461,17 @@ def test_time_reports_the_launch_and_its_waves(worker, kernels):
         assert "launch" not in a and a["events_ms"]["n"] == 3
 
 
+def test_timeline_needs_a_timeline_build(worker, kernels):
+    # The fake kernels are not Cake kernels built with their stamps: a clear python error, and
+    # the worker lives on.
+    load(worker, "good", kernels)
+    a = worker.request("timeline", callable="good", problem=with_(ADD, oracle=None, tolerance={}), shape=SHAPE,
+                       distribution="normal", seed=5)
+    assert a["ok"] is False and a["error"]["kind"] == "python", a
+    assert "built without its timeline" in a["error"]["message"], a
+    assert ok(worker.request("hello"))["env"]
+
+
 def time_fields(**kw):
     fields = {"problem": ADD, "shape": SHAPE, "distribution": "normal", "seed": 99, "warmup": 2, "samples": 7,
               "flush_l2": True, "cupti": False}

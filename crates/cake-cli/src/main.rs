@@ -79,7 +79,7 @@ struct EvalFlags {
 }
 
 impl EvalFlags {
-    fn into_args(self, baseline: Option<String>) -> eval::EvalArgs {
+    fn into_args(self, baseline: Option<String>, timeline: bool) -> eval::EvalArgs {
         eval::EvalArgs {
             contract: self.contract,
             options: cake_eval::Options {
@@ -91,6 +91,7 @@ impl EvalFlags {
                 shape_set: self.shapes,
                 embed_ptx: self.embed_ptx,
                 python_candidate: None,
+                timeline,
             },
             json: self.format == DocFormat::Json,
             record: self.record,
@@ -362,6 +363,10 @@ enum Command {
         /// Time only this baseline.
         #[arg(long)]
         baseline: Option<String>,
+        /// After timing each shape, launch a build of the candidate with its timeline stamps
+        /// compiled in once and report its phases (first data, streaming, tail; docs/timeline.md)
+        #[arg(long)]
+        timeline: bool,
     },
     /// Search for faster schedules: a proposer (knob mutator, an external agent command or a
     /// chat-completions model) → verify → cost ranking → GPU evaluation, until the budget is
@@ -577,10 +582,14 @@ fn main() -> ExitCode {
             format.into(),
         ),
         Command::Mutate { file, out } => cmd_mutate(&file, out.as_deref()),
-        Command::Test { eval } => eval::cmd_eval(cake_eval::Mode::Test, eval.into_args(None)),
-        Command::Bench { eval, baseline } => {
-            eval::cmd_eval(cake_eval::Mode::Bench, eval.into_args(baseline))
+        Command::Test { eval } => {
+            eval::cmd_eval(cake_eval::Mode::Test, eval.into_args(None, false))
         }
+        Command::Bench {
+            eval,
+            baseline,
+            timeline,
+        } => eval::cmd_eval(cake_eval::Mode::Bench, eval.into_args(baseline, timeline)),
         Command::Evolve { flags, proposer } => evolve::cmd_evolve(flags, &proposer),
         Command::Tune { flags } => evolve::cmd_tune(flags),
         Command::Report { run, format } => evolve::cmd_report(&run, format == DocFormat::Json),

@@ -141,6 +141,10 @@ pub struct ShapeTiming {
     /// (`deferred_writeback`). Only callables charged appear.
     #[serde(skip_serializing_if = "IndexMap::is_empty")]
     pub deferred_ms: IndexMap<String, f64>,
+    /// With `cake bench --timeline`: the summary of one launch of the candidate's timeline
+    /// build (`cake.timeline.summarize`, docs/timeline.md), or `{"error": ...}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<Value>,
 }
 
 /// A flush after a call that takes longer than the same flush after the other callables timed

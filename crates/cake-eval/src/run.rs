@@ -45,6 +45,9 @@ pub struct Options {
     /// The candidate is a Python function (`/abs/file.py:fn`, called like the baselines), not
     /// a schedule: a family's fallback is timed this way.
     pub python_candidate: Option<String>,
+    /// `bench`: after timing each shape, launch a second build of the candidate with its
+    /// timeline stamps compiled in once and record the summary (docs/timeline.md).
+    pub timeline: bool,
 }
 
 /// What stops a run before there is a candidate to judge (exit 2).
@@ -457,7 +460,8 @@ pub fn interface_mismatches(
         }
     }
     for k in &meta.tensors {
-        if c.tensor(&k.name).is_none() {
+        // A timeline build's stamp buffer is the harness's to give, not the contract's.
+        if c.tensor(&k.name).is_none() && k.name != cake_lower::TIMELINE_TENSOR {
             out.push(format!(
                 "the kernel's tensor `{}` is not in the contract",
                 k.name
@@ -543,10 +547,29 @@ fn prepare(
     spec: &Specialization,
     findings_at: &str,
 ) -> Result<Prepared, RunError> {
+    prepare_build(c, opts, target, spec, findings_at, false)
+}
+
+/// `prepare`, with the timeline stamps compiled in when `timeline` (another build: its own
+/// hash and folder; a prebuilt kernel cannot be rebuilt so).
+fn prepare_build(
+    c: &Contract,
+    opts: &Options,
+    target: &str,
+    spec: &Specialization,
+    findings_at: &str,
+    timeline: bool,
+) -> Result<Prepared, RunError> {
     let path = candidate_path(c, opts);
     let read = |p: &Path| {
         std::fs::read(p).map_err(|e| RunError::Usage(format!("cannot read {}: {e}", p.display())))
     };
+    if is_prebuilt(&path) && timeline {
+        return Err(RunError::Usage(format!(
+            "{} is a prebuilt kernel: its timeline needs the schedule (or a build with `cake build --timeline`)",
+            path.display()
+        )));
+    }
     if is_prebuilt(&path) {
         let text = read(&path)?;
         let meta: cake_lower::LaunchMeta = serde_json::from_slice(&text).map_err(|e| {
@@ -590,10 +613,12 @@ fn prepare(
     let bytes = specialize(&path, bytes, &values)?;
     // A build with the PTX embedded is another image: another candidate hash.
     let image: &[u8] = if opts.embed_ptx { b"+ptx" } else { b"" };
+    let stamps: &[u8] = if timeline { b"+timeline" } else { b"" };
     let hash = sha256_hex(&[
         &bytes,
         target.as_bytes(),
         image,
+        stamps,
         env!("CARGO_PKG_VERSION").as_bytes(),
     ]);
     let record = |launch: Value| CandidateRecord {
@@ -619,8 +644,17 @@ fn prepare(
             .join("eval")
             .join(&hash[..16]),
     };
+    let dir = if timeline && opts.build_dir.is_some() {
+        dir.join("timeline")
+    } else {
+        dir
+    };
     let name = shown(&path);
-    let built = match cake_driver::build_with(&name, &bytes, target, &dir, opts.embed_ptx) {
+    let build = cake_driver::BuildOptions {
+        embed_ptx: opts.embed_ptx,
+        timeline,
+    };
+    let built = match cake_driver::build_opts(&name, &bytes, target, &dir, &build) {
         Ok(b) => b,
         Err(cake_driver::BuildError::Findings(checked)) => {
             let n = checked.findings.iter().filter(|f| f.is_error()).count();
@@ -1035,6 +1069,43 @@ pub fn run(
         .iter()
         .map(|&k| candidates[k].callable.as_str())
         .collect();
+    // With `timeline`, each specialization the bench shapes use gets a second build with its
+    // stamps compiled in, loaded beside the first: its name in the worker, or why there is none.
+    let mut stamped: std::collections::BTreeMap<usize, Result<String, String>> =
+        std::collections::BTreeMap::new();
+    if mode == Mode::Bench && correctness.passed && opts.timeline {
+        for &k in &bench_of {
+            if stamped.contains_key(&k) {
+                continue;
+            }
+            let cand = &candidates[k];
+            let name = format!("{}~timeline", cand.callable);
+            let got = match prepare_build(c, opts, &target, &cand.spec, "timeline", true) {
+                Err(e) => Err(e.to_string()),
+                Ok(p) => match p.rejected {
+                    Some(why) => Err(why),
+                    None => {
+                        requests += 1;
+                        sup.load(json!({"op": "load", "name": name, "launch": p.launch_json}))
+                            .map(|_| name)
+                            .map_err(|f| format!("the timeline build did not load: {f}"))
+                    }
+                },
+            };
+            if let Err(why) = &got {
+                progress(&format!("timeline {}: {why}", cand.callable));
+            }
+            stamped.insert(k, got);
+        }
+    }
+    let timelines: Vec<Option<Result<&str, &str>>> = bench_of
+        .iter()
+        .map(|k| {
+            stamped
+                .get(k)
+                .map(|r| r.as_ref().map(String::as_str).map_err(String::as_str))
+        })
+        .collect();
     let timing = (mode == Mode::Bench && correctness.passed).then(|| {
         bench(
             c,
@@ -1047,6 +1118,7 @@ pub fn run(
             progress,
             &predictions,
             &callables,
+            &timelines,
         )
     });
     if let Some(t) = &timing {
@@ -1277,6 +1349,9 @@ fn bench(
     predictions: &[Option<cake_cost::Estimate>],
     // The candidate's callable at each bench shape (its specialization's).
     callables: &[&str],
+    // Its timeline build's callable at each bench shape, or why it has none; `None` when no
+    // timeline was asked for.
+    timelines: &[Option<Result<&str, &str>>],
 ) -> Timing {
     let mut baselines: Vec<(String, Option<Failure>)> = Vec::new();
     for (name, func) in &c.baselines {
@@ -1516,6 +1591,32 @@ fn bench(
             line += &format!(" · {name} charged {ms:.4} ms of deferred writeback");
         }
         progress(&line);
+        // One stamped launch after the timed ones (it never enters the medians).
+        let timeline = match timelines.get(i).copied().flatten() {
+            None => None,
+            Some(Err(why)) => Some(json!({"error": why})),
+            Some(Ok(_)) if candidate_ended.is_some() || candidate.failure.is_some() => None,
+            Some(Ok(name)) => {
+                *requests += 1;
+                let req = json!({"op": "timeline", "callable": name, "problem": problem,
+                                 "shape": shape, "distribution": dist,
+                                 "seed": check_seed(seed, 1_000_000 + i as u64)});
+                Some(match sup.request(req, seconds(c.bench.timeout_s)) {
+                    Ok(a) => {
+                        if let Some(text) = a["text"].as_str() {
+                            for l in text.lines() {
+                                progress(&format!("  timeline {l}"));
+                            }
+                        }
+                        a.get("summary").cloned().unwrap_or(Value::Null)
+                    }
+                    Err(f) => {
+                        progress(&format!("  timeline failed: {f}"));
+                        json!({"error": f.to_string()})
+                    }
+                })
+            }
+        };
         shapes.push(ShapeTiming {
             shape: shape.clone(),
             floor: fl,
@@ -1528,6 +1629,7 @@ fn bench(
             candidate_rate,
             predicted,
             deferred_ms,
+            timeline,
         });
     }
     Timing {

@@ -820,3 +820,77 @@ fn timing_only_some_routes_names_routes_of_the_family_in_every_route_mode() {
     let dispatch = usage(&o(FamilyMode::Dispatch, &["narrow"]));
     assert!(dispatch.contains("needs every-route mode"), "{dispatch}");
 }
+
+#[test]
+fn a_timeline_needs_a_schedule_and_leaves_the_timing_alone() {
+    // A prebuilt candidate cannot be rebuilt with its stamps: every bench shape says why, and
+    // the timing and verdict are what they are without --timeline.
+    let contract = Contract::load(&data("small.contract.toml")).expect("valid contract");
+    let opts = Options {
+        kernel: Some(data("good.launch.json")),
+        seed: Some(7),
+        timeline: true,
+        ..Options::default()
+    };
+    let mut sup = supervisor();
+    let mut lines = Vec::new();
+    let e = run(&contract, Mode::Bench, &opts, &mut sup, &mut |l: &str| {
+        lines.push(l.to_string())
+    })
+    .expect("the run completes");
+    sup.shutdown();
+    assert_eq!(e.verdict, "passed");
+    let t = e.timing.as_ref().expect("timed");
+    for s in &t.shapes {
+        assert!(s.candidate.median("cupti_ms").is_some());
+        let why = s.timeline.as_ref().expect("a timeline entry")["error"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        assert!(why.contains("prebuilt kernel"), "{why}");
+    }
+    assert!(
+        lines.iter().any(|l| l.starts_with("timeline candidate: ")),
+        "{lines:?}"
+    );
+}
+
+#[test]
+fn a_timeline_build_is_loaded_beside_each_build_and_launched_at_its_shapes() {
+    if !has_toolchain() {
+        return;
+    }
+    let dir = build_dir("timeline");
+    let opts = Options {
+        seed: Some(3),
+        build_dir: Some(dir.clone()),
+        timeline: true,
+        ..Options::default()
+    };
+    let mut sup = supervisor();
+    let mut lines = Vec::new();
+    let e = run(
+        &rows_contract(&[]),
+        Mode::Bench,
+        &opts,
+        &mut sup,
+        &mut |l: &str| lines.push(l.to_string()),
+    )
+    .expect("the run completes");
+    sup.shutdown();
+    assert_eq!(e.verdict, "passed");
+    for s in &e.timing.as_ref().expect("timed").shapes {
+        let h = s.shape["H"];
+        let tl = s.timeline.as_ref().expect("a timeline");
+        // The worker launched the stamped build of this shape's H, at this shape.
+        assert_eq!(tl["callable"], format!("candidate[H={h}]~timeline"), "{tl}");
+        assert_eq!(tl["shape"]["H"], h);
+        // Its own build, with the stamps compiled in, in a folder beside the plain one.
+        let launch = std::fs::read_to_string(dir.join(format!("H{h}/timeline/rows.launch.json")))
+            .expect("the timeline build");
+        assert!(launch.contains("CAKE_TIMELINE"), "H={h}");
+    }
+    assert!(lines
+        .iter()
+        .any(|l| l.starts_with("  timeline 4 CTAs of candidate[H=")));
+}

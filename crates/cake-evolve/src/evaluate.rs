@@ -76,6 +76,7 @@ impl Evaluator for Harness {
             // Candidates are built for the exact target the run names: no PTX fallback.
             embed_ptx: false,
             python_candidate: None,
+            timeline: false,
         };
         match cake_eval::run(
             &self.contract,

@@ -733,6 +733,7 @@ fn do_eval(
         shape_set: input.shapes,
         embed_ptx: false,
         python_candidate: None,
+        timeline: false,
     };
     // Usage mistakes (no bench shapes, an unknown baseline, shape set or target, a missing
     // candidate) come back from cake_eval::check_options before the worker starts.

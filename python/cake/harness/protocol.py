@@ -15,7 +15,7 @@ from . import inputs as I
 from .tolerance import ToleranceError, resolve_bound, validate_policy
 
 PROTOCOL = "cake.worker/v0"
-OPS = ("hello", "load", "check", "time", "shutdown")
+OPS = ("hello", "load", "check", "time", "timeline", "shutdown")
 ERROR_KINDS = ("protocol", "load", "launch", "cuda", "oracle", "python")
 ROLES = ("input", "output")
 
@@ -352,6 +352,11 @@ def parse_time(req: Dict[str, Any]) -> TimeRequest:
     return TimeRequest(names or [name], problem, dist, seed, int_at_least(req, "warmup", 0, 10),
                        int_at_least(req, "samples", 1, 30), field_of(req, "flush_l2", bool, True),
                        field_of(req, "cupti", bool, False))
+
+
+def parse_timeline(req: Dict[str, Any]) -> Tuple[str, Problem, str, int]:
+    """(callable, problem, distribution, seed): one stamped launch of a timeline build."""
+    return _common(req, need_oracle=False)
 
 
 def parse_load(req: Dict[str, Any]) -> Tuple[str, str, str]:

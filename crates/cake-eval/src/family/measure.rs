@@ -596,6 +596,7 @@ mod tests {
                 candidate_rate: None,
                 predicted: None,
                 deferred_ms: IndexMap::new(),
+                timeline: None,
             }
         };
         let launch = json!({"grid": [128, 1, 1], "cluster": 4, "clusters_at_once": 30,

@@ -101,6 +101,11 @@ for line in sys.stdin:
                              "outputs_reason": "C: 64 elements differ" if drifts else wrong}
         else:
             answer(req, results=results)
+    elif op == "timeline":
+        # A canned summary naming what it was asked to launch (the real one: cake.timeline).
+        name = req["callable"]
+        answer(req, summary={"ctas": 4, "callable": name, "shape": req["shape"], "tail_us": 0.5},
+               text=f"4 CTAs of {name}\n  role math: first wait 1.00 us")
     elif op == "shutdown":
         answer(req, bye=True)
         break
