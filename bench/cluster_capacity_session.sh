@@ -34,5 +34,10 @@ if [ "${BENCH:-0}" = 1 ]; then
         --shapes check
     grep "^bench" "$OUT/bench-split4.log" | cut -c1-60,200-400
 fi
+# TIMELINE=1: `cake bench --timeline` of the RMSNorm contract (each bench shape's phases).
+if [ "${TIMELINE:-0}" = 1 ]; then
+    record bench-rmsnorm-timeline 300 bench kernels/rows/rmsnorm.contract.toml --timeline
+    grep -E "^bench|^  timeline" "$OUT/bench-rmsnorm-timeline.log" | cut -c1-260
+fi
 grep -q H200 "$OUT/gpu.txt" && OUT=$OUT/ab bash "$(dirname "$0")/h200_ab_session.sh"
 true
