@@ -1608,7 +1608,9 @@ fn bench(
                                 progress(&format!("  timeline {l}"));
                             }
                         }
-                        a.get("summary").cloned().unwrap_or(Value::Null)
+                        a.get("summary").cloned().unwrap_or_else(
+                            || json!({"error": "the worker's answer had no summary"}),
+                        )
                     }
                     Err(f) => {
                         progress(&format!("  timeline failed: {f}"));
