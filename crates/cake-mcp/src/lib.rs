@@ -249,10 +249,22 @@ pub struct BenchInput {
     /// Time only this baseline of the contract; default: all of them.
     #[serde(default)]
     pub baseline: Option<String>,
+    /// After timing each shape, launch a build of the candidate with its timeline stamps once
+    /// and return its per-CTA phases (first data, streaming, tail) in the evidence
+    /// (`timing.shapes[*].timeline`, docs/timeline.md).
+    #[serde(default)]
+    pub timeline: bool,
+}
+
+/// What `bench` asks beyond `test`.
+#[derive(Debug, Default)]
+struct BenchExtras {
+    baseline: Option<String>,
+    timeline: bool,
 }
 
 impl BenchInput {
-    fn split(self) -> (EvalInput, Option<String>) {
+    fn split(self) -> (EvalInput, BenchExtras) {
         let BenchInput {
             contract,
             kernel,
@@ -261,6 +273,7 @@ impl BenchInput {
             shapes,
             build_dir,
             baseline,
+            timeline,
         } = self;
         let eval = EvalInput {
             contract,
@@ -270,7 +283,7 @@ impl BenchInput {
             shapes,
             build_dir,
         };
-        (eval, baseline)
+        (eval, BenchExtras { baseline, timeline })
     }
 }
 
@@ -685,7 +698,7 @@ fn policed(policy: &Policy, shown: &str) -> Result<PathBuf, String> {
 fn do_eval(
     mode: cake_eval::Mode,
     input: EvalInput,
-    baseline: Option<String>,
+    extras: BenchExtras,
     mut sup: cake_eval::Supervisor,
     policy: &Policy,
     on_line: &mut dyn FnMut(&str),
@@ -728,12 +741,12 @@ fn do_eval(
         kernel,
         target: input.target,
         seed: input.seed,
-        baseline,
+        baseline: extras.baseline,
         build_dir,
         shape_set: input.shapes,
         embed_ptx: false,
         python_candidate: None,
-        timeline: false,
+        timeline: extras.timeline,
     };
     // Usage mistakes (no bench shapes, an unknown baseline, shape set or target, a missing
     // candidate) come back from cake_eval::check_options before the worker starts.
@@ -913,7 +926,7 @@ impl CakeServer {
         &self,
         mode: cake_eval::Mode,
         input: EvalInput,
-        baseline: Option<String>,
+        extras: BenchExtras,
         ctx: RequestContext<RoleServer>,
     ) -> Result<Json<EvalOutput>, String> {
         let sup = cake_eval::Supervisor::new(cake_eval::WorkerCommand::from_env());
@@ -947,7 +960,7 @@ impl CakeServer {
         let result = tokio::task::spawn_blocking(move || {
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 let _held = gpu.lock().unwrap_or_else(|p| p.into_inner());
-                do_eval(mode, input, baseline, sup, &policy, &mut |line: &str| {
+                do_eval(mode, input, extras, sup, &policy, &mut |line: &str| {
                     let _ = tx.send(line.to_string());
                 })
             }))
@@ -1060,7 +1073,8 @@ impl CakeServer {
         Parameters(input): Parameters<EvalInput>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<Json<EvalOutput>, String> {
-        self.evaluate(cake_eval::Mode::Test, input, None, ctx).await
+        self.evaluate(cake_eval::Mode::Test, input, BenchExtras::default(), ctx)
+            .await
     }
 
     /// Check a candidate, then time it against the contract's baselines.
@@ -1079,8 +1093,8 @@ impl CakeServer {
         Parameters(input): Parameters<BenchInput>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<Json<EvalOutput>, String> {
-        let (eval, baseline) = input.split();
-        self.evaluate(cake_eval::Mode::Bench, eval, baseline, ctx)
+        let (eval, extras) = input.split();
+        self.evaluate(cake_eval::Mode::Bench, eval, extras, ctx)
             .await
     }
 

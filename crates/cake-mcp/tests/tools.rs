@@ -107,6 +107,9 @@ async fn lists_every_tool_with_schemas() {
     assert!(schema("check")["properties"]["source"].is_object());
     assert_eq!(schema("explain")["required"], json!(["code"]));
     assert!(schema("bench")["properties"]["baseline"].is_object());
+    // `bench` offers the per-CTA timeline; `test` (which times nothing) does not.
+    assert!(schema("bench")["properties"]["timeline"].is_object());
+    assert!(schema("test")["properties"].get("timeline").is_none());
     assert!(schema("bench")["properties"]["contract"].is_object());
     client.cancel().await.ok();
 }
