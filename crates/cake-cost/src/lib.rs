@@ -1073,9 +1073,27 @@ pub fn estimate_with(
         terms.add(&tile_terms, balanced);
         terms.tail_us = (max_tiles - balanced) * tile_us;
         terms.latency_us += p.setup + p.lat;
-        let fixup_us = if stream_steps.is_some() {
+        let fixup_us = if let Some(kb) = stream_steps.filter(|k| *k > 0) {
+            // One partial published, then the run that ends a tile adds every earlier run's
+            // partial in turn (a wait and an L2 read each). The whole waves but the last run
+            // data-parallel; the rest's steps are shared out, so a shared tile spans about
+            // KB ÷ (its steps per CTA) runs, one more where the shares do not align.
             let bytes = per_tile(&|w| w.fixup_bytes);
-            2.0 * p.lat + 2.0 * bytes / (p.l2 * 1e3 / p.sms)
+            let one = bytes / (p.l2 * 1e3 / p.sms);
+            let kb = kb as f64;
+            let whole = (t / ctas).floor();
+            let shared = if whole >= 2.0 {
+                t - (whole - 1.0) * ctas
+            } else {
+                t
+            };
+            let per_cta = (shared * kb / ctas).max(1.0);
+            let runs = if per_cta >= kb {
+                2.0
+            } else {
+                (kb / per_cta).ceil() + 1.0
+            };
+            p.lat + one + (runs - 1.0) * (p.lat + one)
         } else {
             0.0
         };

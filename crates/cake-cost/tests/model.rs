@@ -1231,3 +1231,37 @@ fn the_tail_wave_help_keeps_the_mma_extent_and_splits_a_short_grid() {
     assert!(!help.contains("tiles of 32"), "{help}");
     assert!(help.contains("split the contraction"), "{help}");
 }
+
+#[test]
+fn stream_k_pays_for_every_partial_the_ending_run_adds() {
+    // At M = 128, N = 4096: 16 tiles of 128 x 256 spread over 132 CTAs are ~8 runs each, whose
+    // ending run adds 128 KB partials one after another; 32 tiles of 128 x 128 are ~5 runs of
+    // 64 KB. Measured 51.1 against 26.6 us on an H100 (bench/results/2026-12-07-clusters/ c10).
+    let wide = kernel("examples/gemm_streamk_sm90.py");
+    let narrow = kernel_with(
+        "examples/gemm_streamk_sm90.py",
+        &[
+            ("BM, BN, BK = 128, 256, 64", "BM, BN, BK = 128, 128, 64"),
+            ("\nSTAGES = 3 ", "\nSTAGES = 5 "),
+        ],
+    );
+    let cal = Calibration::builtin(sm90()).unwrap();
+    let shape = parse_shape("M=128,N=4096,K=4096").unwrap();
+    let w = estimate(&wide, sm90(), &shape, &cal).unwrap();
+    let n = estimate(&narrow, sm90(), &shape, &cal).unwrap();
+    assert!(
+        w.span_us > 1.3 * n.span_us,
+        "{} vs {}",
+        w.span_us,
+        n.span_us
+    );
+    // Where tiles outnumber the CTAs, whole waves run data-parallel: the fix-up stays small.
+    let big = estimate(
+        &wide,
+        sm90(),
+        &parse_shape("M=4096,N=7168,K=4096").unwrap(),
+        &cal,
+    )
+    .unwrap();
+    assert!(big.terms.latency_us < 0.02 * big.time_us, "{:?}", big.terms);
+}
