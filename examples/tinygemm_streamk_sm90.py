@@ -23,8 +23,9 @@ NW = 4096                               # weight rows (the contract specialises 
 MP = 8 if M <= 8 else 16 if M <= 16 else 32 if M <= 32 else 64 if M <= 64 else 128
 BN = 64                                 # weight rows per tile (wgmma's M)
 BK = 64                                 # K per step (one 128-byte swizzle row)
-# Ring depth: the weight bytes in flight, as in examples/tinygemm_sm90.py.
-STAGES = 16 if MP <= 16 else 12 if MP <= 64 else 8
+# Ring depth: the weight bytes in flight, as in examples/tinygemm_sm90.py (wider stages, fewer
+# of them: BK = 256 in four stages at M <= 16, BK = 128 in six at M 17-64).
+STAGES = (16 if MP <= 16 else 12 if MP <= 64 else 8) // (BK // 64)
 # The weight is read once: its lines go first when L2 needs room.
 EVICT_FIRST = 1
 WEIGHT_EVICT = "first" if EVICT_FIRST == 1 else None

@@ -126,12 +126,24 @@ def summarize(points: List[str], rows: List[List[int]]) -> Dict[str, Any]:
         "cta_life": {"median_us": us(_median(life)), "max_us": us(max(life))},
         "roles": {},
     }
+    if "cta.shared_out" in at:
+        # Stream-K: when each CTA (its thread 0) left the data-parallel tiles for its share.
+        out["shared_out"] = phase("cta.start", "cta.shared_out")
     for role in roles:
         out["roles"][role] = {
             "to_first_wait": phase(f"{role}.start", f"{role}.first_wait"),
             "after_first_wait": phase(f"{role}.first_wait", f"{role}.end"),
             "life": phase(f"{role}.start", f"{role}.end"),
         }
+        if f"{role}.fixup_wait" in at:
+            # Stream-K: the run that ends a tile begun elsewhere, from its own last step to the
+            # partials added (`fixup`) and from there to the role's end; when the runs that stop
+            # early have published theirs, after the role's start (`publish`).
+            out["roles"][role]["stream_k"] = {
+                "publish": phase(f"{role}.start", f"{role}.publish"),
+                "fixup": phase(f"{role}.fixup_wait", f"{role}.fixup_done"),
+                "after_fixup": phase(f"{role}.fixup_done", f"{role}.end"),
+            }
     return out
 
 
@@ -151,9 +163,17 @@ def format_summary(s: Dict[str, Any]) -> str:
         f"  CTA start after the first: {m(s['start_skew'])} us · prologue {m(s['prologue'])} us · "
         f"CTA life {m(s['cta_life'])} us",
     ]
+    if s.get("shared_out", {}).get("ctas"):
+        lines.append(f"  stream-K: {s['shared_out']['ctas']} CTAs reach their shared-out steps "
+                     f"{m(s['shared_out'])} us after their start")
     for role, r in s["roles"].items():
         lines.append(f"  role {role}: start to first completed wait {m(r['to_first_wait'])} us · "
                      f"then to its end {m(r['after_first_wait'])} us · life {m(r['life'])} us")
+        sk = r.get("stream_k")
+        if sk and (sk["fixup"]["ctas"] or sk["publish"]["ctas"]):
+            lines.append(f"    stream-K: {sk['publish']['ctas']} partials published "
+                         f"{m(sk['publish'])} us after the role's start · {sk['fixup']['ctas']} "
+                         f"runs add theirs in {m(sk['fixup'])} us, then end {m(sk['after_fixup'])} us later")
     return "\n".join(lines)
 
 

@@ -54,6 +54,32 @@ def test_a_point_no_cta_reached_is_reported_as_missing_not_as_zero():
     assert timeline.summarize(POINTS, [[0] * 9]) == {"ctas": 0}
 
 
+def test_a_stream_k_kernel_summarises_its_fixup():
+    # The lowering adds these points for the roles that own a fix-up's fragment only.
+    points = POINTS + ["math.publish", "math.fixup_wait", "math.fixup_done", "cta.shared_out"]
+    rows = [
+        # CTA 0 publishes its partial 5 us after the math role starts and adds none.
+        cta(1000, 0, 1500, (1600, 1700, 9000), (1600, 3600, 10_000)) + [6600, 0, 0, 3000],
+        # CTA 1 ends the tile CTA 0 began: waits at 9 us, has the partial added at 9.8 us.
+        cta(1000, 1, 1500, (1600, 1700, 9000), (1600, 3600, 10_000)) + [0, 9000, 9800, 5000],
+    ]
+    s = timeline.summarize(points, rows)
+    sk = s["roles"]["math"]["stream_k"]
+    assert sk["publish"] == {"median_us": 5.0, "max_us": 5.0, "ctas": 1}
+    assert sk["fixup"] == {"median_us": 0.8, "max_us": 0.8, "ctas": 1}
+    assert sk["after_fixup"]["median_us"] == 0.2
+    assert "stream_k" not in s["roles"]["load"]
+    assert s["shared_out"] == {"median_us": 3.0, "max_us": 4.0, "ctas": 2}
+    text = timeline.format_summary(s)
+    assert "stream-K: 1 partials published 5.00 (max 5.00) us after the role's start" in text
+    assert "1 runs add theirs in 0.80 (max 0.80) us" in text
+    assert "2 CTAs reach their shared-out steps 3.00 (max 4.00) us after their start" in text
+    assert text.count("stream-K") == 2, "a role that never fixes up prints nothing"
+    # A kernel without stream-K has no such entry.
+    plain = timeline.summarize(POINTS, [r[:9] for r in rows])
+    assert "stream_k" not in plain["roles"]["math"] and "shared_out" not in plain
+
+
 def test_recording_needs_a_timeline_build():
     plain = SimpleNamespace(meta={"kernel": "gemm", "timeline": {"slots": 9, "points": POINTS, "enabled": False}})
     with pytest.raises(ValueError, match="gemm was built without its timeline"):

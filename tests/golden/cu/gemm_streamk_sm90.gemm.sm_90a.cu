@@ -57,7 +57,7 @@ static __device__ __forceinline__ unsigned long long cake_smid() {
 #define CAKE_STAMP_FLAG(flag) do { } while (0)
 #define CAKE_STAMP_ONCE(who, slot, flag) do { } while (0)
 #endif
-#define CAKE_TIMELINE_SLOTS 9  // timeline: words per CTA (cta.start, cta.sm, cta.prologue, load.start, load.first_wait, load.end, math.start, math.first_wait, math.end)
+#define CAKE_TIMELINE_SLOTS 13  // timeline: words per CTA (cta.start, cta.sm, cta.prologue, load.start, load.first_wait, load.end, math.start, math.first_wait, math.end, math.publish, math.fixup_wait, math.fixup_done, cta.shared_out)
 
 static __device__ __forceinline__ void cake_mbar_init(uint32_t bar, uint32_t count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(bar), "r"(count) : "memory");
@@ -262,6 +262,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
     uint32_t pipe_it = 0;  // iterations of pipeline pipe completed by this role
     if (load_thread == 0) {  // issue-only role: one thread per replica
       long long stream_at = stream_end;
+      CAKE_STAMP_FLAG(stream_stamped_shared);
       for (int stream_dp = 0; ; ++stream_dp) {  // runs (tm, tn, k0, k1): whole tiles of the data-parallel waves, then this CTA's shared-out steps, last first (gemm_streamk_sm90.py:43)
         int tile;
         long long stream_tile_first;  // the tile's first step in the shared-out part
@@ -274,6 +275,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
           tile_3 = stream_steps;
         } else {
           if (stream_at <= stream_first) break;
+          CAKE_STAMP_ONCE(threadIdx.x == 0, 12, stream_stamped_shared);  // timeline: the first shared-out run
           const int rest = (int)((stream_at - 1) / stream_steps);
           tile = stream_dp_tiles + rest;
           stream_tile_first = (long long)rest * stream_steps;
@@ -315,6 +317,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
     float acc[128];  // fragment acc [64, 256] f32
     uint32_t pipe_it = 0;  // iterations of pipeline pipe completed by this role
     long long stream_at = stream_end;
+    CAKE_STAMP_FLAG(stream_stamped_shared);
     for (int stream_dp = 0; ; ++stream_dp) {  // runs (tm, tn, k0, k1): whole tiles of the data-parallel waves, then this CTA's shared-out steps, last first (gemm_streamk_sm90.py:43)
       int tile;
       long long stream_tile_first;  // the tile's first step in the shared-out part
@@ -327,6 +330,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
         tile_3 = stream_steps;
       } else {
         if (stream_at <= stream_first) break;
+        CAKE_STAMP_ONCE(threadIdx.x == 0, 12, stream_stamped_shared);  // timeline: the first shared-out run
         const int rest = (int)((stream_at - 1) / stream_steps);
         tile = stream_dp_tiles + rest;
         stream_tile_first = (long long)rest * stream_steps;
@@ -370,8 +374,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
         __threadfence();
         __syncwarp();
         if (math_thread % 32 == 0) cake_st_release_gpu(cake_stream_acc_ready + ((size_t)(blockIdx.x) * 2 + math_index) * 4 + math_thread / 32, 1u);
+        CAKE_STAMP(math_thread == 0 && math_index == 0, 9);  // timeline: role math partial published
       } else {
         if (tile_2 > 0) {  // the run ends a tile begun before this CTA's share: add the partials
+          CAKE_STAMP(math_thread == 0 && math_index == 0, 10);  // timeline: role math waits for the tile's partials
           for (int c = (int)blockIdx.x - 1; c >= 0; --c) {
             unsigned int* const ready = cake_stream_acc_ready + ((size_t)(c) * 2 + math_index) * 4 + math_thread / 32;
             while (cake_ld_acquire_gpu(ready) == 0u) {}
@@ -384,6 +390,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
             if (math_thread % 32 == 0) cake_st_relaxed_gpu(ready, 0u);
             if (stream_all * c / stream_ctas <= stream_tile_first) break;  // CTA c ran the tile's first step
           }
+          CAKE_STAMP(math_thread == 0 && math_index == 0, 11);  // timeline: role math partials added
         }
       }
       if ((tile_3 == cake_cdiv(dim_K, 64))) {  // gemm_streamk_sm90.py:54

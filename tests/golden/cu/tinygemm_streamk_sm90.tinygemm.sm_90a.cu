@@ -57,7 +57,7 @@ static __device__ __forceinline__ unsigned long long cake_smid() {
 #define CAKE_STAMP_FLAG(flag) do { } while (0)
 #define CAKE_STAMP_ONCE(who, slot, flag) do { } while (0)
 #endif
-#define CAKE_TIMELINE_SLOTS 9  // timeline: words per CTA (cta.start, cta.sm, cta.prologue, load.start, load.first_wait, load.end, math.start, math.first_wait, math.end)
+#define CAKE_TIMELINE_SLOTS 13  // timeline: words per CTA (cta.start, cta.sm, cta.prologue, load.start, load.first_wait, load.end, math.start, math.first_wait, math.end, math.publish, math.fixup_wait, math.fixup_done, cta.shared_out)
 
 static __device__ __forceinline__ void cake_mbar_init(uint32_t bar, uint32_t count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(bar), "r"(count) : "memory");
@@ -186,7 +186,7 @@ __device__ __forceinline__ void cake_st_relaxed_gpu(unsigned int* p, unsigned in
   asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" :: "l"(p), "r"(v) : "memory");
 }
 
-// Stream-K partials of `acc` (tinygemm_streamk_sm90.py:60): per CTA and replica of role `math`, 4 f32 registers of each of its 128 threads; a ready flag per warp. Zero when the module loads; the run that reads a flag resets it.
+// Stream-K partials of `acc` (tinygemm_streamk_sm90.py:61): per CTA and replica of role `math`, 4 f32 registers of each of its 128 threads; a ready flag per warp. Zero when the module loads; the run that reads a flag resets it.
 __device__ float cake_stream_acc[131072];
 __device__ unsigned int cake_stream_acc_ready[1024];
 
@@ -230,7 +230,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm(
   }
   __syncthreads();
   CAKE_STAMP(threadIdx.x == 0, 2);  // timeline: prologue done
-  if (warp >= 0 && warp < 4) {  // role load (tinygemm_streamk_sm90.py:41)
+  if (warp >= 0 && warp < 4) {  // role load (tinygemm_streamk_sm90.py:42)
     cake_setmaxnreg_dec<40>();
     const int load_index = (warp - 0) / 4;
     const int load_thread = (int)threadIdx.x - 0 - load_index * 128;
@@ -242,7 +242,8 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm(
     uint32_t pipe_it = 0;  // iterations of pipeline pipe completed by this role
     if (load_thread == 0) {  // issue-only role: one thread per replica
       long long stream_at = stream_end;
-      for (int stream_dp = 0; ; ++stream_dp) {  // runs (tn, k0, k1): whole tiles of the data-parallel waves, then this CTA's shared-out steps, last first (tinygemm_streamk_sm90.py:50)
+      CAKE_STAMP_FLAG(stream_stamped_shared);
+      for (int stream_dp = 0; ; ++stream_dp) {  // runs (tn, k0, k1): whole tiles of the data-parallel waves, then this CTA's shared-out steps, last first (tinygemm_streamk_sm90.py:51)
         int tile;
         long long stream_tile_first;  // the tile's first step in the shared-out part
         int tile_1, tile_2;  // k0, k1: the run's first step and its stop
@@ -254,6 +255,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm(
           tile_2 = stream_steps;
         } else {
           if (stream_at <= stream_first) break;
+          CAKE_STAMP_ONCE(threadIdx.x == 0, 12, stream_stamped_shared);  // timeline: the first shared-out run
           const int rest = (int)((stream_at - 1) / stream_steps);
           tile = stream_dp_tiles + rest;
           stream_tile_first = (long long)rest * stream_steps;
@@ -265,16 +267,16 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm(
         const int tile_0 = tile_rest % tiles_0;
         tile_rest /= tiles_0;
         (void)tile_rest;
-        // with load: (tinygemm_streamk_sm90.py:51)
-        for (int k_1 = tile_1; k_1 < tile_2; ++k_1) {  // tinygemm_streamk_sm90.py:52
+        // with load: (tinygemm_streamk_sm90.py:52)
+        for (int k_1 = tile_1; k_1 < tile_2; ++k_1) {  // tinygemm_streamk_sm90.py:53
           const uint32_t pipe_stage = pipe_it % 16;
           const uint32_t pipe_phase = (pipe_it / 16) & 1;
-          cake_mbar_wait(empty + 8 * pipe_stage, pipe_phase ^ 1);  // wait empty (tinygemm_streamk_sm90.py:53)
+          cake_mbar_wait(empty + 8 * pipe_stage, pipe_phase ^ 1);  // wait empty (tinygemm_streamk_sm90.py:54)
           CAKE_STAMP_ONCE(load_thread == 0 && load_index == 0, 4, load_stamped_wait);  // timeline: first completed wait
-          // tma_load sW <- B (tinygemm_streamk_sm90.py:54)
+          // tma_load sW <- B (tinygemm_streamk_sm90.py:55)
           cake_mbar_arrive_expect_tx(full + 8 * pipe_stage, 9216);
           cake_tma_load_2d_evict_first((sW + 8192 * pipe_stage), &tmap_B_0, full + 8 * pipe_stage, (k_1 * 64), (tile_0 * 64));
-          // tma_load sX <- A (tinygemm_streamk_sm90.py:55)
+          // tma_load sX <- A (tinygemm_streamk_sm90.py:56)
           cake_tma_load_2d((sX + 1024 * pipe_stage), &tmap_A_1, full + 8 * pipe_stage, (k_1 * 64), 0);
           ++pipe_it;
         }
@@ -282,7 +284,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm(
     }
     CAKE_STAMP(load_thread == 0 && load_index == 0, 5);  // timeline: role load ends
   }
-  if (warp >= 4 && warp < 8) {  // role math (tinygemm_streamk_sm90.py:42)
+  if (warp >= 4 && warp < 8) {  // role math (tinygemm_streamk_sm90.py:43)
     cake_setmaxnreg_dec<232>();
     const int math_index = (warp - 4) / 4;
     const int math_thread = (int)threadIdx.x - 128 - math_index * 128;
@@ -294,7 +296,8 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm(
     float acc[4];  // fragment acc [64, 8] f32
     uint32_t pipe_it = 0;  // iterations of pipeline pipe completed by this role
     long long stream_at = stream_end;
-    for (int stream_dp = 0; ; ++stream_dp) {  // runs (tn, k0, k1): whole tiles of the data-parallel waves, then this CTA's shared-out steps, last first (tinygemm_streamk_sm90.py:50)
+    CAKE_STAMP_FLAG(stream_stamped_shared);
+    for (int stream_dp = 0; ; ++stream_dp) {  // runs (tn, k0, k1): whole tiles of the data-parallel waves, then this CTA's shared-out steps, last first (tinygemm_streamk_sm90.py:51)
       int tile;
       long long stream_tile_first;  // the tile's first step in the shared-out part
       int tile_1, tile_2;  // k0, k1: the run's first step and its stop
@@ -306,6 +309,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm(
         tile_2 = stream_steps;
       } else {
         if (stream_at <= stream_first) break;
+        CAKE_STAMP_ONCE(threadIdx.x == 0, 12, stream_stamped_shared);  // timeline: the first shared-out run
         const int rest = (int)((stream_at - 1) / stream_steps);
         tile = stream_dp_tiles + rest;
         stream_tile_first = (long long)rest * stream_steps;
@@ -317,14 +321,35 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm(
       const int tile_0 = tile_rest % tiles_0;
       tile_rest /= tiles_0;
       (void)tile_rest;
-      // with math: (tinygemm_streamk_sm90.py:56)
+      // with math: (tinygemm_streamk_sm90.py:57)
+      // stream_fixup acc: the partials of the tile this run ends that are published already, added before its steps
+      float stream_pre_acc[4];
+      int stream_next_acc = -1;  // the next earlier CTA whose partial the fix-up still adds
+      if (tile_2 == stream_steps && tile_1 > 0) {
+        #pragma unroll
+        for (int r = 0; r < 4; ++r) {
+          stream_pre_acc[r] = 0.f;
+        }
+        for (stream_next_acc = (int)blockIdx.x - 1; stream_next_acc >= 0; --stream_next_acc) {
+          unsigned int* const ready = cake_stream_acc_ready + ((size_t)(stream_next_acc) * 1 + math_index) * 4 + math_thread / 32;
+          if (!__all_sync(0xffffffffu, cake_ld_acquire_gpu(ready) != 0u)) break;  // not yet: the fix-up waits for it
+          const float* const slot = cake_stream_acc + ((size_t)(stream_next_acc) * 1 + math_index) * 512 + math_thread;
+          #pragma unroll
+          for (int r = 0; r < 4; ++r) {
+            stream_pre_acc[r] += __ldcg(slot + r * 128);
+          }
+          __syncwarp();
+          if (math_thread % 32 == 0) cake_st_relaxed_gpu(ready, 0u);
+          if (stream_all * stream_next_acc / stream_ctas <= stream_tile_first) { stream_next_acc = -1; break; }  // it ran the tile's first step
+        }
+      }
       int empty_pending = -1;  // stage whose release waits for its MMAs to retire
-      for (int k_2 = tile_1; k_2 < tile_2; ++k_2) {  // tinygemm_streamk_sm90.py:57
+      for (int k_2 = tile_1; k_2 < tile_2; ++k_2) {  // tinygemm_streamk_sm90.py:58
         const uint32_t pipe_stage = pipe_it % 16;
         const uint32_t pipe_phase = (pipe_it / 16) & 1;
-        cake_mbar_wait(full + 8 * pipe_stage, pipe_phase);  // wait full (tinygemm_streamk_sm90.py:58)
+        cake_mbar_wait(full + 8 * pipe_stage, pipe_phase);  // wait full (tinygemm_streamk_sm90.py:59)
         CAKE_STAMP_ONCE(math_thread == 0 && math_index == 0, 7, math_stamped_wait);  // timeline: first completed wait
-        // mma acc += sW * sX.T (tinygemm_streamk_sm90.py:59)
+        // mma acc += sW * sX.T (tinygemm_streamk_sm90.py:60)
         cake_wgmma_fence();
         cake_wgmma_m64n8k16_f32_bf16(acc, cake_wgmma_desc((sW + 8192 * pipe_stage) + 0, 16, 1024, 1), cake_wgmma_desc((sX + 1024 * pipe_stage) + 0, 16, 1024, 1), ((k_2 > tile_1)) ? 1 : 0);
         cake_wgmma_m64n8k16_f32_bf16(acc, cake_wgmma_desc((sW + 8192 * pipe_stage) + 32, 16, 1024, 1), cake_wgmma_desc((sX + 1024 * pipe_stage) + 32, 16, 1024, 1), 1);
@@ -338,7 +363,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm(
       }
       cake_wgmma_wait<0>();  // every MMA of the loop has retired
       if (empty_pending >= 0 && math_thread == 0) cake_mbar_arrive(empty + 8 * empty_pending);
-      // stream_fixup acc (tinygemm_streamk_sm90.py:60)
+      // stream_fixup acc (tinygemm_streamk_sm90.py:61)
       if (tile_2 < stream_steps) {  // the tile goes on past this run: publish the partial
         float* const slot = cake_stream_acc + ((size_t)(blockIdx.x) * 1 + math_index) * 512 + math_thread;
         #pragma unroll
@@ -348,9 +373,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm(
         __threadfence();
         __syncwarp();
         if (math_thread % 32 == 0) cake_st_release_gpu(cake_stream_acc_ready + ((size_t)(blockIdx.x) * 1 + math_index) * 4 + math_thread / 32, 1u);
+        CAKE_STAMP(math_thread == 0 && math_index == 0, 9);  // timeline: role math partial published
       } else {
         if (tile_1 > 0) {  // the run ends a tile begun before this CTA's share: add the partials
-          for (int c = (int)blockIdx.x - 1; c >= 0; --c) {
+          CAKE_STAMP(math_thread == 0 && math_index == 0, 10);  // timeline: role math waits for the tile's partials
+          for (int c = stream_next_acc; c >= 0; --c) {
             unsigned int* const ready = cake_stream_acc_ready + ((size_t)(c) * 1 + math_index) * 4 + math_thread / 32;
             while (cake_ld_acquire_gpu(ready) == 0u) {}
             const float* const slot = cake_stream_acc + ((size_t)(c) * 1 + math_index) * 512 + math_thread;
@@ -362,10 +389,15 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm(
             if (math_thread % 32 == 0) cake_st_relaxed_gpu(ready, 0u);
             if (stream_all * c / stream_ctas <= stream_tile_first) break;  // CTA c ran the tile's first step
           }
+          #pragma unroll
+          for (int r = 0; r < 4; ++r) {
+            acc[r] += stream_pre_acc[r];
+          }
+          CAKE_STAMP(math_thread == 0 && math_index == 0, 11);  // timeline: role math partials added
         }
       }
-      if ((tile_2 == cake_cdiv(dim_K, 64))) {  // tinygemm_streamk_sm90.py:61
-        {  // store C <- accumulator tile, transposed (tinygemm_streamk_sm90.py:62)
+      if ((tile_2 == cake_cdiv(dim_K, 64))) {  // tinygemm_streamk_sm90.py:62
+        {  // store C <- accumulator tile, transposed (tinygemm_streamk_sm90.py:63)
           #pragma unroll
           for (int i = 0; i < 1; ++i) {
             #pragma unroll

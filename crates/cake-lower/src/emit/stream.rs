@@ -12,6 +12,7 @@
 //! CTA's first and runs last, after every CTA before it has published the runs it waits for, as
 //! their first shared-out work. Waits only go to CTAs of lower index, which start no later.
 
+use super::timeline::FixupPoint;
 use super::{c_ident, Emitter};
 use crate::legal::{self, Scope, STREAM_CTAS};
 use cake_diag::Span;
@@ -78,6 +79,7 @@ impl Emitter<'_> {
             self.loc(sp)
         );
         self.line("long long stream_at = stream_end;");
+        self.line("CAKE_STAMP_FLAG(stream_stamped_shared);");
         self.braced(&open, |me| {
             me.line("int tile;");
             me.line("long long stream_tile_first;  // the tile's first step in the shared-out part");
@@ -93,6 +95,8 @@ impl Emitter<'_> {
                 },
                 |me| {
                     me.line("if (stream_at <= stream_first) break;");
+                    let slot = super::timeline::shared_out_slot(me.k);
+                    me.line(&format!("CAKE_STAMP_ONCE(threadIdx.x == 0, {slot}, stream_stamped_shared);  // timeline: the first shared-out run"));
                     me.line("const int rest = (int)((stream_at - 1) / stream_steps);");
                     me.line("tile = stream_dp_tiles + rest;");
                     me.line("stream_tile_first = (long long)rest * stream_steps;");
@@ -108,26 +112,29 @@ impl Emitter<'_> {
         });
     }
 
-    /// `lm.stream_fixup(frag)`: a run that stops before its tile's end publishes `frag`; a run
-    /// that ends a tile it did not start adds the partials of the CTAs before it that ran the
-    /// tile's earlier steps, each once, and resets their flags for the next launch.
-    pub(crate) fn stream_fixup(&mut self, frag: FragId, sp: Span) {
+    /// The workspace of `frag`'s fix-up, declared once per module: its name, and the role's
+    /// registers, threads per replica, replicas and name. `None` (and a finding) where the
+    /// fragment cannot be fixed up here.
+    fn stream_workspace(&mut self, frag: FragId, sp: Span) -> Option<Workspace> {
         let k = self.k;
         let (role, issue_only) = self.role.expect("inside a role");
         let regs = match legal::stream_fixup_registers(k, role, issue_only, frag, self.layout(frag))
         {
             Ok(n) => n,
-            Err(m) => return self.unsupported(sp, m),
-        };
-        let Some((_, k0, k1)) = k.stream_k() else {
-            return self.unsupported(sp, "`lm.stream_fixup` outside a stream-K tile loop");
+            Err(m) => {
+                self.unsupported(sp, m);
+                return None;
+            }
         };
         let r = &k.roles[role];
         let (replicas, threads) = (r.replicas(), r.threads() / r.replicas());
-        let warps = threads / 32;
-        let rn = c_ident(&r.name);
-        let acc = self.frag_name(frag);
-        let ws = format!("cake_stream_{}", c_ident(&k.fragments[frag].name));
+        let w = Workspace {
+            name: format!("cake_stream_{}", c_ident(&k.fragments[frag].name)),
+            role: c_ident(&r.name),
+            regs,
+            threads,
+            replicas,
+        };
         if !self.stream_globals.contains_key(&frag) {
             let mut g = String::new();
             let _ = writeln!(
@@ -139,25 +146,99 @@ impl Emitter<'_> {
             );
             let _ = writeln!(
                 g,
-                "__device__ float {ws}[{}];",
+                "__device__ float {}[{}];",
+                w.name,
                 STREAM_CTAS * replicas * threads * regs
             );
             let _ = write!(
                 g,
-                "__device__ unsigned int {ws}_ready[{}];",
-                STREAM_CTAS * replicas * warps
+                "__device__ unsigned int {}_ready[{}];",
+                w.name,
+                STREAM_CTAS * replicas * (threads / 32)
             );
             self.stream_globals.insert(frag, g);
         }
-        let slot = |cta: &str| {
-            format!(
-                "{ws} + ((size_t)({cta}) * {replicas} + {rn}_index) * {} + {rn}_thread",
-                regs * threads
-            )
+        Some(w)
+    }
+
+    /// At the start of a role region that ends with a fix-up of a small accumulator (at most
+    /// [`PREFETCH_REGISTERS`] per thread): in the run that ends a tile begun elsewhere, add the
+    /// partials the earlier CTAs have already published into `stream_pre_<frag>` now, while the
+    /// ring fills for this run's steps, rather than after them on the kernel's critical path.
+    /// A partial not yet published is left for the fix-up, which starts at `stream_next_<frag>`.
+    pub(crate) fn prefetch_stream_partials(&mut self, body: &[StmtId]) {
+        let k = self.k;
+        let Some((_, k0, k1)) = k.stream_k() else {
+            return;
         };
-        let flag = |cta: &str| {
-            format!("{ws}_ready + ((size_t)({cta}) * {replicas} + {rn}_index) * {warps} + {rn}_thread / 32")
+        for &s in body {
+            let Stmt::Op(Op::StreamFixup { frag }) = &k.stmts[s] else {
+                continue;
+            };
+            let frag = *frag;
+            let Some(w) = self.stream_workspace(frag, k.stmts.span(s)) else {
+                continue;
+            };
+            if w.regs > PREFETCH_REGISTERS {
+                continue;
+            }
+            let acc = self.frag_name(frag);
+            let (pre, next) = (format!("stream_pre_{acc}"), format!("stream_next_{acc}"));
+            self.line(&format!(
+                "// stream_fixup {}: the partials of the tile this run ends that are published already, added before its steps",
+                k.fragments[frag].name
+            ));
+            self.line(&format!("float {pre}[{}];", w.regs));
+            self.line(&format!(
+                "int {next} = -1;  // the next earlier CTA whose partial the fix-up still adds"
+            ));
+            self.braced(
+                &format!("if (tile_{k1} == stream_steps && tile_{k0} > 0) {{"),
+                |me| {
+                    me.unrolled(&format!("for (int r = 0; r < {}; ++r) {{", w.regs), |me| {
+                        me.line(&format!("{pre}[r] = 0.f;"));
+                    });
+                    me.braced(
+                        &format!("for ({next} = (int)blockIdx.x - 1; {next} >= 0; --{next}) {{"),
+                        |me| {
+                            me.line(&format!("unsigned int* const ready = {};", w.flag(&next)));
+                            me.line("if (!__all_sync(0xffffffffu, cake_ld_acquire_gpu(ready) != 0u)) break;  // not yet: the fix-up waits for it");
+                            me.line(&format!("const float* const slot = {};", w.slot(&next)));
+                            me.unrolled(&format!("for (int r = 0; r < {}; ++r) {{", w.regs), |me| {
+                                me.line(&format!(
+                                    "{pre}[r] += __ldcg(slot + r * {});",
+                                    w.threads
+                                ));
+                            });
+                            me.line("__syncwarp();");
+                            me.line(&format!(
+                                "if ({}_thread % 32 == 0) cake_st_relaxed_gpu(ready, 0u);",
+                                w.role
+                            ));
+                            me.line(&format!("if (stream_all * {next} / stream_ctas <= stream_tile_first) {{ {next} = -1; break; }}  // it ran the tile's first step"));
+                        },
+                    );
+                },
+            );
+            self.stream_prefetched.push(frag);
+        }
+    }
+
+    /// `lm.stream_fixup(frag)`: a run that stops before its tile's end publishes `frag`; a run
+    /// that ends a tile it did not start adds the partials of the CTAs before it that ran the
+    /// tile's earlier steps, each once, and resets their flags for the next launch.
+    pub(crate) fn stream_fixup(&mut self, frag: FragId, sp: Span) {
+        let k = self.k;
+        let Some(w) = self.stream_workspace(frag, sp) else {
+            return;
         };
+        let Some((_, k0, k1)) = k.stream_k() else {
+            return self.unsupported(sp, "`lm.stream_fixup` outside a stream-K tile loop");
+        };
+        let (role, _) = self.role.expect("inside a role");
+        let rn = w.role.clone();
+        let acc = self.frag_name(frag);
+        let prefetched = self.stream_prefetched.contains(&frag);
         self.line(&format!(
             "// stream_fixup {} ({})",
             k.fragments[frag].name,
@@ -166,27 +247,34 @@ impl Emitter<'_> {
         self.braced_else(
             &format!("if (tile_{k1} < stream_steps) {{  // the tile goes on past this run: publish the partial"),
             |me| {
-                me.line(&format!("float* const slot = {};", slot("blockIdx.x")));
-                me.unrolled(&format!("for (int r = 0; r < {regs}; ++r) {{"), |me| {
-                    me.line(&format!("__stcg(slot + r * {threads}, {acc}[r]);"));
+                me.line(&format!("float* const slot = {};", w.slot("blockIdx.x")));
+                me.unrolled(&format!("for (int r = 0; r < {}; ++r) {{", w.regs), |me| {
+                    me.line(&format!("__stcg(slot + r * {}, {acc}[r]);", w.threads));
                 });
                 me.line("__threadfence();");
                 me.line("__syncwarp();");
                 me.line(&format!(
                     "if ({rn}_thread % 32 == 0) cake_st_release_gpu({}, 1u);",
-                    flag("blockIdx.x")
+                    w.flag("blockIdx.x")
                 ));
+                me.stamp_fixup(role, FixupPoint::Publish);
             },
             |me| {
                 me.braced(
                     &format!("if (tile_{k0} > 0) {{  // the run ends a tile begun before this CTA's share: add the partials"),
                     |me| {
-                        me.braced("for (int c = (int)blockIdx.x - 1; c >= 0; --c) {", |me| {
-                            me.line(&format!("unsigned int* const ready = {};", flag("c")));
+                        me.stamp_fixup(role, FixupPoint::Wait);
+                        let first = if prefetched {
+                            format!("stream_next_{acc}")
+                        } else {
+                            "(int)blockIdx.x - 1".to_string()
+                        };
+                        me.braced(&format!("for (int c = {first}; c >= 0; --c) {{"), |me| {
+                            me.line(&format!("unsigned int* const ready = {};", w.flag("c")));
                             me.line("while (cake_ld_acquire_gpu(ready) == 0u) {}");
-                            me.line(&format!("const float* const slot = {};", slot("c")));
-                            me.unrolled(&format!("for (int r = 0; r < {regs}; ++r) {{"), |me| {
-                                me.line(&format!("{acc}[r] += __ldcg(slot + r * {threads});"));
+                            me.line(&format!("const float* const slot = {};", w.slot("c")));
+                            me.unrolled(&format!("for (int r = 0; r < {}; ++r) {{", w.regs), |me| {
+                                me.line(&format!("{acc}[r] += __ldcg(slot + r * {});", w.threads));
                             });
                             me.line("__syncwarp();");
                             me.line(&format!(
@@ -194,10 +282,58 @@ impl Emitter<'_> {
                             ));
                             me.line("if (stream_all * c / stream_ctas <= stream_tile_first) break;  // CTA c ran the tile's first step");
                         });
+                        if prefetched {
+                            me.unrolled(&format!("for (int r = 0; r < {}; ++r) {{", w.regs), |me| {
+                                me.line(&format!("{acc}[r] += stream_pre_{acc}[r];"));
+                            });
+                        }
+                        me.stamp_fixup(role, FixupPoint::Done);
                     },
                 );
             },
         );
         self.invalidate_reductions(Some(frag));
+    }
+}
+
+/// Fix-up accumulators of at most this many f32 registers per thread have their published
+/// partials added at the start of the run that ends the tile (a second copy of the registers
+/// held across its steps); larger ones add them after the steps, as before, rather than spill.
+const PREFETCH_REGISTERS: u32 = 32;
+
+/// A fix-up's workspace, as its C code addresses it.
+struct Workspace {
+    /// The device global of the partials (`<name>_ready`: the flags).
+    name: String,
+    /// The role's C name (`<role>_thread`, `<role>_index`).
+    role: String,
+    regs: u32,
+    threads: u32,
+    replicas: u32,
+}
+
+impl Workspace {
+    /// This thread's first partial register in CTA `cta`'s slot (the next at `+ threads`).
+    fn slot(&self, cta: &str) -> String {
+        format!(
+            "{} + ((size_t)({cta}) * {} + {}_index) * {} + {}_thread",
+            self.name,
+            self.replicas,
+            self.role,
+            self.regs * self.threads,
+            self.role
+        )
+    }
+
+    /// This warp's ready flag in CTA `cta`'s slot.
+    fn flag(&self, cta: &str) -> String {
+        format!(
+            "{}_ready + ((size_t)({cta}) * {} + {}_index) * {} + {}_thread / 32",
+            self.name,
+            self.replicas,
+            self.role,
+            self.threads / 32,
+            self.role
+        )
     }
 }

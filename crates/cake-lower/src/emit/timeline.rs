@@ -4,10 +4,14 @@
 //! the source is compiled with `CAKE_TIMELINE` defined (`cake build --timeline`). Then the kernel
 //! takes two more parameters, a buffer of `slots` 64-bit words per CTA and its length, and the
 //! first thread of each point writes `%globaltimer` (the SM id for `sm`) into its CTA's slot.
+//! A stream-K kernel has three more points per role, for its fix-up: when the run that stops
+//! before its tile's end has published its partial, and when the run that ends a tile begun
+//! elsewhere starts waiting for the partials and has added them; and one per CTA, when thread 0
+//! leaves the data-parallel tiles for the shared-out steps.
 
 use super::{c_ident, Emitter};
 use crate::launch::{Arg, TensorMeta, Timeline};
-use cake_ir::{Kernel, RoleId};
+use cake_ir::{Kernel, Op, RoleId, Stmt};
 
 /// The name of the timeline buffer's tensor and of its length in a timeline build's launch
 /// metadata.
@@ -54,9 +58,23 @@ pub(crate) const SLOT_SM: u32 = 1;
 pub(crate) const SLOT_PROLOGUE: u32 = 2;
 /// Each role's points, in slot order after the CTA's three.
 const ROLE_POINTS: [&str; 3] = ["start", "first_wait", "end"];
+/// A stream-K kernel's fix-up points per role, after every role's [`ROLE_POINTS`].
+const FIXUP_POINTS: [&str; 3] = ["publish", "fixup_wait", "fixup_done"];
+
+/// Which stream-K fix-up point a stamp marks.
+#[derive(Clone, Copy)]
+pub(crate) enum FixupPoint {
+    /// A run that stops before its tile's end has published its partial.
+    Publish = 0,
+    /// The run that ends a tile begun by other CTAs starts waiting for their partials.
+    Wait = 1,
+    /// ... and has added them all.
+    Done = 2,
+}
 
 /// The slots' names, in order: `cta.start`, `cta.sm`, `cta.prologue`, then per role
-/// `<role>.start`, `<role>.first_wait`, `<role>.end`.
+/// `<role>.start`, `<role>.first_wait`, `<role>.end`; then per role with a stream-K fix-up
+/// `<role>.publish`, `<role>.fixup_wait`, `<role>.fixup_done`.
 pub fn timeline_points(k: &Kernel) -> Vec<String> {
     let mut points = vec!["cta.start".into(), "cta.sm".into(), "cta.prologue".into()];
     for (_, r) in k.roles.iter() {
@@ -64,14 +82,64 @@ pub fn timeline_points(k: &Kernel) -> Vec<String> {
             points.push(format!("{}.{what}", r.name));
         }
     }
+    for role in fixup_roles(k) {
+        for what in FIXUP_POINTS {
+            points.push(format!("{}.{what}", k.roles[role].name));
+        }
+    }
+    if k.stream_k().is_some() {
+        points.push("cta.shared_out".into());
+    }
     points
+}
+
+/// A stream-K kernel's last slot: when thread 0 (the first role's) leaves the data-parallel
+/// tiles for its first shared-out run.
+pub(crate) fn shared_out_slot(k: &Kernel) -> u32 {
+    let roles = k.roles.iter().count() as u32;
+    SLOT_PROLOGUE
+        + 1
+        + (ROLE_POINTS.len() as u32) * roles
+        + (FIXUP_POINTS.len() * fixup_roles(k).len()) as u32
+}
+
+/// The roles that run a stream-K fix-up (the owners of `lm.stream_fixup`'s fragments), in
+/// declaration order.
+fn fixup_roles(k: &Kernel) -> Vec<RoleId> {
+    let owners: Vec<RoleId> = k
+        .stmts
+        .iter()
+        .filter_map(|(_, s)| match s {
+            Stmt::Op(Op::StreamFixup { frag }) => Some(k.fragments[*frag].role),
+            _ => None,
+        })
+        .collect();
+    k.roles
+        .iter()
+        .map(|(r, _)| r)
+        .filter(|r| owners.contains(r))
+        .collect()
+}
+
+fn role_index(k: &Kernel, role: RoleId) -> u32 {
+    k.roles.iter().position(|(r, _)| r == role).unwrap_or(0) as u32
 }
 
 /// A role's slot for `what` (an index into [`ROLE_POINTS`]), as [`timeline_points`] lays
 /// them out.
 fn role_slot(k: &Kernel, role: RoleId, what: u32) -> u32 {
-    let index = k.roles.iter().position(|(r, _)| r == role).unwrap_or(0) as u32;
-    SLOT_PROLOGUE + 1 + ROLE_POINTS.len() as u32 * index + what
+    SLOT_PROLOGUE + 1 + ROLE_POINTS.len() as u32 * role_index(k, role) + what
+}
+
+/// A role's slot for a fix-up point (stream-K kernels only).
+fn fixup_slot(k: &Kernel, role: RoleId, what: FixupPoint) -> u32 {
+    let roles = k.roles.iter().count() as u32;
+    let index = fixup_roles(k).iter().position(|r| *r == role).unwrap_or(0) as u32;
+    SLOT_PROLOGUE
+        + 1
+        + ROLE_POINTS.len() as u32 * roles
+        + FIXUP_POINTS.len() as u32 * index
+        + what as u32
 }
 
 impl Emitter<'_> {
@@ -94,6 +162,21 @@ impl Emitter<'_> {
 
     pub(crate) fn stamp_role_end(&mut self, role: RoleId) {
         self.role_stamp(role, 2, "ends");
+    }
+
+    /// A stream-K fix-up point of `role` (its first thread of its first replica).
+    pub(crate) fn stamp_fixup(&mut self, role: RoleId, what: FixupPoint) {
+        let name = c_ident(&self.k.roles[role].name);
+        let slot = fixup_slot(self.k, role, what);
+        let text = match what {
+            FixupPoint::Publish => "partial published",
+            FixupPoint::Wait => "waits for the tile's partials",
+            FixupPoint::Done => "partials added",
+        };
+        self.line(&format!(
+            "CAKE_STAMP({name}_thread == 0 && {name}_index == 0, {slot});  // timeline: role {} {text}",
+            self.k.roles[role].name
+        ));
     }
 
     /// After the role's first wait in program order: the first time any run reaches it.
