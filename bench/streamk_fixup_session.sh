@@ -2,7 +2,7 @@
 # GPU call for bench/results/2026-12-08-streamk-fixup/: the stream-K fix-up's prefetch (a run that
 # ends a tile adds the partials already published before its own steps). The stream-K small-M
 # GEMM at three stage widths and the shipped swapped routes (the control), every route, with the
-# compiler before (dist/cake-old) and after (dist/cake); then the stream-K schedules' timelines
+# compiler before ($OLD_CAKE, default dist/cake-old) and after (dist/cake); then the stream-K schedules' timelines
 # (the fix-up's phases) and the data-parallel GEMM beside the stream-K GEMM. On an H200, the
 # tinygemm table A/B of bench/h200_ab_session.sh first.
 #   OUT=... CACHE=... bench/streamk_fixup_session.sh     # on the GPU host, repository root
@@ -17,7 +17,7 @@ if grep -q H200 "$OUT/gpu.txt"; then
         part candidate-$i 90 bench/results/2026-12-06-grid/tinygemm_h200_candidate.family.toml --shard bench
     done
 fi
-CAKE=$PWD/dist/cake-old
+CAKE=${OLD_CAKE:-$PWD/dist/cake-old}
 part old 170 $R/tinygemm_streamk.family.toml --shard bench --every-route
 CAKE=$NEW
 part new 170 $R/tinygemm_streamk.family.toml --shard bench --every-route

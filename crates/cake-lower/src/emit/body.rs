@@ -324,15 +324,11 @@ impl Emitter<'_> {
                         // copies and MMAs (a short-lived CTA has nothing else to hide it
                         // under). Loops inside prefetch for their own iterations.
                         let saved = self.prefetched.clone();
-                        // The partials a stream-K run adds at its end that are published
-                        // already are added first: their L2 round trips overlap the run's steps.
                         let at = legal::first_wait(k, body);
-                        self.prefetch_stream_partials(body);
                         self.block(&body[..at]);
                         self.prefetch_column_loads(body);
                         self.block(&body[at..]);
                         self.prefetched = saved;
-                        self.stream_prefetched.clear();
                     } else {
                         self.block(body);
                     }

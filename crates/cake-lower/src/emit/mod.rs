@@ -129,9 +129,6 @@ pub(crate) struct Emitter<'a> {
     /// Device globals of the stream-K fix-ups (workspace and ready flags), declared before the
     /// kernel: one declaration per fixed-up fragment.
     pub(crate) stream_globals: BTreeMap<FragId, String>,
-    /// Fix-up fragments whose earlier partials the current role region began adding at its
-    /// start (`stream_pre_<frag>`, `stream_next_<frag>`).
-    pub(crate) stream_prefetched: Vec<FragId>,
 }
 
 /// A schedule's name as a C identifier standing on its own (a fragment, a tensor, a scalar): the
@@ -305,7 +302,6 @@ impl<'a> Emitter<'a> {
             row_hints: Default::default(),
             needs_row_red: false,
             stream_globals: BTreeMap::new(),
-            stream_prefetched: Vec::new(),
         }
     }
 
