@@ -11,9 +11,12 @@ before its tile's end, and adds the earlier runs' partials into the run that end
 stores it. Every SM streams the same number of weight bytes, whatever the tile count.
 
 Measured on the H200 (bench/results/2026-12-05-offm/, call 1): correct, and 0.82-1.09x cuBLAS
-at the contract's 40 shapes, slower than the table's routes everywhere but M = 1 at 14336 x 4096:
-likely because the run that ends a split tile adds the partials after its own steps, on the
-critical path of a 12-15 us kernel (docs/language.md §14). An example of the language's stream-K, not a route.
+at the contract's 40 shapes, slower than the table's routes everywhere but M = 1 at 14336 x 4096.
+On an H100 with BK = 256 (bench/results/2026-12-08-streamk-fixup/): 0.98-1.10x where the swapped
+routes run 1.10-1.29x; its timeline shows why: with fewer tiles than SMs most CTAs' shares lie
+inside one tile, their partials arrive at the end of their lives, and the run that ends the tile
+waits 1-3 us for them, while the equal static shares finish 2-5 us apart. An example of the
+language's stream-K, not a route.
 """
 import cake
 from cake import lm

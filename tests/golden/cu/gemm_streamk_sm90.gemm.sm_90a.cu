@@ -200,14 +200,6 @@ __device__ __forceinline__ unsigned int cake_ld_acquire_gpu(const unsigned int* 
 __device__ __forceinline__ void cake_st_relaxed_gpu(unsigned int* p, unsigned int v) {
   asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" :: "l"(p), "r"(v) : "memory");
 }
-// Stream-K's step arithmetic: a / b for 0 <= a < 2^63, 0 < b. Where a fits in 32 bits (every
-// problem but those of billions of steps) a 32-bit division, inline; otherwise the 64-bit one,
-// which CUDA lowers to a called routine: the only difference between a stream-K CTA's prologue
-// (0.7 us on an H100) and a plain one's (0.03 us).
-__device__ __forceinline__ long long cake_stream_div(long long a, long long b) {
-  if ((unsigned long long)a <= 0xffffffffull) return (long long)((unsigned int)a / (unsigned int)b);
-  return a / b;
-}
 
 // Stream-K partials of `acc` (gemm_streamk_sm90.py:53): per CTA and replica of role `math`, 128 f32 registers of each of its 128 threads; a ready flag per warp. Zero when the module loads; the run that reads a flag resets it.
 __device__ float cake_stream_acc[8388608];
@@ -244,8 +236,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
   const long long stream_all = (long long)(tiles_total - stream_dp_tiles) * stream_steps;  // the steps shared out
   const int stream_ctas = (int)min(stream_all, (long long)stream_grid);  // each with at least one step
   const bool stream_member = (int)blockIdx.x < stream_ctas;
-  const long long stream_first = stream_member ? cake_stream_div(stream_all * blockIdx.x, stream_ctas) : 0;  // this CTA's steps: [stream_first, stream_end)
-  const long long stream_end = stream_member ? cake_stream_div(stream_all * (blockIdx.x + 1), stream_ctas) : 0;
+  const long long stream_first = stream_member ? stream_all * blockIdx.x / stream_ctas : 0;  // this CTA's steps: [stream_first, stream_end)
+  const long long stream_end = stream_member ? stream_all * (blockIdx.x + 1) / stream_ctas : 0;
   if (threadIdx.x == 0) {
     cake_prefetch_tensormap(&tmap_A_0);
     cake_prefetch_tensormap(&tmap_B_1);
@@ -284,7 +276,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
         } else {
           if (stream_at <= stream_first) break;
           CAKE_STAMP_ONCE(threadIdx.x == 0, 12, stream_stamped_shared);  // timeline: the first shared-out run
-          const int rest = (int)cake_stream_div(stream_at - 1, stream_steps);
+          const int rest = (int)((stream_at - 1) / stream_steps);
           tile = stream_dp_tiles + rest;
           stream_tile_first = (long long)rest * stream_steps;
           tile_2 = (int)(max(stream_first, stream_tile_first) - stream_tile_first);
@@ -339,7 +331,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
       } else {
         if (stream_at <= stream_first) break;
         CAKE_STAMP_ONCE(threadIdx.x == 0, 12, stream_stamped_shared);  // timeline: the first shared-out run
-        const int rest = (int)cake_stream_div(stream_at - 1, stream_steps);
+        const int rest = (int)((stream_at - 1) / stream_steps);
         tile = stream_dp_tiles + rest;
         stream_tile_first = (long long)rest * stream_steps;
         tile_2 = (int)(max(stream_first, stream_tile_first) - stream_tile_first);
@@ -396,7 +388,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
             }
             __syncwarp();
             if (math_thread % 32 == 0) cake_st_relaxed_gpu(ready, 0u);
-            if (cake_stream_div(stream_all * c, stream_ctas) <= stream_tile_first) break;  // CTA c ran the tile's first step
+            if (stream_all * c / stream_ctas <= stream_tile_first) break;  // CTA c ran the tile's first step
           }
           CAKE_STAMP(math_thread == 0 && math_index == 0, 11);  // timeline: role math partials added
         }

@@ -185,16 +185,8 @@ __device__ __forceinline__ unsigned int cake_ld_acquire_gpu(const unsigned int* 
 __device__ __forceinline__ void cake_st_relaxed_gpu(unsigned int* p, unsigned int v) {
   asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" :: "l"(p), "r"(v) : "memory");
 }
-// Stream-K's step arithmetic: a / b for 0 <= a < 2^63, 0 < b. Where a fits in 32 bits (every
-// problem but those of billions of steps) a 32-bit division, inline; otherwise the 64-bit one,
-// which CUDA lowers to a called routine: the only difference between a stream-K CTA's prologue
-// (0.7 us on an H100) and a plain one's (0.03 us).
-__device__ __forceinline__ long long cake_stream_div(long long a, long long b) {
-  if ((unsigned long long)a <= 0xffffffffull) return (long long)((unsigned int)a / (unsigned int)b);
-  return a / b;
-}
 
-// Stream-K partials of `acc` (tinygemm_streamk_sm90.py:61): per CTA and replica of role `math`, 4 f32 registers of each of its 128 threads; a ready flag per warp. Zero when the module loads; the run that reads a flag resets it.
+// Stream-K partials of `acc` (tinygemm_streamk_sm90.py:64): per CTA and replica of role `math`, 4 f32 registers of each of its 128 threads; a ready flag per warp. Zero when the module loads; the run that reads a flag resets it.
 __device__ float cake_stream_acc[131072];
 __device__ unsigned int cake_stream_acc_ready[1024];
 
@@ -225,8 +217,8 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm(
   const long long stream_all = (long long)(tiles_total - stream_dp_tiles) * stream_steps;  // the steps shared out
   const int stream_ctas = (int)min(stream_all, (long long)stream_grid);  // each with at least one step
   const bool stream_member = (int)blockIdx.x < stream_ctas;
-  const long long stream_first = stream_member ? cake_stream_div(stream_all * blockIdx.x, stream_ctas) : 0;  // this CTA's steps: [stream_first, stream_end)
-  const long long stream_end = stream_member ? cake_stream_div(stream_all * (blockIdx.x + 1), stream_ctas) : 0;
+  const long long stream_first = stream_member ? stream_all * blockIdx.x / stream_ctas : 0;  // this CTA's steps: [stream_first, stream_end)
+  const long long stream_end = stream_member ? stream_all * (blockIdx.x + 1) / stream_ctas : 0;
   if (threadIdx.x == 0) {
     cake_prefetch_tensormap(&tmap_B_0);
     cake_prefetch_tensormap(&tmap_A_1);
@@ -238,7 +230,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm(
   }
   __syncthreads();
   CAKE_STAMP(threadIdx.x == 0, 2);  // timeline: prologue done
-  if (warp >= 0 && warp < 4) {  // role load (tinygemm_streamk_sm90.py:42)
+  if (warp >= 0 && warp < 4) {  // role load (tinygemm_streamk_sm90.py:45)
     cake_setmaxnreg_dec<40>();
     const int load_index = (warp - 0) / 4;
     const int load_thread = (int)threadIdx.x - 0 - load_index * 128;
@@ -251,7 +243,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm(
     if (load_thread == 0) {  // issue-only role: one thread per replica
       long long stream_at = stream_end;
       CAKE_STAMP_FLAG(stream_stamped_shared);
-      for (int stream_dp = 0; ; ++stream_dp) {  // runs (tn, k0, k1): whole tiles of the data-parallel waves, then this CTA's shared-out steps, last first (tinygemm_streamk_sm90.py:51)
+      for (int stream_dp = 0; ; ++stream_dp) {  // runs (tn, k0, k1): whole tiles of the data-parallel waves, then this CTA's shared-out steps, last first (tinygemm_streamk_sm90.py:54)
         int tile;
         long long stream_tile_first;  // the tile's first step in the shared-out part
         int tile_1, tile_2;  // k0, k1: the run's first step and its stop
@@ -264,7 +256,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm(
         } else {
           if (stream_at <= stream_first) break;
           CAKE_STAMP_ONCE(threadIdx.x == 0, 12, stream_stamped_shared);  // timeline: the first shared-out run
-          const int rest = (int)cake_stream_div(stream_at - 1, stream_steps);
+          const int rest = (int)((stream_at - 1) / stream_steps);
           tile = stream_dp_tiles + rest;
           stream_tile_first = (long long)rest * stream_steps;
           tile_1 = (int)(max(stream_first, stream_tile_first) - stream_tile_first);
@@ -275,16 +267,16 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm(
         const int tile_0 = tile_rest % tiles_0;
         tile_rest /= tiles_0;
         (void)tile_rest;
-        // with load: (tinygemm_streamk_sm90.py:52)
-        for (int k_1 = tile_1; k_1 < tile_2; ++k_1) {  // tinygemm_streamk_sm90.py:53
+        // with load: (tinygemm_streamk_sm90.py:55)
+        for (int k_1 = tile_1; k_1 < tile_2; ++k_1) {  // tinygemm_streamk_sm90.py:56
           const uint32_t pipe_stage = pipe_it % 16;
           const uint32_t pipe_phase = (pipe_it / 16) & 1;
-          cake_mbar_wait(empty + 8 * pipe_stage, pipe_phase ^ 1);  // wait empty (tinygemm_streamk_sm90.py:54)
+          cake_mbar_wait(empty + 8 * pipe_stage, pipe_phase ^ 1);  // wait empty (tinygemm_streamk_sm90.py:57)
           CAKE_STAMP_ONCE(load_thread == 0 && load_index == 0, 4, load_stamped_wait);  // timeline: first completed wait
-          // tma_load sW <- B (tinygemm_streamk_sm90.py:55)
+          // tma_load sW <- B (tinygemm_streamk_sm90.py:58)
           cake_mbar_arrive_expect_tx(full + 8 * pipe_stage, 9216);
           cake_tma_load_2d_evict_first((sW + 8192 * pipe_stage), &tmap_B_0, full + 8 * pipe_stage, (k_1 * 64), (tile_0 * 64));
-          // tma_load sX <- A (tinygemm_streamk_sm90.py:56)
+          // tma_load sX <- A (tinygemm_streamk_sm90.py:59)
           cake_tma_load_2d((sX + 1024 * pipe_stage), &tmap_A_1, full + 8 * pipe_stage, (k_1 * 64), 0);
           ++pipe_it;
         }
@@ -292,7 +284,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm(
     }
     CAKE_STAMP(load_thread == 0 && load_index == 0, 5);  // timeline: role load ends
   }
-  if (warp >= 4 && warp < 8) {  // role math (tinygemm_streamk_sm90.py:43)
+  if (warp >= 4 && warp < 8) {  // role math (tinygemm_streamk_sm90.py:46)
     cake_setmaxnreg_dec<232>();
     const int math_index = (warp - 4) / 4;
     const int math_thread = (int)threadIdx.x - 128 - math_index * 128;
@@ -305,7 +297,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm(
     uint32_t pipe_it = 0;  // iterations of pipeline pipe completed by this role
     long long stream_at = stream_end;
     CAKE_STAMP_FLAG(stream_stamped_shared);
-    for (int stream_dp = 0; ; ++stream_dp) {  // runs (tn, k0, k1): whole tiles of the data-parallel waves, then this CTA's shared-out steps, last first (tinygemm_streamk_sm90.py:51)
+    for (int stream_dp = 0; ; ++stream_dp) {  // runs (tn, k0, k1): whole tiles of the data-parallel waves, then this CTA's shared-out steps, last first (tinygemm_streamk_sm90.py:54)
       int tile;
       long long stream_tile_first;  // the tile's first step in the shared-out part
       int tile_1, tile_2;  // k0, k1: the run's first step and its stop
@@ -318,7 +310,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm(
       } else {
         if (stream_at <= stream_first) break;
         CAKE_STAMP_ONCE(threadIdx.x == 0, 12, stream_stamped_shared);  // timeline: the first shared-out run
-        const int rest = (int)cake_stream_div(stream_at - 1, stream_steps);
+        const int rest = (int)((stream_at - 1) / stream_steps);
         tile = stream_dp_tiles + rest;
         stream_tile_first = (long long)rest * stream_steps;
         tile_1 = (int)(max(stream_first, stream_tile_first) - stream_tile_first);
@@ -329,14 +321,14 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm(
       const int tile_0 = tile_rest % tiles_0;
       tile_rest /= tiles_0;
       (void)tile_rest;
-      // with math: (tinygemm_streamk_sm90.py:57)
+      // with math: (tinygemm_streamk_sm90.py:60)
       int empty_pending = -1;  // stage whose release waits for its MMAs to retire
-      for (int k_2 = tile_1; k_2 < tile_2; ++k_2) {  // tinygemm_streamk_sm90.py:58
+      for (int k_2 = tile_1; k_2 < tile_2; ++k_2) {  // tinygemm_streamk_sm90.py:61
         const uint32_t pipe_stage = pipe_it % 16;
         const uint32_t pipe_phase = (pipe_it / 16) & 1;
-        cake_mbar_wait(full + 8 * pipe_stage, pipe_phase);  // wait full (tinygemm_streamk_sm90.py:59)
+        cake_mbar_wait(full + 8 * pipe_stage, pipe_phase);  // wait full (tinygemm_streamk_sm90.py:62)
         CAKE_STAMP_ONCE(math_thread == 0 && math_index == 0, 7, math_stamped_wait);  // timeline: first completed wait
-        // mma acc += sW * sX.T (tinygemm_streamk_sm90.py:60)
+        // mma acc += sW * sX.T (tinygemm_streamk_sm90.py:63)
         cake_wgmma_fence();
         cake_wgmma_m64n8k16_f32_bf16(acc, cake_wgmma_desc((sW + 8192 * pipe_stage) + 0, 16, 1024, 1), cake_wgmma_desc((sX + 1024 * pipe_stage) + 0, 16, 1024, 1), ((k_2 > tile_1)) ? 1 : 0);
         cake_wgmma_m64n8k16_f32_bf16(acc, cake_wgmma_desc((sW + 8192 * pipe_stage) + 32, 16, 1024, 1), cake_wgmma_desc((sX + 1024 * pipe_stage) + 32, 16, 1024, 1), 1);
@@ -350,7 +342,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm(
       }
       cake_wgmma_wait<0>();  // every MMA of the loop has retired
       if (empty_pending >= 0 && math_thread == 0) cake_mbar_arrive(empty + 8 * empty_pending);
-      // stream_fixup acc (tinygemm_streamk_sm90.py:61)
+      // stream_fixup acc (tinygemm_streamk_sm90.py:64)
       if (tile_2 < stream_steps) {  // the tile goes on past this run: publish the partial
         float* const slot = cake_stream_acc + ((size_t)(blockIdx.x) * 1 + math_index) * 512 + math_thread;
         #pragma unroll
@@ -374,13 +366,13 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm(
             }
             __syncwarp();
             if (math_thread % 32 == 0) cake_st_relaxed_gpu(ready, 0u);
-            if (cake_stream_div(stream_all * c, stream_ctas) <= stream_tile_first) break;  // CTA c ran the tile's first step
+            if (stream_all * c / stream_ctas <= stream_tile_first) break;  // CTA c ran the tile's first step
           }
           CAKE_STAMP(math_thread == 0 && math_index == 0, 11);  // timeline: role math partials added
         }
       }
-      if ((tile_2 == cake_cdiv(dim_K, 64))) {  // tinygemm_streamk_sm90.py:62
-        {  // store C <- accumulator tile, transposed (tinygemm_streamk_sm90.py:63)
+      if ((tile_2 == cake_cdiv(dim_K, 64))) {  // tinygemm_streamk_sm90.py:65
+        {  // store C <- accumulator tile, transposed (tinygemm_streamk_sm90.py:66)
           #pragma unroll
           for (int i = 0; i < 1; ++i) {
             #pragma unroll

@@ -34,14 +34,6 @@ __device__ __forceinline__ unsigned int cake_ld_acquire_gpu(const unsigned int* 
 __device__ __forceinline__ void cake_st_relaxed_gpu(unsigned int* p, unsigned int v) {
   asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" :: "l"(p), "r"(v) : "memory");
 }
-// Stream-K's step arithmetic: a / b for 0 <= a < 2^63, 0 < b. Where a fits in 32 bits (every
-// problem but those of billions of steps) a 32-bit division, inline; otherwise the 64-bit one,
-// which CUDA lowers to a called routine: the only difference between a stream-K CTA's prologue
-// (0.7 us on an H100) and a plain one's (0.03 us).
-__device__ __forceinline__ long long cake_stream_div(long long a, long long b) {
-  if ((unsigned long long)a <= 0xffffffffull) return (long long)((unsigned int)a / (unsigned int)b);
-  return a / b;
-}
 "#;
 
 impl Emitter<'_> {
@@ -62,9 +54,9 @@ impl Emitter<'_> {
         );
         self.line("const int stream_ctas = (int)min(stream_all, (long long)stream_grid);  // each with at least one step");
         self.line("const bool stream_member = (int)blockIdx.x < stream_ctas;");
-        self.line("const long long stream_first = stream_member ? cake_stream_div(stream_all * blockIdx.x, stream_ctas) : 0;  // this CTA's steps: [stream_first, stream_end)");
+        self.line("const long long stream_first = stream_member ? stream_all * blockIdx.x / stream_ctas : 0;  // this CTA's steps: [stream_first, stream_end)");
         self.line(
-            "const long long stream_end = stream_member ? cake_stream_div(stream_all * (blockIdx.x + 1), stream_ctas) : 0;",
+            "const long long stream_end = stream_member ? stream_all * (blockIdx.x + 1) / stream_ctas : 0;",
         );
     }
 
@@ -105,7 +97,7 @@ impl Emitter<'_> {
                     me.line("if (stream_at <= stream_first) break;");
                     let slot = super::timeline::shared_out_slot(me.k);
                     me.line(&format!("CAKE_STAMP_ONCE(threadIdx.x == 0, {slot}, stream_stamped_shared);  // timeline: the first shared-out run"));
-                    me.line("const int rest = (int)cake_stream_div(stream_at - 1, stream_steps);");
+                    me.line("const int rest = (int)((stream_at - 1) / stream_steps);");
                     me.line("tile = stream_dp_tiles + rest;");
                     me.line("stream_tile_first = (long long)rest * stream_steps;");
                     me.line(&format!(
@@ -120,29 +112,26 @@ impl Emitter<'_> {
         });
     }
 
-    /// The workspace of `frag`'s fix-up, declared once per module: its name, and the role's
-    /// registers, threads per replica, replicas and name. `None` (and a finding) where the
-    /// fragment cannot be fixed up here.
-    fn stream_workspace(&mut self, frag: FragId, sp: Span) -> Option<Workspace> {
+    /// `lm.stream_fixup(frag)`: a run that stops before its tile's end publishes `frag`; a run
+    /// that ends a tile it did not start adds the partials of the CTAs before it that ran the
+    /// tile's earlier steps, each once, and resets their flags for the next launch.
+    pub(crate) fn stream_fixup(&mut self, frag: FragId, sp: Span) {
         let k = self.k;
         let (role, issue_only) = self.role.expect("inside a role");
         let regs = match legal::stream_fixup_registers(k, role, issue_only, frag, self.layout(frag))
         {
             Ok(n) => n,
-            Err(m) => {
-                self.unsupported(sp, m);
-                return None;
-            }
+            Err(m) => return self.unsupported(sp, m),
+        };
+        let Some((_, k0, k1)) = k.stream_k() else {
+            return self.unsupported(sp, "`lm.stream_fixup` outside a stream-K tile loop");
         };
         let r = &k.roles[role];
         let (replicas, threads) = (r.replicas(), r.threads() / r.replicas());
-        let w = Workspace {
-            name: format!("cake_stream_{}", c_ident(&k.fragments[frag].name)),
-            role: c_ident(&r.name),
-            regs,
-            threads,
-            replicas,
-        };
+        let warps = threads / 32;
+        let rn = c_ident(&r.name);
+        let acc = self.frag_name(frag);
+        let ws = format!("cake_stream_{}", c_ident(&k.fragments[frag].name));
         if !self.stream_globals.contains_key(&frag) {
             let mut g = String::new();
             let _ = writeln!(
@@ -154,35 +143,25 @@ impl Emitter<'_> {
             );
             let _ = writeln!(
                 g,
-                "__device__ float {}[{}];",
-                w.name,
+                "__device__ float {ws}[{}];",
                 STREAM_CTAS * replicas * threads * regs
             );
             let _ = write!(
                 g,
-                "__device__ unsigned int {}_ready[{}];",
-                w.name,
-                STREAM_CTAS * replicas * (threads / 32)
+                "__device__ unsigned int {ws}_ready[{}];",
+                STREAM_CTAS * replicas * warps
             );
             self.stream_globals.insert(frag, g);
         }
-        Some(w)
-    }
-
-    /// `lm.stream_fixup(frag)`: a run that stops before its tile's end publishes `frag`; a run
-    /// that ends a tile it did not start adds the partials of the CTAs before it that ran the
-    /// tile's earlier steps, each once, and resets their flags for the next launch.
-    pub(crate) fn stream_fixup(&mut self, frag: FragId, sp: Span) {
-        let k = self.k;
-        let Some(w) = self.stream_workspace(frag, sp) else {
-            return;
+        let slot = |cta: &str| {
+            format!(
+                "{ws} + ((size_t)({cta}) * {replicas} + {rn}_index) * {} + {rn}_thread",
+                regs * threads
+            )
         };
-        let Some((_, k0, k1)) = k.stream_k() else {
-            return self.unsupported(sp, "`lm.stream_fixup` outside a stream-K tile loop");
+        let flag = |cta: &str| {
+            format!("{ws}_ready + ((size_t)({cta}) * {replicas} + {rn}_index) * {warps} + {rn}_thread / 32")
         };
-        let (role, _) = self.role.expect("inside a role");
-        let rn = w.role.clone();
-        let acc = self.frag_name(frag);
         self.line(&format!(
             "// stream_fixup {} ({})",
             k.fragments[frag].name,
@@ -191,15 +170,15 @@ impl Emitter<'_> {
         self.braced_else(
             &format!("if (tile_{k1} < stream_steps) {{  // the tile goes on past this run: publish the partial"),
             |me| {
-                me.line(&format!("float* const slot = {};", w.slot("blockIdx.x")));
-                me.unrolled(&format!("for (int r = 0; r < {}; ++r) {{", w.regs), |me| {
-                    me.line(&format!("__stcg(slot + r * {}, {acc}[r]);", w.threads));
+                me.line(&format!("float* const slot = {};", slot("blockIdx.x")));
+                me.unrolled(&format!("for (int r = 0; r < {regs}; ++r) {{"), |me| {
+                    me.line(&format!("__stcg(slot + r * {threads}, {acc}[r]);"));
                 });
                 me.line("__threadfence();");
                 me.line("__syncwarp();");
                 me.line(&format!(
                     "if ({rn}_thread % 32 == 0) cake_st_release_gpu({}, 1u);",
-                    w.flag("blockIdx.x")
+                    flag("blockIdx.x")
                 ));
                 me.stamp_fixup(role, FixupPoint::Publish);
             },
@@ -209,17 +188,17 @@ impl Emitter<'_> {
                     |me| {
                         me.stamp_fixup(role, FixupPoint::Wait);
                         me.braced("for (int c = (int)blockIdx.x - 1; c >= 0; --c) {", |me| {
-                            me.line(&format!("unsigned int* const ready = {};", w.flag("c")));
+                            me.line(&format!("unsigned int* const ready = {};", flag("c")));
                             me.line("while (cake_ld_acquire_gpu(ready) == 0u) {}");
-                            me.line(&format!("const float* const slot = {};", w.slot("c")));
-                            me.unrolled(&format!("for (int r = 0; r < {}; ++r) {{", w.regs), |me| {
-                                me.line(&format!("{acc}[r] += __ldcg(slot + r * {});", w.threads));
+                            me.line(&format!("const float* const slot = {};", slot("c")));
+                            me.unrolled(&format!("for (int r = 0; r < {regs}; ++r) {{"), |me| {
+                                me.line(&format!("{acc}[r] += __ldcg(slot + r * {threads});"));
                             });
                             me.line("__syncwarp();");
                             me.line(&format!(
                                 "if ({rn}_thread % 32 == 0) cake_st_relaxed_gpu(ready, 0u);"
                             ));
-                            me.line("if (cake_stream_div(stream_all * c, stream_ctas) <= stream_tile_first) break;  // CTA c ran the tile's first step");
+                            me.line("if (stream_all * c / stream_ctas <= stream_tile_first) break;  // CTA c ran the tile's first step");
                         });
                         me.stamp_fixup(role, FixupPoint::Done);
                     },
@@ -227,42 +206,5 @@ impl Emitter<'_> {
             },
         );
         self.invalidate_reductions(Some(frag));
-    }
-}
-
-/// A fix-up's workspace, as its C code addresses it.
-struct Workspace {
-    /// The device global of the partials (`<name>_ready`: the flags).
-    name: String,
-    /// The role's C name (`<role>_thread`, `<role>_index`).
-    role: String,
-    regs: u32,
-    threads: u32,
-    replicas: u32,
-}
-
-impl Workspace {
-    /// This thread's first partial register in CTA `cta`'s slot (the next at `+ threads`).
-    fn slot(&self, cta: &str) -> String {
-        format!(
-            "{} + ((size_t)({cta}) * {} + {}_index) * {} + {}_thread",
-            self.name,
-            self.replicas,
-            self.role,
-            self.regs * self.threads,
-            self.role
-        )
-    }
-
-    /// This warp's ready flag in CTA `cta`'s slot.
-    fn flag(&self, cta: &str) -> String {
-        format!(
-            "{}_ready + ((size_t)({cta}) * {} + {}_index) * {} + {}_thread / 32",
-            self.name,
-            self.replicas,
-            self.role,
-            self.threads / 32,
-            self.role
-        )
     }
 }
