@@ -435,8 +435,9 @@ impl Calibration {
     }
 
     /// The loaded TMA latency the stream table implies, as (bytes per µs per SM, µs), by
-    /// rate: a ring of S boxes of B bytes per SM moving r bytes per µs per SM has, by Little's
-    /// law, S·B ÷ r µs per copy round trip. Less the handoff the probe's consumer adds to each
+    /// rate: a ring of S boxes of B bytes per SM whose consumer holds one (its wgmma's deferred
+    /// release) moving r bytes per µs per SM has, by Little's law, (S − 1)·B ÷ r µs per copy
+    /// round trip. Less the handoff the probe's consumer adds to each
     /// round and the box's own transfer at the SM's share of `l2_gbps` (the model charges that
     /// separately, per stage), that is the latency of a copy while every SM draws r — never
     /// less than the unloaded `tma_latency_us`, and never less than at a lower rate (queueing
@@ -450,7 +451,9 @@ impl Calibration {
             .iter()
             .filter_map(|(k, p)| {
                 let (bm, s) = parse_stream_key(k)?;
-                let inflight = s as f64 * bm as f64 * STREAM_ROW_BYTES;
+                // The probe's consumer releases a stage with its token wgmma's `release=`, which
+                // the lowering defers one iteration: S - 1 stages are in flight, not S.
+                let inflight = s.saturating_sub(1).max(1) as f64 * bm as f64 * STREAM_ROW_BYTES;
                 let per_sm = p.value * 1e3 / sms; // bytes per µs per SM
                 let transfer = bm as f64 * STREAM_ROW_BYTES / l2_per_sm;
                 Some((per_sm, (inflight / per_sm - bar - transfer).max(lat)))

@@ -206,8 +206,10 @@ pub struct LoopReport {
     pub iteration_us: f64,
     pub load_us: f64,
     pub consume_us: f64,
-    /// (latency + consume + handoff) ÷ stages: the ring's limit.
+    /// (latency + consume + handoff) ÷ stages: the ring's limit; (latency + handoff) ÷
+    /// (stages − 1) where a wgmma releases its stage one iteration late (`deferred_release`).
     pub ring_us: f64,
+    pub deferred_release: bool,
     pub handoff_us: f64,
     pub mma_us: f64,
     pub alu_us: f64,
@@ -523,15 +525,31 @@ impl P {
 
     /// The ring limit of `stages` stages moving `bytes` per iteration per SM: (latency +
     /// consume + handoff) ÷ stages, with the latency at the rate the iteration itself draws.
+    /// With a `deferred` release (a stage held until the next stage's data has arrived and
+    /// its MMA is issued), a stage's round is latency + handoff + one whole iteration, so the
+    /// limit is (latency + handoff) ÷ (stages − 1).
     /// That rate falls as the iteration lengthens, so the iteration is the fixed point
     /// it = max(load, consume, handoff, ring(it)) (ring decreases in it; bisection). With the
     /// stream table a stage's copy also takes its own transfer (`load`, the stage's bytes at the
     /// CTA's share of bandwidth): the table's latency excludes it.
-    fn ring_us(&self, stages: f64, bytes: f64, load: f64, consume: f64, handoff: f64) -> f64 {
+    fn ring_us(
+        &self,
+        stages: f64,
+        deferred: bool,
+        bytes: f64,
+        load: f64,
+        consume: f64,
+        handoff: f64,
+    ) -> f64 {
         let transfer = if self.loaded.is_empty() { 0.0 } else { load };
         let other = load.max(consume).max(handoff);
+        let (held, covering) = if deferred && stages >= 2.0 {
+            (0.0, stages - 1.0)
+        } else {
+            (consume, stages)
+        };
         let ring = |it: f64| {
-            (self.loaded_latency(bytes / it.max(1e-9)) + transfer + consume + handoff) / stages
+            (self.loaded_latency(bytes / it.max(1e-9)) + transfer + held + handoff) / covering
         };
         let base = other.max(1e-9);
         if ring(base) <= base {
@@ -935,6 +953,10 @@ pub fn estimate_with(
         let waits = members.iter().any(|(_, _, m)| m.work.waits > 0.0);
         let stages = l.pipeline.map(|pp| kernel.pipelines[pp].stages);
         let handoff = if waits { p.bar } else { 0.0 };
+        // The consumer's loop holds the MMA (the producer's, with the same pipeline, does not).
+        let deferred = members
+            .iter()
+            .any(|(_, _, m)| releases_a_stage_late(kernel, facts, m.id));
         // The latency under the load the loop itself puts on L2 (every SM runs it).
         let ring = match stages {
             Some(s) if copies > 0 => {
@@ -943,7 +965,12 @@ pub fn estimate_with(
                     assumptions.push(note.into());
                 }
                 let per_sm = load_bytes * active / p.sms;
-                p.ring_us(s as f64, per_sm, load_us, c, handoff)
+                // A stage a wgmma reads is released one iteration late (`wait_group 1` after
+                // the next stage's wait, then the arrive: docs/language.md §9.6): while the
+                // loop waits for data, each stage is also held through the next one's wait.
+                // Measured on an H100: BK = 256 rings of 4 / 3 / 2 stages ran 1.12-1.28x /
+                // 0.89-1.20x / 0.78-1.05x cuBLAS (bench/results/2026-12-05-bk/, calls 1, 3).
+                p.ring_us(s as f64, deferred, per_sm, load_us, c, handoff)
             }
             _ => 0.0,
         };
@@ -1005,6 +1032,7 @@ pub fn estimate_with(
                 load_us,
                 consume_us: c,
                 ring_us: ring,
+                deferred_release: deferred,
                 handoff_us: handoff,
                 mma_us: c_mma,
                 alu_us: c_alu,
@@ -1379,7 +1407,12 @@ fn hints(
         if exposed < 0.03 * time {
             continue;
         }
-        let need = ((p.lat + l.consume_us + l.handoff_us) / other.max(1e-9)).ceil() as u32;
+        let need = if l.deferred_release {
+            // One stage is held while the next one's data is awaited (see `ring_us`).
+            ((p.lat + l.handoff_us) / other.max(1e-9)).ceil() as u32 + 1
+        } else {
+            ((p.lat + l.consume_us + l.handoff_us) / other.max(1e-9)).ceil() as u32
+        };
         let need = need.clamp(stages + 1, 16);
         let Some((pid, _)) = kernel.pipelines.iter().find(|(_, pp)| &pp.name == pname) else {
             continue;
@@ -1685,6 +1718,28 @@ fn feeds_mma(k: &Kernel, l: LoopId) -> bool {
 
 /// Whether loop `l` defers its last MMA into the next iteration (`defer=True`, in the shape the
 /// lowering rotates).
+/// Whether loop `l` is pipelined and an MMA of its body releases the pipeline's stage one
+/// iteration late (`cake_ir::sync::defers_release`: a wgmma whose accumulator the iteration
+/// does not read, in a ring of two or more stages), holding one stage while it is in flight.
+fn releases_a_stage_late(k: &Kernel, facts: &KernelFacts, l: LoopId) -> bool {
+    if facts.target.mma != cake_target::MmaFamily::Wgmma {
+        return false;
+    }
+    let LoopKind::Range {
+        pipeline: Some(p), ..
+    } = &k.loops[l].kind
+    else {
+        return false;
+    };
+    k.stmts.iter().any(|(_, s)| match s {
+        Stmt::Loop { id, body } if *id == l => body.iter().any(|&m| {
+            matches!(&k.stmts[m], Stmt::Op(cake_ir::Op::Mma { release: Some(b), .. }) if k.barriers[*b].pipeline == Some(*p))
+                && cake_ir::sync::defers_release(k, facts, body, m)
+        }),
+        _ => false,
+    })
+}
+
 fn defers_mma(k: &Kernel, l: LoopId) -> bool {
     let LoopKind::Range { pipeline, .. } = &k.loops[l].kind else {
         return false;

@@ -1581,3 +1581,36 @@ fn a_report_names_the_gpu_it_ran_on() {
         first(&m)
     );
 }
+
+/// Every `*.family.toml` under `dir`, recursively.
+fn family_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            family_files(&p, out);
+        } else if p.to_string_lossy().ends_with(".family.toml") {
+            out.push(p);
+        }
+    }
+}
+
+#[test]
+fn every_committed_family_file_loads_with_its_contract_and_routes() {
+    // The family files kept with measurements under bench/results/ are run again to compare
+    // compilers; their relative paths must still resolve.
+    let mut files = Vec::new();
+    for d in ["kernels", "bench", "examples"] {
+        family_files(&repo().join(d), &mut files);
+    }
+    assert!(files.len() > 50, "{}", files.len());
+    let broken: Vec<String> = files
+        .iter()
+        .filter_map(|f| {
+            Family::load(f).err().map(|e| {
+                let errs: Vec<String> = e.iter().map(|x| x.to_string()).collect();
+                format!("{}: {}", f.display(), errs.join("; "))
+            })
+        })
+        .collect();
+    assert!(broken.is_empty(), "{}", broken.join("\n"));
+}
