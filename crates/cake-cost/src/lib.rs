@@ -525,13 +525,13 @@ impl P {
 
     /// The ring limit of `stages` stages moving `bytes` per iteration per SM: (latency +
     /// consume + handoff) ÷ stages, with the latency at the rate the iteration itself draws.
-    /// With a `deferred` release (a stage held until the next stage's data has arrived and
-    /// its MMA is issued), a stage's round is latency + handoff + one whole iteration, so the
-    /// limit is (latency + handoff) ÷ (stages − 1).
     /// That rate falls as the iteration lengthens, so the iteration is the fixed point
     /// it = max(load, consume, handoff, ring(it)) (ring decreases in it; bisection). With the
     /// stream table a stage's copy also takes its own transfer (`load`, the stage's bytes at the
-    /// CTA's share of bandwidth): the table's latency excludes it.
+    /// CTA's share of bandwidth): the table's latency excludes it. With a `deferred` release (a
+    /// stage held until the next stage's data has arrived and its MMA is issued), a stage's
+    /// round is latency + handoff + one whole iteration, so the limit is (latency + handoff) ÷
+    /// (stages − 1).
     fn ring_us(
         &self,
         stages: f64,
@@ -1716,8 +1716,6 @@ fn feeds_mma(k: &Kernel, l: LoopId) -> bool {
     found
 }
 
-/// Whether loop `l` defers its last MMA into the next iteration (`defer=True`, in the shape the
-/// lowering rotates).
 /// Whether loop `l` is pipelined and an MMA of its body releases the pipeline's stage one
 /// iteration late (`cake_ir::sync::defers_release`: a wgmma whose accumulator the iteration
 /// does not read, in a ring of two or more stages), holding one stage while it is in flight.
@@ -1740,6 +1738,8 @@ fn releases_a_stage_late(k: &Kernel, facts: &KernelFacts, l: LoopId) -> bool {
     })
 }
 
+/// Whether loop `l` defers its last MMA into the next iteration (`defer=True`, in the shape the
+/// lowering rotates).
 fn defers_mma(k: &Kernel, l: LoopId) -> bool {
     let LoopKind::Range { pipeline, .. } = &k.loops[l].kind else {
         return false;
