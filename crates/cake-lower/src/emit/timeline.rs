@@ -145,8 +145,13 @@ fn fixup_slot(k: &Kernel, role: RoleId, what: FixupPoint) -> u32 {
 impl Emitter<'_> {
     /// The stamp for a role point, by the role's first thread of its first replica.
     fn role_stamp(&mut self, role: RoleId, what: u32, text: &str) {
-        let name = c_ident(&self.k.roles[role].name);
         let slot = role_slot(self.k, role, what);
+        self.stamp_in_role(role, slot, text);
+    }
+
+    /// The stamp of `slot`, by `role`'s first thread of its first replica.
+    fn stamp_in_role(&mut self, role: RoleId, slot: u32, text: &str) {
+        let name = c_ident(&self.k.roles[role].name);
         self.line(&format!(
             "CAKE_STAMP({name}_thread == 0 && {name}_index == 0, {slot});  // timeline: role {} {text}",
             self.k.roles[role].name
@@ -166,17 +171,13 @@ impl Emitter<'_> {
 
     /// A stream-K fix-up point of `role` (its first thread of its first replica).
     pub(crate) fn stamp_fixup(&mut self, role: RoleId, what: FixupPoint) {
-        let name = c_ident(&self.k.roles[role].name);
         let slot = fixup_slot(self.k, role, what);
         let text = match what {
             FixupPoint::Publish => "partial published",
             FixupPoint::Wait => "waits for the tile's partials",
             FixupPoint::Done => "partials added",
         };
-        self.line(&format!(
-            "CAKE_STAMP({name}_thread == 0 && {name}_index == 0, {slot});  // timeline: role {} {text}",
-            self.k.roles[role].name
-        ));
+        self.stamp_in_role(role, slot, text);
     }
 
     /// After the role's first wait in program order: the first time any run reaches it.
