@@ -304,3 +304,170 @@ extern "C" __global__ void __launch_bounds__(64) rms_cta64(uint16_t* X, uint16_t
 extern "C" __global__ void __launch_bounds__(256) rms_cta256(uint16_t* X, uint16_t* W, uint16_t* Y, int R, float eps) { rms_cta<256>(X, W, Y, R, eps); }
 extern "C" __global__ void __launch_bounds__(512) rms_cta512(uint16_t* X, uint16_t* W, uint16_t* Y, int R, float eps) { rms_cta<512>(X, W, Y, R, eps); }
 extern "C" __global__ void __launch_bounds__(128, 8) rms_packed2_o8(uint16_t* X, uint16_t* W, uint16_t* Y, int R, float eps) { rms_packed<2>(X, W, Y, R, eps); }
+
+// ---- dynamic persistent forms (2026-12-06): CTAs take their next piece from a global counter --
+// The static persistent forms above lost 4-7 % to short CTAs (2026-12-02-rows-ceiling/), copies
+// included, which have no row dependence: is the loss the static split itself (SMs drawing
+// unequal shares of DRAM, the slowest setting the end)? Here each CTA grabs pieces with
+// atomicAdd, one grab ahead of its use, so whichever CTA frees a stage first takes the next piece.
+// The counters are module globals (zero at load) that the last CTA to leave resets, so every
+// launch starts from zero without a memset.
+__device__ unsigned int g_next[8], g_done[8];  // one pair per kernel (ID)
+template <int ID>
+static __device__ __forceinline__ void leave() {  // one thread per CTA, after its last grab
+  __threadfence();
+  if (atomicAdd(&g_done[ID], 1u) == gridDim.x - 1) {
+    g_next[ID] = 0;
+    g_done[ID] = 0;
+    __threadfence();
+  }
+}
+
+// One thread streams CHUNK-byte pieces through STAGES buffers, pieces taken from the counter.
+template <int ID, int STAGES, int CHUNK>
+__device__ void copy_bulk_dyn(const uint16_t* X, uint16_t* Y, int R) {
+  extern __shared__ __align__(128) uint8_t buf[];
+  __shared__ __align__(8) uint64_t full[STAGES];
+  __shared__ unsigned int piece[STAGES];
+  if (threadIdx.x != 0) return;
+  const unsigned int pieces = (unsigned int)((size_t)R * H * 2 / CHUNK);
+  for (int s = 0; s < STAGES; ++s) mbar_init(smem_u32(&full[s]), 1);
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  const char* x = reinterpret_cast<const char*>(X);
+  char* y = reinterpret_cast<char*>(Y);
+  unsigned int pending = atomicAdd(&g_next[ID], 1u);
+  bool out = false;  // a grab came back past the end: no more grabs
+  int filled = 0;    // fill j goes to stage j % STAGES
+  auto fill = [&](int s) {
+    const unsigned int p = pending;
+    if (p >= pieces) { out = true; return; }
+    pending = atomicAdd(&g_next[ID], 1u);
+    piece[s] = p;
+    mbar_expect(smem_u32(&full[s]), CHUNK);
+    bulk_load(smem_u32(buf + s * CHUNK), x + (size_t)p * CHUNK, CHUNK, smem_u32(&full[s]));
+    ++filled;
+  };
+  for (int s = 0; s < STAGES && !out; ++s) fill(s);
+  for (int k = 0; k < filled; ++k) {
+    const int s = k % STAGES;
+    mbar_wait(smem_u32(&full[s]), (k / STAGES) & 1);
+    bulk_store(y + (size_t)piece[s] * CHUNK, smem_u32(buf + s * CHUNK), CHUNK);
+    if (k > 0 && !out) {  // refill the previous stage once its store has read it
+      bulk_wait_read<1>();
+      fill((k - 1) % STAGES);
+    }
+  }
+  asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+  leave<ID>();
+}
+extern "C" __global__ void __launch_bounds__(32) copy_bulk_dyn8x16k(uint16_t* X, uint16_t* W, uint16_t* Y, int R, float eps) { copy_bulk_dyn<0, 8, 16384>(X, Y, R); }
+extern "C" __global__ void __launch_bounds__(32) copy_bulk_dyn4x16k(uint16_t* X, uint16_t* W, uint16_t* Y, int R, float eps) { copy_bulk_dyn<1, 4, 16384>(X, Y, R); }
+extern "C" __global__ void __launch_bounds__(32) copy_bulk_dyn8x8k(uint16_t* X, uint16_t* W, uint16_t* Y, int R, float eps) { copy_bulk_dyn<2, 8, 8192>(X, Y, R); }
+
+// rms_bulk with rows from the counter: warp 4's lane 0 grabs a row, writes its index beside the
+// stage and loads it; -1 tells the consumers there are no more rows.
+template <int ID, int STAGES>
+__device__ void rms_bulk_dyn(const uint16_t* X, const uint16_t* W, uint16_t* Y, int R, float eps) {
+  extern __shared__ __align__(128) uint8_t buf[];
+  __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];
+  __shared__ int row_of[STAGES];
+  __shared__ float red[2][4];
+  const int t = threadIdx.x, warp = t / 32, lane = t % 32;
+  if (t == 0) {
+    for (int s = 0; s < STAGES; ++s) { mbar_init(smem_u32(&full[s]), 1); mbar_init(smem_u32(&empty[s]), 4); }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+  if (warp == 4) {
+    if (lane != 0) return;
+    unsigned int pending = atomicAdd(&g_next[ID], 1u);
+    for (int k = 0;; ++k) {
+      const int s = k % STAGES;
+      if (k >= STAGES) mbar_wait(smem_u32(&empty[s]), ((k / STAGES) - 1) & 1);
+      const unsigned int row = pending;
+      if (row >= (unsigned int)R) {
+        row_of[s] = -1;
+        mbar_arrive(smem_u32(&full[s]));
+        return;
+      }
+      pending = atomicAdd(&g_next[ID], 1u);
+      row_of[s] = (int)row;
+      mbar_expect(smem_u32(&full[s]), H * 2);
+      bulk_load(smem_u32(buf + s * H * 2), X + (size_t)row * H, H * 2, smem_u32(&full[s]));
+    }
+  }
+  uint4 w[4];
+#pragma unroll
+  for (int c = 0; c < 4; ++c) w[c] = __ldg(reinterpret_cast<const uint4*>(W) + t + 128 * c);
+  for (int k = 0;; ++k) {
+    const int s = k % STAGES;
+    mbar_wait(smem_u32(&full[s]), (k / STAGES) & 1);
+    const int row = row_of[s];
+    if (row < 0) break;
+    const uint4* xs = reinterpret_cast<const uint4*>(buf + s * H * 2);
+    uint4 x[4];
+    float sum = 0.f;
+#pragma unroll
+    for (int c = 0; c < 4; ++c) { x[c] = xs[t + 128 * c]; sum += sq(x[c]); }
+    __syncwarp();
+    if (lane == 0) mbar_arrive(smem_u32(&empty[s]));
+    sum = warp_sum(sum);
+    if (lane == 0) red[k & 1][warp] = sum;
+    asm volatile("bar.sync 1, 128;" ::: "memory");
+    const float r = rsqrtf((red[k & 1][0] + red[k & 1][1] + red[k & 1][2] + red[k & 1][3]) * (1.0f / H) + eps);
+#pragma unroll
+    for (int c = 0; c < 4; ++c) reinterpret_cast<uint4*>(Y + (size_t)row * H)[t + 128 * c] = norm(x[c], w[c], r);
+  }
+  if (t == 0) leave<ID>();
+}
+extern "C" __global__ void __launch_bounds__(160) rms_bulk_dyn4(uint16_t* X, uint16_t* W, uint16_t* Y, int R, float eps) { rms_bulk_dyn<3, 4>(X, W, Y, R, eps); }
+extern "C" __global__ void __launch_bounds__(160) rms_bulk_dyn8(uint16_t* X, uint16_t* W, uint16_t* Y, int R, float eps) { rms_bulk_dyn<4, 8>(X, W, Y, R, eps); }
+
+// rms_prefetch with rows from the counter: thread 0 grabs the row after next while this row is
+// reduced; the grab is published by the reduction's barrier one iteration later.
+template <int ID>
+__device__ void rms_reg_dyn(const uint16_t* X, const uint16_t* W, uint16_t* Y, int R, float eps) {
+  __shared__ float red[2][4];
+  __shared__ int first[2], next_row[2];
+  const int t = threadIdx.x, warp = t / 32, lane = t % 32;
+  unsigned int pending = 0;
+  if (t == 0) {
+    first[0] = (int)min(atomicAdd(&g_next[ID], 1u), (unsigned int)R);
+    first[1] = (int)min(atomicAdd(&g_next[ID], 1u), (unsigned int)R);
+    pending = atomicAdd(&g_next[ID], 1u);
+  }
+  __syncthreads();
+  int row = first[0], next = first[1];
+  uint4 cur[4], nxt[4];
+#pragma unroll
+  for (int c = 0; c < 4; ++c) cur[c] = row < R ? __ldg(reinterpret_cast<const uint4*>(X + (size_t)row * H) + t + 128 * c) : make_uint4(0, 0, 0, 0);
+  for (int it = 0; row < R; ++it) {
+#pragma unroll
+    for (int c = 0; c < 4; ++c) nxt[c] = next < R ? __ldg(reinterpret_cast<const uint4*>(X + (size_t)next * H) + t + 128 * c) : make_uint4(0, 0, 0, 0);
+    if (t == 0) {  // publish the grab of one iteration ago, issue the next
+      next_row[it & 1] = (int)min(pending, (unsigned int)R);
+      if (pending < (unsigned int)R) pending = atomicAdd(&g_next[ID], 1u);
+    }
+    float s = 0.f;
+#pragma unroll
+    for (int c = 0; c < 4; ++c) s += sq(cur[c]);
+    s = warp_sum(s);
+    if (lane == 0) red[it & 1][warp] = s;
+    __syncthreads();
+    const float r = rsqrtf((red[it & 1][0] + red[it & 1][1] + red[it & 1][2] + red[it & 1][3]) * (1.0f / H) + eps);
+    const int after = next_row[it & 1];
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      const uint4 w = __ldg(reinterpret_cast<const uint4*>(W) + t + 128 * c);
+      reinterpret_cast<uint4*>(Y + (size_t)row * H)[t + 128 * c] = norm(cur[c], w, r);
+      cur[c] = nxt[c];
+    }
+    row = next;
+    next = after;
+  }
+  if (t == 0) {
+    asm volatile("" ::"r"(pending));  // the last grab has come back before the count is left
+    leave<ID>();
+  }
+}
+extern "C" __global__ void __launch_bounds__(128) rms_reg_dyn(uint16_t* X, uint16_t* W, uint16_t* Y, int R, float eps) { rms_reg_dyn<5>(X, W, Y, R, eps); }

@@ -43,7 +43,18 @@ variants = {
     "rms_packed2_efload": ("rms_packed2_efload", 128, 0, ["cdiv", "R", 2]),
     "copy_fine1_cs": ("copy_fine1_cs", 128, 0, ["mul", "R", 4]),
     "copy_fine1_ef": ("copy_fine1_ef", 128, 0, ["mul", "R", 4]),
+    "copy_bulk_dyn8x16k": ("copy_bulk_dyn8x16k", 32, 8 * 16384, SMS),
+    "copy_bulk_dyn4x16k": ("copy_bulk_dyn4x16k", 32, 4 * 16384, SMS * 2),
+    "copy_bulk_dyn8x8k": ("copy_bulk_dyn8x8k", 32, 8 * 8192, SMS * 3),
+    "rms_bulk_dyn4_g4": ("rms_bulk_dyn4", 160, 4 * 8192, SMS * 4),
+    "rms_bulk_dyn4_g6": ("rms_bulk_dyn4", 160, 4 * 8192, SMS * 6),
+    "rms_bulk_dyn8_g3": ("rms_bulk_dyn8", 160, 8 * 8192, SMS * 3),
+    "rms_reg_dyn_g6": ("rms_reg_dyn", 128, 0, SMS * 6),
+    "rms_reg_dyn_g7": ("rms_reg_dyn", 128, 0, SMS * 7),
 }
+ONLY = os.environ.get("ONLY")
+if ONLY:
+    variants = {k: v for k, v in variants.items() if k in ONLY.split(",")}
 for name, (sym, block, smem, grid) in variants.items():
     d = os.path.join(out, name); os.makedirs(d)
     shutil.copy(os.path.join(out, "rows_hand.cubin"), os.path.join(d, "k.cubin"))
