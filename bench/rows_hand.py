@@ -4,7 +4,8 @@ H = 4096 and several row counts (issue #20's ceiling question). Every RMSNorm is
 the contract's f32 oracle (the copies against X) before it is timed; a wrong kernel gets no time.
 CUPTI kernel spans, L2 flushed before each call, samples interleaved; median of 50.
 Writes $OUT/rows_hand.json and prints a table.
-   HAND=.carry/hand SHIPPED=<dir of `cake build examples/rmsnorm_sm90.py`> python3 bench/rows_hand.py"""
+   HAND=.carry/hand SHIPPED=<dir of `cake build examples/rmsnorm_sm90.py`> [CAKE_BUILDS=name=dir,...] \
+       python3 bench/rows_hand.py"""
 import json, os, statistics, sys
 import torch
 sys.path.insert(0, "kernels/rows")
@@ -19,6 +20,10 @@ dev = torch.device("cuda")
 flush = timing.make_flush_buffer(torch, torch.cuda.get_device_properties(0).L2_cache_size, dev)
 
 kernels = {"shipped": cake.load_kernel(os.environ["SHIPPED"])} if os.environ.get("SHIPPED") else {}
+# More Cake builds beside it: CAKE_BUILDS="name=dir,name=dir" (`cake build` output folders).
+for item in filter(None, os.environ.get("CAKE_BUILDS", "").split(",")):
+    name, path = item.split("=", 1)
+    kernels[name] = cake.load_kernel(path)
 for name in sorted(os.listdir(HAND)):
     if os.path.isdir(os.path.join(HAND, name)):
         kernels[name] = cake.load_kernel(os.path.join(HAND, name))

@@ -30,6 +30,7 @@ CONSUMERS = 2 if H <= 4096 and H % (8 * ROW_THREADS) == 0 else 1
 BR = ROWS * CONSUMERS                     # rows per tile
 # Stages of the ring: about 64 KB of rows in flight per SM (4 tiles at H = 4096).
 STAGES = 8 if BR * H <= 4096 else 4 if BR * H <= 16384 else 2
+DYNAMIC = 0                               # 1: CTAs take their next tile from a counter as they free
 
 
 @cake.schedule(targets=["sm_90a"], persistent=True)
@@ -45,7 +46,7 @@ def rmsnorm_ring(X: lm.tensor[lm.bf16, "R", H], W: lm.tensor[lm.bf16, H],
     full = lm.barrier(pipe, producers=[load], consumers=[rows])
     empty = lm.barrier(pipe, producers=[rows], consumers=[load])
     x = rows.fragment(shape=(ROWS, H), dtype=lm.f32, rows=OWNER)
-    for t in lm.tiles(lm.cdiv(R, BR)):
+    for t in lm.tiles(lm.cdiv(R, BR), dynamic=DYNAMIC == 1):
         with load:
             for _ in lm.range(1, pipeline=pipe):
                 lm.wait(empty)

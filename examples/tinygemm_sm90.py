@@ -69,6 +69,10 @@ PER_SM = 1
 # weight while the consumer finishes the last one and no wave boundary empties the ring
 # (14336 rows: 224 tiles, 1.7 per SM). Not with PER_SM = 2 (`ctas_per_sm` is not lowered there).
 PERSISTENT = 0
+# DYNAMIC = 1 (with PERSISTENT = 1): each CTA takes its next tile from a counter when it comes to
+# it (`lm.tiles(..., dynamic=True)`), so the SMs that stream faster take the second tiles. Tiles of
+# a cluster (split or sharing tokens) keep the static order.
+DYNAMIC = 0
 # Ring depth: the weight bytes in flight (measured); taller tiles fill ~216 KB with fewer stages.
 # RING_STAGES > 0 sets it outright (a family route may fix it per M).
 RING_STAGES = 0
@@ -125,7 +129,8 @@ def tinygemm(A: lm.tensor[lm.bf16, M, "K"],
     KB = lm.cdiv(lm.cdiv(K, BK), SPLIT)                      # K blocks per CTA of a cluster
     # A cluster's CTAs take neighbouring tiles of the first axis: the K runs when split, the
     # weight tiles when the tokens are shared.
-    for t0, t1 in lm.tiles(lm.cdiv(N, BN) if MCAST > 1 else SPLIT, 1 if MCAST > 1 else lm.cdiv(N, BN)):
+    for t0, t1 in lm.tiles(lm.cdiv(N, BN) if MCAST > 1 else SPLIT, 1 if MCAST > 1 else lm.cdiv(N, BN),
+                           dynamic=DYNAMIC == 1 and PERSISTENT == 1 and SPLIT * MCAST == 1):
         ks = 0 if MCAST > 1 else t0
         tn = t0 if MCAST > 1 else t1
         with load:

@@ -39,12 +39,13 @@ pub enum Value {
         stop: Box<Value>,
         pipeline: Option<PipelineId>,
     },
-    /// `lm.tiles(...)`: the tile counts, `group=` and `stream=` (the count of K steps per tile,
-    /// with its span).
+    /// `lm.tiles(...)`: the tile counts, `group=`, `stream=` (the count of K steps per tile,
+    /// with its span) and `dynamic=` (with its span, when given as True).
     TilesIter(
         Vec<Value>,
         Option<u32>,
         Option<(Box<Value>, cake_diag::Span)>,
+        Option<cake_diag::Span>,
     ),
     PyRange(Vec<i64>),
     /// The result of an expression that already produced a finding; using it reports nothing

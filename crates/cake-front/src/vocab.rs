@@ -222,7 +222,7 @@ pub const TABLE: &[Entry] = &[
     row!(Lm "pipeline" => PipelineDecl, Call(&[req("stages")]), "a pipeline of buffer stages"),
     row!(Lm "barrier" => BarrierDecl, Call(&[opt("pipeline"), req("producers"), req("consumers"), opt("count"), opt("cluster")]), "an mbarrier (one per stage of a pipeline)"),
     row!(Lm "named_barrier" => NamedBarrierDecl, Call(&[req("roles")]), "a named barrier among roles"),
-    row!(Lm "tiles" => Tiles, Custom("lm.tiles(count0, count1, ..., group=G, stream=KB)"), "the tile loop's iterator"),
+    row!(Lm "tiles" => Tiles, Custom("lm.tiles(count0, count1, ..., group=G, stream=KB, dynamic=False)"), "the tile loop's iterator"),
     row!(Lm "range" => LmRange, Call(&[req("start_or_stop"), opt("stop"), opt("pipeline")]), "a run-time loop's iterator"),
     row!(Lm "inf" => Inf, Read, "the float infinity"),
     row!(Lm "tensor" => TensorAnnotation, Read, "parameter annotation `lm.tensor[dtype, dims...]`"),

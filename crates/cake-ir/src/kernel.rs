@@ -566,6 +566,11 @@ pub enum LoopKind {
         /// CTA's share and binds the run's first and last-plus-one step as the coordinates of
         /// axes `counts.len()` and `counts.len() + 1` (`names` holds their names too).
         stream: Option<ExprId>,
+        /// Dynamic scheduling (`dynamic=True`, persistent only): each CTA's first tile is its
+        /// index, and every later one is taken from a counter in global memory when the CTA
+        /// comes to it, so an SM that finishes early takes more tiles. All roles of a CTA see
+        /// the same tiles, handed from the role that takes them through shared memory.
+        dynamic: bool,
     },
 }
 
@@ -829,6 +834,19 @@ impl Kernel {
             e,
             |k| matches!(k, ExprKind::TileCoord { axis: a, .. } if *a == axis),
         )
+    }
+
+    /// Whether the kernel's tile loop takes its tiles dynamically (`lm.tiles(..., dynamic=True)`).
+    pub fn dynamic_tiles(&self) -> bool {
+        self.loops.iter().any(|(_, l)| {
+            matches!(
+                l.kind,
+                LoopKind::Tiles {
+                    dynamic: true,
+                    ..
+                }
+            )
+        })
     }
 
     /// The stream tile loop's count of K steps per tile and the axes of its run bounds

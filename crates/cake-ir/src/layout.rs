@@ -44,6 +44,33 @@ pub struct BarrierPlacement {
     pub slots: u32,
 }
 
+#[derive(Clone, Debug, PartialEq)]
+pub struct TileRing {
+    /// Byte offset of the full barriers; the empty barriers follow them, then the indices.
+    pub offset: u64,
+    pub slots: u32,
+}
+
+impl TileRing {
+    pub fn empty_offset(&self) -> u64 {
+        self.offset + MBARRIER_BYTES * u64::from(self.slots)
+    }
+    pub fn index_offset(&self) -> u64 {
+        self.offset + 2 * MBARRIER_BYTES * u64::from(self.slots)
+    }
+    fn bytes(&self) -> u64 {
+        (2 * MBARRIER_BYTES + 4) * u64::from(self.slots)
+    }
+}
+
+/// Slots of a dynamic tile loop's ring: a role may run as many tiles ahead of another as its
+/// deepest pipeline has stages (a producer filling one stage per tile), so the ring holds one
+/// more than that, and at least two (the next tile is handed over while this one runs).
+pub fn tile_ring_slots(k: &Kernel) -> u32 {
+    let deepest = k.pipelines.iter().map(|(_, p)| p.stages).max().unwrap_or(1);
+    deepest.saturating_add(1).clamp(2, 64)
+}
+
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct SmemLayout {
     pub views: Vec<ViewPlacement>,
@@ -61,6 +88,10 @@ pub struct SmemLayout {
     /// so a store of a value the middle computed keeps that work ahead of the wait. Present when
     /// the kernel defers an MMA.
     pub order_slot: Option<u64>,
+    /// The ring that hands a dynamic tile loop's tiles (`lm.tiles(..., dynamic=True)`) from the
+    /// thread that takes them to every role: `slots` full and `slots` empty mbarriers, then
+    /// `slots` 4-byte tile indices.
+    pub tile_ring: Option<TileRing>,
     /// Total dynamic shared memory, alignment padding included. The runtime aligns the base to
     /// 1024 B, so no slack is needed for that.
     pub total: u64,
@@ -89,7 +120,8 @@ fn align_up(x: u64, a: u64) -> u64 {
 }
 
 /// Place every view (pool by pool, in declaration order, at its explicit offset or packed after
-/// the previous one), then the barriers, then the TMEM address slot, then the row-reduction
+/// the previous one), then the barriers, then a dynamic tile loop's ring, then the TMEM address
+/// slot, then the row-reduction
 /// scratch of roles whose rows a warpgroup holds, then the ordering word of deferred MMAs.
 pub fn smem_layout(k: &Kernel) -> SmemLayout {
     let mut layout = SmemLayout::default();
@@ -131,6 +163,15 @@ pub fn smem_layout(k: &Kernel) -> SmemLayout {
             slots,
         });
         cursor += MBARRIER_BYTES * slots as u64;
+    }
+    if k.dynamic_tiles() {
+        let ring = TileRing {
+            offset: cursor,
+            slots: tile_ring_slots(k),
+        };
+        cursor += ring.bytes();
+        cursor = align_up(cursor, MBARRIER_BYTES);
+        layout.tile_ring = Some(ring);
     }
     if !k.tmems.is_empty() {
         layout.tmem_slot = Some(cursor);

@@ -196,13 +196,15 @@ impl Printer<'_> {
                         names,
                         group,
                         stream,
+                        dynamic,
                     } => format!(
-                        "tiles %{} ({}) in [{}]{}{}:",
+                        "tiles %{} ({}) in [{}]{}{}{}:",
                         id.index(),
                         names.join(", "),
                         list(counts, |e| self.expr(*e)),
                         group.map_or(String::new(), |g| format!(" group={g}")),
-                        stream.map_or(String::new(), |s| format!(" stream={}", self.expr(s)))
+                        stream.map_or(String::new(), |s| format!(" stream={}", self.expr(s))),
+                        if *dynamic { " dynamic" } else { "" }
                     ),
                 };
                 self.line(depth, &head);

@@ -125,11 +125,13 @@ impl Interp<'_> {
         ))
     }
 
-    /// `lm.tiles(count0, ..., group=G, stream=KB)`: variadic, so it checks its own arguments.
+    /// `lm.tiles(count0, ..., group=G, stream=KB, dynamic=False)`: variadic, so it checks its
+    /// own arguments.
     pub(super) fn tiles(&mut self, args: CallArgs, usage: &str) -> R<Value> {
         let sp = args.span;
         let mut group = None;
         let mut stream = None;
+        let mut dynamic = None;
         for (name, v, s) in &args.keywords {
             match name.as_str() {
                 "group" => {
@@ -151,6 +153,17 @@ impl Interp<'_> {
                     group = Some(g as u32);
                 }
                 "stream" => stream = Some((Box::new(v.clone()), *s)),
+                "dynamic" => match v {
+                    Value::Bool(true) => dynamic = Some(*s),
+                    Value::Bool(false) => dynamic = None,
+                    _ => {
+                        return self.err(
+                            &codes::TYPE_MISMATCH,
+                            *s,
+                            "`dynamic` is a compile-time bool (True or False)",
+                        )
+                    }
+                },
                 _ => {
                     return self
                         .err(
@@ -173,6 +186,7 @@ impl Interp<'_> {
             args.positional.into_iter().map(|(v, _)| v).collect(),
             group,
             stream,
+            dynamic,
         ))
     }
 

@@ -726,8 +726,8 @@ impl Interp<'_> {
                 let r = if stale { Err(Reported) } else { r };
                 self.no_return_inside(r, "an `lm.range` loop")
             }
-            Value::TilesIter(counts, group, stream) => {
-                self.exec_tiles(f, counts, group, stream, sp, iter_span)
+            Value::TilesIter(counts, group, stream, dynamic) => {
+                self.exec_tiles(f, counts, group, stream, dynamic, sp, iter_span)
             }
             Value::Poison => Err(Reported),
             other => {
@@ -756,6 +756,7 @@ impl Interp<'_> {
         counts: Vec<Value>,
         group: Option<u32>,
         stream: Option<(Box<Value>, Span)>,
+        dynamic: Option<Span>,
         sp: Span,
         iter_span: Span,
     ) -> R<Flow> {
@@ -845,6 +846,31 @@ impl Interp<'_> {
                 );
             }
         }
+        if let Some(s) = dynamic {
+            if !self.k.persistent {
+                return self
+                    .err(
+                        &codes::BAD_ARGUMENTS,
+                        s,
+                        "dynamic tiles are taken by a persistent grid's CTAs as each comes to its next tile: the schedule must be `persistent=True`",
+                    )
+                    .map_err(|r| self.help_last(r, "add `persistent=True` to `@cake.schedule(...)`"));
+            }
+            if stream.is_some() {
+                return self.err(
+                    &codes::BAD_ARGUMENTS,
+                    s,
+                    "a stream-K tile loop shares out its steps in advance: it cannot also take its tiles dynamically",
+                );
+            }
+            if self.k.cluster.iter().product::<u32>() > 1 {
+                return self.err(
+                    &codes::BAD_ARGUMENTS,
+                    s,
+                    "dynamic tiles are taken per CTA: a cluster's CTAs would take different tiles",
+                );
+            }
+        }
         let mut count_exprs = Vec::new();
         for c in counts {
             count_exprs.push(self.index_of(c, iter_span)?);
@@ -864,6 +890,7 @@ impl Interp<'_> {
                     names: axis_names,
                     group,
                     stream: stream.map(|(e, _)| e),
+                    dynamic: dynamic.is_some(),
                 },
             },
             iter_span,

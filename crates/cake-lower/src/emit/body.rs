@@ -81,6 +81,7 @@ impl Emitter<'_> {
                 .join(" * ")
         };
         self.line(&format!("const int tiles_total = {total};"));
+        self.tile_ring_names();
         if let Some((steps, _, _)) = k.stream_k() {
             self.stream_prologue(steps);
         }
@@ -97,7 +98,8 @@ impl Emitter<'_> {
                 }
             });
         }
-        if !self.layout.barriers.is_empty() {
+        let ring = self.layout.tile_ring.is_some();
+        if !self.layout.barriers.is_empty() || ring {
             self.braced("if (threadIdx.x == 0) {", |e| {
                 for p in e.layout.barriers.clone() {
                     let b = &k.barriers[p.barrier];
@@ -109,6 +111,7 @@ impl Emitter<'_> {
                     );
                     e.line(&line);
                 }
+                e.tile_ring_init();
                 if e.target.has(Feature::Clusters) {
                     // Visible to the async proxy and the cluster; without clusters (sm_80, sm_89)
                     // the __syncthreads below is the whole publication.
@@ -127,7 +130,7 @@ impl Emitter<'_> {
             self.line("bool cluster_waited = false;  // this thread has seen every peer start");
             self.line("const uint32_t cta_rank = cake_cluster_ctarank();");
             self.line("(void)cta_rank;");
-        } else if !self.layout.barriers.is_empty() || self.layout.tmem_slot.is_some() {
+        } else if !self.layout.barriers.is_empty() || ring || self.layout.tmem_slot.is_some() {
             self.line("__syncthreads();");
         }
         self.tmem_base_after_sync();
@@ -352,12 +355,21 @@ impl Emitter<'_> {
                         names,
                         group,
                         stream: Some(_),
+                        ..
                     } => self.stream_tile_loop(&counts, &names, group, body, sp),
                     LoopKind::Tiles {
                         counts,
                         names,
                         group,
                         stream: None,
+                        dynamic: true,
+                    } => self.dynamic_tile_loop(&counts, &names, group, body, sp),
+                    LoopKind::Tiles {
+                        counts,
+                        names,
+                        group,
+                        stream: None,
+                        dynamic: false,
                     } => self.tile_loop(&counts, &names, group, body, sp),
                     LoopKind::Range {
                         start,

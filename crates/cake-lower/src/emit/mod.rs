@@ -26,6 +26,7 @@ use std::fmt::Write;
 
 mod body;
 mod copy;
+mod dynamic;
 mod expr;
 mod params;
 mod reduce;
@@ -476,6 +477,9 @@ impl<'a> Emitter<'a> {
             cuda.push_str(prelude::ROW_RED);
         }
         backend.prelude(&self, &mut cuda);
+        if self.k.dynamic_tiles() {
+            cuda.push_str(dynamic::DYNAMIC_OPS);
+        }
         if !self.stream_globals.is_empty() {
             cuda.push_str(stream::STREAM_OPS);
             for g in self.stream_globals.values() {

@@ -1,0 +1,174 @@
+//! Dynamic tile loops (`lm.tiles(..., dynamic=True)`): a persistent grid whose CTAs take their
+//! tiles from a counter in global memory as each comes to its next one, so an SM that draws
+//! less memory bandwidth or runs slower tiles takes fewer of them.
+//!
+//! One thread of the CTA, the *taker* (thread 0 of the first role that runs the tile loop),
+//! takes the tiles: the CTA's first tile is its index, each later one is `gridDim.x` plus an
+//! `atomicAdd` on the counter, issued one tile ahead so its round trip overlaps the tile before.
+//! Each role has its own copy of the tile loop (the emitter's one branch per role), so the taker
+//! hands every tile to all of them through a ring in shared memory: it writes the index into
+//! the next slot and arrives on the slot's full barrier; every thread that runs the loop waits
+//! on that barrier, reads the index and arrives on the slot's empty barrier (once per warp, or
+//! per thread of an issue-only role), which the taker waits on before it writes the slot again.
+//! An index past the last tile ends every role's loop. The ring has a slot more than the
+//! deepest pipeline has stages (`cake_ir::layout::tile_ring_slots`), so a producer may run as
+//! many tiles ahead of its consumers as its stages allow, as in a static persistent loop.
+//!
+//! The counter and a count of the CTAs that have taken their last tile are module globals; the
+//! last CTA to finish sets both back to zero, so every launch starts from zero without a memset
+//! (and two launches of one kernel must not overlap: docs/language.md §8.1).
+
+use super::*;
+
+/// The module's counters and the ring's shared-memory accesses.
+pub(crate) const DYNAMIC_OPS: &str = r#"
+// Dynamic tile loop: tiles taken past each CTA's first, and CTAs that have taken their last.
+// Zero when the module loads; the last CTA to finish sets both back to zero.
+__device__ unsigned int cake_tiles_taken;
+__device__ unsigned int cake_tiles_ctas_done;
+static __device__ __forceinline__ void cake_tile_put(uint32_t addr, int tile) {
+  asm volatile("st.shared.s32 [%0], %1;" :: "r"(addr), "r"(tile) : "memory");
+}
+static __device__ __forceinline__ int cake_tile_get(uint32_t addr) {
+  int tile;
+  asm volatile("ld.shared.s32 %0, [%1];" : "=r"(tile) : "r"(addr) : "memory");
+  return tile;
+}
+// The taker's last step: its CTA takes no more tiles. The last CTA to get here resets the
+// counters (every other CTA's grabs have come back before it counted itself done).
+static __device__ __forceinline__ void cake_tiles_leave() {
+  __threadfence();
+  if (atomicAdd(&cake_tiles_ctas_done, 1u) == gridDim.x - 1) {
+    cake_tiles_taken = 0u;
+    cake_tiles_ctas_done = 0u;
+    __threadfence();
+  }
+}
+"#;
+
+impl Emitter<'_> {
+    /// The roles whose branch runs the tile loop (those with work inside it), in declaration
+    /// order, with their arrivals on the ring's empty barrier per tile.
+    fn tile_ring_roles(&self) -> Vec<(RoleId, u32)> {
+        let k = self.k;
+        let Some(body) = k.body.iter().find_map(|&s| match &k.stmts[s] {
+            Stmt::Loop { id, body } if matches!(k.loops[*id].kind, LoopKind::Tiles { .. }) => {
+                Some(body)
+            }
+            _ => None,
+        }) else {
+            return Vec::new();
+        };
+        k.roles
+            .iter()
+            .filter(|(rid, _)| legal::has_role_work(k, *rid, body, false))
+            .map(|(rid, role)| {
+                let arrivals = if self.kf.issue_only[rid.index()] {
+                    role.replicas()
+                } else {
+                    role.warps().len() as u32
+                };
+                (rid, arrivals)
+            })
+            .collect()
+    }
+
+    /// The prologue's names for the ring.
+    pub(crate) fn tile_ring_names(&mut self) {
+        let Some(ring) = self.layout.tile_ring.clone() else {
+            return;
+        };
+        let slots = ring.slots;
+        self.line(&format!(
+            "const uint32_t tiles_full = cake_smem + {};  // dynamic tiles: {slots} slot(s) of the ring that hands each tile to every role",
+            ring.offset
+        ));
+        self.line(&format!(
+            "const uint32_t tiles_empty = cake_smem + {};  // a slot read by every role",
+            ring.empty_offset()
+        ));
+        self.line(&format!(
+            "const uint32_t tiles_index = cake_smem + {};  // the slots' tile indices",
+            ring.index_offset()
+        ));
+    }
+
+    /// The ring's barriers, initialised by thread 0 with the others.
+    pub(crate) fn tile_ring_init(&mut self) {
+        let Some(ring) = self.layout.tile_ring.clone() else {
+            return;
+        };
+        let arrivals: u32 = self.tile_ring_roles().iter().map(|(_, n)| n).sum();
+        self.line(&format!(
+            "for (int s = 0; s < {}; ++s) {{ cake_mbar_init(tiles_full + 8 * s, 1); cake_mbar_init(tiles_empty + 8 * s, {}); }}  // dynamic tiles: the taker; every warp that runs the tile loop",
+            ring.slots,
+            arrivals.max(1)
+        ));
+    }
+
+    /// The tile loop of a dynamic schedule, for the current role.
+    pub(crate) fn dynamic_tile_loop(
+        &mut self,
+        counts: &[ExprId],
+        names: &[String],
+        group: Option<u32>,
+        body: &Block,
+        sp: Span,
+    ) {
+        let Some(ring) = self.layout.tile_ring.clone() else {
+            return self.unsupported(sp, "a dynamic tile loop without its ring");
+        };
+        let (role, issue_only) = self.role.expect("inside a role");
+        let roles = self.tile_ring_roles();
+        let taker_role = roles.first().map(|(r, _)| *r);
+        let rn = c_ident(&self.k.roles[role].name);
+        let takes = taker_role == Some(role);
+        let slots = ring.slots;
+        self.line(&format!(
+            "uint32_t tile_it = 0;  // tiles this thread has read from the ring"
+        ));
+        if takes {
+            self.line("unsigned int tile_next = 0u;  // the taker's grab of its next tile, in flight during this one");
+        }
+        let open = format!(
+            "for (;;) {{  // tiles ({}), taken dynamically ({})",
+            names.join(", "),
+            self.loc(sp)
+        );
+        self.braced(&open, |me| {
+            me.line(&format!("const uint32_t tile_slot = tile_it % {slots};"));
+            me.line(&format!("const uint32_t tile_phase = (tile_it / {slots}) & 1;"));
+            if takes {
+                me.braced(
+                    &format!("if ({rn}_index == 0 && {rn}_thread == 0) {{  // the taker"),
+                    |me| {
+                        me.line("cake_mbar_wait(tiles_empty + 8 * tile_slot, tile_phase ^ 1);  // every role has read the slot's last tile");
+                        me.line("const int taken = tile_it == 0 ? (int)blockIdx.x : (int)min(tile_next, (unsigned int)tiles_total);");
+                        me.line("if (taken < tiles_total) tile_next = gridDim.x + atomicAdd(&cake_tiles_taken, 1u);");
+                        me.line("cake_tile_put(tiles_index + 4 * tile_slot, taken);");
+                        me.line("cake_mbar_arrive(tiles_full + 8 * tile_slot);");
+                    },
+                );
+            }
+            me.line("cake_mbar_wait(tiles_full + 8 * tile_slot, tile_phase);");
+            me.line("const int tile = cake_tile_get(tiles_index + 4 * tile_slot);");
+            if issue_only {
+                me.line("cake_mbar_arrive(tiles_empty + 8 * tile_slot);");
+            } else {
+                me.line("__syncwarp();");
+                me.line(&format!(
+                    "if ({rn}_thread % 32 == 0) cake_mbar_arrive(tiles_empty + 8 * tile_slot);"
+                ));
+            }
+            me.line("++tile_it;");
+            me.line("if (tile >= tiles_total) break;  // no tiles left");
+            me.tile_coords(counts, group);
+            me.block(body);
+        });
+        if takes {
+            self.line(&format!(
+                "if ({rn}_index == 0 && {rn}_thread == 0) cake_tiles_leave();  // the taker's grabs have all come back"
+            ));
+        }
+    }
+}
