@@ -328,3 +328,45 @@ fn raw_loads(path: &str, tensor: &str) -> usize {
 fn has_toolchain() -> bool {
     cake_testkit::require(cake_toolchain::Toolchain::discover(), "no CUDA toolchain").is_some()
 }
+
+#[test]
+fn dynamic_tile_loops_build() {
+    if !has_toolchain() {
+        return;
+    }
+    let (out_dir, cu) = built_cuda(
+        "tests/build/dynamic_tiles_sm90.py",
+        "dynamic-tiles",
+        "dynamic_tiles",
+    );
+    let count = |text: &str| {
+        cu.lines()
+            .filter(|l| l.contains(text) && !l.contains("__forceinline__"))
+            .count()
+    };
+    // Both roles walk the ring; one thread takes the tiles and leaves once.
+    assert_eq!(count("taken dynamically"), 2, "{cu}");
+    assert_eq!(count("{  // the taker"), 1, "{cu}");
+    assert_eq!(count("cake_tiles_leave();"), 1, "{cu}");
+    // Every reader arrives on the empty slot: the issue-only producer's one thread and the
+    // consumer warpgroup's four warps.
+    assert_eq!(count("cake_mbar_init(tiles_empty + 8 * s, 5)"), 1, "{cu}");
+    assert_eq!(
+        count("cake_mbar_arrive(tiles_empty + 8 * tile_slot)"),
+        2,
+        "{cu}"
+    );
+    assert!(out_dir.join("dynamic_tiles.cubin").is_file());
+    // With the consumers declared first, the producer's thread still takes the tiles.
+    let cu = std::fs::read_to_string(out_dir.join("consumer_first.cu")).unwrap();
+    let load_branch = cu.split("// role load").nth(1).expect("the load branch");
+    let math_branch = cu
+        .split("// role math")
+        .nth(1)
+        .and_then(|b| b.split("// role load").next())
+        .expect("the math branch");
+    assert!(load_branch.contains("{  // the taker"), "{cu}");
+    assert!(!math_branch.contains("{  // the taker"), "{cu}");
+    assert!(out_dir.join("consumer_first.cubin").is_file());
+    let _ = std::fs::remove_dir_all(&out_dir);
+}

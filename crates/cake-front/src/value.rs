@@ -5,6 +5,18 @@
 use crate::vocab::{Builtin, Recv};
 use cake_ir::*;
 
+/// The arguments of `lm.tiles(...)`, for the tile loop that iterates over it.
+#[derive(Clone, Debug)]
+pub struct TilesArgs {
+    pub counts: Vec<Value>,
+    /// `group=G`: the raster order's band of axis-0 tiles.
+    pub group: Option<u32>,
+    /// `stream=KB`: the count of K steps per tile, with its span.
+    pub stream: Option<(Value, cake_diag::Span)>,
+    /// `dynamic=True`, with its span (`None` when absent or False).
+    pub dynamic: Option<cake_diag::Span>,
+}
+
 #[derive(Clone, Debug)]
 pub enum Value {
     Int(i64),
@@ -39,14 +51,8 @@ pub enum Value {
         stop: Box<Value>,
         pipeline: Option<PipelineId>,
     },
-    /// `lm.tiles(...)`: the tile counts, `group=`, `stream=` (the count of K steps per tile,
-    /// with its span) and `dynamic=` (with its span, when given as True).
-    TilesIter(
-        Vec<Value>,
-        Option<u32>,
-        Option<(Box<Value>, cake_diag::Span)>,
-        Option<cake_diag::Span>,
-    ),
+    /// `lm.tiles(...)`.
+    TilesIter(Box<TilesArgs>),
     PyRange(Vec<i64>),
     /// The result of an expression that already produced a finding; using it reports nothing
     /// more, so one mistake yields one finding.

@@ -838,15 +838,9 @@ impl Kernel {
 
     /// Whether the kernel's tile loop takes its tiles dynamically (`lm.tiles(..., dynamic=True)`).
     pub fn dynamic_tiles(&self) -> bool {
-        self.loops.iter().any(|(_, l)| {
-            matches!(
-                l.kind,
-                LoopKind::Tiles {
-                    dynamic: true,
-                    ..
-                }
-            )
-        })
+        self.loops
+            .iter()
+            .any(|(_, l)| matches!(l.kind, LoopKind::Tiles { dynamic: true, .. }))
     }
 
     /// The stream tile loop's count of K steps per tile and the axes of its run bounds

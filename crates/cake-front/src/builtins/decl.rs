@@ -6,7 +6,7 @@ use super::Slot;
 use crate::args::CallArgs;
 use crate::codes;
 use crate::interp::{Interp, Reported, R};
-use crate::value::Value;
+use crate::value::{TilesArgs, Value};
 use cake_diag::{Finding, Span};
 use cake_ir::*;
 
@@ -152,7 +152,7 @@ impl Interp<'_> {
                     }
                     group = Some(g as u32);
                 }
-                "stream" => stream = Some((Box::new(v.clone()), *s)),
+                "stream" => stream = Some((v.clone(), *s)),
                 "dynamic" => match v {
                     Value::Bool(true) => dynamic = Some(*s),
                     Value::Bool(false) => dynamic = None,
@@ -182,12 +182,12 @@ impl Interp<'_> {
                 "`lm.tiles` takes 1 to 3 tile counts",
             );
         }
-        Ok(Value::TilesIter(
-            args.positional.into_iter().map(|(v, _)| v).collect(),
+        Ok(Value::TilesIter(Box::new(TilesArgs {
+            counts: args.positional.into_iter().map(|(v, _)| v).collect(),
             group,
             stream,
             dynamic,
-        ))
+        })))
     }
 
     /// `lm.range(start_or_stop, stop=None, pipeline=None)`

@@ -8,7 +8,7 @@ use crate::codes;
 use crate::expr::is_full_slice;
 use crate::limits::MAX_INLINE_DEPTH;
 use crate::typing::broadcast;
-use crate::value::Value;
+use crate::value::{TilesArgs, Value};
 use crate::vocab::Param;
 use cake_diag::{Finding, Span};
 use cake_ir::*;
@@ -726,9 +726,7 @@ impl Interp<'_> {
                 let r = if stale { Err(Reported) } else { r };
                 self.no_return_inside(r, "an `lm.range` loop")
             }
-            Value::TilesIter(counts, group, stream, dynamic) => {
-                self.exec_tiles(f, counts, group, stream, dynamic, sp, iter_span)
-            }
+            Value::TilesIter(args) => self.exec_tiles(f, *args, sp, iter_span),
             Value::Poison => Err(Reported),
             other => {
                 let msg = format!("cannot loop over {}", other.kind_name());
@@ -753,13 +751,16 @@ impl Interp<'_> {
     fn exec_tiles(
         &mut self,
         f: &ast::StmtFor,
-        counts: Vec<Value>,
-        group: Option<u32>,
-        stream: Option<(Box<Value>, Span)>,
-        dynamic: Option<Span>,
+        args: TilesArgs,
         sp: Span,
         iter_span: Span,
     ) -> R<Flow> {
+        let TilesArgs {
+            counts,
+            group,
+            stream,
+            dynamic,
+        } = args;
         if let Some(prev) = self.tiles_loop {
             let prev_span = self.k.loops.span(prev);
             let f = Finding::new(
@@ -826,7 +827,7 @@ impl Interp<'_> {
         }
         let stream = match stream {
             None => None,
-            Some((v, s)) => Some((self.index_of(*v, s)?, s)),
+            Some((v, s)) => Some((self.index_of(v, s)?, s)),
         };
         if let Some((_, s)) = stream {
             if !self.k.persistent {

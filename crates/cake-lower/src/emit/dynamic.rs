@@ -2,8 +2,8 @@
 //! tiles from a counter in global memory as each comes to its next one, so an SM that draws
 //! less memory bandwidth or runs slower tiles takes fewer of them.
 //!
-//! One thread of the CTA, the *taker* (thread 0 of the first role that runs the tile loop),
-//! takes the tiles: the CTA's first tile is its index, each later one is `gridDim.x` plus an
+//! One thread of the CTA, the *taker* (thread 0 of the first role that copies into shared memory
+//! in the tile loop, a producer, else of the first role that runs the loop), takes the tiles: the CTA's first tile is its index, each later one is `gridDim.x` plus an
 //! `atomicAdd` on the counter, issued one tile ahead so its round trip overlaps the tile before.
 //! Each role has its own copy of the tile loop (the emitter's one branch per role), so the taker
 //! hands every tile to all of them through a ring in shared memory: it writes the index into
@@ -46,17 +46,63 @@ static __device__ __forceinline__ void cake_tiles_leave() {
 }
 "#;
 
+/// Whether `block` (or a block inside it) copies global memory into shared memory.
+fn copies_in(k: &Kernel, block: &Block) -> bool {
+    block.iter().any(|&s| match &k.stmts[s] {
+        Stmt::Op(op) => matches!(op, Op::TmaLoad { .. } | Op::CpAsync { .. }),
+        Stmt::Role { body, .. } | Stmt::Loop { body, .. } => copies_in(k, body),
+        Stmt::If {
+            then_body,
+            else_body,
+            ..
+        } => copies_in(k, then_body) || copies_in(k, else_body),
+    })
+}
+
+/// Whether `role`'s regions in `block` copy global memory into shared memory.
+fn role_copies(k: &Kernel, role: RoleId, block: &Block) -> bool {
+    block.iter().any(|&s| match &k.stmts[s] {
+        Stmt::Role { role: r, body } => *r == role && copies_in(k, body),
+        Stmt::Loop { body, .. } => role_copies(k, role, body),
+        Stmt::If {
+            then_body,
+            else_body,
+            ..
+        } => role_copies(k, role, then_body) || role_copies(k, role, else_body),
+        Stmt::Op(_) => false,
+    })
+}
+
 impl Emitter<'_> {
-    /// The roles whose branch runs the tile loop (those with work inside it), in declaration
-    /// order, with their arrivals on the ring's empty barrier per tile.
-    fn tile_ring_roles(&self) -> Vec<(RoleId, u32)> {
+    /// The tile loop's body.
+    fn tile_loop_body(&self) -> Option<&Block> {
         let k = self.k;
-        let Some(body) = k.body.iter().find_map(|&s| match &k.stmts[s] {
+        k.body.iter().find_map(|&s| match &k.stmts[s] {
             Stmt::Loop { id, body } if matches!(k.loops[*id].kind, LoopKind::Tiles { .. }) => {
                 Some(body)
             }
             _ => None,
-        }) else {
+        })
+    }
+
+    /// The role whose thread takes the tiles: the first (in declaration order) that runs the
+    /// tile loop and copies into shared memory there — a producer runs ahead of the roles it
+    /// feeds, so it reaches each next tile first — or else the first that runs the loop.
+    fn tile_taker(&self) -> Option<RoleId> {
+        let roles = self.tile_ring_roles();
+        let body = self.tile_loop_body()?;
+        roles
+            .iter()
+            .find(|(r, _)| role_copies(self.k, *r, body))
+            .or(roles.first())
+            .map(|(r, _)| *r)
+    }
+
+    /// The roles whose branch runs the tile loop (those with work inside it), in declaration
+    /// order, with their arrivals on the ring's empty barrier per tile.
+    fn tile_ring_roles(&self) -> Vec<(RoleId, u32)> {
+        let k = self.k;
+        let Some(body) = self.tile_loop_body() else {
             return Vec::new();
         };
         k.roles
@@ -119,14 +165,10 @@ impl Emitter<'_> {
             return self.unsupported(sp, "a dynamic tile loop without its ring");
         };
         let (role, issue_only) = self.role.expect("inside a role");
-        let roles = self.tile_ring_roles();
-        let taker_role = roles.first().map(|(r, _)| *r);
         let rn = c_ident(&self.k.roles[role].name);
-        let takes = taker_role == Some(role);
+        let takes = self.tile_taker() == Some(role);
         let slots = ring.slots;
-        self.line(&format!(
-            "uint32_t tile_it = 0;  // tiles this thread has read from the ring"
-        ));
+        self.line("uint32_t tile_it = 0;  // tiles this thread has read from the ring");
         if takes {
             self.line("unsigned int tile_next = 0u;  // the taker's grab of its next tile, in flight during this one");
         }
