@@ -24,7 +24,9 @@ D = 64, whose smaller fragments fit the register budget three leave):
   P·V runs. Cake rotates the loop; the schedule stays the natural one.
 
 `PERSISTENT = 1` makes one CTA per SM walk the tiles, the next tile's Q waiting on `q_empty`
-until the consumers are done with this one's (measured no better: off).
+until the consumers are done with this one's (measured no better: off); with `DYNAMIC = 1` each
+CTA takes its next tile from a counter when it comes to it (`lm.tiles(..., dynamic=True)`), so
+the causal tiles of unequal length spread over the SMs as they free.
 
 Masks: keys past S (the last tile) and, with CAUSAL, keys after the query, by `lm.iota` on the
 tiles that need them. Causal CTAs take their query tiles longest first. Rows past S read zeros
@@ -43,6 +45,7 @@ BN = 128           # keys per tile
 STAGES = 2
 LAZY = 0           # 1: rescale the output only when a row's maximum grew by more than 2^8
 PERSISTENT = 0     # 1: one CTA per SM walks the tiles (the next tile's loads overlap this one's end)
+DYNAMIC = 0        # 1 (with PERSISTENT): each CTA takes its next tile from a counter as it frees
 # softmax scale in base 2: log2(e) / sqrt(D)
 SCALE = 0.18033688011112042 if D == 64 else 0.12751743074941037
 
@@ -77,7 +80,7 @@ def attention(Q: lm.tensor[lm.bf16, "BH", "S", D],
     alpha = math.fragment(shape=(64,), dtype=lm.f32)      # this tile's rescale of o
     l_i = math.fragment(shape=(64,), dtype=lm.f32)        # running row sum
 
-    for bh, t in lm.tiles(BH, lm.cdiv(S, BM)):
+    for bh, t in lm.tiles(BH, lm.cdiv(S, BM), dynamic=DYNAMIC == 1 and PERSISTENT == 1):
         # Causal: the longest query tiles first.
         tq = lm.cdiv(S, BM) - 1 - t if CAUSAL else t
         kvh = bh // (BH // BHKV)
