@@ -50,7 +50,7 @@ variants = {
     "rms_bulk_dyn4_g6": ("rms_bulk_dyn4", 160, 4 * 8192, SMS * 6),
     "rms_bulk_dyn8_g3": ("rms_bulk_dyn8", 160, 8 * 8192, SMS * 3),
     "rms_reg_dyn_g6": ("rms_reg_dyn", 128, 0, SMS * 6),
-    "rms_reg_dyn_g7": ("rms_reg_dyn", 128, 0, SMS * 7),
+    "rms_reg_dyn_g8": ("rms_reg_dyn", 128, 0, SMS * 8),
 }
 ONLY = os.environ.get("ONLY")
 if ONLY:
