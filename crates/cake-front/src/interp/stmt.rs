@@ -737,6 +737,25 @@ impl Interp<'_> {
         }
     }
 
+    /// A tile-loop keyword that needs a persistent grid without clusters (`stream=`,
+    /// `dynamic=True`), at its span `s`.
+    fn persistent_without_clusters(
+        &mut self,
+        s: Span,
+        not_persistent: &str,
+        clustered: &str,
+    ) -> R<()> {
+        if !self.k.persistent {
+            return self
+                .err(&codes::BAD_ARGUMENTS, s, not_persistent)
+                .map_err(|r| self.help_last(r, "add `persistent=True` to `@cake.schedule(...)`"));
+        }
+        if self.k.cluster.iter().product::<u32>() > 1 {
+            return self.err(&codes::BAD_ARGUMENTS, s, clustered);
+        }
+        Ok(())
+    }
+
     fn no_return_inside(&mut self, r: R<Flow>, what: &str) -> R<Flow> {
         match r {
             Ok(Flow::Return(_, sp)) => self.err(
@@ -830,45 +849,23 @@ impl Interp<'_> {
             Some((v, s)) => Some((self.index_of(v, s)?, s)),
         };
         if let Some((_, s)) = stream {
-            if !self.k.persistent {
-                return self
-                    .err(
-                        &codes::BAD_ARGUMENTS,
-                        s,
-                        "stream-K splits the tiles' K steps over a persistent grid: the schedule must be `persistent=True`",
-                    )
-                    .map_err(|r| self.help_last(r, "add `persistent=True` to `@cake.schedule(...)`"));
-            }
-            if self.k.cluster.iter().product::<u32>() > 1 {
-                return self.err(
-                    &codes::BAD_ARGUMENTS,
-                    s,
-                    "a stream-K tile loop runs without clusters: each CTA's share of the K steps is its own",
-                );
-            }
+            self.persistent_without_clusters(
+                s,
+                "stream-K splits the tiles' K steps over a persistent grid: the schedule must be `persistent=True`",
+                "a stream-K tile loop runs without clusters: each CTA's share of the K steps is its own",
+            )?;
         }
         if let Some(s) = dynamic {
-            if !self.k.persistent {
-                return self
-                    .err(
-                        &codes::BAD_ARGUMENTS,
-                        s,
-                        "dynamic tiles are taken by a persistent grid's CTAs as each comes to its next tile: the schedule must be `persistent=True`",
-                    )
-                    .map_err(|r| self.help_last(r, "add `persistent=True` to `@cake.schedule(...)`"));
-            }
+            self.persistent_without_clusters(
+                s,
+                "dynamic tiles are taken by a persistent grid's CTAs as each comes to its next tile: the schedule must be `persistent=True`",
+                "dynamic tiles are taken per CTA: a cluster's CTAs would take different tiles",
+            )?;
             if stream.is_some() {
                 return self.err(
                     &codes::BAD_ARGUMENTS,
                     s,
                     "a stream-K tile loop shares out its steps in advance: it cannot also take its tiles dynamically",
-                );
-            }
-            if self.k.cluster.iter().product::<u32>() > 1 {
-                return self.err(
-                    &codes::BAD_ARGUMENTS,
-                    s,
-                    "dynamic tiles are taken per CTA: a cluster's CTAs would take different tiles",
                 );
             }
         }
