@@ -344,8 +344,8 @@ fn rank4() -> String {
             "O: lm.tensor[lm.bf16, \"B\", \"H\", \"S\", D]",
         )
         .replace(
-            "lm.tiles(BH, lm.cdiv(S, BM))",
-            "lm.tiles(B * H, lm.cdiv(S, BM))",
+            "lm.tiles(BH, lm.cdiv(S, BM)",
+            "lm.tiles(B * H, lm.cdiv(S, BM)",
         )
         .replace(
             "kvh = bh // (BH // BHKV)",

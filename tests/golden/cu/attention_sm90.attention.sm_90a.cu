@@ -263,7 +263,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_attention(
   }
   __syncthreads();
   CAKE_STAMP(threadIdx.x == 0, 2);  // timeline: prologue done
-  if (warp >= 0 && warp < 4) {  // role load (attention_sm90.py:63)
+  if (warp >= 0 && warp < 4) {  // role load (attention_sm90.py:66)
     cake_setmaxnreg_dec<40>();
     const int load_index = (warp - 0) / 4;
     const int load_thread = (int)threadIdx.x - 0 - load_index * 128;
@@ -274,29 +274,29 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_attention(
     (void)lane_row; (void)lane_col;
     uint32_t kv_it = 0;  // iterations of pipeline kv completed by this role
     if (load_thread == 0) {  // issue-only role: one thread per replica
-      for (int tile = blockIdx.x; tile < tiles_total; tile += tiles_total) {  // one tile (bh, t) per CTA (attention_sm90.py:83)
+      for (int tile = blockIdx.x; tile < tiles_total; tile += tiles_total) {  // one tile (bh, t) per CTA (attention_sm90.py:86)
         int tile_rest = tile;
         const int tile_1 = tile_rest % tiles_1;
         tile_rest /= tiles_1;
         const int tile_0 = tile_rest % tiles_0;
         tile_rest /= tiles_0;
         (void)tile_rest;
-        // with load: (attention_sm90.py:89)
-        // tma_load sQ <- Q (attention_sm90.py:92)
+        // with load: (attention_sm90.py:92)
+        // tma_load sQ <- Q (attention_sm90.py:95)
         cake_mbar_arrive_expect_tx(q_full, 32768);
         cake_tma_load_3d(sQ, &tmap_Q_0, q_full, 0, (tile_1 * 128), tile_0);
         cake_tma_load_3d(sQ + 16384, &tmap_Q_0, q_full, 0 + 64, (tile_1 * 128), tile_0);
-        for (int j_1 = 0; j_1 < cake_cdiv(dim_S, 128); ++j_1) {  // attention_sm90.py:93
+        for (int j_1 = 0; j_1 < cake_cdiv(dim_S, 128); ++j_1) {  // attention_sm90.py:96
           const uint32_t kv_stage = kv_it % 2;
           const uint32_t kv_phase = (kv_it / 2) & 1;
-          cake_mbar_wait(k_empty + 8 * kv_stage, kv_phase ^ 1);  // wait k_empty (attention_sm90.py:94)
+          cake_mbar_wait(k_empty + 8 * kv_stage, kv_phase ^ 1);  // wait k_empty (attention_sm90.py:97)
           CAKE_STAMP_ONCE(load_thread == 0 && load_index == 0, 4, load_stamped_wait);  // timeline: first completed wait
-          // tma_load sK <- K (attention_sm90.py:95)
+          // tma_load sK <- K (attention_sm90.py:98)
           cake_mbar_arrive_expect_tx(k_full + 8 * kv_stage, 32768);
           cake_tma_load_3d((sK + 32768 * kv_stage), &tmap_K_1, k_full + 8 * kv_stage, 0, (j_1 * 128), (tile_0 / (dim_BH / dim_BHKV)));
           cake_tma_load_3d((sK + 32768 * kv_stage) + 16384, &tmap_K_1, k_full + 8 * kv_stage, 0 + 64, (j_1 * 128), (tile_0 / (dim_BH / dim_BHKV)));
-          cake_mbar_wait(v_empty + 8 * kv_stage, kv_phase ^ 1);  // wait v_empty (attention_sm90.py:96)
-          // tma_load sV <- V (attention_sm90.py:97)
+          cake_mbar_wait(v_empty + 8 * kv_stage, kv_phase ^ 1);  // wait v_empty (attention_sm90.py:99)
+          // tma_load sV <- V (attention_sm90.py:100)
           cake_mbar_arrive_expect_tx(v_full + 8 * kv_stage, 32768);
           cake_tma_load_3d((sV + 32768 * kv_stage), &tmap_V_2, v_full + 8 * kv_stage, 0, (j_1 * 128), (tile_0 / (dim_BH / dim_BHKV)));
           cake_tma_load_3d((sV + 32768 * kv_stage) + 16384, &tmap_V_2, v_full + 8 * kv_stage, 0 + 64, (j_1 * 128), (tile_0 / (dim_BH / dim_BHKV)));
@@ -306,7 +306,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_attention(
     }
     CAKE_STAMP(load_thread == 0 && load_index == 0, 5);  // timeline: role load ends
   }
-  if (warp >= 4 && warp < 12) {  // role math (attention_sm90.py:64)
+  if (warp >= 4 && warp < 12) {  // role math (attention_sm90.py:67)
     cake_setmaxnreg_inc<232>();
     const int math_index = (warp - 4) / 4;
     const int math_thread = (int)threadIdx.x - 128 - math_index * 128;
@@ -325,32 +325,32 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_attention(
     float l_i[2];  // fragment l_i [64] f32
     uint32_t kv_it = 0;  // iterations of pipeline kv completed by this role
     uint32_t q_full_waits = 0;
-    for (int tile = blockIdx.x; tile < tiles_total; tile += tiles_total) {  // one tile (bh, t) per CTA (attention_sm90.py:83)
+    for (int tile = blockIdx.x; tile < tiles_total; tile += tiles_total) {  // one tile (bh, t) per CTA (attention_sm90.py:86)
       int tile_rest = tile;
       const int tile_1 = tile_rest % tiles_1;
       tile_rest /= tiles_1;
       const int tile_0 = tile_rest % tiles_0;
       tile_rest /= tiles_0;
       (void)tile_rest;
-      // with math: (attention_sm90.py:98)
-      #pragma unroll  // o <- ... (attention_sm90.py:100)
+      // with math: (attention_sm90.py:101)
+      #pragma unroll  // o <- ... (attention_sm90.py:103)
       for (int i = 0; i < 16; ++i) for (int h = 0; h < 2; ++h) for (int j = 0; j < 2; ++j) o[4 * i + 2 * h + j] = (float)(0.0f);
-      #pragma unroll  // m_i <- ... (attention_sm90.py:101)
+      #pragma unroll  // m_i <- ... (attention_sm90.py:104)
       for (int h = 0; h < 2; ++h) m_i[h] = (float)(__int_as_float(0xff800000));
-      #pragma unroll  // l_i <- ... (attention_sm90.py:102)
+      #pragma unroll  // l_i <- ... (attention_sm90.py:105)
       for (int h = 0; h < 2; ++h) l_i[h] = (float)(0.0f);
-      cake_mbar_wait(q_full, (q_full_waits++ & 1));  // wait q_full (attention_sm90.py:103)
+      cake_mbar_wait(q_full, (q_full_waits++ & 1));  // wait q_full (attention_sm90.py:106)
       CAKE_STAMP_ONCE(math_thread == 0 && math_index == 0, 7, math_stamped_wait);  // timeline: first completed wait
-      {  // j_2 (attention_sm90.py:104): the MMA at attention_sm90.py:136 is deferred — issued in the next iteration, after its first MMA
+      {  // j_2 (attention_sm90.py:107): the MMA at attention_sm90.py:139 is deferred — issued in the next iteration, after its first MMA
         const int j_2_end = cake_cdiv(dim_S, 128);
         uint32_t p_next[32];  // the other array of `p`: odd iterations write it while the deferred MMA reads the even one's
         if (0 < j_2_end) {  // the first iteration: nothing deferred yet
           const int j_2 = 0;
           const uint32_t kv_stage = kv_it % 2;
           const uint32_t kv_phase = (kv_it / 2) & 1;
-          cake_mbar_wait(k_full + 8 * kv_stage, kv_phase);  // wait k_full (attention_sm90.py:105)
-          cake_named_sync(1 + math_index, 256);  // this replica's turn (attention_sm90.py:106)
-          // mma s += sQ * sK.T (attention_sm90.py:106)
+          cake_mbar_wait(k_full + 8 * kv_stage, kv_phase);  // wait k_full (attention_sm90.py:108)
+          cake_named_sync(1 + math_index, 256);  // this replica's turn (attention_sm90.py:109)
+          // mma s += sQ * sK.T (attention_sm90.py:109)
           cake_wgmma_fence();
           cake_wgmma_m64n128k16_f32_bf16(s, cake_wgmma_desc(sQ + 0 + ((64 * math_index)) * 128, 16, 1024, 1), cake_wgmma_desc((sK + 32768 * kv_stage) + 0, 16, 1024, 1), (false) ? 1 : 0);
           cake_wgmma_m64n128k16_f32_bf16(s, cake_wgmma_desc(sQ + 32 + ((64 * math_index)) * 128, 16, 1024, 1), cake_wgmma_desc((sK + 32768 * kv_stage) + 32, 16, 1024, 1), 1);
@@ -361,15 +361,15 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_attention(
           cake_wgmma_m64n128k16_f32_bf16(s, cake_wgmma_desc(sQ + 16448 + ((64 * math_index)) * 128, 16, 1024, 1), cake_wgmma_desc((sK + 32768 * kv_stage) + 16448, 16, 1024, 1), 1);
           cake_wgmma_m64n128k16_f32_bf16(s, cake_wgmma_desc(sQ + 16480 + ((64 * math_index)) * 128, 16, 1024, 1), cake_wgmma_desc((sK + 32768 * kv_stage) + 16480, 16, 1024, 1), 1);
           cake_wgmma_commit();
-          cake_named_arrive(1 + (math_index + 1) % 2, 256);  // the next replica's turn (attention_sm90.py:106)
+          cake_named_arrive(1 + (math_index + 1) % 2, 256);  // the next replica's turn (attention_sm90.py:109)
           cake_wgmma_wait<0>();  // the MMAs into `s` have retired, before the branch or loop that reads it
           cake_wgmma_fence_regs(s);
-          if (math_thread == 0) cake_mbar_arrive(k_empty + 8 * kv_stage);  // release (attention_sm90.py:106), now that its MMAs have retired
-          if ((((j_2 + 1) * 128) > dim_S)) {  // attention_sm90.py:112
-            #pragma unroll  // s <- ... (attention_sm90.py:113)
+          if (math_thread == 0) cake_mbar_arrive(k_empty + 8 * kv_stage);  // release (attention_sm90.py:109), now that its MMAs have retired
+          if ((((j_2 + 1) * 128) > dim_S)) {  // attention_sm90.py:115
+            #pragma unroll  // s <- ... (attention_sm90.py:116)
             for (int i = 0; i < 16; ++i) for (int h = 0; h < 2; ++h) for (int j = 0; j < 2; ++j) s[4 * i + 2 * h + j] = (float)(((((j_2 * 128) + (lane_col + 8 * i + j)) < dim_S) ? s[4 * i + 2 * h + j] : __int_as_float(0xff800000)));
           }
-          float red0_v[2];  // row max over 128 columns (attention_sm90.py:114)
+          float red0_v[2];  // row max over 128 columns (attention_sm90.py:117)
           float red0_bv[2] = {__int_as_float(0xff800000), __int_as_float(0xff800000)};
           #pragma unroll
           for (int i = 0; i < 16; ++i) {
@@ -391,13 +391,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_attention(
             }
             red0_v[h] = red0_bv[h];
           }
-          #pragma unroll  // m_new <- ... (attention_sm90.py:114)
+          #pragma unroll  // m_new <- ... (attention_sm90.py:117)
           for (int h = 0; h < 2; ++h) m_new[h] = (float)(fmaxf(m_i[h], (red0_v[h] * 0.12751743074941038f)));
-          #pragma unroll  // alpha <- ... (attention_sm90.py:129)
+          #pragma unroll  // alpha <- ... (attention_sm90.py:132)
           for (int h = 0; h < 2; ++h) alpha[h] = (float)(cake_ex2_ftz((m_i[h] - m_new[h])));
-          #pragma unroll  // s <- ... (attention_sm90.py:130)
+          #pragma unroll  // s <- ... (attention_sm90.py:133)
           for (int i = 0; i < 16; ++i) for (int h = 0; h < 2; ++h) for (int j = 0; j < 2; ++j) s[4 * i + 2 * h + j] = (float)(cake_ex2_ftz(((s[4 * i + 2 * h + j] * 0.12751743074941038f) - m_new[h])));
-          float red1_v[2];  // row sum over 128 columns (attention_sm90.py:131)
+          float red1_v[2];  // row sum over 128 columns (attention_sm90.py:134)
           float red1_bv[2] = {0.0f, 0.0f};
           #pragma unroll
           for (int i = 0; i < 16; ++i) {
@@ -419,13 +419,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_attention(
             }
             red1_v[h] = red1_bv[h];
           }
-          #pragma unroll  // l_i <- ... (attention_sm90.py:131)
+          #pragma unroll  // l_i <- ... (attention_sm90.py:134)
           for (int h = 0; h < 2; ++h) l_i[h] = (float)(((l_i[h] * alpha[h]) + red1_v[h]));
-          #pragma unroll  // m_i <- ... (attention_sm90.py:132)
+          #pragma unroll  // m_i <- ... (attention_sm90.py:135)
           for (int h = 0; h < 2; ++h) m_i[h] = (float)(m_new[h]);
-          #pragma unroll  // o <- ... (attention_sm90.py:133)
+          #pragma unroll  // o <- ... (attention_sm90.py:136)
           for (int i = 0; i < 16; ++i) for (int h = 0; h < 2; ++h) for (int j = 0; j < 2; ++j) o[4 * i + 2 * h + j] = (float)((o[4 * i + 2 * h + j] * alpha[h]));
-          #pragma unroll  // p <- ... (attention_sm90.py:134)
+          #pragma unroll  // p <- ... (attention_sm90.py:137)
           for (int i = 0; i < 16; ++i) for (int h = 0; h < 2; ++h) { float e[2]; for (int j = 0; j < 2; ++j) e[j] = s[4 * i + 2 * h + j]; p[2 * i + h] = cake_pack_bf16x2(e[0], e[1]); }
           ++kv_it;
         }
@@ -434,9 +434,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_attention(
             const int j_2 = j_2_pair;
             const uint32_t kv_stage = kv_it % 2;
             const uint32_t kv_phase = (kv_it / 2) & 1;
-            cake_mbar_wait(k_full + 8 * kv_stage, kv_phase);  // wait k_full (attention_sm90.py:105)
-            cake_named_sync(1 + math_index, 256);  // this replica's turn (attention_sm90.py:106)
-            // mma s += sQ * sK.T (attention_sm90.py:106)
+            cake_mbar_wait(k_full + 8 * kv_stage, kv_phase);  // wait k_full (attention_sm90.py:108)
+            cake_named_sync(1 + math_index, 256);  // this replica's turn (attention_sm90.py:109)
+            // mma s += sQ * sK.T (attention_sm90.py:109)
             cake_wgmma_fence();
             cake_wgmma_m64n128k16_f32_bf16(s, cake_wgmma_desc(sQ + 0 + ((64 * math_index)) * 128, 16, 1024, 1), cake_wgmma_desc((sK + 32768 * kv_stage) + 0, 16, 1024, 1), (false) ? 1 : 0);
             cake_wgmma_m64n128k16_f32_bf16(s, cake_wgmma_desc(sQ + 32 + ((64 * math_index)) * 128, 16, 1024, 1), cake_wgmma_desc((sK + 32768 * kv_stage) + 32, 16, 1024, 1), 1);
@@ -450,11 +450,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_attention(
             const uint32_t kv_prev_stage = (kv_it - 1) % 2;
             const uint32_t kv_prev_phase = ((kv_it - 1) / 2) & 1;
             const int j_2_prev = j_2 - 1;
-            {  // deferred from the previous iteration (attention_sm90.py:136)
+            {  // deferred from the previous iteration (attention_sm90.py:139)
               const int j_2 = j_2_prev;
               (void)j_2;
-              cake_mbar_wait(v_full + 8 * kv_prev_stage, kv_prev_phase);  // wait v_full (attention_sm90.py:135)
-              // mma o += p (registers) * sV.T (attention_sm90.py:136)
+              cake_mbar_wait(v_full + 8 * kv_prev_stage, kv_prev_phase);  // wait v_full (attention_sm90.py:138)
+              // mma o += p (registers) * sV.T (attention_sm90.py:139)
               cake_wgmma_fence();
               cake_wgmma_m64n128k16_f32_bf16_rs_tb(o, p[0], p[1], p[2], p[3], cake_wgmma_desc((sV + 32768 * kv_prev_stage) + 0, 16384, 1024, 1), (true) ? 1 : 0);
               cake_wgmma_m64n128k16_f32_bf16_rs_tb(o, p[4], p[5], p[6], p[7], cake_wgmma_desc((sV + 32768 * kv_prev_stage) + 2048, 16384, 1024, 1), 1);
@@ -466,15 +466,15 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_attention(
               cake_wgmma_m64n128k16_f32_bf16_rs_tb(o, p[28], p[29], p[30], p[31], cake_wgmma_desc((sV + 32768 * kv_prev_stage) + 14336, 16384, 1024, 1), 1);
               cake_wgmma_commit();
             }
-            cake_named_arrive(1 + (math_index + 1) % 2, 256);  // the next replica's turn (attention_sm90.py:106)
+            cake_named_arrive(1 + (math_index + 1) % 2, 256);  // the next replica's turn (attention_sm90.py:109)
             cake_wgmma_wait<1>();  // the MMAs into `s` have retired, before the branch or loop that reads it; 1 newer group(s) stay in flight
             cake_wgmma_fence_regs(s);
-            if (math_thread == 0) cake_mbar_arrive(k_empty + 8 * kv_stage);  // release (attention_sm90.py:106), now that its MMAs have retired
-            if ((((j_2 + 1) * 128) > dim_S)) {  // attention_sm90.py:112
-              #pragma unroll  // s <- ... (attention_sm90.py:113)
+            if (math_thread == 0) cake_mbar_arrive(k_empty + 8 * kv_stage);  // release (attention_sm90.py:109), now that its MMAs have retired
+            if ((((j_2 + 1) * 128) > dim_S)) {  // attention_sm90.py:115
+              #pragma unroll  // s <- ... (attention_sm90.py:116)
               for (int i = 0; i < 16; ++i) for (int h = 0; h < 2; ++h) for (int j = 0; j < 2; ++j) s[4 * i + 2 * h + j] = (float)(((((j_2 * 128) + (lane_col + 8 * i + j)) < dim_S) ? s[4 * i + 2 * h + j] : __int_as_float(0xff800000)));
             }
-            float red2_v[2];  // row max over 128 columns (attention_sm90.py:114)
+            float red2_v[2];  // row max over 128 columns (attention_sm90.py:117)
             float red2_bv[2] = {__int_as_float(0xff800000), __int_as_float(0xff800000)};
             #pragma unroll
             for (int i = 0; i < 16; ++i) {
@@ -496,13 +496,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_attention(
               }
               red2_v[h] = red2_bv[h];
             }
-            #pragma unroll  // m_new <- ... (attention_sm90.py:114)
+            #pragma unroll  // m_new <- ... (attention_sm90.py:117)
             for (int h = 0; h < 2; ++h) m_new[h] = (float)(fmaxf(m_i[h], (red2_v[h] * 0.12751743074941038f)));
-            #pragma unroll  // alpha <- ... (attention_sm90.py:129)
+            #pragma unroll  // alpha <- ... (attention_sm90.py:132)
             for (int h = 0; h < 2; ++h) alpha[h] = (float)(cake_ex2_ftz((m_i[h] - m_new[h])));
-            #pragma unroll  // s <- ... (attention_sm90.py:130)
+            #pragma unroll  // s <- ... (attention_sm90.py:133)
             for (int i = 0; i < 16; ++i) for (int h = 0; h < 2; ++h) for (int j = 0; j < 2; ++j) s[4 * i + 2 * h + j] = (float)(cake_ex2_ftz(((s[4 * i + 2 * h + j] * 0.12751743074941038f) - m_new[h])));
-            float red3_v[2];  // row sum over 128 columns (attention_sm90.py:131)
+            float red3_v[2];  // row sum over 128 columns (attention_sm90.py:134)
             float red3_bv[2] = {0.0f, 0.0f};
             #pragma unroll
             for (int i = 0; i < 16; ++i) {
@@ -524,9 +524,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_attention(
               }
               red3_v[h] = red3_bv[h];
             }
-            #pragma unroll  // l_i <- ... (attention_sm90.py:131)
+            #pragma unroll  // l_i <- ... (attention_sm90.py:134)
             for (int h = 0; h < 2; ++h) l_i[h] = (float)(((l_i[h] * alpha[h]) + red3_v[h]));
-            #pragma unroll  // m_i <- ... (attention_sm90.py:132)
+            #pragma unroll  // m_i <- ... (attention_sm90.py:135)
             for (int h = 0; h < 2; ++h) m_i[h] = (float)(m_new[h]);
             cake_wgmma_fence_regs(s);  // computed before the wait
             cake_wgmma_fence_regs(m_new);  // computed before the wait
@@ -536,10 +536,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_attention(
             cake_wgmma_order(cake_smem + 163920, s[0] + s[63] + m_new[0] + m_new[1] + alpha[0] + alpha[1] + l_i[0] + l_i[1] + m_i[0] + m_i[1]);  // keeps the wait below after the work above
             cake_wgmma_wait<0>();  // the MMAs into `o` have retired
             cake_wgmma_fence_regs(o);
-            if (math_thread == 0) cake_mbar_arrive(v_empty + 8 * kv_prev_stage);  // release (attention_sm90.py:136), now that its MMAs have retired
-            #pragma unroll  // o <- ... (attention_sm90.py:133)
+            if (math_thread == 0) cake_mbar_arrive(v_empty + 8 * kv_prev_stage);  // release (attention_sm90.py:139), now that its MMAs have retired
+            #pragma unroll  // o <- ... (attention_sm90.py:136)
             for (int i = 0; i < 16; ++i) for (int h = 0; h < 2; ++h) for (int j = 0; j < 2; ++j) o[4 * i + 2 * h + j] = (float)((o[4 * i + 2 * h + j] * alpha[h]));
-            #pragma unroll  // p <- ... (attention_sm90.py:134)
+            #pragma unroll  // p <- ... (attention_sm90.py:137)
             for (int i = 0; i < 16; ++i) for (int h = 0; h < 2; ++h) { float e[2]; for (int j = 0; j < 2; ++j) e[j] = s[4 * i + 2 * h + j]; p_next[2 * i + h] = cake_pack_bf16x2(e[0], e[1]); }
             ++kv_it;
           }
@@ -547,9 +547,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_attention(
             const int j_2 = j_2_pair + 1;
             const uint32_t kv_stage = kv_it % 2;
             const uint32_t kv_phase = (kv_it / 2) & 1;
-            cake_mbar_wait(k_full + 8 * kv_stage, kv_phase);  // wait k_full (attention_sm90.py:105)
-            cake_named_sync(1 + math_index, 256);  // this replica's turn (attention_sm90.py:106)
-            // mma s += sQ * sK.T (attention_sm90.py:106)
+            cake_mbar_wait(k_full + 8 * kv_stage, kv_phase);  // wait k_full (attention_sm90.py:108)
+            cake_named_sync(1 + math_index, 256);  // this replica's turn (attention_sm90.py:109)
+            // mma s += sQ * sK.T (attention_sm90.py:109)
             cake_wgmma_fence();
             cake_wgmma_m64n128k16_f32_bf16(s, cake_wgmma_desc(sQ + 0 + ((64 * math_index)) * 128, 16, 1024, 1), cake_wgmma_desc((sK + 32768 * kv_stage) + 0, 16, 1024, 1), (false) ? 1 : 0);
             cake_wgmma_m64n128k16_f32_bf16(s, cake_wgmma_desc(sQ + 32 + ((64 * math_index)) * 128, 16, 1024, 1), cake_wgmma_desc((sK + 32768 * kv_stage) + 32, 16, 1024, 1), 1);
@@ -563,11 +563,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_attention(
             const uint32_t kv_prev_stage = (kv_it - 1) % 2;
             const uint32_t kv_prev_phase = ((kv_it - 1) / 2) & 1;
             const int j_2_prev = j_2 - 1;
-            {  // deferred from the previous iteration (attention_sm90.py:136)
+            {  // deferred from the previous iteration (attention_sm90.py:139)
               const int j_2 = j_2_prev;
               (void)j_2;
-              cake_mbar_wait(v_full + 8 * kv_prev_stage, kv_prev_phase);  // wait v_full (attention_sm90.py:135)
-              // mma o += p (registers) * sV.T (attention_sm90.py:136)
+              cake_mbar_wait(v_full + 8 * kv_prev_stage, kv_prev_phase);  // wait v_full (attention_sm90.py:138)
+              // mma o += p (registers) * sV.T (attention_sm90.py:139)
               cake_wgmma_fence();
               cake_wgmma_m64n128k16_f32_bf16_rs_tb(o, p_next[0], p_next[1], p_next[2], p_next[3], cake_wgmma_desc((sV + 32768 * kv_prev_stage) + 0, 16384, 1024, 1), (true) ? 1 : 0);
               cake_wgmma_m64n128k16_f32_bf16_rs_tb(o, p_next[4], p_next[5], p_next[6], p_next[7], cake_wgmma_desc((sV + 32768 * kv_prev_stage) + 2048, 16384, 1024, 1), 1);
@@ -579,15 +579,15 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_attention(
               cake_wgmma_m64n128k16_f32_bf16_rs_tb(o, p_next[28], p_next[29], p_next[30], p_next[31], cake_wgmma_desc((sV + 32768 * kv_prev_stage) + 14336, 16384, 1024, 1), 1);
               cake_wgmma_commit();
             }
-            cake_named_arrive(1 + (math_index + 1) % 2, 256);  // the next replica's turn (attention_sm90.py:106)
+            cake_named_arrive(1 + (math_index + 1) % 2, 256);  // the next replica's turn (attention_sm90.py:109)
             cake_wgmma_wait<1>();  // the MMAs into `s` have retired, before the branch or loop that reads it; 1 newer group(s) stay in flight
             cake_wgmma_fence_regs(s);
-            if (math_thread == 0) cake_mbar_arrive(k_empty + 8 * kv_stage);  // release (attention_sm90.py:106), now that its MMAs have retired
-            if ((((j_2 + 1) * 128) > dim_S)) {  // attention_sm90.py:112
-              #pragma unroll  // s <- ... (attention_sm90.py:113)
+            if (math_thread == 0) cake_mbar_arrive(k_empty + 8 * kv_stage);  // release (attention_sm90.py:109), now that its MMAs have retired
+            if ((((j_2 + 1) * 128) > dim_S)) {  // attention_sm90.py:115
+              #pragma unroll  // s <- ... (attention_sm90.py:116)
               for (int i = 0; i < 16; ++i) for (int h = 0; h < 2; ++h) for (int j = 0; j < 2; ++j) s[4 * i + 2 * h + j] = (float)(((((j_2 * 128) + (lane_col + 8 * i + j)) < dim_S) ? s[4 * i + 2 * h + j] : __int_as_float(0xff800000)));
             }
-            float red4_v[2];  // row max over 128 columns (attention_sm90.py:114)
+            float red4_v[2];  // row max over 128 columns (attention_sm90.py:117)
             float red4_bv[2] = {__int_as_float(0xff800000), __int_as_float(0xff800000)};
             #pragma unroll
             for (int i = 0; i < 16; ++i) {
@@ -609,13 +609,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_attention(
               }
               red4_v[h] = red4_bv[h];
             }
-            #pragma unroll  // m_new <- ... (attention_sm90.py:114)
+            #pragma unroll  // m_new <- ... (attention_sm90.py:117)
             for (int h = 0; h < 2; ++h) m_new[h] = (float)(fmaxf(m_i[h], (red4_v[h] * 0.12751743074941038f)));
-            #pragma unroll  // alpha <- ... (attention_sm90.py:129)
+            #pragma unroll  // alpha <- ... (attention_sm90.py:132)
             for (int h = 0; h < 2; ++h) alpha[h] = (float)(cake_ex2_ftz((m_i[h] - m_new[h])));
-            #pragma unroll  // s <- ... (attention_sm90.py:130)
+            #pragma unroll  // s <- ... (attention_sm90.py:133)
             for (int i = 0; i < 16; ++i) for (int h = 0; h < 2; ++h) for (int j = 0; j < 2; ++j) s[4 * i + 2 * h + j] = (float)(cake_ex2_ftz(((s[4 * i + 2 * h + j] * 0.12751743074941038f) - m_new[h])));
-            float red5_v[2];  // row sum over 128 columns (attention_sm90.py:131)
+            float red5_v[2];  // row sum over 128 columns (attention_sm90.py:134)
             float red5_bv[2] = {0.0f, 0.0f};
             #pragma unroll
             for (int i = 0; i < 16; ++i) {
@@ -637,9 +637,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_attention(
               }
               red5_v[h] = red5_bv[h];
             }
-            #pragma unroll  // l_i <- ... (attention_sm90.py:131)
+            #pragma unroll  // l_i <- ... (attention_sm90.py:134)
             for (int h = 0; h < 2; ++h) l_i[h] = (float)(((l_i[h] * alpha[h]) + red5_v[h]));
-            #pragma unroll  // m_i <- ... (attention_sm90.py:132)
+            #pragma unroll  // m_i <- ... (attention_sm90.py:135)
             for (int h = 0; h < 2; ++h) m_i[h] = (float)(m_new[h]);
             cake_wgmma_fence_regs(s);  // computed before the wait
             cake_wgmma_fence_regs(m_new);  // computed before the wait
@@ -649,10 +649,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_attention(
             cake_wgmma_order(cake_smem + 163920, s[0] + s[63] + m_new[0] + m_new[1] + alpha[0] + alpha[1] + l_i[0] + l_i[1] + m_i[0] + m_i[1]);  // keeps the wait below after the work above
             cake_wgmma_wait<0>();  // the MMAs into `o` have retired
             cake_wgmma_fence_regs(o);
-            if (math_thread == 0) cake_mbar_arrive(v_empty + 8 * kv_prev_stage);  // release (attention_sm90.py:136), now that its MMAs have retired
-            #pragma unroll  // o <- ... (attention_sm90.py:133)
+            if (math_thread == 0) cake_mbar_arrive(v_empty + 8 * kv_prev_stage);  // release (attention_sm90.py:139), now that its MMAs have retired
+            #pragma unroll  // o <- ... (attention_sm90.py:136)
             for (int i = 0; i < 16; ++i) for (int h = 0; h < 2; ++h) for (int j = 0; j < 2; ++j) o[4 * i + 2 * h + j] = (float)((o[4 * i + 2 * h + j] * alpha[h]));
-            #pragma unroll  // p <- ... (attention_sm90.py:134)
+            #pragma unroll  // p <- ... (attention_sm90.py:137)
             for (int i = 0; i < 16; ++i) for (int h = 0; h < 2; ++h) { float e[2]; for (int j = 0; j < 2; ++j) e[j] = s[4 * i + 2 * h + j]; p[2 * i + h] = cake_pack_bf16x2(e[0], e[1]); }
             ++kv_it;
           }
@@ -662,11 +662,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_attention(
           const uint32_t kv_prev_stage = (kv_it - 1) % 2;
           const uint32_t kv_prev_phase = ((kv_it - 1) / 2) & 1;
           const int j_2_prev = j_2 - 1;
-          {  // deferred from the previous iteration (attention_sm90.py:136)
+          {  // deferred from the previous iteration (attention_sm90.py:139)
             const int j_2 = j_2_prev;
             (void)j_2;
-            cake_mbar_wait(v_full + 8 * kv_prev_stage, kv_prev_phase);  // wait v_full (attention_sm90.py:135)
-            // mma o += p (registers) * sV.T (attention_sm90.py:136)
+            cake_mbar_wait(v_full + 8 * kv_prev_stage, kv_prev_phase);  // wait v_full (attention_sm90.py:138)
+            // mma o += p (registers) * sV.T (attention_sm90.py:139)
             cake_wgmma_fence();
             cake_wgmma_m64n128k16_f32_bf16_rs_tb(o, p[0], p[1], p[2], p[3], cake_wgmma_desc((sV + 32768 * kv_prev_stage) + 0, 16384, 1024, 1), (true) ? 1 : 0);
             cake_wgmma_m64n128k16_f32_bf16_rs_tb(o, p[4], p[5], p[6], p[7], cake_wgmma_desc((sV + 32768 * kv_prev_stage) + 2048, 16384, 1024, 1), 1);
@@ -680,18 +680,18 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_attention(
           }
           cake_wgmma_wait<0>();  // nothing stays in flight across the back edge
           cake_wgmma_fence_regs(o);
-          if (math_thread == 0) cake_mbar_arrive(v_empty + 8 * kv_prev_stage);  // release (attention_sm90.py:136), now that its MMAs have retired
+          if (math_thread == 0) cake_mbar_arrive(v_empty + 8 * kv_prev_stage);  // release (attention_sm90.py:139), now that its MMAs have retired
         } else {
           if (0 < j_2_end) {
             const int j_2 = j_2_end;
             const uint32_t kv_prev_stage = (kv_it - 1) % 2;
             const uint32_t kv_prev_phase = ((kv_it - 1) / 2) & 1;
             const int j_2_prev = j_2 - 1;
-            {  // deferred from the previous iteration (attention_sm90.py:136)
+            {  // deferred from the previous iteration (attention_sm90.py:139)
               const int j_2 = j_2_prev;
               (void)j_2;
-              cake_mbar_wait(v_full + 8 * kv_prev_stage, kv_prev_phase);  // wait v_full (attention_sm90.py:135)
-              // mma o += p (registers) * sV.T (attention_sm90.py:136)
+              cake_mbar_wait(v_full + 8 * kv_prev_stage, kv_prev_phase);  // wait v_full (attention_sm90.py:138)
+              // mma o += p (registers) * sV.T (attention_sm90.py:139)
               cake_wgmma_fence();
               cake_wgmma_m64n128k16_f32_bf16_rs_tb(o, p_next[0], p_next[1], p_next[2], p_next[3], cake_wgmma_desc((sV + 32768 * kv_prev_stage) + 0, 16384, 1024, 1), (true) ? 1 : 0);
               cake_wgmma_m64n128k16_f32_bf16_rs_tb(o, p_next[4], p_next[5], p_next[6], p_next[7], cake_wgmma_desc((sV + 32768 * kv_prev_stage) + 2048, 16384, 1024, 1), 1);
@@ -705,11 +705,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_attention(
             }
             cake_wgmma_wait<0>();  // nothing stays in flight across the back edge
             cake_wgmma_fence_regs(o);
-            if (math_thread == 0) cake_mbar_arrive(v_empty + 8 * kv_prev_stage);  // release (attention_sm90.py:136), now that its MMAs have retired
+            if (math_thread == 0) cake_mbar_arrive(v_empty + 8 * kv_prev_stage);  // release (attention_sm90.py:139), now that its MMAs have retired
           }
         }
       }
-      {  // store O <- accumulator tile (attention_sm90.py:139)
+      {  // store O <- accumulator tile (attention_sm90.py:142)
         #pragma unroll
         for (int i = 0; i < 16; ++i) {
           #pragma unroll

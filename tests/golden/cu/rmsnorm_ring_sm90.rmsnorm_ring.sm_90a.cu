@@ -391,24 +391,24 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_rmsnorm_ring(
   }
   __syncthreads();
   CAKE_STAMP(threadIdx.x == 0, 2);  // timeline: prologue done
-  if (warp >= 0 && warp < 1) {  // role load (rmsnorm_ring_sm90.py:43)
+  if (warp >= 0 && warp < 1) {  // role load (rmsnorm_ring_sm90.py:45)
     const int load_index = (warp - 0) / 1;
     const int load_thread = (int)threadIdx.x - 0 - load_index * 32;
     CAKE_STAMP_FLAG(load_stamped_wait);
     CAKE_STAMP(load_thread == 0 && load_index == 0, 3);  // timeline: role load starts
     uint32_t pipe_it = 0;  // iterations of pipeline pipe completed by this role
-    for (int tile = blockIdx.x; tile < tiles_total; tile += gridDim.x) {  // tiles (t) (rmsnorm_ring_sm90.py:49)
+    for (int tile = blockIdx.x; tile < tiles_total; tile += gridDim.x) {  // tiles (t) (rmsnorm_ring_sm90.py:51)
       int tile_rest = tile;
       const int tile_0 = tile_rest % tiles_0;
       tile_rest /= tiles_0;
       (void)tile_rest;
-      // with load: (rmsnorm_ring_sm90.py:50)
-      for (int __1 = 0; __1 < 1; ++__1) {  // rmsnorm_ring_sm90.py:51
+      // with load: (rmsnorm_ring_sm90.py:52)
+      for (int __1 = 0; __1 < 1; ++__1) {  // rmsnorm_ring_sm90.py:53
         const uint32_t pipe_stage = pipe_it % 4;
         const uint32_t pipe_phase = (pipe_it / 4) & 1;
-        cake_mbar_wait(empty + 8 * pipe_stage, pipe_phase ^ 1);  // wait empty (rmsnorm_ring_sm90.py:52)
+        cake_mbar_wait(empty + 8 * pipe_stage, pipe_phase ^ 1);  // wait empty (rmsnorm_ring_sm90.py:54)
         CAKE_STAMP_ONCE(load_thread == 0 && load_index == 0, 4, load_stamped_wait);  // timeline: first completed wait
-        {  // cp_async sX <- X (rmsnorm_ring_sm90.py:53): 4 x 4096 elements by the 32 threads of role load
+        {  // cp_async sX <- X (rmsnorm_ring_sm90.py:55): 4 x 4096 elements by the 32 threads of role load
           // 2048 pieces of 16 B, 64 per thread
           #pragma unroll
           for (int c = 0; c < 64; ++c) {
@@ -428,7 +428,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_rmsnorm_ring(
     }
     CAKE_STAMP(load_thread == 0 && load_index == 0, 5);  // timeline: role load ends
   }
-  if (warp >= 4 && warp < 12) {  // role rows (rmsnorm_ring_sm90.py:44)
+  if (warp >= 4 && warp < 12) {  // role rows (rmsnorm_ring_sm90.py:46)
     const int rows_index = (warp - 4) / 4;
     const int rows_thread = (int)threadIdx.x - 128 - rows_index * 128;
     CAKE_STAMP_FLAG(rows_stamped_wait);
@@ -438,20 +438,20 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_rmsnorm_ring(
     (void)lane_row; (void)lane_col;
     float x[64];  // fragment x [2, 4096] f32
     uint32_t pipe_it = 0;  // iterations of pipeline pipe completed by this role
-    for (int tile = blockIdx.x; tile < tiles_total; tile += gridDim.x) {  // tiles (t) (rmsnorm_ring_sm90.py:49)
+    for (int tile = blockIdx.x; tile < tiles_total; tile += gridDim.x) {  // tiles (t) (rmsnorm_ring_sm90.py:51)
       int tile_rest = tile;
       const int tile_0 = tile_rest % tiles_0;
       tile_rest /= tiles_0;
       (void)tile_rest;
-      // with rows: (rmsnorm_ring_sm90.py:54)
-      for (int __2 = 0; __2 < 1; ++__2) {  // rmsnorm_ring_sm90.py:56
+      // with rows: (rmsnorm_ring_sm90.py:56)
+      for (int __2 = 0; __2 < 1; ++__2) {  // rmsnorm_ring_sm90.py:58
         const uint32_t pipe_stage = pipe_it % 4;
         const uint32_t pipe_phase = (pipe_it / 4) & 1;
-        cake_mbar_wait(full + 8 * pipe_stage, pipe_phase);  // wait full (rmsnorm_ring_sm90.py:57)
+        cake_mbar_wait(full + 8 * pipe_stage, pipe_phase);  // wait full (rmsnorm_ring_sm90.py:59)
         CAKE_STAMP_ONCE(rows_thread == 0 && rows_index == 0, 7, rows_stamped_wait);  // timeline: first completed wait
-        {  // x <- ... (rmsnorm_ring_sm90.py:58)
+        {  // x <- ... (rmsnorm_ring_sm90.py:60)
           {  // whole chunks of shared views: batched
-            uint4 ld0_raw[8];  // sX.load() (rmsnorm_ring_sm90.py:58)
+            uint4 ld0_raw[8];  // sX.load() (rmsnorm_ring_sm90.py:60)
             // every load issued before the first is used
             #pragma unroll
             for (int c = 0; c < 4; ++c) {
@@ -475,10 +475,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_rmsnorm_ring(
             }
           }
         }
-        cake_mbar_arrive(empty + 8 * pipe_stage);  // arrive empty (rmsnorm_ring_sm90.py:59)
+        cake_mbar_arrive(empty + 8 * pipe_stage);  // arrive empty (rmsnorm_ring_sm90.py:61)
         ++pipe_it;
       }
-      float red1_v[2];  // row sum over 4096 columns, rows held by 128 thread(s) (rmsnorm_ring_sm90.py:60)
+      float red1_v[2];  // row sum over 4096 columns, rows held by 128 thread(s) (rmsnorm_ring_sm90.py:62)
       {
         float cake_part[2];
         #pragma unroll
@@ -513,9 +513,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_rmsnorm_ring(
         for (int w = 1; w < 4; ++w) acc = cake_sum(acc, cake_ld_shared_f32(cake_smem + 131136u + 4u * ((rows_index * 4 + w) * 2 + r)));
         red1_v[r] = acc;
       }
-      {  // store Y <- row-layout value (rmsnorm_ring_sm90.py:62)
+      {  // store Y <- row-layout value (rmsnorm_ring_sm90.py:64)
         if (0 + 4096 <= 4096 && cake_aligned16(W + (size_t)(0)) && 0 + 4096 <= 4096 && cake_aligned16(Y + ((size_t)(((tile_0 * 4) + (rows_index * 2)) + 0) * 4096 + (0))) && cake_aligned16(Y + ((size_t)(((tile_0 * 4) + (rows_index * 2)) + 1) * 4096 + (0)))) {  // whole, in bounds and aligned: batched
-          uint4 ld2_raw[4];  // lm.load(W) (rmsnorm_ring_sm90.py:61)
+          uint4 ld2_raw[4];  // lm.load(W) (rmsnorm_ring_sm90.py:63)
           // every load issued before the first is used
           #pragma unroll
           for (int c = 0; c < 4; ++c) {
@@ -543,7 +543,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_rmsnorm_ring(
           #pragma unroll
           for (int c = 0; c < 4; ++c) {
             const int lc = 8 * (rows_thread % 128 + 128 * c);
-            float ld2[8];  // lm.load(W) (rmsnorm_ring_sm90.py:61)
+            float ld2[8];  // lm.load(W) (rmsnorm_ring_sm90.py:63)
             cake_row_ld8_bf16(ld2, W + (size_t)(0 + lc), true, min(4096 - (0 + lc), 4096 - lc), 0.0f);
             #pragma unroll
             for (int r = 0; r < 2; ++r) {
