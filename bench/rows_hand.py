@@ -33,14 +33,18 @@ for R in ROWS:
     g = torch.Generator(device=dev); g.manual_seed(R)
     ins = C.make_rmsnorm_inputs({"R": R, "H": 4096}, "normal", g)
     ref = C.rmsnorm_oracle(**ins, eps=1e-6)["Y"].float()
+    def run_and_check(name, k):
+        """One call of k into a NaN-filled Y: whether Y matches want (X for copies), Y, want."""
+        Y = torch.full((R, 4096), float("nan"), dtype=torch.bfloat16, device=dev)
+        k(**ins, Y=Y, eps=1e-6); torch.cuda.synchronize()
+        want = ins["X"].float() if name.startswith("copy") else ref
+        tol = dict(rtol=0, atol=0) if name.startswith("copy") else dict(rtol=1e-2, atol=1e-3)
+        return bool(torch.allclose(Y.float(), want, **tol)), Y, want
+
     calls, names = [], []
     for name, k in kernels.items():
-        Y = torch.full((R, 4096), float("nan"), dtype=torch.bfloat16, device=dev)
         try:
-            k(**ins, Y=Y, eps=1e-6); torch.cuda.synchronize()
-            want = ins["X"].float() if name.startswith("copy") else ref
-            tol = dict(rtol=0, atol=0) if name.startswith("copy") else dict(rtol=1e-2, atol=1e-3)
-            ok = bool(torch.allclose(Y.float(), want, **tol))
+            ok, Y, want = run_and_check(name, k)
         except Exception as e:
             print(f"{name} R={R}: {type(e).__name__}: {e}"[:300], flush=True)
             records.append({"R": R, "kernel": name, "error": f"{type(e).__name__}: {e}"[:300]})
@@ -56,15 +60,7 @@ for R in ROWS:
     res = timing.time_cupti_interleaved(torch, calls, 50, flush)
     # Checked again after timing: a kernel whose result changes from launch to launch (the
     # dynamic counters' reset, say) is caught here.
-    rechecked = {}
-    for name, k in kernels.items():
-        if name not in names:
-            continue
-        Y = torch.full((R, 4096), float("nan"), dtype=torch.bfloat16, device=dev)
-        k(**ins, Y=Y, eps=1e-6); torch.cuda.synchronize()
-        want = ins["X"].float() if name.startswith("copy") else ref
-        tol = dict(rtol=0, atol=0) if name.startswith("copy") else dict(rtol=1e-2, atol=1e-3)
-        rechecked[name] = bool(torch.allclose(Y.float(), want, **tol))
+    rechecked = {name: run_and_check(name, k)[0] for name, k in kernels.items() if name in names}
     for name, r in zip(names, res):
         us = statistics.median(r.spans_ms) * 1e3
         records.append({"R": R, "kernel": name, "correct": rechecked.get(name, True), "us": us,

@@ -46,33 +46,6 @@ static __device__ __forceinline__ void cake_tiles_leave() {
 }
 "#;
 
-/// Whether `block` (or a block inside it) copies global memory into shared memory.
-fn copies_in(k: &Kernel, block: &Block) -> bool {
-    block.iter().any(|&s| match &k.stmts[s] {
-        Stmt::Op(op) => matches!(op, Op::TmaLoad { .. } | Op::CpAsync { .. }),
-        Stmt::Role { body, .. } | Stmt::Loop { body, .. } => copies_in(k, body),
-        Stmt::If {
-            then_body,
-            else_body,
-            ..
-        } => copies_in(k, then_body) || copies_in(k, else_body),
-    })
-}
-
-/// Whether `role`'s regions in `block` copy global memory into shared memory.
-fn role_copies(k: &Kernel, role: RoleId, block: &Block) -> bool {
-    block.iter().any(|&s| match &k.stmts[s] {
-        Stmt::Role { role: r, body } => *r == role && copies_in(k, body),
-        Stmt::Loop { body, .. } => role_copies(k, role, body),
-        Stmt::If {
-            then_body,
-            else_body,
-            ..
-        } => role_copies(k, role, then_body) || role_copies(k, role, else_body),
-        Stmt::Op(_) => false,
-    })
-}
-
 impl Emitter<'_> {
     /// The tile loop's body.
     fn tile_loop_body(&self) -> Option<&Block> {
@@ -89,11 +62,15 @@ impl Emitter<'_> {
     /// tile loop and copies into shared memory there — a producer runs ahead of the roles it
     /// feeds, so it reaches each next tile first — or else the first that runs the loop.
     fn tile_taker(&self) -> Option<RoleId> {
+        // Every operation sits inside the one tile loop, so a role's operations are its work there.
+        let copies = |r: RoleId| {
+            self.role_ops(r)
+                .any(|site| matches!(site.op, Op::TmaLoad { .. } | Op::CpAsync { .. }))
+        };
         let roles = self.tile_ring_roles();
-        let body = self.tile_loop_body()?;
         roles
             .iter()
-            .find(|(r, _)| role_copies(self.k, *r, body))
+            .find(|(r, _)| copies(*r))
             .or(roles.first())
             .map(|(r, _)| *r)
     }
