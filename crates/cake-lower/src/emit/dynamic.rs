@@ -3,8 +3,10 @@
 //! less memory bandwidth or runs slower tiles takes fewer of them.
 //!
 //! One thread of the CTA, the *taker* (thread 0 of the first role that copies into shared memory
-//! in the tile loop, a producer, else of the first role that runs the loop), takes the tiles: the CTA's first tile is its index, each later one is `gridDim.x` plus an
-//! `atomicAdd` on the counter, issued one tile ahead so its round trip overlaps the tile before.
+//! in the tile loop, a producer, else of the first role that runs the loop), takes the tiles:
+//! the CTA's first tile is its index, each later one is `gridDim.x` plus an `atomicAdd` on the
+//! counter, issued when the taker's role has issued the tile before (a producer: its last copy),
+//! so the round trip overlaps those copies and a long tile's successor is chosen near its end.
 //! Each role has its own copy of the tile loop (the emitter's one branch per role), so the taker
 //! hands every tile to all of them through a ring in shared memory: it writes the index into
 //! the next slot and arrives on the slot's full barrier; every thread that runs the loop waits
@@ -147,7 +149,7 @@ impl Emitter<'_> {
         let slots = ring.slots;
         self.line("uint32_t tile_it = 0;  // tiles this thread has read from the ring");
         if takes {
-            self.line("unsigned int tile_next = 0u;  // the taker's grab of its next tile, in flight during this one");
+            self.line("unsigned int tile_next = 0u;  // the taker's grab of its next tile");
         }
         let open = format!(
             "for (;;) {{  // tiles ({}), taken dynamically ({})",
@@ -162,9 +164,7 @@ impl Emitter<'_> {
                     &format!("if ({rn}_index == 0 && {rn}_thread == 0) {{  // the taker"),
                     |me| {
                         me.line("cake_mbar_wait(tiles_empty + 8 * tile_slot, tile_phase ^ 1);  // every role has read the slot's last tile");
-                        me.line("const int taken = tile_it == 0 ? (int)blockIdx.x : (int)min(tile_next, (unsigned int)tiles_total);");
-                        me.line("if (taken < tiles_total) tile_next = gridDim.x + atomicAdd(&cake_tiles_taken, 1u);");
-                        me.line("cake_tile_put(tiles_index + 4 * tile_slot, taken);");
+                        me.line("cake_tile_put(tiles_index + 4 * tile_slot, tile_it == 0 ? (int)blockIdx.x : (int)min(tile_next, (unsigned int)tiles_total));");
                         me.line("cake_mbar_arrive(tiles_full + 8 * tile_slot);");
                     },
                 );
@@ -183,6 +183,12 @@ impl Emitter<'_> {
             me.line("if (tile >= tiles_total) break;  // no tiles left");
             me.tile_coords(counts, group);
             me.block(body);
+            if takes {
+                // After the tile's work is issued, so the grab's round trip overlaps its copies.
+                me.line(&format!(
+                    "if ({rn}_index == 0 && {rn}_thread == 0) tile_next = gridDim.x + atomicAdd(&cake_tiles_taken, 1u);  // the taker grabs its next tile"
+                ));
+            }
         });
         if takes {
             self.line(&format!(
