@@ -17,9 +17,11 @@ set -u
 [ -n "${CACHE:-}" ] && export CAKE_CACHE_DIR=$CACHE
 H200=0; grep -q H200 "$OUT/gpu.txt" && H200=1
 cp .carry/hand/ptxas.txt "$OUT/" 2>/dev/null
+# Another card runs the compiled kernels only (the hand ones ran on an H100 in session 48).
+HAND=.carry/hand; [ $H200 = 1 ] || { HAND=.carry/no-hand; mkdir -p $HAND; }
 for run in 1 $([ $H200 = 1 ] && echo 2); do
     mkdir -p "$OUT/run$run"
-    OUT=$OUT/run$run HAND=.carry/hand SHIPPED=.carry/rms_shipped \
+    OUT=$OUT/run$run HAND=$HAND SHIPPED=.carry/rms_shipped \
         CAKE_BUILDS=cake_ring=.carry/rms_ring,cake_ring_dyn=.carry/rms_ring_dyn,cake_ring_dyn2=.carry/rms_ring_dyn2 \
         timeout 150 python3 bench/rows_hand.py > "$OUT/run$run/rows_hand.log" 2>&1
     echo "== rows run $run: exit $? at $(( $(date +%s) - SESSION_START )) s"
