@@ -9,7 +9,9 @@
 #    bench/results/2026-12-06-grid/tinygemm_h200_candidate.family.toml, alternated twice; on
 #    another card, the dynamic tinygemm and causal attention of ../2026-12-09-rows-dynamic/ with
 #    this session's taker (every route).
-# Carried: .carry/hand, .carry/rms_shipped, .carry/rms_ring, .carry/rms_ring_dyn{,2}, dist/cake and
+# 3. bench/ldg_probe.py: the weight streamed by evict-first ld.global on the GEMV's and the swapped
+#    schedule's grids, and through a shared-memory ring, beside the TMA stream and the GEMV.
+# Carried: .carry/ldgp, .carry/hand, .carry/rms_shipped, .carry/rms_ring, .carry/rms_ring_dyn{,2}, dist/cake and
 # the build cache of every family file named here.
 #   OUT=... CACHE=... bench/h200_rows_ab_session.sh     # on the GPU host, repository root
 set -u
@@ -26,6 +28,9 @@ for run in 1 $([ $H200 = 1 ] && echo 2); do
         timeout 150 python3 bench/rows_hand.py > "$OUT/run$run/rows_hand.log" 2>&1
     echo "== rows run $run: exit $? at $(( $(date +%s) - SESSION_START )) s"
 done
+# The load-unit stream probes (bench/ldg_probe.py; built by bench/ldg_probe.sh into .carry/ldgp).
+timeout 200 python3 bench/ldg_probe.py run --dir .carry/ldgp --out "$OUT/ldg_probe.json" > "$OUT/ldg_probe.log" 2>&1
+echo "== ldg probe: exit $? at $(( $(date +%s) - SESSION_START )) s"
 if [ $H200 = 1 ]; then
     for i in 1 2; do
         part shipped-$i 90 kernels/tinygemm/tinygemm.family.toml --shard bench
@@ -39,3 +44,4 @@ else
     grep -A30 "^  shape" "$OUT/tinygemm/report.txt" | grep "N=14336 K=4096"
 fi
 tail -40 "$OUT/run1/rows_hand.log"
+cat "$OUT/ldg_probe.log"
