@@ -8,10 +8,9 @@ swapped tinygemm at M = 8, timed by CUPTI with L2 flushed, like `cake family mea
     python3 bench/grid_probe.py build --cake target/release/cake --dir DIR   # build machine
     python3 bench/grid_probe.py run --dir DIR --out OUT.json                  # GPU host
 """
-import argparse
-import json
-import os
 import sys
+
+import probe_tables
 
 WEIGHTS = [(4096, 4096), (14336, 4096), (4096, 14336), (7168, 2048), (2048, 7168)]
 # name: (BK, STAGES, SPLIT, PER_SM, ORDER)
@@ -45,42 +44,5 @@ def table():
     return out
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=["build", "run"])
-    ap.add_argument("--cake")
-    ap.add_argument("--dir", required=True)
-    ap.add_argument("--out")
-    ap.add_argument("--samples", type=int, default=30)
-    a = ap.parse_args()
-    from cake.calibrate import build_probes, run_probe
-    probes = table()
-    if a.mode == "build":
-        launches = {}
-        for d in sorted({p["dir"] for p in probes}):
-            launches.update({k: os.path.relpath(v, a.dir) for k, v in
-                             build_probes([p for p in probes if p["dir"] == d], d, "sm_90a", a.cake, a.dir).items()})
-        with open(os.path.join(a.dir, "launches.json"), "w", encoding="utf-8") as fh:
-            json.dump(launches, fh, indent=1)
-        missing = [p["name"] for p in probes if p["name"] not in launches]
-        print(f"built {len(launches)} of {len(probes)} probes" + (f"; failed: {missing}" if missing else ""))
-        return 1 if missing else 0
-    with open(os.path.join(a.dir, "launches.json"), encoding="utf-8") as fh:
-        launches = {k: os.path.join(a.dir, v) for k, v in json.load(fh).items()}
-    out = {}
-    for p in probes:
-        try:
-            r = run_probe(p, p["dir"], "sm_90a", a.samples, launches[p["name"]])
-        except Exception as e:  # one failing probe must not lose the others
-            r = dict(error=str(e)[-500:])
-        out[p["name"]] = r
-        span = r.get("span_median_ms")
-        print(f"{p['name']:<30} " + (f"{span * 1e3:7.2f} us  {p['work']['bytes'] / span / 1e9:6.2f} TB/s"
-                                     if span else "FAILED " + r.get("error", "")[-200:]), flush=True)
-    with open(a.out, "w", encoding="utf-8") as fh:
-        json.dump(out, fh, indent=1)
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(probe_tables.cli(table()))

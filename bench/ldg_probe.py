@@ -9,11 +9,12 @@ CUPTI spans with L2 flushed, like `cake family measure`.
     bench/ldg_probe.sh DIR CAKE_BINARY                         # build machine (calls `build`)
     python3 bench/ldg_probe.py run --dir DIR --out OUT.json   # GPU host
 """
-import argparse
 import json
 import os
 import shutil
 import sys
+
+import probe_tables
 
 WEIGHTS = [(4096, 4096), (14336, 4096), (4096, 14336), (7168, 2048), (2048, 7168)]
 # hand kernel: (block, dynamic shared memory, rows per CTA)
@@ -41,7 +42,8 @@ def table():
 
 
 def write_hand(d: str) -> dict:
-    """One folder per hand kernel: the shared cubin and its launch.json."""
+    """One folder per hand kernel beside the shared cubin (bench/ldg_probe.sh compiled it into
+    DIR/hand) with its launch.json; each probe's name -> that launch.json."""
     launches = {}
     for sym, (block, smem, rows) in HAND.items():
         kd = os.path.join(d, "hand", sym)
@@ -60,50 +62,8 @@ def write_hand(d: str) -> dict:
         with open(os.path.join(kd, "k.launch.json"), "w", encoding="utf-8") as fh:
             json.dump(meta, fh, indent=1)
         launches[sym] = os.path.join(kd, "k.launch.json")
-    return launches
-
-
-def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=["build", "run"])
-    ap.add_argument("--cake")
-    ap.add_argument("--dir", required=True)
-    ap.add_argument("--out")
-    ap.add_argument("--samples", type=int, default=30)
-    a = ap.parse_args()
-    from cake.calibrate import build_probes, run_probe
-    probes = table()
-    if a.mode == "build":
-        built = [p for p in probes if "hand" not in p]
-        launches = {}
-        for d in sorted({p["dir"] for p in built}):
-            launches.update({k: os.path.relpath(v, a.dir) for k, v in
-                             build_probes([p for p in built if p["dir"] == d], d, "sm_90a", a.cake, a.dir).items()})
-        hand = write_hand(a.dir)
-        for p in probes:
-            if "hand" in p:
-                launches[p["name"]] = os.path.relpath(hand[p["hand"]], a.dir)
-        with open(os.path.join(a.dir, "launches.json"), "w", encoding="utf-8") as fh:
-            json.dump(launches, fh, indent=1)
-        missing = [p["name"] for p in probes if p["name"] not in launches]
-        print(f"built {len(launches)} of {len(probes)} probes" + (f"; failed: {missing}" if missing else ""))
-        return 1 if missing else 0
-    with open(os.path.join(a.dir, "launches.json"), encoding="utf-8") as fh:
-        launches = {k: os.path.join(a.dir, v) for k, v in json.load(fh).items()}
-    out = {}
-    for p in probes:
-        try:
-            r = run_probe(p, p.get("dir", ""), "sm_90a", a.samples, launches[p["name"]])
-        except Exception as e:  # one failing probe must not lose the others
-            r = dict(error=str(e)[-500:])
-        out[p["name"]] = r
-        span = r.get("span_median_ms")
-        print(f"{p['name']:<30} " + (f"{span * 1e3:7.2f} us  {p['work']['bytes'] / span / 1e9:6.2f} TB/s"
-                                     if span else "FAILED " + r.get("error", "")[-200:]), flush=True)
-    with open(a.out, "w", encoding="utf-8") as fh:
-        json.dump(out, fh, indent=1)
-    return 0
+    return {p["name"]: launches[p["hand"]] for p in table() if "hand" in p}
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(probe_tables.cli(table(), write_hand))

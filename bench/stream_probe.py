@@ -8,11 +8,11 @@ streaming ceiling at that shape, timed by CUPTI like `cake family measure`.
 """
 import argparse
 import json
-import os
 import sys
 import tempfile
 
-from cake.calibrate import build_probes, run_probe
+import probe_tables
+from cake.calibrate import build_probes
 
 WEIGHTS = [(4096, 4096), (14336, 4096), (4096, 14336), (7168, 2048), (2048, 7168)]
 # (BK, stages, evict-first): the BK = 64 ring and the wider one, A's lines loaded plainly or
@@ -26,22 +26,13 @@ def main() -> int:
     ap.add_argument("--out", required=True)
     ap.add_argument("--samples", type=int, default=30)
     a = ap.parse_args()
-    table = [dict(name=f"w{n}x{k}_bk{bk}_s{st}" + ("_ef" if ef else ""), schedule="stream",
+    table = [dict(name=f"w{n}x{k}_bk{bk}_s{st}" + ("_ef" if ef else ""), dir="kernels/calibrate", schedule="stream",
                   kernel="stream", consts=dict(BM=64, BK=bk, STAGES=st, EVICT_FIRST=ef),
                   dims=dict(M=n, K=k), work=dict(bytes=n * k * 2), span=True)
              for n, k in WEIGHTS for bk, st, ef in RINGS]
     launches = build_probes(table, "kernels/calibrate", "sm_90a", a.cake,
                             tempfile.mkdtemp(prefix="stream-probe-"))
-    out = {}
-    for p in table:
-        try:
-            r = run_probe(p, "kernels/calibrate", "sm_90a", a.samples, launches.get(p["name"]))
-        except Exception as e:  # one failing probe must not lose the others
-            r = dict(error=str(e)[-500:])
-        out[p["name"]] = r
-        span = r.get("span_median_ms")
-        print(f"{p['name']:<24} " + (f"{span * 1e3:7.2f} us  {p['work']['bytes'] / span / 1e9:6.2f} TB/s"
-                                     if span else "FAILED " + r.get("error", "")[-200:]), flush=True)
+    out = probe_tables.time_all(table, launches, a.samples)
     with open(a.out, "w", encoding="utf-8") as fh:
         json.dump(out, fh, indent=1)
     return 0
