@@ -21,17 +21,21 @@ H200=0; grep -q H200 "$OUT/gpu.txt" && H200=1
 cp .carry/hand/ptxas.txt "$OUT/" 2>/dev/null
 # Another card runs the compiled kernels only (the hand ones ran on an H100 in session 48).
 HAND=.carry/hand; [ $H200 = 1 ] || { HAND=.carry/no-hand; mkdir -p $HAND; }
-for run in 1 $([ $H200 = 1 ] && echo 2); do
-    mkdir -p "$OUT/run$run"
-    OUT=$OUT/run$run HAND=$HAND SHIPPED=.carry/rms_shipped \
+rows() {
+    mkdir -p "$OUT/run$1"
+    OUT=$OUT/run$1 HAND=$HAND SHIPPED=.carry/rms_shipped \
         CAKE_BUILDS=cake_ring=.carry/rms_ring,cake_ring_dyn=.carry/rms_ring_dyn,cake_ring_dyn2=.carry/rms_ring_dyn2 \
-        timeout 150 python3 bench/rows_hand.py > "$OUT/run$run/rows_hand.log" 2>&1
-    echo "== rows run $run: exit $? at $(( $(date +%s) - SESSION_START )) s"
-done
+        timeout 150 python3 bench/rows_hand.py > "$OUT/run$1/rows_hand.log" 2>&1
+    echo "== rows run $1: exit $? at $(( $(date +%s) - SESSION_START )) s"
+}
+rows 1
 # The load-unit stream probes (bench/ldg_probe.py; built by bench/ldg_probe.sh into .carry/ldgp).
 timeout 200 python3 bench/ldg_probe.py run --dir .carry/ldgp --out "$OUT/ldg_probe.json" > "$OUT/ldg_probe.log" 2>&1
 echo "== ldg probe: exit $? at $(( $(date +%s) - SESSION_START )) s"
 if [ $H200 = 1 ]; then
+    # The parts in order of what they decide, so a call cut short keeps the first.
+    tail -40 "$OUT/run1/rows_hand.log"; cat "$OUT/ldg_probe.log"
+    rows 2
     for i in 1 2; do
         part shipped-$i 90 kernels/tinygemm/tinygemm.family.toml --shard bench
         part candidate-$i 90 bench/results/2026-12-06-grid/tinygemm_h200_candidate.family.toml --shard bench
