@@ -356,6 +356,13 @@ fn dynamic_tile_loops_build() {
         2,
         "{cu}"
     );
+    // The taker grabs its next tile once per tile, after it has issued the tile's last copy
+    // (the grab's round trip then overlaps copies in flight, not the tile's hand-over).
+    assert_eq!(count("atomicAdd(&cake_tiles_taken"), 1, "{cu}");
+    let grab = cu.find("atomicAdd(&cake_tiles_taken").unwrap();
+    let last_copy = cu.rfind("tma_load sX").expect("the producer's copy");
+    let hand_over = cu.find("cake_tile_put(tiles_index").expect("the hand-over");
+    assert!(hand_over < last_copy && last_copy < grab, "{cu}");
     assert!(out_dir.join("dynamic_tiles.cubin").is_file());
     // With the consumers declared first, the producer's thread still takes the tiles.
     let cu = std::fs::read_to_string(out_dir.join("consumer_first.cu")).unwrap();
