@@ -27,7 +27,7 @@ D = 64, whose smaller fragments fit the register budget three leave):
 until the consumers are done with this one's (measured no better: off); with `DYNAMIC = 1` each
 CTA takes its next tile from a counter when it comes to it (`lm.tiles(..., dynamic=True)`), so
 the causal tiles of unequal length spread over the SMs as they free. On an H100 (causal, D = 128,
-bench/results/2026-12-09-rows-dynamic/) that ran 7-19 % faster than PERSISTENT alone and
+2026-12-09-rows-dynamic/, the grab then at a tile's start) 7-19 % faster than PERSISTENT alone and
 1.4-5.3 % faster than one CTA per tile at three of five shapes (0.8-2 % slower at two); no route
 takes it yet (the family's routes were chosen on the H200).
 

@@ -30,8 +30,8 @@ CONSUMERS = 2 if H <= 4096 and H % (8 * ROW_THREADS) == 0 else 1
 BR = ROWS * CONSUMERS                     # rows per tile
 # Stages of the ring: about 64 KB of rows in flight per SM (4 tiles at H = 4096).
 STAGES = 8 if BR * H <= 4096 else 4 if BR * H <= 16384 else 2
-# DYNAMIC = 1: CTAs take their next tile from a counter as they free (measured 23 % slower on an
-# H100, bench/results/2026-12-09-rows-dynamic/: one grab per 32 KB tile, one CTA per SM).
+# DYNAMIC = 1: CTAs take their next tile from a counter as they free (23 % slower on an H100 when
+# the grab came at a tile's start, bench/results/2026-12-09-rows-dynamic/; it now follows the copy).
 DYNAMIC = 0
 
 

@@ -71,8 +71,8 @@ PER_SM = 1
 PERSISTENT = 0
 # DYNAMIC = 1 (with PERSISTENT = 1): each CTA takes its next tile from a counter when it comes to
 # it (`lm.tiles(..., dynamic=True)`), so the SMs that stream faster take the second tiles. Tiles of
-# a cluster (split or sharing tokens) keep the static order. Measured 2.5 % slower than the static
-# split at 14336 x 4096 on an H100 (bench/results/2026-12-09-rows-dynamic/).
+# a cluster (split or sharing tokens) keep the static order. 2.5 % slower than the static split at
+# 14336 x 4096 on an H100 with the grab at a tile's start (bench/results/2026-12-09-rows-dynamic/).
 DYNAMIC = 0
 # Ring depth: the weight bytes in flight (measured); taller tiles fill ~216 KB with fewer stages.
 # RING_STAGES > 0 sets it outright (a family route may fix it per M).
