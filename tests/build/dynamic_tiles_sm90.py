@@ -1,6 +1,7 @@
 """A dynamic tile loop (docs/language.md §8.1), for the build test: a TMA producer role that one
 thread issues for (issue-only) and a warpgroup of consumers both walk the tiles one thread takes
-from the counter, through the ring in shared memory."""
+from the counter, through the ring in shared memory; `consumer_first` declares the consumers
+first, and `rows_only` has no copies at all (its one role takes its own tiles)."""
 import cake
 from cake import lm
 
@@ -58,3 +59,15 @@ def consumer_first(A: lm.tensor[lm.bf16, 16, "K"],
                 lm.wait(empty)
                 sW.tma_load(B, coords=(tn * 64, k * 64), barrier=full)
                 sX.tma_load(A, coords=(0, k * 64), barrier=full)
+
+
+@cake.schedule(targets=["sm_90a"], persistent=True)
+def rows_only(X: lm.tensor[lm.bf16, "R", 1024], Y: lm.tensor[lm.bf16, "R", 1024]):
+    # No role copies into shared memory: the one role takes its own tiles, and grabs the next
+    # once this one's stores are issued.
+    rows = lm.role(warpgroup=0)
+    x = rows.fragment(shape=(4, 1024), dtype=lm.f32, rows="warp")
+    for t in lm.tiles(lm.cdiv(R, 4), dynamic=True):
+        with rows:
+            x[:] = lm.cast(lm.load(X, coords=(t * 4, 0), shape=(4, 1024)), lm.f32)
+            lm.store(Y, lm.cast(x * 2.0, lm.bf16), coords=(t * 4, 0))

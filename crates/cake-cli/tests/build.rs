@@ -375,5 +375,11 @@ fn dynamic_tile_loops_build() {
     assert!(load_branch.contains("{  // the taker"), "{cu}");
     assert!(!math_branch.contains("{  // the taker"), "{cu}");
     assert!(out_dir.join("consumer_first.cubin").is_file());
+    // A taker whose role has no copies (a row kernel) grabs after its tile's store.
+    let cu = std::fs::read_to_string(out_dir.join("rows_only.cu")).unwrap();
+    let grab = cu.find("atomicAdd(&cake_tiles_taken").expect("the grab");
+    let store = cu.find("// store Y").expect("the store");
+    assert!(store < grab, "{cu}");
+    assert!(out_dir.join("rows_only.cubin").is_file());
     let _ = std::fs::remove_dir_all(&out_dir);
 }
