@@ -28,6 +28,13 @@ rows() {
         timeout 150 python3 bench/rows_hand.py > "$OUT/run$1/rows_hand.log" 2>&1
     echo "== rows run $1: exit $? at $(( $(date +%s) - SESSION_START )) s"
 }
+# Session 50: call 1 ran the other-card branch on an H100; another card now repeats only the
+# attention (a second sample for its route), so a lent H100 costs a minute, not five.
+if [ $H200 = 0 ] && [ -n "${ATTENTION_ONLY:-}" ]; then
+    part attention 120 bench/results/2026-12-09-rows-dynamic/attention_causal_dynamic.family.toml --shard bench --every-route
+    grep -A12 "^  route" "$OUT/attention/report.txt"
+    exit 0
+fi
 rows 1
 # The load-unit stream probes (bench/ldg_probe.py; built by bench/ldg_probe.sh into .carry/ldgp).
 timeout 200 python3 bench/ldg_probe.py run --dir .carry/ldgp --out "$OUT/ldg_probe.json" > "$OUT/ldg_probe.log" 2>&1
