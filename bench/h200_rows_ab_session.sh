@@ -31,7 +31,7 @@ rows() {
 # Session 50: call 1 ran the other-card branch on an H100; another card now repeats only the
 # attention (a second sample for its route), so a lent H100 costs a minute, not five.
 if [ $H200 = 0 ] && [ -n "${ATTENTION_ONLY:-}" ]; then
-    part attention 120 bench/results/2026-12-09-rows-dynamic/attention_causal_dynamic.family.toml --shard bench --every-route
+    part attention 120 bench/results/2026-12-11-attention-dynamic/attention_causal_dynamic.family.toml --shard bench --every-route
     grep -A12 "^  route" "$OUT/attention/report.txt"
     exit 0
 fi
@@ -47,13 +47,13 @@ if [ $H200 = 1 ]; then
         part candidate-$i 90 bench/results/2026-12-06-grid/tinygemm_h200_candidate.family.toml --shard bench
         # Call 2 (session 50): the dynamic causal attention beat the shipped route at all five
         # D = 128 shapes on an H100 (call 1); the attention routes were chosen on an H200.
-        [ $i = 1 ] && part attention 120 bench/results/2026-12-09-rows-dynamic/attention_causal_dynamic.family.toml --shard bench --every-route
+        [ $i = 1 ] && part attention 120 bench/results/2026-12-11-attention-dynamic/attention_causal_dynamic.family.toml --shard bench --every-route
     done
     rows 2
 else
     # Another card: the compiled dynamic loops with this session's taker instead of the A/B.
     part tinygemm 120 bench/results/2026-12-09-rows-dynamic/tinygemm_dynamic.family.toml --shard bench --every-route
-    part attention 200 bench/results/2026-12-09-rows-dynamic/attention_causal_dynamic.family.toml --shard bench --every-route
+    part attention 200 bench/results/2026-12-11-attention-dynamic/attention_causal_dynamic.family.toml --shard bench --every-route
     grep -A12 "^  shape" "$OUT/attention/report.txt"
     grep -A30 "^  shape" "$OUT/tinygemm/report.txt" | grep "N=14336 K=4096"
 fi
