@@ -76,14 +76,25 @@ class Family:
                         for d in doc["dims"]}
         self._limits = [([self.dims.index(d) for d in lim["dims"]], lim["max"])
                         for lim in doc.get("limits", [])]
-        # Where each dimension is read: the first tensor (in contract order) that names it.
-        self._binders: list[tuple[str, int]] = []
+        # Dimensions that are multiples of another (`BH = { multiple_of = "BHKV" }`).
+        self._multiples = [(self.dims.index(m["dim"]), self.dims.index(m["of"]))
+                           for m in doc.get("multiples", [])]
+        # Where each dimension is read: the first tensor (in contract order) that names it, or
+        # (None, value) for a dimension no tensor names whose domain is one value (attention's
+        # CAUSAL = { min = 1, max = 1 }: a mode of the contract, not an extent).
+        self._binders: list[tuple[str | None, int]] = []
         for dim in self.dims:
             at = next(((t["name"], i) for t in doc["tensors"] for i, e in enumerate(t["shape"])
                        if e == dim), None)
             if at is None:
-                raise ValueError(f"family {self.name}: no tensor of the contract names dimension {dim}")
+                lo, hi, _, values = self._domain[dim]
+                only = values if values else ([lo] if lo == hi else [])
+                if len(only) != 1:
+                    raise ValueError(f"family {self.name}: no tensor of the contract names dimension "
+                                     f"{dim}, and its domain is not one value")
+                at = (None, only[0])
             self._binders.append(at)
+        self._device_tensor = next(t for t, _ in self._binders if t is not None)
         self.routes: list[dict] = doc["routes"]
         # Per route: (the dimensions' positions whose product the guard bounds — one for a
         # plain dimension, several for `"B*N"` —, min, max, value set, step).
@@ -109,7 +120,7 @@ class Family:
 
     def binding(self, tensors: dict[str, Any]) -> tuple:
         """The dimensions' values, in the contract's order, read from the tensors' shapes."""
-        return tuple([tensors[t].shape[i] for t, i in self._binders])
+        return tuple([tensors[t].shape[i] if t else i for t, i in self._binders])
 
     def in_domain(self, dims: tuple) -> bool:
         if not all(lo <= v <= hi and v % m == 0 and (values is None or v in values)
@@ -121,7 +132,7 @@ class Family:
                 product *= dims[i]
             if product > bound:
                 return False
-        return True
+        return all(dims[i] % dims[of] == 0 for i, of in self._multiples)
 
     def route_of(self, dims: tuple, gpu: str | None = None) -> str | None:
         """The route that takes `dims` on the GPU named `gpu` (`torch.cuda.get_device_name()`;
@@ -137,9 +148,9 @@ class Family:
 
     def __call__(self, **args: Any) -> Any:
         # The hot path: the binding inline (no method call), one dictionary lookup.
-        dims = tuple([args[t].shape[i] for t, i in self._binders])
+        dims = tuple([args[t].shape[i] if t else i for t, i in self._binders])
         if self._carded:
-            device = args[self._binders[0][0]].device
+            device = args[self._device_tensor].device
             key = (dims, device)
             fn = self._decided.get(key)
             if fn is None:

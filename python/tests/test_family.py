@@ -181,6 +181,19 @@ def test_a_limit_on_a_product_of_dimensions_sends_larger_shapes_to_the_fallback(
     assert fam.route_of((16385, 16384)) is None         # past it: the fallback
 
 
+def test_grouped_query_heads_that_do_not_divide_the_query_heads_take_the_fallback():
+    # The attention contracts' BH = { multiple_of = "BHKV" }: the kernel maps query head bh to
+    # key/value head bh // (BH / BHKV), which is wrong for any other BH.
+    fam = cake.family(os.path.join(ROOT, "kernels", "attention", "attention_causal.family.toml"))
+    assert fam.dims == ["BH", "BHKV", "S", "D", "CAUSAL"]
+    # CAUSAL is named by no tensor: its one value binds it.
+    q, kv = Shaped(64, 4096, 128), Shaped(8, 4096, 128)
+    assert fam.binding({"Q": q, "K": kv, "V": kv, "O": q}) == (64, 8, 4096, 128, 1)
+    assert fam.route_of((64, 8, 4096, 128, 1)) == "fa3-d128"
+    assert fam.route_of((12, 8, 4096, 128, 1)) is None
+    assert fam.route_of((8, 64, 4096, 128, 1)) is None
+
+
 def test_a_guard_over_a_product_of_dimensions_routes_by_problem_size(tmp_path):
     rows = os.path.join(ROOT, "kernels", "rows")
     (tmp_path / "size.family.toml").write_text(
@@ -201,3 +214,18 @@ def test_a_product_guard_names_only_dimensions(tmp_path):
         f'[fallback]\npython = "{rows}/contract.py:rms_norm_into"\n')
     with pytest.raises(ValueError, match="`Q` in `R\\*Q` is not a dimension of the contract"):
         cake.family(tmp_path / "bad.family.toml")
+
+
+def test_the_causal_attention_family_runs_its_fallback_from_tensors():
+    # D = 96 is outside the domain: SDPA (on the CPU here) writes O, and CAUSAL came from its
+    # one value, not from a tensor.
+    fam = cake.family(os.path.join(ROOT, "kernels", "attention", "attention_causal.family.toml"))
+    g = torch.Generator().manual_seed(0)
+    q = torch.randn(4, 50, 96, generator=g).to(torch.bfloat16)
+    k = torch.randn(2, 50, 96, generator=g).to(torch.bfloat16)
+    v = torch.randn(2, 50, 96, generator=g).to(torch.bfloat16)
+    o = torch.zeros_like(q)
+    fam(Q=q, K=k, V=v, O=o)
+    want = torch.nn.functional.scaled_dot_product_attention(
+        q, k.repeat_interleave(2, 0), v.repeat_interleave(2, 0), is_causal=True)
+    assert torch.allclose(o.float(), want.float(), atol=2e-2, rtol=2e-2)

@@ -111,10 +111,19 @@ struct RawLimit {
 struct RawDim {
     min: Option<i64>,
     max: Option<i64>,
-    multiple_of: Option<i64>,
+    multiple_of: Option<RawMultiple>,
     /// The values the dimension takes, when it is a set of options (`D = { in = [64, 128] }`).
     #[serde(rename = "in")]
     values: Option<Vec<i64>>,
+}
+
+/// `multiple_of`: a fixed step (`8`) or another dimension (`"BHKV"`: grouped-query attention's
+/// query heads a multiple of its key/value heads).
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawMultiple {
+    Step(i64),
+    Dim(String),
 }
 
 #[derive(Deserialize)]
@@ -358,6 +367,24 @@ pub struct Contract {
     pub constants: IndexMap<String, i64>,
     /// `[limits]`: a product of dimensions no shape of the domain exceeds.
     pub limits: Vec<Limit>,
+    /// Dimensions that are multiples of another (`BH = { multiple_of = "BHKV" }`).
+    pub multiples: Vec<Multiple>,
+}
+
+/// A dimension that is a multiple of another at every shape of the domain
+/// (`BH = { multiple_of = "BHKV" }`): what a generator refuses otherwise.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Multiple {
+    pub dim: String,
+    pub of: String,
+}
+
+impl Multiple {
+    /// Whether the relation holds with each dimension's value from `value_of` (a dimension
+    /// without a value fails it).
+    pub fn holds_with(&self, value_of: impl Fn(&str) -> Option<i64>) -> bool {
+        matches!((value_of(&self.dim), value_of(&self.of)), (Some(v), Some(o)) if o > 0 && v % o == 0)
+    }
 }
 
 /// A bound on a product of dimensions (`"B*N" = { max = 67108864 }`): the domain is the box of
@@ -533,12 +560,20 @@ impl Contract {
         self.shapes.get(set).map_or(&[], Vec::as_slice)
     }
 
-    /// Whether `shape` is in the domain: every dimension in its range or set, every limit held.
+    /// Whether `shape` is in the domain: every dimension in its range or set, every limit and
+    /// every multiple between dimensions held.
     pub fn admits(&self, shape: &Shape) -> bool {
         self.dims
             .iter()
             .all(|d| shape.get(&d.name).is_some_and(|v| d.contains(*v)))
-            && self.limits.iter().all(|l| l.holds(shape))
+            && self.relations_hold(|d| shape.get(d).copied())
+    }
+
+    /// Whether the constraints between dimensions hold (`[limits]` products and dimensions
+    /// that are multiples of others), each dimension's value from `value_of`.
+    pub fn relations_hold(&self, value_of: impl Fn(&str) -> Option<i64> + Copy) -> bool {
+        self.limits.iter().all(|l| l.holds_with(value_of))
+            && self.multiples.iter().all(|m| m.holds_with(value_of))
     }
 
     /// The values of the specialized constants at `shape`.
@@ -653,6 +688,7 @@ fn validate(raw: Raw, dir: &Path, errs: &mut Errors, hash: String, path: &Path) 
 
     // Dimensions and their domain.
     let mut dims = Vec::new();
+    let mut multiples = Vec::new();
     for (name, d) in &raw.dims {
         let key = format!("dims.{name}");
         let mut values = d.values.clone();
@@ -671,10 +707,35 @@ fn validate(raw: Raw, dir: &Path, errs: &mut Errors, hash: String, path: &Path) 
             }
         }
         let set = values.as_deref().filter(|v| !v.is_empty());
-        let (min, max, multiple_of) = (
+        let multiple_of = match &d.multiple_of {
+            None => 1,
+            Some(RawMultiple::Step(m)) => *m,
+            Some(RawMultiple::Dim(of)) => {
+                if of == name || !raw.dims.contains_key(of) {
+                    errs.push(
+                        &key,
+                        format!("`multiple_of = \"{of}\"` names no other dimension"),
+                        Some(format!(
+                            "dimensions are {}",
+                            raw.dims
+                                .keys()
+                                .map(String::as_str)
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        )),
+                    );
+                } else {
+                    multiples.push(Multiple {
+                        dim: name.clone(),
+                        of: of.clone(),
+                    });
+                }
+                1
+            }
+        };
+        let (min, max) = (
             set.map_or(d.min.unwrap_or(1), |v| v[0]),
             set.map_or(d.max.unwrap_or(i64::from(i32::MAX)), |v| v[v.len() - 1]),
-            d.multiple_of.unwrap_or(1),
         );
         if min < 1 || max < min {
             errs.push(
@@ -750,6 +811,14 @@ fn validate(raw: Raw, dir: &Path, errs: &mut Errors, hash: String, path: &Path) 
                 errs.push(
                     &key,
                     format!("{} exceeds the limit {}", l.dims.join("·"), l.max),
+                    None,
+                );
+            }
+            let value_of = |d: &str| bound.get(d).copied();
+            for m in multiples.iter().filter(|m| !m.holds_with(value_of)) {
+                errs.push(
+                    &key,
+                    format!("{} is not a multiple of {}", m.dim, m.of),
                     None,
                 );
             }
@@ -1044,6 +1113,7 @@ fn validate(raw: Raw, dir: &Path, errs: &mut Errors, hash: String, path: &Path) 
         specialize: raw.specialize,
         constants: IndexMap::new(),
         limits,
+        multiples,
     }
 }
 

@@ -330,3 +330,49 @@ fn limits_bound_products_of_dimensions() {
         assert!(errs.iter().any(|e| e.contains(want)), "{want}: {errs:?}");
     }
 }
+
+#[test]
+fn a_dimension_may_be_a_multiple_of_another() {
+    // N a multiple of M: the check shapes (M 8, N 8; M 100, N 64) — the second is not.
+    let edit = (
+        "N = { min = 8, max = 4096, multiple_of = 8 }",
+        "N = { min = 8, max = 4096, multiple_of = \"M\" }",
+    );
+    let errs = errors_of(&[edit]);
+    assert_eq!(errs.len(), 1, "{errs:#?}");
+    assert!(
+        errs[0].message.contains("N is not a multiple of M"),
+        "{errs:?}"
+    );
+    assert_eq!(errs[0].key.as_deref(), Some("shapes.check[1]"), "{errs:?}");
+    let c = parse(
+        &GOOD
+            .replacen(edit.0, edit.1, 1)
+            .replace("M = 100, N = 64", "M = 16, N = 64"),
+    )
+    .expect("valid");
+    assert_eq!(c.multiples.len(), 1);
+    let shape = |m: i64, n: i64| {
+        [("M", m), ("N", n), ("K", 64)]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect::<cake_eval::contract::Shape>()
+    };
+    assert!(c.admits(&shape(16, 64)));
+    assert!(!c.admits(&shape(16, 72)));
+    // A name that is not another dimension.
+    for bad in ["\"Q\"", "\"N\""] {
+        let errs = errors_of(&[(
+            edit.0,
+            &format!("N = {{ min = 8, max = 4096, multiple_of = {bad} }}"),
+        )]);
+        assert!(
+            errs.iter()
+                .any(|e| e.message.contains("names no other dimension")
+                    && e.help
+                        .as_deref()
+                        .is_some_and(|h| h.contains("dimensions are M, N, K"))),
+            "{bad}: {errs:?}"
+        );
+    }
+}

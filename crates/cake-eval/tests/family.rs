@@ -1614,3 +1614,31 @@ fn every_committed_family_file_loads_with_its_contract_and_routes() {
         .collect();
     assert!(broken.is_empty(), "{}", broken.join("\n"));
 }
+
+/// A dimension that is a multiple of another (`BH = { multiple_of = "BHKV" }`, the attention
+/// contracts): every drawn shape keeps it, the boundary shard keeps its edges, and the bench
+/// shapes pass as listed.
+#[test]
+fn the_sampler_keeps_multiples_between_dimensions() {
+    let fam = Family::load(&repo().join("kernels/attention/attention_causal.family.toml")).unwrap();
+    let c = &fam.contract;
+    assert_eq!(c.multiples.len(), 1);
+    for shard in [Shard::Representative, Shard::Boundary, Shard::HeldOut] {
+        let drawn = sample(c, shard, 200, 3);
+        assert_eq!(drawn.len(), 200, "{shard:?}");
+        for s in &drawn {
+            assert_eq!(s["BH"] % s["BHKV"], 0, "{shard:?}: {s:?}");
+            assert!(c.admits(s), "{shard:?}: {s:?}");
+        }
+        // Not every draw is one head per key/value head.
+        assert!(drawn.iter().any(|s| s["BH"] > s["BHKV"]), "{shard:?}");
+    }
+    let edges = sample(c, Shard::Boundary, 200, 3);
+    for (dim, lo, hi) in [("BH", 1, 4096), ("S", 1, 65536)] {
+        assert!(edges.iter().any(|s| s[dim] == lo), "{dim} at {lo}");
+        assert!(edges.iter().any(|s| s[dim] == hi), "{dim} at {hi}");
+    }
+    assert_eq!(sample(c, Shard::Bench, 0, 0).len(), 7);
+    let v = fam.validate_on(None).unwrap();
+    assert!(v.regions > 0 && v.unreachable.is_empty(), "{v:?}");
+}

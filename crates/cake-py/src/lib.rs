@@ -300,6 +300,7 @@ fn family(path: &str) -> PyResult<String> {
         "scalars": c.scalars,
         "specialize": c.specialize,
         "limits": c.limits,
+        "multiples": c.multiples,
         "routes": f.routes,
         "fallback": f.fallback,
     });

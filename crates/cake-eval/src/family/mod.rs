@@ -657,8 +657,9 @@ impl Family {
                 })
                 .collect();
         }
-        // Points past a [limits] product are not in the domain.
-        out.retain(|p| self.contract.limits.iter().all(|l| l.holds(p)));
+        // Points past a [limits] product, or off a multiple between dimensions, are not in the
+        // domain.
+        out.retain(|p| self.contract.relations_hold(|d| p.get(d).copied()));
         Ok(out)
     }
 
@@ -738,9 +739,10 @@ impl Family {
                     *out = prior & here;
                 }
             }
-            // Points past a [limits] product are not in the domain.
+            // Points past a [limits] product, or off a multiple between dimensions, are not in
+            // the domain.
             let value_of = |d: &str| axes.iter().position(|(n, _)| n == d).map(|a| point[a]);
-            if !self.contract.limits.iter().all(|l| l.holds_with(value_of)) {
+            if !self.contract.relations_hold(value_of) {
                 continue;
             }
             v.regions += 1;
@@ -1117,17 +1119,10 @@ impl Shard {
 /// apply), less any outside the domain (a family's `[domain]` may narrow it).
 pub fn sample(contract: &Contract, shard: Shard, n: usize, seed: u64) -> Vec<Shape> {
     if shard == Shard::Bench {
-        let inside = |s: &Shape| {
-            contract
-                .dims
-                .iter()
-                .all(|d| s.get(&d.name).is_some_and(|v| d.contains(*v)))
-                && contract.limits.iter().all(|l| l.holds(s))
-        };
         return contract
             .shapes
             .get("bench")
-            .map(|b| b.iter().filter(|s| inside(s)).cloned().collect())
+            .map(|b| b.iter().filter(|s| contract.admits(s)).cloned().collect())
             .unwrap_or_default();
     }
     let mut rng = SplitMix(stream_state(shard, seed));
@@ -1166,7 +1161,10 @@ pub fn sample(contract: &Contract, shard: Shard, n: usize, seed: u64) -> Vec<Sha
                 };
                 s.insert(d.name.clone(), v);
             }
-            if contract.limits.iter().all(|l| l.holds(&s)) {
+            // A boundary draw keeps its edge: other draws are tried instead.
+            let edge_dim = edge.map(|j| contract.dims[j].name.as_str());
+            snap_multiples(contract, &mut s, edge_dim);
+            if contract.relations_hold(|d| s.get(d).copied()) {
                 pick = Some(s);
                 break;
             }
@@ -1179,15 +1177,61 @@ pub fn sample(contract: &Contract, shard: Shard, n: usize, seed: u64) -> Vec<Sha
                     last.insert(d.name.clone(), d.min);
                 }
             }
+            snap_multiples(
+                contract,
+                &mut last,
+                edge.map(|j| contract.dims[j].name.as_str()),
+            );
             contract
-                .limits
-                .iter()
-                .all(|l| l.holds(&last))
+                .relations_hold(|d| last.get(d).copied())
                 .then_some(last)
         });
         out.extend(pick);
     }
     out
+}
+
+/// Moves each dimension that must be a multiple of another (`BH = { multiple_of = "BHKV" }`)
+/// to the nearest such value in its range; left as drawn when its range holds none (the draw
+/// then fails the relation and is drawn again), and so is the dimension `keep`.
+fn snap_multiples(contract: &Contract, shape: &mut Shape, keep: Option<&str>) {
+    for m in contract
+        .multiples
+        .iter()
+        .filter(|m| Some(m.dim.as_str()) != keep)
+    {
+        let (Some(&v), Some(&of)) = (shape.get(&m.dim), shape.get(&m.of)) else {
+            continue;
+        };
+        let Some(dim) = contract.dims.iter().find(|d| d.name == m.dim) else {
+            continue;
+        };
+        let step = lcm(of, dim.multiple_of.max(1));
+        let nearest = [
+            (v + step / 2) / step * step,
+            v / step * step + step,
+            v / step * step,
+        ]
+        .into_iter()
+        .filter(|x| dim.contains(*x))
+        .min_by_key(|x| (x - v).abs());
+        if let Some(x) = nearest {
+            shape.insert(m.dim.clone(), x);
+        }
+    }
+}
+
+fn lcm(a: i64, b: i64) -> i64 {
+    let gcd = |mut a: i64, mut b: i64| {
+        while b != 0 {
+            (a, b) = (b, a % b);
+        }
+        a
+    };
+    if a <= 0 || b <= 0 {
+        return a.max(b).max(1);
+    }
+    a / gcd(a, b) * b
 }
 
 /// The generator's starting state for a shard and seed. Representative draws start at the seed
