@@ -28,11 +28,18 @@ rows() {
         timeout 150 python3 bench/rows_hand.py > "$OUT/run$1/rows_hand.log" 2>&1
     echo "== rows run $1: exit $? at $(( $(date +%s) - SESSION_START )) s"
 }
+# Session 50: the same routes at held-out shapes drawn from the domain (narrowed to problems a
+# call times in seconds), D = 128 and D = 64.
+attention_off() {
+    part attention-off 150 bench/results/2026-12-11-attention-dynamic/attention_causal_dynamic_off.family.toml --shard held_out --n 10 --seed 1 --every-route
+    part attention-off64 90 bench/results/2026-12-11-attention-dynamic/attention_causal_dynamic_off64.family.toml --shard held_out --n 6 --seed 1 --every-route
+}
 # Session 50: call 1 ran the other-card branch on an H100; another card now repeats only the
 # attention (a second sample for its route), so a lent H100 costs a minute, not five.
 if [ $H200 = 0 ] && [ -n "${ATTENTION_ONLY:-}" ]; then
     part attention 120 bench/results/2026-12-11-attention-dynamic/attention_causal_dynamic.family.toml --shard bench --every-route
-    grep -A12 "^  route" "$OUT/attention/report.txt"
+    attention_off
+    grep -A12 "^  route" "$OUT"/attention*/report.txt
     exit 0
 fi
 rows 1
@@ -48,6 +55,7 @@ if [ $H200 = 1 ]; then
         # Call 2 (session 50): the dynamic causal attention beat the shipped route at all five
         # D = 128 shapes on an H100 (call 1); the attention routes were chosen on an H200.
         [ $i = 1 ] && part attention 120 bench/results/2026-12-11-attention-dynamic/attention_causal_dynamic.family.toml --shard bench --every-route
+        [ $i = 1 ] && attention_off
     done
     rows 2
 else
