@@ -229,3 +229,15 @@ def test_the_causal_attention_family_runs_its_fallback_from_tensors():
     want = torch.nn.functional.scaled_dot_product_attention(
         q, k.repeat_interleave(2, 0), v.repeat_interleave(2, 0), is_causal=True)
     assert torch.allclose(o.float(), want.float(), atol=2e-2, rtol=2e-2)
+
+
+def test_the_h100_takes_the_dynamic_causal_attention_where_its_guard_holds():
+    fam = cake.family(os.path.join(ROOT, "kernels", "attention", "attention_causal.family.toml"))
+    h100, h200 = "NVIDIA H100 80GB HBM3", "NVIDIA H200"
+    assert fam.route_of((128, 128, 8192, 128, 1), h100) == "dynamic-d128-h100"
+    assert fam.route_of((128, 128, 8192, 128, 1), h200) == "fa3-d128"
+    # Under a wave of tiles, or short sequences: one CTA per tile on every card.
+    assert fam.route_of((4, 4, 2048, 128, 1), h100) == "fa3-d128"
+    assert fam.route_of((413, 59, 4, 128, 1), h100) == "fa3-d128"
+    assert fam.route_of((128, 128, 8192, 64, 1), h100) == "dynamic-d64-h100"
+    assert fam.route_of((128, 32, 2048, 64, 1), h100) is None
