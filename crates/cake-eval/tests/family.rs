@@ -467,6 +467,47 @@ fn a_report_counts_every_shape_once_and_names_the_worst() {
     assert!(text.contains("WRONG"), "{text}");
 }
 
+/// Every-route mode times the baseline beside each route, and those timings drift apart: the
+/// report compares routes by their own times (each speedup over the shape's pooled baseline),
+/// so a route does not win on a slower baseline sample (found with causal attention, where the
+/// persistent route's SDPA samples ran 5 % slower than the shipped route's).
+#[test]
+fn an_every_route_report_compares_routes_by_their_own_times() {
+    let at = |t: f64, base: f64| Outcome {
+        cupti_ms: Some(t),
+        baseline_cupti_ms: Some(base),
+        speedup: Some(base / t),
+        correct: true,
+        ..Outcome::default()
+    };
+    // `slow` beside a slow baseline sample: 1.15x over its own, but 2 % slower than `fast`.
+    let m = measurement(
+        Mode::EveryRoute,
+        vec![ShapeResult {
+            shape: shape(1, 1024),
+            route: "fast".into(),
+            timed: [
+                ("fast".to_string(), at(1.0, 1.10)),
+                ("slow".to_string(), at(1.02, 1.173)),
+            ]
+            .into_iter()
+            .collect(),
+        }],
+    );
+    let r = report(&m);
+    let best = r.worst.as_ref().unwrap();
+    assert_eq!(best.route, "fast", "{r:?}");
+    let pooled = (1.10 + 1.173) / 2.0;
+    assert!((best.speedup - pooled / 1.0).abs() < 1e-9, "{r:?}");
+    let slow = r.by_route.iter().find(|s| s.route == "slow").unwrap();
+    assert!(
+        (slow.geomean.unwrap() - pooled / 1.02).abs() < 1e-9,
+        "{r:?}"
+    );
+    let text = cake_eval::family::report::render(&m, &r);
+    assert!(text.contains("median of the baseline's timings"), "{text}");
+}
+
 /// Candidates `a` (rows in registers, H ≤ 8192 only) and `b` (any shape): `a` wins by 1.5× on
 /// few rows and loses on many; `b` wins by 1.1× on wide rows and loses on narrow ones.
 fn picks() -> (Family, Measurement) {

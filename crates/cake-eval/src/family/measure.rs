@@ -157,6 +157,29 @@ impl ShapeResult {
     pub fn dispatched(&self) -> Option<&Outcome> {
         self.timed.get(&self.route)
     }
+
+    /// The median of every baseline timing at this shape: an every-route measurement times the
+    /// baseline beside each route, and those timings differ by more than the routes do at
+    /// times (SDPA's samples 0-5 % apart at one shape, bench/results/2026-12-11-attention-dynamic/).
+    pub fn pooled_baseline_ms(&self) -> Option<f64> {
+        super::median(
+            self.timed
+                .values()
+                .filter_map(|o| o.baseline_cupti_ms)
+                .collect(),
+        )
+    }
+
+    /// `o`'s speedup over [`ShapeResult::pooled_baseline_ms`]: its own speedup rescaled from the
+    /// baseline timing beside it to the pooled one, so that two routes' speedups compare as
+    /// their own times do (and any writeback charged in the speedup stays charged).
+    pub fn pooled_speedup(&self, o: &Outcome) -> Option<f64> {
+        let own = o.speedup?;
+        match (self.pooled_baseline_ms(), o.baseline_cupti_ms) {
+            (Some(pooled), Some(beside)) if beside > 0.0 => Some(own * pooled / beside),
+            _ => Some(own),
+        }
+    }
 }
 
 /// One callable at one shape, against the baseline timed in turn with it.

@@ -3,7 +3,7 @@
 //! route dispatch gives it — with the per-route breakdown, the worst shape, the shapes below a
 //! floor, the incorrect ones, and a chart of speedup per shape coloured by route.
 
-use super::measure::{Measurement, Mode, ShapeResult};
+use super::measure::{Measurement, Mode, Outcome, ShapeResult};
 use crate::contract::{shape_text, Shape};
 use indexmap::IndexMap;
 use serde::Serialize;
@@ -56,6 +56,16 @@ fn geomean(xs: &[f64]) -> Option<f64> {
     (!xs.is_empty()).then(|| (xs.iter().map(|x| x.ln()).sum::<f64>() / xs.len() as f64).exp())
 }
 
+/// A route's speedup at a shape as the report counts it: in dispatch mode over the baseline
+/// timed beside it; in every-route mode over the shape's pooled baseline, so the routes of one
+/// shape compare by their own times ([`ShapeResult::pooled_speedup`]).
+fn speedup(s: &ShapeResult, o: &Outcome, mode: Mode) -> Option<f64> {
+    match mode {
+        Mode::Dispatch => o.speedup,
+        Mode::EveryRoute => s.pooled_speedup(o),
+    }
+}
+
 /// The speedup that counts for a shape: in dispatch mode its route's; in every-route mode the
 /// best correct route's, or 1 (the fallback) when none beats it.
 fn counted(s: &ShapeResult, mode: Mode) -> Option<(String, f64)> {
@@ -68,7 +78,7 @@ fn counted(s: &ShapeResult, mode: Mode) -> Option<(String, f64)> {
             s.timed
                 .iter()
                 .filter(|(_, o)| o.correct)
-                .filter_map(|(r, o)| Some((r.clone(), o.speedup?)))
+                .filter_map(|(r, o)| Some((r.clone(), speedup(s, o, mode)?)))
                 .fold(("fallback".to_string(), 1.0), |best, x| {
                     if x.1 > best.1 {
                         x
@@ -89,7 +99,7 @@ pub fn report(m: &Measurement) -> Report {
         for (r, o) in &s.timed {
             let e = per_route.entry(r.clone()).or_default();
             e.0 += 1;
-            if let (true, Some(x)) = (o.correct, o.speedup) {
+            if let (true, Some(x)) = (o.correct, speedup(s, o, m.mode)) {
                 e.1.push(x);
             }
             if !o.correct
@@ -190,6 +200,12 @@ pub fn render(m: &Measurement, r: &Report) -> String {
         r.untimed.len(),
         r.below_floor.len()
     ));
+    if m.mode == Mode::EveryRoute {
+        line(
+            "speedups over the median of the baseline's timings at each shape (the routes compare by their own times)"
+                .into(),
+        );
+    }
     if let Some(w) = &r.worst {
         line(format!(
             "worst: {:.3}x at {} ({})",
@@ -222,17 +238,17 @@ pub fn render(m: &Measurement, r: &Report) -> String {
     }
     line(head);
     for s in &m.shapes {
-        let base = s
-            .timed
-            .values()
-            .find_map(|o| o.baseline_cupti_ms)
-            .map_or("-".into(), |v| format!("{v:.4}"));
+        let base = match m.mode {
+            Mode::Dispatch => s.timed.values().find_map(|o| o.baseline_cupti_ms),
+            Mode::EveryRoute => s.pooled_baseline_ms(),
+        }
+        .map_or("-".into(), |v| format!("{v:.4}"));
         let mut row = format!("  {:<28} {:<14} {base:>11}", shape_text(&s.shape), s.route);
         for n in &names {
             row += &match s.timed.get(*n) {
                 None => format!(" {:>12}", ""),
                 Some(o) if !o.correct && o.cupti_ms.is_some() => format!(" {:>12}", "WRONG"),
-                Some(o) => format!(" {:>12}", x(o.speedup)),
+                Some(o) => format!(" {:>12}", x(speedup(s, o, m.mode))),
             };
         }
         line(row);
