@@ -26,10 +26,10 @@ D = 64, whose smaller fragments fit the register budget three leave):
 `PERSISTENT = 1` makes one CTA per SM walk the tiles, the next tile's Q waiting on `q_empty`
 until the consumers are done with this one's (measured no better: off); with `DYNAMIC = 1` each
 CTA takes its next tile from a counter when it comes to it (`lm.tiles(..., dynamic=True)`), so
-the causal tiles of unequal length spread over the SMs as they free. On an H100 (causal, D = 128,
-2026-12-09-rows-dynamic/, the grab then at a tile's start) 7-19 % faster than PERSISTENT alone and
-1.4-5.3 % faster than one CTA per tile at three of five shapes (0.8-2 % slower at two); no route
-takes it yet (the family's routes were chosen on the H200).
+the causal tiles of unequal length spread over the SMs as they free. On an H100 (causal, kernel
+times, 2026-12-11-attention-dynamic/) 0.98-1.09x one CTA per tile at D = 128 (geomean 1.03-1.05x),
+1.01-1.07x at D = 64, slower only at S <= 33: the causal family's H100 routes take it
+(kernels/attention/attention_causal.family.toml); the H200 keeps one CTA per tile until timed.
 
 Masks: keys past S (the last tile) and, with CAUSAL, keys after the query, by `lm.iota` on the
 tiles that need them. Causal CTAs take their query tiles longest first. Rows past S read zeros
