@@ -390,11 +390,20 @@ fn with_sections(extra: &str) -> Result<Calibration, CostError> {
 }
 
 /// A schedule file with some module constants replaced (`NAME = old` lines, whole line).
+/// The schedule at `path` with each `old` replaced by `new` once: at the start of a line where
+/// one starts with it (a module constant, not the same words in the docstring), else the first.
 fn kernel_with(path: &str, lines: &[(&str, &str)]) -> cake_ir::Kernel {
     let mut text = std::fs::read_to_string(root().join(path)).unwrap();
     for (old, new) in lines {
-        assert!(text.contains(old), "{path}: no `{old}`");
-        text = text.replacen(old, new, 1);
+        let at = text
+            .match_indices(old)
+            .map(|(i, _)| i)
+            .find(|&i| i == 0 || text.as_bytes()[i - 1] == b'\n')
+            .or_else(|| text.find(old));
+        let Some(at) = at else {
+            panic!("{path}: no `{old}`")
+        };
+        text.replace_range(at..at + old.len(), new);
     }
     let (_, front) = cake_front::check_bytes(path, text.as_bytes());
     assert!(!front.findings.has_errors(), "{path} must parse");
