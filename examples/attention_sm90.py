@@ -28,7 +28,7 @@ until the consumers are done with this one's (measured no better: off); with `DY
 CTA takes its next tile from a counter when it comes to it (`lm.tiles(..., dynamic=True)`), so
 the causal tiles of unequal length spread over the SMs as they free. On an H100 (causal, kernel
 times, 2026-12-11-attention-dynamic/) 0.98-1.09x one CTA per tile with 128-wide heads (geomean
-1.03-1.05x), 1.01-1.07x with 64-wide, slower only at S <= 33: the causal family's H100 routes
+1.02-1.05x), 1.01-1.07x with 64-wide, slower only at S <= 33: the causal family's H100 routes
 take it (kernels/attention/attention_causal.family.toml); the H200 keeps one CTA per tile.
 
 Masks: keys past S (the last tile) and, with CAUSAL, keys after the query, by `lm.iota` on the

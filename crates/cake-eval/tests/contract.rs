@@ -301,6 +301,14 @@ fn a_dimension_is_a_range_or_a_set_of_options() {
     );
 }
 
+/// A shape of the small contract's three dimensions.
+fn mnk(m: i64, n: i64, k: i64) -> cake_eval::contract::Shape {
+    [("M", m), ("N", n), ("K", k)]
+        .into_iter()
+        .map(|(d, v)| (d.to_string(), v))
+        .collect()
+}
+
 #[test]
 fn limits_bound_products_of_dimensions() {
     // The bench shape is 4096 x 4096; a limit of 2^24 admits it and nothing wider.
@@ -309,12 +317,7 @@ fn limits_bound_products_of_dimensions() {
     let c = parse(&text).expect("valid");
     assert_eq!(c.limits.len(), 1);
     assert_eq!(c.limits[0].dims, ["M", "N", "K"]);
-    let shape = |m: i64, n: i64| {
-        [("M", m), ("N", n), ("K", 1024)]
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v))
-            .collect::<cake_eval::contract::Shape>()
-    };
+    let shape = |m: i64, n: i64| mnk(m, n, 1024);
     assert!(c.admits(&shape(1024, 1024)));
     assert!(!c.admits(&shape(1032, 1024)));
     assert!(!c.admits(&shape(1024, 4100))); // past N's own range
@@ -352,14 +355,8 @@ fn a_dimension_may_be_a_multiple_of_another() {
     )
     .expect("valid");
     assert_eq!(c.multiples.len(), 1);
-    let shape = |m: i64, n: i64| {
-        [("M", m), ("N", n), ("K", 64)]
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v))
-            .collect::<cake_eval::contract::Shape>()
-    };
-    assert!(c.admits(&shape(16, 64)));
-    assert!(!c.admits(&shape(16, 72)));
+    assert!(c.admits(&mnk(16, 64, 64)));
+    assert!(!c.admits(&mnk(16, 72, 64)));
     // A name that is not another dimension.
     for bad in ["\"Q\"", "\"N\""] {
         let errs = errors_of(&[(

@@ -21,8 +21,8 @@
 //! [`cross_validate`] estimates what a table chosen with given options is worth on shapes it
 //! did not see, so options are picked without a held-out shard.
 
-use super::measure::{Measurement, Mode};
-use super::{guard_admits, median, Family, Range};
+use super::measure::{Measurement, Mode, ShapeResult};
+use super::{guard_admits, Family, Range};
 use crate::contract::{shape_text, Shape};
 use indexmap::IndexMap;
 use rustc_hash::FxHashMap;
@@ -391,14 +391,7 @@ fn route_of(chosen: &[Chosen], shape: &Shape) -> Option<usize> {
 fn baseline_medians(m: &Measurement) -> Vec<Option<f64>> {
     m.shapes
         .iter()
-        .map(|s| {
-            median(
-                s.timed
-                    .values()
-                    .filter_map(|o| o.baseline_cupti_ms)
-                    .collect(),
-            )
-        })
+        .map(ShapeResult::pooled_baseline_ms)
         .collect()
 }
 

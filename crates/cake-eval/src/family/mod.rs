@@ -1139,6 +1139,8 @@ pub fn sample(contract: &Contract, shard: Shard, n: usize, seed: u64) -> Vec<Sha
     for i in 0..n {
         // The boundary shard puts dimension `i mod dims` at an edge.
         let edge = (shard == Shard::Boundary).then(|| i % contract.dims.len().max(1));
+        // A boundary draw keeps its edge when snapped to a multiple: other draws are tried.
+        let edge_dim = edge.map(|j| contract.dims[j].name.as_str());
         let mut pick = None;
         let mut last = Shape::new();
         // A draw past a [limits] product is drawn again (a domain without limits takes the
@@ -1161,8 +1163,6 @@ pub fn sample(contract: &Contract, shard: Shard, n: usize, seed: u64) -> Vec<Sha
                 };
                 s.insert(d.name.clone(), v);
             }
-            // A boundary draw keeps its edge: other draws are tried instead.
-            let edge_dim = edge.map(|j| contract.dims[j].name.as_str());
             snap_multiples(contract, &mut s, edge_dim);
             if contract.relations_hold(|d| s.get(d).copied()) {
                 pick = Some(s);
@@ -1177,11 +1177,7 @@ pub fn sample(contract: &Contract, shard: Shard, n: usize, seed: u64) -> Vec<Sha
                     last.insert(d.name.clone(), d.min);
                 }
             }
-            snap_multiples(
-                contract,
-                &mut last,
-                edge.map(|j| contract.dims[j].name.as_str()),
-            );
+            snap_multiples(contract, &mut last, edge_dim);
             contract
                 .relations_hold(|d| last.get(d).copied())
                 .then_some(last)
@@ -1207,14 +1203,12 @@ fn snap_multiples(contract: &Contract, shape: &mut Shape, keep: Option<&str>) {
             continue;
         };
         let step = lcm(of, dim.multiple_of.max(1));
-        let nearest = [
-            (v + step / 2) / step * step,
-            v / step * step + step,
-            v / step * step,
-        ]
-        .into_iter()
-        .filter(|x| dim.contains(*x))
-        .min_by_key(|x| (x - v).abs());
+        let down = v / step * step;
+        // Up first: a draw halfway between two multiples rounds up.
+        let nearest = [down + step, down]
+            .into_iter()
+            .filter(|x| dim.contains(*x))
+            .min_by_key(|x| (x - v).abs());
         if let Some(x) = nearest {
             shape.insert(m.dim.clone(), x);
         }
