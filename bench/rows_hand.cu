@@ -471,3 +471,70 @@ __device__ void rms_reg_dyn(const uint16_t* X, const uint16_t* W, uint16_t* Y, i
   }
 }
 extern "C" __global__ void __launch_bounds__(128) rms_reg_dyn(uint16_t* X, uint16_t* W, uint16_t* Y, int R, float eps) { rms_reg_dyn<5>(X, W, Y, R, eps); }
+
+// ---- RMSNorm, short-lived CTAs with rows staged in shared memory (2026-12-12) ----------------
+// The register forms hold a row in registers from its loads to its stores, which caps them at
+// 6 CTAs (12 rows) per SM. Here one thread loads the CTA's ROWS rows with cp.async.bulk (8 KB
+// each) into shared memory and the threads read them twice (the sum, then the scaled stores),
+// so a CTA holds few registers and an SM keeps up to 16 (THREADS = 128) or 27 (64) rows in
+// flight, bounded by shared memory; no CTA outlives its rows.
+template <int ROWS, int THREADS, bool BULK_STORE = false>
+__device__ void rms_smem(const uint16_t* X, const uint16_t* W, uint16_t* Y, int R, float eps) {
+  extern __shared__ __align__(128) uint8_t buf[];
+  __shared__ __align__(8) uint64_t full;
+  constexpr int WARPS = THREADS / 32, PER = CHUNKS / THREADS;
+  __shared__ float red[ROWS][WARPS];
+  const int t = threadIdx.x, warp = t / 32, lane = t % 32;
+  const int row0 = blockIdx.x * ROWS, rows = min(ROWS, R - row0);
+  if (t == 0) {
+    mbar_init(smem_u32(&full), 1);
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    mbar_expect(smem_u32(&full), rows * H * 2);
+    for (int r = 0; r < rows; ++r) bulk_load(smem_u32(buf + r * H * 2), X + (size_t)(row0 + r) * H, H * 2, smem_u32(&full));
+  }
+  __syncthreads();  // the barrier's init before anyone waits on it
+  mbar_wait(smem_u32(&full), 0);
+  const uint4* xs = reinterpret_cast<const uint4*>(buf);
+#pragma unroll
+  for (int r = 0; r < ROWS; ++r) {
+    float s = 0.f;
+#pragma unroll
+    for (int c = 0; c < PER; ++c) s += sq(xs[r * CHUNKS + t + THREADS * c]);
+    s = warp_sum(s);
+    if (lane == 0) red[r][warp] = s;
+  }
+  __syncthreads();
+#pragma unroll
+  for (int r = 0; r < ROWS; ++r) {
+    if (r >= rows) break;
+    float tot = 0.f;
+#pragma unroll
+    for (int w = 0; w < WARPS; ++w) tot += red[r][w];
+    const float rs = rsqrtf(tot * (1.0f / H) + eps);
+#pragma unroll
+    for (int c = 0; c < PER; ++c) {
+      const uint4 w = __ldg(reinterpret_cast<const uint4*>(W) + t + THREADS * c);
+      const uint4 y = norm(xs[r * CHUNKS + t + THREADS * c], w, rs);
+      if (BULK_STORE)
+        const_cast<uint4*>(xs)[r * CHUNKS + t + THREADS * c] = y;
+      else
+        reinterpret_cast<uint4*>(Y + (size_t)(row0 + r) * H)[t + THREADS * c] = y;
+    }
+  }
+  if (BULK_STORE) {  // the rows written back in place, stored by one thread in one piece each
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    __syncthreads();
+    if (t == 0) {
+      for (int r = 0; r < rows; ++r)
+        asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(Y + (size_t)(row0 + r) * H), "r"(smem_u32(buf + r * H * 2)), "r"(H * 2) : "memory");
+      asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+      bulk_wait_read<0>();  // shared memory stays the CTA's until the stores have read it
+    }
+  }
+}
+// 32 registers, so that 16 CTAs (the threads' limit) fit an SM.
+extern "C" __global__ void __launch_bounds__(128, 16) rms_smem1(uint16_t* X, uint16_t* W, uint16_t* Y, int R, float eps) { rms_smem<1, 128>(X, W, Y, R, eps); }
+extern "C" __global__ void __launch_bounds__(128, 16) rms_smem1_bs(uint16_t* X, uint16_t* W, uint16_t* Y, int R, float eps) { rms_smem<1, 128, true>(X, W, Y, R, eps); }
+extern "C" __global__ void __launch_bounds__(128) rms_smem2(uint16_t* X, uint16_t* W, uint16_t* Y, int R, float eps) { rms_smem<2, 128>(X, W, Y, R, eps); }
+extern "C" __global__ void __launch_bounds__(64) rms_smem1_t64(uint16_t* X, uint16_t* W, uint16_t* Y, int R, float eps) { rms_smem<1, 64>(X, W, Y, R, eps); }
+extern "C" __global__ void __launch_bounds__(256) rms_smem2_t256(uint16_t* X, uint16_t* W, uint16_t* Y, int R, float eps) { rms_smem<2, 256>(X, W, Y, R, eps); }

@@ -51,6 +51,11 @@ variants = {
     "rms_bulk_dyn8_g3": ("rms_bulk_dyn8", 160, 8 * 8192, SMS * 3),
     "rms_reg_dyn_g6": ("rms_reg_dyn", 128, 0, SMS * 6),
     "rms_reg_dyn_g8": ("rms_reg_dyn", 128, 0, SMS * 8),
+    "rms_smem1": ("rms_smem1", 128, 8192, "R"),
+    "rms_smem1_bs": ("rms_smem1_bs", 128, 8192, "R"),
+    "rms_smem2": ("rms_smem2", 128, 2 * 8192, ["cdiv", "R", 2]),
+    "rms_smem1_t64": ("rms_smem1_t64", 64, 8192, "R"),
+    "rms_smem2_t256": ("rms_smem2_t256", 256, 2 * 8192, ["cdiv", "R", 2]),
 }
 ONLY = os.environ.get("ONLY")
 if ONLY:
