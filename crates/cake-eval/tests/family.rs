@@ -622,6 +622,38 @@ fn a_pooled_baseline_compares_routes_by_their_own_times() {
     assert!(text.contains("(`--pooled-baseline`)"), "{text}");
 }
 
+/// A route's speedup charged with the writeback it deferred (`a`: 10 % below its baseline over
+/// its time) keeps the charge through the pooled baseline, as `cake family report` shows it:
+/// `a` and `b` take the same time, and `b`, uncharged, takes every shape.
+#[test]
+fn a_pooled_baseline_keeps_the_deferred_writeback_charged() {
+    let (mut fam, mut m) = picks();
+    fam.routes[0].when.clear();
+    fam.routes[1].when.clear();
+    for s in &mut m.shapes {
+        let timed = |base: f64, charge: f64| Outcome {
+            cupti_ms: Some(1.0),
+            baseline_cupti_ms: Some(base),
+            speedup: Some(base * charge),
+            correct: true,
+            ..Outcome::default()
+        };
+        s.timed.insert("a".to_string(), timed(1.3, 0.9));
+        s.timed.insert("b".to_string(), timed(1.0, 1.0));
+    }
+    let o = ChooseOptions {
+        pooled_baseline: true,
+        ..ChooseOptions::default()
+    };
+    let pooled = choose(&fam, &m, &o).unwrap();
+    let names: Vec<&str> = pooled.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["b"], "{pooled:?}");
+    // The pooled baseline (1.15 ms, the median of 1.3 and 1.0) over `b`'s 1.0 ms.
+    assert!((pooled[0].geomean - 1.15).abs() < 1e-9, "{pooled:?}");
+    let report_a = m.shapes[0].pooled_speedup(&m.shapes[0].timed["a"]).unwrap();
+    assert!((report_a - 1.15 * 0.9).abs() < 1e-9, "{report_a}");
+}
+
 /// `b` runs the few-row shapes, whose baseline takes 2 µs, at 1.0× and the rest at 1.3×: by
 /// default its box holds them all (1.0× is above `worst`); with `--short-us 10 --short-worst
 /// 1.05` a short shape must run 1.05×, so the box starts where the problems grow.
