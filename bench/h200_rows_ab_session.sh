@@ -49,15 +49,16 @@ echo "== ldg probe: exit $? at $(( $(date +%s) - SESSION_START )) s"
 if [ $H200 = 1 ]; then
     # The parts in order of what they decide, so a call cut short keeps the first.
     tail -40 "$OUT/run1/rows_hand.log"; cat "$OUT/ldg_probe.log"
-    for i in 1 2; do
+    # SHORT=1 (a session with little device time left): one pair, no attention, no second rows run.
+    for i in $( [ -n "${SHORT:-}" ] && echo 1 || echo 1 2 ); do
         part shipped-$i 90 kernels/tinygemm/tinygemm.family.toml --shard bench
         part candidate-$i 90 bench/results/2026-12-06-grid/tinygemm_h200_candidate.family.toml --shard bench
         # Call 2 (session 50): the dynamic causal attention beat the shipped route at all five
         # D = 128 shapes on an H100 (call 1); the attention routes were chosen on an H200.
-        [ $i = 1 ] && part attention 120 bench/results/2026-12-11-attention-dynamic/attention_causal_dynamic.family.toml --shard bench --every-route
-        [ $i = 1 ] && attention_off
+        [ $i = 1 ] && [ -z "${SHORT:-}" ] && part attention 120 bench/results/2026-12-11-attention-dynamic/attention_causal_dynamic.family.toml --shard bench --every-route
+        [ $i = 1 ] && [ -z "${SHORT:-}" ] && attention_off
     done
-    rows 2
+    [ -z "${SHORT:-}" ] && rows 2
 else
     # Another card: the compiled dynamic loops with this session's taker instead of the A/B.
     part tinygemm 120 bench/results/2026-12-09-rows-dynamic/tinygemm_dynamic.family.toml --shard bench --every-route
