@@ -21,6 +21,8 @@ H200=0; grep -q H200 "$OUT/gpu.txt" && H200=1
 cp .carry/hand/ptxas.txt "$OUT/" 2>/dev/null
 # Another card runs the compiled kernels only (the hand ones ran on an H100 in session 48).
 HAND=.carry/hand; [ $H200 = 1 ] || { HAND=.carry/no-hand; mkdir -p $HAND; }
+# SHORT=1: rows at 32768 and 8192 only (rows_hand.py's ROWS), one A/B pair, no attention.
+[ -n "${SHORT:-}" ] && export ROWS=${ROWS:-32768,8192}
 rows() {
     mkdir -p "$OUT/run$1"
     OUT=$OUT/run$1 HAND=$HAND SHIPPED=.carry/rms_shipped \
