@@ -472,12 +472,12 @@ __device__ void rms_reg_dyn(const uint16_t* X, const uint16_t* W, uint16_t* Y, i
 }
 extern "C" __global__ void __launch_bounds__(128) rms_reg_dyn(uint16_t* X, uint16_t* W, uint16_t* Y, int R, float eps) { rms_reg_dyn<5>(X, W, Y, R, eps); }
 
-// ---- RMSNorm, short-lived CTAs with rows staged in shared memory (2026-12-12) ----------------
+// ---- RMSNorm, short-lived CTAs with rows staged in shared memory (session 51) ----------------
 // The register forms hold a row in registers from its loads to its stores, which caps them at
 // 6 CTAs (12 rows) per SM. Here one thread loads the CTA's ROWS rows with cp.async.bulk (8 KB
 // each) into shared memory and the threads read them twice (the sum, then the scaled stores),
-// so a CTA holds few registers and an SM keeps up to 16 (THREADS = 128) or 27 (64) rows in
-// flight, bounded by shared memory; no CTA outlives its rows.
+// so a CTA holds few registers and an SM keeps 16-25 rows in flight (by the ptxas counts of
+// bench/results/2026-12-10-h200-rows-ab/, call 5); no CTA outlives its rows.
 template <int ROWS, int THREADS, bool BULK_STORE = false>
 __device__ void rms_smem(const uint16_t* X, const uint16_t* W, uint16_t* Y, int R, float eps) {
   extern __shared__ __align__(128) uint8_t buf[];
