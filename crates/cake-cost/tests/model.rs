@@ -389,7 +389,6 @@ fn with_sections(extra: &str) -> Result<Calibration, CostError> {
     Calibration::from_toml(&format!("{}\n{extra}", plain_toml()))
 }
 
-/// A schedule file with some module constants replaced (`NAME = old` lines, whole line).
 /// The schedule at `path` with each `old` replaced by `new` once: at the start of a line where
 /// one starts with it (a module constant, not the same words in the docstring), else the first.
 fn kernel_with(path: &str, lines: &[(&str, &str)]) -> cake_ir::Kernel {

@@ -126,25 +126,24 @@ fn cuts(values: &[i64]) -> Vec<i64> {
 /// where it failed or was wrong.
 type Table = Vec<Vec<Option<Option<f64>>>>;
 
-/// With `pooled`, each route's speedup at a shape is over that shape's pooled baseline
-/// ([`ShapeResult::pooled_speedup`], as `cake family report` shows every-route measurements)
-/// instead of the baseline timing beside it.
-fn table(f: &Family, m: &Measurement, pooled: bool) -> Table {
+/// With `pooled` (each shape's pooled baseline, [`baseline_medians`]), each route's speedup at a
+/// shape is over that one instead of the baseline timing beside it (`Outcome::speedup_over`,
+/// as `cake family report` shows every-route measurements).
+fn table(f: &Family, m: &Measurement, pooled: Option<&[Option<f64>]>) -> Table {
     f.routes
         .iter()
         .map(|r| {
             m.shapes
                 .iter()
-                .map(|s| {
+                .enumerate()
+                .map(|(k, s)| {
                     s.timed.get(&r.name).map(|o| {
                         // A speedup the measurement refused (a time not believable) stays refused.
-                        o.speedup.filter(|_| o.correct).and_then(|own| {
-                            if pooled {
-                                s.pooled_speedup(o)
-                            } else {
-                                Some(own)
-                            }
-                        })
+                        let own = o.speedup.filter(|_| o.correct);
+                        match pooled {
+                            Some(base) => own.and(o.speedup_over(base[k])),
+                            None => own,
+                        }
                     })
                 })
                 .collect()
@@ -226,7 +225,7 @@ pub fn choose(f: &Family, m: &Measurement, o: &ChooseOptions) -> Result<Vec<Chos
         .map(|d| shapes.iter().map(|s| value(d, s)).collect())
         .collect();
     let medians = baseline_medians(m);
-    let speed = table(f, m, o.pooled_baseline);
+    let speed = table(f, m, o.pooled_baseline.then_some(&medians[..]));
     let least = least_speedups(&medians, o);
     // ln of the speedup the table chosen so far gives each measured shape (0: the fallback).
     let mut current = vec![0.0f64; shapes.len()];
@@ -825,7 +824,8 @@ fn bound_count(iv: &(Option<i64>, Option<i64>)) -> usize {
 /// its first admitting route, the fallback at 1×), and the most any table over these candidates
 /// could (each shape's fastest correct route, or the fallback).
 pub fn in_sample(f: &Family, m: &Measurement, chosen: &[Chosen], o: &ChooseOptions) -> (f64, f64) {
-    let speed = table(f, m, o.pooled_baseline);
+    let medians = o.pooled_baseline.then(|| baseline_medians(m));
+    let speed = table(f, m, medians.as_deref());
     let n = m.shapes.len().max(1) as f64;
     let (mut table_ln, mut best_ln) = (0.0, 0.0);
     for (k, s) in m.shapes.iter().enumerate() {
@@ -885,7 +885,8 @@ pub fn cross_validate(
             m.shapes.len()
         ));
     }
-    let speed = table(f, m, o.pooled_baseline);
+    let medians = o.pooled_baseline.then(|| baseline_medians(m));
+    let speed = table(f, m, medians.as_deref());
     let mut cv = CrossValidation {
         folds,
         shapes: m.shapes.len(),

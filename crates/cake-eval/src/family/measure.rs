@@ -170,12 +170,20 @@ impl ShapeResult {
         )
     }
 
-    /// `o`'s speedup over [`ShapeResult::pooled_baseline_ms`]: its own speedup rescaled from the
-    /// baseline timing beside it to the pooled one, so that two routes' speedups compare as
-    /// their own times do (and any writeback charged in the speedup stays charged).
+    /// `o`'s speedup over [`ShapeResult::pooled_baseline_ms`] ([`Outcome::speedup_over`]).
     pub fn pooled_speedup(&self, o: &Outcome) -> Option<f64> {
-        let own = o.speedup?;
-        match (self.pooled_baseline_ms(), o.baseline_cupti_ms) {
+        o.speedup_over(self.pooled_baseline_ms())
+    }
+}
+
+impl Outcome {
+    /// This speedup rescaled from the baseline timing beside it to `pooled_ms` (a shape's
+    /// [`ShapeResult::pooled_baseline_ms`]), so that two routes' speedups compare as their own
+    /// times do and any writeback charged in the speedup stays charged; the speedup as measured
+    /// where either timing is missing.
+    pub fn speedup_over(&self, pooled_ms: Option<f64>) -> Option<f64> {
+        let own = self.speedup?;
+        match (pooled_ms, self.baseline_cupti_ms) {
             (Some(pooled), Some(beside)) if beside > 0.0 => Some(own * pooled / beside),
             _ => Some(own),
         }

@@ -3,7 +3,7 @@
 //! route dispatch gives it — with the per-route breakdown, the worst shape, the shapes below a
 //! floor, the incorrect ones, and a chart of speedup per shape coloured by route.
 
-use super::measure::{Measurement, Mode, Outcome, ShapeResult};
+use super::measure::{Measurement, Mode, ShapeResult};
 use crate::contract::{shape_text, Shape};
 use indexmap::IndexMap;
 use serde::Serialize;
@@ -56,13 +56,13 @@ fn geomean(xs: &[f64]) -> Option<f64> {
     (!xs.is_empty()).then(|| (xs.iter().map(|x| x.ln()).sum::<f64>() / xs.len() as f64).exp())
 }
 
-/// A route's speedup at a shape as the report counts it: in dispatch mode over the baseline
-/// timed beside it; in every-route mode over the shape's pooled baseline, so the routes of one
-/// shape compare by their own times ([`ShapeResult::pooled_speedup`]).
-fn speedup(s: &ShapeResult, o: &Outcome, mode: Mode) -> Option<f64> {
+/// The baseline a shape's speedups are over, where it is not the one timed beside each route:
+/// in every-route mode the shape's pooled baseline, so that its routes compare by their own
+/// times (`Outcome::speedup_over`); none in dispatch mode.
+fn pooled_baseline(s: &ShapeResult, mode: Mode) -> Option<f64> {
     match mode {
-        Mode::Dispatch => o.speedup,
-        Mode::EveryRoute => s.pooled_speedup(o),
+        Mode::Dispatch => None,
+        Mode::EveryRoute => s.pooled_baseline_ms(),
     }
 }
 
@@ -74,19 +74,22 @@ fn counted(s: &ShapeResult, mode: Mode) -> Option<(String, f64)> {
             let o = s.dispatched()?;
             Some((s.route.clone(), o.speedup.filter(|_| o.correct)?))
         }
-        Mode::EveryRoute => Some(
-            s.timed
-                .iter()
-                .filter(|(_, o)| o.correct)
-                .filter_map(|(r, o)| Some((r.clone(), speedup(s, o, mode)?)))
-                .fold(("fallback".to_string(), 1.0), |best, x| {
-                    if x.1 > best.1 {
-                        x
-                    } else {
-                        best
-                    }
-                }),
-        ),
+        Mode::EveryRoute => {
+            let pooled = pooled_baseline(s, mode);
+            Some(
+                s.timed
+                    .iter()
+                    .filter(|(_, o)| o.correct)
+                    .filter_map(|(r, o)| Some((r.clone(), o.speedup_over(pooled)?)))
+                    .fold(("fallback".to_string(), 1.0), |best, x| {
+                        if x.1 > best.1 {
+                            x
+                        } else {
+                            best
+                        }
+                    }),
+            )
+        }
     }
 }
 
@@ -96,10 +99,11 @@ pub fn report(m: &Measurement) -> Report {
     let mut counted_all: Vec<ShapeSpeedup> = Vec::new();
     let mut per_route: IndexMap<String, (usize, Vec<f64>)> = IndexMap::new();
     for s in &m.shapes {
+        let pooled = pooled_baseline(s, m.mode);
         for (r, o) in &s.timed {
             let e = per_route.entry(r.clone()).or_default();
             e.0 += 1;
-            if let (true, Some(x)) = (o.correct, speedup(s, o, m.mode)) {
+            if let (true, Some(x)) = (o.correct, o.speedup_over(pooled)) {
                 e.1.push(x);
             }
             if !o.correct
@@ -238,9 +242,10 @@ pub fn render(m: &Measurement, r: &Report) -> String {
     }
     line(head);
     for s in &m.shapes {
+        let pooled = pooled_baseline(s, m.mode);
         let base = match m.mode {
             Mode::Dispatch => s.timed.values().find_map(|o| o.baseline_cupti_ms),
-            Mode::EveryRoute => s.pooled_baseline_ms(),
+            Mode::EveryRoute => pooled,
         }
         .map_or("-".into(), |v| format!("{v:.4}"));
         let mut row = format!("  {:<28} {:<14} {base:>11}", shape_text(&s.shape), s.route);
@@ -248,7 +253,7 @@ pub fn render(m: &Measurement, r: &Report) -> String {
             row += &match s.timed.get(*n) {
                 None => format!(" {:>12}", ""),
                 Some(o) if !o.correct && o.cupti_ms.is_some() => format!(" {:>12}", "WRONG"),
-                Some(o) => format!(" {:>12}", x(speedup(s, o, m.mode))),
+                Some(o) => format!(" {:>12}", x(o.speedup_over(pooled))),
             };
         }
         line(row);
