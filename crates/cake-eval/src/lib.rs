@@ -1,6 +1,6 @@
 //! Evaluation: workload contracts ([`contract`]), the worker that runs kernels on the GPU
 //! ([`worker`], protocol in docs/worker.md), the correctness and timing protocols driven from
-//! here ([`run`]) and the evidence record they produce ([`evidence`]).
+//! here ([`mod@run`]) and the evidence record they produce ([`evidence`]).
 
 pub mod contract;
 pub mod evidence;
