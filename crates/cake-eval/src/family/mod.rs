@@ -640,7 +640,7 @@ impl Family {
     }
 
     /// Every region of the domain, one point each: the points of the edge grid (see
-    /// `edge_axes`), the first dimension varying slowest, less those past a [limits] product.
+    /// `edge_axes`), the first dimension varying slowest, less those past a `[limits]` product.
     pub fn edge_points(&self) -> Result<Vec<Shape>, String> {
         let axes = self.edge_axes();
         check_grid_size(&axes, EDGE_POINTS_LOG2)?;
