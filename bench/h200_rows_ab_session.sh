@@ -12,7 +12,8 @@
 # 3. bench/ldg_probe.py: the weight streamed by evict-first ld.global on the GEMV's and the swapped
 #    schedule's grids, and through a shared-memory ring, beside the TMA stream and the GEMV.
 # Carried: .carry/ldgp, .carry/hand, .carry/rms_shipped, .carry/rms_ring, .carry/rms_ring_dyn{,2}, dist/cake and
-# the build cache of every family file named here.
+# the build cache of every family file named here; bench/carry_rows_ab.sh builds them all but
+# rms_ring_dyn (session 48's binary), which rows_hand.py then skips.
 #   OUT=... CACHE=... bench/h200_rows_ab_session.sh     # on the GPU host, repository root
 set -u
 . "$(dirname "$0")/gpu_env.sh" || exit 1

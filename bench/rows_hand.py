@@ -23,6 +23,9 @@ kernels = {"shipped": cake.load_kernel(os.environ["SHIPPED"])} if os.environ.get
 # More Cake builds beside it: CAKE_BUILDS="name=dir,name=dir" (`cake build` output folders).
 for item in filter(None, os.environ.get("CAKE_BUILDS", "").split(",")):
     name, path = item.split("=", 1)
+    if not os.path.isdir(path):
+        print(f"rows_hand: {name} not carried ({path}), skipped", file=sys.stderr)
+        continue
     kernels[name] = cake.load_kernel(path)
 for name in sorted(os.listdir(HAND)):
     if os.path.isdir(os.path.join(HAND, name)):
