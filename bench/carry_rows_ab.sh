@@ -7,6 +7,7 @@
 #   .carry/cache.tgz      the build cache of every family file the session measures
 #   .carry/rowsbuilds.tgz hand (bench/rows_hand.sh), rms_shipped, rms_ring, rms_ring_dyn2
 #   .carry/ldgp.tgz       the load-unit probes (bench/ldg_probe.sh)
+#   .carry/m128p.tgz      the M = 128 decomposition (bench/m128_probe.py)
 # Session 48's taker (rms_ring_dyn, built by the binary of 4eb0d10) is not rebuilt: the session
 # script runs without it.
 #   bench/carry_rows_ab.sh        # repository root; needs scripts/toolchain.sh's CUDA_HOME
@@ -48,5 +49,7 @@ site=$(mktemp -d)
 python3 -m pip install -q --no-deps --no-compile --target "$site" dist/cake-*.whl
 PYTHONPATH=$site bash bench/ldg_probe.sh .carry/ldgp "$CAKE" > /dev/null
 tar czf .carry/ldgp.tgz -C .carry ldgp
-rm -rf .carry/cache .carry/hand .carry/rms_shipped .carry/rms_ring .carry/rms_ring_dyn2 .carry/ldgp
+PYTHONPATH=$site python3 bench/m128_probe.py build --cake "$CAKE" --dir .carry/m128p > /dev/null
+tar czf .carry/m128p.tgz -C .carry m128p
+rm -rf .carry/cache .carry/hand .carry/rms_shipped .carry/rms_ring .carry/rms_ring_dyn2 .carry/ldgp .carry/m128p
 du -ch dist .carry | tail -1

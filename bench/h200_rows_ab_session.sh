@@ -11,7 +11,7 @@
 #    this session's taker (every route).
 # 3. bench/ldg_probe.py: the weight streamed by evict-first ld.global on the GEMV's and the swapped
 #    schedule's grids, and through a shared-memory ring, beside the TMA stream and the GEMV.
-# Carried: .carry/ldgp, .carry/hand, .carry/rms_shipped, .carry/rms_ring, .carry/rms_ring_dyn{,2}, dist/cake and
+# Carried: .carry/ldgp, .carry/m128p, .carry/hand, .carry/rms_shipped, .carry/rms_ring, .carry/rms_ring_dyn{,2}, dist/cake and
 # the build cache of every family file named here; bench/carry_rows_ab.sh builds them all but
 # rms_ring_dyn (session 48's binary), which rows_hand.py then skips.
 #   OUT=... CACHE=... bench/h200_rows_ab_session.sh     # on the GPU host, repository root
@@ -37,6 +37,14 @@ attention_off() {
     part attention-off 150 bench/results/2026-12-11-attention-dynamic/attention_causal_dynamic_off.family.toml --shard held_out --n 10 --seed 1 --every-route
     part attention-off64 90 bench/results/2026-12-11-attention-dynamic/attention_causal_dynamic_off64.family.toml --shard held_out --n 6 --seed 1 --every-route
 }
+# Session 52: the M = 128 decomposition (bench/m128_probe.py, built into .carry/m128p): on another
+# card with M128_ONLY=1 it is all the call runs; on an H200 it runs last.
+m128() {
+    timeout 200 python3 bench/m128_probe.py run --dir .carry/m128p --out "$OUT/m128_probe.json" > "$OUT/m128_probe.log" 2>&1
+    echo "== m128 probe: exit $? at $(( $(date +%s) - SESSION_START )) s"
+    cat "$OUT/m128_probe.log"
+}
+if [ $H200 = 0 ] && [ -n "${M128_ONLY:-}" ]; then m128; exit 0; fi
 # Session 50: call 1 ran the other-card branch on an H100; another card now repeats only the
 # attention (a second sample for its route), so a lent H100 costs a minute, not five.
 if [ $H200 = 0 ] && [ -n "${ATTENTION_ONLY:-}" ]; then
@@ -62,6 +70,7 @@ if [ $H200 = 1 ]; then
         [ $i = 1 ] && [ -z "${SHORT:-}" ] && attention_off
     done
     [ -z "${SHORT:-}" ] && rows 2
+    m128
 else
     # Another card: the compiled dynamic loops with this session's taker instead of the A/B.
     part tinygemm 120 bench/results/2026-12-09-rows-dynamic/tinygemm_dynamic.family.toml --shard bench --every-route
