@@ -43,6 +43,9 @@ m128() {
     timeout 200 python3 bench/m128_probe.py run --dir .carry/m128p --out "$OUT/m128_probe.json" > "$OUT/m128_probe.log" 2>&1
     echo "== m128 probe: exit $? at $(( $(date +%s) - SESSION_START )) s"
     cat "$OUT/m128_probe.log"
+    # The staged store against the element-wise one, every route, with the contract's checks.
+    part staged 150 bench/results/2026-12-12-m128-parts/staged.family.toml --shard bench --every-route
+    grep -A16 "^  shape" "$OUT/staged/report.txt"
 }
 if [ $H200 = 0 ] && [ -n "${M128_ONLY:-}" ]; then m128; exit 0; fi
 # Session 50: call 1 ran the other-card branch on an H100; another card now repeats only the

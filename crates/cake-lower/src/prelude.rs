@@ -392,6 +392,20 @@ template <int R> static __device__ __forceinline__ void cake_setmaxnreg_dec() {
 }
 "#;
 
+/// Transposed 8 × 8 block stores (sm_90+): a transposed `view.store` of an accumulator tile.
+/// Lane L gives the address of row L % 8 of block L / 8; each register holds the pair of 16-bit
+/// elements the lane owns in one block, which `.trans` writes down a column.
+pub const STMATRIX: &str = r#"
+static __device__ __forceinline__ void cake_stmatrix_x4_trans(uint32_t addr, const uint32_t (&r)[4]) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};"
+               :: "r"(addr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]) : "memory");
+}
+static __device__ __forceinline__ void cake_stmatrix_x2_trans(uint32_t addr, const uint32_t (&r)[2]) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x2.trans.shared.b16 [%0], {%1, %2};"
+               :: "r"(addr), "r"(r[0]), "r"(r[1]) : "memory");
+}
+"#;
+
 /// Shared-memory fills and atomics (`view.store` of a constant, `scatter_add`).
 pub const SHARED_OPS: &str = r#"
 static __device__ __forceinline__ void cake_st_shared_v4(uint32_t addr, uint32_t v) {

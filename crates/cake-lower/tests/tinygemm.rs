@@ -69,6 +69,90 @@ fn a_transposed_store_swaps_the_coordinates_and_writes_each_element() {
     );
 }
 
+/// The stmatrix calls of the staged (transposed) store, in order.
+fn stmatrix_calls(cuda: &str) -> Vec<&str> {
+    calls(cuda, "cake_stmatrix_x")
+        .into_iter()
+        .map(str::trim)
+        .collect()
+}
+
+#[test]
+fn a_staged_store_writes_the_transposed_tile_by_stmatrix_and_one_tma_store() {
+    // M = 128: sixteen 8-column groups, eight stmatrix.x4 of four 8 x 8 blocks each (a loop).
+    let cuda = lower_with(&[("M", 128), ("NW", 4096), ("TIGHT", 1), ("STAGED_STORE", 1)]);
+    let store = &cuda[cuda.find("// sC.T.store(...)").expect("the staged store")..];
+    assert!(
+        store.contains("for (int i2 = 0; i2 + 1 < 16; i2 += 2) {"),
+        "{store}"
+    );
+    assert_eq!(stmatrix_calls(store), ["cake_stmatrix_x4_trans(addr, r);"]);
+    // Register q holds block (h = q % 2, i = i2 + q / 2): the pair the lane owns there.
+    assert!(
+        store.contains("const int i = i2 + q / 2, h = q % 2;"),
+        "{store}"
+    );
+    assert!(
+        store.contains("r[q] = cake_pack_bf16x2(v[0], v[1]);"),
+        "{store}"
+    );
+    // Lane L addresses row L % 8 of block L / 8: view row = tile column (a token), the 16-byte
+    // chunk = the warp's 16 weight rows plus 8 h, XORed with the view row mod 8.
+    assert!(
+        store.contains("const int vrow = (0) + 8 * (i2 + q / 2) + lane % 8;"),
+        "{store}"
+    );
+    assert!(
+        store.contains(
+            "const uint32_t addr = sC + vrow * 128 + (((2 * (math_thread / 32) + q % 2) ^ (vrow % 8)) * 16);"
+        ),
+        "{store}"
+    );
+    // Fenced for the async proxy, then one bulk store of the whole (128, 64) tile into C.
+    let tma = &store[store.find("cake_fence_proxy_async();").expect("the fence")..];
+    assert!(tma.contains("cake_tma_store_2d(&tmap_C_"), "{tma}");
+    assert!(tma.contains(", sC, (tile_1 * 64), 0);"), "{tma}");
+    assert!(!cuda.contains("C[((size_t)"), "no element stores remain");
+    assert!(cuda.contains("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16"));
+}
+
+#[test]
+fn a_staged_store_of_an_odd_count_of_column_groups_ends_with_an_x2() {
+    // M = 1 (TIGHT: MP = 8): one column group, one stmatrix.x2; M = 24: one x4 and one x2.
+    let one = lower_with(&[("M", 1), ("NW", 4096), ("TIGHT", 1), ("STAGED_STORE", 1)]);
+    assert_eq!(
+        stmatrix_calls(&one),
+        ["cake_stmatrix_x2_trans(addr, r);"],
+        "M = 1"
+    );
+    assert!(one.contains("const int lane = math_thread % 32, q = (lane / 8) % 2;"));
+    let odd = lower_with(&[("M", 24), ("NW", 4096), ("TIGHT", 1), ("STAGED_STORE", 1)]);
+    assert_eq!(
+        stmatrix_calls(&odd),
+        [
+            "cake_stmatrix_x4_trans(addr, r);",
+            "cake_stmatrix_x2_trans(addr, r);"
+        ],
+        "M = 24"
+    );
+    assert!(odd.contains("const int vrow = (0) + 8 * (2 + q / 2) + lane % 8;"));
+}
+
+#[test]
+fn a_transposed_store_into_a_view_of_the_wrong_shape_is_refused() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/tinygemm_sm90.py");
+    let source = std::fs::read_to_string(path).expect("example");
+    let view = "sC = pool.view(shape=(MP, 64), dtype=lm.bf16, swizzle=128)";
+    assert!(source.contains(view));
+    let staged = source.replace("STAGED_STORE = 0", "STAGED_STORE = 1");
+    // 64 columns of 16-bit elements are one 128-byte swizzle row: without the swizzle the
+    // layout is not the one TMA reads.
+    assert_refused(
+        &staged.replace(view, "sC = pool.view(shape=(MP, 64), dtype=lm.bf16)"),
+        "the view must be (8, 64) with swizzle=128",
+    );
+}
+
 #[test]
 fn split_k_adds_the_peer_partials_after_a_cluster_scope_handoff() {
     let cuda = lower_with(&[("M", 16), ("NW", 2048)]);
@@ -190,6 +274,33 @@ fn every_m_compiles_without_spills() {
                 t,
                 &out,
                 &format!("tinygemm_{m}_{nw}_{cp}_{bk}"),
+            )
+            .unwrap_or_else(|e| panic!("M={m} NW={nw}: {e}"));
+        for r in &build.resources {
+            assert_eq!(r.spill_stores, 0, "M={m} spills: {}", build.log);
+        }
+    }
+    // The staged store (stmatrix, then TMA), unsplit and split (CTA 0 stores the sum), at the
+    // widths the family's routes use.
+    for (m, nw, bk) in [
+        (1, 4096, 256),
+        (24, 4096, 128),
+        (64, 2048, 128),
+        (128, 4096, 64),
+    ] {
+        let constants = [
+            ("M", m),
+            ("NW", nw),
+            ("BK", bk),
+            ("TIGHT", 1),
+            ("STAGED_STORE", 1),
+        ];
+        let build = tc
+            .compile(
+                &lower_with(&constants),
+                t,
+                &out,
+                &format!("tinygemm_staged_{m}_{nw}"),
             )
             .unwrap_or_else(|e| panic!("M={m} NW={nw}: {e}"));
         for r in &build.resources {

@@ -63,6 +63,8 @@ pub(crate) struct Emitter<'a> {
     /// Prelude sections the body turned out to need beyond the target's (shared-memory
     /// atomics and fills; TMA stores of rank other than 2).
     pub(crate) needs_shared_ops: bool,
+    /// Whether a transposed `view.store` writes through `stmatrix` (`prelude::STMATRIX`).
+    pub(crate) needs_stmatrix: bool,
     /// Whether the body evaluates `lm.exp2` (the prelude then defines `cake_ex2`).
     pub(crate) needs_ex2: bool,
     /// Whether the body issues `cp.async` copies (the prelude then defines them).
@@ -272,6 +274,7 @@ impl<'a> Emitter<'a> {
             load_layouts: &plan.load_layouts,
             tmaps: Vec::new(),
             needs_shared_ops: false,
+            needs_stmatrix: false,
             needs_cp_async: false,
             stamped_first_wait: false,
             swizzles: BTreeSet::new(),
@@ -440,6 +443,9 @@ impl<'a> Emitter<'a> {
         }
         for (rank, multicast, evict) in &self.tma_load_ranks {
             cuda.push_str(&prelude::tma_load_fn(*rank, *multicast, *evict));
+        }
+        if self.needs_stmatrix {
+            cuda.push_str(prelude::STMATRIX);
         }
         if self.needs_shared_ops {
             cuda.push_str(prelude::SHARED_OPS);

@@ -295,7 +295,12 @@ impl Emitter<'_> {
             Some((start, _)) => self.ix(start),
             None => "0".into(),
         };
-        self.line(&format!("// {}.store(...) ({})", view.name, self.loc(sp)));
+        self.line(&format!(
+            "// {}{}.store(...) ({})",
+            view.name,
+            if dst.transposed { ".T" } else { "" },
+            self.loc(sp)
+        ));
         // Peer tiles are read before the wait and the sync, so their round trips overlap them.
         let saved = self.prefetch_peer_tiles(value);
         // The buffer may still be read by this replica's previous TMA store.
@@ -314,6 +319,12 @@ impl Emitter<'_> {
                     ));
                     e.line(&format!("cake_st_shared_b32(addr, {pack}(v[0], v[1]));"));
                 });
+            }
+            legal::SmemStore::Swizzled16T { n, inner, dtype } => {
+                self.needs_stmatrix = true;
+                let pack = pack_fn(dtype);
+                let v = self.elem(inner, Site::Tile);
+                self.stmatrix_transposed(&rname, &base, &row0, n, pack, &v);
             }
             legal::SmemStore::Rows => {
                 let v = self.elem(value, Site::Rows);
@@ -341,6 +352,58 @@ impl Emitter<'_> {
             }
         }
         self.peer_loads = saved;
+    }
+
+    /// `view.T.store(value)` of a 64 × n accumulator tile: `stmatrix .trans` writes the tile's
+    /// 8 × 8 blocks, four per instruction (two for an odd last column group), so that view row
+    /// `row0 + c` holds tile column c: 64 elements, 128 bytes, the 16-byte chunk index XORed with
+    /// the view row mod 8 (the 128B swizzle TMA reads). Block (h, i) of warp w covers tile rows
+    /// 16w + 8h.. and columns 8i..; lane L addresses row L % 8 of the instruction's block L / 8.
+    /// `value` is evaluated at `i`, `h`, `j`, `row` and `col` as in `accumulator_pairs`.
+    fn stmatrix_transposed(
+        &mut self,
+        rname: &str,
+        base: &str,
+        row0: &str,
+        n: u32,
+        pack: &str,
+        value: &str,
+    ) {
+        let groups = n / 8;
+        let block = |e: &mut Self, first: &str, count: u32| {
+            e.line(&format!("uint32_t r[{count}];"));
+            e.unrolled(&format!("for (int q = 0; q < {count}; ++q) {{"), |e| {
+                e.line(&format!("const int i = {first} + q / 2, h = q % 2;"));
+                e.line("const int row = lane_row + 8 * h;");
+                e.line("const int col = lane_col + 8 * i;");
+                e.line("(void)row; (void)col;");
+                e.line("float v[2];");
+                e.line("#pragma unroll");
+                e.line(&format!("for (int j = 0; j < 2; ++j) v[j] = {value};"));
+                e.line(&format!("r[q] = {pack}(v[0], v[1]);"));
+            });
+            // Lanes past the blocks of an x2 address the same rows again: stmatrix ignores them.
+            e.line(&format!(
+                "const int lane = {rname}_thread % 32, q = (lane / 8) % {count};"
+            ));
+            e.line(&format!(
+                "const int vrow = ({row0}) + 8 * ({first} + q / 2) + lane % 8;  // the tile column"
+            ));
+            e.line(&format!(
+                "const uint32_t addr = {base} + vrow * 128 + (((2 * ({rname}_thread / 32) + q % 2) ^ (vrow % 8)) * 16);"
+            ));
+            e.line(&format!("cake_stmatrix_x{count}_trans(addr, r);"));
+        };
+        if groups >= 2 {
+            self.unrolled(
+                &format!("for (int i2 = 0; i2 + 1 < {groups}; i2 += 2) {{"),
+                |e| block(e, "i2", 4),
+            );
+        }
+        if groups % 2 == 1 {
+            let last = (groups - 1).to_string();
+            self.braced("{  // the last, odd column group", |e| block(e, &last, 2));
+        }
     }
 
     /// `view.store(constant)`: the replica's threads fill the view with 16-byte stores (the

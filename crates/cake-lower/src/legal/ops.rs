@@ -499,8 +499,11 @@ pub(crate) fn smem_store(
     let Some(FragLayout::WgmmaAcc { n }) = tile else {
         return Err("view.store is lowered for values computed from an accumulator tile, or for one value per row of one".into());
     };
-    if view.shape.len() != 2 || dst.transposed {
+    if view.shape.len() != 2 {
         return Err("view.store is lowered into 2-D views".into());
+    }
+    if dst.transposed {
+        return smem_store_transposed(k, dst, value, n);
     }
     // An f32 tile kept in f32 (a partial sum another CTA adds up): row-major, unswizzled or in
     // 128B-swizzled panels.
@@ -529,11 +532,42 @@ pub(crate) fn smem_store(
     Ok(SmemStore::Swizzled16 { n, inner, dtype: d })
 }
 
+/// `view.T.store(value)`: the 64 × n accumulator tile, cast to the view's 16-bit type, into a
+/// view of n rows of 64 elements (one 128-byte swizzle row each), so that row r of the view holds
+/// column r of the tile: a swapped-operand GEMM's result tile in the layout of C, for a TMA store.
+fn smem_store_transposed(
+    k: &Kernel,
+    dst: &ViewRef,
+    value: ExprId,
+    n: u32,
+) -> Result<SmemStore, String> {
+    let view = &k.views[dst.view];
+    let Some((inner, d)) = super::cast_to_16bit(k, value, view.dtype) else {
+        return Err("a transposed view.store is lowered for lm.cast(..., bf16 or f16) of an f32 accumulator into a 16-bit view".into());
+    };
+    let rows = dst.rows.map_or(view.shape[0], |(_, r)| r);
+    if view.swizzle != 128 || view.shape[1] != 64 {
+        return Err(format!(
+            "a transposed view.store writes the tile's 64 rows as the view's columns, one 128-byte swizzle row per tile column: the view must be ({n}, 64) with swizzle=128, not {:?} with swizzle={}",
+            view.shape, view.swizzle
+        ));
+    }
+    if rows != n {
+        return Err(format!(
+            "a transposed view.store writes the tile's {n} columns as {n} rows of the view; the view (or its .rows range) has {rows}"
+        ));
+    }
+    Ok(SmemStore::Swizzled16T { n, inner, dtype: d })
+}
+
 /// How `view.store` of an accumulator tile is written.
 pub(crate) enum SmemStore {
     /// A 16-bit cast of the tile (`inner` is what is cast), pairs packed into 4-byte stores at
     /// the 128B-swizzled address TMA reads.
     Swizzled16 { n: u32, inner: ExprId, dtype: DType },
+    /// The same cast written transposed (`view.T.store`): `stmatrix .trans` puts 8 × 8 blocks
+    /// of the tile into the view with the tile's columns as its rows, 128B-swizzled.
+    Swizzled16T { n: u32, inner: ExprId, dtype: DType },
     /// The f32 tile itself, row-major, a pair per 8-byte store.
     F32 { n: u32 },
     /// One f32 or i32 per row of a 64-row tile, a 4-byte store per row by one thread of the

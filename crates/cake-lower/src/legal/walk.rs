@@ -577,7 +577,8 @@ impl<'a> Checker<'a> {
                     Err(m) => self.unsupported(sp, m),
                     Ok(kind) => {
                         let (inner, site) = match kind {
-                            SmemStore::Swizzled16 { inner, .. } => (inner, Site::Tile),
+                            SmemStore::Swizzled16 { inner, .. }
+                            | SmemStore::Swizzled16T { inner, .. } => (inner, Site::Tile),
                             SmemStore::F32 { .. } => (*value, Site::Tile),
                             SmemStore::Rows => (*value, Site::Rows),
                         };
