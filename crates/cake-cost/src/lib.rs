@@ -1578,7 +1578,7 @@ fn hints(
                     r.name, epi, tile_us
                 ),
                 Some(if direct {
-                    "stage the result in shared memory and store it with TMA (view.store, lm.fence_proxy_async, view.tma_store)".into()
+                    "stage the result in shared memory and store it with TMA (view.store, or view.T.store for a tile stored transposed; lm.fence_proxy_async; view.tma_store)".into()
                 } else {
                     "a larger contraction per tile amortizes it".into()
                 }),
