@@ -6,8 +6,9 @@ on the same grid of one long CTA per 64-row tile (bench/probes/tokens_stream.py)
 
     w       the weight alone (bench/probes/stream_grid.py)
     wx      the weight and the tokens' K-slice into every stage, no MMA
-    wxm     ... and the GEMM's MMAs
+    wxm     ... and the GEMM's MMAs (the accumulator's row sums stored, 256 B a CTA)
     gemm    examples/tinygemm_sm90.py itself (the MMAs and the transposed store)
+    staged  ... with STAGED_STORE = 1 (stmatrix into shared memory, one TMA store)
 
 CUPTI spans with L2 flushed, like `cake family measure`. These are timings of parts, not
 kernels with results: none is checked against an oracle, and none is a route.
@@ -38,9 +39,10 @@ def table():
                                 kernel="tokens_stream",
                                 consts=dict(M=m, BK=bk, STAGES=stages, TOKENS=tokens, MMA=mma),
                                 dims=dict(N=n, K=k), work=work, span=True))
-            out.append(dict(name=f"{tag}-gemm", dir="examples", schedule="tinygemm_sm90", kernel="tinygemm",
-                            consts=dict(M=m, NW=n, TIGHT=1, BK=bk, RING_STAGES=stages),
-                            dims=dict(N=n, K=k), work=work, span=True))
+            for part, staged in {"gemm": 0, "staged": 1}.items():
+                out.append(dict(name=f"{tag}-{part}", dir="examples", schedule="tinygemm_sm90", kernel="tinygemm",
+                                consts=dict(M=m, NW=n, TIGHT=1, BK=bk, RING_STAGES=stages, STAGED_STORE=staged),
+                                dims=dict(N=n, K=k), work=work, span=True))
     return out
 
 

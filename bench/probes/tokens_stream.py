@@ -2,7 +2,8 @@
 weight tiles, one long CTA per tile, unsplit) taken apart. The producer streams the weight
 evict-first and, with TOKENS = 1, the M tokens' K-slice beside it into every stage, as the GEMM
 does; the consumer either runs the GEMM's MMAs (MMA = 1: the 64 x MP accumulator over every stage)
-or one token MMA per stage that only releases it (MMA = 0). No epilogue: nothing is stored.
+or one 64 x 8 MMA per stage that only releases it (MMA = 0). The epilogue stores one f32 per weight
+row (the accumulator's row sums, so that ptxas keeps the MMAs), not the tile.
 
     weight alone            TOKENS = 0, MMA = 0   (what bench/probes/stream_grid.py times)
     weight + tokens         TOKENS = 1, MMA = 0   (the tokens' L2 reads)
@@ -21,7 +22,8 @@ MMA = 1
 
 
 @cake.schedule(targets=["sm_90a"])
-def tokens_stream(A: lm.tensor[lm.bf16, M, "K"], B: lm.tensor[lm.bf16, "N", "K"]):
+def tokens_stream(A: lm.tensor[lm.bf16, M, "K"], B: lm.tensor[lm.bf16, "N", "K"],
+                  OUT: lm.tensor[lm.f32, "N"]):
     pool = lm.smem()
     sW = pool.view(shape=(64, BK), dtype=lm.bf16, stages=STAGES, swizzle=128)
     sX = pool.view(shape=(MP, BK), dtype=lm.bf16, stages=STAGES, swizzle=128)
@@ -46,3 +48,6 @@ def tokens_stream(A: lm.tensor[lm.bf16, M, "K"], B: lm.tensor[lm.bf16, "N", "K"]
                     lm.mma(acc, sW, sX.T, accumulate=k > 0, release=empty)
                 else:
                     lm.mma(acc, sW, sW.rows(0, 8).T, accumulate=False, release=empty)
+            # One sum per weight row keeps the accumulator live: without a use of it, ptxas
+            # replaces the MMAs by empty HGMMA placeholders (seen in the SASS of the first build).
+            lm.store(OUT, lm.sum(acc, axis=1), coords=(tn * 64,))
