@@ -67,6 +67,8 @@ if [ $H200 = 1 ]; then
     for i in $( [ -n "${SHORT:-}" ] && echo 1 || echo 1 2 ); do
         part shipped-$i 90 kernels/tinygemm/tinygemm.family.toml --shard bench
         part candidate-$i 90 bench/results/2026-12-06-grid/tinygemm_h200_candidate.family.toml --shard bench
+        # Session 52: the shipped table with the staged store on its M 17-128 routes.
+        part staged-table-$i 90 bench/results/2026-12-12-m128-parts/tinygemm_h200_staged_candidate.family.toml --shard bench
         # Call 2 (session 50): the dynamic causal attention beat the shipped route at all five
         # D = 128 shapes on an H100 (call 1); the attention routes were chosen on an H200.
         [ $i = 1 ] && [ -z "${SHORT:-}" ] && part attention 120 bench/results/2026-12-11-attention-dynamic/attention_causal_dynamic.family.toml --shard bench --every-route
