@@ -169,22 +169,17 @@ def tinygemm(A: lm.tensor[lm.bf16, M, "K"],
                         total = acc
                         for r in range(1, SPLIT):
                             total = total + part.rows(wrow, 64).load(cta=r)
-                        if STAGED:
-                            sC.T.store(lm.cast(total, lm.bf16))
-                            lm.fence_proxy_async()
-                            sC.tma_store(C, coords=(0, tn * BN))
-                        else:
-                            lm.store(C, lm.cast(total, lm.bf16), coords=(0, tn * BN + wrow), transpose=True)
                     else:
                         # One peer at a time: SPLIT - 1 partials of MC columns at once would spill.
                         for r in range(1, SPLIT):
                             acc[:] = acc + part.rows(wrow, 64).load(cta=r)
-                        if STAGED:
-                            sC.T.store(lm.cast(acc, lm.bf16))
-                            lm.fence_proxy_async()
-                            sC.tma_store(C, coords=(0, tn * BN))
-                        else:
-                            lm.store(C, lm.cast(acc, lm.bf16), coords=(0, tn * BN + wrow), transpose=True)
+                        total = acc
+                    if STAGED:
+                        sC.T.store(lm.cast(total, lm.bf16))
+                        lm.fence_proxy_async()
+                        sC.tma_store(C, coords=(0, tn * BN))
+                    else:
+                        lm.store(C, lm.cast(total, lm.bf16), coords=(0, tn * BN + wrow), transpose=True)
                 if PERSISTENT == 1:
                     lm.arrive(drained)
                     lm.wait(drained)

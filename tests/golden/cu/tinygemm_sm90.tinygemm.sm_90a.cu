@@ -436,7 +436,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm(
         float peer0[4];  // part.load(cta=...): every element in flight before the first is used (tinygemm_sm90.py:171)
         #pragma unroll
         for (int i = 0; i < 1; ++i) for (int h = 0; h < 2; ++h) cake_ld_cluster_v2_f32(part + ((((0) + lane_row + 8 * h) * 8 + (lane_col + 8 * i)) * 4), (uint32_t)(1), peer0[4 * i + 2 * h], peer0[4 * i + 2 * h + 1]);
-        {  // store C <- accumulator tile, transposed (tinygemm_sm90.py:177)
+        {  // store C <- accumulator tile, transposed (tinygemm_sm90.py:182)
           #pragma unroll
           for (int i = 0; i < 1; ++i) {
             #pragma unroll
