@@ -33,6 +33,7 @@ pre $D/attention_causal_dynamic.family.toml --shard bench --every-route
 pre $D/attention_causal_dynamic_off.family.toml --shard held_out --n 10 --seed 1 --every-route
 pre $D/attention_causal_dynamic_off64.family.toml --shard held_out --n 6 --seed 1 --every-route
 pre bench/results/2026-12-12-m128-parts/staged.family.toml --shard bench --every-route
+pre bench/results/2026-12-12-m128-parts/staged_off.family.toml --shard held_out --n 8 --seed 1 --every-route
 pre bench/results/2026-12-12-m128-parts/tinygemm_h200_staged_candidate.family.toml --shard bench
 tar czf .carry/cache.tgz -C .carry cache
 

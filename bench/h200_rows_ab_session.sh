@@ -46,6 +46,9 @@ m128() {
     # The staged store against the element-wise one, every route, with the contract's checks.
     part staged 150 bench/results/2026-12-12-m128-parts/staged.family.toml --shard bench --every-route
     grep -A16 "^  shape" "$OUT/staged/report.txt"
+    # ... and at held-out shapes (M 17-128 with tails, boxes of rows past M).
+    part staged-off 120 bench/results/2026-12-12-m128-parts/staged_off.family.toml --shard held_out --n 8 --seed 1 --every-route
+    grep -A10 "^  shape" "$OUT/staged-off/report.txt"
 }
 if [ $H200 = 0 ] && [ -n "${M128_ONLY:-}" ]; then m128; exit 0; fi
 # Session 50: call 1 ran the other-card branch on an H100; another card now repeats only the
