@@ -336,7 +336,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm(
   const uint32_t cta_rank = cake_cluster_ctarank();
   (void)cta_rank;
   CAKE_STAMP(threadIdx.x == 0, 2);  // timeline: prologue done
-  if (warp >= 0 && warp < 4) {  // role load (tinygemm_sm90.py:123)
+  if (warp >= 0 && warp < 4) {  // role load (tinygemm_sm90.py:126)
     cake_setmaxnreg_dec<40>();
     const int load_index = (warp - 0) / 4;
     const int load_thread = (int)threadIdx.x - 0 - load_index * 128;
@@ -347,7 +347,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm(
     (void)lane_row; (void)lane_col;
     uint32_t pipe_it = 0;  // iterations of pipeline pipe completed by this role
     if (load_thread == 0) {  // issue-only role: one thread per replica
-      for (int tile = blockIdx.x / 2; tile < tiles_total; tile += tiles_total) {  // one tile (t0, t1) per CTA, 2 per cluster (tinygemm_sm90.py:142)
+      for (int tile = blockIdx.x / 2; tile < tiles_total; tile += tiles_total) {  // one tile (t0, t1) per CTA, 2 per cluster (tinygemm_sm90.py:145)
         int tile_rest = tile;
         const int tile_1 = tile_rest % tiles_1;
         tile_rest /= tiles_1;
@@ -355,16 +355,16 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm(
         tile_rest /= cluster_rows;
         (void)tile_rest;
         const int tile_0 = tile_row * 2 + (int)cta_rank;  // may pass tiles_0: loads fill zeros, stores clip
-        // with load: (tinygemm_sm90.py:146)
-        for (int k_1 = 0; k_1 < cake_cdiv(cake_cdiv(dim_K, 64), 2); ++k_1) {  // tinygemm_sm90.py:147
+        // with load: (tinygemm_sm90.py:149)
+        for (int k_1 = 0; k_1 < cake_cdiv(cake_cdiv(dim_K, 64), 2); ++k_1) {  // tinygemm_sm90.py:150
           const uint32_t pipe_stage = pipe_it % 16;
           const uint32_t pipe_phase = (pipe_it / 16) & 1;
-          cake_mbar_wait(empty + 8 * pipe_stage, pipe_phase ^ 1);  // wait empty (tinygemm_sm90.py:148)
+          cake_mbar_wait(empty + 8 * pipe_stage, pipe_phase ^ 1);  // wait empty (tinygemm_sm90.py:151)
           CAKE_STAMP_ONCE(load_thread == 0 && load_index == 0, 4, load_stamped_wait);  // timeline: first completed wait
-          // tma_load sW <- B (tinygemm_sm90.py:152)
+          // tma_load sW <- B (tinygemm_sm90.py:155)
           cake_mbar_arrive_expect_tx(full + 8 * pipe_stage, 9216);
           cake_tma_load_2d_evict_first((sW + 8192 * pipe_stage), &tmap_B_0, full + 8 * pipe_stage, (((tile_0 * cake_cdiv(cake_cdiv(dim_K, 64), 2)) + k_1) * 64), (tile_1 * 64));
-          // tma_load sX <- A (tinygemm_sm90.py:153)
+          // tma_load sX <- A (tinygemm_sm90.py:156)
           cake_tma_load_2d((sX + 1024 * pipe_stage), &tmap_A_1, full + 8 * pipe_stage, (((tile_0 * cake_cdiv(cake_cdiv(dim_K, 64), 2)) + k_1) * 64), 0);
           ++pipe_it;
         }
@@ -372,7 +372,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm(
     }
     CAKE_STAMP(load_thread == 0 && load_index == 0, 5);  // timeline: role load ends
   }
-  if (warp >= 4 && warp < 8) {  // role math (tinygemm_sm90.py:124)
+  if (warp >= 4 && warp < 8) {  // role math (tinygemm_sm90.py:127)
     cake_setmaxnreg_dec<232>();
     const int math_index = (warp - 4) / 4;
     const int math_thread = (int)threadIdx.x - 128 - math_index * 128;
@@ -384,7 +384,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm(
     float acc[4];  // fragment acc [64, 8] f32
     uint32_t pipe_it = 0;  // iterations of pipeline pipe completed by this role
     uint32_t parts_waits = 0;
-    for (int tile = blockIdx.x / 2; tile < tiles_total; tile += tiles_total) {  // one tile (t0, t1) per CTA, 2 per cluster (tinygemm_sm90.py:142)
+    for (int tile = blockIdx.x / 2; tile < tiles_total; tile += tiles_total) {  // one tile (t0, t1) per CTA, 2 per cluster (tinygemm_sm90.py:145)
       int tile_rest = tile;
       const int tile_1 = tile_rest % tiles_1;
       tile_rest /= tiles_1;
@@ -392,14 +392,14 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm(
       tile_rest /= cluster_rows;
       (void)tile_rest;
       const int tile_0 = tile_row * 2 + (int)cta_rank;  // may pass tiles_0: loads fill zeros, stores clip
-      // with math: (tinygemm_sm90.py:154)
+      // with math: (tinygemm_sm90.py:157)
       int empty_pending = -1;  // stage whose release waits for its MMAs to retire
-      for (int k_2 = 0; k_2 < cake_cdiv(cake_cdiv(dim_K, 64), 2); ++k_2) {  // tinygemm_sm90.py:157
+      for (int k_2 = 0; k_2 < cake_cdiv(cake_cdiv(dim_K, 64), 2); ++k_2) {  // tinygemm_sm90.py:160
         const uint32_t pipe_stage = pipe_it % 16;
         const uint32_t pipe_phase = (pipe_it / 16) & 1;
-        cake_mbar_wait(full + 8 * pipe_stage, pipe_phase);  // wait full (tinygemm_sm90.py:158)
+        cake_mbar_wait(full + 8 * pipe_stage, pipe_phase);  // wait full (tinygemm_sm90.py:161)
         CAKE_STAMP_ONCE(math_thread == 0 && math_index == 0, 7, math_stamped_wait);  // timeline: first completed wait
-        // mma acc += sW * sX.T (tinygemm_sm90.py:161)
+        // mma acc += sW * sX.T (tinygemm_sm90.py:164)
         cake_wgmma_fence();
         cake_wgmma_m64n8k16_f32_bf16(acc, cake_wgmma_desc((sW + 8192 * pipe_stage) + 0 + (0) * 128, 16, 1024, 1), cake_wgmma_desc((sX + 1024 * pipe_stage) + 0 + ((8 * math_index)) * 128, 16, 1024, 1), ((k_2 > 0)) ? 1 : 0);
         cake_wgmma_m64n8k16_f32_bf16(acc, cake_wgmma_desc((sW + 8192 * pipe_stage) + 32 + (0) * 128, 16, 1024, 1), cake_wgmma_desc((sX + 1024 * pipe_stage) + 32 + ((8 * math_index)) * 128, 16, 1024, 1), 1);
@@ -413,7 +413,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm(
       }
       cake_wgmma_wait<0>();  // every MMA of the loop has retired
       if (empty_pending >= 0 && math_thread == 0) cake_mbar_arrive(empty + 8 * empty_pending);
-      // part.store(...) (tinygemm_sm90.py:163)
+      // part.store(...) (tinygemm_sm90.py:166)
       if (math_thread == 0) cake_bulk_wait_read();
       cake_named_sync(8 + math_index, 128);
       #pragma unroll
@@ -429,14 +429,14 @@ extern "C" __global__ void __launch_bounds__(256, 1) cake_tinygemm(
         }
       }
       cake_cluster_wait_once(cluster_waited);
-      { __syncwarp(); if (threadIdx.x % 32 < 2) cake_mbar_arrive_cluster(parts, threadIdx.x % 32); }  // arrive parts (tinygemm_sm90.py:164)
-      cake_mbar_wait_cluster(parts, (parts_waits++ & 1));  // wait parts (tinygemm_sm90.py:165)
-      if ((tile_0 == 0)) {  // tinygemm_sm90.py:166
+      { __syncwarp(); if (threadIdx.x % 32 < 2) cake_mbar_arrive_cluster(parts, threadIdx.x % 32); }  // arrive parts (tinygemm_sm90.py:167)
+      cake_mbar_wait_cluster(parts, (parts_waits++ & 1));  // wait parts (tinygemm_sm90.py:168)
+      if ((tile_0 == 0)) {  // tinygemm_sm90.py:169
         cake_cluster_wait_once(cluster_waited);
-        float peer0[4];  // part.load(cta=...): every element in flight before the first is used (tinygemm_sm90.py:171)
+        float peer0[4];  // part.load(cta=...): every element in flight before the first is used (tinygemm_sm90.py:174)
         #pragma unroll
         for (int i = 0; i < 1; ++i) for (int h = 0; h < 2; ++h) cake_ld_cluster_v2_f32(part + ((((0) + lane_row + 8 * h) * 8 + (lane_col + 8 * i)) * 4), (uint32_t)(1), peer0[4 * i + 2 * h], peer0[4 * i + 2 * h + 1]);
-        {  // store C <- accumulator tile, transposed (tinygemm_sm90.py:182)
+        {  // store C <- accumulator tile, transposed (tinygemm_sm90.py:185)
           #pragma unroll
           for (int i = 0; i < 1; ++i) {
             #pragma unroll
