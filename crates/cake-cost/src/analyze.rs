@@ -767,10 +767,13 @@ impl Analyzer<'_> {
                 w.alu_ops = 3.0 * el * r;
                 w.int_ops = el * r;
             }
-            Op::SmemStore { value, .. } => {
+            Op::SmemStore { dst, value } => {
+                // A thread's store instructions: a pair of elements per store, or eight per
+                // `stmatrix .x4 .trans` when the tile goes in transposed (`view.T.store`).
                 let el = elements(&k.exprs[*value].ty);
+                let per_store = if dst.transposed { 8.0 } else { 2.0 };
                 let o = self.ops(*value, rw, seen);
-                w.set_ops(o, el / 2.0, r);
+                w.set_ops(o, el / per_store, r);
             }
             Op::Assign { value: e, dst } if k.fragments[*dst].rows.is_some() => {
                 self.row_loads(*e, &mut w, r);

@@ -1278,3 +1278,41 @@ fn stream_k_pays_for_every_partial_the_ending_run_adds() {
     .unwrap();
     assert!(big.terms.latency_us < 0.02 * big.time_us, "{:?}", big.terms);
 }
+
+/// A tile stored transposed into shared memory (`view.T.store`) goes in by `stmatrix .x4 .trans`,
+/// eight 16-bit elements a store, where a plain `view.store` takes a pair a store: at M = 64 (a
+/// 64 × 64 tile, where both forms parse) the consumer's thread operations differ by exactly
+/// 4096 / 2 − 4096 / 8 per tile.
+#[test]
+fn a_transposed_shared_store_costs_a_store_per_eight_elements() {
+    let shape = parse_shape("M=64,N=4096,K=4096").unwrap();
+    let staged = [
+        ("M = 8 ", "M = 64 "),
+        ("NW = 2048", "NW = 4096"),
+        ("STAGED_STORE = 0", "STAGED_STORE = 1"),
+    ];
+    let transposed = kernel_with("examples/tinygemm_sm90.py", &staged);
+    let mut plain_lines = staged.to_vec();
+    plain_lines.push((
+        "sC.T.store(lm.cast(acc, lm.bf16))",
+        "sC.store(lm.cast(acc, lm.bf16))",
+    ));
+    let plain = kernel_with("examples/tinygemm_sm90.py", &plain_lines);
+    let consumer_ops = |k: &cake_ir::Kernel| {
+        let a = cake_cost::analyze::analyze(k, &shape);
+        a.roles
+            .iter()
+            .map(|r| {
+                r.before.alu_ops
+                    + r.after.alu_ops
+                    + r.loops.iter().map(|l| l.work.alu_ops).sum::<f64>()
+            })
+            .sum::<f64>()
+    };
+    let (t, p) = (consumer_ops(&transposed), consumer_ops(&plain));
+    assert_eq!(
+        p - t,
+        4096.0 / 2.0 - 4096.0 / 8.0,
+        "plain {p}, transposed {t}"
+    );
+}
