@@ -1281,7 +1281,7 @@ fn stream_k_pays_for_every_partial_the_ending_run_adds() {
 
 /// A tile stored transposed into shared memory (`view.T.store`) goes in by `stmatrix .x4 .trans`,
 /// eight 16-bit elements a store, where a plain `view.store` takes a pair a store: at M = 64 (a
-/// 64 × 64 tile, where both forms parse) the consumer's thread operations differ by exactly
+/// 64 × 64 tile, where both forms parse) the kernel's thread operations differ by exactly
 /// 4096 / 2 − 4096 / 8 per tile.
 #[test]
 fn a_transposed_shared_store_costs_a_store_per_eight_elements() {
@@ -1298,7 +1298,7 @@ fn a_transposed_shared_store_costs_a_store_per_eight_elements() {
         "sC.store(lm.cast(acc, lm.bf16))",
     ));
     let plain = kernel_with("examples/tinygemm_sm90.py", &plain_lines);
-    let consumer_ops = |k: &cake_ir::Kernel| {
+    let thread_ops = |k: &cake_ir::Kernel| {
         let a = cake_cost::analyze::analyze(k, &shape);
         a.roles
             .iter()
@@ -1309,7 +1309,7 @@ fn a_transposed_shared_store_costs_a_store_per_eight_elements() {
             })
             .sum::<f64>()
     };
-    let (t, p) = (consumer_ops(&transposed), consumer_ops(&plain));
+    let (t, p) = (thread_ops(&transposed), thread_ops(&plain));
     assert_eq!(
         p - t,
         4096.0 / 2.0 - 4096.0 / 8.0,
