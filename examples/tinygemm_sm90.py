@@ -105,10 +105,10 @@ CONSUMERS = ROW_WGS if ROW_WGS > 1 else 2 if WIDE == 1 and SPLIT == 1 and MP >= 
 # the layout of C wants it (`sC.T.store`: stmatrix writes the transposed tile, 16 bytes a lane)
 # and one TMA store, instead of one 2-byte global store per element. Where the tile is split,
 # CTA 0 stores the sum this way. Costs MP * 128 bytes of shared memory beside the ring. On an H100
-# (two runs): 0.5-4.8 % faster at M = 128, 0-2 % at M = 64, within 1 % at M = 16, correct at every
-# contract shape timed (bench/results/2026-12-12-m128-parts/), all with MP = M: an M that is not
-# a multiple of 8 (a TMA box of rows past M) has not run yet, nor has the H200, where the
-# table's routes were chosen, so no route takes it.
+# (three runs): 0.3-4.9 % faster at M = 128, 0-2 % at M = 64, within 1 % at M = 16, correct at
+# every contract shape and at eight held-out ones, seven with rows past M in the TMA box
+# (bench/results/2026-12-12-m128-parts/). Not yet run on the H200, where the table's routes
+# were chosen, so no route takes it.
 STAGED_STORE = 0
 STAGED = STAGED_STORE == 1 and CONSUMERS == 1
 MC = MP if ROW_WGS > 1 else MP // CONSUMERS   # tokens per consumer warpgroup
