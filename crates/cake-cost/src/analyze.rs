@@ -768,12 +768,10 @@ impl Analyzer<'_> {
                 w.int_ops = el * r;
             }
             Op::SmemStore { dst, value } => {
-                // A thread's store instructions: a pair of elements per store, or eight per
-                // `stmatrix .x4 .trans` when the tile goes in transposed (`view.T.store`).
-                let el = elements(&k.exprs[*value].ty);
-                let per_store = if dst.transposed { 8.0 } else { 2.0 };
+                let ty = &k.exprs[*value].ty;
+                let stores = elements(ty) * smem_stores_per_element(ty, dst.transposed);
                 let o = self.ops(*value, rw, seen);
-                w.set_ops(o, el / per_store, r);
+                w.set_ops(o, stores, r);
             }
             Op::Assign { value: e, dst } if k.fragments[*dst].rows.is_some() => {
                 self.row_loads(*e, &mut w, r);
@@ -1000,6 +998,19 @@ impl std::ops::Add for Ops {
 }
 
 /// Elements of a register value (0 for indices, conditions and scalars).
+/// Store instructions (thread operations, as issued) per element of a value `view.store` writes,
+/// by the form the lowering picks for it (cake-lower's `legal::SmemStore`): a tile goes in a
+/// pair of elements a store, or eight a `stmatrix .x4 .trans` when transposed (`view.T.store`);
+/// one value per row of a 64-row tile (a 1-D fragment) is held by the four threads of a quad,
+/// and every thread issues the predicated store of each of its two rows: four per element.
+fn smem_stores_per_element(ty: &Ty, transposed: bool) -> f64 {
+    match ty {
+        Ty::Frag { shape, .. } if shape.len() == 1 => 4.0,
+        _ if transposed => 1.0 / 8.0,
+        _ => 1.0 / 2.0,
+    }
+}
+
 fn elements(ty: &Ty) -> f64 {
     match ty {
         Ty::Frag { shape, .. } => shape.iter().map(|&d| d as f64).product(),

@@ -1316,3 +1316,35 @@ fn a_transposed_shared_store_costs_a_store_per_eight_elements() {
         "plain {p}, transposed {t}"
     );
 }
+
+/// One value per row of a 64-row tile (`part.rows(row0, 64).store(best)`) is held by the four
+/// threads of a quad, and each thread issues the predicated store of both its rows: four store
+/// instructions per element, where a tile's pair store is half of one. A second store of the
+/// same value adds exactly its stores (the value's own operations are counted once), in each of
+/// the three consumer warpgroups (D = 128).
+#[test]
+fn a_per_row_shared_store_costs_four_stores_per_row() {
+    let shape = parse_shape("B=1,N=16384,K=1024,D=128").unwrap();
+    let store = "part_d.rows(row0, 64).store(best_d)";
+    let once = kernel_with("examples/kmeans_assign_split_sm90.py", &[]);
+    let twice = kernel_with(
+        "examples/kmeans_assign_split_sm90.py",
+        &[(
+            &format!("            {store}"),
+            &format!("            {store}\n            {store}"),
+        )],
+    );
+    let thread_ops = |k: &cake_ir::Kernel| {
+        let a = cake_cost::analyze::analyze(k, &shape);
+        a.roles
+            .iter()
+            .map(|r| {
+                r.before.alu_ops
+                    + r.after.alu_ops
+                    + r.loops.iter().map(|l| l.work.alu_ops).sum::<f64>()
+            })
+            .sum::<f64>()
+    };
+    let (a, b) = (thread_ops(&once), thread_ops(&twice));
+    assert_eq!(b - a, 3.0 * 64.0 * 4.0, "once {a}, twice {b}");
+}
