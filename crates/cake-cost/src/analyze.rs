@@ -997,7 +997,6 @@ impl std::ops::Add for Ops {
     }
 }
 
-/// Elements of a register value (0 for indices, conditions and scalars).
 /// Store instructions (thread operations, as issued) per element of a value `view.store` writes,
 /// by the form the lowering picks for it (cake-lower's `legal::SmemStore`): a tile goes in a
 /// pair of elements a store, or eight a `stmatrix .x4 .trans` when transposed (`view.T.store`);
@@ -1011,6 +1010,7 @@ fn smem_stores_per_element(ty: &Ty, transposed: bool) -> f64 {
     }
 }
 
+/// Elements of a register value (0 for indices, conditions and scalars).
 fn elements(ty: &Ty) -> f64 {
     match ty {
         Ty::Frag { shape, .. } => shape.iter().map(|&d| d as f64).product(),
