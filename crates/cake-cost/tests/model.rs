@@ -1279,6 +1279,17 @@ fn stream_k_pays_for_every_partial_the_ending_run_adds() {
     assert!(big.terms.latency_us < 0.02 * big.time_us, "{:?}", big.terms);
 }
 
+/// Thread operations summed over every role: before its loops, in them and after.
+fn thread_ops(k: &cake_ir::Kernel, shape: &std::collections::BTreeMap<String, i64>) -> f64 {
+    cake_cost::analyze::analyze(k, shape)
+        .roles
+        .iter()
+        .map(|r| {
+            r.before.alu_ops + r.after.alu_ops + r.loops.iter().map(|l| l.work.alu_ops).sum::<f64>()
+        })
+        .sum()
+}
+
 /// A tile stored transposed into shared memory (`view.T.store`) goes in by `stmatrix .x4 .trans`,
 /// eight 16-bit elements a store, where a plain `view.store` takes a pair a store: at M = 64 (a
 /// 64 × 64 tile, where both forms parse) the kernel's thread operations differ by exactly
@@ -1298,18 +1309,7 @@ fn a_transposed_shared_store_costs_a_store_per_eight_elements() {
         "sC.store(lm.cast(acc, lm.bf16))",
     ));
     let plain = kernel_with("examples/tinygemm_sm90.py", &plain_lines);
-    let thread_ops = |k: &cake_ir::Kernel| {
-        let a = cake_cost::analyze::analyze(k, &shape);
-        a.roles
-            .iter()
-            .map(|r| {
-                r.before.alu_ops
-                    + r.after.alu_ops
-                    + r.loops.iter().map(|l| l.work.alu_ops).sum::<f64>()
-            })
-            .sum::<f64>()
-    };
-    let (t, p) = (thread_ops(&transposed), thread_ops(&plain));
+    let (t, p) = (thread_ops(&transposed, &shape), thread_ops(&plain, &shape));
     assert_eq!(
         p - t,
         4096.0 / 2.0 - 4096.0 / 8.0,
@@ -1334,17 +1334,6 @@ fn a_per_row_shared_store_costs_four_stores_per_row() {
             &format!("            {store}\n            {store}"),
         )],
     );
-    let thread_ops = |k: &cake_ir::Kernel| {
-        let a = cake_cost::analyze::analyze(k, &shape);
-        a.roles
-            .iter()
-            .map(|r| {
-                r.before.alu_ops
-                    + r.after.alu_ops
-                    + r.loops.iter().map(|l| l.work.alu_ops).sum::<f64>()
-            })
-            .sum::<f64>()
-    };
-    let (a, b) = (thread_ops(&once), thread_ops(&twice));
+    let (a, b) = (thread_ops(&once, &shape), thread_ops(&twice, &shape));
     assert_eq!(b - a, 3.0 * 64.0 * 4.0, "once {a}, twice {b}");
 }
