@@ -8,21 +8,22 @@ with ldmatrix and issues the MMA with B read from shared memory. The MMA's `rele
 frees the stage again; `empty` is released only by MMAs, so its stages start free and the first
 `lm.wait(empty)` on each stage passes.
 
-Two limitations of this version (docs/language.md §14):
-- The copy of step k is waited for in the same iteration. Cake IR ties a barrier's stage to the
-  role's iteration count and cannot name another stage's barrier, so a one-role cp.async
-  pipeline cannot prefetch S-1 steps ahead. The ring still lets a warp that has finished its
-  MMAs start copying the next step while slower warps are still reading the previous stage,
-  but the copy and the math of one warp do not overlap.
-- `lm.mma` reads operand `b` from shared memory (the front-end rejects a register `b`), so B is
-  not staged through ldmatrix here; the lowering derives the B register loads that mma.sync
-  needs (one ldmatrix.x4 from sB per pair of 8-column tiles and k-step, no .trans).
+`AHEAD` is how many k-steps early the role issues a step's copies (`with lm.ahead(AHEAD):`,
+docs/language.md §8.3a): at 0 the copy of step k is waited for in the iteration that issues it,
+so a warp's copy and math do not overlap (only the ring lets a warp that finished its MMAs start
+the next copy while slower warps still read the previous stage); at STAGES - 1 the classic
+multistage pipeline keeps three steps' copies in flight while the warps compute on a fourth.
+
+`lm.mma` reads operand `b` from shared memory (the front-end rejects a register `b`), so B is
+not staged through ldmatrix here; the lowering derives the B register loads that mma.sync needs
+(one ldmatrix.x4 from sB per pair of 8-column tiles and k-step, no .trans).
 """
 import cake
 from cake import lm
 
 BM, BN, BK = 128, 128, 32     # a 32-wide bf16 row is 64 B: one 64B-swizzle span
 STAGES = 4                    # 4 × (8 KiB + 8 KiB) = 64 KiB: fits sm_89's 99 KiB
+AHEAD = STAGES - 1            # k-steps whose copies are in flight ahead of the one computed on
 WM, WN = 64, 64               # per-warp output tile
 
 
@@ -56,9 +57,10 @@ def gemm(A: lm.tensor[lm.bf16, "M", "K"],
     for tm, tn in lm.tiles(lm.cdiv(M, BM), lm.cdiv(N, BN)):
         with main:
             for k in lm.range(lm.cdiv(K, BK), pipeline=pipe):
-                lm.wait(empty)                                   # the stage's last MMAs retired
-                sA.cp_async(A, coords=(tm * BM, k * BK), barrier=full)
-                sB.cp_async(B, coords=(tn * BN, k * BK), barrier=full)
+                with lm.ahead(AHEAD):                            # issued AHEAD iterations early
+                    lm.wait(empty)                               # the stage's last MMAs retired
+                    sA.cp_async(A, coords=(tm * BM, k * BK), barrier=full)
+                    sB.cp_async(B, coords=(tn * BN, k * BK), barrier=full)
                 lm.wait(full)                                    # every thread's copies landed
                 lm.ldmatrix(a_frag, sA.rows(warp_row(main.index), WM))
                 lm.mma(acc, a_frag, sB.rows(warp_col(main.index), WN).T,

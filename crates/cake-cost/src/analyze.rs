@@ -475,7 +475,9 @@ impl Analyzer<'_> {
         let k = self.k;
         for &s in body {
             match &k.stmts[s] {
-                Stmt::Role { body, .. } => self.block(body, rw, sink, mult, seen),
+                Stmt::Role { body, .. } | Stmt::Ahead { body, .. } => {
+                    self.block(body, rw, sink, mult, seen)
+                }
                 Stmt::If {
                     cond,
                     then_body,

@@ -952,6 +952,12 @@ pub fn estimate_with(
         }
         let waits = members.iter().any(|(_, _, m)| m.work.waits > 0.0);
         let stages = l.pipeline.map(|pp| kernel.pipelines[pp].stages);
+        // A role alone on its pipeline waits for the copies it issues: in flight are the
+        // iteration's own and those it issued early (`lm.ahead`), not the whole ring.
+        let stages = match (stages, members.as_slice()) {
+            (Some(s), [(_, _, m)]) if copies > 0 => Some(s.min(1 + ahead_steps(kernel, m.id))),
+            _ => stages,
+        };
         let handoff = if waits { p.bar } else { 0.0 };
         // The consumer's loop holds the MMA (the producer's, with the same pipeline, does not).
         let deferred = members
@@ -1414,8 +1420,44 @@ fn hints(
             ((p.lat + l.consume_us + l.handoff_us) / other.max(1e-9)).ceil() as u32
         };
         let need = need.clamp(stages + 1, 16);
-        let Some((pid, _)) = kernel.pipelines.iter().find(|(_, pp)| &pp.name == pname) else {
+        let Some((pid, declared)) = kernel
+            .pipelines
+            .iter()
+            .find(|(_, pp)| &pp.name == pname)
+            .map(|(id, pp)| (id, pp.stages))
+        else {
             continue;
+        };
+        // A stage a wgmma reads comes back an iteration late: one fewer can be issued early.
+        let most_ahead = declared.saturating_sub(if l.deferred_release { 2 } else { 1 });
+        if most_ahead + 1 > stages {
+            // A role alone on its pipeline: the ring is there, its copies are issued too late.
+            out.push(hint(
+                &perf::EXPOSED_LATENCY,
+                kernel.pipelines.span(pid),
+                format!(
+                    "role `{}` waits for the copies it issues with {stages} of pipeline `{pname}`'s {declared} stages in flight: each iteration of `{}` takes {:.2} µs where the data and the MMAs need {:.2} µs ({:.0}% of the kernel's time waiting)",
+                    l.role,
+                    l.var,
+                    l.ring_us,
+                    other,
+                    100.0 * exposed / time
+                ),
+                Some(format!(
+                    "issue them early: open the body of `{}`'s loop with `with lm.ahead({most_ahead}):` around its waits and copies (docs/language.md §8.3a)",
+                    l.var
+                )),
+            ));
+            continue;
+        }
+        // A role alone on its pipeline already issuing as early as it may: the ring itself
+        // must grow, and the region issued early with it (`in_flight` of `declared` stages).
+        let in_flight = stages;
+        let (need, stages, early) = if declared > in_flight {
+            let grown = need + declared - in_flight;
+            (grown, declared, Some(grown - (declared - most_ahead)))
+        } else {
+            (need, in_flight, None)
         };
         // Shared memory with `need` stages: every view staged like this pipeline grows.
         let layout = &facts.layout;
@@ -1427,9 +1469,10 @@ fn hints(
             .sum();
         let total = layout.total + grow;
         let limit = target.limits.smem_per_block_optin as u64;
+        let with_early = early.map_or(String::new(), |n| format!(" with `lm.ahead({n})`"));
         let help = if total <= limit {
             format!(
-                "{need} stages fit in shared memory ({} KiB of {} KiB)",
+                "{need} stages{with_early} fit in shared memory ({} KiB of {} KiB)",
                 total / 1024,
                 limit / 1024
             )
@@ -1444,7 +1487,8 @@ fn hints(
             &perf::EXPOSED_LATENCY,
             kernel.pipelines.span(pid),
             format!(
-                "{stages} stages leave TMA latency exposed: each iteration of `{}` takes {:.2} µs where the data and the MMAs need {:.2} µs ({:.0}% of the kernel's time waiting)",
+                "{in_flight} stages{} leave TMA latency exposed: each iteration of `{}` takes {:.2} µs where the data and the MMAs need {:.2} µs ({:.0}% of the kernel's time waiting)",
+                if early.is_some() { " in flight" } else { "" },
                 l.var,
                 l.ring_us,
                 other,
@@ -1736,6 +1780,17 @@ fn releases_a_stage_late(k: &Kernel, facts: &KernelFacts, l: LoopId) -> bool {
         }),
         _ => false,
     })
+}
+
+/// How many iterations early loop `l` issues the region that opens its body (`lm.ahead`).
+fn ahead_steps(k: &Kernel, l: LoopId) -> u32 {
+    k.stmts
+        .iter()
+        .find_map(|(_, s)| match s {
+            Stmt::Loop { id, body } if *id == l => k.leading_ahead(body).map(|(_, n, _)| n),
+            _ => None,
+        })
+        .unwrap_or(0)
 }
 
 /// Whether loop `l` defers its last MMA into the next iteration (`defer=True`, in the shape the

@@ -1337,3 +1337,44 @@ fn a_per_row_shared_store_costs_four_stores_per_row() {
     let (a, b) = (thread_ops(&once, &shape), thread_ops(&twice, &shape));
     assert_eq!(b - a, 3.0 * 64.0 * 4.0, "once {a}, twice {b}");
 }
+
+/// One warpgroup that waits for the TMA copies it issues keeps in flight only those it issues
+/// early (`with lm.ahead(n):`), not its whole ring: with n = 0 one of the three stages is, with
+/// n = 1 two are, and the estimate falls with n. Its P003 hint names the `lm.ahead` to write, one
+/// fewer than stages − 1 since the wgmma hands each stage back an iteration late.
+#[test]
+fn a_role_alone_on_its_pipeline_has_in_flight_what_it_issues_early() {
+    let cal = Calibration::builtin(sm90()).unwrap();
+    let shape = parse_shape("M=4096,N=4096,K=4096").unwrap();
+    let file = "tests/check/S012_ahead_deferred_release.py";
+    let at = |n: &str| {
+        let k = kernel_with(file, &[("lm.ahead(STAGES - 1)", n)]);
+        estimate(&k, sm90(), &shape, &cal).unwrap()
+    };
+    let (none, one) = (at("lm.ahead(0)"), at("lm.ahead(1)"));
+    assert_eq!(none.loops[0].stages, Some(1));
+    assert_eq!(one.loops[0].stages, Some(2));
+    assert!(
+        none.time_us > one.time_us,
+        "{} vs {}",
+        none.time_us,
+        one.time_us
+    );
+    let help = |e: &cake_cost::Estimate| {
+        e.hints
+            .iter()
+            .find(|h| h.code == "CAKE-P003")
+            .and_then(|h| h.help.clone())
+            .unwrap_or_default()
+    };
+    assert!(
+        help(&none).contains("`with lm.ahead(1):`"),
+        "{:?}",
+        none.hints
+    );
+    assert!(
+        help(&one).contains("4 stages with `lm.ahead(2)`"),
+        "{:?}",
+        one.hints
+    );
+}

@@ -54,6 +54,8 @@ pub enum Value {
     /// `lm.tiles(...)`.
     TilesIter(Box<TilesArgs>),
     PyRange(Vec<i64>),
+    /// What `lm.ahead(steps)` returns; only `with` consumes it.
+    Ahead(u32),
     /// The result of an expression that already produced a finding; using it reports nothing
     /// more, so one mistake yields one finding.
     Poison,
@@ -100,6 +102,7 @@ impl Value {
             Value::Barrier(_) => "a barrier",
             Value::NamedBarrier(_) => "a named barrier",
             Value::RangeIter { .. } | Value::TilesIter(..) | Value::PyRange(_) => "an iterator",
+            Value::Ahead(_) => "an `lm.ahead` region",
             Value::Poison => "an invalid value",
         }
     }

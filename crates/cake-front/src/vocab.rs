@@ -60,6 +60,7 @@ pub enum Builtin {
     NamedBarrierDecl,
     Tiles,
     LmRange,
+    Ahead,
     // lm: constants and annotations
     Inf,
     TensorAnnotation,
@@ -224,6 +225,7 @@ pub const TABLE: &[Entry] = &[
     row!(Lm "named_barrier" => NamedBarrierDecl, Call(&[req("roles")]), "a named barrier among roles"),
     row!(Lm "tiles" => Tiles, Custom("lm.tiles(count0, count1, ..., group=G, stream=KB, dynamic=False)"), "the tile loop's iterator"),
     row!(Lm "range" => LmRange, Call(&[req("start_or_stop"), opt("stop"), opt("pipeline")]), "a run-time loop's iterator"),
+    row!(Lm "ahead" => Ahead, Call(&[req("steps")]), "`with lm.ahead(n):` issues a pipelined loop's waits and copies n iterations early"),
     row!(Lm "inf" => Inf, Read, "the float infinity"),
     row!(Lm "tensor" => TensorAnnotation, Read, "parameter annotation `lm.tensor[dtype, dims...]`"),
     row!(Lm "cdiv" => Cdiv, Call(&[req("a"), req("b")]), "ceiling division"),

@@ -590,6 +590,16 @@ pub enum Stmt {
         then_body: Block,
         else_body: Block,
     },
+    /// `with lm.ahead(steps):` directly in the body of a pipelined `lm.range` loop: the body's
+    /// waits and copies for iteration `k` are issued `steps` iterations early, in iteration
+    /// `k - steps` (the first `steps` iterations' before the loop), so a role that waits for
+    /// its own copies keeps `steps` of them in flight (docs/language.md §8.3a). The program
+    /// as written is what is verified; `CAKE-M013` checks that issuing the body early keeps
+    /// it the same.
+    Ahead {
+        steps: u32,
+        body: Block,
+    },
     Op(Op),
 }
 
@@ -787,6 +797,7 @@ impl Kernel {
                         go(k, body, ctx, f);
                         ctx.loops.pop();
                     }
+                    Stmt::Ahead { body, .. } => go(k, body, ctx, f),
                     Stmt::If {
                         cond,
                         then_body,
@@ -810,6 +821,16 @@ impl Kernel {
         }
         let mut ctx = WalkCtx::default();
         go(self, &self.body, &mut ctx, &mut f);
+    }
+
+    /// The `with lm.ahead(steps):` region that opens a loop body, if it does: its statement,
+    /// steps and body. Only there is a region issued early (`CAKE-M013` reports one elsewhere).
+    pub fn leading_ahead<'a>(&'a self, body: &Block) -> Option<(StmtId, u32, &'a Block)> {
+        let &first = body.first()?;
+        match &self.stmts[first] {
+            Stmt::Ahead { steps, body } => Some((first, *steps, body)),
+            _ => None,
+        }
     }
 
     /// Whether condition `e` holds a warp vote (`lm.any`, `lm.all`): an `if` on it is taken

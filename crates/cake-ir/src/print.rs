@@ -210,6 +210,10 @@ impl Printer<'_> {
                 self.line(depth, &head);
                 self.block(depth + 1, body);
             }
+            Stmt::Ahead { steps, body } => {
+                self.line(depth, &format!("ahead {steps}:"));
+                self.block(depth + 1, body);
+            }
             Stmt::If {
                 cond,
                 then_body,

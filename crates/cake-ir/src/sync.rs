@@ -284,7 +284,9 @@ fn tmem_guards(k: &Kernel) -> Vec<(BarrierId, TmemId)> {
                         }
                     }
                 }
-                Stmt::Role { body, .. } | Stmt::Loop { body, .. } => go(k, body, waited, out),
+                Stmt::Role { body, .. } | Stmt::Loop { body, .. } | Stmt::Ahead { body, .. } => {
+                    go(k, body, waited, out)
+                }
                 Stmt::If {
                     then_body,
                     else_body,
@@ -314,7 +316,9 @@ fn wait_copy_pairs(k: &Kernel, block: &Block, out: &mut Vec<(BarrierId, ViewId)>
                     out.push((*b, dst.view));
                 }
             }
-            Stmt::Role { body, .. } | Stmt::Loop { body, .. } => wait_copy_pairs(k, body, out),
+            Stmt::Role { body, .. } | Stmt::Loop { body, .. } | Stmt::Ahead { body, .. } => {
+                wait_copy_pairs(k, body, out)
+            }
             Stmt::If {
                 then_body,
                 else_body,
@@ -390,7 +394,9 @@ fn block_writes_fragment(k: &Kernel, kf: &KernelFacts, body: &Block, f: FragId) 
         Stmt::Op(_) => kf
             .site(s)
             .is_some_and(|site| site.effects.frag_writes.contains(&f)),
-        Stmt::Loop { body, .. } | Stmt::Role { body, .. } => block_writes_fragment(k, kf, body, f),
+        Stmt::Loop { body, .. } | Stmt::Role { body, .. } | Stmt::Ahead { body, .. } => {
+            block_writes_fragment(k, kf, body, f)
+        }
         Stmt::If {
             then_body,
             else_body,
@@ -409,7 +415,9 @@ fn block_reads_fragment(k: &Kernel, kf: &KernelFacts, body: &Block, f: FragId) -
                 .iter()
                 .any(|e| k.expr_reads_fragment(*e, f))
         }),
-        Stmt::Loop { body, .. } | Stmt::Role { body, .. } => block_reads_fragment(k, kf, body, f),
+        Stmt::Loop { body, .. } | Stmt::Role { body, .. } | Stmt::Ahead { body, .. } => {
+            block_reads_fragment(k, kf, body, f)
+        }
         // A condition reads registers too (a warp vote, `lm.any(o > t)`).
         Stmt::If {
             cond,

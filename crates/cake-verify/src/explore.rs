@@ -290,7 +290,23 @@ impl Unroll<'_> {
                         }
                         self.deferred.push(None);
                         self.ranges.push(*id);
-                        for _ in 0..trips {
+                        // A region issued early (`lm.ahead`) runs where the lowering puts it:
+                        // the first iterations' before the loop, iteration t + steps's in t.
+                        let ahead = pipeline.and_then(|p| {
+                            let (_, steps, early) = self.cx.k.leading_ahead(body)?;
+                            Some((p, u64::from(steps), early.clone())).filter(|a| a.1 > 0)
+                        });
+                        let rest = if ahead.is_some() {
+                            &body[1..]
+                        } else {
+                            &body[..]
+                        };
+                        if let Some((p, steps, early)) = &ahead {
+                            for j in 0..(*steps).min(trips) {
+                                self.at_iteration(*p, j, |me| me.block(early, inside));
+                            }
+                        }
+                        for t in 0..trips {
                             if !self.step() {
                                 break;
                             }
@@ -300,7 +316,12 @@ impl Unroll<'_> {
                                 self.stages.push((*p, (it % stages) as u32));
                             }
                             self.loop_body = Some(body.clone());
-                            self.block(body, inside);
+                            if let Some((p, steps, early)) = &ahead {
+                                if t + steps < trips {
+                                    self.at_iteration(*p, *steps, |me| me.block(early, inside));
+                                }
+                            }
+                            self.block(rest, inside);
                             self.loop_body = None;
                             if let Some(p) = pipeline {
                                 self.stages.pop();
@@ -319,6 +340,8 @@ impl Unroll<'_> {
                     }
                 },
                 Stmt::If { then_body, .. } => self.block(then_body, inside),
+                // Not opening a pipelined loop (`CAKE-M013`): run where it is written.
+                Stmt::Ahead { body, .. } => self.block(body, inside),
                 Stmt::Op(_) if inside => self.op(s),
                 Stmt::Op(_) => {}
             }
@@ -379,6 +402,17 @@ impl Unroll<'_> {
         let saved = self.held.replace(Vec::new());
         f(self);
         std::mem::replace(&mut self.held, saved).unwrap_or_default()
+    }
+
+    /// Run `f` at the stage and phases of pipeline `p`'s iteration `ahead` after the current one.
+    fn at_iteration(&mut self, p: PipelineId, ahead: u64, f: impl FnOnce(&mut Self)) {
+        let it = *self.pipe_it.get(&p).unwrap_or(&0);
+        let stages = self.cx.k.pipelines[p].stages.max(1) as u64;
+        self.pipe_it.insert(p, it + ahead);
+        self.stages.push((p, ((it + ahead) % stages) as u32));
+        f(self);
+        self.stages.pop();
+        self.pipe_it.insert(p, it);
     }
 
     /// Run `f` at the stage and phases of pipeline `p`'s previous iteration.

@@ -185,7 +185,9 @@ fn store_paths(k: &Kernel) -> BTreeMap<StmtId, Vec<(StmtId, ExprId, bool)>> {
     ) {
         for &s in block {
             match &k.stmts[s] {
-                Stmt::Role { body, .. } | Stmt::Loop { body, .. } => go(k, body, path, out),
+                Stmt::Role { body, .. } | Stmt::Loop { body, .. } | Stmt::Ahead { body, .. } => {
+                    go(k, body, path, out)
+                }
                 Stmt::If {
                     cond,
                     then_body,

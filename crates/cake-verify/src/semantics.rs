@@ -18,6 +18,146 @@ pub fn check(cx: &Ctx, out: &mut Vec<Finding>) {
     replicated_scatter(cx, out);
     deferred_mmas(cx, out);
     mma_turns(cx, out);
+    ahead_regions(cx, out);
+}
+
+/// `with lm.ahead(steps):` regions. The program as written is what every other check sees;
+/// issuing a region's waits and copies `steps` iterations early keeps it the same when the
+/// region opens a pipelined loop's body (so the waits that guard its copies are in it), holds
+/// only waits and copies on that pipeline, computes its addresses from no register, and stays
+/// within the ring: the copy of iteration k + steps then fills a stage iterations k to
+/// k + steps − 1 do not read. Whether the early waits can pass is the explorer's
+/// (`CAKE-S012`), which runs the regions where the lowering issues them.
+fn ahead_regions(cx: &Ctx, out: &mut Vec<Finding>) {
+    let k = cx.k;
+    let mut opening: BTreeMap<StmtId, PipelineId> = BTreeMap::new();
+    k.walk(|_, s, _| {
+        if let Stmt::Loop { id, body } = s {
+            if let LoopKind::Range {
+                pipeline: Some(p), ..
+            } = k.loops[*id].kind
+            {
+                if let Some((a, _, _)) = k.leading_ahead(body) {
+                    opening.insert(a, p);
+                }
+            }
+        }
+    });
+    let help = "open the body of `for k in lm.range(..., pipeline=p):` with the region, and put in it only that iteration's `lm.wait`s and the copies they guard";
+    k.walk(|s, stmt, _| {
+        let Stmt::Ahead { steps, body } = stmt else {
+            return;
+        };
+        let Some(&p) = opening.get(&s) else {
+            out.push(
+                Finding::new(
+                    &AHEAD_REGION,
+                    cx.span(s),
+                    "`with lm.ahead(...)` does not open the body of a pipelined `lm.range` loop",
+                )
+                .expected("the first statement of `for ... in lm.range(..., pipeline=p):`")
+                .help(help),
+            );
+            return;
+        };
+        let pipe = &k.pipelines[p];
+        if *steps >= pipe.stages {
+            out.push(
+                Finding::new(
+                    &AHEAD_REGION,
+                    cx.span(s),
+                    format!(
+                        "the region is issued {steps} iterations early, but pipeline `{}` has {} stages: the copy of iteration k + {steps} would fill a stage iteration k still reads",
+                        pipe.name, pipe.stages
+                    ),
+                )
+                .subject("pipeline", &pipe.name)
+                .expected(format!("at most {} (stages − 1)", pipe.stages - 1))
+                .actual(steps.to_string())
+                .label(k.pipelines.span(p), "the pipeline is declared here")
+                .help("issue fewer iterations early, or give the pipeline more stages"),
+            );
+        }
+        for &inner in body {
+            if let Some(why) = ahead_statement(k, p, pipe.stages, &k.stmts[inner]) {
+                out.push(
+                    Finding::new(&AHEAD_REGION, cx.span(inner), why)
+                        .subject("pipeline", &pipe.name)
+                        .label(cx.span(s), "the region issued early starts here")
+                        .help(help),
+                );
+            }
+        }
+    });
+}
+
+/// Why `stmt` cannot be issued early in an `lm.ahead` region on pipeline `p` (of `stages`).
+fn ahead_statement(k: &Kernel, p: PipelineId, stages: u32, stmt: &Stmt) -> Option<String> {
+    let on_pipeline = |b: BarrierId| k.barriers[b].pipeline == Some(p);
+    let reads_registers = |e: ExprId| {
+        k.expr_any(e, |x| {
+            matches!(
+                x,
+                ExprKind::Frag(_)
+                    | ExprKind::Reduce { .. }
+                    | ExprKind::Vote { .. }
+                    | ExprKind::Expand { .. }
+                    | ExprKind::Iota { .. }
+                    | ExprKind::Load { .. }
+                    | ExprKind::ViewLoad { .. }
+            )
+        })
+    };
+    let pname = &k.pipelines[p].name;
+    match stmt {
+        Stmt::Op(Op::Wait { barrier }) if !on_pipeline(*barrier) => Some(format!(
+            "`lm.wait({})` in a region issued early waits on a barrier that is not bound to pipeline `{pname}`",
+            k.barriers[*barrier].name
+        )),
+        Stmt::Op(Op::Wait { .. }) => None,
+        Stmt::Op(
+            Op::CpAsync {
+                dst,
+                coords,
+                barrier,
+                ..
+            }
+            | Op::TmaLoad {
+                dst,
+                coords,
+                barrier,
+                ..
+            },
+        ) => {
+            let view = &k.views[dst.view];
+            if !on_pipeline(*barrier) {
+                Some(format!(
+                    "a copy in a region issued early signals `{}`, which is not bound to pipeline `{pname}`",
+                    k.barriers[*barrier].name
+                ))
+            } else if view.stages != stages || dst.stage.is_some() {
+                Some(format!(
+                    "a copy in a region issued early fills `{}` at a stage of its own: it needs the pipeline's stage ({stages} stages, no `.stage(...)`)",
+                    view.name
+                ))
+            } else if coords
+                .iter()
+                .chain(dst.rows.as_ref().map(|(first, _)| first))
+                .any(|&e| reads_registers(e))
+            {
+                Some(format!(
+                    "a copy into `{}` in a region issued early computes its address from registers, which iterations in between may change",
+                    view.name
+                ))
+            } else {
+                None
+            }
+        }
+        _ => Some(
+            "a region issued early holds only `lm.wait` on the pipeline's barriers and the copies (`cp_async`, `tma_load`) into its stages"
+                .into(),
+        ),
+    }
 }
 
 /// Every replica of a role runs its operations: a scatter_add in a role of several replicas
@@ -515,7 +655,7 @@ fn unused(cx: &Ctx, out: &mut Vec<Finding>) {
                 pipes[p.index()] = true;
             }
         }
-        Stmt::Op(_) | Stmt::If { .. } => {}
+        Stmt::Op(_) | Stmt::If { .. } | Stmt::Ahead { .. } => {}
     });
     for site in &cx.ops {
         let e = &site.effects;

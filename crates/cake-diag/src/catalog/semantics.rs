@@ -162,6 +162,19 @@ Give every replica the same conditions and trip counts (mask the data, not the M
     good: include_str!("../../../../tests/check/CAKE-M012-good.py"),
 };
 
+pub const AHEAD_REGION: CodeInfo = CodeInfo {
+    code: "CAKE-M013",
+    name: "ahead-region",
+    category: Category::Semantics,
+    severity: Severity::Error,
+    summary: r#"A `with lm.ahead(n):` region is not where issuing it n iterations early keeps the program the same."#,
+    explanation: r#"`with lm.ahead(n):` opening the body of `for k in lm.range(..., pipeline=p):` issues the region's statements for iteration k in iteration k − n (those of the first n iterations before the loop), so one role keeps n iterations' copies in flight while it computes on an earlier stage: the classic multistage cp.async pipeline of an Ampere GEMM, written as the loop of one iteration. The verifier checks the program as written, and the explorer runs the regions where the lowering issues them; what makes the two the same is checked here. The region must be the first statement of a pipelined `lm.range` loop's body (then the waits that guard its copies are in it); it holds only `lm.wait` on barriers bound to that pipeline and copies (`cp_async`, `tma_load`) into views of the pipeline's stage count, signalling its barriers, whose coordinates read no register (iterations in between may change a fragment); and n is at most the pipeline's stages − 1, so the copy of iteration k + n fills a stage that iterations k to k + n − 1 do not read.
+
+Move the region to the top of the loop body, keep only the iteration's waits and copies in it, or issue fewer iterations early."#,
+    bad: include_str!("../../../../tests/check/CAKE-M013-bad.py"),
+    good: include_str!("../../../../tests/check/CAKE-M013-good.py"),
+};
+
 /// Every code of this module, in number order; [`super::ALL`] is made of these lists.
 pub const ALL: &[&CodeInfo] = &[
     &ROLE_OVERLAP,
@@ -176,4 +189,5 @@ pub const ALL: &[&CodeInfo] = &[
     &ALIASED_OPERANDS,
     &DEFERRED_MMA,
     &MMA_TURNS,
+    &AHEAD_REGION,
 ];

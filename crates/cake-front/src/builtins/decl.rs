@@ -212,6 +212,19 @@ impl Interp<'_> {
         })
     }
 
+    /// `lm.ahead(steps)`: how many iterations early a `with lm.ahead(...)` region is issued.
+    pub(super) fn ahead(&mut self, a: &[Slot]) -> R<Value> {
+        let (v, s) = a[0].clone().expect("required");
+        match self.const_int(&v, s, "steps")? {
+            n if (0..=i32::MAX as i64).contains(&n) => Ok(Value::Ahead(n as u32)),
+            n => self.err(
+                &codes::INVALID_VALUE,
+                s,
+                format!("`lm.ahead` takes a number of iterations, 0 or more, got {n}"),
+            ),
+        }
+    }
+
     /// `pool.view(shape, dtype, stages=1, swizzle=0, offset=None)`
     pub(super) fn pool_view(&mut self, pool: PoolId, a: &[Slot], sp: Span) -> R<Value> {
         let shape = self.shape(&a[0], "shape")?;

@@ -58,6 +58,7 @@ impl Interp<'_> {
             BarrierDecl => self.barrier(a, sp),
             NamedBarrierDecl => self.named_barrier(a, sp),
             LmRange => self.lm_range(a, sp),
+            Ahead => self.ahead(a),
             PoolView => self.pool_view(recv!(Pool), a, sp),
             ViewRows => self.view_rows(recv!(View), a, sp),
             ViewStage => self.view_stage(recv!(View), a, sp),

@@ -985,7 +985,7 @@ impl Interp<'_> {
             return self.err(
                 &codes::UNSUPPORTED_PYTHON,
                 sp,
-                "`with` takes exactly one role: `with <role>:`",
+                "`with` takes exactly one role or `lm.ahead(n)`: `with <role>:`",
             );
         }
         let item = &w.items[0];
@@ -999,9 +999,14 @@ impl Interp<'_> {
             self.in_poisoned_role = saved;
             return Err(Reported);
         }
+        if let Value::Ahead(steps) = v {
+            return self.exec_ahead(steps, w, ispan, sp);
+        }
         let Value::Role(role) = v else {
             let msg = format!("`with` expects a role, found {}", v.kind_name());
-            return self.err(&codes::TYPE_MISMATCH, ispan, msg);
+            return self
+                .err(&codes::TYPE_MISMATCH, ispan, msg)
+                .map_err(|r| self.help_last(r, "write `with <role>:` or `with lm.ahead(n):`"));
         };
         if let Some((outer, outer_span)) = self.role {
             let f = Finding::new(
@@ -1021,6 +1026,15 @@ impl Interp<'_> {
         self.role = None;
         self.emit(Stmt::Role { role, body }, sp);
         self.no_return_inside(r, "a role region")
+    }
+
+    /// `with lm.ahead(steps):`: its statements, issued `steps` iterations early. Where it may
+    /// stand and what it may hold is the verifier's (`CAKE-M013`); here, only that a role runs it.
+    fn exec_ahead(&mut self, steps: u32, w: &ast::StmtWith, ispan: Span, sp: Span) -> R<Flow> {
+        self.current_role(ispan, "`with lm.ahead(...)`")?;
+        let (body, r) = self.with_block(|me| me.exec_block(&w.body));
+        self.emit(Stmt::Ahead { steps, body }, sp);
+        self.no_return_inside(r, "an `lm.ahead` region")
     }
 
     // -----------------------------------------------------------------------------------------

@@ -422,6 +422,14 @@ impl Emitter<'_> {
                     self.mma.join(t);
                 }
             }
+            // Issued early where it opens a plain pipelined loop (`plain_range_loop`); anywhere
+            // else it is not lowered, as the legality pass reports.
+            Stmt::Ahead { body, .. } => {
+                if self.has_role_work(body, self.in_role_region()) {
+                    self.unsupported(sp, legal::AHEAD_PLACES);
+                }
+                self.block(body);
+            }
             Stmt::Op(op) => {
                 if self.in_role_region() {
                     let outer = self.op_stmt.replace(s);
@@ -573,6 +581,17 @@ impl Emitter<'_> {
             stop: b,
             sp,
         } = *lp;
+        let ahead = pipeline.and_then(|p| {
+            let (s, steps, early) = self.k.leading_ahead(body)?;
+            Some((p, s, steps, early))
+        });
+        if let Some((p, s, steps, early)) = ahead.filter(|a| a.2 > 0) {
+            self.ahead_prologue(lp, p, s, steps, early);
+        }
+        let body = match ahead {
+            Some(_) => &body[1..],
+            None => &body[..],
+        };
         let open = format!(
             "for (int {var} = {a}; {var} < {b}; ++{var}) {{  // {}",
             self.loc(sp)
@@ -582,6 +601,9 @@ impl Emitter<'_> {
                 let pn = c_ident(&me.k.pipelines[p].name);
                 me.stage_lines(p, &format!("{pn}_it"));
                 me.pipes.push((id, p));
+            }
+            if let Some((p, s, steps, early)) = ahead {
+                me.ahead_in_loop(lp, p, s, steps, early);
             }
             // The row reductions' column loads go out once the iteration's last MMA is
             // issued, to land while it runs: before the wait a release puts right after it,
@@ -596,7 +618,7 @@ impl Emitter<'_> {
             match last_mma {
                 Some(i) => {
                     me.block(&body[..i]);
-                    me.prefetch_at_wait = Some(body.clone());
+                    me.prefetch_at_wait = Some(body.to_vec());
                     me.stmt(body[i]);
                     if let Some(b) = me.prefetch_at_wait.take() {
                         me.prefetch_column_loads(&b);
@@ -613,6 +635,70 @@ impl Emitter<'_> {
                 me.pipes.pop();
                 me.line(&format!("++{}_it;", c_ident(&me.k.pipelines[p].name)));
             }
+        });
+    }
+
+    /// `with lm.ahead(steps):` opening a pipelined loop: the region of the loop's first `steps`
+    /// iterations, issued before the loop at those iterations' stages and phases.
+    fn ahead_prologue(
+        &mut self,
+        lp: &RangeLoop,
+        p: PipelineId,
+        s: StmtId,
+        steps: u32,
+        early: &Block,
+    ) {
+        let RangeLoop {
+            id,
+            var,
+            start: a,
+            stop: b,
+            ..
+        } = *lp;
+        let pn = c_ident(&self.k.pipelines[p].name);
+        let open = format!(
+            "for (int {var}_ahead = 0; {var}_ahead < {steps} && {a} + {var}_ahead < {b}; ++{var}_ahead) {{  // lm.ahead({steps}): the first iterations' region ({})",
+            self.loc(self.k.stmts.span(s))
+        );
+        self.braced(&open, |me| {
+            me.line(&format!("const int {var} = {a} + {var}_ahead;"));
+            me.stage_lines(p, &format!("({pn}_it + {var}_ahead)"));
+            me.pipes.push((id, p));
+            me.block(early);
+            me.pipes.pop();
+        });
+    }
+
+    /// In iteration `var` of the loop: the region of iteration `var + steps`, at its stage and
+    /// phase (the names shadow the iteration's own in a scope of their own).
+    fn ahead_in_loop(
+        &mut self,
+        lp: &RangeLoop,
+        p: PipelineId,
+        s: StmtId,
+        steps: u32,
+        early: &Block,
+    ) {
+        let RangeLoop { var, stop: b, .. } = *lp;
+        if steps == 0 {
+            self.block(early);
+            return;
+        }
+        let pn = c_ident(&self.k.pipelines[p].name);
+        let open = format!(
+            "if ({var} + {steps} < {b}) {{  // lm.ahead({steps}): iteration {var} + {steps}'s region ({})",
+            self.loc(self.k.stmts.span(s))
+        );
+        self.braced(&open, |me| {
+            me.line(&format!("const int {var}_early = {var} + {steps};"));
+            me.line(&format!(
+                "const uint32_t {pn}_it_early = {pn}_it + {steps};"
+            ));
+            me.braced("{", |me| {
+                me.line(&format!("const int {var} = {var}_early;"));
+                me.stage_lines(p, &format!("{pn}_it_early"));
+                me.block(early);
+            });
         });
     }
 

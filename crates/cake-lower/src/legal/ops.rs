@@ -73,12 +73,15 @@ pub(crate) fn declared_layout(
     })
 }
 
+/// Where a `with lm.ahead(...)` region is lowered.
+pub(crate) const AHEAD_PLACES: &str = "`with lm.ahead(...)` is lowered as the first statement of a pipelined `lm.range` loop's body, in a loop without a deferred or double-buffered MMA";
+
 /// Whether `block` holds anything `role` runs (`inside`: the block is in one of its `with`
 /// regions).
 pub(crate) fn has_role_work(k: &Kernel, role: RoleId, block: &Block, inside: bool) -> bool {
     block.iter().any(|&s| match &k.stmts[s] {
         Stmt::Role { role: r, body } => *r == role && !body.is_empty(),
-        Stmt::Loop { body, .. } => has_role_work(k, role, body, inside),
+        Stmt::Loop { body, .. } | Stmt::Ahead { body, .. } => has_role_work(k, role, body, inside),
         Stmt::If {
             then_body,
             else_body,

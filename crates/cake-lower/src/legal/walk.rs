@@ -42,6 +42,9 @@ pub(crate) struct Checker<'a> {
     row_loaded: HashSet<ExprId>,
     /// How many branches on a warp vote enclose the statement.
     warp_branches: u32,
+    /// `lm.ahead` regions the lowering issues early: each opens the body of a plain pipelined
+    /// loop.
+    ahead_lowered: HashSet<StmtId>,
 }
 
 impl Scope for Checker<'_> {
@@ -87,6 +90,7 @@ impl<'a> Checker<'a> {
             col_loads: HashSet::new(),
             row_loaded: HashSet::new(),
             warp_branches: 0,
+            ahead_lowered: HashSet::new(),
         }
     }
 
@@ -222,6 +226,15 @@ impl<'a> Checker<'a> {
                 self.block(else_body);
                 self.warp_branches -= u32::from(voted);
             }
+            Stmt::Ahead { body, .. } => {
+                if !self.role_work(body) {
+                    return;
+                }
+                if !self.ahead_lowered.contains(&s) {
+                    self.unsupported(k.stmts.span(s), AHEAD_PLACES);
+                }
+                self.block(body);
+            }
             Stmt::Op(op) => {
                 if self.depth > 0 {
                     self.op(op, k.stmts.span(s));
@@ -240,7 +253,8 @@ impl<'a> Checker<'a> {
     ) {
         self.ix(start);
         self.ix(stop);
-        if let Ok(Some(parts)) = cake_ir::sync::deferred_mma(self.k, body, pipeline) {
+        let deferred = cake_ir::sync::deferred_mma(self.k, body, pipeline);
+        if let Ok(Some(parts)) = deferred {
             self.deferred_loop(parts, body);
         }
         if let Some(p) = pipeline {
@@ -250,6 +264,11 @@ impl<'a> Checker<'a> {
         }
         if let Some(p) = pipeline {
             self.pipes.push((id, p));
+            // A rotated loop (a deferred MMA) is emitted in parts of its own: not yet with a
+            // region issued early.
+            if let (Some((s, _, _)), Ok(None)) = (self.k.leading_ahead(body), &deferred) {
+                self.ahead_lowered.insert(s);
+            }
         }
         let saved = self.prefetch_column_loads(body);
         self.block(body);

@@ -233,7 +233,7 @@ impl Emitter<'_> {
 pub(crate) fn nested_conditions(k: &Kernel, s: StmtId, out: &mut Vec<ExprId>) {
     match &k.stmts[s] {
         Stmt::Op(_) => {}
-        Stmt::Role { body, .. } | Stmt::Loop { body, .. } => {
+        Stmt::Role { body, .. } | Stmt::Loop { body, .. } | Stmt::Ahead { body, .. } => {
             body.iter().for_each(|&t| nested_conditions(k, t, out))
         }
         Stmt::If {
@@ -259,7 +259,9 @@ pub(crate) fn nested_ops<'k>(k: &'k Kernel, s: StmtId, out: &mut Vec<&'k Op>) {
     };
     match &k.stmts[s] {
         Stmt::Op(op) => out.push(op),
-        Stmt::Role { body, .. } | Stmt::Loop { body, .. } => block(body, out),
+        Stmt::Role { body, .. } | Stmt::Loop { body, .. } | Stmt::Ahead { body, .. } => {
+            block(body, out)
+        }
         Stmt::If {
             then_body,
             else_body,
