@@ -4,6 +4,8 @@
 
 mod common;
 
+use common::find;
+
 use std::path::Path;
 
 /// tests/check/S012_ahead_deferred_release.py (one warpgroup: TMA copies, wgmma) issuing its
@@ -18,14 +20,6 @@ fn one_warpgroup_gemm(n: u32) -> String {
         &text,
         &format!("ahead {n}"),
     )
-}
-
-/// The line index of the first line at or after `from` that contains `text`.
-fn find(lines: &[&str], from: usize, text: &str) -> usize {
-    from + lines[from..]
-        .iter()
-        .position(|l| l.contains(text))
-        .unwrap_or_else(|| panic!("`{text}` not found after line {from}"))
 }
 
 #[test]

@@ -3,6 +3,10 @@
 //! declaring the same temporaries, `buffers=2` with an in-place update, `exp2f` for `lm.exp2`,
 //! a row max that kept an index — checked in the emitted code and, with nvcc, by compiling it.
 
+mod common;
+
+use common::find;
+
 use std::path::Path;
 
 fn lower(file: &str) -> String {
@@ -135,14 +139,6 @@ fn key_tiles_of_192_lower_to_n192_wgmma_and_compile() {
         .unwrap_or_else(|e| panic!("does not compile: {e}"));
     assert_eq!(build.resources[0].spill_stores, 0, "{:?}", build.resources);
     let _ = std::fs::remove_dir_all(&out);
-}
-
-/// The index of the first line containing `text`, from line `from`.
-fn find(lines: &[&str], from: usize, text: &str) -> usize {
-    from + lines[from..]
-        .iter()
-        .position(|l| l.contains(text))
-        .unwrap_or_else(|| panic!("no line with {text:?} after line {from}"))
 }
 
 #[test]

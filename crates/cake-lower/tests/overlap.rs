@@ -7,6 +7,10 @@
 //! the lazy rescale's warp votes lower to `vote.sync`. Checked in the emitted code and, with
 //! nvcc, by compiling it without serialised wgmmas.
 
+mod common;
+
+use common::find;
+
 use std::path::Path;
 
 fn example() -> String {
@@ -21,14 +25,6 @@ fn lower_text(text: &str) -> String {
     cake_lower::lower(&checked.kernels[0], &checked.file, t)
         .unwrap_or_else(|e| panic!("does not lower: {e:?}"))
         .cuda
-}
-
-/// The line index of the first line at or after `from` that contains `text`.
-fn find(lines: &[&str], from: usize, text: &str) -> usize {
-    from + lines[from..]
-        .iter()
-        .position(|l| l.contains(text))
-        .unwrap_or_else(|| panic!("`{text}` not found after line {from}"))
 }
 
 /// The example with the lazy rescale (warp votes).

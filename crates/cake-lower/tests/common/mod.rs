@@ -38,3 +38,11 @@ pub fn lower_source(name: &str, source: &str, what: &str) -> String {
         .unwrap_or_else(|e| panic!("{name} {what} does not lower: {e:?}"))
         .cuda
 }
+
+/// The index of the first line at or after `from` that contains `text`.
+pub fn find(lines: &[&str], from: usize, text: &str) -> usize {
+    from + lines[from..]
+        .iter()
+        .position(|l| l.contains(text))
+        .unwrap_or_else(|| panic!("no line with {text:?} after line {from}"))
+}
