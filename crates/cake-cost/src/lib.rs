@@ -1773,24 +1773,19 @@ fn releases_a_stage_late(k: &Kernel, facts: &KernelFacts, l: LoopId) -> bool {
     else {
         return false;
     };
-    k.stmts.iter().any(|(_, s)| match s {
-        Stmt::Loop { id, body } if *id == l => body.iter().any(|&m| {
+    k.loop_body(l).is_some_and(|body| {
+        body.iter().any(|&m| {
             matches!(&k.stmts[m], Stmt::Op(cake_ir::Op::Mma { release: Some(b), .. }) if k.barriers[*b].pipeline == Some(*p))
                 && cake_ir::sync::defers_release(k, facts, body, m)
-        }),
-        _ => false,
+        })
     })
 }
 
 /// How many iterations early loop `l` issues the region that opens its body (`lm.ahead`).
 fn ahead_steps(k: &Kernel, l: LoopId) -> u32 {
-    k.stmts
-        .iter()
-        .find_map(|(_, s)| match s {
-            Stmt::Loop { id, body } if *id == l => k.leading_ahead(body).map(|(_, n, _)| n),
-            _ => None,
-        })
-        .unwrap_or(0)
+    k.loop_body(l)
+        .and_then(|body| k.leading_ahead(body))
+        .map_or(0, |(_, n, _)| n)
 }
 
 /// Whether loop `l` defers its last MMA into the next iteration (`defer=True`, in the shape the
@@ -1799,10 +1794,6 @@ fn defers_mma(k: &Kernel, l: LoopId) -> bool {
     let LoopKind::Range { pipeline, .. } = &k.loops[l].kind else {
         return false;
     };
-    k.stmts.iter().any(|(_, s)| match s {
-        Stmt::Loop { id, body } if *id == l => {
-            matches!(cake_ir::sync::deferred_mma(k, body, *pipeline), Ok(Some(_)))
-        }
-        _ => false,
-    })
+    k.loop_body(l)
+        .is_some_and(|body| matches!(cake_ir::sync::deferred_mma(k, body, *pipeline), Ok(Some(_))))
 }

@@ -823,6 +823,14 @@ impl Kernel {
         go(self, &self.body, &mut ctx, &mut f);
     }
 
+    /// The body of loop `l`.
+    pub fn loop_body(&self, l: LoopId) -> Option<&Block> {
+        self.stmts.iter().find_map(|(_, s)| match s {
+            Stmt::Loop { id, body } if *id == l => Some(body),
+            _ => None,
+        })
+    }
+
     /// The `with lm.ahead(steps):` region that opens a loop body, if it does: its statement,
     /// steps and body. Only there is a region issued early (`CAKE-M013` reports one elsewhere).
     pub fn leading_ahead<'a>(&'a self, body: &Block) -> Option<(StmtId, u32, &'a Block)> {

@@ -407,21 +407,26 @@ impl Unroll<'_> {
     /// Run `f` at the stage and phases of pipeline `p`'s iteration `ahead` after the current one.
     fn at_iteration(&mut self, p: PipelineId, ahead: u64, f: impl FnOnce(&mut Self)) {
         let it = *self.pipe_it.get(&p).unwrap_or(&0);
-        let stages = self.cx.k.pipelines[p].stages.max(1) as u64;
-        self.pipe_it.insert(p, it + ahead);
-        self.stages.push((p, ((it + ahead) % stages) as u32));
-        f(self);
-        self.stages.pop();
-        self.pipe_it.insert(p, it);
+        self.at_pipe_iteration(p, it + ahead, f)
     }
 
     /// Run `f` at the stage and phases of pipeline `p`'s previous iteration.
     fn at_previous_iteration<T>(&mut self, p: PipelineId, f: impl FnOnce(&mut Self) -> T) -> T {
         let it = *self.pipe_it.get(&p).unwrap_or(&0);
-        let prev = it.saturating_sub(1);
+        self.at_pipe_iteration(p, it.saturating_sub(1), f)
+    }
+
+    /// Run `f` as pipeline `p`'s iteration `at`, then restore the current one.
+    fn at_pipe_iteration<T>(
+        &mut self,
+        p: PipelineId,
+        at: u64,
+        f: impl FnOnce(&mut Self) -> T,
+    ) -> T {
+        let it = *self.pipe_it.get(&p).unwrap_or(&0);
         let stages = self.cx.k.pipelines[p].stages.max(1) as u64;
-        self.pipe_it.insert(p, prev);
-        self.stages.push((p, (prev % stages) as u32));
+        self.pipe_it.insert(p, at);
+        self.stages.push((p, (at % stages) as u32));
         let out = f(self);
         self.stages.pop();
         self.pipe_it.insert(p, it);

@@ -286,15 +286,7 @@ fn buffered_fragments(cx: &Ctx, out: &mut Vec<Finding>) {
             let site = mmas[0];
             at = cx.span(site.stmt);
             let pattern = cx.loop_pipeline(&site.loops).and_then(|(l, p)| {
-                let Stmt::Loop { body, .. } = k
-                    .stmts
-                    .iter()
-                    .find(|(_, s)| matches!(s, Stmt::Loop { id, .. } if *id == l))
-                    .map(|(_, s)| s)?
-                else {
-                    return None;
-                };
-                cake_ir::sync::double_buffered_mma(k, body, p)
+                cake_ir::sync::double_buffered_mma(k, k.loop_body(l)?, p)
                     .filter(|(_, m)| *m == site.stmt)
                     .map(|_| l)
             });

@@ -27,19 +27,6 @@ fn release_text(cx: &Ctx, op: &Op, u: BarrierUse, b: BarrierId) -> Option<String
     }
 }
 
-/// The body of loop `l`.
-fn loop_body(k: &Kernel, l: LoopId) -> Option<Block> {
-    let mut found = None;
-    k.walk(|_, s, _| {
-        if let Stmt::Loop { id, body } = s {
-            if *id == l {
-                found = Some(body.clone());
-            }
-        }
-    });
-    found
-}
-
 /// A wgmma release the lowering defers by one iteration arrives after everything the iteration
 /// issued has retired: no later read of the iteration can race with it.
 fn deferred(cx: &Ctx, site: &OpSite) -> bool {
@@ -52,8 +39,8 @@ fn deferred(cx: &Ctx, site: &OpSite) -> bool {
     let Some((l, _)) = cx.loop_pipeline(&site.loops) else {
         return false;
     };
-    loop_body(cx.k, l)
-        .is_some_and(|body| cake_ir::sync::defers_release(cx.k, cx.facts, &body, site.stmt))
+    cx.k.loop_body(l)
+        .is_some_and(|body| cake_ir::sync::defers_release(cx.k, cx.facts, body, site.stmt))
 }
 
 fn memory_name(k: &Kernel, m: Memory) -> String {

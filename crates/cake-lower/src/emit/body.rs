@@ -661,11 +661,11 @@ impl Emitter<'_> {
             self.loc(self.k.stmts.span(s))
         );
         self.braced(&open, |me| {
-            me.line(&format!("const int {var} = {a} + {var}_ahead;"));
-            me.stage_lines(p, &format!("({pn}_it + {var}_ahead)"));
-            me.pipes.push((id, p));
-            me.block(early);
-            me.pipes.pop();
+            let (value, it) = (
+                format!("{a} + {var}_ahead"),
+                format!("({pn}_it + {var}_ahead)"),
+            );
+            me.early_region(id, p, var, &value, &it, early);
         });
     }
 
@@ -679,7 +679,9 @@ impl Emitter<'_> {
         steps: u32,
         early: &Block,
     ) {
-        let RangeLoop { var, stop: b, .. } = *lp;
+        let RangeLoop {
+            id, var, stop: b, ..
+        } = *lp;
         if steps == 0 {
             self.block(early);
             return;
@@ -695,11 +697,28 @@ impl Emitter<'_> {
                 "const uint32_t {pn}_it_early = {pn}_it + {steps};"
             ));
             me.braced("{", |me| {
-                me.line(&format!("const int {var} = {var}_early;"));
-                me.stage_lines(p, &format!("{pn}_it_early"));
-                me.block(early);
+                let (value, it) = (format!("{var}_early"), format!("{pn}_it_early"));
+                me.early_region(id, p, var, &value, &it, early);
             });
         });
+    }
+
+    /// The region `early` as iteration `it` of pipeline `p` (C expressions), its loop's variable
+    /// `var` bound to `value`: the names shadow those of the loop's own iteration.
+    fn early_region(
+        &mut self,
+        id: LoopId,
+        p: PipelineId,
+        var: &str,
+        value: &str,
+        it: &str,
+        early: &Block,
+    ) {
+        self.line(&format!("const int {var} = {value};"));
+        self.stage_lines(p, it);
+        self.pipes.push((id, p));
+        self.block(early);
+        self.pipes.pop();
     }
 
     pub(crate) fn op(&mut self, op: &Op, sp: Span) {
