@@ -5,13 +5,40 @@ use std::process::ExitCode;
 
 use cake_cost::{Calibration, CostError};
 
-/// The table of `--calibration`, else the target's committed one (none: `CAKE-V003`, exit 1).
+/// The calibration table a command line names: `--calibration FILE` or `--gpu CARD` (they
+/// exclude each other), or neither.
+#[derive(Clone, Copy, Default)]
+pub struct TableFlags<'a> {
+    pub calibration: Option<&'a Path>,
+    pub gpu: Option<&'a str>,
+}
+
+/// The table the command line names: `--calibration FILE`, else the committed table measured
+/// on `--gpu`'s card (none: exit 1, naming the cards that have one); `None` when it names none.
+pub fn chosen_calibration(
+    target: &cake_target::Target,
+    flags: TableFlags,
+) -> Result<Option<Calibration>, ExitCode> {
+    match (flags.calibration, flags.gpu) {
+        (Some(p), _) => read_calibration(p).map(Some),
+        (None, Some(gpu)) => Calibration::builtin_for(target, gpu)
+            .map(Some)
+            .map_err(|e| {
+                eprintln!("error: --gpu {gpu}: {e}");
+                ExitCode::from(1)
+            }),
+        (None, None) => Ok(None),
+    }
+}
+
+/// The table the command line names, else the target's committed default (none: `CAKE-V003`,
+/// exit 1).
 pub fn calibration_for(
     target: &cake_target::Target,
-    path: Option<&Path>,
+    flags: TableFlags,
 ) -> Result<Calibration, ExitCode> {
-    match path {
-        Some(p) => read_calibration(p),
+    match chosen_calibration(target, flags)? {
+        Some(c) => Ok(c),
         None => Calibration::builtin(target).map_err(|e| {
             eprintln!("error: {e}");
             ExitCode::from(1)
@@ -46,7 +73,7 @@ pub fn cmd_cost(
     file: &Path,
     target: &str,
     shape: &str,
-    calibration: Option<&Path>,
+    table: TableFlags,
     only: Option<&str>,
     json: bool,
 ) -> ExitCode {
@@ -61,7 +88,7 @@ pub fn cmd_cost(
             return ExitCode::from(2);
         }
     };
-    let cal = match calibration_for(t, calibration) {
+    let cal = match calibration_for(t, table) {
         Ok(c) => c,
         Err(code) => return code,
     };
@@ -209,7 +236,9 @@ pub fn cmd_calibrate(
         );
         return ExitCode::from(1);
     }
-    let seed = Calibration::builtin(t).unwrap_or_else(|_| Calibration {
+    // Parameters no probe measures keep the committed table's of this card, else the default's.
+    let gpu = m["environment"]["gpu"].as_str();
+    let seed = Calibration::builtin_for_device(t, gpu).unwrap_or_else(|_| Calibration {
         meta: cake_cost::Meta {
             target: t.name.into(),
             gpu: String::new(),

@@ -35,6 +35,10 @@ pub struct EvolveFlags {
     /// Exact target (default: the contract's first).
     #[arg(long)]
     target: Option<String>,
+    /// The GPU the cost model ranks candidates for: a card (`H100`) or the driver's name of a
+    /// device, whose committed calibration table it takes (default: the target's default table).
+    #[arg(long)]
+    gpu: Option<String>,
     /// Candidates evaluated on the GPU per generation (the best predicted, with a cost model);
     /// default 2.
     #[arg(long)]
@@ -90,11 +94,11 @@ pub struct ProposerFlags {
     chat_requests: Option<usize>,
 }
 
-/// The cost model (cake-cost, with the target's built-in calibration). A target without a
-/// calibration gets no predictions, and the run evaluates clean candidates up to --top-k in
-/// proposal order.
-fn cost_model() -> Option<Box<dyn Estimator>> {
-    Some(Box::new(cake_evolve::CostModel::default()))
+/// The cost model (cake-cost, with the target's built-in calibration measured on `gpu`, else its
+/// default). A target without a calibration gets no predictions, and the run evaluates clean
+/// candidates up to --top-k in proposal order.
+fn cost_model(gpu: Option<String>) -> Option<Box<dyn Estimator>> {
+    Some(Box::new(cake_evolve::CostModel::for_gpu(gpu)))
 }
 
 fn usage(msg: impl std::fmt::Display) -> ExitCode {
@@ -343,7 +347,16 @@ fn run(
     ps: ProposerSettings,
     proposer: Box<dyn Proposer>,
 ) -> ExitCode {
-    let estimator = cost_model();
+    if let Some(gpu) = &flags.gpu {
+        let cards = cake_cost::Calibration::builtin_cards();
+        if !cards.iter().any(|c| cake_target::card_is(c, gpu)) {
+            return usage(format!(
+                "--gpu {gpu}: no committed calibration table was measured on it (cards: {})",
+                cards.join(", ")
+            ));
+        }
+    }
+    let estimator = cost_model(flags.gpu.clone());
     let search = if let Some((stored, _)) = stored {
         let Some(dir) = &flags.run else {
             return usage("--resume needs --run DIR");

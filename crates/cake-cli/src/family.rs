@@ -362,7 +362,7 @@ pub fn cmd_accuracy(
     file: &Path,
     paths: &[PathBuf],
     target: &str,
-    calibration: Option<&Path>,
+    table: crate::cost::TableFlags,
     worst: usize,
     by: &[String],
     json: bool,
@@ -371,12 +371,11 @@ pub fn cmd_accuracy(
         Ok(f) => f,
         Err(code) => return code,
     };
-    let cal = match crate::cost::lookup(target)
-        .and_then(|t| crate::cost::calibration_for(t, calibration))
-    {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
+    let cal =
+        match crate::cost::lookup(target).and_then(|t| crate::cost::chosen_calibration(t, table)) {
+            Ok(c) => c,
+            Err(code) => return code,
+        };
     let ms: Vec<(String, Measurement)> = match read_measurements(paths) {
         Ok(ms) => ms
             .into_iter()
@@ -385,7 +384,7 @@ pub fn cmd_accuracy(
             .collect(),
         Err(code) => return code,
     };
-    match accuracy::accuracy(&f, &ms, target, &cal) {
+    match accuracy::accuracy(&f, &ms, target, cal.as_ref()) {
         Ok(a) => {
             let mut breakdowns = Vec::new();
             for dim in by {

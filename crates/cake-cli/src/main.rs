@@ -157,9 +157,13 @@ enum FamilyCommand {
         /// The target the measurements ran on
         #[arg(long, default_value = "sm_90a")]
         target: String,
-        /// A calibration table (default: the target's committed table)
+        /// A calibration table (default: each measurement takes the committed table of the GPU
+        /// it ran on, or the target's default where no table was measured on that card)
         #[arg(long)]
         calibration: Option<PathBuf>,
+        /// Predict every measurement with the committed table of this GPU (a card, `H100`)
+        #[arg(long, conflicts_with = "calibration")]
+        gpu: Option<String>,
         /// How many of the worst predictions to list
         #[arg(long, default_value_t = 8)]
         worst: usize,
@@ -258,6 +262,10 @@ enum Command {
         /// The cost model's calibration table (default: the target's committed table).
         #[arg(long)]
         calibration: Option<PathBuf>,
+        /// The GPU the hints are for: a card (`H100`) or the driver's name of a device, whose
+        /// committed table the cost model takes (default: the target's default table).
+        #[arg(long, conflicts_with = "calibration")]
+        gpu: Option<String>,
         /// SARIF: the directory file URIs are relative to (`uriBaseId` SRCROOT; default: the
         /// current directory). Files outside it get absolute `file://` URIs.
         #[arg(long)]
@@ -278,6 +286,11 @@ enum Command {
         /// A calibration table (default: the target's committed table).
         #[arg(long)]
         calibration: Option<PathBuf>,
+        /// The GPU to estimate for: a card (`H100`) or the driver's name of a device, whose
+        /// committed table the model takes (default: the target's default table;
+        /// docs/cost-model.md lists them).
+        #[arg(long, conflicts_with = "calibration")]
+        gpu: Option<String>,
         /// Only this kernel of the file (default: every kernel).
         #[arg(long)]
         kernel: Option<String>,
@@ -457,6 +470,7 @@ fn main() -> ExitCode {
             color,
             shape,
             calibration,
+            gpu,
             srcroot,
             rules_url,
         } => cmd_check(
@@ -469,6 +483,7 @@ fn main() -> ExitCode {
                 color,
                 shape: shape.as_deref(),
                 calibration: calibration.as_deref(),
+                gpu: gpu.as_deref(),
                 srcroot: srcroot.as_deref(),
                 rules_url,
             },
@@ -478,13 +493,17 @@ fn main() -> ExitCode {
             target,
             shape,
             calibration,
+            gpu,
             kernel,
             format,
         } => cost::cmd_cost(
             &file,
             &target,
             &shape,
-            calibration.as_deref(),
+            cost::TableFlags {
+                calibration: calibration.as_deref(),
+                gpu: gpu.as_deref(),
+            },
             kernel.as_deref(),
             format == DocFormat::Json,
         ),
@@ -621,6 +640,7 @@ fn main() -> ExitCode {
             measurement,
             target,
             calibration,
+            gpu,
             worst,
             by,
             format,
@@ -628,7 +648,10 @@ fn main() -> ExitCode {
             &file,
             &measurement,
             &target,
-            calibration.as_deref(),
+            cost::TableFlags {
+                calibration: calibration.as_deref(),
+                gpu: gpu.as_deref(),
+            },
             worst,
             &by,
             format == DocFormat::Json,
@@ -757,6 +780,7 @@ struct CheckFlags<'a> {
     color: Option<bool>,
     shape: Option<&'a str>,
     calibration: Option<&'a Path>,
+    gpu: Option<&'a str>,
     srcroot: Option<&'a Path>,
     rules_url: String,
 }
@@ -770,6 +794,7 @@ fn cmd_check(files: &[PathBuf], flags: CheckFlags) -> ExitCode {
         color,
         shape,
         calibration,
+        gpu,
         srcroot,
         rules_url,
     } = flags;
@@ -810,10 +835,15 @@ fn cmd_check(files: &[PathBuf], flags: CheckFlags) -> ExitCode {
         let mut findings = std::mem::take(&mut checked.findings);
         if let Some(shape) = &shape {
             if !findings.iter().any(|f| f.is_error()) {
-                match cake_driver::cost_findings(&checked, target, shape, calibration.as_ref()) {
+                match cake_driver::cost_findings(&checked, target, shape, calibration.as_ref(), gpu)
+                {
                     Ok(extra) => {
                         findings.extend(extra);
                         findings.sort_by_key(|f| (f.span.start, f.code));
+                    }
+                    Err(e @ cake_cost::CostError::NoCalibrationForGpu { .. }) => {
+                        eprintln!("error: --gpu: {e}");
+                        return ExitCode::from(1);
                     }
                     Err(e) => {
                         eprintln!("error: --shape: {e}");

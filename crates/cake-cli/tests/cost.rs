@@ -311,3 +311,110 @@ fn family_accuracy_sets_committed_timings_against_the_model() {
         text(&o)
     );
 }
+
+/// `--gpu` picks the committed table measured on that card; a card without one is refused with
+/// the cards that have one, and `--gpu` with `--calibration` is a usage error.
+#[test]
+fn cost_takes_the_table_of_the_gpu_asked_for() {
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "cost",
+            "examples/rmsnorm_sm90.py",
+            "--target",
+            "sm_90a",
+            "--shape",
+            "R=32768",
+            "--format",
+            "json",
+        ];
+        args.extend_from_slice(extra);
+        cake(&args)
+    };
+    let time = |o: &Output| -> (f64, String) {
+        assert_eq!(o.status.code(), Some(0), "{}", text(o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let e = &v["estimates"][0];
+        (
+            e["time_us"].as_f64().unwrap(),
+            e["calibration"]["gpu"].as_str().unwrap().to_string(),
+        )
+    };
+    let (default, default_gpu) = time(&run(&[]));
+    let (h200, h200_gpu) = time(&run(&["--gpu", "H200"]));
+    let (h100, h100_gpu) = time(&run(&["--gpu", "NVIDIA H100 80GB HBM3"]));
+    assert_eq!(default_gpu, "NVIDIA H200");
+    assert_eq!((h200, h200_gpu.as_str()), (default, "NVIDIA H200"));
+    assert!(h100_gpu.contains("H100"), "{h100_gpu}");
+    // A memory-bound kernel: the H100's DRAM is about three quarters of the H200's.
+    assert!(h100 > default * 1.2, "H100 {h100} µs, H200 {default} µs");
+
+    let o = run(&["--gpu", "A100"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        text(&o).contains("no calibration table of sm_90a was measured on `A100`")
+            && text(&o).contains("its tables are for H200, H100"),
+        "{}",
+        text(&o)
+    );
+    let o = run(&[
+        "--gpu",
+        "H100",
+        "--calibration",
+        "crates/cake-cost/calibration/sm_90a.toml",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("cannot be used with"), "{}", text(&o));
+
+    // `cake check --shape` takes it too: the hints are for that card's table.
+    let o = cake(&[
+        "check",
+        "examples/rmsnorm_sm90.py",
+        "--shape",
+        "R=32768",
+        "--gpu",
+        "A100",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("error: --gpu:"), "{}", text(&o));
+    let o = cake(&[
+        "check",
+        "examples/rmsnorm_sm90.py",
+        "--shape",
+        "R=32768",
+        "--gpu",
+        "H100",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+}
+
+/// `cake family accuracy` predicts each measurement with the table of the GPU it ran on: an
+/// H100 run of the tinygemm table with the H100's, an H200 run with the H200's.
+#[test]
+fn family_accuracy_takes_each_measurements_own_gpu() {
+    let fam = "kernels/tinygemm/tinygemm.family.toml";
+    let h100 = "bench/results/2026-12-07-clusters/c10/shipped/measurement.json";
+    let h200 = "bench/results/2026-12-06-grid/c6/shipped/measurement.json";
+    let bias = |args: &[&str]| -> (f64, String) {
+        let mut all = vec!["family", "accuracy", fam];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["--format", "json"]);
+        let o = cake(&all);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        (
+            doc["overall"]["bias"].as_f64().unwrap(),
+            doc["calibration"].as_str().unwrap().to_string(),
+        )
+    };
+    let (own, table) = bias(&[h100]);
+    assert!(table.starts_with("NVIDIA H100"), "{table}");
+    let (h200_table, _) = bias(&[h100, "--gpu", "H200"]);
+    // The H200's table predicts the H100 about a quarter fast; its own within 10 %.
+    assert!((0.9..1.1).contains(&own), "{own}");
+    assert!(h200_table < 0.85, "{h200_table}");
+    let (_, both) = bias(&[h100, h200]);
+    assert!(
+        both.contains("H100") && both.contains("NVIDIA H200"),
+        "{both}"
+    );
+}

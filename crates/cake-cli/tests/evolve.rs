@@ -134,6 +134,17 @@ fn usage_errors_exit_2() {
             "command",
             "--model-only",
         ],
+        vec![
+            "tune",
+            CONTRACT,
+            "--seed",
+            SEED,
+            "--budget",
+            "wall=1s",
+            "--model-only",
+            "--gpu",
+            "A100",
+        ],
         vec!["report", "/no/such/run"],
         vec!["distill", "/no/such/run"],
         vec!["distill", "--gate", "/no/such/distilled"],
@@ -346,4 +357,41 @@ fn resume_keeps_the_stored_command_proposer() {
     let rep = report_json(&run);
     assert_eq!(rep["counts"]["candidates"].as_u64().unwrap(), first + 1);
     let _ = std::fs::remove_dir_all(&run);
+}
+
+/// `--gpu` ranks with the table measured on that card: the seed schedule's prediction is the
+/// H100 table's, not the default (H200) table's.
+#[test]
+fn tune_ranks_for_the_gpu_asked_for() {
+    let seed_prediction = |gpu: &[&str], name: &str| -> f64 {
+        let run = tempdir(name);
+        let r = run.to_str().unwrap();
+        let mut args = vec![
+            "tune",
+            CONTRACT,
+            "--seed",
+            SEED,
+            "--budget",
+            "wall=0.001s",
+            "--model-only",
+            "--run",
+            r,
+        ];
+        args.extend_from_slice(gpu);
+        let o = cake(&args, &[]);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let rep = report_json(&run);
+        let _ = std::fs::remove_dir_all(&run);
+        rep["trajectory"][0]["predicted_us"].as_f64().unwrap()
+    };
+    let default = seed_prediction(&[], "gpu-default");
+    let h200 = seed_prediction(&["--gpu", "H200"], "gpu-h200");
+    let h100 = seed_prediction(&["--gpu", "H100"], "gpu-h100");
+    assert_eq!(default, h200);
+    assert_ne!(default, h100);
 }

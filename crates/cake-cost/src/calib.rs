@@ -125,9 +125,13 @@ const LATER_PARAMS: &[&str] = &[
 ];
 
 const SM_90A: &str = include_str!("../calibration/sm_90a.toml");
+const SM_90A_H100: &str = include_str!("../calibration/sm_90a-h100.toml");
 
-/// The built-in tables, by target name.
-const BUILTIN: &[(&str, &str)] = &[("sm_90a", SM_90A)];
+/// The built-in tables, by target name. One target covers cards that differ in DRAM bandwidth,
+/// L2 and clocks, so a target may have a table per card: its first is its default (what an
+/// estimate uses when the GPU is not known), the others are chosen by the GPU's name
+/// ([`Calibration::builtin_for`]).
+const BUILTIN: &[(&str, &str)] = &[("sm_90a", SM_90A), ("sm_90a", SM_90A_H100)];
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Meta {
@@ -225,15 +229,93 @@ fn check_param(section: &str, name: &str, p: &Param) -> Result<(), CostError> {
     Ok(())
 }
 
+impl Meta {
+    /// The card the table was measured on: the first word of `gpu` that holds a digit (`H100`
+    /// of "NVIDIA H100 80GB HBM3", `H200` of "NVIDIA H200"); `None` for a table whose GPU is not
+    /// named that way.
+    pub fn card(&self) -> Option<&str> {
+        self.gpu
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .find(|w| w.chars().any(|c| c.is_ascii_digit()))
+    }
+
+    /// Whether the table was measured on the GPU named `gpu`: a card word (`H100`) or the
+    /// driver's name of a device ("NVIDIA H100 80GB HBM3"), whose words hold the table's card.
+    pub fn serves(&self, gpu: &str) -> bool {
+        self.card()
+            .is_some_and(|card| cake_target::card_is(card, gpu))
+    }
+}
+
 impl Calibration {
-    /// The committed table of `target`; `CostError::NoCalibration` when there is none.
+    /// The committed default table of `target` (its first); `CostError::NoCalibration` when
+    /// there is none.
     pub fn builtin(target: &cake_target::Target) -> Result<Calibration, CostError> {
         match BUILTIN.iter().find(|(t, _)| *t == target.name) {
             Some((_, text)) => Calibration::from_toml(text),
             None => Err(CostError::NoCalibration {
                 target: target.name.to_string(),
-                available: BUILTIN.iter().map(|(t, _)| t.to_string()).collect(),
+                available: {
+                    let mut targets: Vec<String> =
+                        BUILTIN.iter().map(|(t, _)| t.to_string()).collect();
+                    targets.dedup();
+                    targets
+                },
             }),
+        }
+    }
+
+    /// The cards of every committed table, in table order (a target's default first).
+    pub fn builtin_cards() -> Vec<String> {
+        BUILTIN
+            .iter()
+            .filter_map(|(_, text)| Calibration::from_toml(text).ok())
+            .filter_map(|c| c.meta.card().map(str::to_string))
+            .collect()
+    }
+
+    /// Every committed table of `target`, its default first (empty: none).
+    pub fn builtin_tables(target: &cake_target::Target) -> Result<Vec<Calibration>, CostError> {
+        BUILTIN
+            .iter()
+            .filter(|(t, _)| *t == target.name)
+            .map(|(_, text)| Calibration::from_toml(text))
+            .collect()
+    }
+
+    /// The committed table of `target` measured on the GPU named `gpu` (a card word such as
+    /// `H100`, or the driver's name of a device). `CostError::NoCalibrationForGpu` names the
+    /// cards that have one when none does; `CostError::NoCalibration` when the target has none.
+    pub fn builtin_for(target: &cake_target::Target, gpu: &str) -> Result<Calibration, CostError> {
+        let tables = Calibration::builtin_tables(target)?;
+        if tables.is_empty() {
+            return Calibration::builtin(target);
+        }
+        let cards = tables
+            .iter()
+            .map(|t| t.meta.card().unwrap_or(&t.meta.gpu).to_string())
+            .collect();
+        tables
+            .into_iter()
+            .find(|t| t.meta.serves(gpu))
+            .ok_or_else(|| CostError::NoCalibrationForGpu {
+                target: target.name.to_string(),
+                gpu: gpu.to_string(),
+                cards,
+            })
+    }
+
+    /// The table for a run on the GPU named `gpu` where one was measured on that card, else the
+    /// target's default: what an estimate uses when it knows the device it runs on (a bench run,
+    /// a measurement) but must not fail for a card nobody calibrated. The table's `meta.gpu`
+    /// says which it is.
+    pub fn builtin_for_device(
+        target: &cake_target::Target,
+        gpu: Option<&str>,
+    ) -> Result<Calibration, CostError> {
+        match gpu.map(|g| Calibration::builtin_for(target, g)) {
+            Some(Ok(table)) => Ok(table),
+            _ => Calibration::builtin(target),
         }
     }
 

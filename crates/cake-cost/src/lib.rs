@@ -31,6 +31,13 @@ pub enum CostError {
         target: String,
         available: Vec<String>,
     },
+    /// The target has calibration tables, but none measured on the GPU asked for.
+    NoCalibrationForGpu {
+        target: String,
+        gpu: String,
+        /// The cards of the target's tables, its default first.
+        cards: Vec<String>,
+    },
     /// A calibration table for another target was given.
     WrongCalibration { target: String, table: String },
     /// A calibration table that does not parse or lacks a parameter.
@@ -61,6 +68,13 @@ impl std::fmt::Display for CostError {
                  {target}` on such a GPU makes one)",
                 cake_diag::catalog::coverage::NO_CALIBRATION.code,
                 available.join(", ")
+            ),
+            CostError::NoCalibrationForGpu { target, gpu, cards } => write!(
+                f,
+                "no calibration table of {target} was measured on `{gpu}`: its tables are for {} \
+                 (the first is the default); `cake calibrate --target {target}` on that GPU \
+                 makes one, and `--calibration FILE` uses it",
+                cards.join(", ")
             ),
             CostError::WrongCalibration { target, table } => write!(
                 f,

@@ -257,6 +257,8 @@ fn uncalibrated_target_declines() {
     assert_eq!(err.code(), Some("CAKE-V003"));
     let msg = err.to_string();
     assert!(msg.contains("no calibration for sm_100a"), "{msg}");
+    // The calibrated targets, each named once however many cards it has tables for.
+    assert!(msg.contains("(calibrated: sm_90a;"), "{msg}");
     // Another target's table is never used.
     let cal = Calibration::builtin(sm90()).unwrap();
     let k = kernel("examples/gemm_sm90.py");
@@ -1377,4 +1379,73 @@ fn a_role_alone_on_its_pipeline_has_in_flight_what_it_issues_early() {
         "{:?}",
         one.hints
     );
+}
+
+/// A target's tables, one per card: the first is the default, the others are chosen by the
+/// GPU's name (a card word or the driver's name of the device), and a card without one is
+/// refused by name unless the caller asked for the nearest table.
+#[test]
+fn tables_are_chosen_by_the_gpu_they_were_measured_on() {
+    let tables = Calibration::builtin_tables(sm90()).unwrap();
+    let cards: Vec<_> = tables.iter().map(|t| t.meta.card().unwrap()).collect();
+    assert_eq!(cards, ["H200", "H100"]);
+    assert_eq!(Calibration::builtin(sm90()).unwrap(), tables[0]);
+    assert_eq!(Calibration::builtin_cards(), ["H200", "H100"]);
+    for (asked, card) in [
+        ("H100", "H100"),
+        ("h100", "H100"),
+        ("NVIDIA H100 80GB HBM3", "H100"),
+        ("NVIDIA H200", "H200"),
+    ] {
+        let t = Calibration::builtin_for(sm90(), asked).unwrap();
+        assert_eq!(t.meta.card(), Some(card), "{asked}");
+        assert_eq!(t.meta.target, "sm_90a");
+    }
+    // Not a word of the name: GH200 is not an H200, H10 not an H100.
+    for asked in ["A100", "NVIDIA GH200 480GB", "H10", ""] {
+        let e = Calibration::builtin_for(sm90(), asked).unwrap_err();
+        assert!(
+            matches!(e, CostError::NoCalibrationForGpu { .. }),
+            "{asked}: {e}"
+        );
+        assert!(
+            e.to_string().contains("its tables are for H200, H100"),
+            "{e}"
+        );
+        // A run on that device still gets an estimate: the target's default table.
+        let t = Calibration::builtin_for_device(sm90(), Some(asked)).unwrap();
+        assert_eq!(t, tables[0]);
+    }
+    assert_eq!(
+        Calibration::builtin_for_device(sm90(), None).unwrap(),
+        tables[0]
+    );
+    // A target without tables has none for any card.
+    let sm100 = cake_target::lookup("sm_100a").unwrap();
+    let e = Calibration::builtin_for(sm100, "B200").unwrap_err();
+    assert!(matches!(e, CostError::NoCalibration { .. }), "{e}");
+    assert!(Calibration::builtin_tables(sm100).unwrap().is_empty());
+}
+
+/// The H100's table against the H200's: a memory-bound kernel is predicted slower in about the
+/// ratio of the measured DRAM rates; a compute-bound GEMM within a few percent.
+#[test]
+fn the_h100_table_predicts_memory_bound_kernels_slower() {
+    let h200 = Calibration::builtin_for(sm90(), "H200").unwrap();
+    let h100 = Calibration::builtin_for(sm90(), "H100").unwrap();
+    let dram = h200.get("dram_gbps") / h100.get("dram_gbps");
+    assert!((1.2..1.5).contains(&dram), "{dram}");
+    let rows = kernel("examples/rmsnorm_sm90.py");
+    let shape = parse_shape("R=32768").unwrap();
+    let slower = estimate(&rows, sm90(), &shape, &h100).unwrap().time_us
+        / estimate(&rows, sm90(), &shape, &h200).unwrap().time_us;
+    assert!(
+        (1.15..dram * 1.1).contains(&slower),
+        "{slower} against {dram}"
+    );
+    let gemm = kernel("examples/gemm_sm90.py");
+    let shape = parse_shape("M=4096,N=4096,K=4096").unwrap();
+    let ratio = estimate(&gemm, sm90(), &shape, &h100).unwrap().time_us
+        / estimate(&gemm, sm90(), &shape, &h200).unwrap().time_us;
+    assert!((0.9..1.1).contains(&ratio), "{ratio}");
 }

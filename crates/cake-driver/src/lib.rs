@@ -213,12 +213,15 @@ fn verify_session(kernels: &[Kernel], target: Option<&str>) -> Session {
 /// The cost model's hints for every kernel of a checked file at `shape`, as performance
 /// findings, for `target` or each target a kernel declares. A target without calibration gets
 /// one `CAKE-V003` note per kernel instead. `calibration` (default: the target's committed
-/// table) applies to the targets it was made for. Shape errors are returned, not reported.
+/// table measured on `gpu`'s card, else its default table) applies to the targets it was made
+/// for. Shape errors, and a `gpu` none of a target's tables was measured on, are returned, not
+/// reported.
 pub fn cost_findings(
     checked: &Checked,
     target: Option<&str>,
     shape: &std::collections::BTreeMap<String, i64>,
     calibration: Option<&cake_cost::Calibration>,
+    gpu: Option<&str>,
 ) -> Result<Vec<Finding>, cake_cost::CostError> {
     let mut out = Vec::new();
     for (ki, k) in checked.kernels.iter().enumerate() {
@@ -232,7 +235,10 @@ pub fn cost_findings(
             };
             let cal = match calibration.filter(|c| c.meta.target == t.name) {
                 Some(c) => c.clone(),
-                None => match cake_cost::Calibration::builtin(t) {
+                None => match gpu.map_or_else(
+                    || cake_cost::Calibration::builtin(t),
+                    |g| cake_cost::Calibration::builtin_for(t, g),
+                ) {
                     Ok(c) => c,
                     Err(e @ cake_cost::CostError::NoCalibration { .. }) => {
                         out.push(Finding::new(

@@ -260,8 +260,9 @@ struct Prepared {
     kernel: Option<cake_ir::Kernel>,
 }
 
-/// The cost model's estimate at every bench shape, with the target's committed calibration:
-/// the evidence record's `cost_estimate`, and per shape what the timing compares against. Bench
+/// The cost model's estimate at every bench shape, with the target's committed calibration
+/// measured on the worker's GPU (`gpu`; the target's default table where none was): the
+/// evidence record's `cost_estimate`, and per shape what the timing compares against. Bench
 /// shape `i` is estimated with `kernels[of_shape[i]]` (its specialization's schedule, or why
 /// there is none). A target without calibration gives `{"error": "CAKE-V003 ..."}`.
 fn cost_estimates(
@@ -269,6 +270,7 @@ fn cost_estimates(
     kernels: &[Result<&cake_ir::Kernel, String>],
     of_shape: &[usize],
     target: &str,
+    gpu: Option<&str>,
 ) -> (Value, Vec<Option<cake_cost::Estimate>>) {
     let shapes = c.shape_set("bench");
     let Ok(t) = cake_target::lookup(target) else {
@@ -277,7 +279,7 @@ fn cost_estimates(
             vec![None; shapes.len()],
         );
     };
-    let cal = match cake_cost::Calibration::builtin(t) {
+    let cal = match cake_cost::Calibration::builtin_for_device(t, gpu) {
         Ok(cal) => cal,
         Err(e) => return (json!({"error": e.to_string()}), vec![None; shapes.len()]),
     };
@@ -1062,7 +1064,7 @@ pub fn run(
                 })
             })
             .collect();
-        let (doc, est) = cost_estimates(c, &kernels, &bench_of, &target);
+        let (doc, est) = cost_estimates(c, &kernels, &bench_of, &target, env["gpu"].as_str());
         (Some(doc), est)
     };
     let callables: Vec<&str> = bench_of
@@ -1736,6 +1738,33 @@ mod tests {
         assert_eq!(unique.len(), seeds.len());
         assert!(seeds.iter().all(|s| *s < (1 << 53)));
         assert_eq!(check_seed(42, 7), check_seed(42, 7));
+    }
+
+    /// A bench run's estimates use the table measured on the worker's GPU where there is one,
+    /// else the target's default.
+    #[test]
+    fn estimates_take_the_table_of_the_workers_gpu() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let c = Contract::load(&root.join("kernels/gemm/gemm.contract.toml")).expect("contract");
+        let src = include_str!("../../../examples/gemm_sm90.py");
+        let checked = cake_driver::check("gemm_sm90.py", src.as_bytes(), None);
+        let kernels = [Ok(&checked.kernels[0])];
+        let of_shape = vec![0; c.shape_set("bench").len()];
+        let table_of = |gpu| {
+            let (doc, est) = cost_estimates(&c, &kernels, &of_shape, "sm_90a", gpu);
+            assert!(est.iter().all(Option::is_some), "{doc}");
+            doc["estimates"][0]["calibration"]["gpu"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        };
+        assert_eq!(
+            table_of(Some("NVIDIA H100 80GB HBM3")),
+            "NVIDIA H100 80GB HBM3"
+        );
+        assert_eq!(table_of(Some("NVIDIA H200")), "NVIDIA H200");
+        assert_eq!(table_of(Some("NVIDIA A100-SXM4-80GB")), "NVIDIA H200");
+        assert_eq!(table_of(None), "NVIDIA H200");
     }
 
     /// An older target on a newer GPU is refused unless its PTX is embedded, and an `a` target

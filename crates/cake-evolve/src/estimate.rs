@@ -27,14 +27,26 @@ pub trait Estimator {
     }
 }
 
-/// The cost model with the calibration built into Cake for each target. A target without one
+/// The cost model with the calibration built into Cake for each target: the table measured on
+/// the GPU the run is for where there is one, else the target's default. A target without one
 /// gets no prediction (the run then evaluates candidates unranked), never another target's.
 #[derive(Default)]
 pub struct CostModel {
+    /// The GPU the run ranks for (a card such as `H100`, or a device's name); `None`: the
+    /// targets' default tables.
+    gpu: Option<String>,
     tables: std::cell::RefCell<BTreeMap<&'static str, Option<cake_cost::Calibration>>>,
 }
 
 impl CostModel {
+    /// The model with the tables measured on `gpu` where a target has one.
+    pub fn for_gpu(gpu: Option<String>) -> CostModel {
+        CostModel {
+            gpu,
+            ..CostModel::default()
+        }
+    }
+
     fn estimate(
         &self,
         kernel: &Kernel,
@@ -42,9 +54,9 @@ impl CostModel {
         shape: &BTreeMap<String, i64>,
     ) -> Option<cake_cost::Estimate> {
         let mut tables = self.tables.borrow_mut();
-        let table = tables
-            .entry(target.name)
-            .or_insert_with(|| cake_cost::Calibration::builtin(target).ok());
+        let table = tables.entry(target.name).or_insert_with(|| {
+            cake_cost::Calibration::builtin_for_device(target, self.gpu.as_deref()).ok()
+        });
         cake_cost::estimate(kernel, target, shape, table.as_ref()?).ok()
     }
 }

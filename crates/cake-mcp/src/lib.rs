@@ -127,6 +127,11 @@ pub struct CheckInput {
     /// as performance findings (CAKE-P003..P007), as `cake check --shape` does.
     #[serde(default)]
     pub shape: Option<String>,
+    /// The GPU those hints are for: a card (`H100`) or the driver's name of a device, whose
+    /// committed calibration table the cost model takes, as `cake check --gpu` does (default:
+    /// the target's default table).
+    #[serde(default)]
+    pub gpu: Option<String>,
 }
 
 /// A finding code to explain.
@@ -173,6 +178,11 @@ pub struct CostInput {
     pub target: String,
     /// Every symbolic dimension of the kernel, e.g. `M=4096,N=7168,K=4096`.
     pub shape: String,
+    /// The GPU to estimate for: a card (`H100`) or the driver's name of a device, whose
+    /// committed calibration table the model takes, as `cake cost --gpu` does (default: the
+    /// target's default table; sm_90a has the H200's, its default, and the H100's).
+    #[serde(default)]
+    pub gpu: Option<String>,
 }
 
 /// The cost model's estimates, one per kernel of the file.
@@ -536,8 +546,17 @@ fn do_check(input: CheckInput, policy: &Policy) -> Result<CheckOutput, String> {
     if let Some(shape) = &input.shape {
         let shape = cake_cost::parse_shape(shape).map_err(|e| format!("shape: {e}"))?;
         if !findings.iter().any(|f| f.is_error()) {
-            let extra = cake_driver::cost_findings(&checked, input.target.as_deref(), &shape, None)
-                .map_err(|e| format!("shape: {e}"))?;
+            let extra = cake_driver::cost_findings(
+                &checked,
+                input.target.as_deref(),
+                &shape,
+                None,
+                input.gpu.as_deref(),
+            )
+            .map_err(|e| match e {
+                cake_cost::CostError::NoCalibrationForGpu { .. } => format!("gpu: {e}"),
+                e => format!("shape: {e}"),
+            })?;
             findings.extend(extra);
             findings.sort_by_key(|f| (f.span.start, f.code));
         }
@@ -665,7 +684,11 @@ fn do_cost(input: CostInput, policy: &Policy) -> Result<CostOutput, String> {
     known_target(&input.target)?;
     let target = cake_target::lookup(&input.target).map_err(|e| e.to_string())?;
     let shape = cake_cost::parse_shape(&input.shape).map_err(|e| format!("shape: {e}"))?;
-    let calibration = cake_cost::Calibration::builtin(target).map_err(|e| e.to_string())?;
+    let calibration = match &input.gpu {
+        Some(gpu) => cake_cost::Calibration::builtin_for(target, gpu),
+        None => cake_cost::Calibration::builtin(target),
+    }
+    .map_err(|e| e.to_string())?;
     let checked = cake_driver::check(&name, &bytes, Some(&input.target));
     if checked.has_errors() {
         return Err(format!(

@@ -181,6 +181,29 @@ async fn cost_estimates_a_schedule_and_declines_an_uncalibrated_target() {
         out["report"].as_str().unwrap().contains("gemm on sm_90a"),
         "{out:#}"
     );
+    // `gpu` takes the table measured on that card; one without a table is refused by name.
+    let r = call(
+        &client,
+        "cost",
+        json!({"path": at_root("examples/gemm_sm90.py"), "target": "sm_90a",
+               "shape": "M=4096,N=7168,K=4096", "gpu": "H100"}),
+    )
+    .await;
+    let out = structured(&r);
+    let gpu = out["estimates"][0]["calibration"]["gpu"].as_str().unwrap();
+    assert!(gpu.contains("H100"), "{out:#}");
+    let r = call(
+        &client,
+        "cost",
+        json!({"path": at_root("examples/gemm_sm90.py"), "target": "sm_90a",
+               "shape": "M=4096,N=7168,K=4096", "gpu": "A100"}),
+    )
+    .await;
+    assert!(
+        is_error(&r) && text(&r).contains("was measured on `A100`"),
+        "{}",
+        text(&r)
+    );
     // sm_100a lowers but has no calibration: a clear refusal, not sm_90a's numbers.
     let r = call(
         &client,
@@ -224,6 +247,18 @@ async fn check_with_a_shape_reports_the_cost_models_hints() {
     .await;
     assert!(
         is_error(&r) && text(&r).contains("is not an integer"),
+        "{}",
+        text(&r)
+    );
+    let r = call(
+        &client,
+        "check",
+        json!({"path": at_root("tests/cost/P004_tail_wave.py"), "target": "sm_90a",
+               "shape": "M=1024,N=4352,K=4096", "gpu": "A100"}),
+    )
+    .await;
+    assert!(
+        is_error(&r) && text(&r).contains("gpu: no calibration table of sm_90a"),
         "{}",
         text(&r)
     );

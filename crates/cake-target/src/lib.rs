@@ -10,6 +10,7 @@
 //! architecture: a missing feature is an error that names the targets that have it
 //! ([`require`]).
 
+mod card;
 mod dtype;
 mod feature;
 mod mma;
@@ -17,6 +18,7 @@ mod peak;
 mod render;
 mod target;
 
+pub use card::{card_is, is_card_word};
 pub use dtype::{f32_to_bf16_bits, DType, UnknownDType};
 pub use feature::Feature;
 pub use mma::{

@@ -106,7 +106,7 @@ pub struct Unpredicted {
 pub struct Accuracy {
     pub family: String,
     pub target: String,
-    /// The calibration table's GPU and date.
+    /// The calibration tables' GPUs and dates, in the order the measurements used them.
     pub calibration: String,
     /// Where the measurements came from (shard, seed), in the order given.
     pub measurements: Vec<String>,
@@ -125,25 +125,37 @@ type RouteBuild = (usize, Vec<(String, i64)>);
 /// name in `family`: give the candidates file for every-route measurements, the table for
 /// dispatched ones). A timing of a callable the family does not have is an error: the
 /// measurement belongs to another file.
+///
+/// `cal` is the table every measurement is predicted with; without one, each measurement takes
+/// the committed table of the GPU it ran on (`environment.gpu`), or the target's default where
+/// no table was measured on that card.
 pub fn accuracy(
     family: &Family,
     measurements: &[(String, Measurement)],
     target: &str,
-    cal: &Calibration,
+    cal: Option<&Calibration>,
 ) -> Result<Accuracy, String> {
     let t = cake_target::lookup(target).map_err(|e| e.to_string())?;
-    if cal.meta.target != target {
+    if let Some(cal) = cal.filter(|c| c.meta.target != target) {
         return Err(format!(
             "the calibration table is for {}, not {target}",
             cal.meta.target
         ));
     }
+    let tables: Vec<Calibration> = measurements
+        .iter()
+        .map(|(_, m)| match cal {
+            Some(cal) => Ok(cal.clone()),
+            None => Calibration::builtin_for_device(t, m.gpu()),
+        })
+        .collect::<Result<_, _>>()
+        .map_err(|e| e.to_string())?;
     let mut kernels: BTreeMap<RouteBuild, Result<cake_ir::Kernel, String>> = BTreeMap::new();
     let mut points = Vec::new();
     let mut unpredicted: Vec<Unpredicted> = Vec::new();
     // Per measurement shape: the indices of its points (for the route choices).
     let mut groups: Vec<Vec<usize>> = Vec::new();
-    for (label, m) in measurements {
+    for ((label, m), cal) in measurements.iter().zip(&tables) {
         if m.family != family.name {
             return Err(format!(
                 "{label} measures family `{}`, not `{}`",
@@ -229,7 +241,16 @@ pub fn accuracy(
     Ok(Accuracy {
         family: family.name.clone(),
         target: target.to_string(),
-        calibration: format!("{} {}", cal.meta.gpu, cal.meta.date),
+        calibration: {
+            let mut used: Vec<String> = Vec::new();
+            for c in &tables {
+                let table = format!("{} {}", c.meta.gpu, c.meta.date);
+                if !used.contains(&table) {
+                    used.push(table);
+                }
+            }
+            used.join(" and ")
+        },
         measurements: measurements
             .iter()
             .map(|(label, m)| format!("{label} ({} seed {})", m.shard, m.seed))

@@ -11,6 +11,7 @@ pub mod measure;
 pub mod report;
 
 use crate::contract::{line_col_of, resolve_function, Contract, ContractError, Errors, Shape};
+pub use cake_target::{card_is, is_card_word};
 use indexmap::IndexMap;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
@@ -179,18 +180,6 @@ impl Route {
     pub fn serves(&self, gpu: Option<&str>) -> bool {
         self.cards.is_empty() || gpu.is_some_and(|g| self.cards.iter().any(|c| card_is(c, g)))
     }
-}
-
-/// Whether `card` can name a GPU: one word of letters and digits (`H100`), as `card_is` matches.
-pub fn is_card_word(card: &str) -> bool {
-    !card.is_empty() && card.chars().all(|c| c.is_ascii_alphanumeric())
-}
-
-/// Whether `card` is one of the words of the GPU's name `gpu` (case aside): `H100` is
-/// "NVIDIA H100 80GB HBM3" and "NVIDIA H100 NVL", and not "NVIDIA GH200 480GB".
-pub fn card_is(card: &str, gpu: &str) -> bool {
-    gpu.split(|c: char| !c.is_ascii_alphanumeric())
-        .any(|word| word.eq_ignore_ascii_case(card))
 }
 
 #[derive(Clone, Debug)]
