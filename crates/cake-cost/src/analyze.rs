@@ -6,8 +6,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use cake_ir::{
-    BinOp, ExprId, ExprKind, Kernel, LoopId, LoopKind, Op, Operand, PipelineId, ReduceOp, RoleId,
-    RoleUnit, Stmt, Ty, UnOp, ViewRef,
+    BinOp, CmpOp, ExprId, ExprKind, Kernel, LoopId, LoopKind, Op, Operand, PipelineId, ReduceOp,
+    RoleId, RoleUnit, Stmt, Ty, UnOp, ViewRef,
 };
 
 /// Work of one role in one place (one loop iteration, or once per tile).
@@ -211,6 +211,7 @@ pub fn analyze(k: &Kernel, shape: &BTreeMap<String, i64>) -> Analysis {
         row_context: false,
         red_layout: BTreeMap::new(),
         stream_stop: k.stream_k().map(|(steps, _, stop)| (steps, stop)),
+        open_loops: Vec::new(),
     };
     let mut tiles = None;
     let mut roles: Vec<RoleWork> = Vec::new();
@@ -367,29 +368,57 @@ struct Analyzer<'a> {
     red_layout: BTreeMap<usize, (usize, f64)>,
     /// A stream-K tile loop's steps per tile and the axis of a run's stop step.
     stream_stop: Option<(ExprId, usize)>,
+    /// The run-time range loops around the statement being analysed, outermost first.
+    open_loops: Vec<LoopId>,
+}
+
+/// Values of an index expression's run-time names: tile coordinates by axis, loop variables and
+/// replica indices; a name not given reads 0.
+#[derive(Clone, Copy, Default)]
+struct At<'a> {
+    tile: &'a [(usize, i64)],
+    loop_var: Option<(LoopId, i64)>,
+    role_index: Option<(RoleId, i64)>,
 }
 
 impl Analyzer<'_> {
     /// The value of an index expression at this shape; loop variables, tile coordinates and
     /// `role.index` read 0 (trip counts that depend on them are the first tile's).
     fn eval(&self, e: ExprId) -> Option<i64> {
-        self.eval_at(e, &[])
+        self.eval_in(e, At::default())
     }
 
     /// As `eval`, with the tile coordinates of `tile` ((axis, value) pairs) set.
     fn eval_at(&self, e: ExprId, tile: &[(usize, i64)]) -> Option<i64> {
+        self.eval_in(
+            e,
+            At {
+                tile,
+                ..At::default()
+            },
+        )
+    }
+
+    /// As `eval`, with the names `at` gives set.
+    fn eval_in(&self, e: ExprId, at: At) -> Option<i64> {
         let k = self.k;
         Some(match &k.exprs[e].kind {
             ExprKind::Int(v) => *v,
             ExprKind::Dim(d) => *self.shape.get(&k.dims[*d].name)?,
             // A stream-K run is costed as a whole tile: its stop step is the tile's last.
             ExprKind::TileCoord { axis, .. } => match self.stream_stop {
-                Some((steps, stop)) if *axis == stop => self.eval_at(steps, tile)?,
-                _ => tile.iter().find(|(a, _)| a == axis).map_or(0, |(_, v)| *v),
+                Some((steps, stop)) if *axis == stop => self.eval_in(steps, at)?,
+                _ => at
+                    .tile
+                    .iter()
+                    .find(|(a, _)| a == axis)
+                    .map_or(0, |(_, v)| *v),
             },
-            ExprKind::LoopVar(_) | ExprKind::RoleIndex(_) | ExprKind::PipelineStage(_) => 0,
+            ExprKind::LoopVar(l) => at.loop_var.filter(|(v, _)| v == l).map_or(0, |(_, i)| i),
+            ExprKind::RoleIndex(r) => at.role_index.filter(|(q, _)| q == r).map_or(0, |(_, i)| i),
+            ExprKind::PipelineStage(_) => 0,
             ExprKind::Binary(op, a, b) => {
-                let (a, b) = (self.eval_at(*a, tile)?, self.eval_at(*b, tile)?);
+                let (a, b) = (self.eval_in(*a, at)?, self.eval_in(*b, at)?);
                 // Overflow is no value (an assumption), never a wrapped one.
                 match op {
                     BinOp::Add => a.checked_add(b)?,
@@ -441,6 +470,112 @@ impl Analyzer<'_> {
             t += step;
         }
         Some(sum / samples)
+    }
+
+    /// Whether an index condition (comparisons of index expressions joined by `&`, `|`, `~`)
+    /// holds with the names `at` gives; `None` for any other condition.
+    fn holds_in(&self, cond: ExprId, at: At) -> Option<bool> {
+        Some(match &self.k.exprs[cond].kind {
+            ExprKind::Bool(b) => *b,
+            ExprKind::Cmp(op, a, b) => {
+                let (a, b) = (self.eval_in(*a, at)?, self.eval_in(*b, at)?);
+                match op {
+                    CmpOp::Lt => a < b,
+                    CmpOp::Le => a <= b,
+                    CmpOp::Gt => a > b,
+                    CmpOp::Ge => a >= b,
+                    CmpOp::Eq => a == b,
+                    CmpOp::Ne => a != b,
+                }
+            }
+            ExprKind::Binary(BinOp::And, a, b) => {
+                self.holds_in(*a, at)? && self.holds_in(*b, at)?
+            }
+            ExprKind::Binary(BinOp::Or, a, b) => self.holds_in(*a, at)? || self.holds_in(*b, at)?,
+            ExprKind::Unary(UnOp::Not, a) => !self.holds_in(*a, at)?,
+            _ => return None,
+        })
+    }
+
+    /// The share of a role's executions of a run-time `if` in which its index condition holds:
+    /// over the tiles (up to 64, evenly spaced, on the one tile axis the condition or the loop
+    /// bounds read), the innermost enclosing range loop's iterations (up to 64 per tile, evenly
+    /// spaced) and the role's replicas, each tile weighted by its trip count. A causal mask that
+    /// only the diagonal's key tiles take is then charged on those tiles. `None` (both branches
+    /// charged in full) where the condition is not an index condition or reads a loop
+    /// variable of another loop.
+    fn branch_share(&self, cond: ExprId, role: Option<RoleId>, replicas: u32) -> Option<f64> {
+        const SAMPLES: i64 = 64;
+        let k = self.k;
+        let inner = self.open_loops.last().copied();
+        let other_loop = self
+            .open_loops
+            .iter()
+            .any(|&l| Some(l) != inner && k.expr_reads_loop_var(cond, l));
+        if other_loop || k.expr_votes(cond) {
+            return None;
+        }
+        let (start, stop) = match inner.map(|l| &k.loops[l].kind) {
+            Some(LoopKind::Range { start, stop, .. }) => (Some(*start), Some(*stop)),
+            _ => (None, None),
+        };
+        let reads = |axis| {
+            k.expr_reads_tile_coord(cond, axis)
+                || [start, stop]
+                    .iter()
+                    .flatten()
+                    .any(|&e| k.expr_reads_tile_coord(e, axis))
+        };
+        let counts = k.loops.iter().find_map(|(_, lp)| match &lp.kind {
+            LoopKind::Tiles { counts, .. } => Some(counts.clone()),
+            _ => None,
+        });
+        let axes: Vec<usize> = counts
+            .iter()
+            .flat_map(|c| 0..c.len())
+            .filter(|&a| reads(a))
+            .collect();
+        let (axis, tiles) = match (&axes[..], &counts) {
+            ([], _) => (None, 1),
+            ([a], Some(c)) => (Some(*a), self.eval(c[*a])?.max(1)),
+            _ => return None,
+        };
+        let replicas = match role {
+            Some(r) if k.expr_reads_role_index(cond, r) => replicas.max(1) as i64,
+            _ => 1,
+        };
+        let (mut held, mut all) = (0.0, 0.0);
+        for t in spread(tiles, SAMPLES) {
+            let tile = axis.map(|a| [(a, t)]);
+            let tile: &[(usize, i64)] = tile.as_ref().map_or(&[], |t| &t[..]);
+            let at = At {
+                tile,
+                ..At::default()
+            };
+            let (lo, hi) = match (start, stop) {
+                (Some(a), Some(b)) => (self.eval_in(a, at)?, self.eval_in(b, at)?),
+                _ => (0, 1),
+            };
+            let trips = (hi - lo).max(0);
+            if trips == 0 {
+                continue;
+            }
+            let (mut yes, mut n) = (0.0, 0.0);
+            for j in spread(trips, SAMPLES).map(|j| lo + j) {
+                for r in 0..replicas {
+                    let at = At {
+                        tile,
+                        loop_var: inner.map(|l| (l, j)),
+                        role_index: role.map(|q| (q, r)),
+                    };
+                    yes += f64::from(u8::from(self.holds_in(cond, at)?));
+                    n += 1.0;
+                }
+            }
+            held += trips as f64 * yes / n;
+            all += trips as f64;
+        }
+        (all > 0.0).then(|| held / all)
     }
 
     fn trips(&mut self, l: LoopId) -> f64 {
@@ -495,44 +630,69 @@ impl Analyzer<'_> {
                         };
                         sink_work(rw, sink, &w, mult);
                     }
-                    // Both branches counted: an upper bound on the work.
-                    self.block(then_body, rw, sink, mult, seen);
-                    self.block(else_body, rw, sink, mult, seen);
+                    // Each branch charged for the share of executions that take it, where the
+                    // condition is an index condition; else both in full (an upper bound).
+                    let (then_share, else_share) =
+                        match self.branch_share(*cond, rw.role, rw.replicas) {
+                            Some(p) => (p, 1.0 - p),
+                            None => (1.0, 1.0),
+                        };
+                    self.block(then_body, rw, sink, mult * then_share, seen);
+                    self.block(else_body, rw, sink, mult * else_share, seen);
                 }
                 Stmt::Loop { id, body } => {
-                    let trips = self.trips(*id);
-                    let pipeline = match &k.loops[*id].kind {
-                        LoopKind::Range { pipeline, .. } => *pipeline,
-                        LoopKind::Tiles { .. } => None,
-                    };
-                    match sink {
-                        Sink::Loop(i) if pipeline.is_none() => {
-                            self.block(body, rw, Sink::Loop(i), mult * trips, seen)
-                        }
-                        _ => {
-                            // A loop of its own inside another runs once per iteration of it.
-                            let parent = match sink {
-                                Sink::Loop(i) => Some(i),
-                                _ => None,
-                            };
-                            let enclosing = parent.map_or(1.0, |i| rw.loops[i].trips);
-                            rw.loops.push(LoopWork {
-                                id: *id,
-                                pipeline,
-                                trips: trips * mult * enclosing,
-                                work: Work::default(),
-                                parent,
-                                stmt: k.stmts.span(s),
-                            });
-                            let i = rw.loops.len() - 1;
-                            self.block(body, rw, Sink::Loop(i), 1.0, &mut HashSet::new());
-                        }
-                    }
+                    self.open_loops.push(*id);
+                    self.analyse_loop(s, *id, body, rw, sink, mult, seen);
+                    self.open_loops.pop();
                 }
                 Stmt::Op(op) => {
                     let w = self.op(op, rw, seen);
                     sink_work(rw, sink, &w, mult);
                 }
+            }
+        }
+    }
+
+    /// A loop statement `s` of loop `id`: folded into the enclosing loop's iteration, or a loop
+    /// of its own in the role's work.
+    #[allow(clippy::too_many_arguments)]
+    fn analyse_loop(
+        &mut self,
+        s: cake_ir::StmtId,
+        id: LoopId,
+        body: &[cake_ir::StmtId],
+        rw: &mut RoleWork,
+        sink: Sink,
+        mult: f64,
+        seen: &mut HashSet<ExprId>,
+    ) {
+        let k = self.k;
+        let trips = self.trips(id);
+        let pipeline = match &k.loops[id].kind {
+            LoopKind::Range { pipeline, .. } => *pipeline,
+            LoopKind::Tiles { .. } => None,
+        };
+        match sink {
+            Sink::Loop(i) if pipeline.is_none() => {
+                self.block(body, rw, Sink::Loop(i), mult * trips, seen)
+            }
+            _ => {
+                // A loop of its own inside another runs once per iteration of it.
+                let parent = match sink {
+                    Sink::Loop(i) => Some(i),
+                    _ => None,
+                };
+                let enclosing = parent.map_or(1.0, |i| rw.loops[i].trips);
+                rw.loops.push(LoopWork {
+                    id,
+                    pipeline,
+                    trips: trips * mult * enclosing,
+                    work: Work::default(),
+                    parent,
+                    stmt: k.stmts.span(s),
+                });
+                let i = rw.loops.len() - 1;
+                self.block(body, rw, Sink::Loop(i), 1.0, &mut HashSet::new());
             }
         }
     }
@@ -1028,4 +1188,16 @@ fn sink_work(rw: &mut RoleWork, sink: Sink, w: &Work, mult: f64) {
         Sink::Outside if rw.loops.is_empty() => rw.before.add(w, mult),
         Sink::Outside => rw.after.add(w, mult),
     }
+}
+
+/// Up to `most` values of `0..n`, evenly spaced, the first and the last among them.
+fn spread(n: i64, most: i64) -> impl Iterator<Item = i64> {
+    let count = n.clamp(0, most.max(2));
+    (0..count).map(move |i| {
+        if count <= 1 {
+            0
+        } else {
+            i * (n - 1) / (count - 1)
+        }
+    })
 }

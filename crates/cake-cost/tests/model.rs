@@ -1449,3 +1449,45 @@ fn the_h100_table_predicts_memory_bound_kernels_slower() {
         / estimate(&gemm, sm90(), &shape, &h200).unwrap().time_us;
     assert!((0.9..1.1).contains(&ratio), "{ratio}");
 }
+
+/// A run-time `if` on an index condition is charged for the share of executions that take it:
+/// the causal mask of `examples/attention_sm90.py` runs on the key tiles that cross the
+/// diagonal, and the non-causal tail mask on the last key tile, only where S leaves a tail.
+#[test]
+fn an_index_branch_is_charged_for_the_executions_that_take_it() {
+    let text = std::fs::read_to_string(root().join("examples/attention_sm90.py")).unwrap();
+    let causal_mask = "                    if (j + 1) * BN > q0:
+                        keys = j * BN + lm.iota((64, BN), axis=1)
+                        s[:] = lm.select((keys < S) & (q0 + lm.iota((64, BN), axis=0) >= keys), s, -lm.inf)";
+    let tail_mask = "                elif (j + 1) * BN > S:
+                    s[:] = lm.select(j * BN + lm.iota((64, BN), axis=1) < S, s, -lm.inf)";
+    assert!(text.contains(causal_mask) && text.contains(tail_mask));
+    let parse = |src: String| {
+        let (_, front) = cake_front::check_bytes("attention.py", src.as_bytes());
+        assert!(!front.findings.has_errors());
+        front.kernels.into_iter().next().unwrap()
+    };
+    let causal = |src: &str| src.replace("\nCAUSAL = 0 ", "\nCAUSAL = 1 ");
+    let cal = Calibration::builtin(sm90()).unwrap();
+    let time = |k: &cake_ir::Kernel, shape: &str| {
+        estimate(k, sm90(), &parse_shape(shape).unwrap(), &cal)
+            .unwrap()
+            .time_us
+    };
+    let shape = "BH=128,BHKV=128,S=8192";
+    // Causal: 64 key tiles per query tile on average, the mask on one or two of them.
+    let masked = parse(causal(&text));
+    let unmasked = parse(causal(
+        &text.replace(causal_mask, "                    pass"),
+    ));
+    let ratio = time(&masked, shape) / time(&unmasked, shape);
+    assert!((1.0..1.02).contains(&ratio), "{ratio}");
+    // Non-causal at S = 8192: no key tile has a tail, so the tail mask costs nothing; at
+    // S = 8000 the last of 63 key tiles takes it.
+    let plain = parse(text.clone());
+    let no_tail = parse(text.replace(tail_mask, ""));
+    assert_eq!(time(&plain, shape), time(&no_tail, shape));
+    let tail = "BH=128,BHKV=128,S=8000";
+    let ratio = time(&plain, tail) / time(&no_tail, tail);
+    assert!(ratio > 1.0 && ratio < 1.01, "{ratio}");
+}
