@@ -142,8 +142,30 @@ pub fn cmd_cost(
         for e in &estimates {
             out!("{}", e.render());
         }
+        if table.calibration.is_none() && table.gpu.is_none() {
+            other_cards_note(t, &cal);
+        }
     }
     ExitCode::SUCCESS
+}
+
+/// Where the default table was used and the target has tables for other cards, say so: an H100
+/// user reading an H200 estimate should know a closer one is a flag away.
+fn other_cards_note(target: &cake_target::Target, used: &Calibration) {
+    let others: Vec<String> = Calibration::builtin_tables(target)
+        .unwrap_or_default()
+        .iter()
+        .filter(|t| t.meta.gpu != used.meta.gpu)
+        .filter_map(|t| t.meta.card().map(|c| format!("`--gpu {c}`")))
+        .collect();
+    if !others.is_empty() {
+        outln!(
+            "note: estimated for the {} ({}'s default table); {} estimates for that card",
+            used.meta.gpu,
+            target.name,
+            others.join(" or ")
+        );
+    }
 }
 
 /// Where the calibration schedules are: `$CAKE_CALIBRATE_DIR`, else `kernels/calibrate` under

@@ -339,6 +339,23 @@ fn cost_takes_the_table_of_the_gpu_asked_for() {
             e["calibration"]["gpu"].as_str().unwrap().to_string(),
         )
     };
+    // The human report says which card the default table is for, and how to pick another.
+    let o = cake(&[
+        "cost",
+        "examples/rmsnorm_sm90.py",
+        "--target",
+        "sm_90a",
+        "--shape",
+        "R=32768",
+    ]);
+    assert!(
+        text(&o).contains(
+            "note: estimated for the NVIDIA H200 (sm_90a's default table); `--gpu H100` \
+             estimates for that card"
+        ),
+        "{}",
+        text(&o)
+    );
     let (default, default_gpu) = time(&run(&[]));
     let (h200, h200_gpu) = time(&run(&["--gpu", "H200"]));
     let (h100, h100_gpu) = time(&run(&["--gpu", "NVIDIA H100 80GB HBM3"]));
