@@ -1,21 +1,23 @@
 #!/usr/bin/env bash
-# On a GPU host: `cake bench` of RMSNorm, softmax and the GEMM at their contracts' bench shapes,
+# On a GPU host: `cake bench` of RMSNorm, softmax and the GEMM (or $RECORDS) at their contracts' bench shapes,
 # then, per record, the calibration table its estimates used and the CUPTI span measured over
 # the predicted span at each shape: a bench run must predict with the table of the GPU it is on
 # (docs/cost-model.md, "One table per card"). Everything lands in $OUT.
 #
 #   bench/card_check.sh        # on the GPU host, from the repository root; carry: dist
+#   RECORDS="causal=kernels/attention/attention_causal.contract.toml" bench/card_check.sh
 set -u
 OUT=${OUT:-out/card-check}
+RECORDS=${RECORDS:-"rmsnorm=kernels/rows/rmsnorm.contract.toml softmax=kernels/rows/softmax.contract.toml gemm=kernels/gemm/gemm.contract.toml"}
 . "$(dirname "$0")/gpu_env.sh" || exit 1
-record rmsnorm 200 bench kernels/rows/rmsnorm.contract.toml
-record softmax 200 bench kernels/rows/softmax.contract.toml
-record gemm 200 bench kernels/gemm/gemm.contract.toml
-python3 - "$OUT" <<'PY'
+for r in $RECORDS; do
+    record "${r%%=*}" 240 bench "${r#*=}"
+done
+python3 - "$OUT" $RECORDS <<'PY'
 import json, os, sys
 out = sys.argv[1]
 print(f"{'record':<10} {'table':<24} {'shape':<34} {'measured/predicted span':>24}")
-for name in ("rmsnorm", "softmax", "gemm"):
+for name in (r.split("=")[0] for r in sys.argv[2:]):
     path = os.path.join(out, f"{name}.json")
     if not os.path.exists(path):
         print(f"{name:<10} no record")
