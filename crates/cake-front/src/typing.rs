@@ -452,14 +452,7 @@ impl Interp<'_> {
                 Value::Int(_) | Value::Float(_) | Value::Bool(_),
             ) => {
                 let (x, y) = (num(&a), num(&b));
-                return Ok(Value::Bool(match op {
-                    CmpOp::Lt => x < y,
-                    CmpOp::Le => x <= y,
-                    CmpOp::Gt => x > y,
-                    CmpOp::Ge => x >= y,
-                    CmpOp::Eq => x == y,
-                    CmpOp::Ne => x != y,
-                }));
+                return Ok(Value::Bool(op.holds(x, y)));
             }
             (Value::Str(x), Value::Str(y)) if matches!(op, CmpOp::Eq | CmpOp::Ne) => {
                 return Ok(Value::Bool((x == y) == (op == CmpOp::Eq)));

@@ -363,6 +363,18 @@ pub enum CmpOp {
 }
 
 impl CmpOp {
+    /// Whether `a op b` holds.
+    pub fn holds<T: PartialOrd>(self, a: T, b: T) -> bool {
+        match self {
+            CmpOp::Lt => a < b,
+            CmpOp::Le => a <= b,
+            CmpOp::Gt => a > b,
+            CmpOp::Ge => a >= b,
+            CmpOp::Eq => a == b,
+            CmpOp::Ne => a != b,
+        }
+    }
+
     /// The operator's spelling, the same in Python and C.
     pub fn symbol(self) -> &'static str {
         match self {

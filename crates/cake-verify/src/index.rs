@@ -51,17 +51,7 @@ pub fn eval_at(
         }
         ExprKind::Unary(UnOp::Neg, a) => go(*a)?.checked_neg()?,
         ExprKind::Unary(UnOp::Not, a) => (go(*a)? == 0) as i64,
-        ExprKind::Cmp(op, a, b) => {
-            let (a, b) = (go(*a)?, go(*b)?);
-            (match op {
-                CmpOp::Lt => a < b,
-                CmpOp::Le => a <= b,
-                CmpOp::Gt => a > b,
-                CmpOp::Ge => a >= b,
-                CmpOp::Eq => a == b,
-                CmpOp::Ne => a != b,
-            }) as i64
-        }
+        ExprKind::Cmp(op, a, b) => op.holds(go(*a)?, go(*b)?) as i64,
         ExprKind::Select(c, a, b) => {
             if go(*c)? != 0 {
                 go(*a)?
