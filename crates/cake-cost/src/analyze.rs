@@ -6,8 +6,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use cake_ir::{
-    BinOp, CmpOp, ExprId, ExprKind, Kernel, LoopId, LoopKind, Op, Operand, PipelineId, ReduceOp,
-    RoleId, RoleUnit, Stmt, Ty, UnOp, ViewRef,
+    BinOp, ExprId, ExprKind, Kernel, LoopId, LoopKind, Op, Operand, PipelineId, ReduceOp, RoleId,
+    RoleUnit, Stmt, Ty, UnOp, ViewRef,
 };
 
 /// Work of one role in one place (one loop iteration, or once per tile).
@@ -477,17 +477,7 @@ impl Analyzer<'_> {
     fn holds_in(&self, cond: ExprId, at: At) -> Option<bool> {
         Some(match &self.k.exprs[cond].kind {
             ExprKind::Bool(b) => *b,
-            ExprKind::Cmp(op, a, b) => {
-                let (a, b) = (self.eval_in(*a, at)?, self.eval_in(*b, at)?);
-                match op {
-                    CmpOp::Lt => a < b,
-                    CmpOp::Le => a <= b,
-                    CmpOp::Gt => a > b,
-                    CmpOp::Ge => a >= b,
-                    CmpOp::Eq => a == b,
-                    CmpOp::Ne => a != b,
-                }
-            }
+            ExprKind::Cmp(op, a, b) => op.holds(self.eval_in(*a, at)?, self.eval_in(*b, at)?),
             ExprKind::Binary(BinOp::And, a, b) => {
                 self.holds_in(*a, at)? && self.holds_in(*b, at)?
             }

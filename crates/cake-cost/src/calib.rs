@@ -289,6 +289,7 @@ impl Calibration {
     pub fn builtin_for(target: &cake_target::Target, gpu: &str) -> Result<Calibration, CostError> {
         let tables = Calibration::builtin_tables(target)?;
         if tables.is_empty() {
+            // No table for any card: the target's `NoCalibration`.
             return Calibration::builtin(target);
         }
         let cards = tables

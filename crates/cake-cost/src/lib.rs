@@ -279,8 +279,9 @@ pub struct Estimate {
     /// Bytes moved from L2 into shared memory or registers.
     pub l2_bytes: f64,
     /// The speed-of-light time: FLOPs at the datasheet tensor peak or the unique bytes at the
-    /// datasheet DRAM bandwidth (`cake_target::peak`), whichever is longer. No correct run can
-    /// be faster.
+    /// datasheet DRAM bandwidth, whichever is longer: the ceilings of the card the calibration
+    /// table was measured on where Cake knows that card's, else the target's
+    /// (`cake_target::peak_for`). No correct run on that card can be faster.
     pub speed_of_light_us: f64,
     pub terms: Terms,
     pub utilization: Utilization,
@@ -1239,7 +1240,9 @@ pub fn estimate_with(
         )
         // Row-layout tiles: each row read and written once at least.
         + row_bytes.min(a.tensor_bytes.values().sum::<f64>());
-    let sol = cake_target::peak(target.name).map_or(0.0, |pk| {
+    // The ceilings of the card the table was measured on, where they are known; else the
+    // target's, which hold for every card.
+    let sol = cake_target::peak_for(target.name, Some(&calibration.meta.gpu)).map_or(0.0, |pk| {
         let f8 = per_tile(&|w| w.mma_flops_8) * t;
         let f16 = flops - f8;
         let compute =

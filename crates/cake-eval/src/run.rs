@@ -726,11 +726,13 @@ fn strip(mut v: Value) -> Value {
     v
 }
 
-fn floor(c: &Contract, shape: &Shape, target: &str) -> Option<Floor> {
+/// The contract's floor at `shape`: its FLOPs and bytes at the datasheet ceilings of the
+/// worker's GPU (`gpu`, the driver's name) where Cake knows that card's, else the target's.
+fn floor(c: &Contract, shape: &Shape, target: &str, gpu: Option<&str>) -> Option<Floor> {
     let lookup = |n: &str| shape.get(n).map(|v| *v as f64);
     let flops = c.bench.flops.as_ref().and_then(|e| e.eval(&lookup));
     let bytes = c.bench.bytes.as_ref().and_then(|e| e.eval(&lookup));
-    let peak = cake_target::peak(target);
+    let peak = cake_target::peak_for(target, gpu);
     let peak_tflops = peak.and_then(|p| match c.bench.precision {
         Precision::Bits16 => Some(p.tflops_16bit),
         Precision::Fp8 => p.tflops_fp8,
@@ -757,7 +759,7 @@ fn floor(c: &Contract, shape: &Shape, target: &str) -> Option<Floor> {
 /// The cost model's prediction against the measured medians: the record's `predicted`, and a
 /// reason for each median below the model's speed of light (less [`FLOOR_ALLOWANCE`]). The
 /// speed of light comes from the schedule's own FLOPs and bytes at the same datasheet ceilings
-/// as the floor (cake_target::peak), so it flags what the contract's formula cannot see (a
+/// as the floor (cake_target::peak_for), so it flags what the contract's formula cannot see (a
 /// kernel that skips work its schedule says it does); a median already below the contract's
 /// floor (`floor_ms`) is reported there and not twice.
 pub fn judge_prediction(
@@ -1455,7 +1457,8 @@ fn bench(
             };
             timed.insert(name.clone(), t);
         }
-        let fl = floor(c, shape, target);
+        let gpu = sup.env.as_ref().and_then(|e| e["gpu"].as_str());
+        let fl = floor(c, shape, target, gpu);
         let mut suspicious = Vec::new();
         if candidate
             .result
@@ -1487,7 +1490,7 @@ fn bench(
             }
         }
         // The cost model's speed of light comes from the schedule's own FLOPs and bytes at the
-        // same datasheet ceilings as the floor (cake_target::peak), so it flags what the
+        // same datasheet ceilings as the floor (cake_target::peak_for), so it flags what the
         // contract's formula cannot see (a kernel that skips work the schedule says it does).
         let (predicted, below) = match predictions.get(i).and_then(Option::as_ref) {
             Some(e) => {
@@ -1738,6 +1741,22 @@ mod tests {
         assert_eq!(unique.len(), seeds.len());
         assert!(seeds.iter().all(|s| *s < (1 << 53)));
         assert_eq!(check_seed(42, 7), check_seed(42, 7));
+    }
+
+    /// The contract's floor is the worker's card's where Cake knows its ceilings, else the
+    /// target's (which hold for every card of it).
+    #[test]
+    fn the_floor_is_the_workers_cards() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let c = Contract::load(&root.join("kernels/rows/rmsnorm.contract.toml")).expect("contract");
+        let shape = c.shape_set("bench")[0].clone();
+        let ms = |gpu| floor(&c, &shape, "sm_90a", gpu).unwrap();
+        let h100 = ms(Some("NVIDIA H100 80GB HBM3"));
+        assert_eq!(h100.bandwidth_gbps, Some(3350.0));
+        for other in [Some("NVIDIA H200"), Some("NVIDIA H100 NVL"), None] {
+            assert_eq!(ms(other).bandwidth_gbps, Some(4800.0), "{other:?}");
+        }
+        assert!((h100.ms / ms(None).ms - 4800.0 / 3350.0).abs() < 1e-9);
     }
 
     /// A bench run's estimates use the table measured on the worker's GPU where there is one,

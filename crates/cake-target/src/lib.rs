@@ -25,7 +25,7 @@ pub use mma::{
     check_mma_shape, check_tcgen05_pair_shape, mma_acc_dtypes, mma_feature, mma_instr_k,
     mma_rules_source, MmaFamily,
 };
-pub use peak::{peak, Peak};
+pub use peak::{peak, peak_for, Peak};
 pub use render::{render_table, to_json};
 pub use target::{
     lookup, require, Limits, Target, TmemSpec, UnknownTarget, LIMIT_FIELDS, SOURCED_FIELDS, TARGETS,
