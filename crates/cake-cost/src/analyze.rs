@@ -446,15 +446,20 @@ impl Analyzer<'_> {
         None
     }
 
+    /// The tile loop's count per axis, where the kernel has a tile loop.
+    fn tile_counts(&self) -> Option<&[ExprId]> {
+        self.k.loops.iter().find_map(|(_, lp)| match &lp.kind {
+            LoopKind::Tiles { counts, .. } => Some(&counts[..]),
+            _ => None,
+        })
+    }
+
     /// The trip count of a range loop whose bounds read one tile coordinate (a causal
     /// attention's key tiles, up to the query tile's diagonal), averaged over that axis's tiles
     /// (at most 1024 of them, evenly spaced): the work of every tile, not the first one's.
     fn tile_averaged_trips(&self, start: ExprId, stop: ExprId) -> Option<f64> {
         let k = self.k;
-        let (counts, _) = k.loops.iter().find_map(|(_, lp)| match &lp.kind {
-            LoopKind::Tiles { counts, names, .. } => Some((counts.clone(), names.clone())),
-            _ => None,
-        })?;
+        let counts = self.tile_counts()?;
         let axes: Vec<usize> = (0..counts.len())
             .filter(|&a| k.expr_reads_tile_coord(start, a) || k.expr_reads_tile_coord(stop, a))
             .collect();
@@ -516,16 +521,13 @@ impl Analyzer<'_> {
                     .flatten()
                     .any(|&e| k.expr_reads_tile_coord(e, axis))
         };
-        let counts = k.loops.iter().find_map(|(_, lp)| match &lp.kind {
-            LoopKind::Tiles { counts, .. } => Some(counts.clone()),
-            _ => None,
-        });
+        let counts = self.tile_counts();
         let axes: Vec<usize> = counts
             .iter()
             .flat_map(|c| 0..c.len())
             .filter(|&a| reads(a))
             .collect();
-        let (axis, tiles) = match (&axes[..], &counts) {
+        let (axis, tiles) = match (&axes[..], counts) {
             ([], _) => (None, 1),
             ([a], Some(c)) => (Some(*a), self.eval(c[*a])?.max(1)),
             _ => return None,
