@@ -15,9 +15,11 @@ the next copy while slower warps still read the previous stage); at STAGES - 1 t
 multistage pipeline keeps three steps' copies in flight while the warps compute on a fourth
 (1.20-1.55x faster than 0 on an H100 through the JIT, bench/results/2026-12-13-ahead/).
 
-`lm.mma` reads operand `b` from shared memory (the front-end rejects a register `b`), so B is
-not staged through ldmatrix here; the lowering derives the B register loads that mma.sync needs
-(one ldmatrix.x4 from sB per pair of 8-column tiles and k-step, no .trans).
+`B_REGS` says where the MMA's `b` comes from. At 0 it is the stage's view: the lowering loads B's
+registers as the MMAs need them (one ldmatrix.x4 from sB per pair of 8-column tiles and k-step,
+no .trans) and `release=empty` frees the stage after the MMAs. At 1 the warp loads both operands
+into registers with `lm.ldmatrix` (docs/language.md §9.5) and frees the stage before its MMAs, as
+a hand-written Ampere kernel does, at the cost of holding B's registers too.
 """
 import cake
 from cake import lm
@@ -26,6 +28,7 @@ BM, BN, BK = 128, 128, 32     # a 32-wide bf16 row is 64 B: one 64B-swizzle span
 STAGES = 4                    # 4 × (8 KiB + 8 KiB) = 64 KiB: fits sm_89's 99 KiB
 AHEAD = STAGES - 1            # k-steps whose copies are in flight ahead of the one computed on
 WM, WN = 64, 64               # per-warp output tile
+B_REGS = 0                    # 1: B loaded into registers too, and the stage freed before the MMAs
 
 
 def warp_row(index):
@@ -54,6 +57,8 @@ def gemm(A: lm.tensor[lm.bf16, "M", "K"],
     # Fragments are per replica: every warp of `main` holds its own copy.
     acc = main.fragment(shape=(WM, WN), dtype=lm.f32)
     a_frag = main.fragment(shape=(WM, BK), dtype=lm.bf16)
+    if B_REGS:
+        b_frag = main.fragment(shape=(BK, WN), dtype=lm.bf16)
 
     for tm, tn in lm.tiles(lm.cdiv(M, BM), lm.cdiv(N, BN)):
         with main:
@@ -64,7 +69,12 @@ def gemm(A: lm.tensor[lm.bf16, "M", "K"],
                     sB.cp_async(B, coords=(tn * BN, k * BK), barrier=full)
                 lm.wait(full)                                    # every thread's copies landed
                 lm.ldmatrix(a_frag, sA.rows(warp_row(main.index), WM))
-                lm.mma(acc, a_frag, sB.rows(warp_col(main.index), WN).T,
-                       accumulate=k > 0, release=empty)
+                if B_REGS:
+                    lm.ldmatrix(b_frag, sB.rows(warp_col(main.index), WN).T)
+                    lm.arrive(empty)                             # the stage's reads are done
+                    lm.mma(acc, a_frag, b_frag, accumulate=k > 0)
+                else:
+                    lm.mma(acc, a_frag, sB.rows(warp_col(main.index), WN).T,
+                           accumulate=k > 0, release=empty)
             lm.store(C, lm.cast(acc, lm.bf16),
                      coords=(tm * BM + warp_row(main.index), tn * BN + warp_col(main.index)))

@@ -45,6 +45,15 @@ impl MmaFamily {
         }
     }
 
+    /// Whether operand `b` may be a register fragment: mma.sync takes both operands in
+    /// registers; wgmma and tcgen05.mma read `b` from shared memory through a descriptor.
+    pub fn b_in_registers(self) -> bool {
+        match self {
+            MmaFamily::MmaSync => true,
+            MmaFamily::Wgmma | MmaFamily::Tcgen05 => false,
+        }
+    }
+
     /// The (M, N) one instruction computes for an MMA tile of (m, n): the whole tile for wgmma
     /// (per warpgroup) and tcgen05; m16n8 for mma.sync, whose warps tile the fragment with it.
     pub fn instruction_tile(self, m: u32, n: u32) -> (u32, u32) {

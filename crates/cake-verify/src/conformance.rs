@@ -363,6 +363,26 @@ fn mma_shapes(cx: &Ctx, out: &mut Vec<Finding>) {
                     f.label(span, format!("{what} `{name}` is declared here"))
                 })
         };
+        if let Operand::Frag(bf) = b {
+            if !family.b_in_registers() {
+                let f = &k.fragments[*bf];
+                // Where a register accumulator (the only kind this MMA could then have) is mma.sync.
+                let have: Vec<&str> = cake_target::TARGETS
+                    .iter()
+                    .filter(|t| t.mma.register_accumulator_family() == MmaFamily::MmaSync)
+                    .map(|t| t.name)
+                    .collect();
+                out.push(
+                    Finding::new(&MMA_SHAPE, sp, format!("{} reads `b` from shared memory, but `{}` is a register fragment", family.name(), f.name))
+                        .label(k.fragments.span(*bf), format!("`{}` is declared here", f.name))
+                        .expected("`b` in shared memory (a view)")
+                        .actual(format!("fragment `{}`", f.name))
+                        .note(format!("on {} this MMA is {}; a register `b` is mma.sync's, with a register accumulator on {}", cx.target.name, family.name(), have.join(", ")))
+                        .help("pass the view the fragment was loaded from (`.T` of an (N, K) view, or a (K, N) one)"),
+                );
+                continue;
+            }
+        }
         if acc_shape.len() != 2 || a_shape.len() != 2 {
             continue; // the front-end already reported it
         }

@@ -152,7 +152,7 @@ extern "C" __global__ void __launch_bounds__(160, 1) cake_gemm(
         const uint32_t pipe_phase = (pipe_it / 4) & 1;
         cake_mbar_wait(full + 8 * pipe_stage, pipe_phase);  // wait full (gemm_sm80_ws.py:43)
         CAKE_STAMP_ONCE(math_thread == 0 && math_index == 0, 4, math_stamped_wait);  // timeline: first completed wait
-        {  // ldmatrix a_frag <- sA (gemm_sm80_ws.py:44): 4 x 2 ldmatrix.x4
+        {  // ldmatrix a_frag <- sA (gemm_sm80_ws.py:44): 4 16-row tiles x 2 k-step(s), one ldmatrix.x4 each
           #pragma unroll
           for (int mt = 0; mt < 4; ++mt) {
             #pragma unroll
@@ -172,10 +172,10 @@ extern "C" __global__ void __launch_bounds__(160, 1) cake_gemm(
           for (int kt = 0; kt < 2; ++kt) {
             #pragma unroll
             for (int np = 0; np < 4; ++np) {
+              uint32_t b_regs[4];
               // Column tiles 2np and 2np+1: lanes 0-7 and 16-23 address their rows of the view, lanes 8-15 and 24-31 the same rows 16 bytes on.
               const int row = ((math_index % 2) * 64) + 16 * np + (lane / 16) * 8 + lane % 8;
               const int cb = 32 * kt + ((lane / 8) % 2) * 16;
-              uint32_t b_regs[4];
               cake_ldmatrix_x4(b_regs, (sB + 8192 * pipe_stage) + cake_swizzle64((row) * 64 + (cb)));
               #pragma unroll
               for (int mt = 0; mt < 4; ++mt) {

@@ -219,7 +219,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_gemm(
           cake_cp_async_mbar_arrive(full + 8 * pipe_stage);  // completes on full once this thread's copies land (1 of 512 arrivals per phase)
         }
         cake_mbar_wait(full + 8 * pipe_stage, pipe_phase);  // wait full (gemm_tn_sm80.py:44)
-        {  // ldmatrix a_frag <- sA (gemm_tn_sm80.py:45): 4 x 2 ldmatrix.x4
+        {  // ldmatrix a_frag <- sA (gemm_tn_sm80.py:45): 4 16-row tiles x 2 k-step(s), one ldmatrix.x4.trans each
           #pragma unroll
           for (int mt = 0; mt < 4; ++mt) {
             #pragma unroll
@@ -239,10 +239,10 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_gemm(
           for (int kt = 0; kt < 2; ++kt) {
             #pragma unroll
             for (int np = 0; np < 4; ++np) {
+              uint32_t b_regs[4];
               // Column tiles 2np and 2np+1: lanes 0-7 and 16-23 address K rows 0-7 of their 8 columns of the (K, N) view, lanes 8-15 and 24-31 K rows 8-15.
               const int row = ((main_index % 2) * 32) + 16 * kt + ((lane / 8) % 2) * 8 + lane % 8;
               const int cb = 2 * (16 * np + (lane / 16) * 8);
-              uint32_t b_regs[4];
               cake_ldmatrix_x4_trans(b_regs, (sB + 8192 * pipe_stage) + cake_swizzle128((row) * 128 + (cb)));
               #pragma unroll
               for (int mt = 0; mt < 4; ++mt) {

@@ -74,10 +74,10 @@ pub const MMA_SHAPE: CodeInfo = CodeInfo {
     name: "mma-shape",
     category: Category::Conformance,
     severity: Severity::Error,
-    summary: r#"An MMA's shape or dtypes are not legal for the instruction family it lowers to."#,
-    explanation: r#"The instruction form follows from the operand locations and the target: on sm_90a an accumulator in registers with operands in shared memory is wgmma (M = 64 per warpgroup, N 8..256 in steps of 8, K a multiple of 16 for bf16/f16, f32 accumulators for bf16); on sm_80/89 it is mma.sync (m16n8k16 tiles per warp); with the accumulator in TMEM it is tcgen05.mma (M 64 or 128). The finding gives the legal set and the derived value.
+    summary: r#"An MMA's shape, dtypes or operand placement are not legal for the instruction family it lowers to."#,
+    explanation: r#"The instruction form follows from the operand locations and the target: on sm_90a an accumulator in registers with operands in shared memory is wgmma (M = 64 per warpgroup, N 8..256 in steps of 8, K a multiple of 16 for bf16/f16, f32 accumulators for bf16); on sm_80/89 it is mma.sync (m16n8k16 tiles per warp); with the accumulator in TMEM it is tcgen05.mma (M 64 or 128). wgmma and tcgen05.mma read `b` from shared memory; only mma.sync takes a register `b`. The finding gives the legal set and the derived value.
 
-Change the fragment or view shapes, or the accumulator dtype."#,
+Change the fragment or view shapes, or the accumulator dtype; pass `b` as a view where the family reads it from shared memory."#,
     bad: include_str!("../../../../tests/check/CAKE-C006-bad.py"),
     good: include_str!("../../../../tests/check/CAKE-C006-good.py"),
 };

@@ -628,13 +628,6 @@ impl Interp<'_> {
                 "the accumulator lives in registers (a fragment) or TMEM",
             );
         }
-        if matches!(rhs, Operand::Frag(_)) {
-            return self.err(
-                &codes::TYPE_MISMATCH,
-                span_of(2),
-                "operand `b` is read from shared memory or TMEM, not registers",
-            );
-        }
         if acc_shape.len() != 2 || a_shape.len() != 2 || b_shape.len() != 2 {
             return self.err(
                 &codes::SHAPE_MISMATCH,

@@ -196,11 +196,11 @@ impl Emitter<'_> {
                 for (fid, f) in k.fragments.iter() {
                     if f.role == rid {
                         let n: u32 = match legal::declared_layout(k, fid, e.layout(fid)) {
-                            Ok(l @ (FragLayout::MmaA { .. } | FragLayout::WgmmaA { .. })) => {
-                                let what = if matches!(l, FragLayout::WgmmaA { .. }) {
-                                    "wgmma A registers"
-                                } else {
-                                    "mma.sync A registers"
+                            Ok(l) if l.is_mma_operand() => {
+                                let what = match l {
+                                    FragLayout::WgmmaA { .. } => "wgmma A registers",
+                                    FragLayout::MmaB { .. } => "mma.sync B registers",
+                                    _ => "mma.sync A registers",
                                 };
                                 e.line(&format!(
                                     "uint32_t {}[{}];  // fragment {} {:?} {}: {what}, {} per register",

@@ -477,8 +477,8 @@ impl Emitter<'_> {
             }
             FragLayout::TmemRow { n } => self.assign_lanes(dst, value, n, sp),
             FragLayout::LaneScalar => self.assign_lanes(dst, value, 1, sp),
-            // `assign_layout` refuses it.
-            FragLayout::MmaA { .. } => {}
+            // `assign_layout` refuses them.
+            FragLayout::MmaA { .. } | FragLayout::MmaB { .. } => {}
         }
         self.invalidate_reductions(Some(dst));
     }

@@ -27,6 +27,10 @@ pub(crate) enum FragLayout {
     /// row tiles × (k bytes)/32 k-steps, four 32-bit registers each, in the order ldmatrix
     /// returns them (rows +0/+8 of the first 16 bytes, then of the second 16 bytes).
     MmaA { m: u32, k_bytes: u32 },
+    /// An mma.sync B operand of a (k, n) tile held by one warp, loaded by ldmatrix.x4: (k
+    /// bytes)/32 k-steps × n/16 pairs of 8-column tiles, four 32-bit registers each: the two B
+    /// registers of column tile 2·np, then of 2·np + 1 (register 4·(kt·n/16 + np) + 2·j + h).
+    MmaB { n: u32, k_bytes: u32 },
     /// One TMEM lane (a row of `n` columns) per thread of a warpgroup: what `tcgen05.ld` of the
     /// 32x32b shape gives, thread t holding row t (sm_100a family).
     TmemRow { n: u32 },
@@ -91,12 +95,20 @@ impl FragLayout {
             FragLayout::AccRows => 2,
             FragLayout::MmaAcc { m, n } => m * n / 32,
             FragLayout::MmaA { m, k_bytes } => m * k_bytes / 128,
+            FragLayout::MmaB { n, k_bytes } => n * k_bytes / 128,
             FragLayout::WgmmaA { k } => k / 4,
             FragLayout::TmemRow { n } => n,
             FragLayout::LaneScalar => 1,
             FragLayout::RowTile(g) => g.rpt * g.cpt() * ROW_CHUNK,
             FragLayout::RowVals(g) => g.rpt,
         }
+    }
+    /// An MMA operand loaded whole (ldmatrix), never written element by element.
+    pub(crate) fn is_mma_operand(self) -> bool {
+        matches!(
+            self,
+            FragLayout::MmaA { .. } | FragLayout::MmaB { .. } | FragLayout::WgmmaA { .. }
+        )
     }
     pub(crate) fn is_accumulator(self) -> bool {
         matches!(

@@ -639,15 +639,19 @@ pub(crate) fn wgmma_a_value(
     Ok((inner, d))
 }
 
-/// `frag[:] = value` writes the fragment in its register layout; an ldmatrix (`a`) layout is not
-/// written element by element.
+/// `frag[:] = value` writes the fragment in its register layout; an ldmatrix (mma.sync `a` or
+/// `b`) layout is not written element by element.
 pub(crate) fn assign_layout(
     k: &Kernel,
     dst: FragId,
     layout: Option<FragLayout>,
 ) -> Result<FragLayout, String> {
     match layout {
-        Some(FragLayout::MmaA { .. }) | None => Err(format!(
+        Some(FragLayout::MmaA { .. } | FragLayout::MmaB { .. }) => Err(format!(
+            "fragment `{}` holds an mma.sync operand as lm.ldmatrix loads it; it is not written element by element",
+            k.fragments[dst].name
+        )),
+        None => Err(format!(
             "fragment `{}` has no register layout the lowering knows",
             k.fragments[dst].name
         )),
@@ -763,8 +767,8 @@ pub(crate) fn stream_fixup_registers(
         ));
     }
     match declared_layout(k, frag, layout)? {
-        FragLayout::MmaA { .. } | FragLayout::WgmmaA { .. } => Err(format!(
-            "fragment `{}` is an MMA's A operand; `lm.stream_fixup` takes an accumulator",
+        l if l.is_mma_operand() => Err(format!(
+            "fragment `{}` is an MMA's operand; `lm.stream_fixup` takes an accumulator",
             f.name
         )),
         l => Ok(l.registers()),

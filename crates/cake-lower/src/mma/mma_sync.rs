@@ -44,8 +44,10 @@ impl MmaBackend for MmaSync {
             Err(msg) => c.unsupported(m.sp, msg),
             Ok(None) => {}
             Ok(Some(form)) => {
-                c.rows_start(form.b);
-                c.view_base(form.b);
+                if let BOperand::View { v, .. } = form.b {
+                    c.rows_start(v);
+                    c.view_base(v);
+                }
                 c.ix(m.accumulate);
                 if let Operand::Smem(av) = m.a {
                     c.rows_start(av);
@@ -110,9 +112,17 @@ struct MmaForm<'o> {
     kk: u32,
     an: &'static str,
     bn: &'static str,
-    b: &'o ViewRef,
-    /// `b` N-major (a (K, N) view as stored), read with ldmatrix.trans.
-    b_mn: bool,
+    b: BOperand<'o>,
+}
+
+/// Where an mma.sync's `b` comes from.
+#[derive(Clone, Copy)]
+enum BOperand<'o> {
+    /// A view, whose registers the MMA loads per k-step and pair of column tiles; `mn`: N-major
+    /// (a (K, N) view as stored), read with ldmatrix.trans.
+    View { v: &'o ViewRef, mn: bool },
+    /// A fragment `lm.ldmatrix` loaded (layout [`FragLayout::MmaB`]).
+    Regs(FragId),
 }
 
 /// The conditions of an mma.sync `lm.mma`. `Ok(None)`: nothing is emitted and nothing reported
@@ -123,9 +133,9 @@ fn mma_form<'o>(
     layout: impl Fn(FragId) -> Option<FragLayout>,
     call: &MmaCall<'o>,
 ) -> Result<Option<MmaForm<'o>>, String> {
-    let (Operand::Frag(accf), Operand::Smem(bv)) = (call.acc, call.b) else {
+    let Operand::Frag(accf) = call.acc else {
         return Err(format!(
-            "on {}, lm.mma is lowered with the accumulator in a fragment and `b` in shared memory",
+            "on {}, lm.mma is lowered with the accumulator in a fragment",
             target.name
         ));
     };
@@ -158,15 +168,35 @@ fn mma_form<'o>(
             "mma.sync k-steps are 32 bytes; K of `a` is {k_bytes} bytes"
         ));
     }
-    let bview = &k.views[bv.view];
-    if bview.shape.len() != 2 {
-        return Err("`b` is lowered from a 2-D view: `.T` of an (N, K) one (K-major) or a (K, N) one as stored (N-major)".into());
-    }
-    let b_mn = !bv.transposed;
-    if b_mn {
-        mn_major(k, bv, "`b`", n)?;
-    }
-    let bdt = bview.dtype;
+    let (b, bdt) = match call.b {
+        Operand::Smem(bv) => {
+            let bview = &k.views[bv.view];
+            if bview.shape.len() != 2 {
+                return Err("`b` is lowered from a 2-D view: `.T` of an (N, K) one (K-major) or a (K, N) one as stored (N-major)".into());
+            }
+            let mn = !bv.transposed;
+            if mn {
+                mn_major(k, bv, "`b`", n)?;
+            }
+            (BOperand::View { v: bv, mn }, bview.dtype)
+        }
+        Operand::Frag(bf) => match layout(*bf) {
+            Some(FragLayout::MmaB {
+                k_bytes: b_bytes, ..
+            }) if b_bytes == k_bytes => (BOperand::Regs(*bf), k.fragments[*bf].dtype),
+            Some(FragLayout::MmaB {
+                k_bytes: b_bytes, ..
+            }) => {
+                return Err(format!(
+                    "`b` is {b_bytes} bytes deep in K but `a` is {k_bytes}"
+                ))
+            }
+            _ => return Ok(None),
+        },
+        Operand::Tmem(_) => {
+            return Err("on mma.sync, `b` is a view or a fragment loaded by lm.ldmatrix".into())
+        }
+    };
     let ptx = |d: DType| match d {
         DType::BF16 => Some("bf16"),
         DType::F16 => Some("f16"),
@@ -193,33 +223,61 @@ fn mma_form<'o>(
         kk,
         an,
         bn,
-        b: bv,
-        b_mn,
+        b,
     }))
 }
 
-/// The conditions of `lm.ldmatrix(frag, view)`: into an mma.sync `a` fragment, from a 2-D view
-/// as stored (K-major) or `.T` of one (M-major: `ldmatrix.trans`). The fragment's rows, K
-/// bytes, and whether the view is M-major.
+/// What `lm.ldmatrix(frag, view)` loads: an mma.sync `a` or `b` fragment, and whether the view
+/// is M- or N-major (`ldmatrix.trans`).
+#[derive(Clone, Copy)]
+enum LdmatrixForm {
+    /// An (m, K) `a` from an (M, K) view as stored (K-major) or `.T` of a (K, M) one.
+    A { m: u32, k_bytes: u32, trans: bool },
+    /// A (K, n) `b` from `.T` of an (N, K) view (K-major) or a (K, N) one as stored.
+    B { n: u32, k_bytes: u32, trans: bool },
+}
+
+/// The conditions of `lm.ldmatrix(frag, view)`: into an mma.sync `a` or `b` fragment, from a 2-D
+/// view whose K is contiguous (no `.trans`) or whose M or N is (16-bit, `ldmatrix.trans`).
 fn ldmatrix_form(
     k: &Kernel,
     dst: FragId,
     layout: Option<FragLayout>,
     src: &ViewRef,
-) -> Result<(u32, u32, bool), String> {
-    let Some(FragLayout::MmaA { m, k_bytes }) = layout else {
+) -> Result<LdmatrixForm, String> {
+    if !matches!(
+        layout,
+        Some(FragLayout::MmaA { .. } | FragLayout::MmaB { .. })
+    ) {
         return Err(format!(
-            "lm.ldmatrix is lowered into the `a` fragment of an mma.sync; `{}` is not one",
+            "lm.ldmatrix is lowered into the `a` or `b` fragment of an mma.sync; `{}` is not one",
             k.fragments[dst].name
         ));
-    };
+    }
     if k.views[src.view].shape.len() != 2 {
         return Err("lm.ldmatrix is lowered from a 2-D view".into());
     }
-    if src.transposed {
-        mn_major(k, src, "`a`", m)?;
-    }
-    Ok((m, k_bytes, src.transposed))
+    Ok(match layout {
+        Some(FragLayout::MmaB { n, k_bytes }) => {
+            // `b` is (K, N): `.T` of an (N, K) view is K-major, a (K, N) view as stored N-major.
+            let trans = !src.transposed;
+            if trans {
+                mn_major(k, src, "`b`", n)?;
+            }
+            LdmatrixForm::B { n, k_bytes, trans }
+        }
+        Some(FragLayout::MmaA { m, k_bytes }) => {
+            if src.transposed {
+                mn_major(k, src, "`a`", m)?;
+            }
+            LdmatrixForm::A {
+                m,
+                k_bytes,
+                trans: src.transposed,
+            }
+        }
+        _ => unreachable!("refused above"),
+    })
 }
 
 /// An MN-major mma.sync operand, read with `ldmatrix.trans`: a 16-bit 2-D view stored (K, M) or
@@ -242,32 +300,61 @@ fn mn_major(k: &Kernel, v: &ViewRef, what: &str, mn: u32) -> Result<(), String> 
     Ok(())
 }
 
+/// Whether an operand layout is whole ldmatrix.x4 tiles: 16 rows of `a` (two 8-column tiles of
+/// `b`) by 32 bytes of K.
+fn operand_tiles(layout: FragLayout) -> bool {
+    match layout {
+        FragLayout::MmaA { m: mn, k_bytes } | FragLayout::MmaB { n: mn, k_bytes } => {
+            mn > 0 && mn.is_multiple_of(16) && k_bytes > 0 && k_bytes.is_multiple_of(32)
+        }
+        _ => false,
+    }
+}
+
 impl Planner<'_> {
-    /// mma.sync register layouts: each MMA's accumulator and its `a` fragment (loaded by
-    /// ldmatrix), per warp. Anything else in registers is a coverage gap of this generator.
+    /// mma.sync register layouts: each MMA's accumulator and its `a` and `b` fragments (loaded
+    /// by ldmatrix), per warp. Anything else in registers is a coverage gap of this generator.
     fn infer_mma_sync_layouts(&mut self) {
         let kf = self.kf;
+        // The fragments some MMA reads as `b`: their ldmatrix loads the B-operand layout.
+        let b_frags: BTreeSet<FragId> = kf
+            .ops
+            .iter()
+            .filter_map(|s| match &s.op {
+                Op::Mma {
+                    b: Operand::Frag(f),
+                    ..
+                } => Some(*f),
+                _ => None,
+            })
+            .collect();
         for (sid, op) in kf.ops.iter().map(|s| (s.stmt, &s.op)) {
-            // An ldmatrix destination holds the A-operand layout whether or not an MMA reads it.
+            // An ldmatrix destination holds the A-operand layout unless an MMA reads it as `b`.
             if let Op::Ldmatrix { dst, .. } = op {
                 let f = &self.k.fragments[*dst];
-                let k_bytes = f.shape.get(1).copied().unwrap_or(0) * f.dtype.bytes();
-                if f.shape.len() == 2
-                    && f.shape[0].is_multiple_of(16)
-                    && k_bytes.is_multiple_of(32)
-                    && f.buffers == 1
-                {
-                    self.frag_layouts.insert(
-                        *dst,
-                        FragLayout::MmaA {
-                            m: f.shape[0],
-                            k_bytes,
-                        },
-                    );
+                let (rows, cols) = (
+                    f.shape.first().copied().unwrap_or(0),
+                    f.shape.get(1).copied().unwrap_or(0),
+                );
+                let layout = if b_frags.contains(dst) {
+                    FragLayout::MmaB {
+                        n: cols,
+                        k_bytes: rows * f.dtype.bytes(),
+                    }
+                } else {
+                    FragLayout::MmaA {
+                        m: rows,
+                        k_bytes: cols * f.dtype.bytes(),
+                    }
+                };
+                if f.shape.len() == 2 && f.buffers == 1 && operand_tiles(layout) {
+                    self.frag_layouts.insert(*dst, layout);
                 }
                 continue;
             }
-            let Op::Mma { acc, a, .. } = op else { continue };
+            let Op::Mma { acc, a, b, .. } = op else {
+                continue;
+            };
             let sp = self.k.stmts.span(sid);
             let Operand::Frag(f) = acc else {
                 self.unsupported(
@@ -307,8 +394,28 @@ impl Planner<'_> {
                 continue;
             }
             self.frag_layouts.insert(*f, FragLayout::MmaAcc { m, n });
+            if let Operand::Frag(bf) = b {
+                let fb = &self.k.fragments[*bf];
+                let (rows, cols) = (
+                    fb.shape.first().copied().unwrap_or(0),
+                    fb.shape.get(1).copied().unwrap_or(0),
+                );
+                let layout = FragLayout::MmaB {
+                    n: cols,
+                    k_bytes: rows * fb.dtype.bytes(),
+                };
+                if fb.shape.len() != 2 || fb.buffers != 1 || !operand_tiles(layout) {
+                    self.unsupported(sp, format!("an mma.sync `b` fragment is (K, N) with K a multiple of 32 bytes and N of 16; `{}` is {:?} {}", fb.name, fb.shape, fb.dtype));
+                    continue;
+                }
+                self.frag_layouts.insert(*bf, layout);
+            }
             if let Operand::Frag(af) = a {
                 let fa = &self.k.fragments[*af];
+                if b_frags.contains(af) {
+                    self.unsupported(sp, format!("fragment `{}` is read as both `a` and `b` of mma.sync, whose register layouts differ: load each operand into its own fragment", fa.name));
+                    continue;
+                }
                 let k_bytes = fa.shape.get(1).copied().unwrap_or(0) * fa.dtype.bytes();
                 if fa.shape.len() != 2
                     || !fa.shape[0].is_multiple_of(16)
@@ -334,10 +441,11 @@ impl Emitter<'_> {
     /// `lm.ldmatrix(frag, view)` into an mma.sync `a` fragment: one ldmatrix.x4 per 16 rows and
     /// 32 bytes of K. Lanes 0-15 address rows 0-15 at the k-step's first 16 bytes, lanes 16-31
     /// the same rows at its second 16 bytes, so the four registers are the m16n8k16 A fragment
-    /// (a0: rows 0-7, a1: rows 8-15, a2/a3: the same rows 16 bytes on).
+    /// (a0: rows 0-7, a1: rows 8-15, a2/a3: the same rows 16 bytes on). Into a `b` fragment: one
+    /// ldmatrix.x4 per 32 bytes of K and pair of 8-column tiles, as the MMA would load it.
     fn ldmatrix(&mut self, dst: FragId, src: &ViewRef, sp: Span) {
         let k = self.k;
-        let (m, k_bytes, trans) = match ldmatrix_form(k, dst, self.layout(dst), src) {
+        let form = match ldmatrix_form(k, dst, self.layout(dst), src) {
             Ok(form) => form,
             Err(msg) => return self.unsupported(sp, msg),
         };
@@ -347,20 +455,27 @@ impl Emitter<'_> {
             None => "0".into(),
         };
         let base = self.view_base(src);
-        let kt = k_bytes / 32;
         let name = self.frag_name(dst);
         let addr = self.smem_addr(&view, &base, "row", "cb");
+        let (tiles, k_bytes, what) = match form {
+            LdmatrixForm::A { m, k_bytes, .. } => (m / 16, k_bytes, "16-row tiles"),
+            LdmatrixForm::B { n, k_bytes, .. } => (n / 16, k_bytes, "pairs of 8-column tiles"),
+        };
+        let kt = k_bytes / 32;
         let open = format!(
-            "{{  // ldmatrix {} <- {} ({}): {} x {kt} ldmatrix.x4",
+            "{{  // ldmatrix {} <- {} ({}): {tiles} {what} x {kt} k-step(s), one ldmatrix.x4{} each",
             k.fragments[dst].name,
             view.name,
             self.loc(sp),
-            m / 16
+            match form {
+                LdmatrixForm::A { trans: true, .. } | LdmatrixForm::B { trans: true, .. } =>
+                    ".trans",
+                _ => "",
+            }
         );
-        self.braced(&open, |me| {
-            me.unrolled(
-                &format!("for (int mt = 0; mt < {}; ++mt) {{", m / 16),
-                |me| {
+        self.braced(&open, |me| match form {
+            LdmatrixForm::A { trans, .. } => {
+                me.unrolled(&format!("for (int mt = 0; mt < {tiles}; ++mt) {{"), |me| {
                     me.unrolled(&format!("for (int kt = 0; kt < {kt}; ++kt) {{"), |me| {
                         me.ldmatrix_a(
                             &start,
@@ -369,8 +484,20 @@ impl Emitter<'_> {
                             trans,
                         )
                     })
-                },
-            )
+                })
+            }
+            LdmatrixForm::B { trans, .. } => {
+                me.unrolled(&format!("for (int kt = 0; kt < {kt}; ++kt) {{"), |me| {
+                    me.unrolled(&format!("for (int np = 0; np < {tiles}; ++np) {{"), |me| {
+                        me.ldmatrix_b(
+                            &start,
+                            &format!("{name} + 4 * (kt * {tiles} + np)"),
+                            &addr,
+                            trans,
+                        )
+                    })
+                })
+            }
         });
     }
 
@@ -399,10 +526,39 @@ impl Emitter<'_> {
         self.line(&format!("{load}({dst}, {addr});"));
     }
 
-    /// `lm.mma(acc, a_frag, view.T)` on mma.sync: for each 32-byte k-step and each pair of
-    /// 8-column tiles, the B registers are loaded with one ldmatrix.x4 from the (N, K) view — its
-    /// rows are B's columns with K contiguous, which is the `.col` B operand as stored, so no
-    /// `.trans` — and one m16n8 MMA per 16-row tile and column tile follows. mma.sync is
+    /// One ldmatrix.x4 of the B registers of column tiles 2np and 2np+1 at k-step `kt` (both in
+    /// scope): matrix j is tile 2np + j / 2 at K 8 (j % 2) on. From an (N, K) view (rows of B's
+    /// columns, K contiguous: the `.col` operand as stored, no .trans), lanes 0-7 and 16-23
+    /// address their rows of the view and lanes 8-15 and 24-31 the same rows 16 bytes on; from a
+    /// (K, N) one (N-major, `trans`: .trans hands each thread the transpose), lanes 0-7 and 16-23
+    /// address K rows 0-7 of their 8 columns and lanes 8-15 and 24-31 K rows 8-15. `start` is
+    /// the view's first row, `addr` the address of (`row`, `cb`).
+    fn ldmatrix_b(&mut self, start: &str, dst: &str, addr: &str, trans: bool) {
+        let (what, row, cb, load) = if trans {
+            self.mma.mma_sync.trans = true;
+            (
+                "lanes 0-7 and 16-23 address K rows 0-7 of their 8 columns of the (K, N) view, lanes 8-15 and 24-31 K rows 8-15",
+                "16 * kt + ((lane / 8) % 2) * 8 + lane % 8",
+                "2 * (16 * np + (lane / 16) * 8)",
+                "cake_ldmatrix_x4_trans",
+            )
+        } else {
+            (
+                "lanes 0-7 and 16-23 address their rows of the view, lanes 8-15 and 24-31 the same rows 16 bytes on",
+                "16 * np + (lane / 16) * 8 + lane % 8",
+                "32 * kt + ((lane / 8) % 2) * 16",
+                "cake_ldmatrix_x4",
+            )
+        };
+        self.line(&format!("// Column tiles 2np and 2np+1: {what}."));
+        self.line(&format!("const int row = {start} + {row};"));
+        self.line(&format!("const int cb = {cb};"));
+        self.line(&format!("{load}({dst}, {addr});"));
+    }
+
+    /// `lm.mma(acc, a, b)` on mma.sync: for each 32-byte k-step and each pair of 8-column tiles,
+    /// the B registers — a `b` fragment's, or loaded here with one ldmatrix.x4 from the view
+    /// ([`Self::ldmatrix_b`]) — and one m16n8 MMA per 16-row tile and column tile. mma.sync is
     /// synchronous: a release arrives right after, every thread's shared reads being done.
     fn mma_sync_op(&mut self, m: &MmaCall) {
         let (a, accumulate, release, sp) = (m.a, m.accumulate, m.release, m.sp);
@@ -420,20 +576,27 @@ impl Emitter<'_> {
             kk,
             an,
             bn,
-            b: bv,
-            b_mn,
+            b,
         } = form;
         let accf = &accf;
-        let bview = k.views[bv.view].clone();
         self.mma.mma_sync.shapes.insert((kk, an, bn));
         let func = mma_sync_name(kk, an, bn);
         let (mt, nt, kt) = (m / 16, n / 8, k_bytes / 32);
-        let bstart = match bv.rows {
-            Some((start, _)) => self.ix(start),
-            None => "0".into(),
+        // `b`'s name for the comment, and its view's first row and address when the MMA loads it.
+        let (bname, b_load) = match b {
+            BOperand::View { v, mn } => {
+                let bview = k.views[v.view].clone();
+                let start = match v.rows {
+                    Some((start, _)) => self.ix(start),
+                    None => "0".into(),
+                };
+                let base = self.view_base(v);
+                let addr = self.smem_addr(&bview, &base, "row", "cb");
+                let name = format!("{}{}", bview.name, if mn { "" } else { ".T" });
+                (name, Some((start, addr, mn)))
+            }
+            BOperand::Regs(bf) => (k.fragments[bf].name.clone(), None),
         };
-        let bbase = self.view_base(bv);
-        let baddr = self.smem_addr(&bview, &bbase, "row", "cb");
         let accn = self.frag_name(*accf);
         // The A registers of (16-row tile mt, k-step kt): the fragment's, or `a_regs[mt]` loaded
         // at the top of each k-step.
@@ -445,13 +608,19 @@ impl Emitter<'_> {
             Operand::Smem(av) => (k.views[av.view].name.clone(), "a_regs[mt]".to_string()),
             _ => unreachable!(),
         };
+        // The B registers of column tiles 2np and 2np+1 at k-step kt.
+        let b_of = match b {
+            BOperand::Regs(bf) => format!("{} + 4 * (kt * {} + np)", self.frag_name(bf), nt / 2),
+            BOperand::View { .. } => "b_regs".to_string(),
+        };
         let pred = self.ix(accumulate);
         let open = format!(
-            "{{  // mma {accn} += {afn} * {}{} ({}): mma.sync m16n8k{kk}, {mt} x {nt} tiles, {kt} k-step(s); B through ldmatrix.x4{}",
-            bview.name,
-            if b_mn { "" } else { ".T" },
+            "{{  // mma {accn} += {afn} * {bname} ({}): mma.sync m16n8k{kk}, {mt} x {nt} tiles, {kt} k-step(s); {}",
             self.loc(sp),
-            if b_mn { ".trans" } else { "" }
+            match b_load {
+                Some((_, _, mn)) => format!("B through ldmatrix.x4{}", if mn { ".trans" } else { "" }),
+                None => "B in registers".to_string(),
+            }
         );
         self.braced(&open, |e| {
             if !matches!(k.exprs[accumulate].kind, ExprKind::Bool(true)) {
@@ -481,36 +650,16 @@ impl Emitter<'_> {
                     });
                 }
                 e.unrolled(&format!("for (int np = 0; np < {}; ++np) {{", nt / 2), |e| {
-                    // Column tiles 2np and 2np+1: matrix j of the x4 is tile 2np + j / 2 at K
-                    // 8 (j % 2) on, from an (N, K) view (rows of B's columns, K contiguous: no
-                    // .trans) or a (K, N) one (N-major: .trans hands each thread the transpose).
-                    let (what, row, cb, load) = if b_mn {
-                        e.mma.mma_sync.trans = true;
-                        (
-                            "lanes 0-7 and 16-23 address K rows 0-7 of their 8 columns of the (K, N) view, lanes 8-15 and 24-31 K rows 8-15",
-                            format!("{bstart} + 16 * kt + ((lane / 8) % 2) * 8 + lane % 8"),
-                            "2 * (16 * np + (lane / 16) * 8)",
-                            "cake_ldmatrix_x4_trans",
-                        )
-                    } else {
-                        (
-                            "lanes 0-7 and 16-23 address their rows of the view, lanes 8-15 and 24-31 the same rows 16 bytes on",
-                            format!("{bstart} + 16 * np + (lane / 16) * 8 + lane % 8"),
-                            "32 * kt + ((lane / 8) % 2) * 16",
-                            "cake_ldmatrix_x4",
-                        )
-                    };
-                    e.line(&format!("// Column tiles 2np and 2np+1: {what}."));
-                    e.line(&format!("const int row = {row};"));
-                    e.line(&format!("const int cb = {cb};"));
-                    e.line("uint32_t b_regs[4];");
-                    e.line(&format!("{load}(b_regs, {baddr});"));
+                    if let Some((start, addr, mn)) = &b_load {
+                        e.line("uint32_t b_regs[4];");
+                        e.ldmatrix_b(start, "b_regs", addr, *mn);
+                    }
                     e.unrolled(&format!("for (int mt = 0; mt < {mt}; ++mt) {{"), |me| {
                         me.line(&format!(
-                            "{func}({accn} + 4 * (mt * {nt} + 2 * np), {a_of}, b_regs);"
+                            "{func}({accn} + 4 * (mt * {nt} + 2 * np), {a_of}, {b_of});"
                         ));
                         me.line(&format!(
-                            "{func}({accn} + 4 * (mt * {nt} + 2 * np + 1), {a_of}, b_regs + 2);"
+                            "{func}({accn} + 4 * (mt * {nt} + 2 * np + 1), {a_of}, {b_of} + 2);"
                         ));
                     });
                 });
