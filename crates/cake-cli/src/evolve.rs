@@ -254,6 +254,7 @@ fn conflicts(flags: &EvolveFlags, s: &Settings) -> Result<(), String> {
         flags.baseline.clone().map(Some),
         s.baseline.clone(),
     )?;
+    differ("--gpu", flags.gpu.clone().map(Some), s.gpu.clone())?;
     Ok(())
 }
 
@@ -347,7 +348,12 @@ fn run(
     ps: ProposerSettings,
     proposer: Box<dyn Proposer>,
 ) -> ExitCode {
-    if let Some(gpu) = &flags.gpu {
+    // A resumed run ranks for the GPU it started with (`conflicts` refused a different one).
+    let gpu = match &stored {
+        Some((s, _)) => s.gpu.clone(),
+        None => flags.gpu.clone(),
+    };
+    if let Some(gpu) = &gpu {
         let cards = cake_cost::Calibration::builtin_cards();
         if !cards.iter().any(|c| cake_target::card_is(c, gpu)) {
             return usage(format!(
@@ -356,7 +362,7 @@ fn run(
             ));
         }
     }
-    let estimator = cost_model(flags.gpu.clone());
+    let estimator = cost_model(gpu.clone());
     let search = if let Some((stored, _)) = stored {
         let Some(dir) = &flags.run else {
             return usage("--resume needs --run DIR");
@@ -401,6 +407,7 @@ fn run(
         s.per_generation = flags.per_generation.unwrap_or(8).max(1);
         s.rng_seed = flags.rng_seed.unwrap_or(1);
         s.baseline = flags.baseline.clone();
+        s.gpu = gpu;
         s.proposer = Some(ps);
         let evaluator = if s.model_only {
             None

@@ -395,3 +395,54 @@ fn tune_ranks_for_the_gpu_asked_for() {
     assert_eq!(default, h200);
     assert_ne!(default, h100);
 }
+
+/// `--gpu` is a run setting: stored when the run starts, kept by `--resume` (which ranks with the
+/// same card's table), and a different card given on resume is refused.
+#[test]
+fn resume_keeps_the_stored_gpu() {
+    let run = tempdir("gpu");
+    let r = run.to_str().unwrap();
+    let start = [
+        "tune",
+        CONTRACT,
+        "--seed",
+        SEED,
+        "--budget",
+        "wall=0.001s",
+        "--model-only",
+        "--gpu",
+        "H100",
+        "--run",
+        r,
+    ];
+    let o = cake(&start, &[]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(report_json(&run)["run"]["config"]["gpu"], "H100");
+    let other = cake(
+        &[
+            "tune", "--resume", "--run", r, "--budget", "wall=1s", "--gpu", "H200",
+        ],
+        &[],
+    );
+    assert_eq!(other.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&other.stderr);
+    assert!(err.contains("--gpu Some(\"H200\") conflicts"), "{err}");
+    for again in [vec![], vec!["--gpu", "H100"]] {
+        let mut args = vec!["tune", "--resume", "--run", r, "--budget", "wall=0.5s"];
+        args.extend(again);
+        let o = cake(&args, &[]);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert_eq!(report_json(&run)["run"]["config"]["gpu"], "H100");
+    }
+    let _ = std::fs::remove_dir_all(&run);
+}

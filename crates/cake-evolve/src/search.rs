@@ -44,6 +44,10 @@ pub struct Settings {
     /// The one baseline timed (speedups are against it); `None`: every baseline.
     #[serde(default)]
     pub baseline: Option<String>,
+    /// The GPU whose calibration table the cost model ranks with (`--gpu`); `None`: the
+    /// target's default table (and in archives of runs started before it was stored).
+    #[serde(default)]
+    pub gpu: Option<String>,
 }
 
 /// A run's proposer, as the front door that starts the run makes it.
@@ -76,6 +80,7 @@ impl Settings {
             rng_seed: 1,
             proposer: None,
             baseline: None,
+            gpu: None,
         }
     }
 }
