@@ -10,13 +10,14 @@ accumulator in tensor memory. One CTA per 128 × 128 output tile, three roles:
   bf16 and stores C.
 
 Not persistent: each CTA computes one tile, so the accumulator is written once and read once
-and needs no second ("acc_empty") barrier. BN = 128 keeps the epilogue at 128 f32 registers per
-thread (one row); a wider tile would need TMEM column slices, which Cake IR lacks (language.md
-§14)."""
+and needs no second ("acc_empty") barrier. The epilogue reads the accumulator EPI columns at a
+time (`acc.cols(...)`, docs/language.md §9.7), so a thread holds EPI f32 registers of its row
+whatever BN is: BN = 256 with EPI = 64 lowers too."""
 import cake
 from cake import lm
 
 BM, BN, BK = 128, 128, 64
+EPI = BN    # accumulator columns the epilogue loads and stores at a time (a multiple of 32)
 STAGES = 4  # 4 × 32 KiB of operands
 
 
@@ -28,7 +29,7 @@ def gemm(A: lm.tensor[lm.bf16, "M", "K"],
     sA = pool.view(shape=(BM, BK), dtype=lm.bf16, stages=STAGES, swizzle=128)
     sB = pool.view(shape=(BN, BK), dtype=lm.bf16, stages=STAGES, swizzle=128)
 
-    # 128 lanes (one per output row) × 128 f32 columns.
+    # 128 lanes (one per output row) × BN f32 columns.
     acc = lm.tmem(cols=BN, shape=(BM, BN), dtype=lm.f32)
 
     epilogue = lm.role(warpgroup=0)
@@ -40,7 +41,7 @@ def gemm(A: lm.tensor[lm.bf16, "M", "K"],
     empty = lm.barrier(pipe, producers=[mma], consumers=[load])
     acc_full = lm.barrier(producers=[mma], consumers=[epilogue])
 
-    out = epilogue.fragment(shape=(BM, BN), dtype=lm.f32)
+    out = epilogue.fragment(shape=(BM, EPI), dtype=lm.f32)
 
     for tm, tn in lm.tiles(lm.cdiv(M, BM), lm.cdiv(N, BN)):
         with load:
@@ -55,5 +56,6 @@ def gemm(A: lm.tensor[lm.bf16, "M", "K"],
             lm.commit(acc_full)
         with epilogue:
             lm.wait(acc_full)
-            lm.tmem_load(out, acc)
-            lm.store(C, lm.cast(out, lm.bf16), coords=(tm * BM, tn * BN))
+            for c in range(BN // EPI):
+                lm.tmem_load(out, acc.cols(c * EPI, EPI))
+                lm.store(C, lm.cast(out, lm.bf16), coords=(tm * BM, tn * BN + c * EPI))

@@ -40,6 +40,8 @@ pub enum Value {
     Pool(PoolId),
     View(ViewRef),
     Tmem(TmemId),
+    /// `region.cols(start, count)`: what `lm.tmem_load` reads and `lm.tmem_store` writes.
+    TmemSlice(TmemId, TmemCols),
     Role(RoleId),
     Frag(FragId),
     Pipeline(PipelineId),
@@ -96,6 +98,7 @@ impl Value {
             Value::Pool(_) => "a shared-memory pool",
             Value::View(_) => "a shared-memory view",
             Value::Tmem(_) => "a TMEM region",
+            Value::TmemSlice(..) => "a TMEM column range",
             Value::Role(_) => "a role",
             Value::Frag(_) => "a fragment",
             Value::Pipeline(_) => "a pipeline",
@@ -116,6 +119,7 @@ impl Value {
             Value::Pipeline(_) => Recv::Pipeline,
             Value::Frag(_) => Recv::Frag,
             Value::Tensor(_) => Recv::Tensor,
+            Value::Tmem(_) => Recv::Tmem,
             _ => return None,
         })
     }

@@ -111,6 +111,7 @@ pub enum Builtin {
     ViewLoad,
     ViewScatterAdd,
     RoleFragment,
+    TmemColumns,
     // properties
     ViewT,
     ViewShape,
@@ -140,6 +141,7 @@ pub enum Recv {
     Pipeline,
     Frag,
     Tensor,
+    Tmem,
 }
 
 /// How a row is used.
@@ -280,6 +282,7 @@ pub const TABLE: &[Entry] = &[
     row!(View "shape" => ViewShape, Read, "the view's shape (a tuple)"),
     row!(View "dtype" => ViewDType, Read, "the view's dtype"),
     row!(Pipeline "stage" => PipelineStage, Read, "the current stage of a loop over the pipeline"),
+    row!(Tmem "cols" => TmemColumns, Call(&[req("start"), req("count")]), "the region restricted to a column range (for lm.tmem_load and lm.tmem_store)"),
     row!(Role "fragment" => RoleFragment, Call(&[req("shape"), req("dtype"), opt("buffers"), opt("rows")]), "a register fragment owned by the role"),
     row!(Role "index" => RoleIndex, Read, "which replica of the role runs (run time)"),
     row!(Role "size" => RoleSize, Read, "how many replicas the role has"),

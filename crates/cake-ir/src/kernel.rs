@@ -542,6 +542,14 @@ pub struct ViewRef {
     pub stage: Option<ExprId>,
 }
 
+/// A range of a TMEM region's columns (`region.cols(start, count)`), in the region's elements
+/// along its second axis; both compile-time constants.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TmemCols {
+    pub start: u32,
+    pub count: u32,
+}
+
 /// Where an MMA operand lives; the instruction form follows from this and the target.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Operand {
@@ -697,10 +705,18 @@ pub enum Op {
         /// compute (FlashAttention-3's ping-pong; docs/language.md §9.6).
         turns: bool,
     },
-    /// Copy a TMEM region into a register fragment (tcgen05.ld).
-    TmemLoad { dst: FragId, src: TmemId },
-    /// Copy a register fragment into TMEM (tcgen05.st).
-    TmemStore { dst: TmemId, src: ExprId },
+    /// Copy a TMEM region, or `cols` of it, into a register fragment (tcgen05.ld).
+    TmemLoad {
+        dst: FragId,
+        src: TmemId,
+        cols: Option<TmemCols>,
+    },
+    /// Copy a register value into a TMEM region, or `cols` of it (tcgen05.st).
+    TmemStore {
+        dst: TmemId,
+        src: ExprId,
+        cols: Option<TmemCols>,
+    },
     /// Copy shared memory into TMEM (tcgen05.cp).
     TmemCopy { dst: TmemId, src: ViewRef },
     /// Store a register value to a global tensor at `coords` (rows/cols past the tensor's

@@ -358,14 +358,21 @@ impl Printer<'_> {
                     if *turns { " turns" } else { "" }
                 )
             }
-            Op::TmemLoad { dst, src } => {
+            Op::TmemLoad { dst, src, cols } => {
                 format!(
-                    "tmem_load {} <- {}",
-                    k.fragments[*dst].name, k.tmems[*src].name
+                    "tmem_load {} <- {}{}",
+                    k.fragments[*dst].name,
+                    k.tmems[*src].name,
+                    tmem_cols(cols)
                 )
             }
-            Op::TmemStore { dst, src } => {
-                format!("tmem_store {} <- {}", k.tmems[*dst].name, self.expr(*src))
+            Op::TmemStore { dst, src, cols } => {
+                format!(
+                    "tmem_store {}{} <- {}",
+                    k.tmems[*dst].name,
+                    tmem_cols(cols),
+                    self.expr(*src)
+                )
             }
             Op::TmemCopy { dst, src } => {
                 format!("tmem_copy {} <- {}", k.tmems[*dst].name, self.view_ref(src))
@@ -546,4 +553,11 @@ impl Printer<'_> {
             },
         }
     }
+}
+
+/// `.cols(start, count)` of a TMEM operand, or nothing for the whole region.
+fn tmem_cols(cols: &Option<TmemCols>) -> String {
+    cols.map_or(String::new(), |c| {
+        format!(".cols({}, {})", c.start, c.count)
+    })
 }

@@ -304,11 +304,11 @@ impl Op {
                     e.barriers.push((*r, BarrierUse::Release));
                 }
             }
-            Op::TmemLoad { dst, src } => {
+            Op::TmemLoad { dst, src, .. } => {
                 e.tmem_reads.push(*src);
                 e.frag_writes.push(*dst);
             }
-            Op::TmemStore { dst, src } => {
+            Op::TmemStore { dst, src, .. } => {
                 e.tmem_writes.push(*dst);
                 e.exprs.push(*src);
             }

@@ -131,3 +131,154 @@ fn attention_orders_tmem_stores_before_the_handoff() {
     assert!(b.contains("(cake_tmem + 192) + 56, "));
     assert_eq!(b.matches("0x08110490u").count(), 8);
 }
+
+/// `source` checked for sm_100a and lowered; `Err` carries the findings and the lowering's error.
+fn lower_source(name: &str, source: &str) -> Result<String, String> {
+    let checked = cake_driver::check(name, source.as_bytes(), Some("sm_100a"));
+    let t = cake_target::lookup("sm_100a").unwrap();
+    if checked.has_errors() {
+        return Err(format!("{:?}", checked.findings));
+    }
+    cake_lower::lower(&checked.kernels[0], &checked.file, t)
+        .map(|l| l.cuda)
+        .map_err(|e| format!("{:?} {e:?}", checked.findings))
+}
+
+/// The Blackwell GEMM with a 256-column tile whose epilogue reads the accumulator `epi` columns
+/// at a time (`acc.cols(c * EPI, EPI)`).
+fn wide_gemm(epi: u32) -> String {
+    let source = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/gemm_sm100.py"),
+    )
+    .expect("example");
+    let wide = source
+        .replace("BM, BN, BK = 128, 128, 64", "BM, BN, BK = 128, 256, 64")
+        .replace("\nEPI = BN ", &format!("\nEPI = {epi} "))
+        .replace("\nSTAGES = 4 ", "\nSTAGES = 3 ");
+    assert_eq!(
+        wide.matches("256, 64").count(),
+        1,
+        "the example's knobs moved"
+    );
+    wide
+}
+
+#[test]
+fn an_epilogue_reads_the_accumulator_in_column_ranges() {
+    let cuda = lower_source("wide.py", &wide_gemm(64)).unwrap();
+    let b = body(&cuda);
+    // Four ranges of 64 columns, each two tcgen05.ld of 32 into the same 64 registers, then a
+    // store of those columns of C.
+    assert!(b.contains("float out[64];"), "{b}");
+    for (chunk, first) in [(0, 0), (1, 64), (2, 128), (3, 192)] {
+        let ld = format!("cake_tmem_ld_32x32b_x32(taddr + {}, out + 0);", first);
+        let ld2 = format!("cake_tmem_ld_32x32b_x32(taddr + {}, out + 32);", first + 32);
+        let store = format!("const int col = ((tile_1 * 256) + {first}) + cc;");
+        let (l, l2, s) = (pos(b, &ld), pos(b, &ld2), pos(b, &store));
+        assert!(l < l2 && l2 < s, "chunk {chunk}");
+    }
+    assert_eq!(b.matches("cake_tmem_wait_ld();").count(), 4);
+    // The whole accumulator is still one 256-column allocation.
+    assert!(b.contains(", 256);"), "{b}");
+    // Without ranges the epilogue would hold a whole 256-column row per thread: more registers
+    // than a thread can address.
+    let whole = lower_source("whole.py", &wide_gemm(256)).unwrap_err();
+    assert!(
+        whole.contains("CAKE-D008") && whole.contains("256 registers"),
+        "{whole}"
+    );
+}
+
+#[test]
+fn column_ranges_compile_for_sm_100a() {
+    let Some(tc) =
+        cake_testkit::require(cake_toolchain::Toolchain::discover(), "no CUDA toolchain")
+    else {
+        return;
+    };
+    let out = std::env::temp_dir().join(format!("cake-tmem-cols-{}", std::process::id()));
+    let cuda = lower_source("wide.py", &wide_gemm(64)).unwrap();
+    let t = cake_target::lookup("sm_100a").unwrap();
+    let build = tc.compile(&cuda, t, &out, "wide").expect("compiles");
+    let r = &build.resources[0];
+    assert_eq!((r.spill_stores, r.spill_loads), (0, 0), "{r:?}");
+    assert!(r.registers < 128, "{r:?}");
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn column_ranges_are_checked() {
+    let wide = wide_gemm(64);
+    let edit = |from: &str, to: &str| {
+        assert!(wide.contains(from), "{from}");
+        wide.replace(from, to)
+    };
+    let ranged = "acc.cols(c * EPI, EPI)";
+    // Past the region's 256 columns: the front-end, at the start.
+    let past = lower_source("past.py", &edit(ranged, "acc.cols(c * EPI + 32, EPI)")).unwrap_err();
+    assert!(
+        past.contains("columns 224..288 are outside the region's 256 columns"),
+        "{past}"
+    );
+    // Not a multiple of 32 columns: the lowering.
+    let odd = wide_gemm(32).replace(ranged, "acc.cols(c * EPI - 16 * (c % 2), EPI)");
+    let odd = lower_source("odd.py", &odd).unwrap_err();
+    assert!(
+        odd.contains("is lowered from a multiple of 32 columns"),
+        "{odd}"
+    );
+    // A range of another width than the fragment.
+    let narrow = lower_source("narrow.py", &edit(ranged, "acc.cols(c * EPI, 32)")).unwrap_err();
+    assert!(
+        narrow.contains("are [128, 32] f32, but fragment `out` is [128, 64] f32"),
+        "{narrow}"
+    );
+    // An MMA's accumulator is a whole region.
+    let mma = lower_source(
+        "mma.py",
+        &edit(
+            "lm.mma(acc, sA, sB.T,",
+            "lm.mma(acc.cols(0, 128), sA, sB.T,",
+        ),
+    )
+    .unwrap_err();
+    assert!(
+        mma.contains("an MMA reads and writes whole regions"),
+        "{mma}"
+    );
+}
+
+#[test]
+fn a_tmem_store_writes_a_column_range() {
+    // Attention's output rescale, read and written back in two ranges of 32 columns.
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/attention_sm100.py");
+    let source = std::fs::read_to_string(path).expect("example");
+    let whole = "                    lm.tmem_load(o_frag, o_tmem)
+                    o_frag[:] = o_frag * alpha[:, None]
+                    lm.tmem_store(o_tmem, o_frag)
+";
+    assert!(source.contains(whole), "the example's rescale moved");
+    let ranges = source
+        .replace(
+            "    o_frag = softmax.fragment(",
+            "    o_half = softmax.fragment(shape=(BM, 32), dtype=lm.f32)\n    o_frag = softmax.fragment(",
+        )
+        .replace(
+            whole,
+            "                    for h in range(D // 32):
+                        lm.tmem_load(o_half, o_tmem.cols(32 * h, 32))
+                        o_half[:] = o_half * alpha[:, None]
+                        lm.tmem_store(o_tmem.cols(32 * h, 32), o_half)
+",
+        );
+    let cuda = lower_source("attention_halves.py", &ranges).unwrap();
+    let b = body(&cuda);
+    let first = pos(b, "cake_tmem_st_32x32b_x32(taddr + 0, r);");
+    let second = pos(b, "cake_tmem_st_32x32b_x32(taddr + 32, r);");
+    assert!(first < second);
+    assert!(
+        b.contains("// tmem_store o_tmem (attention_halves.py:"),
+        "{b}"
+    );
+    assert!(b.contains("32 column(s) from column 32"), "{b}");
+}

@@ -363,6 +363,51 @@ impl Interp<'_> {
     }
 
     /// `view.stage(index)`
+    /// `region.cols(start, count)`: columns `start..start + count` of a 2-D TMEM region (its
+    /// elements along the second axis), both compile-time integers.
+    pub(super) fn tmem_columns(&mut self, t: TmemId, a: &[Slot], sp: Span) -> R<Value> {
+        let (start, ssp) = a[0].clone().expect("required");
+        let start = self.const_int(&start, ssp, "the first column")?;
+        let (count, csp) = a[1].clone().expect("required");
+        let count = self.const_int(&count, csp, "the column count")?;
+        let region = &self.k.tmems[t];
+        let Some(&width) = region.shape.get(1).filter(|_| region.shape.len() == 2) else {
+            let msg = format!(
+                "`.cols(...)` takes columns of a 2-D region; `{}` is {:?}",
+                region.name, region.shape
+            );
+            return self.err(&codes::SHAPE_MISMATCH, sp, msg);
+        };
+        let width = width as i64;
+        if count < 1 || count > width {
+            return self.err(
+                &codes::INVALID_VALUE,
+                csp,
+                format!("column count must be in 1..={width}, got {count}"),
+            );
+        }
+        if start < 0 || start.saturating_add(count) > width {
+            let f = Finding::new(
+                &codes::SHAPE_MISMATCH,
+                ssp,
+                format!(
+                    "columns {start}..{} are outside the region's {width} columns",
+                    start.saturating_add(count)
+                ),
+            )
+            .expected(format!("start in 0..={}", width - count))
+            .actual(start);
+            return Err(self.report(f));
+        }
+        Ok(Value::TmemSlice(
+            t,
+            TmemCols {
+                start: start as u32,
+                count: count as u32,
+            },
+        ))
+    }
+
     pub(super) fn view_stage(&mut self, v: ViewRef, a: &[Slot], _sp: Span) -> R<Value> {
         let (i, isp) = a[0].clone().expect("required");
         let i = self.index_of(i, isp)?;

@@ -63,6 +63,7 @@ impl Interp<'_> {
             ViewRows => self.view_rows(recv!(View), a, sp),
             ViewStage => self.view_stage(recv!(View), a, sp),
             RoleFragment => self.role_fragment(recv!(Role), a, sp),
+            TmemColumns => self.tmem_columns(recv!(Tmem), a, sp),
 
             Wait | Arrive | Commit => self.barrier_op(b, a, sp),
             FenceProxyAsync => self.fence_proxy_async(a, sp),
@@ -299,11 +300,24 @@ impl Interp<'_> {
         match slot {
             Some((Value::Tmem(t), _)) => Ok(*t),
             Some((Value::Poison, _)) => Err(Reported),
+            Some((Value::TmemSlice(..), s)) => self.err(
+                &codes::TYPE_MISMATCH,
+                *s,
+                format!("{what} must be a whole TMEM region: a column range (`.cols(...)`) is read by lm.tmem_load and written by lm.tmem_store only"),
+            ),
             Some((other, s)) => {
                 let msg = format!("{what} must be a TMEM region, found {}", other.kind_name());
                 self.err(&codes::TYPE_MISMATCH, *s, msg)
             }
             None => unreachable!("required argument"),
+        }
+    }
+
+    /// A TMEM region or a column range of one (`region.cols(start, count)`).
+    fn tmem_cols_arg(&mut self, slot: &Slot, what: &str) -> R<(TmemId, Option<TmemCols>)> {
+        match slot {
+            Some((Value::TmemSlice(t, c), _)) => Ok((*t, Some(*c))),
+            _ => Ok((self.tmem_arg(slot, what)?, None)),
         }
     }
 

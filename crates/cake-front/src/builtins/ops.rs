@@ -331,39 +331,57 @@ impl Interp<'_> {
     /// `lm.tmem_load(dst, src)`
     pub(super) fn tmem_load(&mut self, a: &[Slot], sp: Span) -> R<Value> {
         let dst = self.frag_arg(&a[0], "the destination")?;
-        let src = self.tmem_arg(&a[1], "the source")?;
+        let (src, cols) = self.tmem_cols_arg(&a[1], "the source")?;
         let (t, f) = (self.k.tmems[src].clone(), self.k.fragments[dst].clone());
-        if t.shape != f.shape || t.dtype != f.dtype {
+        let shape = tmem_shape(&t.shape, cols);
+        if shape != f.shape || t.dtype != f.dtype {
+            let what = match cols {
+                Some(c) => format!(
+                    "columns {}..{} of TMEM region `{}`",
+                    c.start,
+                    c.start + c.count,
+                    t.name
+                ),
+                None => format!("TMEM region `{}`", t.name),
+            };
             let fd = Finding::new(
                 &codes::SHAPE_MISMATCH,
                 sp,
                 format!(
-                    "TMEM region `{}` is {:?} {}, but fragment `{}` is {:?} {}",
-                    t.name, t.shape, t.dtype, f.name, f.shape, f.dtype
+                    "{what} {} {:?} {}, but fragment `{}` is {:?} {}",
+                    if cols.is_some() { "are" } else { "is" },
+                    shape,
+                    t.dtype,
+                    f.name,
+                    f.shape,
+                    f.dtype
                 ),
             )
-            .expected(format!("{:?} {}", t.shape, t.dtype))
+            .expected(format!("{:?} {}", shape, t.dtype))
             .actual(format!("{:?} {}", f.shape, f.dtype));
             return Err(self.report(fd));
         }
-        self.emit_op(Op::TmemLoad { dst, src }, sp)?;
+        self.emit_op(Op::TmemLoad { dst, src, cols }, sp)?;
         Ok(Value::None)
     }
 
     /// `lm.tmem_store(dst, value)`
     pub(super) fn tmem_store(&mut self, a: &[Slot], sp: Span) -> R<Value> {
-        let dst = self.tmem_arg(&a[0], "the destination")?;
+        let (dst, cols) = self.tmem_cols_arg(&a[0], "the destination")?;
         let (v, vsp) = a[1].clone().expect("required");
         let src = self.expr_of(v, vsp, None)?;
         let t = self.k.tmems[dst].clone();
-        self.check_into(
-            src,
-            &t.shape,
-            t.dtype,
-            vsp,
-            &format!("TMEM region `{}`", t.name),
-        )?;
-        self.emit_op(Op::TmemStore { dst, src }, sp)?;
+        let what = match cols {
+            Some(c) => format!(
+                "columns {}..{} of TMEM region `{}`",
+                c.start,
+                c.start + c.count,
+                t.name
+            ),
+            None => format!("TMEM region `{}`", t.name),
+        };
+        self.check_into(src, &tmem_shape(&t.shape, cols), t.dtype, vsp, &what)?;
+        self.emit_op(Op::TmemStore { dst, src, cols }, sp)?;
         Ok(Value::None)
     }
 
@@ -711,6 +729,11 @@ impl Interp<'_> {
             Some((Value::Frag(f), _)) => Ok(Operand::Frag(*f)),
             Some((Value::Tmem(t), _)) => Ok(Operand::Tmem(*t)),
             Some((Value::Poison, _)) => Err(Reported),
+            Some((Value::TmemSlice(..), s)) => self.err(
+                &codes::TYPE_MISMATCH,
+                *s,
+                format!("{what} must be a whole TMEM region: an MMA reads and writes whole regions (`.cols(...)` is for lm.tmem_load and lm.tmem_store)"),
+            ),
             Some((other, s)) => {
                 let msg = format!(
                     "{what} must be a view, a fragment or a TMEM region, found {}",
@@ -976,4 +999,13 @@ impl Interp<'_> {
 
 fn is_fp8(d: DType) -> bool {
     matches!(d, DType::E4M3 | DType::E5M2)
+}
+
+/// The shape a TMEM operand moves: the region's, or `count` of its columns.
+fn tmem_shape(region: &[u32], cols: Option<TmemCols>) -> Vec<u32> {
+    let mut shape = region.to_vec();
+    if let (Some(c), Some(last)) = (cols, shape.last_mut()) {
+        *last = c.count;
+    }
+    shape
 }

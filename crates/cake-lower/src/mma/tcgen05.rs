@@ -273,10 +273,15 @@ impl MmaBackend for Tcgen05 {
                     c.invalidate(*dst);
                 }
             }
-            Op::TmemStore { dst, src: value } => {
+            Op::TmemStore {
+                dst,
+                src: value,
+                cols,
+            } => {
                 match tmem_store_form(
                     c.k,
                     *dst,
+                    *cols,
                     *value,
                     |e| c.tile_of(e),
                     |e| c.row_elementwise(e),
@@ -328,12 +333,26 @@ impl MmaBackend for Tcgen05 {
         e.tcgen05_commit(barrier, sp);
     }
 
-    fn tmem_load(&self, e: &mut Emitter, dst: FragId, src: TmemId, sp: Span) {
-        e.tmem_load(dst, src, sp);
+    fn tmem_load(
+        &self,
+        e: &mut Emitter,
+        dst: FragId,
+        src: TmemId,
+        cols: Option<TmemCols>,
+        sp: Span,
+    ) {
+        e.tmem_load(dst, src, cols, sp);
     }
 
-    fn tmem_store(&self, e: &mut Emitter, dst: TmemId, value: ExprId, sp: Span) {
-        e.tmem_store(dst, value, sp);
+    fn tmem_store(
+        &self,
+        e: &mut Emitter,
+        dst: TmemId,
+        cols: Option<TmemCols>,
+        value: ExprId,
+        sp: Span,
+    ) {
+        e.tmem_store(dst, cols, value, sp);
     }
 
     fn tmem_copy(&self, e: &mut Emitter, dst: TmemId, src: &ViewRef, sp: Span) {
@@ -445,10 +464,11 @@ fn mma_form<'o>(k: &Kernel, target: &Target, call: &MmaCall<'o>) -> Result<MmaFo
 fn tmem_store_form(
     k: &Kernel,
     dst: TmemId,
+    cols: Option<TmemCols>,
     value: ExprId,
     tile_of: impl Fn(ExprId) -> Option<FragLayout>,
     row_elementwise: impl Fn(ExprId) -> bool,
-) -> Result<(ExprId, Option<DType>, u32), String> {
+) -> Result<(ExprId, Option<DType>, u32, u32), String> {
     let region = &k.tmems[dst];
     let (inner, packed) = match legal::cast_to_16bit(k, value, region.dtype) {
         _ if region.dtype == DType::F32 => (value, None),
@@ -460,15 +480,36 @@ fn tmem_store_form(
         _ => return Err("lm.tmem_store is lowered for element-wise values of a tile read from TMEM (one row per thread)".into()),
     };
     let words = if packed.is_some() { n / 2 } else { n };
+    let width = cols.map_or(region.shape.get(1).copied().unwrap_or(0), |c| c.count);
+    let first = tmem_first_word(cols, packed.is_some())?;
     if region.lanes != 128
         || region.shape.len() != 2
-        || region.shape[1] != n
+        || width != n
         || !words.is_multiple_of(32)
-        || words > region.cols
+        || first + words > region.cols
     {
-        return Err(format!("lm.tmem_store is lowered for 128-lane regions written whole, 32 columns at a time; `{}` is {:?} over {} columns, the value {n} wide", region.name, region.shape, region.cols));
+        return Err(format!("lm.tmem_store is lowered for 128-lane regions (or column ranges of them) written 32 columns at a time; `{}` is {:?} over {} columns, the value {n} wide", region.name, region.shape, region.cols));
     }
-    Ok((inner, packed, n))
+    Ok((inner, packed, n, first))
+}
+
+/// The first 32-bit TMEM column a column range starts at (0 for a whole region): its first
+/// element's, two 16-bit elements to a column. The lowering moves 32 columns per instruction
+/// from a multiple of 32.
+fn tmem_first_word(cols: Option<TmemCols>, packed: bool) -> Result<u32, String> {
+    let Some(c) = cols else { return Ok(0) };
+    let per_word = if packed { 2 } else { 1 };
+    let word = c.start / per_word;
+    if !c.start.is_multiple_of(per_word) || !word.is_multiple_of(32) {
+        return Err(format!(
+            "a TMEM column range is lowered from a multiple of 32 columns (of {} elements); `.cols({}, {})` starts at column {}",
+            per_word * 32,
+            c.start,
+            c.count,
+            c.start as f64 / per_word as f64
+        ));
+    }
+    Ok(word)
 }
 
 /// The conditions of `lm.tmem_copy(region, view)`: what a tcgen05.mma `a` operand would read
@@ -494,12 +535,21 @@ fn tmem_copy_form(k: &Kernel, dst: TmemId, src: &ViewRef) -> Result<u32, String>
     Ok(view.shape[1])
 }
 
+/// How a TMEM transfer's comment names where a column range starts.
+fn from_column(first: u32) -> String {
+    if first == 0 {
+        String::new()
+    } else {
+        format!(" from column {first}")
+    }
+}
+
 impl Planner<'_> {
     /// Fragments filled by `lm.tmem_load`: one TMEM lane (row) per thread of a warpgroup.
     fn infer_tmem_fragment_layouts(&mut self) {
         let kf = self.kf;
         for (sid, op) in kf.ops.iter().map(|s| (s.stmt, &s.op)) {
-            let Op::TmemLoad { dst, src } = op else {
+            let Op::TmemLoad { dst, src, cols } = op else {
                 continue;
             };
             let frag = &self.k.fragments[*dst];
@@ -517,6 +567,25 @@ impl Planner<'_> {
             {
                 self.unsupported(sp, format!("lm.tmem_load is lowered into a (128, N) f32 fragment of a warpgroup role (N a multiple of 32) from an f32 region of 128 lanes; `{}` is {:?} {} on role `{}`", frag.name, frag.shape, frag.dtype, role.name));
                 continue;
+            }
+            match tmem_first_word(*cols, false) {
+                Err(m) => {
+                    self.unsupported(sp, m);
+                    continue;
+                }
+                Ok(first) if first + frag.shape[1] > region.cols => {
+                    self.unsupported(
+                        sp,
+                        format!(
+                            "columns {first}..{} of `{}` are past its {} TMEM columns",
+                            first + frag.shape[1],
+                            region.name,
+                            region.cols
+                        ),
+                    );
+                    continue;
+                }
+                Ok(_) => {}
             }
             self.frag_layouts
                 .insert(*dst, FragLayout::TmemRow { n: frag.shape[1] });
@@ -548,17 +617,18 @@ impl Emitter<'_> {
     /// `tcgen05.st`, then waits for the stores. An f32 region takes the value's bits; a bf16/f16
     /// region takes `lm.cast(value, that dtype)` packed two elements per 32-bit column (lower
     /// column in the low half).
-    fn tmem_store(&mut self, dst: TmemId, value: ExprId, sp: Span) {
+    fn tmem_store(&mut self, dst: TmemId, cols: Option<TmemCols>, value: ExprId, sp: Span) {
         let k = self.k;
         let region = k.tmems[dst].clone();
-        let (inner, pack, n) = match tmem_store_form(
+        let (inner, pack, n, first) = match tmem_store_form(
             k,
             dst,
+            cols,
             value,
             |e| self.tile_of(e),
             |e| self.row_elementwise(e),
         ) {
-            Ok((inner, packed, n)) => (inner, packed.map(pack_fn), n),
+            Ok((inner, packed, n, first)) => (inner, packed.map(pack_fn), n, first),
             Err(m) => return self.unsupported(sp, m),
         };
         let words = if pack.is_some() { n / 2 } else { n };
@@ -566,9 +636,10 @@ impl Emitter<'_> {
         let v = self.elem(inner, Site::Lane);
         let addr = self.tmem_addr(dst);
         self.line(&format!(
-            "// tmem_store {} ({}): this warp's 32 lanes, {words} column(s)",
+            "// tmem_store {} ({}): this warp's 32 lanes, {words} column(s){}",
             region.name,
-            self.loc(sp)
+            self.loc(sp),
+            from_column(first)
         ));
         self.braced("{", |e| {
             e.line(&format!(
@@ -591,7 +662,10 @@ impl Emitter<'_> {
                             e.line(&format!("r[w] = __float_as_uint({v});"));
                         }
                     });
-                    e.line(&format!("cake_tmem_st_32x32b_x32(taddr + {w0}, r);"));
+                    e.line(&format!(
+                        "cake_tmem_st_32x32b_x32(taddr + {}, r);",
+                        first + w0
+                    ));
                 });
             }
             e.line("cake_tmem_wait_st();");
@@ -601,17 +675,22 @@ impl Emitter<'_> {
     /// `lm.tmem_load(frag, region)`: each warp of the warpgroup reads its 32-lane quarter
     /// (warp w: lanes 32·(w mod 4)..+31, the access restriction of §9.7.16.1) 32 columns at a
     /// time, then waits.
-    fn tmem_load(&mut self, dst: FragId, src: TmemId, sp: Span) {
+    fn tmem_load(&mut self, dst: FragId, src: TmemId, cols: Option<TmemCols>, sp: Span) {
         let Some(FragLayout::TmemRow { n }) = self.frag_layouts.get(&dst).copied() else {
+            return;
+        };
+        // The planner refused a range it cannot start at.
+        let Ok(first) = tmem_first_word(cols, false) else {
             return;
         };
         let name = self.frag_name(dst);
         let addr = self.tmem_addr(src);
         self.line(&format!(
-            "// tmem_load {} <- {} ({}): this warp's 32 lanes, {n} columns",
+            "// tmem_load {} <- {} ({}): this warp's 32 lanes, {n} columns{}",
             self.k.fragments[dst].name,
             self.k.tmems[src].name,
-            self.loc(sp)
+            self.loc(sp),
+            from_column(first)
         ));
         self.braced("{", |e| {
             e.line(&format!(
@@ -619,7 +698,8 @@ impl Emitter<'_> {
             ));
             for c in (0..n).step_by(32) {
                 e.line(&format!(
-                    "cake_tmem_ld_32x32b_x32(taddr + {c}, {name} + {c});"
+                    "cake_tmem_ld_32x32b_x32(taddr + {}, {name} + {c});",
+                    first + c
                 ));
             }
             e.line("cake_tmem_wait_ld();");
