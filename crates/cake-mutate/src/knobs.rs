@@ -107,8 +107,9 @@ fn interface_names(src: &Source) -> std::collections::HashSet<String> {
     out
 }
 
-/// Values worth trying for a knob at `v`: ±1 for small counts (stages, group sizes), halving,
-/// doubling and the steps between for sizes (tile extents, register budgets).
+/// Values worth trying for a knob at `v`: ±1 for small counts (stages, group sizes, switches
+/// such as `PERSISTENT = 1`, which may go back to 0), halving, doubling and the steps between
+/// for sizes (tile extents, register budgets).
 pub fn neighbours(v: i64) -> Vec<i64> {
     let mut out = if v <= 8 {
         vec![v - 1, v + 1]
@@ -116,7 +117,7 @@ pub fn neighbours(v: i64) -> Vec<i64> {
         let p = 1i64 << (63 - (v / 2).max(1).leading_zeros());
         vec![v / 2, v - p, v + p, v * 2]
     };
-    out.retain(|&n| n > 0 && n != v);
+    out.retain(|&n| n >= 0 && n != v);
     out.sort();
     out.dedup();
     out
@@ -230,7 +231,9 @@ mod tests {
     #[test]
     fn neighbours_step_counts_by_one_and_sizes_by_powers_of_two() {
         assert_eq!(neighbours(3), vec![2, 4]);
-        assert_eq!(neighbours(1), vec![2]);
+        // A switch turns off as well as on.
+        assert_eq!(neighbours(1), vec![0, 2]);
+        assert_eq!(neighbours(0), vec![1]);
         assert_eq!(neighbours(64), vec![32, 96, 128]);
         assert_eq!(neighbours(256), vec![128, 384, 512]);
         assert_eq!(neighbours(232), vec![116, 168, 296, 464]);
