@@ -335,15 +335,7 @@ impl Interp<'_> {
         let (t, f) = (self.k.tmems[src].clone(), self.k.fragments[dst].clone());
         let shape = tmem_shape(&t.shape, cols);
         if shape != f.shape || t.dtype != f.dtype {
-            let what = match cols {
-                Some(c) => format!(
-                    "columns {}..{} of TMEM region `{}`",
-                    c.start,
-                    c.start + c.count,
-                    t.name
-                ),
-                None => format!("TMEM region `{}`", t.name),
-            };
+            let what = tmem_operand(&t.name, cols);
             let fd = Finding::new(
                 &codes::SHAPE_MISMATCH,
                 sp,
@@ -371,15 +363,7 @@ impl Interp<'_> {
         let (v, vsp) = a[1].clone().expect("required");
         let src = self.expr_of(v, vsp, None)?;
         let t = self.k.tmems[dst].clone();
-        let what = match cols {
-            Some(c) => format!(
-                "columns {}..{} of TMEM region `{}`",
-                c.start,
-                c.start + c.count,
-                t.name
-            ),
-            None => format!("TMEM region `{}`", t.name),
-        };
+        let what = tmem_operand(&t.name, cols);
         self.check_into(src, &tmem_shape(&t.shape, cols), t.dtype, vsp, &what)?;
         self.emit_op(Op::TmemStore { dst, src, cols }, sp)?;
         Ok(Value::None)
@@ -1008,4 +992,16 @@ fn tmem_shape(region: &[u32], cols: Option<TmemCols>) -> Vec<u32> {
         *last = c.count;
     }
     shape
+}
+
+/// How a finding names a TMEM operand: the region, or a column range of it.
+fn tmem_operand(region: &str, cols: Option<TmemCols>) -> String {
+    match cols {
+        Some(c) => format!(
+            "columns {}..{} of TMEM region `{region}`",
+            c.start,
+            c.start + c.count
+        ),
+        None => format!("TMEM region `{region}`"),
+    }
 }

@@ -521,6 +521,12 @@ impl Emitter<'_> {
                 "cake_ldmatrix_x4",
             )
         };
+        self.ldmatrix_x4(load, start, row, cb, dst, addr);
+    }
+
+    /// `{load}({dst}, {addr})` with the lane's `row` (from `start`) and byte column `cb` in
+    /// scope: one ldmatrix.x4 of an operand's registers.
+    fn ldmatrix_x4(&mut self, load: &str, start: &str, row: &str, cb: &str, dst: &str, addr: &str) {
         self.line(&format!("const int row = {start} + {row};"));
         self.line(&format!("const int cb = {cb};"));
         self.line(&format!("{load}({dst}, {addr});"));
@@ -551,9 +557,7 @@ impl Emitter<'_> {
             )
         };
         self.line(&format!("// Column tiles 2np and 2np+1: {what}."));
-        self.line(&format!("const int row = {start} + {row};"));
-        self.line(&format!("const int cb = {cb};"));
-        self.line(&format!("{load}({dst}, {addr});"));
+        self.ldmatrix_x4(load, start, row, cb, dst, addr);
     }
 
     /// `lm.mma(acc, a, b)` on mma.sync: for each 32-byte k-step and each pair of 8-column tiles,
