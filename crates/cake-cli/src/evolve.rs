@@ -354,12 +354,12 @@ fn run(
         None => flags.gpu.clone(),
     };
     if let Some(gpu) = &gpu {
-        let cards = cake_cost::Calibration::builtin_cards();
-        if !cards.iter().any(|c| cake_target::card_is(c, gpu)) {
-            return usage(format!(
-                "--gpu {gpu}: no committed calibration table was measured on it (cards: {})",
-                cards.join(", ")
-            ));
+        let (contract, target) = match &stored {
+            Some((s, _)) => (Some(s.contract.clone()), s.target.clone()),
+            None => (flags.contract.clone(), flags.target.clone()),
+        };
+        if let Err(e) = check_gpu(contract.as_deref(), target.as_deref(), gpu) {
+            return usage(format!("--gpu {gpu}: {e}"));
         }
     }
     let estimator = cost_model(gpu.clone());
@@ -510,6 +510,32 @@ fn run(
 
 /// The GPU evaluator: one supervised worker for the whole run, started now so a missing worker
 /// is a usage error before anything is spent.
+/// `--gpu` names a card one of the run's target's committed calibration tables was measured on
+/// (the target: `--target`, else the contract's first). A contract that does not load is left
+/// for the run's own start to report.
+fn check_gpu(
+    contract: Option<&std::path::Path>,
+    target: Option<&str>,
+    gpu: &str,
+) -> Result<(), String> {
+    let target = match target {
+        Some(t) => t.to_string(),
+        None => {
+            let first = contract
+                .and_then(|c| cake_eval::Contract::load(c).ok())
+                .and_then(|c| c.targets.first().cloned());
+            let Some(first) = first else { return Ok(()) };
+            first
+        }
+    };
+    let Ok(t) = cake_target::lookup(&target) else {
+        return Ok(());
+    };
+    cake_cost::Calibration::builtin_for(t, gpu)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
 fn harness(
     contract: &std::path::Path,
     target: Option<String>,

@@ -415,6 +415,17 @@ fn resume_keeps_the_stored_gpu() {
         "--run",
         r,
     ];
+    // The card must have a table of the run's target: sm_80 has none.
+    let mut sm80 = start.to_vec();
+    sm80.extend(["--target", "sm_80"]);
+    let o = cake(&sm80, &[]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--gpu H100") && err.contains("no calibration for sm_80"),
+        "{err}"
+    );
+    assert!(!run.join("archive.sqlite").exists(), "nothing was started");
     let o = cake(&start, &[]);
     assert_eq!(
         o.status.code(),
