@@ -184,7 +184,7 @@ impl Proposer for KnobMutator {
                 if edits.iter().any(|(e, _)| e.name == k.name) {
                     continue;
                 }
-                let options: Vec<i64> = knobs::neighbours(k.value)
+                let options: Vec<i64> = knobs::knob_neighbours(k)
                     .into_iter()
                     .filter(|v| {
                         !self

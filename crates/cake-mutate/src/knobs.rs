@@ -13,6 +13,8 @@ pub struct Knob {
     /// Byte range of the literal in the source.
     pub start: usize,
     pub end: usize,
+    /// Written 0 or 1 and tested as a condition (`if NAME:`, `if not NAME:`): an on/off switch.
+    pub switch: bool,
 }
 
 /// Every `NAME = INT` or `A, B = INT, INT` statement at module level (indent 0). Literals must be
@@ -36,6 +38,7 @@ pub fn constants(source: &str) -> Vec<Knob> {
 }
 
 fn module_constants(src: &Source) -> Vec<Knob> {
+    let conditions = condition_names(src);
     let mut out = Vec::new();
     for st in &src.stmts {
         if st.indent != 0 {
@@ -63,12 +66,37 @@ fn module_constants(src: &Source) -> Vec<Knob> {
             let Ok(value) = text(*v).replace('_', "").parse::<i64>() else {
                 continue;
             };
+            let name = text(*n).to_string();
             out.push(Knob {
-                name: text(*n).to_string(),
+                switch: (value == 0 || value == 1) && conditions.contains(&name),
+                name,
                 value,
                 start: st.toks[*v].start,
                 end: st.toks[*v].end,
             });
+        }
+    }
+    out
+}
+
+/// Names tested alone as a condition: `if NAME:`, `elif NAME:`, `if not NAME:`.
+fn condition_names(src: &Source) -> std::collections::HashSet<String> {
+    let mut out = std::collections::HashSet::new();
+    for st in &src.stmts {
+        let text = |i: usize| src.tok_text(&st.toks[i]);
+        let n = st.toks.len();
+        for i in 0..n {
+            if !matches!(text(i), "if" | "elif") {
+                continue;
+            }
+            let at = if i + 1 < n && text(i + 1) == "not" {
+                i + 2
+            } else {
+                i + 1
+            };
+            if at + 1 < n && st.toks[at].kind == Kind::Name && text(at + 1) == ":" {
+                out.insert(text(at).to_string());
+            }
         }
     }
     out
@@ -107,9 +135,18 @@ fn interface_names(src: &Source) -> std::collections::HashSet<String> {
     out
 }
 
-/// Values worth trying for a knob at `v`: ±1 for small counts (stages, group sizes, switches
-/// such as `PERSISTENT = 1`, which may go back to 0), halving, doubling and the steps between
-/// for sizes (tile extents, register budgets).
+/// Values worth trying for a knob: the other state of a switch ([`Knob::switch`]), else
+/// [`neighbours`] of its value.
+pub fn knob_neighbours(k: &Knob) -> Vec<i64> {
+    if k.switch {
+        vec![1 - k.value]
+    } else {
+        neighbours(k.value)
+    }
+}
+
+/// Values worth trying for a count or size at `v`: ±1 for small counts (stages, group sizes),
+/// halving, doubling and the steps between for sizes (tile extents, register budgets); never 0.
 pub fn neighbours(v: i64) -> Vec<i64> {
     let mut out = if v <= 8 {
         vec![v - 1, v + 1]
@@ -117,7 +154,7 @@ pub fn neighbours(v: i64) -> Vec<i64> {
         let p = 1i64 << (63 - (v / 2).max(1).leading_zeros());
         vec![v / 2, v - p, v + p, v * 2]
     };
-    out.retain(|&n| n >= 0 && n != v);
+    out.retain(|&n| n > 0 && n != v);
     out.sort();
     out.dedup();
     out
@@ -229,11 +266,22 @@ mod tests {
     }
 
     #[test]
+    fn a_switch_turns_off_as_well_as_on() {
+        let src = "AHEAD = 1\nLAZY = 0\nSTAGES = 1\nWIDE = 1\n\ndef f():\n    if AHEAD:\n        pass\n    elif not LAZY:\n        pass\n    x = WIDE + 1\n";
+        let ks = knobs(src);
+        let of = |n: &str| ks.iter().find(|k| k.name == n).unwrap();
+        assert!(of("AHEAD").switch && of("LAZY").switch);
+        assert!(!of("STAGES").switch && !of("WIDE").switch);
+        assert_eq!(knob_neighbours(of("AHEAD")), vec![0]);
+        assert_eq!(knob_neighbours(of("LAZY")), vec![1]);
+        // A count at 1 is never tried at 0.
+        assert_eq!(knob_neighbours(of("STAGES")), vec![2]);
+    }
+
+    #[test]
     fn neighbours_step_counts_by_one_and_sizes_by_powers_of_two() {
         assert_eq!(neighbours(3), vec![2, 4]);
-        // A switch turns off as well as on.
-        assert_eq!(neighbours(1), vec![0, 2]);
-        assert_eq!(neighbours(0), vec![1]);
+        assert_eq!(neighbours(1), vec![2]);
         assert_eq!(neighbours(64), vec![32, 96, 128]);
         assert_eq!(neighbours(256), vec![128, 384, 512]);
         assert_eq!(neighbours(232), vec![116, 168, 296, 464]);
