@@ -508,8 +508,6 @@ fn run(
     }
 }
 
-/// The GPU evaluator: one supervised worker for the whole run, started now so a missing worker
-/// is a usage error before anything is spent.
 /// `--gpu` names a card one of the run's target's committed calibration tables was measured on
 /// (the target: `--target`, else the contract's first). A contract that does not load is left
 /// for the run's own start to report.
@@ -536,6 +534,8 @@ fn check_gpu(
         .map_err(|e| e.to_string())
 }
 
+/// The GPU evaluator: one supervised worker for the whole run, started now so a missing worker
+/// is a usage error before anything is spent.
 fn harness(
     contract: &std::path::Path,
     target: Option<String>,

@@ -362,7 +362,6 @@ impl Interp<'_> {
         }))
     }
 
-    /// `view.stage(index)`
     /// `region.cols(start, count)`: columns `start..start + count` of a 2-D TMEM region (its
     /// elements along the second axis), both compile-time integers.
     pub(super) fn tmem_columns(&mut self, t: TmemId, a: &[Slot], sp: Span) -> R<Value> {
@@ -408,6 +407,7 @@ impl Interp<'_> {
         ))
     }
 
+    /// `view.stage(index)`
     pub(super) fn view_stage(&mut self, v: ViewRef, a: &[Slot], _sp: Span) -> R<Value> {
         let (i, isp) = a[0].clone().expect("required");
         let i = self.index_of(i, isp)?;
