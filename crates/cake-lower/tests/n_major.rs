@@ -95,17 +95,7 @@ fn an_m_major_a_sets_the_transpose_flag_for_a_and_steps_its_panel_rows() {
 
 /// `path` checked and lowered for `target`: the generated CUDA.
 fn lower_for(path: &str, target: &str) -> String {
-    let source = example(path);
-    let checked = cake_driver::check(path, source.as_bytes(), Some(target));
-    assert!(
-        !checked.findings.iter().any(|f| f.is_error()),
-        "{:?}",
-        checked.findings
-    );
-    let t = cake_target::lookup(target).unwrap();
-    cake_lower::lower(&checked.kernels[0], &checked.file, t)
-        .unwrap_or_else(|e| panic!("{path} does not lower for {target}: {e:?}"))
-        .cuda
+    common::lower_source_for(path, &example(path), "", target)
 }
 
 #[test]

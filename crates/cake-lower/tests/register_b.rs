@@ -5,6 +5,8 @@
 
 use std::path::Path;
 
+mod common;
+
 fn example(file: &str) -> String {
     std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -16,16 +18,7 @@ fn example(file: &str) -> String {
 
 /// `source` checked for `target` (no errors allowed) and lowered: the generated CUDA.
 fn lower(name: &str, source: &str, target: &str) -> String {
-    let checked = cake_driver::check(name, source.as_bytes(), Some(target));
-    assert!(
-        !checked.findings.iter().any(|f| f.is_error()),
-        "{name}: {:?}",
-        checked.findings
-    );
-    let t = cake_target::lookup(target).unwrap();
-    cake_lower::lower(&checked.kernels[0], &checked.file, t)
-        .unwrap_or_else(|e| panic!("{name} does not lower for {target}: {e:?}"))
-        .cuda
+    common::lower_source_for(name, source, "", target)
 }
 
 /// What checking and lowering `source` for `target` said: findings and the lowering's error.

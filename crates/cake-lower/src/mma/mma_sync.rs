@@ -300,15 +300,24 @@ fn mn_major(k: &Kernel, v: &ViewRef, what: &str, mn: u32) -> Result<(), String> 
     Ok(())
 }
 
-/// Whether an operand layout is whole ldmatrix.x4 tiles: 16 rows of `a` (two 8-column tiles of
-/// `b`) by 32 bytes of K.
-fn operand_tiles(layout: FragLayout) -> bool {
-    match layout {
-        FragLayout::MmaA { m: mn, k_bytes } | FragLayout::MmaB { n: mn, k_bytes } => {
-            mn > 0 && mn.is_multiple_of(16) && k_bytes > 0 && k_bytes.is_multiple_of(32)
-        }
-        _ => false,
-    }
+/// The register layout of fragment `f` as an mma.sync operand — an `(M, K)` `a`, or a `(K, N)`
+/// `b` when `as_b` — where it is whole ldmatrix.x4 tiles: a single-buffered 2-D fragment of 16
+/// rows of `a` (two 8-column tiles of `b`) by 32 bytes of K. `None` otherwise.
+fn operand_layout(f: &Fragment, as_b: bool) -> Option<FragLayout> {
+    let [rows, cols] = f.shape[..] else {
+        return None;
+    };
+    let (mn, k_bytes) = if as_b {
+        (cols, rows * f.dtype.bytes())
+    } else {
+        (rows, cols * f.dtype.bytes())
+    };
+    let tiles = mn > 0 && mn.is_multiple_of(16) && k_bytes > 0 && k_bytes.is_multiple_of(32);
+    (f.buffers == 1 && tiles).then_some(if as_b {
+        FragLayout::MmaB { n: mn, k_bytes }
+    } else {
+        FragLayout::MmaA { m: mn, k_bytes }
+    })
 }
 
 impl Planner<'_> {
@@ -332,22 +341,7 @@ impl Planner<'_> {
             // An ldmatrix destination holds the A-operand layout unless an MMA reads it as `b`.
             if let Op::Ldmatrix { dst, .. } = op {
                 let f = &self.k.fragments[*dst];
-                let (rows, cols) = (
-                    f.shape.first().copied().unwrap_or(0),
-                    f.shape.get(1).copied().unwrap_or(0),
-                );
-                let layout = if b_frags.contains(dst) {
-                    FragLayout::MmaB {
-                        n: cols,
-                        k_bytes: rows * f.dtype.bytes(),
-                    }
-                } else {
-                    FragLayout::MmaA {
-                        m: rows,
-                        k_bytes: cols * f.dtype.bytes(),
-                    }
-                };
-                if f.shape.len() == 2 && f.buffers == 1 && operand_tiles(layout) {
+                if let Some(layout) = operand_layout(f, b_frags.contains(dst)) {
                     self.frag_layouts.insert(*dst, layout);
                 }
                 continue;
@@ -396,18 +390,10 @@ impl Planner<'_> {
             self.frag_layouts.insert(*f, FragLayout::MmaAcc { m, n });
             if let Operand::Frag(bf) = b {
                 let fb = &self.k.fragments[*bf];
-                let (rows, cols) = (
-                    fb.shape.first().copied().unwrap_or(0),
-                    fb.shape.get(1).copied().unwrap_or(0),
-                );
-                let layout = FragLayout::MmaB {
-                    n: cols,
-                    k_bytes: rows * fb.dtype.bytes(),
-                };
-                if fb.shape.len() != 2 || fb.buffers != 1 || !operand_tiles(layout) {
+                let Some(layout) = operand_layout(fb, true) else {
                     self.unsupported(sp, format!("an mma.sync `b` fragment is (K, N) with K a multiple of 32 bytes and N of 16; `{}` is {:?} {}", fb.name, fb.shape, fb.dtype));
                     continue;
-                }
+                };
                 self.frag_layouts.insert(*bf, layout);
             }
             if let Operand::Frag(af) = a {
@@ -416,22 +402,11 @@ impl Planner<'_> {
                     self.unsupported(sp, format!("fragment `{}` is read as both `a` and `b` of mma.sync, whose register layouts differ: load each operand into its own fragment", fa.name));
                     continue;
                 }
-                let k_bytes = fa.shape.get(1).copied().unwrap_or(0) * fa.dtype.bytes();
-                if fa.shape.len() != 2
-                    || !fa.shape[0].is_multiple_of(16)
-                    || !k_bytes.is_multiple_of(32)
-                    || fa.buffers != 1
-                {
+                let Some(layout) = operand_layout(fa, false) else {
                     self.unsupported(sp, format!("an mma.sync `a` fragment is (M, K) with M a multiple of 16 and K a multiple of 32 bytes; `{}` is {:?} {}", fa.name, fa.shape, fa.dtype));
                     continue;
-                }
-                self.frag_layouts.insert(
-                    *af,
-                    FragLayout::MmaA {
-                        m: fa.shape[0],
-                        k_bytes,
-                    },
-                );
+                };
+                self.frag_layouts.insert(*af, layout);
             }
         }
     }

@@ -27,15 +27,20 @@ pub fn lower_example(file: &str, constants: &[(&str, i64)]) -> String {
 /// `source` (named `name`) checked (no errors allowed) and lowered for sm_90a: the generated
 /// CUDA. `what` says which variant it is in a failure's message.
 pub fn lower_source(name: &str, source: &str, what: &str) -> String {
-    let checked = cake_driver::check(name, source.as_bytes(), Some("sm_90a"));
+    lower_source_for(name, source, what, "sm_90a")
+}
+
+/// [`lower_source`] for `target`.
+pub fn lower_source_for(name: &str, source: &str, what: &str, target: &str) -> String {
+    let checked = cake_driver::check(name, source.as_bytes(), Some(target));
     assert!(
         !checked.findings.iter().any(|f| f.is_error()),
         "{name} {what}: {:?}",
         checked.findings
     );
-    let t = cake_target::lookup("sm_90a").unwrap();
+    let t = cake_target::lookup(target).unwrap();
     cake_lower::lower(&checked.kernels[0], &checked.file, t)
-        .unwrap_or_else(|e| panic!("{name} {what} does not lower: {e:?}"))
+        .unwrap_or_else(|e| panic!("{name} {what} does not lower for {target}: {e:?}"))
         .cuda
 }
 
