@@ -1,16 +1,23 @@
 """BF16 GEMM for Blackwell (sm_100a / sm_103a), persistent: the gemm_sm100 example with one CTA
-per SM walking the tiles. The TMEM accumulator is reused by every tile, so the MMA warp waits on
-`acc_empty` before a tile's first MMA, and the epilogue arrives on it once its tcgen05.ld of the
-accumulator is done. Cake derives that `acc_empty` starts free (its wait guards the MMAs that
-overwrite `acc`, and its only arriver reads `acc`: language.md §11.3), so the first tile does
-not wait. The next tile's loads still run ahead through the 4-stage ring while the epilogue
-drains the accumulator. No Blackwell GPU is available here: proven by ptxas and the golden only.
+per SM walking the tiles.
+
+The TMEM accumulator has `ACC_STAGES` stages, one per tile in flight, taken in turn through the
+`accpipe` pipeline: each role runs a one-iteration loop over `accpipe` per tile, so tile t uses
+stage t mod ACC_STAGES. The MMA warp waits on `acc_empty` (that stage's) before a tile's first
+MMA, and the epilogue arrives on it once its tcgen05.ld of the stage is done. Cake derives that
+`acc_empty` starts free (its wait guards the MMAs that overwrite `acc`, and its only arriver
+reads `acc`: language.md §11.3), so the first ACC_STAGES tiles do not wait. With two stages the
+MMAs of tile t + 1 run while the epilogue drains tile t (double-buffered TMEM, 2 × BN of the
+512 columns); with one, a tile's MMAs wait for the previous tile's epilogue. The loads run
+ahead through the 4-stage ring either way. No Blackwell GPU is available here: proven by ptxas
+and the golden only.
 """
 import cake
 from cake import lm
 
 BM, BN, BK = 128, 128, 64
 STAGES = 4  # 4 × 32 KiB of operands
+ACC_STAGES = 2  # accumulators in TMEM: 2 lets a tile's MMAs overlap the previous tile's epilogue
 
 
 @cake.schedule(targets=["sm_100a", "sm_103a"], persistent=True)
@@ -21,8 +28,8 @@ def gemm(A: lm.tensor[lm.bf16, "M", "K"],
     sA = pool.view(shape=(BM, BK), dtype=lm.bf16, stages=STAGES, swizzle=128)
     sB = pool.view(shape=(BN, BK), dtype=lm.bf16, stages=STAGES, swizzle=128)
 
-    # 128 lanes (one per output row) × 128 f32 columns.
-    acc = lm.tmem(cols=BN, shape=(BM, BN), dtype=lm.f32)
+    # 128 lanes (one per output row) × 128 f32 columns, per stage.
+    acc = lm.tmem(cols=BN, shape=(BM, BN), dtype=lm.f32, stages=ACC_STAGES)
 
     epilogue = lm.role(warpgroup=0)
     load = lm.role(warp=4)
@@ -31,8 +38,9 @@ def gemm(A: lm.tensor[lm.bf16, "M", "K"],
     pipe = lm.pipeline(stages=STAGES)
     full = lm.barrier(pipe, producers=[load], consumers=[mma])
     empty = lm.barrier(pipe, producers=[mma], consumers=[load])
-    acc_full = lm.barrier(producers=[mma], consumers=[epilogue])
-    acc_empty = lm.barrier(producers=[epilogue], consumers=[mma])
+    accpipe = lm.pipeline(stages=ACC_STAGES)  # one iteration per tile
+    acc_full = lm.barrier(accpipe, producers=[mma], consumers=[epilogue])
+    acc_empty = lm.barrier(accpipe, producers=[epilogue], consumers=[mma])
 
     out = epilogue.fragment(shape=(BM, BN), dtype=lm.f32)
 
@@ -43,13 +51,16 @@ def gemm(A: lm.tensor[lm.bf16, "M", "K"],
                 sA.tma_load(A, coords=(tm * BM, k * BK), barrier=full)
                 sB.tma_load(B, coords=(tn * BN, k * BK), barrier=full)
         with mma:
-            lm.wait(acc_empty)
-            for k in lm.range(lm.cdiv(K, BK), pipeline=pipe):
-                lm.wait(full)
-                lm.mma(acc, sA, sB.T, accumulate=k > 0, release=empty)
-            lm.commit(acc_full)
+            for _ in lm.range(1, pipeline=accpipe):
+                lm.wait(acc_empty)
+                d = acc.stage(accpipe.stage)       # the k loop below is over `pipe`
+                for k in lm.range(lm.cdiv(K, BK), pipeline=pipe):
+                    lm.wait(full)
+                    lm.mma(d, sA, sB.T, accumulate=k > 0, release=empty)
+                lm.commit(acc_full)
         with epilogue:
-            lm.wait(acc_full)
-            lm.tmem_load(out, acc)
-            lm.arrive(acc_empty)
-            lm.store(C, lm.cast(out, lm.bf16), coords=(tm * BM, tn * BN))
+            for _ in lm.range(1, pipeline=accpipe):
+                lm.wait(acc_full)
+                lm.tmem_load(out, acc)             # the stage of this loop over `accpipe`
+                lm.arrive(acc_empty)
+                lm.store(C, lm.cast(out, lm.bf16), coords=(tm * BM, tn * BN))

@@ -820,7 +820,7 @@ impl Analyzer<'_> {
                         )
                     }
                     Operand::Tmem(t) => {
-                        let s = &k.tmems[*t].shape;
+                        let s = &k.tmems[t.region].shape;
                         (
                             s.first().copied().unwrap_or(1),
                             s.get(1).copied().unwrap_or(1),
@@ -852,7 +852,7 @@ impl Analyzer<'_> {
                         (fr.shape.last().copied().unwrap_or(1), fr.dtype)
                     }
                     Operand::Tmem(t) => {
-                        let tm = &k.tmems[*t];
+                        let tm = &k.tmems[t.region];
                         (tm.shape.last().copied().unwrap_or(1), tm.dtype)
                     }
                 };

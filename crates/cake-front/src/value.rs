@@ -39,9 +39,9 @@ pub enum Value {
     Tensor(ParamId),
     Pool(PoolId),
     View(ViewRef),
-    Tmem(TmemId),
-    /// `region.cols(start, count)`: what `lm.tmem_load` reads and `lm.tmem_store` writes.
-    TmemSlice(TmemId, TmemCols),
+    /// A TMEM region, or one stage or column range of it (`region.stage(i)`,
+    /// `region.cols(start, count)`).
+    Tmem(TmemRef),
     Role(RoleId),
     Frag(FragId),
     Pipeline(PipelineId),
@@ -97,8 +97,8 @@ impl Value {
             Value::Tensor(_) => "a tensor parameter",
             Value::Pool(_) => "a shared-memory pool",
             Value::View(_) => "a shared-memory view",
+            Value::Tmem(t) if t.cols.is_some() => "a TMEM column range",
             Value::Tmem(_) => "a TMEM region",
-            Value::TmemSlice(..) => "a TMEM column range",
             Value::Role(_) => "a role",
             Value::Frag(_) => "a fragment",
             Value::Pipeline(_) => "a pipeline",

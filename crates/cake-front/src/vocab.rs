@@ -112,6 +112,7 @@ pub enum Builtin {
     ViewScatterAdd,
     RoleFragment,
     TmemColumns,
+    TmemStage,
     // properties
     ViewT,
     ViewShape,
@@ -220,7 +221,7 @@ pub const TABLE: &[Entry] = &[
 
     // lm: declarations
     row!(Lm "smem" => Smem, Call(&[opt("size")]), "a shared-memory pool"),
-    row!(Lm "tmem" => Tmem, Call(&[req("cols"), req("shape"), req("dtype"), opt("lanes")]), "a TMEM region"),
+    row!(Lm "tmem" => Tmem, Call(&[req("cols"), req("shape"), req("dtype"), opt("lanes"), opt("stages")]), "a TMEM region"),
     row!(Lm "role" => RoleDecl, Call(&[opt("warp"), opt("warps"), opt("warpgroup"), opt("warpgroups"), opt("regs")]), "a role: warps running one region"),
     row!(Lm "pipeline" => PipelineDecl, Call(&[req("stages")]), "a pipeline of buffer stages"),
     row!(Lm "barrier" => BarrierDecl, Call(&[opt("pipeline"), req("producers"), req("consumers"), opt("count"), opt("cluster")]), "an mbarrier (one per stage of a pipeline)"),
@@ -282,6 +283,7 @@ pub const TABLE: &[Entry] = &[
     row!(View "shape" => ViewShape, Read, "the view's shape (a tuple)"),
     row!(View "dtype" => ViewDType, Read, "the view's dtype"),
     row!(Pipeline "stage" => PipelineStage, Read, "the current stage of a loop over the pipeline"),
+    row!(Tmem "stage" => TmemStage, Call(&[req("index")]), "one stage of a staged region"),
     row!(Tmem "cols" => TmemColumns, Call(&[req("start"), req("count")]), "the region restricted to a column range (for lm.tmem_load and lm.tmem_store)"),
     row!(Role "fragment" => RoleFragment, Call(&[req("shape"), req("dtype"), opt("buffers"), opt("rows")]), "a register fragment owned by the role"),
     row!(Role "index" => RoleIndex, Read, "which replica of the role runs (run time)"),

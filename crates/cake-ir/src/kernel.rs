@@ -177,7 +177,8 @@ impl View {
     }
 }
 
-/// A tensor-memory region (sm_100a family): `cols` 32-bit columns over `lanes` lanes.
+/// A tensor-memory region (sm_100a family): `cols` 32-bit columns over `lanes` lanes, times
+/// `stages` copies side by side (one per stage of a pipeline, like a staged view).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Tmem {
     pub name: String,
@@ -185,6 +186,14 @@ pub struct Tmem {
     pub lanes: u32,
     pub dtype: DType,
     pub shape: Vec<u32>,
+    pub stages: u32,
+}
+
+impl Tmem {
+    /// Columns of every stage together: what the region takes of the allocation.
+    pub fn total_cols(&self) -> u32 {
+        self.cols.saturating_mul(self.stages)
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -550,12 +559,34 @@ pub struct TmemCols {
     pub count: u32,
 }
 
+/// A use of a TMEM region: optionally a column range, optionally an explicit stage.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TmemRef {
+    pub region: TmemId,
+    /// `region.cols(start, count)`; `None` is the whole region (an MMA operand always is).
+    pub cols: Option<TmemCols>,
+    /// Explicit stage (`region.stage(i)`); `None` means "the stage of the enclosing pipeline
+    /// loop", as for a view.
+    pub stage: Option<ExprId>,
+}
+
+impl TmemRef {
+    /// The whole region, at the stage of the enclosing pipeline loop.
+    pub fn whole(region: TmemId) -> TmemRef {
+        TmemRef {
+            region,
+            cols: None,
+            stage: None,
+        }
+    }
+}
+
 /// Where an MMA operand lives; the instruction form follows from this and the target.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Operand {
     Smem(ViewRef),
     Frag(FragId),
-    Tmem(TmemId),
+    Tmem(TmemRef),
 }
 
 /// An IR loop: `lm.range(start, stop)` or `lm.tiles(...)`.
@@ -705,20 +736,12 @@ pub enum Op {
         /// compute (FlashAttention-3's ping-pong; docs/language.md §9.6).
         turns: bool,
     },
-    /// Copy a TMEM region, or `cols` of it, into a register fragment (tcgen05.ld).
-    TmemLoad {
-        dst: FragId,
-        src: TmemId,
-        cols: Option<TmemCols>,
-    },
-    /// Copy a register value into a TMEM region, or `cols` of it (tcgen05.st).
-    TmemStore {
-        dst: TmemId,
-        src: ExprId,
-        cols: Option<TmemCols>,
-    },
+    /// Copy a TMEM region, or a column range of it, into a register fragment (tcgen05.ld).
+    TmemLoad { dst: FragId, src: TmemRef },
+    /// Copy a register value into a TMEM region, or a column range of it (tcgen05.st).
+    TmemStore { dst: TmemRef, src: ExprId },
     /// Copy shared memory into TMEM (tcgen05.cp).
-    TmemCopy { dst: TmemId, src: ViewRef },
+    TmemCopy { dst: TmemRef, src: ViewRef },
     /// Store a register value to a global tensor at `coords` (rows/cols past the tensor's
     /// extent are skipped). `transposed`: element (i, j) of the 2-D value goes to the two
     /// innermost axes at (coords[-2] + j, coords[-1] + i).

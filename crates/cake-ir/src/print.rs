@@ -87,7 +87,7 @@ impl Printer<'_> {
             self.line(1, &text);
         }
         for (_, t) in k.tmems.iter() {
-            let text = format!(
+            let mut text = format!(
                 "tmem {}: cols={} lanes={} shape=[{}] dtype={}",
                 t.name,
                 t.cols,
@@ -95,6 +95,9 @@ impl Printer<'_> {
                 list(&t.shape, |d| d.to_string()),
                 t.dtype
             );
+            if t.stages > 1 {
+                let _ = write!(text, " stages={}", t.stages);
+            }
             self.line(1, &text);
         }
         for (_, r) in k.roles.iter() {
@@ -251,11 +254,22 @@ impl Printer<'_> {
         s
     }
 
+    fn tmem_ref(&self, t: &TmemRef) -> String {
+        let mut s = self.k.tmems[t.region].name.clone();
+        if let Some(st) = t.stage {
+            let _ = write!(s, ".stage({})", self.expr(st));
+        }
+        if let Some(c) = t.cols {
+            let _ = write!(s, ".cols({}, {})", c.start, c.count);
+        }
+        s
+    }
+
     fn operand(&self, o: &Operand) -> String {
         match o {
             Operand::Smem(v) => format!("smem {}", self.view_ref(v)),
             Operand::Frag(f) => format!("reg {}", self.k.fragments[*f].name),
-            Operand::Tmem(t) => format!("tmem {}", self.k.tmems[*t].name),
+            Operand::Tmem(t) => format!("tmem {}", self.tmem_ref(t)),
         }
     }
 
@@ -358,24 +372,18 @@ impl Printer<'_> {
                     if *turns { " turns" } else { "" }
                 )
             }
-            Op::TmemLoad { dst, src, cols } => {
+            Op::TmemLoad { dst, src } => {
                 format!(
-                    "tmem_load {} <- {}{}",
+                    "tmem_load {} <- {}",
                     k.fragments[*dst].name,
-                    k.tmems[*src].name,
-                    tmem_cols(cols)
+                    self.tmem_ref(src)
                 )
             }
-            Op::TmemStore { dst, src, cols } => {
-                format!(
-                    "tmem_store {}{} <- {}",
-                    k.tmems[*dst].name,
-                    tmem_cols(cols),
-                    self.expr(*src)
-                )
+            Op::TmemStore { dst, src } => {
+                format!("tmem_store {} <- {}", self.tmem_ref(dst), self.expr(*src))
             }
             Op::TmemCopy { dst, src } => {
-                format!("tmem_copy {} <- {}", k.tmems[*dst].name, self.view_ref(src))
+                format!("tmem_copy {} <- {}", self.tmem_ref(dst), self.view_ref(src))
             }
             Op::Store {
                 dst,
@@ -553,11 +561,4 @@ impl Printer<'_> {
             },
         }
     }
-}
-
-/// `.cols(start, count)` of a TMEM operand, or nothing for the whole region.
-fn tmem_cols(cols: &Option<TmemCols>) -> String {
-    cols.map_or(String::new(), |c| {
-        format!(".cols({}, {})", c.start, c.count)
-    })
 }

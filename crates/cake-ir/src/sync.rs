@@ -253,9 +253,9 @@ impl MemoryAccesses {
             let Some(r) = site.role else { continue };
             let e = &site.effects;
             written.extend(e.smem_writes.iter().map(|v| (r, Memory::View(v.view))));
-            written.extend(e.tmem_writes.iter().map(|t| (r, Memory::Tmem(*t))));
+            written.extend(e.tmem_writes.iter().map(|t| (r, Memory::Tmem(t.region))));
             read.extend(e.smem_reads.iter().map(|v| (r, Memory::View(v.view))));
-            read.extend(e.tmem_reads.iter().map(|t| (r, Memory::Tmem(*t))));
+            read.extend(e.tmem_reads.iter().map(|t| (r, Memory::Tmem(t.region))));
         }
         MemoryAccesses { written, read }
     }
@@ -279,8 +279,8 @@ fn tmem_guards(k: &Kernel) -> Vec<(BarrierId, TmemId)> {
                     ..
                 }) => {
                     for b in waited.iter() {
-                        if !out.contains(&(*b, *t)) {
-                            out.push((*b, *t));
+                        if !out.contains(&(*b, t.region)) {
+                            out.push((*b, t.region));
                         }
                     }
                 }

@@ -162,8 +162,8 @@ impl BarrierUse {
 pub struct OpEffects {
     pub smem_reads: Vec<ViewRef>,
     pub smem_writes: Vec<ViewRef>,
-    pub tmem_reads: Vec<TmemId>,
-    pub tmem_writes: Vec<TmemId>,
+    pub tmem_reads: Vec<TmemRef>,
+    pub tmem_writes: Vec<TmemRef>,
     pub frag_reads: Vec<FragId>,
     pub frag_writes: Vec<FragId>,
     /// Global tensors read and written.
@@ -185,8 +185,8 @@ impl OpEffects {
         match (o, write) {
             (Operand::Smem(v), false) => self.smem_read(v),
             (Operand::Smem(v), true) => self.smem_write(v),
-            (Operand::Tmem(t), false) => self.tmem_reads.push(*t),
-            (Operand::Tmem(t), true) => self.tmem_writes.push(*t),
+            (Operand::Tmem(t), false) => self.tmem_reads.push(t.clone()),
+            (Operand::Tmem(t), true) => self.tmem_writes.push(t.clone()),
             (Operand::Frag(f), false) => self.frag_reads.push(*f),
             (Operand::Frag(f), true) => self.frag_writes.push(*f),
         }
@@ -304,17 +304,17 @@ impl Op {
                     e.barriers.push((*r, BarrierUse::Release));
                 }
             }
-            Op::TmemLoad { dst, src, .. } => {
-                e.tmem_reads.push(*src);
+            Op::TmemLoad { dst, src } => {
+                e.tmem_reads.push(src.clone());
                 e.frag_writes.push(*dst);
             }
-            Op::TmemStore { dst, src, .. } => {
-                e.tmem_writes.push(*dst);
+            Op::TmemStore { dst, src } => {
+                e.tmem_writes.push(dst.clone());
                 e.exprs.push(*src);
             }
             Op::TmemCopy { dst, src } => {
                 e.smem_read(src);
-                e.tmem_writes.push(*dst);
+                e.tmem_writes.push(dst.clone());
             }
             Op::Store {
                 dst, value, coords, ..

@@ -282,3 +282,129 @@ fn a_tmem_store_writes_a_column_range() {
     );
     assert!(b.contains("32 column(s) from column 32"), "{b}");
 }
+
+/// The persistent GEMM with its `ACC_STAGES` knob set to `stages`.
+fn persistent_gemm(stages: u32) -> String {
+    let source = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/gemm_persistent_sm100.py"),
+    )
+    .expect("example");
+    assert!(
+        source.contains("\nACC_STAGES = 2 "),
+        "the example's knob moved"
+    );
+    source.replace("\nACC_STAGES = 2 ", &format!("\nACC_STAGES = {stages} "))
+}
+
+#[test]
+fn a_staged_accumulator_alternates_by_tile() {
+    let cuda = lower_source("persistent.py", &persistent_gemm(2)).unwrap();
+    let b = body(&cuda);
+    // Two 128-column stages in one 256-column allocation.
+    assert!(
+        b.contains("cake_tmem_alloc(cake_smem + ") && b.contains(", 256);"),
+        "{b}"
+    );
+    assert!(b.contains("acc at column 0, 2 stages of 128"), "{b}");
+    // The MMAs write the stage of the tile loop's ring (named inside the k loop over `pipe`),
+    // and the epilogue reads the stage of its own loop over that ring.
+    assert_eq!(
+        b.matches("cake_tcgen05_mma_f16_ss((cake_tmem + 128 * accpipe_stage), ")
+            .count(),
+        4,
+        "{b}"
+    );
+    assert!(
+        b.contains("const uint32_t taddr = (cake_tmem + 128 * accpipe_stage) + "),
+        "{b}"
+    );
+    // Each stage's handoff has its own barrier slot, and both stages start free for the MMAs.
+    assert!(
+        b.contains("cake_tcgen05_commit(acc_full + 8 * accpipe_stage);"),
+        "{b}"
+    );
+    assert!(b.contains("cake_mbar_wait(acc_empty + 8 * accpipe_stage, accpipe_phase ^ 1);"));
+    assert!(
+        b.contains("cake_mbar_arrive(acc_empty + 8 * accpipe_stage);"),
+        "{b}"
+    );
+    // One stage is the single accumulator: no stage term in any TMEM address.
+    let one = lower_source("persistent1.py", &persistent_gemm(1)).unwrap();
+    let one = body(&one);
+    assert!(
+        one.contains(", 128);") && !one.contains("128 * accpipe_stage"),
+        "{one}"
+    );
+    assert!(one.contains("cake_tcgen05_mma_f16_ss(cake_tmem, "), "{one}");
+}
+
+#[test]
+fn staged_accumulators_compile_for_sm_100a() {
+    let Some(tc) =
+        cake_testkit::require(cake_toolchain::Toolchain::discover(), "no CUDA toolchain")
+    else {
+        return;
+    };
+    let out = std::env::temp_dir().join(format!("cake-tmem-stages-{}", std::process::id()));
+    let t = cake_target::lookup("sm_100a").unwrap();
+    for stages in [1, 2] {
+        let cuda = lower_source("persistent.py", &persistent_gemm(stages)).unwrap();
+        let build = tc
+            .compile(&cuda, t, &out, &format!("persistent{stages}"))
+            .expect("compiles");
+        let r = &build.resources[0];
+        assert_eq!((r.spill_stores, r.spill_loads), (0, 0), "{r:?}");
+    }
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn staged_regions_are_checked() {
+    let two = persistent_gemm(2);
+    let edit = |from: &str, to: &str| {
+        assert!(two.contains(from), "{from}");
+        two.replace(from, to)
+    };
+    // A column range of one stage: stage first, then columns.
+    let ranged = lower_source(
+        "ranged.py",
+        &edit(
+            "lm.tmem_load(out, acc)",
+            "lm.tmem_load(out, acc.stage(accpipe.stage).cols(0, 128))",
+        ),
+    );
+    assert!(ranged.is_ok(), "{ranged:?}");
+    let backwards = lower_source(
+        "backwards.py",
+        &edit(
+            "lm.tmem_load(out, acc)",
+            "lm.tmem_load(out, acc.cols(0, 128).stage(0))",
+        ),
+    )
+    .unwrap_err();
+    assert!(
+        backwards.contains("take `.stage(...)` before `.cols(...)`"),
+        "{backwards}"
+    );
+    let twice = lower_source(
+        "twice.py",
+        &edit(
+            "lm.tmem_load(out, acc)",
+            "lm.tmem_load(out, acc.cols(0, 128).cols(0, 128))",
+        ),
+    )
+    .unwrap_err();
+    assert!(twice.contains("already a column range"), "{twice}");
+    // A constant stage past the region's stages.
+    let past = lower_source(
+        "past.py",
+        &edit("lm.tmem_load(out, acc)", "lm.tmem_load(out, acc.stage(2))"),
+    )
+    .unwrap_err();
+    assert!(
+        past.contains("CAKE-M003") && past.contains("has 2 stages, but this use names stage 2"),
+        "{past}"
+    );
+    let zero = lower_source("zero.py", &edit("stages=ACC_STAGES)", "stages=0)")).unwrap_err();
+    assert!(zero.contains("stages"), "{zero}");
+}

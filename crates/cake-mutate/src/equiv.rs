@@ -30,14 +30,14 @@ fn accesses(k: &Kernel, s: &Site) -> (Vec<Res>, Vec<Res>) {
         .iter()
         .map(|v| Res::View(v.view.index()))
         .collect();
-    w.extend(e.tmem_writes.iter().map(|t| Res::Tmem(t.index())));
+    w.extend(e.tmem_writes.iter().map(|t| Res::Tmem(t.region.index())));
     w.extend(e.global_writes.iter().map(|p| Res::Tensor(p.index())));
     let mut r: Vec<Res> = e
         .smem_reads
         .iter()
         .map(|v| Res::View(v.view.index()))
         .collect();
-    r.extend(e.tmem_reads.iter().map(|t| Res::Tmem(t.index())));
+    r.extend(e.tmem_reads.iter().map(|t| Res::Tmem(t.region.index())));
     r.extend(e.global_reads.iter().map(|p| Res::Tensor(p.index())));
     // An accumulating MMA and scatter_add's atomic adds also read what they write.
     if e.read_modify_write {

@@ -88,7 +88,7 @@ fn reads_freed(f: &Facts, ops: &[(usize, StmtId)], ki: usize, freed: &[Memory]) 
                 .smem_reads
                 .iter()
                 .map(|v| Memory::View(v.view))
-                .chain(s.effects.tmem_reads.iter().map(|t| Memory::Tmem(*t)))
+                .chain(s.effects.tmem_reads.iter().map(|t| Memory::Tmem(t.region)))
                 .any(|m| freed.contains(&m))
         })
     })

@@ -107,7 +107,7 @@ fn availability(cx: &Ctx, out: &mut Vec<Finding>) {
                 let a_dtype = match a {
                     Operand::Smem(v) => k.views[v.view].dtype,
                     Operand::Frag(f) => k.fragments[*f].dtype,
-                    Operand::Tmem(t) => k.tmems[*t].dtype,
+                    Operand::Tmem(t) => k.tmems[t.region].dtype,
                 };
                 need(
                     cx,
@@ -341,7 +341,7 @@ fn mma_shapes(cx: &Ctx, out: &mut Vec<Finding>) {
                     (s, view.dtype)
                 }
                 Operand::Frag(f) => (k.fragments[*f].shape.clone(), k.fragments[*f].dtype),
-                Operand::Tmem(t) => (k.tmems[*t].shape.clone(), k.tmems[*t].dtype),
+                Operand::Tmem(t) => (k.tmems[t.region].shape.clone(), k.tmems[t.region].dtype),
             }
         };
         let (acc_shape, acc_dtype) = shape_dtype(acc);
@@ -355,7 +355,7 @@ fn mma_shapes(cx: &Ctx, out: &mut Vec<Finding>) {
                     let (name, span) = match o {
                         Operand::Smem(v) => (&k.views[v.view].name, k.views.span(v.view)),
                         Operand::Frag(x) => (&k.fragments[*x].name, k.fragments.span(*x)),
-                        Operand::Tmem(t) => (&k.tmems[*t].name, k.tmems.span(*t)),
+                        Operand::Tmem(t) => (&k.tmems[t.region].name, k.tmems.span(t.region)),
                     };
                     if f.labels.iter().any(|l| l.span == span) {
                         return f;
@@ -775,8 +775,8 @@ fn tmem(cx: &Ctx, out: &mut Vec<Finding>) {
             );
         }
         for site in &cx.ops {
-            let touches = matches!(site.op, Op::TmemLoad { src, .. } if src == t)
-                || matches!(site.op, Op::TmemStore { dst, .. } if dst == t);
+            let touches = matches!(&site.op, Op::TmemLoad { src, .. } if src.region == t)
+                || matches!(&site.op, Op::TmemStore { dst, .. } if dst.region == t);
             if let (true, Some(role)) = (touches, site.role) {
                 let role = &k.roles[role];
                 let reach = role.unit.threads();
@@ -811,10 +811,11 @@ fn tmem(cx: &Ctx, out: &mut Vec<Finding>) {
                 .actual(r.lanes),
             );
         }
-        total += r.cols;
+        total += r.total_cols();
     }
     if total > spec.columns {
-        out.push(
+        // Each region's share, labelled at its declaration.
+        let f = k.tmems.iter().fold(
             Finding::new(
                 &TMEM_ALLOCATION,
                 k.span,
@@ -825,6 +826,14 @@ fn tmem(cx: &Ctx, out: &mut Vec<Finding>) {
             )
             .expected(format!("<= {}", spec.columns))
             .actual(total),
+            |f, (t, r)| {
+                let share = match r.stages {
+                    1 => format!("{} columns", r.cols),
+                    n => format!("{n} stages × {} = {} columns", r.cols, r.total_cols()),
+                };
+                f.label(k.tmems.span(t), format!("`{}`: {share}", r.name))
+            },
         );
+        out.push(f);
     }
 }

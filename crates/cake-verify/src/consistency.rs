@@ -122,7 +122,7 @@ fn fp8_accumulation(cx: &Ctx, out: &mut Vec<Finding>) {
         let dtype = match a {
             Operand::Smem(v) => k.views[v.view].dtype,
             Operand::Frag(f) => k.fragments[*f].dtype,
-            Operand::Tmem(t) => k.tmems[*t].dtype,
+            Operand::Tmem(t) => k.tmems[t.region].dtype,
         };
         let in_loop = site
             .loops

@@ -392,7 +392,7 @@ fn tmem_overwrite(cx: &Ctx, out: &mut Vec<Finding>) {
     let mut reported: Vec<TmemId> = Vec::new();
     for site in &cx.ops {
         let Op::Mma {
-            acc: Operand::Tmem(t),
+            acc: Operand::Tmem(TmemRef { region: t, .. }),
             ..
         } = &site.op
         else {
@@ -609,9 +609,10 @@ fn eval_with_index(k: &Kernel, e: ExprId, role: RoleId, index: i64) -> Option<i6
 fn tmem_read_before_ready(cx: &Ctx, out: &mut Vec<Finding>) {
     let k = cx.k;
     for site in &cx.ops {
-        let Op::TmemLoad { src, .. } = site.op else {
+        let Op::TmemLoad { src, .. } = &site.op else {
             continue;
         };
+        let src = src.region;
         let writers: Vec<RoleId> = cx
             .ops
             .iter()
@@ -619,7 +620,7 @@ fn tmem_read_before_ready(cx: &Ctx, out: &mut Vec<Finding>) {
                 Op::Mma {
                     acc: Operand::Tmem(t),
                     ..
-                } if *t == src => s.role,
+                } if t.region == src => s.role,
                 _ => None,
             })
             .collect();
@@ -637,7 +638,7 @@ fn tmem_read_before_ready(cx: &Ctx, out: &mut Vec<Finding>) {
             else {
                 continue;
             };
-            if *t != src {
+            if t.region != src {
                 continue;
             }
             for later in &cx.ops[n + 1..] {
@@ -652,7 +653,7 @@ fn tmem_read_before_ready(cx: &Ctx, out: &mut Vec<Finding>) {
                     Op::Mma {
                         acc: Operand::Tmem(t2),
                         ..
-                    } if *t2 == src => break,
+                    } if t2.region == src => break,
                     _ => {}
                 }
             }
@@ -1001,6 +1002,18 @@ fn stage_binding(cx: &Ctx, out: &mut Vec<Finding>) {
                         .subject("view", &view.name)
                         .label(k.views.span(v.view), "declared here")
                         .help(format!("move it into `lm.range(..., pipeline=...)`, or pick a stage with `{}.stage(i)`", view.name)),
+                );
+            }
+        }
+        let (w, r) = (&site.effects.tmem_writes, &site.effects.tmem_reads);
+        for t in w.iter().chain(r) {
+            let region = &k.tmems[t.region];
+            if region.stages > 1 && t.stage.is_none() && pipe.is_none() {
+                out.push(
+                    Finding::new(&STAGE_UNBOUND, sp, format!("TMEM region `{}` has {} stages, but this use is not inside a pipelined loop", region.name, region.stages))
+                        .subject("tmem", &region.name)
+                        .label(k.tmems.span(t.region), "declared here")
+                        .help(format!("move it into `lm.range(..., pipeline=...)` (one iteration per tile), or pick a stage with `{}.stage(i)`", region.name)),
                 );
             }
         }

@@ -3,7 +3,8 @@
 
 use crate::ctx::Ctx;
 use cake_diag::catalog::semantics::*;
-use cake_diag::Finding;
+use cake_diag::{Finding, Span};
+use cake_ir::sync::Memory;
 use cake_ir::*;
 use std::collections::BTreeMap;
 
@@ -11,6 +12,8 @@ pub fn check(cx: &Ctx, out: &mut Vec<Finding>) {
     role_overlap(cx, out);
     barrier_roles(cx, out);
     stage_mismatch(cx, out);
+    single_stage_ring(cx, out);
+    explicit_stages(cx, out);
     trip_counts(cx, out);
     unused(cx, out);
     named_barriers(cx, out);
@@ -547,6 +550,31 @@ fn stage_mismatch(cx: &Ctx, out: &mut Vec<Finding>) {
                 );
             }
         }
+        let (writes, reads) = (&site.effects.tmem_writes, &site.effects.tmem_reads);
+        for t in writes.iter().chain(reads) {
+            let region = &k.tmems[t.region];
+            if t.stage.is_none() && region.stages > 1 && region.stages != pipe.stages {
+                out.push(
+                    Finding::new(
+                        &STAGE_MISMATCH,
+                        cx.span(site.stmt),
+                        format!(
+                            "TMEM region `{}` has {} stages but pipeline `{}` has {}",
+                            region.name, region.stages, pipe.name, pipe.stages
+                        ),
+                    )
+                    .subject("tmem", &region.name)
+                    .expected(pipe.stages)
+                    .actual(region.stages)
+                    .label(k.tmems.span(t.region), "region declared here")
+                    .label(k.loops.span(l), format!("loop bound to `{}`", pipe.name))
+                    .help(format!(
+                        "name the stage of the loop the region follows: `{}.stage(<pipeline>.stage)`",
+                        region.name
+                    )),
+                );
+            }
+        }
         let barrier = match &site.op {
             Op::Wait { barrier } | Op::Arrive { barrier } | Op::Commit { barrier } => {
                 Some(*barrier)
@@ -571,6 +599,154 @@ fn stage_mismatch(cx: &Ctx, out: &mut Vec<Finding>) {
                 }
             }
         }
+    }
+}
+
+/// A buffer of one stage that one role writes and another reads inside loops over the same ring
+/// of several stages: the ring lets the writer run a stage ahead, so it refills the buffer for the
+/// next iteration while the reader may still read this one.
+fn single_stage_ring(cx: &Ctx, out: &mut Vec<Finding>) {
+    let k = cx.k;
+    // The pipelines of more than one stage whose loops enclose `site`.
+    let rings = |site: &OpSite| -> Vec<PipelineId> {
+        site.loops
+            .iter()
+            .filter_map(|&l| match k.loops[l].kind {
+                LoopKind::Range {
+                    pipeline: Some(p), ..
+                } if k.pipelines[p].stages > 1 => Some(p),
+                _ => None,
+            })
+            .collect()
+    };
+    // Single-stage places an op touches without naming a stage, with where they are declared.
+    let single = |views: &[ViewRef], tmems: &[TmemRef]| -> Vec<(Memory, String, Span)> {
+        let v = views
+            .iter()
+            .filter(|v| v.stage.is_none() && k.views[v.view].stages == 1)
+            .map(|v| {
+                let name = format!("view `{}`", k.views[v.view].name);
+                (Memory::View(v.view), name, k.views.span(v.view))
+            });
+        let t = tmems
+            .iter()
+            .filter(|t| t.stage.is_none() && k.tmems[t.region].stages == 1)
+            .map(|t| {
+                let name = format!("TMEM region `{}`", k.tmems[t.region].name);
+                (Memory::Tmem(t.region), name, k.tmems.span(t.region))
+            });
+        v.chain(t).collect()
+    };
+    let mut reads: Vec<(Memory, PipelineId, RoleId, StmtId)> = Vec::new();
+    for site in &cx.ops {
+        let Some(role) = site.role else { continue };
+        let e = &site.effects;
+        for (m, ..) in single(&e.smem_reads, &e.tmem_reads) {
+            for p in rings(site) {
+                reads.push((m, p, role, site.stmt));
+            }
+        }
+    }
+    let mut reported: Vec<Memory> = Vec::new();
+    for site in &cx.ops {
+        let Some(role) = site.role else { continue };
+        let e = &site.effects;
+        for (m, name, decl) in single(&e.smem_writes, &e.tmem_writes) {
+            if reported.contains(&m) {
+                continue;
+            }
+            let rings = rings(site);
+            let Some(&(_, p, reader, read_at)) = reads
+                .iter()
+                .find(|(m2, p, r, _)| *m2 == m && *r != role && rings.contains(p))
+            else {
+                continue;
+            };
+            reported.push(m);
+            let pipe = &k.pipelines[p];
+            out.push(
+                Finding::new(
+                    &STAGE_MISMATCH,
+                    cx.span(site.stmt),
+                    format!(
+                        "{name} has one stage, but `{}` writes it and `{}` reads it in loops over pipeline `{}` ({} stages): the write for the next stage can land while this one is read",
+                        k.roles[role].name, k.roles[reader].name, pipe.name, pipe.stages
+                    ),
+                )
+                .role(&k.roles[role].name)
+                .expected(pipe.stages)
+                .actual(1)
+                .label(decl, "declared here")
+                .label(cx.span(read_at), format!("`{}` reads it here", k.roles[reader].name))
+                .help(format!("declare it with stages={}", pipe.stages)),
+            );
+        }
+    }
+}
+
+/// An explicit stage (`view.stage(i)`, `region.stage(i)`) that can name a stage the place does
+/// not have: a constant past its stages, or a pipeline's stage (`p.stage`) of a ring deeper or
+/// shallower than the place's.
+fn explicit_stages(cx: &Ctx, out: &mut Vec<Finding>) {
+    let k = cx.k;
+    let mut reported: Vec<StmtId> = Vec::new();
+    for site in &cx.ops {
+        let e = &site.effects;
+        let views = e.smem_reads.iter().chain(&e.smem_writes).filter_map(|v| {
+            let view = &k.views[v.view];
+            Some((
+                v.stage?,
+                format!("view `{}`", view.name),
+                view.stages,
+                k.views.span(v.view),
+            ))
+        });
+        let tmems = e.tmem_reads.iter().chain(&e.tmem_writes).filter_map(|t| {
+            let r = &k.tmems[t.region];
+            let what = format!("TMEM region `{}`", r.name);
+            Some((t.stage?, what, r.stages, k.tmems.span(t.region)))
+        });
+        for (stage, what, stages, decl) in views.chain(tmems) {
+            let (named, reach) = match k.exprs[stage].kind {
+                ExprKind::Int(i) if i < 0 || i >= stages as i64 => (i.to_string(), None),
+                ExprKind::PipelineStage(p) if k.pipelines[p].stages != stages => {
+                    let pipe = &k.pipelines[p];
+                    (format!("`{}.stage`", pipe.name), Some(pipe.stages))
+                }
+                _ => continue,
+            };
+            if reported.contains(&site.stmt) {
+                continue;
+            }
+            reported.push(site.stmt);
+            let msg = match reach {
+                Some(n) => format!(
+                    "{what} has {}, but its stage is {named}, which runs over {n}",
+                    stages_text(stages)
+                ),
+                None => format!(
+                    "{what} has {}, but this use names stage {named}",
+                    stages_text(stages)
+                ),
+            };
+            out.push(
+                Finding::new(&STAGE_MISMATCH, cx.span(site.stmt), msg)
+                    .expected(format!("a stage in 0..{stages}"))
+                    .actual(named)
+                    .label(decl, "declared here")
+                    .help(match reach {
+                        Some(n) => format!("declare it with stages={n}"),
+                        None => format!("name a stage in 0..{stages}"),
+                    }),
+            );
+        }
+    }
+}
+
+fn stages_text(n: u32) -> String {
+    match n {
+        1 => "one stage".into(),
+        n => format!("{n} stages"),
     }
 }
 
@@ -661,7 +837,7 @@ fn unused(cx: &Ctx, out: &mut Vec<Finding>) {
             frags[f.index()] = true;
         }
         for t in e.tmem_writes.iter().chain(&e.tmem_reads) {
-            tmems[t.index()] = true;
+            tmems[t.region.index()] = true;
         }
     }
     for (_, e) in k.exprs.iter() {

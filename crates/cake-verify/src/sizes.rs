@@ -34,11 +34,13 @@ fn tmem_columns(cx: &Ctx, out: &mut Vec<Finding>) {
         .subject("tmem", &r.name)
         .expected(format!(">= {need} columns"))
         .actual(r.cols);
-        if let Some(site) = cx
-            .ops
-            .iter()
-            .find(|s| s.effects.tmem_writes.contains(&t) || s.effects.tmem_reads.contains(&t))
-        {
+        if let Some(site) = cx.ops.iter().find(|s| {
+            let e = &s.effects;
+            e.tmem_writes
+                .iter()
+                .chain(&e.tmem_reads)
+                .any(|r| r.region == t)
+        }) {
             f = f.label(
                 cx.span(site.stmt),
                 format!(

@@ -64,7 +64,7 @@ fn reads_of(site: &OpSite, freed: &[Memory]) -> Option<Memory> {
     e.smem_reads
         .iter()
         .map(|v| Memory::View(v.view))
-        .chain(e.tmem_reads.iter().map(|t| Memory::Tmem(*t)))
+        .chain(e.tmem_reads.iter().map(|t| Memory::Tmem(t.region)))
         .find(|m| freed.contains(m))
 }
 

@@ -234,17 +234,17 @@ extern "C" __global__ void __launch_bounds__(192, 1) cake_gemm(
   const uint32_t sB = cake_smem + 65536;  // view sB: bf16 x [128, 64], 4 stage(s) of 16384 B, swizzle 128
   const uint32_t full = cake_smem + 131072;  // mbarrier full: 4 slot(s), 1 arrival(s) per phase
   const uint32_t empty = cake_smem + 131104;  // mbarrier empty: 4 slot(s), 1 arrival(s) per phase
-  const uint32_t acc_full = cake_smem + 131136;  // mbarrier acc_full: 1 slot(s), 1 arrival(s) per phase
-  const uint32_t acc_empty = cake_smem + 131144;  // mbarrier acc_empty: 1 slot(s), 128 arrival(s) per phase
+  const uint32_t acc_full = cake_smem + 131136;  // mbarrier acc_full: 2 slot(s), 1 arrival(s) per phase
+  const uint32_t acc_empty = cake_smem + 131152;  // mbarrier acc_empty: 2 slot(s), 128 arrival(s) per phase
   const int warp = __shfl_sync(0xffffffffu, (int)threadIdx.x / 32, 0);
   CAKE_STAMP(threadIdx.x == 0, 0);  // timeline: the CTA starts
   CAKE_STAMP_SM(threadIdx.x == 0, 1);  // timeline: on this SM
   const int tiles_0 = cake_cdiv(dim_M, 128);
   const int tiles_1 = cake_cdiv(dim_N, 128);
   const int tiles_total = tiles_0 * tiles_1;
-  // TMEM: 128 column(s) allocated (acc at column 0); base address written to shared memory.
+  // TMEM: 256 column(s) allocated (acc at column 0, 2 stages of 128); base address written to shared memory.
   if (warp == 0) {
-    cake_tmem_alloc(cake_smem + 131152, 128);
+    cake_tmem_alloc(cake_smem + 131168, 256);
     cake_tmem_relinquish();
     cake_tcgen05_fence_before();
   }
@@ -255,15 +255,15 @@ extern "C" __global__ void __launch_bounds__(192, 1) cake_gemm(
   if (threadIdx.x == 0) {
     for (int s = 0; s < 4; ++s) cake_mbar_init(full + 8 * s, 1);
     for (int s = 0; s < 4; ++s) cake_mbar_init(empty + 8 * s, 1);
-    for (int s = 0; s < 1; ++s) cake_mbar_init(acc_full + 8 * s, 1);
-    for (int s = 0; s < 1; ++s) cake_mbar_init(acc_empty + 8 * s, 128);
+    for (int s = 0; s < 2; ++s) cake_mbar_init(acc_full + 8 * s, 1);
+    for (int s = 0; s < 2; ++s) cake_mbar_init(acc_empty + 8 * s, 128);
     cake_fence_barrier_init();
   }
   __syncthreads();
   cake_tcgen05_fence_after();
-  const uint32_t cake_tmem = cake_ld_shared_b32(cake_smem + 131152);  // lane 0, column of the allocation
+  const uint32_t cake_tmem = cake_ld_shared_b32(cake_smem + 131168);  // lane 0, column of the allocation
   CAKE_STAMP(threadIdx.x == 0, 2);  // timeline: prologue done
-  if (warp >= 0 && warp < 4) {  // role epilogue (gemm_persistent_sm100.py:27)
+  if (warp >= 0 && warp < 4) {  // role epilogue (gemm_persistent_sm100.py:34)
     const int epilogue_index = (warp - 0) / 4;
     const int epilogue_thread = (int)threadIdx.x - 0 - epilogue_index * 128;
     CAKE_STAMP_FLAG(epilogue_stamped_wait);
@@ -273,80 +273,86 @@ extern "C" __global__ void __launch_bounds__(192, 1) cake_gemm(
     (void)lane_row; (void)lane_col;
     float out[128];  // fragment out [128, 128] f32
     uint32_t pipe_it = 0;  // iterations of pipeline pipe completed by this role
-    uint32_t acc_full_waits = 0;
-    for (int tile = blockIdx.x; tile < tiles_total; tile += gridDim.x) {  // tiles (tm, tn) (gemm_persistent_sm100.py:39)
+    uint32_t accpipe_it = 0;  // iterations of pipeline accpipe completed by this role
+    for (int tile = blockIdx.x; tile < tiles_total; tile += gridDim.x) {  // tiles (tm, tn) (gemm_persistent_sm100.py:47)
       int tile_rest = tile;
       const int tile_1 = tile_rest % tiles_1;
       tile_rest /= tiles_1;
       const int tile_0 = tile_rest % tiles_0;
       tile_rest /= tiles_0;
       (void)tile_rest;
-      // with epilogue: (gemm_persistent_sm100.py:51)
-      cake_mbar_wait(acc_full, (acc_full_waits++ & 1));  // wait acc_full (gemm_persistent_sm100.py:52)
-      CAKE_STAMP_ONCE(epilogue_thread == 0 && epilogue_index == 0, 4, epilogue_stamped_wait);  // timeline: first completed wait
-      cake_tcgen05_fence_after();
-      // tmem_load out <- acc (gemm_persistent_sm100.py:53): this warp's 32 lanes, 128 columns
-      {
-        const uint32_t taddr = cake_tmem + ((uint32_t)(32 * (warp % 4)) << 16);  // lane in bits 16-31
-        cake_tmem_ld_32x32b_x32(taddr + 0, out + 0);
-        cake_tmem_ld_32x32b_x32(taddr + 32, out + 32);
-        cake_tmem_ld_32x32b_x32(taddr + 64, out + 64);
-        cake_tmem_ld_32x32b_x32(taddr + 96, out + 96);
-        cake_tmem_wait_ld();
-      }
-      cake_tcgen05_fence_before();
-      cake_mbar_arrive(acc_empty);  // arrive acc_empty (gemm_persistent_sm100.py:54)
-      {  // store C <- TMEM tile, one row per thread (gemm_persistent_sm100.py:55)
-        const int row = (tile_0 * 128) + epilogue_thread;
-        if (row < dim_M) {
-          uint16_t* cake_row = C + ((size_t)(row) * dim_N + ((tile_1 * 128)));  // element (row, (tile_1 * 128))
-          #pragma unroll
-          for (int cc = 0; cc < 128; cc += 8) {
-            const int col = (tile_1 * 128) + cc;
-            uint32_t w[4];
+      // with epilogue: (gemm_persistent_sm100.py:61)
+      for (int __4 = 0; __4 < 1; ++__4) {  // gemm_persistent_sm100.py:62
+        const uint32_t accpipe_stage = accpipe_it % 2;
+        const uint32_t accpipe_phase = (accpipe_it / 2) & 1;
+        cake_mbar_wait(acc_full + 8 * accpipe_stage, accpipe_phase);  // wait acc_full (gemm_persistent_sm100.py:63)
+        CAKE_STAMP_ONCE(epilogue_thread == 0 && epilogue_index == 0, 4, epilogue_stamped_wait);  // timeline: first completed wait
+        cake_tcgen05_fence_after();
+        // tmem_load out <- acc (gemm_persistent_sm100.py:64): this warp's 32 lanes, 128 columns
+        {
+          const uint32_t taddr = (cake_tmem + 128 * accpipe_stage) + ((uint32_t)(32 * (warp % 4)) << 16);  // lane in bits 16-31
+          cake_tmem_ld_32x32b_x32(taddr + 0, out + 0);
+          cake_tmem_ld_32x32b_x32(taddr + 32, out + 32);
+          cake_tmem_ld_32x32b_x32(taddr + 64, out + 64);
+          cake_tmem_ld_32x32b_x32(taddr + 96, out + 96);
+          cake_tmem_wait_ld();
+        }
+        cake_tcgen05_fence_before();
+        cake_mbar_arrive(acc_empty + 8 * accpipe_stage);  // arrive acc_empty (gemm_persistent_sm100.py:65)
+        {  // store C <- TMEM tile, one row per thread (gemm_persistent_sm100.py:66)
+          const int row = (tile_0 * 128) + epilogue_thread;
+          if (row < dim_M) {
+            uint16_t* cake_row = C + ((size_t)(row) * dim_N + ((tile_1 * 128)));  // element (row, (tile_1 * 128))
             #pragma unroll
-            for (int q = 0; q < 4; ++q) {
-              float v[2];
+            for (int cc = 0; cc < 128; cc += 8) {
+              const int col = (tile_1 * 128) + cc;
+              uint32_t w[4];
               #pragma unroll
-              for (int j = 0; j < 2; ++j) { const int c = cc + 2 * q + j; v[j] = out[c]; }
-              w[q] = cake_pack_bf16x2(v[0], v[1]);
-            }
-            if (col + 8 <= dim_N && (reinterpret_cast<uintptr_t>(cake_row + cc) & 15) == 0) {
-              *reinterpret_cast<uint4*>(cake_row + cc) = make_uint4(w[0], w[1], w[2], w[3]);
-            } else {
-              #pragma unroll
-              for (int e = 0; e < 8; ++e) if (col + e < dim_N) cake_row[cc + e] = (uint16_t)(w[e / 2] >> (16 * (e % 2)));
+              for (int q = 0; q < 4; ++q) {
+                float v[2];
+                #pragma unroll
+                for (int j = 0; j < 2; ++j) { const int c = cc + 2 * q + j; v[j] = out[c]; }
+                w[q] = cake_pack_bf16x2(v[0], v[1]);
+              }
+              if (col + 8 <= dim_N && (reinterpret_cast<uintptr_t>(cake_row + cc) & 15) == 0) {
+                *reinterpret_cast<uint4*>(cake_row + cc) = make_uint4(w[0], w[1], w[2], w[3]);
+              } else {
+                #pragma unroll
+                for (int e = 0; e < 8; ++e) if (col + e < dim_N) cake_row[cc + e] = (uint16_t)(w[e / 2] >> (16 * (e % 2)));
+              }
             }
           }
         }
+        ++accpipe_it;
       }
     }
     CAKE_STAMP(epilogue_thread == 0 && epilogue_index == 0, 5);  // timeline: role epilogue ends
   }
-  if (warp >= 4 && warp < 5) {  // role load (gemm_persistent_sm100.py:28)
+  if (warp >= 4 && warp < 5) {  // role load (gemm_persistent_sm100.py:35)
     const int load_index = (warp - 4) / 1;
     const int load_thread = (int)threadIdx.x - 128 - load_index * 32;
     CAKE_STAMP_FLAG(load_stamped_wait);
     CAKE_STAMP(load_thread == 0 && load_index == 0, 6);  // timeline: role load starts
     uint32_t pipe_it = 0;  // iterations of pipeline pipe completed by this role
+    uint32_t accpipe_it = 0;  // iterations of pipeline accpipe completed by this role
     if (load_thread == 0) {  // issue-only role: one thread per replica
-      for (int tile = blockIdx.x; tile < tiles_total; tile += gridDim.x) {  // tiles (tm, tn) (gemm_persistent_sm100.py:39)
+      for (int tile = blockIdx.x; tile < tiles_total; tile += gridDim.x) {  // tiles (tm, tn) (gemm_persistent_sm100.py:47)
         int tile_rest = tile;
         const int tile_1 = tile_rest % tiles_1;
         tile_rest /= tiles_1;
         const int tile_0 = tile_rest % tiles_0;
         tile_rest /= tiles_0;
         (void)tile_rest;
-        // with load: (gemm_persistent_sm100.py:40)
-        for (int k_1 = 0; k_1 < cake_cdiv(dim_K, 64); ++k_1) {  // gemm_persistent_sm100.py:41
+        // with load: (gemm_persistent_sm100.py:48)
+        for (int k_1 = 0; k_1 < cake_cdiv(dim_K, 64); ++k_1) {  // gemm_persistent_sm100.py:49
           const uint32_t pipe_stage = pipe_it % 4;
           const uint32_t pipe_phase = (pipe_it / 4) & 1;
-          cake_mbar_wait(empty + 8 * pipe_stage, pipe_phase ^ 1);  // wait empty (gemm_persistent_sm100.py:42)
+          cake_mbar_wait(empty + 8 * pipe_stage, pipe_phase ^ 1);  // wait empty (gemm_persistent_sm100.py:50)
           CAKE_STAMP_ONCE(load_thread == 0 && load_index == 0, 7, load_stamped_wait);  // timeline: first completed wait
-          // tma_load sA <- A (gemm_persistent_sm100.py:43)
+          // tma_load sA <- A (gemm_persistent_sm100.py:51)
           cake_mbar_arrive_expect_tx(full + 8 * pipe_stage, 32768);
           cake_tma_load_2d((sA + 16384 * pipe_stage), &tmap_A_0, full + 8 * pipe_stage, (k_1 * 64), (tile_0 * 128));
-          // tma_load sB <- B (gemm_persistent_sm100.py:44)
+          // tma_load sB <- B (gemm_persistent_sm100.py:52)
           cake_tma_load_2d((sB + 16384 * pipe_stage), &tmap_B_1, full + 8 * pipe_stage, (k_1 * 64), (tile_1 * 128));
           ++pipe_it;
         }
@@ -354,39 +360,44 @@ extern "C" __global__ void __launch_bounds__(192, 1) cake_gemm(
     }
     CAKE_STAMP(load_thread == 0 && load_index == 0, 8);  // timeline: role load ends
   }
-  if (warp >= 5 && warp < 6) {  // role mma (gemm_persistent_sm100.py:29)
+  if (warp >= 5 && warp < 6) {  // role mma (gemm_persistent_sm100.py:36)
     const int mma_index = (warp - 5) / 1;
     const int mma_thread = (int)threadIdx.x - 160 - mma_index * 32;
     CAKE_STAMP_FLAG(mma_stamped_wait);
     CAKE_STAMP(mma_thread == 0 && mma_index == 0, 9);  // timeline: role mma starts
     uint32_t pipe_it = 0;  // iterations of pipeline pipe completed by this role
-    uint32_t acc_empty_waits = 0;
+    uint32_t accpipe_it = 0;  // iterations of pipeline accpipe completed by this role
     if (mma_thread == 0) {  // issue-only role: one thread per replica
-      for (int tile = blockIdx.x; tile < tiles_total; tile += gridDim.x) {  // tiles (tm, tn) (gemm_persistent_sm100.py:39)
+      for (int tile = blockIdx.x; tile < tiles_total; tile += gridDim.x) {  // tiles (tm, tn) (gemm_persistent_sm100.py:47)
         int tile_rest = tile;
         const int tile_1 = tile_rest % tiles_1;
         tile_rest /= tiles_1;
         const int tile_0 = tile_rest % tiles_0;
         tile_rest /= tiles_0;
         (void)tile_rest;
-        // with mma: (gemm_persistent_sm100.py:45)
-        cake_mbar_wait(acc_empty, (acc_empty_waits++ & 1) ^ 1);  // wait acc_empty (gemm_persistent_sm100.py:46)
-        CAKE_STAMP_ONCE(mma_thread == 0 && mma_index == 0, 10, mma_stamped_wait);  // timeline: first completed wait
-        cake_tcgen05_fence_after();
-        for (int k_2 = 0; k_2 < cake_cdiv(dim_K, 64); ++k_2) {  // gemm_persistent_sm100.py:47
-          const uint32_t pipe_stage = pipe_it % 4;
-          const uint32_t pipe_phase = (pipe_it / 4) & 1;
-          cake_mbar_wait(full + 8 * pipe_stage, pipe_phase);  // wait full (gemm_persistent_sm100.py:48)
+        // with mma: (gemm_persistent_sm100.py:53)
+        for (int __2 = 0; __2 < 1; ++__2) {  // gemm_persistent_sm100.py:54
+          const uint32_t accpipe_stage = accpipe_it % 2;
+          const uint32_t accpipe_phase = (accpipe_it / 2) & 1;
+          cake_mbar_wait(acc_empty + 8 * accpipe_stage, accpipe_phase ^ 1);  // wait acc_empty (gemm_persistent_sm100.py:55)
+          CAKE_STAMP_ONCE(mma_thread == 0 && mma_index == 0, 10, mma_stamped_wait);  // timeline: first completed wait
           cake_tcgen05_fence_after();
-          // mma acc += sA * sB.T (gemm_persistent_sm100.py:49): tcgen05.mma M=128 N=128 K=16, idesc 0x08200490
-          cake_tcgen05_mma_f16_ss(cake_tmem, cake_umma_desc((sA + 16384 * pipe_stage) + 0, 0x4000404000010000ull), cake_umma_desc((sB + 16384 * pipe_stage) + 0, 0x4000404000010000ull), 0x08200490u, ((k_2 > 0)) ? 1u : 0u);
-          cake_tcgen05_mma_f16_ss(cake_tmem, cake_umma_desc((sA + 16384 * pipe_stage) + 32, 0x4000404000010000ull), cake_umma_desc((sB + 16384 * pipe_stage) + 32, 0x4000404000010000ull), 0x08200490u, 1u);
-          cake_tcgen05_mma_f16_ss(cake_tmem, cake_umma_desc((sA + 16384 * pipe_stage) + 64, 0x4000404000010000ull), cake_umma_desc((sB + 16384 * pipe_stage) + 64, 0x4000404000010000ull), 0x08200490u, 1u);
-          cake_tcgen05_mma_f16_ss(cake_tmem, cake_umma_desc((sA + 16384 * pipe_stage) + 96, 0x4000404000010000ull), cake_umma_desc((sB + 16384 * pipe_stage) + 96, 0x4000404000010000ull), 0x08200490u, 1u);
-          cake_tcgen05_commit(empty + 8 * pipe_stage);  // release empty when these MMAs complete
-          ++pipe_it;
+          for (int k_3 = 0; k_3 < cake_cdiv(dim_K, 64); ++k_3) {  // gemm_persistent_sm100.py:57
+            const uint32_t pipe_stage = pipe_it % 4;
+            const uint32_t pipe_phase = (pipe_it / 4) & 1;
+            cake_mbar_wait(full + 8 * pipe_stage, pipe_phase);  // wait full (gemm_persistent_sm100.py:58)
+            cake_tcgen05_fence_after();
+            // mma acc += sA * sB.T (gemm_persistent_sm100.py:59): tcgen05.mma M=128 N=128 K=16, idesc 0x08200490
+            cake_tcgen05_mma_f16_ss((cake_tmem + 128 * accpipe_stage), cake_umma_desc((sA + 16384 * pipe_stage) + 0, 0x4000404000010000ull), cake_umma_desc((sB + 16384 * pipe_stage) + 0, 0x4000404000010000ull), 0x08200490u, ((k_3 > 0)) ? 1u : 0u);
+            cake_tcgen05_mma_f16_ss((cake_tmem + 128 * accpipe_stage), cake_umma_desc((sA + 16384 * pipe_stage) + 32, 0x4000404000010000ull), cake_umma_desc((sB + 16384 * pipe_stage) + 32, 0x4000404000010000ull), 0x08200490u, 1u);
+            cake_tcgen05_mma_f16_ss((cake_tmem + 128 * accpipe_stage), cake_umma_desc((sA + 16384 * pipe_stage) + 64, 0x4000404000010000ull), cake_umma_desc((sB + 16384 * pipe_stage) + 64, 0x4000404000010000ull), 0x08200490u, 1u);
+            cake_tcgen05_mma_f16_ss((cake_tmem + 128 * accpipe_stage), cake_umma_desc((sA + 16384 * pipe_stage) + 96, 0x4000404000010000ull), cake_umma_desc((sB + 16384 * pipe_stage) + 96, 0x4000404000010000ull), 0x08200490u, 1u);
+            cake_tcgen05_commit(empty + 8 * pipe_stage);  // release empty when these MMAs complete
+            ++pipe_it;
+          }
+          cake_tcgen05_commit(acc_full + 8 * accpipe_stage);  // commit acc_full (gemm_persistent_sm100.py:60)
+          ++accpipe_it;
         }
-        cake_tcgen05_commit(acc_full);  // commit acc_full (gemm_persistent_sm100.py:50)
       }
     }
     CAKE_STAMP(mma_thread == 0 && mma_index == 0, 11);  // timeline: role mma ends
@@ -396,6 +407,6 @@ extern "C" __global__ void __launch_bounds__(192, 1) cake_gemm(
   __syncthreads();
   if (warp == 0) {
     cake_tcgen05_fence_after();
-    cake_tmem_dealloc(cake_tmem, 128);
+    cake_tmem_dealloc(cake_tmem, 256);
   }
 }

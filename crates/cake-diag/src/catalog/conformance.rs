@@ -114,9 +114,9 @@ pub const TMEM_ALLOCATION: CodeInfo = CodeInfo {
     category: Category::Conformance,
     severity: Severity::Error,
     summary: r#"A TMEM region's size breaks the allocation rules."#,
-    explanation: r#"TMEM is allocated in power-of-two numbers of 32-bit columns between 32 and 512, and all regions of a CTA share 512 columns; an allocation that cannot be satisfied blocks. The compiler derives column offsets; the author declares the widths.
+    explanation: r#"TMEM is allocated in power-of-two numbers of 32-bit columns between 32 and 512, and all regions of a CTA share 512 columns; an allocation that cannot be satisfied blocks. A region declared with `stages=n` takes its columns n times. The compiler derives column offsets; the author declares the widths.
 
-Round each region up to a power of two and keep the total within 512 columns."#,
+Round each region up to a power of two and keep the total, stages included, within 512 columns."#,
     bad: include_str!("../../../../tests/check/CAKE-C009-bad.py"),
     good: include_str!("../../../../tests/check/CAKE-C009-good.py"),
 };

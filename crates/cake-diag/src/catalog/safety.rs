@@ -48,10 +48,10 @@ pub const STAGE_UNBOUND: CodeInfo = CodeInfo {
     name: "stage-unbound",
     category: Category::Safety,
     severity: Severity::Error,
-    summary: r#"A staged view or pipeline barrier is used outside a loop bound to its pipeline."#,
-    explanation: r#"Stage index and phase parity are derived from the enclosing `lm.range(..., pipeline=p)` loop. Outside such a loop there is no current stage, so the compiler cannot tell which buffer or which mbarrier is meant.
+    summary: r#"A staged view, staged TMEM region or pipeline barrier is used outside a loop bound to its pipeline."#,
+    explanation: r#"Stage index and phase parity are derived from the enclosing `lm.range(..., pipeline=p)` loop. Outside such a loop there is no current stage, so the compiler cannot tell which buffer, which TMEM stage or which mbarrier is meant.
 
-Move the operation into the pipelined loop, or select a stage explicitly with `view.stage(i)`."#,
+Move the operation into the pipelined loop (for a per-tile ring, a one-iteration `lm.range(1, pipeline=p)` per tile), or select a stage explicitly with `view.stage(i)` or `region.stage(i)`."#,
     bad: include_str!("../../../../tests/check/CAKE-S004-bad.py"),
     good: include_str!("../../../../tests/check/CAKE-S004-good.py"),
 };

@@ -37,10 +37,12 @@ pub const STAGE_MISMATCH: CodeInfo = CodeInfo {
     name: "stage-mismatch",
     category: Category::Semantics,
     severity: Severity::Error,
-    summary: r#"Stage counts disagree between a view, a barrier and the pipeline loop that uses them."#,
-    explanation: r#"A staged view holds one buffer per pipeline stage, and a barrier bound to a pipeline has one mbarrier per stage. Inside `lm.range(..., pipeline=p)` the stage index is the iteration count modulo p's stage count, so every staged view and every barrier used there must have exactly p's number of stages and be bound to p; otherwise the derived stage index walks off the end of the buffer or pairs a buffer with the wrong barrier.
+    summary: r#"Stage counts disagree between a view or TMEM region, a barrier and the pipeline loop that uses them."#,
+    explanation: r#"A staged view (or TMEM region) holds one buffer per pipeline stage, and a barrier bound to a pipeline has one mbarrier per stage. Inside `lm.range(..., pipeline=p)` the stage index is the iteration count modulo p's stage count, so every staged view and region used there must have exactly p's number of stages (or name its stage, `v.stage(q.stage)` of a pipeline q of its depth) and every barrier must be bound to p; otherwise the derived stage index walks off the end of the buffer or pairs a buffer with the wrong barrier. An explicit stage that can name a stage the place does not have (a constant past the last, or `q.stage` of a pipeline of another depth) is the same mistake.
 
-Declare the view with `stages=` equal to the pipeline's stages, and bind the barrier to the same pipeline."#,
+A single buffer handed from one role to another through a ring of several stages is one too: the ring lets the writer run a stage ahead, so it refills the buffer while the reader still reads it.
+
+Declare the view or region with `stages=` equal to the pipeline's stages, and bind the barrier to the same pipeline."#,
     bad: include_str!("../../../../tests/check/CAKE-M003-bad.py"),
     good: include_str!("../../../../tests/check/CAKE-M003-good.py"),
 };

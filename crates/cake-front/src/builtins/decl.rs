@@ -34,23 +34,26 @@ impl Interp<'_> {
         Ok(Value::Pool(id))
     }
 
-    /// `lm.tmem(cols, shape, dtype, lanes=128)`
+    /// `lm.tmem(cols, shape, dtype, lanes=128, stages=1)`
     pub(super) fn tmem(&mut self, a: &[Slot], sp: Span) -> R<Value> {
         let cols = self.positive(&a[0], "cols", None)?;
         let shape = self.shape(&a[1], "shape")?;
         let dtype = self.dtype(&a[2], "dtype")?;
         let lanes = self.positive(&a[3], "lanes", Some(128))?;
+        let stages = self.positive(&a[4], "stages", Some(1))?;
         let name = self.take_name("tmem");
-        Ok(Value::Tmem(self.k.tmems.push(
+        let region = self.k.tmems.push(
             cake_ir::Tmem {
                 name,
                 cols,
                 lanes,
                 dtype,
                 shape,
+                stages,
             },
             sp,
-        )))
+        );
+        Ok(Value::Tmem(TmemRef::whole(region)))
     }
 
     /// `lm.pipeline(stages)`
@@ -364,12 +367,16 @@ impl Interp<'_> {
 
     /// `region.cols(start, count)`: columns `start..start + count` of a 2-D TMEM region (its
     /// elements along the second axis), both compile-time integers.
-    pub(super) fn tmem_columns(&mut self, t: TmemId, a: &[Slot], sp: Span) -> R<Value> {
+    pub(super) fn tmem_columns(&mut self, t: TmemRef, a: &[Slot], sp: Span) -> R<Value> {
+        if t.cols.is_some() {
+            let msg = "this is already a column range: take `.cols(...)` of the whole region";
+            return self.err(&codes::TYPE_MISMATCH, sp, msg.to_string());
+        }
         let (start, ssp) = a[0].clone().expect("required");
         let start = self.const_int(&start, ssp, "the first column")?;
         let (count, csp) = a[1].clone().expect("required");
         let count = self.const_int(&count, csp, "the column count")?;
-        let region = &self.k.tmems[t];
+        let region = &self.k.tmems[t.region];
         let Some(&width) = region.shape.get(1).filter(|_| region.shape.len() == 2) else {
             let msg = format!(
                 "`.cols(...)` takes columns of a 2-D region; `{}` is {:?}",
@@ -398,13 +405,28 @@ impl Interp<'_> {
             .actual(start);
             return Err(self.report(f));
         }
-        Ok(Value::TmemSlice(
-            t,
-            TmemCols {
+        Ok(Value::Tmem(TmemRef {
+            cols: Some(TmemCols {
                 start: start as u32,
                 count: count as u32,
-            },
-        ))
+            }),
+            ..t
+        }))
+    }
+
+    /// `region.stage(index)`: one stage of a staged TMEM region.
+    pub(super) fn tmem_stage(&mut self, t: TmemRef, a: &[Slot], sp: Span) -> R<Value> {
+        if t.cols.is_some() {
+            let msg =
+                "take `.stage(...)` before `.cols(...)`: `region.stage(i).cols(start, count)`";
+            return self.err(&codes::TYPE_MISMATCH, sp, msg.to_string());
+        }
+        let (i, isp) = a[0].clone().expect("required");
+        let i = self.index_of(i, isp)?;
+        Ok(Value::Tmem(TmemRef {
+            stage: Some(i),
+            ..t
+        }))
     }
 
     /// `view.stage(index)`

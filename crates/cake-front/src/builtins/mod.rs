@@ -64,6 +64,7 @@ impl Interp<'_> {
             ViewStage => self.view_stage(recv!(View), a, sp),
             RoleFragment => self.role_fragment(recv!(Role), a, sp),
             TmemColumns => self.tmem_columns(recv!(Tmem), a, sp),
+            TmemStage => self.tmem_stage(recv!(Tmem), a, sp),
 
             Wait | Arrive | Commit => self.barrier_op(b, a, sp),
             FenceProxyAsync => self.fence_proxy_async(a, sp),
@@ -296,28 +297,28 @@ impl Interp<'_> {
         }
     }
 
-    fn tmem_arg(&mut self, slot: &Slot, what: &str) -> R<TmemId> {
+    /// A whole TMEM region (or one stage of it).
+    fn tmem_arg(&mut self, slot: &Slot, what: &str) -> R<TmemRef> {
         match slot {
-            Some((Value::Tmem(t), _)) => Ok(*t),
-            Some((Value::Poison, _)) => Err(Reported),
-            Some((Value::TmemSlice(..), s)) => self.err(
+            Some((Value::Tmem(t), s)) if t.cols.is_some() => self.err(
                 &codes::TYPE_MISMATCH,
                 *s,
                 format!("{what} must be a whole TMEM region: a column range (`.cols(...)`) is read by lm.tmem_load and written by lm.tmem_store only"),
             ),
+            _ => self.tmem_cols_arg(slot, what),
+        }
+    }
+
+    /// A TMEM region, one stage of it, or a column range (`region.cols(start, count)`).
+    fn tmem_cols_arg(&mut self, slot: &Slot, what: &str) -> R<TmemRef> {
+        match slot {
+            Some((Value::Tmem(t), _)) => Ok(t.clone()),
+            Some((Value::Poison, _)) => Err(Reported),
             Some((other, s)) => {
                 let msg = format!("{what} must be a TMEM region, found {}", other.kind_name());
                 self.err(&codes::TYPE_MISMATCH, *s, msg)
             }
             None => unreachable!("required argument"),
-        }
-    }
-
-    /// A TMEM region or a column range of one (`region.cols(start, count)`).
-    fn tmem_cols_arg(&mut self, slot: &Slot, what: &str) -> R<(TmemId, Option<TmemCols>)> {
-        match slot {
-            Some((Value::TmemSlice(t, c), _)) => Ok((*t, Some(*c))),
-            _ => Ok((self.tmem_arg(slot, what)?, None)),
         }
     }
 

@@ -331,8 +331,12 @@ impl Interp<'_> {
     /// `lm.tmem_load(dst, src)`
     pub(super) fn tmem_load(&mut self, a: &[Slot], sp: Span) -> R<Value> {
         let dst = self.frag_arg(&a[0], "the destination")?;
-        let (src, cols) = self.tmem_cols_arg(&a[1], "the source")?;
-        let (t, f) = (self.k.tmems[src].clone(), self.k.fragments[dst].clone());
+        let src = self.tmem_cols_arg(&a[1], "the source")?;
+        let cols = src.cols;
+        let (t, f) = (
+            self.k.tmems[src.region].clone(),
+            self.k.fragments[dst].clone(),
+        );
         let shape = tmem_shape(&t.shape, cols);
         if shape != f.shape || t.dtype != f.dtype {
             let what = tmem_operand(&t.name, cols);
@@ -353,19 +357,19 @@ impl Interp<'_> {
             .actual(format!("{:?} {}", f.shape, f.dtype));
             return Err(self.report(fd));
         }
-        self.emit_op(Op::TmemLoad { dst, src, cols }, sp)?;
+        self.emit_op(Op::TmemLoad { dst, src }, sp)?;
         Ok(Value::None)
     }
 
     /// `lm.tmem_store(dst, value)`
     pub(super) fn tmem_store(&mut self, a: &[Slot], sp: Span) -> R<Value> {
-        let (dst, cols) = self.tmem_cols_arg(&a[0], "the destination")?;
+        let dst = self.tmem_cols_arg(&a[0], "the destination")?;
         let (v, vsp) = a[1].clone().expect("required");
         let src = self.expr_of(v, vsp, None)?;
-        let t = self.k.tmems[dst].clone();
-        let what = tmem_operand(&t.name, cols);
-        self.check_into(src, &tmem_shape(&t.shape, cols), t.dtype, vsp, &what)?;
-        self.emit_op(Op::TmemStore { dst, src, cols }, sp)?;
+        let t = self.k.tmems[dst.region].clone();
+        let what = tmem_operand(&t.name, dst.cols);
+        self.check_into(src, &tmem_shape(&t.shape, dst.cols), t.dtype, vsp, &what)?;
+        self.emit_op(Op::TmemStore { dst, src }, sp)?;
         Ok(Value::None)
     }
 
@@ -373,7 +377,7 @@ impl Interp<'_> {
     pub(super) fn tmem_copy(&mut self, a: &[Slot], sp: Span) -> R<Value> {
         let dst = self.tmem_arg(&a[0], "the destination")?;
         let src = self.view_arg(&a[1], "the source")?;
-        let (t, vshape) = (self.k.tmems[dst].clone(), self.view_ref_shape(&src));
+        let (t, vshape) = (self.k.tmems[dst.region].clone(), self.view_ref_shape(&src));
         let vd = self.k.views[src.view].dtype;
         if t.shape != vshape || t.dtype != vd {
             let fd = Finding::new(
@@ -711,13 +715,13 @@ impl Interp<'_> {
         match slot {
             Some((Value::View(v), _)) => Ok(Operand::Smem(v.clone())),
             Some((Value::Frag(f), _)) => Ok(Operand::Frag(*f)),
-            Some((Value::Tmem(t), _)) => Ok(Operand::Tmem(*t)),
-            Some((Value::Poison, _)) => Err(Reported),
-            Some((Value::TmemSlice(..), s)) => self.err(
+            Some((Value::Tmem(t), s)) if t.cols.is_some() => self.err(
                 &codes::TYPE_MISMATCH,
                 *s,
                 format!("{what} must be a whole TMEM region: an MMA reads and writes whole regions (`.cols(...)` is for lm.tmem_load and lm.tmem_store)"),
             ),
+            Some((Value::Tmem(t), _)) => Ok(Operand::Tmem(t.clone())),
+            Some((Value::Poison, _)) => Err(Reported),
             Some((other, s)) => {
                 let msg = format!(
                     "{what} must be a view, a fragment or a TMEM region, found {}",
@@ -736,7 +740,10 @@ impl Interp<'_> {
                 self.k.fragments[*f].shape.clone(),
                 self.k.fragments[*f].dtype,
             ),
-            Operand::Tmem(t) => (self.k.tmems[*t].shape.clone(), self.k.tmems[*t].dtype),
+            Operand::Tmem(t) => {
+                let region = &self.k.tmems[t.region];
+                (region.shape.clone(), region.dtype)
+            }
         }
     }
 

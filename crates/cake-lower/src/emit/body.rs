@@ -868,9 +868,9 @@ impl Emitter<'_> {
         match op {
             Op::Ldmatrix { dst, src } => backend.ldmatrix(self, *dst, src, sp),
             Op::Commit { barrier } => backend.commit(self, *barrier, sp),
-            Op::TmemLoad { dst, src, cols } => backend.tmem_load(self, *dst, *src, *cols, sp),
-            Op::TmemStore { dst, src, cols } => backend.tmem_store(self, *dst, *cols, *src, sp),
-            Op::TmemCopy { dst, src } => backend.tmem_copy(self, *dst, src, sp),
+            Op::TmemLoad { dst, src } => backend.tmem_load(self, *dst, src, sp),
+            Op::TmemStore { dst, src } => backend.tmem_store(self, dst, *src, sp),
+            Op::TmemCopy { dst, src } => backend.tmem_copy(self, dst, src, sp),
             _ => {}
         }
     }

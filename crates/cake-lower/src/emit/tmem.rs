@@ -6,22 +6,52 @@
 use super::*;
 
 impl Emitter<'_> {
-    /// Column offset of each TMEM region (declaration order, packed) and the allocation size.
+    /// Column offset of each TMEM region (declaration order, packed, a staged region's stages
+    /// side by side) and the allocation size.
     fn tmem_columns(&self) -> (Vec<u32>, u32) {
         let mut offs = Vec::new();
         let mut cur = 0;
         for (_, t) in self.k.tmems.iter() {
             offs.push(cur);
-            cur += t.cols;
+            cur += t.total_cols();
         }
         (offs, alloc_columns(cur))
     }
 
-    pub(crate) fn tmem_addr(&self, t: TmemId) -> String {
+    /// The TMEM address of `t`'s stage (lane 0, its first column), as C text; an explicit
+    /// stage is evaluated.
+    pub(crate) fn tmem_addr(&mut self, t: &TmemRef) -> String {
+        if let Some(st) = t.stage {
+            self.ix(st); // its checks
+        }
         let (offs, _) = self.tmem_columns();
-        match offs[t.index()] {
-            0 => "cake_tmem".into(),
-            c => format!("(cake_tmem + {c})"),
+        let mut terms = vec!["cake_tmem".to_string()];
+        if offs[t.region.index()] > 0 {
+            terms.push(offs[t.region.index()].to_string());
+        }
+        let stage = self.tmem_stage_text(t);
+        if stage != "0" {
+            terms.push(format!("{} * {stage}", self.k.tmems[t.region].cols));
+        }
+        match terms.len() {
+            1 => terms.remove(0),
+            _ => format!("({})", terms.join(" + ")),
+        }
+    }
+
+    /// The stage of `t` as C text: its explicit `.stage`, else the innermost pipelined loop's
+    /// (as for a view).
+    fn tmem_stage_text(&self, t: &TmemRef) -> String {
+        // One stage is stage 0 whatever names it (the verifier keeps a named one in range).
+        if self.k.tmems[t.region].stages <= 1 {
+            return "0".into();
+        }
+        if let Some(st) = t.stage {
+            return self.ix_text(st);
+        }
+        match self.pipes.last() {
+            Some((_, p)) => self.pipe_var(*p, "stage"),
+            None => "0".into(),
         }
     }
 
@@ -41,7 +71,10 @@ impl Emitter<'_> {
             .tmems
             .iter()
             .zip(&offs)
-            .map(|((_, t), o)| format!("{} at column {o}", t.name))
+            .map(|((_, t), o)| match t.stages {
+                1 => format!("{} at column {o}", t.name),
+                n => format!("{} at column {o}, {n} stages of {}", t.name, t.cols),
+            })
             .collect();
         self.line(&format!(
             "// TMEM: {} column(s) allocated ({}); base address written to shared memory.",

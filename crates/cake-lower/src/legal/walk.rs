@@ -126,6 +126,13 @@ impl<'a> Checker<'a> {
         }
     }
 
+    /// The address of TMEM region `t`'s stage is taken: an explicit stage is evaluated.
+    pub(crate) fn tmem_stage(&mut self, t: &TmemRef) {
+        if let Some(st) = t.stage {
+            self.ix(st);
+        }
+    }
+
     /// The first row of `v`'s row range is evaluated.
     pub(crate) fn rows_start(&mut self, v: &ViewRef) {
         if let Some((start, _)) = v.rows {

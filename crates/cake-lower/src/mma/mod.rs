@@ -166,29 +166,13 @@ pub(crate) trait MmaBackend: Sync {
     fn commit(&self, _e: &mut Emitter, _barrier: BarrierId, _sp: Span) {}
 
     /// `lm.tmem_load(frag, region)` (or `region.cols(...)`).
-    fn tmem_load(
-        &self,
-        _e: &mut Emitter,
-        _dst: FragId,
-        _src: TmemId,
-        _cols: Option<TmemCols>,
-        _sp: Span,
-    ) {
-    }
+    fn tmem_load(&self, _e: &mut Emitter, _dst: FragId, _src: &TmemRef, _sp: Span) {}
 
     /// `lm.tmem_store(region, value)` (or `region.cols(...)`).
-    fn tmem_store(
-        &self,
-        _e: &mut Emitter,
-        _dst: TmemId,
-        _cols: Option<TmemCols>,
-        _value: ExprId,
-        _sp: Span,
-    ) {
-    }
+    fn tmem_store(&self, _e: &mut Emitter, _dst: &TmemRef, _value: ExprId, _sp: Span) {}
 
     /// `lm.tmem_copy(region, view)`.
-    fn tmem_copy(&self, _e: &mut Emitter, _dst: TmemId, _src: &ViewRef, _sp: Span) {}
+    fn tmem_copy(&self, _e: &mut Emitter, _dst: &TmemRef, _src: &ViewRef, _sp: Span) {}
 }
 
 /// The legality pass at a K-major operand tile read through a shared-memory descriptor (what

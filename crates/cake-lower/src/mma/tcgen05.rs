@@ -249,6 +249,9 @@ impl MmaBackend for Tcgen05 {
             Err(msg) => return c.unsupported(m.sp, msg),
         };
         c.ix(m.accumulate);
+        if let Operand::Tmem(acc) = m.acc {
+            c.tmem_stage(acc);
+        }
         if form.kdim / 16 == 0 {
             return;
         }
@@ -257,8 +260,12 @@ impl MmaBackend for Tcgen05 {
         } else if !check_sw128_operand(c, form.b, m.sp) {
             return;
         }
-        if let Operand::Smem(av) = m.a {
-            check_sw128_operand(c, av, m.sp);
+        match m.a {
+            Operand::Smem(av) => {
+                check_sw128_operand(c, av, m.sp);
+            }
+            Operand::Tmem(at) => c.tmem_stage(at),
+            Operand::Frag(_) => {}
         }
     }
 
@@ -268,24 +275,16 @@ impl MmaBackend for Tcgen05 {
 
     fn check_family_op(&self, c: &mut Checker, op: &Op, sp: Span) {
         match op {
-            Op::TmemLoad { dst, .. } => {
+            Op::TmemLoad { dst, src } => {
+                c.tmem_stage(src);
                 if let Some(FragLayout::TmemRow { .. }) = c.layout(*dst) {
                     c.invalidate(*dst);
                 }
             }
-            Op::TmemStore {
-                dst,
-                src: value,
-                cols,
-            } => {
-                match tmem_store_form(
-                    c.k,
-                    *dst,
-                    *cols,
-                    *value,
-                    |e| c.tile_of(e),
-                    |e| c.row_elementwise(e),
-                ) {
+            Op::TmemStore { dst, src: value } => {
+                c.tmem_stage(dst);
+                match tmem_store_form(c.k, dst, *value, |e| c.tile_of(e), |e| c.row_elementwise(e))
+                {
                     Err(m) => c.unsupported(sp, m),
                     Ok((inner, ..)) => {
                         c.precompute_reductions(inner);
@@ -293,9 +292,10 @@ impl MmaBackend for Tcgen05 {
                     }
                 }
             }
-            Op::TmemCopy { dst, src } => match tmem_copy_form(c.k, *dst, src) {
+            Op::TmemCopy { dst, src } => match tmem_copy_form(c.k, dst.region, src) {
                 Err(m) => c.unsupported(sp, m),
                 Ok(kdim) => {
+                    c.tmem_stage(dst);
                     if kdim / 16 > 0 {
                         check_sw128_operand(c, src, sp);
                     }
@@ -333,29 +333,15 @@ impl MmaBackend for Tcgen05 {
         e.tcgen05_commit(barrier, sp);
     }
 
-    fn tmem_load(
-        &self,
-        e: &mut Emitter,
-        dst: FragId,
-        src: TmemId,
-        cols: Option<TmemCols>,
-        sp: Span,
-    ) {
-        e.tmem_load(dst, src, cols, sp);
+    fn tmem_load(&self, e: &mut Emitter, dst: FragId, src: &TmemRef, sp: Span) {
+        e.tmem_load(dst, src, sp);
     }
 
-    fn tmem_store(
-        &self,
-        e: &mut Emitter,
-        dst: TmemId,
-        cols: Option<TmemCols>,
-        value: ExprId,
-        sp: Span,
-    ) {
-        e.tmem_store(dst, cols, value, sp);
+    fn tmem_store(&self, e: &mut Emitter, dst: &TmemRef, value: ExprId, sp: Span) {
+        e.tmem_store(dst, value, sp);
     }
 
-    fn tmem_copy(&self, e: &mut Emitter, dst: TmemId, src: &ViewRef, sp: Span) {
+    fn tmem_copy(&self, e: &mut Emitter, dst: &TmemRef, src: &ViewRef, sp: Span) {
         e.tmem_copy(dst, src, sp);
     }
 }
@@ -401,7 +387,7 @@ fn mma_form<'o>(k: &Kernel, target: &Target, call: &MmaCall<'o>) -> Result<MmaFo
             )
         }
         Operand::Tmem(t) => {
-            let r = &k.tmems[*t];
+            let r = &k.tmems[t.region];
             if r.shape.len() != 2
                 || r.lanes != 128
                 || r.dtype.bytes() != 2
@@ -435,7 +421,7 @@ fn mma_form<'o>(k: &Kernel, target: &Target, call: &MmaCall<'o>) -> Result<MmaFo
     if vb.shape.len() != 2 || vb.swizzle != 128 {
         return Err(format!("tcgen05.mma operands are lowered from 2-D views with 128B swizzle; `{}` has swizzle {}", vb.name, vb.swizzle));
     }
-    let region = &k.tmems[*acc];
+    let region = &k.tmems[acc.region];
     let n = if b_mn_major {
         vb.shape[1]
     } else {
@@ -463,13 +449,12 @@ fn mma_form<'o>(k: &Kernel, target: &Target, call: &MmaCall<'o>) -> Result<MmaFo
 /// columns per store. The value to evaluate, its packed type and the tile's columns.
 fn tmem_store_form(
     k: &Kernel,
-    dst: TmemId,
-    cols: Option<TmemCols>,
+    dst: &TmemRef,
     value: ExprId,
     tile_of: impl Fn(ExprId) -> Option<FragLayout>,
     row_elementwise: impl Fn(ExprId) -> bool,
 ) -> Result<(ExprId, Option<DType>, u32, u32), String> {
-    let region = &k.tmems[dst];
+    let (region, cols) = (&k.tmems[dst.region], dst.cols);
     let (inner, packed) = match legal::cast_to_16bit(k, value, region.dtype) {
         _ if region.dtype == DType::F32 => (value, None),
         Some((inner, d)) => (inner, Some(d)),
@@ -549,12 +534,12 @@ impl Planner<'_> {
     fn infer_tmem_fragment_layouts(&mut self) {
         let kf = self.kf;
         for (sid, op) in kf.ops.iter().map(|s| (s.stmt, &s.op)) {
-            let Op::TmemLoad { dst, src, cols } = op else {
+            let Op::TmemLoad { dst, src } = op else {
                 continue;
             };
             let frag = &self.k.fragments[*dst];
             let role = &self.k.roles[frag.role];
-            let region = &self.k.tmems[*src];
+            let region = &self.k.tmems[src.region];
             let sp = self.k.stmts.span(sid);
             if role.unit != RoleUnit::Warpgroup
                 || frag.shape.len() != 2
@@ -568,7 +553,7 @@ impl Planner<'_> {
                 self.unsupported(sp, format!("lm.tmem_load is lowered into a (128, N) f32 fragment of a warpgroup role (N a multiple of 32) from an f32 region of 128 lanes; `{}` is {:?} {} on role `{}`", frag.name, frag.shape, frag.dtype, role.name));
                 continue;
             }
-            match tmem_first_word(*cols, false) {
+            match tmem_first_word(src.cols, false) {
                 Err(m) => {
                     self.unsupported(sp, m);
                     continue;
@@ -617,13 +602,12 @@ impl Emitter<'_> {
     /// `tcgen05.st`, then waits for the stores. An f32 region takes the value's bits; a bf16/f16
     /// region takes `lm.cast(value, that dtype)` packed two elements per 32-bit column (lower
     /// column in the low half).
-    fn tmem_store(&mut self, dst: TmemId, cols: Option<TmemCols>, value: ExprId, sp: Span) {
+    fn tmem_store(&mut self, dst: &TmemRef, value: ExprId, sp: Span) {
         let k = self.k;
-        let region = k.tmems[dst].clone();
+        let region = k.tmems[dst.region].clone();
         let (inner, pack, n, first) = match tmem_store_form(
             k,
             dst,
-            cols,
             value,
             |e| self.tile_of(e),
             |e| self.row_elementwise(e),
@@ -675,12 +659,12 @@ impl Emitter<'_> {
     /// `lm.tmem_load(frag, region)`: each warp of the warpgroup reads its 32-lane quarter
     /// (warp w: lanes 32·(w mod 4)..+31, the access restriction of §9.7.16.1) 32 columns at a
     /// time, then waits.
-    fn tmem_load(&mut self, dst: FragId, src: TmemId, cols: Option<TmemCols>, sp: Span) {
+    fn tmem_load(&mut self, dst: FragId, src: &TmemRef, sp: Span) {
         let Some(FragLayout::TmemRow { n }) = self.frag_layouts.get(&dst).copied() else {
             return;
         };
         // The planner refused a range it cannot start at.
-        let Ok(first) = tmem_first_word(cols, false) else {
+        let Ok(first) = tmem_first_word(src.cols, false) else {
             return;
         };
         let name = self.frag_name(dst);
@@ -688,7 +672,7 @@ impl Emitter<'_> {
         self.line(&format!(
             "// tmem_load {} <- {} ({}): this warp's 32 lanes, {n} columns{}",
             self.k.fragments[dst].name,
-            self.k.tmems[src].name,
+            self.k.tmems[src.region].name,
             self.loc(sp),
             from_column(first)
         ));
@@ -726,11 +710,11 @@ impl Emitter<'_> {
             Ok(form) => form,
             Err(msg) => return self.unsupported(sp, msg),
         };
-        let Operand::Tmem(acc) = *call.acc else {
+        let Operand::Tmem(acc) = call.acc else {
             return;
         };
         let vb = &k.views[bv.view];
-        let region = &k.tmems[acc];
+        let region = &k.tmems[acc.region];
         let k_step = 16;
         let idesc = idesc_f16(input, true, m, n, false, b_mn_major);
         let sw128 = smem_desc_swizzle(128).expect("128B");
@@ -768,7 +752,7 @@ impl Emitter<'_> {
                 match a {
                     Operand::Tmem(t) => {
                         // 16 elements of 16 bits = 8 columns per K step.
-                        let at = me.tmem_addr(*t);
+                        let at = me.tmem_addr(t);
                         let col = kk * k_step / 2;
                         me.line(&format!(
                             "cake_tcgen05_mma_f16_ts({d}, {at} + {col}, {bdesc}, {idesc:#010x}u, {acc_in});"
@@ -802,10 +786,10 @@ impl Emitter<'_> {
     /// 16-bit elements two per column, eight columns per step. tcgen05.cp and a later
     /// tcgen05.mma of the same thread run in issue order (§9.7.16.6.3), so an MMA may read the
     /// region right after.
-    fn tmem_copy(&mut self, dst: TmemId, src: &ViewRef, sp: Span) {
+    fn tmem_copy(&mut self, dst: &TmemRef, src: &ViewRef, sp: Span) {
         let k = self.k;
-        let (region, view) = (&k.tmems[dst], &k.views[src.view]);
-        let kdim = match tmem_copy_form(k, dst, src) {
+        let (region, view) = (&k.tmems[dst.region], &k.views[src.view]);
+        let kdim = match tmem_copy_form(k, dst.region, src) {
             Ok(kdim) => kdim,
             Err(m) => return self.unsupported(sp, m),
         };
