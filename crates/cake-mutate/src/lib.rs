@@ -656,6 +656,36 @@ fn change_stages(src: &Source, f: &Facts, out: &mut Vec<Plan>) {
             ),
         ));
     }
+    for (si, ki, ti) in decls(src, f, |k| {
+        k.tmems.handles().map(|h| k.tmems.span(h)).collect()
+    }) {
+        let st = &src.stmts[si];
+        let region = f.kernels[ki].tmems.iter().nth(ti).expect("tmem").1;
+        let Some(open) = method_open(src, st, "tmem") else {
+            continue;
+        };
+        let Some(call) = parse_call(src, st, open) else {
+            continue;
+        };
+        let Some(a) = kwarg(&call, "stages") else {
+            continue;
+        };
+        let n = next_stages(region.stages);
+        found.push((
+            si,
+            plan(
+                "change-stages",
+                tok(st, a.value_first).line,
+                format!(
+                    "change TMEM region `{}` from stages={} to stages={n}",
+                    region.name, region.stages
+                ),
+                (vec![replace_value(st, a, n.to_string())], Site::Edited),
+                f.names_in(src, st),
+                &expected,
+            ),
+        ));
+    }
     let pipes = decls(src, f, |k| {
         k.pipelines.handles().map(|h| k.pipelines.span(h)).collect()
     });

@@ -127,7 +127,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_gemm(
   }
   __syncthreads();
   CAKE_STAMP(threadIdx.x == 0, 2);  // timeline: prologue done
-  if (warp >= 0 && warp < 4) {  // role main (gemm_sm80.py:51)
+  if (warp >= 0 && warp < 4) {  // role main (gemm_sm80.py:53)
     const int main_index = (warp - 0) / 1;
     const int main_thread = (int)threadIdx.x - 0 - main_index * 32;
     CAKE_STAMP_FLAG(main_stamped_wait);
@@ -139,21 +139,21 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_gemm(
     float acc[128];  // fragment acc [64, 64] f32
     uint32_t a_frag[32];  // fragment a_frag [64, 32] bf16: mma.sync A registers, 2 per register
     uint32_t pipe_it = 0;  // iterations of pipeline pipe completed by this role
-    for (int tile = blockIdx.x; tile < tiles_total; tile += tiles_total) {  // one tile (tm, tn) per CTA (gemm_sm80.py:63)
+    for (int tile = blockIdx.x; tile < tiles_total; tile += tiles_total) {  // one tile (tm, tn) per CTA (gemm_sm80.py:65)
       int tile_rest = tile;
       const int tile_1 = tile_rest % tiles_1;
       tile_rest /= tiles_1;
       const int tile_0 = tile_rest % tiles_0;
       tile_rest /= tiles_0;
       (void)tile_rest;
-      // with main: (gemm_sm80.py:64)
-      for (int k_1_ahead = 0; k_1_ahead < 3 && 0 + k_1_ahead < cake_cdiv(dim_K, 32); ++k_1_ahead) {  // lm.ahead(3): the first iterations' region (gemm_sm80.py:66)
+      // with main: (gemm_sm80.py:66)
+      for (int k_1_ahead = 0; k_1_ahead < 3 && 0 + k_1_ahead < cake_cdiv(dim_K, 32); ++k_1_ahead) {  // lm.ahead(3): the first iterations' region (gemm_sm80.py:68)
         const int k_1 = 0 + k_1_ahead;
         const uint32_t pipe_stage = (pipe_it + k_1_ahead) % 4;
         const uint32_t pipe_phase = ((pipe_it + k_1_ahead) / 4) & 1;
-        cake_mbar_wait(empty + 8 * pipe_stage, pipe_phase ^ 1);  // wait empty (gemm_sm80.py:67)
+        cake_mbar_wait(empty + 8 * pipe_stage, pipe_phase ^ 1);  // wait empty (gemm_sm80.py:69)
         CAKE_STAMP_ONCE(main_thread == 0 && main_index == 0, 4, main_stamped_wait);  // timeline: first completed wait
-        {  // cp_async sA <- A (gemm_sm80.py:68): 128 x 32 elements by the 128 threads of role main
+        {  // cp_async sA <- A (gemm_sm80.py:70): 128 x 32 elements by the 128 threads of role main
           // 512 pieces of 16 B, 4 per thread
           #pragma unroll
           for (int c = 0; c < 4; ++c) {
@@ -168,7 +168,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_gemm(
           }
           cake_cp_async_mbar_arrive(full + 8 * pipe_stage);  // completes on full once this thread's copies land (1 of 256 arrivals per phase)
         }
-        {  // cp_async sB <- B (gemm_sm80.py:69): 128 x 32 elements by the 128 threads of role main
+        {  // cp_async sB <- B (gemm_sm80.py:71): 128 x 32 elements by the 128 threads of role main
           // 512 pieces of 16 B, 4 per thread
           #pragma unroll
           for (int c = 0; c < 4; ++c) {
@@ -184,18 +184,18 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_gemm(
           cake_cp_async_mbar_arrive(full + 8 * pipe_stage);  // completes on full once this thread's copies land (1 of 256 arrivals per phase)
         }
       }
-      for (int k_1 = 0; k_1 < cake_cdiv(dim_K, 32); ++k_1) {  // gemm_sm80.py:65
+      for (int k_1 = 0; k_1 < cake_cdiv(dim_K, 32); ++k_1) {  // gemm_sm80.py:67
         const uint32_t pipe_stage = pipe_it % 4;
         const uint32_t pipe_phase = (pipe_it / 4) & 1;
-        if (k_1 + 3 < cake_cdiv(dim_K, 32)) {  // lm.ahead(3): iteration k_1 + 3's region (gemm_sm80.py:66)
+        if (k_1 + 3 < cake_cdiv(dim_K, 32)) {  // lm.ahead(3): iteration k_1 + 3's region (gemm_sm80.py:68)
           const int k_1_early = k_1 + 3;
           const uint32_t pipe_it_early = pipe_it + 3;
           {
             const int k_1 = k_1_early;
             const uint32_t pipe_stage = pipe_it_early % 4;
             const uint32_t pipe_phase = (pipe_it_early / 4) & 1;
-            cake_mbar_wait(empty + 8 * pipe_stage, pipe_phase ^ 1);  // wait empty (gemm_sm80.py:67)
-            {  // cp_async sA <- A (gemm_sm80.py:68): 128 x 32 elements by the 128 threads of role main
+            cake_mbar_wait(empty + 8 * pipe_stage, pipe_phase ^ 1);  // wait empty (gemm_sm80.py:69)
+            {  // cp_async sA <- A (gemm_sm80.py:70): 128 x 32 elements by the 128 threads of role main
               // 512 pieces of 16 B, 4 per thread
               #pragma unroll
               for (int c = 0; c < 4; ++c) {
@@ -210,7 +210,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_gemm(
               }
               cake_cp_async_mbar_arrive(full + 8 * pipe_stage);  // completes on full once this thread's copies land (1 of 256 arrivals per phase)
             }
-            {  // cp_async sB <- B (gemm_sm80.py:69): 128 x 32 elements by the 128 threads of role main
+            {  // cp_async sB <- B (gemm_sm80.py:71): 128 x 32 elements by the 128 threads of role main
               // 512 pieces of 16 B, 4 per thread
               #pragma unroll
               for (int c = 0; c < 4; ++c) {
@@ -227,8 +227,8 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_gemm(
             }
           }
         }
-        cake_mbar_wait(full + 8 * pipe_stage, pipe_phase);  // wait full (gemm_sm80.py:70)
-        {  // ldmatrix a_frag <- sA (gemm_sm80.py:71): 4 16-row tiles x 2 k-step(s), one ldmatrix.x4 each
+        cake_mbar_wait(full + 8 * pipe_stage, pipe_phase);  // wait full (gemm_sm80.py:72)
+        {  // ldmatrix a_frag <- sA (gemm_sm80.py:73): 4 16-row tiles x 2 k-step(s), one ldmatrix.x4 each
           #pragma unroll
           for (int mt = 0; mt < 4; ++mt) {
             #pragma unroll
@@ -239,7 +239,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_gemm(
             }
           }
         }
-        {  // mma acc += a_frag * sB.T (gemm_sm80.py:77): mma.sync m16n8k16, 4 x 8 tiles, 2 k-step(s); B through ldmatrix.x4
+        {  // mma acc += a_frag * sB.T (gemm_sm80.py:79): mma.sync m16n8k16, 4 x 8 tiles, 2 k-step(s); B through ldmatrix.x4
           if (!((k_1 > 0))) {
             #pragma unroll
             for (int r = 0; r < 128; ++r) acc[r] = 0.0f;
@@ -264,7 +264,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) cake_gemm(
         }
         ++pipe_it;
       }
-      {  // store C <- accumulator tile (gemm_sm80.py:79)
+      {  // store C <- accumulator tile (gemm_sm80.py:81)
         #pragma unroll
         for (int mt = 0; mt < 4; ++mt) {
           #pragma unroll
