@@ -31,11 +31,12 @@ use cake_target::MmaFamily;
 use text::{Kind, Source, Stmt, Tok};
 
 /// Every operator, in the order [`mutants`] applies them and [`catch_table`] lists them.
-pub const OPERATORS: [&str; 25] = [
+pub const OPERATORS: [&str; 26] = [
     "drop-wait",
     "drop-arrive",
     "change-count",
     "change-stages",
+    "pin-stage",
     "shrink-pool",
     "misalign-view",
     "flip-swizzle",
@@ -1146,11 +1147,12 @@ pub fn mutants(source: &str) -> Vec<Mutant> {
     }
     let src = Source::new(source);
     let mut plans = Vec::new();
-    let ops: [fn(&Source, &Facts, &mut Vec<Plan>); 25] = [
+    let ops: [fn(&Source, &Facts, &mut Vec<Plan>); 26] = [
         drop_wait,
         drop_arrive,
         change_count,
         change_stages,
+        sync_ops::pin_stage,
         shrink_pool,
         misalign_view,
         flip_swizzle,

@@ -311,3 +311,54 @@ pub(super) fn conditional_arrive(src: &Source, f: &Facts, out: &mut Vec<Plan>) {
         ));
     }
 }
+
+/// `pin-stage`: a copy into a staged view fills stage 0 (`view.stage(0)`) instead of the ring's
+/// stage, so the readers of every other stage read what no copy wrote, and the copies land in a
+/// stage the ring's barriers do not hand over.
+pub(super) fn pin_stage(src: &Source, f: &Facts, out: &mut Vec<Plan>) {
+    for st in &src.stmts {
+        let Some(open) =
+            method_open(src, st, "tma_load").or_else(|| method_open(src, st, "cp_async"))
+        else {
+            continue;
+        };
+        // `name.tma_load(`: the view is the name before the dot, with no `.rows` or `.stage`.
+        let Some(view_tok) = open.checked_sub(3).map(|i| tok(st, i)) else {
+            continue;
+        };
+        if view_tok.kind != Kind::Name || (open >= 4 && src.tok_text(tok(st, open - 4)) == ".") {
+            continue;
+        }
+        let staged = ir_ops(f, st).into_iter().find_map(|(ki, sid)| {
+            let k = &f.kernels[ki];
+            match &k.stmts[sid] {
+                IrStmt::Op(Op::TmaLoad { dst, .. } | Op::CpAsync { dst, .. })
+                    if dst.stage.is_none() && dst.rows.is_none() =>
+                {
+                    let view = &k.views[dst.view];
+                    (view.stages > 1 && view.name == src.tok_text(view_tok))
+                        .then(|| (view.name.clone(), view.stages))
+                }
+                _ => None,
+            }
+        });
+        let Some((name, stages)) = staged else {
+            continue;
+        };
+        out.push(plan(
+            "pin-stage",
+            view_tok.line,
+            format!("copy into stage 0 of `{name}` ({stages} stages) on every iteration"),
+            (
+                vec![Edit {
+                    start: view_tok.end,
+                    end: view_tok.end,
+                    text: ".stage(0)".into(),
+                }],
+                Site::Edited,
+            ),
+            f.names_in(src, st),
+            &[Category::Semantics],
+        ));
+    }
+}

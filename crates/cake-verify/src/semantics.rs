@@ -14,6 +14,7 @@ pub fn check(cx: &Ctx, out: &mut Vec<Finding>) {
     stage_mismatch(cx, out);
     single_stage_ring(cx, out);
     explicit_stages(cx, out);
+    mixed_stages(cx, out);
     trip_counts(cx, out);
     unused(cx, out);
     named_barriers(cx, out);
@@ -740,6 +741,135 @@ fn explicit_stages(cx: &Ctx, out: &mut Vec<Finding>) {
                     }),
             );
         }
+    }
+}
+
+/// Which stage of a staged view or region an access takes.
+#[derive(Clone, Copy, PartialEq)]
+enum StageOf {
+    /// The current stage of a ring: the innermost loop's over it, or `.stage(p.stage)`.
+    Ring(PipelineId),
+    /// `.stage(i)` of a constant, or of another index expression.
+    Fixed(ExprId),
+}
+
+/// A staged view or region reached at a ring's stage by one access and at a fixed stage by
+/// another, at least one a write, both in loops over that ring: the ring's barriers order the
+/// writes and reads of one stage, so the fixed-stage access meets the others unordered (and
+/// reads what they did not write).
+fn mixed_stages(cx: &Ctx, out: &mut Vec<Finding>) {
+    let k = cx.k;
+    struct Access {
+        place: Memory,
+        name: String,
+        role: RoleId,
+        write: bool,
+        stage: StageOf,
+        rings: Vec<PipelineId>,
+        stmt: StmtId,
+    }
+    let mut all: Vec<Access> = Vec::new();
+    for site in &cx.ops {
+        let Some(role) = site.role else { continue };
+        let rings: Vec<PipelineId> = site
+            .loops
+            .iter()
+            .filter_map(|&l| match k.loops[l].kind {
+                LoopKind::Range {
+                    pipeline: Some(p), ..
+                } => Some(p),
+                _ => None,
+            })
+            .collect();
+        let innermost = cx.loop_pipeline(&site.loops).map(|(_, p)| p);
+        let stage_of = |explicit: Option<ExprId>| match explicit {
+            None => innermost.map(StageOf::Ring),
+            Some(e) => Some(match k.exprs[e].kind {
+                ExprKind::PipelineStage(p) => StageOf::Ring(p),
+                _ => StageOf::Fixed(e),
+            }),
+        };
+        let e = &site.effects;
+        let views = [(&e.smem_writes, true), (&e.smem_reads, false)];
+        for (refs, write) in views {
+            for v in refs.iter().filter(|v| k.views[v.view].stages > 1) {
+                let Some(stage) = stage_of(v.stage) else {
+                    continue;
+                };
+                all.push(Access {
+                    place: Memory::View(v.view),
+                    name: format!("view `{}`", k.views[v.view].name),
+                    role,
+                    write,
+                    stage,
+                    rings: rings.clone(),
+                    stmt: site.stmt,
+                });
+            }
+        }
+        let tmems = [(&e.tmem_writes, true), (&e.tmem_reads, false)];
+        for (refs, write) in tmems {
+            for t in refs.iter().filter(|t| k.tmems[t.region].stages > 1) {
+                let Some(stage) = stage_of(t.stage) else {
+                    continue;
+                };
+                all.push(Access {
+                    place: Memory::Tmem(t.region),
+                    name: format!("TMEM region `{}`", k.tmems[t.region].name),
+                    role,
+                    write,
+                    stage,
+                    rings: rings.clone(),
+                    stmt: site.stmt,
+                });
+            }
+        }
+    }
+    let mut reported: Vec<Memory> = Vec::new();
+    for fixed in &all {
+        let StageOf::Fixed(e) = fixed.stage else {
+            continue;
+        };
+        if reported.contains(&fixed.place) {
+            continue;
+        }
+        let Some((other, p)) = all.iter().find_map(|a| match a.stage {
+            StageOf::Ring(p)
+                if a.place == fixed.place
+                    && (a.write || fixed.write)
+                    && a.rings.contains(&p)
+                    && fixed.rings.contains(&p) =>
+            {
+                Some((a, p))
+            }
+            _ => None,
+        }) else {
+            continue;
+        };
+        reported.push(fixed.place);
+        let pipe = &k.pipelines[p];
+        let (verb, other_verb) = match (fixed.write, other.write) {
+            (true, true) => ("writes", "writes"),
+            (true, false) => ("writes", "reads"),
+            (false, _) => ("reads", "writes"),
+        };
+        out.push(
+            Finding::new(
+                &STAGE_MISMATCH,
+                cx.span(fixed.stmt),
+                format!(
+                    "`{}` {verb} {} at a fixed stage (`.stage({})`), but `{}` {other_verb} it at the stage of pipeline `{}`: its barriers order one stage's accesses, not these",
+                    k.roles[fixed.role].name,
+                    fixed.name,
+                    cx.expr_text(e),
+                    k.roles[other.role].name,
+                    pipe.name
+                ),
+            )
+            .role(&k.roles[fixed.role].name)
+            .label(cx.span(other.stmt), format!("`{}` {other_verb} it here", k.roles[other.role].name))
+            .help(format!("take the ring's stage here too (no `.stage`, or `.stage({}.stage)`)", pipe.name)),
+        );
     }
 }
 

@@ -40,7 +40,7 @@ pub const STAGE_MISMATCH: CodeInfo = CodeInfo {
     summary: r#"Stage counts disagree between a view or TMEM region, a barrier and the pipeline loop that uses them."#,
     explanation: r#"A staged view (or TMEM region) holds one buffer per pipeline stage, and a barrier bound to a pipeline has one mbarrier per stage. Inside `lm.range(..., pipeline=p)` the stage index is the iteration count modulo p's stage count, so every staged view and region used there must have exactly p's number of stages (or name its stage, `v.stage(q.stage)` of a pipeline q of its depth) and every barrier must be bound to p; otherwise the derived stage index walks off the end of the buffer or pairs a buffer with the wrong barrier. An explicit stage that can name a stage the place does not have (a constant past the last, or `q.stage` of a pipeline of another depth) is the same mistake.
 
-A single buffer handed from one role to another through a ring of several stages is one too: the ring lets the writer run a stage ahead, so it refills the buffer while the reader still reads it.
+A single buffer handed from one role to another through a ring of several stages is one too: the ring lets the writer run a stage ahead, so it refills the buffer while the reader still reads it. So is a fixed stage (`sA.stage(0)`) on one access of a staged view or region while another access, one of them a write, takes the ring's stage in loops over that ring: the ring's barriers hand over one stage at a time, so the fixed-stage access is ordered with none of them.
 
 Declare the view or region with `stages=` equal to the pipeline's stages, and bind the barrier to the same pipeline."#,
     bad: include_str!("../../../../tests/check/CAKE-M003-bad.py"),
