@@ -9,7 +9,8 @@ MMA, and the epilogue arrives on it once its tcgen05.ld of the stage is done. Ca
 reads `acc`: language.md §11.3), so the first ACC_STAGES tiles do not wait. With two stages the
 MMAs of tile t + 1 run while the epilogue drains tile t (double-buffered TMEM, 2 × BN of the
 512 columns); with one, a tile's MMAs wait for the previous tile's epilogue. The loads run
-ahead through the 4-stage ring either way. No Blackwell GPU is available here: proven by ptxas
+ahead through the 4-stage ring either way. The epilogue reads EPI columns at a time
+(`acc.cols(...)`, §9.7), so BN = 256 with two stages (all 512 columns) and EPI = 64 lowers too. No Blackwell GPU is available here: proven by ptxas
 and the golden only.
 """
 import cake
@@ -18,6 +19,7 @@ from cake import lm
 BM, BN, BK = 128, 128, 64
 STAGES = 4  # 4 × 32 KiB of operands
 ACC_STAGES = 2  # accumulators in TMEM: 2 lets a tile's MMAs overlap the previous tile's epilogue
+EPI = BN        # accumulator columns the epilogue loads and stores at a time (a multiple of 32)
 
 
 @cake.schedule(targets=["sm_100a", "sm_103a"], persistent=True)
@@ -42,7 +44,7 @@ def gemm(A: lm.tensor[lm.bf16, "M", "K"],
     acc_full = lm.barrier(accpipe, producers=[mma], consumers=[epilogue])
     acc_empty = lm.barrier(accpipe, producers=[epilogue], consumers=[mma])
 
-    out = epilogue.fragment(shape=(BM, BN), dtype=lm.f32)
+    out = epilogue.fragment(shape=(BM, EPI), dtype=lm.f32)
 
     for tm, tn in lm.tiles(lm.cdiv(M, BM), lm.cdiv(N, BN)):
         with load:
@@ -61,6 +63,8 @@ def gemm(A: lm.tensor[lm.bf16, "M", "K"],
         with epilogue:
             for _ in lm.range(1, pipeline=accpipe):
                 lm.wait(acc_full)
-                lm.tmem_load(out, acc)             # the stage of this loop over `accpipe`
-                lm.arrive(acc_empty)
-                lm.store(C, lm.cast(out, lm.bf16), coords=(tm * BM, tn * BN))
+                for c in range(BN // EPI):
+                    lm.tmem_load(out, acc.cols(c * EPI, EPI))  # this loop's stage of `accpipe`
+                    if c == BN // EPI - 1:
+                        lm.arrive(acc_empty)       # the last columns are in registers
+                    lm.store(C, lm.cast(out, lm.bf16), coords=(tm * BM, tn * BN + c * EPI))

@@ -338,6 +338,44 @@ fn a_staged_accumulator_alternates_by_tile() {
     assert!(one.contains("cake_tcgen05_mma_f16_ss(cake_tmem, "), "{one}");
 }
 
+/// The persistent GEMM at BN = 256 with two accumulator stages (all 512 TMEM columns), its
+/// epilogue reading 64 columns at a time.
+fn persistent_gemm_wide() -> String {
+    let wide = persistent_gemm(2)
+        .replace("BM, BN, BK = 128, 128, 64", "BM, BN, BK = 128, 256, 64")
+        .replace("\nEPI = BN ", "\nEPI = 64 ")
+        .replace("\nSTAGES = 4 ", "\nSTAGES = 3 ");
+    assert!(
+        wide.contains("\nEPI = 64 ") && wide.contains("256, 64"),
+        "the example's knobs moved"
+    );
+    wide
+}
+
+#[test]
+fn two_wide_accumulators_take_all_512_columns() {
+    let cuda = lower_source("wide.py", &persistent_gemm_wide()).unwrap();
+    let b = body(&cuda);
+    assert!(b.contains("acc at column 0, 2 stages of 256"), "{b}");
+    assert!(b.contains(", 512);"), "{b}");
+    // Four 64-column ranges of the tile's stage, the arrive after the last range's load.
+    for first in [0, 64, 128, 192] {
+        let ld = format!("cake_tmem_ld_32x32b_x32(taddr + {first}, out + 0);");
+        assert!(b.contains(&ld), "{ld}");
+    }
+    assert!(b.contains("const uint32_t taddr = (cake_tmem + 256 * accpipe_stage) + "));
+    let last = pos(b, "cake_tmem_ld_32x32b_x32(taddr + 224, out + 32);");
+    let arrive = pos(b, "cake_mbar_arrive(acc_empty + 8 * accpipe_stage);");
+    assert!(last < arrive, "the arrive waits for the last range");
+    // Three stages would need 768 columns.
+    let three = persistent_gemm_wide().replace("\nACC_STAGES = 2 ", "\nACC_STAGES = 3 ");
+    let err = lower_source("three.py", &three).unwrap_err();
+    assert!(
+        err.contains("CAKE-C009") && err.contains("768 columns"),
+        "{err}"
+    );
+}
+
 #[test]
 fn staged_accumulators_compile_for_sm_100a() {
     let Some(tc) =
@@ -347,13 +385,16 @@ fn staged_accumulators_compile_for_sm_100a() {
     };
     let out = std::env::temp_dir().join(format!("cake-tmem-stages-{}", std::process::id()));
     let t = cake_target::lookup("sm_100a").unwrap();
-    for stages in [1, 2] {
-        let cuda = lower_source("persistent.py", &persistent_gemm(stages)).unwrap();
-        let build = tc
-            .compile(&cuda, t, &out, &format!("persistent{stages}"))
-            .expect("compiles");
+    let sources = [
+        ("persistent1", persistent_gemm(1)),
+        ("persistent2", persistent_gemm(2)),
+        ("persistent2_wide", persistent_gemm_wide()),
+    ];
+    for (name, source) in sources {
+        let cuda = lower_source(&format!("{name}.py"), &source).unwrap();
+        let build = tc.compile(&cuda, t, &out, name).expect("compiles");
         let r = &build.resources[0];
-        assert_eq!((r.spill_stores, r.spill_loads), (0, 0), "{r:?}");
+        assert_eq!((r.spill_stores, r.spill_loads), (0, 0), "{name}: {r:?}");
     }
     let _ = std::fs::remove_dir_all(&out);
 }
@@ -369,17 +410,14 @@ fn staged_regions_are_checked() {
     let ranged = lower_source(
         "ranged.py",
         &edit(
-            "lm.tmem_load(out, acc)",
-            "lm.tmem_load(out, acc.stage(accpipe.stage).cols(0, 128))",
+            "acc.cols(c * EPI, EPI)",
+            "acc.stage(accpipe.stage).cols(c * EPI, EPI)",
         ),
     );
     assert!(ranged.is_ok(), "{ranged:?}");
     let backwards = lower_source(
         "backwards.py",
-        &edit(
-            "lm.tmem_load(out, acc)",
-            "lm.tmem_load(out, acc.cols(0, 128).stage(0))",
-        ),
+        &edit("acc.cols(c * EPI, EPI)", "acc.cols(c * EPI, EPI).stage(0)"),
     )
     .unwrap_err();
     assert!(
@@ -389,8 +427,8 @@ fn staged_regions_are_checked() {
     let twice = lower_source(
         "twice.py",
         &edit(
-            "lm.tmem_load(out, acc)",
-            "lm.tmem_load(out, acc.cols(0, 128).cols(0, 128))",
+            "acc.cols(c * EPI, EPI)",
+            "acc.cols(c * EPI, EPI).cols(0, 128)",
         ),
     )
     .unwrap_err();
@@ -398,7 +436,7 @@ fn staged_regions_are_checked() {
     // A constant stage past the region's stages.
     let past = lower_source(
         "past.py",
-        &edit("lm.tmem_load(out, acc)", "lm.tmem_load(out, acc.stage(2))"),
+        &edit("acc.cols(c * EPI, EPI)", "acc.stage(2).cols(c * EPI, EPI)"),
     )
     .unwrap_err();
     assert!(

@@ -263,7 +263,7 @@ extern "C" __global__ void __launch_bounds__(192, 1) cake_gemm(
   cake_tcgen05_fence_after();
   const uint32_t cake_tmem = cake_ld_shared_b32(cake_smem + 131168);  // lane 0, column of the allocation
   CAKE_STAMP(threadIdx.x == 0, 2);  // timeline: prologue done
-  if (warp >= 0 && warp < 4) {  // role epilogue (gemm_persistent_sm100.py:34)
+  if (warp >= 0 && warp < 4) {  // role epilogue (gemm_persistent_sm100.py:36)
     const int epilogue_index = (warp - 0) / 4;
     const int epilogue_thread = (int)threadIdx.x - 0 - epilogue_index * 128;
     CAKE_STAMP_FLAG(epilogue_stamped_wait);
@@ -274,21 +274,21 @@ extern "C" __global__ void __launch_bounds__(192, 1) cake_gemm(
     float out[128];  // fragment out [128, 128] f32
     uint32_t pipe_it = 0;  // iterations of pipeline pipe completed by this role
     uint32_t accpipe_it = 0;  // iterations of pipeline accpipe completed by this role
-    for (int tile = blockIdx.x; tile < tiles_total; tile += gridDim.x) {  // tiles (tm, tn) (gemm_persistent_sm100.py:47)
+    for (int tile = blockIdx.x; tile < tiles_total; tile += gridDim.x) {  // tiles (tm, tn) (gemm_persistent_sm100.py:49)
       int tile_rest = tile;
       const int tile_1 = tile_rest % tiles_1;
       tile_rest /= tiles_1;
       const int tile_0 = tile_rest % tiles_0;
       tile_rest /= tiles_0;
       (void)tile_rest;
-      // with epilogue: (gemm_persistent_sm100.py:61)
-      for (int __4 = 0; __4 < 1; ++__4) {  // gemm_persistent_sm100.py:62
+      // with epilogue: (gemm_persistent_sm100.py:63)
+      for (int __4 = 0; __4 < 1; ++__4) {  // gemm_persistent_sm100.py:64
         const uint32_t accpipe_stage = accpipe_it % 2;
         const uint32_t accpipe_phase = (accpipe_it / 2) & 1;
-        cake_mbar_wait(acc_full + 8 * accpipe_stage, accpipe_phase);  // wait acc_full (gemm_persistent_sm100.py:63)
+        cake_mbar_wait(acc_full + 8 * accpipe_stage, accpipe_phase);  // wait acc_full (gemm_persistent_sm100.py:65)
         CAKE_STAMP_ONCE(epilogue_thread == 0 && epilogue_index == 0, 4, epilogue_stamped_wait);  // timeline: first completed wait
         cake_tcgen05_fence_after();
-        // tmem_load out <- acc (gemm_persistent_sm100.py:64): this warp's 32 lanes, 128 columns
+        // tmem_load out <- acc (gemm_persistent_sm100.py:67): this warp's 32 lanes, 128 columns
         {
           const uint32_t taddr = (cake_tmem + 128 * accpipe_stage) + ((uint32_t)(32 * (warp % 4)) << 16);  // lane in bits 16-31
           cake_tmem_ld_32x32b_x32(taddr + 0, out + 0);
@@ -298,14 +298,14 @@ extern "C" __global__ void __launch_bounds__(192, 1) cake_gemm(
           cake_tmem_wait_ld();
         }
         cake_tcgen05_fence_before();
-        cake_mbar_arrive(acc_empty + 8 * accpipe_stage);  // arrive acc_empty (gemm_persistent_sm100.py:65)
-        {  // store C <- TMEM tile, one row per thread (gemm_persistent_sm100.py:66)
+        cake_mbar_arrive(acc_empty + 8 * accpipe_stage);  // arrive acc_empty (gemm_persistent_sm100.py:69)
+        {  // store C <- TMEM tile, one row per thread (gemm_persistent_sm100.py:70)
           const int row = (tile_0 * 128) + epilogue_thread;
           if (row < dim_M) {
-            uint16_t* cake_row = C + ((size_t)(row) * dim_N + ((tile_1 * 128)));  // element (row, (tile_1 * 128))
+            uint16_t* cake_row = C + ((size_t)(row) * dim_N + (((tile_1 * 128) + 0)));  // element (row, ((tile_1 * 128) + 0))
             #pragma unroll
             for (int cc = 0; cc < 128; cc += 8) {
-              const int col = (tile_1 * 128) + cc;
+              const int col = ((tile_1 * 128) + 0) + cc;
               uint32_t w[4];
               #pragma unroll
               for (int q = 0; q < 4; ++q) {
@@ -328,7 +328,7 @@ extern "C" __global__ void __launch_bounds__(192, 1) cake_gemm(
     }
     CAKE_STAMP(epilogue_thread == 0 && epilogue_index == 0, 5);  // timeline: role epilogue ends
   }
-  if (warp >= 4 && warp < 5) {  // role load (gemm_persistent_sm100.py:35)
+  if (warp >= 4 && warp < 5) {  // role load (gemm_persistent_sm100.py:37)
     const int load_index = (warp - 4) / 1;
     const int load_thread = (int)threadIdx.x - 128 - load_index * 32;
     CAKE_STAMP_FLAG(load_stamped_wait);
@@ -336,23 +336,23 @@ extern "C" __global__ void __launch_bounds__(192, 1) cake_gemm(
     uint32_t pipe_it = 0;  // iterations of pipeline pipe completed by this role
     uint32_t accpipe_it = 0;  // iterations of pipeline accpipe completed by this role
     if (load_thread == 0) {  // issue-only role: one thread per replica
-      for (int tile = blockIdx.x; tile < tiles_total; tile += gridDim.x) {  // tiles (tm, tn) (gemm_persistent_sm100.py:47)
+      for (int tile = blockIdx.x; tile < tiles_total; tile += gridDim.x) {  // tiles (tm, tn) (gemm_persistent_sm100.py:49)
         int tile_rest = tile;
         const int tile_1 = tile_rest % tiles_1;
         tile_rest /= tiles_1;
         const int tile_0 = tile_rest % tiles_0;
         tile_rest /= tiles_0;
         (void)tile_rest;
-        // with load: (gemm_persistent_sm100.py:48)
-        for (int k_1 = 0; k_1 < cake_cdiv(dim_K, 64); ++k_1) {  // gemm_persistent_sm100.py:49
+        // with load: (gemm_persistent_sm100.py:50)
+        for (int k_1 = 0; k_1 < cake_cdiv(dim_K, 64); ++k_1) {  // gemm_persistent_sm100.py:51
           const uint32_t pipe_stage = pipe_it % 4;
           const uint32_t pipe_phase = (pipe_it / 4) & 1;
-          cake_mbar_wait(empty + 8 * pipe_stage, pipe_phase ^ 1);  // wait empty (gemm_persistent_sm100.py:50)
+          cake_mbar_wait(empty + 8 * pipe_stage, pipe_phase ^ 1);  // wait empty (gemm_persistent_sm100.py:52)
           CAKE_STAMP_ONCE(load_thread == 0 && load_index == 0, 7, load_stamped_wait);  // timeline: first completed wait
-          // tma_load sA <- A (gemm_persistent_sm100.py:51)
+          // tma_load sA <- A (gemm_persistent_sm100.py:53)
           cake_mbar_arrive_expect_tx(full + 8 * pipe_stage, 32768);
           cake_tma_load_2d((sA + 16384 * pipe_stage), &tmap_A_0, full + 8 * pipe_stage, (k_1 * 64), (tile_0 * 128));
-          // tma_load sB <- B (gemm_persistent_sm100.py:52)
+          // tma_load sB <- B (gemm_persistent_sm100.py:54)
           cake_tma_load_2d((sB + 16384 * pipe_stage), &tmap_B_1, full + 8 * pipe_stage, (k_1 * 64), (tile_1 * 128));
           ++pipe_it;
         }
@@ -360,7 +360,7 @@ extern "C" __global__ void __launch_bounds__(192, 1) cake_gemm(
     }
     CAKE_STAMP(load_thread == 0 && load_index == 0, 8);  // timeline: role load ends
   }
-  if (warp >= 5 && warp < 6) {  // role mma (gemm_persistent_sm100.py:36)
+  if (warp >= 5 && warp < 6) {  // role mma (gemm_persistent_sm100.py:38)
     const int mma_index = (warp - 5) / 1;
     const int mma_thread = (int)threadIdx.x - 160 - mma_index * 32;
     CAKE_STAMP_FLAG(mma_stamped_wait);
@@ -368,26 +368,26 @@ extern "C" __global__ void __launch_bounds__(192, 1) cake_gemm(
     uint32_t pipe_it = 0;  // iterations of pipeline pipe completed by this role
     uint32_t accpipe_it = 0;  // iterations of pipeline accpipe completed by this role
     if (mma_thread == 0) {  // issue-only role: one thread per replica
-      for (int tile = blockIdx.x; tile < tiles_total; tile += gridDim.x) {  // tiles (tm, tn) (gemm_persistent_sm100.py:47)
+      for (int tile = blockIdx.x; tile < tiles_total; tile += gridDim.x) {  // tiles (tm, tn) (gemm_persistent_sm100.py:49)
         int tile_rest = tile;
         const int tile_1 = tile_rest % tiles_1;
         tile_rest /= tiles_1;
         const int tile_0 = tile_rest % tiles_0;
         tile_rest /= tiles_0;
         (void)tile_rest;
-        // with mma: (gemm_persistent_sm100.py:53)
-        for (int __2 = 0; __2 < 1; ++__2) {  // gemm_persistent_sm100.py:54
+        // with mma: (gemm_persistent_sm100.py:55)
+        for (int __2 = 0; __2 < 1; ++__2) {  // gemm_persistent_sm100.py:56
           const uint32_t accpipe_stage = accpipe_it % 2;
           const uint32_t accpipe_phase = (accpipe_it / 2) & 1;
-          cake_mbar_wait(acc_empty + 8 * accpipe_stage, accpipe_phase ^ 1);  // wait acc_empty (gemm_persistent_sm100.py:55)
+          cake_mbar_wait(acc_empty + 8 * accpipe_stage, accpipe_phase ^ 1);  // wait acc_empty (gemm_persistent_sm100.py:57)
           CAKE_STAMP_ONCE(mma_thread == 0 && mma_index == 0, 10, mma_stamped_wait);  // timeline: first completed wait
           cake_tcgen05_fence_after();
-          for (int k_3 = 0; k_3 < cake_cdiv(dim_K, 64); ++k_3) {  // gemm_persistent_sm100.py:57
+          for (int k_3 = 0; k_3 < cake_cdiv(dim_K, 64); ++k_3) {  // gemm_persistent_sm100.py:59
             const uint32_t pipe_stage = pipe_it % 4;
             const uint32_t pipe_phase = (pipe_it / 4) & 1;
-            cake_mbar_wait(full + 8 * pipe_stage, pipe_phase);  // wait full (gemm_persistent_sm100.py:58)
+            cake_mbar_wait(full + 8 * pipe_stage, pipe_phase);  // wait full (gemm_persistent_sm100.py:60)
             cake_tcgen05_fence_after();
-            // mma acc += sA * sB.T (gemm_persistent_sm100.py:59): tcgen05.mma M=128 N=128 K=16, idesc 0x08200490
+            // mma acc += sA * sB.T (gemm_persistent_sm100.py:61): tcgen05.mma M=128 N=128 K=16, idesc 0x08200490
             cake_tcgen05_mma_f16_ss((cake_tmem + 128 * accpipe_stage), cake_umma_desc((sA + 16384 * pipe_stage) + 0, 0x4000404000010000ull), cake_umma_desc((sB + 16384 * pipe_stage) + 0, 0x4000404000010000ull), 0x08200490u, ((k_3 > 0)) ? 1u : 0u);
             cake_tcgen05_mma_f16_ss((cake_tmem + 128 * accpipe_stage), cake_umma_desc((sA + 16384 * pipe_stage) + 32, 0x4000404000010000ull), cake_umma_desc((sB + 16384 * pipe_stage) + 32, 0x4000404000010000ull), 0x08200490u, 1u);
             cake_tcgen05_mma_f16_ss((cake_tmem + 128 * accpipe_stage), cake_umma_desc((sA + 16384 * pipe_stage) + 64, 0x4000404000010000ull), cake_umma_desc((sB + 16384 * pipe_stage) + 64, 0x4000404000010000ull), 0x08200490u, 1u);
@@ -395,7 +395,7 @@ extern "C" __global__ void __launch_bounds__(192, 1) cake_gemm(
             cake_tcgen05_commit(empty + 8 * pipe_stage);  // release empty when these MMAs complete
             ++pipe_it;
           }
-          cake_tcgen05_commit(acc_full + 8 * accpipe_stage);  // commit acc_full (gemm_persistent_sm100.py:60)
+          cake_tcgen05_commit(acc_full + 8 * accpipe_stage);  // commit acc_full (gemm_persistent_sm100.py:62)
           ++accpipe_it;
         }
       }
