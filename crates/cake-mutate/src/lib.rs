@@ -626,97 +626,70 @@ fn next_stages(n: u32) -> u32 {
 
 fn change_stages(src: &Source, f: &Facts, out: &mut Vec<Plan>) {
     let expected = [Category::Semantics, Category::Conformance];
+    // (declaring call, its stage count argument (`None`: `stages=` only), the declaration's
+    // spans, (name, stages) of the i-th one, how the description names it).
+    type Named = fn(&Kernel, usize) -> (String, u32);
+    type Spans = fn(&Kernel) -> Vec<cake_diag::Span>;
+    let kinds: [(&str, bool, Spans, Named, &str); 3] = [
+        (
+            "view",
+            false,
+            |k| k.views.handles().map(|h| k.views.span(h)).collect(),
+            |k, i| {
+                let v = k.views.iter().nth(i).expect("view").1;
+                (v.name.clone(), v.stages)
+            },
+            "",
+        ),
+        (
+            "tmem",
+            false,
+            |k| k.tmems.handles().map(|h| k.tmems.span(h)).collect(),
+            |k, i| {
+                let t = k.tmems.iter().nth(i).expect("tmem").1;
+                (t.name.clone(), t.stages)
+            },
+            "TMEM region ",
+        ),
+        (
+            "pipeline",
+            true,
+            |k| k.pipelines.handles().map(|h| k.pipelines.span(h)).collect(),
+            |k, i| {
+                let p = k.pipelines.iter().nth(i).expect("pipeline").1;
+                (p.name.clone(), p.stages)
+            },
+            "pipeline ",
+        ),
+    ];
     let mut found: Vec<(usize, Plan)> = Vec::new();
-    for (si, ki, vi) in decls(src, f, |k| {
-        k.views.handles().map(|h| k.views.span(h)).collect()
-    }) {
-        let st = &src.stmts[si];
-        let view = f.kernels[ki].views.iter().nth(vi).expect("view").1;
-        let Some(open) = method_open(src, st, "view") else {
-            continue;
-        };
-        let Some(call) = parse_call(src, st, open) else {
-            continue;
-        };
-        let Some(a) = kwarg(&call, "stages") else {
-            continue;
-        };
-        let n = next_stages(view.stages);
-        found.push((
-            si,
-            plan(
-                "change-stages",
-                tok(st, a.value_first).line,
-                format!(
-                    "change `{}` from stages={} to stages={n}",
-                    view.name, view.stages
+    for (method, positional, spans, named, noun) in kinds {
+        for (si, ki, i) in decls(src, f, spans) {
+            let st = &src.stmts[si];
+            let (name, stages) = named(&f.kernels[ki], i);
+            let Some(open) = method_open(src, st, method) else {
+                continue;
+            };
+            let Some(call) = parse_call(src, st, open) else {
+                continue;
+            };
+            let first = call.args.first().filter(|_| positional);
+            let Some(a) = kwarg(&call, "stages").or(first) else {
+                continue;
+            };
+            let n = next_stages(stages);
+            found.push((
+                si,
+                plan(
+                    "change-stages",
+                    tok(st, a.value_first).line,
+                    format!("change {noun}`{name}` from stages={stages} to stages={n}"),
+                    (vec![replace_value(st, a, n.to_string())], Site::Edited),
+                    f.names_in(src, st),
+                    &expected,
                 ),
-                (vec![replace_value(st, a, n.to_string())], Site::Edited),
-                f.names_in(src, st),
-                &expected,
-            ),
-        ));
-    }
-    for (si, ki, ti) in decls(src, f, |k| {
-        k.tmems.handles().map(|h| k.tmems.span(h)).collect()
-    }) {
-        let st = &src.stmts[si];
-        let region = f.kernels[ki].tmems.iter().nth(ti).expect("tmem").1;
-        let Some(open) = method_open(src, st, "tmem") else {
-            continue;
-        };
-        let Some(call) = parse_call(src, st, open) else {
-            continue;
-        };
-        let Some(a) = kwarg(&call, "stages") else {
-            continue;
-        };
-        let n = next_stages(region.stages);
-        found.push((
-            si,
-            plan(
-                "change-stages",
-                tok(st, a.value_first).line,
-                format!(
-                    "change TMEM region `{}` from stages={} to stages={n}",
-                    region.name, region.stages
-                ),
-                (vec![replace_value(st, a, n.to_string())], Site::Edited),
-                f.names_in(src, st),
-                &expected,
-            ),
-        ));
-    }
-    let pipes = decls(src, f, |k| {
-        k.pipelines.handles().map(|h| k.pipelines.span(h)).collect()
-    });
-    for (si, ki, pi) in pipes {
-        let st = &src.stmts[si];
-        let pipe = f.kernels[ki].pipelines.iter().nth(pi).expect("pipeline").1;
-        let Some(open) = method_open(src, st, "pipeline") else {
-            continue;
-        };
-        let Some(call) = parse_call(src, st, open) else {
-            continue;
-        };
-        let Some(a) = kwarg(&call, "stages").or(call.args.first()) else {
-            continue;
-        };
-        let n = next_stages(pipe.stages);
-        found.push((
-            si,
-            plan(
-                "change-stages",
-                tok(st, a.value_first).line,
-                format!(
-                    "change pipeline `{}` from {} to {n} stages",
-                    pipe.name, pipe.stages
-                ),
-                (vec![replace_value(st, a, n.to_string())], Site::Edited),
-                f.names_in(src, st),
-                &expected,
-            ),
-        ));
+            ));
+        }
     }
     found.sort_by_key(|(si, _)| *si);
     out.extend(found.into_iter().map(|(_, p)| p));

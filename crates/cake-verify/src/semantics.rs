@@ -510,71 +510,49 @@ fn stage_mismatch(cx: &Ctx, out: &mut Vec<Finding>) {
             continue;
         };
         let pipe = &k.pipelines[p];
-        let (writes, reads) = (&site.effects.smem_writes, &site.effects.smem_reads);
-        for v in writes.iter().chain(reads) {
-            let view = &k.views[v.view];
-            if v.stage.is_none() && view.stages > 1 && view.stages != pipe.stages {
-                // An outer loop over a pipeline of the view's depth: the view is that ring's
-                // (two rings, docs/language.md §7.6), and wants its stage named.
-                let outer = site
-                    .loops
-                    .iter()
-                    .rev()
-                    .find_map(|&o| match k.loops[o].kind {
-                        LoopKind::Range {
-                            pipeline: Some(q), ..
-                        } if q != p && k.pipelines[q].stages == view.stages => Some(q),
-                        _ => None,
-                    });
-                let help = match outer {
-                    Some(q) => format!(
-                        "`{}` follows the loop over `{}` around this one ({} stages): name its stage, `{}.stage({}.stage)`",
-                        view.name, k.pipelines[q].name, view.stages, view.name, k.pipelines[q].name
+        for u in place_uses(k, &site.effects) {
+            if u.stage.is_some() || u.stages <= 1 || u.stages == pipe.stages {
+                continue;
+            }
+            // An outer loop over a pipeline of the place's depth: it is that ring's (two rings,
+            // docs/language.md §7.6; a TMEM stage per tile, §7.4), and wants its stage named.
+            let outer = site
+                .loops
+                .iter()
+                .rev()
+                .find_map(|&o| match k.loops[o].kind {
+                    LoopKind::Range {
+                        pipeline: Some(q), ..
+                    } if q != p && k.pipelines[q].stages == u.stages => Some(q),
+                    _ => None,
+                });
+            let help = match outer {
+                Some(q) => format!(
+                    "`{}` follows the loop over `{}` around this one ({} stages): name its stage, `{}.stage({}.stage)`",
+                    u.name, k.pipelines[q].name, u.stages, u.name, k.pipelines[q].name
+                ),
+                None => format!("declare `{}` with stages={}", u.name, pipe.stages),
+            };
+            let noun = if u.kind == "view" { "view" } else { "region" };
+            out.push(
+                Finding::new(
+                    &STAGE_MISMATCH,
+                    cx.span(site.stmt),
+                    format!(
+                        "{} has {} stages but pipeline `{}` has {}",
+                        u.what(),
+                        u.stages,
+                        pipe.name,
+                        pipe.stages
                     ),
-                    None => format!("declare `{}` with stages={}", view.name, pipe.stages),
-                };
-                out.push(
-                    Finding::new(
-                        &STAGE_MISMATCH,
-                        cx.span(site.stmt),
-                        format!(
-                            "view `{}` has {} stages but pipeline `{}` has {}",
-                            view.name, view.stages, pipe.name, pipe.stages
-                        ),
-                    )
-                    .subject("view", &view.name)
-                    .expected(pipe.stages)
-                    .actual(view.stages)
-                    .label(k.views.span(v.view), "view declared here")
-                    .label(k.loops.span(l), format!("loop bound to `{}`", pipe.name))
-                    .help(help),
-                );
-            }
-        }
-        let (writes, reads) = (&site.effects.tmem_writes, &site.effects.tmem_reads);
-        for t in writes.iter().chain(reads) {
-            let region = &k.tmems[t.region];
-            if t.stage.is_none() && region.stages > 1 && region.stages != pipe.stages {
-                out.push(
-                    Finding::new(
-                        &STAGE_MISMATCH,
-                        cx.span(site.stmt),
-                        format!(
-                            "TMEM region `{}` has {} stages but pipeline `{}` has {}",
-                            region.name, region.stages, pipe.name, pipe.stages
-                        ),
-                    )
-                    .subject("tmem", &region.name)
-                    .expected(pipe.stages)
-                    .actual(region.stages)
-                    .label(k.tmems.span(t.region), "region declared here")
-                    .label(k.loops.span(l), format!("loop bound to `{}`", pipe.name))
-                    .help(format!(
-                        "name the stage of the loop the region follows: `{}.stage(<pipeline>.stage)`",
-                        region.name
-                    )),
-                );
-            }
+                )
+                .subject(u.kind, &u.name)
+                .expected(pipe.stages)
+                .actual(u.stages)
+                .label(u.decl, format!("{noun} declared here"))
+                .label(k.loops.span(l), format!("loop bound to `{}`", pipe.name))
+                .help(help),
+            );
         }
         let barrier = match &site.op {
             Op::Wait { barrier } | Op::Arrive { barrier } | Op::Commit { barrier } => {
@@ -603,85 +581,126 @@ fn stage_mismatch(cx: &Ctx, out: &mut Vec<Finding>) {
     }
 }
 
+/// One use of a view or TMEM region by an operation.
+struct PlaceUse {
+    place: Memory,
+    /// The finding subject's kind (`view`, `tmem`) and the place's name.
+    kind: &'static str,
+    name: String,
+    stages: u32,
+    decl: Span,
+    /// The stage it names (`.stage(i)`), if any.
+    stage: Option<ExprId>,
+    write: bool,
+}
+
+impl PlaceUse {
+    /// How a finding names the place.
+    fn what(&self) -> String {
+        match self.kind {
+            "view" => format!("view `{}`", self.name),
+            _ => format!("TMEM region `{}`", self.name),
+        }
+    }
+}
+
+/// The views and TMEM regions an operation writes and reads.
+fn place_uses(k: &Kernel, e: &OpEffects) -> Vec<PlaceUse> {
+    let views = [(&e.smem_writes, true), (&e.smem_reads, false)]
+        .into_iter()
+        .flat_map(|(refs, write)| refs.iter().map(move |v| (v, write)))
+        .map(|(v, write)| {
+            let view = &k.views[v.view];
+            PlaceUse {
+                place: Memory::View(v.view),
+                kind: "view",
+                name: view.name.clone(),
+                stages: view.stages,
+                decl: k.views.span(v.view),
+                stage: v.stage,
+                write,
+            }
+        });
+    let tmems = [(&e.tmem_writes, true), (&e.tmem_reads, false)]
+        .into_iter()
+        .flat_map(|(refs, write)| refs.iter().map(move |t| (t, write)))
+        .map(|(t, write)| {
+            let region = &k.tmems[t.region];
+            PlaceUse {
+                place: Memory::Tmem(t.region),
+                kind: "tmem",
+                name: region.name.clone(),
+                stages: region.stages,
+                decl: k.tmems.span(t.region),
+                stage: t.stage,
+                write,
+            }
+        });
+    views.chain(tmems).collect()
+}
+
+/// The pipelines of the loops around an operation, outermost first.
+fn rings_around(k: &Kernel, loops: &[LoopId]) -> Vec<PipelineId> {
+    loops
+        .iter()
+        .filter_map(|&l| match k.loops[l].kind {
+            LoopKind::Range {
+                pipeline: Some(p), ..
+            } => Some(p),
+            _ => None,
+        })
+        .collect()
+}
+
 /// A buffer of one stage that one role writes and another reads inside loops over the same ring
 /// of several stages: the ring lets the writer run a stage ahead, so it refills the buffer for the
 /// next iteration while the reader may still read this one.
 fn single_stage_ring(cx: &Ctx, out: &mut Vec<Finding>) {
     let k = cx.k;
-    // The pipelines of more than one stage whose loops enclose `site`.
-    let rings = |site: &OpSite| -> Vec<PipelineId> {
-        site.loops
-            .iter()
-            .filter_map(|&l| match k.loops[l].kind {
-                LoopKind::Range {
-                    pipeline: Some(p), ..
-                } if k.pipelines[p].stages > 1 => Some(p),
-                _ => None,
-            })
-            .collect()
-    };
-    // Single-stage places an op touches without naming a stage, with where they are declared.
-    let single = |views: &[ViewRef], tmems: &[TmemRef]| -> Vec<(Memory, String, Span)> {
-        let v = views
-            .iter()
-            .filter(|v| v.stage.is_none() && k.views[v.view].stages == 1)
-            .map(|v| {
-                let name = format!("view `{}`", k.views[v.view].name);
-                (Memory::View(v.view), name, k.views.span(v.view))
-            });
-        let t = tmems
-            .iter()
-            .filter(|t| t.stage.is_none() && k.tmems[t.region].stages == 1)
-            .map(|t| {
-                let name = format!("TMEM region `{}`", k.tmems[t.region].name);
-                (Memory::Tmem(t.region), name, k.tmems.span(t.region))
-            });
-        v.chain(t).collect()
-    };
-    let mut reads: Vec<(Memory, PipelineId, RoleId, StmtId)> = Vec::new();
+    // (use, role, its rings of several stages, statement) of every single-stage use that names
+    // no stage.
+    let mut uses = Vec::new();
     for site in &cx.ops {
         let Some(role) = site.role else { continue };
-        let e = &site.effects;
-        for (m, ..) in single(&e.smem_reads, &e.tmem_reads) {
-            for p in rings(site) {
-                reads.push((m, p, role, site.stmt));
+        let mut rings = rings_around(k, &site.loops);
+        rings.retain(|&p| k.pipelines[p].stages > 1);
+        for u in place_uses(k, &site.effects) {
+            if u.stages == 1 && u.stage.is_none() {
+                uses.push((u, role, rings.clone(), site.stmt));
             }
         }
     }
     let mut reported: Vec<Memory> = Vec::new();
-    for site in &cx.ops {
-        let Some(role) = site.role else { continue };
-        let e = &site.effects;
-        for (m, name, decl) in single(&e.smem_writes, &e.tmem_writes) {
-            if reported.contains(&m) {
-                continue;
-            }
-            let rings = rings(site);
-            let Some(&(_, p, reader, read_at)) = reads
-                .iter()
-                .find(|(m2, p, r, _)| *m2 == m && *r != role && rings.contains(p))
-            else {
-                continue;
-            };
-            reported.push(m);
-            let pipe = &k.pipelines[p];
-            out.push(
-                Finding::new(
-                    &STAGE_MISMATCH,
-                    cx.span(site.stmt),
-                    format!(
-                        "{name} has one stage, but `{}` writes it and `{}` reads it in loops over pipeline `{}` ({} stages): the write for the next stage can land while this one is read",
-                        k.roles[role].name, k.roles[reader].name, pipe.name, pipe.stages
-                    ),
-                )
-                .role(&k.roles[role].name)
-                .expected(pipe.stages)
-                .actual(1)
-                .label(decl, "declared here")
-                .label(cx.span(read_at), format!("`{}` reads it here", k.roles[reader].name))
-                .help(format!("declare it with stages={}", pipe.stages)),
-            );
+    for (w, writer, rings, stmt) in uses.iter().filter(|x| x.0.write) {
+        if reported.contains(&w.place) {
+            continue;
         }
+        let Some((p, (_, reader, _, read_at))) = uses.iter().find_map(|r| {
+            let ring = rings.iter().find(|p| r.2.contains(p))?;
+            (!r.0.write && r.0.place == w.place && r.1 != *writer).then_some((*ring, r))
+        }) else {
+            continue;
+        };
+        reported.push(w.place);
+        let pipe = &k.pipelines[p];
+        let (writer, reader) = (&k.roles[*writer].name, &k.roles[*reader].name);
+        out.push(
+            Finding::new(
+                &STAGE_MISMATCH,
+                cx.span(*stmt),
+                format!(
+                    "{} has one stage, but `{writer}` writes it and `{reader}` reads it in loops over pipeline `{}` ({} stages): the write for the next stage can land while this one is read",
+                    w.what(), pipe.name, pipe.stages
+                ),
+            )
+            .subject(w.kind, &w.name)
+            .role(writer)
+            .expected(pipe.stages)
+            .actual(1)
+            .label(w.decl, "declared here")
+            .label(cx.span(*read_at), format!("`{reader}` reads it here"))
+            .help(format!("declare it with stages={}", pipe.stages)),
+        );
     }
 }
 
@@ -690,67 +709,41 @@ fn single_stage_ring(cx: &Ctx, out: &mut Vec<Finding>) {
 /// shallower than the place's.
 fn explicit_stages(cx: &Ctx, out: &mut Vec<Finding>) {
     let k = cx.k;
-    let mut reported: Vec<StmtId> = Vec::new();
     for site in &cx.ops {
-        let e = &site.effects;
-        let views = e.smem_reads.iter().chain(&e.smem_writes).filter_map(|v| {
-            let view = &k.views[v.view];
-            Some((
-                v.stage?,
-                format!("view `{}`", view.name),
-                view.stages,
-                k.views.span(v.view),
-            ))
-        });
-        let tmems = e.tmem_reads.iter().chain(&e.tmem_writes).filter_map(|t| {
-            let r = &k.tmems[t.region];
-            let what = format!("TMEM region `{}`", r.name);
-            Some((t.stage?, what, r.stages, k.tmems.span(t.region)))
-        });
-        for (stage, what, stages, decl) in views.chain(tmems) {
-            let (named, reach) = match k.exprs[stage].kind {
-                ExprKind::Int(i) if i < 0 || i >= stages as i64 => (i.to_string(), None),
-                ExprKind::PipelineStage(p) if k.pipelines[p].stages != stages => {
+        let bad = place_uses(k, &site.effects).into_iter().find_map(|u| {
+            let (named, reach) = match k.exprs[u.stage?].kind {
+                ExprKind::Int(i) if i < 0 || i >= u.stages as i64 => (i.to_string(), None),
+                ExprKind::PipelineStage(p) if k.pipelines[p].stages != u.stages => {
                     let pipe = &k.pipelines[p];
                     (format!("`{}.stage`", pipe.name), Some(pipe.stages))
                 }
-                _ => continue,
+                _ => return None,
             };
-            if reported.contains(&site.stmt) {
-                continue;
-            }
-            reported.push(site.stmt);
-            let msg = match reach {
-                Some(n) => format!(
-                    "{what} has {}, but its stage is {named}, which runs over {n}",
-                    stages_text(stages)
-                ),
-                None => format!(
-                    "{what} has {}, but this use names stage {named}",
-                    stages_text(stages)
-                ),
-            };
-            out.push(
-                Finding::new(&STAGE_MISMATCH, cx.span(site.stmt), msg)
-                    .expected(format!("a stage in 0..{stages}"))
-                    .actual(named)
-                    .label(decl, "declared here")
-                    .help(match reach {
-                        Some(n) => format!("declare it with stages={n}"),
-                        None => format!("name a stage in 0..{stages}"),
-                    }),
-            );
-        }
+            Some((u, named, reach))
+        });
+        let Some((u, named, reach)) = bad else {
+            continue;
+        };
+        let (what, has) = (u.what(), stages_text(u.stages));
+        let (msg, help) = match reach {
+            Some(n) => (
+                format!("{what} has {has}, but its stage is {named}, which runs over {n}"),
+                format!("declare it with stages={n}"),
+            ),
+            None => (
+                format!("{what} has {has}, but this use names stage {named}"),
+                format!("name a stage in 0..{}", u.stages),
+            ),
+        };
+        out.push(
+            Finding::new(&STAGE_MISMATCH, cx.span(site.stmt), msg)
+                .subject(u.kind, &u.name)
+                .expected(format!("a stage in 0..{}", u.stages))
+                .actual(named)
+                .label(u.decl, "declared here")
+                .help(help),
+        );
     }
-}
-
-/// Which stage of a staged view or region an access takes.
-#[derive(Clone, Copy, PartialEq)]
-enum StageOf {
-    /// The current stage of a ring: the innermost loop's over it, or `.stage(p.stage)`.
-    Ring(PipelineId),
-    /// `.stage(i)` of a constant, or of another index expression.
-    Fixed(ExprId),
 }
 
 /// A staged view or region reached at a ring's stage by one access and at a fixed stage by
@@ -759,116 +752,65 @@ enum StageOf {
 /// reads what they did not write).
 fn mixed_stages(cx: &Ctx, out: &mut Vec<Finding>) {
     let k = cx.k;
-    struct Access {
-        place: Memory,
-        name: String,
-        role: RoleId,
-        write: bool,
-        stage: StageOf,
-        rings: Vec<PipelineId>,
-        stmt: StmtId,
-    }
-    let mut all: Vec<Access> = Vec::new();
+    // (use, role, rings around it, statement, the ring whose stage it takes) of every use of a
+    // staged place inside a pipelined loop.
+    let mut uses = Vec::new();
     for site in &cx.ops {
         let Some(role) = site.role else { continue };
-        let rings: Vec<PipelineId> = site
-            .loops
-            .iter()
-            .filter_map(|&l| match k.loops[l].kind {
-                LoopKind::Range {
-                    pipeline: Some(p), ..
-                } => Some(p),
-                _ => None,
-            })
-            .collect();
+        let rings = rings_around(k, &site.loops);
         let innermost = cx.loop_pipeline(&site.loops).map(|(_, p)| p);
-        let stage_of = |explicit: Option<ExprId>| match explicit {
-            None => innermost.map(StageOf::Ring),
-            Some(e) => Some(match k.exprs[e].kind {
-                ExprKind::PipelineStage(p) => StageOf::Ring(p),
-                _ => StageOf::Fixed(e),
-            }),
-        };
-        let e = &site.effects;
-        let views = [(&e.smem_writes, true), (&e.smem_reads, false)];
-        for (refs, write) in views {
-            for v in refs.iter().filter(|v| k.views[v.view].stages > 1) {
-                let Some(stage) = stage_of(v.stage) else {
-                    continue;
-                };
-                all.push(Access {
-                    place: Memory::View(v.view),
-                    name: format!("view `{}`", k.views[v.view].name),
-                    role,
-                    write,
-                    stage,
-                    rings: rings.clone(),
-                    stmt: site.stmt,
-                });
+        for u in place_uses(k, &site.effects) {
+            if u.stages == 1 {
+                continue;
             }
-        }
-        let tmems = [(&e.tmem_writes, true), (&e.tmem_reads, false)];
-        for (refs, write) in tmems {
-            for t in refs.iter().filter(|t| k.tmems[t.region].stages > 1) {
-                let Some(stage) = stage_of(t.stage) else {
-                    continue;
-                };
-                all.push(Access {
-                    place: Memory::Tmem(t.region),
-                    name: format!("TMEM region `{}`", k.tmems[t.region].name),
-                    role,
-                    write,
-                    stage,
-                    rings: rings.clone(),
-                    stmt: site.stmt,
-                });
+            let ring = match u.stage.map(|e| &k.exprs[e].kind) {
+                None => innermost,
+                Some(ExprKind::PipelineStage(p)) => Some(*p),
+                Some(_) => None,
+            };
+            if ring.is_some() || u.stage.is_some() {
+                uses.push((u, role, rings.clone(), site.stmt, ring));
             }
         }
     }
     let mut reported: Vec<Memory> = Vec::new();
-    for fixed in &all {
-        let StageOf::Fixed(e) = fixed.stage else {
-            continue;
-        };
+    for (fixed, role, rings, stmt, _) in uses.iter().filter(|x| x.4.is_none()) {
         if reported.contains(&fixed.place) {
             continue;
         }
-        let Some((other, p)) = all.iter().find_map(|a| match a.stage {
-            StageOf::Ring(p)
-                if a.place == fixed.place
-                    && (a.write || fixed.write)
-                    && a.rings.contains(&p)
-                    && fixed.rings.contains(&p) =>
-            {
-                Some((a, p))
-            }
-            _ => None,
+        let Some((other, other_role, _, other_stmt, Some(p))) = uses.iter().find(|o| {
+            o.4.is_some_and(|p| {
+                o.0.place == fixed.place
+                    && (o.0.write || fixed.write)
+                    && o.2.contains(&p)
+                    && rings.contains(&p)
+            })
         }) else {
             continue;
         };
         reported.push(fixed.place);
-        let pipe = &k.pipelines[p];
-        let (verb, other_verb) = match (fixed.write, other.write) {
-            (true, true) => ("writes", "writes"),
-            (true, false) => ("writes", "reads"),
-            (false, _) => ("reads", "writes"),
-        };
+        let verb = |w: bool| if w { "writes" } else { "reads" };
+        let (who, whom) = (&k.roles[*role].name, &k.roles[*other_role].name);
+        let stage = fixed.stage.map(|e| cx.expr_text(e)).unwrap_or_default();
         out.push(
             Finding::new(
                 &STAGE_MISMATCH,
-                cx.span(fixed.stmt),
+                cx.span(*stmt),
                 format!(
-                    "`{}` {verb} {} at a fixed stage (`.stage({})`), but `{}` {other_verb} it at the stage of pipeline `{}`: its barriers order one stage's accesses, not these",
-                    k.roles[fixed.role].name,
-                    fixed.name,
-                    cx.expr_text(e),
-                    k.roles[other.role].name,
-                    pipe.name
+                    "`{who}` {} {} at a fixed stage (`.stage({stage})`), but `{whom}` {} it at the stage of pipeline `{}`: its barriers order one stage's accesses, not these",
+                    verb(fixed.write),
+                    fixed.what(),
+                    verb(other.write),
+                    k.pipelines[*p].name
                 ),
             )
-            .role(&k.roles[fixed.role].name)
-            .label(cx.span(other.stmt), format!("`{}` {other_verb} it here", k.roles[other.role].name))
-            .help(format!("take the ring's stage here too (no `.stage`, or `.stage({}.stage)`)", pipe.name)),
+            .subject(fixed.kind, &fixed.name)
+            .role(who)
+            .label(cx.span(*other_stmt), format!("`{whom}` {} it here", verb(other.write)))
+            .help(format!(
+                "take the ring's stage here too (no `.stage`, or `.stage({}.stage)`)",
+                k.pipelines[*p].name
+            )),
         );
     }
 }
