@@ -2,6 +2,7 @@
 //! for naming things in findings.
 
 use cake_diag::Span;
+use cake_ir::sync::Memory;
 use cake_ir::*;
 use cake_target::Target;
 
@@ -74,4 +75,75 @@ impl<'a> Ctx<'a> {
             other => format!("{other:?}"),
         }
     }
+}
+
+/// One use of a view or TMEM region by an operation.
+pub(crate) struct PlaceUse {
+    pub(crate) place: Memory,
+    /// The finding subject's kind (`view`, `tmem`) and the place's name.
+    pub(crate) kind: &'static str,
+    pub(crate) name: String,
+    pub(crate) stages: u32,
+    pub(crate) decl: Span,
+    /// The stage it names (`.stage(i)`), if any.
+    pub(crate) stage: Option<ExprId>,
+    pub(crate) write: bool,
+}
+
+impl PlaceUse {
+    /// How a finding names the place.
+    pub(crate) fn what(&self) -> String {
+        match self.kind {
+            "view" => format!("view `{}`", self.name),
+            _ => format!("TMEM region `{}`", self.name),
+        }
+    }
+}
+
+/// The views and TMEM regions an operation writes and reads.
+pub(crate) fn place_uses(k: &Kernel, e: &OpEffects) -> Vec<PlaceUse> {
+    let views = [(&e.smem_writes, true), (&e.smem_reads, false)]
+        .into_iter()
+        .flat_map(|(refs, write)| refs.iter().map(move |v| (v, write)))
+        .map(|(v, write)| {
+            let view = &k.views[v.view];
+            PlaceUse {
+                place: Memory::View(v.view),
+                kind: "view",
+                name: view.name.clone(),
+                stages: view.stages,
+                decl: k.views.span(v.view),
+                stage: v.stage,
+                write,
+            }
+        });
+    let tmems = [(&e.tmem_writes, true), (&e.tmem_reads, false)]
+        .into_iter()
+        .flat_map(|(refs, write)| refs.iter().map(move |t| (t, write)))
+        .map(|(t, write)| {
+            let region = &k.tmems[t.region];
+            PlaceUse {
+                place: Memory::Tmem(t.region),
+                kind: "tmem",
+                name: region.name.clone(),
+                stages: region.stages,
+                decl: k.tmems.span(t.region),
+                stage: t.stage,
+                write,
+            }
+        });
+    views.chain(tmems).collect()
+}
+
+/// The pipelines of the loops around an operation, outermost first.
+pub(crate) fn rings_around(k: &Kernel, loops: &[LoopId]) -> Vec<PipelineId> {
+    loops
+        .iter()
+        .filter_map(|&l| match k.loops[l].kind {
+            LoopKind::Range {
+                pipeline: Some(p), ..
+            } => Some(p),
+            _ => None,
+        })
+        .collect()
 }

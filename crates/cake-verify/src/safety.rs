@@ -2,7 +2,7 @@
 //! binding, write-after-read and read-after-write on pipeline stages, releases before async
 //! readers retire, proxy fences, and shared-memory alignment and aliasing.
 
-use crate::ctx::{Ctx, OpSite};
+use crate::ctx::{place_uses, Ctx, OpSite};
 use cake_diag::catalog::safety::*;
 use cake_diag::{Finding, Span};
 use cake_ir::layout::view_alignment;
@@ -993,27 +993,19 @@ fn stage_binding(cx: &Ctx, out: &mut Vec<Finding>) {
     for site in &cx.ops {
         let pipe = cx.loop_pipeline(&site.loops).map(|(_, p)| p);
         let sp = cx.span(site.stmt);
-        let (w, r) = (&site.effects.smem_writes, &site.effects.smem_reads);
-        for v in w.iter().chain(r) {
-            let view = &k.views[v.view];
-            if view.stages > 1 && v.stage.is_none() && pipe.is_none() {
+        for u in place_uses(k, &site.effects) {
+            if u.stages > 1 && u.stage.is_none() && pipe.is_none() {
+                // A staged TMEM region is usually a per-tile ring (language.md §7.4).
+                let per_tile = if u.kind == "tmem" {
+                    " (one iteration per tile)"
+                } else {
+                    ""
+                };
                 out.push(
-                    Finding::new(&STAGE_UNBOUND, sp, format!("view `{}` has {} stages, but this use is not inside a pipelined loop", view.name, view.stages))
-                        .subject("view", &view.name)
-                        .label(k.views.span(v.view), "declared here")
-                        .help(format!("move it into `lm.range(..., pipeline=...)`, or pick a stage with `{}.stage(i)`", view.name)),
-                );
-            }
-        }
-        let (w, r) = (&site.effects.tmem_writes, &site.effects.tmem_reads);
-        for t in w.iter().chain(r) {
-            let region = &k.tmems[t.region];
-            if region.stages > 1 && t.stage.is_none() && pipe.is_none() {
-                out.push(
-                    Finding::new(&STAGE_UNBOUND, sp, format!("TMEM region `{}` has {} stages, but this use is not inside a pipelined loop", region.name, region.stages))
-                        .subject("tmem", &region.name)
-                        .label(k.tmems.span(t.region), "declared here")
-                        .help(format!("move it into `lm.range(..., pipeline=...)` (one iteration per tile), or pick a stage with `{}.stage(i)`", region.name)),
+                    Finding::new(&STAGE_UNBOUND, sp, format!("{} has {} stages, but this use is not inside a pipelined loop", u.what(), u.stages))
+                        .subject(u.kind, &u.name)
+                        .label(u.decl, "declared here")
+                        .help(format!("move it into `lm.range(..., pipeline=...)`{per_tile}, or pick a stage with `{}.stage(i)`", u.name)),
                 );
             }
         }

@@ -1,9 +1,9 @@
 //! Schedule semantics: roles partition the warps, barriers are used as declared, pipelines agree
 //! on stages and trip counts, and declared resources are used.
 
-use crate::ctx::Ctx;
+use crate::ctx::{place_uses, rings_around, Ctx};
 use cake_diag::catalog::semantics::*;
-use cake_diag::{Finding, Span};
+use cake_diag::Finding;
 use cake_ir::sync::Memory;
 use cake_ir::*;
 use std::collections::BTreeMap;
@@ -579,77 +579,6 @@ fn stage_mismatch(cx: &Ctx, out: &mut Vec<Finding>) {
             }
         }
     }
-}
-
-/// One use of a view or TMEM region by an operation.
-struct PlaceUse {
-    place: Memory,
-    /// The finding subject's kind (`view`, `tmem`) and the place's name.
-    kind: &'static str,
-    name: String,
-    stages: u32,
-    decl: Span,
-    /// The stage it names (`.stage(i)`), if any.
-    stage: Option<ExprId>,
-    write: bool,
-}
-
-impl PlaceUse {
-    /// How a finding names the place.
-    fn what(&self) -> String {
-        match self.kind {
-            "view" => format!("view `{}`", self.name),
-            _ => format!("TMEM region `{}`", self.name),
-        }
-    }
-}
-
-/// The views and TMEM regions an operation writes and reads.
-fn place_uses(k: &Kernel, e: &OpEffects) -> Vec<PlaceUse> {
-    let views = [(&e.smem_writes, true), (&e.smem_reads, false)]
-        .into_iter()
-        .flat_map(|(refs, write)| refs.iter().map(move |v| (v, write)))
-        .map(|(v, write)| {
-            let view = &k.views[v.view];
-            PlaceUse {
-                place: Memory::View(v.view),
-                kind: "view",
-                name: view.name.clone(),
-                stages: view.stages,
-                decl: k.views.span(v.view),
-                stage: v.stage,
-                write,
-            }
-        });
-    let tmems = [(&e.tmem_writes, true), (&e.tmem_reads, false)]
-        .into_iter()
-        .flat_map(|(refs, write)| refs.iter().map(move |t| (t, write)))
-        .map(|(t, write)| {
-            let region = &k.tmems[t.region];
-            PlaceUse {
-                place: Memory::Tmem(t.region),
-                kind: "tmem",
-                name: region.name.clone(),
-                stages: region.stages,
-                decl: k.tmems.span(t.region),
-                stage: t.stage,
-                write,
-            }
-        });
-    views.chain(tmems).collect()
-}
-
-/// The pipelines of the loops around an operation, outermost first.
-fn rings_around(k: &Kernel, loops: &[LoopId]) -> Vec<PipelineId> {
-    loops
-        .iter()
-        .filter_map(|&l| match k.loops[l].kind {
-            LoopKind::Range {
-                pipeline: Some(p), ..
-            } => Some(p),
-            _ => None,
-        })
-        .collect()
 }
 
 /// A buffer of one stage that one role writes and another reads inside loops over the same ring
