@@ -27,6 +27,12 @@ pub struct LaunchMeta {
     /// and its length.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeline: Option<Timeline>,
+    /// The module keeps state between launches in device globals: a dynamic tile loop's
+    /// counters, stream-K's partials and ready flags (docs/language.md §8.1, §8.1a). Each launch
+    /// leaves them as it found them, so no launch needs a memset, but two launches that overlap
+    /// must not share them: the launcher loads one module per stream for such a kernel.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub module_state: bool,
 }
 
 /// The timeline's layout: `slots` 64-bit words per CTA (at `blockIdx.x * slots`), named by

@@ -11,16 +11,41 @@ use crate::error::{launch, Error, Result};
 use crate::pack::{self, Packed, ParamSlot, Planned};
 use crate::tensormap::TensorMapFields;
 
+use crate::spec::{GridKind, Spec};
+
 /// Encoded tensor maps a kernel keeps: enough for the distinct tensors of a training or
 /// benchmark loop; the cache is emptied when it fills.
 const TENSORMAP_CACHE: usize = 256;
-use crate::spec::{GridKind, Spec};
+
+/// Streams a kernel with module state (launch.json's `module_state`) may be launched on per
+/// device: each has its own copy of the module. A bound, so a program that makes a fresh stream
+/// per call gets a clear error instead of a module (and its workspace) per call.
+pub const STATE_STREAMS: usize = 64;
+
+/// Which loaded module a launch uses: one per device, or, for a kernel whose module keeps
+/// state between launches, one per device and stream, so launches on different streams (which
+/// may overlap) never share that state, while launches on one stream run one after another.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ModuleKey {
+    pub device: i32,
+    /// The stream's handle for a kernel with module state; 0 otherwise.
+    pub stream: u64,
+}
+
+impl ModuleKey {
+    pub fn new(spec: &Spec, device: i32, stream: u64) -> ModuleKey {
+        ModuleKey {
+            device,
+            stream: if spec.meta.module_state { stream } else { 0 },
+        }
+    }
+}
 
 pub struct Kernel {
     spec: Spec,
     image: Vec<u8>,
     path: Option<PathBuf>,
-    functions: Mutex<HashMap<i32, Function>>,
+    functions: Mutex<HashMap<ModuleKey, Function>>,
     /// Per device: CTAs of whole clusters that can run at once (persistent cluster grids only).
     cluster_fit: Mutex<HashMap<i32, u32>>,
     /// `cuTensorMapEncodeTiled` results by their arguments. A descriptor is a pure function of
@@ -178,14 +203,25 @@ impl Kernel {
         Ok(Binding { bound, plan })
     }
 
-    /// The function on `device`, loading the cubin into its primary context the first time.
-    /// The context must be current.
-    fn function(&self, device: i32) -> Result<Function> {
+    /// The function for launches on `stream` of `device`, loading the cubin into the device's
+    /// primary context the first time (for a kernel with module state, the first time on each
+    /// stream: [`ModuleKey`]). The context must be current.
+    fn function(&self, device: i32, stream: u64) -> Result<Function> {
+        let key = ModuleKey::new(&self.spec, device, stream);
         let mut map = self.functions.lock().expect("lock");
-        if let Some(f) = map.get(&device) {
+        if let Some(f) = map.get(&key) {
             return Ok(*f);
         }
         let m = &self.spec.meta;
+        let streams = map.keys().filter(|k| k.device == device).count();
+        if m.module_state && streams >= STATE_STREAMS {
+            return Err(launch(format!(
+                "kernel `{}` keeps state between launches (a dynamic tile loop or stream-K), so \
+                 each stream gets its own copy of its module, and device {device} already has \
+                 {STATE_STREAMS}: launch it on a few long-lived streams, not a new one per call",
+                m.kernel
+            )));
+        }
         let f = driver::load_function(&self.image, &m.symbol, m.dynamic_smem as u32, m.cluster)
             .map_err(|e| match e {
                 Error::Cuda(mut c) => {
@@ -199,7 +235,7 @@ impl Kernel {
                 }
                 other => other,
             })?;
-        map.insert(device, f);
+        map.insert(key, f);
         Ok(f)
     }
 
@@ -239,7 +275,7 @@ impl Kernel {
         };
         let drv = driver::driver()?;
         drv.make_current(device)?;
-        let function = self.function(device)?;
+        let function = self.function(device, stream)?;
         if self.spec.grid_kind == GridKind::Persistent && m.cluster != [1, 1, 1] {
             // Not every SM can host a CTA of a cluster (clusters stay within a GPC): size the
             // persistent grid by the clusters that fit at once.
@@ -302,7 +338,7 @@ impl Kernel {
     /// Registers, shared and local memory and limits of the function on `device` (loading it).
     pub fn function_attributes(&self, device: i32) -> Result<Vec<(&'static str, i32)>> {
         driver::driver()?.make_current(device)?;
-        driver::function_attributes(self.function(device)?)
+        driver::function_attributes(self.function(device, 0)?)
     }
 
     /// How this kernel's CTAs fit `device` as the driver reckons it: per SM, and for a
@@ -311,7 +347,7 @@ impl Kernel {
     pub fn residency(&self, device: i32) -> Result<Residency> {
         let drv = driver::driver()?;
         drv.make_current(device)?;
-        let function = self.function(device)?;
+        let function = self.function(device, 0)?;
         let m = &self.spec.meta;
         let config = Config {
             // One cluster's worth: the driver refuses a grid that is not whole clusters.

@@ -978,3 +978,31 @@ fn cluster_tile_rule_counts_whole_clusters() {
     let b = bind_with(&m, &gemm_tensors(4096, 7168, 64), 1).unwrap();
     assert_eq!(b.grid, [2, 1, 1]);
 }
+
+#[test]
+fn a_kernel_with_module_state_gets_a_module_per_stream() {
+    use cake_runtime::kernel::ModuleKey;
+    let plain = spec(&gemm_meta()).unwrap();
+    assert!(!plain.meta.module_state, "absent means false");
+    let mut m = gemm_meta();
+    m["module_state"] = json!(true);
+    let stateful = spec(&m).unwrap();
+    assert!(stateful.meta.module_state);
+    // Without state every stream of a device shares one module; with it each stream has its own,
+    // and the devices stay apart either way.
+    assert_eq!(
+        ModuleKey::new(&plain, 0, 0x10),
+        ModuleKey::new(&plain, 0, 0x20)
+    );
+    assert_ne!(
+        ModuleKey::new(&stateful, 0, 0x10),
+        ModuleKey::new(&stateful, 0, 0x20)
+    );
+    assert_eq!(
+        ModuleKey::new(&stateful, 0, 0x10),
+        ModuleKey::new(&stateful, 0, 0x10)
+    );
+    assert_ne!(ModuleKey::new(&plain, 0, 0), ModuleKey::new(&plain, 1, 0));
+    m["module_state"] = json!("yes");
+    assert!(msg(spec(&m)).contains("expected a boolean"));
+}

@@ -18,7 +18,8 @@
 //!
 //! The counter and a count of the CTAs that have taken their last tile are module globals; the
 //! last CTA to finish sets both back to zero, so every launch starts from zero without a memset
-//! (and two launches of one kernel must not overlap: docs/language.md §8.1).
+//! (launch.json marks the kernel `module_state`, and the runtime loads a copy of the module per
+//! stream, so launches that may overlap never share the counters: docs/launch.md).
 
 use super::*;
 

@@ -247,6 +247,7 @@ impl Emitter<'_> {
                 .map(|p| self.k.params[*p].name.clone())
                 .collect(),
             timeline: Some(super::timeline::timeline_meta(self.k)),
+            module_state: self.k.dynamic_tiles() || !self.stream_globals.is_empty(),
         }
     }
 

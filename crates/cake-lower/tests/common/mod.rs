@@ -8,6 +8,11 @@ use std::path::Path;
 /// `examples/<file>` with some of its module constants set, checked (no errors allowed) and
 /// lowered for sm_90a: the generated CUDA.
 pub fn lower_example(file: &str, constants: &[(&str, i64)]) -> String {
+    lower_example_whole(file, constants).cuda
+}
+
+/// [`lower_example`]'s whole result: the CUDA and the launch metadata.
+pub fn lower_example_whole(file: &str, constants: &[(&str, i64)]) -> cake_lower::Lowered {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../examples")
         .join(file);
@@ -21,7 +26,7 @@ pub fn lower_example(file: &str, constants: &[(&str, i64)]) -> String {
         })
         .collect();
     let source = cake_mutate::knobs::apply(&source, &set);
-    lower_source(file, &source, &format!("{constants:?}"))
+    lower_whole(file, &source, &format!("{constants:?}"), "sm_90a")
 }
 
 /// `source` (named `name`) checked (no errors allowed) and lowered for sm_90a: the generated
@@ -32,6 +37,10 @@ pub fn lower_source(name: &str, source: &str, what: &str) -> String {
 
 /// [`lower_source`] for `target`.
 pub fn lower_source_for(name: &str, source: &str, what: &str, target: &str) -> String {
+    lower_whole(name, source, what, target).cuda
+}
+
+fn lower_whole(name: &str, source: &str, what: &str, target: &str) -> cake_lower::Lowered {
     let checked = cake_driver::check(name, source.as_bytes(), Some(target));
     assert!(
         !checked.findings.iter().any(|f| f.is_error()),
@@ -41,7 +50,6 @@ pub fn lower_source_for(name: &str, source: &str, what: &str, target: &str) -> S
     let t = cake_target::lookup(target).unwrap();
     cake_lower::lower(&checked.kernels[0], &checked.file, t)
         .unwrap_or_else(|e| panic!("{name} {what} does not lower for {target}: {e:?}"))
-        .cuda
 }
 
 /// The index of the first line at or after `from` that contains `text`.
