@@ -2,6 +2,7 @@
 //! on stages and trip counts, and declared resources are used.
 
 use crate::ctx::{place_uses, rings_around, Ctx};
+use crate::index;
 use cake_diag::catalog::semantics::*;
 use cake_diag::Finding;
 use cake_ir::sync::Memory;
@@ -633,36 +634,77 @@ fn single_stage_ring(cx: &Ctx, out: &mut Vec<Finding>) {
     }
 }
 
+/// How an explicit stage can run past a place's stages.
+enum Reach {
+    /// A constant out of range.
+    Fixed(i64),
+    /// A pipeline's `.stage` (its text) over a ring of this many stages.
+    Ring(String, u32),
+    /// Another index (its text), with what it can evaluate to.
+    Computed(String, index::Bounds),
+}
+
 /// An explicit stage (`view.stage(i)`, `region.stage(i)`) that can name a stage the place does
-/// not have: a constant past its stages, or a pipeline's stage (`p.stage`) of a ring deeper or
-/// shallower than the place's.
+/// not have: a constant past its stages, a pipeline's stage (`p.stage`) of a ring deeper or
+/// shallower than the place's, or any other index not shown to stay in `0..stages`
+/// ([`index::bounds`]).
 fn explicit_stages(cx: &Ctx, out: &mut Vec<Finding>) {
     let k = cx.k;
     for site in &cx.ops {
         let bad = place_uses(k, &site.effects).into_iter().find_map(|u| {
-            let (named, reach) = match k.exprs[u.stage?].kind {
-                ExprKind::Int(i) if i < 0 || i >= u.stages as i64 => (i.to_string(), None),
+            let stage = u.stage?;
+            let reach = match k.exprs[stage].kind {
+                ExprKind::Int(i) if i < 0 || i >= u.stages as i64 => Reach::Fixed(i),
+                ExprKind::Int(_) => return None,
                 ExprKind::PipelineStage(p) if k.pipelines[p].stages != u.stages => {
                     let pipe = &k.pipelines[p];
-                    (format!("`{}.stage`", pipe.name), Some(pipe.stages))
+                    Reach::Ring(format!("`{}.stage`", pipe.name), pipe.stages)
                 }
-                _ => return None,
+                ExprKind::PipelineStage(_) => return None,
+                // Any other index must be shown to stay in range: the lowering adds it to the
+                // place's address as it is, so a stage past the last writes the next place.
+                _ => {
+                    let b = index::bounds(k, stage);
+                    if b.within(u.stages as i64) {
+                        return None;
+                    }
+                    Reach::Computed(unparen(&cx.expr_text(stage)).to_string(), b)
+                }
             };
-            Some((u, named, reach))
+            Some((u, reach))
         });
-        let Some((u, named, reach)) = bad else {
+        let Some((u, reach)) = bad else {
             continue;
         };
         let (what, has) = (u.what(), stages_text(u.stages));
-        let (msg, help) = match reach {
-            Some(n) => (
+        let (msg, named, help) = match reach {
+            Reach::Ring(named, n) => (
                 format!("{what} has {has}, but its stage is {named}, which runs over {n}"),
+                named,
                 format!("declare it with stages={n}"),
             ),
-            None => (
-                format!("{what} has {has}, but this use names stage {named}"),
+            Reach::Fixed(i) => (
+                format!("{what} has {has}, but this use names stage {i}"),
+                i.to_string(),
                 format!("name a stage in 0..{}", u.stages),
             ),
+            Reach::Computed(named, b) => {
+                let end = |v: Option<i64>, inf: &str| v.map_or(inf.to_string(), |v| v.to_string());
+                let range = format!("{}..={}", end(b.lo, "-inf"), end(b.hi, "inf"));
+                let n = u.stages;
+                let help = if b.lo.is_some_and(|lo| lo >= 0) {
+                    format!("take it modulo the stages (`({named}) % {n}`), or name a pipeline's `.stage`")
+                } else {
+                    format!("make the index non-negative before taking it modulo {n} (C's `%` keeps the dividend's sign), or name a pipeline's `.stage`")
+                };
+                (
+                    format!(
+                        "{what} has {has}, but this use's stage `{named}` can be any of {range}"
+                    ),
+                    format!("`{named}`, in {range}"),
+                    help,
+                )
+            }
         };
         out.push(
             Finding::new(&STAGE_MISMATCH, cx.span(site.stmt), msg)
@@ -721,14 +763,19 @@ fn mixed_stages(cx: &Ctx, out: &mut Vec<Finding>) {
         let verb = |w: bool| if w { "writes" } else { "reads" };
         let (who, whom) = (&k.roles[*role].name, &k.roles[*other_role].name);
         let stage = fixed.stage.map(|e| cx.expr_text(e)).unwrap_or_default();
+        let which = match fixed.stage.map(|e| &k.exprs[e].kind) {
+            Some(ExprKind::Int(_)) => "a fixed stage",
+            _ => "a stage of its own",
+        };
         out.push(
             Finding::new(
                 &STAGE_MISMATCH,
                 cx.span(*stmt),
                 format!(
-                    "`{who}` {} {} at a fixed stage (`.stage({stage})`), but `{whom}` {} it at the stage of pipeline `{}`: its barriers order one stage's accesses, not these",
+                    "`{who}` {} {} at {which} (`.stage({})`), but `{whom}` {} it at the stage of pipeline `{}`: its barriers order one stage's accesses, not these",
                     verb(fixed.write),
                     fixed.what(),
+                    unparen(&stage),
                     verb(other.write),
                     k.pipelines[*p].name
                 ),
@@ -742,6 +789,26 @@ fn mixed_stages(cx: &Ctx, out: &mut Vec<Finding>) {
             )),
         );
     }
+}
+
+/// `text` without one pair of parentheses around all of it (`(k + 1)`: `k + 1`).
+fn unparen(text: &str) -> &str {
+    let Some(inner) = text.strip_prefix('(').and_then(|t| t.strip_suffix(')')) else {
+        return text;
+    };
+    // Only when the first parenthesis closes at the end: not `(a) + (b)`.
+    let mut depth = 0i32;
+    for c in inner.chars() {
+        depth += match c {
+            '(' => 1,
+            ')' => -1,
+            _ => 0,
+        };
+        if depth < 0 {
+            return text;
+        }
+    }
+    inner
 }
 
 fn stages_text(n: u32) -> String {
