@@ -1,54 +1,45 @@
-# CAKE-M003: `(k - 1) % STAGES` is -1 at k = 0 in the compiled code (C's `%` keeps the
-# dividend's sign), a stage before the view's first; and it is not the ring's stage either.
+# CAKE-M003: the consumers' stage of the two-stage epilogue view is `math.index - 1`, which is -1
+# for the first warpgroup: its rows would land before the view, in the place below it.
 import cake
 from cake import lm
 
-BM, BN, BK = 128, 128, 64
-STAGES = 4  # 4 × 32 KiB of operands
-ACC_STAGES = 2
+BM, BN, BK = 128, 256, 64
+STAGES = 3  # 3 × 48 KiB of operands + 64 KiB for the epilogue tile fit in 227 KiB
 
 
-@cake.schedule(targets=["sm_100a", "sm_103a"], persistent=True)
+def wg_rows(index):
+    # Each consumer warpgroup owns a 64-row slice of the M tile (wgmma's M is 64).
+    return index * 64
+
+
+@cake.schedule(targets=["sm_90a"], persistent=True)
 def gemm(A: lm.tensor[lm.bf16, "M", "K"],
          B: lm.tensor[lm.bf16, "N", "K"],
          C: lm.tensor[lm.bf16, "M", "N"]):
     pool = lm.smem()
     sA = pool.view(shape=(BM, BK), dtype=lm.bf16, stages=STAGES, swizzle=128)
     sB = pool.view(shape=(BN, BK), dtype=lm.bf16, stages=STAGES, swizzle=128)
+    sC = pool.view(shape=(64, BN), dtype=lm.bf16, stages=2, swizzle=128)  # a stage per consumer
 
-    # 128 lanes (one per output row) × 128 f32 columns, per stage.
-    acc = lm.tmem(cols=BN, shape=(BM, BN), dtype=lm.f32, stages=ACC_STAGES)
-
-    epilogue = lm.role(warpgroup=0)
-    load = lm.role(warp=4)
-    mma = lm.role(warp=5)
+    load = lm.role(warpgroup=0, regs=40)
+    math = lm.role(warpgroups=[1, 2], regs=232)
 
     pipe = lm.pipeline(stages=STAGES)
-    full = lm.barrier(pipe, producers=[load], consumers=[mma])
-    empty = lm.barrier(pipe, producers=[mma], consumers=[load])
-    accpipe = lm.pipeline(stages=ACC_STAGES)  # one iteration per tile
-    acc_full = lm.barrier(accpipe, producers=[mma], consumers=[epilogue])
-    acc_empty = lm.barrier(accpipe, producers=[epilogue], consumers=[mma])
+    full = lm.barrier(pipe, producers=[load], consumers=[math])
+    empty = lm.barrier(pipe, producers=[math], consumers=[load])
+    acc = math.fragment(shape=(64, BN), dtype=lm.f32)
 
-    out = epilogue.fragment(shape=(BM, BN), dtype=lm.f32)
-
-    for tm, tn in lm.tiles(lm.cdiv(M, BM), lm.cdiv(N, BN)):
+    # Grouped raster: 8 M-tiles at a time, so CTAs in flight share B tiles in L2.
+    for tm, tn in lm.tiles(lm.cdiv(M, BM), lm.cdiv(N, BN), group=8):
         with load:
             for k in lm.range(lm.cdiv(K, BK), pipeline=pipe):
                 lm.wait(empty)
-                sA.stage((k - 1) % STAGES).tma_load(A, coords=(tm * BM, k * BK), barrier=full)  # error[CAKE-M003]: can be any of -3..=3 error[CAKE-M003]: a stage of its own
+                sA.tma_load(A, coords=(tm * BM, k * BK), barrier=full)
                 sB.tma_load(B, coords=(tn * BN, k * BK), barrier=full)
-        with mma:
-            for _ in lm.range(1, pipeline=accpipe):
-                lm.wait(acc_empty)
-                d = acc.stage(accpipe.stage)       # the k loop below is over `pipe`
-                for k in lm.range(lm.cdiv(K, BK), pipeline=pipe):
-                    lm.wait(full)
-                    lm.mma(d, sA, sB.T, accumulate=k > 0, release=empty)
-                lm.commit(acc_full)
-        with epilogue:
-            for _ in lm.range(1, pipeline=accpipe):
-                lm.wait(acc_full)
-                lm.tmem_load(out, acc)             # the stage of this loop over `accpipe`
-                lm.arrive(acc_empty)
-                lm.store(C, lm.cast(out, lm.bf16), coords=(tm * BM, tn * BN))
+        with math:
+            for k in lm.range(lm.cdiv(K, BK), pipeline=pipe):
+                lm.wait(full)
+                lm.mma(acc, sA.rows(wg_rows(math.index), 64), sB.T, accumulate=k > 0, release=empty)
+            sC.stage(math.index - 1).store(lm.cast(acc, lm.bf16))  # error[CAKE-M003]: can be any of -1..=0
+            lm.fence_proxy_async()
+            sC.stage(math.index).tma_store(C, coords=(tm * BM + wg_rows(math.index), tn * BN))

@@ -6,6 +6,7 @@
 //! placement that the verifier checks and the lowering emits.
 
 pub mod arena;
+pub mod bounds;
 pub mod facts;
 pub mod kernel;
 pub mod layout;

@@ -2,7 +2,6 @@
 //! on stages and trip counts, and declared resources are used.
 
 use crate::ctx::{place_uses, rings_around, Ctx};
-use crate::index;
 use cake_diag::catalog::semantics::*;
 use cake_diag::Finding;
 use cake_ir::sync::Memory;
@@ -641,13 +640,13 @@ enum Reach {
     /// A pipeline's `.stage` (its text) over a ring of this many stages.
     Ring(String, u32),
     /// Another index (its text), with what it can evaluate to.
-    Computed(String, index::Bounds),
+    Computed(String, bounds::Bounds),
 }
 
 /// An explicit stage (`view.stage(i)`, `region.stage(i)`) that can name a stage the place does
 /// not have: a constant past its stages, a pipeline's stage (`p.stage`) of a ring deeper or
 /// shallower than the place's, or any other index not shown to stay in `0..stages`
-/// ([`index::bounds`]).
+/// ([`bounds::bounds`]).
 fn explicit_stages(cx: &Ctx, out: &mut Vec<Finding>) {
     let k = cx.k;
     for site in &cx.ops {
@@ -662,9 +661,9 @@ fn explicit_stages(cx: &Ctx, out: &mut Vec<Finding>) {
                 }
                 ExprKind::PipelineStage(_) => return None,
                 // Any other index must be shown to stay in range: the lowering adds it to the
-                // place's address as it is, so a stage past the last writes the next place.
+                // place's address as it is, so a stage past either end writes another place.
                 _ => {
-                    let b = index::bounds(k, stage);
+                    let b = bounds::bounds(k, stage);
                     if b.within(u.stages as i64) {
                         return None;
                     }
@@ -691,12 +690,11 @@ fn explicit_stages(cx: &Ctx, out: &mut Vec<Finding>) {
             Reach::Computed(named, b) => {
                 let end = |v: Option<i64>, inf: &str| v.map_or(inf.to_string(), |v| v.to_string());
                 let range = format!("{}..={}", end(b.lo, "-inf"), end(b.hi, "inf"));
-                let n = u.stages;
-                let help = if b.lo.is_some_and(|lo| lo >= 0) {
-                    format!("take it modulo the stages (`({named}) % {n}`), or name a pipeline's `.stage`")
-                } else {
-                    format!("make the index non-negative before taking it modulo {n} (C's `%` keeps the dividend's sign), or name a pipeline's `.stage`")
-                };
+                // Index `%` floors, so a negative index wraps too.
+                let help = format!(
+                    "take it modulo the stages (`({named}) % {}`), or name a pipeline's `.stage`",
+                    u.stages
+                );
                 (
                     format!(
                         "{what} has {has}, but this use's stage `{named}` can be any of {range}"

@@ -5,6 +5,16 @@
 struct alignas(64) CakeTensorMap { unsigned long long opaque[16]; };
 
 static __device__ __forceinline__ int cake_cdiv(int a, int b) { return (a + b - 1) / b; }
+// The schedule's `//` and `%` floor, as in Python, where C's truncate: used wherever the dividend
+// may be negative (or the divisor not positive); elsewhere the two agree and C's are emitted.
+static __device__ __forceinline__ int cake_floordiv(int a, int b) {
+  const int q = a / b;
+  return q - ((a % b != 0) && ((a < 0) != (b < 0)));
+}
+static __device__ __forceinline__ int cake_floormod(int a, int b) {
+  const int r = a % b;
+  return r + ((r != 0) && ((r < 0) != (b < 0))) * b;
+}
 
 // Synchronise the `count` threads that use hardware barrier `id`.
 static __device__ __forceinline__ void cake_named_sync(uint32_t id, uint32_t count) {

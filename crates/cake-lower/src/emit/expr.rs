@@ -28,7 +28,9 @@ impl Emitter<'_> {
             ExprKind::RoleIndex(r) => format!("{}_index", c_ident(&k.roles[*r].name)),
             ExprKind::PipelineStage(p) => self.pipe_var(*p, "stage"),
             ExprKind::Binary(op, a, b) => {
-                c_binary(*op, &self.ix_text(*a), &self.ix_text(*b), false)
+                let (x, y) = (self.ix_text(*a), self.ix_text(*b));
+                floor_division(k, *op, *a, *b, &x, &y)
+                    .unwrap_or_else(|| c_binary(*op, &x, &y, false))
             }
             ExprKind::Cmp(op, a, b) => {
                 let sym = op.symbol();
@@ -200,12 +202,11 @@ impl Emitter<'_> {
             }
             ExprKind::Binary(op, a, b) => {
                 let float = matches!(&k.exprs[e].ty, Ty::Frag { dtype, .. } | Ty::Scalar(dtype) if dtype.is_float());
-                c_binary(
-                    *op,
-                    &self.elem_text(*a, site),
-                    &self.elem_text(*b, site),
-                    float,
-                )
+                let (x, y) = (self.elem_text(*a, site), self.elem_text(*b, site));
+                let floored = (!float)
+                    .then(|| floor_division(k, *op, *a, *b, &x, &y))
+                    .flatten();
+                floored.unwrap_or_else(|| c_binary(*op, &x, &y, float))
             }
             ExprKind::Cmp(op, a, b) => {
                 let sym = op.symbol();
@@ -522,6 +523,22 @@ impl Emitter<'_> {
         ));
         self.invalidate_reductions(Some(dst));
     }
+}
+
+/// Integer `//`, `%` and `lm.cdiv` of `a` and `b` (as C text `x`, `y`) with Python's floor
+/// semantics, where C's truncating forms could differ (the dividend not shown non-negative or
+/// the divisor not shown positive: [`cake_ir::bounds`]); `None` where `c_binary` is exact.
+fn floor_division(k: &Kernel, op: BinOp, a: ExprId, b: ExprId, x: &str, y: &str) -> Option<String> {
+    if !matches!(op, BinOp::FloorDiv | BinOp::Mod | BinOp::CeilDiv)
+        || cake_ir::bounds::c_division_floors(k, a, b)
+    {
+        return None;
+    }
+    Some(match op {
+        BinOp::FloorDiv => format!("cake_floordiv({x}, {y})"),
+        BinOp::Mod => format!("cake_floormod({x}, {y})"),
+        _ => format!("(-cake_floordiv(-({x}), {y}))"),
+    })
 }
 
 /// A binary operation in CUDA C++: `float` picks the float forms of min and max.
