@@ -194,3 +194,63 @@ def test_autotune_leaves_the_callers_output_as_it_was(tmp_path):
     cake.autotune(GEMM, "gemm", (A, B, C), knobs={"STAGES": [2, 3]}, cache_dir=tmp_path, warmup=1, reps=2)
     torch.cuda.synchronize()
     assert torch.equal(C.isnan(), before.isnan()) and torch.equal(C.nan_to_num(), before.nan_to_num())
+
+
+RING = os.path.join(ROOT, "examples", "rmsnorm_ring_sm90.py")
+
+
+@pytest.fixture(scope="module")
+def ring_dynamic():
+    """The RMSNorm ring with a dynamic tile loop: its tile counter lives in the module."""
+    source = open(RING).read()
+    assert "\nDYNAMIC = 0\n" in source
+    return cake.compile(RING, source=source.replace("\nDYNAMIC = 0\n", "\nDYNAMIC = 1\n")).rmsnorm_ring
+
+
+def test_a_kernel_with_module_state_runs_on_two_streams_at_once(ring_dynamic):
+    g = torch.Generator(device="cuda")
+    g.manual_seed(11)
+    streams = [torch.cuda.Stream(), torch.cuda.Stream()]
+    xs = [torch.randn(8192, 4096, device="cuda", generator=g).to(torch.bfloat16) for _ in streams]
+    w = torch.randn(4096, device="cuda", generator=g).to(torch.bfloat16)
+    torch.cuda.synchronize()  # the inputs, made on the current stream, are ready for both
+    alone = []
+    for s, x in zip(streams, xs):
+        y = torch.empty_like(x)
+        ring_dynamic(X=x, W=w, Y=y, eps=1e-6, stream=s)
+        s.synchronize()
+        ref = torch.nn.functional.rms_norm(x.float(), (4096,), w.float(), 1e-6)
+        torch.testing.assert_close(y.float(), ref, rtol=2e-2, atol=2e-2)
+        alone.append(y)
+    ys = [torch.empty_like(x) for x in xs]
+    for _ in range(20):
+        for y in ys:
+            y.fill_(float("nan"))
+        torch.cuda.synchronize()
+        for s, x, y in zip(streams, xs, ys):  # back to back: the launches overlap
+            ring_dynamic(X=x, W=w, Y=y, eps=1e-6, stream=s)
+        torch.cuda.synchronize()
+        for y, a in zip(ys, alone):
+            assert torch.equal(y, a), "each stream's launch took every tile of its own"
+
+
+def test_the_first_launch_of_a_kernel_with_module_state_is_refused_in_a_capture(ring_dynamic):
+    x = torch.randn(256, 4096, device="cuda").to(torch.bfloat16)
+    w, y = torch.ones(4096, device="cuda", dtype=torch.bfloat16), torch.empty_like(x)
+    s = torch.cuda.Stream()  # a stream this kernel has not run on: its module copy is not loaded
+    s.wait_stream(torch.cuda.current_stream())
+    g = torch.cuda.CUDAGraph()
+    with pytest.raises(cake.LaunchError, match="launch it once on the capture stream"):
+        with torch.cuda.graph(g, stream=s):
+            ring_dynamic(X=x, W=w, Y=y, eps=1e-6)
+    # Warmed up on the stream, the kernel is captured and replays correctly.
+    ring_dynamic(X=x, W=w, Y=y, eps=1e-6, stream=s)
+    s.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g, stream=s):
+        ring_dynamic(X=x, W=w, Y=y, eps=1e-6)
+    y.fill_(float("nan"))
+    g.replay()
+    torch.cuda.synchronize()
+    ref = torch.nn.functional.rms_norm(x.float(), (4096,), w.float(), 1e-6)
+    torch.testing.assert_close(y.float(), ref, rtol=2e-2, atol=2e-2)

@@ -18,7 +18,7 @@ use crate::pack::ParamSlot;
 use crate::tensormap::TensorMapFields;
 
 /// Every entry point used here; probed at load so an old driver is a clear error, not a panic.
-const REQUIRED: [&str; 18] = [
+const REQUIRED: [&str; 19] = [
     "cuInit",
     "cuGetErrorName",
     "cuGetErrorString",
@@ -37,6 +37,7 @@ const REQUIRED: [&str; 18] = [
     "cuOccupancyMaxActiveBlocksPerMultiprocessor",
     "cuMemsetD8Async",
     "cuCtxResetPersistingL2Cache",
+    "cuStreamIsCapturing",
 ];
 
 /// A `CUresult` as (name, description), e.g. ("CUDA_ERROR_INVALID_VALUE", "invalid argument").
@@ -489,6 +490,16 @@ pub fn max_ctas_per_sm(f: Function, cfg: &Config) -> Result<u32> {
         )
     })?;
     Ok(n.max(0) as u32)
+}
+
+/// Whether `stream` is being captured into a CUDA graph (`cuStreamIsCapturing`), in the current
+/// context: loading a module then would break the capture.
+pub fn stream_is_capturing(stream: u64) -> Result<bool> {
+    let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+    // SAFETY: out-pointer to a local; the driver validates the stream.
+    let res = unsafe { sys::cuStreamIsCapturing(stream as usize as sys::CUstream, &mut status) };
+    check(res, || format!("cuStreamIsCapturing(stream={stream:#x})"))?;
+    Ok(status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
 }
 
 /// Fill `bytes` bytes at device address `ptr` with zeros, asynchronously on `stream`

@@ -213,6 +213,23 @@ impl Kernel {
             return Ok(*f);
         }
         let m = &self.spec.meta;
+        if driver::stream_is_capturing(stream)? {
+            let (first, warm) = if m.module_state {
+                (
+                    "on this stream (the kernel keeps state between launches, so each stream \
+                     loads its own copy)",
+                    "on the capture stream",
+                )
+            } else {
+                ("on this device", "on any stream")
+            };
+            return Err(launch(format!(
+                "kernel `{}`: the first launch {first} loads its module, which a CUDA graph \
+                 capture cannot contain: launch it once {warm} before capturing \
+                 (docs/python.md, CUDA graphs)",
+                m.kernel
+            )));
+        }
         let streams = map.keys().filter(|k| k.device == device).count();
         if m.module_state && streams >= STATE_STREAMS {
             return Err(launch(format!(
