@@ -44,3 +44,28 @@ fn a_non_negative_dividend_keeps_c_division() {
     );
     assert!(!cuda.contains("cake_floormod(("), "{cuda}");
 }
+
+#[test]
+fn float_floor_division_and_remainder_floor_too() {
+    // Python: 2.5 // 2.0 == 1.0 and -1.0 % 3.0 == 2.0; C's `/` would not floor, and its `%`
+    // does not take floats at all.
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples/rmsnorm_ring_sm90.py");
+    let src = std::fs::read_to_string(path).expect("example");
+    let store = "lm.store(Y, lm.cast(x * rstd[:, None] * w[None, :], lm.bf16)";
+    assert!(src.contains(store));
+    let src = src.replace(store, "lm.store(Y, lm.cast(x // 2.0 + x % 3.0, lm.bf16)");
+    let cuda = common::lower_source("rmsnorm_ring_sm90.py", &src, "float // and %");
+    let line = cuda
+        .lines()
+        .find(|l| l.contains("out[v] ="))
+        .expect("the store's element loop");
+    assert!(
+        line.contains("floorf(x[") && line.contains("/ 2.0f)"),
+        "{line}"
+    );
+    assert!(
+        line.contains("cake_floormodf(x[") && line.contains(", 3.0f)"),
+        "{line}"
+    );
+}

@@ -15,6 +15,10 @@ static __device__ __forceinline__ int cake_floormod(int a, int b) {
   const int r = a % b;
   return r + ((r != 0) && ((r < 0) != (b < 0))) * b;
 }
+static __device__ __forceinline__ float cake_floormodf(float a, float b) {
+  const float r = fmodf(a, b);
+  return (r != 0.0f && ((r < 0.0f) != (b < 0.0f))) ? r + b : r;
+}
 
 // Synchronise the `count` threads that use hardware barrier `id`.
 static __device__ __forceinline__ void cake_named_sync(uint32_t id, uint32_t count) {

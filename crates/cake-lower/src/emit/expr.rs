@@ -541,12 +541,15 @@ fn floor_division(k: &Kernel, op: BinOp, a: ExprId, b: ExprId, x: &str, y: &str)
     })
 }
 
-/// A binary operation in CUDA C++: `float` picks the float forms of min and max.
+/// A binary operation in CUDA C++: `float` picks the float forms of `//`, `%`, min and max.
 pub(crate) fn c_binary(op: BinOp, a: &str, b: &str, float: bool) -> String {
     match op {
         BinOp::Add => format!("({a} + {b})"),
         BinOp::Sub => format!("({a} - {b})"),
         BinOp::Mul => format!("({a} * {b})"),
+        // Python's float `//` and `%` floor (the index forms: `floor_division`).
+        BinOp::FloorDiv if float => format!("floorf({a} / {b})"),
+        BinOp::Mod if float => format!("cake_floormodf({a}, {b})"),
         BinOp::Div | BinOp::FloorDiv => format!("({a} / {b})"),
         BinOp::Mod => format!("({a} % {b})"),
         BinOp::CeilDiv => format!("cake_cdiv({a}, {b})"),
