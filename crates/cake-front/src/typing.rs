@@ -326,19 +326,32 @@ impl Interp<'_> {
 
     fn result_type(&mut self, op: BinOp, a: &Ty, b: &Ty, asp: Span, bsp: Span, sp: Span) -> R<Ty> {
         use Ty::*;
+        let integer = |t: &Ty| match t {
+            Index | Bool => true,
+            Scalar(d) | Frag { dtype: d, .. } => !d.is_float(),
+        };
+        if op == BinOp::Div && integer(a) && integer(b) {
+            // Python's `/` gives a float; C's truncates. Neither is silently picked.
+            let what = if matches!((a, b), (Index, Index)) {
+                "integer indices"
+            } else {
+                "integer values"
+            };
+            return self
+                .err(
+                    &codes::TYPE_MISMATCH,
+                    sp,
+                    format!("`/` on {what} is ambiguous"),
+                )
+                .map_err(|r| {
+                    self.help_last(
+                        r,
+                        "use `//` (floor) or lm.cdiv (ceiling), or lm.cast one side to a float",
+                    )
+                });
+        }
         match (a, b) {
-            (Index, Index) => {
-                if op == BinOp::Div {
-                    return self
-                        .err(
-                            &codes::TYPE_MISMATCH,
-                            sp,
-                            "`/` on integer indices is ambiguous",
-                        )
-                        .map_err(|r| self.help_last(r, "use `//` (floor) or lm.cdiv (ceiling)"));
-                }
-                Ok(Index)
-            }
+            (Index, Index) => Ok(Index),
             (Bool, Bool) if matches!(op, BinOp::And | BinOp::Or) => Ok(Bool),
             (Scalar(x), Scalar(y)) if x == y => Ok(Scalar(*x)),
             (Scalar(x), Index) | (Index, Scalar(x)) => Ok(Scalar(*x)),
