@@ -44,8 +44,15 @@ fn earlier_in_block(src: &Source, i: usize) -> Vec<(usize, usize)> {
 
 /// Move statement `i` (its whole lines) to just before statement `to`.
 fn move_stmt(src: &Source, i: usize, to: usize) -> Vec<Edit> {
-    let st = &src.stmts[i];
-    let (start, end) = (src.line_starts[st.first], src.line_end(st.last));
+    move_stmts(src, i, i + 1, to)
+}
+
+/// Move statements `a..b` (their whole lines) to just before statement `to`.
+fn move_stmts(src: &Source, a: usize, b: usize, to: usize) -> Vec<Edit> {
+    let (start, end) = (
+        src.line_starts[src.stmts[a].first],
+        src.line_end(src.stmts[b - 1].last),
+    );
     let mut text = src.text[start..end].to_string();
     if !text.ends_with('\n') {
         text.push('\n');
@@ -63,6 +70,24 @@ fn move_stmt(src: &Source, i: usize, to: usize) -> Vec<Edit> {
             text,
         },
     ]
+}
+
+/// The `if` whose whole body is statement `i`, when it has no `elif` or `else`: moving it moves
+/// the statement with its condition.
+fn sole_body_of_if(src: &Source, i: usize) -> Option<usize> {
+    let p = i.checked_sub(1)?;
+    let (parent, st) = (&src.stmts[p], &src.stmts[i]);
+    let first = |s: &Stmt| s.toks.first().map(|t| src.tok_text(t).to_string());
+    if parent.indent >= st.indent || first(parent).as_deref() != Some("if") {
+        return None;
+    }
+    let end = block_end(src, p);
+    let follows = src.stmts.get(end).filter(|n| n.indent == parent.indent);
+    if end != i + 1 || follows.is_some_and(|n| matches!(first(n).as_deref(), Some("elif" | "else")))
+    {
+        return None;
+    }
+    Some(p)
 }
 
 /// The barrier statement `st` arrives on in the IR with a use of `kind`, with its kernel.
@@ -116,14 +141,26 @@ pub(super) fn early_consumer_release(src: &Source, f: &Facts, out: &mut Vec<Plan
             continue;
         }
         let bname = f.kernels[ki].barriers[b].name.clone();
-        // The nearest earlier statement of the block that reads what the barrier frees.
-        let last_read = earlier_in_block(src, i)
-            .into_iter()
-            .find(|&(j, e)| reads_freed(f, &ops_in(src, f, j, e), ki, &freed))
-            .map(|(j, _)| j);
+        // The nearest earlier statement of statement `at`'s block that reads what the barrier
+        // frees.
+        let last_read_before = |at: usize| {
+            earlier_in_block(src, at)
+                .into_iter()
+                .find(|&(j, e)| reads_freed(f, &ops_in(src, f, j, e), ki, &freed))
+                .map(|(j, _)| j)
+        };
+        let last_read = last_read_before(i);
         let names = f.names_in(src, st);
         if let Some((method, _)) = simple {
-            let Some(j) = last_read else { continue };
+            // An arrival alone in an `if` (on the last of several reads, say) moves with it.
+            let (moved, j) = match (last_read, sole_body_of_if(src, i)) {
+                (Some(j), _) => ((i, i + 1), j),
+                (None, Some(p)) => match last_read_before(p) {
+                    Some(j) => ((p, i + 1), j),
+                    None => continue,
+                },
+                (None, None) => continue,
+            };
             out.push(plan(
                 "early-consumer-release",
                 st.first,
@@ -131,7 +168,7 @@ pub(super) fn early_consumer_release(src: &Source, f: &Facts, out: &mut Vec<Plan
                     "move `lm.{method}({bname})` above the statement on line {} that still reads what it frees",
                     src.stmts[j].first + 1
                 ),
-                (move_stmt(src, i, j), Site::Edited),
+                (move_stmts(src, moved.0, moved.1, j), Site::Edited),
                 names,
                 &[Category::Safety],
             ));
