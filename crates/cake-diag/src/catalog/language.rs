@@ -52,7 +52,9 @@ pub const TYPE_MISMATCH: CodeInfo = CodeInfo {
     summary: r#"An operand has the wrong kind or type."#,
     explanation: r#"Every value in a schedule has a kind (tensor, pool, view, fragment, role, pipeline, barrier, integer, dtype, ...) and every operand position accepts only some kinds: `producers=` takes roles, `barrier=` takes a barrier, `lm.mma` takes a fragment accumulator and two views or fragments. Cake checks this before anything else looks at the schedule, so ill-typed programs never reach the verifier or lowering.
 
-The finding's expected and actual values name the kinds. The usual cause is passing the wrong one of two similar names, such as the pipeline where its barrier belongs."#,
+The finding's expected and actual values name the kinds. The usual cause is passing the wrong one of two similar names, such as the pipeline where its barrier belongs.
+
+Operators are typed the same way. `/` on two integer values (indices, i32 registers or scalars) is refused: Python's gives a float and C's truncates, and Cake picks neither silently; write `//` (which floors, as in Python) or `lm.cdiv`, or cast one side to a float."#,
     bad: include_str!("../../../../tests/check/CAKE-L004-bad.py"),
     good: include_str!("../../../../tests/check/CAKE-L004-good.py"),
 };
