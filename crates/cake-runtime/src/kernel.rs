@@ -9,9 +9,8 @@ use crate::bind::{self, Bound, ScalarValue, TensorDesc};
 use crate::driver::{self, Config, Function};
 use crate::error::{launch, Error, Result};
 use crate::pack::{self, Packed, ParamSlot, Planned};
-use crate::tensormap::TensorMapFields;
-
 use crate::spec::{GridKind, Spec};
+use crate::tensormap::TensorMapFields;
 
 /// Encoded tensor maps a kernel keeps: enough for the distinct tensors of a training or
 /// benchmark loop; the cache is emptied when it fills.

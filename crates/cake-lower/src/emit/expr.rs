@@ -526,8 +526,8 @@ impl Emitter<'_> {
 }
 
 /// Integer `//`, `%` and `lm.cdiv` of `a` and `b` (as C text `x`, `y`) with Python's floor
-/// semantics, where C's truncating forms could differ (the dividend not shown non-negative or
-/// the divisor not shown positive: [`cake_ir::bounds`]); `None` where `c_binary` is exact.
+/// semantics, where C's truncating forms could differ (either operand not shown non-negative:
+/// [`cake_ir::bounds`]); `None` where `c_binary` is exact.
 fn floor_division(k: &Kernel, op: BinOp, a: ExprId, b: ExprId, x: &str, y: &str) -> Option<String> {
     if !matches!(op, BinOp::FloorDiv | BinOp::Mod | BinOp::CeilDiv)
         || cake_ir::bounds::c_division_floors(k, a, b)
