@@ -28,7 +28,7 @@ import sys
 import tempfile
 
 KERNELS = {
-    # name: (folder, problem)
+    # name: its build folder under --dir
     "rmsnorm_ring_dynamic": "rms_ring_dyn",
     "attention_causal_dynamic": "attn_dyn",
     "gemm_streamk": "gemm_streamk",
