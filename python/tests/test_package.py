@@ -510,7 +510,7 @@ FAKE_LAUNCH = r"""
 import json, sys
 sys.modules["torch"] = None  # an explicit stream needs no torch
 from types import SimpleNamespace as N
-from cake import load_kernel, CudaError
+from cake import load_kernel, CudaError, LaunchError
 
 class T:
     def __init__(self, shape, ptr, device=0):
@@ -538,6 +538,8 @@ try:
     k(T((0, 512), 16 * G), B, T((0, 1000), 48 * G), stream=0xABC)  # empty: no launch
 except CudaError as e:
     out["cuda_error"] = [str(e), e.result, e.code]
+except LaunchError as e:
+    out["launch_error"] = str(e)
 print(json.dumps(out))
 """
 
@@ -553,16 +555,21 @@ def fake_libcuda(tmp_path_factory):
     return d
 
 
-def fake_launch(fake_libcuda, tmp_path, meta, nparams, fail=None, max_clusters=None):
+def fake_launch(fake_libcuda, tmp_path, meta, nparams, fail=None, max_clusters=None, capturing=False,
+                script=FAKE_LAUNCH):
     path = write_kernel(tmp_path, meta)
     log = tmp_path / "calls.log"
+    if log.exists():
+        log.unlink()
     env = {"LD_LIBRARY_PATH": os.pathsep.join(p for p in (str(fake_libcuda), os.environ.get("LD_LIBRARY_PATH")) if p),
            "FAKE_CUDA_LOG": str(log), "FAKE_CUDA_NPARAMS": str(nparams)}
     if fail:
         env["FAKE_CUDA_FAIL"] = fail
+    if capturing:
+        env["FAKE_CUDA_CAPTURING"] = "1"
     if max_clusters is not None:
         env["FAKE_CUDA_MAX_CLUSTERS"] = str(max_clusters)
-    r = subprocess.run([sys.executable, "-c", FAKE_LAUNCH, str(path)], capture_output=True, text=True,
+    r = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True, text=True,
                        env=dict(os.environ, PYTHONPATH=os.pathsep.join(
                            p for p in (os.path.join(ROOT, "python"), os.environ.get("PYTHONPATH")) if p), **env))
     assert r.returncode == 0, r.stderr
@@ -586,11 +593,13 @@ def test_fake_driver_launch_path(fake_libcuda, tmp_path):
     assert any(c.startswith("cuOccupancyMaxActiveBlocksPerMultiprocessor") and "smem=214064" in c for c in calls)
     assert not any(c.startswith("cuOccupancyMaxActiveClusters") for c in calls)
     assert calls[0] == "cuInit 0"
-    # The primary context of device 0, made current before the module is loaded into it.
-    assert calls[1:5] == ["cuDevicePrimaryCtxRetain 0", "cuCtxSetCurrent 0xc0000",
+    # The primary context of device 0, made current before the module is loaded into it (not
+    # while the stream is being captured into a CUDA graph).
+    assert calls[1:6] == ["cuDevicePrimaryCtxRetain 0", "cuCtxSetCurrent 0xc0000",
+                          "cuStreamIsCapturing stream=0xabc",
                           "cuModuleLoadData ctx=0xc0000 image=ELF", "cuModuleGetFunction cake_gemm"]
     # Above 48 KB of dynamic shared memory the limit is raised first.
-    assert calls[5] == "cuFuncSetAttribute 8 214064"
+    assert calls[6] == "cuFuncSetAttribute 8 214064"
     enc = [c for c in calls if c.startswith("cuTensorMapEncodeTiled")]
     assert enc[:3] == [
         "cuTensorMapEncodeTiled aligned=1 dtype=9 rank=2 addr=0x400000000 dim=512,1000 strides=1024 box=64,128 "
@@ -724,6 +733,38 @@ def test_fake_driver_cluster_launch(fake_libcuda, tmp_path):
     assert out["grid"] == [8, 1, 1]
     assert out["residency"]["clusters_at_once"] == 4 and out["residency"]["resident_ctas"] == 8
     assert "grid=8,1,1" in [c for c in calls if c.startswith("cuLaunchKernelEx")][-1]
+
+
+# Three launches on two streams of one device.
+FAKE_STREAMS = FAKE_LAUNCH.replace("""    k(A, B, C, stream=0xABC)
+    out["grid"] = list(k.last_grid)""", """    for s in (0xABC, 0xDEF, 0xABC):
+        k(A, B, C, stream=s)
+    out["grid"] = list(k.last_grid)""")
+
+
+def test_fake_driver_loads_a_module_per_stream_only_for_a_kernel_with_module_state(fake_libcuda, tmp_path):
+    assert FAKE_STREAMS != FAKE_LAUNCH
+    loads = {}
+    for state in (False, True):
+        meta = golden_gemm()
+        if state:
+            meta["module_state"] = True
+        out, calls = fake_launch(fake_libcuda, tmp_path, meta, nparams=9, script=FAKE_STREAMS)
+        assert "cuda_error" not in out and "launch_error" not in out, out
+        loads[state] = [c for c in calls if c.startswith("cuModuleLoadData")]
+    # One module per device (0 and 1) without state; with it, one per stream of device 0 too.
+    assert len(loads[False]) == 2 and len(loads[True]) == 3, loads
+
+
+def test_fake_driver_refuses_a_first_load_inside_a_capture(fake_libcuda, tmp_path):
+    for state, where in ((False, "on any stream"), (True, "on the capture stream")):
+        meta = golden_gemm()
+        if state:
+            meta["module_state"] = True
+        out, calls = fake_launch(fake_libcuda, tmp_path, meta, nparams=9, capturing=True)
+        assert f"launch it once {where} before capturing" in out["launch_error"], out
+        # Refused before anything is loaded or launched.
+        assert not any(c.startswith(("cuModuleLoadData", "cuLaunchKernelEx")) for c in calls), calls
 
 
 def test_fake_driver_errors_are_cuda_errors(fake_libcuda, tmp_path):

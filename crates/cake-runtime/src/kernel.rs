@@ -255,6 +255,22 @@ impl Kernel {
         Ok(f)
     }
 
+    /// A function on `device` for questions about the kernel (attributes, residency) rather than
+    /// a launch: any copy already loaded there, else the one of the default stream.
+    fn any_function(&self, device: i32) -> Result<Function> {
+        let loaded = self
+            .functions
+            .lock()
+            .expect("lock")
+            .iter()
+            .find(|(k, _)| k.device == device)
+            .map(|(_, f)| *f);
+        match loaded {
+            Some(f) => Ok(f),
+            None => self.function(device, 0),
+        }
+    }
+
     /// Bind, check, load (first time on the device) and encode: everything but the launch.
     pub fn prepare(
         &self,
@@ -354,7 +370,7 @@ impl Kernel {
     /// Registers, shared and local memory and limits of the function on `device` (loading it).
     pub fn function_attributes(&self, device: i32) -> Result<Vec<(&'static str, i32)>> {
         driver::driver()?.make_current(device)?;
-        driver::function_attributes(self.function(device, 0)?)
+        driver::function_attributes(self.any_function(device)?)
     }
 
     /// How this kernel's CTAs fit `device` as the driver reckons it: per SM, and for a
@@ -363,7 +379,7 @@ impl Kernel {
     pub fn residency(&self, device: i32) -> Result<Residency> {
         let drv = driver::driver()?;
         drv.make_current(device)?;
-        let function = self.function(device, 0)?;
+        let function = self.any_function(device)?;
         let m = &self.spec.meta;
         let config = Config {
             // One cluster's worth: the driver refuses a grid that is not whole clusters.

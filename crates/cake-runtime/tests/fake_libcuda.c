@@ -1,4 +1,4 @@
-/* A stand-in for libcuda with the 14 driver entry points cake-runtime uses, for CPU-only tests
+/* A stand-in for libcuda with the driver entry points cake-runtime uses, for CPU-only tests
  * of the launch path (python/tests/test_package.py builds it with `cc -shared` and runs Python
  * with it first on LD_LIBRARY_PATH). Every call is appended to $FAKE_CUDA_LOG as one line; the
  * call named in $FAKE_CUDA_FAIL returns CUDA_ERROR_INVALID_IMAGE (200). Layouts follow cuda.h. */
@@ -192,6 +192,13 @@ CUresult cuMemsetD8Async(unsigned long long ptr, unsigned char value, size_t byt
     logf_("cuMemsetD8Async ctx=%#lx ptr=%#llx value=%u bytes=%zu stream=%#lx",
           (unsigned long)(uintptr_t)current, ptr, value, bytes, (unsigned long)(uintptr_t)s);
     return fails("cuMemsetD8Async") ? 200 : 0;
+}
+
+/* Every stream is being captured into a CUDA graph while $FAKE_CUDA_CAPTURING is set. */
+CUresult cuStreamIsCapturing(CUstream s, int *status) {
+    logf_("cuStreamIsCapturing stream=%#lx", (unsigned long)(uintptr_t)s);
+    *status = getenv("FAKE_CUDA_CAPTURING") ? 1 : 0;
+    return fails("cuStreamIsCapturing") ? 200 : 0;
 }
 
 CUresult cuCtxResetPersistingL2Cache(void) {
