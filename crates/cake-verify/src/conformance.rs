@@ -586,6 +586,20 @@ fn peer_views(cx: &Ctx, out: &mut Vec<Finding>) {
                     format!("a rank in 0..{n}"),
                     rank.to_string(),
                 ))
+            } else if k.const_int(c).is_none() && !bounds::bounds(k, c).within(n as i64) {
+                // A run-time rank: shown in range from what its variables run over.
+                let b = bounds::bounds(k, c);
+                let end = |v: Option<i64>, inf: &str| v.map_or(inf.to_string(), |v| v.to_string());
+                let range = format!("{}..={}", end(b.lo, "-inf"), end(b.hi, "inf"));
+                let text = crate::ctx::unparen(&cx.expr_text(c)).to_string();
+                Some((
+                    format!(
+                        "the rank `{text}` of the CTA whose `{name}` this reads can be any of {range}, but the cluster's ranks are 0 to {}",
+                        n - 1
+                    ),
+                    format!("a rank in 0..{n}"),
+                    format!("`{text}`, in {range}"),
+                ))
             } else if k.persistent && !peer_reads_released(cx, i, v) {
                 Some((
                     format!("a persistent CTA stores its next tile into `{name}` while a peer may still read this tile's: nothing orders this read before that store"),

@@ -68,7 +68,10 @@ impl<'a> Ctx<'a> {
             ExprKind::Dim(d) => k.dims[*d].name.clone(),
             ExprKind::Scalar(p) => k.params[*p].name.clone(),
             ExprKind::LoopVar(l) => k.loops[*l].var_name.clone(),
-            ExprKind::TileCoord { axis, .. } => format!("tile[{axis}]"),
+            ExprKind::TileCoord { tiles, axis } => match &k.loops[*tiles].kind {
+                LoopKind::Tiles { names, .. } if *axis < names.len() => names[*axis].clone(),
+                _ => format!("tile[{axis}]"),
+            },
             ExprKind::RoleIndex(r) => format!("{}.index", k.roles[*r].name),
             ExprKind::PipelineStage(p) => format!("{}.stage", k.pipelines[*p].name),
             ExprKind::Binary(op, a, b) => op.python(&self.expr_text(*a), &self.expr_text(*b)),
@@ -146,4 +149,24 @@ pub(crate) fn rings_around(k: &Kernel, loops: &[LoopId]) -> Vec<PipelineId> {
             _ => None,
         })
         .collect()
+}
+
+/// `text` without one pair of parentheses around all of it (`(k + 1)`: `k + 1`).
+pub(crate) fn unparen(text: &str) -> &str {
+    let Some(inner) = text.strip_prefix('(').and_then(|t| t.strip_suffix(')')) else {
+        return text;
+    };
+    // Only when the first parenthesis closes at the end: not `(a) + (b)`.
+    let mut depth = 0i32;
+    for c in inner.chars() {
+        depth += match c {
+            '(' => 1,
+            ')' => -1,
+            _ => 0,
+        };
+        if depth < 0 {
+            return text;
+        }
+    }
+    inner
 }

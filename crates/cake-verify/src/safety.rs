@@ -2,7 +2,7 @@
 //! binding, write-after-read and read-after-write on pipeline stages, releases before async
 //! readers retire, proxy fences, and shared-memory alignment and aliasing.
 
-use crate::ctx::{place_uses, Ctx, OpSite};
+use crate::ctx::{place_uses, unparen, Ctx, OpSite};
 use cake_diag::catalog::safety::*;
 use cake_diag::{Finding, Span};
 use cake_ir::layout::view_alignment;
@@ -538,7 +538,10 @@ fn cluster_divergence(cx: &Ctx, out: &mut Vec<Finding>) {
     }
 }
 
-/// `view.rows(start, n)` whose start follows `role.index`: in range for every replica.
+/// `view.rows(start, n)` with a start that is not a constant: in range for every replica when it
+/// follows `role.index` alone, and for every value the start can take otherwise
+/// ([`bounds::bounds`]): the lowering adds the start to the view's address as written, so rows
+/// past the view are another place's.
 fn rows_in_range(cx: &Ctx, out: &mut Vec<Finding>) {
     let k = cx.k;
     let mut reported = std::collections::BTreeSet::new();
@@ -548,35 +551,58 @@ fn rows_in_range(cx: &Ctx, out: &mut Vec<Finding>) {
         let (writes, reads) = (&site.effects.smem_writes, &site.effects.smem_reads);
         for v in writes.iter().chain(reads) {
             let Some((start, n)) = v.rows else { continue };
-            if !k.expr_reads_role_index(start, role) || !reported.insert((site.stmt, v.view)) {
+            if k.const_int(start).is_some() || !reported.insert((site.stmt, v.view)) {
                 continue;
             }
-            let rows = k.views[v.view].shape[0] as i64;
-            let bad = (0..replicas).find_map(|i| {
+            let view = &k.views[v.view];
+            let rows = view.shape[0] as i64;
+            let finding = |msg: String, actual: String| {
+                Finding::new(&ROWS_OUT_OF_RANGE, cx.span(site.stmt), msg)
+                    .subject("view", &view.name)
+                    .role(&k.roles[role].name)
+                    .actual(actual)
+                    .label(k.views.span(v.view), format!("{rows} rows"))
+            };
+            let per_replica = (0..replicas).find_map(|i| {
                 let s = eval_with_index(k, start, role, i)?;
                 (s < 0 || s + n as i64 > rows).then_some((i, s))
             });
-            if let Some((i, s)) = bad {
-                let view = &k.views[v.view];
+            if let Some((i, s)) = per_replica {
                 out.push(
-                    Finding::new(
-                        &ROWS_OUT_OF_RANGE,
-                        cx.span(site.stmt),
+                    finding(
                         format!(
                             "replica {i} of role `{}` reads or writes rows {s}..{} of `{}`, which has {rows}",
                             k.roles[role].name,
                             s + n as i64,
                             view.name
                         ),
+                        format!("{s}..{}", s + n as i64),
                     )
-                    .subject("view", &view.name)
-                    .role(&k.roles[role].name)
                     .expected(format!("rows within 0..{rows} for replicas 0..{replicas}"))
-                    .actual(format!("{s}..{}", s + n as i64))
-                    .label(k.roles.span(role), format!("{replicas} replicas"))
-                    .label(k.views.span(v.view), format!("{rows} rows")),
+                    .label(k.roles.span(role), format!("{replicas} replicas")),
                 );
+                continue;
             }
+            let b = bounds::bounds(k, start);
+            if b.within(rows - n as i64 + 1) {
+                continue;
+            }
+            let end = |v: Option<i64>, inf: &str| v.map_or(inf.to_string(), |v| v.to_string());
+            let full = cx.expr_text(start);
+            let text = unparen(&full);
+            out.push(
+                finding(
+                    format!(
+                        "the first row `{text}` of these {n} rows of `{}` can be any of {}..={}, but the view has {rows} rows",
+                        view.name,
+                        end(b.lo, "-inf"),
+                        end(b.hi, "inf")
+                    ),
+                    format!("`{text}`, in {}..={}", end(b.lo, "-inf"), end(b.hi, "inf")),
+                )
+                .expected(format!("a first row in 0..={}", rows - n as i64))
+                .help("bound the start by what its variables run over (a loop's count, `% n`), or use a staged view and its `.stage(...)`"),
+            );
         }
     }
 }

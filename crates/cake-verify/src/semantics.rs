@@ -1,7 +1,7 @@
 //! Schedule semantics: roles partition the warps, barriers are used as declared, pipelines agree
 //! on stages and trip counts, and declared resources are used.
 
-use crate::ctx::{place_uses, rings_around, Ctx};
+use crate::ctx::{place_uses, rings_around, unparen, Ctx};
 use cake_diag::catalog::semantics::*;
 use cake_diag::Finding;
 use cake_ir::sync::Memory;
@@ -787,26 +787,6 @@ fn mixed_stages(cx: &Ctx, out: &mut Vec<Finding>) {
             )),
         );
     }
-}
-
-/// `text` without one pair of parentheses around all of it (`(k + 1)`: `k + 1`).
-fn unparen(text: &str) -> &str {
-    let Some(inner) = text.strip_prefix('(').and_then(|t| t.strip_suffix(')')) else {
-        return text;
-    };
-    // Only when the first parenthesis closes at the end: not `(a) + (b)`.
-    let mut depth = 0i32;
-    for c in inner.chars() {
-        depth += match c {
-            '(' => 1,
-            ')' => -1,
-            _ => 0,
-        };
-        if depth < 0 {
-            return text;
-        }
-    }
-    inner
 }
 
 fn stages_text(n: u32) -> String {

@@ -210,8 +210,8 @@ pub const ROWS_OUT_OF_RANGE: CodeInfo = CodeInfo {
     name: "rows-out-of-range",
     category: Category::Safety,
     severity: Severity::Error,
-    summary: r#"A `view.rows(start, n)` range that follows the role's replica index runs past the view for some replica."#,
-    explanation: r#"Every replica of a role runs its operations, each with its own `role.index` (0 for the first warpgroup or warp, 1 for the next, ...). A row range computed from it, such as `sX.rows(math.index * 64, 64)`, must lie inside the view for every replica: past the last row, the replica reads or writes whatever shared memory follows the view (another view, another stage, or nothing). The front-end checks ranges whose start is a constant; this rule evaluates the start for each replica.
+    summary: r#"A `view.rows(start, n)` range whose start is computed at run time can run past the view."#,
+    explanation: r#"Every replica of a role runs its operations, each with its own `role.index` (0 for the first warpgroup or warp, 1 for the next, ...). A row range computed from it, such as `sX.rows(math.index * 64, 64)`, must lie inside the view for every replica: past the last row, the replica reads or writes whatever shared memory follows the view (another view, another stage, or nothing). The front-end checks ranges whose start is a constant; this rule evaluates the start for each replica. A start that also reads other run-time values (a loop variable, a tile coordinate) must be shown in range from what they run over (a `lm.range(n)` variable is 0..=n-1, `% n` is 0..=n-1): `sA.rows(k * 64, 64)` in a loop over K has no upper bound the verifier can see.
 
 Size the view for all replicas (rows = replicas × n), or give the role as many replicas as the view has ranges."#,
     bad: include_str!("../../../../tests/check/CAKE-S016-bad.py"),
