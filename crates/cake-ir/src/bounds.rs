@@ -41,6 +41,20 @@ impl Bounds {
     }
 }
 
+/// `lo..=hi`, an unbounded end written `-inf` or `inf`: what findings print.
+impl std::fmt::Display for Bounds {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.lo {
+            Some(lo) => write!(f, "{lo}..=")?,
+            None => write!(f, "-inf..=")?,
+        }
+        match self.hi {
+            Some(hi) => write!(f, "{hi}"),
+            None => write!(f, "inf"),
+        }
+    }
+}
+
 /// What integer expression `e` can evaluate to (`//` and `%` floor, as in Python), from what each
 /// variable runs over: a loop variable from its start to its stop less one, a tile coordinate
 /// from 0 to its count less one, a role's replica index over its replicas, a pipeline's stage
@@ -290,6 +304,7 @@ mod tests {
         let s = bin(&mut k, BinOp::Add, dim, kv);
         assert_eq!(b(&k, s), (Some(0), None));
         assert!(!bounds(&k, s).within(1 << 40));
+        assert_eq!(bounds(&k, s).to_string(), "0..=inf");
         // ... and taken modulo a constant it is bounded again.
         let m = bin(&mut k, BinOp::Mod, s, four);
         assert_eq!(b(&k, m), (Some(0), Some(3)));

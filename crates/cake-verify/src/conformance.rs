@@ -588,9 +588,7 @@ fn peer_views(cx: &Ctx, out: &mut Vec<Finding>) {
                 ))
             } else if k.const_int(c).is_none() && !bounds::bounds(k, c).within(n as i64) {
                 // A run-time rank: shown in range from what its variables run over.
-                let b = bounds::bounds(k, c);
-                let end = |v: Option<i64>, inf: &str| v.map_or(inf.to_string(), |v| v.to_string());
-                let range = format!("{}..={}", end(b.lo, "-inf"), end(b.hi, "inf"));
+                let range = bounds::bounds(k, c);
                 let text = crate::ctx::unparen(&cx.expr_text(c)).to_string();
                 Some((
                     format!(

@@ -587,18 +587,15 @@ fn rows_in_range(cx: &Ctx, out: &mut Vec<Finding>) {
             if b.within(rows - n as i64 + 1) {
                 continue;
             }
-            let end = |v: Option<i64>, inf: &str| v.map_or(inf.to_string(), |v| v.to_string());
             let full = cx.expr_text(start);
             let text = unparen(&full);
             out.push(
                 finding(
                     format!(
-                        "the first row `{text}` of these {n} rows of `{}` can be any of {}..={}, but the view has {rows} rows",
-                        view.name,
-                        end(b.lo, "-inf"),
-                        end(b.hi, "inf")
+                        "the first row `{text}` of these {n} rows of `{}` can be any of {b}, but the view has {rows} rows",
+                        view.name
                     ),
-                    format!("`{text}`, in {}..={}", end(b.lo, "-inf"), end(b.hi, "inf")),
+                    format!("`{text}`, in {b}"),
                 )
                 .expected(format!("a first row in 0..={}", rows - n as i64))
                 .help("bound the start by what its variables run over (a loop's count, `% n`), or use a staged view and its `.stage(...)`"),

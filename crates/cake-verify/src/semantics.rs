@@ -688,8 +688,7 @@ fn explicit_stages(cx: &Ctx, out: &mut Vec<Finding>) {
                 format!("name a stage in 0..{}", u.stages),
             ),
             Reach::Computed(named, b) => {
-                let end = |v: Option<i64>, inf: &str| v.map_or(inf.to_string(), |v| v.to_string());
-                let range = format!("{}..={}", end(b.lo, "-inf"), end(b.hi, "inf"));
+                let range = b.to_string();
                 // Index `%` floors, so a negative index wraps too.
                 let help = format!(
                     "take it modulo the stages (`({named}) % {}`), or name a pipeline's `.stage`",
