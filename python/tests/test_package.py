@@ -756,6 +756,26 @@ def test_fake_driver_loads_a_module_per_stream_only_for_a_kernel_with_module_sta
     assert len(loads[False]) == 2 and len(loads[True]) == 3, loads
 
 
+# One launch on each of 65 streams of device 0.
+FAKE_MANY_STREAMS = FAKE_LAUNCH.replace("""    k(A, B, C, stream=0xABC)
+    out["grid"] = list(k.last_grid)""", """    for s in range(1, 66):
+        out["launched"] = s - 1
+        k(A, B, C, stream=0x1000 * s)
+    out["grid"] = list(k.last_grid)""")
+
+
+def test_fake_driver_caps_the_streams_of_a_kernel_with_module_state(fake_libcuda, tmp_path):
+    assert FAKE_MANY_STREAMS != FAKE_LAUNCH
+    meta = golden_gemm()
+    out, calls = fake_launch(fake_libcuda, tmp_path, meta, nparams=9, script=FAKE_MANY_STREAMS)
+    assert "launch_error" not in out and out["launched"] == 64, out  # one module for all
+    meta["module_state"] = True
+    out, calls = fake_launch(fake_libcuda, tmp_path, meta, nparams=9, script=FAKE_MANY_STREAMS)
+    # 64 streams, each with its own copy; the 65th is refused before anything is loaded for it.
+    assert out["launched"] == 64 and "device 0 already has 64" in out["launch_error"], out
+    assert sum(c.startswith("cuModuleLoadData") for c in calls) == 64
+
+
 def test_fake_driver_refuses_a_first_load_inside_a_capture(fake_libcuda, tmp_path):
     for state, where in ((False, "on any stream"), (True, "on the capture stream")):
         meta = golden_gemm()

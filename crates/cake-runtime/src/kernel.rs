@@ -229,8 +229,8 @@ impl Kernel {
                 m.kernel
             )));
         }
-        let streams = map.keys().filter(|k| k.device == device).count();
-        if m.module_state && streams >= STATE_STREAMS {
+        let copies = || map.keys().filter(|k| k.device == device).count();
+        if m.module_state && copies() >= STATE_STREAMS {
             return Err(launch(format!(
                 "kernel `{}` keeps state between launches (a dynamic tile loop or stream-K), so \
                  each stream gets its own copy of its module, and device {device} already has \

@@ -571,6 +571,8 @@ fn peer_views(cx: &Ctx, out: &mut Vec<Finding>) {
     for (i, site) in cx.ops.iter().enumerate() {
         for (x, v, c) in crate::safety::peer_loads(k, site) {
             let name = &k.views[v].name;
+            // A run-time rank is shown in range from what its variables run over.
+            let range = k.const_int(c).is_none().then(|| bounds::bounds(k, c));
             let problem = if n < 2 {
                 Some((
                     format!("this reads `{name}` of cluster CTA {}, but the kernel's cluster has {n} CTA", k.const_int(c).map_or("cta".to_string(), |c| c.to_string())),
@@ -586,9 +588,7 @@ fn peer_views(cx: &Ctx, out: &mut Vec<Finding>) {
                     format!("a rank in 0..{n}"),
                     rank.to_string(),
                 ))
-            } else if k.const_int(c).is_none() && !bounds::bounds(k, c).within(n as i64) {
-                // A run-time rank: shown in range from what its variables run over.
-                let range = bounds::bounds(k, c);
+            } else if let Some(range) = range.filter(|b| !b.within(n as i64)) {
                 let text = crate::ctx::unparen(&cx.expr_text(c)).to_string();
                 Some((
                     format!(
