@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Build, on the build machine, the kernels bench/stream_state.py launches on two streams at once:
-# the dynamic RMSNorm ring, the dynamic causal attention (D = 128) and the stream-K GEMM.
+# Build, on the build machine, the kernels bench/stream_state.py launches on two streams at once
+# and times: the dynamic RMSNorm ring, the dynamic causal attention (D = 128), the stream-K GEMM
+# and the stream-K tinygemm (M = 8).
 #   bench/stream_state.sh DIR CAKE_BINARY     # repository root; needs scripts/toolchain.sh's CUDA_HOME
+# Run it once per binary to compare two compilers' builds (stream_state.py --old DIR).
 set -euo pipefail
 dir=$1 cake=$2
 mkdir -p "$dir"
@@ -16,4 +18,7 @@ knob "$tmp/attn.py" CAUSAL 1; knob "$tmp/attn.py" PERSISTENT 1; knob "$tmp/attn.
 "$cake" build "$tmp/rms.py" --target sm_90a --out "$dir/rms_ring_dyn" > /dev/null
 "$cake" build "$tmp/attn.py" --target sm_90a --out "$dir/attn_dyn" > /dev/null
 "$cake" build examples/gemm_streamk_sm90.py --target sm_90a --out "$dir/gemm_streamk" > /dev/null
-grep -l '"module_state": true' "$dir"/*/*.launch.json
+"$cake" build examples/tinygemm_streamk_sm90.py --target sm_90a --out "$dir/tinygemm_streamk" > /dev/null
+# Each keeps state across its CTAs: in the launch's workspace (`state`), or, built by a compiler
+# from before it, in module globals (`module_state`).
+grep -lE '"(state|module_state)":' "$dir"/*/*.launch.json

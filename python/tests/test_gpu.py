@@ -201,27 +201,35 @@ RING = os.path.join(ROOT, "examples", "rmsnorm_ring_sm90.py")
 
 @pytest.fixture(scope="module")
 def ring_dynamic():
-    """The RMSNorm ring with a dynamic tile loop: its tile counter lives in the module."""
+    """The RMSNorm ring with a dynamic tile loop: its tile counter is in the launch's workspace."""
     source = open(RING).read()
     assert "\nDYNAMIC = 0\n" in source
-    return cake.compile(RING, source=source.replace("\nDYNAMIC = 0\n", "\nDYNAMIC = 1\n")).rmsnorm_ring
+    k = cake.compile(RING, source=source.replace("\nDYNAMIC = 0\n", "\nDYNAMIC = 1\n")).rmsnorm_ring
+    assert k.meta["state"]["zeroed"] == 8, k.meta.get("state")
+    return k
 
 
-def test_a_kernel_with_module_state_runs_on_two_streams_at_once(ring_dynamic):
+def ring_problems(n, rows=8192, seed=11):
     g = torch.Generator(device="cuda")
-    g.manual_seed(11)
-    streams = [torch.cuda.Stream(), torch.cuda.Stream()]
-    xs = [torch.randn(8192, 4096, device="cuda", generator=g).to(torch.bfloat16) for _ in streams]
+    g.manual_seed(seed)
+    xs = [torch.randn(rows, 4096, device="cuda", generator=g).to(torch.bfloat16) for _ in range(n)]
     w = torch.randn(4096, device="cuda", generator=g).to(torch.bfloat16)
+    refs = [torch.nn.functional.rms_norm(x.float(), (4096,), w.float(), 1e-6) for x in xs]
+    return xs, w, refs
+
+
+def test_a_kernel_with_a_workspace_runs_on_two_streams_at_once(ring_dynamic):
+    streams = [torch.cuda.Stream(), torch.cuda.Stream()]
+    xs, w, refs = ring_problems(2)
     torch.cuda.synchronize()  # the inputs, made on the current stream, are ready for both
     alone = []
-    for s, x in zip(streams, xs):
+    for s, x, ref in zip(streams, xs, refs):
         y = torch.empty_like(x)
         ring_dynamic(X=x, W=w, Y=y, eps=1e-6, stream=s)
         s.synchronize()
-        ref = torch.nn.functional.rms_norm(x.float(), (4096,), w.float(), 1e-6)
         torch.testing.assert_close(y.float(), ref, rtol=2e-2, atol=2e-2)
         alone.append(y)
+    assert len(ring_dynamic._k.workspace_streams()) >= 2
     ys = [torch.empty_like(x) for x in xs]
     for _ in range(20):
         for y in ys:
@@ -234,21 +242,42 @@ def test_a_kernel_with_module_state_runs_on_two_streams_at_once(ring_dynamic):
             assert torch.equal(y, a), "each stream's launch took every tile of its own"
 
 
-def test_the_first_launch_of_a_kernel_with_module_state_is_refused_in_a_capture(ring_dynamic):
+def test_graphs_captured_on_one_stream_replay_at_once_on_two(ring_dynamic):
+    xs, w, refs = ring_problems(2, seed=12)
+    ys = [torch.empty_like(x) for x in xs]
+    ring_dynamic(X=xs[0], W=w, Y=ys[0], eps=1e-6)  # loads the module: a capture cannot
+    torch.cuda.synchronize()
+    graphs = [torch.cuda.CUDAGraph() for _ in xs]
+    for g, x, y in zip(graphs, xs, ys):  # both on torch's one capture stream
+        with torch.cuda.graph(g):
+            ring_dynamic(X=x, W=w, Y=y, eps=1e-6)
+    streams = [torch.cuda.Stream(), torch.cuda.Stream()]
+    for _ in range(20):
+        for y in ys:
+            y.fill_(float("nan"))
+        torch.cuda.synchronize()
+        for s, g in zip(streams, graphs):  # each replay has the workspace its graph allocates
+            s.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(s):
+                g.replay()
+        torch.cuda.synchronize()
+        for y, ref in zip(ys, refs):
+            torch.testing.assert_close(y.float(), ref, rtol=2e-2, atol=2e-2)
+
+
+def test_the_first_launch_on_a_device_is_refused_in_a_capture():
+    k = cake.compile(RING).rmsnorm_ring  # a fresh kernel object: its module is not loaded
     x = torch.randn(256, 4096, device="cuda").to(torch.bfloat16)
     w, y = torch.ones(4096, device="cuda", dtype=torch.bfloat16), torch.empty_like(x)
-    s = torch.cuda.Stream()  # a stream this kernel has not run on: its module copy is not loaded
-    s.wait_stream(torch.cuda.current_stream())
     g = torch.cuda.CUDAGraph()
-    with pytest.raises(cake.LaunchError, match="launch it once on the capture stream"):
-        with torch.cuda.graph(g, stream=s):
-            ring_dynamic(X=x, W=w, Y=y, eps=1e-6)
-    # Warmed up on the stream, the kernel is captured and replays correctly.
-    ring_dynamic(X=x, W=w, Y=y, eps=1e-6, stream=s)
-    s.synchronize()
+    with pytest.raises(cake.LaunchError, match="launch it once on any stream before capturing"):
+        with torch.cuda.graph(g):
+            k(X=x, W=w, Y=y, eps=1e-6)
+    k(X=x, W=w, Y=y, eps=1e-6)
+    torch.cuda.synchronize()
     g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g, stream=s):
-        ring_dynamic(X=x, W=w, Y=y, eps=1e-6)
+    with torch.cuda.graph(g):
+        k(X=x, W=w, Y=y, eps=1e-6)
     y.fill_(float("nan"))
     g.replay()
     torch.cuda.synchronize()

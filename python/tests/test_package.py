@@ -742,18 +742,44 @@ FAKE_STREAMS = FAKE_LAUNCH.replace("""    k(A, B, C, stream=0xABC)
     out["grid"] = list(k.last_grid)""")
 
 
-def test_fake_driver_loads_a_module_per_stream_only_for_a_kernel_with_module_state(fake_libcuda, tmp_path):
+def with_state(meta, bytes=528384, zeroed=4096):
+    """`meta` as a kernel with a workspace (launch.json `state`, its argument last)."""
+    meta["state"] = {"bytes": bytes, "zeroed": zeroed}
+    meta["args"].append({"kind": "state"})
+    return meta
+
+
+def launches(calls):
+    return [c for c in calls if c.startswith("cuLaunchKernelEx")]
+
+
+def last_param(call):
+    return call.split(" params=")[1].split(" ")[0].split(",")[-1]
+
+
+def test_fake_driver_gives_each_stream_its_own_workspace(fake_libcuda, tmp_path):
     assert FAKE_STREAMS != FAKE_LAUNCH
-    loads = {}
-    for state in (False, True):
-        meta = golden_gemm()
-        if state:
-            meta["module_state"] = True
-        out, calls = fake_launch(fake_libcuda, tmp_path, meta, nparams=9, script=FAKE_STREAMS)
-        assert "cuda_error" not in out and "launch_error" not in out, out
-        loads[state] = [c for c in calls if c.startswith("cuModuleLoadData")]
-    # One module per device (0 and 1) without state; with it, one per stream of device 0 too.
-    assert len(loads[False]) == 2 and len(loads[True]) == 3, loads
+    out, calls = fake_launch(fake_libcuda, tmp_path, golden_gemm(), nparams=9, script=FAKE_STREAMS)
+    assert "cuda_error" not in out and "launch_error" not in out, out
+    assert not any(c.startswith("cuMemAlloc") for c in calls), "no state, no workspace"
+    out, calls = fake_launch(fake_libcuda, tmp_path, with_state(golden_gemm()), nparams=10, script=FAKE_STREAMS)
+    assert "cuda_error" not in out and "launch_error" not in out, out
+    # One module per device, as for any kernel.
+    assert sum(c.startswith("cuModuleLoadData") for c in calls) == 2
+    # A workspace per device and stream: (0, 0xabc), (0, 0xdef), (1, 0xdef); each zeroed once, on
+    # its stream, over its zeroed prefix only.
+    allocs = [c for c in calls if c.startswith("cuMemAlloc ")]
+    assert [c.split()[1:3] for c in allocs] == [["ctx=0xc0000", "bytes=528384"], ["ctx=0xc0000", "bytes=528384"],
+                                               ["ctx=0xc0001", "bytes=528384"]], allocs
+    ptrs = [c.split("-> ")[1] for c in allocs]
+    zeroed = [c for c in calls if c.startswith("cuMemsetD8Async")]
+    assert [(c.split()[2], c.split()[4], c.split()[5]) for c in zeroed] == [
+        (f"ptr={ptrs[0]}", "bytes=4096", "stream=0xabc"), (f"ptr={ptrs[1]}", "bytes=4096", "stream=0xdef"),
+        (f"ptr={ptrs[2]}", "bytes=4096", "stream=0xdef")], zeroed
+    # Every launch gets its stream's workspace as its last argument: 0xabc, 0xdef, 0xabc, the
+    # prepared launch on 0xabc (bound and called), then device 1's 0xdef.
+    got = [last_param(c) for c in launches(calls)]
+    assert got == [ptrs[0], ptrs[1], ptrs[0], ptrs[0], ptrs[2]], (got, ptrs)
 
 
 # One launch on each of 65 streams of device 0.
@@ -764,27 +790,67 @@ FAKE_MANY_STREAMS = FAKE_LAUNCH.replace("""    k(A, B, C, stream=0xABC)
     out["grid"] = list(k.last_grid)""")
 
 
-def test_fake_driver_caps_the_streams_of_a_kernel_with_module_state(fake_libcuda, tmp_path):
+def test_fake_driver_caps_the_workspaces_of_a_kernel(fake_libcuda, tmp_path):
     assert FAKE_MANY_STREAMS != FAKE_LAUNCH
     meta = golden_gemm()
     out, calls = fake_launch(fake_libcuda, tmp_path, meta, nparams=9, script=FAKE_MANY_STREAMS)
-    assert "launch_error" not in out and out["launched"] == 64, out  # one module for all
-    meta["module_state"] = True
-    out, calls = fake_launch(fake_libcuda, tmp_path, meta, nparams=9, script=FAKE_MANY_STREAMS)
-    # 64 streams, each with its own copy; the 65th is refused before anything is loaded for it.
+    assert "launch_error" not in out and out["launched"] == 64, out  # no workspace, no bound
+    out, calls = fake_launch(fake_libcuda, tmp_path, with_state(meta), nparams=10, script=FAKE_MANY_STREAMS)
+    # 64 streams, each with its own workspace; the 65th is refused before anything is allocated
+    # or launched for it. One module serves them all.
     assert out["launched"] == 64 and "device 0 already has 64" in out["launch_error"], out
-    assert sum(c.startswith("cuModuleLoadData") for c in calls) == 64
+    assert sum(c.startswith("cuMemAlloc ") for c in calls) == 64
+    assert len(launches(calls)) == 64
+    assert sum(c.startswith("cuModuleLoadData") for c in calls) == 1
 
 
 def test_fake_driver_refuses_a_first_load_inside_a_capture(fake_libcuda, tmp_path):
-    for state, where in ((False, "on any stream"), (True, "on the capture stream")):
-        meta = golden_gemm()
-        if state:
-            meta["module_state"] = True
-        out, calls = fake_launch(fake_libcuda, tmp_path, meta, nparams=9, capturing=True)
-        assert f"launch it once {where} before capturing" in out["launch_error"], out
-        # Refused before anything is loaded or launched.
-        assert not any(c.startswith(("cuModuleLoadData", "cuLaunchKernelEx")) for c in calls), calls
+    for meta, n in ((golden_gemm(), 9), (with_state(golden_gemm()), 10)):
+        out, calls = fake_launch(fake_libcuda, tmp_path, meta, nparams=n, capturing=True)
+        assert "launch it once on any stream before capturing" in out["launch_error"], out
+        # Refused before anything is loaded, allocated or launched.
+        assert not any(c.startswith(("cuModuleLoadData", "cuMemAlloc", "cuLaunchKernelEx")) for c in calls), calls
+
+
+# A launch outside a capture, then two inside one (on the same stream) and a prepared launch
+# replayed inside it.
+FAKE_CAPTURE = FAKE_LAUNCH.replace("""    k(A, B, C, stream=0xABC)
+    out["grid"] = list(k.last_grid)""", """    import os
+    k(A, B, C, stream=0xABC)
+    p = k.prepare(A, B, C, stream=0xABC)
+    os.environ["FAKE_CUDA_CAPTURING"] = "1"
+    k(A, B, C, stream=0xABC)
+    k(A, B, C, stream=0xABC)
+    p()
+    del os.environ["FAKE_CUDA_CAPTURING"]
+    out["grid"] = list(k.last_grid)
+    raise SystemExit(print(json.dumps(out)))""")
+
+
+def test_fake_driver_gives_a_captured_launch_a_workspace_of_the_graph(fake_libcuda, tmp_path):
+    assert FAKE_CAPTURE != FAKE_LAUNCH
+    out, calls = fake_launch(fake_libcuda, tmp_path, with_state(golden_gemm()), nparams=10, script=FAKE_CAPTURE)
+    assert "cuda_error" not in out and "launch_error" not in out, out
+    # The stream's own workspace outside the capture; inside it each launch allocates, zeroes,
+    # uses and frees one of the graph's, in stream order.
+    eager = [c for c in calls if c.startswith("cuMemAlloc ")]
+    assert len(eager) == 1, eager
+    own = eager[0].split("-> ")[1]
+    mem = [c for c in calls if c.startswith(("cuMemAllocAsync", "cuMemsetD8Async", "cuLaunchKernelEx",
+                                             "cuMemFreeAsync"))]
+    assert last_param(mem[1]) == own and mem[0].startswith("cuMemsetD8Async")
+    captured = mem[2:]
+    assert len(captured) == 12, captured
+    seen = set()
+    for i in range(0, 12, 4):
+        alloc, zero, launch, free = captured[i:i + 4]
+        ptr = alloc.split("-> ")[1]
+        assert alloc.startswith("cuMemAllocAsync") and "bytes=528384 stream=0xabc" in alloc, alloc
+        assert zero.startswith(f"cuMemsetD8Async ctx=0xc0000 ptr={ptr} value=0 bytes=4096 stream=0xabc"), zero
+        assert launch.startswith("cuLaunchKernelEx") and last_param(launch) == ptr, launch
+        assert free.startswith(f"cuMemFreeAsync ctx=0xc0000 ptr={ptr} stream=0xabc"), free
+        seen.add(ptr)
+    assert len(seen) == 3 and own not in seen
 
 
 def test_fake_driver_errors_are_cuda_errors(fake_libcuda, tmp_path):

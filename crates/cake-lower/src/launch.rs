@@ -27,12 +27,20 @@ pub struct LaunchMeta {
     /// and its length.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeline: Option<Timeline>,
-    /// The module keeps state between launches in device globals: a dynamic tile loop's
-    /// counters, stream-K's partials and ready flags (docs/language.md §8.1, §8.1a). Each launch
-    /// leaves them as it found them, so no launch needs a memset, but two launches that overlap
-    /// must not share them: the launcher loads one module per stream for such a kernel.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub module_state: bool,
+    /// The launch's workspace, the kernel's `Arg::State` argument: a dynamic tile loop's
+    /// counters, stream-K's partials and ready flags (docs/language.md §8.1, §8.1a). Launches
+    /// that may overlap must not share one; the launcher provides it (docs/launch.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<StateMeta>,
+}
+
+/// The size of a kernel's workspace. Its first `zeroed` bytes must be zero when a launch starts;
+/// every launch leaves them zero, so a buffer reused by the next launch on the same stream needs
+/// no memset. The rest is written before it is read.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct StateMeta {
+    pub bytes: u64,
+    pub zeroed: u64,
 }
 
 /// The timeline's layout: `slots` 64-bit words per CTA (at `blockIdx.x * slots`), named by
@@ -91,4 +99,6 @@ pub enum Arg {
     Scalar {
         name: String,
     },
+    /// The launch's workspace (`state`): a device pointer the launcher provides.
+    State,
 }

@@ -15,7 +15,7 @@ use cake_target::Target;
 pub use emit::timeline::{
     enable_timeline, timeline_points, timeline_source, TIMELINE_LEN, TIMELINE_TENSOR,
 };
-pub use launch::{Arg, Grid, LaunchMeta, ScalarMeta, TensorMeta, Timeline};
+pub use launch::{Arg, Grid, LaunchMeta, ScalarMeta, StateMeta, TensorMeta, Timeline};
 pub use legal::lowerable;
 
 thread_local! {

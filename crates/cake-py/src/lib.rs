@@ -609,6 +609,15 @@ impl PyKernel {
         Ok(d)
     }
 
+    /// The (device, stream) pairs that have a workspace of this kernel (launch.json `state`):
+    /// one per stream it was launched on outside a CUDA graph capture.
+    fn workspace_streams(&self) -> Vec<(i32, u64)> {
+        self.inner
+            .workspaces()
+            .map(|w| w.streams())
+            .unwrap_or_default()
+    }
+
     fn __repr__(&self) -> String {
         let path = self
             .inner

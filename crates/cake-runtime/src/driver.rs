@@ -18,7 +18,7 @@ use crate::pack::ParamSlot;
 use crate::tensormap::TensorMapFields;
 
 /// Every entry point used here; probed at load so an old driver is a clear error, not a panic.
-const REQUIRED: [&str; 19] = [
+const REQUIRED: [&str; 23] = [
     "cuInit",
     "cuGetErrorName",
     "cuGetErrorString",
@@ -38,6 +38,10 @@ const REQUIRED: [&str; 19] = [
     "cuMemsetD8Async",
     "cuCtxResetPersistingL2Cache",
     "cuStreamIsCapturing",
+    "cuMemAlloc_v2",
+    "cuMemFree_v2",
+    "cuMemAllocAsync",
+    "cuMemFreeAsync",
 ];
 
 /// A `CUresult` as (name, description), e.g. ("CUDA_ERROR_INVALID_VALUE", "invalid argument").
@@ -493,7 +497,8 @@ pub fn max_ctas_per_sm(f: Function, cfg: &Config) -> Result<u32> {
 }
 
 /// Whether `stream` is being captured into a CUDA graph (`cuStreamIsCapturing`), in the current
-/// context: loading a module then would break the capture.
+/// context: loading a module then would break the capture, and a launch's workspace must then be
+/// the graph's own.
 pub fn stream_is_capturing(stream: u64) -> Result<bool> {
     let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
     // SAFETY: out-pointer to a local; the driver validates the stream.
@@ -516,6 +521,45 @@ pub fn memset_zero(ptr: u64, bytes: usize, stream: u64) -> Result<()> {
     };
     check(res, || {
         format!("cuMemsetD8Async(ptr={ptr:#x}, bytes={bytes}, stream={stream:#x})")
+    })
+}
+
+/// `bytes` bytes of device memory in the current context (`cuMemAlloc`).
+pub fn mem_alloc(bytes: usize) -> Result<u64> {
+    let mut ptr: sys::CUdeviceptr = 0;
+    // SAFETY: out-pointer to a local.
+    let res = unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes) };
+    check(res, || format!("cuMemAlloc(bytes={bytes})"))?;
+    Ok(ptr as u64)
+}
+
+/// Free memory [`mem_alloc`] returned (`cuMemFree`, which waits for the device's work that may
+/// use it), in the context it was allocated in, which must be current.
+pub fn mem_free(ptr: u64) -> Result<()> {
+    // SAFETY: the caller passes an allocation of this context that nothing will use again.
+    let res = unsafe { sys::cuMemFree_v2(ptr as sys::CUdeviceptr) };
+    check(res, || format!("cuMemFree(ptr={ptr:#x})"))
+}
+
+/// `bytes` bytes of device memory ordered on `stream` (`cuMemAllocAsync`): inside a CUDA graph
+/// capture, a node of the graph, so every replay has its own.
+pub fn mem_alloc_async(bytes: usize, stream: u64) -> Result<u64> {
+    let mut ptr: sys::CUdeviceptr = 0;
+    // SAFETY: out-pointer to a local; the driver validates the stream.
+    let res = unsafe { sys::cuMemAllocAsync(&mut ptr, bytes, stream as usize as sys::CUstream) };
+    check(res, || {
+        format!("cuMemAllocAsync(bytes={bytes}, stream={stream:#x})")
+    })?;
+    Ok(ptr as u64)
+}
+
+/// Free [`mem_alloc_async`]'s memory once `stream`'s work so far is done (`cuMemFreeAsync`).
+pub fn mem_free_async(ptr: u64, stream: u64) -> Result<()> {
+    // SAFETY: the caller passes an allocation that no work ordered after this call uses.
+    let res =
+        unsafe { sys::cuMemFreeAsync(ptr as sys::CUdeviceptr, stream as usize as sys::CUstream) };
+    check(res, || {
+        format!("cuMemFreeAsync(ptr={ptr:#x}, stream={stream:#x})")
     })
 }
 

@@ -3,48 +3,106 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use crate::bind::{self, Bound, ScalarValue, TensorDesc};
 use crate::driver::{self, Config, Function};
 use crate::error::{launch, Error, Result};
 use crate::pack::{self, Packed, ParamSlot, Planned};
-use crate::spec::{GridKind, Spec};
+use crate::spec::{ArgKind, GridKind, Spec};
 use crate::tensormap::TensorMapFields;
+use cake_lower::StateMeta;
 
 /// Encoded tensor maps a kernel keeps: enough for the distinct tensors of a training or
 /// benchmark loop; the cache is emptied when it fills.
 const TENSORMAP_CACHE: usize = 256;
 
-/// Streams a kernel with module state (launch.json's `module_state`) may be launched on per
-/// device: each has its own copy of the module. A bound, so a program that makes a fresh stream
-/// per call gets a clear error instead of a module (and its workspace) per call.
+/// Streams per device a kernel with a workspace (launch.json `state`) keeps one for: a bound,
+/// so a program that makes a fresh stream per call gets a clear error instead of a workspace per
+/// call held for the kernel's life.
 pub const STATE_STREAMS: usize = 64;
 
-/// Which loaded module a launch uses: one per device, or, for a kernel whose module keeps
-/// state between launches, one per device and stream, so launches on different streams (which
-/// may overlap) never share that state, while launches on one stream run one after another.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct ModuleKey {
-    pub device: i32,
-    /// The stream's handle for a kernel with module state; 0 otherwise.
-    pub stream: u64,
+/// The workspaces of a kernel with state (launch.json `state`, docs/launch.md): one per device
+/// and stream it was launched on outside a graph capture. Each is zeroed once, on its stream,
+/// when it is allocated, and every launch leaves its `zeroed` prefix zero again, so launches on
+/// one stream (which run one after another) reuse it with no memset, and launches on two streams
+/// (which may overlap) never share one. Freed when the kernel and every launch prepared from it
+/// are gone.
+pub struct Workspaces {
+    kernel: String,
+    state: StateMeta,
+    buffers: Mutex<HashMap<(i32, u64), u64>>,
 }
 
-impl ModuleKey {
-    pub fn new(spec: &Spec, device: i32, stream: u64) -> ModuleKey {
-        ModuleKey {
-            device,
-            stream: if spec.meta.module_state { stream } else { 0 },
+impl Workspaces {
+    fn new(kernel: &str, state: StateMeta) -> Workspaces {
+        Workspaces {
+            kernel: kernel.to_string(),
+            state,
+            buffers: Mutex::new(HashMap::new()),
         }
     }
+
+    /// The workspace of launches on `stream` of `device` (whose context is current), allocated
+    /// and zeroed on the stream the first time.
+    pub fn of_stream(&self, device: i32, stream: u64) -> Result<u64> {
+        let mut map = self.buffers.lock().expect("lock");
+        if let Some(p) = map.get(&(device, stream)) {
+            return Ok(*p);
+        }
+        if map.keys().filter(|(d, _)| *d == device).count() >= STATE_STREAMS {
+            return Err(launch(format!(
+                "kernel `{}` has a workspace per stream (a dynamic tile loop or stream-K), and \
+                 device {device} already has {STATE_STREAMS}: launch it on a few long-lived \
+                 streams, not a new one per call",
+                self.kernel
+            )));
+        }
+        let ptr = driver::mem_alloc(self.state.bytes as usize)?;
+        if let Err(e) = driver::memset_zero(ptr, self.state.zeroed as usize, stream) {
+            let _ = driver::mem_free(ptr);
+            return Err(e);
+        }
+        map.insert((device, stream), ptr);
+        Ok(ptr)
+    }
+
+    /// Devices and streams with a workspace, for tests and diagnostics.
+    pub fn streams(&self) -> Vec<(i32, u64)> {
+        let mut v: Vec<(i32, u64)> = self.buffers.lock().expect("lock").keys().copied().collect();
+        v.sort();
+        v
+    }
+}
+
+impl Drop for Workspaces {
+    fn drop(&mut self) {
+        let Ok(drv) = driver::driver() else { return };
+        for (&(device, _), &ptr) in self.buffers.get_mut().expect("lock").iter() {
+            // cuMemFree waits for the work that may still use it. At exit the driver may be
+            // gone already: nothing to do then.
+            if drv.make_current(device).is_ok() {
+                let _ = driver::mem_free(ptr);
+            }
+        }
+    }
+}
+
+/// How a prepared launch of a kernel with state finds its workspace.
+struct StateLaunch {
+    /// The workspace argument's position.
+    arg: usize,
+    workspaces: Arc<Workspaces>,
 }
 
 pub struct Kernel {
     spec: Spec,
     image: Vec<u8>,
     path: Option<PathBuf>,
-    functions: Mutex<HashMap<ModuleKey, Function>>,
+    /// The loaded function per device.
+    functions: Mutex<HashMap<i32, Function>>,
+    /// A kernel with state: its per-stream workspaces.
+    workspaces: Option<Arc<Workspaces>>,
     /// Per device: CTAs of whole clusters that can run at once (persistent cluster grids only).
     cluster_fit: Mutex<HashMap<i32, u32>>,
     /// `cuTensorMapEncodeTiled` results by their arguments. A descriptor is a pure function of
@@ -71,6 +129,7 @@ pub struct Prepared {
     packed: Option<Packed>,
     /// (address, bytes) of the tensors zeroed before the kernel (launch.json's `zero`).
     zero: Vec<(u64, usize)>,
+    state: Option<StateLaunch>,
 }
 
 impl Prepared {
@@ -90,9 +149,28 @@ impl Prepared {
         let (Some(f), Some(packed)) = (self.function, self.packed.as_ref()) else {
             return Ok(());
         };
-        // SAFETY: `packed` holds one slot per kernel parameter in launch.json order; the
-        // function was loaded in this device's primary context, now current.
-        unsafe { driver::launch(f, &self.config, packed.params()) }
+        let Some(state) = &self.state else {
+            // SAFETY: `packed` holds one slot per kernel parameter in launch.json order; the
+            // function was loaded in this device's primary context, now current.
+            return unsafe { driver::launch(f, &self.config, packed.params()) };
+        };
+        let stream = self.config.stream;
+        if !driver::stream_is_capturing(stream)? {
+            let ws = state.workspaces.of_stream(self.device, stream)?;
+            let packed = packed.with_pointer(state.arg, ws);
+            // SAFETY: as above, with the stream's workspace in its argument.
+            return unsafe { driver::launch(f, &self.config, packed.params()) };
+        }
+        // Inside a capture the graph gets a workspace of its own, allocated and zeroed by its
+        // nodes on each replay: replays of two graphs (or of one on two streams) may overlap.
+        let s = state.workspaces.state;
+        let ws = driver::mem_alloc_async(s.bytes as usize, stream)?;
+        let packed = packed.with_pointer(state.arg, ws);
+        let launched = driver::memset_zero(ws, s.zeroed as usize, stream)
+            // SAFETY: as above, with the graph's workspace in its argument.
+            .and_then(|()| unsafe { driver::launch(f, &self.config, packed.params()) });
+        let freed = driver::mem_free_async(ws, stream);
+        launched.and(freed)
     }
 }
 
@@ -108,11 +186,16 @@ impl std::fmt::Debug for Kernel {
 
 impl Kernel {
     pub fn new(spec: Spec, image: Vec<u8>, path: Option<PathBuf>) -> Kernel {
+        let workspaces = spec
+            .meta
+            .state
+            .map(|s| Arc::new(Workspaces::new(&spec.meta.kernel, s)));
         Kernel {
             spec,
             image,
             path,
             functions: Mutex::new(HashMap::new()),
+            workspaces,
             cluster_fit: Mutex::new(HashMap::new()),
             tensormaps: Mutex::new(HashMap::new()),
         }
@@ -202,39 +285,19 @@ impl Kernel {
         Ok(Binding { bound, plan })
     }
 
-    /// The function for launches on `stream` of `device`, loading the cubin into the device's
-    /// primary context the first time (for a kernel with module state, the first time on each
-    /// stream: [`ModuleKey`]). The context must be current.
+    /// The function on `device`, loading the cubin into the device's primary context the first
+    /// time. The context must be current; `stream` is the launch's, checked for a capture.
     fn function(&self, device: i32, stream: u64) -> Result<Function> {
-        let key = ModuleKey::new(&self.spec, device, stream);
         let mut map = self.functions.lock().expect("lock");
-        if let Some(f) = map.get(&key) {
+        if let Some(f) = map.get(&device) {
             return Ok(*f);
         }
         let m = &self.spec.meta;
         if driver::stream_is_capturing(stream)? {
-            let (first, warm) = if m.module_state {
-                (
-                    "on this stream (the kernel keeps state between launches, so each stream \
-                     loads its own copy)",
-                    "on the capture stream",
-                )
-            } else {
-                ("on this device", "on any stream")
-            };
             return Err(launch(format!(
-                "kernel `{}`: the first launch {first} loads its module, which a CUDA graph \
-                 capture cannot contain: launch it once {warm} before capturing \
+                "kernel `{}`: the first launch on this device loads its module, which a CUDA \
+                 graph capture cannot contain: launch it once on any stream before capturing \
                  (docs/python.md, CUDA graphs)",
-                m.kernel
-            )));
-        }
-        let copies = || map.keys().filter(|k| k.device == device).count();
-        if m.module_state && copies() >= STATE_STREAMS {
-            return Err(launch(format!(
-                "kernel `{}` keeps state between launches (a dynamic tile loop or stream-K), so \
-                 each stream gets its own copy of its module, and device {device} already has \
-                 {STATE_STREAMS}: launch it on a few long-lived streams, not a new one per call",
                 m.kernel
             )));
         }
@@ -251,24 +314,13 @@ impl Kernel {
                 }
                 other => other,
             })?;
-        map.insert(key, f);
+        map.insert(device, f);
         Ok(f)
     }
 
-    /// A function on `device` for questions about the kernel (attributes, residency) rather than
-    /// a launch: any copy already loaded there, else the one of the default stream.
-    fn any_function(&self, device: i32) -> Result<Function> {
-        let loaded = self
-            .functions
-            .lock()
-            .expect("lock")
-            .iter()
-            .find(|(k, _)| k.device == device)
-            .map(|(_, f)| *f);
-        match loaded {
-            Some(f) => Ok(f),
-            None => self.function(device, 0),
-        }
+    /// The per-stream workspaces of a kernel with state (launch.json `state`).
+    pub fn workspaces(&self) -> Option<&Workspaces> {
+        self.workspaces.as_deref()
     }
 
     /// Bind, check, load (first time on the device) and encode: everything but the launch.
@@ -303,6 +355,7 @@ impl Kernel {
                 device,
                 packed: None,
                 zero,
+                state: None,
             });
         };
         let drv = driver::driver()?;
@@ -325,12 +378,22 @@ impl Kernel {
             }
         }
         let packed = Packed::new(&plan, |f, slot| self.encode_cached(drv, f, slot))?;
+        let state = self.workspaces.as_ref().map(|w| StateLaunch {
+            arg: self
+                .spec
+                .args
+                .iter()
+                .position(|a| a.kind == ArgKind::State)
+                .expect("a spec with `state` has its argument"),
+            workspaces: Arc::clone(w),
+        });
         Ok(Prepared {
             function: Some(function),
             config,
             device,
             packed: Some(packed),
             zero,
+            state,
         })
     }
 
@@ -370,7 +433,7 @@ impl Kernel {
     /// Registers, shared and local memory and limits of the function on `device` (loading it).
     pub fn function_attributes(&self, device: i32) -> Result<Vec<(&'static str, i32)>> {
         driver::driver()?.make_current(device)?;
-        driver::function_attributes(self.any_function(device)?)
+        driver::function_attributes(self.function(device, 0)?)
     }
 
     /// How this kernel's CTAs fit `device` as the driver reckons it: per SM, and for a
@@ -379,7 +442,7 @@ impl Kernel {
     pub fn residency(&self, device: i32) -> Result<Residency> {
         let drv = driver::driver()?;
         drv.make_current(device)?;
-        let function = self.any_function(device)?;
+        let function = self.function(device, 0)?;
         let m = &self.spec.meta;
         let config = Config {
             // One cluster's worth: the driver refuses a grid that is not whole clusters.

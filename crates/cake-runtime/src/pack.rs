@@ -65,6 +65,8 @@ pub fn plan(spec: &Spec, bound: &Bound) -> Result<Vec<Planned>> {
                     })?;
                     Planned::Dim(v)
                 }
+                // Filled per launch: the launcher picks the workspace (`Packed::with_pointer`).
+                ArgKind::State => Planned::Ptr(0),
                 ArgKind::Scalar => {
                     let s = bound
                         .scalar(&a.name)
@@ -136,6 +138,26 @@ impl Packed {
     /// Parameter `i`'s address (what the `void**` array holds).
     pub fn address(&self, i: usize) -> usize {
         self.params[i] as usize
+    }
+
+    /// The same parameters with pointer parameter `i` set to `value` (a launch's workspace).
+    pub fn with_pointer(&self, i: usize, value: u64) -> Packed {
+        let mut slots = self.slots.clone();
+        slots[i].0[..8].copy_from_slice(&value.to_le_bytes());
+        let params = slots
+            .iter_mut()
+            .map(|s| s.0.as_mut_ptr().cast::<c_void>())
+            .collect();
+        Packed {
+            slots,
+            sizes: self.sizes.clone(),
+            params,
+        }
+    }
+
+    /// Set pointer parameter `i` to `value`.
+    pub fn set_pointer(&mut self, i: usize, value: u64) {
+        self.slots[i].0[..8].copy_from_slice(&value.to_le_bytes());
     }
 
     /// The `kernelParams` array for `cuLaunchKernelEx` (which only reads through it).

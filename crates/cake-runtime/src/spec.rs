@@ -14,6 +14,11 @@ use crate::expr::Expr;
 pub const SCHEMA: &str = "cake.launch/v0";
 pub const MAX_TMA_RANK: usize = 5;
 pub const MAX_BOX_DIM: u32 = 256;
+/// The largest workspace (launch.json `state.bytes`) a kernel may ask for: 1 GiB. The lowering
+/// sizes it by a fixed number of CTAs, so a real one is a few megabytes at most.
+pub const MAX_STATE_BYTES: u64 = 1 << 30;
+/// The name a workspace argument goes by in messages.
+pub const STATE_ARG: &str = "state";
 
 /// One dimension of a tensor parameter.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -124,6 +129,8 @@ pub enum ArgKind {
     Ptr,
     Dim,
     Scalar,
+    /// The launch's workspace (launch.json `state`): a device pointer the launcher provides.
+    State,
 }
 
 #[derive(Clone, Debug)]
@@ -141,6 +148,7 @@ impl ArgSpec {
             ArgKind::Ptr => "ptr",
             ArgKind::Dim => "dim",
             ArgKind::Scalar => "scalar",
+            ArgKind::State => "state",
         }
     }
 
@@ -334,6 +342,7 @@ impl Spec {
             .enumerate()
             .map(|(i, a)| spec.parse_arg(i, a))
             .collect::<Result<_>>()?;
+        spec.check_state()?;
         spec.parse_grid()?;
         Ok(spec)
     }
@@ -357,6 +366,28 @@ impl Spec {
 
     pub fn scalar(&self, name: &str) -> Option<&ScalarSpec> {
         self.scalars.iter().find(|s| s.name == name)
+    }
+
+    /// A workspace is sized sensibly and taken by exactly one argument.
+    fn check_state(&self) -> Result<()> {
+        let takers = self
+            .args
+            .iter()
+            .filter(|a| a.kind == ArgKind::State)
+            .count();
+        match self.meta.state {
+            None => Ok(()),
+            Some(s) if s.bytes == 0 || s.bytes > MAX_STATE_BYTES || s.zeroed > s.bytes => {
+                Err(launch(format!(
+                    "launch.json field `state`: {} bytes with {} zeroed; expected 1 to {MAX_STATE_BYTES} bytes, of which at most all are zeroed",
+                    s.bytes, s.zeroed
+                )))
+            }
+            Some(_) if takers != 1 => Err(launch(format!(
+                "launch.json field `state`: the workspace must be exactly one argument (`{{\"kind\": \"state\"}}`), found {takers}"
+            ))),
+            Some(_) => Ok(()),
+        }
     }
 
     fn parse_arg(&self, i: usize, a: &Arg) -> Result<ArgSpec> {
@@ -393,6 +424,14 @@ impl Spec {
                     )));
                 }
                 (ArgKind::Scalar, name)
+            }
+            Arg::State => {
+                if self.meta.state.is_none() {
+                    return Err(launch(format!(
+                        "{place} (state): the kernel takes a workspace, but launch.json has no `state` to size it"
+                    )));
+                }
+                (ArgKind::State, &STATE_ARG.to_string())
             }
         };
         let mut arg = ArgSpec {

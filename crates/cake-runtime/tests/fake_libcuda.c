@@ -205,3 +205,32 @@ CUresult cuCtxResetPersistingL2Cache(void) {
     logf_("cuCtxResetPersistingL2Cache ctx=%#lx", (unsigned long)(uintptr_t)current);
     return fails("cuCtxResetPersistingL2Cache") ? 200 : 0;
 }
+
+/* Device memory: fake addresses from 0xd0000000 up, 16 MiB apart; nothing is backed. */
+static unsigned long long next_alloc = 0xd0000000ull;
+
+CUresult cuMemAlloc_v2(unsigned long long *ptr, size_t bytes) {
+    *ptr = next_alloc;
+    next_alloc += 1ull << 24;
+    logf_("cuMemAlloc ctx=%#lx bytes=%zu -> %#llx", (unsigned long)(uintptr_t)current, bytes, *ptr);
+    return fails("cuMemAlloc") ? 200 : 0;
+}
+
+CUresult cuMemFree_v2(unsigned long long ptr) {
+    logf_("cuMemFree ctx=%#lx ptr=%#llx", (unsigned long)(uintptr_t)current, ptr);
+    return 0;
+}
+
+CUresult cuMemAllocAsync(unsigned long long *ptr, size_t bytes, CUstream s) {
+    *ptr = next_alloc;
+    next_alloc += 1ull << 24;
+    logf_("cuMemAllocAsync ctx=%#lx bytes=%zu stream=%#lx -> %#llx",
+          (unsigned long)(uintptr_t)current, bytes, (unsigned long)(uintptr_t)s, *ptr);
+    return fails("cuMemAllocAsync") ? 200 : 0;
+}
+
+CUresult cuMemFreeAsync(unsigned long long ptr, CUstream s) {
+    logf_("cuMemFreeAsync ctx=%#lx ptr=%#llx stream=%#lx", (unsigned long)(uintptr_t)current, ptr,
+          (unsigned long)(uintptr_t)s);
+    return 0;
+}

@@ -980,29 +980,53 @@ fn cluster_tile_rule_counts_whole_clusters() {
 }
 
 #[test]
-fn a_kernel_with_module_state_gets_a_module_per_stream() {
-    use cake_runtime::kernel::ModuleKey;
+fn a_workspace_is_one_state_argument_sized_by_launch_json() {
+    use cake_runtime::spec::ArgKind;
     let plain = spec(&gemm_meta()).unwrap();
-    assert!(!plain.meta.module_state, "absent means false");
+    assert!(plain.meta.state.is_none(), "absent: no workspace");
     let mut m = gemm_meta();
-    m["module_state"] = json!(true);
+    m["state"] = json!({"bytes": 4096, "zeroed": 8});
+    m["args"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"kind": "state"}));
     let stateful = spec(&m).unwrap();
-    assert!(stateful.meta.module_state);
-    // Without state every stream of a device shares one module; with it each stream has its own,
-    // and the devices stay apart either way.
+    assert_eq!(stateful.args.last().unwrap().kind, ArgKind::State);
     assert_eq!(
-        ModuleKey::new(&plain, 0, 0x10),
-        ModuleKey::new(&plain, 0, 0x20)
+        stateful.args.last().unwrap().label(),
+        format!("arg {} (state `state`)", stateful.args.len() - 1)
     );
-    assert_ne!(
-        ModuleKey::new(&stateful, 0, 0x10),
-        ModuleKey::new(&stateful, 0, 0x20)
+    // The size must be sensible and the argument present exactly once.
+    let mut bad = m.clone();
+    bad["state"] = json!({"bytes": 8, "zeroed": 16});
+    assert!(
+        msg(spec(&bad)).contains("at most all are zeroed"),
+        "{}",
+        msg(spec(&bad))
     );
-    assert_eq!(
-        ModuleKey::new(&stateful, 0, 0x10),
-        ModuleKey::new(&stateful, 0, 0x10)
+    bad["state"] = json!({"bytes": 0, "zeroed": 0});
+    assert!(msg(spec(&bad)).contains("expected 1 to"));
+    bad["state"] = json!({"bytes": 2u64 << 30, "zeroed": 0});
+    assert!(msg(spec(&bad)).contains("expected 1 to"));
+    let mut twice = m.clone();
+    twice["args"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"kind": "state"}));
+    assert!(
+        msg(spec(&twice)).contains("exactly one argument"),
+        "{}",
+        msg(spec(&twice))
     );
-    assert_ne!(ModuleKey::new(&plain, 0, 0), ModuleKey::new(&plain, 1, 0));
-    m["module_state"] = json!("yes");
-    assert!(msg(spec(&m)).contains("expected a boolean"));
+    let mut missing = gemm_meta();
+    missing["state"] = json!({"bytes": 4096, "zeroed": 8});
+    assert!(msg(spec(&missing)).contains("found 0"));
+    let mut unsized_ = gemm_meta();
+    unsized_["args"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"kind": "state"}));
+    assert!(msg(spec(&unsized_)).contains("no `state` to size it"));
+    m["state"] = json!(true);
+    assert!(msg(spec(&m)).contains("expected struct StateMeta"));
 }

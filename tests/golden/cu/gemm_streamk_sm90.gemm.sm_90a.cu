@@ -215,9 +215,9 @@ __device__ __forceinline__ void cake_st_relaxed_gpu(unsigned int* p, unsigned in
   asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" :: "l"(p), "r"(v) : "memory");
 }
 
-// Stream-K partials of `acc` (gemm_streamk_sm90.py:53): per CTA and replica of role `math`, 128 f32 registers of each of its 128 threads; a ready flag per warp. Zero when the module loads; the run that reads a flag resets it.
-__device__ float cake_stream_acc[8388608];
-__device__ unsigned int cake_stream_acc_ready[2048];
+// The launch's workspace (`cake_state`, launch.json `state`): 33562624 bytes, of which the first 8192 are zero when a launch starts and zero again when it ends.
+//   [0, 8192) stream-K ready flags of `acc`: one per warp of each CTA and replica of role `math`
+//   [8192, 33562624) stream-K partials of `acc`: 128 f32 registers of each thread of each CTA and replica
 
 extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
     const __grid_constant__ CakeTensorMap tmap_A_0,
@@ -228,7 +228,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
     uint16_t* __restrict__ C,
     const int dim_M,
     const int dim_K,
-    const int dim_N CAKE_TIMELINE_PARAMS) {
+    const int dim_N,
+    unsigned char* __restrict__ cake_state CAKE_TIMELINE_PARAMS) {
   // Dynamic shared memory, rounded up to 1024 B: swizzled views repeat every 8 rows of 128 B.
   extern __shared__ __align__(16) uint8_t cake_smem_raw[];
   const uint32_t cake_smem = (cake_smem_addr(cake_smem_raw) + 1023u) & ~1023u;
@@ -379,6 +380,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm(
       cake_wgmma_wait<0>();  // every MMA of the loop has retired
       if (empty_pending >= 0 && math_thread == 0) cake_mbar_arrive(empty + 8 * empty_pending);
       // stream_fixup acc (gemm_streamk_sm90.py:53)
+      float* const cake_stream_acc = (float*)(cake_state + 8192);  // the launch's workspace
+      unsigned int* const cake_stream_acc_ready = (unsigned int*)(cake_state + 0);  // the launch's workspace
       if (tile_3 < stream_steps) {  // the tile goes on past this run: publish the partial
         float* const slot = cake_stream_acc + ((size_t)(blockIdx.x) * 2 + math_index) * 16384 + math_thread;
         #pragma unroll

@@ -16,19 +16,16 @@
 //! deepest pipeline has stages (`cake_ir::layout::tile_ring_slots`), so a producer may run as
 //! many tiles ahead of its consumers as its stages allow, as in a static persistent loop.
 //!
-//! The counter and a count of the CTAs that have taken their last tile are module globals; the
-//! last CTA to finish sets both back to zero, so every launch starts from zero without a memset
-//! (launch.json marks the kernel `module_state`, and the runtime loads a copy of the module per
-//! stream, so launches that may overlap never share the counters: docs/launch.md).
+//! The counter and a count of the CTAs that have taken their last tile are the first words of
+//! the launch's workspace (`state.rs`); the last CTA to finish sets both back to zero, so a
+//! workspace the next launch on the stream reuses needs no memset (docs/launch.md, `state`).
 
 use super::*;
 
 /// The module's counters and the ring's shared-memory accesses.
 pub(crate) const DYNAMIC_OPS: &str = r#"
-// Dynamic tile loop: tiles taken past each CTA's first, and CTAs that have taken their last.
-// Zero when the module loads; the last CTA to finish sets both back to zero.
-__device__ unsigned int cake_tiles_taken;
-__device__ unsigned int cake_tiles_ctas_done;
+// Dynamic tile loop: `tiles[0]` counts the tiles taken past each CTA's first, `tiles[1]` the CTAs
+// that have taken their last (the launch's workspace: zero when it starts, zero when it ends).
 static __device__ __forceinline__ void cake_tile_put(uint32_t addr, int tile) {
   asm volatile("st.shared.s32 [%0], %1;" :: "r"(addr), "r"(tile) : "memory");
 }
@@ -39,11 +36,11 @@ static __device__ __forceinline__ int cake_tile_get(uint32_t addr) {
 }
 // The taker's last step: its CTA takes no more tiles. The last CTA to get here resets the
 // counters (every other CTA's grabs have come back before it counted itself done).
-static __device__ __forceinline__ void cake_tiles_leave() {
+static __device__ __forceinline__ void cake_tiles_leave(unsigned int* tiles) {
   __threadfence();
-  if (atomicAdd(&cake_tiles_ctas_done, 1u) == gridDim.x - 1) {
-    cake_tiles_taken = 0u;
-    cake_tiles_ctas_done = 0u;
+  if (atomicAdd(tiles + 1, 1u) == gridDim.x - 1) {
+    tiles[0] = 0u;
+    tiles[1] = 0u;
     __threadfence();
   }
 }
@@ -151,6 +148,10 @@ impl Emitter<'_> {
         self.line("uint32_t tile_it = 0;  // tiles this thread has read from the ring");
         if takes {
             self.line("unsigned int tile_next = 0u;  // the taker's grab of its next tile");
+            match self.state_pointer(state::TILE_COUNTERS) {
+                Some(p) => self.line(&p),
+                None => return self.unsupported(sp, "a dynamic tile loop without its counters"),
+            }
         }
         let open = format!(
             "for (;;) {{  // tiles ({}), taken dynamically ({})",
@@ -187,13 +188,13 @@ impl Emitter<'_> {
             if takes {
                 // After the tile's work is issued, so the grab's round trip overlaps its copies.
                 me.line(&format!(
-                    "if ({rn}_index == 0 && {rn}_thread == 0) tile_next = gridDim.x + atomicAdd(&cake_tiles_taken, 1u);  // the taker grabs its next tile"
+                    "if ({rn}_index == 0 && {rn}_thread == 0) tile_next = gridDim.x + atomicAdd(cake_tiles, 1u);  // the taker grabs its next tile"
                 ));
             }
         });
         if takes {
             self.line(&format!(
-                "if ({rn}_index == 0 && {rn}_thread == 0) cake_tiles_leave();  // the taker's grabs have all come back"
+                "if ({rn}_index == 0 && {rn}_thread == 0) cake_tiles_leave(cake_tiles);  // the taker's grabs have all come back"
             ));
         }
     }

@@ -21,7 +21,7 @@ use cake_ir::layout::SmemLayout;
 use cake_ir::sync::{tma_bytes, BarrierFacts};
 use cake_ir::*;
 use cake_target::{Feature, Target};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write;
 
 mod body;
@@ -31,6 +31,7 @@ mod expr;
 mod params;
 mod reduce;
 mod rows;
+mod state;
 mod store;
 mod stream;
 mod sync;
@@ -129,9 +130,9 @@ pub(crate) struct Emitter<'a> {
     pub(crate) row_hints: std::collections::BTreeSet<cake_ir::Evict>,
     /// `lm.scatter_add` is used: the global atomic-add helpers.
     pub(crate) needs_row_red: bool,
-    /// Device globals of the stream-K fix-ups (workspace and ready flags), declared before the
-    /// kernel: one declaration per fixed-up fragment.
-    pub(crate) stream_globals: BTreeMap<FragId, String>,
+    /// The launch's workspace (`cake_state`): the dynamic tile loop's counters and the stream-K
+    /// fix-ups' partials and flags, laid out before the body is emitted.
+    pub(crate) state: state::StateLayout,
 }
 
 /// A schedule's name as a C identifier standing on its own (a fragment, a tensor, a scalar): the
@@ -305,7 +306,7 @@ impl<'a> Emitter<'a> {
             needs_row_fp8: false,
             row_hints: Default::default(),
             needs_row_red: false,
-            stream_globals: BTreeMap::new(),
+            state: state::StateLayout::default(),
         }
     }
 
@@ -404,6 +405,7 @@ impl<'a> Emitter<'a> {
     pub(crate) fn run(mut self) -> Result<Lowered, Vec<Unsupported>> {
         let backend = self.backend;
         self.collect_tensor_maps();
+        self.state = self.state_layout();
         let args = self.args();
         let symbol = format!("cake_{}", c_ident_stem(&self.k.name));
         let body = self.kernel_body();
@@ -486,12 +488,16 @@ impl<'a> Emitter<'a> {
         if self.k.dynamic_tiles() {
             cuda.push_str(dynamic::DYNAMIC_OPS);
         }
-        if !self.stream_globals.is_empty() {
+        if self
+            .kf
+            .ops
+            .iter()
+            .any(|s| matches!(s.op, Op::StreamFixup { .. }))
+        {
             cuda.push_str(stream::STREAM_OPS);
-            for g in self.stream_globals.values() {
-                cuda.push_str(g);
-                cuda.push('\n');
-            }
+        }
+        if !self.state.is_empty() {
+            cuda.push_str(&self.state_comment());
         }
         let threads = self.k.block_threads();
         let _ = writeln!(

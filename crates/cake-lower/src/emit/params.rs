@@ -120,6 +120,9 @@ impl Emitter<'_> {
                 });
             }
         }
+        if !self.state.is_empty() {
+            args.push(Arg::State);
+        }
         args
     }
 
@@ -168,6 +171,7 @@ impl Emitter<'_> {
                 };
                 format!("const {} {}", storage_type(dtype), c_ident(name))
             }
+            Arg::State => "unsigned char* __restrict__ cake_state".into(),
         }
     }
 
@@ -247,7 +251,7 @@ impl Emitter<'_> {
                 .map(|p| self.k.params[*p].name.clone())
                 .collect(),
             timeline: Some(super::timeline::timeline_meta(self.k)),
-            module_state: self.k.dynamic_tiles() || !self.stream_globals.is_empty(),
+            state: self.state.meta(),
         }
     }
 

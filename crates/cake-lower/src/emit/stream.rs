@@ -8,16 +8,15 @@
 //! out by steps: CTA c takes steps `[all·c/n, all·(c+1)/n)` of the `all = rest · steps` and walks
 //! them from the end back, one run (a tile's steps inside the share) at a time. Only a share's
 //! last run can stop before its tile's end, so each CTA publishes at most one partial per
-//! launch, in its slot of a workspace that lives in the module; the run that ends a tile is its
+//! launch, in its slot of the launch's workspace (`state.rs`); the run that ends a tile is its
 //! CTA's first and runs last, after every CTA before it has published the runs it waits for, as
 //! their first shared-out work. Waits only go to CTAs of lower index, which start no later.
 
 use super::timeline::FixupPoint;
-use super::{c_ident, Emitter};
+use super::{c_ident, state, Emitter};
 use crate::legal::{self, Scope, STREAM_CTAS};
 use cake_diag::Span;
 use cake_ir::*;
-use std::fmt::Write;
 
 /// The prelude's stream-K helpers: a release store and an acquire load of a ready flag at GPU
 /// scope (sm_70 and later).
@@ -131,28 +130,11 @@ impl Emitter<'_> {
         let warps = threads / 32;
         let rn = c_ident(&r.name);
         let acc = self.frag_name(frag);
-        let ws = format!("cake_stream_{}", c_ident(&k.fragments[frag].name));
-        if !self.stream_globals.contains_key(&frag) {
-            let mut g = String::new();
-            let _ = writeln!(
-                g,
-                "\n// Stream-K partials of `{}` ({}): per CTA and replica of role `{}`, {regs} f32 registers of each of its {threads} threads; a ready flag per warp. Zero when the module loads; the run that reads a flag resets it.",
-                k.fragments[frag].name,
-                self.loc(sp),
-                r.name
-            );
-            let _ = writeln!(
-                g,
-                "__device__ float {ws}[{}];",
-                STREAM_CTAS * replicas * threads * regs
-            );
-            let _ = write!(
-                g,
-                "__device__ unsigned int {ws}_ready[{}];",
-                STREAM_CTAS * replicas * warps
-            );
-            self.stream_globals.insert(frag, g);
-        }
+        let (ws, ready) = state::stream_regions(k, frag);
+        let (Some(ws_ptr), Some(ready_ptr)) = (self.state_pointer(&ws), self.state_pointer(&ready))
+        else {
+            return self.unsupported(sp, "`lm.stream_fixup` without its workspace");
+        };
         let slot = |cta: &str| {
             format!(
                 "{ws} + ((size_t)({cta}) * {replicas} + {rn}_index) * {} + {rn}_thread",
@@ -160,13 +142,15 @@ impl Emitter<'_> {
             )
         };
         let flag = |cta: &str| {
-            format!("{ws}_ready + ((size_t)({cta}) * {replicas} + {rn}_index) * {warps} + {rn}_thread / 32")
+            format!("{ready} + ((size_t)({cta}) * {replicas} + {rn}_index) * {warps} + {rn}_thread / 32")
         };
         self.line(&format!(
             "// stream_fixup {} ({})",
             k.fragments[frag].name,
             self.loc(sp)
         ));
+        self.line(&ws_ptr);
+        self.line(&ready_ptr);
         self.braced_else(
             &format!("if (tile_{k1} < stream_steps) {{  // the tile goes on past this run: publish the partial"),
             |me| {

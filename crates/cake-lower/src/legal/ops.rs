@@ -735,8 +735,8 @@ pub(crate) fn tensor_access(
     access
 }
 
-/// CTAs a stream-K kernel splits its tiles' K steps over at most: its fix-up workspace (a
-/// device global, zero when the module loads) holds one partial per CTA and replica. A larger
+/// CTAs a stream-K kernel splits its tiles' K steps over at most: its fix-up workspace (in the
+/// launch's workspace, `emit/state.rs`) holds one partial per CTA and replica. A larger
 /// grid's extra CTAs find no steps.
 pub(crate) const STREAM_CTAS: u32 = 256;
 
