@@ -7,9 +7,9 @@
 set -uo pipefail
 source bench/gpu_env.sh || exit 1
 tar xzf .carry/state.tgz -C .carry
-timeout 420 python3 bench/stream_state.py --dir .carry/new --old .carry/old \
+timeout 380 python3 bench/stream_state.py --dir .carry/new --old .carry/old \
     --out "$OUT/stream_state.json" 2>&1 | tee "$OUT/stream_state.log" | tail -22
 echo "== stream_state: at $(( $(date +%s) - SESSION_START )) s"
-timeout 240 python3 -m pytest -q -p no:cacheprovider python/tests/test_gpu.py \
+timeout 150 python3 -m pytest -q -p no:cacheprovider python/tests/test_gpu.py \
     -k "workspace or graphs_captured or refused_in_a_capture" 2>&1 | tee "$OUT/pytest.txt" | tail -4
 echo "== pytest: at $(( $(date +%s) - SESSION_START )) s"
