@@ -1,5 +1,5 @@
-# CAKE-C016: the peer whose partial CTA 0 adds is `t0 + r`, a run-time rank that reaches 2 in a
-# cluster of 2 CTAs (ranks 0 and 1): the read would go to a CTA outside the cluster.
+# CAKE-C016: the peer whose partial CTA 0 adds is `t1 + r`, the weight tile's coordinate where the
+# split's (`t0`) was meant: t1 runs over every weight tile, far past the 2 CTAs of the cluster.
 import cake
 from cake import lm
 
@@ -138,7 +138,7 @@ def tinygemm(A: lm.tensor[lm.bf16, M, "K"],
                         # The peers' partials read together, all in registers at once.
                         total = acc
                         for r in range(1, SPLIT):
-                            total = total + part.rows(wrow, 64).load(cta=t0 + r)  # error[CAKE-C016]: can be any of 1..=2
+                            total = total + part.rows(wrow, 64).load(cta=t1 + r)  # error[CAKE-C016]: can be any of 1..=inf
                     else:
                         # One peer at a time: SPLIT - 1 partials of MC columns at once would spill.
                         for r in range(1, SPLIT):

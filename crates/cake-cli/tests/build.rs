@@ -347,7 +347,7 @@ fn dynamic_tile_loops_build() {
     // Both roles walk the ring; one thread takes the tiles and leaves once.
     assert_eq!(count("taken dynamically"), 2, "{cu}");
     assert_eq!(count("{  // the taker"), 1, "{cu}");
-    assert_eq!(count("cake_tiles_leave();"), 1, "{cu}");
+    assert_eq!(count("cake_tiles_leave(cake_tiles);"), 1, "{cu}");
     // Every reader arrives on the empty slot: the issue-only producer's one thread and the
     // consumer warpgroup's four warps.
     assert_eq!(count("cake_mbar_init(tiles_empty + 8 * s, 5)"), 1, "{cu}");
@@ -358,8 +358,8 @@ fn dynamic_tile_loops_build() {
     );
     // The taker grabs its next tile once per tile, after it has issued the tile's last copy
     // (the grab's round trip then overlaps copies in flight, not the tile's hand-over).
-    assert_eq!(count("atomicAdd(&cake_tiles_taken"), 1, "{cu}");
-    let grab = cu.find("atomicAdd(&cake_tiles_taken").unwrap();
+    assert_eq!(count("atomicAdd(cake_tiles, 1u)"), 1, "{cu}");
+    let grab = cu.find("atomicAdd(cake_tiles, 1u)").unwrap();
     let last_copy = cu.rfind("tma_load sX").expect("the producer's copy");
     let hand_over = cu.find("cake_tile_put(tiles_index").expect("the hand-over");
     assert!(hand_over < last_copy && last_copy < grab, "{cu}");
@@ -377,7 +377,7 @@ fn dynamic_tile_loops_build() {
     assert!(out_dir.join("consumer_first.cubin").is_file());
     // A taker whose role has no copies (a row kernel) grabs after its tile's store.
     let cu = std::fs::read_to_string(out_dir.join("rows_only.cu")).unwrap();
-    let grab = cu.find("atomicAdd(&cake_tiles_taken").expect("the grab");
+    let grab = cu.find("atomicAdd(cake_tiles, 1u)").expect("the grab");
     let store = cu.find("// store Y").expect("the store");
     assert!(store < grab, "{cu}");
     assert!(out_dir.join("rows_only.cubin").is_file());

@@ -1,8 +1,11 @@
 //! What an index expression can evaluate to, from what its variables run over: the verifier
 //! bounds explicit stages with it, and the lowering uses it to emit Python's floor `//` and `%`
 //! as plain C division where the two agree (a non-negative dividend over a positive divisor).
+//! Under run-time `if`s ([`bounds_under`]), a variable compared with something bounded in a
+//! condition that holds there is narrowed to the values that satisfy it.
 
 use crate::kernel::*;
+use cake_target::DType;
 
 /// The values an integer expression can take, each end `None` where nothing bounds it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,7 +63,142 @@ impl std::fmt::Display for Bounds {
 /// from 0 to its count less one, a role's replica index over its replicas, a pipeline's stage
 /// over its stages, a dimension from 0 up. Anything else (a scalar, a fragment) is unbounded.
 pub fn bounds(k: &Kernel, e: ExprId) -> Bounds {
-    let go = |x: ExprId| bounds(k, x);
+    bounds_with(k, e, &[])
+}
+
+/// A variable an `if` condition can narrow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Var {
+    Loop(LoopId),
+    Tile(LoopId, usize),
+    Replica(RoleId),
+    Stage(PipelineId),
+    Dim(DimId),
+    Scalar(ParamId),
+}
+
+impl Var {
+    fn of(k: &Kernel, e: ExprId) -> Option<Var> {
+        Some(match k.exprs[e].kind {
+            ExprKind::LoopVar(l) => Var::Loop(l),
+            ExprKind::TileCoord { tiles, axis } => Var::Tile(tiles, axis),
+            ExprKind::RoleIndex(r) => Var::Replica(r),
+            ExprKind::PipelineStage(p) => Var::Stage(p),
+            ExprKind::Dim(d) => Var::Dim(d),
+            ExprKind::Scalar(p) if matches!(k.exprs[e].ty, Ty::Index | Ty::Scalar(DType::I32)) => {
+                Var::Scalar(p)
+            }
+            _ => return None,
+        })
+    }
+}
+
+/// What `e` can evaluate to where every guard holds (the run-time `if`s around a statement,
+/// `OpSite::guards`): [`bounds`], with each variable a condition compares narrowed to what
+/// satisfies the comparison. `if ks == 0: ... cta=ks + 1` bounds the rank to 1, not to every
+/// tile. Conditions joined by `and` narrow with each part (in an `else`, those joined by `or`);
+/// anything else narrows nothing.
+pub fn bounds_under(k: &Kernel, e: ExprId, guards: &[Guard]) -> Bounds {
+    let mut facts: Vec<(Var, Bounds)> = Vec::new();
+    for g in guards {
+        narrow(k, g.cond, !g.negated, &mut facts);
+    }
+    bounds_with(k, e, &facts)
+}
+
+/// Record in `facts` what `cond` (when `holds`; its negation otherwise) says of a variable.
+fn narrow(k: &Kernel, cond: ExprId, holds: bool, facts: &mut Vec<(Var, Bounds)>) {
+    match k.exprs[cond].kind {
+        ExprKind::Unary(UnOp::Not, x) => narrow(k, x, !holds, facts),
+        ExprKind::Binary(BinOp::And, a, b) if holds => {
+            narrow(k, a, true, facts);
+            narrow(k, b, true, facts);
+        }
+        ExprKind::Binary(BinOp::Or, a, b) if !holds => {
+            narrow(k, a, false, facts);
+            narrow(k, b, false, facts);
+        }
+        ExprKind::Cmp(op, a, b) => {
+            let op = if holds { op } else { negate(op) };
+            if let Some(v) = Var::of(k, a) {
+                let other = bounds_with(k, b, facts);
+                restrict(v, op, other, k, a, facts);
+            } else if let Some(v) = Var::of(k, b) {
+                let other = bounds_with(k, a, facts);
+                restrict(v, mirror(op), other, k, b, facts);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `v op other`: narrow `v`'s bounds (starting from what it runs over) to the values for which
+/// the comparison can hold.
+fn restrict(
+    v: Var,
+    op: CmpOp,
+    other: Bounds,
+    k: &Kernel,
+    ve: ExprId,
+    facts: &mut Vec<(Var, Bounds)>,
+) {
+    let mut b = bounds_with(k, ve, facts);
+    let tighten_hi = |b: &mut Bounds, h: Option<i64>| {
+        if let Some(h) = h {
+            b.hi = Some(b.hi.map_or(h, |x| x.min(h)));
+        }
+    };
+    let tighten_lo = |b: &mut Bounds, l: Option<i64>| {
+        if let Some(l) = l {
+            b.lo = Some(b.lo.map_or(l, |x| x.max(l)));
+        }
+    };
+    match op {
+        CmpOp::Lt => tighten_hi(&mut b, other.hi.and_then(|h| h.checked_sub(1))),
+        CmpOp::Le => tighten_hi(&mut b, other.hi),
+        CmpOp::Gt => tighten_lo(&mut b, other.lo.and_then(|l| l.checked_add(1))),
+        CmpOp::Ge => tighten_lo(&mut b, other.lo),
+        CmpOp::Eq => {
+            tighten_hi(&mut b, other.hi);
+            tighten_lo(&mut b, other.lo);
+        }
+        CmpOp::Ne => return,
+    }
+    facts.retain(|(w, _)| *w != v);
+    facts.push((v, b));
+}
+
+/// The comparison that holds exactly when `op` does not.
+fn negate(op: CmpOp) -> CmpOp {
+    match op {
+        CmpOp::Lt => CmpOp::Ge,
+        CmpOp::Le => CmpOp::Gt,
+        CmpOp::Gt => CmpOp::Le,
+        CmpOp::Ge => CmpOp::Lt,
+        CmpOp::Eq => CmpOp::Ne,
+        CmpOp::Ne => CmpOp::Eq,
+    }
+}
+
+/// `b op' a` for `a op b`.
+fn mirror(op: CmpOp) -> CmpOp {
+    match op {
+        CmpOp::Lt => CmpOp::Gt,
+        CmpOp::Le => CmpOp::Ge,
+        CmpOp::Gt => CmpOp::Lt,
+        CmpOp::Ge => CmpOp::Le,
+        CmpOp::Eq | CmpOp::Ne => op,
+    }
+}
+
+/// [`bounds`] with what the `facts` say of some variables in place of what they run over.
+fn bounds_with(k: &Kernel, e: ExprId, facts: &[(Var, Bounds)]) -> Bounds {
+    if let Some(v) = Var::of(k, e) {
+        if let Some((_, b)) = facts.iter().find(|(w, _)| *w == v) {
+            return *b;
+        }
+    }
+    let go = |x: ExprId| bounds_with(k, x, facts);
     let add = |a: Option<i64>, b: Option<i64>| a?.checked_add(b?);
     match &k.exprs[e].kind {
         ExprKind::Int(v) => Bounds::exactly(*v),
@@ -308,5 +446,72 @@ mod tests {
         // ... and taken modulo a constant it is bounded again.
         let m = bin(&mut k, BinOp::Mod, s, four);
         assert_eq!(b(&k, m), (Some(0), Some(3)));
+    }
+
+    fn cmp(k: &mut Kernel, op: CmpOp, a: ExprId, b: ExprId) -> ExprId {
+        expr(k, ExprKind::Cmp(op, a, b))
+    }
+
+    fn guard(cond: ExprId, negated: bool) -> Guard {
+        Guard {
+            cond,
+            loop_depth: 0,
+            negated,
+        }
+    }
+
+    #[test]
+    fn the_ifs_around_a_use_narrow_its_variables() {
+        let mut k = Kernel::default();
+        let kv = loop_var(&mut k, 0, 8); // 0..=7
+        let one = int(&mut k, 1);
+        let three = int(&mut k, 3);
+        let plus1 = bin(&mut k, BinOp::Add, kv, one);
+        let under = |k: &Kernel, e, gs: &[Guard]| {
+            let x = bounds_under(k, e, gs);
+            (x.lo, x.hi)
+        };
+        assert_eq!(under(&k, plus1, &[]), (Some(1), Some(8)));
+        // `if k < 3:` then k + 1 is 1..=3; in its `else`, 4..=8.
+        let lt = cmp(&mut k, CmpOp::Lt, kv, three);
+        assert_eq!(under(&k, plus1, &[guard(lt, false)]), (Some(1), Some(3)));
+        assert_eq!(under(&k, plus1, &[guard(lt, true)]), (Some(4), Some(8)));
+        // The constant on the left: `if 3 >= k:` is `k <= 3`.
+        let ge = cmp(&mut k, CmpOp::Ge, three, kv);
+        assert_eq!(under(&k, plus1, &[guard(ge, false)]), (Some(1), Some(4)));
+        // `==` pins it; `!=` says nothing of a range.
+        let eq = cmp(&mut k, CmpOp::Eq, kv, one);
+        assert_eq!(under(&k, plus1, &[guard(eq, false)]), (Some(2), Some(2)));
+        assert_eq!(under(&k, plus1, &[guard(eq, true)]), (Some(1), Some(8)));
+        // `and` narrows with both parts, nested `if`s with each; `or` only in its `else`.
+        let gt = cmp(&mut k, CmpOp::Gt, kv, one);
+        let both = bin(&mut k, BinOp::And, gt, lt);
+        assert_eq!(under(&k, plus1, &[guard(both, false)]), (Some(3), Some(3)));
+        assert_eq!(
+            under(&k, plus1, &[guard(gt, false), guard(lt, false)]),
+            (Some(3), Some(3))
+        );
+        let below = cmp(&mut k, CmpOp::Lt, kv, one);
+        let above = cmp(&mut k, CmpOp::Gt, kv, three);
+        let either = bin(&mut k, BinOp::Or, below, above);
+        assert_eq!(
+            under(&k, plus1, &[guard(either, false)]),
+            (Some(1), Some(8))
+        );
+        assert_eq!(under(&k, plus1, &[guard(either, true)]), (Some(2), Some(4)));
+        let not_lt = expr(&mut k, ExprKind::Unary(UnOp::Not, lt));
+        assert_eq!(
+            under(&k, plus1, &[guard(not_lt, false)]),
+            (Some(4), Some(8))
+        );
+        // A condition on another variable leaves this one as it runs.
+        let other = loop_var(&mut k, 0, 4);
+        let on_other = cmp(&mut k, CmpOp::Eq, other, one);
+        assert_eq!(
+            under(&k, plus1, &[guard(on_other, false)]),
+            (Some(1), Some(8))
+        );
+        // Without guards it is `bounds`.
+        assert_eq!(bounds_under(&k, plus1, &[]), bounds(&k, plus1));
     }
 }

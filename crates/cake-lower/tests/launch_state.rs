@@ -71,7 +71,10 @@ fn a_stream_k_fixup_keeps_flags_zeroed_and_partials_after_them() {
         let lowered = common::lower_example_whole(file, &[]);
         // The flags (one u32 per warp of each of 256 CTAs) are the zeroed prefix; the partials
         // start at the next 256-byte boundary and run to the end.
-        assert!(s.zeroed > 0 && s.zeroed.is_multiple_of(4 * 256), "{file}: {s:?}");
+        assert!(
+            s.zeroed > 0 && s.zeroed.is_multiple_of(4 * 256),
+            "{file}: {s:?}"
+        );
         assert!(s.bytes > s.zeroed.div_ceil(256) * 256, "{file}: {s:?}");
         let partials_at = format!("(cake_state + {})", s.zeroed.div_ceil(256) * 256);
         assert!(

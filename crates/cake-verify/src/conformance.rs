@@ -572,7 +572,10 @@ fn peer_views(cx: &Ctx, out: &mut Vec<Finding>) {
         for (x, v, c) in crate::safety::peer_loads(k, site) {
             let name = &k.views[v].name;
             // A run-time rank is shown in range from what its variables run over.
-            let range = k.const_int(c).is_none().then(|| bounds::bounds(k, c));
+            let range = k
+                .const_int(c)
+                .is_none()
+                .then(|| bounds::bounds_under(k, c, &site.guards));
             let problem = if n < 2 {
                 Some((
                     format!("this reads `{name}` of cluster CTA {}, but the kernel's cluster has {n} CTA", k.const_int(c).map_or("cta".to_string(), |c| c.to_string())),

@@ -539,8 +539,8 @@ fn cluster_divergence(cx: &Ctx, out: &mut Vec<Finding>) {
 }
 
 /// `view.rows(start, n)` with a start that is not a constant: in range for every replica when it
-/// follows `role.index` alone, and for every value the start can take otherwise
-/// ([`bounds::bounds`]): the lowering adds the start to the view's address as written, so rows
+/// follows `role.index` alone, and for every value the start can take where it is used otherwise
+/// ([`bounds::bounds_under`]): the lowering adds the start to the view's address as written, so rows
 /// past the view are another place's.
 fn rows_in_range(cx: &Ctx, out: &mut Vec<Finding>) {
     let k = cx.k;
@@ -583,7 +583,7 @@ fn rows_in_range(cx: &Ctx, out: &mut Vec<Finding>) {
                 );
                 continue;
             }
-            let b = bounds::bounds(k, start);
+            let b = bounds::bounds_under(k, start, &site.guards);
             if b.within(rows - n as i64 + 1) {
                 continue;
             }

@@ -645,8 +645,8 @@ enum Reach {
 
 /// An explicit stage (`view.stage(i)`, `region.stage(i)`) that can name a stage the place does
 /// not have: a constant past its stages, a pipeline's stage (`p.stage`) of a ring deeper or
-/// shallower than the place's, or any other index not shown to stay in `0..stages`
-/// ([`bounds::bounds`]).
+/// shallower than the place's, or any other index not shown to stay in `0..stages` where it is
+/// used ([`bounds::bounds_under`]: the `if`s around it narrow its variables).
 fn explicit_stages(cx: &Ctx, out: &mut Vec<Finding>) {
     let k = cx.k;
     for site in &cx.ops {
@@ -663,7 +663,7 @@ fn explicit_stages(cx: &Ctx, out: &mut Vec<Finding>) {
                 // Any other index must be shown to stay in range: the lowering adds it to the
                 // place's address as it is, so a stage past either end writes another place.
                 _ => {
-                    let b = bounds::bounds(k, stage);
+                    let b = bounds::bounds_under(k, stage, &site.guards);
                     if b.within(u.stages as i64) {
                         return None;
                     }
