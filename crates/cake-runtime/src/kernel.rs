@@ -79,8 +79,8 @@ impl Drop for Workspaces {
     fn drop(&mut self) {
         let Ok(drv) = driver::driver() else { return };
         for (&(device, _), &ptr) in self.buffers.get_mut().expect("lock").iter() {
-            // cuMemFree waits for the work that may still use it. At exit the driver may be
-            // gone already: nothing to do then.
+            // cuMemFree synchronizes with the device's work first, so no launch still uses it.
+            // At exit the driver may be gone already: nothing to do then.
             if drv.make_current(device).is_ok() {
                 let _ = driver::mem_free(ptr);
             }
@@ -93,6 +93,8 @@ struct StateLaunch {
     /// The workspace argument's position.
     arg: usize,
     workspaces: Arc<Workspaces>,
+    /// Prepared outside a capture: the stream's workspace, already in the packed arguments.
+    eager: Option<u64>,
 }
 
 pub struct Kernel {
@@ -156,6 +158,10 @@ impl Prepared {
         };
         let stream = self.config.stream;
         if !driver::stream_is_capturing(stream)? {
+            if state.eager.is_some() {
+                // SAFETY: as above; the stream's workspace is in its argument.
+                return unsafe { driver::launch(f, &self.config, packed.params()) };
+            }
             let ws = state.workspaces.of_stream(self.device, stream)?;
             let packed = packed.with_pointer(state.arg, ws);
             // SAFETY: as above, with the stream's workspace in its argument.
@@ -377,16 +383,32 @@ impl Kernel {
                 config.grid = bind::compute_grid(&self.spec, &binding.bound.env(), fit)?;
             }
         }
-        let packed = Packed::new(&plan, |f, slot| self.encode_cached(drv, f, slot))?;
-        let state = self.workspaces.as_ref().map(|w| StateLaunch {
-            arg: self
-                .spec
-                .args
-                .iter()
-                .position(|a| a.kind == ArgKind::State)
-                .expect("a spec with `state` has its argument"),
-            workspaces: Arc::clone(w),
-        });
+        let mut packed = Packed::new(&plan, |f, slot| self.encode_cached(drv, f, slot))?;
+        let state = match &self.workspaces {
+            None => None,
+            Some(w) => {
+                let arg = self
+                    .spec
+                    .args
+                    .iter()
+                    .position(|a| a.kind == ArgKind::State)
+                    .expect("a spec with `state` has its argument");
+                // Outside a capture the stream's workspace goes in now; a launch inside one
+                // (whenever this is launched) gets the graph's instead.
+                let eager = if driver::stream_is_capturing(stream)? {
+                    None
+                } else {
+                    let ws = w.of_stream(device, stream)?;
+                    packed.set_pointer(arg, ws);
+                    Some(ws)
+                };
+                Some(StateLaunch {
+                    arg,
+                    workspaces: Arc::clone(w),
+                    eager,
+                })
+            }
+        };
         Ok(Prepared {
             function: Some(function),
             config,
