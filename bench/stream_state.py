@@ -29,8 +29,10 @@ import argparse
 import json
 import multiprocessing as mp
 import os
+import shutil
 import statistics
 import sys
+import tempfile
 
 KERNELS = {
     # name: its build folder under --dir
@@ -141,6 +143,21 @@ def child(name, folder, mode, queue):
         queue.put({"kernel": name, "mode": mode, "status": f"error: {e}"})
 
 
+def single_stream(folder):
+    """A copy of an old build whose launch.json no longer says `module_state`: this runtime
+    refuses such a kernel (launches on two streams would share its globals), and the timing
+    launches it on one stream only."""
+    copy = tempfile.mkdtemp()
+    for f in os.listdir(folder):
+        shutil.copy(os.path.join(folder, f), copy)
+        if f.endswith(".launch.json"):
+            p = os.path.join(copy, f)
+            meta = json.load(open(p))
+            assert meta.pop("module_state", False), f"{folder}: not an old build"
+            json.dump(meta, open(p, "w"))
+    return copy
+
+
 def timer(name, new_folder, old_folder, queue):
     """New build against old, interleaved, at each of the kernel's shapes."""
     import torch
@@ -148,7 +165,7 @@ def timer(name, new_folder, old_folder, queue):
     from cake.harness import timing
 
     try:
-        kernels = {"new": cake.load_kernel(new_folder), "old": cake.load_kernel(old_folder)}
+        kernels = {"new": cake.load_kernel(new_folder), "old": cake.load_kernel(single_stream(old_folder))}
         assert "state" in kernels["new"].meta and "state" not in kernels["old"].meta
         props = torch.cuda.get_device_properties(0)
         flush = timing.make_flush_buffer(torch, props.L2_cache_size, "cuda:0")

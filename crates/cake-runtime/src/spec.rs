@@ -208,6 +208,16 @@ impl Spec {
                 )));
             }
         }
+        if obj.get("module_state") == Some(&Value::Bool(true)) {
+            // Its state is in module globals, which every launch on the device would share:
+            // launches on two streams would race (docs/launch.md, `state`).
+            return Err(launch(
+                "launch.json field `module_state`: the kernel keeps its state in module globals, \
+                 as Cake built such kernels before the launch's workspace became an argument; \
+                 rebuild it with this Cake (`cake build`), which passes it as `state`"
+                    .to_string(),
+            ));
+        }
         let meta: LaunchMeta =
             serde_json::from_value(v).map_err(|e| launch(format!("launch.json: {e}")))?;
         Spec::new(meta)

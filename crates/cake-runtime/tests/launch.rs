@@ -1029,4 +1029,14 @@ fn a_workspace_is_one_state_argument_sized_by_launch_json() {
     assert!(msg(spec(&unsized_)).contains("no `state` to size it"));
     m["state"] = json!(true);
     assert!(msg(spec(&m)).contains("expected struct StateMeta"));
+    // A kernel an older Cake built keeps its state in module globals: one module per device
+    // would share it between streams, so it is refused with what to do.
+    let mut old = gemm_meta();
+    old["module_state"] = json!(true);
+    let text = serde_json::to_string(&old).unwrap();
+    let e = msg(Spec::from_json(&text));
+    assert!(
+        e.contains("field `module_state`") && e.contains("rebuild it"),
+        "{e}"
+    );
 }
