@@ -265,6 +265,16 @@ def test_graphs_captured_on_one_stream_replay_at_once_on_two(ring_dynamic):
             torch.testing.assert_close(y.float(), ref, rtol=2e-2, atol=2e-2)
 
 
+def test_torch_compile_reduce_overhead_captures_a_kernel_with_a_workspace(ring_dynamic):
+    op = cake.torch_op(ring_dynamic, name="rmsnorm_ring_dynamic_graphs")
+    f = torch.compile(lambda X, W: op(X, W, 1e-6).float() * 2.0, mode="reduce-overhead", fullgraph=True)
+    xs, w, refs = ring_problems(3, rows=2048, seed=13)
+    for x, ref in zip(xs, refs):  # the later calls replay the recorded graph, its workspace its own
+        out = f(x, w)
+        torch.cuda.synchronize()
+        torch.testing.assert_close(out, ref * 2.0, rtol=2e-2, atol=4e-2)
+
+
 def test_the_first_launch_on_a_device_is_refused_in_a_capture():
     k = cake.compile(RING).rmsnorm_ring  # a fresh kernel object: its module is not loaded
     x = torch.randn(256, 4096, device="cuda").to(torch.bfloat16)
