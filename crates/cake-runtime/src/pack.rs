@@ -111,15 +111,23 @@ impl Packed {
                 }
             }
         }
+        Ok(Packed::from_slots(
+            slots,
+            plan.iter().map(Planned::size).collect(),
+        ))
+    }
+
+    /// The parameters in `slots` (their sizes in `sizes`), with the pointer array to them.
+    fn from_slots(mut slots: Box<[ParamSlot]>, sizes: Vec<usize>) -> Packed {
         let params = slots
             .iter_mut()
             .map(|s| s.0.as_mut_ptr().cast::<c_void>())
             .collect();
-        Ok(Packed {
+        Packed {
             slots,
-            sizes: plan.iter().map(Planned::size).collect(),
+            sizes,
             params,
-        })
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -142,17 +150,9 @@ impl Packed {
 
     /// The same parameters with pointer parameter `i` set to `value` (a launch's workspace).
     pub fn with_pointer(&self, i: usize, value: u64) -> Packed {
-        let mut slots = self.slots.clone();
-        slots[i].0[..8].copy_from_slice(&value.to_le_bytes());
-        let params = slots
-            .iter_mut()
-            .map(|s| s.0.as_mut_ptr().cast::<c_void>())
-            .collect();
-        Packed {
-            slots,
-            sizes: self.sizes.clone(),
-            params,
-        }
+        let mut p = Packed::from_slots(self.slots.clone(), self.sizes.clone());
+        p.set_pointer(i, value);
+        p
     }
 
     /// Set pointer parameter `i` to `value`.

@@ -571,7 +571,8 @@ fn peer_views(cx: &Ctx, out: &mut Vec<Finding>) {
     for (i, site) in cx.ops.iter().enumerate() {
         for (x, v, c) in crate::safety::peer_loads(k, site) {
             let name = &k.views[v].name;
-            // A run-time rank is shown in range from what its variables run over.
+            // A run-time rank is shown in range from what its variables run over where it is
+            // read (the `if`s around the read narrow them).
             let range = k
                 .const_int(c)
                 .is_none()
@@ -592,7 +593,7 @@ fn peer_views(cx: &Ctx, out: &mut Vec<Finding>) {
                     rank.to_string(),
                 ))
             } else if let Some(range) = range.filter(|b| !b.within(n as i64)) {
-                let text = crate::ctx::unparen(&cx.expr_text(c)).to_string();
+                let text = cx.index_text(c);
                 Some((
                     format!(
                         "the rank `{text}` of the CTA whose `{name}` this reads can be any of {range}, but the cluster's ranks are 0 to {}",

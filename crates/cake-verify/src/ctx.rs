@@ -60,6 +60,11 @@ impl<'a> Ctx<'a> {
         out
     }
 
+    /// A run-time index as a finding quotes it: its text without parentheses around all of it.
+    pub(crate) fn index_text(&self, e: ExprId) -> String {
+        unparen(&self.expr_text(e)).to_string()
+    }
+
     /// Canonical text of an expression (for comparing trip counts between roles).
     pub fn expr_text(&self, e: ExprId) -> String {
         let k = self.k;

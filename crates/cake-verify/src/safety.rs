@@ -2,7 +2,7 @@
 //! binding, write-after-read and read-after-write on pipeline stages, releases before async
 //! readers retire, proxy fences, and shared-memory alignment and aliasing.
 
-use crate::ctx::{place_uses, unparen, Ctx, OpSite};
+use crate::ctx::{place_uses, Ctx, OpSite};
 use cake_diag::catalog::safety::*;
 use cake_diag::{Finding, Span};
 use cake_ir::layout::view_alignment;
@@ -587,8 +587,7 @@ fn rows_in_range(cx: &Ctx, out: &mut Vec<Finding>) {
             if b.within(rows - n as i64 + 1) {
                 continue;
             }
-            let full = cx.expr_text(start);
-            let text = unparen(&full);
+            let text = cx.index_text(start);
             out.push(
                 finding(
                     format!(

@@ -667,7 +667,7 @@ fn explicit_stages(cx: &Ctx, out: &mut Vec<Finding>) {
                     if b.within(u.stages as i64) {
                         return None;
                     }
-                    Reach::Computed(unparen(&cx.expr_text(stage)).to_string(), b)
+                    Reach::Computed(cx.index_text(stage), b)
                 }
             };
             Some((u, reach))
