@@ -78,3 +78,46 @@ def oracle_tn(A: torch.Tensor, B: torch.Tensor) -> dict:
 def torch_matmul_tn(A: torch.Tensor, B: torch.Tensor, C: torch.Tensor) -> None:
     """cuBLAS through torch (A and B as stored; the transpose is a flag to cuBLAS, no copy)."""
     torch.matmul(A.T, B, out=C)
+
+
+# --- Row-wise scaled FP8: C = (A · Bᵀ) · sa[:, None] · sb[None, :] (gemm_fp8.contract.toml) ----
+
+E4M3_MAX = 448.0
+
+
+def make_inputs_fp8(shape: dict, distribution: str, generator: torch.Generator) -> dict:
+    """The bf16 contract's draws (products O(1) whatever K is), quantized per row as a serving
+    stack quantizes activations and weights: each row scaled so its largest magnitude is e4m3's
+    largest finite value, rounded to e4m3, and its scale kept in f32."""
+    x = make_inputs(shape, distribution, generator)
+
+    def quantize(t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        t = t.float()
+        scale = t.abs().amax(dim=1).clamp(min=1e-12) / E4M3_MAX
+        q = (t / scale[:, None]).clamp(-E4M3_MAX, E4M3_MAX).to(torch.float8_e4m3fn)
+        return q, scale.contiguous()
+
+    A, SA = quantize(x["A"])
+    B, SB = quantize(x["B"])
+    return {"A": A, "B": B, "SA": SA, "SB": SB}
+
+
+def oracle_fp8(A: torch.Tensor, B: torch.Tensor, SA: torch.Tensor, SB: torch.Tensor) -> dict:
+    """f64 product of the dequantized e4m3 inputs, rounded once to bf16."""
+    a = A.double() * SA.double()[:, None]
+    b = B.double() * SB.double()[:, None]
+    return {"C": (a @ b.T).to(torch.bfloat16)}
+
+
+def torch_scaled_mm(A, B, SA, SB, C) -> None:
+    """torch._scaled_mm with row-wise scales (f32 accumulation promoted as cuBLAS does by
+    default: `use_fast_accum=False`), writing the preallocated output."""
+    torch._scaled_mm(A, B.T, scale_a=SA[:, None], scale_b=SB[None, :],
+                     out_dtype=torch.bfloat16, out=C)
+
+
+def torch_scaled_mm_fast(A, B, SA, SB, C) -> None:
+    """As torch_scaled_mm with `use_fast_accum=True`: the tensor cores' accumulation over the
+    whole of K, no promotion (the faster, less accurate mode)."""
+    torch._scaled_mm(A, B.T, scale_a=SA[:, None], scale_b=SB[None, :],
+                     out_dtype=torch.bfloat16, use_fast_accum=True, out=C)

@@ -1251,7 +1251,11 @@ pub fn estimate_with(
     });
 
     let utilization = Utilization {
-        tensor: flops / (time_us * p.tf16 * 1e6),
+        // Each MMA against its own peak: FP8 runs at twice the 16-bit rate.
+        tensor: {
+            let f8 = per_tile(&|w| w.mma_flops_8) * t;
+            ((flops - f8) / (p.tf16 * 1e6) + f8 / (p.tf8 * 1e6)) / time_us
+        },
         dram: dram_bytes / (time_us * p.dram * 1e3),
         l2: l2_bytes / (time_us * p.l2 * 1e3),
         alu: alu_total / (time_us * p.alu * 1e3 * p.sms),

@@ -270,25 +270,15 @@ impl Emitter<'_> {
                 shape,
                 fill,
                 ..
-            } if shape.len() == 1 && site == Site::Tile => {
-                // A vector along the tile's columns: this thread's column of it.
-                let ParamKind::Tensor { dims, .. } = k.params[*tensor].kind.clone() else {
-                    return "0".into();
+            } if shape.len() == 1 && matches!(site, Site::Tile | Site::Rows) => {
+                // A vector along the tile's columns (this thread's column of it) or, broadcast
+                // with `[:, None]`, along its rows (this thread's row).
+                let index = if site == Site::Rows {
+                    self.iota_text(legal::IotaIndex::Row, site)
+                } else {
+                    "(lane_col + 8 * i + j)".into()
                 };
-                let last = dims.len() - 1;
-                let extent = self.extent_text(&dims[last]);
-                let c0 = self.ix_text(coords[last]);
-                let offset = self.offset_text(
-                    &dims,
-                    coords,
-                    last,
-                    &format!("({c0} + lane_col + 8 * i + j)"),
-                );
-                format!(
-                    "(({c0} + lane_col + 8 * i + j) < {extent} ? __ldg({} + {offset}) : {})",
-                    c_ident(&k.params[*tensor].name),
-                    Self::float_lit(*fill)
-                )
+                self.vector_load_text(*tensor, coords, *fill, &index)
             }
             // This thread's element of a row-major f32 tile in shared memory (a peer CTA's
             // copy through the cluster's shared-memory window with `cta`).
@@ -352,6 +342,31 @@ impl Emitter<'_> {
             Site::Row(g) | Site::RowVal(g) if row => self.row_text(g).0,
             Site::Row(_) | Site::RowCol(_) | Site::RowVal(_) | Site::Rows => "(lc + v)".into(),
         }
+    }
+
+    /// Element `index` (a C expression, offset from the last coordinate) of a 1-D `lm.load`
+    /// along a tensor's innermost axis, `fill` past its extent.
+    fn vector_load_text(
+        &self,
+        tensor: ParamId,
+        coords: &[ExprId],
+        fill: f64,
+        index: &str,
+    ) -> String {
+        let k = self.k;
+        let ParamKind::Tensor { dims, .. } = k.params[tensor].kind.clone() else {
+            return "0".into();
+        };
+        let last = dims.len() - 1;
+        let extent = self.extent_text(&dims[last]);
+        let c0 = self.ix_text(coords[last]);
+        let at = format!("({c0} + {index})");
+        let offset = self.offset_text(&dims, coords, last, &at);
+        format!(
+            "({at} < {extent} ? __ldg({} + {offset}) : {})",
+            c_ident(&k.params[tensor].name),
+            Self::float_lit(fill)
+        )
     }
 
     pub(crate) fn extent_text(&self, d: &Extent) -> String {

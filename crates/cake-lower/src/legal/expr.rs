@@ -149,8 +149,9 @@ pub(crate) trait Scope {
                 coords,
                 shape,
                 ..
-            } if shape.len() == 1 && site == Site::Tile => {
-                // A vector along the tile's columns: the last coordinate, then the others.
+            } if shape.len() == 1 && matches!(site, Site::Tile | Site::Rows) => {
+                // A vector along the tile's columns, or (`[:, None]`) its rows: the last
+                // coordinate, then the others.
                 let ParamKind::Tensor { dims, .. } = &k.params[*tensor].kind else {
                     return;
                 };

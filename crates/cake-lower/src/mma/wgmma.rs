@@ -32,8 +32,8 @@ struct Group {
 /// What the wgmma backend records while it emits.
 #[derive(Default, Clone)]
 pub(crate) struct State {
-    /// wgmma forms used: (where A comes from, N, input type, `b` N-major), one wrapper each.
-    shapes: BTreeSet<(AForm, u32, &'static str, bool)>,
+    /// wgmma forms used: (where A comes from, N, input types, `b` N-major), one wrapper each.
+    shapes: BTreeSet<(AForm, u32, Inputs, bool)>,
     /// Groups committed and not yet waited for, oldest first: an operation that reads or
     /// overwrites the accumulator of one must first wait for it (and, groups retiring in order,
     /// for every older one) to retire.
@@ -108,15 +108,17 @@ impl MmaBackend for Wgmma {
         match mma_form(c.k, |f| c.layout(f), m) {
             Err(msg) => c.unsupported(m.sp, msg),
             Ok(None) => {}
-            Ok(Some(WgmmaForm::RegisterA { kdim, b, .. })) => {
+            Ok(Some(WgmmaForm::RegisterA { kdim, b, input, .. })) => {
                 c.ix(m.accumulate);
-                if kdim / 16 > 0 {
+                if kdim / input.k() > 0 {
                     check_sw128_operand(c, b, m.sp);
                 }
             }
-            Ok(Some(WgmmaForm::Shared { kdim, a, b, .. })) => {
+            Ok(Some(WgmmaForm::Shared {
+                kdim, a, b, input, ..
+            })) => {
                 c.ix(m.accumulate);
-                if kdim / 16 > 0 {
+                if kdim / input.k() > 0 {
                     check_sw128_operand(c, a, m.sp);
                     check_sw128_operand(c, b, m.sp);
                 }
@@ -282,7 +284,7 @@ enum WgmmaForm<'o> {
         kdim: u32,
         b: &'o ViewRef,
         b_mn: bool,
-        input: &'static str,
+        input: Inputs,
     },
     Shared {
         accf: FragId,
@@ -292,7 +294,7 @@ enum WgmmaForm<'o> {
         a_mn: bool,
         b: &'o ViewRef,
         b_mn: bool,
-        input: &'static str,
+        input: Inputs,
     },
 }
 
@@ -350,12 +352,9 @@ fn mma_form<'o>(
         if b_mn {
             n_major_b(k, bv, kdim, n)?;
         }
-        let input = match k.fragments[*af].dtype {
-            DType::BF16 => "bf16",
-            _ => "f16",
-        };
-        if k.views[bv.view].dtype != k.fragments[*af].dtype {
-            return Err("wgmma takes `a` and `b` of the same 16-bit type".into());
+        let input = Inputs::of(k.fragments[*af].dtype, k.views[bv.view].dtype)?;
+        if input.is_fp8() {
+            return Err("wgmma with `a` in registers is lowered for 16-bit inputs; an FP8 `a` is read from shared memory (a K-major view)".into());
         }
         return Ok(Some(WgmmaForm::RegisterA {
             accf: *accf,
@@ -374,7 +373,15 @@ fn mma_form<'o>(
     let Some(FragLayout::WgmmaAcc { n }) = layout(*accf) else {
         return Ok(None);
     };
+    let input = Inputs::of(k.views[av.view].dtype, k.views[bv.view].dtype)?;
     let a_mn = av.transposed;
+    if input.is_fp8() && (a_mn || !bv.transposed) {
+        return Err(format!(
+            "FP8 wgmma reads `a` and `b` K-major (its transpose flags are for 16-bit inputs): pass `a` as an (M, K) view and `b` as `.T` of an (N, K) view; here {} is {}",
+            if a_mn { "`a`" } else { "`b`" },
+            if a_mn { "M-major (`.T` of a (K, M) view)" } else { "N-major (a (K, N) view as stored)" }
+        ));
+    }
     let kdim = if a_mn {
         m_major_a(k, av)?
     } else {
@@ -384,11 +391,13 @@ fn mma_form<'o>(
     if b_mn {
         n_major_b(k, bv, kdim, n)?;
     }
-    let input = match k.views[av.view].dtype {
-        DType::BF16 => "bf16",
-        DType::F16 => "f16",
-        other => return Err(format!("wgmma with {other} inputs is not lowered yet")),
-    };
+    if !kdim.is_multiple_of(input.k()) {
+        return Err(format!(
+            "wgmma with {} inputs steps K by {}; `a`'s K is {kdim}",
+            input.ptx(),
+            input.k()
+        ));
+    }
     Ok(Some(WgmmaForm::Shared {
         accf: *accf,
         n,
@@ -756,7 +765,7 @@ impl Emitter<'_> {
         &mut self,
         (accf, af, n, kdim): (FragId, FragId, u32, u32),
         (bv, b_mn): (&ViewRef, bool),
-        input: &'static str,
+        input: Inputs,
         accumulate: ExprId,
         release: Option<BarrierId>,
         sp: Span,
@@ -776,8 +785,8 @@ impl Emitter<'_> {
         ));
         self.line("cake_wgmma_fence();");
         let tb = if b_mn { "_tb" } else { "" };
-        for kk in 0..kdim / 16 {
-            let Some(bd) = self.wgmma_b_desc(bv, b_mn, kk, sp) else {
+        for kk in 0..kdim / input.k() {
+            let Some(bd) = self.wgmma_b_desc(bv, b_mn, kk, input.k(), sp) else {
                 return;
             };
             let scale = if kk == 0 {
@@ -787,7 +796,8 @@ impl Emitter<'_> {
             };
             let r = 4 * kk;
             self.line(&format!(
-                "cake_wgmma_m64n{n}k16_f32_{input}_rs{tb}({accn}, {an}[{r}], {an}[{}], {an}[{}], {an}[{}], {bd}, {scale});",
+                "{}_rs{tb}({accn}, {an}[{r}], {an}[{}], {an}[{}], {an}[{}], {bd}, {scale});",
+                wrapper_name(n, input),
                 r + 1,
                 r + 2,
                 r + 3
@@ -868,7 +878,7 @@ impl Emitter<'_> {
         };
         let ((av, a_mn), (bv, b_mn)) = (av, bv);
         let accf = &accf;
-        let k_step = 16;
+        let k_step = input.k();
         let a_form = if a_mn {
             AForm::SharedMn
         } else {
@@ -886,8 +896,8 @@ impl Emitter<'_> {
         self.line("cake_wgmma_fence();");
         for kk in 0..kdim / k_step {
             let (Some(ad), Some(bd)) = (
-                self.wgmma_a_desc(av, a_mn, kk, sp),
-                self.wgmma_b_desc(bv, b_mn, kk, sp),
+                self.wgmma_a_desc(av, a_mn, kk, k_step, sp),
+                self.wgmma_b_desc(bv, b_mn, kk, k_step, sp),
             ) else {
                 return;
             };
@@ -899,19 +909,28 @@ impl Emitter<'_> {
             let ta = if a_mn { "_ta" } else { "" };
             let tb = if b_mn { "_tb" } else { "" };
             self.line(&format!(
-                "cake_wgmma_m64n{n}k16_f32_{input}{ta}{tb}({accn}, {ad}, {bd}, {scale});"
+                "{}{ta}{tb}({accn}, {ad}, {bd}, {scale});",
+                wrapper_name(n, input)
             ));
         }
         self.wgmma_commit(*accf, None, release, sp);
     }
 
-    /// The shared-memory descriptor of `a` at k-step `kk` (16 along K). K-major (an (M, K) view
-    /// as stored): the operand tile's start within its 64-column panel. M-major (`.T` of a
-    /// (K, 64) view): 16 panel rows of 128 bytes further per k-step, from the `.rows` start;
+    /// The shared-memory descriptor of `a` at k-step `kk` (`k_step` along K: 32 bytes of a
+    /// K-major row). K-major (an (M, K) view as stored): the operand tile's start within its
+    /// 128-byte panel. M-major (`.T` of a 16-bit (K, 64) view): 16 panel rows of 128 bytes
+    /// further per k-step, from the `.rows` start;
     /// one panel along M, so the leading byte offset is the panel's size (not read), and the
     /// stride offset the 1024 bytes between groups of 8 rows along K.
-    fn wgmma_a_desc(&mut self, av: &ViewRef, a_mn: bool, kk: u32, sp: Span) -> Option<String> {
-        let ad = self.wgmma_operand(av, if a_mn { 0 } else { kk }, 16, sp)?;
+    fn wgmma_a_desc(
+        &mut self,
+        av: &ViewRef,
+        a_mn: bool,
+        kk: u32,
+        k_step: u32,
+        sp: Span,
+    ) -> Option<String> {
+        let ad = self.wgmma_operand(av, if a_mn { 0 } else { kk }, k_step, sp)?;
         if !a_mn {
             return Some(format!("cake_wgmma_desc({ad}, 16, 1024, 1)"));
         }
@@ -920,18 +939,25 @@ impl Emitter<'_> {
         let panel = super::n_major_panel_stride(view);
         Some(format!(
             "cake_wgmma_desc({ad} + {}, {panel}, 1024, 1)",
-            kk * 16 * row_bytes
+            kk * k_step * row_bytes
         ))
     }
 
-    /// The shared-memory descriptor of `b` at k-step `kk` (16 along K). K-major (`.T` of an
-    /// (N, K) view): the operand tile's start within its 64-column panel, no leading offset.
+    /// The shared-memory descriptor of `b` at k-step `kk` (`k_step` along K). K-major (`.T` of
+    /// an (N, K) view): the operand tile's start within its 128-byte panel, no leading offset.
     /// N-major (a (K, N) view as stored): 16 rows of 128 bytes further per k-step; the leading
     /// byte offset is the stride between the 64-column panels along N (the view's rows × 128
     /// bytes), the stride offset the 1024 bytes between groups of 8 rows along K.
-    fn wgmma_b_desc(&mut self, bv: &ViewRef, b_mn: bool, kk: u32, sp: Span) -> Option<String> {
+    fn wgmma_b_desc(
+        &mut self,
+        bv: &ViewRef,
+        b_mn: bool,
+        kk: u32,
+        k_step: u32,
+        sp: Span,
+    ) -> Option<String> {
         if !b_mn {
-            let bd = self.wgmma_operand(bv, kk, 16, sp)?;
+            let bd = self.wgmma_operand(bv, kk, k_step, sp)?;
             return Some(format!("cake_wgmma_desc({bd}, 16, 1024, 1)"));
         }
         if let Err(m) = crate::legal::sw128_operand(&self.k.views[bv.view]) {
@@ -939,7 +965,7 @@ impl Emitter<'_> {
             return None;
         }
         let panels = super::n_major_panel_stride(&self.k.views[bv.view]);
-        let at = self.n_major_operand(bv, kk, 16);
+        let at = self.n_major_operand(bv, kk, k_step);
         Some(format!("cake_wgmma_desc({at}, {panels}, 1024, 1)"))
     }
 
@@ -1269,12 +1295,58 @@ enum AForm {
     Registers,
 }
 
-/// One wgmma wrapper for an `m64nNk16` shape with f32 accumulators and bf16/f16 inputs from
-/// shared-memory descriptors.
-/// `cake_wgmma_m64n<N>k16_f32_<input>[_rs|_ta][_tb]`: the wgmma of one k-step, its A operand in
-/// shared memory, K-major or (`_ta`) M-major, or (`_rs`) in registers, its B operand K-major or
-/// (`_tb`) N-major; the M-major and N-major ones are read with the instruction's transpose flags.
-fn wgmma_fn_with(n: u32, input: &str, a: AForm, b_n_major: bool) -> String {
+/// The input types of a wgmma: bf16 or f16 on both sides, or FP8 (e4m3, e5m2) on each.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Inputs {
+    a: DType,
+    b: DType,
+}
+
+impl Inputs {
+    fn of(a: DType, b: DType) -> Result<Inputs, String> {
+        match (a, b) {
+            (DType::BF16, DType::BF16) | (DType::F16, DType::F16) => Ok(Inputs { a, b }),
+            _ if a.is_fp8() && b.is_fp8() => Ok(Inputs { a, b }),
+            (DType::BF16 | DType::F16, DType::BF16 | DType::F16) => {
+                Err("wgmma takes `a` and `b` of the same 16-bit type".into())
+            }
+            _ => Err(format!("wgmma with {a} x {b} inputs is not lowered yet")),
+        }
+    }
+
+    fn is_fp8(self) -> bool {
+        self.a.is_fp8()
+    }
+
+    /// K of one instruction: 32 bytes of a K-major row (k16 for 16-bit inputs, k32 for FP8).
+    fn k(self) -> u32 {
+        32 / self.a.bytes()
+    }
+
+    /// The instruction's type suffix, `a`'s then `b`'s: `bf16.bf16`, `e4m3.e5m2`.
+    fn ptx(self) -> String {
+        format!("{}.{}", self.a, self.b)
+    }
+}
+
+/// `cake_wgmma_m64n<N>k<K>_f32_<input>`: the wrapper's name before the operand-form suffix; one
+/// type names equal inputs (`bf16`, `e4m3`), else both (`e4m3_e5m2`).
+fn wrapper_name(n: u32, input: Inputs) -> String {
+    let types = if input.a == input.b {
+        input.a.to_string()
+    } else {
+        format!("{}_{}", input.a, input.b)
+    };
+    format!("cake_wgmma_m64n{n}k{}_f32_{types}", input.k())
+}
+
+/// One wgmma wrapper for an `m64nN` shape with f32 accumulators.
+/// `cake_wgmma_m64n<N>k<K>_f32_<input>[_rs|_ta][_tb]` (`wrapper_name`): the wgmma of one k-step,
+/// its A operand in shared memory, K-major or (`_ta`) M-major, or (`_rs`) in registers, its B
+/// operand K-major or (`_tb`) N-major; the M-major and N-major ones are read with the
+/// instruction's transpose flags. FP8 inputs are K-major on both sides, and their instruction
+/// takes no transpose flags.
+fn wgmma_fn_with(n: u32, input: Inputs, a: AForm, b_n_major: bool) -> String {
     let regs = n / 2;
     let a_in_registers = a == AForm::Registers;
     let suffix = format!(
@@ -1288,7 +1360,9 @@ fn wgmma_fn_with(n: u32, input: &str, a: AForm, b_n_major: bool) -> String {
     );
     let tnsp_a = u8::from(a == AForm::SharedMn);
     let tnsp_b = u8::from(b_n_major);
-    let name = format!("cake_wgmma_m64n{n}k16_f32_{input}{suffix}");
+    let name = format!("{}{suffix}", wrapper_name(n, input));
+    // Only 16-bit inputs take the transpose immediates.
+    let flags = |flags: String| if input.is_fp8() { String::new() } else { flags };
     let a_params = if a_in_registers {
         "uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3"
     } else {
@@ -1306,7 +1380,9 @@ fn wgmma_fn_with(n: u32, input: &str, a: AForm, b_n_major: bool) -> String {
     out.push_str("  asm volatile(\n      \"{\\n\\t.reg .pred p;\\n\\t\"\n");
     out.push_str(&format!("      \"setp.ne.b32 p, %{scale_op}, 0;\\n\\t\"\n"));
     out.push_str(&format!(
-        "      \"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{input}.{input} \"\n"
+        "      \"wgmma.mma_async.sync.aligned.m64n{n}k{}.f32.{} \"\n",
+        input.k(),
+        input.ptx()
     ));
     for chunk in list.chunks(16) {
         let first = chunk[0] == "%0";
@@ -1322,16 +1398,18 @@ fn wgmma_fn_with(n: u32, input: &str, a: AForm, b_n_major: bool) -> String {
     if a_in_registers {
         // Register A: no transpose flag for A; B's transpose flag.
         out.push_str(&format!(
-            "      \" {{%{}, %{}, %{}, %{}}}, %{b_op}, p, 1, 1, {tnsp_b};\\n\\t}}\\n\"\n",
+            "      \" {{%{}, %{}, %{}, %{}}}, %{b_op}, p, 1, 1{};\\n\\t}}\\n\"\n",
             regs,
             regs + 1,
             regs + 2,
-            regs + 3
+            regs + 3,
+            flags(format!(", {tnsp_b}"))
         ));
     } else {
         // A's transpose flag (M-major), then B's.
         out.push_str(&format!(
-            "      \" %{regs}, %{b_op}, p, 1, 1, {tnsp_a}, {tnsp_b};\\n\\t}}\\n\"\n"
+            "      \" %{regs}, %{b_op}, p, 1, 1{};\\n\\t}}\\n\"\n",
+            flags(format!(", {tnsp_a}, {tnsp_b}"))
         ));
     }
     let outs: Vec<String> = (0..regs).map(|i| format!("\"+f\"(d[{i}])")).collect();

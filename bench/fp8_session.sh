@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# GPU call for bench/results/2026-12-19-fp8-gemm/: the row-wise scaled FP8 GEMM
+# (examples/gemm_fp8_sm90.py, kernels/gemm/gemm_fp8.contract.toml) against torch._scaled_mm.
+# 1. `cake test` on the check shapes (tails, one row, every distribution);
+# 2. `cake bench` on the bench shapes: both baselines (use_fast_accum False and True), CUPTI;
+# 3. `cake test` on the held-out shapes;
+# 4. every route of kernels/gemm/gemm_fp8.candidates.family.toml at 8 shapes drawn from the
+#    domain (held-out shard, seed 1), each against torch._scaled_mm in the same process.
+#   OUT=... bash bench/fp8_session.sh        # on the GPU host, repository root; carry: dist
+set -u
+. "$(dirname "$0")/gpu_env.sh" || exit 1
+C=kernels/gemm/gemm_fp8.contract.toml
+record test ${TEST_S:-150} test $C
+record bench ${BENCH_S:-240} bench $C
+record held ${HELD_S:-120} test $C --shapes held_out
+part routes ${ROUTES_S:-240} kernels/gemm/gemm_fp8.candidates.family.toml --shard held_out --n 8 --seed 1 --every-route
+grep -A14 "^  route" "$OUT/routes/report.txt"
