@@ -383,3 +383,43 @@ fn dynamic_tile_loops_build() {
     assert!(out_dir.join("rows_only.cubin").is_file());
     let _ = std::fs::remove_dir_all(&out_dir);
 }
+
+#[test]
+fn fp8_wgmma_steps_k_by_32_bytes_without_transpose_flags() {
+    // FP8 wgmma is k32: a 128-element block is four instructions, 32 bytes apart in each
+    // 128-byte swizzled row, and its PTX takes no transpose immediates (ptxas rejects them for
+    // 8-bit inputs, so a build that passes ptxas is the check of the operand list).
+    if !has_toolchain() {
+        return;
+    }
+    let (out_dir, cu) = built_cuda("tests/build/fp8_mixed_sm90.py", "fp8-mixed", "gemm_mixed");
+    assert!(
+        cu.contains("wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e5m2 "),
+        "{cu}"
+    );
+    let steps: Vec<&str> = cu
+        .lines()
+        .filter(|l| l.contains("cake_wgmma_m64n64k32_f32_e4m3_e5m2(acc"))
+        .collect();
+    assert_eq!(steps.len(), 4, "{cu}");
+    for (i, step) in steps.iter().enumerate() {
+        assert!(
+            step.contains(&format!("sA + {}, 16, 1024, 1", 32 * i)),
+            "step {i}: {step}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&out_dir);
+
+    // The row-wise scaled example: promoted blocks and both scale vectors, through ptxas.
+    let (out_dir, cu) = built_cuda("examples/gemm_fp8_sm90.py", "fp8-rowwise", "gemm_fp8");
+    assert!(cu.contains("k32.f32.e4m3.e4m3 "), "{cu}");
+    assert!(
+        cu.contains("__ldg(SA + "),
+        "the row scale is read per row:\n{cu}"
+    );
+    assert!(
+        cu.contains("__ldg(SB + "),
+        "the column scale is read per column:\n{cu}"
+    );
+    let _ = std::fs::remove_dir_all(&out_dir);
+}
