@@ -6,22 +6,26 @@ loop, so with REPS large the time is the tensor-core rate. The CTA is small (128
 SM, at BN = 256 (mma_tflops_16bit) and, substituted, BN = 64, 128 and 192
 ([mma_tflops_16bit_by_n]): the per-N wgmma rate. The registers decide how many CTAs reside
 (ptxas: 82 per thread at BN = 64, six CTAs; 144 at 128, three; 248 at 256, two), and twelve
-tiles per SM fill whole waves at each."""
+tiles per SM fill whole waves at each. With FP8 = 1 the tiles are e4m3, 128 deep (one 128-byte
+row, as the 16-bit tiles' 64): the FP8 wgmma rate (mma_tflops_8bit), N = 256."""
 import cake
 from cake import lm
 
-BN, BK = 256, 64
+FP8 = 0
+DT = lm.e4m3 if FP8 else lm.bf16
+BN = 256
+BK = 128 if FP8 else 64
 
 
 @cake.schedule(targets=["sm_90a"])
-def wgmma(A: lm.tensor[lm.bf16, "M", BK],
-          B: lm.tensor[lm.bf16, BN, BK],
+def wgmma(A: lm.tensor[DT, "M", BK],
+          B: lm.tensor[DT, BN, BK],
           R: lm.tensor[lm.i32, "REPS"],
           C: lm.tensor[lm.f32, "M", BN]):
     del R  # a calibration kernel: nothing to read or write
     pool = lm.smem()
-    sA = pool.view(shape=(64, BK), dtype=lm.bf16, swizzle=128)
-    sB = pool.view(shape=(BN, BK), dtype=lm.bf16, swizzle=128)
+    sA = pool.view(shape=(64, BK), dtype=DT, swizzle=128)
+    sB = pool.view(shape=(BN, BK), dtype=DT, swizzle=128)
     math = lm.role(warpgroup=0)
     ready = lm.barrier(producers=[math], consumers=[math])
     acc = math.fragment(shape=(64, BN), dtype=lm.f32)

@@ -19,6 +19,8 @@ Probes (name: schedule, constants, shape → what it measures):
                SM would time one dependent chain's latency, not the rate
   wgmma_n64, wgmma_n128, wgmma_n192: wgmma.py with BN = 64, 128, 192 → the per-N table
                [mma_tflops_16bit_by_n]
+  wgmma_fp8:   wgmma.py with FP8 = 1 (e4m3 tiles 128 deep), 12 tiles per SM → FLOP/s
+               (mma_tflops_8bit)
   wgmma_chain_n64, _n128, _n256: wgmma.py, one tile per SM → what one warpgroup's dependent
                MMAs draw from an SM's tensor cores ([mma_chain_tflops_16bit_by_n])
   stream_bm<BM>_s<S>: stream.py with REUSE = 8 at BM in {64, 128, 256} x STAGES in {1, 2, 4}, 8
@@ -133,6 +135,9 @@ def probes(sms: int) -> List[Dict[str, Any]]:
         *[dict(name=f"wgmma_n{n}", schedule="wgmma", kernel="wgmma", consts=dict(BN=n),
                dims=dict(M=wg_m, REPS=2048), work=dict(flops=2 * wg_m * n * 64 * 2048), group="wgmma")
           for n in (64, 128, 192)],
+        # e4m3 tiles 128 deep: the FP8 rate (mma_tflops_8bit), N = 256.
+        dict(name="wgmma_fp8", schedule="wgmma", kernel="wgmma", consts=dict(FP8=1),
+             dims=dict(M=wg_m, REPS=2048), work=dict(flops=2 * wg_m * 256 * 128 * 2048), group="wgmma"),
         # One tile per SM: a single warpgroup's chain of dependent MMAs on one accumulator,
         # the most a lone consumer warpgroup gets from the tensor cores
         # ([mma_chain_tflops_16bit_by_n]).
@@ -195,7 +200,7 @@ def _tensors(torch: Any, kernel: Any, dims: Dict[str, int], ids: Optional[str] =
     for t in specs:
         shape = [d if isinstance(d, int) else dims[d] for d in t["dims"]]
         dtype = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32,
-                 "i32": torch.int32}[t["dtype"]]
+                 "i32": torch.int32, "e4m3": torch.float8_e4m3fn}[t["dtype"]]
         if ids == "uniform" and t["name"] == "IDS":
             out[t["name"]] = torch.randint(0, dims["K"], shape, device="cuda", generator=g, dtype=dtype)
             continue

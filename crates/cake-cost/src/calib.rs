@@ -650,7 +650,16 @@ impl Calibration {
             rate(p, "flops").map(|r| r / 1e12),
             probe_src("wgmma", p),
         );
-        if let Some(r) = rate(p, "flops") {
+        // FP8: its own probe (e4m3 tiles, wgmma k32); a run without it (an older probe set)
+        // assumes twice the 16-bit rate, marked unmeasured.
+        let p8 = &probes["wgmma_fp8"];
+        if let Some(r8) = rate(p8, "flops") {
+            set(
+                "mma_tflops_8bit",
+                Some(r8 / 1e12),
+                probe_src("wgmma_fp8", p8),
+            );
+        } else if let Some(r) = rate(p, "flops") {
             set(
                 "mma_tflops_8bit",
                 Some(2.0 * r / 1e12),

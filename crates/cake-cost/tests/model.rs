@@ -343,6 +343,20 @@ fn calibration_from_measurements() {
         "{}",
         cal.get("tma_latency_us")
     );
+    // Without an FP8 probe, FP8 is assumed twice the 16-bit rate, and says so.
+    assert!((cal.get("mma_tflops_8bit") - 2.0 * cal.get("mma_tflops_16bit")).abs() < 1e-6);
+    assert!(cal.params["mma_tflops_8bit"]
+        .source
+        .starts_with("[U] twice"));
+    // With one, its own rate.
+    let mut m8 = m.clone();
+    m8["probes"]["wgmma_fp8"] = serde_json::json!({"schedule": "wgmma", "config": "FP8=1",
+        "samples": 30, "median_ms": 2.0, "flops": 3.0e12});
+    let cal8 = Calibration::from_measurements(&seed, &m8).unwrap();
+    assert!((cal8.get("mma_tflops_8bit") - 1500.0).abs() < 1e-6);
+    assert!(cal8.params["mma_tflops_8bit"]
+        .source
+        .contains("kernels/calibrate/wgmma.py FP8=1"));
     // Unmeasured parameters keep the seed's value, marked as such.
     assert_eq!(cal.get("alu_gops_per_sm"), seed.get("alu_gops_per_sm"));
     assert!(cal.params["alu_gops_per_sm"].source.starts_with("seed: "));
