@@ -10,11 +10,16 @@ fn repo() -> std::path::PathBuf {
 
 /// `cake build FILE --target sm_90a` into a fresh directory (with its own build cache).
 fn build(file: &str, tag: &str) -> (std::path::PathBuf, Output) {
+    build_for(file, tag, "sm_90a")
+}
+
+/// `cake build FILE --target TARGET` into a fresh directory (with its own build cache).
+fn build_for(file: &str, tag: &str, target: &str) -> (std::path::PathBuf, Output) {
     let out_dir = std::env::temp_dir().join(format!("cake-{tag}-{}", std::process::id()));
     let out = Command::new(env!("CARGO_BIN_EXE_cake"))
         .current_dir(repo())
         .env("CAKE_CACHE_DIR", out_dir.join("cache"))
-        .args(["build", file, "--target", "sm_90a", "-o"])
+        .args(["build", file, "--target", target, "-o"])
         .arg(&out_dir)
         .output()
         .expect("run cake");
@@ -420,6 +425,42 @@ fn fp8_wgmma_steps_k_by_32_bytes_without_transpose_flags() {
     assert!(
         cu.contains("__ldg(SB + "),
         "the column scale is read per column:\n{cu}"
+    );
+    let _ = std::fs::remove_dir_all(&out_dir);
+}
+
+#[test]
+fn fp8_tcgen05_is_kind_f8f6f4_with_the_types_in_its_descriptor() {
+    // sm_100a: an e4m3 A and an e5m2 B in one `.kind::f8f6f4` MMA, K = 32 per instruction, and
+    // the instruction descriptor of Table 42: F32 D (bit 4), atype E4M3 = 0, btype E5M2 = 1
+    // (bit 10), N = 128 (16 at bit 17), M = 128 (8 at bit 24).
+    if !has_toolchain() {
+        return;
+    }
+    let file = "tests/build/fp8_tcgen05_sm100.py";
+    let (out_dir, out) = build_for(file, "fp8-tcgen05", "sm_100a");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let cu = std::fs::read_to_string(out_dir.join("gemm_fp8.cu")).unwrap();
+    let steps: Vec<&str> = cu
+        .lines()
+        .filter(|l| l.contains("cake_tcgen05_mma_f8f6f4_ss(cake_tmem"))
+        .collect();
+    assert_eq!(steps.len(), 4, "{cu}");
+    for (i, step) in steps.iter().enumerate() {
+        assert!(
+            step.contains(&format!("pipe_stage) + {}, ", 32 * i)),
+            "{step}"
+        );
+        assert!(step.contains("0x08200410u"), "{step}");
+    }
+    assert!(
+        cu.contains("tcgen05.mma.cta_group::1.kind::f8f6f4 "),
+        "{cu}"
     );
     let _ = std::fs::remove_dir_all(&out_dir);
 }

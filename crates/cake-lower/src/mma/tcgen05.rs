@@ -16,15 +16,61 @@ use cake_diag::Span;
 use cake_ir::*;
 use cake_target::Target;
 
-/// Element types of `.kind::f16` operands, as the instruction descriptor encodes them
-/// (Table 42, bits 7-9 / 10-12: F16 = 0, BF16 = 1).
+/// The operand types of a dense `tcgen05.mma`, which choose its kind and the descriptor's type
+/// codes (Table 42, bits 7-9 / 10-12).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum F16Kind {
+enum Inputs {
+    /// `.kind::f16`, both operands F16 (code 0) or both BF16 (code 1).
     F16,
     BF16,
+    /// `.kind::f8f6f4` with 8-bit operands, each E4M3 (code 0) or E5M2 (code 1).
+    F8 {
+        a: DType,
+        b: DType,
+    },
 }
 
-/// The 32-bit instruction descriptor of a dense `tcgen05.mma ... .kind::f16` (PTX ISA
+impl Inputs {
+    fn of(a: DType, b: DType) -> Result<Inputs, String> {
+        match (a, b) {
+            (DType::BF16, DType::BF16) => Ok(Inputs::BF16),
+            (DType::F16, DType::F16) => Ok(Inputs::F16),
+            _ if a.is_fp8() && b.is_fp8() => Ok(Inputs::F8 { a, b }),
+            (x, y) => Err(format!(
+                "tcgen05.mma with {x} x {y} inputs is not lowered yet (bf16, f16 and FP8 are)"
+            )),
+        }
+    }
+
+    /// The descriptor's atype and btype codes.
+    fn codes(self) -> (u32, u32) {
+        let f8 = |d: DType| u32::from(d == DType::E5M2);
+        match self {
+            Inputs::F16 => (0, 0),
+            Inputs::BF16 => (1, 1),
+            Inputs::F8 { a, b } => (f8(a), f8(b)),
+        }
+    }
+
+    /// The instruction's `.kind` and the wrapper that issues it.
+    fn kind(self) -> &'static str {
+        match self {
+            Inputs::F16 | Inputs::BF16 => "f16",
+            Inputs::F8 { .. } => "f8f6f4",
+        }
+    }
+
+    /// K of one instruction: 32 bytes of a K-major row (16 for 16-bit inputs, 32 for FP8).
+    fn k_step(self) -> u32 {
+        match self {
+            Inputs::F16 | Inputs::BF16 => 16,
+            Inputs::F8 { .. } => 32,
+        }
+    }
+}
+
+/// The 32-bit instruction descriptor of a dense `tcgen05.mma ... .kind::f16` or
+/// `.kind::f8f6f4` (PTX ISA
 /// §9.7.16.4.2, Table 42 "Instruction descriptor format for .kind::tf32, .kind::f16,
 /// .kind::f8f6f4 and .kind::i8"):
 ///
@@ -35,8 +81,8 @@ enum F16Kind {
 /// | 3     | saturate                      | 0                                |
 /// | 4-5   | dtype (D)                     | F16 = 0, F32 = 1                 |
 /// | 6     | reserved                      | 0                                |
-/// | 7-9   | atype                         | F16 = 0, BF16 = 1                |
-/// | 10-12 | btype                         | F16 = 0, BF16 = 1                |
+/// | 7-9   | atype                         | F16 = 0, BF16 = 1; E4M3 = 0, E5M2 = 1 |
+/// | 10-12 | btype                         | F16 = 0, BF16 = 1; E4M3 = 0, E5M2 = 1 |
 /// | 13,14 | negate A, negate B            | 0                                |
 /// | 15    | transpose A (1 = M-major)     | `a_mn_major`                     |
 /// | 16    | transpose B (1 = N-major)     | `b_mn_major`                     |
@@ -45,21 +91,11 @@ enum F16Kind {
 /// | 24-28 | M >> 4                        |                                  |
 /// | 29    | reserved                      | 0                                |
 /// | 30-31 | max shift (`.ws` only)        | 0                                |
-fn idesc_f16(
-    input: F16Kind,
-    acc_f32: bool,
-    m: u32,
-    n: u32,
-    a_mn_major: bool,
-    b_mn_major: bool,
-) -> u32 {
-    let ty = match input {
-        F16Kind::F16 => 0,
-        F16Kind::BF16 => 1,
-    };
+fn idesc(input: Inputs, acc_f32: bool, m: u32, n: u32, a_mn_major: bool, b_mn_major: bool) -> u32 {
+    let (a_ty, b_ty) = input.codes();
     (u32::from(acc_f32) << 4)
-        | (ty << 7)
-        | (ty << 10)
+        | (a_ty << 7)
+        | (b_ty << 10)
         | (u32::from(a_mn_major) << 15)
         | (u32::from(b_mn_major) << 16)
         | (((n >> 3) & 0x3F) << 17)
@@ -145,6 +181,14 @@ static __device__ __forceinline__ void cake_tcgen05_mma_f16_ss(uint32_t d_tmem, 
       "{\n\t.reg .pred p;\n\t"
       "setp.ne.b32 p, %4, 0;\n\t"
       "tcgen05.mma.cta_group::1.kind::f16 [%0], %1, %2, %3, p;\n\t}"
+      :: "r"(d_tmem), "l"(a_desc), "l"(b_desc), "r"(idesc), "r"(accumulate) : "memory");
+}
+// The same for 8-bit operands (E4M3 or E5M2, as the instruction descriptor says): 32 of K each.
+static __device__ __forceinline__ void cake_tcgen05_mma_f8f6f4_ss(uint32_t d_tmem, uint64_t a_desc, uint64_t b_desc, uint32_t idesc, uint32_t accumulate) {
+  asm volatile(
+      "{\n\t.reg .pred p;\n\t"
+      "setp.ne.b32 p, %4, 0;\n\t"
+      "tcgen05.mma.cta_group::1.kind::f8f6f4 [%0], %1, %2, %3, p;\n\t}"
       :: "r"(d_tmem), "l"(a_desc), "l"(b_desc), "r"(idesc), "r"(accumulate) : "memory");
 }
 // D[tmem] (+)= A[tmem] * B[smem]: A read from tensor memory (K-major, 16-bit elements packed two
@@ -350,7 +394,7 @@ impl MmaBackend for Tcgen05 {
 struct MmaForm<'o> {
     b: &'o ViewRef,
     b_mn_major: bool,
-    input: F16Kind,
+    input: Inputs,
     m: u32,
     n: u32,
     kdim: u32,
@@ -409,15 +453,17 @@ fn mma_form<'o>(k: &Kernel, target: &Target, call: &MmaCall<'o>) -> Result<MmaFo
                 .into(),
         );
     }
-    let input = match (a_dtype, vb.dtype) {
-        (DType::BF16, DType::BF16) => F16Kind::BF16,
-        (DType::F16, DType::F16) => F16Kind::F16,
-        (x, _) => {
-            return Err(format!(
-                "tcgen05.mma with {x} inputs is not lowered yet (bf16 and f16 are)"
-            ));
-        }
-    };
+    let input = Inputs::of(a_dtype, vb.dtype)?;
+    if input.kind() == "f8f6f4" && b_mn_major {
+        return Err("an FP8 `b` is lowered K-major (`.T` of an (N, K) view)".into());
+    }
+    if !kdim.is_multiple_of(input.k_step()) {
+        return Err(format!(
+            "tcgen05.mma steps K by {} for {} inputs; `a`'s K is {kdim}",
+            input.k_step(),
+            a_dtype
+        ));
+    }
     if vb.shape.len() != 2 || vb.swizzle != 128 {
         return Err(format!("tcgen05.mma operands are lowered from 2-D views with 128B swizzle; `{}` has swizzle {}", vb.name, vb.swizzle));
     }
@@ -715,8 +761,9 @@ impl Emitter<'_> {
         };
         let vb = &k.views[bv.view];
         let region = &k.tmems[acc.region];
-        let k_step = 16;
-        let idesc = idesc_f16(input, true, m, n, false, b_mn_major);
+        let k_step = input.k_step();
+        let kind = input.kind();
+        let idesc = idesc(input, true, m, n, false, b_mn_major);
         let sw128 = smem_desc_swizzle(128).expect("128B");
         let fixed_k = k_major_sw128_desc();
         // N-major (the view's rows are K): SBO = "from the first 8 columns to the next 8
@@ -755,7 +802,7 @@ impl Emitter<'_> {
                         let at = me.tmem_addr(t);
                         let col = kk * k_step / 2;
                         me.line(&format!(
-                            "cake_tcgen05_mma_f16_ts({d}, {at} + {col}, {bdesc}, {idesc:#010x}u, {acc_in});"
+                            "cake_tcgen05_mma_{kind}_ts({d}, {at} + {col}, {bdesc}, {idesc:#010x}u, {acc_in});"
                         ));
                     }
                     Operand::Smem(av) => {
@@ -763,7 +810,7 @@ impl Emitter<'_> {
                             return;
                         };
                         me.line(&format!(
-                            "cake_tcgen05_mma_f16_ss({d}, cake_umma_desc({ad}, {fixed_k:#018x}ull), {bdesc}, {idesc:#010x}u, {acc_in});"
+                            "cake_tcgen05_mma_{kind}_ss({d}, cake_umma_desc({ad}, {fixed_k:#018x}ull), {bdesc}, {idesc:#010x}u, {acc_in});"
                         ));
                     }
                     _ => return,
@@ -863,7 +910,7 @@ mod tests {
     #[test]
     fn idesc_bf16_m128_n128_k_major() {
         assert_eq!(
-            idesc_f16(F16Kind::BF16, true, 128, 128, false, false),
+            idesc(Inputs::BF16, true, 128, 128, false, false),
             0x0820_0490
         );
     }
@@ -877,17 +924,29 @@ mod tests {
     //                                    = 0x0441_8000
     #[test]
     fn idesc_f16_m64_n256_mn_major() {
-        assert_eq!(
-            idesc_f16(F16Kind::F16, false, 64, 256, true, true),
-            0x0441_8000
-        );
+        assert_eq!(idesc(Inputs::F16, false, 64, 256, true, true), 0x0441_8000);
+    }
+
+    // FP8, M = 128, N = 256, an E4M3 A and an E5M2 B, F32 D, both K-major:
+    //   dtype F32 = 1 at bit 4         -> 0x0000_0010
+    //   atype E4M3 = 0; btype E5M2 = 1 at bit 10 -> 0x0000_0400
+    //   N >> 3 = 32 at bits 17-22      -> 0x0040_0000
+    //   M >> 4 = 8 at bits 24-28       -> 0x0800_0000
+    //                                    = 0x0840_0410
+    #[test]
+    fn idesc_fp8_mixed_m128_n256() {
+        let input = Inputs::of(DType::E4M3, DType::E5M2).unwrap();
+        assert_eq!(input.kind(), "f8f6f4");
+        assert_eq!(input.k_step(), 32);
+        assert_eq!(idesc(input, true, 128, 256, false, false), 0x0840_0410);
+        assert!(Inputs::of(DType::BF16, DType::E4M3).is_err());
     }
 
     // The smallest legal N (8) and the widest field values stay inside their fields:
     // N >> 3 = 1 -> bit 17; M >> 4 = 8 -> bit 27; BF16 + F32 as above.
     #[test]
     fn idesc_fields_do_not_overlap() {
-        let d = idesc_f16(F16Kind::BF16, true, 128, 8, false, false);
+        let d = idesc(Inputs::BF16, true, 128, 8, false, false);
         assert_eq!(d, 0x0802_0490);
         assert_eq!(d & (1 << 23), 0, "bit 23 is reserved");
         assert_eq!(d & (1 << 29), 0, "bit 29 is reserved");
