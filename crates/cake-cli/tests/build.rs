@@ -464,3 +464,30 @@ fn fp8_tcgen05_is_kind_f8f6f4_with_the_types_in_its_descriptor() {
     );
     let _ = std::fs::remove_dir_all(&out_dir);
 }
+
+#[test]
+fn one_element_loads_broadcast_in_accumulator_and_row_layouts() {
+    // `lm.load(T, coords=..., shape=())` is one value every thread reads: FP8 per-tensor scales
+    // in a wgmma epilogue and a quantization scale in a row-layout value, both through ptxas,
+    // each read bounds-checked with its fill outside.
+    if !has_toolchain() {
+        return;
+    }
+    let file = "tests/build/scalar_loads_sm90.py";
+    let (out_dir, out) = build(file, "scalar-loads");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let gemm = std::fs::read_to_string(out_dir.join("gemm_tensorwise.cu")).unwrap();
+    assert!(
+        gemm.contains("(0) < 1) ? __ldg(SA + (size_t)(0)) : 0.0f"),
+        "{gemm}"
+    );
+    assert!(gemm.contains("__ldg(SB + (size_t)(0))"), "{gemm}");
+    let quant = std::fs::read_to_string(out_dir.join("quant_static.cu")).unwrap();
+    assert!(quant.contains("__ldg(S + (size_t)(0)) : 1.0f"), "{quant}");
+    let _ = std::fs::remove_dir_all(&out_dir);
+}

@@ -255,7 +255,11 @@ impl Interp<'_> {
     pub(super) fn load(&mut self, a: &[Slot], sp: Span) -> R<Value> {
         let src = self.tensor_arg(&a[0], "the source")?;
         let coords = self.coords(&a[1], src, "`coords`")?;
-        let shape = self.shape(&a[2], "shape")?;
+        // `shape=()`: one element, a scalar that broadcasts to any register value.
+        let shape = match &a[2] {
+            Some((Value::Tuple(items), _)) if items.is_empty() => Vec::new(),
+            _ => self.shape(&a[2], "shape")?,
+        };
         let evict = self.evict_arg(a.get(4))?;
         let fill = match &a[3] {
             None => 0.0,

@@ -270,6 +270,13 @@ impl Emitter<'_> {
                 shape,
                 fill,
                 ..
+            } if shape.is_empty() => self.scalar_load_text(*tensor, coords, *fill),
+            ExprKind::Load {
+                tensor,
+                coords,
+                shape,
+                fill,
+                ..
             } if shape.len() == 1 && matches!(site, Site::Tile | Site::Rows) => {
                 // A vector along the tile's columns (this thread's column of it) or, broadcast
                 // with `[:, None]`, along its rows (this thread's row).
@@ -342,6 +349,31 @@ impl Emitter<'_> {
             Site::Row(g) | Site::RowVal(g) if row => self.row_text(g).0,
             Site::Row(_) | Site::RowCol(_) | Site::RowVal(_) | Site::Rows => "(lc + v)".into(),
         }
+    }
+
+    /// A one-element `lm.load` (`shape=()`): every coordinate checked against its extent, `fill`
+    /// outside; every thread reads the same address, which the L1 broadcasts.
+    fn scalar_load_text(&self, tensor: ParamId, coords: &[ExprId], fill: f64) -> String {
+        let k = self.k;
+        let ParamKind::Tensor { dims, .. } = k.params[tensor].kind.clone() else {
+            return "0".into();
+        };
+        let last = dims.len() - 1;
+        let inside: Vec<String> = coords
+            .iter()
+            .zip(&dims)
+            .map(|(c, d)| {
+                let c = self.ix_text(*c);
+                format!("({c}) >= 0 && ({c}) < {}", self.extent_text(d))
+            })
+            .collect();
+        let offset = self.offset_text(&dims, coords, last, &self.ix_text(coords[last]));
+        format!(
+            "(({}) ? __ldg({} + {offset}) : {})",
+            inside.join(" && "),
+            c_ident(&k.params[tensor].name),
+            Self::float_lit(fill)
+        )
     }
 
     /// Element `index` (a C expression, offset from the last coordinate) of a 1-D `lm.load`

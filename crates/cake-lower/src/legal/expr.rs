@@ -144,6 +144,12 @@ pub(crate) trait Scope {
                 }
             }
             ExprKind::Load { .. } | ExprKind::ViewLoad { .. } if self.col_loaded(e) => {}
+            // One element (`shape=()`), the same for every thread: read anywhere.
+            ExprKind::Load { coords, shape, .. } if shape.is_empty() => {
+                for c in coords {
+                    self.scalar_problems(*c, out);
+                }
+            }
             ExprKind::Load {
                 tensor,
                 coords,

@@ -41,6 +41,8 @@ fn walk(
 ) -> Result<(), (Span, String)> {
     match &k.exprs[e].kind {
         ExprKind::Reduce { .. } => Ok(()),
+        // One element for every thread (`shape=()`): read where it is used, not batched.
+        ExprKind::Load { shape, .. } if shape.is_empty() => Ok(()),
         ExprKind::Load {
             tensor,
             shape,
