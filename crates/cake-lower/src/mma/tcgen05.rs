@@ -183,14 +183,6 @@ static __device__ __forceinline__ void cake_tcgen05_mma_f16_ss(uint32_t d_tmem, 
       "tcgen05.mma.cta_group::1.kind::f16 [%0], %1, %2, %3, p;\n\t}"
       :: "r"(d_tmem), "l"(a_desc), "l"(b_desc), "r"(idesc), "r"(accumulate) : "memory");
 }
-// The same for 8-bit operands (E4M3 or E5M2, as the instruction descriptor says): 32 of K each.
-static __device__ __forceinline__ void cake_tcgen05_mma_f8f6f4_ss(uint32_t d_tmem, uint64_t a_desc, uint64_t b_desc, uint32_t idesc, uint32_t accumulate) {
-  asm volatile(
-      "{\n\t.reg .pred p;\n\t"
-      "setp.ne.b32 p, %4, 0;\n\t"
-      "tcgen05.mma.cta_group::1.kind::f8f6f4 [%0], %1, %2, %3, p;\n\t}"
-      :: "r"(d_tmem), "l"(a_desc), "l"(b_desc), "r"(idesc), "r"(accumulate) : "memory");
-}
 // D[tmem] (+)= A[tmem] * B[smem]: A read from tensor memory (K-major, 16-bit elements packed two
 // per 32-bit column), one thread issues (tcgen05.mma, §9.7.16.10).
 static __device__ __forceinline__ void cake_tcgen05_mma_f16_ts(uint32_t d_tmem, uint32_t a_tmem, uint64_t b_desc, uint32_t idesc, uint32_t accumulate) {
@@ -227,6 +219,18 @@ static __device__ __forceinline__ void cake_tmem_wait_ld() {
 // part the compiler derived (LBO, SBO, the fixed 0b001 at bits 46-48, swizzle at 61-63).
 static __device__ __forceinline__ uint64_t cake_umma_desc(uint32_t addr, uint64_t fixed) {
   return (uint64_t)((addr & 0x3FFFF) >> 4) | fixed;
+}
+"#;
+
+/// `.kind::f8f6f4` with both operands in shared memory, in the prelude of kernels with FP8 MMAs.
+const F8F6F4_SS: &str = r#"
+// D[tmem] (+)= A[smem] * B[smem] for 8-bit operands (E4M3 or E5M2, as the instruction descriptor says): 32 of K each.
+static __device__ __forceinline__ void cake_tcgen05_mma_f8f6f4_ss(uint32_t d_tmem, uint64_t a_desc, uint64_t b_desc, uint32_t idesc, uint32_t accumulate) {
+  asm volatile(
+      "{\n\t.reg .pred p;\n\t"
+      "setp.ne.b32 p, %4, 0;\n\t"
+      "tcgen05.mma.cta_group::1.kind::f8f6f4 [%0], %1, %2, %3, p;\n\t}"
+      :: "r"(d_tmem), "l"(a_desc), "l"(b_desc), "r"(idesc), "r"(accumulate) : "memory");
 }
 "#;
 
@@ -349,9 +353,17 @@ impl MmaBackend for Tcgen05 {
         }
     }
 
-    fn prelude(&self, _e: &Emitter, out: &mut String) {
+    fn prelude(&self, e: &Emitter, out: &mut String) {
         out.push_str(PRELUDE);
         out.push('\n');
+        let fp8 = |o: &Operand| matches!(o, Operand::Smem(v) if e.k.views[v.view].dtype.is_fp8());
+        if e.kf
+            .ops
+            .iter()
+            .any(|site| matches!(&site.op, Op::Mma { a, .. } if fp8(a)))
+        {
+            out.push_str(F8F6F4_SS);
+        }
         out.push_str(&tmem_ld_fn());
         out.push('\n');
         out.push_str(&tmem_st_fn());
