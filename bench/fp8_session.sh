@@ -4,7 +4,7 @@
 # 1. `cake test` on the check shapes (tails, one row, every distribution);
 # 2. `cake bench` on the bench shapes: both baselines (use_fast_accum False and True), CUPTI;
 # 3. `cake test` on the held-out shapes;
-# 4. every route of kernels/gemm/gemm_fp8.candidates.family.toml at 8 shapes drawn from the
+# 4. every route of kernels/gemm/gemm_fp8.candidates.family.toml at 6 shapes drawn from the
 #    domain (held-out shard, seed 1), each against torch._scaled_mm in the same process;
 # 5. the calibration probes `wgmma` and `wgmma_fp8` (python -m cake.calibrate --only): the
 #    measured FP8 wgmma rate beside the 16-bit one (mma_tflops_8bit, until now assumed twice).
@@ -15,7 +15,7 @@ C=kernels/gemm/gemm_fp8.contract.toml
 record test ${TEST_S:-150} test $C
 record bench ${BENCH_S:-240} bench $C
 record held ${HELD_S:-120} test $C --shapes held_out
-part routes ${ROUTES_S:-240} kernels/gemm/gemm_fp8.candidates.family.toml --shard held_out --n 8 --seed 1 --every-route
+part routes ${ROUTES_S:-240} kernels/gemm/gemm_fp8.candidates.family.toml --shard held_out --n 6 --seed 1 --every-route
 grep -A14 "^  route" "$OUT/routes/report.txt"
 timeout ${CAL_S:-90} python3 -m cake.calibrate --target sm_90a --cake "$CAKE" --only wgmma \
     --only wgmma_fp8 --out "$OUT/calibrate.json" > "$OUT/calibrate.log" 2>&1

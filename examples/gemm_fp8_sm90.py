@@ -12,7 +12,9 @@ block's wgmma runs while this one's is added (docs/language.md §9.6): the promo
 registers, not tensor-core time.
 
 The epilogue scales `total` by the row and column scales, rounds to bf16, and stores through a
-swizzled shared-memory tile with TMA.
+swizzled shared-memory tile with TMA. With CLUSTER = 2 the two CTAs of a cluster take neighbouring
+M tiles of one N tile and each loads half of the B tile for both (TMA multicast): 24 KiB leave
+L2 per CTA and block instead of 32 (examples/gemm_cluster_sm90.py is the bf16 form).
 """
 import cake
 from cake import lm
@@ -21,6 +23,7 @@ BM, BN, BK = 128, 128, 128
 STAGES = 4      # 4 × 32 KiB of operands + 32 KiB for the epilogue tile
 GROUP = 8       # grouped raster: 8 M-tiles at a time share B tiles in L2
 BUFFERS = 2     # 1: each block's wgmma waits for the previous block's promotion
+CLUSTER = 1     # 2: clusters of two CTAs on neighbouring M tiles, the B tile multicast to both
 PROMOTE = 1     # 0: one accumulator over the whole of K, no promotion (CAKE-D004 says why not):
                 # what `torch._scaled_mm(..., use_fast_accum=True)` does
 
@@ -29,7 +32,7 @@ def wg_rows(index):
     return index * 64
 
 
-@cake.schedule(targets=["sm_90a"], persistent=True)
+@cake.schedule(targets=["sm_90a"], persistent=True, cluster=(CLUSTER, 1, 1))
 def gemm_fp8(A: lm.tensor[lm.e4m3, "M", "K"],
              B: lm.tensor[lm.e4m3, "N", "K"],
              SA: lm.tensor[lm.f32, "M"],
@@ -45,7 +48,7 @@ def gemm_fp8(A: lm.tensor[lm.e4m3, "M", "K"],
 
     pipe = lm.pipeline(stages=STAGES)
     full = lm.barrier(pipe, producers=[load], consumers=[math])
-    empty = lm.barrier(pipe, producers=[math], consumers=[load])
+    empty = lm.barrier(pipe, producers=[math], consumers=[load], cluster=CLUSTER > 1)
     if PROMOTE:
         acc = math.fragment(shape=(64, BN), dtype=lm.f32, buffers=BUFFERS)
         total = math.fragment(shape=(64, BN), dtype=lm.f32)
@@ -57,7 +60,7 @@ def gemm_fp8(A: lm.tensor[lm.e4m3, "M", "K"],
             for k in lm.range(lm.cdiv(K, BK), pipeline=pipe):
                 lm.wait(empty)
                 sA.tma_load(A, coords=(tm * BM, k * BK), barrier=full)
-                sB.tma_load(B, coords=(tn * BN, k * BK), barrier=full)
+                sB.tma_load(B, coords=(tn * BN, k * BK), barrier=full, multicast=CLUSTER)
         with math:
             if PROMOTE:
                 total[:] = 0.0
