@@ -9,15 +9,20 @@
 # 5. the calibration probes `wgmma` and `wgmma_fp8` (python -m cake.calibrate --only): the
 #    measured FP8 wgmma rate beside the 16-bit one (mma_tflops_8bit, until now assumed twice).
 #   OUT=... bash bench/fp8_session.sh        # on the GPU host, repository root; carry: dist
+# Each part's time limit: TEST_S, BENCH_S, HELD_S, ROUTES_S, CAL_S (seconds; 0 skips the part).
 set -u
 . "$(dirname "$0")/gpu_env.sh" || exit 1
 C=kernels/gemm/gemm_fp8.contract.toml
-record test ${TEST_S:-150} test $C
-record bench ${BENCH_S:-240} bench $C
-record held ${HELD_S:-120} test $C --shapes held_out
-part routes ${ROUTES_S:-240} kernels/gemm/gemm_fp8.candidates.family.toml --shard held_out --n 6 --seed 1 --every-route
-grep -A14 "^  route" "$OUT/routes/report.txt"
-timeout ${CAL_S:-90} python3 -m cake.calibrate --target sm_90a --cake "$CAKE" --only wgmma \
+on() { [ "$1" != 0 ]; }
+on ${TEST_S:=150} && record test $TEST_S test $C
+on ${BENCH_S:=240} && record bench $BENCH_S bench $C
+on ${HELD_S:=120} && record held $HELD_S test $C --shapes held_out
+if on ${ROUTES_S:=240}; then
+    part routes $ROUTES_S kernels/gemm/gemm_fp8.candidates.family.toml --shard held_out --n 6 --seed 1 --every-route
+    grep -A14 "^  route" "$OUT/routes/report.txt"
+fi
+on ${CAL_S:=90} || exit 0
+timeout $CAL_S python3 -m cake.calibrate --target sm_90a --cake "$CAKE" --only wgmma \
     --only wgmma_fp8 --out "$OUT/calibrate.json" > "$OUT/calibrate.log" 2>&1
 echo "== calibrate: exit $? at $(( $(date +%s) - SESSION_START )) s"
 python3 -c "import json,sys; d=json.load(open(sys.argv[1]))['probes']; [print(k, v.get('median_ms'), v.get('flops', 0) / max(v.get('median_ms') or 1, 1e-9) / 1e9, 'TFLOP/s', v.get('error', '')) for k, v in d.items()]" "$OUT/calibrate.json"
