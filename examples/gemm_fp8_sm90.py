@@ -7,9 +7,11 @@ One producer warpgroup streams 128 × 128 e4m3 tiles of A and B (128 bytes of K 
 
 Promotion: Hopper's FP8 wgmma keeps fewer bits than f32 in its running sum, so over a long K the
 error grows well past bf16's (CAKE-D004). Each 128-deep block is accumulated afresh and added
-into an f32 `total`. The block's accumulator has two register copies (`buffers=2`), so the next
-block's wgmma runs while this one's is added (docs/language.md §9.6): the promotion costs
-registers, not tensor-core time.
+into an f32 `total`. With BUFFERS = 2 the block's accumulator has two register copies, so the
+next block's wgmma runs while this one's is added (docs/language.md §9.6); on an H100 that form
+ran 0.87x of torch._scaled_mm at the bench shapes against 0.995x for one copy (the two consumer
+warpgroups already overlap each other's additions; bench/results/2026-12-19-fp8-gemm/), so one
+copy is the default.
 
 The epilogue scales `total` by the row and column scales, rounds to bf16, and stores through a
 swizzled shared-memory tile with TMA. With CLUSTER = 2 the two CTAs of a cluster take neighbouring
@@ -22,7 +24,7 @@ from cake import lm
 BM, BN, BK = 128, 128, 128
 STAGES = 4      # 4 × 32 KiB of operands + 32 KiB for the epilogue tile
 GROUP = 8       # grouped raster: 8 M-tiles at a time share B tiles in L2
-BUFFERS = 2     # 1: each block's wgmma waits for the previous block's promotion
+BUFFERS = 1     # 2: the next block's wgmma overlaps this block's promotion (measured slower)
 CLUSTER = 1     # 2: clusters of two CTAs on neighbouring M tiles, the B tile multicast to both
 PROMOTE = 1     # 0: one accumulator over the whole of K, no promotion (CAKE-D004 says why not):
                 # what `torch._scaled_mm(..., use_fast_accum=True)` does

@@ -228,7 +228,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm_fp8(
   }
   __syncthreads();
   CAKE_STAMP(threadIdx.x == 0, 2);  // timeline: prologue done
-  if (warp >= 0 && warp < 4) {  // role load (gemm_fp8_sm90.py:46)
+  if (warp >= 0 && warp < 4) {  // role load (gemm_fp8_sm90.py:48)
     cake_setmaxnreg_dec<40>();
     const int load_index = (warp - 0) / 4;
     const int load_thread = (int)threadIdx.x - 0 - load_index * 128;
@@ -239,22 +239,22 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm_fp8(
     (void)lane_row; (void)lane_col;
     uint32_t pipe_it = 0;  // iterations of pipeline pipe completed by this role
     if (load_thread == 0) {  // issue-only role: one thread per replica
-      for (int tile = blockIdx.x; tile < tiles_total; tile += gridDim.x) {  // tiles (tm, tn) (gemm_fp8_sm90.py:58)
+      for (int tile = blockIdx.x; tile < tiles_total; tile += gridDim.x) {  // tiles (tm, tn) (gemm_fp8_sm90.py:60)
         const int group_tiles = 8 * tiles_1;
         const int group_first = (tile / group_tiles) * 8;
         const int group_rows = min(tiles_0 - group_first, 8);
         const int tile_0 = group_first + (tile % group_tiles) % group_rows;
         const int tile_1 = (tile % group_tiles) / group_rows;
-        // with load: (gemm_fp8_sm90.py:59)
-        for (int k_1 = 0; k_1 < cake_cdiv(dim_K, 128); ++k_1) {  // gemm_fp8_sm90.py:60
+        // with load: (gemm_fp8_sm90.py:61)
+        for (int k_1 = 0; k_1 < cake_cdiv(dim_K, 128); ++k_1) {  // gemm_fp8_sm90.py:62
           const uint32_t pipe_stage = pipe_it % 4;
           const uint32_t pipe_phase = (pipe_it / 4) & 1;
-          cake_mbar_wait(empty + 8 * pipe_stage, pipe_phase ^ 1);  // wait empty (gemm_fp8_sm90.py:61)
+          cake_mbar_wait(empty + 8 * pipe_stage, pipe_phase ^ 1);  // wait empty (gemm_fp8_sm90.py:63)
           CAKE_STAMP_ONCE(load_thread == 0 && load_index == 0, 4, load_stamped_wait);  // timeline: first completed wait
-          // tma_load sA <- A (gemm_fp8_sm90.py:62)
+          // tma_load sA <- A (gemm_fp8_sm90.py:64)
           cake_mbar_arrive_expect_tx(full + 8 * pipe_stage, 32768);
           cake_tma_load_2d((sA + 16384 * pipe_stage), &tmap_A_0, full + 8 * pipe_stage, (k_1 * 128), (tile_0 * 128));
-          // tma_load sB <- B (gemm_fp8_sm90.py:63)
+          // tma_load sB <- B (gemm_fp8_sm90.py:65)
           cake_tma_load_2d((sB + 16384 * pipe_stage), &tmap_B_1, full + 8 * pipe_stage, (k_1 * 128), (tile_1 * 128));
           ++pipe_it;
         }
@@ -262,7 +262,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm_fp8(
     }
     CAKE_STAMP(load_thread == 0 && load_index == 0, 5);  // timeline: role load ends
   }
-  if (warp >= 4 && warp < 12) {  // role math (gemm_fp8_sm90.py:47)
+  if (warp >= 4 && warp < 12) {  // role math (gemm_fp8_sm90.py:49)
     cake_setmaxnreg_inc<232>();
     const int math_index = (warp - 4) / 4;
     const int math_thread = (int)threadIdx.x - 128 - math_index * 128;
@@ -271,84 +271,38 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm_fp8(
     const int lane_row = 16 * (math_thread / 32) + (math_thread % 32) / 4;  // and +8
     const int lane_col = 2 * (math_thread % 4);  // and +1, every 8 columns
     (void)lane_row; (void)lane_col;
-    float acc_b0[64], acc_b1[64];  // fragment acc [64, 128] f32, double-buffered
+    float acc[64];  // fragment acc [64, 128] f32
     float total[64];  // fragment total [64, 128] f32
     uint32_t pipe_it = 0;  // iterations of pipeline pipe completed by this role
-    for (int tile = blockIdx.x; tile < tiles_total; tile += gridDim.x) {  // tiles (tm, tn) (gemm_fp8_sm90.py:58)
+    for (int tile = blockIdx.x; tile < tiles_total; tile += gridDim.x) {  // tiles (tm, tn) (gemm_fp8_sm90.py:60)
       const int group_tiles = 8 * tiles_1;
       const int group_first = (tile / group_tiles) * 8;
       const int group_rows = min(tiles_0 - group_first, 8);
       const int tile_0 = group_first + (tile % group_tiles) % group_rows;
       const int tile_1 = (tile % group_tiles) / group_rows;
-      // with math: (gemm_fp8_sm90.py:64)
-      #pragma unroll  // total <- ... (gemm_fp8_sm90.py:66)
+      // with math: (gemm_fp8_sm90.py:66)
+      #pragma unroll  // total <- ... (gemm_fp8_sm90.py:68)
       for (int i = 0; i < 16; ++i) for (int h = 0; h < 2; ++h) for (int j = 0; j < 2; ++j) total[4 * i + 2 * h + j] = (float)(0.0f);
-      {  // k_2 (gemm_fp8_sm90.py:67): double-buffered `acc` — the MMA of iteration k+1 overlaps the rest of iteration k
-        const int k_2_end = cake_cdiv(dim_K, 128);
-        if (0 < k_2_end) {  // first iteration's MMA
-          const uint32_t pipe_stage = (pipe_it) % 4;
-          const uint32_t pipe_phase = ((pipe_it) / 4) & 1;
-          cake_mbar_wait(full + 8 * pipe_stage, pipe_phase);  // wait full (gemm_fp8_sm90.py:68)
-          CAKE_STAMP_ONCE(math_thread == 0 && math_index == 0, 7, math_stamped_wait);  // timeline: first completed wait
-          // mma acc_b0 += sA * sB.T (gemm_fp8_sm90.py:69)
-          cake_wgmma_fence();
-          cake_wgmma_m64n128k32_f32_e4m3(acc_b0, cake_wgmma_desc((sA + 16384 * pipe_stage) + 0 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sB + 16384 * pipe_stage) + 0, 16, 1024, 1), (false) ? 1 : 0);
-          cake_wgmma_m64n128k32_f32_e4m3(acc_b0, cake_wgmma_desc((sA + 16384 * pipe_stage) + 32 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sB + 16384 * pipe_stage) + 32, 16, 1024, 1), 1);
-          cake_wgmma_m64n128k32_f32_e4m3(acc_b0, cake_wgmma_desc((sA + 16384 * pipe_stage) + 64 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sB + 16384 * pipe_stage) + 64, 16, 1024, 1), 1);
-          cake_wgmma_m64n128k32_f32_e4m3(acc_b0, cake_wgmma_desc((sA + 16384 * pipe_stage) + 96 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sB + 16384 * pipe_stage) + 96, 16, 1024, 1), 1);
-          cake_wgmma_commit();
-          cake_wgmma_wait<0>();
-        }
-        for (int k_2_pair = 0; k_2_pair < k_2_end; k_2_pair += 2) {
-          {
-            const int k_2 = k_2_pair + 0;
-            const uint32_t pipe_stage = (pipe_it) % 4;
-            const uint32_t pipe_phase = ((pipe_it) / 4) & 1;
-            if (k_2 + 1 < k_2_end) {
-              const uint32_t pipe_stage = (pipe_it + 1) % 4;
-              const uint32_t pipe_phase = ((pipe_it + 1) / 4) & 1;
-              cake_mbar_wait(full + 8 * pipe_stage, pipe_phase);  // wait full (gemm_fp8_sm90.py:68)
-              // mma acc_b1 += sA * sB.T (gemm_fp8_sm90.py:69)
-              cake_wgmma_fence();
-              cake_wgmma_m64n128k32_f32_e4m3(acc_b1, cake_wgmma_desc((sA + 16384 * pipe_stage) + 0 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sB + 16384 * pipe_stage) + 0, 16, 1024, 1), (false) ? 1 : 0);
-              cake_wgmma_m64n128k32_f32_e4m3(acc_b1, cake_wgmma_desc((sA + 16384 * pipe_stage) + 32 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sB + 16384 * pipe_stage) + 32, 16, 1024, 1), 1);
-              cake_wgmma_m64n128k32_f32_e4m3(acc_b1, cake_wgmma_desc((sA + 16384 * pipe_stage) + 64 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sB + 16384 * pipe_stage) + 64, 16, 1024, 1), 1);
-              cake_wgmma_m64n128k32_f32_e4m3(acc_b1, cake_wgmma_desc((sA + 16384 * pipe_stage) + 96 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sB + 16384 * pipe_stage) + 96, 16, 1024, 1), 1);
-              cake_wgmma_commit();
-            }
-            cake_wgmma_fence_regs(acc_b0);
-            if (math_thread == 0) cake_mbar_arrive(empty + 8 * pipe_stage);  // release (gemm_fp8_sm90.py:69)
-            #pragma unroll  // total <- ... (gemm_fp8_sm90.py:71)
-            for (int i = 0; i < 16; ++i) for (int h = 0; h < 2; ++h) for (int j = 0; j < 2; ++j) total[4 * i + 2 * h + j] = (float)((total[4 * i + 2 * h + j] + acc_b0[4 * i + 2 * h + j]));
-            cake_wgmma_wait<0>();  // the next MMA and this iteration's have retired
-            ++pipe_it;
-          }
-          if (k_2_pair + 1 < k_2_end) {
-            const int k_2 = k_2_pair + 1;
-            const uint32_t pipe_stage = (pipe_it) % 4;
-            const uint32_t pipe_phase = ((pipe_it) / 4) & 1;
-            if (k_2 + 1 < k_2_end) {
-              const uint32_t pipe_stage = (pipe_it + 1) % 4;
-              const uint32_t pipe_phase = ((pipe_it + 1) / 4) & 1;
-              cake_mbar_wait(full + 8 * pipe_stage, pipe_phase);  // wait full (gemm_fp8_sm90.py:68)
-              // mma acc_b0 += sA * sB.T (gemm_fp8_sm90.py:69)
-              cake_wgmma_fence();
-              cake_wgmma_m64n128k32_f32_e4m3(acc_b0, cake_wgmma_desc((sA + 16384 * pipe_stage) + 0 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sB + 16384 * pipe_stage) + 0, 16, 1024, 1), (false) ? 1 : 0);
-              cake_wgmma_m64n128k32_f32_e4m3(acc_b0, cake_wgmma_desc((sA + 16384 * pipe_stage) + 32 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sB + 16384 * pipe_stage) + 32, 16, 1024, 1), 1);
-              cake_wgmma_m64n128k32_f32_e4m3(acc_b0, cake_wgmma_desc((sA + 16384 * pipe_stage) + 64 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sB + 16384 * pipe_stage) + 64, 16, 1024, 1), 1);
-              cake_wgmma_m64n128k32_f32_e4m3(acc_b0, cake_wgmma_desc((sA + 16384 * pipe_stage) + 96 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sB + 16384 * pipe_stage) + 96, 16, 1024, 1), 1);
-              cake_wgmma_commit();
-            }
-            cake_wgmma_fence_regs(acc_b1);
-            if (math_thread == 0) cake_mbar_arrive(empty + 8 * pipe_stage);  // release (gemm_fp8_sm90.py:69)
-            #pragma unroll  // total <- ... (gemm_fp8_sm90.py:71)
-            for (int i = 0; i < 16; ++i) for (int h = 0; h < 2; ++h) for (int j = 0; j < 2; ++j) total[4 * i + 2 * h + j] = (float)((total[4 * i + 2 * h + j] + acc_b1[4 * i + 2 * h + j]));
-            cake_wgmma_wait<0>();  // the next MMA and this iteration's have retired
-            ++pipe_it;
-          }
-        }
+      for (int k_2 = 0; k_2 < cake_cdiv(dim_K, 128); ++k_2) {  // gemm_fp8_sm90.py:69
+        const uint32_t pipe_stage = pipe_it % 4;
+        const uint32_t pipe_phase = (pipe_it / 4) & 1;
+        cake_mbar_wait(full + 8 * pipe_stage, pipe_phase);  // wait full (gemm_fp8_sm90.py:70)
+        CAKE_STAMP_ONCE(math_thread == 0 && math_index == 0, 7, math_stamped_wait);  // timeline: first completed wait
+        // mma acc += sA * sB.T (gemm_fp8_sm90.py:71)
+        cake_wgmma_fence();
+        cake_wgmma_m64n128k32_f32_e4m3(acc, cake_wgmma_desc((sA + 16384 * pipe_stage) + 0 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sB + 16384 * pipe_stage) + 0, 16, 1024, 1), (false) ? 1 : 0);
+        cake_wgmma_m64n128k32_f32_e4m3(acc, cake_wgmma_desc((sA + 16384 * pipe_stage) + 32 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sB + 16384 * pipe_stage) + 32, 16, 1024, 1), 1);
+        cake_wgmma_m64n128k32_f32_e4m3(acc, cake_wgmma_desc((sA + 16384 * pipe_stage) + 64 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sB + 16384 * pipe_stage) + 64, 16, 1024, 1), 1);
+        cake_wgmma_m64n128k32_f32_e4m3(acc, cake_wgmma_desc((sA + 16384 * pipe_stage) + 96 + ((math_index * 64)) * 128, 16, 1024, 1), cake_wgmma_desc((sB + 16384 * pipe_stage) + 96, 16, 1024, 1), 1);
+        cake_wgmma_commit();
+        cake_wgmma_wait<0>();
+        if (math_thread == 0) cake_mbar_arrive(empty + 8 * pipe_stage);  // release
+        #pragma unroll  // total <- ... (gemm_fp8_sm90.py:73)
+        for (int i = 0; i < 16; ++i) for (int h = 0; h < 2; ++h) for (int j = 0; j < 2; ++j) total[4 * i + 2 * h + j] = (float)((total[4 * i + 2 * h + j] + acc[4 * i + 2 * h + j]));
+        ++pipe_it;
       }
-      // sC.store(...) (gemm_fp8_sm90.py:79)
+      cake_wgmma_wait<0>();  // every MMA of the loop has retired
+      // sC.store(...) (gemm_fp8_sm90.py:81)
       if (math_thread == 0) cake_bulk_wait_read();
       cake_named_sync(8 + math_index, 128);
       #pragma unroll
@@ -364,8 +318,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) cake_gemm_fp8(
           cake_st_shared_b32(addr, cake_pack_bf16x2(v[0], v[1]));
         }
       }
-      cake_fence_proxy_async();  // (gemm_fp8_sm90.py:80)
-      // tma_store sC -> C (gemm_fp8_sm90.py:81)
+      cake_fence_proxy_async();  // (gemm_fp8_sm90.py:82)
+      // tma_store sC -> C (gemm_fp8_sm90.py:83)
       cake_named_sync(8 + math_index, 128);
       if (math_thread == 0) {
         cake_tma_store_2d(&tmap_C_2, (sC + ((math_index * 64)) * 128), (tile_1 * 128), ((tile_0 * 128) + (math_index * 64)));
