@@ -145,9 +145,22 @@ pub(crate) trait Scope {
             }
             ExprKind::Load { .. } | ExprKind::ViewLoad { .. } if self.col_loaded(e) => {}
             // One element (`shape=()`), the same for every thread: read anywhere.
-            ExprKind::Load { coords, shape, .. } if shape.is_empty() => {
+            ExprKind::Load {
+                tensor,
+                coords,
+                shape,
+                ..
+            } if shape.is_empty() => {
                 for c in coords {
                     self.scalar_problems(*c, out);
+                }
+                if let ParamKind::Tensor { dtype, .. } = k.params[*tensor].kind {
+                    if !matches!(dtype, DType::BF16 | DType::F16 | DType::F32 | DType::I32) {
+                        out.push((
+                            sp,
+                            format!("a one-element load of {dtype} is not lowered yet (bf16, f16, f32 and i32 are)"),
+                        ));
+                    }
                 }
             }
             ExprKind::Load {
