@@ -466,7 +466,7 @@ fn mma_form<'o>(k: &Kernel, target: &Target, call: &MmaCall<'o>) -> Result<MmaFo
         );
     }
     let input = Inputs::of(a_dtype, vb.dtype)?;
-    if input.kind() == "f8f6f4" && b_mn_major {
+    if matches!(input, Inputs::F8 { .. }) && b_mn_major {
         return Err("an FP8 `b` is lowered K-major (`.T` of an (N, K) view)".into());
     }
     if !kdim.is_multiple_of(input.k_step()) {
@@ -810,11 +810,12 @@ impl Emitter<'_> {
                 };
                 match a {
                     Operand::Tmem(t) => {
-                        // 16 elements of 16 bits = 8 columns per K step.
+                        // 16 elements of 16 bits = 8 columns per K step (a TMEM `a` is 16-bit:
+                        // `mma_form`).
                         let at = me.tmem_addr(t);
                         let col = kk * k_step / 2;
                         me.line(&format!(
-                            "cake_tcgen05_mma_{kind}_ts({d}, {at} + {col}, {bdesc}, {idesc:#010x}u, {acc_in});"
+                            "cake_tcgen05_mma_f16_ts({d}, {at} + {col}, {bdesc}, {idesc:#010x}u, {acc_in});"
                         ));
                     }
                     Operand::Smem(av) => {
