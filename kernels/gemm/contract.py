@@ -12,7 +12,7 @@ def make_inputs(shape: dict, distribution: str, generator: torch.Generator) -> d
     scale = K ** -0.25
 
     def draw(rows: int) -> torch.Tensor:
-        g = dict(device="cuda", generator=generator)
+        g = dict(device=generator.device, generator=generator)  # the harness: CUDA
         if distribution == "normal":
             x = torch.randn(rows, K, **g)
         elif distribution == "uniform":
@@ -86,13 +86,17 @@ E4M3_MAX = 448.0
 
 
 def make_inputs_fp8(shape: dict, distribution: str, generator: torch.Generator) -> dict:
-    """The bf16 contract's draws (products O(1) whatever K is), quantized per row as a serving
-    stack quantizes activations and weights: each row scaled so its largest magnitude is e4m3's
-    largest finite value, rounded to e4m3, and its scale kept in f32."""
+    """The bf16 contract's draws (products O(1) whatever K is), each row times its own
+    magnitude in [1/4, 4) so that the rows' scales differ (a kernel that reads a scale by the
+    wrong index then fails), quantized per row as a serving stack quantizes activations and
+    weights: each row scaled so its largest magnitude is e4m3's largest finite value, rounded to
+    e4m3, and its scale kept in f32."""
     x = make_inputs(shape, distribution, generator)
 
     def quantize(t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        t = t.float()
+        rows = t.shape[0]
+        spread = torch.rand(rows, device=generator.device, generator=generator) * 4 - 2
+        t = t.float() * torch.exp2(spread)[:, None]
         scale = t.abs().amax(dim=1).clamp(min=1e-12) / E4M3_MAX
         q = (t / scale[:, None]).clamp(-E4M3_MAX, E4M3_MAX).to(torch.float8_e4m3fn)
         return q, scale.contiguous()
