@@ -491,3 +491,30 @@ fn one_element_loads_broadcast_in_accumulator_and_row_layouts() {
     assert!(quant.contains("__ldg(S + (size_t)(0)) : 1.0f"), "{quant}");
     let _ = std::fs::remove_dir_all(&out_dir);
 }
+
+#[test]
+fn per_row_vectors_read_the_mma_sync_fragment_rows() {
+    // sm_89: row-wise FP8 scales on the mma.sync accumulator. A per-row vector (`sa[:, None]`)
+    // is read at each thread's rows of each 16-row tile of the warp's fragment.
+    if !has_toolchain() {
+        return;
+    }
+    let file = "tests/build/fp8_rowwise_sm89.py";
+    let (out_dir, out) = build_for(file, "fp8-rowwise-sm89", "sm_89");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let cu = std::fs::read_to_string(out_dir.join("gemm_fp8.cu")).unwrap();
+    assert!(
+        cu.contains("(16 * mt + lane_row + 8 * h)) < dim_M ? __ldg(SA + "),
+        "{cu}"
+    );
+    assert!(
+        cu.contains("(lane_col + 8 * i + j)) < dim_N ? __ldg(SB + "),
+        "{cu}"
+    );
+    let _ = std::fs::remove_dir_all(&out_dir);
+}
