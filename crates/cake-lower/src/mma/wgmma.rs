@@ -1362,7 +1362,7 @@ fn wgmma_fn_with(n: u32, input: Inputs, a: AForm, b_n_major: bool) -> String {
     let tnsp_b = u8::from(b_n_major);
     let name = format!("{}{suffix}", wrapper_name(n, input));
     // Only 16-bit inputs take the transpose immediates.
-    let flags = |flags: String| if input.is_fp8() { String::new() } else { flags };
+    let flags = |text: String| if input.is_fp8() { String::new() } else { text };
     let a_params = if a_in_registers {
         "uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3"
     } else {
