@@ -9,11 +9,17 @@
 # 5. the calibration probes `wgmma` and `wgmma_fp8` (python -m cake.calibrate --only): the
 #    measured FP8 wgmma rate beside the 16-bit one (mma_tflops_8bit, until now assumed twice).
 #   OUT=... bash bench/fp8_session.sh        # on the GPU host, repository root; carry: dist
-# Each part's time limit: TEST_S, BENCH_S, HELD_S, ROUTES_S, CAL_S (seconds; 0 skips the part).
+# Each part's time limit: REP_S, TEST_S, BENCH_S, HELD_S, ROUTES_S, CAL_S (seconds; 0 skips it).
 set -u
 . "$(dirname "$0")/gpu_env.sh" || exit 1
 C=kernels/gemm/gemm_fp8.contract.toml
 on() { [ "$1" != 0 ]; }
+# The family table's evidence: every route at 24 representative shapes (`cake family choose`
+# takes only this shard).
+if on ${REP_S:=240}; then
+    part representative $REP_S kernels/gemm/gemm_fp8.candidates.family.toml --shard representative --n 24 --seed 10 --every-route
+    grep -A10 "^  route" "$OUT/representative/report.txt"
+fi
 on ${TEST_S:=150} && record test $TEST_S test $C
 on ${BENCH_S:=240} && record bench $BENCH_S bench $C
 on ${HELD_S:=120} && record held $HELD_S test $C --shapes held_out

@@ -60,12 +60,15 @@ impl Inputs {
         }
     }
 
-    /// K of one instruction: 32 bytes of a K-major row (16 for 16-bit inputs, 32 for FP8).
+    /// K of one instruction, the target table's (`cake_target::mma_instr_k`): 32 bytes of a
+    /// K-major row, 16 for 16-bit inputs and 32 for FP8.
     fn k_step(self) -> u32 {
-        match self {
-            Inputs::F16 | Inputs::BF16 => 16,
-            Inputs::F8 { .. } => 32,
-        }
+        let a = match self {
+            Inputs::F16 => DType::F16,
+            Inputs::BF16 => DType::BF16,
+            Inputs::F8 { a, .. } => a,
+        };
+        cake_target::mma_instr_k(cake_target::MmaFamily::Tcgen05, a).unwrap_or(16)
     }
 }
 

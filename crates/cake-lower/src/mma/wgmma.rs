@@ -1295,21 +1295,30 @@ enum AForm {
     Registers,
 }
 
-/// The input types of a wgmma: bf16 or f16 on both sides, or FP8 (e4m3, e5m2) on each.
+/// The input types of a wgmma (bf16 or f16 on both sides, or FP8, e4m3 or e5m2, on each) and
+/// the K of one instruction, the target table's (`cake_target::mma_instr_k`: k16 for 16-bit
+/// inputs, k32 for FP8, 32 bytes of a K-major row either way).
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 struct Inputs {
     a: DType,
     b: DType,
+    k: u32,
 }
 
 impl Inputs {
     fn of(a: DType, b: DType) -> Result<Inputs, String> {
-        match (a, b) {
-            (DType::BF16, DType::BF16) | (DType::F16, DType::F16) => Ok(Inputs { a, b }),
-            _ if a.is_fp8() && b.is_fp8() => Ok(Inputs { a, b }),
-            (DType::BF16 | DType::F16, DType::BF16 | DType::F16) => {
-                Err("wgmma takes `a` and `b` of the same 16-bit type".into())
-            }
+        let lowered = matches!(
+            (a, b),
+            (DType::BF16, DType::BF16) | (DType::F16, DType::F16)
+        ) || (a.is_fp8() && b.is_fp8());
+        if !lowered
+            && matches!(a, DType::BF16 | DType::F16)
+            && matches!(b, DType::BF16 | DType::F16)
+        {
+            return Err("wgmma takes `a` and `b` of the same 16-bit type".into());
+        }
+        match cake_target::mma_instr_k(cake_target::MmaFamily::Wgmma, a) {
+            Some(k) if lowered => Ok(Inputs { a, b, k }),
             _ => Err(format!("wgmma with {a} x {b} inputs is not lowered yet")),
         }
     }
@@ -1318,9 +1327,9 @@ impl Inputs {
         self.a.is_fp8()
     }
 
-    /// K of one instruction: 32 bytes of a K-major row (k16 for 16-bit inputs, k32 for FP8).
+    /// K of one instruction.
     fn k(self) -> u32 {
-        32 / self.a.bytes()
+        self.k
     }
 
     /// The instruction's type suffix, `a`'s then `b`'s: `bf16.bf16`, `e4m3.e5m2`.
